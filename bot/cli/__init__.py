@@ -1,0 +1,1 @@
+"""The `perfbot` command line: one module per verb."""

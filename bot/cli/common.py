@@ -1,0 +1,88 @@
+"""What every verb shares: the user-error type, argument parsing, config and output helpers."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import NoReturn
+
+from bot.core import config as repo_config
+from bot.core.config import LEVELS, RepoConfig
+
+FORMATS = ("text", "json", "markdown")
+
+
+class UsageError(Exception):
+    """A mistake in what the user asked for: reported in one line, exit status 2."""
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse that reports a usage mistake in one line instead of the usage block."""
+
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(f"{self.prog}: {message} (see '{self.prog} --help')")
+
+
+def read_input(name: str, limit: int) -> bytes:
+    """Bytes of a file, or of standard input for '-', at most ``limit`` bytes."""
+    if name == "-":
+        if sys.stdin.isatty():
+            raise UsageError("no diff given: name a file or pipe a diff to standard input")
+        data = sys.stdin.buffer.read(limit + 1)
+        where = "standard input"
+    else:
+        path = Path(name)
+        try:
+            with path.open("rb") as handle:
+                data = handle.read(limit + 1)
+        except IsADirectoryError:
+            raise UsageError(f"{name}: is a directory, not a diff file") from None
+        except OSError as error:
+            raise UsageError(f"{name}: cannot read ({error.strerror})") from None
+        where = name
+    if len(data) > limit:
+        raise UsageError(f"{where}: larger than the {limit // 2**20} MiB limit (see --max-mib)")
+    return data
+
+
+def load_config(name: str | None, fallback_text: str | None = None,
+                fallback_source: str = repo_config.CONFIG_PATH) -> RepoConfig:
+    """The config from ``--config``, else the repository's own text, else the defaults."""
+    if name is not None:
+        try:
+            text = Path(name).read_bytes()
+        except OSError as error:
+            raise UsageError(f"{name}: cannot read ({error.strerror})") from None
+        return repo_config.load(text, name)
+    if fallback_text is not None:
+        return repo_config.load(fallback_text, fallback_source)
+    return RepoConfig()
+
+
+def with_profile(config: RepoConfig, profile: str | None) -> RepoConfig:
+    if profile is None:
+        return config
+    risk = config.risk.model_copy(update={"profile": profile})
+    return config.model_copy(update={"risk": risk})
+
+
+def add_risk_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--config", metavar="FILE",
+                        help="repository config (YAML); default: the repository's "
+                             f"{repo_config.CONFIG_PATH} when --repo names one")
+    parser.add_argument("--profile", choices=("auto", "generic", "sglang", "vllm"),
+                        help="built-in rule profile (default: the config's, else auto)")
+    parser.add_argument("--format", choices=FORMATS, default="text")
+    parser.add_argument("--fail-on", choices=LEVELS[1:], metavar="LEVEL",
+                        help="exit 1 when the risk level is at least LEVEL (low, medium, high)")
+
+
+def fails(level: str, fail_on: str | None) -> bool:
+    return fail_on is not None and LEVELS.index(level) >= LEVELS.index(fail_on)
+
+
+def print_json(data: object) -> None:
+    json.dump(data, sys.stdout, indent=2, ensure_ascii=False)
+    sys.stdout.write("\n")

@@ -1,0 +1,46 @@
+"""`perfbot config validate` and `perfbot config schema`."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from bot.core import config as repo_config
+from bot.core import profiles, ruleset
+from bot.core.config import ConfigError
+
+from .common import UsageError, print_json
+
+
+def setup(subparsers) -> None:
+    parser = subparsers.add_parser("config", help="check or describe .github/perfbot.yml")
+    verbs = parser.add_subparsers(dest="verb", required=True, metavar="{validate,schema}")
+    validate = verbs.add_parser("validate", help="check a config file; list every problem")
+    validate.add_argument("file", metavar="FILE")
+    validate.set_defaults(run=run_validate)
+    schema = verbs.add_parser("schema", help="print the config's JSON schema")
+    schema.set_defaults(run=run_schema)
+
+
+def run_validate(args: argparse.Namespace) -> int:
+    try:
+        text = Path(args.file).read_bytes()
+    except OSError as error:
+        raise UsageError(f"{args.file}: cannot read ({error.strerror})") from None
+    try:
+        config = repo_config.load(text, args.file)
+        names = [config.risk.profile] if config.risk.profile != "auto" else list(profiles.PROFILES)
+        counts = [len(ruleset.merged_rules(config, name)) for name in names]
+    except ConfigError as error:
+        for problem in error.problems:
+            print(f"{args.file}: {problem}", file=sys.stderr)
+        return 2
+    summary = ", ".join(f"{n} rules with profile {p}" for p, n in zip(names, counts, strict=True))
+    print(f"{args.file}: valid ({summary})")
+    return 0
+
+
+def run_schema(args: argparse.Namespace) -> int:
+    print_json(repo_config.schema())
+    return 0

@@ -1,0 +1,50 @@
+"""`perfbot score`: the risk of one unified diff."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from bot.adapters import git_repo
+from bot.core import diff as diffs
+from bot.core import render_risk, risk, ruleset
+from bot.core.config import CONFIG_PATH
+
+from .common import add_risk_options, fails, load_config, print_json, read_input, with_profile
+
+
+def setup(subparsers) -> None:
+    parser = subparsers.add_parser("score", help="score one unified diff for performance risk",
+                                   description="Score a unified diff (a file, or - for standard "
+                                               "input) 0-100 for risk to inference hot paths.")
+    parser.add_argument("diff", nargs="?", default="-", metavar="DIFF",
+                        help="diff file, or - (default) for standard input")
+    parser.add_argument("--repo", metavar="PATH",
+                        help="a checkout of the changed tree: its files locate enclosing "
+                             f"functions, and its {CONFIG_PATH} is the default config")
+    parser.add_argument("--max-mib", type=int, default=256,
+                        help="refuse diffs larger than this many MiB (default 256)")
+    add_risk_options(parser)
+    parser.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    data = read_input(args.diff, args.max_mib * 2**20)
+    repo = git_repo.open_repo(args.repo) if args.repo else None
+    fallback = git_repo.read_file(repo, CONFIG_PATH) if repo is not None else None
+    config = with_profile(load_config(args.config, fallback), args.profile)
+    parsed = diffs.parse(data)
+    rules = ruleset.build(config, (f.path for f in parsed.files))
+    source = None
+    if repo is not None:
+        def source(path: str) -> list[str] | None:
+            text = git_repo.read_file(repo, path)
+            return text.splitlines() if text is not None else None
+    report = risk.score(parsed, rules, source)
+    if args.format == "json":
+        print_json(report.to_dict())
+    elif args.format == "markdown":
+        sys.stdout.write(render_risk.report_markdown(report))
+    else:
+        sys.stdout.write(render_risk.report_text(report))
+    return 1 if fails(report.level, args.fail_on) else 0

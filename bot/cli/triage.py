@@ -1,0 +1,71 @@
+"""`perfbot triage`: rank the commits of a range, most suspicious first."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+
+from bot.adapters import git_repo
+from bot.core import render_risk, triage
+from bot.core.config import CONFIG_PATH
+
+from .common import add_risk_options, fails, load_config, print_json, with_profile
+
+
+def setup(subparsers) -> None:
+    parser = subparsers.add_parser(
+        "triage", help="rank the commits of BASE..HEAD by performance risk",
+        description="Rank every commit of BASE..HEAD (reachable from HEAD, not from BASE) by "
+                    "performance risk, most suspicious first.")
+    parser.add_argument("range", metavar="BASE..HEAD")
+    parser.add_argument("--repo", default=".", metavar="PATH",
+                        help="the git repository (default: the current directory)")
+    parser.add_argument("--limit", type=int, metavar="N", help="show only the N most suspicious")
+    parser.add_argument("--no-files", action="store_true", help="text format: omit file lists")
+    parser.add_argument("--quiet", action="store_true", help="no progress on standard error")
+    add_risk_options(parser)
+    parser.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    base, head = git_repo.split_range(args.range)
+    repo = git_repo.open_repo(args.repo)
+    config = with_profile(load_config(args.config, git_repo.read_file(repo, CONFIG_PATH)),
+                          args.profile)
+    progress = _Progress(enabled=not args.quiet and sys.stderr.isatty())
+    progress.say(f"reading {args.range} from {args.repo} ...")
+    commits = git_repo.range_patches(repo, base, head)
+    result = triage.rank(commits, config, args.range, progress.count)
+    progress.done()
+    if args.limit is not None:
+        result.commits = result.commits[: max(args.limit, 0)]
+    if args.format == "json":
+        print_json(result.to_dict())
+    elif args.format == "markdown":
+        sys.stdout.write(render_risk.triage_markdown(result))
+    else:
+        sys.stdout.write(render_risk.triage_text(result, show_files=not args.no_files))
+    worst = result.commits[0].report.level if result.commits else "none"
+    return 1 if fails(worst, args.fail_on) else 0
+
+
+class _Progress:
+    """One rewritten status line on a terminal's standard error; silent when piped."""
+
+    def __init__(self, enabled: bool):
+        self.enabled, self.last = enabled, 0.0
+
+    def say(self, text: str) -> None:
+        if self.enabled:
+            sys.stderr.write(f"\r\033[K{text}")
+            sys.stderr.flush()
+
+    def count(self, done: int, total: int) -> None:
+        now = time.monotonic()
+        if done == total or now - self.last > 0.2:
+            self.last = now
+            self.say(f"scoring commit {done}/{total}")
+
+    def done(self) -> None:
+        self.say("")

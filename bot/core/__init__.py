@@ -1,0 +1,1 @@
+"""The pure core: data in, data out. No web, GitHub, git, database, subprocess or network."""

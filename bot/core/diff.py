@@ -1,0 +1,212 @@
+"""Turn unified-diff text into per-file changes, tolerating damaged input.
+
+unidiff does the parsing. The text is split into one section per file first, so a malformed
+file (a truncated hunk, a hand-edited count) costs only that file a lenient re-read instead
+of failing the whole diff, and memory stays bounded by the largest file, not the whole diff.
+"""
+
+from __future__ import annotations
+
+import bisect
+import itertools
+import re
+from dataclasses import dataclass, field
+
+from unidiff import PatchSet
+from unidiff.errors import UnidiffParseError
+
+_GIT_HEADER = re.compile(r"^diff --git ", re.MULTILINE)
+_PLAIN_HEADER = re.compile(r"^--- .*\n\+\+\+ ", re.MULTILINE)
+_HUNK_HEADER = re.compile(r"^@@ -(\d+)(?:,\d+)? \+(\d+)(?:,\d+)? @@ ?(.*)$")
+_GIT_PATHS = re.compile(r"^diff --git (?:\"?a/)?(.+?)\"? (?:\"?b/)?(.+?)\"?$")
+
+
+@dataclass(slots=True)
+class Hunk:
+    """One hunk: its lines' text and a one-character type per line.
+
+    Types are ' ' (context), '+', '-', or '\\' for "No newline at end of file" markers, which
+    occupy no line number on either side.
+    """
+
+    source_start: int
+    target_start: int
+    section: str
+    texts: list[str]
+    types: str
+    _offsets: list[int] | None = field(default=None, repr=False)
+
+    def offsets(self) -> list[int]:
+        """Start offset of each line inside ``joined()``; computed once, on demand."""
+        if self._offsets is None:
+            self._offsets = [0, *itertools.accumulate(map(len, self.texts))]
+        return self._offsets
+
+    def joined(self) -> str:
+        return "".join(self.texts)
+
+    def line_at(self, offset: int) -> int:
+        """Index of the line holding character ``offset`` of ``joined()``."""
+        return bisect.bisect_right(self.offsets(), offset) - 1
+
+    def line_number(self, index: int) -> int:
+        """The file line number of line ``index``: new-side for ' '/'+', old-side for '-'."""
+        kind = self.types[index]
+        before = self.types[:index]
+        if kind == "-":
+            return self.source_start + before.count(" ") + before.count("-")
+        return self.target_start + before.count(" ") + before.count("+")
+
+
+@dataclass(slots=True)
+class FileChange:
+    """The change to one file. ``path`` is the new path (the old one for a deletion)."""
+
+    path: str
+    old_path: str | None
+    status: str  # added | deleted | modified | renamed | copied
+    is_binary: bool
+    added: int
+    removed: int
+    hunks: list[Hunk]
+    damaged: str | None = None  # why the lenient reader was needed, if it was
+
+
+@dataclass(slots=True)
+class ParsedDiff:
+    files: list[FileChange]
+    warnings: list[str]
+
+
+def decode(data: bytes | str) -> str:
+    """Text of a diff as read from a file or a pipe: UTF-8, bad bytes replaced, LF line ends."""
+    text = data.decode("utf-8", errors="replace") if isinstance(data, bytes) else data
+    if "\r" in text:
+        text = text.replace("\r\n", "\n")
+    return text
+
+
+def parse(data: bytes | str) -> ParsedDiff:
+    """Parse a unified diff (git or plain) into file changes; never raises for bad text."""
+    text = decode(data)
+    files: list[FileChange] = []
+    warnings: list[str] = []
+    for section in split_sections(text):
+        try:
+            files.extend(_from_unidiff(PatchSet(section)))
+        except UnidiffParseError as error:
+            change = _lenient(section, str(error))
+            if change is not None:
+                files.append(change)
+                warnings.append(f"{change.path}: {change.damaged}; scored from the lines present")
+    if text.strip() and not files:
+        warnings.append("no file changes found in the input (is it a unified diff?)")
+    return ParsedDiff(files, warnings)
+
+
+def split_sections(text: str) -> list[str]:
+    """Split diff text into one chunk per file (git headers, else ``---``/``+++`` pairs)."""
+    starts = [m.start() for m in _GIT_HEADER.finditer(text)]
+    if not starts:
+        starts = [m.start() for m in _PLAIN_HEADER.finditer(text)]
+    if not starts:
+        return [text] if text.strip() else []
+    bounds = [*starts, len(text)]
+    return [text[a:b] for a, b in itertools.pairwise(bounds)]
+
+
+def _status(patched) -> str:
+    if patched.is_added_file:
+        return "added"
+    if patched.is_removed_file:
+        return "deleted"
+    if patched.is_rename:
+        return "copied" if patched.patch_info and _is_copy(patched.patch_info) else "renamed"
+    return "modified"
+
+
+def _is_copy(patch_info) -> bool:
+    return any(str(line).startswith("copy from ") for line in patch_info)
+
+
+def _from_unidiff(patch: PatchSet) -> list[FileChange]:
+    changes = []
+    for patched in patch:
+        hunks = [
+            Hunk(
+                hunk.source_start,
+                hunk.target_start,
+                hunk.section_header,
+                [line.value for line in hunk],
+                "".join([line.line_type for line in hunk]),
+            )
+            for hunk in patched
+        ]
+        status = _status(patched)
+        old = _strip_prefix(patched.source_file) if status in ("renamed", "copied") else None
+        changes.append(
+            FileChange(
+                patched.path,
+                old,
+                status,
+                patched.is_binary_file,
+                patched.added,
+                patched.removed,
+                hunks,
+            )
+        )
+    return changes
+
+
+def _strip_prefix(path: str | None) -> str | None:
+    if path and path[:2] in ("a/", "b/"):
+        return path[2:]
+    return path
+
+
+def _lenient(section: str, why: str) -> FileChange | None:
+    """Read a damaged file section line by line, ignoring hunk counts."""
+    lines = section.splitlines(keepends=True)
+    path = old = None
+    hunks: list[Hunk] = []
+    current: Hunk | None = None
+    kinds: list[str] = []
+    for line in lines:
+        header = _HUNK_HEADER.match(line.rstrip("\n"))
+        if header:
+            current = _close(current, kinds, hunks)
+            kinds = []
+            current = Hunk(int(header[1]), int(header[2]), header[3], [], "")
+        elif current is not None and line[:1] in ("+", "-", " "):
+            current.texts.append(line[1:])
+            kinds.append(line[0])
+        elif current is None:
+            path, old = _header_path(line, path, old)
+    _close(current, kinds, hunks)
+    if path is None:
+        return None
+    added = sum(h.types.count("+") for h in hunks)
+    removed = sum(h.types.count("-") for h in hunks)
+    status = "renamed" if old and old != path else "modified"
+    return FileChange(path, old if status == "renamed" else None, status, False, added, removed,
+                      hunks, damaged=f"malformed diff ({why})")
+
+
+def _close(current: Hunk | None, kinds: list[str], hunks: list[Hunk]) -> None:
+    if current is not None:
+        current.types = "".join(kinds)
+        hunks.append(current)
+    return None
+
+
+def _header_path(line: str, path: str | None, old: str | None) -> tuple[str | None, str | None]:
+    line = line.rstrip("\n")
+    if line.startswith("+++ ") and not line.startswith("+++ /dev/null"):
+        return _strip_prefix(line[4:].split("\t")[0]), old
+    if line.startswith("--- ") and not line.startswith("--- /dev/null"):
+        source = _strip_prefix(line[4:].split("\t")[0])
+        return path or source, source
+    match = _GIT_PATHS.match(line)
+    if match:
+        return match[2], match[1]
+    return path, old

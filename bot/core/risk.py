@@ -1,0 +1,312 @@
+"""Score a parsed diff 0-100 for risk to inference hot paths, with reasons a reviewer can check.
+
+Every signal is a rule that fired at a place (file, function, line). A file's score and the
+whole diff's score treat each category (communicator, CUDA graph, attention...) as one chance of
+a slowdown, at the weight of its strongest signal, and combine the categories as independent
+chances (noisy-OR): ten edits to communicators count once, while a communicator *and* a
+CUDA-graph runner count more than either. Size and spread add a few points, never the main part.
+Cold files (docs, tests, CI, diffusion-only trees) add nothing.
+"""
+
+from __future__ import annotations
+
+import bisect
+import math
+import re
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+
+from .config import CONFIG_PATH
+from .diff import FileChange, Hunk, ParsedDiff
+from .ruleset import RuleSet
+
+SourceLookup = Callable[[str], list[str] | None]
+
+_DEF = re.compile(r"^([ \t]*)(?:async[ \t]+)?(?:def|class)[ \t]+(\w+)", re.MULTILINE)
+_HEADER_DEF = re.compile(r"(?:def|class)\s+(\w+)")
+_HEADER_CALL = re.compile(r"(\w+)\s*\(")
+_SIZE_CAP = 10.0
+
+
+@dataclass(frozen=True, slots=True)
+class Signal:
+    """A rule that fired at one place. ``line`` is on the new side unless ``side`` is 'old'."""
+
+    rule: str
+    kind: str
+    category: str
+    weight: float
+    description: str
+    path: str
+    function: str | None
+    line: int | None
+    side: str = "new"
+    match: str | None = None
+    count: int = 1
+
+    def sentence(self) -> str:
+        where = self.path if self.line is None else f"{self.path}:{self.line}"
+        if self.function:
+            where += f" in {self.function}()"
+        elif self.line is not None:
+            where += " at module level"
+        what = self.description
+        if self.match:
+            verb = "removed" if self.side == "old" else "added"
+            what += f": `{self.match}` {verb}"
+            if self.count > 1:
+                what += f" ({self.count} times)"
+        return f"{what} [{self.rule}, +{self.weight:g}] at {where}"
+
+    def to_dict(self) -> dict:
+        return {"rule": self.rule, "kind": self.kind, "category": self.category,
+                "weight": self.weight, "path": self.path, "function": self.function,
+                "line": self.line, "side": self.side, "match": self.match, "count": self.count,
+                "reason": self.sentence()}
+
+
+@dataclass(slots=True)
+class FileRisk:
+    path: str
+    old_path: str | None
+    status: str
+    is_binary: bool
+    added: int
+    removed: int
+    score: int
+    cold: str | None
+    signals: list[Signal]
+    damaged: str | None = None
+
+    def to_dict(self) -> dict:
+        return {"path": self.path, "old_path": self.old_path, "status": self.status,
+                "binary": self.is_binary, "added": self.added, "removed": self.removed,
+                "score": self.score, "cold": self.cold,
+                "reasons": [s.sentence() for s in self.signals]}
+
+
+@dataclass(slots=True)
+class RiskReport:
+    score: int
+    level: str
+    profile: str
+    files: list[FileRisk]
+    signals: list[Signal]
+    warnings: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def reasons(self) -> list[str]:
+        return [s.sentence() for s in self.signals]
+
+    def to_dict(self) -> dict:
+        return {"score": self.score, "level": self.level, "profile": self.profile,
+                "files": [f.to_dict() for f in self.files], "reasons": self.reasons,
+                "signals": [s.to_dict() for s in self.signals],
+                "warnings": self.warnings, "notes": self.notes}
+
+
+def score(diff: ParsedDiff, rules: RuleSet, source: SourceLookup | None = None) -> RiskReport:
+    """Score ``diff`` against ``rules``; ``source`` may supply a changed file's new text."""
+    files = [score_file(change, rules, source) for change in diff.files]
+    signals = _strongest_per_rule(s for f in files for s in f.signals)
+    size = _size_signal(files)
+    if size is not None:
+        signals.append(size)
+    total = _combine(signals)
+    files.sort(key=lambda f: (-f.score, f.cold is not None, f.path))
+    notes = []
+    if any(f.path == CONFIG_PATH or f.old_path == CONFIG_PATH for f in files):
+        notes.append(f"this change edits {CONFIG_PATH}; config changes take effect after merge "
+                     "and do not affect this score")
+    return RiskReport(total, rules.thresholds.level(total), rules.profile, files, signals,
+                      list(diff.warnings), notes)
+
+
+def score_file(change: FileChange, rules: RuleSet, source: SourceLookup | None = None) -> FileRisk:
+    cold = rules.cold_rule(change.path)
+    signals: list[Signal] = []
+    if cold is None:
+        signals = _file_signals(change, rules, source)
+    signals = _strongest_per_rule(signals)
+    return FileRisk(change.path, change.old_path, change.status, change.is_binary, change.added,
+                    change.removed, _combine(signals),
+                    cold.id if cold else None, signals, change.damaged)
+
+
+def _file_signals(change: FileChange, rules: RuleSet, source: SourceLookup | None) -> list[Signal]:
+    path_rules = rules.path_rules(change.path)
+    lookup = _Lazy(source, change.path)
+    signals: list[Signal] = []
+    first: tuple[str | None, int | None, str] | None = None
+    allowed = rules.tokens_allowed(change.path)
+    for hunk in change.hunks:
+        segments = _segments(hunk, lookup)
+        changed = [seg for seg in segments if seg.first_changed is not None]
+        if first is None and changed:
+            seg = changed[0]
+            first = (seg.name, hunk.line_number(seg.first_changed), _side(hunk, seg.first_changed))
+        for seg in changed:
+            signals += _function_signals(rules, change.path, hunk, seg)
+        signals += _token_signals(rules, change.path, hunk, segments, bool(path_rules), allowed)
+    function, line, side = first or (None, None, "new")
+    signals += [Signal(r.id, r.kind, r.category, r.weight, r.description, change.path, function,
+                       line, side) for r in path_rules]
+    return signals
+
+
+@dataclass(slots=True)
+class _Segment:
+    """Lines ``start``..``end`` of a hunk that sit in one function (``name``)."""
+
+    name: str | None
+    start: int
+    end: int
+    first_changed: int | None
+    hot: bool = False
+
+
+def _segments(hunk: Hunk, lookup: _Lazy) -> list[_Segment]:
+    joined = hunk.joined()
+    bounds: list[tuple[int, str | None]] = [(0, _header_function(hunk, lookup))]
+    for match in _DEF.finditer(joined):
+        index = hunk.line_at(match.start())
+        if index == 0:
+            bounds[0] = (0, match[2])
+        else:
+            bounds.append((index, match[2]))
+    ends = [start for start, _ in bounds[1:]] + [len(hunk.types)]
+    segments = []
+    for (start, name), end in zip(bounds, ends, strict=True):
+        segments.append(_Segment(name, start, end, _first_changed(hunk.types, start, end)))
+    return segments
+
+
+def _first_changed(types: str, start: int, end: int) -> int | None:
+    plus, minus = types.find("+", start, end), types.find("-", start, end)
+    found = [i for i in (plus, minus) if i >= 0]
+    return min(found) if found else None
+
+
+def _header_function(hunk: Hunk, lookup: _Lazy) -> str | None:
+    lines = lookup.get()
+    if lines is not None:
+        start = _first_changed(hunk.types, 0, len(hunk.types))
+        if start is not None and hunk.types[start] != "-":
+            name = enclosing_function(lines, hunk.line_number(start))
+            if name:
+                return name
+    match = _HEADER_DEF.search(hunk.section) or _HEADER_CALL.search(hunk.section)
+    return match[1] if match else None
+
+
+def enclosing_function(lines: list[str], line_number: int) -> str | None:
+    """Name of the innermost ``def``/``class`` that holds 1-based ``line_number``."""
+    if not 1 <= line_number <= len(lines):
+        return None
+    target = lines[line_number - 1]
+    indent = len(target) - len(target.lstrip()) if target.strip() else None
+    for text in reversed(lines[: line_number - 1]):
+        match = _DEF.match(text)
+        if match and (indent is None or len(match[1].expandtabs()) < indent):
+            return match[2]
+        if text.strip() and not text.lstrip().startswith(("#", "@", ")")) and indent is not None:
+            indent = min(indent, len(text) - len(text.lstrip()))
+    return None
+
+
+def _function_signals(rules: RuleSet, path: str, hunk: Hunk, seg: _Segment) -> list[Signal]:
+    if not seg.name:
+        return []
+    found = rules.function_rules(seg.name)
+    seg.hot = bool(found)
+    line = hunk.line_number(seg.first_changed)
+    side = _side(hunk, seg.first_changed)
+    return [Signal(r.id, r.kind, r.category, r.weight, r.description, path, seg.name, line, side)
+            for r in found]
+
+
+def _token_signals(rules: RuleSet, path: str, hunk: Hunk, segments: list[_Segment],
+                   hot_file: bool, allowed: list[bool]) -> list[Signal]:
+    if rules.token_regex is None or not any(allowed):
+        return []
+    signals = []
+    starts = [seg.start for seg in segments]
+    for match in rules.token_regex.finditer(hunk.joined()):
+        index = hunk.line_at(match.start())
+        if hunk.types[index] not in "+-":
+            continue
+        number = int(match.lastgroup.removeprefix("perfbot_t"))
+        rule = rules.tokens[number]
+        seg = segments[bisect.bisect_right(starts, index) - 1]
+        if not allowed[number] or (rule.scope == "hot" and not (hot_file or seg.hot)):
+            continue
+        signals.append(Signal(rule.id, rule.kind, rule.category, rule.weight, rule.description,
+                              path, seg.name, hunk.line_number(index), _side(hunk, index),
+                              match[0].strip()[:80]))
+    return signals
+
+
+def _side(hunk: Hunk, index: int) -> str:
+    return "old" if hunk.types[index] == "-" else "new"
+
+
+def _strongest_per_rule(signals: Iterable[Signal]) -> list[Signal]:
+    """One signal per rule: the heaviest, earliest one, counting how often the rule fired."""
+    best: dict[str, Signal] = {}
+    counts: dict[str, int] = {}
+    for signal in signals:
+        counts[signal.rule] = counts.get(signal.rule, 0) + signal.count
+        kept = best.get(signal.rule)
+        if kept is None or signal.weight > kept.weight:
+            best[signal.rule] = signal
+    merged = [_with_count(s, counts[s.rule]) for s in best.values()]
+    merged.sort(key=lambda s: (-s.weight, s.path, s.line or 0, s.rule))
+    return merged
+
+
+def _with_count(signal: Signal, count: int) -> Signal:
+    if count == signal.count:
+        return signal
+    return Signal(signal.rule, signal.kind, signal.category, signal.weight, signal.description,
+                  signal.path, signal.function, signal.line, signal.side, signal.match, count)
+
+
+def _size_signal(files: list[FileRisk]) -> Signal | None:
+    """A few points for the amount of non-cold change: more code, more chances to regress."""
+    warm = [f for f in files if f.cold is None]
+    lines = sum(f.added + f.removed for f in warm)
+    if not warm or lines == 0:
+        return None
+    weight = round(min(_SIZE_CAP, 2.5 * math.log10(1 + lines) + 0.5 * (len(warm) - 1)), 1)
+    largest = max(warm, key=lambda f: f.added + f.removed)
+    noun = "file" if len(warm) == 1 else "files"
+    return Signal("size", "size", "size", weight,
+                  f"size: {lines} changed lines in {len(warm)} non-cold {noun}",
+                  largest.path, None, None)
+
+
+def _combine(signals: Iterable[Signal]) -> int:
+    """Noisy-OR over categories of each category's strongest weight, as a 0-100 integer."""
+    strongest: dict[str, float] = {}
+    for s in signals:
+        strongest[s.category] = max(strongest.get(s.category, 0.0), s.weight)
+    miss = 1.0
+    for weight in strongest.values():
+        miss *= 1.0 - min(max(weight, 0.0), 100.0) / 100.0
+    return round(100.0 * (1.0 - miss))
+
+
+class _Lazy:
+    """Fetch a file's source at most once, and only if a hunk asks for it."""
+
+    __slots__ = ("_source", "_path", "_lines", "_done")
+
+    def __init__(self, source: SourceLookup | None, path: str):
+        self._source, self._path, self._lines, self._done = source, path, None, source is None
+
+    def get(self) -> list[str] | None:
+        if not self._done:
+            self._lines = self._source(self._path)
+            self._done = True
+        return self._lines
