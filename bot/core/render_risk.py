@@ -2,18 +2,11 @@
 
 from __future__ import annotations
 
-import re
-
+from .markdown import escape_md
 from .risk import FileRisk, RiskReport
 from .triage import Triage
 
 _LEVEL_MARK = {"high": "🔴", "medium": "🟠", "low": "🟡", "none": "⚪"}
-_MD_SPECIAL = re.compile(r"([\\`*_{}\[\]<>()#+!|~])")
-
-
-def escape_md(text: str) -> str:
-    """Text safe to place in Markdown: no formatting, links, HTML or table breaks."""
-    return _MD_SPECIAL.sub(r"\\\1", text.replace("\n", " ").replace("\r", " "))
 
 
 def stat_lines(files: list[FileRisk], width: int = 60) -> list[str]:
