@@ -1,0 +1,89 @@
+"""`perfbot compare`: statistics and verdicts for a results file of `perfbot bench run`."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from bot.core import render_compare, results, stats
+
+from .common import FORMATS, UsageError, print_json, read_input
+
+FAIL_ON = ("regression", "inconclusive")
+
+
+def setup(subparsers) -> None:
+    parser = subparsers.add_parser(
+        "compare", help="judge a results file: regression, improvement, unchanged or inconclusive",
+        description="Compare the base and head rounds of a results file metric by metric (medians, "
+                    "bootstrap interval, rank tests, Holm across metrics) and say what changed.")
+    parser.add_argument("results", metavar="RESULTS.json", help="results file, or - for standard input")
+    parser.add_argument("--format", choices=FORMATS, default="text")
+    parser.add_argument("--min-effect", type=_percent, default=stats.DEFAULT_MIN_EFFECT * 100,
+                        metavar="PCT", help="smallest change worth a verdict, in percent (default 2)")
+    parser.add_argument("--alpha", type=_alpha, default=stats.DEFAULT_ALPHA, metavar="A",
+                        help="false-alarm rate across all metrics of the file (default 0.01)")
+    parser.add_argument("--seed", type=int, default=0, metavar="N",
+                        help="seed of the bootstrap (default 0): same file and seed, same report")
+    parser.add_argument("--ignore-env", action="append", default=[], metavar="GLOB",
+                        help="fingerprint key (glob, e.g. 'packages.torch') that may differ between "
+                             "base and head without withholding the verdict; repeatable")
+    parser.add_argument("--fail-on", choices=FAIL_ON, metavar="VERDICT",
+                        help="exit 1 on a regression (or an error verdict); 'inconclusive': also "
+                             "when the run could not decide")
+    parser.add_argument("--max-mib", type=int, default=64,
+                        help="refuse results files larger than this many MiB (default 64)")
+    parser.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    name = "standard input" if args.results == "-" else args.results
+    if args.results == "-" and sys.stdin.isatty():
+        raise UsageError("no results given: name a results file or pipe one to standard input")
+    if Path(args.results).is_dir():
+        raise UsageError(f"{name}: is a directory, not a results file")
+    try:
+        loaded = results.load(read_input(args.results, args.max_mib * 2**20), name)
+    except results.ResultsError as error:
+        raise UsageError(str(error)) from None
+    comparison = stats.decide(loaded, args.min_effect / 100, args.alpha, args.seed,
+                              ignore_env=args.ignore_env)
+    if args.format == "json":
+        print_json({"headline": render_compare.headline(comparison), **comparison.to_dict()})
+    elif args.format == "markdown":
+        sys.stdout.write(render_compare.compare_markdown(loaded, comparison))
+    else:
+        sys.stdout.write(render_compare.compare_text(loaded, comparison))
+    return 1 if fails(comparison.verdict, args.fail_on) else 0
+
+
+def fails(verdict: str, fail_on: str | None) -> bool:
+    if fail_on is None:
+        return False
+    failing = {"regression", "error"} | ({"inconclusive"} if fail_on == "inconclusive" else set())
+    return verdict in failing
+
+
+def _percent(text: str) -> float:
+    value = _number(text)
+    if not 0 <= value < 100:
+        raise argparse.ArgumentTypeError(f"{text!r}: a percentage from 0 to 100 is expected")
+    return value
+
+
+def _alpha(text: str) -> float:
+    value = _number(text)
+    if not 0 < value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r}: a probability between 0 and 1 is expected")
+    return value
+
+
+def _number(text: str) -> float:
+    try:
+        value = float(text.rstrip("%"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r}: not a number") from None
+    if value != value:
+        raise argparse.ArgumentTypeError(f"{text!r}: not a number")
+    return value

@@ -1,0 +1,225 @@
+"""The results file of `perfbot bench run` (schema `perfbot.results/1`): its model and validation.
+
+Results come back from GPU runners and are untrusted: everything is size-capped, every value is
+checked, and every problem becomes one `ResultsError` line that names where it is.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from typing import Annotated, Any, Literal
+
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
+
+SCHEMA = "perfbot.results/1"
+MAX_METRICS = 200
+MAX_ROUNDS = 10_000
+MAX_FINGERPRINT_LEAVES = 5_000
+MAX_FINGERPRINT_DEPTH = 10
+MAX_ERROR_CHARS = 2_000
+METRIC_NAME = r"^[A-Za-z0-9_][A-Za-z0-9_.:/@+-]{0,99}$"
+Side = Literal["base", "head"]
+SIDES: tuple[Side, Side] = ("base", "head")
+
+
+class ResultsError(ValueError):
+    """A results file that cannot be judged; the message is one line naming what and where."""
+
+
+def _truncate_error(value: Any) -> Any:
+    """Runners put whole tracebacks in `error`; keep the start, which says what failed."""
+    if isinstance(value, str) and len(value) > MAX_ERROR_CHARS:
+        return value[:MAX_ERROR_CHARS] + "…"
+    return value
+
+
+MetricName = Annotated[str, Field(pattern=METRIC_NAME)]
+ErrorText = Annotated[str | None, BeforeValidator(_truncate_error)]
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="ignore")
+
+
+class Revision(_Model):
+    """One side of the comparison: the commit measured and the machine it ran on."""
+
+    sha: Annotated[str, Field(pattern=r"^[0-9a-fA-F]{4,64}$")]
+    fingerprint: dict[str, Any] = {}
+
+    @field_validator("fingerprint")
+    @classmethod
+    def _bounded(cls, value: dict[str, Any]) -> dict[str, Any]:
+        leaves = _count_leaves(value, depth=1)
+        if leaves > MAX_FINGERPRINT_LEAVES:
+            raise ValueError(f"more than {MAX_FINGERPRINT_LEAVES} values")
+        return value
+
+
+def _count_leaves(value: Any, depth: int) -> int:
+    if depth > MAX_FINGERPRINT_DEPTH:
+        raise ValueError(f"nested deeper than {MAX_FINGERPRINT_DEPTH} levels")
+    if isinstance(value, dict):
+        return sum(_count_leaves(v, depth + 1) for v in value.values())
+    if isinstance(value, list):
+        return sum(_count_leaves(v, depth + 1) for v in value)
+    return 1
+
+
+class MetricSpec(_Model):
+    unit: Annotated[str, Field(max_length=32)]
+    better: Literal["lower", "higher"]
+
+
+class Round(_Model):
+    """One benchmark round of one side; a failed round's metrics are dropped unread."""
+
+    side: Side
+    index: Annotated[int, Field(ge=0)]
+    ok: bool
+    error: ErrorText = None
+    metrics: dict[MetricName, Any] = {}
+
+    @model_validator(mode="before")
+    @classmethod
+    def _drop_failed_metrics(cls, data: Any) -> Any:
+        if isinstance(data, dict) and data.get("ok") is False:
+            return {**data, "metrics": {}}
+        return data
+
+    @model_validator(mode="after")
+    def _values_are_measurements(self) -> Round:
+        for name, value in self.metrics.items():
+            if isinstance(value, bool) or not isinstance(value, int | float):
+                raise ValueError(f"metric {name}: must be a number, got {type(value).__name__}")
+            if not math.isfinite(value) or value < 0:
+                raise ValueError(f"metric {name}: must be a finite number >= 0, got {value!r}")
+        return self
+
+
+class Results(_Model):
+    """A validated results file."""
+
+    schema_: Annotated[Literal["perfbot.results/1"], Field(alias="schema")]
+    suite: Annotated[str, Field(min_length=1, max_length=100)]
+    repo: Annotated[str, Field(max_length=200)] = ""
+    base: Revision
+    head: Revision
+    metrics: Annotated[dict[MetricName, MetricSpec], Field(max_length=MAX_METRICS)]
+    rounds: Annotated[list[Round], Field(max_length=MAX_ROUNDS)]
+    started_at: Annotated[str | None, Field(max_length=64)] = None
+    finished_at: Annotated[str | None, Field(max_length=64)] = None
+    # Beyond the contract, written by `perfbot bench run`: how the run ended, and why.
+    status: Annotated[str | None, Field(max_length=32)] = None
+    error: ErrorText = None
+
+    @model_validator(mode="after")
+    def _consistent(self) -> Results:
+        seen: set[tuple[str, int]] = set()
+        for position, round_ in enumerate(self.rounds):
+            key = (round_.side, round_.index)
+            if key in seen:
+                raise ValueError(f"rounds[{position}]: round {round_.index} of {round_.side} "
+                                 "appears twice")
+            seen.add(key)
+            unknown = sorted(set(round_.metrics) - set(self.metrics))
+            if unknown:
+                raise ValueError(f"rounds[{position}]: metric {unknown[0]} is not declared in "
+                                 "'metrics'")
+        for side in SIDES:
+            if not any(r.side == side for r in self.rounds):
+                raise ValueError(f"no rounds for the {side} side")
+        return self
+
+    def revision(self, side: Side) -> Revision:
+        return self.base if side == "base" else self.head
+
+    def rounds_of(self, side: Side) -> list[Round]:
+        """The rounds of one side in the order they ran."""
+        return sorted((r for r in self.rounds if r.side == side), key=lambda r: r.index)
+
+    def values(self, side: Side, metric: str) -> list[float]:
+        """The successful measurements of one metric on one side, in round order."""
+        return [float(r.metrics[metric]) for r in self.rounds_of(side) if r.ok and metric in r.metrics]
+
+    def failures(self, side: Side) -> list[Round]:
+        return [r for r in self.rounds_of(side) if not r.ok]
+
+
+def load(data: str | bytes, source: str = "results") -> Results:
+    """Parse and validate a results file; raise `ResultsError` with one line naming the problem."""
+    if isinstance(data, bytes):
+        try:
+            data = data.decode("utf-8")
+        except UnicodeDecodeError as error:
+            raise ResultsError(f"{source}: not UTF-8 text (byte {error.start})") from None
+    parsed = _parse_json(data, source)
+    _check_schema(parsed, source)
+    try:
+        return Results.model_validate(parsed)
+    except ValidationError as error:
+        problems = error.errors()
+        more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+        raise ResultsError(f"{source}: {_describe(problems[0])}{more}") from None
+
+
+def _parse_json(text: str, source: str) -> Any:
+    if not text.strip():
+        raise ResultsError(f"{source}: empty file, not a results file")
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as error:
+        ended_early = error.pos >= len(text.rstrip()) or error.msg.startswith("Unterminated")
+        hint = " (truncated?)" if ended_early else ""
+        raise ResultsError(f"{source}: not valid JSON{hint}: {error.msg} (line {error.lineno}, "
+                           f"column {error.colno})") from None
+    except RecursionError:
+        raise ResultsError(f"{source}: JSON nested too deeply") from None
+
+
+def _check_schema(parsed: Any, source: str) -> None:
+    if not isinstance(parsed, dict):
+        raise ResultsError(f"{source}: the top level must be a JSON object, not "
+                           f"{_json_type(parsed)}")
+    schema = parsed.get("schema")
+    if schema is None:
+        raise ResultsError(f"{source}: not a perfbot results file (no 'schema' key)")
+    if schema != SCHEMA:
+        raise ResultsError(f"{source}: unsupported schema {_clip(repr(schema))} "
+                           f"(this perfbot reads {SCHEMA})")
+
+
+def _json_type(value: Any) -> str:
+    return {list: "an array", str: "a string", bool: "a boolean", type(None): "null"}.get(
+        type(value), "a number")
+
+
+_UNPRINTABLE = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+
+
+def _clip(text: str, limit: int = 40) -> str:
+    """A piece of untrusted input fit for a one-line error: printable and short."""
+    text = _UNPRINTABLE.sub("?", text)
+    return text if len(text) <= limit else text[:limit] + "…"
+
+
+def _describe(error: dict[str, Any]) -> str:
+    loc = error["loc"]
+    message = _clip(error["msg"].removeprefix("Value error, "), 200)
+    if loc[-1:] == ("[key]",):
+        loc = loc[:-1]
+        message = "metric names are 1-100 characters: letters, digits and _.:/@+-"
+    elif error["type"] == "string_pattern_mismatch":
+        message = f"does not match {error['ctx']['pattern']}"
+    path = "".join(f"[{p}]" if isinstance(p, int) else f".{_clip(str(p))}" for p in loc)
+    return f"{path.lstrip('.')}: {message}" if path else message
