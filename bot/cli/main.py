@@ -8,10 +8,10 @@ from bot import __version__
 from bot.adapters.git_repo import RepoError
 from bot.core.config import ConfigError
 
-from . import config_cmd, score, triage
+from . import compare, config_cmd, score, triage
 from .common import Parser, UsageError
 
-VERBS = (score, triage, config_cmd)
+VERBS = (score, triage, config_cmd, compare)
 
 
 def build_parser() -> Parser:
