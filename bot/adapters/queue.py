@@ -1,0 +1,80 @@
+"""The job queue (huey): a SQLite file by default, Redis for several workers on several machines."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from huey import RedisHuey, SqliteHuey, crontab
+from huey.api import Huey
+from huey.consumer import Consumer
+
+from bot.service.ports import Queue
+
+PROCESS_TASK = "perfbot.process_delivery"
+SWEEP_TASK = "perfbot.requeue_stale"
+
+
+def build_huey(url: str) -> Huey:
+    if url.startswith(("redis://", "rediss://")):
+        return RedisHuey("perfbot", url=url)
+    if url.startswith("sqlite:///"):
+        return SqliteHuey("perfbot", filename=url.removeprefix("sqlite:///"), timeout=30)
+    raise ValueError(f"unsupported queue URL {url.split(':', 1)[0]}:... (expected redis:// or sqlite:///)")
+
+
+class HueyQueue(Queue):
+    """Enqueue delivery ids; a consumer (in-process or `perfbot worker`) runs ``process`` on them.
+
+    A job that raises is retried by huey ``retries`` times; a job lost with its worker (crash,
+    kill -9) stays pending in the store, and the minutely sweep enqueues it again.
+    """
+
+    def __init__(self, url: str, retries: int = 5, retry_delay: float = 10.0):
+        self.url = url
+        self.huey = build_huey(url)
+        self._retries, self._retry_delay = retries, retry_delay
+        self._task = None
+
+    @property
+    def embedded(self) -> bool:
+        return not self.url.startswith(("redis://", "rediss://"))
+
+    def bind(self, process: Callable[[int], object], sweep: Callable[[], object]) -> None:
+        """Register the job functions (they need services that need this queue)."""
+        self._task = self.huey.task(retries=self._retries, retry_delay=self._retry_delay, name=PROCESS_TASK)(
+            process
+        )
+        self.huey.periodic_task(crontab(minute="*"), name=SWEEP_TASK)(sweep)
+
+    def enqueue(self, delivery_id: int) -> None:
+        if self._task is None:
+            raise RuntimeError("HueyQueue.bind() must be called before enqueue()")
+        self._task(delivery_id)
+
+    def pending(self) -> int:
+        return self.huey.pending_count()
+
+    def ping(self) -> None:
+        storage = self.huey.storage
+        if hasattr(storage, "conn") and hasattr(storage.conn, "ping"):
+            storage.conn.ping()
+        else:
+            storage.queue_size()
+
+    def consumer(self, workers: int = 2, in_process: bool = False) -> Consumer:
+        cls = InProcessConsumer if in_process else Consumer
+        return cls(
+            self.huey,
+            workers=workers,
+            worker_type="thread",
+            periodic=True,
+            check_worker_health=True,
+            scheduler_interval=1,
+        )
+
+
+class InProcessConsumer(Consumer):
+    """A consumer sharing its process with the web server: the server owns the signals."""
+
+    def _set_signal_handlers(self) -> None:
+        pass

@@ -1,0 +1,1 @@
+"""Alembic migration environment of the perfbot database (packaged with the code)."""

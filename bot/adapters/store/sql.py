@@ -1,0 +1,222 @@
+"""`SqlStore`: the service's `Store` port over SQLAlchemy (one short transaction per call)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime, timedelta
+
+from sqlalchemy import Engine, create_engine, delete, event, func, or_, select, text, update
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session, sessionmaker
+
+from bot.service.ports import Delivery, Merge, Repository, Review, Store
+
+from . import migrate
+from .tables import DeliveryRow, MergeRow, RepositoryRow, ReviewRow
+
+PENDING, DONE, FAILED = "pending", "done", "failed"
+
+
+def make_engine(url: str) -> Engine:
+    """An engine for ``url``; SQLite gets WAL and a busy timeout so threads can share it."""
+    if url.startswith("sqlite"):
+        engine = create_engine(url, connect_args={"timeout": 30, "check_same_thread": False})
+        event.listen(engine, "connect", _sqlite_pragmas)
+        return engine
+    return create_engine(url, pool_pre_ping=True, pool_size=10, max_overflow=20)
+
+
+def _sqlite_pragmas(dbapi_connection, _record) -> None:
+    cursor = dbapi_connection.cursor()
+    cursor.execute("PRAGMA journal_mode=WAL")
+    cursor.execute("PRAGMA synchronous=NORMAL")
+    cursor.execute("PRAGMA busy_timeout=30000")
+    cursor.close()
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)
+
+
+def _utc(value: datetime | None) -> datetime | None:
+    """SQLite hands back naive datetimes; everything stored is UTC."""
+    if value is None or value.tzinfo is not None:
+        return value
+    return value.replace(tzinfo=UTC)
+
+
+class SqlStore(Store):
+    def __init__(self, engine: Engine):
+        self.engine = engine
+        self._sessions = sessionmaker(engine, expire_on_commit=False)
+
+    @classmethod
+    def connect(cls, url: str, migrate_schema: bool = True) -> SqlStore:
+        engine = make_engine(url)
+        if migrate_schema:
+            migrate.upgrade(engine)
+        return cls(engine)
+
+    @contextmanager
+    def _session(self) -> Iterator[Session]:
+        with self._sessions.begin() as session:
+            yield session
+
+    # deliveries
+
+    def claim_delivery(self, hook_id, guid, event, action, payload) -> int | None:
+        row = DeliveryRow(
+            hook_id=hook_id,
+            guid=guid,
+            event=event,
+            action=action,
+            payload=payload,
+            status=PENDING,
+            attempts=0,
+            received_at=_now(),
+        )
+        try:
+            with self._session() as session:
+                session.add(row)
+                session.flush()
+                return row.id
+        except IntegrityError:
+            return None
+
+    def start_delivery(self, delivery_id, now, lease_s) -> Delivery | None:
+        expired = now - timedelta(seconds=lease_s)
+        claim = (
+            update(DeliveryRow)
+            .where(
+                DeliveryRow.id == delivery_id,
+                DeliveryRow.status == PENDING,
+                or_(DeliveryRow.started_at.is_(None), DeliveryRow.started_at < expired),
+            )
+            .values(started_at=now, attempts=DeliveryRow.attempts + 1)
+        )
+        with self._session() as session:
+            if session.execute(claim).rowcount != 1:
+                return None
+            row = session.get(DeliveryRow, delivery_id)
+            return Delivery(row.id, row.hook_id, row.guid, row.event, row.action, row.payload, row.attempts)
+
+    def finish_delivery(self, delivery_id, status, error=None) -> None:
+        with self._session() as session:
+            session.execute(
+                update(DeliveryRow)
+                .where(DeliveryRow.id == delivery_id)
+                .values(status=status, finished_at=_now(), error=error)
+            )
+
+    def release_delivery(self, delivery_id, error) -> None:
+        with self._session() as session:
+            session.execute(
+                update(DeliveryRow)
+                .where(DeliveryRow.id == delivery_id)
+                .values(started_at=None, error=error[:2000])
+            )
+
+    def stale_deliveries(self, now, older_than_s) -> list[int]:
+        cutoff = now - timedelta(seconds=older_than_s)
+        query = (
+            select(DeliveryRow.id)
+            .where(
+                DeliveryRow.status == PENDING,
+                or_(
+                    DeliveryRow.started_at < cutoff,
+                    DeliveryRow.started_at.is_(None) & (DeliveryRow.received_at < cutoff),
+                ),
+            )
+            .order_by(DeliveryRow.id)
+        )
+        with self._session() as session:
+            return list(session.scalars(query))
+
+    def delivery_counts(self) -> dict[str, int]:
+        query = select(DeliveryRow.status, func.count()).group_by(DeliveryRow.status)
+        with self._session() as session:
+            return {status: count for status, count in session.execute(query)}
+
+    # repositories
+
+    def replace_installation(self, installation_id, repos) -> None:
+        with self._session() as session:
+            session.execute(delete(RepositoryRow).where(RepositoryRow.installation_id == installation_id))
+            self._merge_repos(session, installation_id, repos)
+
+    def add_repositories(self, installation_id, repos) -> None:
+        with self._session() as session:
+            self._merge_repos(session, installation_id, repos)
+
+    @staticmethod
+    def _merge_repos(session: Session, installation_id: int, repos: list[Repository]) -> None:
+        for repo in repos:
+            session.merge(
+                RepositoryRow(
+                    id=repo.id, full_name=repo.full_name, installation_id=installation_id, updated_at=_now()
+                )
+            )
+
+    def remove_repositories(self, installation_id, repo_ids) -> None:
+        with self._session() as session:
+            session.execute(
+                delete(RepositoryRow).where(
+                    RepositoryRow.installation_id == installation_id, RepositoryRow.id.in_(repo_ids)
+                )
+            )
+
+    def remove_installation(self, installation_id) -> None:
+        with self._session() as session:
+            session.execute(delete(RepositoryRow).where(RepositoryRow.installation_id == installation_id))
+
+    def repositories(self) -> list[Repository]:
+        with self._session() as session:
+            rows = session.scalars(select(RepositoryRow).order_by(RepositoryRow.full_name))
+            return [Repository(r.id, r.full_name, r.installation_id) for r in rows]
+
+    # reviews and merges
+
+    def save_review(self, review) -> None:
+        with self._session() as session:
+            row = session.scalar(
+                select(ReviewRow).where(ReviewRow.repo == review.repo, ReviewRow.number == review.number)
+            )
+            if row is None:
+                row = ReviewRow(repo=review.repo, number=review.number)
+                session.add(row)
+            row.head_sha, row.score, row.level = review.head_sha, review.score, review.level
+            row.comment_id, row.updated_at = review.comment_id, _now()
+
+    def review_for(self, repo, number) -> Review | None:
+        with self._session() as session:
+            row = session.scalar(select(ReviewRow).where(ReviewRow.repo == repo, ReviewRow.number == number))
+            if row is None:
+                return None
+            return Review(row.repo, row.number, row.head_sha, row.score, row.level, row.comment_id)
+
+    def record_merge(self, merge) -> None:
+        with self._session() as session:
+            row = session.scalar(
+                select(MergeRow).where(MergeRow.repo == merge.repo, MergeRow.number == merge.number)
+            )
+            if row is None:
+                row = MergeRow(repo=merge.repo, number=merge.number)
+                session.add(row)
+            row.title, row.merge_sha, row.head_sha = merge.title, merge.merge_sha, merge.head_sha
+            row.score, row.level, row.merged_at = merge.score, merge.level, merge.merged_at
+            row.flagged = merge.level in ("medium", "high")
+
+    def merges(self, repo=None) -> list[Merge]:
+        query = select(MergeRow).order_by(MergeRow.merged_at.desc(), MergeRow.id.desc())
+        if repo is not None:
+            query = query.where(MergeRow.repo == repo)
+        with self._session() as session:
+            return [
+                Merge(r.repo, r.number, r.title, r.merge_sha, r.head_sha, r.score, r.level, _utc(r.merged_at))
+                for r in session.scalars(query)
+            ]
+
+    def ping(self) -> None:
+        with self.engine.connect() as connection:
+            connection.execute(text("SELECT 1"))

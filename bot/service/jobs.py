@@ -1,0 +1,58 @@
+"""Process one stored delivery exactly once, and re-enqueue deliveries lost to a crash."""
+
+from __future__ import annotations
+
+import json
+import logging
+
+from .logs import current_delivery
+from .ports import Store
+from .router import Router
+from .services import Services
+
+log = logging.getLogger("perfbot.jobs")
+
+LEASE_S = 600.0  # a worker that has not finished a delivery in this long is presumed dead
+MAX_ATTEMPTS = 6
+
+
+def process(delivery_id: int, services: Services, router: Router) -> str:
+    """Run the handlers of a delivery; 'done', 'failed', or 'skipped' (done or held elsewhere).
+
+    An exception leaves the delivery pending, released for the next attempt, and propagates so
+    that the queue retries it; after `MAX_ATTEMPTS` it is marked failed for good.
+    """
+    store = services.store
+    delivery = store.start_delivery(delivery_id, services.now(), LEASE_S)
+    if delivery is None:
+        return "skipped"
+    token = current_delivery.set(delivery.guid)
+    try:
+        router.dispatch(delivery.event, json.loads(delivery.payload), services)
+    except Exception as error:
+        return _failed(store, delivery_id, delivery.attempts, error)
+    finally:
+        current_delivery.reset(token)
+    store.finish_delivery(delivery_id, "done")
+    return "done"
+
+
+def _failed(store: Store, delivery_id: int, attempts: int, error: Exception) -> str:
+    message = f"{type(error).__name__}: {error}"
+    if attempts >= MAX_ATTEMPTS:
+        log.error("delivery failed for good", exc_info=error, extra={"attempts": attempts})
+        store.finish_delivery(delivery_id, "failed", message[:2000])
+        return "failed"
+    log.warning("delivery failed; will retry", exc_info=error, extra={"attempts": attempts})
+    store.release_delivery(delivery_id, message)
+    raise error
+
+
+def requeue_stale(services: Services, older_than_s: float = LEASE_S) -> int:
+    """Enqueue again every pending delivery nobody finished within ``older_than_s``."""
+    stale = services.store.stale_deliveries(services.now(), older_than_s)
+    for delivery_id in stale:
+        services.queue.enqueue(delivery_id)
+    if stale:
+        log.warning("re-enqueued stale deliveries", extra={"count": len(stale)})
+    return len(stale)

@@ -1,0 +1,21 @@
+"""The bundle of ports a handler works with; `bot.service.bootstrap`-style wiring fills it."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+
+from .ports import GitHubFactory, Queue, Store
+
+
+def utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
+@dataclass
+class Services:
+    store: Store
+    github: GitHubFactory
+    queue: Queue
+    now: Callable[[], datetime] = field(default=utc_now)

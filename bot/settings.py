@@ -1,0 +1,103 @@
+"""Server settings: the one place that reads the PERFBOT_* environment variables."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from sqlalchemy.engine import make_url
+
+DEFAULT_API_URL = "https://api.github.com"
+DEFAULT_DATABASE_URL = "sqlite:///perfbot.db"
+
+
+class SettingsError(ValueError):
+    """An environment variable that is missing, malformed or contradicts another."""
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Everything the server, the worker and the GitHub client need, read once at start-up."""
+
+    webhook_secrets: tuple[str, ...] = ()
+    app_id: int | None = None
+    private_key: str | None = field(default=None, repr=False)
+    github_token: str | None = field(default=None, repr=False)
+    github_api_url: str = DEFAULT_API_URL
+    database_url: str = DEFAULT_DATABASE_URL
+    queue_url: str | None = None
+    writes_per_minute: int = 80
+    log_level: str = "INFO"
+
+    @property
+    def mode(self) -> str:
+        """'app' (GitHub App: check runs), 'token' (commit statuses) or 'none' (intake only)."""
+        if self.app_id is not None and self.private_key:
+            return "app"
+        return "token" if self.github_token else "none"
+
+    @property
+    def resolved_queue_url(self) -> str:
+        """The queue: ``PERFBOT_QUEUE_URL``, else a SQLite file beside the database."""
+        if self.queue_url:
+            return self.queue_url
+        return f"sqlite:///{queue_file_beside(self.database_url)}"
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
+        env = os.environ if environ is None else environ
+        secrets = tuple(s.strip() for s in env.get("PERFBOT_WEBHOOK_SECRET", "").split(",") if s.strip())
+        return cls(
+            webhook_secrets=secrets,
+            app_id=_int(env, "PERFBOT_APP_ID"),
+            private_key=_private_key(env),
+            github_token=env.get("PERFBOT_GITHUB_TOKEN") or None,
+            github_api_url=(env.get("PERFBOT_GITHUB_API_URL") or DEFAULT_API_URL).rstrip("/"),
+            database_url=env.get("PERFBOT_DATABASE_URL") or DEFAULT_DATABASE_URL,
+            queue_url=env.get("PERFBOT_QUEUE_URL") or None,
+            writes_per_minute=_int(env, "PERFBOT_WRITES_PER_MINUTE") or 80,
+            log_level=(env.get("PERFBOT_LOG_LEVEL") or "INFO").upper(),
+        ).checked()
+
+    def checked(self) -> Settings:
+        if (self.app_id is None) != (self.private_key is None):
+            raise SettingsError("PERFBOT_APP_ID and PERFBOT_PRIVATE_KEY(_PATH) must be set together")
+        if self.queue_url and not self.queue_url.startswith(("redis://", "rediss://", "sqlite:///")):
+            raise SettingsError(
+                f"PERFBOT_QUEUE_URL: expected redis://... or sqlite:///..., "
+                f"got {self.queue_url.split(':', 1)[0]}:..."
+            )
+        return self
+
+
+def queue_file_beside(database_url: str) -> str:
+    """``perfbot.db`` -> ``perfbot.queue.db`` in the same folder; a server database -> the cwd."""
+    url = make_url(database_url)
+    if url.get_backend_name() == "sqlite" and url.database and url.database != ":memory:":
+        db = Path(url.database)
+        return str(db.with_name(db.stem + ".queue.db"))
+    return "perfbot.queue.db"
+
+
+def _int(env: Mapping[str, str], name: str) -> int | None:
+    value = env.get(name, "").strip()
+    if not value:
+        return None
+    try:
+        return int(value)
+    except ValueError:
+        raise SettingsError(f"{name}: expected an integer, got {value!r}") from None
+
+
+def _private_key(env: Mapping[str, str]) -> str | None:
+    if env.get("PERFBOT_PRIVATE_KEY"):
+        return env["PERFBOT_PRIVATE_KEY"].replace("\\n", "\n")
+    path = env.get("PERFBOT_PRIVATE_KEY_PATH")
+    if not path:
+        return None
+    try:
+        return Path(path).read_text()
+    except OSError as error:
+        raise SettingsError(f"PERFBOT_PRIVATE_KEY_PATH: cannot read {path} ({error.strerror})") from None

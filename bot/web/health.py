@@ -1,0 +1,32 @@
+"""`GET /healthz` (database and queue reachable) and `GET /metrics` (Prometheus text)."""
+
+from __future__ import annotations
+
+import logging
+
+from flask import Blueprint, Response, current_app, jsonify
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+
+bp = Blueprint("health", __name__)
+log = logging.getLogger("perfbot.health")
+
+
+@bp.get("/healthz")
+def healthz():
+    runtime = current_app.extensions["perfbot"]
+    checks = {"database": runtime.store.ping, "queue": runtime.queue.ping}
+    report, healthy = {}, True
+    for name, check in checks.items():
+        try:
+            check()
+            report[name] = "ok"
+        except Exception as error:  # any failure to reach it is the answer, not a crash
+            log.warning("%s unreachable", name, exc_info=error)
+            report[name], healthy = f"unreachable: {type(error).__name__}", False
+    return jsonify({"status": "ok" if healthy else "degraded", **report}), 200 if healthy else 503
+
+
+@bp.get("/metrics")
+def metrics():
+    registry = current_app.extensions["perfbot_metrics"].registry
+    return Response(generate_latest(registry), content_type=CONTENT_TYPE_LATEST)

@@ -1,0 +1,112 @@
+"""Intake claims each delivery once; jobs process it once, retry failures, and sweep lost ones."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from bot.service import intake, jobs
+from bot.service.router import Router
+from bot.service.services import Services
+from tests.service.fakes import FakeGitHubFactory, FakeQueue, FakeStore
+
+NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
+
+
+class Recorder:
+    def __init__(self, failures: int = 0):
+        self.calls: list[dict] = []
+        self.failures = failures
+        self.router = Router()
+        self.router.register("pull_request", "opened")(self)
+
+    def __call__(self, payload, services):
+        self.calls.append(payload)
+        if self.failures:
+            self.failures -= 1
+            raise RuntimeError("GitHub said 502")
+
+
+def make(queue: FakeQueue | None = None) -> Services:
+    return Services(
+        store=FakeStore(), github=FakeGitHubFactory(), queue=queue or FakeQueue(), now=lambda: NOW
+    )
+
+
+def accept(services, recorder, guid="g-1", hook="9", action="opened"):
+    payload = {"action": action}
+    return intake.accept(
+        services.store,
+        services.queue,
+        recorder.router,
+        hook_id=hook,
+        guid=guid,
+        event="pull_request",
+        payload=payload,
+        body=json.dumps(payload).encode(),
+    )
+
+
+def test_a_delivery_is_queued_once_and_its_replay_is_a_duplicate():
+    services, recorder = make(), Recorder()
+    assert accept(services, recorder) is intake.Outcome.QUEUED
+    assert accept(services, recorder) is intake.Outcome.DUPLICATE
+    assert services.queue.jobs == [1]
+
+
+def test_the_same_guid_from_another_hook_is_separate_work():
+    services, recorder = make(), Recorder()
+    accept(services, recorder, hook="1")
+    assert accept(services, recorder, hook="2") is intake.Outcome.QUEUED
+
+
+def test_an_action_no_handler_wants_is_ignored_without_storing():
+    services, recorder = make(), Recorder()
+    assert accept(services, recorder, action="labeled") is intake.Outcome.IGNORED
+    assert services.store.deliveries == {}
+
+
+def test_a_claim_survives_a_queue_outage_and_the_sweep_enqueues_it_later():
+    services, recorder = make(FakeQueue(broken=True)), Recorder()
+    assert accept(services, recorder) is intake.Outcome.QUEUED
+    services.queue.broken = False
+    assert jobs.requeue_stale(services) == 1
+    assert services.queue.jobs == [1]
+
+
+def test_processing_runs_the_handler_once_even_when_the_job_runs_twice():
+    services, recorder = make(), Recorder()
+    accept(services, recorder)
+    assert jobs.process(1, services, recorder.router) == "done"
+    assert jobs.process(1, services, recorder.router) == "skipped"
+    assert len(recorder.calls) == 1
+
+
+def test_a_failed_attempt_is_released_for_the_retry_then_succeeds():
+    services, recorder = make(), Recorder(failures=1)
+    accept(services, recorder)
+    with pytest.raises(RuntimeError):
+        jobs.process(1, services, recorder.router)
+    assert services.store.deliveries[1]["status"] == "pending"
+    assert jobs.process(1, services, recorder.router) == "done"
+
+
+def test_a_delivery_failing_every_attempt_is_marked_failed_for_good():
+    services, recorder = make(), Recorder(failures=100)
+    accept(services, recorder)
+    for _ in range(jobs.MAX_ATTEMPTS - 1):
+        with pytest.raises(RuntimeError):
+            jobs.process(1, services, recorder.router)
+    assert jobs.process(1, services, recorder.router) == "failed"
+    assert services.store.deliveries[1]["error"].startswith("RuntimeError")
+
+
+def test_a_delivery_held_by_a_live_worker_is_not_taken_twice():
+    services, recorder = make(), Recorder()
+    accept(services, recorder)
+    assert services.store.start_delivery(1, NOW, jobs.LEASE_S) is not None
+    assert jobs.process(1, services, recorder.router) == "skipped"
+    services.now = lambda: NOW + timedelta(seconds=jobs.LEASE_S + 1)
+    assert jobs.process(1, services, recorder.router) == "done"

@@ -1,0 +1,70 @@
+"""Merged PRs are recorded with their risk; installation events keep the repository list current."""
+
+from __future__ import annotations
+
+from bot.service.ports import Review
+from bot.service.routes import ROUTER
+from bot.service.services import Services
+from tests.service import diffs
+from tests.service.fakes import FakeGitHub, FakeGitHubFactory, FakeQueue, FakeStore
+from tests.service.test_review import NUMBER, REPO, SHA, payload
+
+
+def merged(merged: bool = True) -> dict:
+    data = payload("closed", state="closed")
+    data["pull_request"].update(merged=merged, merged_at="2026-11-30T01:00:00Z", merge_commit_sha="m" * 40)
+    return data
+
+
+def make_services() -> Services:
+    github = FakeGitHub()
+    github.heads[(REPO, NUMBER)] = SHA
+    github.diffs[(REPO, NUMBER)] = diffs.MEDIUM
+    return Services(store=FakeStore(), github=FakeGitHubFactory(github), queue=FakeQueue())
+
+
+def test_a_merge_is_recorded_with_the_risk_of_its_published_review():
+    services = make_services()
+    services.store.save_review(Review(REPO, NUMBER, SHA, 88, "high"))
+    ROUTER.dispatch("pull_request", merged(), services)
+    [merge] = services.store.merges()
+    assert (merge.repo, merge.number, merge.score, merge.level, merge.merge_sha) == (
+        REPO,
+        NUMBER,
+        88,
+        "high",
+        "m" * 40,
+    )
+    assert merge.merged_at.isoformat() == "2026-11-30T01:00:00+00:00"
+
+
+def test_a_merge_never_reviewed_is_scored_when_recorded():
+    services = make_services()
+    ROUTER.dispatch("pull_request", merged(), services)
+    assert services.store.merges()[0].level == "medium"
+
+
+def test_a_pr_closed_without_merging_is_not_recorded():
+    services = make_services()
+    ROUTER.dispatch("pull_request", merged(False), services)
+    assert services.store.merges() == []
+
+
+def installation(action: str, repos: list[tuple[int, str]], key: str = "repositories") -> dict:
+    return {"action": action, "installation": {"id": 5}, key: [{"id": i, "full_name": n} for i, n in repos]}
+
+
+def test_installing_then_changing_the_repository_selection_tracks_it():
+    services = make_services()
+    ROUTER.dispatch("installation", installation("created", [(1, "o/a"), (2, "o/b")]), services)
+    ROUTER.dispatch(
+        "installation_repositories",
+        {
+            **installation("added", [(3, "o/c")], "repositories_added"),
+            "repositories_removed": [{"id": 1, "full_name": "o/a"}],
+        },
+        services,
+    )
+    assert [r.full_name for r in services.store.repositories()] == ["o/b", "o/c"]
+    ROUTER.dispatch("installation", installation("deleted", []), services)
+    assert services.store.repositories() == []

@@ -1,0 +1,585 @@
+"""A local, stateful GitHub REST API for tests: a real HTTP server on 127.0.0.1 that validates
+every request against GitHub's official REST description and answers from its examples.
+
+State: repositories (default branch, files per ref), pull requests (head sha, diff), comments,
+labels, check runs and commit statuses. Faults can be injected per method and path: a status
+answered instead of (or after) doing the work, e.g. a 502 after creating a comment.
+"""
+
+from __future__ import annotations
+
+import base64
+import itertools
+import json
+import logging
+import re
+import threading
+import time
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from urllib.parse import unquote
+
+import jwt
+from openapi_core import OpenAPI
+from openapi_core.testing import MockRequest
+from werkzeug.serving import make_server
+from werkzeug.wrappers import Request, Response
+
+from . import github_data
+
+GITHUB = "https://api.github.com"
+EXAMPLE_REPO = "octocat/Hello-World"
+_LOCK = threading.Lock()
+logging.getLogger("werkzeug").setLevel(logging.WARNING)  # no access log lines in test output
+_OPENAPI: OpenAPI | None = None
+
+
+def openapi() -> OpenAPI:
+    """GitHub's REST description for openapi-core, loaded once (spec self-validation skipped: 12 s)."""
+    global _OPENAPI
+    with _LOCK:
+        if _OPENAPI is None:
+            from jsonschema_path import SchemaPath
+            from openapi_core import Config
+
+            _OPENAPI = OpenAPI(
+                SchemaPath.from_dict(github_data.rest_spec()), config=Config(spec_validator_cls=None)
+            )
+        return _OPENAPI
+
+
+@dataclass
+class Pull:
+    number: int
+    head_sha: str
+    diff: str
+    state: str = "open"
+    draft: bool = False
+    base_ref: str = "main"
+
+
+@dataclass
+class RepoState:
+    full_name: str
+    default_branch: str = "main"
+    files: dict[tuple[str, str], str] = field(default_factory=dict)  # (ref, path) -> text
+    pulls: dict[int, Pull] = field(default_factory=dict)
+
+
+@dataclass
+class Fault:
+    method: str
+    path: re.Pattern[str]
+    status: int
+    times: int
+    headers: dict[str, str]
+    body: dict
+    after: bool  # do the work, then answer the fault (the client cannot tell it happened)
+
+
+@dataclass
+class Recorded:
+    method: str
+    path: str
+    query: str
+    body: object
+    headers: dict[str, str]
+    status: int = 0
+
+
+class GitHubEmulator:
+    """Start with `start()`; point PyGithub at `base_url`; inspect `comments`, `labels`, `check_runs`."""
+
+    def __init__(
+        self,
+        tokens: set[str] | None = None,
+        app_id: int | None = None,
+        app_public_key: str | None = None,
+        token_lifetime_s: int = 3600,
+        diff_line_limit: int = 20_000,
+    ):
+        self.repos: dict[str, RepoState] = {}
+        self.comments: dict[int, dict] = {}
+        self.labels: dict[tuple[str, int], list[str]] = {}
+        self.check_runs: dict[int, dict] = {}
+        self.statuses: list[dict] = []
+        self.requests: list[Recorded] = []
+        self.invalid: list[str] = []
+        self.faults: list[Fault] = []
+        self.tokens = set(tokens or ())
+        self.issued_tokens: list[str] = []
+        self.app_id, self.app_public_key = app_id, app_public_key
+        self.token_lifetime_s = token_lifetime_s
+        self.diff_line_limit = diff_line_limit
+        self._ids = itertools.count(1001)
+        self._lock = threading.RLock()
+        self._server = None
+        self._thread = None
+        self.base_url = ""
+        self._routes = [(m, _compile(t), getattr(self, h)) for m, t, h in _ROUTES]
+
+    # lifecycle
+
+    def start(self) -> GitHubEmulator:
+        openapi()
+        self._server = make_server("127.0.0.1", 0, self._wsgi, threaded=True)
+        self.base_url = f"http://127.0.0.1:{self._server.server_port}"
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+
+    # test set-up
+
+    def add_repo(self, full_name: str, default_branch: str = "main") -> RepoState:
+        self.repos[full_name] = RepoState(full_name, default_branch)
+        return self.repos[full_name]
+
+    def add_pull(self, repo: str, number: int, head_sha: str, diff: str, **kw) -> Pull:
+        self.repos[repo].pulls[number] = Pull(number, head_sha, diff, **kw)
+        return self.repos[repo].pulls[number]
+
+    def fail(
+        self,
+        method: str,
+        path: str,
+        status: int,
+        times: int = 1,
+        headers: dict | None = None,
+        body: dict | None = None,
+        after: bool = False,
+    ) -> None:
+        self.faults.append(
+            Fault(
+                method.upper(),
+                re.compile(path),
+                status,
+                times,
+                headers or {},
+                body or {"message": "emulated failure"},
+                after,
+            )
+        )
+
+    # what tests look at
+
+    def comments_on(self, repo: str, number: int) -> list[dict]:
+        return [c for c in self.comments.values() if c["_issue"] == (repo, number)]
+
+    def checks_for(self, repo: str, sha: str) -> list[dict]:
+        return [r for r in self.check_runs.values() if r["_repo"] == repo and r["head_sha"] == sha]
+
+    def writes(self) -> list[Recorded]:
+        return [
+            r
+            for r in self.requests
+            if r.method in ("POST", "PATCH", "PUT", "DELETE") and "/access_tokens" not in r.path
+        ]
+
+    # HTTP
+
+    def _wsgi(self, environ, start_response):
+        request = Request(environ)
+        response = self._handle(request)
+        return response(environ, start_response)
+
+    def _handle(self, request: Request) -> Response:
+        body = request.get_data()
+        recorded = Recorded(
+            request.method,
+            request.path,
+            request.query_string.decode(),
+            _json_or_text(body),
+            {
+                k: v
+                for k, v in request.headers.items()
+                if k.lower() in ("accept", "authorization", "content-type", "user-agent")
+            },
+        )
+        with self._lock:
+            self.requests.append(recorded)
+        problem = self._validate(request, body)
+        if problem:
+            with self._lock:
+                self.invalid.append(f"{request.method} {request.path}: {problem}")
+            response = _json(422, {"message": "Invalid request (emulator)", "errors": [problem]})
+        else:
+            response = self._route(request)
+        recorded.status = response.status_code
+        return response
+
+    def _validate(self, request: Request, body: bytes) -> str | None:
+        mock = MockRequest(
+            GITHUB,
+            request.method.lower(),
+            self._validation_path(request),
+            args=request.args,
+            data=body or None,
+            content_type=request.mimetype or "application/json",
+            headers=dict(request.headers),
+        )
+        try:
+            openapi().validate_request(mock)
+        except Exception as error:  # any validation failure is reported to the test, not raised here
+            detail = "; ".join(str(e)[:200] for e in getattr(error, "schema_errors", []) or [])
+            return f"{type(error).__name__}: {error} {detail}".strip()
+        return None
+
+    def _validation_path(self, request: Request) -> str:
+        """The path as openapi-core matches it: a ``{path}`` parameter's own slashes escaped."""
+        for method, pattern, _ in self._routes:
+            match = pattern.fullmatch(request.path)
+            if method == request.method and match and "path" in match.groupdict():
+                start, end = match.span("path")
+                return request.path[:start] + request.path[start:end].replace("/", "%2F")
+        return request.path
+
+    def _route(self, request: Request) -> Response:
+        for method, pattern, handler in self._routes:
+            match = pattern.fullmatch(request.path)
+            if method == request.method and match:
+                fault = self._fault(request)
+                if fault is not None and not fault.after:
+                    return _json(fault.status, fault.body, fault.headers)
+                if not self._authorized(request, handler):
+                    return _json(401, {"message": "Bad credentials"})
+                with self._lock:
+                    response = handler(request, **{k: unquote(v) for k, v in match.groupdict().items()})
+                if fault is not None:
+                    return _json(fault.status, fault.body, fault.headers)
+                return self._rewrite(response)
+        return _json(501, {"message": f"emulator does not implement {request.method} {request.path}"})
+
+    def _fault(self, request: Request) -> Fault | None:
+        with self._lock:
+            for fault in self.faults:
+                if fault.times > 0 and fault.method == request.method and fault.path.search(request.path):
+                    fault.times -= 1
+                    return fault
+        return None
+
+    def _authorized(self, request: Request, handler) -> bool:
+        if handler == self.create_token or not self.tokens:
+            return True
+        scheme, _, token = request.headers.get("Authorization", "").partition(" ")
+        return scheme.lower() in ("token", "bearer") and token in self.tokens
+
+    def _rewrite(self, response: Response) -> Response:
+        if response.mimetype == "application/json":
+            response.set_data(response.get_data().replace(GITHUB.encode(), self.base_url.encode()))
+        return response
+
+    # handlers: App auth
+
+    def create_token(self, request: Request, installation_id: str) -> Response:
+        scheme, _, token = request.headers.get("Authorization", "").partition(" ")
+        if scheme != "Bearer":
+            return _json(401, {"message": "A JSON web token could not be decoded"})
+        if self.app_public_key:
+            try:
+                claims = jwt.decode(token, self.app_public_key, algorithms=["RS256"])
+            except jwt.PyJWTError as error:
+                return _json(401, {"message": f"'Expiration time' claim or signature invalid: {error}"})
+            if str(claims.get("iss")) != str(self.app_id):
+                return _json(401, {"message": "Integration not found"})
+        issued = f"ghs_emulated{installation_id}x{next(self._ids)}"
+        self.tokens.add(issued)
+        self.issued_tokens.append(issued)
+        body = github_data.rest_example("installation-token")
+        expires = datetime.now(UTC) + timedelta(seconds=self.token_lifetime_s)
+        body.update(token=issued, expires_at=expires.strftime("%Y-%m-%dT%H:%M:%SZ"))
+        return _json(201, body)
+
+    # handlers: pulls and contents
+
+    def get_pull(self, request: Request, owner: str, repo: str, pull_number: str) -> Response:
+        state, pull = self._pull(owner, repo, pull_number)
+        if pull is None:
+            return _not_found()
+        if "application/vnd.github.diff" in request.headers.get("Accept", ""):
+            if pull.diff.count("\n") > self.diff_line_limit:
+                return _json(
+                    406,
+                    {
+                        "message": "Sorry, the diff exceeded the maximum number of lines (20000)",
+                        "errors": [{"resource": "PullRequest", "field": "diff", "code": "too_large"}],
+                    },
+                )
+            return Response(pull.diff, 200, content_type="application/vnd.github.diff; charset=utf-8")
+        body = _retarget(github_data.rest_example("pull-request"), state.full_name, pull.number)
+        body.update(number=pull.number, state=pull.state, draft=pull.draft)
+        body["head"]["sha"], body["base"]["ref"] = pull.head_sha, pull.base_ref
+        return _json(200, body)
+
+    def list_files(self, request: Request, owner: str, repo: str, pull_number: str) -> Response:
+        state, pull = self._pull(owner, repo, pull_number)
+        if pull is None:
+            return _not_found()
+        template = github_data.rest_example("diff-entry-items")[0]
+        entries = []
+        for section in re.split(r"(?m)^(?=diff --git )", pull.diff):
+            if not section.startswith("diff --git "):
+                continue
+            name = section.split(" b/", 1)[1].split("\n", 1)[0]
+            patch = section[section.find("@@") :] if "@@" in section else ""
+            added = sum(1 for line in patch.splitlines() if line.startswith("+"))
+            removed = sum(1 for line in patch.splitlines() if line.startswith("-"))
+            entries.append(
+                {
+                    **template,
+                    "filename": name,
+                    "status": "modified",
+                    "additions": added,
+                    "deletions": removed,
+                    "changes": added + removed,
+                    "patch": patch.rstrip("\n"),
+                }
+            )
+        return self._page(request, entries)
+
+    def get_content(self, request: Request, owner: str, repo: str, path: str) -> Response:
+        state = self.repos.get(f"{owner}/{repo}")
+        if state is None:
+            return _not_found()
+        ref = request.args.get("ref", state.default_branch)
+        text = state.files.get((ref, path))
+        if text is None:
+            return _not_found()
+        body = github_data.rest_example("content-file-response-if-content-is-a-file")
+        encoded = base64.b64encode(text.encode()).decode()
+        body.update(
+            type="file",
+            encoding="base64",
+            size=len(text),
+            name=path.rsplit("/", 1)[-1],
+            path=path,
+            content=encoded,
+        )
+        return _json(200, _retarget(body, state.full_name))
+
+    # handlers: comments
+
+    def list_comments(self, request: Request, owner: str, repo: str, issue_number: str) -> Response:
+        state, pull = self._pull(owner, repo, issue_number)
+        if pull is None:
+            return _not_found()
+        found = [
+            self._public(c)
+            for c in sorted(self.comments.values(), key=lambda c: c["id"])
+            if c["_issue"] == (state.full_name, pull.number)
+        ]
+        return self._page(request, found)
+
+    def create_comment(self, request: Request, owner: str, repo: str, issue_number: str) -> Response:
+        state, pull = self._pull(owner, repo, issue_number)
+        if pull is None:
+            return _not_found()
+        text = request.get_json()["body"]
+        if len(text) > 65_536:
+            return _too_long()
+        comment = _retarget(github_data.rest_example("issue-comment"), state.full_name, pull.number)
+        comment_id = next(self._ids)
+        comment.update(
+            id=comment_id, body=text, url=f"{GITHUB}/repos/{state.full_name}/issues/comments/{comment_id}"
+        )
+        comment["_issue"] = (state.full_name, pull.number)
+        self.comments[comment_id] = comment
+        return _json(201, self._public(comment))
+
+    def update_comment(self, request: Request, owner: str, repo: str, comment_id: str) -> Response:
+        comment = self.comments.get(int(comment_id))
+        if comment is None or comment["_issue"][0] != f"{owner}/{repo}":
+            return _not_found()
+        text = request.get_json()["body"]
+        if len(text) > 65_536:
+            return _too_long()
+        comment["body"] = text
+        comment["updated_at"] = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        return _json(200, self._public(comment))
+
+    # handlers: labels
+
+    def list_labels(self, request: Request, owner: str, repo: str, issue_number: str) -> Response:
+        state, pull = self._pull(owner, repo, issue_number)
+        if pull is None:
+            return _not_found()
+        return self._page(request, self._label_items(state.full_name, pull.number))
+
+    def add_labels(self, request: Request, owner: str, repo: str, issue_number: str) -> Response:
+        state, pull = self._pull(owner, repo, issue_number)
+        if pull is None:
+            return _not_found()
+        data = request.get_json()
+        names = data["labels"] if isinstance(data, dict) else data
+        names = [n if isinstance(n, str) else n["name"] for n in names]
+        current = self.labels.setdefault((state.full_name, pull.number), [])
+        current += [n for n in names if n not in current]
+        return _json(200, self._label_items(state.full_name, pull.number))
+
+    def remove_label(self, request: Request, owner: str, repo: str, issue_number: str, name: str) -> Response:
+        state, pull = self._pull(owner, repo, issue_number)
+        current = self.labels.get((f"{owner}/{repo}", int(issue_number)), [])
+        if pull is None or name not in current:
+            return _json(404, {"message": "Label does not exist"})
+        current.remove(name)
+        return _json(200, self._label_items(state.full_name, pull.number))
+
+    def _label_items(self, repo: str, number: int) -> list[dict]:
+        template = github_data.rest_example("label-items")[0]
+        return [
+            {**template, "id": 200 + i, "name": name, "url": f"{GITHUB}/repos/{repo}/labels/{name}"}
+            for i, name in enumerate(self.labels.get((repo, number), []))
+        ]
+
+    # handlers: checks and statuses
+
+    def list_check_runs(self, request: Request, owner: str, repo: str, ref: str) -> Response:
+        name = request.args.get("check_name")
+        runs = [
+            self._public(r)
+            for r in self.check_runs.values()
+            if r["_repo"] == f"{owner}/{repo}"
+            and r["head_sha"] == ref
+            and (name is None or r["name"] == name)
+        ]
+        return _json(200, {"total_count": len(runs), "check_runs": runs})
+
+    def create_check_run(self, request: Request, owner: str, repo: str) -> Response:
+        data = request.get_json()
+        run = _retarget(
+            github_data.rest_example("check-run-example-of-completed-conclusion"), f"{owner}/{repo}"
+        )
+        run_id = next(self._ids)
+        run.update(
+            id=run_id,
+            name=data["name"],
+            head_sha=data["head_sha"],
+            status=data.get("status", "queued"),
+            conclusion=data.get("conclusion"),
+            url=f"{GITHUB}/repos/{owner}/{repo}/check-runs/{run_id}",
+        )
+        run["output"] = {**run["output"], **data.get("output", {})}
+        run["_repo"] = f"{owner}/{repo}"
+        self.check_runs[run_id] = run
+        return _json(201, self._public(run))
+
+    def update_check_run(self, request: Request, owner: str, repo: str, check_run_id: str) -> Response:
+        run = self.check_runs.get(int(check_run_id))
+        if run is None:
+            return _not_found()
+        data = request.get_json()
+        run.update({k: v for k, v in data.items() if k in ("status", "conclusion", "name")})
+        run["output"] = {**run["output"], **data.get("output", {})}
+        return _json(200, self._public(run))
+
+    def create_status(self, request: Request, owner: str, repo: str, sha: str) -> Response:
+        data = request.get_json()
+        status = _retarget(github_data.rest_example("status"), f"{owner}/{repo}")
+        status.update(
+            id=next(self._ids),
+            state=data["state"],
+            context=data.get("context", "default"),
+            description=data.get("description"),
+        )
+        self.statuses.append({**status, "_repo": f"{owner}/{repo}", "_sha": sha})
+        return _json(201, status)
+
+    # helpers
+
+    def _pull(self, owner: str, repo: str, number: str) -> tuple[RepoState | None, Pull | None]:
+        state = self.repos.get(f"{owner}/{repo}")
+        pull = state.pulls.get(int(number)) if state is not None else None
+        return state, pull
+
+    def _page(self, request: Request, items: list) -> Response:
+        per_page = int(request.args.get("per_page", 30))
+        page = int(request.args.get("page", 1))
+        chunk = items[(page - 1) * per_page : page * per_page]
+        headers = {}
+        if page * per_page < len(items):
+            query = request.args.to_dict()
+            query.update(page=str(page + 1), per_page=str(per_page))
+            link = f"{GITHUB}{request.path}?" + "&".join(f"{k}={v}" for k, v in query.items())
+            headers["Link"] = f'<{link}>; rel="next"'
+        return _json(200, chunk, headers)
+
+    @staticmethod
+    def _public(item: dict) -> dict:
+        return {k: v for k, v in item.items() if not k.startswith("_")}
+
+
+_ROUTES = [
+    ("POST", "/app/installations/{installation_id}/access_tokens", "create_token"),
+    ("GET", "/repos/{owner}/{repo}/pulls/{pull_number}", "get_pull"),
+    ("GET", "/repos/{owner}/{repo}/pulls/{pull_number}/files", "list_files"),
+    ("GET", "/repos/{owner}/{repo}/contents/{path*}", "get_content"),
+    ("GET", "/repos/{owner}/{repo}/issues/{issue_number}/comments", "list_comments"),
+    ("POST", "/repos/{owner}/{repo}/issues/{issue_number}/comments", "create_comment"),
+    ("PATCH", "/repos/{owner}/{repo}/issues/comments/{comment_id}", "update_comment"),
+    ("GET", "/repos/{owner}/{repo}/issues/{issue_number}/labels", "list_labels"),
+    ("POST", "/repos/{owner}/{repo}/issues/{issue_number}/labels", "add_labels"),
+    ("DELETE", "/repos/{owner}/{repo}/issues/{issue_number}/labels/{name}", "remove_label"),
+    ("GET", "/repos/{owner}/{repo}/commits/{ref}/check-runs", "list_check_runs"),
+    ("POST", "/repos/{owner}/{repo}/check-runs", "create_check_run"),
+    ("PATCH", "/repos/{owner}/{repo}/check-runs/{check_run_id}", "update_check_run"),
+    ("POST", "/repos/{owner}/{repo}/statuses/{sha}", "create_status"),
+]
+
+
+def _compile(template: str) -> re.Pattern[str]:
+    pattern = re.sub(r"\{(\w+)\*\}", r"(?P<\1>.+)", template)
+    return re.compile(re.sub(r"\{(\w+)\}", r"(?P<\1>[^/]+)", pattern))
+
+
+def _retarget(body: dict, repo: str, number: int | None = None) -> dict:
+    """An example re-pointed from octocat/Hello-World (and its #1347) to the emulated repo and PR."""
+    text = json.dumps(body).replace(EXAMPLE_REPO, repo)
+    if number is not None:
+        text = re.sub(r"/(pulls|issues|pull)/1347\b", rf"/\g<1>/{number}", text)
+    return json.loads(text)
+
+
+def _json(status: int, body, headers: dict | None = None) -> Response:
+    return Response(json.dumps(body), status, headers=headers or {}, mimetype="application/json")
+
+
+def _not_found() -> Response:
+    return _json(404, {"message": "Not Found", "documentation_url": "https://docs.github.com/rest"})
+
+
+def _too_long() -> Response:
+    return _json(
+        422,
+        {
+            "message": "Validation Failed",
+            "errors": [
+                {
+                    "resource": "IssueComment",
+                    "code": "custom",
+                    "field": "body",
+                    "message": "body is too long (maximum is 65536 characters)",
+                }
+            ],
+        },
+    )
+
+
+def _json_or_text(body: bytes):
+    try:
+        return json.loads(body) if body else None
+    except ValueError:
+        return body.decode("utf-8", errors="replace")
+
+
+def wait_for(condition, timeout: float = 10.0, interval: float = 0.02) -> bool:
+    """Poll ``condition`` until true or ``timeout``; for tests waiting on a queue consumer."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        time.sleep(interval)
+    return bool(condition())
