@@ -1,6 +1,7 @@
 """Small unified diffs with known risk levels under the built-in sglang profile."""
 
 PYNCCL = "python/sglang/srt/distributed/device_communicators/pynccl.py"
+GRAPHS = "python/sglang/srt/model_executor/cuda_graph_runner.py"
 
 MEDIUM = f"""diff --git a/{PYNCCL} b/{PYNCCL}
 --- a/{PYNCCL}
@@ -17,9 +18,9 @@ MEDIUM = f"""diff --git a/{PYNCCL} b/{PYNCCL}
 
 HIGH = (
     MEDIUM
-    + """diff --git a/python/sglang/srt/model_executor/cuda_graph_runner.py b/python/sglang/srt/model_executor/cuda_graph_runner.py
---- a/python/sglang/srt/model_executor/cuda_graph_runner.py
-+++ b/python/sglang/srt/model_executor/cuda_graph_runner.py
+    + f"""diff --git a/{GRAPHS} b/{GRAPHS}
+--- a/{GRAPHS}
++++ b/{GRAPHS}
 @@ -40,3 +40,3 @@ class CudaGraphRunner:
      def capture(self):
 -        self.graph.replay()

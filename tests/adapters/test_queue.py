@@ -1,0 +1,76 @@
+"""The huey queue on its SQLite file and on Redis: a consumer runs what was enqueued."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+from bot.adapters.queue import HueyQueue, build_huey
+from tests.support.github_emulator import wait_for
+
+
+def run_through(queue: HueyQueue) -> list[int]:
+    done: list[int] = []
+    lock = threading.Lock()
+
+    def process(delivery_id: int) -> None:
+        with lock:
+            done.append(delivery_id)
+
+    queue.bind(process, lambda: None)
+    for delivery_id in (1, 2, 3):
+        queue.enqueue(delivery_id)
+    consumer = queue.consumer(workers=2, in_process=True)
+    consumer.start()
+    try:
+        assert wait_for(lambda: len(done) == 3)
+    finally:
+        consumer.stop(graceful=True)
+    return sorted(done)
+
+
+def test_the_embedded_sqlite_queue_delivers_each_job(tmp_path):
+    queue = HueyQueue(f"sqlite:///{tmp_path / 'q.db'}")
+    assert queue.embedded
+    queue.ping()
+    assert run_through(queue) == [1, 2, 3]
+    assert queue.pending() == 0
+
+
+def test_jobs_wait_in_the_sqlite_file_until_a_consumer_starts(tmp_path):
+    first = HueyQueue(f"sqlite:///{tmp_path / 'q.db'}")
+    first.bind(lambda _: None, lambda: None)
+    first.enqueue(7)
+    assert HueyQueue(f"sqlite:///{tmp_path / 'q.db'}").pending() == 1
+
+
+def test_the_redis_queue_delivers_each_job(redis_url):
+    queue = HueyQueue(redis_url)
+    assert not queue.embedded
+    queue.ping()
+    assert run_through(queue) == [1, 2, 3]
+
+
+def test_a_failing_job_is_retried_by_the_queue(tmp_path):
+    queue = HueyQueue(f"sqlite:///{tmp_path / 'q.db'}", retries=2, retry_delay=0)
+    attempts: list[int] = []
+
+    def flaky(delivery_id: int) -> None:
+        attempts.append(delivery_id)
+        if len(attempts) < 2:
+            raise RuntimeError("GitHub said 502")
+
+    queue.bind(flaky, lambda: None)
+    queue.enqueue(1)
+    consumer = queue.consumer(workers=1, in_process=True)
+    consumer.start()
+    try:
+        assert wait_for(lambda: len(attempts) == 2)
+    finally:
+        consumer.stop(graceful=True)
+
+
+def test_an_unknown_queue_url_is_refused():
+    with pytest.raises(ValueError, match="unsupported queue URL"):
+        build_huey("amqp://localhost")

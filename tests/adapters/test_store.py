@@ -1,0 +1,91 @@
+"""SqlStore on SQLite and PostgreSQL: durable dedupe, leases, sweeps, repositories, reviews, merges."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+from sqlalchemy import inspect
+
+from bot.adapters.store import migrate
+from bot.adapters.store.sql import SqlStore
+from bot.service.ports import Merge, Repository, Review
+
+NOW = datetime(2030, 1, 1, tzinfo=UTC)
+
+
+def test_a_delivery_guid_is_claimed_once_per_hook(store):
+    first = store.claim_delivery("9", "guid-1", "pull_request", "opened", b"{}")
+    assert first is not None
+    assert store.claim_delivery("9", "guid-1", "pull_request", "opened", b"{}") is None
+    assert store.claim_delivery("10", "guid-1", "pull_request", "opened", b"{}") is not None
+
+
+def test_a_claim_outlives_the_process_that_made_it(database_url):
+    SqlStore.connect(database_url).claim_delivery("9", "guid-r", "ping", None, b"{}")
+    reopened = SqlStore.connect(database_url)
+    assert reopened.claim_delivery("9", "guid-r", "ping", None, b"{}") is None
+
+
+def test_a_started_delivery_is_leased_until_finished_or_expired(store):
+    delivery_id = store.claim_delivery("9", "g", "pull_request", "opened", b'{"a": 1}')
+    delivery = store.start_delivery(delivery_id, NOW, 60)
+    assert (delivery.payload, delivery.attempts, delivery.event) == (b'{"a": 1}', 1, "pull_request")
+    assert store.start_delivery(delivery_id, NOW + timedelta(seconds=30), 60) is None
+    assert store.start_delivery(delivery_id, NOW + timedelta(seconds=61), 60).attempts == 2
+    store.finish_delivery(delivery_id, "done")
+    assert store.start_delivery(delivery_id, NOW + timedelta(days=1), 60) is None
+    assert store.delivery_counts() == {"done": 1}
+
+
+def test_released_and_abandoned_deliveries_are_found_by_the_sweep(store):
+    abandoned = store.claim_delivery("9", "a", "pull_request", "opened", b"{}")
+    released = store.claim_delivery("9", "b", "pull_request", "opened", b"{}")
+    finished = store.claim_delivery("9", "c", "pull_request", "opened", b"{}")
+    start = datetime.now(UTC)
+    store.start_delivery(abandoned, start, 60)
+    store.start_delivery(released, start, 60)
+    store.release_delivery(released, "RuntimeError: boom")
+    store.finish_delivery(finished, "done")
+    assert store.stale_deliveries(start + timedelta(seconds=10), 60) == []
+    assert store.stale_deliveries(start + timedelta(hours=1), 60) == [abandoned, released]
+
+
+def test_installation_events_keep_the_repository_list(store):
+    store.replace_installation(1, [Repository(10, "o/a", 1), Repository(11, "o/b", 1)])
+    store.add_repositories(1, [Repository(12, "o/c", 1)])
+    store.remove_repositories(1, [10])
+    store.replace_installation(2, [Repository(20, "p/z", 2)])
+    assert [(r.full_name, r.installation_id) for r in store.repositories()] == [
+        ("o/b", 1),
+        ("o/c", 1),
+        ("p/z", 2),
+    ]
+    store.remove_installation(1)
+    assert [r.id for r in store.repositories()] == [20]
+
+
+def test_the_last_review_of_a_pull_request_replaces_the_previous_one(store):
+    store.save_review(Review("o/a", 3, "a" * 40, 70, "high", 555))
+    store.save_review(Review("o/a", 3, "b" * 40, 10, "low", 555))
+    assert store.review_for("o/a", 3) == Review("o/a", 3, "b" * 40, 10, "low", 555)
+    assert store.review_for("o/a", 4) is None
+
+
+def test_merges_are_listed_newest_first_with_their_risk(store):
+    old = datetime(2026, 1, 1, tzinfo=UTC)
+    store.record_merge(Merge("o/a", 1, "first", "m1", "h1", 80, "high", old))
+    store.record_merge(Merge("o/a", 2, "second", "m2", "h2", None, None, old + timedelta(days=1)))
+    store.record_merge(Merge("o/a", 1, "first", "m1", "h1", 80, "high", old))
+    merges = store.merges("o/a")
+    assert [(m.number, m.level) for m in merges] == [(2, None), (1, "high")]
+    assert merges[1].merged_at == old
+
+
+def test_migrating_twice_changes_nothing(store):
+    migrate.upgrade(store.engine)
+    tables = set(inspect(store.engine).get_table_names())
+    assert {"deliveries", "repositories", "reviews", "merges", "alembic_version"} <= tables
+
+
+def test_the_database_answers_a_ping(store):
+    store.ping()
