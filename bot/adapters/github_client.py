@@ -90,10 +90,11 @@ def _gone_on_404(method):
 
 class PyGithubClient(GitHub):
     def __init__(self, github: Github, app_mode: bool, budget: WriteBudget):
-        self.github, self.app_mode, self.budget = github, app_mode, budget
+        # Lazy: a repository handle costs no request; attributes are fetched when read.
+        self.github, self.app_mode, self.budget = github.withLazy(True), app_mode, budget
 
     def _repo(self, repo: str) -> GhRepository:
-        return self.github.get_repo(repo, lazy=True)
+        return self.github.get_repo(repo)
 
     @_gone_on_404
     def pull_head_sha(self, repo: str, number: int) -> str:

@@ -271,6 +271,8 @@ class GitHubEmulator:
     def _rewrite(self, response: Response) -> Response:
         if response.mimetype == "application/json":
             response.set_data(response.get_data().replace(GITHUB.encode(), self.base_url.encode()))
+        if "Link" in response.headers:
+            response.headers["Link"] = response.headers["Link"].replace(GITHUB, self.base_url)
         return response
 
     # handlers: App auth

@@ -1,0 +1,70 @@
+"""A whole bot (Flask intake, real queue and consumer, PyGithub) wired to the GitHub API emulator."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from bot.adapters.github_client import PyGithubFactory, retry_policy
+from bot.settings import Settings
+from bot.web.app import create_app
+from bot.worker import Runtime, build
+from tests.support.github_emulator import GitHubEmulator, wait_for
+from tests.web.helpers import SECRET, deliver
+
+REPO = "Codertocat/Hello-World"
+DEFAULT_BRANCH = "master"
+APP_ID = 4711
+TOKEN = "ghp_perfbot_test_token"
+
+
+@dataclass
+class LiveBot:
+    emulator: GitHubEmulator
+    runtime: Runtime
+    client: object
+    consumer: object
+
+    def deliver(self, event: str, payload: dict, **kw):
+        return deliver(self.client, event, payload, **kw)
+
+    def wait_done(self, count: int, timeout: float = 20.0) -> None:
+        def finished() -> bool:
+            counts = self.runtime.store.delivery_counts()
+            return counts.get("done", 0) + counts.get("failed", 0) >= count
+
+        assert wait_for(finished, timeout), self.runtime.store.delivery_counts()
+
+    def stop(self) -> None:
+        self.consumer.stop(graceful=True)
+        self.runtime.store.engine.dispose()
+
+
+def start(
+    emulator: GitHubEmulator,
+    database_url: str,
+    queue_url: str,
+    app_key: tuple[str, str] | None,
+    workers: int = 2,
+) -> LiveBot:
+    if app_key is not None:
+        emulator.app_id, emulator.app_public_key = APP_ID, app_key[1]
+        settings = Settings(app_id=APP_ID, private_key=app_key[0])
+    else:
+        emulator.tokens.add(TOKEN)
+        settings = Settings(github_token=TOKEN)
+    settings = Settings(
+        **{
+            **settings.__dict__,
+            "webhook_secrets": (SECRET,),
+            "github_api_url": emulator.base_url,
+            "database_url": database_url,
+            "queue_url": queue_url,
+        }
+    )
+    if app_key is not None:
+        emulator.tokens.add("placeholder-so-that-auth-is-enforced")
+    github = PyGithubFactory(settings, retry=retry_policy(total=4, backoff=0.05, secondary_wait=1))
+    runtime = build(settings, github=github, retry_delay=0)
+    consumer = runtime.queue.consumer(workers=workers, in_process=True)
+    consumer.start()
+    return LiveBot(emulator, runtime, create_app(runtime=runtime).test_client(), consumer)
