@@ -70,6 +70,7 @@ def review_markdown(report: RiskReport, pull: PullContext) -> str:
         _headline(report),
         _reasons(report, pull),
         _hot_files(report, pull),
+        _cold_files(report),
         _notes(report, pull),
         f"**What happens next:** {next_step(report.level)}",
         _footer(report, pull),
@@ -103,7 +104,7 @@ def _reasons(report: RiskReport, pull: PullContext) -> str:
 
 
 def _reason(signal: Signal, pull: PullContext) -> str:
-    what = _clip(signal.description, MAX_TEXT)
+    what = escape_md(_clip(signal.description, MAX_TEXT))
     if signal.match:
         verb = "removed" if signal.side == "old" else "added"
         what += f": `{_code(signal.match)}` {verb}"
@@ -112,7 +113,7 @@ def _reason(signal: Signal, pull: PullContext) -> str:
     where = _clip(signal.path, MAX_PATH) + (f":{signal.line}" if signal.line else "")
     link = f"[{escape_md(where)}]({_files_url(pull)}#{diff_anchor(signal.path, signal.line, signal.side)})"
     inside = f" in `{_code(signal.function)}`" if signal.function else ""
-    return f"{escape_md(what)} — {link}{inside} (`{signal.rule}`, +{signal.weight:g})"
+    return f"{what} — {link}{inside} (`{signal.rule}`, +{signal.weight:g})"
 
 
 def _hot_files(report: RiskReport, pull: PullContext) -> str:
@@ -123,13 +124,14 @@ def _hot_files(report: RiskReport, pull: PullContext) -> str:
     lines += [_file_row(f, pull) for f in hot[:MAX_FILES]]
     if len(hot) > MAX_FILES:
         lines.append(f"\n…and {len(hot) - MAX_FILES} more hot files.")
-    cold = sum(1 for f in report.files if f.cold)
-    if cold:
-        lines.append(
-            f"\n{cold} changed file{'s' if cold != 1 else ''} cannot affect inference speed "
-            "(docs, tests, CI…)."
-        )
     return "\n".join(lines)
+
+
+def _cold_files(report: RiskReport) -> str:
+    cold = sum(1 for f in report.files if f.cold)
+    if not cold:
+        return ""
+    return f"{cold} changed file{'s' if cold != 1 else ''} cannot affect inference speed (docs, tests, CI…)."
 
 
 def _file_row(f: FileRisk, pull: PullContext) -> str:
