@@ -1,0 +1,70 @@
+"""`perfbot serve` (webhook intake under gunicorn, with an in-process queue consumer on the
+embedded SQLite queue) and `perfbot worker` (queue consumer only, for Redis deployments)."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+
+from .common import UsageError
+
+log = logging.getLogger("perfbot.serve")
+
+
+def setup(subparsers) -> None:
+    serve = subparsers.add_parser("serve", help="run the webhook server (and the queue consumer)",
+                                  description="Serve POST /webhook, /healthz and /metrics with gunicorn. "
+                                              "With the embedded SQLite queue (the default) the queue "
+                                              "consumer runs in the same process.")
+    serve.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
+    serve.add_argument("--port", type=int, default=8000, help="port to listen on (default 8000)")
+    serve.add_argument("--workers", type=int, default=1, help="gunicorn worker processes (default 1)")
+    serve.add_argument("--threads", type=int, default=8, help="threads per worker process (default 8)")
+    serve.add_argument("--consumers", type=int, default=2,
+                       help="queue consumer threads per process on the embedded queue (default 2)")
+    serve.set_defaults(run=run_serve)
+    worker = subparsers.add_parser("worker", help="run the queue consumer only",
+                                   description="Consume queued deliveries (PERFBOT_QUEUE_URL) until "
+                                               "SIGTERM; run any number of these next to `perfbot serve`.")
+    worker.add_argument("--threads", type=int, default=4, help="consumer threads (default 4)")
+    worker.set_defaults(run=run_worker)
+
+
+def _settings():
+    from bot.settings import Settings, SettingsError
+
+    try:
+        settings = Settings.from_env()
+    except SettingsError as error:
+        raise UsageError(str(error)) from None
+    if settings.mode == "none":
+        log.warning("no GitHub credentials (PERFBOT_APP_ID + PERFBOT_PRIVATE_KEY, or PERFBOT_GITHUB_TOKEN): "
+                    "deliveries are accepted but reviews cannot be published")
+    return settings
+
+
+def run_serve(args: argparse.Namespace) -> int:
+    from bot.service import logs
+    from bot.web import server
+
+    settings = _settings()
+    logs.configure(settings.log_level)
+    if not settings.webhook_secrets:
+        raise UsageError("PERFBOT_WEBHOOK_SECRET is not set: it must match the App's webhook secret")
+    for name in ("port", "workers", "threads", "consumers"):
+        if getattr(args, name) < (0 if name == "port" else 1):
+            raise UsageError(f"--{name} must be positive")
+    server.serve(settings, args.host, args.port, args.workers, args.threads, args.consumers)
+    return 0
+
+
+def run_worker(args: argparse.Namespace) -> int:
+    from bot import worker
+    from bot.service import logs
+
+    settings = _settings()
+    logs.configure(settings.log_level)
+    if args.threads < 1:
+        raise UsageError("--threads must be positive")
+    worker.run_forever(worker.build(settings), workers=args.threads)
+    return 0

@@ -1,0 +1,57 @@
+"""Run the app under gunicorn from Python (for `perfbot serve`), with the queue consumer
+started inside each worker process when the queue is the embedded SQLite file."""
+
+from __future__ import annotations
+
+import logging
+
+from gunicorn.app.base import BaseApplication
+
+from bot.adapters.store.sql import SqlStore
+from bot.service import jobs
+from bot.settings import Settings
+
+from .app import create_app
+
+log = logging.getLogger("perfbot.serve")
+
+
+class PerfbotServer(BaseApplication):
+    def __init__(self, settings: Settings, options: dict):
+        self.settings, self.options = settings, options
+        super().__init__()
+
+    def load_config(self) -> None:
+        for key, value in self.options.items():
+            self.cfg.set(key, value)
+
+    def load(self):
+        return create_app(self.settings)
+
+
+def serve(settings: Settings, host: str, port: int, workers: int, threads: int, consumers: int) -> None:
+    SqlStore.connect(settings.database_url).engine.dispose()  # migrate once, before forking
+    options = {"bind": f"{host}:{port}", "workers": workers, "worker_class": "gthread", "threads": threads,
+               "timeout": 60, "graceful_timeout": 20, "keepalive": 5, "accesslog": None,
+               "post_worker_init": _start_consumer(consumers), "worker_exit": _stop_consumer}
+    log.info("serving", extra={"bind": options["bind"], "workers": workers,
+                               "queue": settings.resolved_queue_url.split(":", 1)[0]})
+    PerfbotServer(settings, options).run()
+
+
+def _start_consumer(consumers: int):
+    def post_worker_init(worker) -> None:
+        runtime = worker.wsgi.extensions["perfbot"]
+        if not runtime.queue.embedded:
+            return  # Redis: `perfbot worker` processes consume
+        jobs.requeue_stale(runtime.services)
+        consumer = runtime.queue.consumer(workers=consumers, in_process=True)
+        consumer.start()
+        worker.perfbot_consumer = consumer
+    return post_worker_init
+
+
+def _stop_consumer(server, worker) -> None:
+    consumer = getattr(worker, "perfbot_consumer", None)
+    if consumer is not None:
+        consumer.stop(graceful=True)
