@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import os
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -24,6 +26,9 @@ _ATTRIBUTES = "\n".join([
     *(f"*.{ext} diff=cpp" for ext in ("c", "cc", "cpp", "cxx", "h", "hh", "hpp", "cu", "cuh")),
     "",
 ])
+
+
+_F_SETPIPE_SZ = getattr(fcntl, "F_SETPIPE_SZ", 1031)
 
 
 class RepoError(ValueError):
@@ -60,30 +65,75 @@ def split_range(text: str) -> tuple[str, str]:
     return base, head or "HEAD"
 
 
-def range_patches(repo: git.Repo, base: str, head: str) -> list[Commit]:
-    """Every commit reachable from ``head`` and not from ``base``, newest first, with its patch."""
+def count_range(repo: git.Repo, base: str, head: str) -> tuple[str, str, int]:
+    """Resolve both ends and count the commits of ``base..head``; an empty range is an error."""
     base_sha, head_sha = resolve(repo, base), resolve(repo, head)
+    count = int(repo.git.rev_list("--count", f"{base_sha}..{head_sha}", "--"))
+    if count == 0:
+        raise RepoError(f"range {base}..{head} has no commits ({head} is already in {base})")
+    return base_sha, head_sha, count
+
+
+def existing_paths(repo: git.Repo, sha: str, candidates: Iterable[str]) -> list[str]:
+    """Which of the ``candidates`` (files or folders ending in '/') exist in commit ``sha``."""
+    wanted = [c.rstrip("/") for c in candidates]
+    found = set(repo.git.ls_tree("--name-only", sha, "--", *wanted).splitlines())
+    return [c for c in candidates if c.rstrip("/") in found]
+
+
+def range_patches(repo: git.Repo, base_sha: str, head_sha: str) -> Iterator[Commit]:
+    """Every commit reachable from ``head_sha`` and not from ``base_sha``, newest first, with its
+    patch, from one `git log -p`, yielded while git is still writing, so that the caller's
+    parsing overlaps git's diffing."""
     with _attributes_file() as attributes:
-        raw = repo.git.execute(
+        process = repo.git.execute(
             ["git", "-c", "core.quotePath=false", "-c", f"core.attributesFile={attributes}",
              "log", _FORMAT, "-p", "-M", "--no-color", "--no-ext-diff", "--no-textconv",
              f"{base_sha}..{head_sha}", "--"],
-            stdout_as_string=False,
+            as_process=True,
         )
-    commits = list(parse_log(raw))
-    if not commits:
-        raise RepoError(f"range {base}..{head} has no commits ({head} is already in {base})")
-    return commits
+        _widen_pipe(process.stdout)
+        try:
+            # read1: take what git has written so far instead of waiting for a full megabyte,
+            # so that git keeps diffing while the caller parses.
+            yield from parse_log(iter(lambda: process.stdout.read1(1 << 20), b""))
+        finally:
+            process.stdout.close()
+            process.wait()
 
 
-def parse_log(raw: bytes) -> Iterator[Commit]:
-    """Split `git log -p` output made with ``_FORMAT`` into commits."""
+def _widen_pipe(stream) -> None:
+    """Let git run up to 1 MiB ahead of the reader (Linux pipes hold 64 KiB by default)."""
+    with contextlib.suppress(OSError, ValueError, AttributeError):
+        fcntl.fcntl(stream.fileno(), _F_SETPIPE_SZ, 1 << 20)
+
+
+def parse_log(chunks: Iterable[bytes]) -> Iterator[Commit]:
+    """Split `git log -p` output made with ``_FORMAT``, arriving in chunks, into commits."""
     # A record starts a line; diff body lines never start with the separator (they carry a
     # one-character prefix), so file contents cannot split a commit.
-    for record in (b"\n" + raw).split(b"\n" + _RECORD.encode())[1:]:
-        header, _, body = record.partition(b"\n")
-        sha, parents, author, date, subject = decode(header).split(_UNIT, 4)
-        yield Commit(sha, tuple(parents.split()), author, date, subject, decode(body))
+    separator = b"\n" + _RECORD.encode()
+    buffer = bytearray(b"\n")
+    start: int | None = None  # where the record being read begins (at its separator)
+    scan = 0
+    for chunk in chunks:
+        buffer += chunk
+        while (at := buffer.find(separator, scan)) >= 0:
+            if start is not None:
+                yield _commit(bytes(buffer[start + len(separator):at]))
+            start, scan = at, at + len(separator)
+        scan = max(scan, len(buffer) - len(separator) + 1)
+        if start:  # drop what was read, so one huge commit is never copied twice
+            del buffer[:start]
+            scan, start = scan - start, 0
+    if start is not None:
+        yield _commit(bytes(buffer[start + len(separator):]))
+
+
+def _commit(record: bytes) -> Commit:
+    header, _, body = record.partition(b"\n")
+    sha, parents, author, date, subject = decode(header).split(_UNIT, 4)
+    return Commit(sha, tuple(parents.split()), author, date, subject, decode(body))
 
 
 def read_file(repo: git.Repo, path: str) -> str | None:

@@ -7,7 +7,7 @@ import sys
 import time
 
 from bot.adapters import git_repo
-from bot.core import render_risk, triage
+from bot.core import profiles, render_risk, ruleset, triage
 from bot.core.config import CONFIG_PATH
 
 from .common import add_risk_options, fails, load_config, print_json, with_profile
@@ -34,9 +34,11 @@ def run(args: argparse.Namespace) -> int:
     config = with_profile(load_config(args.config, git_repo.read_file(repo, CONFIG_PATH)),
                           args.profile)
     progress = _Progress(enabled=not args.quiet and sys.stderr.isatty())
-    progress.say(f"reading {args.range} from {args.repo} ...")
-    commits = git_repo.range_patches(repo, base, head)
-    result = triage.rank(commits, config, args.range, progress.count)
+    base_sha, head_sha, total = git_repo.count_range(repo, base, head)
+    rules = ruleset.build(config, git_repo.existing_paths(repo, head_sha, profiles.MARKERS))
+    progress.say(f"reading {total} commits of {args.range} ...")
+    commits = git_repo.range_patches(repo, base_sha, head_sha)
+    result = triage.rank(commits, rules, args.range, lambda done: progress.count(done, total))
     progress.done()
     if args.limit is not None:
         result.commits = result.commits[: max(args.limit, 0)]

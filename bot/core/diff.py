@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 from unidiff import PatchSet
 from unidiff.errors import UnidiffParseError
 
-_GIT_HEADER = re.compile(r"^diff --git ", re.MULTILINE)
 _PLAIN_HEADER = re.compile(r"^--- .*\n\+\+\+ ", re.MULTILINE)
+_NOT_BODY = re.compile(r"[^ +\-\\]")
 _HUNK_HEADER = re.compile(r"^@@ -(\d+)(?:,\d+)? \+(\d+)(?:,\d+)? @@ ?(.*)$")
 _GIT_PATHS = re.compile(r"^diff --git (?:\"?a/)?(.+?)\"? (?:\"?b/)?(.+?)\"?$")
 
@@ -93,7 +93,7 @@ def parse(data: bytes | str) -> ParsedDiff:
     warnings: list[str] = []
     for section in split_sections(text):
         try:
-            files.extend(_from_unidiff(PatchSet(section)))
+            files.extend(_quick(section) or _from_unidiff(PatchSet(section)))
         except UnidiffParseError as error:
             change = _lenient(section, str(error))
             if change is not None:
@@ -106,13 +106,24 @@ def parse(data: bytes | str) -> ParsedDiff:
 
 def split_sections(text: str) -> list[str]:
     """Split diff text into one chunk per file (git headers, else ``---``/``+++`` pairs)."""
-    starts = [m.start() for m in _GIT_HEADER.finditer(text)]
+    starts = _line_starts(text, "diff --git ")
     if not starts:
         starts = [m.start() for m in _PLAIN_HEADER.finditer(text)]
     if not starts:
         return [text] if text.strip() else []
     bounds = [*starts, len(text)]
     return [text[a:b] for a, b in itertools.pairwise(bounds)]
+
+
+def _line_starts(text: str, prefix: str) -> list[int]:
+    """Offsets of the lines that begin with ``prefix`` (str.find: far faster than a regex)."""
+    found = [0] if text.startswith(prefix) else []
+    needle = "\n" + prefix
+    at = text.find(needle)
+    while at >= 0:
+        found.append(at + 1)
+        at = text.find(needle, at + 1)
+    return found
 
 
 def _status(patched) -> str:
@@ -129,6 +140,49 @@ def _is_copy(patch_info) -> bool:
     return any(str(line).startswith("copy from ") for line in patch_info)
 
 
+def _quick(section: str) -> list[FileChange] | None:
+    """The common case, fast: unidiff reads and checks the headers and hunk counts
+    (``metadata_only``), and the hunk bodies are sliced straight from the text, instead of
+    unidiff building an object per line. None when the section is anything but plain
+    (several files, blank or foreign lines in a body): the full parse then takes it."""
+    patch = PatchSet(section, metadata_only=True)
+    if len(patch) != 1:
+        return None
+    patched = patch[0]
+    headers = _line_starts(section, "@@ ")
+    if len(headers) != len(patched):
+        return None
+    hunks = []
+    for number, meta in enumerate(patched):
+        start = section.find("\n", headers[number]) + 1 or len(section)
+        end = headers[number + 1] if number + 1 < len(headers) else len(section)
+        lines = section[start:end].split("\n")
+        if lines[-1] == "":
+            lines.pop()
+        types = "".join([line[:1] or "?" for line in lines])
+        foreign = _NOT_BODY.search(types)
+        if foreign is not None and number == len(headers) - 1:
+            # What follows the last hunk (a commit's trailer, a blank line) is not part of it.
+            lines, types = lines[: foreign.start()], types[: foreign.start()]
+            foreign = None
+        context = types.count(" ")
+        if (foreign is not None or context + types.count("-") != meta.source_length
+                or context + types.count("+") != meta.target_length):
+            return None
+        hunks.append(Hunk(meta.source_start, meta.target_start, meta.section_header,
+                          [line[1:] + "\n" for line in lines], types))
+    return [_change(patched, hunks)]
+
+
+def _change(patched, hunks: list[Hunk]) -> FileChange:
+    status = _status(patched)
+    old = _strip_prefix(patched.source_file) if status in ("renamed", "copied") else None
+    # Counted from the type strings: unidiff's own counts walk every line object again.
+    added = sum(h.types.count("+") for h in hunks)
+    removed = sum(h.types.count("-") for h in hunks)
+    return FileChange(patched.path, old, status, patched.is_binary_file, added, removed, hunks)
+
+
 def _from_unidiff(patch: PatchSet) -> list[FileChange]:
     changes = []
     for patched in patch:
@@ -142,19 +196,7 @@ def _from_unidiff(patch: PatchSet) -> list[FileChange]:
             )
             for hunk in patched
         ]
-        status = _status(patched)
-        old = _strip_prefix(patched.source_file) if status in ("renamed", "copied") else None
-        changes.append(
-            FileChange(
-                patched.path,
-                old,
-                status,
-                patched.is_binary_file,
-                patched.added,
-                patched.removed,
-                hunks,
-            )
-        )
+        changes.append(_change(patched, hunks))
     return changes
 
 
@@ -166,7 +208,7 @@ def _strip_prefix(path: str | None) -> str | None:
 
 def _lenient(section: str, why: str) -> FileChange | None:
     """Read a damaged file section line by line, ignoring hunk counts."""
-    lines = section.splitlines(keepends=True)
+    lines = [line + "\n" for line in section.split("\n")]
     path = old = None
     hunks: list[Hunk] = []
     current: Hunk | None = None

@@ -27,7 +27,8 @@ _DEPENDENCY_FILES = (
 GENERIC: tuple[Rule, ...] = (
     # Cold paths: cannot change inference speed.
     _rule("cold.docs", "cold", "docs", 0, "documentation",
-          ["docs/**", "doc/**", "*.md", "*.rst", "*.txt.in", "LICENSE*", "*.ipynb", "assets/**",
+          ["docs/**", "doc/**", "**/docs/**", "docs_*/**", "*.md", "*.mdx", "*.rst", "LICENSE*",
+           "*.ipynb", "assets/**",
            "*.png", "*.jpg", "*.svg", "CODEOWNERS", ".github/ISSUE_TEMPLATE/**"]),
     _rule("cold.tests", "cold", "tests", 0, "tests",
           ["test/**", "tests/**", "**/test/**", "**/tests/**", "test_*.py", "*_test.py",
@@ -130,7 +131,7 @@ GENERIC: tuple[Rule, ...] = (
     _rule("dependency.kernels", "token", "dependency", 35,
           "version pin of torch / triton / NCCL / a kernel package",
           _DEPENDENCY_FILES,
-          pattern=r"(?i)(?<![\w-])(?:torch|triton|nvidia-nccl-cu\d+|nccl|flashinfer(?:[-_]python)?|"
+          pattern=r"(?im)(?:^|[^\w\n-])(?:torch|triton|nvidia-nccl-cu\d+|nccl|flashinfer(?:[-_]python)?|"
                   r"flashinfer[-_]cubin|sgl[-_]kernel|sglang[-_]kernel|vllm[-_]flash[-_]attn|"
                   r"flash[-_]attn|xformers|deep[-_]gemm|deep[-_]ep|cutlass|nvidia-cutlass-dsl|"
                   r"cuda-python|torchao|mooncake-transfer-engine|cupy-cuda\w*)"
@@ -178,11 +179,14 @@ PROFILES: dict[str, tuple[Rule, ...]] = {
 }
 
 
+# Top-level paths that identify an engine's layout.
+MARKERS: dict[str, str] = {"python/sglang/": "sglang", "sgl-kernel/": "sglang", "vllm/": "vllm"}
+
+
 def detect(paths: Iterable[str]) -> str:
     """The built-in profile whose layout the given paths follow."""
     for path in paths:
-        if path.startswith(("python/sglang/", "sgl-kernel/")):
-            return "sglang"
-        if path.startswith("vllm/"):
-            return "vllm"
+        for marker, profile in MARKERS.items():
+            if path.startswith(marker):
+                return profile
     return "generic"

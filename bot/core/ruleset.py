@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 
-import pathspec
+import re2
 
-from . import profiles
-from .config import ConfigError, RepoConfig, Rule, Thresholds, scoped_flags
+from . import patterns, profiles
+from .config import ConfigError, RepoConfig, Rule, Thresholds
 
 
 @dataclass(frozen=True)
@@ -19,28 +19,42 @@ class RuleSet:
 
     profile: str
     thresholds: Thresholds
-    cold: tuple[tuple[Rule, pathspec.PathSpec], ...]
-    paths: tuple[tuple[Rule, pathspec.PathSpec], ...]
-    functions: tuple[tuple[Rule, re.Pattern[str]], ...]
+    cold: tuple[tuple[Rule, re.Pattern[str]], ...]
+    paths: tuple[tuple[Rule, re.Pattern[str]], ...]
+    functions: tuple[tuple[Rule, re2._Regexp], ...]
     tokens: tuple[Rule, ...]
-    token_paths: tuple[pathspec.PathSpec | None, ...]
-    token_regex: re.Pattern[str] | None
+    token_paths: tuple[re.Pattern[str] | None, ...]
+    token_regex: re2._Regexp | None
+    _by_path: dict[str, tuple[Rule | None, list[Rule], list[bool]]] = field(
+        default_factory=dict, compare=False, repr=False)
+    token_groups: tuple[int, ...] = ()
+    _by_function: dict[str, list[Rule]] = field(default_factory=dict, compare=False, repr=False)
 
-    def cold_rule(self, path: str) -> Rule | None:
-        for rule, spec in self.cold:
-            if spec.match_file(path):
-                return rule
-        return None
+    def token_rule(self, match) -> int:
+        """Index in ``tokens`` of the rule whose group took part in ``match`` of ``token_regex``."""
+        for number, group in enumerate(self.token_groups):
+            if match.start(group) >= 0:
+                return number
+        raise LookupError("a token match with no rule group")  # RE2 always sets one
 
-    def path_rules(self, path: str) -> list[Rule]:
-        return [rule for rule, spec in self.paths if spec.match_file(path)]
+    def for_path(self, path: str) -> tuple[Rule | None, list[Rule], list[bool]]:
+        """The cold rule (if any), the path rules, and which token rules may fire, for ``path``.
+
+        Memoised: triage meets the same paths in commit after commit.
+        """
+        found = self._by_path.get(path)
+        if found is None:
+            cold = next((rule for rule, rx in self.cold if rx.match(path)), None)
+            hot = [rule for rule, rx in self.paths if rx.match(path)]
+            allowed = [rx is None or bool(rx.match(path)) for rx in self.token_paths]
+            found = self._by_path[path] = (cold, hot, allowed)
+        return found
 
     def function_rules(self, name: str) -> list[Rule]:
-        return [rule for rule, regex in self.functions if regex.search(name)]
-
-    def tokens_allowed(self, path: str) -> list[bool]:
-        """Which token rules may fire in ``path`` (by the rules' own ``paths``)."""
-        return [spec is None or spec.match_file(path) for spec in self.token_paths]
+        found = self._by_function.get(name)
+        if found is None:
+            found = self._by_function[name] = [rule for rule, rx in self.functions if rx.search(name)]
+        return found
 
 
 def merged_rules(config: RepoConfig, profile: str) -> list[Rule]:
@@ -74,19 +88,18 @@ def build(config: RepoConfig, paths: Iterable[str] = ()) -> RuleSet:
 def _compile(profile: str, thresholds: Thresholds, rules: tuple[Rule, ...]) -> RuleSet:
     tokens = tuple(rule for rule in rules if rule.kind == "token")
     alternation = "|".join(
-        f"(?P<perfbot_t{i}>{scoped_flags(rule.pattern)})" for i, rule in enumerate(tokens)
+        f"(?P<perfbot_t{i}>{patterns.scoped_flags(rule.pattern)})" for i, rule in enumerate(tokens)
     )
+    token_regex = patterns.regex(alternation) if tokens else None
     return RuleSet(
         profile=profile,
         thresholds=thresholds,
-        cold=tuple((r, _spec(r.paths)) for r in rules if r.kind == "cold"),
-        paths=tuple((r, _spec(r.paths)) for r in rules if r.kind == "path"),
-        functions=tuple((r, re.compile(r.pattern)) for r in rules if r.kind == "function"),
+        cold=tuple((r, patterns.glob_regex(r.paths)) for r in rules if r.kind == "cold"),
+        paths=tuple((r, patterns.glob_regex(r.paths)) for r in rules if r.kind == "path"),
+        functions=tuple((r, patterns.regex(r.pattern)) for r in rules if r.kind == "function"),
         tokens=tokens,
-        token_paths=tuple(_spec(r.paths) if r.paths else None for r in tokens),
-        token_regex=re.compile(alternation, re.MULTILINE) if tokens else None,
+        token_paths=tuple(patterns.glob_regex(r.paths) if r.paths else None for r in tokens),
+        token_regex=token_regex,
+        token_groups=tuple(token_regex.groupindex[f"perfbot_t{i}"] for i in range(len(tokens)))
+        if token_regex else (),
     )
-
-
-def _spec(globs: list[str]) -> pathspec.PathSpec:
-    return pathspec.PathSpec.from_lines("gitwildmatch", globs)

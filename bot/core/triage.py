@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from . import diff as diffs
 from . import risk, ruleset
-from .config import RepoConfig
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,19 +49,20 @@ class Triage:
                 "commits": [c.to_dict() for c in self.commits]}
 
 
-def rank(commits: Sequence[Commit], config: RepoConfig, range_text: str,
-         progress: Callable[[int, int], None] | None = None) -> Triage:
-    """Score every commit and sort them most suspicious first (ties keep the input order)."""
-    parsed = []
-    for done, commit in enumerate(commits, 1):
-        parsed.append(diffs.parse(commit.diff))
-        if progress:
-            progress(done, len(commits))
-    rules = ruleset.build(config, (f.path for p in parsed for f in p.files))
-    ranked = [RankedCommit(c, risk.score(p, rules)) for c, p in zip(commits, parsed, strict=True)]
-    for item in ranked:
+def rank(commits: Iterable[Commit], rules: ruleset.RuleSet, range_text: str,
+         progress: Callable[[int], None] | None = None) -> Triage:
+    """Score every commit and sort them most suspicious first (ties keep the input order).
+
+    ``commits`` may be a stream: each is scored as it arrives, while git writes the next.
+    """
+    ranked = []
+    for commit in commits:
+        item = RankedCommit(commit, risk.score(diffs.parse(commit.diff), rules))
         if item.is_merge and not item.report.files:
             item.report.notes.append("merge commit: its changes are scored on the merged commits")
+        ranked.append(item)
+        if progress:
+            progress(len(ranked))
     ranked.sort(key=lambda item: -item.report.score)
     return Triage(range_text, rules.profile, ranked)
 
