@@ -1,0 +1,123 @@
+"""`perfbot bench run`: benchmark base against head on this machine and write a results file."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import sys
+from pathlib import Path
+
+import git
+
+from bot.adapters import git_repo
+from bot.core.config import CONFIG_PATH, RepoConfig
+from bot.runner import bench
+from bot.runner.progress import Progress
+from bot.runner.suites import BUILT_IN
+from bot.runner.suites.base import SuiteError
+
+from .common import Parser, UsageError, load_config
+
+
+def setup(subparsers) -> None:
+    parser = subparsers.add_parser("bench", help="benchmark revisions on this machine (runner side)",
+                                   description="Runner-side benchmarking.")
+    verbs = parser.add_subparsers(dest="bench_command", required=True, metavar="SUBCOMMAND",
+                                  parser_class=Parser)
+    run = verbs.add_parser(
+        "run", help="benchmark BASE against HEAD, interleaved, and write a results file",
+        description="Check out BASE and HEAD as git worktrees, run each suite's rounds in ABBA order "
+                    "(each round a fresh process with a timeout) and write the results file.")
+    run.add_argument("--repo", default=".", metavar="PATH", help="the git repository (default: .)")
+    run.add_argument("--base", required=True, metavar="REV")
+    run.add_argument("--head", metavar="REV", help="required unless --aa")
+    run.add_argument("--suite", action="append", dest="suites", metavar="NAME",
+                     help=f"suite to run (repeatable): {', '.join(BUILT_IN)} or one of the config's")
+    run.add_argument("--rounds", type=positive_int, metavar="N", help="counted rounds per side (default 5)")
+    run.add_argument("--warmup", type=non_negative_int, metavar="N", help="uncounted warm-up rounds per side")
+    run.add_argument("--max-rounds", type=positive_int, metavar="N",
+                     help="keep adding rounds while inconclusive, up to N per side (default: --rounds)")
+    run.add_argument("--timeout", type=positive_float, metavar="S", help="seconds one round may take")
+    run.add_argument("--aa", action="store_true", help="A/A noise run: --base on both sides")
+    run.add_argument("--out", default="results.json", metavar="FILE",
+                     help="results file; with several suites, FILE's stem + .SUITE.json for each")
+    run.add_argument("--config", metavar="FILE",
+                     help=f"config (YAML); default: {CONFIG_PATH} at the base revision")
+    run.add_argument("--command", metavar="CMD", help="the command of the built-in 'command' suite")
+    run.add_argument("--stop-on-failure", action="store_true",
+                     help="stop at the first failed round (default: record it and go on)")
+    run.add_argument("--allow-dirty", action="store_true", help="run even if the work tree has changes")
+    run.add_argument("--repo-name", metavar="OWNER/NAME",
+                     help="name recorded in the results (default: $GITHUB_REPOSITORY or the folder name)")
+    run.add_argument("--python", metavar="PATH", help="interpreter the fingerprint asks for versions")
+    run.add_argument("--quiet", action="store_true", help="no progress lines")
+    run.set_defaults(run=run_bench)
+
+
+def positive_int(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text}")
+    return value
+
+
+def non_negative_int(text: str) -> int:
+    value = int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected 0 or more, got {text}")
+    return value
+
+
+def positive_float(text: str) -> float:
+    value = float(text)
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"expected a positive number, got {text}")
+    return value
+
+
+def run_bench(args: argparse.Namespace) -> int:
+    summary = os.environ.get("GITHUB_STEP_SUMMARY")
+    options = bench.BenchOptions(
+        repo=Path(args.repo), base=args.base, head=args.head, suites=args.suites or [], out=Path(args.out),
+        rounds=args.rounds, warmup=args.warmup, max_rounds=args.max_rounds, timeout=args.timeout, aa=args.aa,
+        command=args.command, stop_on_failure=args.stop_on_failure, allow_dirty=args.allow_dirty,
+        repo_name=args.repo_name or os.environ.get("GITHUB_REPOSITORY"),
+        summary_path=Path(summary) if summary else None, python=args.python)
+    config = bench_config(args.config, options)
+    signal.signal(signal.SIGTERM, _interrupt)  # a cancelled job: finish the results file, then leave
+    try:
+        outcomes = bench.run(options, config.bench, Progress(enabled=not args.quiet))
+    except (bench.BenchError, SuiteError) as error:
+        raise UsageError(str(error)) from None
+    return report(outcomes)
+
+
+def bench_config(name: str | None, options: bench.BenchOptions) -> RepoConfig:
+    """``--config``, else the config committed at the base revision (never the head's: see ARCHITECTURE)."""
+    if name is not None:
+        return load_config(name)
+    repo = git_repo.open_repo(options.repo)
+    sha = git_repo.resolve(repo, options.base)
+    try:
+        text = repo.git.show(f"{sha}:{CONFIG_PATH}")
+    except git.GitCommandError:  # no config committed at that revision
+        return RepoConfig()
+    return load_config(None, text, f"{CONFIG_PATH} at {sha[:10]}")
+
+
+def report(outcomes: list[bench.SuiteOutcome]) -> int:
+    """One line per suite on standard error; exit 0 only if every round of every suite was measured."""
+    status = 0
+    for o in outcomes:
+        line = f"perfbot: {o.suite}: {o.ok_rounds} round(s) measured, {o.failed_rounds} failed, {o.status}"
+        if o.error:
+            line += f" ({o.error})"
+        print(f"{line}; results in {o.path}", file=sys.stderr)
+        if o.failed_rounds or o.status != "complete":
+            status = 1
+    return status
+
+
+def _interrupt(signum, frame) -> None:
+    raise KeyboardInterrupt

@@ -1,0 +1,233 @@
+"""`perfbot bench run` orchestration: worktrees, set-up, warm-ups, ABBA rounds, fingerprints, results.
+
+The flow for each suite: take the machine's fingerprint, check out base and head as worktrees, run
+the suite's set-up in each, run the warm-up rounds (not counted), then counted rounds in ABBA pairs
+until `adaptive.should_continue` says stop, each round a fresh process under a timeout. The results
+file is rewritten after every round, so an interrupted run still leaves what it measured.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import git
+
+from bot.adapters import git_repo
+from bot.core.config import BenchConfig
+
+from . import adaptive, fingerprint, summary
+from .progress import Progress
+from .results import ResultsFile, out_path
+from .rounds import child_env, describe_failure, run_command, run_round
+from .schedule import pair_order, warmup_order
+from .suites import Suite, make_suite
+from .suites.base import RoundContext
+from .worktrees import checked_out
+
+
+class BenchError(ValueError):
+    """A benchmark that cannot start as asked (dirty checkout, conflicting options)."""
+
+
+@dataclass
+class BenchOptions:
+    repo: Path
+    base: str
+    head: str | None
+    suites: list[str]
+    out: Path
+    rounds: int | None = None
+    warmup: int | None = None
+    max_rounds: int | None = None
+    timeout: float | None = None
+    aa: bool = False
+    command: str | None = None
+    stop_on_failure: bool = False
+    allow_dirty: bool = False
+    repo_name: str | None = None
+    summary_path: Path | None = None
+    python: str | None = None
+
+
+@dataclass
+class SuiteOutcome:
+    suite: str
+    path: Path
+    status: str
+    ok_rounds: int
+    failed_rounds: int
+    error: str | None = None
+
+
+@dataclass
+class Plan:
+    """Resolved settings of one run: what `perfbot bench run` will do before it does anything."""
+
+    repo: git.Repo
+    base_sha: str
+    head_sha: str
+    suites: list[Suite]
+    rounds: int
+    warmup: int
+    max_rounds: int
+    timeout: float
+    paths: dict[str, Path] = field(default_factory=dict)
+
+
+def plan(options: BenchOptions, config: BenchConfig) -> Plan:
+    """Check everything the user named (repository, revisions, suites, options); raise before running."""
+    repo = git_repo.open_repo(options.repo)
+    if repo.bare:
+        raise BenchError(f"{options.repo}: a bare repository has no work tree to benchmark from")
+    if not options.allow_dirty and repo.is_dirty(untracked_files=False):
+        raise BenchError(f"{repo.working_tree_dir}: the work tree has uncommitted changes "
+                         f"(commit or stash them, or pass --allow-dirty)")
+    base_sha = git_repo.resolve(repo, options.base)
+    if options.aa:
+        if options.head and git_repo.resolve(repo, options.head) != base_sha:
+            raise BenchError("--aa benchmarks --base against itself; leave out --head")
+        head_sha = base_sha
+    elif not options.head:
+        raise BenchError("--head is required (or --aa for a noise run of --base against itself)")
+    else:
+        head_sha = git_repo.resolve(repo, options.head)
+    if not options.suites:
+        raise BenchError("name at least one --suite")
+    suites = [make_suite(name, config, options.command) for name in dict.fromkeys(options.suites)]
+    rounds = options.rounds or config.rounds
+    max_rounds = max(options.max_rounds or config.max_rounds or rounds, rounds)
+    warmup = config.warmup if options.warmup is None else options.warmup
+    paths = {s.name: out_path(options.out, s.name, len(suites) > 1) for s in suites}
+    return Plan(repo, base_sha, head_sha, suites, rounds, warmup, max_rounds,
+                options.timeout or config.timeout, paths)
+
+
+def run(options: BenchOptions, config: BenchConfig, progress: Progress) -> list[SuiteOutcome]:
+    """Benchmark every suite; the results files are written as rounds finish."""
+    p = plan(options, config)
+    progress.say(f"fingerprinting the machine (base {p.base_sha[:10]}, head {p.head_sha[:10]})")
+    machine = fingerprint.machine(options.python)
+    outcomes = []
+    with worktrees_for(p) as trees:
+        for suite in p.suites:
+            outcome = run_suite(p, suite, trees, machine, options, progress)
+            outcomes.append(outcome)
+            if options.stop_on_failure and outcome.failed_rounds:
+                break
+    return outcomes
+
+
+def worktrees_for(p: Plan):
+    return checked_out(p.repo, {"base": p.base_sha, "head": p.head_sha})
+
+
+def run_suite(p: Plan, suite: Suite, trees: dict[str, Path], machine: dict, options: BenchOptions,
+              progress: Progress) -> SuiteOutcome:
+    results = new_results(p, suite, machine, options)
+    results.write()
+    try:
+        stopped = set_up(suite, trees, p.timeout, results, progress) or \
+            warm_up(p, suite, trees, results, options, progress) or \
+            measure(p, suite, trees, results, options, progress)
+    except KeyboardInterrupt:
+        finish(results, "stopped", "interrupted before the rounds were done")
+        raise
+    if stopped:
+        finish(results, "stopped", stopped)
+    elif not any(r["ok"] for r in results.rounds):
+        finish(results, "failed", "no round was measured successfully")
+    else:
+        finish(results, "complete")
+    append_summary(options.summary_path, results)
+    ok = sum(r["ok"] for r in results.rounds)
+    return SuiteOutcome(suite.name, results.path, results.status, ok, len(results.rounds) - ok, results.error)
+
+
+def new_results(p: Plan, suite: Suite, machine: dict, options: BenchOptions) -> ResultsFile:
+    side = {name: {"sha": sha, "fingerprint": {**machine, "git": fingerprint.checkout(p.repo, sha)}}
+            for name, sha in (("base", p.base_sha), ("head", p.head_sha))}
+    settings = {"rounds": p.rounds, "warmup": p.warmup, "max_rounds": p.max_rounds,
+                "timeout": suite.timeout or p.timeout, "aa": options.aa, "order": "ABBA",
+                "stop_on_failure": options.stop_on_failure}
+    name = options.repo_name or Path(p.repo.working_tree_dir).name
+    return ResultsFile(p.paths[suite.name], suite.name, name, side["base"], side["head"], suite.metrics,
+                       settings)
+
+
+def finish(results: ResultsFile, status: str, error: str | None = None) -> None:
+    after = fingerprint.clocks()
+    results.base["fingerprint"]["after"] = after
+    results.head["fingerprint"]["after"] = after
+    results.finish(status, error)
+
+
+def set_up(suite: Suite, trees: dict[str, Path], timeout: float, results: ResultsFile,
+           progress: Progress) -> str | None:
+    """Run the suite's set-up in each worktree; a failure stops the suite (every round would fail)."""
+    for side, tree in trees.items():
+        for command in suite.setup_commands(tree):
+            progress.say(f"{suite.name}: set-up in {side} ({command.name})")
+            logs = tree.parent / f"setup-{suite.name}-{side}"
+            logs.mkdir(exist_ok=True)
+            output = run_command(command, tree, child_env(command.env), time.monotonic() + timeout,
+                                 logs / command.name)
+            if output.returncode != 0:
+                return f"set-up in {side} failed: {describe_failure(output, timeout)}"
+    return None
+
+
+def warm_up(p: Plan, suite: Suite, trees: dict[str, Path], results: ResultsFile, options: BenchOptions,
+            progress: Progress) -> str | None:
+    order = warmup_order(p.warmup)
+    for number, side in enumerate(order):
+        began = progress.round_started(suite.name, "warm-up", number + 1, len(order), side, sha_of(p, side))
+        outcome = run_round(suite, context(trees, suite, side, -1 - number), suite.timeout or p.timeout)
+        progress.round_finished(began, outcome.ok, outcome.error)
+        results.add_warmup(side, outcome.ok, outcome.error)
+        if not outcome.ok and options.stop_on_failure:
+            return f"warm-up round on {side} failed: {outcome.error}"
+    return None
+
+
+def measure(p: Plan, suite: Suite, trees: dict[str, Path], results: ResultsFile, options: BenchOptions,
+            progress: Progress) -> str | None:
+    done, pair = 0, 0
+    while adaptive.should_continue(samples(results), done, p.rounds, p.max_rounds):
+        planned = 2 * max(p.rounds, done + 1)
+        for side in pair_order(pair):
+            number = len(results.rounds) + 1
+            began = progress.round_started(suite.name, "round", number, planned, side, sha_of(p, side))
+            outcome = run_round(suite, context(trees, suite, side, done), suite.timeout or p.timeout)
+            progress.round_finished(began, outcome.ok, outcome.error)
+            results.add_round(side, done, outcome.ok, outcome.error, outcome.metrics, outcome.declarations)
+            if not outcome.ok and options.stop_on_failure:
+                return f"round {done} on {side} failed: {outcome.error}"
+        done, pair = done + 1, pair + 1
+    return None
+
+
+def samples(results: ResultsFile) -> dict[str, tuple[list[float], list[float]]]:
+    found: dict[str, tuple[list[float], list[float]]] = {}
+    for r in results.rounds:
+        for name, value in r["metrics"].items() if r["ok"] else ():
+            found.setdefault(name, ([], []))[r["side"] == "head"].append(value)
+    return found
+
+
+def context(trees: dict[str, Path], suite: Suite, side: str, index: int) -> RoundContext:
+    label = f"{index}" if index >= 0 else f"warmup{-index}"
+    out_dir = trees[side].parent / "rounds" / suite.name / f"{side}-{label}"
+    return RoundContext(trees[side], out_dir, side, index)
+
+
+def sha_of(p: Plan, side: str) -> str:
+    return p.base_sha if side == "base" else p.head_sha
+
+
+def append_summary(path: Path | None, results: ResultsFile) -> None:
+    if path is None:
+        return
+    with path.open("a", encoding="utf-8") as stream:
+        stream.write(summary.markdown(results.to_dict()) + "\n")

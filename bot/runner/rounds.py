@@ -1,0 +1,127 @@
+"""Run one round of a suite: its commands as fresh processes under one deadline, then parse them.
+
+Every process starts in a session of its own, so a timeout kills it with everything it started
+(the ranks of a tensor-parallel benchmark included). Output goes to files in the round's folder,
+never to a pipe that a chatty benchmark could fill.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from bot.core.config import MetricDeclaration
+
+from .suites.base import Command, Output, RoundContext, RoundFailed, Suite
+from .verify_step_bench import SAFE_ENV
+
+OUTPUT_LIMIT = 8 * 2**20  # bytes of each stream read back for parsing
+_GRACE_SECONDS = 5
+
+
+@dataclass
+class RoundResult:
+    ok: bool
+    error: str | None
+    metrics: dict[str, float] = field(default_factory=dict)
+    declarations: dict[str, MetricDeclaration] = field(default_factory=dict)
+    seconds: float = 0.0
+
+
+def child_env(extra: dict[str, str], context: RoundContext | None = None) -> dict[str, str]:
+    """The environment of a suite's process: ours, NVLink multicast kept off, the suite's additions."""
+    env = dict(os.environ)
+    for key, value in SAFE_ENV.items():
+        env.setdefault(key, value)
+    if context is not None:
+        env.update(PERFBOT_SIDE=context.side, PERFBOT_ROUND=str(context.index),
+                   PERFBOT_OUT_DIR=str(context.out_dir), PERFBOT_WORKTREE=str(context.worktree))
+    for key, value in extra.items():
+        if key == "PYTHONPATH" and env.get("PYTHONPATH"):
+            value = os.pathsep.join([value, env["PYTHONPATH"]])
+        env[key] = value
+    return env
+
+
+def run_round(suite: Suite, context: RoundContext, timeout: float) -> RoundResult:
+    """One round: ok only if every command exited 0 and the suite could read finite metrics."""
+    began = time.monotonic()
+    deadline = began + timeout
+    context.out_dir.mkdir(parents=True, exist_ok=True)
+    outputs = []
+    try:
+        for number, command in enumerate(suite.round_commands(context)):
+            output = run_command(command, context.worktree, child_env(command.env, context), deadline,
+                                 context.out_dir / f"{number}-{command.name}")
+            outputs.append(output)
+            if output.returncode != 0:
+                raise RoundFailed(describe_failure(output, timeout))
+        measurement = suite.parse(context, outputs)
+    except RoundFailed as failure:
+        return RoundResult(False, str(failure), seconds=time.monotonic() - began)
+    except OSError as error:
+        return RoundResult(False, f"could not start the benchmark: {error}", seconds=time.monotonic() - began)
+    if not measurement.values:
+        return RoundResult(False, "the suite reported no metrics", seconds=time.monotonic() - began)
+    return RoundResult(True, None, measurement.values, measurement.declarations, time.monotonic() - began)
+
+
+def run_command(command: Command, cwd: Path, env: dict[str, str], deadline: float, log_stem: Path) -> Output:
+    """Run one process until it exits or the deadline passes (then kill its whole session)."""
+    stdout_path, stderr_path = log_stem.with_suffix(".stdout"), log_stem.with_suffix(".stderr")
+    with stdout_path.open("wb") as stdout, stderr_path.open("wb") as stderr:
+        process = subprocess.Popen(command.argv, cwd=cwd, env=env, stdout=stdout, stderr=stderr,
+                                   stdin=subprocess.DEVNULL, start_new_session=True)
+        try:
+            returncode = process.wait(timeout=max(deadline - time.monotonic(), 0.01))
+        except subprocess.TimeoutExpired:
+            kill_session(process)
+            returncode = TIMED_OUT
+        else:
+            kill_session(process)  # leftovers of a process that exited (daemons, stuck ranks)
+    return Output(command.name, returncode, read_text(stdout_path), read_text(stderr_path))
+
+
+TIMED_OUT = -1000
+
+
+def kill_session(process: subprocess.Popen) -> None:
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        try:
+            os.killpg(process.pid, sig)
+        except (ProcessLookupError, PermissionError):
+            return
+        try:
+            process.wait(timeout=_GRACE_SECONDS)
+        except subprocess.TimeoutExpired:
+            continue
+        if sig == signal.SIGTERM:
+            time.sleep(0.05)  # give the group's other members a moment before the KILL
+
+
+def read_text(path: Path) -> str:
+    with path.open("rb") as handle:
+        size = handle.seek(0, os.SEEK_END)
+        handle.seek(max(size - OUTPUT_LIMIT, 0))
+        return handle.read().decode(errors="replace")
+
+
+def describe_failure(output: Output, timeout: float) -> str:
+    if output.returncode == TIMED_OUT:
+        return f"{output.name}: timed out after {timeout:g}s and was killed"
+    if output.returncode < 0:
+        what = f"killed by signal {signal.Signals(-output.returncode).name}" \
+            if -output.returncode in signal.valid_signals() else f"exit {output.returncode}"
+    else:
+        what = f"exit status {output.returncode}"
+    last = last_line(output.stderr) or last_line(output.stdout)
+    return f"{output.name}: {what}" + (f": {last}" if last else "")
+
+
+def last_line(text: str) -> str:
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    return lines[-1][:300] if lines else ""

@@ -1,0 +1,92 @@
+"""The interface every suite implements: commands to run per round, and how to read their metrics."""
+
+from __future__ import annotations
+
+import math
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from bot.core.config import MetricDeclaration
+
+
+class SuiteError(ValueError):
+    """A suite that cannot be used as named or configured (unknown name, missing option)."""
+
+
+class RoundFailed(Exception):
+    """A round whose output cannot be trusted: the message says why, in one line."""
+
+
+@dataclass(frozen=True)
+class Command:
+    """One process of a round: argv, extra environment, and a short name for messages."""
+
+    name: str
+    argv: tuple[str, ...]
+    env: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Output:
+    """What one command left behind: its exit status and the tail of its output."""
+
+    name: str
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+@dataclass(frozen=True)
+class RoundContext:
+    """Where a round runs and writes: the revision's worktree and a fresh folder of its own."""
+
+    worktree: Path
+    out_dir: Path
+    side: str
+    index: int
+
+
+@dataclass
+class Measurement:
+    """The numbers one round produced, with the declarations of any metric not known up front."""
+
+    values: dict[str, float]
+    declarations: dict[str, MetricDeclaration] = field(default_factory=dict)
+
+
+class Suite(ABC):
+    """A benchmark adapter. Rounds run in fresh processes; the suite never keeps state between them."""
+
+    name: str
+    timeout: float | None = None
+
+    @property
+    @abstractmethod
+    def metrics(self) -> dict[str, MetricDeclaration]:
+        """Metrics declared up front (a command suite may report more)."""
+
+    def setup_commands(self, worktree: Path) -> list[Command]:
+        """Commands to run once per revision's worktree before any round (default: none)."""
+        return []
+
+    @abstractmethod
+    def round_commands(self, context: RoundContext) -> list[Command]:
+        """The processes of one round, run in order, in the worktree."""
+
+    @abstractmethod
+    def parse(self, context: RoundContext, outputs: list[Output]) -> Measurement:
+        """The round's metrics, or `RoundFailed` saying why the output cannot be used."""
+
+
+def finite(name: str, value: object) -> float:
+    """``value`` as a finite float, or `RoundFailed` naming the metric."""
+    if isinstance(value, bool):
+        raise RoundFailed(f"metric {name!r}: {value!r} is not a number")
+    try:
+        number = float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        raise RoundFailed(f"metric {name!r}: {str(value)[:60]!r} is not a number") from None
+    if not math.isfinite(number):
+        raise RoundFailed(f"metric {name!r}: {number} is not finite")
+    return number

@@ -1,0 +1,66 @@
+"""The `verify-step` suite: runs `bot.runner.verify_step_bench` once per round in the revision's worktree."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import bot
+from bot.core.config import MetricDeclaration, VerifyStepSuite
+
+from .base import Command, Measurement, Output, RoundContext, RoundFailed, Suite, finite
+
+RESULT_FILE = "verify_step.json"
+_PERFBOT_ROOT = str(Path(bot.__file__).resolve().parent.parent)
+
+METRICS = {
+    "verify_graph_ms": MetricDeclaration(unit="ms", better="lower"),
+    "verify_eager_ms": MetricDeclaration(unit="ms", better="lower"),
+    "draft_ms": MetricDeclaration(unit="ms", better="lower"),
+    "cycle_ms": MetricDeclaration(unit="ms", better="lower"),
+    "tok_s": MetricDeclaration(unit="tok/s", better="higher"),
+    "allreduce_verify_us": MetricDeclaration(unit="us", better="lower"),
+    "allreduce_draft_us": MetricDeclaration(unit="us", better="lower"),
+}
+
+
+class VerifyStepBench(Suite):
+    def __init__(self, name: str, config: VerifyStepSuite):
+        self.name, self.config, self.timeout = name, config, config.timeout
+
+    @property
+    def metrics(self) -> dict[str, MetricDeclaration]:
+        return dict(METRICS)
+
+    def round_commands(self, context: RoundContext) -> list[Command]:
+        c = self.config
+        argv = [c.python or sys.executable, "-m", "bot.runner.verify_step_bench",
+                "--out", str(context.out_dir / RESULT_FILE), "--pythonpath", str(context.worktree),
+                "--preset", c.preset, "--device", c.device, "--world-size", str(c.world_size),
+                "--iters", str(c.iters), "--warmup-iters", str(c.warmup_iters), "--dtype", c.dtype]
+        if c.timeout:
+            argv += ["--timeout", str(c.timeout)]
+        if not c.cuda_graphs:
+            argv.append("--no-cuda-graphs")
+        if c.allreduce:
+            argv += ["--allreduce", c.allreduce]
+        for key, value in sorted(c.shape.items()):
+            argv += [f"--{key.replace('_', '-')}", str(value)]
+        if c.accept_length is not None:
+            argv += ["--accept-length", str(c.accept_length)]
+        env = {**c.env, "PYTHONPATH": _PERFBOT_ROOT}
+        return [Command(self.name, tuple(argv), env)]
+
+    def parse(self, context: RoundContext, outputs: list[Output]) -> Measurement:
+        path = context.out_dir / RESULT_FILE
+        if not path.exists():
+            raise RoundFailed(f"the benchmark wrote no {RESULT_FILE}")
+        try:
+            metrics = json.loads(path.read_text())["metrics"]
+        except (ValueError, KeyError, TypeError):
+            raise RoundFailed(f"{RESULT_FILE}: not the benchmark's JSON") from None
+        unknown = set(metrics) - set(METRICS)
+        if unknown or not metrics:
+            raise RoundFailed(f"{RESULT_FILE}: unexpected metrics {sorted(unknown)}")
+        return Measurement({name: finite(name, value) for name, value in metrics.items()})

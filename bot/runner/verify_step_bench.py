@@ -1,0 +1,399 @@
+"""The verify-step benchmark: one EAGLE-3 cycle (draft steps + one verify pass) of a tensor-parallel MoE
+model built from random weights, timed per rank, written as JSON by rank 0.
+
+Launched once per benchmark round, as ``python -m bot.runner.verify_step_bench --out FILE [shape options]``.
+That launcher process starts one worker process per rank (``torch.distributed``: NCCL on GPUs, gloo on
+CPU), waits for them under a hard timeout and exits non-zero when any worker failed. Workers write
+their numbers before the process group is torn down and then leave with ``os._exit``, because NCCL
+teardown can hang at exit (seen on the H200 machines).
+
+What is timed, each as the median of ``--iters`` calls after ``--warmup-iters`` untimed ones:
+
+- ``allreduce_verify_us`` / ``allreduce_draft_us``: one call of the allreduce under test on a
+  ``tokens x hidden`` tensor, at the verify and the draft token counts;
+- ``verify_eager_ms`` and, on GPUs, ``verify_graph_ms``: the verify forward pass of ``batch *
+  num_draft_tokens`` tokens through every layer (attention against a KV cache + MoE), eager and as a
+  CUDA graph replay;
+- ``draft_ms``: one draft step (one dense decoder layer + the vocabulary projection) of ``batch *
+  draft_topk`` tokens, graph-replayed where possible;
+- derived: ``cycle_ms = num_steps * draft_ms + verify_ms`` and ``tok_s = 1000 * accept_length /
+  cycle_ms`` for the configured accept length (graph verify time where there is one).
+
+``--allreduce MODULE:FUNCTION`` makes every allreduce of the model go through a function of the
+repository under test (``FUNCTION(tensor) -> tensor``), which is how a change to that repository's
+communicator shows up in these numbers.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import math
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, fields
+from pathlib import Path
+
+# Kept in every environment built for a worker: NVLink multicast can take a shared host's GPUs down.
+SAFE_ENV = {"NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1", "NVSHMEM_DISABLE_NVLS": "1"}
+
+
+@dataclass(frozen=True)
+class Shape:
+    """Model and workload shape: ``full`` is like a large MoE model scaled to fit, ``tiny`` is for CPUs."""
+
+    layers: int = 16
+    hidden: int = 7168
+    heads: int = 64
+    kv_heads: int = 8
+    head_dim: int = 128
+    experts: int = 8
+    topk: int = 2
+    moe_intermediate: int = 2048
+    context: int = 1024
+    vocab: int = 32000
+    batch: int = 1
+    num_steps: int = 2
+    draft_topk: int = 1
+    num_draft_tokens: int = 3
+    accept_length: float = 1.8
+
+
+PRESETS = {
+    "full": Shape(),
+    "tiny": Shape(layers=2, hidden=64, heads=4, kv_heads=2, head_dim=16, experts=4, topk=2,
+                  moe_intermediate=64, context=32, vocab=256),
+}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="verify_step_bench", description=__doc__.splitlines()[0])
+    parser.add_argument("--out", required=True, help="JSON file for the medians (written by rank 0)")
+    parser.add_argument("--preset", choices=("auto", *PRESETS), default="auto",
+                        help="shape defaults: full on GPUs, tiny on CPU (auto)")
+    parser.add_argument("--device", choices=("auto", "cuda", "cpu"), default="auto")
+    parser.add_argument("--world-size", type=int, default=0, help="ranks (default: all GPUs, else 1)")
+    parser.add_argument("--iters", type=int, default=100)
+    parser.add_argument("--warmup-iters", type=int, default=10)
+    parser.add_argument("--dtype", choices=("bfloat16", "float16", "float32"), default="bfloat16")
+    parser.add_argument("--no-cuda-graphs", action="store_true", help="time eager mode only")
+    parser.add_argument("--allreduce", metavar="MODULE:FUNCTION",
+                        help="allreduce to use instead of torch.distributed.all_reduce")
+    parser.add_argument("--pythonpath", action="append", default=[],
+                        help="directory to import --allreduce from (repeatable)")
+    parser.add_argument("--seed", type=int, default=1234)
+    parser.add_argument("--timeout", type=float, default=600, help="seconds before the ranks are killed")
+    for field in fields(Shape):
+        parser.add_argument("--" + field.name.replace("_", "-"), type=type(field.default), default=None)
+    parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
+    return parser
+
+
+def resolve_shape(args: argparse.Namespace, device: str) -> Shape:
+    preset = args.preset if args.preset != "auto" else ("full" if device == "cuda" else "tiny")
+    overrides = {f.name: getattr(args, f.name) for f in fields(Shape) if getattr(args, f.name) is not None}
+    shape = Shape(**{**asdict(PRESETS[preset]), **overrides})
+    if shape.heads % shape.kv_heads or shape.topk > shape.experts:
+        raise SystemExit("verify_step_bench: heads must be a multiple of kv-heads and topk <= experts")
+    return shape
+
+
+# ----------------------------------------------------------------------------- launcher
+
+
+def launch(args: argparse.Namespace, argv: list[str]) -> int:
+    """Start one worker per rank, wait under the timeout, report the outcome on stdout."""
+    device = pick_device(args.device)
+    world = args.world_size or (gpu_count() if device == "cuda" else 1)
+    if world < 1:
+        raise SystemExit("verify_step_bench: no GPU visible; use --device cpu")
+    port = free_port()
+    workers = [subprocess.Popen([sys.executable, "-m", "bot.runner.verify_step_bench", *argv, "--worker",
+                                 "--device", device, "--world-size", str(world)],
+                                env=worker_env(rank, world, port)) for rank in range(world)]
+    deadline = time.monotonic() + args.timeout
+    codes = [wait_until(worker, deadline) for worker in workers]
+    if any(code != 0 for code in codes):
+        print(f"verify_step_bench: worker exit codes {codes}", file=sys.stderr)
+        return 1
+    print(f"verify_step_bench: {world} rank(s) on {device}, results in {args.out}")
+    return 0
+
+
+def pick_device(choice: str) -> str:
+    if choice != "auto":
+        return choice
+    import torch
+
+    return "cuda" if torch.cuda.is_available() else "cpu"
+
+
+def gpu_count() -> int:
+    import torch
+
+    return torch.cuda.device_count()
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def worker_env(rank: int, world: int, port: int) -> dict[str, str]:
+    env = {**os.environ, "RANK": str(rank), "LOCAL_RANK": str(rank), "WORLD_SIZE": str(world),
+           "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port)}
+    for key, value in SAFE_ENV.items():
+        env.setdefault(key, value)
+    return env
+
+
+def wait_until(worker: subprocess.Popen, deadline: float) -> int:
+    try:
+        return worker.wait(timeout=max(deadline - time.monotonic(), 0.1))
+    except subprocess.TimeoutExpired:
+        worker.kill()
+        worker.wait()
+        print(f"verify_step_bench: worker {worker.pid} timed out and was killed", file=sys.stderr)
+        return -9
+
+
+# ----------------------------------------------------------------------------- worker
+
+
+def work(args: argparse.Namespace) -> None:
+    """One rank: build the model, time everything, rank 0 writes the JSON, then leave at once."""
+    import torch
+    import torch.distributed as dist
+
+    rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
+    device = torch.device(f"cuda:{rank}") if args.device == "cuda" else torch.device("cpu")
+    if device.type == "cuda":
+        torch.cuda.set_device(device)
+    else:
+        torch.set_num_threads(1)  # ranks share the cores; oversubscription makes CPU timings erratic
+    shape = resolve_shape(args, device.type)
+    dist.init_process_group("nccl" if device.type == "cuda" else "gloo", rank=rank, world_size=world,
+                            device_id=device if device.type == "cuda" else None)
+    allreduce = load_allreduce(args.allreduce, args.pythonpath)
+    torch.manual_seed(args.seed + rank)
+    dtype = getattr(torch, args.dtype)
+    bench = Bench(shape, world, device, dtype, allreduce, args.iters, args.warmup_iters)
+    metrics = bench.measure(cuda_graphs=device.type == "cuda" and not args.no_cuda_graphs)
+    dist.barrier()
+    if rank == 0:
+        report = {"metrics": metrics, "shape": asdict(shape), "world_size": world, "device": device.type,
+                  "dtype": args.dtype, "iters": args.iters, "allreduce": args.allreduce or "torch"}
+        write_atomically(Path(args.out), json.dumps(report, indent=2))
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
+
+
+def load_allreduce(spec: str | None, paths: list[str]) -> Callable:
+    import torch.distributed as dist
+
+    if not spec:
+        def in_place(tensor):
+            dist.all_reduce(tensor)
+            return tensor
+        return in_place
+    module_name, _, function_name = spec.partition(":")
+    if not function_name:
+        raise SystemExit(f"verify_step_bench: --allreduce {spec!r}: expected MODULE:FUNCTION")
+    sys.path[:0] = [str(Path(p).resolve()) for p in paths]
+    return getattr(importlib.import_module(module_name), function_name)
+
+
+def write_atomically(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_name(path.name + ".part")
+    partial.write_text(text)
+    partial.replace(path)
+
+
+class Bench:
+    """The model of one rank and the timings taken on it."""
+
+    def __init__(self, shape: Shape, world: int, device, dtype, allreduce: Callable, iters: int, warmup: int):
+        import torch
+
+        self.torch, self.shape, self.world, self.device, self.dtype = torch, shape, world, device, dtype
+        self.allreduce, self.iters, self.warmup = allreduce, iters, warmup
+        self.verify_tokens = shape.batch * shape.num_draft_tokens
+        self.draft_tokens = shape.batch * shape.draft_topk
+        self.layers = [self.make_layer(moe=True) for _ in range(shape.layers)]
+        self.draft_layer = self.make_layer(moe=False)
+        self.lm_head = self.weight(shape.hidden, split(shape.vocab, world))
+        self.verify_input = self.activations(self.verify_tokens)
+        self.draft_input = self.activations(self.draft_tokens)
+
+    # -- weights and inputs
+
+    def weight(self, *dims: int):
+        scale = 1.0 / math.sqrt(dims[-2])
+        return (self.torch.randn(*dims, device=self.device, dtype=self.torch.float32) * scale).to(self.dtype)
+
+    def activations(self, tokens: int):
+        return self.torch.randn(tokens, self.shape.hidden, device=self.device, dtype=self.dtype)
+
+    def cache(self, kv_heads: int):
+        s = self.shape
+        return self.torch.randn(1, kv_heads, s.context, s.head_dim, device=self.device, dtype=self.dtype)
+
+    def make_layer(self, moe: bool) -> dict:
+        s, w = self.shape, self.world
+        heads, kv_heads = split(s.heads, w), max(split(s.kv_heads, w), 1)
+        inter = split(s.moe_intermediate, w)
+        layer = {
+            "norm": self.torch.ones(s.hidden, device=self.device, dtype=self.dtype),
+            "qkv": self.weight(s.hidden, (heads + 2 * kv_heads) * s.head_dim),
+            "o": self.weight(heads * s.head_dim, s.hidden),
+            "k_cache": self.cache(kv_heads),
+            "v_cache": self.cache(kv_heads),
+            "heads": heads, "kv_heads": kv_heads,
+        }
+        if moe:
+            layer["router"] = self.weight(s.hidden, s.experts)
+            layer["gate_up"] = self.weight(s.experts, s.hidden, 2 * inter)
+            layer["down"] = self.weight(s.experts, inter, s.hidden)
+        else:
+            layer["gate_up"] = self.weight(s.hidden, 2 * inter)
+            layer["down"] = self.weight(inter, s.hidden)
+        return layer
+
+    # -- forward passes
+
+    def rms_norm(self, x, weight):
+        x32 = x.float()
+        return (x32 * self.torch.rsqrt(x32.pow(2).mean(-1, keepdim=True) + 1e-6)).to(x.dtype) * weight
+
+    def attention(self, x, layer):
+        torch, s = self.torch, self.shape
+        tokens, heads, kv_heads = x.shape[0], layer["heads"], layer["kv_heads"]
+        widths = [heads * s.head_dim, kv_heads * s.head_dim, kv_heads * s.head_dim]
+        q, k, v = (x @ layer["qkv"]).split(widths, -1)
+        q = q.view(1, tokens, heads, s.head_dim).transpose(1, 2)
+        k = torch.cat([layer["k_cache"], k.view(1, tokens, kv_heads, s.head_dim).transpose(1, 2)], 2)
+        v = torch.cat([layer["v_cache"], v.view(1, tokens, kv_heads, s.head_dim).transpose(1, 2)], 2)
+        k = k.repeat_interleave(heads // kv_heads, 1)
+        v = v.repeat_interleave(heads // kv_heads, 1)
+        out = torch.nn.functional.scaled_dot_product_attention(q, k, v)
+        return self.allreduce(out.transpose(1, 2).reshape(tokens, heads * s.head_dim) @ layer["o"])
+
+    def moe(self, x, layer):
+        torch = self.torch
+        probs = torch.softmax((x @ layer["router"]).float(), -1)
+        top_values, top_ids = probs.topk(self.shape.topk, -1)
+        gates = torch.zeros_like(probs).scatter_(-1, top_ids, top_values).to(x.dtype)
+        gate, up = torch.einsum("th,ehi->eti", x, layer["gate_up"]).chunk(2, -1)
+        experts_out = torch.einsum("eti,eih->eth", torch.nn.functional.silu(gate) * up, layer["down"])
+        return self.allreduce(torch.einsum("eth,te->th", experts_out, gates))
+
+    def mlp(self, x, layer):
+        gate, up = (x @ layer["gate_up"]).chunk(2, -1)
+        return self.allreduce((self.torch.nn.functional.silu(gate) * up) @ layer["down"])
+
+    def decoder_layer(self, x, layer):
+        x = x + self.attention(self.rms_norm(x, layer["norm"]), layer)
+        feed_forward = self.moe if "router" in layer else self.mlp
+        return x + feed_forward(self.rms_norm(x, layer["norm"]), layer)
+
+    def verify(self):
+        x = self.verify_input
+        for layer in self.layers:
+            x = self.decoder_layer(x, layer)
+        return x
+
+    def draft(self):
+        x = self.decoder_layer(self.draft_input, self.draft_layer)
+        return (x @ self.lm_head).topk(self.shape.draft_topk, -1).indices
+
+    # -- timing
+
+    def measure(self, cuda_graphs: bool) -> dict[str, float]:
+        s = self.shape
+        verify_tensor = self.activations(self.verify_tokens)
+        draft_tensor = self.activations(self.draft_tokens)
+        metrics = {
+            "allreduce_verify_us": 1000 * self.median_ms(lambda: self.allreduce(verify_tensor)),
+            "allreduce_draft_us": 1000 * self.median_ms(lambda: self.allreduce(draft_tensor)),
+            "verify_eager_ms": self.median_ms(self.verify),
+        }
+        if cuda_graphs:
+            metrics["verify_graph_ms"] = self.median_ms(self.graphed(self.verify))
+            metrics["draft_ms"] = self.median_ms(self.graphed(self.draft))
+        else:
+            metrics["draft_ms"] = self.median_ms(self.draft)
+        verify_ms = metrics.get("verify_graph_ms", metrics["verify_eager_ms"])
+        metrics["cycle_ms"] = s.num_steps * metrics["draft_ms"] + verify_ms
+        metrics["tok_s"] = 1000 * s.accept_length / metrics["cycle_ms"]
+        return metrics
+
+    def graphed(self, step: Callable) -> Callable:
+        torch = self.torch
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):
+            for _ in range(3):
+                step()
+        torch.cuda.current_stream().wait_stream(side)
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            step()
+        return graph.replay
+
+    def median_ms(self, step: Callable) -> float:
+        with self.torch.inference_mode():
+            for _ in range(self.warmup):
+                step()
+            samples = self.time_cuda(step) if self.device.type == "cuda" else self.time_cpu(step)
+        return statistics.median(samples)
+
+    def time_cuda(self, step: Callable) -> list[float]:
+        torch = self.torch
+        torch.cuda.synchronize()
+        torch.distributed.barrier()
+        events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
+                  for _ in range(self.iters)]
+        for start, end in events:
+            start.record()
+            step()
+            end.record()
+        torch.cuda.synchronize()
+        return [start.elapsed_time(end) for start, end in events]
+
+    def time_cpu(self, step: Callable) -> list[float]:
+        samples = []
+        for _ in range(self.iters):
+            self.torch.distributed.barrier()
+            began = time.perf_counter()
+            step()
+            samples.append(1000 * (time.perf_counter() - began))
+        return samples
+
+
+def split(total: int, world: int) -> int:
+    """One rank's share of a dimension split over the tensor-parallel ranks."""
+    if total % world:
+        raise SystemExit(f"verify_step_bench: {total} does not split over {world} ranks")
+    return total // world
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    args = build_parser().parse_args(argv)
+    if args.worker:
+        work(args)
+        return 0
+    return launch(args, argv)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
