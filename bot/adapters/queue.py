@@ -63,14 +63,10 @@ class HueyQueue(Queue):
 
     def consumer(self, workers: int = 2, in_process: bool = False) -> Consumer:
         cls = InProcessConsumer if in_process else Consumer
-        return cls(
-            self.huey,
-            workers=workers,
-            worker_type="thread",
-            periodic=True,
-            check_worker_health=True,
-            scheduler_interval=1,
-        )
+        # huey's idle polling backs off to 10 s by default: a review would wait that long on the
+        # SQLite queue. Redis dequeues block instead, so the cap only matters for SQLite.
+        return cls(self.huey, workers=workers, worker_type="thread", periodic=True, check_worker_health=True,
+                   scheduler_interval=1, initial_delay=0.05, max_delay=0.25)
 
 
 class InProcessConsumer(Consumer):

@@ -1,0 +1,96 @@
+"""`perfbot serve` starts with the embedded defaults and answers a signed ping; bad settings exit 2."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import requests
+
+from bot.cli.main import main
+from bot.web.signature import sign
+
+PERFBOT = [sys.executable, "-m", "bot"]
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def env(**extra) -> dict[str, str]:
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("PERFBOT_")}
+    return {**clean, "PYTHONPATH": str(ROOT), **extra}
+
+
+def test_serve_on_embedded_defaults_answers_a_signed_ping_and_stops_on_sigterm(tmp_path):
+    port = free_port()
+    process = subprocess.Popen(
+        [*PERFBOT, "serve", "--port", str(port)],
+        cwd=tmp_path,
+        env=env(PERFBOT_WEBHOOK_SECRET="s3cret"),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    try:
+        base = f"http://127.0.0.1:{port}"
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            try:
+                if requests.get(f"{base}/healthz", timeout=1).status_code == 200:
+                    break
+            except requests.RequestException:  # not listening yet, or the worker still booting
+                time.sleep(0.1)
+        body = b'{"zen": "Design for failure.", "hook_id": 1}'
+        response = requests.post(
+            f"{base}/webhook",
+            data=body,
+            timeout=5,
+            headers={
+                "Content-Type": "application/json",
+                "X-GitHub-Event": "ping",
+                "X-GitHub-Delivery": "d-1",
+                "X-Hub-Signature-256": sign("s3cret", body),
+            },
+        )
+        assert (response.status_code, response.json()) == (200, {"message": "pong"})
+        unsigned = requests.post(
+            f"{base}/webhook",
+            data=body,
+            timeout=5,
+            headers={"X-GitHub-Event": "ping", "X-GitHub-Delivery": "d-2"},
+        )
+        assert unsigned.status_code == 401
+    finally:
+        process.send_signal(signal.SIGTERM)
+        output, _ = process.communicate(timeout=30)
+    assert process.returncode == 0, output
+    assert (tmp_path / "perfbot.db").exists() and (tmp_path / "perfbot.queue.db").exists()
+
+
+def clear_settings(monkeypatch) -> None:
+    for name in [k for k in os.environ if k.startswith("PERFBOT_")]:
+        monkeypatch.delenv(name)
+
+
+def test_serve_without_a_webhook_secret_exits_2_with_one_line(tmp_path, monkeypatch, capsys):
+    clear_settings(monkeypatch)
+    monkeypatch.chdir(tmp_path)
+    assert main(["serve"]) == 2
+    err = capsys.readouterr().err
+    assert err.strip().splitlines()[-1].startswith("perfbot: error: PERFBOT_WEBHOOK_SECRET")
+
+
+def test_a_malformed_queue_url_exits_2(tmp_path, monkeypatch, capsys):
+    clear_settings(monkeypatch)
+    monkeypatch.setenv("PERFBOT_QUEUE_URL", "amqp://x")
+    assert main(["worker"]) == 2
+    assert "PERFBOT_QUEUE_URL" in capsys.readouterr().err
