@@ -23,9 +23,10 @@ unit: install
 
 test: lint unit
 
-# Score the diff of the last commit of this repository, as a first look at what perfbot says.
+# Run the bot: webhook server + in-process queue on the embedded defaults (SQLite files here).
+# Needs PERFBOT_WEBHOOK_SECRET (and GitHub credentials to publish reviews): see docs/github-app.md.
 run: install
-	git diff HEAD~1 HEAD | $(BIN)/perfbot score -
+	$(BIN)/perfbot serve
 
 bench: install
 	$(BIN)/python benchmarks/bench_score.py
