@@ -14,7 +14,7 @@ from . import speculation
 from .envdiff import EnvDifference, flatten
 from .markdown import clip, escape_md, number, percent
 from .results import SIDES, Results
-from .stats import MIN_ROUNDS, Comparison, MetricJudgement
+from .stats import MIN_ROUNDS, OUTLIER_MADS, Comparison, MetricJudgement
 
 MAX_MARKDOWN_CHARS = 60_000  # GitHub refuses comments over 65,536; leave room for a wrapper
 MAX_METRIC_ROWS = 40
@@ -187,11 +187,13 @@ def _round_values(results: Results, side: str, metric: str) -> str:
 def _method_details(results: Results, comparison: Comparison) -> str:
     s = comparison.settings
     lines = ["<details><summary>Method, rounds and runner</summary>", "",
-             "- Each metric: median of the successful rounds of each side; change = head/base − 1 "
-             f"with a {s.confidence:.0%} percentile bootstrap interval ({s.n_resamples} resamples, "
-             f"seed {s.seed}).",
-             "- Significance: Mann-Whitney U and Kolmogorov-Smirnov, Bonferroni-combined; Holm "
-             f"across the {len(comparison.metrics)} metrics at α = {s.alpha:g}.",
+             "- Each metric: median of the successful rounds of each side (far outliers, over "
+             f"{OUTLIER_MADS:g} robust deviations from the pooled median, left out); change = "
+             f"head/base − 1 with a {s.confidence:.0%} percentile bootstrap interval "
+             f"({s.n_resamples} resamples, seed {s.seed}).",
+             "- Significance: two-sided Mann-Whitney U, Holm-adjusted across the "
+             f"{len(comparison.metrics)} metrics at α = {s.alpha:g} (Kolmogorov-Smirnov flags "
+             "changes of shape only).",
              f"- Regression or improvement: significant and at least {s.min_effect:.1%}; unchanged: "
              f"the interval lies within ±{s.min_effect:.1%}; otherwise inconclusive. At least "
              f"{MIN_ROUNDS} successful rounds per side before anything but inconclusive.",
