@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from huey import RedisHuey, SqliteHuey, crontab
+from huey import RedisHuey, crontab
 from huey.api import Huey
 from huey.consumer import Consumer
+from huey.storage import SqliteStorage
 
 from bot.service.ports import Queue
 
@@ -18,8 +19,20 @@ def build_huey(url: str) -> Huey:
     if url.startswith(("redis://", "rediss://")):
         return RedisHuey("perfbot", url=url)
     if url.startswith("sqlite:///"):
-        return SqliteHuey("perfbot", filename=url.removeprefix("sqlite:///"), timeout=30)
+        return Huey("perfbot", storage_class=WalNormalSqliteStorage, filename=url.removeprefix("sqlite:///"),
+                    timeout=30)
     raise ValueError(f"unsupported queue URL {url.split(':', 1)[0]}:... (expected redis:// or sqlite:///)")
+
+
+class WalNormalSqliteStorage(SqliteStorage):
+    """huey's SQLite storage with WAL and synchronous=NORMAL: safe against corruption, and no fsync
+    per enqueue (huey offers only FULL or OFF). A job lost to a power cut is not lost work: its
+    delivery stays pending in the store and the stale-delivery sweep enqueues it again."""
+
+    def _create_connection(self):
+        connection = super()._create_connection()
+        connection.execute("pragma synchronous=1")
+        return connection
 
 
 class HueyQueue(Queue):

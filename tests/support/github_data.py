@@ -165,4 +165,8 @@ def installation_event(event: str, action: str, index: int = 0) -> dict:
         if isinstance(inst.get(key), int):
             inst[key] = datetime.fromtimestamp(inst[key], UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     inst.setdefault("app_slug", "perfbot")
+    if event == "installation_repositories":
+        inst.setdefault("suspended_by", None)
+        inst.setdefault("suspended_at", None)
+        found.setdefault("requester", None)
     return valid(event, found)

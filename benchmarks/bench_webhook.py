@@ -1,0 +1,295 @@
+"""Benchmark the webhook server as GitHub sees it, and a risk review end to end.
+
+1. Intake under load: `perfbot serve` (gunicorn, embedded SQLite store and queue) on loopback
+   receives signed deliveries with unique GUIDs at a fixed rate (open loop: latency is measured
+   from each delivery's scheduled send time, so a stall is not hidden by the sender waiting).
+   The deliveries are GitHub's `installation_repositories.added` example with a unique
+   repository each, so that every accepted delivery leaves one row behind when its handler ran.
+   Targets: p99 <= 25 ms at 200/s for 60 s, zero non-2xx, every accepted delivery processed once.
+2. Review end to end: a signed `pull_request.synchronize` for a 5,000-line PR, from the POST to
+   the sticky comment recorded by the GitHub API emulator (every request validated against
+   GitHub's REST description). Target: p50 <= 1 s.
+
+    python benchmarks/bench_webhook.py                 # both parts, 200/s for 60 s
+    python benchmarks/bench_webhook.py --rate 100 --seconds 10 --reviews 5
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import json
+import os
+import queue
+import signal
+import socket
+import sqlite3
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import uuid
+from pathlib import Path
+
+import requests
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from bot.web.signature import sign  # noqa: E402
+from tests.support import github_data  # noqa: E402
+from tests.support.github_emulator import GitHubEmulator, wait_for  # noqa: E402
+
+SECRET = "bench-secret"
+TOKEN = "ghp_bench_token"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def start_server(workdir: Path, extra_env: dict[str, str], threads: int = 8) -> tuple[subprocess.Popen, str]:
+    port = free_port()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PERFBOT_")}
+    env.update(PERFBOT_WEBHOOK_SECRET=SECRET, PERFBOT_LOG_LEVEL="WARNING", PYTHONPATH=str(ROOT), **extra_env)
+    process = subprocess.Popen(
+        [sys.executable, "-m", "bot", "serve", "--port", str(port), "--threads", str(threads)],
+        cwd=workdir,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    base = f"http://127.0.0.1:{port}"
+    ready = wait_for(lambda: _healthy(base), timeout=90, interval=0.2)
+    if not ready:
+        process.kill()
+        raise SystemExit(f"perfbot serve did not start: {process.stderr.read()[-2000:]}")
+    return process, base
+
+
+def _healthy(base: str) -> bool:
+    try:
+        return requests.get(f"{base}/healthz", timeout=1).status_code == 200
+    except requests.RequestException:
+        return False
+
+
+def stop(process: subprocess.Popen) -> None:
+    process.send_signal(signal.SIGTERM)
+    try:
+        process.wait(timeout=60)
+    except subprocess.TimeoutExpired:
+        process.kill()
+
+
+def signed(event: str, body: bytes, guid: str) -> dict[str, str]:
+    return {
+        "Content-Type": "application/json",
+        "X-GitHub-Event": event,
+        "X-GitHub-Delivery": guid,
+        "X-GitHub-Hook-ID": "1",
+        "X-Hub-Signature-256": sign(SECRET, body),
+        "User-Agent": "GitHub-Hookshot/bench",
+    }
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(round(q / 100 * (len(ordered) - 1))))]
+
+
+# Part 1: intake under load
+
+
+def installation_bodies(count: int) -> list[bytes]:
+    template = github_data.installation_event("installation_repositories", "added")
+    bodies = []
+    for i in range(count):
+        payload = copy.deepcopy(template)
+        payload["repositories_added"] = [
+            {
+                **template["repositories_added"][0],
+                "id": 10_000_000 + i,
+                "full_name": f"bench/repo-{i}",
+                "name": f"repo-{i}",
+            }
+        ]
+        bodies.append(json.dumps(payload).encode())
+    return bodies
+
+
+def load(base: str, rate: float, seconds: float, senders: int) -> dict:
+    count = int(rate * seconds)
+    bodies = installation_bodies(count)
+    jobs: queue.Queue = queue.Queue()
+    results: list[tuple[float, int]] = []
+    lock = threading.Lock()
+
+    def sender() -> None:
+        session = requests.Session()
+        while (job := jobs.get()) is not None:
+            scheduled, body = job
+            delay = scheduled - time.perf_counter()
+            if delay > 0:
+                time.sleep(delay)
+            try:
+                status = session.post(
+                    f"{base}/webhook",
+                    data=body,
+                    timeout=10,
+                    headers=signed("installation_repositories", body, str(uuid.uuid4())),
+                ).status_code
+            except requests.RequestException:
+                status = 0
+            with lock:
+                results.append((time.perf_counter() - scheduled, status))
+
+    threads = [threading.Thread(target=sender, daemon=True) for _ in range(senders)]
+    for thread in threads:
+        thread.start()
+    start = time.perf_counter() + 0.5
+    for i, body in enumerate(bodies):
+        jobs.put((start + i / rate, body))
+    for _ in threads:
+        jobs.put(None)
+    for thread in threads:
+        thread.join()
+    latencies = [lat * 1000 for lat, _ in results]
+    return {
+        "sent": count,
+        "accepted": sum(1 for _, s in results if s == 202),
+        "non_2xx": sum(1 for _, s in results if not 200 <= s < 300),
+        "p50_ms": percentile(latencies, 50),
+        "p99_ms": percentile(latencies, 99),
+        "max_ms": max(latencies),
+    }
+
+
+def processed(db: Path) -> tuple[int, int, int]:
+    """(deliveries done, deliveries attempted more than once, repositories recorded)."""
+    with sqlite3.connect(db) as connection:
+        done = connection.execute("SELECT count(*) FROM deliveries WHERE status = 'done'").fetchone()[0]
+        again = connection.execute("SELECT count(*) FROM deliveries WHERE attempts > 1").fetchone()[0]
+        repos = connection.execute("SELECT count(*) FROM repositories").fetchone()[0]
+    return done, again, repos
+
+
+def intake_benchmark(rate: float, seconds: float) -> dict:
+    with tempfile.TemporaryDirectory() as tmp:
+        process, base = start_server(Path(tmp), {})
+        try:
+            figures = load(base, rate, seconds, senders=32)
+            db = Path(tmp) / "perfbot.db"
+            wait_for(lambda: processed(db)[0] >= figures["accepted"], timeout=300, interval=0.5)
+            figures["done"], figures["retried"], figures["repositories"] = processed(db)
+        finally:
+            stop(process)
+    return figures
+
+
+# Part 2: review end to end
+
+
+def big_diff(lines: int, files: int = 50) -> str:
+    per_file = lines // files
+    sections = []
+    for i in range(files):
+        path = f"python/sglang/srt/layers/attention/backend_{i:03d}.py"
+        body = "".join(
+            f"+        out_{j} = torch.cuda.synchronize() or self.attn(q, k, v)\n" for j in range(per_file)
+        )
+        sections.append(
+            f"diff --git a/{path} b/{path}\n--- a/{path}\n+++ b/{path}\n"
+            f"@@ -1,0 +1,{per_file} @@ def forward(self, q, k, v):\n{body}"
+        )
+    return "".join(sections)
+
+
+def review_benchmark(reviews: int, diff_lines: int) -> dict:
+    emulator = GitHubEmulator(tokens={TOKEN}).start()
+    repo = "Codertocat/Hello-World"
+    emulator.add_repo(repo, "master")
+    text = big_diff(diff_lines)
+    timings = []
+    with tempfile.TemporaryDirectory() as tmp:
+        process, base = start_server(
+            Path(tmp), {"PERFBOT_GITHUB_TOKEN": TOKEN, "PERFBOT_GITHUB_API_URL": emulator.base_url}
+        )
+        try:
+            for i in range(reviews):
+                sha = uuid.uuid4().hex + f"{i:08x}"
+                emulator.add_pull(repo, 2, sha, text)
+                payload = github_data.pull_request("synchronize", head_sha=sha, number=2)
+                body = json.dumps(payload).encode()
+                started = time.perf_counter()
+                response = requests.post(
+                    f"{base}/webhook",
+                    data=body,
+                    timeout=10,
+                    headers=signed("pull_request", body, str(uuid.uuid4())),
+                )
+                assert response.status_code == 202, response.text
+
+                def commented(sha: str = sha) -> bool:
+                    return any(sha[:12] in c["body"] for c in emulator.comments_on(repo, 2))
+
+                assert wait_for(commented, timeout=60, interval=0.005), "no comment"
+                timings.append(time.perf_counter() - started)
+        finally:
+            stop(process)
+            emulator.stop()
+    assert len(emulator.comments_on(repo, 2)) == 1 and not emulator.invalid
+    return {
+        "reviews": reviews,
+        "diff_lines": text.count("\n+"),
+        "p50_s": statistics.median(timings),
+        "max_s": max(timings),
+        "comment_chars": len(emulator.comments_on(repo, 2)[0]["body"]),
+    }
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rate", type=float, default=200.0)
+    parser.add_argument("--seconds", type=float, default=60.0)
+    parser.add_argument("--reviews", type=int, default=20)
+    parser.add_argument("--diff-lines", type=int, default=5000)
+    args = parser.parse_args()
+    github_data.ensure()
+
+    intake = intake_benchmark(args.rate, args.seconds)
+    print(
+        f"intake: {intake['sent']} deliveries at {args.rate:g}/s for {args.seconds:g} s"
+        f" on {os.cpu_count()} CPUs"
+    )
+    print(
+        f"  p50 {intake['p50_ms']:.1f} ms  p99 {intake['p99_ms']:.1f} ms  max {intake['max_ms']:.1f} ms "
+        f"(target p99 <= 25 ms; ratio {intake['p99_ms'] / 25:.2f})"
+    )
+    print(
+        f"  accepted {intake['accepted']}, non-2xx {intake['non_2xx']}, processed {intake['done']}, "
+        f"attempted twice {intake['retried']}, repositories recorded {intake['repositories']}"
+    )
+    review = review_benchmark(args.reviews, args.diff_lines)
+    print(
+        f"review: {review['reviews']} pushes of a {review['diff_lines']}-line PR, delivery -> comment in the "
+        f"emulator: p50 {review['p50_s'] * 1000:.0f} ms, max {review['max_s'] * 1000:.0f} ms "
+        f"(target p50 <= 1 s; ratio {review['p50_s']:.2f}); comment {review['comment_chars']} chars"
+    )
+    ok = (
+        intake["p99_ms"] <= 25
+        and intake["non_2xx"] == 0
+        and intake["done"] == intake["accepted"] == intake["repositories"] == intake["sent"]
+        and review["p50_s"] <= 1.0
+    )
+    print("PASS" if ok else "FAIL")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
