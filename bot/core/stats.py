@@ -306,8 +306,10 @@ def extra_rounds(found: Estimate, min_effect: float, alpha: float, confidence: f
         target = change
     else:
         target = min_effect - change
-    need = have * (half / target) ** 2 if target > 0 else math.inf
-    extra = math.ceil(need) - have if math.isfinite(need) else MAX_EXTRA_ROUNDS
+    scale = half / target if target > 0 else math.inf
+    if not math.isfinite(scale) or scale > MAX_EXTRA_ROUNDS:
+        return MAX_EXTRA_ROUNDS
+    extra = math.ceil(have * scale * scale) - have
     return int(min(MAX_EXTRA_ROUNDS, max(1, floor, extra)))
 
 
