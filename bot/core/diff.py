@@ -99,6 +99,10 @@ def parse(data: bytes | str) -> ParsedDiff:
             if change is not None:
                 files.append(change)
                 warnings.append(f"{change.path}: {change.damaged}; scored from the lines present")
+    nameless = [f for f in files if not f.path.strip()]
+    if nameless:
+        files = [f for f in files if f.path.strip()]
+        warnings.append(f"{len(nameless)} file header(s) without a path were skipped")
     if text.strip() and not files:
         warnings.append("no file changes found in the input (is it a unified diff?)")
     return ParsedDiff(files, warnings)
@@ -160,18 +164,31 @@ def _quick(section: str) -> list[FileChange] | None:
         if lines[-1] == "":
             lines.pop()
         types = "".join([line[:1] or "?" for line in lines])
-        foreign = _NOT_BODY.search(types)
-        if foreign is not None and number == len(headers) - 1:
-            # What follows the last hunk (a commit's trailer, a blank line) is not part of it.
-            lines, types = lines[: foreign.start()], types[: foreign.start()]
-            foreign = None
+        if number == len(headers) - 1:
+            # What follows the last hunk (a format-patch signature, a blank line) is not in it.
+            keep = _hunk_length(types, meta.source_length, meta.target_length)
+            lines, types = lines[:keep], types[:keep]
         context = types.count(" ")
-        if (foreign is not None or context + types.count("-") != meta.source_length
+        if (_NOT_BODY.search(types) or context + types.count("-") != meta.source_length
                 or context + types.count("+") != meta.target_length):
             return None
         hunks.append(Hunk(meta.source_start, meta.target_start, meta.section_header,
                           [line[1:] + "\n" for line in lines], types))
     return [_change(patched, hunks)]
+
+
+def _hunk_length(types: str, source_length: int, target_length: int) -> int:
+    """How many of the lines typed ``types`` a hunk of those lengths spans (with the
+    "No newline" markers that close it)."""
+    old = new = 0
+    for index, kind in enumerate(types):
+        if old >= source_length and new >= target_length and kind != "\\":
+            return index
+        if kind in " -":
+            old += 1
+        if kind in " +":
+            new += 1
+    return len(types)
 
 
 def _change(patched, hunks: list[Hunk]) -> FileChange:

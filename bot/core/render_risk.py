@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .markdown import escape_md
+from .markdown import code, escape_md
 from .risk import FileRisk, RiskReport
 from .triage import Triage
 
@@ -26,9 +26,13 @@ def stat_lines(files: list[FileRisk], width: int = 60) -> list[str]:
         bar = _bar(f.added, f.removed, biggest)
         lines.append(f" {shown:<{pad}} | {total:>5} {bar}".rstrip())
     added, removed = sum(f.added for f in files), sum(f.removed for f in files)
-    noun = "file" if len(files) == 1 else "files"
-    lines.append(f" {len(files)} {noun} changed, {added} insertions(+), {removed} deletions(-)")
+    lines.append(f" {_count(len(files), 'file')} changed, {_count(added, 'insertion')}(+), "
+                 f"{_count(removed, 'deletion')}(-)")
     return lines
+
+
+def _count(number: int, noun: str) -> str:
+    return f"{number} {noun}" + ("" if number == 1 else "s")
 
 
 def _stat_name(f: FileRisk) -> str:
@@ -72,8 +76,8 @@ def report_markdown(report: RiskReport, max_reasons: int = 10, max_files: int = 
         for s in report.signals[:max_reasons]:
             where = escape_md(s.path) + (f":{s.line}" if s.line else "")
             if s.function:
-                where += f" in `{_code(s.function)}`"
-            why = escape_md(s.description) + (f": `{_code(s.match)}`" if s.match else "")
+                where += f" in `{code(s.function)}`"
+            why = escape_md(s.description) + (f": `{code(s.match)}`" if s.match else "")
             lines.append(f"| {s.weight:g} | `{s.rule}` | {where} | {why} |")
         if len(report.signals) > max_reasons:
             lines.append(f"\n…and {len(report.signals) - max_reasons} more reasons.")
@@ -91,11 +95,6 @@ def report_markdown(report: RiskReport, max_reasons: int = 10, max_files: int = 
     return "\n".join(lines) + "\n"
 
 
-def _code(text: str) -> str:
-    """Text for inside a Markdown code span: no backticks or line breaks to escape it."""
-    return text.replace("`", "'").replace("\n", " ").replace("|", "\\|")
-
-
 def triage_text(triage: Triage, max_reasons: int = 3, show_files: bool = True) -> str:
     lines = [f"triage of {triage.range}: {len(triage.commits)} commits, profile {triage.profile}",
              ""]
@@ -111,7 +110,7 @@ def triage_text(triage: Triage, max_reasons: int = 3, show_files: bool = True) -
 
 
 def triage_markdown(triage: Triage, max_reasons: int = 3) -> str:
-    lines = [f"### Triage of `{_code(triage.range)}` ({len(triage.commits)} commits)", "",
+    lines = [f"### Triage of `{code(triage.range)}` ({len(triage.commits)} commits)", "",
              "| # | commit | score | level | subject | top reasons |", "|---:|---|---:|---|---|---|"]
     for rank, item in enumerate(triage.commits, 1):
         c, r = item.commit, item.report

@@ -1,10 +1,12 @@
 """Score a parsed diff 0-100 for risk to inference hot paths, with reasons a reviewer can check.
 
-Every signal is a rule that fired at a place (file, function, line). A file's score and the
-whole diff's score treat each category (communicator, CUDA graph, attention...) as one chance of
-a slowdown, at the weight of its strongest signal, and combine the categories as independent
-chances (noisy-OR): ten edits to communicators count once, while a communicator *and* a
-CUDA-graph runner count more than either. Size and spread add a few points, never the main part.
+Every signal is a rule that fired at a place (file, function, line); a rule counts once however
+often it fires. A file's score and the whole diff's score combine the rules as chances of a
+slowdown (noisy-OR): rules of different categories (communicator, CUDA graph, attention...) as
+independent chances, rules of one category as corroboration, each further one at half the weight
+of the one before. So a communicator *and* a CUDA-graph runner count more than either, and a
+change inside `all_reduce` of `pynccl.py` more than one elsewhere in that file. Size and spread
+add a few points, never the main part.
 Cold files (docs, tests, CI, diffusion-only trees) add nothing.
 """
 
@@ -236,8 +238,10 @@ def _header_function(hunk: Hunk, lookup: _Lazy) -> str | None:
     lines = lookup.get()
     if lines is not None:
         start = _first_changed(hunk.types, 0, len(hunk.types))
-        if start is not None and hunk.types[start] != "-":
-            name = enclosing_function(lines, hunk.line_number(start))
+        if start is not None:
+            # Where the change sits in the new file (a deletion: the line that now follows it).
+            before = hunk.types[:start]
+            name = enclosing_function(lines, hunk.target_start + before.count(" ") + before.count("+"))
             if name:
                 return name
     match = _HEADER_DEF.search(hunk.section) or _HEADER_CALL.search(hunk.section)
@@ -328,13 +332,19 @@ def _size_signal(files: list[FileRisk]) -> Signal | None:
 
 
 def _combine(signals: Iterable[Signal]) -> int:
-    """Noisy-OR over categories of each category's strongest weight, as a 0-100 integer."""
-    strongest: dict[str, float] = {}
+    """Noisy-OR over categories, as a 0-100 integer.
+
+    Signals of one category corroborate each other rather than being independent chances, so
+    within a category the strongest counts fully, the next at half its weight, the next at a
+    quarter, and so on.
+    """
+    by_category: dict[str, list[float]] = {}
     for s in signals:
-        strongest[s.category] = max(strongest.get(s.category, 0.0), s.weight)
+        by_category.setdefault(s.category, []).append(min(max(s.weight, 0.0), 100.0) / 100.0)
     miss = 1.0
-    for weight in strongest.values():
-        miss *= 1.0 - min(max(weight, 0.0), 100.0) / 100.0
+    for weights in by_category.values():
+        for rank, weight in enumerate(sorted(weights, reverse=True)):
+            miss *= 1.0 - weight * 0.5**rank
     return round(100.0 * (1.0 - miss))
 
 

@@ -1,0 +1,20 @@
+"""Fixtures shared by every test package."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from tests.support.git_builder import IDENTITY, GitBuilder
+
+
+@pytest.fixture
+def git_builder(tmp_path, monkeypatch):
+    """A fresh git repository with a fixed identity (never the machine's global config)."""
+    for key, value in IDENTITY.items():
+        monkeypatch.setenv(key, value)
+    monkeypatch.setenv("HOME", str(tmp_path))  # no ~/.gitconfig of the machine leaks in
+    root = tmp_path / "repo"
+    root.mkdir()
+    return GitBuilder(root, dict(os.environ))
