@@ -11,9 +11,10 @@ What is timed, each as the median of ``--iters`` calls after ``--warmup-iters`` 
 
 - ``allreduce_verify_us`` / ``allreduce_draft_us``: one call of the allreduce under test on a
   ``tokens x hidden`` tensor, at the verify and the draft token counts;
-- ``verify_eager_ms`` and, on GPUs, ``verify_graph_ms``: the verify forward pass of ``batch *
-  num_draft_tokens`` tokens through every layer (attention against a KV cache + MoE), eager and as a
-  CUDA graph replay;
+- ``verify_eager_ms`` and, on GPUs, ``verify_graph_ms`` and ``verify_piecewise_ms``: the verify
+  forward pass of ``batch * num_draft_tokens`` tokens through every layer (attention against a KV
+  cache + MoE), eager, as one CUDA graph replay, and as piecewise graphs with eager allreduces in
+  between (SGLang's piecewise CUDA graph mode);
 - ``draft_ms``: one draft step (one dense decoder layer + the vocabulary projection) of ``batch *
   draft_topk`` tokens, graph-replayed where possible;
 - derived: ``cycle_ms = num_steps * draft_ms + verify_ms`` and ``tok_s = 1000 * accept_length /
@@ -275,6 +276,7 @@ class Bench:
         return (x32 * self.torch.rsqrt(x32.pow(2).mean(-1, keepdim=True) + 1e-6)).to(x.dtype) * weight
 
     def attention(self, x, layer):
+        """This rank's share of attention, before the allreduce that sums the shares."""
         torch, s = self.torch, self.shape
         tokens, heads, kv_heads = x.shape[0], layer["heads"], layer["kv_heads"]
         widths = [heads * s.head_dim, kv_heads * s.head_dim, kv_heads * s.head_dim]
@@ -285,35 +287,55 @@ class Bench:
         k = k.repeat_interleave(heads // kv_heads, 1)
         v = v.repeat_interleave(heads // kv_heads, 1)
         out = torch.nn.functional.scaled_dot_product_attention(q, k, v)
-        return self.allreduce(out.transpose(1, 2).reshape(tokens, heads * s.head_dim) @ layer["o"])
+        return out.transpose(1, 2).reshape(tokens, heads * s.head_dim) @ layer["o"]
 
     def moe(self, x, layer):
+        """This rank's share of the MoE block: every expert computed, combined by top-k gates."""
         torch = self.torch
         probs = torch.softmax((x @ layer["router"]).float(), -1)
         top_values, top_ids = probs.topk(self.shape.topk, -1)
         gates = torch.zeros_like(probs).scatter_(-1, top_ids, top_values).to(x.dtype)
         gate, up = torch.einsum("th,ehi->eti", x, layer["gate_up"]).chunk(2, -1)
         experts_out = torch.einsum("eti,eih->eth", torch.nn.functional.silu(gate) * up, layer["down"])
-        return self.allreduce(torch.einsum("eth,te->th", experts_out, gates))
+        return torch.einsum("eth,te->th", experts_out, gates)
 
     def mlp(self, x, layer):
         gate, up = (x @ layer["gate_up"]).chunk(2, -1)
-        return self.allreduce((self.torch.nn.functional.silu(gate) * up) @ layer["down"])
+        return (self.torch.nn.functional.silu(gate) * up) @ layer["down"]
 
     def decoder_layer(self, x, layer):
-        x = x + self.attention(self.rms_norm(x, layer["norm"]), layer)
+        """Generator: yields each partial sum to be allreduced and receives the reduced tensor."""
+        x = x + (yield self.attention(self.rms_norm(x, layer["norm"]), layer))
         feed_forward = self.moe if "router" in layer else self.mlp
-        return x + feed_forward(self.rms_norm(x, layer["norm"]), layer)
+        return x + (yield feed_forward(self.rms_norm(x, layer["norm"]), layer))
 
-    def verify(self):
+    def verify_steps(self):
         x = self.verify_input
         for layer in self.layers:
-            x = self.decoder_layer(x, layer)
+            x = yield from self.decoder_layer(x, layer)
         return x
 
-    def draft(self):
-        x = self.decoder_layer(self.draft_input, self.draft_layer)
+    def draft_steps(self):
+        x = yield from self.decoder_layer(self.draft_input, self.draft_layer)
         return (x @ self.lm_head).topk(self.shape.draft_topk, -1).indices
+
+    def eager(self, steps: Callable) -> Callable:
+        """Run a forward pass, every allreduce through the allreduce under test."""
+        def run():
+            forward = steps()
+            try:
+                partial = next(forward)
+                while True:
+                    partial = forward.send(self.allreduce(partial))
+            except StopIteration as done:
+                return done.value
+        return run
+
+    def verify(self):
+        return self.eager(self.verify_steps)()
+
+    def draft(self):
+        return self.eager(self.draft_steps)()
 
     # -- timing
 
@@ -328,6 +350,7 @@ class Bench:
         }
         if cuda_graphs:
             metrics["verify_graph_ms"] = self.median_ms(self.graphed(self.verify))
+            metrics["verify_piecewise_ms"] = self.median_ms(self.piecewise(self.verify_steps))
             metrics["draft_ms"] = self.median_ms(self.graphed(self.draft))
         else:
             metrics["draft_ms"] = self.median_ms(self.draft)
@@ -348,6 +371,36 @@ class Bench:
         with torch.cuda.graph(graph):
             step()
         return graph.replay
+
+    def piecewise(self, steps: Callable) -> Callable:
+        """Piecewise CUDA graphs: the compute between two allreduces is one graph; the allreduces run
+        eagerly in between (SGLang's ``--enable-piecewise-cuda-graph``), so host-side costs of the
+        allreduce under test (a synchronisation, an extra launch) stay visible."""
+        torch = self.torch
+        self.eager(steps)()  # warm-up outside capture (cuBLAS handles, NCCL communicators)
+        graphs, partials, reduced_inputs = [], [], []
+        forward, received = steps(), None
+        while True:
+            graph = torch.cuda.CUDAGraph()
+            finished = False
+            with torch.cuda.graph(graph):
+                try:
+                    partial = next(forward) if received is None else forward.send(received)
+                except StopIteration:
+                    finished = True
+            graphs.append(graph)
+            if finished:
+                break
+            received = torch.empty_like(partial)
+            partials.append(partial)
+            reduced_inputs.append(received)
+
+        def run():
+            for graph, partial, received in zip(graphs, partials, reduced_inputs, strict=False):
+                graph.replay()
+                received.copy_(self.allreduce(partial))
+            graphs[-1].replay()
+        return run
 
     def median_ms(self, step: Callable) -> float:
         with self.torch.inference_mode():

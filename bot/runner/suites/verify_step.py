@@ -16,6 +16,7 @@ _PERFBOT_ROOT = str(Path(bot.__file__).resolve().parent.parent)
 
 METRICS = {
     "verify_graph_ms": MetricDeclaration(unit="ms", better="lower"),
+    "verify_piecewise_ms": MetricDeclaration(unit="ms", better="lower"),
     "verify_eager_ms": MetricDeclaration(unit="ms", better="lower"),
     "draft_ms": MetricDeclaration(unit="ms", better="lower"),
     "cycle_ms": MetricDeclaration(unit="ms", better="lower"),
