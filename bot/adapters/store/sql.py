@@ -6,7 +6,21 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 
-from sqlalchemy import Engine, create_engine, delete, event, func, insert, or_, select, text, update
+from sqlalchemy import (
+    Engine,
+    bindparam,
+    create_engine,
+    delete,
+    event,
+    func,
+    insert,
+    or_,
+    select,
+    text,
+    update,
+)
+from sqlalchemy.dialects.postgresql import insert as postgresql_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -16,6 +30,32 @@ from . import migrate
 from .tables import DeliveryRow, MergeRow, RepositoryRow, ReviewRow
 
 PENDING, DONE, FAILED = "pending", "done", "failed"
+
+# The statements of the per-delivery hot path, built once (building them costs more than SQLite).
+_CLAIM = insert(DeliveryRow).returning(DeliveryRow.id)
+_START = (
+    update(DeliveryRow)
+    .where(
+        DeliveryRow.id == bindparam("delivery_id"),
+        DeliveryRow.status == PENDING,
+        or_(DeliveryRow.started_at.is_(None), DeliveryRow.started_at < bindparam("expired")),
+    )
+    .values(started_at=bindparam("now"), attempts=DeliveryRow.attempts + 1)
+    .returning(
+        DeliveryRow.id,
+        DeliveryRow.hook_id,
+        DeliveryRow.guid,
+        DeliveryRow.event,
+        DeliveryRow.action,
+        DeliveryRow.payload,
+        DeliveryRow.attempts,
+    )
+)
+_FINISH = (
+    update(DeliveryRow)
+    .where(DeliveryRow.id == bindparam("delivery_id"))
+    .values(status=bindparam("status"), finished_at=bindparam("now"), error=bindparam("error"))
+)
 
 
 def make_engine(url: str) -> Engine:
@@ -66,40 +106,31 @@ class SqlStore(Store):
     # deliveries
 
     def claim_delivery(self, hook_id, guid, event, action, payload) -> int | None:
-        # Core, not the ORM: this insert is on the webhook's hot path.
-        claim = insert(DeliveryRow).returning(DeliveryRow.id)
-        values = dict(hook_id=hook_id, guid=guid, event=event, action=action, payload=payload, status=PENDING,
-                      attempts=0, received_at=_now())
+        values = dict(
+            hook_id=hook_id,
+            guid=guid,
+            event=event,
+            action=action,
+            payload=payload,
+            status=PENDING,
+            attempts=0,
+            received_at=_now(),
+        )
         try:
             with self.engine.begin() as connection:
-                return connection.execute(claim, values).scalar_one()
+                return connection.execute(_CLAIM, values).scalar_one()
         except IntegrityError:
             return None
 
     def start_delivery(self, delivery_id, now, lease_s) -> Delivery | None:
-        expired = now - timedelta(seconds=lease_s)
-        claim = (
-            update(DeliveryRow)
-            .where(
-                DeliveryRow.id == delivery_id,
-                DeliveryRow.status == PENDING,
-                or_(DeliveryRow.started_at.is_(None), DeliveryRow.started_at < expired),
-            )
-            .values(started_at=now, attempts=DeliveryRow.attempts + 1)
-        )
-        with self._session() as session:
-            if session.execute(claim).rowcount != 1:
-                return None
-            row = session.get(DeliveryRow, delivery_id)
-            return Delivery(row.id, row.hook_id, row.guid, row.event, row.action, row.payload, row.attempts)
+        values = dict(delivery_id=delivery_id, now=now, expired=now - timedelta(seconds=lease_s))
+        with self.engine.begin() as connection:
+            row = connection.execute(_START, values).one_or_none()
+        return None if row is None else Delivery(*row)
 
     def finish_delivery(self, delivery_id, status, error=None) -> None:
-        with self._session() as session:
-            session.execute(
-                update(DeliveryRow)
-                .where(DeliveryRow.id == delivery_id)
-                .values(status=status, finished_at=_now(), error=error)
-            )
+        with self.engine.begin() as connection:
+            connection.execute(_FINISH, dict(delivery_id=delivery_id, status=status, now=_now(), error=error))
 
     def release_delivery(self, delivery_id, error) -> None:
         with self._session() as session:
@@ -143,12 +174,21 @@ class SqlStore(Store):
 
     @staticmethod
     def _merge_repos(session: Session, installation_id: int, repos: list[Repository]) -> None:
-        for repo in repos:
-            session.merge(
-                RepositoryRow(
-                    id=repo.id, full_name=repo.full_name, installation_id=installation_id, updated_at=_now()
-                )
-            )
+        if not repos:
+            return
+        rows = [
+            dict(id=r.id, full_name=r.full_name, installation_id=installation_id, updated_at=_now())
+            for r in repos
+        ]
+        dialect = session.get_bind().dialect.name
+        upsert = (postgresql_insert if dialect == "postgresql" else sqlite_insert)(RepositoryRow)
+        session.execute(
+            upsert.on_conflict_do_update(
+                index_elements=[RepositoryRow.id],
+                set_={c: upsert.excluded[c] for c in ("full_name", "installation_id", "updated_at")},
+            ),
+            rows,
+        )
 
     def remove_repositories(self, installation_id, repo_ids) -> None:
         with self._session() as session:
