@@ -7,20 +7,26 @@ import sys
 from pathlib import Path
 
 from bot.core import config as repo_config
-from bot.core import profiles, ruleset
+from bot.core import profiles, render_risk, ruleset
 from bot.core.config import ConfigError
 
-from .common import UsageError, print_json
+from .common import FORMATS, UsageError, load_config, print_json
 
 
 def setup(subparsers) -> None:
     parser = subparsers.add_parser("config", help="check or describe .github/perfbot.yml")
-    verbs = parser.add_subparsers(dest="verb", required=True, metavar="{validate,schema}")
+    verbs = parser.add_subparsers(dest="verb", required=True, metavar="{validate,schema,rules}")
     validate = verbs.add_parser("validate", help="check a config file; list every problem")
     validate.add_argument("file", metavar="FILE")
     validate.set_defaults(run=run_validate)
     schema = verbs.add_parser("schema", help="print the config's JSON schema")
     schema.set_defaults(run=run_schema)
+    rules = verbs.add_parser("rules", help="list the risk rules in force: a profile merged with a config")
+    rules.add_argument("--profile", choices=tuple(profiles.PROFILES), default="generic",
+                       help="built-in profile (default: generic); the config's profile wins if set")
+    rules.add_argument("--config", metavar="FILE", help="a repository config to merge in")
+    rules.add_argument("--format", choices=FORMATS, default="text")
+    rules.set_defaults(run=run_rules)
 
 
 def run_validate(args: argparse.Namespace) -> int:
@@ -38,6 +44,19 @@ def run_validate(args: argparse.Namespace) -> int:
         return 2
     summary = ", ".join(f"{n} rules with profile {p}" for p, n in zip(names, counts, strict=True))
     print(f"{args.file}: valid ({summary})")
+    return 0
+
+
+def run_rules(args: argparse.Namespace) -> int:
+    config = load_config(args.config)
+    profile = config.risk.profile if config.risk.profile != "auto" else args.profile
+    merged = ruleset.merged_rules(config, profile)
+    if args.format == "json":
+        print_json([rule.model_dump() for rule in merged])
+    elif args.format == "markdown":
+        sys.stdout.write(render_risk.rules_markdown(merged))
+    else:
+        sys.stdout.write(render_risk.rules_text(merged))
     return 0
 
 

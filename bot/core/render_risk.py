@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from .config import Rule
 from .markdown import code, escape_md
 from .risk import FileRisk, RiskReport
 from .triage import Triage
@@ -117,4 +118,25 @@ def triage_markdown(triage: Triage, max_reasons: int = 3) -> str:
         reasons = "<br>".join(escape_md(s.sentence()) for s in r.signals[:max_reasons])
         lines.append(f"| {rank} | `{c.sha[:10]}` | {r.score} | {_LEVEL_MARK[r.level]} {r.level} "
                      f"| {escape_md(c.subject)} | {reasons} |")
+    return "\n".join(lines) + "\n"
+
+
+def rules_markdown(rules: list[Rule]) -> str:
+    """A table of rules as `perfbot config rules` prints it and docs/risk.md shows it."""
+    lines = ["| id | kind | category | weight | what | matches |", "|---|---|---|---:|---|---|"]
+    for r in rules:
+        matches = [", ".join(f"`{code(p)}`" for p in r.paths)] if r.paths else []
+        if r.pattern:
+            matches.append(f"`{code(r.pattern)}`")
+        scope = " (in hot files or functions only)" if r.scope == "hot" else ""
+        lines.append(f"| `{r.id}` | {r.kind} | {r.category} | {r.weight:g} | "
+                     f"{escape_md(r.description)}{scope} | {'; '.join(matches)} |")
+    return "\n".join(lines) + "\n"
+
+
+def rules_text(rules: list[Rule]) -> str:
+    lines = []
+    for r in rules:
+        scope = ", hot only" if r.scope == "hot" else ""
+        lines.append(f"{r.id:<28} {r.kind:<8} {r.category:<15} {r.weight:>4g}  {r.description}{scope}")
     return "\n".join(lines) + "\n"

@@ -232,6 +232,15 @@ def test_config_schema_is_json(capsys):
     assert code == 0 and json.loads(out)["title"] == "RepoConfig"
 
 
+def test_config_rules_lists_the_merged_rules(tmp_path, capsys):
+    cfg = tmp_path / "perfbot.yml"
+    cfg.write_text("risk: {profile: vllm, weights: {path.pynccl: 7}, disable: [cold.docs]}\n")
+    code, out, _ = run(capsys, "config", "rules", "--config", str(cfg), "--format", "json")
+    rules = {r["id"]: r for r in json.loads(out)}
+    assert code == 0 and rules["path.pynccl"]["weight"] == 7 and "vllm.kernels" in rules
+    assert "cold.docs" not in rules
+
+
 @pytest.mark.parametrize("argv", [[], ["config"], ["nope"]])
 def test_missing_or_unknown_commands_are_one_line_errors(capsys, argv):
     code, _, err = run(capsys, *argv)

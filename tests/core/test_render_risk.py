@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
-from bot.core import config, render_risk, risk, ruleset, triage
+from bot.core import config, profiles, render_risk, risk, ruleset, triage
 from bot.core import diff as diffs
 from bot.core.markdown import escape_md
 
@@ -97,3 +98,14 @@ def test_stat_lines_scale_bars_and_mark_binaries():
     assert lines[1].rstrip().endswith("| Bin")
     assert "old.py => new.py" in lines[2]
     assert lines[-1] == " 3 files changed, 901 insertions(+), 100 deletions(-)"
+
+
+def documented_table(name: str) -> str:
+    text = (Path(__file__).parents[2] / "docs" / "risk.md").read_text()
+    start = text.index(f"<!-- rules:{name} -->\n") + len(f"<!-- rules:{name} -->\n")
+    return text[start:text.index("<!-- /rules -->", start)]
+
+
+def test_the_rule_tables_in_the_docs_are_the_builtin_profiles():
+    assert documented_table("sglang") == render_risk.rules_markdown(list(profiles.PROFILES["sglang"]))
+    assert documented_table("vllm-extra") == render_risk.rules_markdown(list(profiles.VLLM))
