@@ -8,6 +8,7 @@ input: long tables are cut, and the report says so.
 from __future__ import annotations
 
 import re
+import shlex
 from collections.abc import Iterable
 
 from . import speculation
@@ -38,7 +39,7 @@ def headline(comparison: Comparison, subject: str = "This PR") -> str:
         reason = next((m.reason for m in metrics if m.verdict == "error"), None)
         reason = (comparison.notes or [reason or "nothing to judge"])[-1]
         return f"No verdict: {reason}"
-    if comparison.environment_differs or any("changed during the run" in w for w in comparison.warnings):
+    if comparison.withheld:
         return "No verdict: base and head did not run in the same environment"
     if verdict in ("regression", "improvement"):
         hits = [m for m in metrics if m.verdict == verdict]
@@ -87,7 +88,7 @@ def _kind(m: MetricJudgement) -> str:
 def compare_markdown(results: Results, comparison: Comparison, reproduce: str | None = None,
                      subject: str = "This PR") -> str:
     """The PR comment body: headline, table, speculation, environment, details, reproduce."""
-    icon = "⚠️" if headline(comparison).startswith("No verdict: base") else _ICON[comparison.verdict]
+    icon = "⚠️" if comparison.withheld and comparison.verdict != "error" else _ICON[comparison.verdict]
     blocks = [f"### {icon} {escape_md(headline(comparison, subject))}\n\n{_subline(results, comparison)}",
               _metric_table(comparison.metrics)]
     blocks += _speculation_block(comparison)
@@ -223,14 +224,15 @@ def _runner_summary(results: Results) -> str:
 def _reproduce_block(results: Results, reproduce: str | None) -> str:
     command = reproduce if reproduce is not None else REPRODUCE.format(
         base=results.base.sha, head=results.head.sha, suite=_shell_word(results.suite))
-    command = clip(command.replace("`", "'"), 2000)
-    return f"**Reproduce:**\n\n```sh\n{command}\n```"
+    lines = [_CONTROL.sub("", line) for line in clip(command, 2000).splitlines()]
+    # A line opening with a fence would close the code block early.
+    lines = [f" {line}" if line.lstrip().startswith("```") else line for line in lines]
+    return "**Reproduce:**\n\n```sh\n" + "\n".join(lines) + "\n```"
 
 
 def _shell_word(text: str) -> str:
-    """A suite name fit for a copy-pasted shell line: quoted, printable, short."""
-    text = _CONTROL.sub("", clip(text, 100)).replace("'", "")
-    return text if re.fullmatch(r"[\w.:/@+-]+", text) else f"'{text}'"
+    """A suite name fit for a copy-pasted shell line: printable, short, quoted when needed."""
+    return shlex.quote(_CONTROL.sub("", clip(text, 100)))
 
 
 def _fit(blocks: Iterable[str], limit: int) -> str:

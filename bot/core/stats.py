@@ -154,9 +154,15 @@ class Comparison:
 
     @property
     def extra_rounds(self) -> int | None:
-        """Extra rounds per side likely to settle every inconclusive metric (None: none needed)."""
+        """Extra rounds per side likely to settle every inconclusive metric; None when none are
+        needed or more rounds cannot help (the environments differ)."""
         wanted = [m.extra_rounds for m in self.metrics if m.extra_rounds is not None]
-        return max(wanted) if wanted and not self.environment_differs else None
+        return max(wanted) if wanted and not self.withheld else None
+
+    @property
+    def withheld(self) -> bool:
+        """No claim is made because the environment differed by side or changed during the run."""
+        return self.environment_differs or any("changed during the run" in w for w in self.warnings)
 
     def to_dict(self) -> dict[str, Any]:
         return {"verdict": self.verdict, "metrics": [m.to_dict() for m in self.metrics],
@@ -214,12 +220,15 @@ def decide(results: Results, min_effect: float = DEFAULT_MIN_EFFECT, alpha: floa
     comparison = Comparison("unchanged", judged, environment, None, settings)
     drifted = _drift_warnings(results, ignore_env)
     comparison.warnings += drifted
-    if envdiff.differs(environment) or drifted:
+    withheld = envdiff.differs(environment) or bool(drifted)
+    if withheld:
         _withhold_claims(comparison)
     comparison.metrics.sort(key=_report_order)
     comparison.speculation = speculation.judge({m.name: m for m in comparison.metrics}, min_effect)
     comparison.notes += _run_notes(results) + _metric_notes(comparison.metrics)
     comparison.verdict = overall(m.verdict for m in comparison.metrics)
+    if withheld and comparison.verdict != "error":
+        comparison.verdict = "inconclusive"  # not even "unchanged": the machine may mask a change
     return comparison
 
 
