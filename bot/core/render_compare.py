@@ -51,7 +51,7 @@ def headline(comparison: Comparison, subject: str = "This PR") -> str:
             line += (f"; speculation is now {1 - spec.speedup_after:.0%} slower than not "
                      "speculating")
         return line
-    rounds = min((m.estimate.rounds for m in metrics), default=0)
+    rounds = min(comparison.rounds.values(), default=0)
     if verdict == "inconclusive":
         extra = comparison.extra_rounds
         more = f": about {extra} more per side would likely decide" if extra else ""
@@ -192,7 +192,8 @@ def _method_details(results: Results, comparison: Comparison) -> str:
              f"{OUTLIER_MADS:g} robust deviations from the pooled median, left out); change = "
              f"head/base − 1 with a {s.confidence:.0%} percentile bootstrap interval "
              f"({s.n_resamples} resamples, seed {s.seed}).",
-             "- Significance: two-sided Mann-Whitney U, Holm-adjusted across the "
+             "- Significance: the better of two-sided Mann-Whitney U and Welch's t on the "
+             "logarithms, Bonferroni-combined, then Holm-adjusted across the "
              f"{len(comparison.metrics)} metrics at α = {s.alpha:g} (Kolmogorov-Smirnov flags "
              "changes of shape only).",
              f"- Regression or improvement: significant and at least {s.min_effect:.1%}; unchanged: "

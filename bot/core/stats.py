@@ -7,11 +7,12 @@ Method (docs/statistics.md has the reasoning and the calibration):
   20% of the rounds (`_trim`). The location is the **median**, the change is the ratio of medians
   ``head / base`` with a percentile **bootstrap** confidence interval (`scipy.stats.bootstrap`,
   resampling each side independently, seeded by the caller).
-- Significance: the **Mann-Whitney U** rank test (two-sided). The two-sample
-  **Kolmogorov-Smirnov** test is computed too, but only to flag a change of shape (a bimodal head,
-  more spread) that the medians do not show: combining it with Mann-Whitney as Chromium's Pinpoint
-  does costs power once the false-alarm rate is kept honest (Bonferroni), which the calibration
-  measured (docs/statistics.md), and a shape change alone is not a regression of the median.
+- Significance: the **Mann-Whitney U** rank test (two-sided, robust to outliers and odd shapes)
+  and **Welch's t-test on the logarithms** (which can decide from 5 rounds, where an exact rank
+  test cannot go below p = 0.008), Bonferroni-combined: ``p = min(1, 2 * min(p_mwu, p_t))``, so
+  taking the better of the two keeps the false-alarm rate. The two-sample **Kolmogorov-Smirnov**
+  test is computed too, but only flags a change of shape (a bimodal head, more spread) that the
+  medians do not show: a shape change alone is not a regression of the median.
 - Verdicts, direction-aware (``better``: ``lower`` or ``higher``):
   ``regression`` / ``improvement``: significant at ``alpha`` AND ``|ratio - 1| >= min_effect``;
   ``unchanged``: the confidence interval lies inside ``(1 - min_effect, 1 + min_effect)``;
@@ -71,11 +72,13 @@ class Estimate:
     p_ks: float
     problem: str | None = None
     outliers: tuple[int, int] = (0, 0)
+    p_t: float = 1.0
 
     @property
     def p_value(self) -> float:
-        """The p-value the verdict uses: Mann-Whitney U, two-sided."""
-        return self.p_mwu
+        """The p-value the verdict uses: the better of Mann-Whitney U and Welch's t on the
+        logarithms, Bonferroni-combined so that taking the better one keeps the error rate."""
+        return min(1.0, 2 * min(self.p_mwu, self.p_t))
 
     @property
     def rounds(self) -> int:
@@ -120,7 +123,8 @@ class MetricJudgement:
                 "base_median": e.base_median, "head_median": e.head_median, "ratio": e.ratio,
                 "ci": list(e.ci) if e.ci else None, "p_value": self.p_value,
                 "p_value_unadjusted": e.p_value, "verdict": self.verdict, "reason": self.reason,
-                "p_value_ks": e.p_ks, "shape_changed": self.shape_changed,
+                "p_values": {"mann_whitney": e.p_mwu, "welch_log": e.p_t, "ks": e.p_ks},
+                "shape_changed": self.shape_changed,
                 "rounds": {"base": e.base_n, "head": e.head_n},
                 "outliers": {"base": e.outliers[0], "head": e.outliers[1]},
                 "extra_rounds": self.extra_rounds}
@@ -146,6 +150,7 @@ class Comparison:
     settings: Settings
     notes: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    rounds: dict[str, int] = field(default_factory=dict)  # successful rounds per side
 
     @property
     def environment_differs(self) -> bool:
@@ -154,10 +159,18 @@ class Comparison:
 
     @property
     def extra_rounds(self) -> int | None:
-        """Extra rounds per side likely to settle every inconclusive metric; None when none are
-        needed or more rounds cannot help (the environments differ)."""
-        wanted = [m.extra_rounds for m in self.metrics if m.extra_rounds is not None]
-        return max(wanted) if wanted and not self.withheld else None
+        """Extra rounds per side likely to settle the overall verdict; None when none are needed
+        or more rounds cannot help (the environments differ).
+
+        The overall verdict is settled once any metric becomes a regression, or once every
+        inconclusive metric is settled: the sooner of the two.
+        """
+        pending = [m for m in self.metrics if m.extra_rounds is not None]
+        if not pending or self.withheld:
+            return None
+        settle_all = max(m.extra_rounds or 0 for m in pending)
+        heading_worse = [m.extra_rounds or 0 for m in pending if _heading_worse(m, self.settings)]
+        return min([settle_all, *heading_worse])
 
     @property
     def withheld(self) -> bool:
@@ -165,13 +178,20 @@ class Comparison:
         return self.environment_differs or any("changed during the run" in w for w in self.warnings)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"verdict": self.verdict, "metrics": [m.to_dict() for m in self.metrics],
+        return {"verdict": self.verdict, "rounds": self.rounds,
+                "metrics": [m.to_dict() for m in self.metrics],
                 "environment_diff": [d.to_dict() for d in self.environment],
                 "speculation": self.speculation.to_dict() if self.speculation else None,
                 "extra_rounds": self.extra_rounds,
                 "method": {"min_effect": self.settings.min_effect, "alpha": self.settings.alpha,
                            "confidence": self.settings.confidence, "seed": self.settings.seed},
                 "notes": self.notes, "warnings": self.warnings}
+
+
+def _heading_worse(m: MetricJudgement, settings: Settings) -> bool:
+    change = m.change or 0.0
+    worse = change > 0 if m.better == "lower" else change < 0
+    return worse and abs(change) >= settings.min_effect
 
 
 def judge(base: Sequence[float], head: Sequence[float], better: Better = "lower",
@@ -217,7 +237,9 @@ def decide(results: Results, min_effect: float = DEFAULT_MIN_EFFECT, alpha: floa
                        family=len(names)) for n, f, p in zip(names, found, adjusted, strict=True)]
     ignore_env = tuple(ignore_env)
     environment = envdiff.diff(results.base.fingerprint, results.head.fingerprint, ignore_env)
-    comparison = Comparison("unchanged", judged, environment, None, settings)
+    comparison = Comparison("unchanged", judged, environment, None, settings,
+                            rounds={side: len(results.rounds_of(side)) - len(results.failures(side))
+                                    for side in SIDES})
     drifted = _drift_warnings(results, ignore_env)
     comparison.warnings += drifted
     withheld = envdiff.differs(environment) or bool(drifted)
@@ -266,10 +288,10 @@ def estimate(base: Sequence[float], head: Sequence[float], *, confidence: float 
                         "the base median is not a positive number: no ratio can be formed")
     if min(b.size, h.size) < 2:
         return Estimate(b.size, h.size, base_median, head_median, ratio, None, 1.0, 1.0)
-    p_mwu, p_ks = _rank_tests(b, h)
+    p_mwu, p_ks, p_t = _tests(b, h)
     ci = _bootstrap_ratio(b, h, ratio, confidence, seed, n_resamples)
     return Estimate(b.size, h.size, base_median, head_median, ratio, ci, p_mwu, p_ks,
-                    outliers=outliers)
+                    outliers=outliers, p_t=p_t)
 
 
 def classify(name: str, unit: str, better: Better, found: Estimate, p_value: float,
@@ -305,7 +327,7 @@ def extra_rounds(found: Estimate, min_effect: float, alpha: float, confidence: f
     be able to reach ``alpha`` at all.
     """
     have = found.rounds
-    floor = max(MIN_ROUNDS, _rounds_for_significance(alpha)) - have
+    floor = MIN_ROUNDS - have
     if found.ci is None or found.ratio is None:
         return max(1, floor)
     half = (found.ci[1] - found.ci[0]) / 2
@@ -322,10 +344,21 @@ def extra_rounds(found: Estimate, min_effect: float, alpha: float, confidence: f
     return int(min(MAX_EXTRA_ROUNDS, max(1, floor, extra)))
 
 
+def min_rounds(metrics: int = 1, alpha: float = DEFAULT_ALPHA) -> int:
+    """Rounds per side from which the rank test alone can call a change among ``metrics``
+    metrics (Holm's strictest level): a sensible minimum for `perfbot bench run`.
+
+    Welch's t can decide from `MIN_ROUNDS` when a change is large and the rounds are quiet; the
+    rank test, robust to outliers, needs this many however clear the change.
+    """
+    return max(MIN_ROUNDS, _rounds_for_significance(alpha / max(1, metrics)))
+
+
 def _rounds_for_significance(alpha: float) -> int:
-    """Smallest equal round count at which the exact Mann-Whitney test can reach ``alpha``."""
+    """Smallest equal round count at which the exact Mann-Whitney test, Bonferroni-halved, can
+    reach ``alpha``."""
     n = 1
-    while 2 / math.comb(2 * n, n) > alpha and n < MAX_EXTRA_ROUNDS:
+    while 2 * 2 / math.comb(2 * n, n) > alpha and n < MAX_EXTRA_ROUNDS:
         n += 1
     return n
 
@@ -376,12 +409,16 @@ def _median(values: np.ndarray) -> float | None:
         return float(np.median(values))
 
 
-def _rank_tests(base: np.ndarray, head: np.ndarray) -> tuple[float, float]:
+def _tests(base: np.ndarray, head: np.ndarray) -> tuple[float, float, float]:
+    """p-values of Mann-Whitney U, Kolmogorov-Smirnov and Welch's t on the logarithms."""
     with warnings.catch_warnings(), np.errstate(all="ignore"):
         warnings.simplefilter("ignore")
         p_mwu = scipy_stats.mannwhitneyu(base, head, alternative="two-sided").pvalue
         p_ks = scipy_stats.ks_2samp(base, head).pvalue
-    return _probability(p_mwu), _probability(p_ks)
+        positive = base.min() > 0 and head.min() > 0
+        p_t = scipy_stats.ttest_ind(np.log(base), np.log(head), equal_var=False).pvalue \
+            if positive else 1.0
+    return _probability(p_mwu), _probability(p_ks), _probability(p_t)
 
 
 def _probability(p: float) -> float:

@@ -72,6 +72,9 @@ def test_the_numbers_match_scipy():
     assert j.head_median == pytest.approx(np.median(head))
     assert j.estimate.p_mwu == pytest.approx(scipy_stats.mannwhitneyu(base, head).pvalue)
     assert j.estimate.p_ks == pytest.approx(scipy_stats.ks_2samp(base, head).pvalue)
+    welch = scipy_stats.ttest_ind(np.log(base), np.log(head), equal_var=False).pvalue
+    assert j.estimate.p_t == pytest.approx(welch)
+    assert j.estimate.p_value == pytest.approx(min(1, 2 * min(j.estimate.p_mwu, welch)))
     oracle = scipy_stats.bootstrap(
         (base, head), lambda b, h, axis=-1: np.median(h, axis=axis) / np.median(b, axis=axis),
         vectorized=True, n_resamples=stats.DEFAULT_RESAMPLES, method="percentile",
@@ -143,6 +146,16 @@ def test_holm_rejects_exactly_what_the_sequential_procedure_rejects(p_values, al
         rejected.add(index)
     assert {i for i, p in enumerate(adjusted) if p <= alpha} == rejected
     assert all(a >= p for a, p in zip(adjusted, p_values, strict=True))
+
+
+def test_the_minimum_rounds_grow_with_the_number_of_metrics():
+    assert stats.min_rounds(1) >= stats.MIN_ROUNDS
+    assert stats.min_rounds(1) < stats.min_rounds(9) <= 8
+
+
+def test_an_obvious_change_is_called_from_five_quiet_rounds():
+    base = [33.2, 33.0, 33.5, 33.1, 33.4]
+    assert stats.judge(base, shifted(base, 2.6), "lower").verdict == "regression"
 
 
 def test_looking_several_times_spends_alpha_per_look():
