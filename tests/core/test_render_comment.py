@@ -9,44 +9,91 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bot.core import diff, render_comment, risk, ruleset
-from bot.core.config import RepoConfig
+from bot.core import render_comment
+from bot.core.config import CONFIG_PATH
 from bot.core.render_comment import MARKER, PullContext, comment_body, diff_anchor
 from bot.core.risk import FileRisk, RiskReport, Signal
-from tests.service import diffs
 
 PULL = PullContext("https://github.com/octo/engine/pull/7", "0123456789abcdef" * 2 + "01234567", "main")
 
 
-def report_for(text: str) -> RiskReport:
-    parsed = diff.parse(text)
-    return risk.score(parsed, ruleset.build(RepoConfig(), (f.path for f in parsed.files)))
-
-
-@pytest.mark.parametrize(
-    "scenario,text",
-    [
-        ("high", diffs.HIGH),
-        ("medium", diffs.MEDIUM),
-        ("none", diffs.COLD),
-        ("edits_config", diffs.EDITS_CONFIG),
-    ],
-)
-def test_comment_golden(scenario, text, file_regression):
-    file_regression.check(
-        comment_body(report_for(text), PULL), basename=f"comment_{scenario}", extension=".md"
+def signal(rule, weight, path, line, side="new", function="step", match=None, count=1, category=None):
+    return Signal(
+        rule,
+        "path" if match is None else "token",
+        category or rule.split(".")[0],
+        weight,
+        f"{rule.split('.')[-1].replace('-', ' ')} changed",
+        path,
+        function,
+        line,
+        side,
+        match,
+        count,
     )
+
+
+def file_risk(path, score, signals, added=3, removed=1, cold=None):
+    return FileRisk(path, None, "modified", False, added, removed, score, cold, signals)
+
+
+def scenario(name: str) -> RiskReport:
+    """Hand-built reports, so the goldens test the renderer alone, not the profiles' weights."""
+    comm = "python/engine/distributed/pynccl.py"
+    graphs = "python/engine/model_executor/cuda_graph_runner.py"
+    if name == "none":
+        return RiskReport(0, "none", "generic", [file_risk("docs/index.md", 0, [], cold="cold.docs")], [])
+    hot = [
+        signal("path.pynccl", 40, comm, 123, function="all_reduce"),
+        signal(
+            "token.host-sync", 15, comm, 124, match="torch.cuda.synchronize(", count=2, function="all_reduce"
+        ),
+        signal("path.cuda-graph", 35, graphs, 41, side="old", function="capture"),
+    ]
+    files = [
+        file_risk(graphs, 35, hot[2:]),
+        file_risk(comm, 49, hot[:2]),
+        file_risk("tests/test_engine.py", 0, [], cold="cold.tests"),
+    ]
+    notes = []
+    if name == "edits_config":
+        notes = [
+            f"this change edits {CONFIG_PATH}; config changes take effect after merge and do not affect this score"
+        ]
+    level = {"high": "high", "medium": "medium", "edits_config": "medium"}[name]
+    return RiskReport(
+        74 if level == "high" else 45,
+        level,
+        "sglang",
+        files,
+        sorted(hot, key=lambda s: -s.weight),
+        notes=notes,
+    )
+
+
+@pytest.mark.parametrize("name", ["high", "medium", "none", "edits_config"])
+def test_comment_golden(name, file_regression):
+    file_regression.check(comment_body(scenario(name), PULL), basename=f"comment_{name}", extension=".md")
 
 
 def test_comment_golden_with_a_broken_config(file_regression):
     pull = PullContext(PULL.html_url, PULL.head_sha, "main", ".github/perfbot.yml@main: risk: unknown key")
     file_regression.check(
-        comment_body(report_for(diffs.MEDIUM), pull), basename="comment_config_error", extension=".md"
+        comment_body(scenario("medium"), pull), basename="comment_config_error", extension=".md"
     )
 
 
+def test_many_reasons_and_files_are_cut_with_a_count(file_regression):
+    signals = [
+        signal(f"path.rule-{i:02d}", 50 - i, f"python/engine/layer_{i:02d}.py", i + 1) for i in range(30)
+    ]
+    files = [file_risk(s.path, 50 - i, [s]) for i, s in enumerate(signals)]
+    report = RiskReport(99, "high", "sglang", files, signals)
+    file_regression.check(comment_body(report, PULL), basename="comment_many", extension=".md")
+
+
 def test_the_marker_opens_the_comment():
-    assert comment_body(report_for(diffs.COLD), PULL).startswith(MARKER + "\n")
+    assert comment_body(scenario("none"), PULL).startswith(MARKER + "\n")
 
 
 def test_anchors_follow_githubs_files_tab_scheme():

@@ -10,6 +10,7 @@ import hashlib
 
 import pytest
 
+from bot.core.config import CONFIG_PATH
 from bot.core.render_comment import MARKER
 from tests.emulator import live
 from tests.service import diffs
@@ -21,7 +22,7 @@ NUMBER = 2
 
 @pytest.fixture
 def bot(emulator, database_url, tmp_path, app_key):
-    emulator.add_repo(live.REPO, live.DEFAULT_BRANCH)
+    emulator.add_repo(live.REPO, live.DEFAULT_BRANCH).files[(live.DEFAULT_BRANCH, CONFIG_PATH)] = diffs.BASE_CONFIG
     emulator.add_pull(live.REPO, NUMBER, SHA_1, diffs.HIGH)
     running = live.start(emulator, database_url, f"sqlite:///{tmp_path / 'queue.db'}", app_key)
     yield running
@@ -37,8 +38,8 @@ def test_an_opened_pr_gets_one_comment_a_check_run_and_a_label(bot, emulator):
     bot.wait_done(1)
     [comment] = emulator.comments_on(live.REPO, NUMBER)
     assert comment["body"].startswith(MARKER) and "Performance risk: **high**" in comment["body"]
-    anchor = hashlib.sha256(diffs.PYNCCL.encode()).hexdigest()
-    assert f"https://github.com/{live.REPO}/pull/{NUMBER}/files#diff-{anchor}R123" in comment["body"]
+    anchor = hashlib.sha256(diffs.GRAPHS.encode()).hexdigest()
+    assert f"https://github.com/{live.REPO}/pull/{NUMBER}/files#diff-{anchor}L10" in comment["body"]
     [check] = emulator.checks_for(live.REPO, SHA_1)
     assert (check["name"], check["status"], check["conclusion"]) == ("perfbot / risk", "completed", "neutral")
     assert emulator.labels[(live.REPO, NUMBER)] == ["perf-risk: high"]
@@ -107,7 +108,7 @@ def test_a_deleted_pull_request_is_dropped_cleanly(bot, emulator):
 
 
 def test_config_comes_from_the_default_branch_and_a_pr_cannot_lower_its_own_score(bot, emulator):
-    emulator.repos[live.REPO].files[("feature", ".github/perfbot.yml")] = diffs.CONFIG_LOWERING
+    emulator.repos[live.REPO].files[("feature", CONFIG_PATH)] = diffs.CONFIG_LOWERING
     emulator.add_pull(live.REPO, NUMBER, SHA_1, diffs.EDITS_CONFIG)
     bot.deliver("pull_request", opened())
     bot.wait_done(1)

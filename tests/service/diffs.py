@@ -1,59 +1,54 @@
-"""Small unified diffs with known risk levels under the built-in sglang profile."""
+"""Small unified diffs with known risk levels under `BASE_CONFIG`, the default-branch config the
+handler tests install: explicit rules and weights, so that tuning the built-in profiles never
+changes what these tests expect."""
 
-PYNCCL = "python/sglang/srt/distributed/device_communicators/pynccl.py"
-GRAPHS = "python/sglang/srt/model_executor/cuda_graph_runner.py"
+from bot.core.config import CONFIG_PATH
 
-MEDIUM = f"""diff --git a/{PYNCCL} b/{PYNCCL}
---- a/{PYNCCL}
-+++ b/{PYNCCL}
-@@ -120,5 +120,6 @@ class PyNcclCommunicator:
-     def all_reduce(self, in_tensor, op=ReduceOp.SUM, stream=None):
-         if self.disabled:
-             return
--        stream = current_stream()
-+        torch.cuda.synchronize()
-+        stream = current_stream()
-         self.nccl.ncclAllReduce(buffer_type(in_tensor.data_ptr()))
+HOT_LOOP = "src/perfbot_fixture/hot_loop.py"
+GRAPHS = "src/perfbot_fixture/graphs.py"
+
+_RULES = """risk:
+  profile: generic
+  rules:
+    - id: test.hot-loop
+      kind: path
+      category: engine
+      weight: 40
+      description: the engine's hot loop
+      paths: ["src/perfbot_fixture/hot_loop.py"]
+    - id: test.graphs
+      kind: path
+      category: graphs
+      weight: 70
+      description: the CUDA graph runner
+      paths: ["src/perfbot_fixture/graphs.py"]
 """
 
-HIGH = (
-    MEDIUM
-    + f"""diff --git a/{GRAPHS} b/{GRAPHS}
---- a/{GRAPHS}
-+++ b/{GRAPHS}
-@@ -40,3 +40,3 @@ class CudaGraphRunner:
-     def capture(self):
--        self.graph.replay()
-+        self.graph.replay(); torch.cuda.synchronize()
-         return self.output
+BASE_CONFIG = _RULES
+
+# The same rules at weight 0: what a PR would like the config to say.
+CONFIG_LOWERING = (
+    _RULES
+    + """  weights:
+    test.hot-loop: 0
+    test.graphs: 0
 """
 )
 
-COLD = """diff --git a/docs/index.md b/docs/index.md
---- a/docs/index.md
-+++ b/docs/index.md
-@@ -1 +1 @@
--old
-+new
-"""
 
-# Lowers the weight of every rule the MEDIUM diff fires, which only merged config may do.
-CONFIG_LOWERING = """risk:
-  weights:
-    path.pynccl: 0
-    path.communicators: 0
-    function.collective: 0
-    sglang.distributed: 0
-    token.host-sync: 0
-"""
+def _edit(path: str) -> str:
+    return (
+        f"diff --git a/{path} b/{path}\n--- a/{path}\n+++ b/{path}\n"
+        "@@ -10,2 +10,2 @@ def step(batch):\n-    total = 1\n+    total = 2\n     return total\n"
+    )
 
-EDITS_CONFIG = (
-    MEDIUM
-    + """diff --git a/.github/perfbot.yml b/.github/perfbot.yml
-new file mode 100644
---- /dev/null
-+++ b/.github/perfbot.yml
-@@ -0,0 +1,7 @@
-"""
+
+MEDIUM = _edit(HOT_LOOP)  # 41/100
+HIGH = _edit(HOT_LOOP) + _edit(GRAPHS)  # 82/100
+COLD = "diff --git a/docs/index.md b/docs/index.md\n--- a/docs/index.md\n+++ b/docs/index.md\n@@ -1 +1 @@\n-old\n+new\n"
+
+EDITS_CONFIG = MEDIUM + (
+    f"diff --git a/{CONFIG_PATH} b/{CONFIG_PATH}\nnew file mode 100644\n--- /dev/null\n+++ b/{CONFIG_PATH}\n"
+    f"@@ -0,0 +1,{len(CONFIG_LOWERING.splitlines())} @@\n"
     + "".join(f"+{line}\n" for line in CONFIG_LOWERING.splitlines())
 )

@@ -20,6 +20,7 @@ def make_services() -> Services:
     github = FakeGitHub()
     github.heads[(REPO, NUMBER)] = SHA
     github.diffs[(REPO, NUMBER)] = diffs.MEDIUM
+    github.files[(REPO, ".github/perfbot.yml", "main")] = diffs.BASE_CONFIG
     return Services(store=FakeStore(), github=FakeGitHubFactory(github), queue=FakeQueue())
 
 
