@@ -38,12 +38,27 @@ ROLES: dict[str, MetricRole] = {
     "spec_speedup": MetricRole("the speculative speedup", "ratio",
                                "spec_tok_s / baseline_tok_s; below 1 speculation costs speed"),
     "ttft_ms": MetricRole("time to first token", "time", "prefill latency of a request"),
+    "baseline_ttft_ms": MetricRole("time to first token without speculation", "time",
+                                   "prefill latency with speculation off"),
     "verify_ms": MetricRole("the EAGLE-3 verify step", "time",
                             "target-model verify pass of one cycle (allreduce-bound under TP)"),
+    "verify_graph_ms": MetricRole("the EAGLE-3 verify step (CUDA graph)", "time",
+                                  "verify pass replayed as one CUDA graph"),
+    "verify_piecewise_ms": MetricRole("the EAGLE-3 verify step (piecewise CUDA graph)", "time",
+                                      "verify pass as graphed pieces with eager allreduces between"),
+    "verify_eager_ms": MetricRole("the EAGLE-3 verify step (eager)", "time",
+                                  "verify pass without CUDA graphs"),
     "allreduce_us": MetricRole("the allreduce", "time", "one tensor-parallel allreduce call"),
+    "allreduce_verify_us": MetricRole("the verify-sized allreduce", "time",
+                                      "one allreduce of a verify step's activations"),
+    "allreduce_draft_us": MetricRole("the draft-sized allreduce", "time",
+                                     "one allreduce of a draft step's activations"),
     "draft_ms": MetricRole("the EAGLE-3 draft steps", "time", "the draft head's steps of one cycle"),
+    "tok_s": MetricRole("EAGLE-3 decoding", "rate",
+                        "tokens per second for the configured accept length (verify-step suite)"),
 }
-CYCLE_PARTS = ("verify_ms", "draft_ms", "allreduce_us")
+CYCLE_PARTS = ("verify_ms", "verify_graph_ms", "verify_piecewise_ms", "verify_eager_ms", "draft_ms",
+               "allreduce_us", "allreduce_verify_us", "allreduce_draft_us")
 SPECULATION_METRICS = frozenset(("spec_tok_s", "spec_speedup", "accept_length", "cycle_ms"))
 
 
@@ -196,20 +211,20 @@ def _cause_sentences(metrics: Mapping[str, Judged], cause: Cause, min_effect: fl
     if cause in ("accept_length", "both") and accept is not None:
         sentences.append(f"Accept length {_moved(accept)}: the draft model or the sampling "
                          "changed what gets accepted.")
-    if cause in ("cycle_time", "both"):
-        if cycle is not None and _changed(cycle):
-            same = ""
-            if accept is not None and _steady(accept, min_effect):
-                same = f" at the same accept length ({number(accept.head_median)})"
-            sentences.append(f"Cycle time {_moved(cycle)}{same}: a kernel or communication "
-                             "change, not the draft.")
-        parts = [p for p in CYCLE_PARTS if _changed(metrics.get(p))]
-        if parts:
-            sentences.append("Within the cycle: " + "; ".join(
-                f"{label(p)} {_moved(metrics[p])}" for p in parts) + ".")
-        if "allreduce_us" in parts:
-            sentences.append("The allreduce moved: look at the communication path (NCCL, custom "
-                             "allreduce, parallel state).")
+    if cause in ("cycle_time", "both") and cycle is not None and _changed(cycle):
+        same = ""
+        if accept is not None and _steady(accept, min_effect):
+            same = f" at the same accept length ({number(accept.head_median)})"
+        sentences.append(f"Cycle time {_moved(cycle)}{same}: a kernel or communication "
+                         "change, not the draft.")
+    parts = [p for p in CYCLE_PARTS if _changed(metrics.get(p))]
+    if parts:
+        steady_cycle = " — yet the cycle time did not move measurably" if _steady(cycle, min_effect) else ""
+        sentences.append("Within the cycle: " + "; ".join(
+            f"{label(p)} {_moved(metrics[p])}" for p in parts) + f"{steady_cycle}.")
+    if any(p.startswith("allreduce") for p in parts):
+        sentences.append("The allreduce moved: look at the communication path (NCCL, custom "
+                         "allreduce, parallel state).")
     if cause == "none":
         sentences.append("Neither the accept length nor the cycle time changed measurably.")
     return sentences

@@ -32,8 +32,9 @@ STORY = {
 
 
 def test_the_metric_names_of_the_runner_suites_all_have_a_role():
-    assert set(speculation.ROLES) == {"spec_tok_s", "baseline_tok_s", "accept_length", "cycle_ms",
-                                      "spec_speedup", "ttft_ms", "verify_ms", "allreduce_us", "draft_ms"}
+    assert set(speculation.ROLES) >= {"spec_tok_s", "baseline_tok_s", "accept_length", "cycle_ms",
+                                      "spec_speedup", "ttft_ms", "verify_ms", "allreduce_us", "draft_ms",
+                                      "verify_graph_ms", "allreduce_verify_us", "tok_s"}
     assert speculation.label("verify_ms") == "the EAGLE-3 verify step"
     assert speculation.label("my_metric") == "my_metric"
 
@@ -81,6 +82,16 @@ def test_a_slower_allreduce_sends_the_reader_to_the_communication_path():
     result = speculation.judge(metrics, 0.02)
     assert result.cause == "cycle_time"
     assert any("communication path" in s for s in result.sentences)
+
+
+def test_a_slower_allreduce_hidden_by_graph_replay_is_still_told():
+    metrics = {"cycle_ms": Judged(9.72, 9.78, "unchanged", "ms"),
+               "allreduce_verify_us": Judged(60.5, 122.4, "regression", "us"),
+               "verify_graph_ms": Judged(9.17, 9.22, "unchanged", "ms")}
+    result = speculation.judge(metrics, 0.02)
+    text = " ".join(result.sentences)
+    assert "the verify-sized allreduce grew from 60.50 to 122.4 us" in text
+    assert "yet the cycle time did not move measurably" in text and "communication path" in text
 
 
 def test_nothing_changed_says_so():
