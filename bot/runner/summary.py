@@ -65,12 +65,12 @@ def metric_row(results: dict, name: str, spec: dict) -> str:
     unit = f" {escape(spec['unit'])}" if spec["unit"] else ""
     ratio = f"{head['median'] / base['median']:.3f}" if base and head and base["median"] else "–"
     better = "↓" if spec["better"] == "lower" else "↑"
-    return (f"| {escape(name)} ({better}) | {number(base, 'median')}{unit} | {number(head, 'median')}{unit} "
+    return (f"| {escape(name)} ({better}) | {median(base, unit)} | {median(head, unit)} "
             f"| {ratio} | {span(base)} | {span(head)} | {percent(base)} | {percent(head)} |")
 
 
-def number(stats: dict | None, key: str) -> str:
-    return f"{stats[key]:.4g}" if stats else "–"
+def median(stats: dict | None, unit: str) -> str:
+    return f"{stats['median']:.4g}{unit}" if stats else "–"
 
 
 def span(stats: dict | None) -> str:

@@ -80,13 +80,14 @@ class Suite(ABC):
 
 
 def finite(name: str, value: object) -> float:
-    """``value`` as a finite float, or `RoundFailed` naming the metric."""
+    """``value`` as a finite float >= 0, or `RoundFailed` naming the metric."""
     if isinstance(value, bool):
         raise RoundFailed(f"metric {name!r}: {value!r} is not a number")
     try:
         number = float(value)  # type: ignore[arg-type]
     except (TypeError, ValueError):
         raise RoundFailed(f"metric {name!r}: {str(value)[:60]!r} is not a number") from None
-    if not math.isfinite(number):
-        raise RoundFailed(f"metric {name!r}: {number} is not finite")
+    if not math.isfinite(number) or number < 0:
+        # Times, rates and lengths: the results contract takes finite numbers >= 0 only.
+        raise RoundFailed(f"metric {name!r}: {number} is not a finite number >= 0")
     return number

@@ -1,0 +1,68 @@
+"""A round is ok only when measured: crashes, hangs, non-zero exits and garbage are recorded as failures."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from bot.core.config import CommandSuite
+from bot.runner.rounds import child_env, run_round
+from bot.runner.suites.base import RoundContext
+from bot.runner.suites.command import CommandBench
+
+
+def round_of(tmp_path, command: str, timeout: float = 30):
+    suite = CommandBench("cmd", CommandSuite(kind="command", command=command))
+    return run_round(suite, RoundContext(tmp_path, tmp_path / "round", "head", 0), timeout)
+
+
+def test_a_round_that_prints_metrics_is_measured(tmp_path):
+    result = round_of(tmp_path, "echo 'PERFBOT_METRIC t=1.5 unit=ms better=lower'")
+    assert (result.ok, result.error, result.metrics) == (True, None, {"t": 1.5})
+
+
+def test_a_non_zero_exit_fails_the_round_with_the_last_error_line(tmp_path):
+    result = round_of(tmp_path, "echo 'PERFBOT_METRIC t=1 better=lower'; echo 'CUDA error: out of memory' >&2; exit 3")
+    assert not result.ok
+    assert result.metrics == {}
+    assert result.error == "cmd: exit status 3: CUDA error: out of memory"
+
+
+def test_a_crash_by_signal_is_named(tmp_path):
+    result = round_of(tmp_path, "kill -SEGV $$")
+    assert not result.ok
+    assert "SIGSEGV" in result.error
+
+
+def test_a_hanging_command_is_killed_with_everything_it_started(tmp_path):
+    marker = tmp_path / "child.pid"
+    result = round_of(tmp_path, f"sleep 300 & echo $! > {marker}; wait", timeout=1)
+    assert not result.ok
+    assert result.error == "cmd: timed out after 1s and was killed"
+    child = int(marker.read_text())
+    with pytest.raises(ProcessLookupError):
+        os.kill(child, 0)
+
+
+def test_garbage_output_fails_the_round(tmp_path):
+    result = round_of(tmp_path, "head -c 3000 /dev/urandom")
+    assert not result.ok
+    assert "no metrics" in result.error
+
+
+def test_a_missing_program_fails_the_round(tmp_path):
+    result = round_of(tmp_path, "no-such-program-perfbot")
+    assert not result.ok
+    assert "exit status 127" in result.error
+
+
+def test_children_keep_nvlink_multicast_off_and_learn_their_round(tmp_path, monkeypatch):
+    monkeypatch.delenv("NCCL_NVLS_ENABLE", raising=False)
+    monkeypatch.setenv("PYTHONPATH", "/already/there")
+    env = child_env({"PYTHONPATH": "/mine"}, RoundContext(tmp_path, tmp_path / "r", "base", 4))
+    assert env["NCCL_NVLS_ENABLE"] == "0"
+    assert env["TORCH_SYMM_MEM_DISABLE_MULTICAST"] == "1"
+    assert env["NVSHMEM_DISABLE_NVLS"] == "1"
+    assert env["PYTHONPATH"] == os.pathsep.join(["/mine", "/already/there"])
+    assert (env["PERFBOT_SIDE"], env["PERFBOT_ROUND"]) == ("base", "4")

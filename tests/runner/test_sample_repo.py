@@ -1,0 +1,90 @@
+"""The sample repository: ten fixed commits, one slow allreduce, ranked first by triage, benchmarked on CPU."""
+
+from __future__ import annotations
+
+import importlib.util
+import io
+import json
+
+import git
+import pytest
+
+from bot.cli import main as cli
+from bot.core.config import load as load_config
+from bot.runner import bench
+from bot.runner.progress import Progress
+from bot.runner.sample_repo import HISTORY, SLOW_SUBJECT, build, main
+
+
+@pytest.fixture
+def sample(tmp_path, monkeypatch):
+    monkeypatch.setenv("HOME", str(tmp_path))
+    return build(tmp_path / "sample")
+
+
+def test_the_history_is_ten_commits_with_the_same_shas_everywhere(sample, tmp_path):
+    assert len(sample["commits"]) == len(HISTORY) == 10
+    again = build(tmp_path / "again")
+    assert again["commits"] == sample["commits"]
+
+
+def test_the_slow_commit_touches_the_communicator_and_the_parallel_state(sample):
+    repo = git.Repo(sample["path"])
+    slow = repo.commit(sample["slow"])
+    assert slow.message.strip() == SLOW_SUBJECT
+    assert set(slow.stats.files) == {"mini_engine/distributed/pynccl.py",
+                                     "mini_engine/distributed/parallel_state.py"}
+
+
+def test_triage_ranks_the_slow_commit_first(sample, capsys):
+    status = cli.main(["triage", "--repo", sample["path"], f"{sample['first']}..{sample['head']}",
+                       "--format", "json"])
+    assert status == 0
+    ranked = json.loads(capsys.readouterr().out)["commits"]
+    assert ranked[0]["sha"] == sample["slow"]
+    assert ranked[0]["level"] == "high"
+    assert all(commit["score"] < ranked[0]["score"] / 2 for commit in ranked[1:])
+
+
+def test_the_slow_allreduce_returns_a_copy_where_the_old_one_reduced_in_place(sample, tmp_path):
+    torch = pytest.importorskip("torch")
+    import torch.distributed as dist
+
+    repo = git.Repo(sample["path"])
+    dist.init_process_group("gloo", init_method=f"file://{tmp_path / 'pg'}", rank=0, world_size=1)
+    try:
+        for sha, in_place in ((sample["before_slow"], True), (sample["slow"], False)):
+            source = repo.git.show(f"{sha}:mini_engine/distributed/pynccl.py")
+            module_path = tmp_path / f"pynccl_{sha[:7]}.py"
+            module_path.write_text(source)
+            spec = importlib.util.spec_from_file_location(module_path.stem, module_path)
+            module = importlib.util.module_from_spec(spec)
+            spec.loader.exec_module(module)
+            tensor = torch.ones(4)
+            result = module.PyNcclCommunicator().all_reduce(tensor)
+            assert (result is tensor) is in_place
+            assert torch.equal(result, torch.ones(4))
+    finally:
+        dist.destroy_process_group()
+
+
+def test_an_ab_run_of_the_sample_on_cpu_measures_both_sides_through_its_allreduce(sample, tmp_path):
+    pytest.importorskip("torch")
+    config = load_config("bench:\n  suites:\n    verify-step:\n      kind: verify-step\n      device: cpu\n"
+                         "      world_size: 2\n      iters: 3\n      warmup_iters: 1\n      allreduce: "
+                         "mini_engine.distributed.parallel_state:tensor_model_parallel_all_reduce\n")
+    options = bench.BenchOptions(repo=sample["path"], base=sample["before_slow"], head=sample["slow"],
+                                 suites=["verify-step"], out=tmp_path / "ab.json", rounds=1, warmup=0, timeout=240)
+    (outcome,) = bench.run(options, config.bench, Progress(io.StringIO()))
+    data = json.loads(outcome.path.read_text())
+    assert outcome.status == "complete", [r["error"] for r in data["rounds"]]
+    assert [r["side"] for r in data["rounds"]] == ["base", "head"]
+    assert "verify_eager_ms" in data["metrics"] and "verify_graph_ms" not in data["metrics"]
+
+
+def test_the_script_prints_its_manifest_and_refuses_a_used_folder(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("HOME", str(tmp_path))
+    assert main([str(tmp_path / "s")]) == 0
+    assert json.loads(capsys.readouterr().out)["slow"]
+    assert main([str(tmp_path / "s")]) == 2
+    assert "not empty" in capsys.readouterr().err
