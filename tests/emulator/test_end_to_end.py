@@ -22,7 +22,9 @@ NUMBER = 2
 
 @pytest.fixture
 def bot(emulator, database_url, tmp_path, app_key):
-    emulator.add_repo(live.REPO, live.DEFAULT_BRANCH).files[(live.DEFAULT_BRANCH, CONFIG_PATH)] = diffs.BASE_CONFIG
+    emulator.add_repo(live.REPO, live.DEFAULT_BRANCH).files[(live.DEFAULT_BRANCH, CONFIG_PATH)] = (
+        diffs.BASE_CONFIG
+    )
     emulator.add_pull(live.REPO, NUMBER, SHA_1, diffs.HIGH)
     running = live.start(emulator, database_url, f"sqlite:///{tmp_path / 'queue.db'}", app_key)
     yield running
@@ -192,3 +194,27 @@ def big_diff(files: int, lines_per_file: int) -> str:
             f"@@ -1,0 +1,{lines_per_file} @@ def forward(self):\n{body}"
         )
     return "".join(sections)
+
+
+def test_an_installation_token_about_to_expire_is_renewed_by_itself(bot, emulator):
+    emulator.token_lifetime_s = 15  # inside PyGithub's 20 s renewal margin: renewed before each use
+    bot.deliver("pull_request", opened())
+    bot.wait_done(1)
+    emulator.add_pull(live.REPO, NUMBER, SHA_2, diffs.MEDIUM)
+    bot.deliver("pull_request", opened(SHA_2, "synchronize"))
+    bot.wait_done(2)
+    assert len(emulator.issued_tokens) >= 2
+    assert len(emulator.comments_on(live.REPO, NUMBER)) == 1
+
+
+def test_the_sticky_comment_is_found_past_the_first_page_of_comments(bot, emulator):
+    bot.deliver("pull_request", opened())
+    bot.wait_done(1)
+    template = emulator.comments_on(live.REPO, NUMBER)[0]
+    for i in range(45):  # older human comments sort first: the bot's comment moves to page 2
+        emulator.comments[1 + i] = {**template, "id": 1 + i, "body": f"human comment {i}"}
+    emulator.add_pull(live.REPO, NUMBER, SHA_2, diffs.MEDIUM)
+    bot.deliver("pull_request", opened(SHA_2, "synchronize"))
+    bot.wait_done(2)
+    ours = [c for c in emulator.comments_on(live.REPO, NUMBER) if c["body"].startswith(MARKER)]
+    assert len(ours) == 1 and "**medium**" in ours[0]["body"]

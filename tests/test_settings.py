@@ -1,0 +1,50 @@
+"""PERFBOT_* settings: defaults, rotation list, modes and one-line errors."""
+
+import pytest
+
+from bot.settings import Settings, SettingsError, queue_file_beside
+
+
+def test_the_defaults_are_the_embedded_single_process_setup():
+    settings = Settings.from_env({})
+    assert settings.database_url == "sqlite:///perfbot.db"
+    assert settings.resolved_queue_url == "sqlite:///perfbot.queue.db"
+    assert settings.github_api_url == "https://api.github.com" and settings.mode == "none"
+
+
+def test_several_webhook_secrets_are_read_for_rotation():
+    assert Settings.from_env({"PERFBOT_WEBHOOK_SECRET": "new, old ,"}).webhook_secrets == ("new", "old")
+
+
+def test_app_mode_needs_the_id_and_the_key(tmp_path):
+    key = tmp_path / "app.pem"
+    key.write_text("-----BEGIN PRIVATE KEY-----\n...")
+    settings = Settings.from_env({"PERFBOT_APP_ID": "12", "PERFBOT_PRIVATE_KEY_PATH": str(key)})
+    assert settings.mode == "app" and settings.app_id == 12
+    with pytest.raises(SettingsError, match="must be set together"):
+        Settings.from_env({"PERFBOT_APP_ID": "12"})
+
+
+def test_token_mode_and_an_enterprise_api_url():
+    settings = Settings.from_env(
+        {"PERFBOT_GITHUB_TOKEN": "ghp_x", "PERFBOT_GITHUB_API_URL": "https://ghe.example/api/v3/"}
+    )
+    assert settings.mode == "token" and settings.github_api_url == "https://ghe.example/api/v3"
+
+
+@pytest.mark.parametrize(
+    "env,message",
+    [
+        ({"PERFBOT_APP_ID": "twelve"}, "PERFBOT_APP_ID"),
+        ({"PERFBOT_QUEUE_URL": "amqp://x"}, "PERFBOT_QUEUE_URL"),
+        ({"PERFBOT_PRIVATE_KEY_PATH": "/nonexistent/key.pem"}, "cannot read"),
+    ],
+)
+def test_malformed_settings_name_the_variable(env, message):
+    with pytest.raises(SettingsError, match=message):
+        Settings.from_env(env)
+
+
+def test_the_queue_file_sits_beside_a_sqlite_database():
+    assert queue_file_beside("sqlite:////var/lib/perfbot/bot.db") == "/var/lib/perfbot/bot.queue.db"
+    assert queue_file_beside("postgresql://db/perfbot") == "perfbot.queue.db"
