@@ -15,7 +15,7 @@ from . import speculation
 from .envdiff import EnvDifference, flatten
 from .markdown import clip, escape_md, number, percent
 from .results import SIDES, Results
-from .stats import MIN_ROUNDS, OUTLIER_MADS, Comparison, MetricJudgement
+from .stats import MAX_EXTRA_ROUNDS, MIN_ROUNDS, OUTLIER_MADS, Comparison, MetricJudgement
 
 MAX_MARKDOWN_CHARS = 60_000  # GitHub refuses comments over 65,536; leave room for a wrapper
 MAX_METRIC_ROWS = 40
@@ -55,6 +55,8 @@ def headline(comparison: Comparison, subject: str = "This PR") -> str:
     if verdict == "inconclusive":
         extra = comparison.extra_rounds
         more = f": about {extra} more per side would likely decide" if extra else ""
+        if extra and extra >= MAX_EXTRA_ROUNDS:
+            more = f": the noisiest metrics would need more than {MAX_EXTRA_ROUNDS} more per side"
         return f"Inconclusive after {rounds} rounds per side{more}"
     margin = comparison.settings.min_effect
     return f"No change beyond ±{margin:.0%} in {len(metrics)} metrics ({rounds} rounds per side)"
