@@ -1,0 +1,93 @@
+"""`perfbot bench run` from the command line: exit codes and one-line errors."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from bot.cli.main import main
+from bot.runner import fingerprint
+
+BENCH_SH = 'echo "PERFBOT_METRIC step_ms=$(cat speed.txt) unit=ms better=lower"\n'
+
+
+@pytest.fixture
+def repo(git_builder, monkeypatch):
+    monkeypatch.setattr(fingerprint, "python_stack", lambda python: {})  # seconds of torch import, tested elsewhere
+    monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
+    base = git_builder.commit("base", {"bench.sh": BENCH_SH, "speed.txt": "10\n"})
+    head = git_builder.commit("head", {"speed.txt": "20\n"})
+    return git_builder, base, head
+
+
+def bench_run(builder, *args):
+    return main(["bench", "run", "--repo", str(builder.root), "--quiet", *args])
+
+
+def test_a_successful_run_exits_0_and_writes_the_results(repo, tmp_path, capsys):
+    builder, base, head = repo
+    out = tmp_path / "r.json"
+    status = bench_run(builder, "--base", base, "--head", head, "--suite", "command", "--command", "bash bench.sh",
+                       "--rounds", "1", "--warmup", "0", "--out", str(out), "--repo-name", "acme/engine")
+    assert status == 0
+    data = json.loads(out.read_text())
+    assert data["repo"] == "acme/engine"
+    assert [r["metrics"]["step_ms"] for r in data["rounds"]] == [10.0, 20.0]
+    assert "2 round(s) measured, 0 failed, complete" in capsys.readouterr().err
+
+
+def test_failed_rounds_exit_1_with_a_clear_message_and_partial_results(repo, tmp_path, capsys):
+    builder, base, head = repo
+    out = tmp_path / "r.json"
+    status = bench_run(builder, "--base", base, "--head", head, "--suite", "command", "--command", "exit 9",
+                       "--rounds", "1", "--warmup", "0", "--out", str(out))
+    assert status == 1
+    assert "0 round(s) measured, 2 failed, failed (no round was measured successfully)" in capsys.readouterr().err
+    assert all(not r["ok"] for r in json.loads(out.read_text())["rounds"])
+
+
+def test_the_suites_come_from_the_config_at_the_base_revision(repo, tmp_path):
+    builder, _, _ = repo
+    config = "bench:\n  rounds: 1\n  warmup: 0\n  suites:\n    mine:\n      kind: command\n      command: bash bench.sh\n"
+    base = builder.commit("config", {".github/perfbot.yml": config})
+    head = builder.commit("head changes the config", {".github/perfbot.yml": config.replace("bash bench.sh", "exit 1")})
+    out = tmp_path / "r.json"
+    assert bench_run(builder, "--base", base, "--head", head, "--suite", "mine", "--out", str(out)) == 0
+    assert len(json.loads(out.read_text())["rounds"]) == 2
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["--suite", "nope"], "unknown suite 'nope'"),
+    (["--suite", "command"], "suite 'command' needs --command"),
+    (["--suite", "sglang-eagle3"], "suite 'sglang-eagle3' needs bench.suites.sglang-eagle3"),
+    (["--suite", "command", "--command", "true", "--rounds", "0"], "expected a positive integer"),
+    (["--suite", "command", "--command", "true", "--timeout", "-3"], "expected a positive number"),
+])
+def test_bad_arguments_exit_2_with_one_line(repo, tmp_path, capsys, args, message):
+    builder, base, head = repo
+    assert bench_run(builder, "--base", base, "--head", head, "--out", str(tmp_path / "r.json"), *args) == 2
+    error = capsys.readouterr().err
+    assert message in error and error.count("\n") == 1
+    assert not (tmp_path / "r.json").exists()
+
+
+def test_a_bad_revision_exits_2(repo, tmp_path, capsys):
+    builder, base, _ = repo
+    assert bench_run(builder, "--base", base, "--head", "nope", "--suite", "verify-step") == 2
+    assert "unknown revision 'nope'" in capsys.readouterr().err
+
+
+def test_a_dirty_work_tree_exits_2(repo, capsys):
+    builder, base, head = repo
+    (builder.root / "speed.txt").write_text("5\n")
+    assert bench_run(builder, "--base", base, "--head", head, "--suite", "verify-step") == 2
+    assert "uncommitted changes" in capsys.readouterr().err
+
+
+def test_a_config_that_does_not_validate_exits_2(repo, tmp_path, capsys):
+    builder, base, head = repo
+    config = tmp_path / "c.yml"
+    config.write_text("bench:\n  suites:\n    x:\n      kind: verify-step\n      world_size: -1\n")
+    assert bench_run(builder, "--base", base, "--head", head, "--suite", "x", "--config", str(config)) == 2
+    assert "bench.suites.x.verify-step.world_size" in capsys.readouterr().err
