@@ -53,12 +53,12 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def start_server(workdir: Path, extra_env: dict[str, str], threads: int = 8) -> tuple[subprocess.Popen, str]:
+def start_server(workdir: Path, extra_env: dict[str, str], workers: int = 1) -> tuple[subprocess.Popen, str]:
     port = free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith("PERFBOT_")}
     env.update(PERFBOT_WEBHOOK_SECRET=SECRET, PERFBOT_LOG_LEVEL="WARNING", PYTHONPATH=str(ROOT), **extra_env)
     process = subprocess.Popen(
-        [sys.executable, "-m", "bot", "serve", "--port", str(port), "--threads", str(threads)],
+        [sys.executable, "-m", "bot", "serve", "--port", str(port), "--workers", str(workers)],
         cwd=workdir,
         env=env,
         stdout=subprocess.DEVNULL,
@@ -175,6 +175,21 @@ def load(base: str, rate: float, seconds: float, senders: int) -> dict:
     }
 
 
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU of a process and its descendants (the gunicorn master and its workers)."""
+    tick = os.sysconf("SC_CLK_TCK")
+    total, todo = 0.0, [pid]
+    while todo:
+        current = todo.pop()
+        try:
+            fields = Path(f"/proc/{current}/stat").read_text().rsplit(")", 1)[1].split()
+            total += (int(fields[11]) + int(fields[12])) / tick
+            todo += [int(c) for c in Path(f"/proc/{current}/task/{current}/children").read_text().split()]
+        except (OSError, IndexError):
+            continue
+    return total
+
+
 def processed(db: Path) -> tuple[int, int, int]:
     """(deliveries done, deliveries attempted more than once, repositories recorded)."""
     with sqlite3.connect(db) as connection:
@@ -184,13 +199,18 @@ def processed(db: Path) -> tuple[int, int, int]:
     return done, again, repos
 
 
-def intake_benchmark(rate: float, seconds: float) -> dict:
+def intake_benchmark(rate: float, seconds: float, workers: int) -> dict:
     with tempfile.TemporaryDirectory() as tmp:
-        process, base = start_server(Path(tmp), {})
+        process, base = start_server(Path(tmp), {}, workers)
         try:
+            cpu_before = cpu_seconds(process.pid)
             figures = load(base, rate, seconds, senders=16)
             db = Path(tmp) / "perfbot.db"
             wait_for(lambda: processed(db)[0] >= figures["accepted"], timeout=300, interval=0.5)
+            figures["server_cpu_ms_per_delivery"] = (
+                (cpu_seconds(process.pid) - cpu_before) * 1000 / figures["sent"]
+            )
+            figures["load_average"] = os.getloadavg()[0]
             figures["done"], figures["retried"], figures["repositories"] = processed(db)
         finally:
             stop(process)
@@ -264,10 +284,11 @@ def main() -> int:
     parser.add_argument("--seconds", type=float, default=60.0)
     parser.add_argument("--reviews", type=int, default=20)
     parser.add_argument("--diff-lines", type=int, default=5000)
+    parser.add_argument("--workers", type=int, default=1, help="perfbot serve --workers (default 1)")
     args = parser.parse_args()
     github_data.ensure()
 
-    intake = intake_benchmark(args.rate, args.seconds)
+    intake = intake_benchmark(args.rate, args.seconds, args.workers)
     print(
         f"intake: {intake['sent']} deliveries at {args.rate:g}/s for {args.seconds:g} s"
         f" on {os.cpu_count()} CPUs"
@@ -279,6 +300,10 @@ def main() -> int:
     print(
         f"  accepted {intake['accepted']}, non-2xx {intake['non_2xx']}, processed {intake['done']}, "
         f"attempted twice {intake['retried']}, repositories recorded {intake['repositories']}"
+    )
+    print(
+        f"  server CPU per delivery (intake + processing): {intake['server_cpu_ms_per_delivery']:.2f} ms; "
+        f"load average at the end: {intake['load_average']:.1f}"
     )
     review = review_benchmark(args.reviews, args.diff_lines)
     print(
