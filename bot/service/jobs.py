@@ -29,6 +29,8 @@ def process(delivery_id: int, services: Services, router: Router) -> str:
     token = current_delivery.set(delivery.guid)
     try:
         router.dispatch(delivery.event, json.loads(delivery.payload), services)
+    except (KeyError, TypeError) as error:  # a payload without the fields its event must have
+        return _failed(store, delivery_id, MAX_ATTEMPTS, error)
     except Exception as error:
         return _failed(store, delivery_id, delivery.attempts, error)
     finally:

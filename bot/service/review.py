@@ -64,8 +64,8 @@ def on_pull_request(payload: dict, services: Services) -> None:
     if pr.get("state") != "open" or pr.get("draft"):
         return
     ref = PullRef.from_payload(payload)
-    github = services.github.for_installation(ref.installation_id)
     try:
+        github = services.github.for_installation(ref.installation_id)
         if github.pull_head_sha(ref.repo, ref.number) != ref.head_sha:
             log.info("superseded by a newer push; skipped", extra={"repo": ref.repo, "pr": ref.number})
             return

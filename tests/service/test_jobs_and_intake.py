@@ -110,3 +110,25 @@ def test_a_delivery_held_by_a_live_worker_is_not_taken_twice():
     assert jobs.process(1, services, recorder.router) == "skipped"
     services.now = lambda: NOW + timedelta(seconds=jobs.LEASE_S + 1)
     assert jobs.process(1, services, recorder.router) == "done"
+
+
+def test_a_payload_missing_its_fields_fails_at_once_without_retries():
+    services = make()
+    router = Router()
+
+    @router.register("pull_request", "opened")
+    def needs_fields(payload, services):
+        payload["pull_request"]["number"]
+
+    intake.accept(
+        services.store,
+        services.queue,
+        router,
+        hook_id="1",
+        guid="g",
+        event="pull_request",
+        payload={"action": "opened"},
+        body=b'{"action": "opened"}',
+    )
+    assert jobs.process(1, services, router) == "failed"
+    assert services.store.deliveries[1]["error"].startswith("KeyError")

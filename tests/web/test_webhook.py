@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from bot.settings import Settings
 from bot.web.app import create_app
@@ -187,3 +189,20 @@ def test_without_a_configured_secret_every_delivery_is_refused(database_url, tmp
     app, runtime = make_app(database_url, tmp_path, secrets=())
     assert deliver(app.test_client(), "pull_request", PR_OPENED).status_code == 503
     assert stored(runtime) == 0
+
+
+@pytest.fixture(scope="module")
+def sqlite_client(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("fuzz")
+    app, runtime = make_app(f"sqlite:///{tmp / 'perfbot.db'}", tmp)
+    return app.test_client()
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    body=st.one_of(st.binary(max_size=300), st.from_regex(rb"\A[\[\]{}\"a-z0-9:, ]{0,200}\Z")),
+    event=st.sampled_from(["pull_request", "installation", "ping", "push", "x" * 81]),
+)
+def test_any_signed_body_is_answered_without_a_server_error(sqlite_client, body, event):
+    response = post(sqlite_client, body, headers(event, body))
+    assert response.status_code in (200, 202, 400)
