@@ -16,11 +16,12 @@ SWEEP_TASK = "perfbot.requeue_stale"
 
 
 def build_huey(url: str) -> Huey:
+    """Results are not kept: outcomes live in the store, and kept results would pile up forever."""
     if url.startswith(("redis://", "rediss://")):
-        return RedisHuey("perfbot", url=url)
+        return RedisHuey("perfbot", url=url, results=False)
     if url.startswith("sqlite:///"):
         return Huey("perfbot", storage_class=WalNormalSqliteStorage, filename=url.removeprefix("sqlite:///"),
-                    timeout=30)
+                    timeout=30, results=False)
     raise ValueError(f"unsupported queue URL {url.split(':', 1)[0]}:... (expected redis:// or sqlite:///)")
 
 

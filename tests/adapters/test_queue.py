@@ -11,12 +11,14 @@ from tests.support.github_emulator import wait_for
 
 
 def run_through(queue: HueyQueue) -> list[int]:
+    """Enqueue three jobs that return a value, consume them, and give back what ran."""
     done: list[int] = []
     lock = threading.Lock()
 
-    def process(delivery_id: int) -> None:
+    def process(delivery_id: int) -> str:
         with lock:
             done.append(delivery_id)
+        return "done"
 
     queue.bind(process, lambda: None)
     for delivery_id in (1, 2, 3):
@@ -74,3 +76,9 @@ def test_a_failing_job_is_retried_by_the_queue(tmp_path):
 def test_an_unknown_queue_url_is_refused():
     with pytest.raises(ValueError, match="unsupported queue URL"):
         build_huey("amqp://localhost")
+
+
+def test_finished_jobs_leave_nothing_behind_in_the_queue(tmp_path):
+    queue = HueyQueue(f"sqlite:///{tmp_path / 'q.db'}")
+    run_through(queue)
+    assert queue.huey.storage.result_store_size() == 0 and queue.pending() == 0
