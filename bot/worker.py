@@ -40,14 +40,14 @@ def build(
     queue = HueyQueue(settings.resolved_queue_url, retry_delay=retry_delay)
     services = Services(store=store, github=github or PyGithubFactory(settings), queue=queue)
     queue.bind(
-        lambda delivery_id: jobs.process(delivery_id, services, router), lambda: jobs.requeue_stale(services)
+        lambda delivery_id: jobs.process(delivery_id, services, router), lambda: jobs.housekeeping(services)
     )
     return Runtime(settings, services, queue, router, store)
 
 
 def run_forever(runtime: Runtime, workers: int = 4) -> None:
     """`perfbot worker`: consume until SIGTERM/SIGINT, after sweeping deliveries lost earlier."""
-    jobs.requeue_stale(runtime.services)
+    jobs.housekeeping(runtime.services)
     consumer = runtime.queue.consumer(workers=workers, in_process=True)
     stopping = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):

@@ -14,6 +14,8 @@ log = logging.getLogger("perfbot.jobs")
 
 LEASE_S = 600.0  # a worker that has not finished a delivery in this long is presumed dead
 MAX_ATTEMPTS = 6
+PAYLOAD_KEPT_S = 2 * 86_400  # long enough to debug a failed delivery
+DEDUPE_WINDOW_S = 35 * 86_400  # GitHub lets a delivery be redelivered for up to 30 days
 
 
 def process(delivery_id: int, services: Services, router: Router) -> str:
@@ -58,3 +60,9 @@ def requeue_stale(services: Services, older_than_s: float = LEASE_S) -> int:
     if stale:
         log.warning("re-enqueued stale deliveries", extra={"count": len(stale)})
     return len(stale)
+
+
+def housekeeping(services: Services) -> None:
+    """The minutely sweep: re-enqueue lost deliveries, shed old payloads, forget old GUIDs."""
+    requeue_stale(services)
+    services.store.prune_deliveries(services.now(), PAYLOAD_KEPT_S, DEDUPE_WINDOW_S)

@@ -96,6 +96,10 @@ class Store(ABC):
     def delivery_counts(self) -> dict[str, int]: ...
 
     @abstractmethod
+    def prune_deliveries(self, now: datetime, drop_payload_after_s: float, forget_after_s: float) -> int:
+        """Empty the payloads of finished deliveries, then forget them (the dedupe window ends)."""
+
+    @abstractmethod
     def replace_installation(self, installation_id: int, repos: list[Repository]) -> None: ...
 
     @abstractmethod

@@ -44,7 +44,7 @@ def _start_consumer(consumers: int):
         runtime = worker.wsgi.extensions["perfbot"]
         if not runtime.queue.embedded:
             return  # Redis: `perfbot worker` processes consume
-        jobs.requeue_stale(runtime.services)
+        jobs.housekeeping(runtime.services)
         consumer = runtime.queue.consumer(workers=consumers, in_process=True)
         consumer.start()
         worker.perfbot_consumer = consumer

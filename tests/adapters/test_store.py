@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from sqlalchemy import inspect
+from sqlalchemy import inspect, text
 
 from bot.adapters.store import migrate
 from bot.adapters.store.sql import SqlStore
@@ -89,3 +89,18 @@ def test_migrating_twice_changes_nothing(store):
 
 def test_the_database_answers_a_ping(store):
     store.ping()
+
+
+def test_old_finished_deliveries_shed_their_payload_then_are_forgotten(store):
+    done = store.claim_delivery("9", "old", "pull_request", "opened", b'{"big": "payload"}')
+    pending = store.claim_delivery("9", "waiting", "pull_request", "opened", b"{}")
+    store.finish_delivery(done, "done")
+    later = datetime.now(UTC) + timedelta(days=3)
+    assert store.prune_deliveries(later, drop_payload_after_s=86_400, forget_after_s=30 * 86_400) == 0
+    with store.engine.connect() as connection:
+        payloads = dict(connection.execute(text("SELECT guid, payload FROM deliveries")).all())
+    assert bytes(payloads["old"]) == b"" and bytes(payloads["waiting"]) == b"{}"
+    assert store.claim_delivery("9", "old", "pull_request", "opened", b"{}") is None, "still deduplicated"
+    assert store.prune_deliveries(later + timedelta(days=40), 86_400, 30 * 86_400) == 1
+    assert store.claim_delivery("9", "old", "pull_request", "opened", b"{}") is not None
+    assert store.start_delivery(pending, later, 60) is not None

@@ -129,6 +129,13 @@ class FakeStore(Store):
             if d["status"] == "pending" and ((d["started"] or d["received"]) < cutoff)
         ]
 
+    def prune_deliveries(self, now, drop_payload_after_s, forget_after_s):
+        old = [i for i, d in self.deliveries.items()
+               if d["status"] != "pending" and d["received"] < now - timedelta(seconds=forget_after_s)]
+        for i in old:
+            del self.deliveries[i]
+        return len(old)
+
     def delivery_counts(self):
         counts: dict[str, int] = {}
         for d in self.deliveries.values():

@@ -132,3 +132,13 @@ def test_a_payload_missing_its_fields_fails_at_once_without_retries():
     )
     assert jobs.process(1, services, router) == "failed"
     assert services.store.deliveries[1]["error"].startswith("KeyError")
+
+
+def test_housekeeping_requeues_lost_work_and_forgets_old_deliveries():
+    services, recorder = make(), Recorder()
+    accept(services, recorder, guid="lost")
+    accept(services, recorder, guid="finished")
+    services.store.finish_delivery(2, "done")
+    services.now = lambda: NOW + timedelta(days=400)
+    jobs.housekeeping(services)
+    assert services.queue.jobs == [1, 2, 1] and list(services.store.deliveries) == [1]

@@ -156,6 +156,24 @@ class SqlStore(Store):
         with self._session() as session:
             return list(session.scalars(query))
 
+    def prune_deliveries(self, now, drop_payload_after_s, forget_after_s) -> int:
+        finished = DeliveryRow.status != PENDING
+        drop = (
+            update(DeliveryRow)
+            .where(
+                finished,
+                DeliveryRow.received_at < now - timedelta(seconds=drop_payload_after_s),
+                func.length(DeliveryRow.payload) > 0,
+            )
+            .values(payload=b"")
+        )
+        forget = delete(DeliveryRow).where(
+            finished, DeliveryRow.received_at < now - timedelta(seconds=forget_after_s)
+        )
+        with self.engine.begin() as connection:
+            connection.execute(drop)
+            return connection.execute(forget).rowcount
+
     def delivery_counts(self) -> dict[str, int]:
         query = select(DeliveryRow.status, func.count()).group_by(DeliveryRow.status)
         with self._session() as session:
