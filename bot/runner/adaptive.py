@@ -1,45 +1,47 @@
 """When to stop adding rounds: the one place the adaptive-rounds rule lives.
 
-`should_continue` is called after every ABBA pair once the minimum number of rounds is reached.
-Until the statistics core (``bot.core.stats``) offers its judge, it applies an interim rule per
-metric, on the successful rounds of each side:
-
-- **decided** when the two sides' ranges ``[min, max]`` do not overlap (a clear change), or when
-  the medians differ by less than ``tolerance`` (1% by default) of the base median (no change
-  worth more rounds);
-- otherwise **inconclusive**.
-
-It keeps going while any metric is inconclusive, and never past ``max_rounds`` per side. Replacing
-the rule with the statistics core's verdict means changing only `is_inconclusive`.
+`should_continue` is asked after every ABBA pair. Below the minimum it always says go on; at the
+maximum it says stop. In between it asks the statistics core (`bot.core.stats.judge`, the same
+judgement `perfbot compare` makes) about each metric, at a significance level divided over the
+looks the run may take (`stats.alpha_per_look`), so that peeking after every pair does not raise the
+false-alarm rate. It goes on while some metric is *inconclusive* and the core estimates that the
+rounds still allowed could decide it; a metric that would need more rounds than the cap allows (an
+eager timing drowned in host noise, say) does not keep the GPUs busy in vain.
 """
 
 from __future__ import annotations
 
-import statistics
 from collections.abc import Mapping, Sequence
+from typing import NamedTuple
 
-DEFAULT_TOLERANCE = 0.01
+from bot.core import stats
+
+# Enough resamples for a stop/go decision after every pair; the final verdict uses compare's own.
+_RESAMPLES = 500
 
 
-def should_continue(samples: Mapping[str, tuple[Sequence[float], Sequence[float]]], rounds_done: int,
-                    min_rounds: int, max_rounds: int, tolerance: float = DEFAULT_TOLERANCE) -> bool:
-    """Whether to run another pair of rounds.
+class MetricSamples(NamedTuple):
+    base: Sequence[float]
+    head: Sequence[float]
+    better: str
 
-    ``samples`` maps each metric to its (base values, head values) so far; ``rounds_done`` counts
-    rounds per side, failed ones included, so a failing suite cannot run forever.
-    """
+
+def should_continue(samples: Mapping[str, MetricSamples], rounds_done: int, min_rounds: int,
+                    max_rounds: int) -> bool:
+    """Whether to run another pair of rounds; ``rounds_done`` counts rounds per side, failed ones
+    included, so a failing suite cannot run forever."""
     if rounds_done < min_rounds:
         return True
     if rounds_done >= max_rounds:
         return False
-    return any(is_inconclusive(base, head, tolerance) for base, head in samples.values())
+    alpha = stats.alpha_per_look(stats.DEFAULT_ALPHA, max_rounds - min_rounds + 1)
+    return any(worth_more_rounds(name, metric, alpha, max_rounds - rounds_done)
+               for name, metric in samples.items())
 
 
-def is_inconclusive(base: Sequence[float], head: Sequence[float], tolerance: float) -> bool:
-    if len(base) < 2 or len(head) < 2:
-        return True
-    if max(base) < min(head) or max(head) < min(base):
+def worth_more_rounds(name: str, metric: MetricSamples, alpha: float, rounds_left: int) -> bool:
+    judgement = stats.judge(metric.base, metric.head, metric.better, alpha=alpha, name=name,
+                            n_resamples=_RESAMPLES)
+    if judgement.verdict != "inconclusive" or judgement.extra_rounds is None:
         return False
-    base_median = statistics.median(base)
-    scale = abs(base_median) or 1.0
-    return abs(statistics.median(head) - base_median) / scale >= tolerance
+    return judgement.extra_rounds <= rounds_left

@@ -208,11 +208,14 @@ def measure(p: Plan, suite: Suite, trees: dict[str, Path], results: ResultsFile,
     return None
 
 
-def samples(results: ResultsFile) -> dict[str, tuple[list[float], list[float]]]:
-    found: dict[str, tuple[list[float], list[float]]] = {}
-    for r in results.rounds:
-        for name, value in r["metrics"].items() if r["ok"] else ():
-            found.setdefault(name, ([], []))[r["side"] == "head"].append(value)
+def samples(results: ResultsFile) -> dict[str, adaptive.MetricSamples]:
+    """Each measured metric's round values per side, with its direction, for the adaptive rule."""
+    found: dict[str, adaptive.MetricSamples] = {}
+    for name, spec in results.metrics().items():
+        values = {side: [r["metrics"][name] for r in results.rounds
+                         if r["ok"] and r["side"] == side and name in r["metrics"]]
+                  for side in ("base", "head")}
+        found[name] = adaptive.MetricSamples(values["base"], values["head"], spec["better"])
     return found
 
 

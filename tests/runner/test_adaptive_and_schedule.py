@@ -1,12 +1,14 @@
-"""Rounds run in ABBA order, and adaptive rounds stop when the interim rule is decided."""
+"""Rounds run in ABBA order; adaptive rounds go on only while the statistics core is undecided."""
 
 from __future__ import annotations
 
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bot.runner.adaptive import should_continue
+from bot.runner.adaptive import MetricSamples, should_continue
 from bot.runner.schedule import pair_order, warmup_order
+
+QUIET_BASE = [9.26, 9.25, 9.27, 9.26, 9.26]
 
 
 def test_pairs_alternate_which_side_goes_first():
@@ -20,20 +22,34 @@ def test_warmups_alternate_sides():
 
 
 def test_rounds_continue_until_the_minimum_whatever_the_numbers():
-    assert should_continue({"t": ([1.0, 1.0], [9.0, 9.0])}, 1, min_rounds=3, max_rounds=10)
+    assert should_continue({"t": MetricSamples([1.0], [9.0], "lower")}, 1, min_rounds=3, max_rounds=10)
 
 
-def test_separated_ranges_or_equal_medians_are_decided():
-    assert not should_continue({"t": ([1.0, 1.1, 1.2], [2.0, 2.1, 2.2])}, 3, 3, 10)
-    assert not should_continue({"t": ([1.0, 1.5, 2.0], [1.0, 1.502, 2.0])}, 3, 3, 10)
+def test_a_clear_change_stops_at_the_minimum():
+    clear = MetricSamples(QUIET_BASE, [10.46, 10.35, 10.38, 10.41, 10.44], "lower")
+    assert not should_continue({"verify_ms": clear}, 5, min_rounds=5, max_rounds=20)
 
 
-def test_overlapping_ranges_with_different_medians_ask_for_more_rounds():
-    assert should_continue({"t": ([1.0, 1.5, 2.0], [1.4, 1.8, 2.4])}, 3, 3, 10)
+def test_no_change_on_quiet_rounds_stops_at_the_minimum():
+    same = MetricSamples(QUIET_BASE, [9.26, 9.27, 9.25, 9.26, 9.26], "lower")
+    assert not should_continue({"verify_ms": same}, 5, min_rounds=5, max_rounds=20)
 
 
-@given(st.dictionaries(st.text(max_size=3), st.tuples(st.lists(st.floats(0, 1e6), max_size=6),
-                                                       st.lists(st.floats(0, 1e6), max_size=6))),
+def test_a_noisy_change_asks_for_more_rounds_while_they_could_decide_it():
+    noisy = MetricSamples([9.3, 9.9, 9.1, 10.2, 9.5], [10.0, 10.3, 9.8, 10.6, 10.2], "lower")
+    assert should_continue({"verify_ms": noisy}, 5, min_rounds=5, max_rounds=30)
+
+
+def test_a_metric_that_the_cap_cannot_decide_does_not_keep_the_run_going():
+    hopeless = MetricSamples([13.3, 28.1, 21.3, 18.4, 21.1], [23.6, 26.6, 22.7, 25.7, 19.9], "lower")
+    assert not should_continue({"verify_eager_ms": hopeless}, 5, min_rounds=5, max_rounds=6)
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.dictionaries(st.text(max_size=3),
+                       st.builds(MetricSamples, st.lists(st.floats(0, 1e6), max_size=6),
+                                 st.lists(st.floats(0, 1e6), max_size=6), st.sampled_from(["lower", "higher"])),
+                       max_size=3),
        st.integers(1, 20), st.integers(1, 20))
 def test_adaptive_rounds_never_exceed_the_maximum(samples, min_rounds, max_rounds):
     max_rounds = max(min_rounds, max_rounds)
