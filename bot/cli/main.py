@@ -8,10 +8,10 @@ from bot import __version__
 from bot.adapters.git_repo import RepoError
 from bot.core.config import ConfigError
 
-from . import bench, compare, config_cmd, score, serve, triage
+from . import bench, bisect, compare, config_cmd, score, serve, triage
 from .common import Parser, UsageError
 
-VERBS = (score, triage, config_cmd, bench, compare, serve)
+VERBS = (score, triage, config_cmd, bench, compare, bisect, serve)
 
 
 def build_parser() -> Parser:

@@ -106,6 +106,17 @@ def plain_worst_case(count: int) -> int:
     return math.ceil(math.log2(count)) if count > 1 else 0
 
 
+def plain_probes(count: int, culprit: int) -> int:
+    """Probes plain halving (``git bisect`` on a linear history) makes to find the first bad
+    commit at position ``culprit`` of ``count`` candidates, BAD (the last) known bad."""
+    low, high, probes = -1, count - 1, 0
+    while high - low > 1:
+        middle = (low + high) // 2
+        probes += 1
+        low, high = (low, middle) if middle >= culprit else (middle, high)
+    return probes
+
+
 def _bounds(commits: Sequence[str], known: Mapping[str, Outcome]) -> tuple[int, int]:
     """(last ok position before the first bad, first bad position); -1 stands for GOOD."""
     high = next((i for i, sha in enumerate(commits) if known.get(sha) == "bad"), len(commits) - 1)

@@ -12,13 +12,14 @@ Each run is an ordinary `perfbot bench run` whose results file stays in the outp
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 
 from bot.adapters import git_repo
 from bot.core import bisect_report, bisection, profiles, results, ruleset, stats, triage
 from bot.core.bisect_report import BisectError, BisectReport, Measurement, Suspect
 from bot.core.config import RepoConfig
+from bot.core.markdown import percent
 
 from . import bench
 from .progress import Progress
@@ -94,7 +95,7 @@ def _conclude(step: bisection.Step, order: list[str], suspects: dict[str, Suspec
                                                   why, path))
     report.culprit, report.parent = culprit, parent
     report.plain_probes = bisection.plain_probes(len(order), order.index(culprit.sha))
-    change = bisect_report.percent(judged.change if judged else None)
+    change = percent(judged.change if judged else None)
     verdict = "confirmed" if outcome == "bad" else "NOT confirmed against its parent"
     report.conclusion = (f"first bad commit {culprit.sha[:10]} ({culprit.subject}): {chosen.name} "
                          f"{change} against its parent, {verdict}")
@@ -139,4 +140,4 @@ class _Runner:
         spec = loaded.metrics[name]
         judged = stats.judge(*values, better=spec.better, min_effect=self.options.min_effect,
                              alpha=self.options.alpha, name=name, unit=spec.unit)
-        return replace(judged), str(path)
+        return judged, str(path)

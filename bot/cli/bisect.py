@@ -1,0 +1,76 @@
+"""`perfbot bisect`: the first bad commit of GOOD..BAD, measured, most suspicious commits first."""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+from pathlib import Path
+
+from bot.core import bisect_report, stats
+from bot.core.bisect_report import BisectError
+from bot.runner import bench
+from bot.runner.bisect import BisectOptions, bisect
+from bot.runner.progress import Progress
+from bot.runner.suites.base import SuiteError
+
+from .bench import bench_config, non_negative_int, positive_float, positive_int
+from .common import FORMATS, UsageError, print_json
+
+
+def setup(subparsers) -> None:
+    parser = subparsers.add_parser(
+        "bisect", help="find the commit of GOOD..BAD that made a benchmark slower",
+        description="Benchmark GOOD against BAD, then bisect the range on this machine, measuring the "
+                    "commits the risk ranking suspects first, and confirm the culprit against its parent.")
+    parser.add_argument("good", metavar="GOOD", help="a revision without the regression")
+    parser.add_argument("bad", metavar="BAD", help="a revision with it")
+    parser.add_argument("--repo", default=".", metavar="PATH", help="the git repository (default: .)")
+    parser.add_argument("--suite", required=True, metavar="NAME", help="the benchmark suite to run")
+    parser.add_argument("--metric", metavar="NAME",
+                        help="metric to bisect on (default: the one that regressed most from GOOD to BAD)")
+    parser.add_argument("--rounds", type=positive_int, metavar="N", help="counted rounds per side and run")
+    parser.add_argument("--max-rounds", type=positive_int, metavar="N",
+                        help="add rounds while a run is inconclusive, up to N per side")
+    parser.add_argument("--warmup", type=non_negative_int, metavar="N",
+                        help="uncounted warm-up rounds per side")
+    parser.add_argument("--timeout", type=positive_float, metavar="S", help="seconds one round may take")
+    parser.add_argument("--command", metavar="CMD", help="the command of the built-in 'command' suite")
+    parser.add_argument("--config", metavar="FILE", help="config (YAML); default: the one committed at GOOD")
+    parser.add_argument("--out", default="perfbot-bisect", metavar="DIR",
+                        help="folder for the results file of every run (default: ./perfbot-bisect)")
+    parser.add_argument("--min-effect", type=float, default=stats.DEFAULT_MIN_EFFECT * 100, metavar="PCT",
+                        help="smallest change that counts, in percent (default 2)")
+    parser.add_argument("--alpha", type=float, default=stats.DEFAULT_ALPHA, metavar="A",
+                        help="false-alarm rate of each judgement (default 0.01)")
+    parser.add_argument("--allow-dirty", action="store_true", help="run even if the work tree has changes")
+    parser.add_argument("--python", metavar="PATH", help="interpreter the fingerprint asks for versions")
+    parser.add_argument("--format", choices=FORMATS, default="text")
+    parser.add_argument("--quiet", action="store_true", help="no progress lines")
+    parser.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    options = BisectOptions(
+        repo=Path(args.repo), good=args.good, bad=args.bad, suite=args.suite, out=Path(args.out),
+        metric=args.metric, rounds=args.rounds, max_rounds=args.max_rounds, warmup=args.warmup,
+        timeout=args.timeout, command=args.command, allow_dirty=args.allow_dirty, python=args.python,
+        min_effect=args.min_effect / 100, alpha=args.alpha)
+    config = bench_config(args.config, bench.BenchOptions(repo=options.repo, base=args.good, head=None,
+                                                          suites=[], out=options.out))
+    signal.signal(signal.SIGTERM, _interrupt)
+    try:
+        report = bisect(options, config, Progress(enabled=not args.quiet))
+    except (BisectError, bench.BenchError, SuiteError) as error:
+        raise UsageError(str(error)) from None
+    if args.format == "json":
+        print_json(report.to_dict())
+    elif args.format == "markdown":
+        sys.stdout.write(bisect_report.render_markdown(report))
+    else:
+        sys.stdout.write(bisect_report.render_text(report))
+    return 0 if report.culprit is not None else 1
+
+
+def _interrupt(signum, frame) -> None:
+    raise KeyboardInterrupt

@@ -1,0 +1,190 @@
+"""What `perfbot bisect` measured and found: judging each probe, and the report a maintainer reads.
+
+Each probe benchmarks GOOD against one commit of the range. The probe is ``bad`` when the chosen
+metric regressed against GOOD, ``ok`` when it is unchanged (or better); when the statistics
+cannot decide, it is put on the side it is closer to: a change of at least half the
+GOOD..BAD regression counts as bad. A probe with no successful rounds is ``skipped`` (the commit
+did not build or run).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from .bisection import Outcome
+from .markdown import code, escape_md, percent
+from .risk import RiskReport
+from .stats import Comparison, MetricJudgement
+
+
+class BisectError(ValueError):
+    """A bisection that cannot go on (no regression to find, metric unknown)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Measurement:
+    """One benchmark run of the bisection: ``head`` against ``base``."""
+
+    purpose: str  # reference | probe | confirm
+    base: str
+    head: str
+    outcome: Outcome | None
+    verdict: str
+    ratio: float | None
+    ci: tuple[float, float] | None
+    p_value: float | None
+    results_path: str
+    why: str
+
+    def to_dict(self) -> dict:
+        return {"purpose": self.purpose, "base": self.base, "head": self.head,
+                "outcome": self.outcome, "verdict": self.verdict, "ratio": self.ratio,
+                "ci": list(self.ci) if self.ci else None, "p_value": self.p_value,
+                "results": self.results_path, "why": self.why}
+
+
+@dataclass(slots=True)
+class Suspect:
+    """A commit of the range, as triage saw it."""
+
+    sha: str
+    subject: str
+    risk: RiskReport
+
+
+@dataclass(slots=True)
+class BisectReport:
+    good: str
+    bad: str
+    suite: str
+    metric: str
+    commits: int
+    culprit: Suspect | None
+    parent: str | None
+    measurements: list[Measurement]
+    plain_probes: int | None
+    conclusion: str
+    candidates: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def probes(self) -> int:
+        return sum(1 for m in self.measurements if m.purpose == "probe")
+
+    @property
+    def confirmation(self) -> Measurement | None:
+        return next((m for m in self.measurements if m.purpose == "confirm"), None)
+
+    def to_dict(self) -> dict:
+        culprit = None
+        if self.culprit is not None:
+            culprit = {"sha": self.culprit.sha, "subject": self.culprit.subject,
+                       "parent": self.parent, "score": self.culprit.risk.score,
+                       "level": self.culprit.risk.level, "reasons": self.culprit.risk.reasons,
+                       "files": [{"path": f.path, "added": f.added, "removed": f.removed}
+                                 for f in self.culprit.risk.files]}
+        return {"good": self.good, "bad": self.bad, "suite": self.suite, "metric": self.metric,
+                "commits": self.commits, "culprit": culprit, "conclusion": self.conclusion,
+                "candidates": self.candidates,
+                "runs": {"total": len(self.measurements), "probes": self.probes,
+                         "plain_bisection_probes": self.plain_probes},
+                "measurements": [m.to_dict() for m in self.measurements], "notes": self.notes}
+
+
+def regressed_metric(reference: Comparison, wanted: str | None) -> MetricJudgement:
+    """The metric to bisect on: ``wanted``, or the one that regressed most from GOOD to BAD."""
+    by_name = {m.name: m for m in reference.metrics}
+    if wanted is not None:
+        if wanted not in by_name:
+            known = ", ".join(sorted(by_name)) or "none"
+            raise BisectError(f"metric '{wanted}' is not measured by this suite (it measures: {known})")
+        chosen = by_name[wanted]
+    else:
+        regressions = [m for m in reference.metrics if m.verdict == "regression"]
+        if not regressions:
+            raise BisectError(f"BAD is not measurably slower than GOOD on any metric "
+                              f"({_summary(reference)}): nothing to bisect")
+        chosen = max(regressions, key=lambda m: abs(m.change or 0.0))
+    if chosen.verdict != "regression":
+        raise BisectError(f"{chosen.name} did not regress from GOOD to BAD ({chosen.verdict}, "
+                          f"{percent(chosen.change)}): nothing to bisect")
+    return chosen
+
+
+def judge_probe(probe: MetricJudgement | None, reference: MetricJudgement) -> tuple[Outcome, str]:
+    """``bad`` / ``ok`` / ``skipped`` for a probe measured against GOOD, and why."""
+    if probe is None or probe.verdict == "error" or probe.ratio is None:
+        return "skipped", "no successful rounds (the commit did not build or run)"
+    if probe.verdict == "regression":
+        return "bad", f"regressed {percent(probe.change)} against GOOD"
+    if probe.verdict in ("unchanged", "improvement"):
+        return "ok", f"{probe.verdict} against GOOD ({percent(probe.change)})"
+    halfway = (reference.change or 0.0) / 2
+    worse = (probe.change or 0.0) >= halfway if halfway > 0 else (probe.change or 0.0) <= halfway
+    side = "bad" if worse else "ok"
+    return side, (f"inconclusive ({percent(probe.change)}); nearer the "
+                  f"{'regressed' if worse else 'good'} side of {percent(reference.change)}")
+
+
+def measurement(purpose: str, base: str, head: str, judged: MetricJudgement | None,
+                outcome: Outcome | None, why: str, path: str) -> Measurement:
+    ci = judged.estimate.ci if judged is not None else None
+    return Measurement(purpose, base, head, outcome, judged.verdict if judged else "error",
+                       judged.ratio if judged else None, tuple(ci) if ci else None,
+                       judged.p_value if judged else None, path, why)
+
+
+def _summary(comparison: Comparison) -> str:
+    return ", ".join(f"{m.name} {m.verdict} {percent(m.change)}" for m in comparison.metrics[:4])
+
+
+def render_text(report: BisectReport) -> str:
+    lines = [f"bisect {report.good[:10]}..{report.bad[:10]} ({report.commits} commits), "
+             f"suite {report.suite}, metric {report.metric}", "", report.conclusion]
+    if report.culprit is not None:
+        c = report.culprit
+        lines += ["", f"culprit: {c.sha}  {c.subject}", f"risk:    {c.risk.score}/100 ({c.risk.level})"]
+        lines += [f"  - {reason}" for reason in c.risk.reasons[:5]]
+        lines += [f"  {f.path} | {f.added + f.removed} (+{f.added} -{f.removed})" for f in c.risk.files]
+    lines += ["", _runs_line(report), "", "runs:"]
+    for m in report.measurements:
+        lines.append(f"  {m.purpose:<9} {m.base[:10]} -> {m.head[:10]}  {m.verdict:<12} "
+                     f"{_change(m):>22}  {m.outcome or '':<7} {m.why}")
+    lines += [f"note: {n}" for n in report.notes]
+    return "\n".join(lines) + "\n"
+
+
+def render_markdown(report: BisectReport) -> str:
+    lines = [f"### perfbot bisect: {escape_md(report.conclusion)}", "",
+             f"Range `{report.good[:10]}..{report.bad[:10]}` ({report.commits} commits), suite "
+             f"`{code(report.suite)}`, metric `{code(report.metric)}`. {_runs_line(report)}", ""]
+    if report.culprit is not None:
+        c = report.culprit
+        lines += [f"**Culprit:** `{c.sha}` {escape_md(c.subject)} "
+                  f"(risk {c.risk.score}/100, {c.risk.level})", ""]
+        lines += [f"- {escape_md(reason)}" for reason in c.risk.reasons[:5]]
+        lines += ["", "| file | + | - |", "|---|---:|---:|"]
+        lines += [f"| {escape_md(f.path)} | {f.added} | {f.removed} |" for f in c.risk.files[:50]]
+        lines.append("")
+    lines += ["| run | base | head | verdict | change (95% CI) | outcome |", "|---|---|---|---|---|---|"]
+    for m in report.measurements:
+        lines.append(f"| {m.purpose} | `{m.base[:10]}` | `{m.head[:10]}` | {m.verdict} | "
+                     f"{_change(m)} | {m.outcome or ''} |")
+    return "\n".join(lines) + "\n"
+
+
+def _runs_line(report: BisectReport) -> str:
+    line = (f"{len(report.measurements)} benchmark runs: 1 reference, {report.probes} probes"
+            + (", 1 confirmation" if report.confirmation else ""))
+    if report.plain_probes is not None:
+        line += f"; plain bisection would have needed {report.plain_probes} probes"
+    return line + "."
+
+
+def _change(m: Measurement) -> str:
+    if m.ratio is None:
+        return "–"
+    text = percent(m.ratio - 1)
+    if m.ci:
+        text += f" ({percent(m.ci[0] - 1)}..{percent(m.ci[1] - 1)})"
+    return text
