@@ -81,6 +81,9 @@ def run_command(command: Command, cwd: Path, env: dict[str, str], deadline: floa
         except subprocess.TimeoutExpired:
             kill_session(process)
             returncode = TIMED_OUT
+        except BaseException:  # interrupted (SIGTERM of a cancelled job): leave nothing running
+            kill_session(process)
+            raise
         else:
             kill_session(process)  # leftovers of a process that exited (daemons, stuck ranks)
     return Output(command.name, returncode, read_text(stdout_path), read_text(stderr_path))

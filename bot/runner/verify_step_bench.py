@@ -118,8 +118,7 @@ def launch(args: argparse.Namespace, argv: list[str]) -> int:
     workers = [subprocess.Popen([sys.executable, "-m", "bot.runner.verify_step_bench", *argv, "--worker",
                                  "--device", device, "--world-size", str(world)],
                                 env=worker_env(rank, world, port)) for rank in range(world)]
-    deadline = time.monotonic() + args.timeout
-    codes = [wait_until(worker, deadline) for worker in workers]
+    codes = wait_all(workers, time.monotonic() + args.timeout)
     if any(code != 0 for code in codes):
         print(f"verify_step_bench: worker exit codes {codes}", file=sys.stderr)
         return 1
@@ -155,14 +154,21 @@ def worker_env(rank: int, world: int, port: int) -> dict[str, str]:
     return env
 
 
-def wait_until(worker: subprocess.Popen, deadline: float) -> int:
-    try:
-        return worker.wait(timeout=max(deadline - time.monotonic(), 0.1))
-    except subprocess.TimeoutExpired:
-        worker.kill()
-        worker.wait()
-        print(f"verify_step_bench: worker {worker.pid} timed out and was killed", file=sys.stderr)
-        return -9
+def wait_all(workers: list[subprocess.Popen], deadline: float) -> list[int | None]:
+    """Exit codes of every rank. A rank that fails or a deadline that passes ends the others at
+    once: a rank whose peer died would otherwise wait in its collective until the timeout."""
+    while any(w.poll() is None for w in workers):
+        failed = any(w.returncode not in (None, 0) for w in workers)
+        if failed or time.monotonic() > deadline:
+            for worker in workers:
+                if worker.poll() is None:
+                    worker.kill()
+                    worker.wait()
+            if not failed:
+                print("verify_step_bench: timed out; the ranks were killed", file=sys.stderr)
+            break
+        time.sleep(0.05)
+    return [w.returncode for w in workers]
 
 
 # ----------------------------------------------------------------------------- worker

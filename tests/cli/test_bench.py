@@ -3,6 +3,11 @@
 from __future__ import annotations
 
 import json
+import os
+import signal
+import subprocess
+import sys
+import time
 
 import pytest
 
@@ -91,3 +96,25 @@ def test_a_config_that_does_not_validate_exits_2(repo, tmp_path, capsys):
     config.write_text("bench:\n  suites:\n    x:\n      kind: verify-step\n      world_size: -1\n")
     assert bench_run(builder, "--base", base, "--head", head, "--suite", "x", "--config", str(config)) == 2
     assert "bench.suites.x.verify-step.world_size" in capsys.readouterr().err
+
+
+def test_a_cancelled_run_kills_its_round_and_leaves_a_stopped_results_file(repo, tmp_path):
+    builder, base, head = repo
+    out, pid_file = tmp_path / "r.json", tmp_path / "round.pid"
+    env = {**os.environ, "GIT_CONFIG_NOSYSTEM": "1"}
+    process = subprocess.Popen(
+        [sys.executable, "-m", "bot", "bench", "run", "--repo", str(builder.root), "--base", base, "--head", head,
+         "--suite", "command", "--command", f"echo $$ > {pid_file}; exec sleep 60", "--warmup", "0",
+         "--rounds", "1", "--out", str(out), "--python", str(tmp_path / "no-python")],
+        env=env, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 60
+    while not pid_file.exists() or not pid_file.read_text().strip():
+        assert time.monotonic() < deadline and process.poll() is None
+        time.sleep(0.05)
+    process.send_signal(signal.SIGTERM)
+    assert process.wait(timeout=60) == 130
+    assert "interrupted" in process.stderr.read()
+    data = json.loads(out.read_text())
+    assert (data["status"], data["rounds"]) == ("stopped", [])
+    with pytest.raises(ProcessLookupError):
+        os.kill(int(pid_file.read_text()), 0)

@@ -59,3 +59,16 @@ def test_the_shape_defaults_follow_the_device():
     assert verify_step_bench.resolve_shape(parsed, "cuda").hidden == 7168
     assert verify_step_bench.resolve_shape(parsed, "cpu").hidden == 64
     assert verify_step_bench.resolve_shape(parsed, "cpu").layers == 3
+
+
+def test_when_one_rank_dies_the_others_are_ended_instead_of_waiting_for_it(tmp_path):
+    hook = tmp_path / "hooks"
+    hook.mkdir()
+    (hook / "half_broken.py").write_text(
+        "import os\nimport torch.distributed as dist\n"
+        "if os.environ['RANK'] == '1':\n    raise SystemExit(3)\n"
+        "def all_reduce(tensor):\n    dist.all_reduce(tensor)\n    return tensor\n")
+    done, out = bench(tmp_path, "--world-size", "2", "--pythonpath", str(hook), "--allreduce", "half_broken:all_reduce")
+    assert done.returncode != 0
+    assert "worker exit codes" in done.stderr and "timed out" not in done.stderr
+    assert not out.exists()
