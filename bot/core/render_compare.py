@@ -22,7 +22,7 @@ MAX_METRIC_ROWS = 40
 MAX_ENV_ROWS = 20
 MAX_ROUND_VALUES = 30
 MAX_TEXT = 300
-REPRODUCE = ("perfbot bench run --base {base} --head {head} --suite {suite} --output results.json\n"
+REPRODUCE = ("perfbot bench run --base {base} --head {head} --suite {suite} --out results.json\n"
              "perfbot compare results.json --format markdown")
 
 _ICON = {"regression": "🔴", "improvement": "🟢", "unchanged": "⚪", "inconclusive": "🟡",

@@ -91,7 +91,7 @@ def test_hostile_strings_are_escaped_everywhere_in_the_markdown():
     for raw in ("<script>", "<img", "</details><h1>", "![x]", "**boom**", "\n# heading"):
         assert re.search(r"(?<!\\)" + re.escape(raw), prose) is None, raw
     assert prose.count("<details>") == prose.count("</details>") == 2
-    assert "--suite '<img src=x onerror=alert(1)>`# heading' --output" in code
+    assert "--suite '<img src=x onerror=alert(1)>`# heading' --out" in code
     assert code.count("```") == 1
 
 
