@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import socket
@@ -14,6 +15,7 @@ import requests
 
 from bot.cli.main import main
 from bot.web.signature import sign
+from tests.support.fixtures import redis_url  # noqa: F401, F811  (a fixture)
 
 PERFBOT = [sys.executable, "-m", "bot"]
 ROOT = Path(__file__).resolve().parents[2]
@@ -94,3 +96,35 @@ def test_a_malformed_queue_url_exits_2(tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("PERFBOT_QUEUE_URL", "amqp://x")
     assert main(["worker"]) == 2
     assert "PERFBOT_QUEUE_URL" in capsys.readouterr().err
+
+
+def test_perfbot_worker_consumes_deliveries_from_redis_and_stops_on_sigterm(tmp_path, redis_url):  # noqa: F811
+    from bot.settings import Settings
+    from bot.worker import build
+    from tests.support import github_data
+    from tests.support.github_emulator import wait_for
+
+    database = f"sqlite:///{tmp_path / 'perfbot.db'}"
+    runtime = build(Settings(database_url=database, queue_url=redis_url))
+    payload = github_data.installation_event("installation", "created")
+    delivery = runtime.store.claim_delivery(
+        "1", "g-worker", "installation", "created", json.dumps(payload).encode()
+    )
+    runtime.queue.enqueue(delivery)
+    process = subprocess.Popen(
+        [*PERFBOT, "worker", "--threads", "2"],
+        cwd=tmp_path,
+        text=True,
+        env=env(PERFBOT_DATABASE_URL=database, PERFBOT_QUEUE_URL=redis_url),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+    )
+    try:
+        assert wait_for(lambda: runtime.store.delivery_counts() == {"done": 1}, timeout=60)
+    finally:
+        process.send_signal(signal.SIGTERM)
+        output, _ = process.communicate(timeout=30)
+    assert process.returncode == 0, output
+    assert {r.full_name for r in runtime.store.repositories()} == {
+        r["full_name"] for r in payload["repositories"]
+    }
