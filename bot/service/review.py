@@ -79,7 +79,11 @@ def assess(github: GitHub, ref: PullRef) -> tuple[risk.RiskReport, str | None]:
     """Score the PR's diff under the config of the default branch (never the PR head's)."""
     config, error = default_branch_config(github, ref)
     parsed = diffs.parse(github.pull_diff(ref.repo, ref.number))
-    rules = ruleset.build(config, (f.path for f in parsed.files))
+    paths = [f.path for f in parsed.files]
+    try:
+        rules = ruleset.build(config, paths)
+    except ConfigError as problem:  # valid YAML and schema, but e.g. disables a rule that does not exist
+        rules, error = ruleset.build(RepoConfig(), paths), str(problem)
     return risk.score(parsed, rules), error
 
 

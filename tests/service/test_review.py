@@ -157,3 +157,9 @@ def test_check_result_summary_is_the_review_without_the_marker(services, github)
     check = github.checks[0][1]
     assert MARKER not in check.summary and check.title.startswith("Performance risk: high")
     assert check.name == review.CHECK_NAME
+
+
+def test_a_config_naming_an_unknown_rule_falls_back_to_defaults_and_says_so(services, github):
+    github.files[(REPO, ".github/perfbot.yml", "main")] = "risk:\n  disable: [no.such-rule]\n"
+    ROUTER.dispatch("pull_request", payload(), services)
+    assert "Config problem" in github.comments[(REPO, NUMBER)][0]
