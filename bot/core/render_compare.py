@@ -13,7 +13,8 @@ from collections.abc import Iterable
 
 from . import speculation
 from .envdiff import EnvDifference, flatten
-from .markdown import clip, escape_md, number, percent
+from .markdown import clip, number, percent
+from .markdown import escape_md as _escape_md
 from .results import SIDES, Results
 from .stats import MAX_EXTRA_ROUNDS, MIN_ROUNDS, OUTLIER_MADS, Comparison, MetricJudgement
 
@@ -28,6 +29,7 @@ REPRODUCE = ("perfbot bench run --base {base} --head {head} --suite {suite} --ou
 _ICON = {"regression": "🔴", "improvement": "🟢", "unchanged": "⚪", "inconclusive": "🟡",
          "error": "❌"}
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+_CONTROL_BUT_LINE_BREAKS = re.compile(r"[\x00-\x09\x0b\x0c\x0e-\x1f\x7f-\x9f]")
 _RUNNER_KEYS = ("host.name", "gpus.0.name", "driver", "torch.version", "torch.cuda", "torch.nccl",
                 "cpu.model")
 
@@ -292,3 +294,8 @@ def _text_table(metrics: list[MetricJudgement]) -> list[str]:
 
 def _plain(text: str) -> str:
     return _CONTROL.sub("?", text)
+
+
+def escape_md(text: str) -> str:
+    """Markdown-escaped text without control characters (a terminal escape in a results file)."""
+    return _escape_md(_CONTROL_BUT_LINE_BREAKS.sub("", text))

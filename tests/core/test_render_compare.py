@@ -7,6 +7,8 @@ import json
 import re
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from bot.core import render_compare, results, stats
 from tests.core.results_data import EAGLE3, FINGERPRINT, document
@@ -121,3 +123,22 @@ def test_any_size_of_input_stays_under_githubs_comment_limit():
 def test_blocks_that_do_not_fit_are_left_out_and_the_report_says_so():
     fitted = render_compare._fit(["a" * 100, "b" * 100, "c" * 50], limit=400)
     assert "b" * 100 not in fitted and "c" * 50 in fitted and "left out" in fitted
+
+
+hostile_text = st.text(alphabet=st.sampled_from("<>&`*_[]()!#|~\\\n\r\x1b abc/:=\"'"), max_size=60)
+
+
+@settings(max_examples=60, deadline=None)
+@given(suite=hostile_text.filter(str.strip), error=hostile_text, env_value=hostile_text)
+def test_no_input_text_can_open_html_or_break_out_of_the_report(suite, error, env_value):
+    doc = document(QUIET, failed={"head": 1}, error=error or "x", suite=suite[:100])
+    head_fp = copy.deepcopy(FINGERPRINT)
+    head_fp["env"]["NCCL_HOSTILE"] = env_value
+    doc["head"]["fingerprint"] = head_fp
+    loaded, comparison = judged(doc)
+    markdown = render_compare.compare_markdown(loaded, comparison)
+    prose, _, code = markdown.partition("```sh\n")
+    assert re.search(r"(?<!\\)<(?!/?(details|summary|sub)>)", prose) is None
+    assert prose.count("<details>") == prose.count("</details>") == 2
+    assert code.count("```") == 1 and "\x1b" not in markdown
+    assert "\x1b" not in render_compare.compare_text(loaded, comparison)
