@@ -281,6 +281,9 @@ def estimate(base: Sequence[float], head: Sequence[float], *, confidence: float 
         return Estimate(b.size, h.size, _median(b), _median(h), None, None, 1.0, 1.0,
                         f"no successful measurement on the {side} side")
     base_median, head_median = _median(b), _median(h)
+    if base_median is None or head_median is None:
+        return Estimate(b.size, h.size, base_median, head_median, None, None, 1.0, 1.0,
+                        "values too large to compare")
     with np.errstate(all="ignore"):
         ratio = head_median / base_median if base_median > 0 else math.nan
     if not math.isfinite(ratio):
@@ -403,10 +406,12 @@ def _trim(base: np.ndarray, head: np.ndarray) -> tuple[np.ndarray, np.ndarray, t
 
 
 def _median(values: np.ndarray) -> float | None:
+    """The median, or None when there is none or it overflows (values near 1e308)."""
     if not values.size:
         return None
     with np.errstate(all="ignore"):
-        return float(np.median(values))
+        median = float(np.median(values))
+    return median if math.isfinite(median) else None
 
 
 def _tests(base: np.ndarray, head: np.ndarray) -> tuple[float, float, float]:

@@ -108,6 +108,7 @@ def test_a_real_mode_is_not_mistaken_for_outliers():
     ([], QUIET_BASE, "no successful measurement on the base side"),
     (QUIET_BASE, [math.nan], "no successful measurement on the head side"),
     ([0.0] * 6, [1.0] * 6, "not a positive number"),
+    ([1e308, 1.7e308] * 3, [1.0] * 6, "too large"),
 ])
 def test_what_cannot_be_judged_is_an_error_with_the_reason(base, head, why):
     j = stats.judge(base, head)
@@ -128,6 +129,7 @@ def test_any_floats_give_a_verdict_and_claims_obey_the_rule(base, head, better, 
         assert j.estimate.rounds >= stats.MIN_ROUNDS
     if j.verdict == "inconclusive":
         assert 1 <= j.extra_rounds <= stats.MAX_EXTRA_ROUNDS
+    json.dumps(j.to_dict(), allow_nan=False)
 
 
 def test_holm_adjusts_like_the_textbook_step_down():
