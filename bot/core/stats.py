@@ -21,8 +21,9 @@ Method (docs/statistics.md has the reasoning and the calibration):
   Nothing but ``inconclusive`` or ``error`` is said with fewer than `MIN_ROUNDS` rounds per side.
 - Several metrics: p-values are adjusted with **Holm**'s step-down method, which bounds the chance
   of any false alarm across all metrics of a comparison by ``alpha``, whatever their correlation.
-- Environment: if base and head ran in materially different environments (`envdiff`), no
-  regression or improvement is claimed; those verdicts become ``inconclusive`` with a warning.
+- Environment: if base and head ran in materially different environments, or a setting changed
+  during the run (`envdiff`), no claim is made: regressions and improvements become
+  ``inconclusive``, the overall verdict is ``inconclusive``, and a warning says why.
 
 The core never reads the clock or the environment: randomness comes only from ``seed``.
 """
@@ -203,7 +204,9 @@ def judge(base: Sequence[float], head: Sequence[float], better: Better = "lower"
     This is the rule `perfbot bench run` uses to decide whether to run more rounds: keep going
     while the verdict is ``inconclusive`` and ``extra_rounds`` is not None, up to the run's cap.
     When looking after every few rounds, divide ``alpha`` by the number of looks planned
-    (`alpha_per_look`) so that peeking does not raise the false-alarm rate.
+    (`alpha_per_look`) so that peeking does not raise the false-alarm rate. Judging several
+    metrics of one run: use `decide` on the results file (Holm across metrics), or divide
+    ``alpha`` by the number of metrics; `min_rounds` says where a run should start.
 
     ``better``: ``"lower"`` (times) or ``"higher"`` (throughput). ``min_effect``: smallest
     relative change worth reporting (0.02 = 2%). ``seed``: seeds the bootstrap; same inputs and
