@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 
 import pytest
@@ -157,6 +158,13 @@ def test_signed_but_malformed_bodies_get_400_and_no_crash(client, runtime, body,
 def test_a_body_over_25_mb_gets_413(client, runtime):
     body = b'{"pad": "' + b"x" * (25 * 1024 * 1024) + b'"}'
     response = post(client, body, headers("pull_request", body))
+    assert response.status_code == 413 and stored(runtime) == 0
+
+
+def test_a_chunked_body_over_25_mb_without_content_length_gets_413(client, runtime):
+    body = b'{"pad": "' + b"x" * (25 * 1024 * 1024) + b'"}'
+    response = client.post("/webhook", input_stream=io.BytesIO(body), headers=headers("pull_request", body),
+                           environ_overrides={"wsgi.input_terminated": True})
     assert response.status_code == 413 and stored(runtime) == 0
 
 
