@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import os
 
-import pytest
-
 from bot.core.config import CommandSuite
 from bot.runner.rounds import child_env, run_round
 from bot.runner.suites.base import RoundContext
 from bot.runner.suites.command import CommandBench
+
+from .processes import running
 
 
 def round_of(tmp_path, command: str, timeout: float = 30):
@@ -37,12 +37,11 @@ def test_a_crash_by_signal_is_named(tmp_path):
 
 def test_a_hanging_command_is_killed_with_everything_it_started(tmp_path):
     marker = tmp_path / "child.pid"
-    result = round_of(tmp_path, f"sleep 300 & echo $! > {marker}; wait", timeout=1)
+    result = round_of(tmp_path, f"sleep 300 & echo $! > {marker}; wait", timeout=3)
     assert not result.ok
-    assert result.error == "cmd: timed out after 1s and was killed"
-    child = int(marker.read_text())
-    with pytest.raises(ProcessLookupError):
-        os.kill(child, 0)
+    assert result.error == "cmd: timed out after 3s and was killed"
+    assert not running(int(marker.read_text()))
+
 
 
 def test_garbage_output_fails_the_round(tmp_path):
