@@ -10,17 +10,23 @@ Statistics: rounds drawn from normal, log-normal, bimodal and outlier-ridden dis
 
 Bisection: runs needed by `bot.core.bisection.next_step` against plain bisection (halving, as
 `git bisect` does on a linear history) for every culprit position, with the culprit ranked first,
-in the middle or last by risk, or all scores equal.
+in the middle or last by risk, or all scores equal; and on the sample repository of
+`bot.runner.sample_repo`, with the scores `perfbot triage` gives its commits and the slow commit
+seeded at every position of the range.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import io
+import json
 import math
 import os
 import random
 import statistics
 import sys
+import tempfile
 import time
 import zlib
 from concurrent.futures import ProcessPoolExecutor
@@ -313,6 +319,51 @@ def table_skips(trials: int) -> None:
         print(f"| {count} | {rate(named, trials)} | {rate(gave_up, trials)} | {rate(wrong, trials)} |")
 
 
+def sample_repository_scores() -> tuple[dict[str, float], str]:
+    """Triage scores (by subject) of the sample repository's range, and the slow commit's subject,
+    from a real `perfbot triage --format json` of a freshly built copy."""
+    from bot.cli.main import main as perfbot
+    from bot.runner import sample_repo
+
+    with tempfile.TemporaryDirectory() as scratch:
+        manifest = sample_repo.build(Path(scratch) / "sample")
+        output = io.StringIO()
+        with contextlib.redirect_stdout(output):
+            perfbot(["triage", "--repo", manifest["path"], f"{manifest['first']}..{manifest['head']}",
+                     "--format", "json", "--quiet"])
+    ranking = json.loads(output.getvalue())["commits"]
+    return {c["subject"]: float(c["score"]) for c in ranking}, sample_repo.SLOW_SUBJECT
+
+
+def table_sample_repository(orders: int) -> None:
+    scores, slow = sample_repository_scores()
+    others = [subject for subject in scores if subject != slow]
+    rng = random.Random(3)
+    print(f"\n#### Bisection on the sample repository: real triage scores, the slow commit seeded at every "
+          f"position ({orders} orders of the other commits each)\n")
+    print(f"Triage scores: {slow!r} {scores[slow]:g}; the others "
+          + ", ".join(f"{scores[s]:g}" for s in others) + ".\n")
+    print("| slow commit at | guided: mean | guided: worst | plain: mean | plain: worst |")
+    print("|---:|---:|---:|---:|---:|")
+    all_guided, all_plain = [], []
+    for position in range(len(scores)):
+        guided, plain = [], []
+        for _ in range(orders):
+            order = rng.sample(others, len(others))
+            order.insert(position, slow)
+            risk = {subject: scores[subject] for subject in order}
+            step, runs = guided_bisection(order, position, risk)
+            assert isinstance(step, bisection.Culprit) and step.sha == slow
+            guided.append(runs)
+            plain.append(plain_bisection(len(order), position))
+        all_guided += guided
+        all_plain += plain
+        print(f"| {position + 1} of {len(scores)} | {statistics.mean(guided):.2f} | {max(guided)} | "
+              f"{statistics.mean(plain):.2f} | {max(plain)} |")
+    print(f"| all | {statistics.mean(all_guided):.2f} | {max(all_guided)} | "
+          f"{statistics.mean(all_plain):.2f} | {max(all_plain)} |")
+
+
 # ---------------------------------------------------------------- main
 
 
@@ -332,6 +383,7 @@ def main() -> int:
         table_family(pool, 150 // scale)
     bounded = table_bisection(300 // scale)
     table_skips(300 // scale)
+    table_sample_repository(20 // scale)
     print("\n#### Targets\n")
     print(f"- A/A false alarms <= 1% per comparison: {rate(alarms, total)} -> "
           f"{'met' if alarms / total <= 0.01 else 'MISSED'}")
