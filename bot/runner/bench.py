@@ -108,7 +108,7 @@ def run(options: BenchOptions, config: BenchConfig, progress: Progress) -> list[
     """Benchmark every suite; the results files are written as rounds finish."""
     p = plan(options, config)
     progress.say(f"fingerprinting the machine (base {p.base_sha[:10]}, head {p.head_sha[:10]})")
-    machine = fingerprint.machine(options.python)
+    machine = fingerprint.machine(options.python or next((s.python for s in p.suites if s.python), None))
     outcomes = []
     with worktrees_for(p) as trees:
         for suite in p.suites:

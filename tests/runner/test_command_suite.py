@@ -91,3 +91,17 @@ def test_the_command_learns_where_to_write_its_json(tmp_path):
     (command,) = suite(env={"A": "1"}).round_commands(context(tmp_path))
     assert command.argv == ("bash", "-c", "true")
     assert command.env == {"A": "1", "PERFBOT_METRICS_FILE": str(tmp_path / "metrics.json")}
+
+
+json_values = st.recursive(st.none() | st.booleans() | st.floats() | st.integers() | st.text(max_size=5),
+                           lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner,
+                                                                                       max_size=3), max_leaves=8)
+
+
+@given(json_values)
+def test_any_json_file_either_gives_metric_values_or_fails_the_round(data):
+    try:
+        reported = parse_json(json.dumps(data))
+    except RoundFailed:
+        return
+    assert all(set(fields) <= {"value", "unit", "better"} and "value" in fields for fields in reported.values())

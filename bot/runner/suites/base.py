@@ -60,6 +60,7 @@ class Suite(ABC):
 
     name: str
     timeout: float | None = None
+    python: str | None = None  # the interpreter its processes run, when it names one
 
     @property
     @abstractmethod

@@ -33,7 +33,7 @@ METRICS = {
 
 class SglangEagle3Bench(Suite):
     def __init__(self, name: str, config: SglangEagle3Suite):
-        self.name, self.config, self.timeout = name, config, config.timeout
+        self.name, self.config, self.timeout, self.python = name, config, config.timeout, config.python
 
     @property
     def metrics(self) -> dict[str, MetricDeclaration]:

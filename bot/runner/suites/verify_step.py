@@ -28,7 +28,7 @@ METRICS = {
 
 class VerifyStepBench(Suite):
     def __init__(self, name: str, config: VerifyStepSuite):
-        self.name, self.config, self.timeout = name, config, config.timeout
+        self.name, self.config, self.timeout, self.python = name, config, config.timeout, config.python
 
     @property
     def metrics(self) -> dict[str, MetricDeclaration]:
