@@ -74,6 +74,11 @@ class Plan:
     max_rounds: int
     timeout: float
     paths: dict[str, Path] = field(default_factory=dict)
+    timeout_given: bool = False
+
+    def round_timeout(self, suite: Suite) -> float:
+        """``--timeout`` if given, else the suite's own, else the config's default."""
+        return self.timeout if self.timeout_given else suite.timeout or self.timeout
 
 
 def plan(options: BenchOptions, config: BenchConfig) -> Plan:
@@ -101,7 +106,7 @@ def plan(options: BenchOptions, config: BenchConfig) -> Plan:
     warmup = config.warmup if options.warmup is None else options.warmup
     paths = {s.name: out_path(options.out, s.name, len(suites) > 1) for s in suites}
     return Plan(repo, base_sha, head_sha, suites, rounds, warmup, max_rounds,
-                options.timeout or config.timeout, paths)
+                options.timeout or config.timeout, paths, timeout_given=options.timeout is not None)
 
 
 def run(options: BenchOptions, config: BenchConfig, progress: Progress) -> list[SuiteOutcome]:
@@ -128,7 +133,7 @@ def run_suite(p: Plan, suite: Suite, trees: dict[str, Path], machine: dict, opti
     results = new_results(p, suite, machine, options)
     results.write()
     try:
-        stopped = set_up(suite, trees, p.timeout, results, progress) or \
+        stopped = set_up(suite, trees, p.round_timeout(suite), progress) or \
             warm_up(p, suite, trees, results, options, progress) or \
             measure(p, suite, trees, results, options, progress)
     except KeyboardInterrupt:
@@ -149,7 +154,7 @@ def new_results(p: Plan, suite: Suite, machine: dict, options: BenchOptions) -> 
     side = {name: {"sha": sha, "fingerprint": {**machine, "git": fingerprint.checkout(p.repo, sha)}}
             for name, sha in (("base", p.base_sha), ("head", p.head_sha))}
     settings = {"rounds": p.rounds, "warmup": p.warmup, "max_rounds": p.max_rounds,
-                "timeout": suite.timeout or p.timeout, "aa": options.aa, "order": "ABBA",
+                "timeout": p.round_timeout(suite), "aa": options.aa, "order": "ABBA",
                 "stop_on_failure": options.stop_on_failure}
     name = options.repo_name or Path(p.repo.working_tree_dir).name
     return ResultsFile(p.paths[suite.name], suite.name, name, side["base"], side["head"], suite.metrics,
@@ -163,8 +168,7 @@ def finish(results: ResultsFile, status: str, error: str | None = None) -> None:
     results.finish(status, error)
 
 
-def set_up(suite: Suite, trees: dict[str, Path], timeout: float, results: ResultsFile,
-           progress: Progress) -> str | None:
+def set_up(suite: Suite, trees: dict[str, Path], timeout: float, progress: Progress) -> str | None:
     """Run the suite's set-up in each worktree; a failure stops the suite (every round would fail)."""
     for side, tree in trees.items():
         for command in suite.setup_commands(tree):
@@ -183,7 +187,7 @@ def warm_up(p: Plan, suite: Suite, trees: dict[str, Path], results: ResultsFile,
     order = warmup_order(p.warmup)
     for number, side in enumerate(order):
         began = progress.round_started(suite.name, "warm-up", number + 1, len(order), side, sha_of(p, side))
-        outcome = run_round(suite, context(trees, suite, side, -1 - number), suite.timeout or p.timeout)
+        outcome = run_round(suite, context(trees, suite, side, -1 - number), p.round_timeout(suite))
         progress.round_finished(began, outcome.ok, outcome.error)
         results.add_warmup(side, outcome.ok, outcome.error)
         if not outcome.ok and options.stop_on_failure:
@@ -199,7 +203,7 @@ def measure(p: Plan, suite: Suite, trees: dict[str, Path], results: ResultsFile,
         for side in pair_order(pair):
             number = len(results.rounds) + 1
             began = progress.round_started(suite.name, "round", number, planned, side, sha_of(p, side))
-            outcome = run_round(suite, context(trees, suite, side, done), suite.timeout or p.timeout)
+            outcome = run_round(suite, context(trees, suite, side, done), p.round_timeout(suite))
             progress.round_finished(began, outcome.ok, outcome.error)
             results.add_round(side, done, outcome.ok, outcome.error, outcome.metrics, outcome.declarations)
             if not outcome.ok and options.stop_on_failure:

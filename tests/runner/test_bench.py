@@ -155,3 +155,12 @@ def test_a_dirty_work_tree_is_refused_unless_allowed(bench_repo, tmp_path):
         run(repo, base, head, tmp_path, rounds=1, warmup=0)
     (outcome,), _ = run(repo, base, head, tmp_path, rounds=1, warmup=0, allow_dirty=True)
     assert outcome.ok_rounds == 2
+
+
+def test_a_suite_s_own_timeout_applies_unless_the_command_line_gives_one(bench_repo, tmp_path):
+    repo, base, head = bench_repo
+    config = BenchConfig(suites={"slow": CommandSuite(kind="command", command="sleep 2; bash bench.sh", timeout=0.5)})
+    (outcome,), _ = run(repo, base, head, tmp_path, suites=["slow"], config=config, rounds=1, warmup=0)
+    assert load(outcome)["rounds"][0]["error"] == "slow: timed out after 0.5s and was killed"
+    (outcome,), _ = run(repo, base, head, tmp_path, suites=["slow"], config=config, rounds=1, warmup=0, timeout=60)
+    assert outcome.ok_rounds == 2
