@@ -16,7 +16,7 @@ from .envdiff import EnvDifference, flatten
 from .markdown import clip, number, percent
 from .markdown import escape_md as _escape_md
 from .results import SIDES, Results
-from .stats import MAX_EXTRA_ROUNDS, MIN_ROUNDS, OUTLIER_MADS, Comparison, MetricJudgement
+from .stats import MAX_EXTRA_ROUNDS, MIN_ROUNDS, OUTLIER_MADS, Comparison, MetricJudgement, Settings
 
 MAX_MARKDOWN_CHARS = 60_000  # GitHub refuses comments over 65,536; leave room for a wrapper
 MAX_METRIC_ROWS = 40
@@ -198,8 +198,8 @@ def _method_details(results: Results, comparison: Comparison) -> str:
              f"({s.n_resamples} resamples, seed {s.seed}).",
              "- Significance: the better of two-sided Mann-Whitney U and Welch's t on the "
              "logarithms, Bonferroni-combined, then Holm-adjusted across the "
-             f"{len(comparison.metrics)} metrics at α = {s.alpha:g} (Kolmogorov-Smirnov flags "
-             "changes of shape only).",
+             f"{len(comparison.metrics)} metrics at α = {s.alpha:.2g}{_looks(s)} "
+             "(Kolmogorov-Smirnov flags changes of shape only).",
              f"- Regression or improvement: significant and at least {s.min_effect:.1%}; unchanged: "
              f"the interval lies within ±{s.min_effect:.1%}; otherwise inconclusive. At least "
              f"{MIN_ROUNDS} successful rounds per side before anything but inconclusive.",
@@ -213,6 +213,12 @@ def _method_details(results: Results, comparison: Comparison) -> str:
                      + "; ".join(f"{escape_md(clip(d.key, 60))} {_env_value(d.base)} → "
                                  f"{_env_value(d.head)}" for d in readings[:10]) + ".")
     return "\n".join(lines + ["", "</details>"])
+
+
+def _looks(s: Settings) -> str:
+    if s.looks == 1:
+        return ""
+    return f", that is {s.alpha * s.looks:g} split over the {s.looks} looks of an adaptive run"
 
 
 def _round_summary(results: Results, side: str) -> str:

@@ -119,9 +119,28 @@ class Results(_Model):
     rounds: Annotated[list[Round], Field(max_length=MAX_ROUNDS)]
     started_at: Annotated[str | None, Field(max_length=64)] = None
     finished_at: Annotated[str | None, Field(max_length=64)] = None
-    # Beyond the contract, written by `perfbot bench run`: how the run ended, and why.
+    # Beyond the contract, written by `perfbot bench run`: how the run ended, why, and how it was
+    # asked for (rounds, max_rounds, ...).
     status: Annotated[str | None, Field(max_length=32)] = None
     error: ErrorText = None
+    options: dict[str, Any] = {}
+
+    @field_validator("options")
+    @classmethod
+    def _bounded_options(cls, value: dict[str, Any]) -> dict[str, Any]:
+        if _count_leaves(value, depth=1) > 200:
+            raise ValueError("more than 200 values")
+        return value
+
+    @property
+    def looks(self) -> int:
+        """How many times an adaptive run could have looked at its data before stopping: one per
+        round count from ``options.rounds`` (the minimum) to ``options.max_rounds``, as
+        `bot.runner.adaptive` counts them; 1 for a run of fixed length."""
+        low, high = self.options.get("rounds"), self.options.get("max_rounds")
+        if not all(isinstance(v, int) and not isinstance(v, bool) for v in (low, high)):
+            return 1
+        return max(1, min(high - low + 1, MAX_ROUNDS))
 
     @model_validator(mode="after")
     def _consistent(self) -> Results:

@@ -133,11 +133,15 @@ class MetricJudgement:
 
 @dataclass(frozen=True, slots=True)
 class Settings:
+    """How a comparison was judged. ``alpha`` is the level the verdicts used: the requested one
+    divided over the ``looks`` of an adaptive run."""
+
     min_effect: float = DEFAULT_MIN_EFFECT
     alpha: float = DEFAULT_ALPHA
     confidence: float = DEFAULT_CONFIDENCE
     seed: int = 0
     n_resamples: int = DEFAULT_RESAMPLES
+    looks: int = 1
 
 
 @dataclass(slots=True)
@@ -185,7 +189,8 @@ class Comparison:
                 "speculation": self.speculation.to_dict() if self.speculation else None,
                 "extra_rounds": self.extra_rounds,
                 "method": {"min_effect": self.settings.min_effect, "alpha": self.settings.alpha,
-                           "confidence": self.settings.confidence, "seed": self.settings.seed},
+                           "looks": self.settings.looks, "confidence": self.settings.confidence,
+                           "seed": self.settings.seed},
                 "notes": self.notes, "warnings": self.warnings}
 
 
@@ -230,8 +235,14 @@ def decide(results: Results, min_effect: float = DEFAULT_MIN_EFFECT, alpha: floa
     Overall: ``error`` when no metric could be judged; else ``regression`` if any metric
     regressed, else ``inconclusive`` if any is, else ``improvement`` if any improved, else
     ``unchanged``. ``ignore_env``: glob patterns of fingerprint keys that may differ.
+
+    An adaptive run (``options.max_rounds`` above ``options.rounds``) could have stopped at any of
+    its looks; its verdicts use ``alpha`` divided over those looks (`alpha_per_look`), the same
+    level its stopping rule used, so that stopping when the data looked decided does not raise the
+    false-alarm rate.
     """
-    settings = Settings(min_effect, alpha, confidence, seed, n_resamples)
+    settings = Settings(min_effect, alpha_per_look(alpha, results.looks), confidence, seed,
+                        n_resamples, results.looks)
     names = sorted(results.metrics)
     found = [estimate(results.values("base", n), results.values("head", n), confidence=confidence,
                       seed=(seed, index), n_resamples=n_resamples) for index, n in enumerate(names)]

@@ -75,7 +75,7 @@ def test_a_benchmark_that_never_ran_fails_the_gate(capsys, tmp_path):
 def test_a_larger_minimum_effect_and_another_seed_are_honoured(capsys, regression_file):
     code, out, _ = run(capsys, regression_file, "--format", "json", "--min-effect", "60", "--seed", "3")
     data = json.loads(out)
-    assert data["method"] == {"min_effect": 0.6, "alpha": 0.01, "confidence": 0.95, "seed": 3}
+    assert data["method"] == {"min_effect": 0.6, "alpha": 0.01, "looks": 1, "confidence": 0.95, "seed": 3}
     assert data["verdict"] != "regression"
 
 

@@ -227,6 +227,15 @@ def test_a_run_where_nothing_was_measured_is_an_error():
     assert any("suite crashed" in n for n in comparison.notes)
 
 
+def test_an_adaptive_run_is_judged_at_alpha_split_over_its_looks():
+    doc = document(EAGLE3)
+    doc["options"] = {"rounds": 6, "max_rounds": 10}
+    comparison = decide(doc)
+    assert comparison.settings.looks == 5
+    assert comparison.settings.alpha == pytest.approx(0.002)
+    assert decide(document(EAGLE3)).settings.alpha == stats.DEFAULT_ALPHA
+
+
 def test_failed_rounds_are_reported_and_left_out():
     comparison = decide(document(EAGLE3, failed={"head": 1}))
     assert comparison.verdict == "regression"
