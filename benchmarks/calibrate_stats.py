@@ -229,16 +229,6 @@ def table_family(pool: ProcessPoolExecutor, reps: int) -> None:
 # ---------------------------------------------------------------- bisection
 
 
-def plain_bisection(count: int, culprit: int) -> int:
-    """Probes of halving bisection (git bisect on a linear history), BAD known bad."""
-    low, high, probes = -1, count - 1, 0
-    while high - low > 1:
-        middle = (low + high) // 2
-        probes += 1
-        low, high = (low, middle) if middle >= culprit else (middle, high)
-    return probes
-
-
 def guided_bisection(commits: list[str], culprit: int, risk: dict[str, float],
                      skipped: frozenset[str] = frozenset()) -> tuple[bisection.Step, int]:
     known: dict[str, bisection.Outcome] = {}
@@ -282,7 +272,7 @@ def table_bisection(trials: int) -> bool:
                 culprit = rng.randrange(count)
                 step, runs = guided_bisection(commits, culprit, seeded_scores(rng, commits, culprit, quality))
                 assert isinstance(step, bisection.Culprit) and step.sha == commits[culprit]
-                baseline = plain_bisection(count, culprit)
+                baseline = bisection.plain_probes(count, culprit)
                 guided.append(runs)
                 plain.append(baseline)
                 worst_gap = max(worst_gap, runs - baseline)
@@ -355,7 +345,7 @@ def table_sample_repository(orders: int) -> None:
             step, runs = guided_bisection(order, position, risk)
             assert isinstance(step, bisection.Culprit) and step.sha == slow
             guided.append(runs)
-            plain.append(plain_bisection(len(order), position))
+            plain.append(bisection.plain_probes(len(order), position))
         all_guided += guided
         all_plain += plain
         print(f"| {position + 1} of {len(scores)} | {statistics.mean(guided):.2f} | {max(guided)} | "
