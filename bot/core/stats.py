@@ -156,6 +156,7 @@ class Comparison:
     notes: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     rounds: dict[str, int] = field(default_factory=dict)  # successful rounds per side
+    drifted: bool = False  # a setting that counts changed during a side's run
 
     @property
     def environment_differs(self) -> bool:
@@ -180,7 +181,7 @@ class Comparison:
     @property
     def withheld(self) -> bool:
         """No claim is made because the environment differed by side or changed during the run."""
-        return self.environment_differs or any("changed during the run" in w for w in self.warnings)
+        return self.environment_differs or self.drifted
 
     def to_dict(self) -> dict[str, Any]:
         return {"verdict": self.verdict, "rounds": self.rounds,
@@ -256,7 +257,8 @@ def decide(results: Results, min_effect: float = DEFAULT_MIN_EFFECT, alpha: floa
                                     for side in SIDES})
     drifted = _drift_warnings(results, ignore_env)
     comparison.warnings += drifted
-    withheld = envdiff.differs(environment) or bool(drifted)
+    comparison.drifted = bool(drifted)
+    withheld = comparison.withheld
     if withheld:
         _withhold_claims(comparison)
     comparison.metrics.sort(key=_report_order)
