@@ -111,14 +111,15 @@ def regressed_metric(reference: Comparison, wanted: str | None) -> MetricJudgeme
     return chosen
 
 
-def judge_probe(probe: MetricJudgement | None, reference: MetricJudgement) -> tuple[Outcome, str]:
-    """``bad`` / ``ok`` / ``skipped`` for a probe measured against GOOD, and why."""
+def judge_probe(probe: MetricJudgement | None, reference: MetricJudgement,
+                against: str = "GOOD") -> tuple[Outcome, str]:
+    """``bad`` / ``ok`` / ``skipped`` for a probe measured against ``against``, and why."""
     if probe is None or probe.verdict == "error" or probe.ratio is None:
         return "skipped", "no successful rounds (the commit did not build or run)"
     if probe.verdict == "regression":
-        return "bad", f"regressed {percent(probe.change)} against GOOD"
+        return "bad", f"regressed {percent(probe.change)} against {against}"
     if probe.verdict in ("unchanged", "improvement"):
-        return "ok", f"{probe.verdict} against GOOD ({percent(probe.change)})"
+        return "ok", f"{probe.verdict} against {against} ({percent(probe.change)})"
     halfway = (reference.change or 0.0) / 2
     worse = (probe.change or 0.0) >= halfway if halfway > 0 else (probe.change or 0.0) <= halfway
     side = "bad" if worse else "ok"

@@ -90,7 +90,7 @@ def _conclude(step: bisection.Step, order: list[str], suspects: dict[str, Suspec
     parent = step.parent or good
     runner.progress.say(f"bisect: confirming {culprit.sha[:10]} against its parent {parent[:10]}")
     judged, path = runner.metric(parent, culprit.sha, chosen.name, "confirm")
-    outcome, why = bisect_report.judge_probe(judged, chosen)
+    outcome, why = bisect_report.judge_probe(judged, chosen, against="its parent")
     measurements.append(bisect_report.measurement("confirm", parent, culprit.sha, judged, outcome,
                                                   why, path))
     report.culprit, report.parent = culprit, parent
