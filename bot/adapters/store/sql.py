@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from datetime import UTC, datetime, timedelta
 
 from sqlalchemy import (
+    Connection,
     Engine,
     bindparam,
     create_engine,
@@ -32,9 +34,9 @@ from .tables import DeliveryRow, MergeRow, RepositoryRow, ReviewRow
 PENDING, DONE, FAILED = "pending", "done", "failed"
 
 # The statements of the per-delivery hot path, built once (building them costs more than SQLite).
-_CLAIM = insert(DeliveryRow).returning(DeliveryRow.id)
+_CLAIM = insert(DeliveryRow.__table__).returning(DeliveryRow.id)
 _START = (
-    update(DeliveryRow)
+    update(DeliveryRow.__table__)
     .where(
         DeliveryRow.id == bindparam("delivery_id"),
         DeliveryRow.status == PENDING,
@@ -52,10 +54,16 @@ _START = (
     )
 )
 _FINISH = (
-    update(DeliveryRow)
+    update(DeliveryRow.__table__)
     .where(DeliveryRow.id == bindparam("delivery_id"))
     .values(status=bindparam("status"), finished_at=bindparam("now"), error=bindparam("error"))
 )
+
+
+def _upsert_repository(dialect: str):
+    upsert = (postgresql_insert if dialect == "postgresql" else sqlite_insert)(RepositoryRow.__table__)
+    changed = {c: upsert.excluded[c] for c in ("full_name", "installation_id", "updated_at")}
+    return upsert.on_conflict_do_update(index_elements=[RepositoryRow.id], set_=changed)
 
 
 def make_engine(url: str) -> Engine:
@@ -90,6 +98,10 @@ class SqlStore(Store):
     def __init__(self, engine: Engine):
         self.engine = engine
         self._sessions = sessionmaker(engine, expire_on_commit=False)
+        # SQLite has one writer at a time, and a writer that finds the file locked sleeps in
+        # growing steps (up to 100 ms): queue this process's threads on a lock instead.
+        self._writer = threading.Lock() if engine.dialect.name == "sqlite" else nullcontext()
+        self._upsert_repo = _upsert_repository(engine.dialect.name)
 
     @classmethod
     def connect(cls, url: str, migrate_schema: bool = True) -> SqlStore:
@@ -100,8 +112,13 @@ class SqlStore(Store):
 
     @contextmanager
     def _session(self) -> Iterator[Session]:
-        with self._sessions.begin() as session:
+        with self._writer, self._sessions.begin() as session:
             yield session
+
+    @contextmanager
+    def _transaction(self) -> Iterator[Connection]:
+        with self._writer, self.engine.begin() as connection:
+            yield connection
 
     # deliveries
 
@@ -117,19 +134,19 @@ class SqlStore(Store):
             received_at=_now(),
         )
         try:
-            with self.engine.begin() as connection:
+            with self._transaction() as connection:
                 return connection.execute(_CLAIM, values).scalar_one()
         except IntegrityError:
             return None
 
     def start_delivery(self, delivery_id, now, lease_s) -> Delivery | None:
         values = dict(delivery_id=delivery_id, now=now, expired=now - timedelta(seconds=lease_s))
-        with self.engine.begin() as connection:
+        with self._transaction() as connection:
             row = connection.execute(_START, values).one_or_none()
         return None if row is None else Delivery(*row)
 
     def finish_delivery(self, delivery_id, status, error=None) -> None:
-        with self.engine.begin() as connection:
+        with self._transaction() as connection:
             connection.execute(_FINISH, dict(delivery_id=delivery_id, status=status, now=_now(), error=error))
 
     def release_delivery(self, delivery_id, error) -> None:
@@ -170,7 +187,7 @@ class SqlStore(Store):
         forget = delete(DeliveryRow).where(
             finished, DeliveryRow.received_at < now - timedelta(seconds=forget_after_s)
         )
-        with self.engine.begin() as connection:
+        with self._transaction() as connection:
             connection.execute(drop)
             return connection.execute(forget).rowcount
 
@@ -182,31 +199,22 @@ class SqlStore(Store):
     # repositories
 
     def replace_installation(self, installation_id, repos) -> None:
-        with self._session() as session:
-            session.execute(delete(RepositoryRow).where(RepositoryRow.installation_id == installation_id))
-            self._merge_repos(session, installation_id, repos)
+        with self._transaction() as connection:
+            connection.execute(delete(RepositoryRow).where(RepositoryRow.installation_id == installation_id))
+            self._merge_repos(connection, installation_id, repos)
 
     def add_repositories(self, installation_id, repos) -> None:
-        with self._session() as session:
-            self._merge_repos(session, installation_id, repos)
+        with self._transaction() as connection:
+            self._merge_repos(connection, installation_id, repos)
 
-    @staticmethod
-    def _merge_repos(session: Session, installation_id: int, repos: list[Repository]) -> None:
-        if not repos:
-            return
-        rows = [
-            dict(id=r.id, full_name=r.full_name, installation_id=installation_id, updated_at=_now())
-            for r in repos
-        ]
-        dialect = session.get_bind().dialect.name
-        upsert = (postgresql_insert if dialect == "postgresql" else sqlite_insert)(RepositoryRow)
-        session.execute(
-            upsert.on_conflict_do_update(
-                index_elements=[RepositoryRow.id],
-                set_={c: upsert.excluded[c] for c in ("full_name", "installation_id", "updated_at")},
-            ),
-            rows,
-        )
+    def _merge_repos(self, connection: Connection, installation_id: int, repos: list[Repository]) -> None:
+        if repos:
+            now = _now()
+            rows = [
+                dict(id=r.id, full_name=r.full_name, installation_id=installation_id, updated_at=now)
+                for r in repos
+            ]
+            connection.execute(self._upsert_repo, rows)
 
     def remove_repositories(self, installation_id, repo_ids) -> None:
         with self._session() as session:
