@@ -2,13 +2,14 @@
 
 Each probe benchmarks GOOD against one commit of the range. The probe is ``bad`` when the chosen
 metric regressed against GOOD, ``ok`` when it is unchanged (or better); when the statistics
-cannot decide, it is put on the side it is closer to: a change of at least half the
-GOOD..BAD regression counts as bad. A probe with no successful rounds is ``skipped`` (the commit
-did not build or run).
+cannot decide, it is put on the side it is closer to, on a ratio scale: beyond the geometric
+midpoint of GOOD (1) and the GOOD..BAD ratio, it counts as bad. A probe with no successful rounds
+is ``skipped`` (the commit did not build or run).
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 from .bisection import Outcome
@@ -95,20 +96,24 @@ def regressed_metric(reference: Comparison, wanted: str | None) -> MetricJudgeme
     """The metric to bisect on: ``wanted``, or the one that regressed most from GOOD to BAD."""
     by_name = {m.name: m for m in reference.metrics}
     if wanted is not None:
-        if wanted not in by_name:
-            known = ", ".join(sorted(by_name)) or "none"
-            raise BisectError(f"metric '{wanted}' is not measured by this suite (it measures: {known})")
-        chosen = by_name[wanted]
-    else:
-        regressions = [m for m in reference.metrics if m.verdict == "regression"]
-        if not regressions:
-            raise BisectError(f"BAD is not measurably slower than GOOD on any metric "
-                              f"({_summary(reference)}): nothing to bisect")
-        chosen = max(regressions, key=lambda m: abs(m.change or 0.0))
-    if chosen.verdict != "regression":
-        raise BisectError(f"{chosen.name} did not regress from GOOD to BAD ({chosen.verdict}, "
-                          f"{percent(chosen.change)}): nothing to bisect")
-    return chosen
+        return named_metric_regressed(by_name.get(wanted), wanted, sorted(by_name))
+    regressions = [m for m in reference.metrics if m.verdict == "regression"]
+    if not regressions:
+        raise BisectError(f"BAD is not measurably slower than GOOD on any metric "
+                          f"({_summary(reference)}): nothing to bisect")
+    return max(regressions, key=lambda m: abs(m.change or 0.0))
+
+
+def named_metric_regressed(judged: MetricJudgement | None, name: str,
+                           measured: list[str] | None = None) -> MetricJudgement:
+    """``judged`` (the reference run's judgement of metric ``name``), if it regressed."""
+    if judged is None:
+        known = f" (it measures: {', '.join(measured)})" if measured else ""
+        raise BisectError(f"metric '{name}' is not measured by this suite{known}")
+    if judged.verdict != "regression":
+        raise BisectError(f"{name} did not regress from GOOD to BAD ({judged.verdict}, "
+                          f"{percent(judged.change)}): nothing to bisect")
+    return judged
 
 
 def judge_probe(probe: MetricJudgement | None, reference: MetricJudgement,
@@ -120,8 +125,9 @@ def judge_probe(probe: MetricJudgement | None, reference: MetricJudgement,
         return "bad", f"regressed {percent(probe.change)} against {against}"
     if probe.verdict in ("unchanged", "improvement"):
         return "ok", f"{probe.verdict} against {against} ({percent(probe.change)})"
-    halfway = (reference.change or 0.0) / 2
-    worse = (probe.change or 0.0) >= halfway if halfway > 0 else (probe.change or 0.0) <= halfway
+    # Undecided: the side it is nearer to, on a ratio scale (GOOD at 1, BAD at the reference's).
+    halfway = math.sqrt(reference.ratio) if reference.ratio and reference.ratio > 0 else 1.0
+    worse = probe.ratio >= halfway if halfway >= 1 else probe.ratio <= halfway
     side = "bad" if worse else "ok"
     return side, (f"inconclusive ({percent(probe.change)}); nearer the "
                   f"{'regressed' if worse else 'good'} side of {percent(reference.change)}")

@@ -56,8 +56,12 @@ def bisect(options: BisectOptions, config: RepoConfig, progress: Progress) -> Bi
     runner = _Runner(options, config, progress)
 
     progress.say(f"bisect: reference run, GOOD {good[:10]} against BAD {bad[:10]}")
-    reference_cmp, path = runner.compare(good, bad, "reference")
-    chosen = bisect_report.regressed_metric(reference_cmp, options.metric)
+    if options.metric is None:
+        reference_cmp, path = runner.compare(good, bad, "reference")
+        chosen = bisect_report.regressed_metric(reference_cmp, None)
+    else:  # one metric named: judge it alone, without sharing the false-alarm rate with others
+        judged, path = runner.metric(good, bad, options.metric, "reference")
+        chosen = bisect_report.named_metric_regressed(judged, options.metric)
     measurements = [bisect_report.measurement("reference", good, bad, chosen, "bad",
                                               f"{chosen.name} regressed from GOOD to BAD", path)]
     known: dict[str, bisection.Outcome] = {bad: "bad"}
