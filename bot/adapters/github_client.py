@@ -92,6 +92,7 @@ class PyGithubClient(GitHub):
     def __init__(self, github: Github, app_mode: bool, budget: WriteBudget):
         # Lazy: a repository handle costs no request; attributes are fetched when read.
         self.github, self.app_mode, self.budget = github.withLazy(True), app_mode, budget
+        self._login: str | None = None
 
     def _repo(self, repo: str) -> GhRepository:
         return self.github.get_repo(repo)
@@ -136,13 +137,21 @@ class PyGithubClient(GitHub):
     def upsert_comment(self, repo: str, number: int, marker: str, body: str) -> int:
         issue = self._repo(repo).get_issue(number)
         for comment in issue.get_comments():
-            if (comment.body or "").startswith(marker):
+            if (comment.body or "").startswith(marker) and self._is_ours(comment):
                 if comment.body != body:
                     self.budget.take()
                     comment.edit(body)
                 return comment.id
         self.budget.take()
         return issue.create_comment(body).id
+
+    def _is_ours(self, comment) -> bool:
+        """Written by this bot: anyone can start a comment with the marker, only we may edit ours."""
+        if self.app_mode:
+            return comment.user.type == "Bot"
+        if self._login is None:
+            self._login = self.github.get_user().login
+        return comment.user.login == self._login
 
     @_gone_on_404
     def publish_check(self, repo: str, check: CheckResult) -> None:

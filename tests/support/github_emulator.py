@@ -110,6 +110,7 @@ class GitHubEmulator:
         self.issued_tokens: list[str] = []
         self.app_id, self.app_public_key = app_id, app_public_key
         self.token_lifetime_s = token_lifetime_s
+        self.token_owner = "octocat"  # the person a personal token belongs to
         self.diff_line_limit = diff_line_limit
         self._ids = itertools.count(1001)
         self._lock = threading.RLock()
@@ -296,6 +297,19 @@ class GitHubEmulator:
         body.update(token=issued, expires_at=expires.strftime("%Y-%m-%dT%H:%M:%SZ"))
         return _json(201, body)
 
+    def get_user(self, request: Request) -> Response:
+        if self._author(request)["type"] == "Bot":
+            return _json(403, {"message": "Resource not accessible by integration"})
+        body = github_data.rest_example("private-user-response-with-public-and-private-profile-information")
+        return _json(200, {**body, **self._author(request)})
+
+    def _author(self, request: Request) -> dict:
+        """Who a request acts as: the App's bot for an installation token, else the token's owner."""
+        token = request.headers.get("Authorization", "").partition(" ")[2]
+        if token in self.issued_tokens:
+            return {"login": "perfbot[bot]", "type": "Bot"}
+        return {"login": self.token_owner, "type": "User"}
+
     # handlers: pulls and contents
 
     def get_pull(self, request: Request, owner: str, repo: str, pull_number: str) -> Response:
@@ -389,6 +403,7 @@ class GitHubEmulator:
             id=comment_id, body=text, url=f"{GITHUB}/repos/{state.full_name}/issues/comments/{comment_id}"
         )
         comment["_issue"] = (state.full_name, pull.number)
+        comment["user"] = {**comment["user"], **self._author(request)}
         self.comments[comment_id] = comment
         return _json(201, self._public(comment))
 
@@ -396,6 +411,8 @@ class GitHubEmulator:
         comment = self.comments.get(int(comment_id))
         if comment is None or comment["_issue"][0] != f"{owner}/{repo}":
             return _not_found()
+        if comment["user"]["login"] != self._author(request)["login"]:
+            return _json(403, {"message": "Resource not accessible by integration"})
         text = request.get_json()["body"]
         if len(text) > 65_536:
             return _too_long()
@@ -516,6 +533,7 @@ class GitHubEmulator:
 
 _ROUTES = [
     ("POST", "/app/installations/{installation_id}/access_tokens", "create_token"),
+    ("GET", "/user", "get_user"),
     ("GET", "/repos/{owner}/{repo}/pulls/{pull_number}", "get_pull"),
     ("GET", "/repos/{owner}/{repo}/pulls/{pull_number}/files", "list_files"),
     ("GET", "/repos/{owner}/{repo}/contents/{path*}", "get_content"),
