@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import signal
-import sys
 from pathlib import Path
 
 from bot.core import bisect_report, stats
@@ -15,7 +14,7 @@ from bot.runner.progress import Progress
 from bot.runner.suites.base import SuiteError
 
 from .bench import bench_config, non_negative_int, positive_float, positive_int
-from .common import FORMATS, UsageError, print_json
+from .common import FORMATS, UsageError, emit
 
 
 def setup(subparsers) -> None:
@@ -63,12 +62,8 @@ def run(args: argparse.Namespace) -> int:
         report = bisect(options, config, Progress(enabled=not args.quiet))
     except (BisectError, bench.BenchError, SuiteError) as error:
         raise UsageError(str(error)) from None
-    if args.format == "json":
-        print_json(report.to_dict())
-    elif args.format == "markdown":
-        sys.stdout.write(bisect_report.render_markdown(report))
-    else:
-        sys.stdout.write(bisect_report.render_text(report))
+    emit(args.format, report.to_dict, lambda: bisect_report.render_markdown(report),
+         lambda: bisect_report.render_text(report))
     return 0 if report.culprit is not None else 1
 
 

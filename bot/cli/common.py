@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import NoReturn
 
@@ -81,6 +82,15 @@ def add_risk_options(parser: argparse.ArgumentParser) -> None:
 
 def fails(level: str, fail_on: str | None) -> bool:
     return fail_on is not None and LEVELS.index(level) >= LEVELS.index(fail_on)
+
+
+def emit(fmt: str, as_json: Callable[[], object], as_markdown: Callable[[], str],
+         as_text: Callable[[], str]) -> None:
+    """Write a verb's result to standard output in the format asked for (``--format``)."""
+    if fmt == "json":
+        print_json(as_json())
+    else:
+        sys.stdout.write(as_markdown() if fmt == "markdown" else as_text())
 
 
 def print_json(data: object) -> None:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from bot.core import render_compare, results, stats
 
-from .common import FORMATS, UsageError, print_json, read_input
+from .common import FORMATS, UsageError, emit, read_input
 
 FAIL_ON = ("regression", "inconclusive")
 
@@ -49,12 +49,9 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(str(error)) from None
     comparison = stats.decide(loaded, args.min_effect / 100, args.alpha, args.seed,
                               ignore_env=args.ignore_env)
-    if args.format == "json":
-        print_json({"headline": render_compare.headline(comparison), **comparison.to_dict()})
-    elif args.format == "markdown":
-        sys.stdout.write(render_compare.compare_markdown(loaded, comparison))
-    else:
-        sys.stdout.write(render_compare.compare_text(loaded, comparison))
+    emit(args.format, lambda: {"headline": render_compare.headline(comparison), **comparison.to_dict()},
+         lambda: render_compare.compare_markdown(loaded, comparison),
+         lambda: render_compare.compare_text(loaded, comparison))
     return 1 if fails(comparison.verdict, args.fail_on) else 0
 
 

@@ -10,7 +10,7 @@ from bot.core import config as repo_config
 from bot.core import profiles, render_risk, ruleset
 from bot.core.config import ConfigError
 
-from .common import FORMATS, UsageError, load_config, print_json
+from .common import FORMATS, UsageError, emit, load_config, print_json
 
 
 def setup(subparsers) -> None:
@@ -51,12 +51,8 @@ def run_rules(args: argparse.Namespace) -> int:
     config = load_config(args.config)
     profile = config.risk.profile if config.risk.profile != "auto" else args.profile
     merged = ruleset.merged_rules(config, profile)
-    if args.format == "json":
-        print_json([rule.model_dump() for rule in merged])
-    elif args.format == "markdown":
-        sys.stdout.write(render_risk.rules_markdown(merged))
-    else:
-        sys.stdout.write(render_risk.rules_text(merged))
+    emit(args.format, lambda: [rule.model_dump() for rule in merged],
+         lambda: render_risk.rules_markdown(merged), lambda: render_risk.rules_text(merged))
     return 0
 
 

@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import argparse
-import sys
 
 from bot.adapters import git_repo
 from bot.core import diff as diffs
 from bot.core import render_risk, risk, ruleset
 from bot.core.config import CONFIG_PATH
 
-from .common import add_risk_options, fails, load_config, print_json, read_input, with_profile
+from .common import add_risk_options, emit, fails, load_config, read_input, with_profile
 
 
 def setup(subparsers) -> None:
@@ -41,10 +40,6 @@ def run(args: argparse.Namespace) -> int:
             text = git_repo.read_file(repo, path)
             return text.splitlines() if text is not None else None
     report = risk.score(parsed, rules, source)
-    if args.format == "json":
-        print_json(report.to_dict())
-    elif args.format == "markdown":
-        sys.stdout.write(render_risk.report_markdown(report))
-    else:
-        sys.stdout.write(render_risk.report_text(report))
+    emit(args.format, report.to_dict, lambda: render_risk.report_markdown(report),
+         lambda: render_risk.report_text(report))
     return 1 if fails(report.level, args.fail_on) else 0

@@ -10,7 +10,7 @@ from bot.adapters import git_repo
 from bot.core import profiles, render_risk, ruleset, triage
 from bot.core.config import CONFIG_PATH
 
-from .common import add_risk_options, fails, load_config, print_json, with_profile
+from .common import add_risk_options, emit, fails, load_config, with_profile
 
 
 def setup(subparsers) -> None:
@@ -42,12 +42,8 @@ def run(args: argparse.Namespace) -> int:
     progress.done()
     if args.limit is not None:
         result.commits = result.commits[: max(args.limit, 0)]
-    if args.format == "json":
-        print_json(result.to_dict())
-    elif args.format == "markdown":
-        sys.stdout.write(render_risk.triage_markdown(result))
-    else:
-        sys.stdout.write(render_risk.triage_text(result, show_files=not args.no_files))
+    emit(args.format, result.to_dict, lambda: render_risk.triage_markdown(result),
+         lambda: render_risk.triage_text(result, show_files=not args.no_files))
     worst = result.commits[0].report.level if result.commits else "none"
     return 1 if fails(worst, args.fail_on) else 0
 

@@ -24,13 +24,13 @@ def measure(commits, culprit, risk=None, skipped=frozenset(), known=None):
         known[step.sha] = "skipped" if step.sha in skipped else ("bad" if position >= culprit else "ok")
 
 
-def plain_bisection(count, culprit):
-    low, high, probes = -1, count - 1, 0
-    while high - low > 1:
-        middle = (low + high) // 2
-        probes += 1
-        low, high = (low, middle) if middle >= culprit else (middle, high)
-    return probes
+plain_bisection = bisection.plain_probes
+
+
+def test_plain_bisection_halves_like_git_bisect():
+    # 9 candidates, BAD last: git bisect probes 4, then 1 or 6, ...
+    assert [bisection.plain_probes(9, c) for c in range(9)] == [3, 3, 3, 3, 3, 3, 3, 4, 4]
+    assert bisection.plain_probes(1, 0) == 0 and bisection.plain_probes(2, 1) == 1
 
 
 def test_the_most_suspicious_commit_and_its_parent_are_measured_first():
