@@ -92,15 +92,24 @@ def _conclude(step: bisection.Step, order: list[str], suspects: dict[str, Suspec
         return report
     culprit = suspects[step.sha]
     parent = step.parent or good
-    runner.progress.say(f"bisect: confirming {culprit.sha[:10]} against its parent {parent[:10]}")
-    judged, path = runner.metric(parent, culprit.sha, chosen.name, "confirm")
-    outcome, why = bisect_report.judge_probe(judged, chosen, against="its parent")
-    measurements.append(bisect_report.measurement("confirm", parent, culprit.sha, judged, outcome,
-                                                  why, path))
+    measured = next((m for m in measurements if m.purpose == "probe" and m.base == parent
+                     and m.head == culprit.sha), None)
+    if measured is not None:  # the culprit's parent is GOOD: its probe already was the comparison
+        confirmation = Measurement("confirm", parent, culprit.sha, measured.outcome, measured.verdict,
+                                   measured.ratio, measured.ci, measured.p_value,
+                                   measured.results_path, f"{measured.why} (the probe above)")
+        change = percent(measured.ratio - 1 if measured.ratio else None)
+    else:
+        runner.progress.say(f"bisect: confirming {culprit.sha[:10]} against its parent {parent[:10]}")
+        judged, path = runner.metric(parent, culprit.sha, chosen.name, "confirm")
+        outcome, why = bisect_report.judge_probe(judged, chosen, against="its parent")
+        confirmation = bisect_report.measurement("confirm", parent, culprit.sha, judged, outcome,
+                                                 why, path)
+        change = percent(judged.change if judged else None)
+    measurements.append(confirmation)
     report.culprit, report.parent = culprit, parent
     report.plain_probes = bisection.plain_probes(len(order), order.index(culprit.sha))
-    change = percent(judged.change if judged else None)
-    verdict = "confirmed" if outcome == "bad" else "NOT confirmed against its parent"
+    verdict = "confirmed" if confirmation.outcome == "bad" else "NOT confirmed against its parent"
     report.conclusion = (f"first bad commit {culprit.sha[:10]} ({culprit.subject}): {chosen.name} "
                          f"{change} against its parent, {verdict}")
     return report
@@ -143,5 +152,12 @@ class _Runner:
         values = (loaded.values("base", name), loaded.values("head", name))
         spec = loaded.metrics[name]
         judged = stats.judge(*values, better=spec.better, min_effect=self.options.min_effect,
-                             alpha=self.options.alpha, name=name, unit=spec.unit)
+                             alpha=self.alpha(), name=name, unit=spec.unit)
         return judged, str(path)
+
+    def alpha(self) -> float:
+        """The significance level of one judgement: split over the looks that adaptive rounds
+        may take, as `perfbot compare` does, so that peeking does not raise false alarms."""
+        rounds = self.options.rounds or self.config.bench.rounds
+        looks = max(rounds, self.options.max_rounds or rounds) - rounds + 1
+        return stats.alpha_per_look(self.options.alpha, looks)
