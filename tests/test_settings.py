@@ -18,7 +18,7 @@ def test_several_webhook_secrets_are_read_for_rotation():
 
 def test_app_mode_needs_the_id_and_the_key(tmp_path):
     key = tmp_path / "app.pem"
-    key.write_text("-----BEGIN PRIVATE KEY-----\n...")
+    key.write_text("-----BEGIN PRIVATE KEY-----\n...")  # a fake key: only its path is read here
     settings = Settings.from_env({"PERFBOT_APP_ID": "12", "PERFBOT_PRIVATE_KEY_PATH": str(key)})
     assert settings.mode == "app" and settings.app_id == 12
     with pytest.raises(SettingsError, match="must be set together"):
