@@ -5,13 +5,16 @@ from __future__ import annotations
 import json
 import shutil
 import sys
+from pathlib import Path
 
 import pytest
 
 from bot.cli.main import main
 from bot.core import bisection
+from bot.runner import sample_repo
 
 PLAIN_PYTHON = shutil.which("python3") or sys.executable
+COMMUNICATOR_BENCH = Path(__file__).parents[1] / "support" / "communicator_bench.py"
 
 # The benchmark times real work: a busy loop whose length the engine's communicator sets.
 BENCH = """\
@@ -93,3 +96,25 @@ def test_an_unknown_metric_is_a_one_line_error(capsys, git_builder, tmp_path):
     code, _, err = bisect(capsys, git_builder, tmp_path, good, shas[-1], "--metric", "nope")
     assert code == 2 and "metric 'nope' is not measured by this suite" in err and err.count("\n") == 1
 
+
+
+def test_bisect_finds_the_seeded_culprit_of_the_sample_repository_on_cpu(capsys, tmp_path):
+    """The sample's slow commit makes its communicator's allreduce copy out of place (and sync on
+    GPUs); on CPU, one gloo rank and a 16 MiB tensor make that copy the whole cost."""
+    pytest.importorskip("torch")
+    manifest = sample_repo.build(tmp_path / "sample")
+    config = tmp_path / "cpu.yml"
+    config.write_text(f"version: 1\nbench:\n  warmup: 0\n  suites:\n    communicator:\n      kind: command\n"
+                      f"      command: {sys.executable} {COMMUNICATOR_BENCH}\n")
+    code = main(["bisect", manifest["first"], manifest["head"], "--repo", manifest["path"],
+                 "--suite", "communicator", "--rounds", "5", "--config", str(config),
+                 "--out", str(tmp_path / "runs"), "--format", "json", "--quiet", "--python", PLAIN_PYTHON])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    report = json.loads(out)
+    assert report["culprit"]["sha"] == manifest["slow"], report["measurements"]
+    assert report["culprit"]["subject"] == sample_repo.SLOW_SUBJECT
+    assert report["metric"] == "comm_allreduce_ms"
+    assert report["measurements"][-1]["outcome"] == "bad" and report["measurements"][-1]["ratio"] > 5
+    commits = [c["sha"] for c in manifest["commits"][1:]]
+    assert report["runs"]["probes"] <= bisection.plain_probes(len(commits), commits.index(manifest["slow"]))
