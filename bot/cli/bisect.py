@@ -14,7 +14,7 @@ from bot.runner.progress import Progress
 from bot.runner.suites.base import SuiteError
 
 from .bench import bench_config, non_negative_int, positive_float, positive_int
-from .common import FORMATS, UsageError, emit
+from .common import FORMATS, UsageError, emit, percentage, probability
 
 
 def setup(subparsers) -> None:
@@ -38,9 +38,10 @@ def setup(subparsers) -> None:
     parser.add_argument("--config", metavar="FILE", help="config (YAML); default: the one committed at GOOD")
     parser.add_argument("--out", default="perfbot-bisect", metavar="DIR",
                         help="folder for the results file of every run (default: ./perfbot-bisect)")
-    parser.add_argument("--min-effect", type=float, default=stats.DEFAULT_MIN_EFFECT * 100, metavar="PCT",
+    parser.add_argument("--min-effect", type=percentage, default=stats.DEFAULT_MIN_EFFECT * 100,
+                        metavar="PCT",
                         help="smallest change that counts, in percent (default 2)")
-    parser.add_argument("--alpha", type=float, default=stats.DEFAULT_ALPHA, metavar="A",
+    parser.add_argument("--alpha", type=probability, default=stats.DEFAULT_ALPHA, metavar="A",
                         help="false-alarm rate of each judgement (default 0.01)")
     parser.add_argument("--allow-dirty", action="store_true", help="run even if the work tree has changes")
     parser.add_argument("--python", metavar="PATH", help="interpreter the fingerprint asks for versions")

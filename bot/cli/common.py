@@ -96,3 +96,29 @@ def emit(fmt: str, as_json: Callable[[], object], as_markdown: Callable[[], str]
 def print_json(data: object) -> None:
     json.dump(data, sys.stdout, indent=2, ensure_ascii=False)
     sys.stdout.write("\n")
+
+
+def percentage(text: str) -> float:
+    """An argparse type: a percentage from 0 (inclusive) to 100, a trailing % allowed."""
+    value = _number(text)
+    if not 0 <= value < 100:
+        raise argparse.ArgumentTypeError(f"{text!r}: a percentage from 0 to 100 is expected")
+    return value
+
+
+def probability(text: str) -> float:
+    """An argparse type: a significance level strictly between 0 and 1."""
+    value = _number(text)
+    if not 0 < value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r}: a probability between 0 and 1 is expected")
+    return value
+
+
+def _number(text: str) -> float:
+    try:
+        value = float(text.rstrip("%"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r}: not a number") from None
+    if value != value:
+        raise argparse.ArgumentTypeError(f"{text!r}: not a number")
+    return value

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from bot.core import render_compare, results, stats
 
-from .common import FORMATS, UsageError, emit, read_input
+from .common import FORMATS, UsageError, emit, percentage, probability, read_input
 
 FAIL_ON = ("regression", "inconclusive")
 
@@ -20,9 +20,9 @@ def setup(subparsers) -> None:
                     "bootstrap interval, rank tests, Holm across metrics) and say what changed.")
     parser.add_argument("results", metavar="RESULTS.json", help="results file, or - for standard input")
     parser.add_argument("--format", choices=FORMATS, default="text")
-    parser.add_argument("--min-effect", type=_percent, default=stats.DEFAULT_MIN_EFFECT * 100,
+    parser.add_argument("--min-effect", type=percentage, default=stats.DEFAULT_MIN_EFFECT * 100,
                         metavar="PCT", help="smallest change worth a verdict, in percent (default 2)")
-    parser.add_argument("--alpha", type=_alpha, default=stats.DEFAULT_ALPHA, metavar="A",
+    parser.add_argument("--alpha", type=probability, default=stats.DEFAULT_ALPHA, metavar="A",
                         help="false-alarm rate across all metrics of the file (default 0.01)")
     parser.add_argument("--seed", type=int, default=0, metavar="N",
                         help="seed of the bootstrap (default 0): same file and seed, same report")
@@ -60,27 +60,3 @@ def fails(verdict: str, fail_on: str | None) -> bool:
         return False
     failing = {"regression", "error"} | ({"inconclusive"} if fail_on == "inconclusive" else set())
     return verdict in failing
-
-
-def _percent(text: str) -> float:
-    value = _number(text)
-    if not 0 <= value < 100:
-        raise argparse.ArgumentTypeError(f"{text!r}: a percentage from 0 to 100 is expected")
-    return value
-
-
-def _alpha(text: str) -> float:
-    value = _number(text)
-    if not 0 < value < 1:
-        raise argparse.ArgumentTypeError(f"{text!r}: a probability between 0 and 1 is expected")
-    return value
-
-
-def _number(text: str) -> float:
-    try:
-        value = float(text.rstrip("%"))
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r}: not a number") from None
-    if value != value:
-        raise argparse.ArgumentTypeError(f"{text!r}: not a number")
-    return value

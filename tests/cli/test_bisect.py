@@ -118,3 +118,11 @@ def test_bisect_finds_the_seeded_culprit_of_the_sample_repository_on_cpu(capsys,
     assert report["measurements"][-1]["outcome"] == "bad" and report["measurements"][-1]["ratio"] > 5
     commits = [c["sha"] for c in manifest["commits"][1:]]
     assert report["runs"]["probes"] <= bisection.plain_probes(len(commits), commits.index(manifest["slow"]))
+
+
+@pytest.mark.parametrize("option, value, message", [("--alpha", "5", "a probability between 0 and 1"),
+                                                     ("--min-effect", "150", "a percentage from 0 to 100")])
+def test_statistics_options_out_of_range_are_one_line_errors(capsys, option, value, message):
+    code = main(["bisect", "a", "b", "--suite", "x", option, value])
+    _, err = capsys.readouterr()
+    assert code == 2 and message in err and err.count("\n") == 1

@@ -237,12 +237,7 @@ class SqlStore(Store):
 
     def save_review(self, review) -> None:
         with self._session() as session:
-            row = session.scalar(
-                select(ReviewRow).where(ReviewRow.repo == review.repo, ReviewRow.number == review.number)
-            )
-            if row is None:
-                row = ReviewRow(repo=review.repo, number=review.number)
-                session.add(row)
+            row = _pull_request_row(session, ReviewRow, review.repo, review.number)
             row.head_sha, row.score, row.level = review.head_sha, review.score, review.level
             row.comment_id, row.updated_at = review.comment_id, _now()
 
@@ -255,12 +250,7 @@ class SqlStore(Store):
 
     def record_merge(self, merge) -> None:
         with self._session() as session:
-            row = session.scalar(
-                select(MergeRow).where(MergeRow.repo == merge.repo, MergeRow.number == merge.number)
-            )
-            if row is None:
-                row = MergeRow(repo=merge.repo, number=merge.number)
-                session.add(row)
+            row = _pull_request_row(session, MergeRow, merge.repo, merge.number)
             row.title, row.merge_sha, row.head_sha = merge.title, merge.merge_sha, merge.head_sha
             row.score, row.level, row.merged_at = merge.score, merge.level, merge.merged_at
             row.flagged = merge.level in ("medium", "high")
@@ -278,3 +268,12 @@ class SqlStore(Store):
     def ping(self) -> None:
         with self.engine.connect() as connection:
             connection.execute(text("SELECT 1"))
+
+
+def _pull_request_row(session, table, repo: str, number: int):
+    """The row of ``table`` for one pull request, added to the session if it is new."""
+    row = session.scalar(select(table).where(table.repo == repo, table.number == number))
+    if row is None:
+        row = table(repo=repo, number=number)
+        session.add(row)
+    return row

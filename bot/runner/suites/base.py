@@ -92,3 +92,17 @@ def finite(name: str, value: object) -> float:
         # Times, rates and lengths: the results contract takes finite numbers >= 0 only.
         raise RoundFailed(f"metric {name!r}: {number} is not a finite number >= 0")
     return number
+
+
+class BuiltInSuite(Suite):
+    """A suite whose metrics are fixed by the benchmark it runs (``METRICS``), set up from its config."""
+
+    METRICS: dict[str, MetricDeclaration] = {}
+
+    def __init__(self, name: str, config):
+        self.name, self.config, self.timeout = name, config, config.timeout
+        self.python = config.python
+
+    @property
+    def metrics(self) -> dict[str, MetricDeclaration]:
+        return dict(self.METRICS)

@@ -15,7 +15,7 @@ import sys
 
 from bot.core.config import MetricDeclaration, SglangEagle3Suite
 
-from .base import Command, Measurement, Output, RoundContext, RoundFailed, Suite, finite
+from .base import BuiltInSuite, Command, Measurement, Output, RoundContext, RoundFailed, finite
 
 MODULE = "sglang.bench_one_batch_server"
 SPEC_FILE, BASELINE_FILE = "eagle3.jsonl", "baseline.jsonl"
@@ -31,13 +31,9 @@ METRICS = {
 }
 
 
-class SglangEagle3Bench(Suite):
-    def __init__(self, name: str, config: SglangEagle3Suite):
-        self.name, self.config, self.timeout, self.python = name, config, config.timeout, config.python
-
-    @property
-    def metrics(self) -> dict[str, MetricDeclaration]:
-        return dict(METRICS)
+class SglangEagle3Bench(BuiltInSuite):
+    METRICS = METRICS
+    config: SglangEagle3Suite
 
     def round_commands(self, context: RoundContext) -> list[Command]:
         c = self.config

@@ -9,7 +9,7 @@ from pathlib import Path
 import bot
 from bot.core.config import MetricDeclaration, VerifyStepSuite
 
-from .base import Command, Measurement, Output, RoundContext, RoundFailed, Suite, finite
+from .base import BuiltInSuite, Command, Measurement, Output, RoundContext, RoundFailed, finite
 
 RESULT_FILE = "verify_step.json"
 _PERFBOT_ROOT = str(Path(bot.__file__).resolve().parent.parent)
@@ -26,13 +26,9 @@ METRICS = {
 }
 
 
-class VerifyStepBench(Suite):
-    def __init__(self, name: str, config: VerifyStepSuite):
-        self.name, self.config, self.timeout, self.python = name, config, config.timeout, config.python
-
-    @property
-    def metrics(self) -> dict[str, MetricDeclaration]:
-        return dict(METRICS)
+class VerifyStepBench(BuiltInSuite):
+    METRICS = METRICS
+    config: VerifyStepSuite
 
     def round_commands(self, context: RoundContext) -> list[Command]:
         c = self.config
