@@ -20,9 +20,10 @@ import time
 from corpus import CODE_LINES
 from unidiff import PatchSet
 
-from bot.core import diff as diffs
-from bot.core import risk, ruleset
-from bot.core.config import RepoConfig
+from bot.core.config.schema import RepoConfig
+from bot.core.risk import diff as diffs
+from bot.core.risk import ruleset
+from bot.core.risk import scoring as risk
 
 TARGET = 1.5
 

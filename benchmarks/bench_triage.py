@@ -25,8 +25,8 @@ from pathlib import Path
 from corpus import CODE_LINES
 
 from bot.adapters import git_repo
-from bot.core import profiles, ruleset, triage
-from bot.core.config import RepoConfig
+from bot.core.config.schema import RepoConfig
+from bot.core.risk import profiles, ruleset, triage
 
 TARGET = 2.0
 

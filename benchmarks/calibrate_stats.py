@@ -5,10 +5,10 @@
 
 Statistics: rounds drawn from normal, log-normal, bimodal and outlier-ridden distributions with
 1-10% coefficient of variation; head slowed by 0-50%. Every verdict comes from the real
-`bot.core.stats.judge` / `decide`. Targets: A/A false alarms <= 1% per comparison; a 5% shift at
+`bot.core.judge.stats.judge` / `decide`. Targets: A/A false alarms <= 1% per comparison; a 5% shift at
 2% CV detected in >= 95% of comparisons within 10 rounds per side.
 
-Bisection: runs needed by `bot.core.bisection.next_step` against plain bisection (halving, as
+Bisection: runs needed by `bot.core.bisect.plan.next_step` against plain bisection (halving, as
 `git bisect` does on a linear history) for every culprit position, with the culprit ranked first,
 in the middle or last by risk, or all scores equal; and on the sample repository of
 `bot.runner.sample_repo`, with the scores `perfbot triage` gives its commits and the slow commit
@@ -38,7 +38,11 @@ from scipy import stats as scipy_stats
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bot.core import bisection, results, stats  # noqa: E402
+from bot.core.bisect import plan as bisection  # noqa: E402
+from bot.core.judge import (
+    results,  # noqa: E402
+    stats,  # noqa: E402
+)
 
 DISTRIBUTIONS = ("normal", "lognormal", "bimodal", "outliers")
 CLAIMS = ("regression", "improvement")

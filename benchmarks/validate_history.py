@@ -18,8 +18,8 @@ from collections import defaultdict
 from pathlib import PurePosixPath
 
 from bot.adapters import git_repo
-from bot.core import profiles, ruleset, triage
-from bot.core.config import RepoConfig
+from bot.core.config.schema import RepoConfig
+from bot.core.risk import profiles, ruleset, triage
 
 
 def classify(paths: list[str]) -> str:

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import git
 
-from bot.core.diff import decode
-from bot.core.triage import Commit
+from bot.core.risk.diff import decode
+from bot.core.risk.triage import Commit
 
 # Record and unit separators around the commit header fields.
 _RECORD, _UNIT = "\x1e", "\x1f"

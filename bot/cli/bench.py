@@ -11,7 +11,7 @@ from pathlib import Path
 import git
 
 from bot.adapters import git_repo
-from bot.core.config import CONFIG_PATH, RepoConfig
+from bot.core.config.schema import CONFIG_PATH, RepoConfig
 from bot.runner import bench
 from bot.runner.progress import Progress
 from bot.runner.suites import BUILT_IN

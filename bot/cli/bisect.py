@@ -6,8 +6,9 @@ import argparse
 import signal
 from pathlib import Path
 
-from bot.core import bisect_report, stats
-from bot.core.bisect_report import BisectError
+from bot.core.bisect.report import BisectError
+from bot.core.judge import stats
+from bot.core.render import bisect as render_bisect
 from bot.runner import bench
 from bot.runner.bisect import BisectOptions, bisect
 from bot.runner.progress import Progress
@@ -63,8 +64,8 @@ def run(args: argparse.Namespace) -> int:
         report = bisect(options, config, Progress(enabled=not args.quiet))
     except (BisectError, bench.BenchError, SuiteError) as error:
         raise UsageError(str(error)) from None
-    emit(args.format, report.to_dict, lambda: bisect_report.render_markdown(report),
-         lambda: bisect_report.render_text(report))
+    emit(args.format, report.to_dict, lambda: render_bisect.bisect_markdown(report),
+         lambda: render_bisect.bisect_text(report))
     return 0 if report.culprit is not None else 1
 
 

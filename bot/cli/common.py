@@ -9,8 +9,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import NoReturn
 
-from bot.core import config as repo_config
-from bot.core.config import LEVELS, RepoConfig
+from bot.core.config import schema as repo_config
+from bot.core.config.schema import LEVELS, RepoConfig
 
 FORMATS = ("text", "json", "markdown")
 

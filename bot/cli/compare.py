@@ -6,7 +6,8 @@ import argparse
 import sys
 from pathlib import Path
 
-from bot.core import render_compare, results, stats
+from bot.core.judge import results, stats
+from bot.core.render import compare as render_compare
 
 from .common import FORMATS, UsageError, emit, percentage, probability, read_input
 

@@ -6,9 +6,10 @@ import argparse
 import sys
 from pathlib import Path
 
-from bot.core import config as repo_config
-from bot.core import profiles, render_risk, ruleset
-from bot.core.config import ConfigError
+from bot.core.config import schema as repo_config
+from bot.core.config.schema import ConfigError
+from bot.core.render import risk as render_risk
+from bot.core.risk import profiles, ruleset
 
 from .common import FORMATS, UsageError, emit, load_config, print_json
 

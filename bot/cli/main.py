@@ -6,7 +6,7 @@ import sys
 
 from bot import __version__
 from bot.adapters.git_repo import RepoError
-from bot.core.config import ConfigError
+from bot.core.config.schema import ConfigError
 
 from . import bench, bisect, compare, config_cmd, score, serve, triage
 from .common import Parser, UsageError

@@ -5,9 +5,11 @@ from __future__ import annotations
 import argparse
 
 from bot.adapters import git_repo
-from bot.core import diff as diffs
-from bot.core import render_risk, risk, ruleset
-from bot.core.config import CONFIG_PATH
+from bot.core.config.schema import CONFIG_PATH
+from bot.core.render import risk as render_risk
+from bot.core.risk import diff as diffs
+from bot.core.risk import ruleset
+from bot.core.risk import scoring as risk
 
 from .common import add_risk_options, emit, fails, load_config, read_input, with_profile
 

@@ -7,8 +7,9 @@ import sys
 import time
 
 from bot.adapters import git_repo
-from bot.core import profiles, render_risk, ruleset, triage
-from bot.core.config import CONFIG_PATH
+from bot.core.config.schema import CONFIG_PATH
+from bot.core.render import risk as render_risk
+from bot.core.risk import profiles, ruleset, triage
 
 from .common import add_risk_options, emit, fails, load_config, with_profile
 

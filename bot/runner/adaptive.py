@@ -1,7 +1,7 @@
 """When to stop adding rounds: the one place the adaptive-rounds rule lives.
 
 `should_continue` is asked after every ABBA pair. Below the minimum it always says go on; at the
-maximum it says stop. In between it asks the statistics core (`bot.core.stats.judge`, the same
+maximum it says stop. In between it asks the statistics core (`bot.core.judge.stats.judge`, the same
 judgement `perfbot compare` makes) about each metric, at a significance level divided over the
 looks the run may take (`stats.alpha_per_look`), so that peeking after every pair does not raise the
 false-alarm rate. It goes on while some metric is *inconclusive* and the core estimates that the
@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import NamedTuple
 
-from bot.core import stats
+from bot.core.judge import stats
 
 # Enough resamples for a stop/go decision after every pair; the final verdict uses compare's own.
 _RESAMPLES = 500

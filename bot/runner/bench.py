@@ -15,7 +15,7 @@ from pathlib import Path
 import git
 
 from bot.adapters import git_repo
-from bot.core.config import BenchConfig
+from bot.core.config.schema import BenchConfig
 
 from . import adaptive, fingerprint, summary
 from .progress import Progress

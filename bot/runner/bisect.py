@@ -1,7 +1,7 @@
 """`perfbot bisect`: find the first bad commit of GOOD..BAD, benchmarking suspicious commits first.
 
 1. Reference: benchmark GOOD against BAD, and pick the metric that regressed (or the one named).
-2. Rank the range with the triage risk engine; `bot.core.bisection.next_step` proposes each
+2. Rank the range with the triage risk engine; `bot.core.bisect.plan.next_step` proposes each
    commit to measure from the results so far (the most suspicious commit's boundary first, then
    halving); each probe benchmarks GOOD against that commit, interleaved on this machine.
 3. Confirm the culprit by benchmarking it against its parent, and report it with its risk
@@ -16,10 +16,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bot.adapters import git_repo
-from bot.core import bisect_report, bisection, profiles, results, ruleset, stats, triage
-from bot.core.bisect_report import BisectError, BisectReport, Measurement, Suspect
-from bot.core.config import RepoConfig
-from bot.core.markdown import percent
+from bot.core.bisect import plan as bisection
+from bot.core.bisect import report as bisect_report
+from bot.core.bisect.report import BisectError, BisectReport, Measurement, Suspect
+from bot.core.config.schema import RepoConfig
+from bot.core.judge import results, stats
+from bot.core.judge.quantities import percent
+from bot.core.risk import profiles, ruleset, triage
 
 from . import bench
 from .progress import Progress

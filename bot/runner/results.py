@@ -14,7 +14,7 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from bot.core.config import MetricDeclaration
+from bot.core.config.schema import MetricDeclaration
 
 from .fingerprint import now
 

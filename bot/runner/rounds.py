@@ -14,7 +14,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from bot.core.config import MetricDeclaration
+from bot.core.config.schema import MetricDeclaration
 
 from .suites.base import Command, Output, RoundContext, RoundFailed, Suite
 from .verify_step_bench import SAFE_ENV

@@ -5,10 +5,12 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 
-from bot.core import diff as diffs
-from bot.core import render_comment, risk, ruleset
-from bot.core.config import CONFIG_PATH, ConfigError, RepoConfig
-from bot.core.config import load as load_config
+from bot.core.config.schema import CONFIG_PATH, ConfigError, RepoConfig
+from bot.core.config.schema import load as load_config
+from bot.core.render import comment as render_comment
+from bot.core.risk import diff as diffs
+from bot.core.risk import ruleset
+from bot.core.risk import scoring as risk
 
 from .ports import CheckResult, GitHub, PullRequestGone, Review
 from .router import Router

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from bot.cli.main import main
-from bot.core import bisection
+from bot.core.bisect import plan as bisection
 from bot.runner import sample_repo
 
 PLAIN_PYTHON = shutil.which("python3") or sys.executable

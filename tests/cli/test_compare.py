@@ -7,7 +7,7 @@ import json
 import pytest
 
 from bot.cli.main import main
-from tests.core.results_data import EAGLE3, document, text
+from tests.core.judge.results_data import EAGLE3, document, text
 
 QUIET = {"verify_ms": ("ms", "lower", [583.0, 583.4, 582.9, 583.1, 583.2, 582.8],
                        [583.1, 583.0, 583.2, 582.9, 583.3, 583.0])}

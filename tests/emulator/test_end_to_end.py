@@ -10,8 +10,8 @@ import hashlib
 
 import pytest
 
-from bot.core.config import CONFIG_PATH
-from bot.core.render_comment import MARKER
+from bot.core.config.schema import CONFIG_PATH
+from bot.core.render.comment import MARKER
 from tests.emulator import live
 from tests.service import diffs
 from tests.support import github_data

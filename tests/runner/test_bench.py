@@ -8,8 +8,8 @@ import json
 import git
 import pytest
 
-from bot.core import stats
-from bot.core.config import BenchConfig, CommandSuite
+from bot.core.config.schema import BenchConfig, CommandSuite
+from bot.core.judge import stats
 from bot.runner import bench, fingerprint
 from bot.runner.progress import Progress
 from bot.runner.suites.base import SuiteError

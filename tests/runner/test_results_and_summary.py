@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from bot.core.config import MetricDeclaration
+from bot.core.config.schema import MetricDeclaration
 from bot.runner.results import ResultsFile, out_path
 from bot.runner.summary import markdown
 
@@ -50,7 +50,7 @@ def test_a_finished_file_says_so_and_leaves_no_temporary_files(tmp_path):
 
 
 def test_the_results_file_passes_the_statistics_side_validation(tmp_path):
-    from bot.core import results as contract
+    from bot.core.judge import results as contract
 
     file = results(tmp_path)
     file.finish("complete")

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import yaml
 
-from bot.core import config
+from bot.core.config import schema as config
 
 ROOT = Path(__file__).resolve().parents[2]
 DOC = (ROOT / "docs" / "runner.md").read_text()

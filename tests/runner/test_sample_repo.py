@@ -10,7 +10,7 @@ import git
 import pytest
 
 from bot.cli import main as cli
-from bot.core.config import load as load_config
+from bot.core.config.schema import load as load_config
 from bot.runner import bench
 from bot.runner.progress import Progress
 from bot.runner.sample_repo import HISTORY, SLOW_SUBJECT, build, main

@@ -2,7 +2,7 @@
 handler tests install: explicit rules and weights, so that tuning the built-in profiles never
 changes what these tests expect."""
 
-from bot.core.config import CONFIG_PATH
+from bot.core.config.schema import CONFIG_PATH
 
 HOT_LOOP = "src/perfbot_fixture/hot_loop.py"
 GRAPHS = "src/perfbot_fixture/graphs.py"

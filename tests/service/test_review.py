@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from bot.core.render_comment import MARKER
+from bot.core.render.comment import MARKER
 from bot.service import review
 from bot.service.routes import ROUTER
 from bot.service.services import Services

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from bot.core.config import BenchConfig, CommandSuite, VerifyStepSuite
+from bot.core.config.schema import BenchConfig, CommandSuite, VerifyStepSuite
 
 from .base import Suite, SuiteError
 from .command import CommandBench

@@ -7,7 +7,7 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from bot.core.config import MetricDeclaration
+from bot.core.config.schema import MetricDeclaration
 
 
 class SuiteError(ValueError):

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from bot.core.config import CommandSuite, MetricDeclaration
+from bot.core.config.schema import CommandSuite, MetricDeclaration
 
 from .base import Command, Measurement, Output, RoundContext, RoundFailed, Suite, finite
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import sys
 
-from bot.core.config import MetricDeclaration, SglangEagle3Suite
+from bot.core.config.schema import MetricDeclaration, SglangEagle3Suite
 
 from .base import BuiltInSuite, Command, Measurement, Output, RoundContext, RoundFailed, finite
 

@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 import bot
-from bot.core.config import MetricDeclaration, VerifyStepSuite
+from bot.core.config.schema import MetricDeclaration, VerifyStepSuite
 
 from .base import BuiltInSuite, Command, Measurement, Output, RoundContext, RoundFailed, finite
 

@@ -1,0 +1,229 @@
+"""The repository configuration (`.github/perfbot.yml`): schema, validation and error wording.
+
+The same `Rule` model describes the built-in profiles and a repository's own rules, so what a
+user writes is exactly what perfbot ships with.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from bot.core.config import patterns
+
+RuleKind = Literal["path", "function", "token", "cold"]
+ProfileName = Literal["auto", "generic", "sglang", "vllm"]
+LEVELS = ("none", "low", "medium", "high")
+
+CONFIG_PATH = ".github/perfbot.yml"
+
+
+class ConfigError(ValueError):
+    """A configuration that cannot be used; each entry of ``problems`` names a key path."""
+
+    def __init__(self, source: str, problems: list[str]):
+        self.source = source
+        self.problems = problems
+        more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+        super().__init__(f"{source}: {problems[0]}{more}")
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Rule(_Strict):
+    """One risk signal.
+
+    - ``path``: changed files whose path matches one of ``paths`` (gitignore-style globs).
+    - ``function``: a change inside a function whose name matches ``pattern`` (an RE2 regex).
+    - ``token``: an added or removed line that matches ``pattern``; with ``paths``, only in
+      those files; with ``scope: hot``, only inside a hot file or a hot function.
+    - ``cold``: files matching ``paths`` cannot change inference speed; they add nothing.
+    """
+
+    id: Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9._-]*$", max_length=80)]
+    kind: RuleKind
+    category: Annotated[str, Field(min_length=1, max_length=40)]
+    weight: Annotated[float, Field(ge=0, le=100)] = 0
+    description: Annotated[str, Field(min_length=1, max_length=200)]
+    paths: tuple[Annotated[str, Field(min_length=1)], ...] = ()
+    pattern: str | None = None
+    scope: Literal["any", "hot"] = "any"
+
+    @field_validator("pattern")
+    @classmethod
+    def _pattern_compiles(cls, value: str | None) -> str | None:
+        if value is not None:
+            try:
+                patterns.regex(patterns.scoped_flags(value))
+            except patterns.PatternError as error:
+                raise ValueError(str(error)) from None
+        return value
+
+    @model_validator(mode="after")
+    def _fields_fit_kind(self) -> Rule:
+        if self.kind in ("path", "cold") and not self.paths:
+            raise ValueError(f"a '{self.kind}' rule needs 'paths'")
+        if self.kind in ("function", "token") and not self.pattern:
+            raise ValueError(f"a '{self.kind}' rule needs 'pattern'")
+        return self
+
+
+class Thresholds(_Strict):
+    """Lowest score of each level; below ``low`` the level is ``none``."""
+
+    low: Annotated[int, Field(ge=0, le=100)] = 1
+    medium: Annotated[int, Field(ge=0, le=100)] = 30
+    high: Annotated[int, Field(ge=0, le=100)] = 60
+
+    @model_validator(mode="after")
+    def _ascending(self) -> Thresholds:
+        if not self.low <= self.medium <= self.high:
+            raise ValueError("thresholds must satisfy low <= medium <= high")
+        return self
+
+    def level(self, score: int) -> str:
+        if score >= self.high:
+            return "high"
+        if score >= self.medium:
+            return "medium"
+        if score >= self.low:
+            return "low"
+        return "none"
+
+
+class RiskConfig(_Strict):
+    """The ``risk`` section: which profile, and how the repository adjusts it."""
+
+    profile: ProfileName = "auto"
+    thresholds: Thresholds = Thresholds()
+    rules: list[Rule] = Field(default=[], description="Added rules; an existing id replaces it.")
+    disable: list[str] = Field(default=[], description="Ids of profile rules to turn off.")
+    weights: dict[str, Annotated[float, Field(ge=0, le=100)]] = Field(
+        default={}, description="New weights for rules, by id."
+    )
+
+
+SuiteKind = Literal["command", "verify-step", "sglang-eagle3"]
+_SUITE_NAME = r"^[a-z0-9][a-z0-9._-]*$"
+_ENV_NAME = r"^[A-Za-z_][A-Za-z0-9_]*$"
+
+
+class MetricDeclaration(_Strict):
+    """What a number means: its unit and which direction is better."""
+
+    unit: Annotated[str, Field(max_length=20)] = ""
+    better: Literal["lower", "higher"]
+
+
+class _SuiteCommon(_Strict):
+    env: dict[Annotated[str, Field(pattern=_ENV_NAME)], str] = Field(
+        default={}, description="Extra environment variables for every process of the suite.")
+    timeout: Annotated[float, Field(gt=0)] | None = Field(
+        default=None, description="Seconds one round may take (default: the bench timeout).")
+
+
+class CommandSuite(_SuiteCommon):
+    """Any command, run by bash in the checked-out revision. It reports metrics by printing lines
+    ``PERFBOT_METRIC name=value unit=ms better=lower`` or by writing JSON to ``$PERFBOT_METRICS_FILE``."""
+
+    kind: Literal["command"]
+    command: Annotated[str, Field(min_length=1)]
+    setup: str | None = Field(default=None, description="Run once per checked-out revision, before rounds.")
+    metrics: dict[str, MetricDeclaration] = Field(
+        default={}, description="Units and directions of the metrics the command reports.")
+
+
+class VerifyStepSuite(_SuiteCommon):
+    """The built-in EAGLE-3 verify-step benchmark (random weights, tensor parallel over visible GPUs)."""
+
+    kind: Literal["verify-step"]
+    python: str | None = Field(default=None, description="Interpreter with torch (default: perfbot's).")
+    preset: Literal["auto", "full", "tiny"] = "auto"
+    device: Literal["auto", "cuda", "cpu"] = "auto"
+    world_size: Annotated[int, Field(ge=0)] = Field(default=0, description="0: every visible GPU.")
+    iters: Annotated[int, Field(ge=1)] = 100
+    warmup_iters: Annotated[int, Field(ge=0)] = 10
+    dtype: Literal["bfloat16", "float16", "float32"] = "bfloat16"
+    cuda_graphs: bool = True
+    allreduce: Annotated[str, Field(pattern=r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")] | None = Field(
+        default=None, description="MODULE:FUNCTION of the repository under test that every allreduce "
+                                  "goes through (default: torch.distributed.all_reduce).")
+    shape: dict[Literal["layers", "hidden", "heads", "kv_heads", "head_dim", "experts", "topk",
+                        "moe_intermediate", "context", "vocab", "batch", "num_steps", "draft_topk",
+                        "num_draft_tokens"], Annotated[int, Field(ge=1)]] = {}
+    accept_length: Annotated[float, Field(ge=1)] | None = None
+
+
+class SglangEagle3Suite(_SuiteCommon):
+    """SGLang's ``bench_one_batch_server``, with EAGLE-3 and without speculation, in every round."""
+
+    kind: Literal["sglang-eagle3"]
+    python: str | None = None
+    model_path: Annotated[str, Field(min_length=1)]
+    draft_model_path: Annotated[str, Field(min_length=1)]
+    tp_size: Annotated[int, Field(ge=1)] = 1
+    num_steps: Annotated[int, Field(ge=1)] = 3
+    eagle_topk: Annotated[int, Field(ge=1)] = 1
+    num_draft_tokens: Annotated[int, Field(ge=1)] = 4
+    batch_size: Annotated[int, Field(ge=1)] = 1
+    input_len: Annotated[int, Field(ge=1)] = 1024
+    output_len: Annotated[int, Field(ge=1)] = 256
+    extra_args: list[str] = Field(default=[], description="More server/benchmark arguments, for both runs.")
+
+
+SuiteConfig = Annotated[CommandSuite | VerifyStepSuite | SglangEagle3Suite, Field(discriminator="kind")]
+
+
+class BenchConfig(_Strict):
+    """The ``bench`` section: named suites and the defaults of `perfbot bench run`."""
+
+    suites: dict[Annotated[str, Field(pattern=_SUITE_NAME, max_length=60)], SuiteConfig] = Field(
+        default={}, description="Suites by name; a name of a built-in suite changes its options.")
+    rounds: Annotated[int, Field(ge=1, le=1000)] = 5
+    warmup: Annotated[int, Field(ge=0, le=100)] = 1
+    max_rounds: Annotated[int, Field(ge=1, le=1000)] | None = None
+    timeout: Annotated[float, Field(gt=0)] = 900
+
+
+class RepoConfig(_Strict):
+    """Everything `.github/perfbot.yml` may hold."""
+
+    version: Literal[1] = 1
+    risk: RiskConfig = RiskConfig()
+    bench: BenchConfig = BenchConfig()
+
+
+def schema() -> dict[str, Any]:
+    """The JSON schema of `.github/perfbot.yml`."""
+    return RepoConfig.model_json_schema()
+
+
+def load(text: str | bytes, source: str = CONFIG_PATH) -> RepoConfig:
+    """Parse and validate YAML text; raise `ConfigError` naming the key path of each problem."""
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as error:
+        mark = getattr(error, "problem_mark", None)
+        where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
+        problem = getattr(error, "problem", None) or str(error).splitlines()[0]
+        raise ConfigError(source, [f"{where}not valid YAML ({problem})"]) from None
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        raise ConfigError(source, [f"the top level must be a mapping, not {type(data).__name__}"])
+    try:
+        return RepoConfig.model_validate(data)
+    except ValidationError as error:
+        raise ConfigError(source, [_describe(e) for e in error.errors()]) from None
+
+
+def _describe(error: dict[str, Any]) -> str:
+    path = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in error["loc"]).lstrip(".")
+    message = error["msg"].removeprefix("Value error, ")
+    if error["type"] == "extra_forbidden":
+        message = "unknown key"
+    return f"{path or '(top level)'}: {message}"

@@ -1,0 +1,173 @@
+"""The sticky PR comment of a risk review: Markdown bounded far below GitHub's 65,536 characters.
+
+Every part has a fixed item count and every item a clipped length, so the size is bounded by
+construction whatever the PR's size; `fit` is a last guard, never the plan.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+
+from bot.core.render.risk import escape_md
+from bot.core.risk.scoring import FileRisk, RiskReport, Signal
+
+MARKER = "<!-- perfbot:risk-review -->"
+GITHUB_LIMIT = 65_536
+BUDGET = 60_000  # leaves room for the marker and for anything GitHub counts differently
+MAX_REASONS = 8
+MAX_FILES = 15
+MAX_NOTES = 5
+MAX_PATH = 160
+MAX_TEXT = 300
+
+_MARK = {"high": "🔴", "medium": "🟠", "low": "🟡", "none": "⚪"}
+_HEADLINE = {
+    "high": "this change touches inference hot paths and is likely to move performance",
+    "medium": "this change touches code on or near inference hot paths",
+    "low": "this change is unlikely to affect inference speed",
+    "none": "no inference hot path is touched",
+}
+_NEXT = {
+    "high": "Benchmarks are recommended before merging: a maintainer can comment `/bench` to "
+    "measure base against head on the GPU runners.",
+    "medium": "Comment `/bench` to measure base against head on the GPU runners if in doubt.",
+    "low": "No benchmark is needed; comment `/bench` to run one anyway.",
+    "none": "Nothing to do.",
+}
+
+
+@dataclass(frozen=True)
+class PullContext:
+    """Where the review is published: the PR's web address, its head commit, the config's branch."""
+
+    html_url: str
+    head_sha: str
+    config_ref: str
+    config_error: str | None = None
+
+
+def diff_anchor(path: str, line: int | None, side: str = "new") -> str:
+    """GitHub's anchor for a line in a PR's "Files changed" tab: ``diff-<sha256(path)>R<line>``."""
+    anchor = "diff-" + hashlib.sha256(path.encode("utf-8")).hexdigest()
+    if line is None:
+        return anchor
+    return f"{anchor}{'L' if side == 'old' else 'R'}{line}"
+
+
+def next_step(level: str) -> str:
+    return _NEXT[level]
+
+
+def comment_body(report: RiskReport, pull: PullContext) -> str:
+    """The whole comment, marker first so the bot finds its own comment again."""
+    return fit(f"{MARKER}\n{review_markdown(report, pull)}")
+
+
+def review_markdown(report: RiskReport, pull: PullContext) -> str:
+    """The review without the marker (also the check run's summary)."""
+    parts = [
+        _headline(report),
+        _reasons(report, pull),
+        _hot_files(report, pull),
+        _cold_files(report),
+        _notes(report, pull),
+        f"**What happens next:** {next_step(report.level)}",
+        _footer(report, pull),
+    ]
+    return "\n\n".join(p for p in parts if p) + "\n"
+
+
+def fit(text: str, limit: int = BUDGET) -> str:
+    if len(text) <= limit:
+        return text
+    cut = text.rfind("\n", 0, limit - 80)
+    return text[: cut if cut > 0 else limit - 80] + "\n\n…(truncated to fit GitHub's comment limit)\n"
+
+
+def _headline(report: RiskReport) -> str:
+    return (
+        f"### {_MARK[report.level]} Performance risk: **{report.level}** ({report.score}/100)\n\n"
+        f"perfbot reviewed the diff: {_HEADLINE[report.level]}."
+    )
+
+
+def _reasons(report: RiskReport, pull: PullContext) -> str:
+    signals = report.signals[:MAX_REASONS]
+    if not signals:
+        return ""
+    lines = ["**Top reasons**", ""]
+    lines += [f"{i}. {_reason(s, pull)}" for i, s in enumerate(signals, 1)]
+    if len(report.signals) > MAX_REASONS:
+        lines.append(f"\n…and {len(report.signals) - MAX_REASONS} more.")
+    return "\n".join(lines)
+
+
+def _reason(signal: Signal, pull: PullContext) -> str:
+    what = escape_md(_clip(signal.description, MAX_TEXT))
+    if signal.match:
+        verb = "removed" if signal.side == "old" else "added"
+        what += f": `{_code(signal.match)}` {verb}"
+        if signal.count > 1:
+            what += f" ({signal.count} times)"
+    where = _clip(signal.path, MAX_PATH) + (f":{signal.line}" if signal.line else "")
+    link = f"[{escape_md(where)}]({_files_url(pull)}#{diff_anchor(signal.path, signal.line, signal.side)})"
+    inside = f" in `{_code(signal.function)}`" if signal.function else ""
+    return f"{what} — {link}{inside} (`{signal.rule}`, +{signal.weight:g})"
+
+
+def _hot_files(report: RiskReport, pull: PullContext) -> str:
+    hot = [f for f in report.files if f.signals and f.cold is None]
+    if not hot:
+        return ""
+    lines = ["**Hot files touched**", "", "| score | file | changes |", "|---:|---|---:|"]
+    lines += [_file_row(f, pull) for f in hot[:MAX_FILES]]
+    if len(hot) > MAX_FILES:
+        lines.append(f"\n…and {len(hot) - MAX_FILES} more hot files.")
+    return "\n".join(lines)
+
+
+def _cold_files(report: RiskReport) -> str:
+    cold = sum(1 for f in report.files if f.cold)
+    if not cold:
+        return ""
+    return f"{cold} changed file{'s' if cold != 1 else ''} cannot affect inference speed (docs, tests, CI…)."
+
+
+def _file_row(f: FileRisk, pull: PullContext) -> str:
+    name = escape_md(_clip(f.path, MAX_PATH))
+    changes = "binary" if f.is_binary else f"+{f.added} −{f.removed}"
+    return f"| {f.score} | [{name}]({_files_url(pull)}#{diff_anchor(f.path, None)}) | {changes} |"
+
+
+def _notes(report: RiskReport, pull: PullContext) -> str:
+    notes = [f"> **Note:** {escape_md(_clip(n, MAX_TEXT))}" for n in report.notes[:MAX_NOTES]]
+    if pull.config_error:
+        notes.append(
+            f"> **Config problem:** {escape_md(_clip(pull.config_error, MAX_TEXT))} — "
+            "this review used the built-in defaults."
+        )
+    notes += [f"> **Warning:** {escape_md(_clip(w, MAX_TEXT))}" for w in report.warnings[:MAX_NOTES]]
+    if len(report.warnings) > MAX_NOTES:
+        notes.append(f"> …and {len(report.warnings) - MAX_NOTES} more warnings.")
+    return "\n>\n".join(notes)
+
+
+def _footer(report: RiskReport, pull: PullContext) -> str:
+    ref = _code(_clip(pull.config_ref, 100))
+    return (
+        f"<sub>perfbot · profile `{_code(report.profile)}` · config from `{ref}`"
+        f" · head `{_code(pull.head_sha[:12])}` · this comment is updated on every push</sub>"
+    )
+
+
+def _files_url(pull: PullContext) -> str:
+    return pull.html_url.rstrip("/") + "/files"
+
+
+def _clip(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit // 2 - 1] + "…" + text[-(limit // 2 - 1) :]
+
+
+def _code(text: str) -> str:
+    return _clip(text, MAX_TEXT).replace("`", "'").replace("\n", " ").replace("|", "\\|")

@@ -1,0 +1,315 @@
+"""Render a comparison (`stats.Comparison`) as terminal text and as the Markdown a PR shows.
+
+Everything that came from the results file is escaped (Markdown) or stripped of control
+characters (text), and the Markdown stays under GitHub's 65,536-character comment limit for any
+input: long tables are cut, and the report says so.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from collections.abc import Iterable
+
+from bot.core.judge import speculation
+from bot.core.judge.envdiff import EnvDifference, flatten
+from bot.core.judge.quantities import number, percent
+from bot.core.judge.results import SIDES, Results
+from bot.core.judge.stats import (
+    MAX_EXTRA_ROUNDS,
+    MIN_ROUNDS,
+    OUTLIER_MADS,
+    Comparison,
+    MetricJudgement,
+    Settings,
+)
+from bot.core.render.markdown import clip
+from bot.core.render.markdown import escape_md as _escape_md
+
+MAX_MARKDOWN_CHARS = 60_000  # GitHub refuses comments over 65,536; leave room for a wrapper
+MAX_METRIC_ROWS = 40
+MAX_ENV_ROWS = 20
+MAX_ROUND_VALUES = 30
+MAX_TEXT = 300
+REPRODUCE = ("perfbot bench run --base {base} --head {head} --suite {suite} --out results.json\n"
+             "perfbot compare results.json --format markdown")
+
+_ICON = {"regression": "🔴", "improvement": "🟢", "unchanged": "⚪", "inconclusive": "🟡",
+         "error": "❌"}
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+_CONTROL_BUT_LINE_BREAKS = re.compile(r"[\x00-\x09\x0b\x0c\x0e-\x1f\x7f-\x9f]")
+_RUNNER_KEYS = ("host.name", "gpus.0.name", "driver", "torch.version", "torch.cuda", "torch.nccl",
+                "cpu.model")
+
+
+def headline(comparison: Comparison, subject: str = "This PR") -> str:
+    """One line that says what happened, in words: 'This PR makes the EAGLE-3 verify step 53% slower'."""
+    verdict, metrics = comparison.verdict, comparison.metrics
+    if verdict == "error":
+        reason = next((m.reason for m in metrics if m.verdict == "error"), None)
+        reason = (comparison.notes or [reason or "nothing to judge"])[-1]
+        return f"No verdict: {reason}"
+    if comparison.withheld:
+        return "No verdict: base and head did not run in the same environment"
+    if verdict in ("regression", "improvement"):
+        hits = [m for m in metrics if m.verdict == verdict]
+        line = f"{subject} {_effect_phrase(hits[0])}"
+        if len(hits) > 1:
+            line += f", and {len(hits) - 1} more {verdict}{'s' if len(hits) > 2 else ''}"
+        spec = comparison.speculation
+        if spec is not None and spec.stopped_paying and spec.speedup_after is not None:
+            line += (f"; speculation is now {1 - spec.speedup_after:.0%} slower than not "
+                     "speculating")
+        return line
+    rounds = min(comparison.rounds.values(), default=0)
+    if verdict == "inconclusive":
+        extra = comparison.extra_rounds
+        more = f": about {extra} more per side would likely decide" if extra else ""
+        if extra and extra >= MAX_EXTRA_ROUNDS:
+            more = f": the noisiest metrics would need more than {MAX_EXTRA_ROUNDS} more per side"
+        return f"Inconclusive after {rounds} rounds per side{more}"
+    margin = comparison.settings.min_effect
+    return f"No change beyond ±{margin:.0%} in {len(metrics)} metrics ({rounds} rounds per side)"
+
+
+def _effect_phrase(m: MetricJudgement) -> str:
+    change = m.change or 0.0
+    size = f"{abs(change):.0%}" if abs(change) >= 0.095 else f"{abs(change):.1%}"
+    kind = _kind(m)
+    what = speculation.label(m.name)
+    if kind == "time":
+        return f"makes {what} {size} {'slower' if change > 0 else 'faster'}"
+    if kind == "rate":
+        return f"makes {what} {size} {'faster' if change > 0 else 'slower'}"
+    return f"{'raises' if change > 0 else 'lowers'} {what} by {size}"
+
+
+def _kind(m: MetricJudgement) -> str:
+    role = speculation.ROLES.get(m.name)
+    if role is not None:
+        return role.kind
+    unit = m.unit.lower()
+    if unit in ("s", "ms", "us", "µs", "ns", "sec", "seconds"):
+        return "time"
+    return "rate" if "/s" in unit else "count"
+
+
+# ---------------------------------------------------------------- Markdown
+
+
+def compare_markdown(results: Results, comparison: Comparison, reproduce: str | None = None,
+                     subject: str = "This PR") -> str:
+    """The PR comment body: headline, table, speculation, environment, details, reproduce."""
+    icon = "⚠️" if comparison.withheld and comparison.verdict != "error" else _ICON[comparison.verdict]
+    blocks = [f"### {icon} {escape_md(headline(comparison, subject))}\n\n{_subline(results, comparison)}",
+              _metric_table(comparison.metrics)]
+    blocks += _speculation_block(comparison)
+    blocks.append(_environment_block(comparison.environment))
+    blocks += [f"> **Warning:** {escape_md(clip(w, MAX_TEXT))}" for w in comparison.warnings[:10]]
+    blocks += [f"> **Note:** {escape_md(clip(n, MAX_TEXT))}" for n in comparison.notes[:10]]
+    blocks += [_rounds_details(results, comparison), _method_details(results, comparison)]
+    blocks.append(_reproduce_block(results, reproduce))
+    return _fit(blocks, MAX_MARKDOWN_CHARS)
+
+
+def _subline(results: Results, comparison: Comparison) -> str:
+    counts = [f"{side} {len(results.rounds_of(side)) - len(results.failures(side))}" for side in SIDES]
+    return (f"<sub>perfbot compare · suite {escape_md(clip(results.suite, 60))} · base "
+            f"`{results.base.sha[:12]}` → head `{results.head.sha[:12]}` · successful rounds: "
+            f"{', '.join(counts)} · verdict **{comparison.verdict}**</sub>")
+
+
+def _metric_table(metrics: list[MetricJudgement]) -> str:
+    if not metrics:
+        return "No metric was measured."
+    lines = ["| metric | base | head | change | 95% CI | verdict |",
+             "|---|---:|---:|---:|---:|---|"]
+    for m in metrics[:MAX_METRIC_ROWS]:
+        lines.append(f"| {_metric_cell(m)} | {number(m.base_median)} | {number(m.head_median)} | "
+                     f"{percent(m.change)} | {_ci(m)} | {_verdict_cell(m)} |")
+    if len(metrics) > MAX_METRIC_ROWS:
+        lines.append(f"\n…and {len(metrics) - MAX_METRIC_ROWS} more metrics, left out to keep this "
+                     "comment short (`perfbot compare --format json` lists them all).")
+    return "\n".join(lines)
+
+
+def _metric_cell(m: MetricJudgement) -> str:
+    arrow = "↓" if m.better == "lower" else "↑"
+    unit = f" {escape_md(m.unit)}" if m.unit else ""
+    return f"`{m.name}`{unit} {arrow}"
+
+
+def _ci(m: MetricJudgement) -> str:
+    ci = m.estimate.ci
+    return "–" if ci is None else f"{percent(ci[0] - 1)} … {percent(ci[1] - 1)}"
+
+
+def _verdict_cell(m: MetricJudgement) -> str:
+    cell = f"{_ICON[m.verdict]} {m.verdict}"
+    if m.verdict == "inconclusive" and m.extra_rounds:
+        cell += f" (≈{m.extra_rounds} more rounds)"
+    return cell
+
+
+def _speculation_block(comparison: Comparison) -> list[str]:
+    spec = comparison.speculation
+    if spec is None or not spec.sentences:
+        return []
+    return ["**Speculation.** " + " ".join(escape_md(s) for s in spec.sentences)]
+
+
+def _environment_block(differences: list[EnvDifference]) -> str:
+    material = [d for d in differences if d.material]
+    readings = [d for d in differences if not d.material]
+    if not material:
+        text = "**Environment.** Same on both sides"
+        text += (f" (live readings that moved: {escape_md(', '.join(d.key for d in readings[:8]))})."
+                 if readings else ".")
+        return text
+    lines = ["**Environment.** ⚠️ Base and head ran in different environments, so no regression "
+             "or improvement is claimed. Most likely to matter first:", "",
+             "| key | base | head |", "|---|---|---|"]
+    for d in material[:MAX_ENV_ROWS]:
+        lines.append(f"| {escape_md(clip(d.key, 80))} | {_env_value(d.base)} | {_env_value(d.head)} |")
+    if len(material) > MAX_ENV_ROWS:
+        lines.append(f"\n…and {len(material) - MAX_ENV_ROWS} more differences.")
+    return "\n".join(lines)
+
+
+def _env_value(value: str | None) -> str:
+    return "*(absent)*" if value is None else escape_md(clip(value, 80))
+
+
+def _rounds_details(results: Results, comparison: Comparison) -> str:
+    lines = ["<details><summary>Per-round values</summary>", "",
+             "| metric | base rounds | head rounds |", "|---|---|---|"]
+    for m in comparison.metrics[:MAX_METRIC_ROWS]:
+        cells = [_round_values(results, side, m.name) for side in SIDES]
+        lines.append(f"| `{m.name}` | {cells[0]} | {cells[1]} |")
+    lines.append("")
+    lines.append("✗ = failed round, left out of the statistics.")
+    return "\n".join(lines + ["", "</details>"])
+
+
+def _round_values(results: Results, side: str, metric: str) -> str:
+    values = ["✗" if not r.ok else number(r.metrics.get(metric)) for r in results.rounds_of(side)]
+    shown = ", ".join(values[:MAX_ROUND_VALUES])
+    return shown + (f", … ({len(values)} in all)" if len(values) > MAX_ROUND_VALUES else "")
+
+
+def _method_details(results: Results, comparison: Comparison) -> str:
+    s = comparison.settings
+    lines = ["<details><summary>Method, rounds and runner</summary>", "",
+             "- Each metric: median of the successful rounds of each side (far outliers, over "
+             f"{OUTLIER_MADS:g} robust deviations from the pooled median, left out); change = "
+             f"head/base − 1 with a {s.confidence:.0%} percentile bootstrap interval "
+             f"({s.n_resamples} resamples, seed {s.seed}).",
+             "- Significance: the better of two-sided Mann-Whitney U and Welch's t on the "
+             "logarithms, Bonferroni-combined, then Holm-adjusted across the "
+             f"{len(comparison.metrics)} metrics at α = {s.alpha:.2g}{_looks(s)} "
+             "(Kolmogorov-Smirnov flags changes of shape only).",
+             f"- Regression or improvement: significant and at least {s.min_effect:.1%}; unchanged: "
+             f"the interval lies within ±{s.min_effect:.1%}; otherwise inconclusive. At least "
+             f"{MIN_ROUNDS} successful rounds per side before anything but inconclusive.",
+             "- Rounds: " + "; ".join(_round_summary(results, side) for side in SIDES) + "."]
+    runner = _runner_summary(results)
+    if runner:
+        lines.append(f"- Runner: {runner}.")
+    readings = [d for d in comparison.environment if not d.material]
+    if readings:
+        lines.append("- Live readings that differ (not counted as an environment change): "
+                     + "; ".join(f"{escape_md(clip(d.key, 60))} {_env_value(d.base)} → "
+                                 f"{_env_value(d.head)}" for d in readings[:10]) + ".")
+    return "\n".join(lines + ["", "</details>"])
+
+
+def _looks(s: Settings) -> str:
+    if s.looks == 1:
+        return ""
+    return f", that is {s.alpha * s.looks:g} split over the {s.looks} looks of an adaptive run"
+
+
+def _round_summary(results: Results, side: str) -> str:
+    failed = len(results.failures(side))
+    return f"{side} {len(results.rounds_of(side)) - failed} ok, {failed} failed"
+
+
+def _runner_summary(results: Results) -> str:
+    flat = flatten(results.head.fingerprint)
+    parts = [f"{key} {escape_md(clip(str(flat[key]), 60))}" for key in _RUNNER_KEYS if key in flat]
+    return ", ".join(parts)
+
+
+def _reproduce_block(results: Results, reproduce: str | None) -> str:
+    command = reproduce if reproduce is not None else REPRODUCE.format(
+        base=results.base.sha, head=results.head.sha, suite=_shell_word(results.suite))
+    lines = [_CONTROL.sub("", line) for line in clip(command, 2000).splitlines()]
+    # A line opening with a fence would close the code block early.
+    lines = [f" {line}" if line.lstrip().startswith("```") else line for line in lines]
+    return "**Reproduce:**\n\n```sh\n" + "\n".join(lines) + "\n```"
+
+
+def _shell_word(text: str) -> str:
+    """A suite name fit for a copy-pasted shell line: printable, short, quoted when needed."""
+    return shlex.quote(_CONTROL.sub("", clip(text, 100)))
+
+
+def _fit(blocks: Iterable[str], limit: int) -> str:
+    """Join blocks, leaving out whole blocks (and saying so) once the next would pass the limit."""
+    kept, size, dropped = [], 0, 0
+    for block in blocks:
+        if size + len(block) + 2 > limit - 200:
+            dropped += 1
+            continue
+        kept.append(block)
+        size += len(block) + 2
+    if dropped:
+        kept.append(f"*{dropped} section(s) left out to stay under GitHub's comment size limit.*")
+    return "\n\n".join(kept) + "\n"
+
+
+# ---------------------------------------------------------------- text
+
+
+def compare_text(results: Results, comparison: Comparison) -> str:
+    """The same report for a terminal: no Markdown, no control characters from the input."""
+    lines = [f"{comparison.verdict}: {_plain(headline(comparison))}",
+             f"suite {_plain(clip(results.suite, 100))}, base {results.base.sha[:12]}, head "
+             f"{results.head.sha[:12]}; " + "; ".join(_round_summary(results, s) for s in SIDES), ""]
+    lines += _text_table(comparison.metrics)
+    if comparison.speculation and comparison.speculation.sentences:
+        lines += ["", "speculation:"] + [f"  {_plain(s)}" for s in comparison.speculation.sentences]
+    if comparison.environment:
+        lines += ["", "environment differences (most likely to matter first):"]
+        lines += [f"  {'*' if d.material else ' '} {_plain(clip(d.key, 80))}: "
+                  f"{_plain(clip(str(d.base), 60))} -> {_plain(clip(str(d.head), 60))}"
+                  for d in comparison.environment[:MAX_ENV_ROWS]]
+        lines.append("  (* = counts as a different environment; others are live readings)")
+    lines += [f"warning: {_plain(clip(w, MAX_TEXT))}" for w in comparison.warnings]
+    lines += [f"note: {_plain(clip(n, MAX_TEXT))}" for n in comparison.notes]
+    return "\n".join(lines) + "\n"
+
+
+def _text_table(metrics: list[MetricJudgement]) -> list[str]:
+    rows = [("metric", "base", "head", "change", "95% CI", "verdict")]
+    for m in metrics:
+        ci = m.estimate.ci
+        interval = "-" if ci is None else f"{percent(ci[0] - 1)} .. {percent(ci[1] - 1)}"
+        verdict = m.verdict + (f" (~{m.extra_rounds} more rounds)"
+                               if m.verdict == "inconclusive" and m.extra_rounds else "")
+        unit = f" ({_plain(m.unit)})" if m.unit else ""
+        rows.append((f"{m.name}{unit}", number(m.base_median), number(m.head_median),
+                     percent(m.change), interval, verdict))
+    widths = [max(len(r[i]) for r in rows) for i in range(5)]
+    return ["  ".join(cell.ljust(w) if i == 0 else cell.rjust(w)
+                      for i, (cell, w) in enumerate(zip(r[:5], widths, strict=True))) + "  " + r[5]
+            for r in rows]
+
+
+def _plain(text: str) -> str:
+    return _CONTROL.sub("?", text)
+
+
+def escape_md(text: str) -> str:
+    """Markdown-escaped text without control characters (a terminal escape in a results file)."""
+    return _escape_md(_CONTROL_BUT_LINE_BREAKS.sub("", text))

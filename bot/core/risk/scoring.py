@@ -1,0 +1,363 @@
+"""Score a parsed diff 0-100 for risk to inference hot paths, with reasons a reviewer can check.
+
+Every signal is a rule that fired at a place (file, function, line); a rule counts once however
+often it fires. A file's score and the whole diff's score combine the rules as chances of a
+slowdown (noisy-OR): rules of different categories (communicator, CUDA graph, attention...) as
+independent chances, rules of one category as corroboration, each further one at half the weight
+of the one before. So a communicator *and* a CUDA-graph runner count more than either, and a
+change inside `all_reduce` of `pynccl.py` more than one elsewhere in that file. Size and spread
+add a few points, never the main part.
+Cold files (docs, tests, CI, diffusion-only trees) add nothing.
+"""
+
+from __future__ import annotations
+
+import bisect
+import itertools
+import math
+import re
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+
+from bot.core.config.schema import CONFIG_PATH
+from bot.core.risk.diff import FileChange, Hunk, ParsedDiff
+from bot.core.risk.ruleset import RuleSet
+
+SourceLookup = Callable[[str], list[str] | None]
+
+_DEF = re.compile(r"^([ \t]*)(?:async[ \t]+)?(?:def|class)[ \t]+(\w+)")
+# Over whole files: a pattern that starts with a literal lets `re` jump between candidates,
+# many times faster than one that starts with `^` or an alternation.
+_DEF_KEYWORDS = (re.compile(r"def[ \t]+(\w+)"), re.compile(r"class[ \t]+(\w+)"))
+_HEADER_DEF = re.compile(r"(?:def|class)\s+(\w+)")
+_HEADER_CALL = re.compile(r"(\w+)\s*\(")
+_SIZE_CAP = 10.0
+
+
+@dataclass(frozen=True, slots=True)
+class Signal:
+    """A rule that fired at one place. ``line`` is on the new side unless ``side`` is 'old'."""
+
+    rule: str
+    kind: str
+    category: str
+    weight: float
+    description: str
+    path: str
+    function: str | None
+    line: int | None
+    side: str = "new"
+    match: str | None = None
+    count: int = 1
+
+    def sentence(self) -> str:
+        where = self.path if self.line is None else f"{self.path}:{self.line}"
+        if self.function:
+            where += f" in {self.function}()"
+        elif self.line is not None:
+            where += " at module level"
+        what = self.description
+        if self.match:
+            verb = "removed" if self.side == "old" else "added"
+            what += f": `{self.match}` {verb}"
+            if self.count > 1:
+                what += f" ({self.count} times)"
+        return f"{what} [{self.rule}, +{self.weight:g}] at {where}"
+
+    def to_dict(self) -> dict:
+        return {"rule": self.rule, "kind": self.kind, "category": self.category,
+                "weight": self.weight, "path": self.path, "function": self.function,
+                "line": self.line, "side": self.side, "match": self.match, "count": self.count,
+                "reason": self.sentence()}
+
+
+@dataclass(slots=True)
+class FileRisk:
+    path: str
+    old_path: str | None
+    status: str
+    is_binary: bool
+    added: int
+    removed: int
+    score: int
+    cold: str | None
+    signals: list[Signal]
+    damaged: str | None = None
+
+    def to_dict(self) -> dict:
+        return {"path": self.path, "old_path": self.old_path, "status": self.status,
+                "binary": self.is_binary, "added": self.added, "removed": self.removed,
+                "score": self.score, "cold": self.cold,
+                "reasons": [s.sentence() for s in self.signals]}
+
+
+@dataclass(slots=True)
+class RiskReport:
+    score: int
+    level: str
+    profile: str
+    files: list[FileRisk]
+    signals: list[Signal]
+    warnings: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def reasons(self) -> list[str]:
+        return [s.sentence() for s in self.signals]
+
+    def to_dict(self) -> dict:
+        return {"score": self.score, "level": self.level, "profile": self.profile,
+                "files": [f.to_dict() for f in self.files], "reasons": self.reasons,
+                "signals": [s.to_dict() for s in self.signals],
+                "warnings": self.warnings, "notes": self.notes}
+
+
+def score(diff: ParsedDiff, rules: RuleSet, source: SourceLookup | None = None) -> RiskReport:
+    """Score ``diff`` against ``rules``; ``source`` may supply a changed file's new text."""
+    files = [score_file(change, rules, source) for change in diff.files]
+    signals = _strongest_per_rule(s for f in files for s in f.signals)
+    size = _size_signal(files)
+    if size is not None:
+        signals.append(size)
+    total = _combine(signals)
+    files.sort(key=lambda f: (-f.score, f.cold is not None, f.path))
+    notes = []
+    if any(f.path == CONFIG_PATH or f.old_path == CONFIG_PATH for f in files):
+        notes.append(f"this change edits {CONFIG_PATH}; config changes take effect after merge "
+                     "and do not affect this score")
+    return RiskReport(total, rules.thresholds.level(total), rules.profile, files, signals,
+                      list(diff.warnings), notes)
+
+
+def score_file(change: FileChange, rules: RuleSet, source: SourceLookup | None = None) -> FileRisk:
+    cold = rules.for_path(change.path)[0]
+    signals: list[Signal] = []
+    if cold is None:
+        signals = _file_signals(change, rules, source)
+    signals = _strongest_per_rule(signals)
+    return FileRisk(change.path, change.old_path, change.status, change.is_binary, change.added,
+                    change.removed, _combine(signals),
+                    cold.id if cold else None, signals, change.damaged)
+
+
+def _file_signals(change: FileChange, rules: RuleSet, source: SourceLookup | None) -> list[Signal]:
+    _, path_rules, allowed = rules.for_path(change.path)
+    lookup = _Lazy(source, change.path)
+    texts = [hunk.joined() for hunk in change.hunks]
+    starts = [0, *itertools.accumulate(map(len, texts))]
+    whole = "".join(texts)
+    defs = _by_hunk(starts, _definitions(whole))
+    tokens = _by_hunk(starts, _tokens(rules, whole)) if any(allowed) else {}
+    signals: list[Signal] = []
+    first: tuple[str | None, int | None, str] | None = None
+    for number, hunk in enumerate(change.hunks):
+        segments = _segments(hunk, defs.get(number, ()), lookup)
+        changed = [seg for seg in segments if seg.first_changed is not None]
+        if first is None and changed:
+            seg = changed[0]
+            first = (seg.name, hunk.line_number(seg.first_changed), _side(hunk, seg.first_changed))
+        for seg in changed:
+            signals += _function_signals(rules, change.path, hunk, seg)
+        if number in tokens:
+            signals += _token_signals(rules, change.path, hunk, segments, tokens[number],
+                                      bool(path_rules), allowed)
+    function, line, side = first or (None, None, "new")
+    signals += [Signal(r.id, r.kind, r.category, r.weight, r.description, change.path, function,
+                       line, side) for r in path_rules]
+    return signals
+
+
+def _by_hunk(starts: list[int], found: Iterable[tuple[int, str, object]]) -> dict[int, list]:
+    """Matches over a file's joined hunks, handed to their hunks with hunk-relative offsets."""
+    by_hunk: dict[int, list] = {}
+    for offset, text, label in found:
+        hunk = bisect.bisect_right(starts, offset) - 1
+        by_hunk.setdefault(hunk, []).append((offset - starts[hunk], text, label))
+    return by_hunk
+
+
+def _definitions(text: str) -> list[tuple[int, str, str]]:
+    """(offset of the line, the line, the name) of each ``def``/``class`` that starts a line."""
+    found = []
+    for keyword in _DEF_KEYWORDS:
+        for match in keyword.finditer(text):
+            line = text.rfind("\n", 0, match.start()) + 1
+            if text[line:match.start()].strip() in ("", "async"):
+                found.append((line, match[0], match[1]))
+    found.sort()
+    return found
+
+
+def _tokens(rules: RuleSet, text: str) -> Iterator[tuple[int, str, int]]:
+    """(offset, matched text, token rule index) of each token match, from one RE2 scan.
+
+    ASCII text (most code) goes in as bytes: offsets are the same, and RE2 has nothing to
+    re-encode or map back.
+    """
+    if rules.token_regex is None:
+        return
+    subject = text.encode("ascii") if text.isascii() else text
+    for match in rules.token_regex.finditer(subject):
+        start, end = match.span()
+        yield start, text[start:end], rules.token_rule(match)
+
+
+@dataclass(slots=True)
+class _Segment:
+    """Lines ``start``..``end`` of a hunk that sit in one function (``name``)."""
+
+    name: str | None
+    start: int
+    end: int
+    first_changed: int | None
+    hot: bool = False
+
+
+def _segments(hunk: Hunk, defs, lookup: _Lazy) -> list[_Segment]:
+    bounds: list[tuple[int, str | None]] = [(0, _header_function(hunk, lookup))]
+    for offset, _, name in defs:
+        index = hunk.line_at(offset)
+        if index == 0:
+            bounds[0] = (0, name)
+        else:
+            bounds.append((index, name))
+    ends = [start for start, _ in bounds[1:]] + [len(hunk.types)]
+    segments = []
+    for (start, name), end in zip(bounds, ends, strict=True):
+        segments.append(_Segment(name, start, end, _first_changed(hunk.types, start, end)))
+    return segments
+
+
+def _first_changed(types: str, start: int, end: int) -> int | None:
+    plus, minus = types.find("+", start, end), types.find("-", start, end)
+    found = [i for i in (plus, minus) if i >= 0]
+    return min(found) if found else None
+
+
+def _header_function(hunk: Hunk, lookup: _Lazy) -> str | None:
+    lines = lookup.get()
+    if lines is not None:
+        start = _first_changed(hunk.types, 0, len(hunk.types))
+        if start is not None:
+            # Where the change sits in the new file (a deletion: the line that now follows it).
+            before = hunk.types[:start]
+            name = enclosing_function(lines, hunk.target_start + before.count(" ") + before.count("+"))
+            if name:
+                return name
+    match = _HEADER_DEF.search(hunk.section) or _HEADER_CALL.search(hunk.section)
+    return match[1] if match else None
+
+
+def enclosing_function(lines: list[str], line_number: int) -> str | None:
+    """Name of the innermost ``def``/``class`` that holds 1-based ``line_number``."""
+    if not 1 <= line_number <= len(lines):
+        return None
+    target = lines[line_number - 1]
+    indent = len(target) - len(target.lstrip()) if target.strip() else None
+    for text in reversed(lines[: line_number - 1]):
+        match = _DEF.match(text)
+        if match and (indent is None or len(match[1].expandtabs()) < indent):
+            return match[2]
+        if text.strip() and not text.lstrip().startswith(("#", "@", ")")) and indent is not None:
+            indent = min(indent, len(text) - len(text.lstrip()))
+    return None
+
+
+def _function_signals(rules: RuleSet, path: str, hunk: Hunk, seg: _Segment) -> list[Signal]:
+    if not seg.name:
+        return []
+    found = rules.function_rules(seg.name)
+    seg.hot = bool(found)
+    line = hunk.line_number(seg.first_changed)
+    side = _side(hunk, seg.first_changed)
+    return [Signal(r.id, r.kind, r.category, r.weight, r.description, path, seg.name, line, side)
+            for r in found]
+
+
+def _token_signals(rules: RuleSet, path: str, hunk: Hunk, segments: list[_Segment], matches,
+                   hot_file: bool, allowed: list[bool]) -> list[Signal]:
+    signals = []
+    starts = [seg.start for seg in segments]
+    for offset, text, number in matches:
+        index = hunk.line_at(offset)
+        if hunk.types[index] not in "+-":
+            continue
+        rule = rules.tokens[number]
+        seg = segments[bisect.bisect_right(starts, index) - 1]
+        if not allowed[number] or (rule.scope == "hot" and not (hot_file or seg.hot)):
+            continue
+        signals.append(Signal(rule.id, rule.kind, rule.category, rule.weight, rule.description,
+                              path, seg.name, hunk.line_number(index), _side(hunk, index),
+                              text.strip()[:80]))
+    return signals
+
+
+def _side(hunk: Hunk, index: int) -> str:
+    return "old" if hunk.types[index] == "-" else "new"
+
+
+def _strongest_per_rule(signals: Iterable[Signal]) -> list[Signal]:
+    """One signal per rule: the heaviest, earliest one, counting how often the rule fired."""
+    best: dict[str, Signal] = {}
+    counts: dict[str, int] = {}
+    for signal in signals:
+        counts[signal.rule] = counts.get(signal.rule, 0) + signal.count
+        kept = best.get(signal.rule)
+        if kept is None or signal.weight > kept.weight:
+            best[signal.rule] = signal
+    merged = [_with_count(s, counts[s.rule]) for s in best.values()]
+    merged.sort(key=lambda s: (-s.weight, s.path, s.line or 0, s.rule))
+    return merged
+
+
+def _with_count(signal: Signal, count: int) -> Signal:
+    if count == signal.count:
+        return signal
+    return Signal(signal.rule, signal.kind, signal.category, signal.weight, signal.description,
+                  signal.path, signal.function, signal.line, signal.side, signal.match, count)
+
+
+def _size_signal(files: list[FileRisk]) -> Signal | None:
+    """A few points for the amount of non-cold change: more code, more chances to regress."""
+    warm = [f for f in files if f.cold is None]
+    lines = sum(f.added + f.removed for f in warm)
+    if not warm or lines == 0:
+        return None
+    weight = round(min(_SIZE_CAP, 2.5 * math.log10(1 + lines) + 0.5 * (len(warm) - 1)), 1)
+    largest = max(warm, key=lambda f: f.added + f.removed)
+    noun = "file" if len(warm) == 1 else "files"
+    return Signal("size", "size", "size", weight,
+                  f"size: {lines} changed lines in {len(warm)} non-cold {noun}",
+                  largest.path, None, None)
+
+
+def _combine(signals: Iterable[Signal]) -> int:
+    """Noisy-OR over categories, as a 0-100 integer.
+
+    Signals of one category corroborate each other rather than being independent chances, so
+    within a category the strongest counts fully, the next at half its weight, the next at a
+    quarter, and so on.
+    """
+    by_category: dict[str, list[float]] = {}
+    for s in signals:
+        by_category.setdefault(s.category, []).append(min(max(s.weight, 0.0), 100.0) / 100.0)
+    miss = 1.0
+    for weights in by_category.values():
+        for rank, weight in enumerate(sorted(weights, reverse=True)):
+            miss *= 1.0 - weight * 0.5**rank
+    return round(100.0 * (1.0 - miss))
+
+
+class _Lazy:
+    """Fetch a file's source at most once, and only if a hunk asks for it."""
+
+    __slots__ = ("_source", "_path", "_lines", "_done")
+
+    def __init__(self, source: SourceLookup | None, path: str):
+        self._source, self._path, self._lines, self._done = source, path, None, source is None
+
+    def get(self) -> list[str] | None:
+        if not self._done:
+            self._lines = self._source(self._path)
+            self._done = True
+        return self._lines

@@ -1,0 +1,74 @@
+"""Rank the commits of a range by risk: the pure part of `perfbot triage`."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+from bot.core.risk import diff as diffs
+from bot.core.risk import ruleset
+from bot.core.risk import scoring as risk
+
+
+@dataclass(frozen=True, slots=True)
+class Commit:
+    """What triage needs of a commit: identity, subject and its patch against its parent."""
+
+    sha: str
+    parents: tuple[str, ...]
+    author: str
+    date: str
+    subject: str
+    diff: str
+
+
+@dataclass(slots=True)
+class RankedCommit:
+    commit: Commit
+    report: risk.RiskReport
+
+    @property
+    def is_merge(self) -> bool:
+        return len(self.commit.parents) > 1
+
+    def to_dict(self) -> dict:
+        c, r = self.commit, self.report
+        return {"sha": c.sha, "subject": c.subject, "author": c.author, "date": c.date,
+                "merge": self.is_merge, "score": r.score, "level": r.level,
+                "reasons": r.reasons, "files": [_stat(f) for f in r.files],
+                "warnings": r.warnings}
+
+
+@dataclass(slots=True)
+class Triage:
+    range: str
+    profile: str
+    commits: list[RankedCommit]
+
+    def to_dict(self) -> dict:
+        return {"range": self.range, "profile": self.profile,
+                "commits": [c.to_dict() for c in self.commits]}
+
+
+def rank(commits: Iterable[Commit], rules: ruleset.RuleSet, range_text: str,
+         progress: Callable[[int], None] | None = None) -> Triage:
+    """Score every commit and sort them most suspicious first (ties keep the input order).
+
+    ``commits`` may be a stream: each is scored as it arrives, while git writes the next.
+    """
+    ranked = []
+    for commit in commits:
+        item = RankedCommit(commit, risk.score(diffs.parse(commit.diff), rules))
+        if item.is_merge and not item.report.files:
+            item.report.notes.append("merge commit: its changes are scored on the merged commits")
+        ranked.append(item)
+        if progress:
+            progress(len(ranked))
+    ranked.sort(key=lambda item: -item.report.score)
+    return Triage(range_text, rules.profile, ranked)
+
+
+def _stat(file: risk.FileRisk) -> dict:
+    return {"path": file.path, "old_path": file.old_path, "status": file.status,
+            "added": file.added, "removed": file.removed, "binary": file.is_binary,
+            "score": file.score, "cold": file.cold}

@@ -1,0 +1,120 @@
+"""EAGLE-3 judgement in words: does speculation pay, and did the accept length or the cycle change."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from bot.core.judge import speculation
+
+
+@dataclass
+class Judged:
+    base_median: float | None
+    head_median: float | None
+    verdict: str
+    unit: str = ""
+
+    @property
+    def change(self) -> float | None:
+        if self.base_median is None or self.head_median is None:
+            return None
+        return self.head_median / self.base_median - 1
+
+
+STORY = {
+    "spec_tok_s": Judged(94.0, 60.0, "regression", "tok/s"),
+    "baseline_tok_s": Judged(89.0, 82.5, "regression", "tok/s"),
+    "accept_length": Judged(1.79, 1.79, "unchanged", "tokens"),
+    "cycle_ms": Judged(19.0, 29.0, "regression", "ms"),
+    "verify_ms": Judged(17.0, 27.0, "regression", "ms"),
+    "draft_ms": Judged(2.0, 2.0, "unchanged", "ms"),
+}
+
+
+def test_the_metric_names_of_the_runner_suites_all_have_a_role():
+    assert set(speculation.ROLES) >= {"spec_tok_s", "baseline_tok_s", "accept_length", "cycle_ms",
+                                      "spec_speedup", "ttft_ms", "verify_ms", "allreduce_us", "draft_ms",
+                                      "verify_graph_ms", "allreduce_verify_us", "tok_s"}
+    assert speculation.label("verify_ms") == "the EAGLE-3 verify step"
+    assert speculation.label("my_metric") == "my_metric"
+
+
+def test_speculation_that_falls_below_the_baseline_no_longer_pays_in_words():
+    result = speculation.judge(STORY, 0.02)
+    assert result.stopped_paying
+    assert result.speedup_before > 1 > result.speedup_after
+    first = result.sentences[0]
+    assert first.startswith("Speculation no longer pays")
+    assert "60.00 tok/s, 27% slower than the 82.50 tok/s without speculation" in first
+    assert "94.00 vs 89.00 tok/s, 6% faster" in first
+
+
+def test_a_longer_cycle_at_the_same_accept_length_points_at_kernels_or_communication():
+    result = speculation.judge(STORY, 0.02)
+    assert result.cause == "cycle_time"
+    text = " ".join(result.sentences)
+    assert "Cycle time grew from 19.00 to 29.00 ms (+52.6%) at the same accept length (1.79)" in text
+    assert "the EAGLE-3 verify step grew from 17.00 to 27.00 ms" in text
+    assert "accept length fell" not in text.lower()
+
+
+def test_a_shorter_accept_length_points_at_the_draft_or_sampling():
+    metrics = {**STORY, "accept_length": Judged(3.1, 2.6, "regression", "tokens"),
+               "cycle_ms": Judged(19.0, 19.1, "unchanged", "ms"),
+               "verify_ms": Judged(17.0, 17.0, "unchanged", "ms")}
+    result = speculation.judge(metrics, 0.02)
+    assert result.cause == "accept_length"
+    assert any(s.startswith("Accept length fell from 3.10 to 2.60 tokens") and "draft model" in s
+               for s in result.sentences)
+    assert not any("Cycle time" in s for s in result.sentences)
+
+
+def test_both_changes_are_told_apart_when_both_happen():
+    metrics = {**STORY, "accept_length": Judged(3.1, 2.6, "regression", "tokens")}
+    result = speculation.judge(metrics, 0.02)
+    assert result.cause == "both"
+    assert not any("same accept length" in s for s in result.sentences)
+
+
+def test_a_slower_allreduce_sends_the_reader_to_the_communication_path():
+    metrics = {"allreduce_us": Judged(45.0, 66.0, "regression", "us"),
+               "accept_length": Judged(1.8, 1.8, "unchanged")}
+    result = speculation.judge(metrics, 0.02)
+    assert result.cause == "cycle_time"
+    assert any("communication path" in s for s in result.sentences)
+
+
+def test_a_slower_allreduce_hidden_by_graph_replay_is_still_told():
+    metrics = {"cycle_ms": Judged(9.72, 9.78, "unchanged", "ms"),
+               "allreduce_verify_us": Judged(60.5, 122.4, "regression", "us"),
+               "verify_graph_ms": Judged(9.17, 9.22, "unchanged", "ms")}
+    result = speculation.judge(metrics, 0.02)
+    text = " ".join(result.sentences)
+    assert "the verify-sized allreduce grew from 60.50 to 122.4 us" in text
+    assert "yet the cycle time did not move measurably" in text and "communication path" in text
+
+
+def test_nothing_changed_says_so():
+    metrics = {"spec_tok_s": Judged(94.0, 94.1, "unchanged", "tok/s"),
+               "baseline_tok_s": Judged(89.0, 89.0, "unchanged", "tok/s"),
+               "accept_length": Judged(1.8, 1.8, "unchanged"), "cycle_ms": Judged(19.0, 19.0, "unchanged")}
+    result = speculation.judge(metrics, 0.02)
+    assert result.cause == "none" and not result.stopped_paying
+    assert result.sentences[0].startswith("Speculation still pays")
+
+
+def test_a_speedup_metric_alone_is_enough_to_judge_paying():
+    result = speculation.judge({"spec_speedup": Judged(1.06, 0.73, "regression", "x")}, 0.02)
+    assert result.stopped_paying
+    assert "speculative speedup 0.73x, 27% slower than not speculating" in result.sentences[0]
+
+
+def test_break_even_and_paying_again_are_named():
+    even = speculation.judge({"spec_speedup": Judged(1.2, 1.01, "regression")}, 0.02)
+    assert even.status_after == "break-even" and "break-even" in even.sentences[0]
+    again = speculation.judge({"spec_speedup": Judged(0.9, 1.2, "improvement")}, 0.02)
+    assert again.sentences[0].startswith("Speculation pays again")
+
+
+def test_a_run_without_speculation_metrics_has_no_speculation_judgement():
+    assert speculation.judge({"ttft_ms": Judged(10.0, 12.0, "regression")}, 0.02) is None

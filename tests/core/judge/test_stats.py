@@ -1,0 +1,251 @@
+"""Per-metric verdicts and the overall decision, with SciPy as the oracle for the numbers."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from scipy import stats as scipy_stats
+
+from bot.core.judge import results, stats
+from tests.core.judge.results_data import EAGLE3, FINGERPRINT, document
+
+QUIET_BASE = [100.0, 100.2, 99.9, 100.1, 99.8, 100.0, 100.3, 99.7, 100.1, 99.9]
+
+
+def shifted(values, factor):
+    return [v * factor for v in values]
+
+
+def test_a_clear_slowdown_of_a_time_is_a_regression_with_the_true_ratio_in_its_interval():
+    j = stats.judge(QUIET_BASE, shifted(QUIET_BASE, 1.53), "lower")
+    assert j.verdict == "regression"
+    assert j.ratio == pytest.approx(1.53)
+    assert j.estimate.ci[0] <= 1.53 <= j.estimate.ci[1]
+
+
+def test_direction_decides_what_a_drop_means():
+    assert stats.judge(QUIET_BASE, shifted(QUIET_BASE, 0.7), "higher").verdict == "regression"
+    assert stats.judge(QUIET_BASE, shifted(QUIET_BASE, 0.7), "lower").verdict == "improvement"
+    assert stats.judge(QUIET_BASE, shifted(QUIET_BASE, 1.3), "higher").verdict == "improvement"
+
+
+def test_the_same_quiet_numbers_on_both_sides_are_unchanged():
+    j = stats.judge(QUIET_BASE, list(reversed(QUIET_BASE)), "lower")
+    assert j.verdict == "unchanged"
+    assert 0.98 < j.estimate.ci[0] <= j.estimate.ci[1] < 1.02
+
+
+def test_a_significant_change_smaller_than_the_minimum_effect_is_not_a_regression():
+    j = stats.judge(QUIET_BASE, shifted(QUIET_BASE, 1.01), "lower")
+    assert j.estimate.p_value < 0.01
+    assert j.verdict in ("unchanged", "inconclusive")
+
+
+def test_a_large_minimum_effect_turns_a_real_change_into_no_claim():
+    j = stats.judge(QUIET_BASE, shifted(QUIET_BASE, 1.05), "lower", min_effect=0.10)
+    assert j.verdict != "regression"
+
+
+def test_too_few_rounds_are_inconclusive_and_say_how_many_more():
+    j = stats.judge(QUIET_BASE[:3], shifted(QUIET_BASE[:3], 1.5), "lower")
+    assert j.verdict == "inconclusive"
+    assert j.extra_rounds >= stats.MIN_ROUNDS - 3
+
+
+def test_noise_without_a_decision_asks_for_more_rounds_and_more_for_a_smaller_change():
+    rng = np.random.default_rng(3)
+    base = list(rng.normal(100, 8, 6))
+    near = stats.judge(base, list(rng.normal(101, 8, 6)), "lower")
+    assert near.verdict == "inconclusive" and near.extra_rounds > 0
+
+
+def test_the_numbers_match_scipy():
+    rng = np.random.default_rng(7)
+    base, head = rng.lognormal(0, 0.05, 12), rng.lognormal(0.04, 0.05, 12)
+    j = stats.judge(list(base), list(head), "lower", seed=11)
+    assert j.base_median == pytest.approx(np.median(base))
+    assert j.head_median == pytest.approx(np.median(head))
+    assert j.estimate.p_mwu == pytest.approx(scipy_stats.mannwhitneyu(base, head).pvalue)
+    assert j.estimate.p_ks == pytest.approx(scipy_stats.ks_2samp(base, head).pvalue)
+    welch = scipy_stats.ttest_ind(np.log(base), np.log(head), equal_var=False).pvalue
+    assert j.estimate.p_t == pytest.approx(welch)
+    assert j.estimate.p_value == pytest.approx(min(1, 2 * min(j.estimate.p_mwu, welch)))
+    oracle = scipy_stats.bootstrap(
+        (base, head), lambda b, h, axis=-1: np.median(h, axis=axis) / np.median(b, axis=axis),
+        vectorized=True, n_resamples=stats.DEFAULT_RESAMPLES, method="percentile",
+        rng=np.random.default_rng(11)).confidence_interval
+    assert j.estimate.ci == pytest.approx((oracle.low, oracle.high))
+
+
+def test_the_same_seed_gives_the_same_judgement():
+    rng = np.random.default_rng(1)
+    base, head = list(rng.normal(10, 1, 8)), list(rng.normal(10.5, 1, 8))
+    assert stats.judge(base, head, seed=4) == stats.judge(base, head, seed=4)
+
+
+def test_values_that_are_not_finite_are_left_out():
+    dirty = QUIET_BASE + [math.nan, math.inf, -math.inf]
+    assert stats.judge(dirty, QUIET_BASE).estimate == stats.judge(QUIET_BASE, QUIET_BASE).estimate
+
+
+def test_a_far_outlier_round_is_left_out_and_counted():
+    j = stats.judge(QUIET_BASE + [400.0], shifted(QUIET_BASE, 1.05) + [105.1], "lower")
+    assert j.estimate.outliers == (1, 0)
+    assert j.verdict == "regression"
+
+
+def test_a_real_mode_is_not_mistaken_for_outliers():
+    bimodal = QUIET_BASE[:6] + [130.0, 130.2, 129.9, 130.1]
+    assert stats.judge(bimodal, bimodal).estimate.outliers == (0, 0)
+
+
+@pytest.mark.parametrize("base,head,why", [
+    ([], QUIET_BASE, "no successful measurement on the base side"),
+    (QUIET_BASE, [math.nan], "no successful measurement on the head side"),
+    ([0.0] * 6, [1.0] * 6, "not a positive number"),
+    ([1e308, 1.7e308] * 3, [1.0] * 6, "too large"),
+])
+def test_what_cannot_be_judged_is_an_error_with_the_reason(base, head, why):
+    j = stats.judge(base, head)
+    assert j.verdict == "error" and why in j.reason
+
+
+floats = st.floats(allow_nan=True, allow_infinity=True, width=64)
+
+
+@settings(max_examples=300, deadline=None)
+@given(base=st.lists(floats, max_size=14), head=st.lists(floats, max_size=14),
+       better=st.sampled_from(["lower", "higher"]), min_effect=st.floats(0, 0.5))
+def test_any_floats_give_a_verdict_and_claims_obey_the_rule(base, head, better, min_effect):
+    j = stats.judge(base, head, better, min_effect=min_effect, n_resamples=200)
+    assert j.verdict in ("regression", "improvement", "unchanged", "inconclusive", "error")
+    if j.verdict in ("regression", "improvement"):
+        assert j.p_value <= stats.DEFAULT_ALPHA and abs(j.change) >= min_effect
+        assert j.estimate.rounds >= stats.MIN_ROUNDS
+    if j.verdict == "inconclusive":
+        assert 1 <= j.extra_rounds <= stats.MAX_EXTRA_ROUNDS
+    json.dumps(j.to_dict(), allow_nan=False)
+
+
+def test_holm_adjusts_like_the_textbook_step_down():
+    adjusted = stats.holm([0.01, 0.04, 0.03, 0.005])
+    assert adjusted == pytest.approx([0.03, 0.06, 0.06, 0.02])
+
+
+@given(st.lists(st.floats(0, 1), min_size=1, max_size=12), st.floats(0.001, 0.2))
+def test_holm_rejects_exactly_what_the_sequential_procedure_rejects(p_values, alpha):
+    adjusted = stats.holm(p_values)
+    order = sorted(range(len(p_values)), key=lambda i: p_values[i])
+    rejected = set()
+    for rank, index in enumerate(order):
+        if p_values[index] * (len(p_values) - rank) > alpha:
+            break
+        rejected.add(index)
+    assert {i for i, p in enumerate(adjusted) if p <= alpha} == rejected
+    assert all(a >= p for a, p in zip(adjusted, p_values, strict=True))
+
+
+def test_the_minimum_rounds_grow_with_the_number_of_metrics():
+    assert stats.min_rounds(1) >= stats.MIN_ROUNDS
+    assert stats.min_rounds(1) < stats.min_rounds(9) <= 8
+
+
+def test_an_obvious_change_is_called_from_five_quiet_rounds():
+    base = [33.2, 33.0, 33.5, 33.1, 33.4]
+    assert stats.judge(base, shifted(base, 2.6), "lower").verdict == "regression"
+
+
+def test_looking_several_times_spends_alpha_per_look():
+    assert stats.alpha_per_look(0.01, 4) == pytest.approx(0.0025)
+    assert stats.alpha_per_look(0.01, 0) == pytest.approx(0.01)
+
+
+def decide(doc: dict, **options) -> stats.Comparison:
+    return stats.decide(results.load(json.dumps(doc)), **options)
+
+
+def test_the_eagle3_regression_is_called_with_regressions_listed_first():
+    comparison = decide(document(EAGLE3))
+    assert comparison.verdict == "regression"
+    verdicts = [m.verdict for m in comparison.metrics]
+    assert verdicts == sorted(verdicts, key=stats.VERDICT_ORDER.index)
+    by_name = {m.name: m for m in comparison.metrics}
+    assert by_name["verify_ms"].verdict == "regression"
+    assert by_name["accept_length"].verdict == "unchanged"
+    assert comparison.speculation is not None and comparison.speculation.stopped_paying
+    assert all(m.p_value >= m.estimate.p_value for m in comparison.metrics)
+
+
+def test_different_environments_withhold_every_claim_but_keep_the_numbers():
+    head_fp = json.loads(json.dumps(FINGERPRINT))
+    head_fp["torch"]["nccl"] = "2.27.1"
+    comparison = decide(document(EAGLE3, head_fingerprint=head_fp))
+    assert comparison.environment_differs
+    assert comparison.verdict == "inconclusive"
+    assert not any(m.verdict in ("regression", "improvement") for m in comparison.metrics)
+    assert comparison.extra_rounds is None
+    assert comparison.environment[0].key == "torch.nccl"
+    assert any("different environments" in w for w in comparison.warnings)
+    by_name = {m.name: m for m in comparison.metrics}
+    assert by_name["verify_ms"].ratio == pytest.approx(27.0 / 17.0)
+
+
+def test_an_ignored_environment_key_does_not_withhold_the_verdict():
+    head_fp = json.loads(json.dumps(FINGERPRINT))
+    head_fp["torch"]["version"] = "2.12.0"
+    comparison = decide(document(EAGLE3, head_fingerprint=head_fp), ignore_env=["torch.version"])
+    assert comparison.verdict == "regression"
+
+
+def test_a_power_limit_changed_during_the_run_withholds_the_verdict():
+    fp = json.loads(json.dumps(FINGERPRINT))
+    fp["after"] = {"gpus": [{"power.limit": "500.00"}]}
+    comparison = decide(document(EAGLE3, head_fingerprint=fp))
+    assert comparison.verdict == "inconclusive"
+    assert any("changed during the run" in w for w in comparison.warnings)
+
+
+def test_no_successful_head_round_is_an_error_verdict_naming_the_failure():
+    empty_head = {n: (u, b, base, []) for n, (u, b, base, _) in EAGLE3.items()}
+    comparison = decide(document(empty_head, failed={"head": 3}))
+    assert comparison.verdict == "error"
+    assert any("3 of 3 head rounds failed" in n and "out of memory" in n for n in comparison.notes)
+
+
+def test_a_run_where_nothing_was_measured_is_an_error():
+    doc = document(EAGLE3, failed={"base": 2, "head": 2})
+    doc["metrics"] = {}
+    doc["rounds"] = [r for r in doc["rounds"] if not r["ok"]]
+    doc.update(status="failed", error="suite crashed")
+    comparison = decide(doc)
+    assert comparison.verdict == "error"
+    assert any("suite crashed" in n for n in comparison.notes)
+
+
+def test_an_adaptive_run_is_judged_at_alpha_split_over_its_looks():
+    doc = document(EAGLE3)
+    doc["options"] = {"rounds": 6, "max_rounds": 10}
+    comparison = decide(doc)
+    assert comparison.settings.looks == 5
+    assert comparison.settings.alpha == pytest.approx(0.002)
+    assert decide(document(EAGLE3)).settings.alpha == stats.DEFAULT_ALPHA
+
+
+def test_failed_rounds_are_reported_and_left_out():
+    comparison = decide(document(EAGLE3, failed={"head": 1}))
+    assert comparison.verdict == "regression"
+    assert any("1 of 11 head rounds failed" in n for n in comparison.notes)
+
+
+def test_the_comparison_json_follows_the_contract():
+    data = decide(document(EAGLE3)).to_dict()
+    assert {"verdict", "metrics", "environment_diff", "notes"} <= data.keys()
+    metric = data["metrics"][0]
+    assert {"name", "unit", "better", "base_median", "head_median", "ratio", "ci", "p_value",
+            "verdict"} <= metric.keys()
+    json.dumps(data, allow_nan=False)

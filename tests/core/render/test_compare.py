@@ -1,0 +1,145 @@
+"""The comparison report: golden Markdown per scenario, escaping, size limit, headline wording."""
+
+from __future__ import annotations
+
+import copy
+import json
+import re
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from bot.core.judge import results, stats
+from bot.core.render import compare as render_compare
+from tests.core.judge.results_data import EAGLE3, FINGERPRINT, document
+
+QUIET = {"verify_ms": ("ms", "lower", [583.0, 583.4, 582.9, 583.1, 583.2, 582.8, 583.0, 583.3],
+                       [583.1, 583.0, 583.2, 582.9, 583.3, 583.0, 582.8, 583.1]),
+         "allreduce_us": ("us", "lower", [44.0, 45.0, 44.5, 44.8, 45.2, 44.1, 44.9, 44.6],
+                          [44.4, 44.9, 44.2, 45.1, 44.7, 44.3, 45.0, 44.6])}
+
+
+def judged(doc: dict) -> tuple[results.Results, stats.Comparison]:
+    loaded = results.load(json.dumps(doc))
+    return loaded, stats.decide(loaded)
+
+
+def _changed_environment() -> dict:
+    head = copy.deepcopy(FINGERPRINT)
+    head["torch"]["nccl"] = "2.27.1"
+    head["env"]["NCCL_ALGO"] = "Tree"
+    head["gpus"][0]["clocks.sm"] = "1410"
+    return document(EAGLE3, head_fingerprint=head)
+
+
+def _failed_head() -> dict:
+    empty_head = {n: (u, b, base, []) for n, (u, b, base, _) in EAGLE3.items()}
+    return document(empty_head, failed={"head": 3})
+
+
+def _hostile() -> dict:
+    doc = document(QUIET, failed={"head": 1},
+                   error="<script>alert(1)</script> | ![x](http://evil/) @team #1 `rm -rf` **boom**")
+    doc["suite"] = "<img src=x onerror=alert(1)>`\n# heading"
+    hostile_fp = copy.deepcopy(FINGERPRINT)
+    hostile_fp["env"]["NCCL_DEBUG"] = "</details><h1>pwned</h1>|a|b|"
+    doc["head"]["fingerprint"] = hostile_fp
+    return doc
+
+
+SCENARIOS = {
+    "regression": lambda: document(EAGLE3),
+    "unchanged": lambda: document(QUIET),
+    "inconclusive": lambda: document({"ttft_ms": ("ms", "lower", [30.0, 34.0, 29.0],
+                                                  [33.0, 36.0, 31.0])}),
+    "environment": _changed_environment,
+    "error": _failed_head,
+    "hostile": _hostile,
+}
+
+
+@pytest.mark.parametrize("scenario", SCENARIOS)
+def test_the_markdown_of_each_scenario_matches_its_golden_file(scenario, file_regression):
+    loaded, comparison = judged(SCENARIOS[scenario]())
+    file_regression.check(render_compare.compare_markdown(loaded, comparison), extension=".md",
+                          basename=f"compare_{scenario}")
+
+
+def test_the_headline_of_the_motivating_regression_says_it_in_words():
+    _, comparison = judged(document(EAGLE3))
+    line = render_compare.headline(comparison)
+    assert line.startswith("This PR makes the EAGLE-3 verify step 59% slower")
+    assert line.endswith("speculation is now 27% slower than not speculating")
+    assert render_compare.headline(comparison, subject="Commit 0be30d4").startswith("Commit 0be30d4 makes")
+
+
+@pytest.mark.parametrize("name,unit,better,factor,phrase", [
+    ("spec_tok_s", "tok/s", "higher", 0.64, "makes EAGLE-3 decoding 36% slower"),
+    ("accept_length", "tokens", "higher", 0.8, "lowers the EAGLE-3 accept length by 20%"),
+    ("latency", "ms", "lower", 1.04, "makes latency 4.0% slower"),
+    ("requests_per_s", "req/s", "higher", 0.5, "makes requests_per_s 50% slower"),
+    ("memory_gib", "GiB", "lower", 1.25, "raises memory_gib by 25%"),
+])
+def test_the_headline_names_the_change_the_way_a_reader_would(name, unit, better, factor, phrase):
+    base = [100.0, 100.1, 99.9, 100.2, 99.8, 100.0, 100.1, 99.9]
+    _, comparison = judged(document({name: (unit, better, base, [v * factor for v in base])}))
+    assert render_compare.headline(comparison) == f"This PR {phrase}"
+
+
+def test_hostile_strings_are_escaped_everywhere_in_the_markdown():
+    loaded, comparison = judged(_hostile())
+    markdown = render_compare.compare_markdown(loaded, comparison)
+    prose, _, code = markdown.partition("```sh\n")
+    for raw in ("<script>", "<img", "</details><h1>", "![x]", "**boom**", "\n# heading"):
+        assert re.search(r"(?<!\\)" + re.escape(raw), prose) is None, raw
+    assert prose.count("<details>") == prose.count("</details>") == 2
+    assert "--suite '<img src=x onerror=alert(1)>`# heading' --out" in code
+    assert code.count("```") == 1
+
+
+def test_the_text_report_carries_no_control_characters_from_the_input():
+    doc = document(QUIET, failed={"base": 1}, error="\x1b[2J\x1b[31mred\x07")
+    doc["suite"] = "suite\x1b]0;title\x07"
+    loaded, comparison = judged(doc)
+    report = render_compare.compare_text(loaded, comparison)
+    assert "\x1b" not in report and "\x07" not in report
+    assert report.startswith("unchanged: No change beyond ±2% in 2 metrics (8 rounds per side)")
+
+
+def test_any_size_of_input_stays_under_githubs_comment_limit():
+    names = [f"metric_{i:03d}_" + "n" * 80 for i in range(results.MAX_METRICS)]
+    base = [100.0 + i % 3 for i in range(60)]
+    metrics = {n: ("ms", "lower", base, [v * (1 + 0.001 * k) for v in base]) for k, n in enumerate(names)}
+    doc = document(metrics, failed={"head": 5}, error="E" * 5000)
+    doc["suite"] = "s" * 100
+    fingerprint = {"env": {f"NCCL_VAR_{i}": "v" * 500 for i in range(300)}}
+    doc["head"]["fingerprint"] = fingerprint
+    loaded, comparison = judged(doc)
+    markdown = render_compare.compare_markdown(loaded, comparison)
+    assert len(markdown) < 65_536
+    assert "more metrics, left out" in markdown and "more differences" in markdown
+
+
+def test_blocks_that_do_not_fit_are_left_out_and_the_report_says_so():
+    fitted = render_compare._fit(["a" * 100, "b" * 100, "c" * 50], limit=400)
+    assert "b" * 100 not in fitted and "c" * 50 in fitted and "left out" in fitted
+
+
+hostile_text = st.text(alphabet=st.sampled_from("<>&`*_[]()!#|~\\\n\r\x1b abc/:=\"'"), max_size=60)
+
+
+@settings(max_examples=60, deadline=None)
+@given(suite=hostile_text.filter(str.strip), error=hostile_text, env_value=hostile_text)
+def test_no_input_text_can_open_html_or_break_out_of_the_report(suite, error, env_value):
+    doc = document(QUIET, failed={"head": 1}, error=error or "x", suite=suite[:100])
+    head_fp = copy.deepcopy(FINGERPRINT)
+    head_fp["env"]["NCCL_HOSTILE"] = env_value
+    doc["head"]["fingerprint"] = head_fp
+    loaded, comparison = judged(doc)
+    markdown = render_compare.compare_markdown(loaded, comparison)
+    prose, _, code = markdown.partition("```sh\n")
+    assert re.search(r"(?<!\\)<(?!/?(details|summary|sub)>)", prose) is None
+    assert prose.count("<details>") == prose.count("</details>") == 2
+    assert code.count("```") == 1 and "\x1b" not in markdown
+    assert "\x1b" not in render_compare.compare_text(loaded, comparison)
