@@ -1,0 +1,97 @@
+"""Benchmark how fast the `perfbot` command starts, against the bare interpreter start-up.
+
+The floor is `python -c pass` with the same interpreter: no command can start faster. Timed side
+by side in one run, round-robin (so a busy moment hits every command alike): the floor,
+`perfbot --version`, `perfbot --help` and `perfbot score` of a generated 400-changed-line diff.
+Each is a fresh process, timed in wall seconds from start to exit; the medians are printed with
+their ratio to the floor and whether each target is met, both as absolute seconds (set on the
+2-core reference machine) and as seconds above the floor (what to compare on another machine).
+
+    python benchmarks/bench_cli_startup.py                 # 11 rounds
+    python benchmarks/bench_cli_startup.py --repeat 21
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from bench_score import synthetic_diff
+
+DIFF_CHANGED_LINES = 400
+
+
+@dataclass(frozen=True)
+class Case:
+    name: str
+    argv: list[str]
+    target_s: float | None  # absolute wall seconds on the 2-core reference machine
+    target_above_floor_s: float | None  # the same budget less that machine's floor (0.02 s)
+
+
+def perfbot_argv() -> list[str]:
+    """The installed `perfbot` script beside this interpreter, else `python -m bot`."""
+    script = Path(sys.executable).with_name("perfbot")
+    return [str(script)] if script.exists() else [sys.executable, "-m", "bot"]
+
+
+def run_once(argv: list[str]) -> float:
+    start = time.perf_counter()
+    done = subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    elapsed = time.perf_counter() - start
+    if done.returncode != 0:
+        raise SystemExit(f"{' '.join(argv)} exited {done.returncode}: {done.stderr.decode()[-500:]}")
+    return elapsed
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeat", type=int, default=11, help="rounds of every command (default 11)")
+    args = parser.parse_args()
+
+    perfbot = perfbot_argv()
+    with tempfile.TemporaryDirectory() as folder:
+        diff = Path(folder) / "change.diff"
+        text = synthetic_diff(DIFF_CHANGED_LINES)
+        diff.write_text(text)
+        cases = [
+            Case("python -c pass (floor)", [sys.executable, "-c", "pass"], None, None),
+            Case("perfbot --version", [*perfbot, "--version"], 0.30, 0.28),
+            Case("perfbot --help", [*perfbot, "--help"], 0.30, 0.28),
+            Case("perfbot score (400-line diff)", [*perfbot, "score", str(diff)], 0.60, 0.58),
+        ]
+        for case in cases:  # warm-up: page cache, .pyc files
+            run_once(case.argv)
+        times: dict[str, list[float]] = {case.name: [] for case in cases}
+        for _ in range(args.repeat):
+            for case in cases:
+                times[case.name].append(run_once(case.argv))
+
+    changed = sum(1 for line in text.splitlines()
+                  if line[:1] in "+-" and not line.startswith(("+++", "---")))
+    print(f"{' '.join(perfbot)}; diff: {len(text.splitlines())} lines, {changed} changed; "
+          f"medians of {args.repeat} rounds, wall seconds")
+    floor = statistics.median(times[cases[0].name])
+    print(f"{'command':<32}{'median':>8}{'min':>8}{'x floor':>9}{'above':>8}  target")
+    all_met = True
+    for case in cases:
+        median, fastest = statistics.median(times[case.name]), min(times[case.name])
+        above = median - floor
+        row = f"{case.name:<32}{median:8.3f}{fastest:8.3f}{median / floor:8.1f}x{above:8.3f}"
+        if case.target_s is not None and case.target_above_floor_s is not None:
+            met = median <= case.target_s and above <= case.target_above_floor_s
+            all_met &= met
+            row += (f"  <= {case.target_s:.2f} s, <= {case.target_above_floor_s:.2f} s above: "
+                    f"{'OK' if met else 'MISSED'}")
+        print(row)
+    return 0 if all_met else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
