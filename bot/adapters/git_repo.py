@@ -14,6 +14,7 @@ import git
 
 from bot.core.risk.diff import decode
 from bot.core.risk.triage import Commit
+from bot.errors import UserError
 
 # Record and unit separators around the commit header fields.
 _RECORD, _UNIT = "\x1e", "\x1f"
@@ -31,7 +32,7 @@ _ATTRIBUTES = "\n".join([
 _F_SETPIPE_SZ = getattr(fcntl, "F_SETPIPE_SZ", 1031)
 
 
-class RepoError(ValueError):
+class RepoError(UserError, ValueError):
     """A repository or revision the user named that cannot be read."""
 
 

@@ -1,4 +1,4 @@
-"""What every verb shares: the user-error type, argument parsing, config and output helpers."""
+"""What every verb shares: the user-error type and parser (from `parsing`), config and output helpers."""
 
 from __future__ import annotations
 
@@ -7,23 +7,14 @@ import json
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import NoReturn
 
 from bot.core.config import schema as repo_config
 from bot.core.config.schema import LEVELS, RepoConfig
 
+from .parsing import Parser as Parser  # re-exported: the verbs take both from here
+from .parsing import UsageError
+
 FORMATS = ("text", "json", "markdown")
-
-
-class UsageError(Exception):
-    """A mistake in what the user asked for: reported in one line, exit status 2."""
-
-
-class Parser(argparse.ArgumentParser):
-    """argparse that reports a usage mistake in one line instead of the usage block."""
-
-    def error(self, message: str) -> NoReturn:
-        raise UsageError(f"{self.prog}: {message} (see '{self.prog} --help')")
 
 
 def read_input(name: str, limit: int) -> bytes:

@@ -1,26 +1,41 @@
-"""Entry point of the `perfbot` console script: parse, dispatch, turn user errors into exit 2."""
+"""Entry point of the `perfbot` console script: parse, dispatch, turn user errors into exit 2.
+
+The verbs are listed here by name and one-line help; a verb's module, and with it its heavy
+imports (SciPy, GitPython, pydantic, Flask), is imported only when that verb is parsed, so that
+`perfbot --help` answers at once and each verb pays only for what it uses.
+"""
 
 from __future__ import annotations
 
 import sys
+from typing import cast
 
 from bot import __version__
-from bot.adapters.git_repo import RepoError
-from bot.core.config.schema import ConfigError
+from bot.errors import UserError
 
-from . import bench, bisect, compare, config_cmd, score, serve, triage
-from .common import Parser, UsageError
+from .parsing import LazyVerbs, Parser
 
-VERBS = (score, triage, config_cmd, bench, compare, bisect, serve)
+# verb -> (the module whose `setup` adds its parser, its line in `perfbot --help`)
+VERBS = {
+    "score": ("bot.cli.score", "score one unified diff for performance risk"),
+    "triage": ("bot.cli.triage", "rank the commits of BASE..HEAD by performance risk"),
+    "config": ("bot.cli.config_cmd", "check or describe .github/perfbot.yml"),
+    "bench": ("bot.cli.bench", "benchmark revisions on this machine (runner side)"),
+    "compare": ("bot.cli.compare",
+                "judge a results file: regression, improvement, unchanged or inconclusive"),
+    "bisect": ("bot.cli.bisect", "find the commit of GOOD..BAD that made a benchmark slower"),
+    "serve": ("bot.cli.serve", "run the webhook server (and the queue consumer)"),
+    "worker": ("bot.cli.serve", "run the queue consumer only"),
+}
 
 
 def build_parser() -> Parser:
     parser = Parser(prog="perfbot", description="Performance review for GPU inference engines.")
     parser.add_argument("--version", action="version", version=f"perfbot {__version__}")
-    subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND",
-                                       parser_class=Parser)
-    for verb in VERBS:
-        verb.setup(subparsers)
+    verbs = cast(LazyVerbs, parser.add_subparsers(dest="command", required=True, metavar="COMMAND",
+                                                  parser_class=Parser, action=LazyVerbs))
+    for name, (module, help) in VERBS.items():
+        verbs.declare(name, module, help)
     return parser
 
 
@@ -28,7 +43,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         args = build_parser().parse_args(argv)
         return args.run(args)
-    except (UsageError, RepoError, ConfigError) as error:
+    except UserError as error:  # a usage mistake, an unreadable repository, an invalid config
         print(f"perfbot: error: {error}", file=sys.stderr)
         return 2
     except BrokenPipeError:

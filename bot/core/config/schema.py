@@ -12,6 +12,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from bot.core.config import patterns
+from bot.errors import UserError
 
 RuleKind = Literal["path", "function", "token", "cold"]
 ProfileName = Literal["auto", "generic", "sglang", "vllm"]
@@ -20,7 +21,7 @@ LEVELS = ("none", "low", "medium", "high")
 CONFIG_PATH = ".github/perfbot.yml"
 
 
-class ConfigError(ValueError):
+class ConfigError(UserError, ValueError):
     """A configuration that cannot be used; each entry of ``problems`` names a key path."""
 
     def __init__(self, source: str, problems: list[str]):
