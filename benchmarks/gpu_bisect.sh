@@ -29,21 +29,10 @@ bench:
       shape: {layers: 8}
 YML
 
-# Only the bisect verb (and what it imports), so the server's dependencies need not be installed.
-"$PY" - bisect "$FIRST" "$LAST" --repo "$SAMPLE" --suite verify-step --metric "$METRIC" \
+# `python -m bot` imports only the verb it runs, so the server's dependencies need not be installed.
+"$PY" -m bot bisect "$FIRST" "$LAST" --repo "$SAMPLE" --suite verify-step --metric "$METRIC" \
   --rounds "$ROUNDS" --max-rounds $((ROUNDS + 2)) --warmup 0 --timeout 120 --out "$OUT" \
-  --config "$OUT/bisect-config.yml" --format json --python "$PY" > "$OUT/bisect.json" 2> "$OUT/bisect.log" <<'PYEOF'
-import sys
-from bot.cli import bisect
-from bot.cli.common import Parser, UsageError
-parser = Parser(prog="perfbot")
-bisect.setup(parser.add_subparsers(dest="command", required=True, parser_class=Parser))
-try:
-    args = parser.parse_args(sys.argv[1:])
-    sys.exit(args.run(args))
-except UsageError as error:
-    sys.exit(f"perfbot: error: {error}")
-PYEOF
+  --config "$OUT/bisect-config.yml" --format json --python "$PY" > "$OUT/bisect.json" 2> "$OUT/bisect.log"
 echo "bisect exit: $?"
 grep "bisect:" "$OUT/bisect.log"
 tail -3 "$OUT/bisect.log"

@@ -10,19 +10,9 @@ mkdir -p "$OUT"
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 PYTHONUNBUFFERED=1
 export PY PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
 
-# Only the bench verb, so that the server side's dependencies need not be installed here.
-perfbot_bench() {
-  "$PY" -c 'import sys
-from bot.cli.common import Parser, UsageError
-from bot.cli import bench
-parser = Parser(prog="perfbot")
-bench.setup(parser.add_subparsers(dest="command", required=True, parser_class=Parser))
-try:
-    args = parser.parse_args(sys.argv[1:])
-    sys.exit(args.run(args))
-except UsageError as error:
-    sys.exit(f"perfbot: error: {error}")' "$@"
-}
+# `python -m bot` imports only the verb it runs, so the server side's dependencies need not be
+# installed here.
+perfbot_bench() { "$PY" -m bot "$@"; }
 
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,power.draw,power.limit --format=csv
 nvidia-smi topo -m
