@@ -31,6 +31,7 @@ run: install
 bench: install
 	$(BIN)/python benchmarks/bench_score.py
 	$(BIN)/python benchmarks/bench_triage.py
+	$(BIN)/python benchmarks/bench_cli_startup.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis .import_linter_cache *.egg-info
