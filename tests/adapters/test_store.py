@@ -104,3 +104,14 @@ def test_old_finished_deliveries_shed_their_payload_then_are_forgotten(store):
     assert store.prune_deliveries(later + timedelta(days=40), 86_400, 30 * 86_400) == 1
     assert store.claim_delivery("9", "old", "pull_request", "opened", b"{}") is not None
     assert store.start_delivery(pending, later, 60) is not None
+
+
+def test_the_migrations_build_exactly_the_tables_the_models_declare(store):
+    from alembic.autogenerate import compare_metadata
+    from alembic.migration import MigrationContext
+
+    from bot.adapters.store.tables import Base
+
+    with store.engine.connect() as connection:
+        differences = compare_metadata(MigrationContext.configure(connection), Base.metadata)
+    assert differences == []

@@ -4,7 +4,19 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import BigInteger, Boolean, DateTime, Integer, LargeBinary, String, Text, UniqueConstraint
+from sqlalchemy import (
+    BigInteger,
+    Boolean,
+    DateTime,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    LargeBinary,
+    String,
+    Text,
+    UniqueConstraint,
+)
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
 
@@ -75,3 +87,116 @@ class MergeRow(Base):
     level: Mapped[str | None] = mapped_column(String(16))
     merged_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     flagged: Mapped[bool] = mapped_column(Boolean, default=False)
+
+
+class BenchRequestRow(Base):
+    """One benchmark the bot dispatched (or refused to): its inputs, its workflow run, its state.
+
+    The correlation id is the bot's name for the request: sent as a workflow input, echoed in the
+    run's name and the artifact's name, and matched when the run completes.
+    """
+
+    __tablename__ = "bench_requests"
+    __table_args__ = (Index("ix_bench_requests_repo_number", "repo", "number"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    correlation_id: Mapped[str] = mapped_column(String(64), unique=True)
+    repo: Mapped[str] = mapped_column(String(200))
+    installation_id: Mapped[int | None] = mapped_column(BigInteger)
+    number: Mapped[int | None] = mapped_column(Integer)  # None: a run on the default branch
+    base_sha: Mapped[str] = mapped_column(String(64))
+    head_sha: Mapped[str] = mapped_column(String(64), index=True)
+    suites: Mapped[str] = mapped_column(Text)  # JSON list of suite names
+    rounds: Mapped[int | None] = mapped_column(Integer)
+    max_rounds: Mapped[int | None] = mapped_column(Integer)
+    trigger: Mapped[str] = mapped_column(String(16))  # command | auto | merge | schedule
+    requested_by: Mapped[str | None] = mapped_column(String(100))
+    comment_id: Mapped[int | None] = mapped_column(BigInteger)  # the /bench comment, for reactions
+    status: Mapped[str] = mapped_column(String(16), index=True)
+    run_id: Mapped[int | None] = mapped_column(BigInteger, index=True)
+    run_url: Mapped[str | None] = mapped_column(Text)
+    check_run_id: Mapped[int | None] = mapped_column(BigInteger)
+    conclusion: Mapped[str | None] = mapped_column(String(32))  # the workflow run's conclusion
+    error: Mapped[str | None] = mapped_column(Text)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    completed_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+
+
+class BenchResultRow(Base):
+    """The comparison of one suite of one completed request (or of an imported results file)."""
+
+    __tablename__ = "bench_results"
+    __table_args__ = (Index("ix_bench_results_repo_number", "repo", "number"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    request_id: Mapped[int | None] = mapped_column(ForeignKey("bench_requests.id", ondelete="SET NULL"))
+    repo: Mapped[str] = mapped_column(String(200))
+    number: Mapped[int | None] = mapped_column(Integer)
+    suite: Mapped[str] = mapped_column(String(100))
+    base_sha: Mapped[str] = mapped_column(String(64))
+    head_sha: Mapped[str] = mapped_column(String(64), index=True)
+    verdict: Mapped[str] = mapped_column(String(16))
+    headline_metric: Mapped[str | None] = mapped_column(String(100))
+    headline_change: Mapped[float | None] = mapped_column(Float)  # relative, head vs base
+    comparison: Mapped[str] = mapped_column(Text)  # the JSON of `perfbot compare`
+    on_default_branch: Mapped[bool] = mapped_column(Boolean, default=False)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+
+
+class MetricPointRow(Base):
+    """One metric of one benchmark run of a default-branch commit: a point of the history charts."""
+
+    __tablename__ = "metric_points"
+    __table_args__ = (Index("ix_metric_points_series", "repo", "suite", "metric", "measured_at"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    result_id: Mapped[int | None] = mapped_column(ForeignKey("bench_results.id", ondelete="CASCADE"))
+    repo: Mapped[str] = mapped_column(String(200))
+    suite: Mapped[str] = mapped_column(String(100))
+    metric: Mapped[str] = mapped_column(String(100))
+    unit: Mapped[str] = mapped_column(String(40))
+    better: Mapped[str] = mapped_column(String(8))  # lower | higher
+    sha: Mapped[str] = mapped_column(String(64))
+    value: Mapped[float] = mapped_column(Float)
+    measured_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+
+
+class AckRow(Base):
+    """A maintainer's `/bench ack REASON`: a flagged regression acknowledged, kept for the dashboard."""
+
+    __tablename__ = "acks"
+    __table_args__ = (Index("ix_acks_repo_number", "repo", "number"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    repo: Mapped[str] = mapped_column(String(200))
+    number: Mapped[int] = mapped_column(Integer)
+    head_sha: Mapped[str | None] = mapped_column(String(64))
+    user: Mapped[str] = mapped_column(String(100))
+    reason: Mapped[str] = mapped_column(Text)
+    comment_id: Mapped[int | None] = mapped_column(BigInteger)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+
+
+class ApprovalRow(Base):
+    """`/bench approve`: a maintainer let a fork PR's head commit reach the GPU runners."""
+
+    __tablename__ = "approvals"
+    __table_args__ = (UniqueConstraint("repo", "number", "head_sha", name="uq_approvals_pr_sha"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    repo: Mapped[str] = mapped_column(String(200))
+    number: Mapped[int] = mapped_column(Integer)
+    head_sha: Mapped[str] = mapped_column(String(64))
+    approved_by: Mapped[str] = mapped_column(String(100))
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+
+
+class WorkKeyRow(Base):
+    """A piece of state-changing work done once, keyed on values inside the signed body (a comment
+    id, a head sha, a workflow run id): a replayed body under a new delivery id finds its key."""
+
+    __tablename__ = "work_keys"
+
+    key: Mapped[str] = mapped_column(String(200), primary_key=True)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), index=True)
