@@ -99,8 +99,8 @@ def test_a_malformed_queue_url_exits_2(tmp_path, monkeypatch, capsys):
 
 
 def test_perfbot_worker_consumes_deliveries_from_redis_and_stops_on_sigterm(tmp_path, redis_url):  # noqa: F811
+    from bot.bootstrap import build
     from bot.settings import Settings
-    from bot.worker import build
     from tests.support import github_data
     from tests.support.github_emulator import wait_for
 

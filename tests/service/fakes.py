@@ -76,6 +76,9 @@ class FakeQueue(Queue):
             raise ConnectionError("queue down")
         self.jobs.append(delivery_id)
 
+    def pending(self):
+        return len(self.jobs)
+
     def ping(self):
         if self.broken:
             raise ConnectionError("queue down")

@@ -9,9 +9,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from bot.bootstrap import build
 from bot.settings import Settings
 from bot.web.app import create_app
-from bot.worker import build
 from tests.service.fakes import FakeGitHubFactory
 from tests.web.helpers import SECRET, deliver, headers
 
@@ -25,7 +25,7 @@ def make_app(database_url: str, tmp_path, secrets=(SECRET,)):
         queue_url=f"sqlite:///{tmp_path / 'queue.db'}",
     )
     runtime = build(settings, github=FakeGitHubFactory())
-    return create_app(runtime=runtime), runtime
+    return create_app(settings, runtime.services), runtime
 
 
 @pytest.fixture
