@@ -104,3 +104,9 @@ def test_old_finished_deliveries_shed_their_payload_then_are_forgotten(store):
     assert store.prune_deliveries(later + timedelta(days=40), 86_400, 30 * 86_400) == 1
     assert store.claim_delivery("9", "old", "pull_request", "opened", b"{}") is not None
     assert store.start_delivery(pending, later, 60) is not None
+
+
+def test_an_installation_removes_only_its_own_repositories(store):
+    store.replace_installation(1, [Repository(10, "o/a", 1)])
+    store.remove_repositories(2, [10])
+    assert [(r.id, r.installation_id) for r in store.repositories()] == [(10, 1)]
