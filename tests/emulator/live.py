@@ -34,6 +34,15 @@ class LiveBot:
 
         assert wait_for(finished, timeout), self.runtime.store.delivery_counts()
 
+    def wait_idle(self, timeout: float = 20.0) -> None:
+        """Until no stored delivery waits or runs and the queue is empty: whatever was accepted
+        has been processed (a delivery is pending from its claim until its handler finished)."""
+
+        def idle() -> bool:
+            return "pending" not in self.runtime.store.delivery_counts() and self.runtime.queue.pending() == 0
+
+        assert wait_for(idle, timeout), self.runtime.store.delivery_counts()
+
     def stop(self) -> None:
         self.consumer.stop(graceful=True)
         self.runtime.close()
