@@ -17,6 +17,7 @@ $(STAMP): pyproject.toml
 lint: install
 	$(BIN)/ruff check bot tests benchmarks
 	$(BIN)/lint-imports
+	$(BIN)/mypy
 
 unit: install
 	$(BIN)/pytest -q
@@ -34,4 +35,4 @@ bench: install
 	$(BIN)/python benchmarks/bench_cli_startup.py
 
 clean:
-	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis .import_linter_cache *.egg-info
+	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis .import_linter_cache .mypy_cache *.egg-info

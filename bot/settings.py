@@ -32,9 +32,16 @@ class Settings:
     log_level: str = "INFO"
 
     @property
+    def app_credentials(self) -> tuple[int, str] | None:
+        """The GitHub App's id and private key, when both are set."""
+        if self.app_id is not None and self.private_key:
+            return self.app_id, self.private_key
+        return None
+
+    @property
     def mode(self) -> str:
         """'app' (GitHub App: check runs), 'token' (commit statuses) or 'none' (intake only)."""
-        if self.app_id is not None and self.private_key:
+        if self.app_credentials is not None:
             return "app"
         return "token" if self.github_token else "none"
 

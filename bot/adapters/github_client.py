@@ -49,8 +49,8 @@ class PyGithubFactory(GitHubFactory):
         self._clients: dict[int | None, PyGithubClient] = {}
         self._lock = threading.Lock()
         self._integration = None
-        if settings.mode == "app":
-            auth = Auth.AppAuth(settings.app_id, settings.private_key)
+        if settings.app_credentials is not None:
+            auth = Auth.AppAuth(*settings.app_credentials)
             self._integration = GithubIntegration(auth=auth, **self._common)
 
     def for_installation(self, installation_id: int | None) -> PyGithubClient:
@@ -162,7 +162,7 @@ class PyGithubClient(GitHub):
 
     def _check_run(self, repo: str, check: CheckResult) -> None:
         gh_repo = self._repo(repo)
-        output = {"title": check.title, "summary": check.summary}
+        output: dict[str, Any] = {"title": check.title, "summary": check.summary}
         for run in gh_repo.get_commit(check.head_sha).get_check_runs(check_name=check.name):
             if run.conclusion != check.conclusion or (run.output.title, run.output.summary) != (
                 check.title,

@@ -59,12 +59,12 @@ def run_serve(args: argparse.Namespace) -> int:
 
 
 def run_worker(args: argparse.Namespace) -> int:
-    from bot import worker
+    from bot import bootstrap, worker
     from bot.service import logs
 
     settings = _settings()
     logs.configure(settings.log_level)
     if args.threads < 1:
         raise UsageError("--threads must be positive")
-    worker.run_forever(worker.build(settings), workers=args.threads)
+    worker.run_forever(bootstrap.build(settings), workers=args.threads)
     return 0

@@ -23,7 +23,7 @@ _RESAMPLES = 500
 class MetricSamples(NamedTuple):
     base: Sequence[float]
     head: Sequence[float]
-    better: str
+    better: stats.Better
 
 
 def should_continue(samples: Mapping[str, MetricSamples], rounds_done: int, min_rounds: int,

@@ -126,8 +126,8 @@ def cpu_model(cpuinfo: str | None) -> str | None:
 
 
 def env_vars(environ: dict[str, str] | None = None) -> dict[str, str]:
-    environ = os.environ if environ is None else environ
-    return {key: environ[key] for key in sorted(environ) if key.startswith(ENV_PREFIXES)}
+    source = dict(os.environ) if environ is None else environ
+    return {key: source[key] for key in sorted(source) if key.startswith(ENV_PREFIXES)}
 
 
 def nvidia_gpus() -> list[dict]:

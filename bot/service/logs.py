@@ -9,13 +9,18 @@ from datetime import UTC, datetime
 
 current_delivery: ContextVar[str | None] = ContextVar("current_delivery", default=None)
 _STANDARD = set(logging.LogRecord("", 0, "", 0, "", (), None).__dict__) | {"message", "asctime"}
+OWN_KEYS = frozenset({"ts", "level", "logger", "msg", "delivery", "exc"})
 
 
 class JsonFormatter(logging.Formatter):
-    """``{"ts", "level", "logger", "msg", "delivery", ...extra}`` on one line."""
+    """``{"ts", "level", "logger", "msg", "delivery", ...extra, "exc"}`` on one line.
+
+    The formatter's own keys always mean what it put there: an ``extra`` named like one of them
+    (``extra={"level": "high"}`` for a risk level) is written as ``extra.level`` instead.
+    """
 
     def format(self, record: logging.LogRecord) -> str:
-        entry = {
+        entry: dict[str, object] = {
             "ts": datetime.fromtimestamp(record.created, UTC).isoformat(timespec="milliseconds"),
             "level": record.levelname,
             "logger": record.name,
@@ -24,10 +29,18 @@ class JsonFormatter(logging.Formatter):
         delivery = current_delivery.get()
         if delivery is not None:
             entry["delivery"] = delivery
-        entry.update({k: v for k, v in record.__dict__.items() if k not in _STANDARD})
+        for key, value in record.__dict__.items():
+            if key not in _STANDARD:
+                entry[_extra_key(key, entry)] = value
         if record.exc_info:
             entry["exc"] = self.formatException(record.exc_info)
         return json.dumps(entry, default=str, ensure_ascii=False)
+
+
+def _extra_key(key: str, entry: dict[str, object]) -> str:
+    while key in OWN_KEYS or key in entry:
+        key = f"extra.{key}"
+    return key
 
 
 def configure(level: str = "INFO") -> None:

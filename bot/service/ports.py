@@ -168,5 +168,9 @@ class Queue(ABC):
     def enqueue(self, delivery_id: int) -> None: ...
 
     @abstractmethod
+    def pending(self) -> int:
+        """Jobs waiting to be taken (not those running)."""
+
+    @abstractmethod
     def ping(self) -> None:
         """Raise when the queue cannot be reached."""

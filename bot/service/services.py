@@ -1,4 +1,4 @@
-"""The bundle of ports a handler works with; `bot.service.bootstrap`-style wiring fills it."""
+"""The bundle of ports a handler works with; `bot.bootstrap` fills it with the real adapters."""
 
 from __future__ import annotations
 

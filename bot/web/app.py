@@ -1,33 +1,31 @@
-"""The Flask application factory: `create_app()` is what gunicorn and `perfbot serve` load."""
+"""The Flask application factory: `create_app(settings, services)`, over the service's ports."""
 
 from __future__ import annotations
 
-from flask import Flask, jsonify
+from flask import Flask, Response, jsonify
 from werkzeug.exceptions import HTTPException
 
 from bot.service import logs
+from bot.service.router import Router
+from bot.service.routes import ROUTER
+from bot.service.services import Services
 from bot.settings import Settings
 
-from . import health, webhook
+from . import health, state, webhook
 from .metrics import Metrics
 
 
-def create_app(settings: Settings | None = None, runtime=None) -> Flask:
-    """An app over ``runtime`` (tests pass their own), else one wired from the environment."""
-    from bot import worker  # wiring imports every adapter; only needed when none is given
-
-    settings = settings or (runtime.settings if runtime else Settings.from_env())
+def create_app(settings: Settings, services: Services, router: Router = ROUTER) -> Flask:
+    """The webhook intake, /healthz and /metrics; `bot.bootstrap` builds the services."""
     logs.configure(settings.log_level)
-    runtime = runtime or worker.build(settings)
     app = Flask("perfbot")
     app.config["MAX_CONTENT_LENGTH"] = webhook.MAX_BODY
-    app.extensions["perfbot"] = runtime
-    app.extensions["perfbot_metrics"] = Metrics(runtime)
+    state.install(app, state.AppState(settings, services, router, Metrics(services.store, services.queue)))
     app.register_blueprint(webhook.bp)
     app.register_blueprint(health.bp)
     app.register_error_handler(HTTPException, _http_error)
     return app
 
 
-def _http_error(error: HTTPException):
-    return jsonify({"message": error.description or error.name}), error.code
+def _http_error(error: HTTPException) -> tuple[Response, int]:
+    return jsonify({"message": error.description or error.name}), error.code or 500

@@ -4,17 +4,19 @@ from __future__ import annotations
 
 import logging
 
-from flask import Blueprint, Response, current_app, jsonify
+from flask import Blueprint, Response, jsonify
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+
+from . import state
 
 bp = Blueprint("health", __name__)
 log = logging.getLogger("perfbot.health")
 
 
 @bp.get("/healthz")
-def healthz():
-    runtime = current_app.extensions["perfbot"]
-    checks = {"database": runtime.store.ping, "queue": runtime.queue.ping}
+def healthz() -> tuple[Response, int]:
+    services = state.current().services
+    checks = {"database": services.store.ping, "queue": services.queue.ping}
     report, healthy = {}, True
     for name, check in checks.items():
         try:
@@ -27,6 +29,6 @@ def healthz():
 
 
 @bp.get("/metrics")
-def metrics():
-    registry = current_app.extensions["perfbot_metrics"].registry
+def metrics() -> Response:
+    registry = state.current().metrics.registry
     return Response(generate_latest(registry), content_type=CONTENT_TYPE_LATEST)

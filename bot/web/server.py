@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import gc
 import logging
+from collections.abc import Callable
+from typing import Any
 
+from flask import Flask
 from gunicorn.app.base import BaseApplication
 
-from bot.adapters.store.sql import SqlStore
-from bot.service import jobs
+from bot import bootstrap
 from bot.settings import Settings
 
 from .app import create_app
@@ -19,20 +21,23 @@ GC_THRESHOLDS = (50_000, 50, 50)  # young generation every 50,000 allocations, n
 
 
 class PerfbotServer(BaseApplication):
-    def __init__(self, settings: Settings, options: dict):
+    def __init__(self, settings: Settings, options: dict[str, Any]):
         self.settings, self.options = settings, options
+        self.runtime: bootstrap.Runtime | None = None
         super().__init__()
 
     def load_config(self) -> None:
         for key, value in self.options.items():
             self.cfg.set(key, value)
 
-    def load(self):
-        return create_app(self.settings)
+    def load(self) -> Flask:
+        """In each worker process, after the fork: its own connections, queue and app."""
+        self.runtime = bootstrap.build(self.settings)
+        return create_app(self.settings, self.runtime.services, self.runtime.router)
 
 
 def serve(settings: Settings, host: str, port: int, workers: int, threads: int, consumers: int) -> None:
-    SqlStore.connect(settings.database_url).engine.dispose()  # migrate once, before forking
+    bootstrap.migrate(settings)
     options = {"bind": f"{host}:{port}", "workers": workers, "worker_class": "gthread", "threads": threads,
                "timeout": 60, "graceful_timeout": 20, "keepalive": 5, "accesslog": None,
                "post_worker_init": _start_consumer(consumers), "worker_exit": _stop_consumer}
@@ -41,24 +46,21 @@ def serve(settings: Settings, host: str, port: int, workers: int, threads: int, 
     PerfbotServer(settings, options).run()
 
 
-def _start_consumer(consumers: int):
-    def post_worker_init(worker) -> None:
+def _start_consumer(consumers: int) -> Callable[[Any], None]:
+    def post_worker_init(worker: Any) -> None:
         # Collections of the oldest generation walk every object the app has made since start
         # (routes, migrations, rules) and stalled acknowledgements by up to 270 ms: keep start-up
         # objects out of the collector, and collect the young generation less often.
         gc.freeze()
         gc.set_threshold(*GC_THRESHOLDS)
-        runtime = worker.wsgi.extensions["perfbot"]
+        runtime = worker.app.runtime
         if not runtime.queue.embedded:
             return  # Redis: `perfbot worker` processes consume
-        jobs.housekeeping(runtime.services)
-        consumer = runtime.queue.consumer(workers=consumers, in_process=True)
-        consumer.start()
-        worker.perfbot_consumer = consumer
+        worker.perfbot_consumer = runtime.start_consumer(consumers)
     return post_worker_init
 
 
-def _stop_consumer(server, worker) -> None:
+def _stop_consumer(server: Any, worker: Any) -> None:
     consumer = getattr(worker, "perfbot_consumer", None)
     if consumer is not None:
         consumer.stop(graceful=True)

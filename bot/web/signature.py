@@ -6,6 +6,7 @@ import hashlib
 import hmac
 import re
 from collections.abc import Iterable
+from typing import TypeGuard
 
 _HEADER = re.compile(r"sha256=([0-9a-f]{64})")
 
@@ -15,7 +16,7 @@ def sign(secret: str, body: bytes) -> str:
     return "sha256=" + hmac.new(secret.encode("utf-8"), body, hashlib.sha256).hexdigest()
 
 
-def is_well_formed(header: str | None) -> bool:
+def is_well_formed(header: str | None) -> TypeGuard[str]:
     return header is not None and _HEADER.fullmatch(header) is not None
 
 

@@ -6,12 +6,13 @@ import json
 import logging
 import time
 
-from flask import Blueprint, current_app, jsonify, request
+from flask import Blueprint, Response, jsonify, request
 
 from bot.service import intake
 from bot.service.logs import current_delivery
 
-from . import signature
+from . import signature, state
+from .state import AppState
 
 bp = Blueprint("webhook", __name__)
 log = logging.getLogger("perfbot.webhook")
@@ -20,33 +21,35 @@ MAX_BODY = 25 * 1024 * 1024  # GitHub never sends more than 25 MB
 _GUID_MAX, _EVENT_MAX = 80, 80
 
 
-def _answer(status: int, message: str, **extra):
+Answer = tuple[Response, int]
+
+
+def _answer(status: int, message: str, **extra: object) -> Answer:
     return jsonify({"message": message, **extra}), status
 
 
 @bp.post("/webhook")
-def receive():
-    runtime = current_app.extensions["perfbot"]
+def receive() -> Answer:
+    app_state = state.current()
     started = time.perf_counter()
     body = request.get_data(cache=False)  # raw bytes; werkzeug answers 413 past MAX_CONTENT_LENGTH
-    if not runtime.settings.webhook_secrets:
+    if not app_state.settings.webhook_secrets:
         return _answer(503, "PERFBOT_WEBHOOK_SECRET is not configured")
     header = request.headers.get("X-Hub-Signature-256")
     if header is None:
-        return _outcome("unsigned", _answer(401, "missing X-Hub-Signature-256"), started)
-    if not signature.verify(header, body, runtime.settings.webhook_secrets):
-        return _outcome("bad_signature", _answer(403, "signature does not match"), started)
+        return _outcome(app_state, "unsigned", _answer(401, "missing X-Hub-Signature-256"), started)
+    if not signature.verify(header, body, app_state.settings.webhook_secrets):
+        return _outcome(app_state, "bad_signature", _answer(403, "signature does not match"), started)
     event, guid = request.headers.get("X-GitHub-Event", ""), request.headers.get("X-GitHub-Delivery", "")
     if not (0 < len(event) <= _EVENT_MAX and 0 < len(guid) <= _GUID_MAX):
-        return _outcome(
-            "bad_headers", _answer(400, "X-GitHub-Event and X-GitHub-Delivery are required"), started
-        )
+        refused = _answer(400, "X-GitHub-Event and X-GitHub-Delivery are required")
+        return _outcome(app_state, "bad_headers", refused, started)
     payload, problem = _parse(body)
     if problem:
-        return _outcome("bad_payload", _answer(400, problem), started)
+        return _outcome(app_state, "bad_payload", _answer(400, problem), started)
     token = current_delivery.set(guid)
     try:
-        return _dispatch(runtime, event, guid, payload, body, started)
+        return _dispatch(app_state, event, guid, payload, body, started)
     finally:
         current_delivery.reset(token)
 
@@ -65,15 +68,17 @@ def _parse(body: bytes) -> tuple[dict, str | None]:
     return payload, None
 
 
-def _dispatch(runtime, event: str, guid: str, payload: dict, body: bytes, started: float):
+def _dispatch(
+    app_state: AppState, event: str, guid: str, payload: dict, body: bytes, started: float
+) -> Answer:
     if event == "ping":
         log.info("ping", extra={"event": event, "zen": payload.get("zen")})
-        return _outcome("ping", _answer(200, "pong"), started)
+        return _outcome(app_state, "ping", _answer(200, "pong"), started)
     hook_id = request.headers.get("X-GitHub-Hook-ID", "")[:40]
     outcome = intake.accept(
-        runtime.store,
-        runtime.queue,
-        runtime.router,
+        app_state.services.store,
+        app_state.services.queue,
+        app_state.router,
         hook_id=hook_id,
         guid=guid,
         event=event,
@@ -82,11 +87,10 @@ def _dispatch(runtime, event: str, guid: str, payload: dict, body: bytes, starte
     )
     log.info("delivery %s", outcome.value, extra={"event": event, "action": payload.get("action")})
     status = 202 if outcome is intake.Outcome.QUEUED else 200
-    return _outcome(outcome.value, _answer(status, outcome.value), started)
+    return _outcome(app_state, outcome.value, _answer(status, outcome.value), started)
 
 
-def _outcome(name: str, response, started: float):
-    metrics = current_app.extensions["perfbot_metrics"]
-    metrics.deliveries.labels(outcome=name).inc()
-    metrics.intake_seconds.observe(time.perf_counter() - started)
+def _outcome(app_state: AppState, name: str, response: Answer, started: float) -> Answer:
+    app_state.metrics.deliveries.labels(outcome=name).inc()
+    app_state.metrics.intake_seconds.observe(time.perf_counter() - started)
     return response

@@ -115,3 +115,9 @@ def test_the_migrations_build_exactly_the_tables_the_models_declare(store):
     with store.engine.connect() as connection:
         differences = compare_metadata(MigrationContext.configure(connection), Base.metadata)
     assert differences == []
+
+
+def test_an_installation_removes_only_its_own_repositories(store):
+    store.replace_installation(1, [Repository(10, "o/a", 1)])
+    store.remove_repositories(2, [10])
+    assert [(r.id, r.installation_id) for r in store.repositories()] == [(10, 1)]

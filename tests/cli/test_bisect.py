@@ -12,6 +12,7 @@ import pytest
 from bot.cli.main import main
 from bot.core.bisect import plan as bisection
 from bot.runner import sample_repo
+from tests.support.missing import importorskip
 
 PLAIN_PYTHON = shutil.which("python3") or sys.executable
 COMMUNICATOR_BENCH = Path(__file__).parents[1] / "support" / "communicator_bench.py"
@@ -101,7 +102,7 @@ def test_an_unknown_metric_is_a_one_line_error(capsys, git_builder, tmp_path):
 def test_bisect_finds_the_seeded_culprit_of_the_sample_repository_on_cpu(capsys, tmp_path):
     """The sample's slow commit makes its communicator's allreduce copy out of place (and sync on
     GPUs); on CPU, one gloo rank and a 16 MiB tensor make that copy the whole cost."""
-    pytest.importorskip("torch")
+    importorskip("torch")
     manifest = sample_repo.build(tmp_path / "sample")
     config = tmp_path / "cpu.yml"
     config.write_text(f"version: 1\nbench:\n  warmup: 0\n  suites:\n    communicator:\n      kind: command\n"

@@ -5,52 +5,18 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import subprocess
-import sys
-import time
-from pathlib import Path
 
 import requests
 
 from bot.cli.main import main
 from bot.web.signature import sign
 from tests.support.fixtures import redis_url  # noqa: F401, F811  (a fixture)
-
-PERFBOT = [sys.executable, "-m", "bot"]
-ROOT = Path(__file__).resolve().parents[2]
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def env(**extra) -> dict[str, str]:
-    clean = {k: v for k, v in os.environ.items() if not k.startswith("PERFBOT_")}
-    return {**clean, "PYTHONPATH": str(ROOT), **extra}
+from tests.support.serving import PERFBOT, environment, serving
 
 
 def test_serve_on_embedded_defaults_answers_a_signed_ping_and_stops_on_sigterm(tmp_path):
-    port = free_port()
-    process = subprocess.Popen(
-        [*PERFBOT, "serve", "--port", str(port)],
-        cwd=tmp_path,
-        env=env(PERFBOT_WEBHOOK_SECRET="s3cret"),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
-    try:
-        base = f"http://127.0.0.1:{port}"
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            try:
-                if requests.get(f"{base}/healthz", timeout=1).status_code == 200:
-                    break
-            except requests.RequestException:  # not listening yet, or the worker still booting
-                time.sleep(0.1)
+    with serving(tmp_path, environment(PERFBOT_WEBHOOK_SECRET="s3cret")) as base:
         body = b'{"zen": "Design for failure.", "hook_id": 1}'
         response = requests.post(
             f"{base}/webhook",
@@ -71,10 +37,6 @@ def test_serve_on_embedded_defaults_answers_a_signed_ping_and_stops_on_sigterm(t
             headers={"X-GitHub-Event": "ping", "X-GitHub-Delivery": "d-2"},
         )
         assert unsigned.status_code == 401
-    finally:
-        process.send_signal(signal.SIGTERM)
-        output, _ = process.communicate(timeout=30)
-    assert process.returncode == 0, output
     assert (tmp_path / "perfbot.db").exists() and (tmp_path / "perfbot.queue.db").exists()
 
 
@@ -99,8 +61,8 @@ def test_a_malformed_queue_url_exits_2(tmp_path, monkeypatch, capsys):
 
 
 def test_perfbot_worker_consumes_deliveries_from_redis_and_stops_on_sigterm(tmp_path, redis_url):  # noqa: F811
+    from bot.bootstrap import build
     from bot.settings import Settings
-    from bot.worker import build
     from tests.support import github_data
     from tests.support.github_emulator import wait_for
 
@@ -115,7 +77,7 @@ def test_perfbot_worker_consumes_deliveries_from_redis_and_stops_on_sigterm(tmp_
         [*PERFBOT, "worker", "--threads", "2"],
         cwd=tmp_path,
         text=True,
-        env=env(PERFBOT_DATABASE_URL=database, PERFBOT_QUEUE_URL=redis_url),
+        env=environment(PERFBOT_DATABASE_URL=database, PERFBOT_QUEUE_URL=redis_url),
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
     )

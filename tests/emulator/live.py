@@ -5,9 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from bot.adapters.github_client import PyGithubFactory, retry_policy
+from bot.bootstrap import Runtime, build
 from bot.settings import Settings
 from bot.web.app import create_app
-from bot.worker import Runtime, build
 from tests.support.github_emulator import GitHubEmulator, wait_for
 from tests.web.helpers import SECRET, deliver
 
@@ -34,9 +34,18 @@ class LiveBot:
 
         assert wait_for(finished, timeout), self.runtime.store.delivery_counts()
 
+    def wait_idle(self, timeout: float = 20.0) -> None:
+        """Until no stored delivery waits or runs and the queue is empty: whatever was accepted
+        has been processed (a delivery is pending from its claim until its handler finished)."""
+
+        def idle() -> bool:
+            return "pending" not in self.runtime.store.delivery_counts() and self.runtime.queue.pending() == 0
+
+        assert wait_for(idle, timeout), self.runtime.store.delivery_counts()
+
     def stop(self) -> None:
         self.consumer.stop(graceful=True)
-        self.runtime.store.engine.dispose()
+        self.runtime.close()
 
 
 def start(
@@ -65,6 +74,5 @@ def start(
         emulator.tokens.add("placeholder-so-that-auth-is-enforced")
     github = PyGithubFactory(settings, retry=retry_policy(total=4, backoff=0.05, secondary_wait=1))
     runtime = build(settings, github=github, retry_delay=0)
-    consumer = runtime.queue.consumer(workers=workers, in_process=True)
-    consumer.start()
-    return LiveBot(emulator, runtime, create_app(runtime=runtime).test_client(), consumer)
+    consumer = runtime.start_consumer(workers)
+    return LiveBot(emulator, runtime, create_app(settings, runtime.services).test_client(), consumer)

@@ -14,6 +14,7 @@ from bot.core.config.schema import load as load_config
 from bot.runner import bench
 from bot.runner.progress import Progress
 from bot.runner.sample_repo import HISTORY, SLOW_SUBJECT, build, main
+from tests.support.missing import importorskip
 
 
 @pytest.fixture
@@ -47,7 +48,7 @@ def test_triage_ranks_the_slow_commit_first(sample, capsys):
 
 
 def test_the_slow_allreduce_returns_a_copy_where_the_old_one_reduced_in_place(sample, tmp_path):
-    torch = pytest.importorskip("torch")
+    torch = importorskip("torch")
     import torch.distributed as dist
 
     repo = git.Repo(sample["path"])
@@ -69,7 +70,7 @@ def test_the_slow_allreduce_returns_a_copy_where_the_old_one_reduced_in_place(sa
 
 
 def test_an_ab_run_of_the_sample_on_cpu_measures_both_sides_through_its_allreduce(sample, tmp_path):
-    pytest.importorskip("torch")
+    importorskip("torch")
     config = load_config("bench:\n  suites:\n    verify-step:\n      kind: verify-step\n      device: cpu\n"
                          "      world_size: 2\n      iters: 3\n      warmup_iters: 1\n      allreduce: "
                          "mini_engine.distributed.parallel_state:tensor_model_parallel_all_reduce\n")

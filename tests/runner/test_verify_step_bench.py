@@ -8,7 +8,9 @@ import sys
 
 import pytest
 
-pytest.importorskip("torch")
+from tests.support.missing import importorskip
+
+importorskip("torch")
 
 from bot.runner import verify_step_bench  # noqa: E402
 

@@ -6,13 +6,13 @@ import json
 from datetime import UTC, datetime, timedelta
 
 import pytest
+from sqlalchemy.orm import Session
 
+from bot.adapters.store.tables import DeliveryRow
 from bot.service import intake, jobs
 from bot.service.router import Router
 from bot.service.services import Services
-from tests.service.fakes import FakeGitHubFactory, FakeQueue, FakeStore
-
-NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
+from tests.service.fakes import FakeGitHubFactory, FakeQueue
 
 
 class Recorder:
@@ -29,10 +29,26 @@ class Recorder:
             raise RuntimeError("GitHub said 502")
 
 
-def make(queue: FakeQueue | None = None) -> Services:
-    return Services(
-        store=FakeStore(), github=FakeGitHubFactory(), queue=queue or FakeQueue(), now=lambda: NOW
-    )
+@pytest.fixture
+def make(sqlite_store):
+    def make(queue: FakeQueue | None = None) -> Services:
+        # The store stamps deliveries with the real clock: the services' clock starts there.
+        start = datetime.now(UTC)
+        return Services(
+            store=sqlite_store, github=FakeGitHubFactory(), queue=queue or FakeQueue(), now=lambda: start
+        )
+
+    return make
+
+
+def later(services: Services, seconds: float) -> None:
+    moved = services.now() + timedelta(seconds=seconds)
+    services.now = lambda: moved
+
+
+def stored(services: Services, delivery_id: int) -> DeliveryRow | None:
+    with Session(services.store.engine) as session:
+        return session.get(DeliveryRow, delivery_id)
 
 
 def accept(services, recorder, guid="g-1", hook="9", action="opened"):
@@ -49,34 +65,36 @@ def accept(services, recorder, guid="g-1", hook="9", action="opened"):
     )
 
 
-def test_a_delivery_is_queued_once_and_its_replay_is_a_duplicate():
+def test_a_delivery_is_queued_once_and_its_replay_is_a_duplicate(make):
     services, recorder = make(), Recorder()
     assert accept(services, recorder) is intake.Outcome.QUEUED
     assert accept(services, recorder) is intake.Outcome.DUPLICATE
     assert services.queue.jobs == [1]
 
 
-def test_the_same_guid_from_another_hook_is_separate_work():
+def test_the_same_guid_from_another_hook_is_separate_work(make):
     services, recorder = make(), Recorder()
     accept(services, recorder, hook="1")
     assert accept(services, recorder, hook="2") is intake.Outcome.QUEUED
 
 
-def test_an_action_no_handler_wants_is_ignored_without_storing():
+def test_an_action_no_handler_wants_is_ignored_without_storing(make):
     services, recorder = make(), Recorder()
     assert accept(services, recorder, action="labeled") is intake.Outcome.IGNORED
-    assert services.store.deliveries == {}
+    assert services.store.delivery_counts() == {}
 
 
-def test_a_claim_survives_a_queue_outage_and_the_sweep_enqueues_it_later():
+def test_a_claim_survives_a_queue_outage_and_the_sweep_enqueues_it_later(make):
     services, recorder = make(FakeQueue(broken=True)), Recorder()
     assert accept(services, recorder) is intake.Outcome.QUEUED
     services.queue.broken = False
+    assert jobs.requeue_stale(services) == 0, "not yet: its first attempt may still be coming"
+    later(services, seconds=jobs.LEASE_S + 60)
     assert jobs.requeue_stale(services) == 1
     assert services.queue.jobs == [1]
 
 
-def test_processing_runs_the_handler_once_even_when_the_job_runs_twice():
+def test_processing_runs_the_handler_once_even_when_the_job_runs_twice(make):
     services, recorder = make(), Recorder()
     accept(services, recorder)
     assert jobs.process(1, services, recorder.router) == "done"
@@ -84,35 +102,35 @@ def test_processing_runs_the_handler_once_even_when_the_job_runs_twice():
     assert len(recorder.calls) == 1
 
 
-def test_a_failed_attempt_is_released_for_the_retry_then_succeeds():
+def test_a_failed_attempt_is_released_for_the_retry_then_succeeds(make):
     services, recorder = make(), Recorder(failures=1)
     accept(services, recorder)
     with pytest.raises(RuntimeError):
         jobs.process(1, services, recorder.router)
-    assert services.store.deliveries[1]["status"] == "pending"
+    assert stored(services, 1).status == "pending"
     assert jobs.process(1, services, recorder.router) == "done"
 
 
-def test_a_delivery_failing_every_attempt_is_marked_failed_for_good():
+def test_a_delivery_failing_every_attempt_is_marked_failed_for_good(make):
     services, recorder = make(), Recorder(failures=100)
     accept(services, recorder)
     for _ in range(jobs.MAX_ATTEMPTS - 1):
         with pytest.raises(RuntimeError):
             jobs.process(1, services, recorder.router)
     assert jobs.process(1, services, recorder.router) == "failed"
-    assert services.store.deliveries[1]["error"].startswith("RuntimeError")
+    assert stored(services, 1).error.startswith("RuntimeError")
 
 
-def test_a_delivery_held_by_a_live_worker_is_not_taken_twice():
+def test_a_delivery_held_by_a_live_worker_is_not_taken_twice(make):
     services, recorder = make(), Recorder()
     accept(services, recorder)
-    assert services.store.start_delivery(1, NOW, jobs.LEASE_S) is not None
+    assert services.store.start_delivery(1, services.now(), jobs.LEASE_S) is not None
     assert jobs.process(1, services, recorder.router) == "skipped"
-    services.now = lambda: NOW + timedelta(seconds=jobs.LEASE_S + 1)
+    later(services, seconds=jobs.LEASE_S + 1)
     assert jobs.process(1, services, recorder.router) == "done"
 
 
-def test_a_payload_missing_its_fields_fails_at_once_without_retries():
+def test_a_payload_missing_its_fields_fails_at_once_without_retries(make):
     services = make()
     router = Router()
 
@@ -131,14 +149,15 @@ def test_a_payload_missing_its_fields_fails_at_once_without_retries():
         body=b'{"action": "opened"}',
     )
     assert jobs.process(1, services, router) == "failed"
-    assert services.store.deliveries[1]["error"].startswith("KeyError")
+    assert stored(services, 1).error.startswith("KeyError")
 
 
-def test_housekeeping_requeues_lost_work_and_forgets_old_deliveries():
+def test_housekeeping_requeues_lost_work_and_forgets_old_deliveries(make):
     services, recorder = make(), Recorder()
     accept(services, recorder, guid="lost")
     accept(services, recorder, guid="finished")
     services.store.finish_delivery(2, "done")
-    services.now = lambda: NOW + timedelta(days=400)
+    later(services, seconds=400 * 86_400)
     jobs.housekeeping(services)
-    assert services.queue.jobs == [1, 2, 1] and list(services.store.deliveries) == [1]
+    assert services.queue.jobs == [1, 2, 1]
+    assert (stored(services, 1).status, stored(services, 2)) == ("pending", None)

@@ -1,7 +1,10 @@
-"""Log lines are JSON objects that carry the delivery GUID being handled."""
+"""Log lines are JSON objects that carry the delivery GUID being handled and keep their own keys."""
 
 import json
 import logging
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from bot.service.logs import JsonFormatter, current_delivery
 
@@ -24,3 +27,44 @@ def test_a_line_written_while_handling_a_delivery_names_its_guid():
 
 def test_a_line_outside_a_delivery_has_no_guid():
     assert "delivery" not in json.loads(JsonFormatter().format(record("started")))
+
+
+def test_extras_named_like_the_formatters_own_keys_never_replace_them():
+    token = current_delivery.set("the-delivery")
+    try:
+        extra = {"ts": 0, "level": "high", "logger": "mine", "delivery": "other", "exc": "no"}
+        line = json.loads(JsonFormatter().format(record("merge recorded", **extra)))
+    finally:
+        current_delivery.reset(token)
+    assert (line["level"], line["logger"], line["msg"], line["delivery"]) == (
+        "INFO", "perfbot.test", "merge recorded", "the-delivery"
+    )
+    assert line["ts"].startswith("20") and "exc" not in line
+    assert {key: line[f"extra.{key}"] for key in extra} == extra
+
+
+def test_a_logger_call_with_a_level_extra_keeps_the_records_level(caplog):
+    logger = logging.getLogger("perfbot.test.levels")
+    with caplog.at_level(logging.WARNING, logger="perfbot.test.levels"):
+        logger.warning("reviewed", extra={"level": "high", "extra.level": "taken"})
+    line = json.loads(JsonFormatter().format(caplog.records[-1]))
+    assert (line["level"], line["extra.level"], line["extra.extra.level"]) == ("WARNING", "high", "taken")
+
+
+_KEYS = st.one_of(
+    st.sampled_from(["ts", "level", "logger", "delivery", "exc", "extra.level"]), st.text(min_size=1, max_size=12)
+)
+
+
+@settings(max_examples=200)
+@given(st.dictionaries(_KEYS, st.integers(), max_size=6))
+def test_no_extra_ever_changes_the_formatters_keys_or_is_lost(extra):
+    extra = {k: v for k, v in extra.items() if k not in _RECORD_ATTRIBUTES}
+    line = json.loads(JsonFormatter().format(record("m", **extra)))
+    assert (line["level"], line["logger"], line["msg"]) == ("INFO", "perfbot.test", "m")
+    assert sorted(v for k, v in line.items() if k not in ("ts", "level", "logger", "msg")) == sorted(
+        extra.values()
+    )
+
+
+_RECORD_ATTRIBUTES = set(record("").__dict__) | {"message", "asctime"}

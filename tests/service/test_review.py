@@ -1,4 +1,4 @@
-"""The pull_request risk review, run through the real router with fakes for GitHub and the store."""
+"""The pull_request risk review, run through the real router on the real store, with a fake GitHub."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from bot.service import review
 from bot.service.routes import ROUTER
 from bot.service.services import Services
 from tests.service import diffs
-from tests.service.fakes import FakeGitHub, FakeGitHubFactory, FakeQueue, FakeStore
+from tests.service.fakes import FakeGitHub, FakeGitHubFactory, FakeQueue
 
 REPO, NUMBER, SHA = "octo/engine", 7, "a" * 40
 
@@ -50,8 +50,8 @@ def github() -> FakeGitHub:
 
 
 @pytest.fixture
-def services(github) -> Services:
-    return Services(store=FakeStore(), github=FakeGitHubFactory(github), queue=FakeQueue())
+def services(github, sqlite_store) -> Services:
+    return Services(store=sqlite_store, github=FakeGitHubFactory(github), queue=FakeQueue())
 
 
 @pytest.mark.parametrize("action", ["opened", "synchronize", "reopened", "ready_for_review"])
@@ -61,7 +61,7 @@ def test_each_reviewed_action_publishes_a_comment_a_check_and_a_label(action, se
     assert body.startswith(MARKER) and "**high**" in body
     [(repo, check)] = github.checks
     assert (repo, check.name, check.head_sha, check.conclusion) == (REPO, "perfbot / risk", SHA, "neutral")
-    assert github.labels[(REPO, NUMBER)] == "perf-risk: high"
+    assert github.labels[(REPO, NUMBER)] == {"perf-risk: high"}
     assert services.store.review_for(REPO, NUMBER).level == "high"
     assert services.github.installations == [42]
 
@@ -73,13 +73,13 @@ def test_a_second_push_updates_the_one_sticky_comment(services, github):
     ROUTER.dispatch("pull_request", payload("synchronize", sha="b" * 40), services)
     [body] = github.comments[(REPO, NUMBER)]
     assert "**none**" in body
-    assert github.labels[(REPO, NUMBER)] is None
+    assert github.labels[(REPO, NUMBER)] == set()
 
 
 def test_a_medium_risk_gets_the_medium_label(services, github):
     github.diffs[(REPO, NUMBER)] = diffs.MEDIUM
     ROUTER.dispatch("pull_request", payload(), services)
-    assert github.labels[(REPO, NUMBER)] == "perf-risk: medium"
+    assert github.labels[(REPO, NUMBER)] == {"perf-risk: medium"}
 
 
 def test_low_risk_concludes_the_check_with_success(services, github):
@@ -163,3 +163,27 @@ def test_a_config_naming_an_unknown_rule_falls_back_to_defaults_and_says_so(serv
     github.files[(REPO, ".github/perfbot.yml", "main")] = "risk:\n  disable: [no.such-rule]\n"
     ROUTER.dispatch("pull_request", payload(), services)
     assert "Config problem" in github.comments[(REPO, NUMBER)][0]
+
+
+def test_someone_elses_comment_that_starts_with_the_marker_is_left_alone(services, github):
+    planted = github.add_comment(REPO, NUMBER, "mallory", f"{MARKER}\nnot the bot's")
+    ROUTER.dispatch("pull_request", payload(), services)
+    github.diffs[(REPO, NUMBER)] = diffs.COLD
+    ROUTER.dispatch("pull_request", payload("synchronize"), services)
+    theirs, ours = github.comments[(REPO, NUMBER)]
+    assert theirs == planted.body and ours.startswith(MARKER) and "**none**" in ours
+    assert services.store.review_for(REPO, NUMBER).comment_id != planted.id
+
+
+def test_reviewing_the_same_head_again_updates_its_check_instead_of_adding_one(services, github):
+    ROUTER.dispatch("pull_request", payload(), services)
+    github.diffs[(REPO, NUMBER)] = diffs.COLD
+    ROUTER.dispatch("pull_request", payload("edited", changes={"base": {"ref": {"from": "dev"}}}), services)
+    [(_, check)] = github.checks
+    assert (check.head_sha, check.conclusion) == (SHA, "success")
+
+
+def test_only_the_risk_labels_are_changed(services, github):
+    github.labels[(REPO, NUMBER)] = {"bug", "perf-risk: low", "perf-riskless"}
+    ROUTER.dispatch("pull_request", payload(), services)
+    assert github.labels[(REPO, NUMBER)] == {"bug", "perf-riskless", "perf-risk: high"}

@@ -18,17 +18,14 @@ from bot.adapters.store.tables import Base
 
 from . import github_data
 from .github_emulator import GitHubEmulator
-
-IN_CI = os.environ.get("CI", "").lower() == "true"
+from .missing import skip_or_fail
 
 
 def _service_url(name: str) -> str:
     url = os.environ.get(name)
     if url:
         return url
-    if IN_CI:
-        pytest.fail(f"{name} is not set: .ci/run must start the service for these tests")
-    pytest.skip(f"{name} not set (run .ci/run, or set it to a scratch server)")
+    skip_or_fail(f"{name} is not set (.ci/run starts the service; or set it to a scratch server)")
 
 
 @pytest.fixture(scope="session")
@@ -85,9 +82,7 @@ def github_test_data():
     try:
         github_data.ensure()
     except github_data.MissingData as error:
-        if IN_CI:
-            pytest.fail(str(error))
-        pytest.skip(str(error))
+        skip_or_fail(str(error))
     return github_data
 
 

@@ -144,6 +144,16 @@ class GitHubEmulator:
         self.repos[repo].pulls[number] = Pull(number, head_sha, diff, **kw)
         return self.repos[repo].pulls[number]
 
+    def add_comment(self, repo: str, number: int, body: str, login: str, user_type: str = "User") -> dict:
+        """A comment written by someone else (``user_type`` 'User' or 'Bot'), not through the API."""
+        comment = _retarget(github_data.rest_example("issue-comment"), repo, number)
+        comment_id = next(self._ids)
+        comment.update(id=comment_id, body=body, url=f"{GITHUB}/repos/{repo}/issues/comments/{comment_id}")
+        comment["user"] = {**comment["user"], "login": login, "type": user_type}
+        comment["_issue"] = (repo, number)
+        self.comments[comment_id] = comment
+        return comment
+
     def fail(
         self,
         method: str,

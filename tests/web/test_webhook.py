@@ -9,10 +9,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from bot.adapters.store.sql import SqlStore
+from bot.bootstrap import build
+from bot.service.services import Services
 from bot.settings import Settings
 from bot.web.app import create_app
-from bot.worker import build
-from tests.service.fakes import FakeGitHubFactory
+from tests.service.fakes import FakeGitHubFactory, FakeQueue
 from tests.web.helpers import SECRET, deliver, headers
 
 PR_OPENED = {"action": "opened", "number": 1, "pull_request": {}, "repository": {}}
@@ -25,7 +27,7 @@ def make_app(database_url: str, tmp_path, secrets=(SECRET,)):
         queue_url=f"sqlite:///{tmp_path / 'queue.db'}",
     )
     runtime = build(settings, github=FakeGitHubFactory())
-    return create_app(runtime=runtime), runtime
+    return create_app(settings, runtime.services), runtime
 
 
 @pytest.fixture
@@ -191,6 +193,16 @@ def test_metrics_count_outcomes_and_stored_deliveries(client):
     assert 'perfbot_webhook_deliveries_total{outcome="ping"} 1.0' in text
     assert 'perfbot_deliveries{status="pending"} 1.0' in text
     assert "perfbot_queue_pending 1.0" in text
+
+
+def test_the_app_works_over_any_implementation_of_the_ports(tmp_path):
+    store = SqlStore.connect(f"sqlite:///{tmp_path / 'perfbot.db'}")
+    services = Services(store=store, github=FakeGitHubFactory(), queue=FakeQueue())
+    client = create_app(Settings(webhook_secrets=(SECRET,)), services).test_client()
+    assert deliver(client, "pull_request", PR_OPENED).status_code == 202
+    assert services.queue.jobs == [1]
+    assert "perfbot_queue_pending 1.0" in client.get("/metrics").get_data(as_text=True)
+    store.engine.dispose()
 
 
 def test_without_a_configured_secret_every_delivery_is_refused(database_url, tmp_path):

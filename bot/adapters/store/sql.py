@@ -10,6 +10,7 @@ from datetime import UTC, datetime, timedelta
 from sqlalchemy import (
     Connection,
     Engine,
+    Table,
     bindparam,
     create_engine,
     delete,
@@ -29,14 +30,20 @@ from sqlalchemy.orm import Session, sessionmaker
 from bot.service.ports import Delivery, Merge, Repository, Review, Store
 
 from . import migrate
-from .tables import DeliveryRow, MergeRow, RepositoryRow, ReviewRow
+from .tables import Base, DeliveryRow, MergeRow, RepositoryRow, ReviewRow
 
 PENDING, DONE, FAILED = "pending", "done", "failed"
 
+
+def _table(row: type[Base]) -> Table:
+    """The table of a declarative class (whose ``__table__`` SQLAlchemy types loosely)."""
+    return Base.metadata.tables[row.__tablename__]
+
+
 # The statements of the per-delivery hot path, built once (building them costs more than SQLite).
-_CLAIM = insert(DeliveryRow.__table__).returning(DeliveryRow.id)
+_CLAIM = insert(_table(DeliveryRow)).returning(DeliveryRow.id)
 _START = (
-    update(DeliveryRow.__table__)
+    update(_table(DeliveryRow))
     .where(
         DeliveryRow.id == bindparam("delivery_id"),
         DeliveryRow.status == PENDING,
@@ -54,14 +61,14 @@ _START = (
     )
 )
 _FINISH = (
-    update(DeliveryRow.__table__)
+    update(_table(DeliveryRow))
     .where(DeliveryRow.id == bindparam("delivery_id"))
     .values(status=bindparam("status"), finished_at=bindparam("now"), error=bindparam("error"))
 )
 
 
 def _upsert_repository(dialect: str):
-    upsert = (postgresql_insert if dialect == "postgresql" else sqlite_insert)(RepositoryRow.__table__)
+    upsert = (postgresql_insert if dialect == "postgresql" else sqlite_insert)(_table(RepositoryRow))
     changed = {c: upsert.excluded[c] for c in ("full_name", "installation_id", "updated_at")}
     return upsert.on_conflict_do_update(index_elements=[RepositoryRow.id], set_=changed)
 

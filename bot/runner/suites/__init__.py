@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 from bot.core.config.schema import BenchConfig, CommandSuite, VerifyStepSuite
 
 from .base import Suite, SuiteError
@@ -10,7 +13,9 @@ from .sglang_eagle3 import SglangEagle3Bench
 from .verify_step import VerifyStepBench
 
 BUILT_IN = ("verify-step", "sglang-eagle3", "command")
-_ADAPTERS = {"command": CommandBench, "verify-step": VerifyStepBench, "sglang-eagle3": SglangEagle3Bench}
+_ADAPTERS: dict[str, Callable[[str, Any], Suite]] = {
+    "command": CommandBench, "verify-step": VerifyStepBench, "sglang-eagle3": SglangEagle3Bench
+}
 
 
 def make_suite(name: str, bench: BenchConfig, command: str | None = None) -> Suite:

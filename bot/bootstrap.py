@@ -1,0 +1,63 @@
+"""The one place that builds the server's adapters from `Settings`: the SQL store, the huey queue
+and the GitHub client factory, with the service's jobs bound to the queue. `perfbot serve` (the
+web app and its embedded consumer) and `perfbot worker` start here; the rest sees only ports."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from huey.consumer import Consumer
+
+from bot.adapters.github_client import PyGithubFactory
+from bot.adapters.queue import HueyQueue
+from bot.adapters.store.sql import SqlStore
+from bot.service import jobs
+from bot.service.ports import GitHubFactory
+from bot.service.router import Router
+from bot.service.routes import ROUTER
+from bot.service.services import Services
+from bot.settings import Settings
+
+
+@dataclass(frozen=True)
+class Runtime:
+    """One process's adapters, and the services (its ports) that the handlers and the app see."""
+
+    settings: Settings
+    services: Services
+    router: Router
+    store: SqlStore
+    queue: HueyQueue
+
+    def start_consumer(self, threads: int) -> Consumer:
+        """Re-enqueue deliveries lost earlier, then consume the queue on threads of this process
+        (the process keeps its signal handlers)."""
+        jobs.housekeeping(self.services)
+        consumer = self.queue.consumer(workers=threads, in_process=True)
+        consumer.start()
+        return consumer
+
+    def close(self) -> None:
+        self.store.engine.dispose()
+
+
+def build(
+    settings: Settings,
+    github: GitHubFactory | None = None,
+    router: Router = ROUTER,
+    retry_delay: float = 10.0,
+) -> Runtime:
+    """Connect (and migrate) the store, open the queue and bind the jobs to it; ``github``
+    replaces the PyGithub factory (tests), ``retry_delay`` is huey's wait before a retry."""
+    store = SqlStore.connect(settings.database_url)
+    queue = HueyQueue(settings.resolved_queue_url, retry_delay=retry_delay)
+    services = Services(store=store, github=github or PyGithubFactory(settings), queue=queue)
+    queue.bind(
+        lambda delivery_id: jobs.process(delivery_id, services, router), lambda: jobs.housekeeping(services)
+    )
+    return Runtime(settings, services, router, store, queue)
+
+
+def migrate(settings: Settings) -> None:
+    """Bring the database to the newest schema, once, before `perfbot serve` forks its workers."""
+    SqlStore.connect(settings.database_url).engine.dispose()
