@@ -15,6 +15,7 @@ import tempfile
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import IO
 
 import git
 
@@ -50,7 +51,7 @@ class GitRepo:
         self._repo = repo
 
     @classmethod
-    def open(cls, path: str | os.PathLike) -> GitRepo:
+    def open(cls, path: str | os.PathLike[str]) -> GitRepo:
         """The repository at ``path`` or a folder above it, or `RepoError`."""
         where = Path(path)
         if not where.exists():
@@ -87,10 +88,11 @@ class GitRepo:
         if not revision or revision.startswith("-"):
             raise RepoError(f"'{revision}': not a revision")
         try:
-            return self._repo.git.rev_parse("--verify", "--quiet", "--end-of-options",
-                                            f"{revision}^{{commit}}")
+            sha: str = self._repo.git.rev_parse("--verify", "--quiet", "--end-of-options",
+                                                f"{revision}^{{commit}}")
         except git.GitCommandError:
             raise RepoError(f"unknown revision '{revision}' in {self._where()}") from None
+        return sha
 
     def count_range(self, base: str, head: str) -> tuple[str, str, int]:
         """Resolve both ends and count the commits of ``base..head``; an empty range is an error."""
@@ -186,9 +188,10 @@ class GitRepo:
         """The last ``count`` reflog entries of HEAD (short sha, selector, what moved it); None
         when there is no reflog to read."""
         try:
-            return self._repo.git.reflog("-n", str(count), "--format=%h %gd %gs").splitlines()
+            entries: str = self._repo.git.reflog("-n", str(count), "--format=%h %gd %gs")
         except git.GitCommandError:
             return None
+        return entries.splitlines()
 
 
 def split_range(text: str) -> tuple[str, str]:
@@ -201,7 +204,7 @@ def split_range(text: str) -> tuple[str, str]:
     return base, head or "HEAD"
 
 
-def _widen_pipe(stream) -> None:
+def _widen_pipe(stream: IO[bytes]) -> None:
     """Let git run up to 1 MiB ahead of the reader (Linux pipes hold 64 KiB by default)."""
     with contextlib.suppress(OSError, ValueError, AttributeError):
         fcntl.fcntl(stream.fileno(), _F_SETPIPE_SZ, 1 << 20)

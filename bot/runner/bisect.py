@@ -55,7 +55,7 @@ class BisectOptions:
 def bisect(options: BisectOptions, config: RepoConfig, progress: Progress) -> BisectReport:
     repo = GitRepo.open(options.repo)
     good, bad, count = repo.count_range(options.good, options.bad)
-    folder = BisectFolder.open(options.out, settings(options, config, good, bad))
+    folder = BisectFolder.open(options.out, run_settings(options, config, good, bad))
     if len(folder):
         progress.say(f"bisect: resuming in {options.out}: {len(folder)} run(s) measured there before "
                      f"are reused, only what is missing is measured")
@@ -98,7 +98,7 @@ def bisect(options: BisectOptions, config: RepoConfig, progress: Progress) -> Bi
                                   confirmation=confirmation)
 
 
-def settings(options: BisectOptions, config: RepoConfig, good: str, bad: str) -> dict[str, Any]:
+def run_settings(options: BisectOptions, config: RepoConfig, good: str, bad: str) -> dict[str, Any]:
     """What the runs of this bisection depend on, as its output folder records it: a re-run that
     differs in any of these cannot reuse them. (The judgement's --alpha and --min-effect can
     change: the runs are judged again each time.)"""
