@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-$(shell cksum pyproject.toml | cut -d' ' -f1)
 
-.PHONY: install test lint unit run bench clean
+.PHONY: install test lint unit slow run bench clean
 
 install: $(STAMP)
 
@@ -15,14 +15,19 @@ $(STAMP): pyproject.toml
 	rm -f $(VENV)/.installed-* && touch $@
 
 lint: install
-	$(BIN)/ruff check bot tests benchmarks
+	$(BIN)/ruff check bot tests benchmarks examples
 	$(BIN)/lint-imports
 	$(BIN)/mypy
 
+# The quick tests (pytest leaves the slow ones out by default), then the slow ones: end-to-end
+# benchmark and bisect runs on CPU, a 50 MiB diff. `make test` runs everything, as CI does.
 unit: install
 	$(BIN)/pytest -q
 
-test: lint unit
+slow: install
+	$(BIN)/pytest -q -m slow
+
+test: lint unit slow
 
 # Run the bot: webhook server + in-process queue on the embedded defaults (SQLite files here).
 # Needs PERFBOT_WEBHOOK_SECRET (and GitHub credentials to publish reviews): see docs/github-app.md.

@@ -25,6 +25,7 @@ from pathlib import Path
 from corpus import CODE_LINES
 
 from bot.adapters import git_repo
+from bot.adapters.git_repo import GitRepo
 from bot.core.config.schema import RepoConfig
 from bot.core.risk import profiles, ruleset, triage
 
@@ -82,11 +83,11 @@ def git_alone(repo: str, range_text: str) -> None:
 
 
 def perfbot_triage(repo: str, range_text: str) -> triage.Triage:
-    handle = git_repo.open_repo(repo)
+    handle = GitRepo.open(repo)
     base, head = git_repo.split_range(range_text)
-    base_sha, head_sha, _ = git_repo.count_range(handle, base, head)
-    rules = ruleset.build(RepoConfig(), git_repo.existing_paths(handle, head_sha, profiles.MARKERS))
-    return triage.rank(git_repo.range_patches(handle, base_sha, head_sha), rules, range_text)
+    base_sha, head_sha, _ = handle.count_range(base, head)
+    rules = ruleset.build(RepoConfig(), handle.existing_paths(head_sha, profiles.MARKERS))
+    return triage.rank(handle.range_patches(base_sha, head_sha), rules, range_text)
 
 
 def main() -> int:

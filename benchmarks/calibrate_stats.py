@@ -11,7 +11,7 @@ Statistics: rounds drawn from normal, log-normal, bimodal and outlier-ridden dis
 Bisection: runs needed by `bot.core.bisect.plan.next_step` against plain bisection (halving, as
 `git bisect` does on a linear history) for every culprit position, with the culprit ranked first,
 in the middle or last by risk, or all scores equal; and on the sample repository of
-`bot.runner.sample_repo`, with the scores `perfbot triage` gives its commits and the slow commit
+`examples/sample_repo.py`, with the scores `perfbot triage` gives its commits and the slow commit
 seeded at every position of the range.
 """
 
@@ -317,7 +317,7 @@ def sample_repository_scores() -> tuple[dict[str, float], str]:
     """Triage scores (by subject) of the sample repository's range, and the slow commit's subject,
     from a real `perfbot triage --format json` of a freshly built copy."""
     from bot.cli.main import main as perfbot
-    from bot.runner import sample_repo
+    from examples import sample_repo
 
     with tempfile.TemporaryDirectory() as scratch:
         manifest = sample_repo.build(Path(scratch) / "sample")

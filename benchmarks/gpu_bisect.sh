@@ -12,7 +12,7 @@ export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVL
 export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
 
 SAMPLE=$(mktemp -d)/sample
-"$PY" -m bot.runner.sample_repo "$SAMPLE" > "$OUT/sample-manifest.json" || exit 1
+"$PY" examples/sample_repo.py "$SAMPLE" > "$OUT/sample-manifest.json" || exit 1
 read -r FIRST LAST < <("$PY" -c 'import json,sys; m=json.load(open(sys.argv[1])); print(m["first"], m["head"])' \
   "$OUT/sample-manifest.json")
 

@@ -20,7 +20,7 @@ git --version
 # One direct run first: if the benchmark itself is broken here, its full traceback is in this log.
 timeout 120 "$PY" -m bot.runner.verify_step_bench --out "$OUT/direct.json" --iters 50 2>&1 | tail -30
 SAMPLE=$(mktemp -d)/sample
-"$PY" -m bot.runner.sample_repo "$SAMPLE" > "$OUT/sample-manifest.json" || exit 1
+"$PY" examples/sample_repo.py "$SAMPLE" > "$OUT/sample-manifest.json" || exit 1
 BEFORE=$("$PY" -c 'import json,sys; print(json.load(open(sys.argv[1]))["before_slow"])' "$OUT/sample-manifest.json")
 SLOW=$("$PY" -c 'import json,sys; print(json.load(open(sys.argv[1]))["slow"])' "$OUT/sample-manifest.json")
 

@@ -18,6 +18,7 @@ from collections import defaultdict
 from pathlib import PurePosixPath
 
 from bot.adapters import git_repo
+from bot.adapters.git_repo import GitRepo
 from bot.core.config.schema import RepoConfig
 from bot.core.risk import profiles, ruleset, triage
 
@@ -47,11 +48,11 @@ def main() -> int:
     parser.add_argument("--show", type=int, default=5, help="cold commits above 'low' to list")
     args = parser.parse_args()
 
-    repo = git_repo.open_repo(args.repo)
+    repo = GitRepo.open(args.repo)
     base, head = git_repo.split_range(args.range)
-    base_sha, head_sha, _ = git_repo.count_range(repo, base, head)
-    rules = ruleset.build(RepoConfig(), git_repo.existing_paths(repo, head_sha, profiles.MARKERS))
-    result = triage.rank(git_repo.range_patches(repo, base_sha, head_sha), rules, args.range)
+    base_sha, head_sha, _ = repo.count_range(base, head)
+    rules = ruleset.build(RepoConfig(), repo.existing_paths(head_sha, profiles.MARKERS))
+    result = triage.rank(repo.range_patches(base_sha, head_sha), rules, args.range)
 
     by_class: dict[str, list[triage.RankedCommit]] = defaultdict(list)
     for item in result.commits:

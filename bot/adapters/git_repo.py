@@ -1,17 +1,25 @@
-"""Read commit ranges from a local git repository (GitPython), one `git log -p` per range."""
+"""The local git repository adapter (GitPython): `GitRepo` runs every git command perfbot needs.
+
+Ranges and their patches (one `git log -p` per range), revisions, files at a revision or in the
+work tree, worktrees for benchmarking, and the facts the environment fingerprint records. Nothing
+outside `bot.adapters` imports GitPython (an import-linter contract).
+"""
 
 from __future__ import annotations
 
 import contextlib
 import fcntl
 import os
+import shutil
 import tempfile
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import IO
 
 import git
 
+from bot.core.config.source import ConfigSource
 from bot.core.risk.diff import decode
 from bot.core.risk.triage import Commit
 from bot.errors import UserError
@@ -36,24 +44,155 @@ class RepoError(UserError, ValueError):
     """A repository or revision the user named that cannot be read."""
 
 
-def open_repo(path: str | os.PathLike) -> git.Repo:
-    where = Path(path)
-    if not where.exists():
-        raise RepoError(f"{where}: no such directory")
-    try:
-        return git.Repo(where, search_parent_directories=True)
-    except (git.InvalidGitRepositoryError, git.NoSuchPathError):
-        raise RepoError(f"{where}: not a git repository") from None
+class GitRepo:
+    """One local repository. Every git command perfbot runs goes through here; callers get shas,
+    paths and text, never GitPython objects."""
 
+    def __init__(self, repo: git.Repo):
+        self._repo = repo
 
-def resolve(repo: git.Repo, revision: str) -> str:
-    """The full sha of the commit ``revision`` names, or `RepoError`."""
-    if not revision or revision.startswith("-"):
-        raise RepoError(f"'{revision}': not a revision")
-    try:
-        return repo.git.rev_parse("--verify", "--quiet", "--end-of-options", f"{revision}^{{commit}}")
-    except git.GitCommandError:
-        raise RepoError(f"unknown revision '{revision}' in {repo.working_dir or repo.git_dir}") from None
+    @classmethod
+    def open(cls, path: str | os.PathLike[str]) -> GitRepo:
+        """The repository at ``path`` or a folder above it, or `RepoError`."""
+        where = Path(path)
+        if not where.exists():
+            raise RepoError(f"{where}: no such directory")
+        try:
+            return cls(git.Repo(where, search_parent_directories=True))
+        except (git.InvalidGitRepositoryError, git.NoSuchPathError):
+            raise RepoError(f"{where}: not a git repository") from None
+
+    @property
+    def bare(self) -> bool:
+        return self._repo.bare
+
+    @property
+    def work_tree(self) -> Path | None:
+        """The root of the work tree; None for a bare repository."""
+        root = self._repo.working_tree_dir
+        return Path(root) if root and not self._repo.bare else None
+
+    @property
+    def name(self) -> str:
+        """The folder name of the work tree (of the git directory when bare)."""
+        return (self.work_tree or Path(self._repo.git_dir)).name
+
+    def _where(self) -> str:
+        return str(self._repo.working_dir or self._repo.git_dir)
+
+    def is_dirty(self, untracked_files: bool = False) -> bool:
+        """Whether the work tree has uncommitted changes (untracked files count if asked)."""
+        return self._repo.is_dirty(untracked_files=untracked_files)
+
+    def resolve(self, revision: str) -> str:
+        """The full sha of the commit ``revision`` names, or `RepoError`."""
+        if not revision or revision.startswith("-"):
+            raise RepoError(f"'{revision}': not a revision")
+        try:
+            sha: str = self._repo.git.rev_parse("--verify", "--quiet", "--end-of-options",
+                                                f"{revision}^{{commit}}")
+        except git.GitCommandError:
+            raise RepoError(f"unknown revision '{revision}' in {self._where()}") from None
+        return sha
+
+    def count_range(self, base: str, head: str) -> tuple[str, str, int]:
+        """Resolve both ends and count the commits of ``base..head``; an empty range is an error."""
+        base_sha, head_sha = self.resolve(base), self.resolve(head)
+        count = int(self._repo.git.rev_list("--count", f"{base_sha}..{head_sha}", "--"))
+        if count == 0:
+            raise RepoError(f"range {base}..{head} has no commits ({head} is already in {base})")
+        return base_sha, head_sha, count
+
+    def rev_list(self, base_sha: str, head_sha: str) -> list[str]:
+        """The commits of ``base_sha..head_sha``, oldest first, every parent before its children."""
+        listed = self._repo.git.rev_list("--topo-order", f"{base_sha}..{head_sha}", "--").split()
+        return list(reversed(listed))
+
+    def existing_paths(self, sha: str, candidates: Iterable[str]) -> list[str]:
+        """Which of the ``candidates`` (files or folders ending in '/') exist in commit ``sha``."""
+        candidates = list(candidates)
+        wanted = [c.rstrip("/") for c in candidates]
+        found = set(self._repo.git.ls_tree("--name-only", sha, "--", *wanted).splitlines())
+        return [c for c in candidates if c.rstrip("/") in found]
+
+    def range_patches(self, base_sha: str, head_sha: str) -> Iterator[Commit]:
+        """Every commit reachable from ``head_sha`` and not from ``base_sha``, newest first, with its
+        patch, from one `git log -p`, yielded while git is still writing, so that the caller's
+        parsing overlaps git's diffing."""
+        with _attributes_file() as attributes:
+            process = self._repo.git.execute(
+                ["git", "-c", "core.quotePath=false", "-c", f"core.attributesFile={attributes}",
+                 "log", _FORMAT, "-p", "-M", "--no-color", "--no-ext-diff", "--no-textconv",
+                 f"{base_sha}..{head_sha}", "--"],
+                as_process=True,
+            )
+            _widen_pipe(process.stdout)
+            try:
+                # read1: take what git has written so far instead of waiting for a full megabyte,
+                # so that git keeps diffing while the caller parses.
+                yield from parse_log(iter(lambda: process.stdout.read1(1 << 20), b""))
+            finally:
+                process.stdout.close()
+                process.wait()
+
+    def show(self, revision: str, path: str) -> str | None:
+        """The text of ``path`` as committed at ``revision``; None when that commit has no such file."""
+        try:
+            data = self._repo.git.execute(["git", "cat-file", "blob", f"{revision}:{path}"],
+                                          stdout_as_string=False, strip_newline_in_stdout=False)
+        except git.GitCommandError:
+            return None
+        return data.decode("utf-8", errors="replace")
+
+    def read_file(self, path: str) -> str | None:
+        """A file of the work tree, or None (bare repository, missing file)."""
+        root = self.work_tree
+        if root is None:
+            return None
+        target = root / path
+        return target.read_text(errors="replace") if target.is_file() else None
+
+    def config_text(self, source: ConfigSource) -> str | None:
+        """The repository config's text where ``source`` says (the work tree or a commit), or None
+        when there is none there."""
+        if source.where == "work-tree":
+            return self.read_file(source.path)
+        if source.where == "revision" and source.revision:
+            return self.show(source.revision, source.path)
+        raise ValueError(f"{source.label}: not in a local repository")
+
+    def add_worktree(self, path: Path, sha: str) -> None:
+        """Check ``sha`` out, detached, in a new work tree at ``path``."""
+        self._repo.git.worktree("add", "--detach", "--force", str(path), sha)
+
+    def remove_worktree(self, path: Path) -> None:
+        """Remove a work tree made by `add_worktree`; one git cannot remove is deleted from disk
+        (`prune_worktrees` then forgets it)."""
+        try:
+            self._repo.git.worktree("remove", "--force", str(path))
+        except git.GitCommandError:
+            shutil.rmtree(path, ignore_errors=True)
+
+    def prune_worktrees(self) -> None:
+        """Forget work trees whose folders are gone; best effort."""
+        with contextlib.suppress(git.GitCommandError):
+            self._repo.git.worktree("prune")
+
+    def head_sha(self) -> str | None:
+        """The commit the checkout is on; None before the first commit."""
+        try:
+            return self._repo.head.commit.hexsha
+        except (ValueError, git.GitCommandError):
+            return None
+
+    def reflog(self, count: int) -> list[str] | None:
+        """The last ``count`` reflog entries of HEAD (short sha, selector, what moved it); None
+        when there is no reflog to read."""
+        try:
+            entries: str = self._repo.git.reflog("-n", str(count), "--format=%h %gd %gs")
+        except git.GitCommandError:
+            return None
+        return entries.splitlines()
 
 
 def split_range(text: str) -> tuple[str, str]:
@@ -66,44 +205,7 @@ def split_range(text: str) -> tuple[str, str]:
     return base, head or "HEAD"
 
 
-def count_range(repo: git.Repo, base: str, head: str) -> tuple[str, str, int]:
-    """Resolve both ends and count the commits of ``base..head``; an empty range is an error."""
-    base_sha, head_sha = resolve(repo, base), resolve(repo, head)
-    count = int(repo.git.rev_list("--count", f"{base_sha}..{head_sha}", "--"))
-    if count == 0:
-        raise RepoError(f"range {base}..{head} has no commits ({head} is already in {base})")
-    return base_sha, head_sha, count
-
-
-def existing_paths(repo: git.Repo, sha: str, candidates: Iterable[str]) -> list[str]:
-    """Which of the ``candidates`` (files or folders ending in '/') exist in commit ``sha``."""
-    wanted = [c.rstrip("/") for c in candidates]
-    found = set(repo.git.ls_tree("--name-only", sha, "--", *wanted).splitlines())
-    return [c for c in candidates if c.rstrip("/") in found]
-
-
-def range_patches(repo: git.Repo, base_sha: str, head_sha: str) -> Iterator[Commit]:
-    """Every commit reachable from ``head_sha`` and not from ``base_sha``, newest first, with its
-    patch, from one `git log -p`, yielded while git is still writing, so that the caller's
-    parsing overlaps git's diffing."""
-    with _attributes_file() as attributes:
-        process = repo.git.execute(
-            ["git", "-c", "core.quotePath=false", "-c", f"core.attributesFile={attributes}",
-             "log", _FORMAT, "-p", "-M", "--no-color", "--no-ext-diff", "--no-textconv",
-             f"{base_sha}..{head_sha}", "--"],
-            as_process=True,
-        )
-        _widen_pipe(process.stdout)
-        try:
-            # read1: take what git has written so far instead of waiting for a full megabyte,
-            # so that git keeps diffing while the caller parses.
-            yield from parse_log(iter(lambda: process.stdout.read1(1 << 20), b""))
-        finally:
-            process.stdout.close()
-            process.wait()
-
-
-def _widen_pipe(stream) -> None:
+def _widen_pipe(stream: IO[bytes]) -> None:
     """Let git run up to 1 MiB ahead of the reader (Linux pipes hold 64 KiB by default)."""
     with contextlib.suppress(OSError, ValueError, AttributeError):
         fcntl.fcntl(stream.fileno(), _F_SETPIPE_SZ, 1 << 20)
@@ -135,14 +237,6 @@ def _commit(record: bytes) -> Commit:
     header, _, body = record.partition(b"\n")
     sha, parents, author, date, subject = decode(header).split(_UNIT, 4)
     return Commit(sha, tuple(parents.split()), author, date, subject, decode(body))
-
-
-def read_file(repo: git.Repo, path: str) -> str | None:
-    """A file of the working tree, or None (bare repository, missing file)."""
-    if repo.bare or not repo.working_tree_dir:
-        return None
-    target = Path(repo.working_tree_dir, path)
-    return target.read_text(errors="replace") if target.is_file() else None
 
 
 @contextmanager

@@ -4,20 +4,18 @@ from __future__ import annotations
 
 import argparse
 import os
-import signal
 import sys
 from pathlib import Path
 
-import git
-
-from bot.adapters import git_repo
+from bot.adapters.git_repo import GitRepo
 from bot.core.config.schema import CONFIG_PATH, RepoConfig
+from bot.core.config.source import ConfigSource
 from bot.runner import bench
 from bot.runner.progress import Progress
 from bot.runner.suites import BUILT_IN
 from bot.runner.suites.base import SuiteError
 
-from .common import Parser, UsageError, load_config
+from .common import Parser, UsageError, load_config, stop_on_sigterm
 
 
 def setup(subparsers) -> None:
@@ -85,7 +83,7 @@ def run_bench(args: argparse.Namespace) -> int:
         repo_name=args.repo_name or os.environ.get("GITHUB_REPOSITORY"),
         summary_path=Path(summary) if summary else None, python=args.python)
     config = bench_config(args.config, options)
-    signal.signal(signal.SIGTERM, _interrupt)  # a cancelled job: finish the results file, then leave
+    stop_on_sigterm()
     try:
         outcomes = bench.run(options, config.bench, Progress(enabled=not args.quiet))
     except (bench.BenchError, SuiteError) as error:
@@ -94,16 +92,13 @@ def run_bench(args: argparse.Namespace) -> int:
 
 
 def bench_config(name: str | None, options: bench.BenchOptions) -> RepoConfig:
-    """``--config``, else the config committed at the base revision (never the head's: see ARCHITECTURE)."""
+    """``--config``, else the config committed at the base revision: never the head's, so that the
+    change under test cannot change how it is benchmarked (docs/configuration.md)."""
     if name is not None:
         return load_config(name)
-    repo = git_repo.open_repo(options.repo)
-    sha = git_repo.resolve(repo, options.base)
-    try:
-        text = repo.git.show(f"{sha}:{CONFIG_PATH}")
-    except git.GitCommandError:  # no config committed at that revision
-        return RepoConfig()
-    return load_config(None, text, f"{CONFIG_PATH} at {sha[:10]}")
+    repo = GitRepo.open(options.repo)
+    source = ConfigSource.at_revision(repo.resolve(options.base))
+    return load_config(None, repo.config_text(source), source)
 
 
 def report(outcomes: list[bench.SuiteOutcome]) -> int:
@@ -117,7 +112,3 @@ def report(outcomes: list[bench.SuiteOutcome]) -> int:
         if o.failed_rounds or o.status != "complete":
             status = 1
     return status
-
-
-def _interrupt(signum, frame) -> None:
-    raise KeyboardInterrupt

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import signal
 from pathlib import Path
 
 from bot.core.bisect.report import BisectError
@@ -15,7 +14,7 @@ from bot.runner.progress import Progress
 from bot.runner.suites.base import SuiteError
 
 from .bench import bench_config, non_negative_int, positive_float, positive_int
-from .common import FORMATS, UsageError, emit, percentage, probability
+from .common import FORMATS, UsageError, emit, percentage, probability, stop_on_sigterm
 
 
 def setup(subparsers) -> None:
@@ -38,7 +37,8 @@ def setup(subparsers) -> None:
     parser.add_argument("--command", metavar="CMD", help="the command of the built-in 'command' suite")
     parser.add_argument("--config", metavar="FILE", help="config (YAML); default: the one committed at GOOD")
     parser.add_argument("--out", default="perfbot-bisect", metavar="DIR",
-                        help="folder for the results file of every run (default: ./perfbot-bisect)")
+                        help="folder for the results file of every run (default: ./perfbot-bisect); "
+                             "a re-run into the same folder reuses the runs already there")
     parser.add_argument("--min-effect", type=percentage, default=stats.DEFAULT_MIN_EFFECT * 100,
                         metavar="PCT",
                         help="smallest change that counts, in percent (default 2)")
@@ -59,7 +59,7 @@ def run(args: argparse.Namespace) -> int:
         min_effect=args.min_effect / 100, alpha=args.alpha)
     config = bench_config(args.config, bench.BenchOptions(repo=options.repo, base=args.good, head=None,
                                                           suites=[], out=options.out))
-    signal.signal(signal.SIGTERM, _interrupt)
+    stop_on_sigterm()
     try:
         report = bisect(options, config, Progress(enabled=not args.quiet))
     except (BisectError, bench.BenchError, SuiteError) as error:
@@ -67,7 +67,3 @@ def run(args: argparse.Namespace) -> int:
     emit(args.format, report.to_dict, lambda: render_bisect.bisect_markdown(report),
          lambda: render_bisect.bisect_text(report))
     return 0 if report.culprit is not None else 1
-
-
-def _interrupt(signum, frame) -> None:
-    raise KeyboardInterrupt

@@ -4,17 +4,30 @@ from __future__ import annotations
 
 import argparse
 import json
+import signal
 import sys
 from collections.abc import Callable
 from pathlib import Path
 
 from bot.core.config import schema as repo_config
+from bot.core.config import source as config_source
 from bot.core.config.schema import LEVELS, RepoConfig
+from bot.core.config.source import WORK_TREE, ConfigSource
 
 from .parsing import Parser as Parser  # re-exported: the verbs take both from here
 from .parsing import UsageError
 
 FORMATS = ("text", "json", "markdown")
+
+
+def stop_on_sigterm() -> None:
+    """Make SIGTERM (a cancelled CI job) stop a run as Ctrl-C does: the runner finishes its results
+    file and ends what it started, and `perfbot` exits 130."""
+    signal.signal(signal.SIGTERM, _interrupt)
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
 
 
 def read_input(name: str, limit: int) -> bytes:
@@ -39,18 +52,17 @@ def read_input(name: str, limit: int) -> bytes:
     return data
 
 
-def load_config(name: str | None, fallback_text: str | None = None,
-                fallback_source: str = repo_config.CONFIG_PATH) -> RepoConfig:
-    """The config from ``--config``, else the repository's own text, else the defaults."""
+def load_config(name: str | None, text: str | None = None,
+                source: ConfigSource = WORK_TREE) -> RepoConfig:
+    """The config from ``--config``, else the repository's ``text`` read from ``source``, else the
+    defaults."""
     if name is not None:
         try:
-            text = Path(name).read_bytes()
+            data = Path(name).read_bytes()
         except OSError as error:
             raise UsageError(f"{name}: cannot read ({error.strerror})") from None
-        return repo_config.load(text, name)
-    if fallback_text is not None:
-        return repo_config.load(fallback_text, fallback_source)
-    return RepoConfig()
+        return repo_config.load(data, name)
+    return config_source.read(text, source)
 
 
 def with_profile(config: RepoConfig, profile: str | None) -> RepoConfig:

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import argparse
 
-from bot.adapters import git_repo
+from bot.adapters.git_repo import GitRepo
 from bot.core.config.schema import CONFIG_PATH
+from bot.core.config.source import WORK_TREE
 from bot.core.render import risk as render_risk
 from bot.core.risk import diff as diffs
 from bot.core.risk import ruleset
@@ -31,15 +32,15 @@ def setup(subparsers) -> None:
 
 def run(args: argparse.Namespace) -> int:
     data = read_input(args.diff, args.max_mib * 2**20)
-    repo = git_repo.open_repo(args.repo) if args.repo else None
-    fallback = git_repo.read_file(repo, CONFIG_PATH) if repo is not None else None
-    config = with_profile(load_config(args.config, fallback), args.profile)
+    repo = GitRepo.open(args.repo) if args.repo else None
+    text = repo.config_text(WORK_TREE) if repo is not None and args.config is None else None
+    config = with_profile(load_config(args.config, text, WORK_TREE), args.profile)
     parsed = diffs.parse(data)
     rules = ruleset.build(config, (f.path for f in parsed.files))
     source = None
     if repo is not None:
         def source(path: str) -> list[str] | None:
-            text = git_repo.read_file(repo, path)
+            text = repo.read_file(path)
             return text.splitlines() if text is not None else None
     report = risk.score(parsed, rules, source)
     emit(args.format, report.to_dict, lambda: render_risk.report_markdown(report),

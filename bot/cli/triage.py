@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import argparse
 import sys
-import time
 
 from bot.adapters import git_repo
-from bot.core.config.schema import CONFIG_PATH
+from bot.adapters.git_repo import GitRepo
+from bot.core.config.source import WORK_TREE
 from bot.core.render import risk as render_risk
 from bot.core.risk import profiles, ruleset, triage
+from bot.runner.progress import Progress
 
 from .common import add_risk_options, emit, fails, load_config, with_profile
 
@@ -31,15 +32,16 @@ def setup(subparsers) -> None:
 
 def run(args: argparse.Namespace) -> int:
     base, head = git_repo.split_range(args.range)
-    repo = git_repo.open_repo(args.repo)
-    config = with_profile(load_config(args.config, git_repo.read_file(repo, CONFIG_PATH)),
-                          args.profile)
-    progress = _Progress(enabled=not args.quiet and sys.stderr.isatty())
-    base_sha, head_sha, total = git_repo.count_range(repo, base, head)
-    rules = ruleset.build(config, git_repo.existing_paths(repo, head_sha, profiles.MARKERS))
+    repo = GitRepo.open(args.repo)
+    text = repo.config_text(WORK_TREE) if args.config is None else None
+    config = with_profile(load_config(args.config, text, WORK_TREE), args.profile)
+    progress = Progress(enabled=not args.quiet and sys.stderr.isatty(), rewrite=True)
+    base_sha, head_sha, total = repo.count_range(base, head)
+    rules = ruleset.build(config, repo.existing_paths(head_sha, profiles.MARKERS))
     progress.say(f"reading {total} commits of {args.range} ...")
-    commits = git_repo.range_patches(repo, base_sha, head_sha)
-    result = triage.rank(commits, rules, args.range, lambda done: progress.count(done, total))
+    commits = repo.range_patches(base_sha, head_sha)
+    result = triage.rank(commits, rules, args.range,
+                         lambda done: progress.count("scoring commit", done, total))
     progress.done()
     if args.limit is not None:
         result.commits = result.commits[: max(args.limit, 0)]
@@ -48,23 +50,3 @@ def run(args: argparse.Namespace) -> int:
     worst = result.commits[0].report.level if result.commits else "none"
     return 1 if fails(worst, args.fail_on) else 0
 
-
-class _Progress:
-    """One rewritten status line on a terminal's standard error; silent when piped."""
-
-    def __init__(self, enabled: bool):
-        self.enabled, self.last = enabled, 0.0
-
-    def say(self, text: str) -> None:
-        if self.enabled:
-            sys.stderr.write(f"\r\033[K{text}")
-            sys.stderr.flush()
-
-    def count(self, done: int, total: int) -> None:
-        now = time.monotonic()
-        if done == total or now - self.last > 0.2:
-            self.last = now
-            self.say(f"scoring commit {done}/{total}")
-
-    def done(self) -> None:
-        self.say("")

@@ -12,9 +12,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import git
-
-from bot.adapters import git_repo
+from bot.adapters.git_repo import GitRepo
 from bot.core.config.schema import BenchConfig
 
 from . import adaptive, fingerprint, summary
@@ -24,7 +22,7 @@ from .rounds import child_env, describe_failure, run_command, run_round
 from .schedule import pair_order, warmup_order
 from .suites import Suite, make_suite
 from .suites.base import RoundContext
-from .worktrees import checked_out
+from .worktrees import Worktrees
 
 
 class BenchError(ValueError):
@@ -65,7 +63,7 @@ class SuiteOutcome:
 class Plan:
     """Resolved settings of one run: what `perfbot bench run` will do before it does anything."""
 
-    repo: git.Repo
+    repo: GitRepo
     base_sha: str
     head_sha: str
     suites: list[Suite]
@@ -83,21 +81,21 @@ class Plan:
 
 def plan(options: BenchOptions, config: BenchConfig) -> Plan:
     """Check everything the user named (repository, revisions, suites, options); raise before running."""
-    repo = git_repo.open_repo(options.repo)
+    repo = GitRepo.open(options.repo)
     if repo.bare:
         raise BenchError(f"{options.repo}: a bare repository has no work tree to benchmark from")
     if not options.allow_dirty and repo.is_dirty(untracked_files=False):
-        raise BenchError(f"{repo.working_tree_dir}: the work tree has uncommitted changes "
+        raise BenchError(f"{repo.work_tree}: the work tree has uncommitted changes "
                          f"(commit or stash them, or pass --allow-dirty)")
-    base_sha = git_repo.resolve(repo, options.base)
+    base_sha = repo.resolve(options.base)
     if options.aa:
-        if options.head and git_repo.resolve(repo, options.head) != base_sha:
+        if options.head and repo.resolve(options.head) != base_sha:
             raise BenchError("--aa benchmarks --base against itself; leave out --head")
         head_sha = base_sha
     elif not options.head:
         raise BenchError("--head is required (or --aa for a noise run of --base against itself)")
     else:
-        head_sha = git_repo.resolve(repo, options.head)
+        head_sha = repo.resolve(options.head)
     if not options.suites:
         raise BenchError("name at least one --suite")
     suites = [make_suite(name, config, options.command) for name in dict.fromkeys(options.suites)]
@@ -109,33 +107,37 @@ def plan(options: BenchOptions, config: BenchConfig) -> Plan:
                 options.timeout or config.timeout, paths, timeout_given=options.timeout is not None)
 
 
-def run(options: BenchOptions, config: BenchConfig, progress: Progress) -> list[SuiteOutcome]:
-    """Benchmark every suite; the results files are written as rounds finish."""
+def run(options: BenchOptions, config: BenchConfig, progress: Progress,
+        base_tree: Path | None = None) -> list[SuiteOutcome]:
+    """Benchmark every suite; the results files are written as rounds finish.
+
+    ``base_tree``: a worktree of ``options.base`` that the caller keeps across runs (a bisection
+    keeps GOOD's); then only head is checked out.
+    """
     p = plan(options, config)
     progress.say(f"fingerprinting the machine (base {p.base_sha[:10]}, head {p.head_sha[:10]})")
     machine = fingerprint.machine(options.python or next((s.python for s in p.suites if s.python), None))
     outcomes = []
-    with worktrees_for(p) as trees:
+    with Worktrees(p.repo) as scratch:
+        trees = {"base": base_tree or scratch.add("base", p.base_sha),
+                 "head": scratch.add("head", p.head_sha)}
         for suite in p.suites:
-            outcome = run_suite(p, suite, trees, machine, options, progress)
+            outcome = run_suite(p, suite, trees, scratch.root, machine, options, progress)
             outcomes.append(outcome)
             if options.stop_on_failure and outcome.failed_rounds:
                 break
     return outcomes
 
 
-def worktrees_for(p: Plan):
-    return checked_out(p.repo, {"base": p.base_sha, "head": p.head_sha})
-
-
-def run_suite(p: Plan, suite: Suite, trees: dict[str, Path], machine: dict, options: BenchOptions,
-              progress: Progress) -> SuiteOutcome:
+def run_suite(p: Plan, suite: Suite, trees: dict[str, Path], scratch: Path, machine: dict,
+              options: BenchOptions, progress: Progress) -> SuiteOutcome:
+    """One suite's set-up, warm-ups and rounds; ``scratch``: this run's folder for their outputs."""
     results = new_results(p, suite, machine, options)
     results.write()
     try:
-        stopped = set_up(suite, trees, p.round_timeout(suite), progress) or \
-            warm_up(p, suite, trees, results, options, progress) or \
-            measure(p, suite, trees, results, options, progress)
+        stopped = set_up(suite, trees, scratch, p.round_timeout(suite), progress) or \
+            warm_up(p, suite, trees, scratch, results, options, progress) or \
+            measure(p, suite, trees, scratch, results, options, progress)
     except KeyboardInterrupt:
         finish(results, "stopped", "interrupted before the rounds were done")
         raise
@@ -156,7 +158,7 @@ def new_results(p: Plan, suite: Suite, machine: dict, options: BenchOptions) -> 
     settings = {"rounds": p.rounds, "warmup": p.warmup, "max_rounds": p.max_rounds,
                 "timeout": p.round_timeout(suite), "aa": options.aa, "order": "ABBA",
                 "stop_on_failure": options.stop_on_failure}
-    name = options.repo_name or Path(p.repo.working_tree_dir).name
+    name = options.repo_name or p.repo.name
     return ResultsFile(p.paths[suite.name], suite.name, name, side["base"], side["head"], suite.metrics,
                        settings)
 
@@ -168,12 +170,13 @@ def finish(results: ResultsFile, status: str, error: str | None = None) -> None:
     results.finish(status, error)
 
 
-def set_up(suite: Suite, trees: dict[str, Path], timeout: float, progress: Progress) -> str | None:
+def set_up(suite: Suite, trees: dict[str, Path], scratch: Path, timeout: float,
+           progress: Progress) -> str | None:
     """Run the suite's set-up in each worktree; a failure stops the suite (every round would fail)."""
     for side, tree in trees.items():
         for command in suite.setup_commands(tree):
             progress.say(f"{suite.name}: set-up in {side} ({command.name})")
-            logs = tree.parent / f"setup-{suite.name}-{side}"
+            logs = scratch / f"setup-{suite.name}-{side}"
             logs.mkdir(exist_ok=True)
             output = run_command(command, tree, child_env(command.env), time.monotonic() + timeout,
                                  logs / command.name)
@@ -182,12 +185,12 @@ def set_up(suite: Suite, trees: dict[str, Path], timeout: float, progress: Progr
     return None
 
 
-def warm_up(p: Plan, suite: Suite, trees: dict[str, Path], results: ResultsFile, options: BenchOptions,
-            progress: Progress) -> str | None:
+def warm_up(p: Plan, suite: Suite, trees: dict[str, Path], scratch: Path, results: ResultsFile,
+            options: BenchOptions, progress: Progress) -> str | None:
     order = warmup_order(p.warmup)
     for number, side in enumerate(order):
         began = progress.round_started(suite.name, "warm-up", number + 1, len(order), side, sha_of(p, side))
-        outcome = run_round(suite, context(trees, suite, side, -1 - number), p.round_timeout(suite))
+        outcome = run_round(suite, context(trees, scratch, suite, side, -1 - number), p.round_timeout(suite))
         progress.round_finished(began, outcome.ok, outcome.error)
         results.add_warmup(side, outcome.ok, outcome.error)
         if not outcome.ok and options.stop_on_failure:
@@ -195,15 +198,15 @@ def warm_up(p: Plan, suite: Suite, trees: dict[str, Path], results: ResultsFile,
     return None
 
 
-def measure(p: Plan, suite: Suite, trees: dict[str, Path], results: ResultsFile, options: BenchOptions,
-            progress: Progress) -> str | None:
+def measure(p: Plan, suite: Suite, trees: dict[str, Path], scratch: Path, results: ResultsFile,
+            options: BenchOptions, progress: Progress) -> str | None:
     done, pair = 0, 0
     while adaptive.should_continue(samples(results), done, p.rounds, p.max_rounds):
         planned = 2 * max(p.rounds, done + 1)
         for side in pair_order(pair):
             number = len(results.rounds) + 1
             began = progress.round_started(suite.name, "round", number, planned, side, sha_of(p, side))
-            outcome = run_round(suite, context(trees, suite, side, done), p.round_timeout(suite))
+            outcome = run_round(suite, context(trees, scratch, suite, side, done), p.round_timeout(suite))
             progress.round_finished(began, outcome.ok, outcome.error)
             results.add_round(side, done, outcome.ok, outcome.error, outcome.metrics, outcome.declarations)
             if not outcome.ok and options.stop_on_failure:
@@ -223,9 +226,9 @@ def samples(results: ResultsFile) -> dict[str, adaptive.MetricSamples]:
     return found
 
 
-def context(trees: dict[str, Path], suite: Suite, side: str, index: int) -> RoundContext:
+def context(trees: dict[str, Path], scratch: Path, suite: Suite, side: str, index: int) -> RoundContext:
     label = f"{index}" if index >= 0 else f"warmup{-index}"
-    out_dir = trees[side].parent / "rounds" / suite.name / f"{side}-{label}"
+    out_dir = scratch / "rounds" / suite.name / f"{side}-{label}"
     return RoundContext(trees[side], out_dir, side, index)
 
 

@@ -7,25 +7,30 @@
 3. Confirm the culprit by benchmarking it against its parent, and report it with its risk
    reasons, its file list and the measured change.
 
-Each run is an ordinary `perfbot bench run` whose results file stays in the output folder.
+Each run is an ordinary `perfbot bench run` whose results file stays in the output folder; GOOD's
+worktree is checked out once and kept for every run against it. A re-run with the same settings and
+the same output folder reuses the runs already there and measures only what is missing
+(`bisect_folder`).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-from bot.adapters import git_repo
+from bot.adapters.git_repo import GitRepo
 from bot.core.bisect import plan as bisection
 from bot.core.bisect import report as bisect_report
 from bot.core.bisect.report import BisectError, BisectReport, Measurement, Suspect
 from bot.core.config.schema import RepoConfig
 from bot.core.judge import results, stats
-from bot.core.judge.quantities import percent
 from bot.core.risk import profiles, ruleset, triage
 
 from . import bench
+from .bisect_folder import BisectFolder
 from .progress import Progress
+from .worktrees import Worktrees
 
 
 @dataclass
@@ -48,92 +53,106 @@ class BisectOptions:
 
 
 def bisect(options: BisectOptions, config: RepoConfig, progress: Progress) -> BisectReport:
-    repo = git_repo.open_repo(options.repo)
-    good, bad, count = git_repo.count_range(repo, options.good, options.bad)
+    repo = GitRepo.open(options.repo)
+    good, bad, count = repo.count_range(options.good, options.bad)
+    folder = BisectFolder.open(options.out, run_settings(options, config, good, bad))
+    if len(folder):
+        progress.say(f"bisect: resuming in {options.out}: {len(folder)} run(s) measured there before "
+                     f"are reused, only what is missing is measured")
     progress.say(f"bisect: ranking the {count} commits of {options.good}..{options.bad} by risk")
-    rules = ruleset.build(config, git_repo.existing_paths(repo, bad, profiles.MARKERS))
-    ranked = triage.rank(git_repo.range_patches(repo, good, bad), rules, f"{good}..{bad}")
+    rules = ruleset.build(config, repo.existing_paths(bad, profiles.MARKERS))
+    ranked = triage.rank(repo.range_patches(good, bad), rules, f"{good}..{bad}")
     suspects = {item.commit.sha: Suspect(item.commit.sha, item.commit.subject, item.report)
                 for item in ranked.commits}
-    order = list(reversed(repo.git.rev_list("--topo-order", f"{good}..{bad}", "--").split()))
-    runner = _Runner(options, config, progress)
+    order = repo.rev_list(good, bad)
+    with Worktrees(repo) as kept:
+        runner = _Runner(options, config, progress, folder, good, kept)
+        progress.say(f"bisect: reference run, GOOD {good[:10]} against BAD {bad[:10]}")
+        if options.metric is None:
+            reference_cmp, path = runner.compare(good, bad, "reference")
+            chosen = bisect_report.regressed_metric(reference_cmp, None)
+        else:  # one metric named: judge it alone, without sharing the false-alarm rate with others
+            judged, path = runner.metric(good, bad, options.metric, "reference")
+            chosen = bisect_report.named_metric_regressed(judged, options.metric)
+        measurements = [bisect_report.measurement("reference", good, bad, chosen, "bad",
+                                                  f"{chosen.name} regressed from GOOD to BAD", path)]
+        known: dict[str, bisection.Outcome] = {bad: "bad"}
+        risk = {sha: s.risk.score for sha, s in suspects.items()}
+        while True:
+            step = bisection.next_step(order, known, risk, good=good)
+            if not isinstance(step, bisection.Probe):
+                break
+            suspect = suspects[step.sha]
+            progress.say(f"bisect: probe {step.sha[:10]} ({suspect.subject[:60]}): {step.reason}")
+            judged, path = runner.metric(good, step.sha, chosen.name, f"probe-{len(known)}")
+            outcome, why = bisect_report.judge_probe(judged, chosen)
+            known[step.sha] = outcome
+            measurements.append(bisect_report.measurement("probe", good, step.sha, judged, outcome, why,
+                                                          path))
+            progress.say(f"bisect:   {outcome}: {why}")
+        confirmation = None
+        if isinstance(step, bisection.Culprit):
+            confirmation = runner.confirm(step.sha, step.parent or good, chosen, measurements)
+    return bisect_report.conclude(step, good=good, bad=bad, suite=options.suite, metric=chosen.name,
+                                  commits=order, suspects=suspects, measurements=measurements,
+                                  confirmation=confirmation)
 
-    progress.say(f"bisect: reference run, GOOD {good[:10]} against BAD {bad[:10]}")
-    if options.metric is None:
-        reference_cmp, path = runner.compare(good, bad, "reference")
-        chosen = bisect_report.regressed_metric(reference_cmp, None)
-    else:  # one metric named: judge it alone, without sharing the false-alarm rate with others
-        judged, path = runner.metric(good, bad, options.metric, "reference")
-        chosen = bisect_report.named_metric_regressed(judged, options.metric)
-    measurements = [bisect_report.measurement("reference", good, bad, chosen, "bad",
-                                              f"{chosen.name} regressed from GOOD to BAD", path)]
-    known: dict[str, bisection.Outcome] = {bad: "bad"}
-    risk = {sha: s.risk.score for sha, s in suspects.items()}
-    while True:
-        step = bisection.next_step(order, known, risk, good=good)
-        if not isinstance(step, bisection.Probe):
-            break
-        suspect = suspects[step.sha]
-        progress.say(f"bisect: probe {step.sha[:10]} ({suspect.subject[:60]}): {step.reason}")
-        judged, path = runner.metric(good, step.sha, chosen.name, f"probe-{len(known)}")
-        outcome, why = bisect_report.judge_probe(judged, chosen)
-        known[step.sha] = outcome
-        measurements.append(bisect_report.measurement("probe", good, step.sha, judged, outcome, why, path))
-        progress.say(f"bisect:   {outcome}: {why}")
-    return _conclude(step, order, suspects, chosen, measurements, runner, options, count)
+
+def run_settings(options: BisectOptions, config: RepoConfig, good: str, bad: str) -> dict[str, Any]:
+    """What the runs of this bisection depend on, as its output folder records it: a re-run that
+    differs in any of these cannot reuse them. (The judgement's --alpha and --min-effect can
+    change: the runs are judged again each time.)"""
+    measured = bench.plan(_bench_options(options, good, bad, options.out / "unused.json"), config.bench)
+    suite = config.bench.suites.get(options.suite)
+    return {"good": good, "bad": bad, "suite": options.suite, "metric": options.metric,
+            "rounds": measured.rounds, "max_rounds": measured.max_rounds, "warmup": measured.warmup,
+            "timeout": measured.round_timeout(measured.suites[0]), "command": options.command,
+            "suite_config": suite.model_dump(mode="json") if suite is not None else None}
 
 
-def _conclude(step: bisection.Step, order: list[str], suspects: dict[str, Suspect],
-              chosen: stats.MetricJudgement, measurements: list[Measurement], runner: _Runner,
-              options: BisectOptions, count: int) -> BisectReport:
-    good, bad = measurements[0].base, measurements[0].head
-    report = BisectReport(good, bad, options.suite, chosen.name, count, None, None, measurements,
-                          None, "", notes=list(step.notes))
-    if isinstance(step, bisection.GiveUp):
-        report.conclusion = f"no single culprit: {step.reason}"
-        report.candidates = list(step.candidates)
-        return report
-    culprit = suspects[step.sha]
-    parent = step.parent or good
-    measured = next((m for m in measurements if m.purpose == "probe" and m.base == parent
-                     and m.head == culprit.sha), None)
-    if measured is not None:  # the culprit's parent is GOOD: its probe already was the comparison
-        confirmation = Measurement("confirm", parent, culprit.sha, measured.outcome, measured.verdict,
-                                   measured.ratio, measured.ci, measured.p_value,
-                                   measured.results_path, f"{measured.why} (the probe above)")
-        change = percent(measured.ratio - 1 if measured.ratio else None)
-    else:
-        runner.progress.say(f"bisect: confirming {culprit.sha[:10]} against its parent {parent[:10]}")
-        judged, path = runner.metric(parent, culprit.sha, chosen.name, "confirm")
-        outcome, why = bisect_report.judge_probe(judged, chosen, against="its parent")
-        confirmation = bisect_report.measurement("confirm", parent, culprit.sha, judged, outcome,
-                                                 why, path)
-        change = percent(judged.change if judged else None)
-    measurements.append(confirmation)
-    report.culprit, report.parent = culprit, parent
-    report.plain_probes = bisection.plain_probes(len(order), order.index(culprit.sha))
-    verdict = "confirmed" if confirmation.outcome == "bad" else "NOT confirmed against its parent"
-    report.conclusion = (f"first bad commit {culprit.sha[:10]} ({culprit.subject}): {chosen.name} "
-                         f"{change} against its parent, {verdict}")
-    return report
+def _bench_options(options: BisectOptions, base: str, head: str, out: Path) -> bench.BenchOptions:
+    return bench.BenchOptions(
+        repo=options.repo, base=base, head=head, suites=[options.suite], out=out, rounds=options.rounds,
+        warmup=options.warmup, max_rounds=options.max_rounds, timeout=options.timeout,
+        command=options.command, allow_dirty=options.allow_dirty, python=options.python)
 
 
 class _Runner:
-    """Benchmark runs of the bisection, each a `perfbot bench run` into the output folder."""
+    """Benchmark runs of the bisection, each a `perfbot bench run` into the output folder. A run the
+    folder already holds is reused; GOOD's worktree is checked out once, for every run against it."""
 
-    def __init__(self, options: BisectOptions, config: RepoConfig, progress: Progress):
+    def __init__(self, options: BisectOptions, config: RepoConfig, progress: Progress,
+                 folder: BisectFolder, good: str, kept: Worktrees):
         self.options, self.config, self.progress = options, config, progress
-        options.out.mkdir(parents=True, exist_ok=True)
+        self.folder, self.good, self.kept = folder, good, kept
+        self._good_tree: Path | None = None
 
     def run(self, base: str, head: str, label: str) -> Path:
-        o = self.options
-        path = o.out / f"{label}-{head[:10]}.json"
-        bench_options = bench.BenchOptions(
-            repo=o.repo, base=base, head=head, suites=[o.suite], out=path, rounds=o.rounds,
-            warmup=o.warmup, max_rounds=o.max_rounds, timeout=o.timeout, command=o.command,
-            allow_dirty=o.allow_dirty, python=o.python)
-        outcome = bench.run(bench_options, self.config.bench, self.progress)[0]
+        reused = self.folder.reusable(base, head)
+        if reused is not None:
+            self.progress.say(f"bisect:   reusing {reused.name}, measured before")
+            return reused
+        path = self.folder.path / f"{label}-{head[:10]}.json"
+        base_tree = self.good_tree() if base == self.good else None
+        options = _bench_options(self.options, base, head, path)
+        outcome = bench.run(options, self.config.bench, self.progress, base_tree)[0]
         return outcome.path
+
+    def good_tree(self) -> Path:
+        if self._good_tree is None:
+            self._good_tree = self.kept.add("good", self.good)
+        return self._good_tree
+
+    def confirm(self, culprit: str, parent: str, chosen: stats.MetricJudgement,
+                measurements: list[Measurement]) -> Measurement:
+        """The culprit measured against its parent; a probe that already did so counts."""
+        confirmation = bisect_report.probe_as_confirmation(measurements, parent, culprit)
+        if confirmation is not None:
+            return confirmation
+        self.progress.say(f"bisect: confirming {culprit[:10]} against its parent {parent[:10]}")
+        judged, path = self.metric(parent, culprit, chosen.name, "confirm")
+        outcome, why = bisect_report.judge_probe(judged, chosen, against="its parent")
+        return bisect_report.measurement("confirm", parent, culprit, judged, outcome, why, path)
 
     def compare(self, base: str, head: str, label: str) -> tuple[stats.Comparison, str]:
         path = self.run(base, head, label)

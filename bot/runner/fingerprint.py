@@ -9,7 +9,6 @@ governor, the git SHA, a dirty tree and the reflog's last entries.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import platform
@@ -20,7 +19,7 @@ import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
-import git
+from bot.adapters.git_repo import GitRepo
 
 ENV_PREFIXES = ("NCCL_", "CUDA_", "TORCH_", "SGLANG_", "NVSHMEM_", "PYTORCH_")
 GPU_FIELDS = (
@@ -85,15 +84,17 @@ def clocks() -> dict:
     return data
 
 
-def checkout(repo: git.Repo, sha: str) -> dict:
+def checkout(repo: GitRepo, sha: str) -> dict:
     """The revision benchmarked, and the state of the checkout it came from."""
     data: dict = {"sha": sha}
-    with contextlib.suppress(ValueError, git.GitCommandError):
-        data["checkout_head"] = repo.head.commit.hexsha
+    head = repo.head_sha()
+    if head is not None:
+        data["checkout_head"] = head
     if not repo.bare:
         data["dirty"] = repo.is_dirty(untracked_files=True)
-    with contextlib.suppress(git.GitCommandError):
-        data["reflog"] = repo.git.reflog("-n", str(REFLOG_ENTRIES), "--format=%h %gd %gs").splitlines()
+    reflog = repo.reflog(REFLOG_ENTRIES)
+    if reflog is not None:
+        data["reflog"] = reflog
     return data
 
 

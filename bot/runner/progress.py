@@ -1,4 +1,9 @@
-"""Progress lines on standard error: round i/N, which side, and an estimate of the time left."""
+"""Progress on standard error: what a long run is doing (round i/N, which side, the time left), and
+how far a count has got.
+
+Plain ``perfbot: ...`` lines by default; with ``rewrite``, one status line that a terminal
+overwrites in place and `done` clears (`perfbot triage` on a terminal).
+"""
 
 from __future__ import annotations
 
@@ -8,14 +13,33 @@ from typing import TextIO
 
 
 class Progress:
-    def __init__(self, stream: TextIO | None = None, enabled: bool = True):
+    def __init__(self, stream: TextIO | None = None, enabled: bool = True, rewrite: bool = False):
         self.stream = stream or sys.stderr
         self.enabled = enabled
+        self.rewrite = rewrite
         self.durations: list[float] = []
+        self._counted_at = 0.0
 
     def say(self, text: str) -> None:
-        if self.enabled:
+        if not self.enabled:
+            return
+        if self.rewrite:
+            self.stream.write(f"\r\033[K{text}")
+            self.stream.flush()
+        else:
             print(f"perfbot: {text}", file=self.stream, flush=True)
+
+    def count(self, what: str, done: int, total: int) -> None:
+        """``what done/total``; at most five times a second, and always the last."""
+        now = time.monotonic()
+        if done == total or now - self._counted_at > 0.2:
+            self._counted_at = now
+            self.say(f"{what} {done}/{total}")
+
+    def done(self) -> None:
+        """Clear the status line (in ``rewrite`` mode; plain lines stay)."""
+        if self.rewrite:
+            self.say("")
 
     def round_started(self, suite: str, label: str, number: int, total: int, side: str, sha: str) -> float:
         self.say(f"{suite}: {label} {number}/{total} ({side} {sha[:10]}){self.eta(total - number + 1)}")

@@ -1,36 +1,41 @@
-"""Detached git worktrees of the revisions under test (GitPython), removed again afterwards."""
+"""Detached git worktrees of the revisions under test, in one temporary folder removed afterwards."""
 
 from __future__ import annotations
 
 import shutil
 import tempfile
-from collections.abc import Iterator
-from contextlib import contextmanager, suppress
 from pathlib import Path
+from types import TracebackType
 
-import git
+from bot.adapters.git_repo import GitRepo
 
 
-@contextmanager
-def checked_out(repo: git.Repo, revisions: dict[str, str],
-                parent: Path | None = None) -> Iterator[dict[str, Path]]:
-    """One worktree per side (``{"base": sha, ...}``), even when two sides name the same commit."""
-    root = Path(tempfile.mkdtemp(prefix="perfbot-worktrees-", dir=parent))
-    made: list[Path] = []
-    try:
-        paths = {}
-        for side, sha in revisions.items():
-            path = root / side
-            repo.git.worktree("add", "--detach", "--force", str(path), sha)
-            made.append(path)
-            paths[side] = path
-        yield paths
-    finally:
-        for path in made:
-            try:
-                repo.git.worktree("remove", "--force", str(path))
-            except git.GitCommandError:
-                shutil.rmtree(path, ignore_errors=True)
-        with suppress(git.GitCommandError):
-            repo.git.worktree("prune")
-        shutil.rmtree(root, ignore_errors=True)
+class Worktrees:
+    """Worktrees under one temporary folder, every one removed when the ``with`` block ends.
+
+    The folder (`root`) also has room for what a run writes beside its checkouts (round outputs,
+    set-up logs). Each `add` makes its own worktree, even when two name the same commit (A/A).
+    """
+
+    def __init__(self, repo: GitRepo, parent: Path | None = None):
+        self.repo, self.parent = repo, parent
+        self.root = Path()
+        self._made: list[Path] = []
+
+    def __enter__(self) -> Worktrees:
+        self.root = Path(tempfile.mkdtemp(prefix="perfbot-worktrees-", dir=self.parent))
+        return self
+
+    def add(self, name: str, sha: str) -> Path:
+        """A new detached worktree of ``sha`` at ``root/name``."""
+        path = self.root / name
+        self.repo.add_worktree(path, sha)
+        self._made.append(path)
+        return path
+
+    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None,
+                 traceback: TracebackType | None) -> None:
+        for path in self._made:
+            self.repo.remove_worktree(path)
+        self.repo.prune_worktrees()
+        shutil.rmtree(self.root, ignore_errors=True)

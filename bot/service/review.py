@@ -5,8 +5,9 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 
-from bot.core.config.schema import CONFIG_PATH, ConfigError, RepoConfig
-from bot.core.config.schema import load as load_config
+from bot.core.config import source as config_source
+from bot.core.config.schema import ConfigError, RepoConfig
+from bot.core.config.source import ConfigSource
 from bot.core.render import comment as render_comment
 from bot.core.risk import diff as diffs
 from bot.core.risk import ruleset
@@ -90,13 +91,9 @@ def assess(github: GitHub, ref: PullRef) -> tuple[risk.RiskReport, str | None]:
 
 
 def default_branch_config(github: GitHub, ref: PullRef) -> tuple[RepoConfig, str | None]:
-    text = github.read_file(ref.repo, CONFIG_PATH, ref.default_branch)
-    if text is None:
-        return RepoConfig(), None
-    try:
-        return load_config(text, f"{CONFIG_PATH}@{ref.default_branch}"), None
-    except ConfigError as error:
-        return RepoConfig(), str(error)
+    source = ConfigSource.default_branch(ref.default_branch)
+    text = github.read_file(ref.repo, source.path, ref.default_branch)
+    return config_source.read_or_defaults(text, source)
 
 
 def publish(

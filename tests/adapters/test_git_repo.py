@@ -7,7 +7,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from bot.adapters import git_repo
-from bot.adapters.git_repo import RepoError
+from bot.adapters.git_repo import GitRepo, RepoError
+from bot.core.config.schema import CONFIG_PATH
+from bot.core.config.source import WORK_TREE, ConfigSource
 
 PREAMBLE = "".join(f"import m{i}\n" for i in range(8))
 
@@ -27,9 +29,9 @@ def build_history(git_builder):
 
 
 def read(git_builder, base, head="HEAD"):
-    repo = git_repo.open_repo(git_builder.root)
-    base_sha, head_sha, count = git_repo.count_range(repo, base, head)
-    commits = list(git_repo.range_patches(repo, base_sha, head_sha))
+    repo = GitRepo.open(git_builder.root)
+    base_sha, head_sha, count = repo.count_range(base, head)
+    commits = list(repo.range_patches(base_sha, head_sha))
     assert len(commits) == count
     return commits
 
@@ -64,30 +66,30 @@ def test_merge_commits_are_listed_with_both_parents(git_builder):
 
 def test_an_unknown_revision_is_a_one_line_error(git_builder):
     build_history(git_builder)
-    repo = git_repo.open_repo(git_builder.root)
+    repo = GitRepo.open(git_builder.root)
     with pytest.raises(RepoError, match="unknown revision 'nope'"):
-        git_repo.count_range(repo, "nope", "HEAD")
+        repo.count_range("nope", "HEAD")
 
 
 def test_an_option_disguised_as_a_revision_is_refused(git_builder):
     build_history(git_builder)
-    repo = git_repo.open_repo(git_builder.root)
+    repo = GitRepo.open(git_builder.root)
     with pytest.raises(RepoError, match="not a revision"):
-        git_repo.resolve(repo, "--output=/tmp/x")
+        repo.resolve("--output=/tmp/x")
 
 
 def test_an_empty_range_is_an_error(git_builder):
     build_history(git_builder)
-    repo = git_repo.open_repo(git_builder.root)
+    repo = GitRepo.open(git_builder.root)
     with pytest.raises(RepoError, match="has no commits"):
-        git_repo.count_range(repo, "HEAD", "HEAD~1")
+        repo.count_range("HEAD", "HEAD~1")
 
 
 def test_a_folder_that_is_not_a_repository_is_an_error(tmp_path):
     with pytest.raises(RepoError, match="not a git repository"):
-        git_repo.open_repo(tmp_path)
+        GitRepo.open(tmp_path)
     with pytest.raises(RepoError, match="no such directory"):
-        git_repo.open_repo(tmp_path / "missing")
+        GitRepo.open(tmp_path / "missing")
 
 
 @pytest.mark.parametrize("text, expected", [("a..b", ("a", "b")), ("v1..", ("v1", "HEAD"))])
@@ -103,8 +105,75 @@ def test_malformed_ranges_are_refused(text):
 
 def test_existing_paths_reports_what_the_commit_has(git_builder):
     build_history(git_builder)
-    repo = git_repo.open_repo(git_builder.root)
-    assert git_repo.existing_paths(repo, "HEAD", ["engine/", "vllm/", "docs/b.md"]) == ["engine/", "docs/b.md"]
+    repo = GitRepo.open(git_builder.root)
+    assert repo.existing_paths("HEAD", ["engine/", "vllm/", "docs/b.md"]) == ["engine/", "docs/b.md"]
+
+
+def test_rev_list_gives_the_range_oldest_first_parents_before_children(git_builder):
+    base = git_builder.commit("base", {"a.py": "a\n"})
+    first = git_builder.commit("first", {"a.py": "b\n"})
+    git_builder.git("checkout", "-q", "-b", "side")
+    side = git_builder.commit("side", {"b.py": "b\n"})
+    git_builder.git("checkout", "-q", "main")
+    main = git_builder.commit("main", {"c.py": "c\n"})
+    git_builder.git("merge", "-q", "--no-edit", "side")
+    merge = git_builder.git("rev-parse", "HEAD")
+    order = GitRepo.open(git_builder.root).rev_list(base, merge)
+    assert order[0] == first and order[-1] == merge and set(order) == {first, side, main, merge}
+
+
+def test_a_file_is_read_at_a_revision_or_from_the_work_tree(git_builder):
+    old = git_builder.commit("old", {"conf.yml": "a: 1\r\n", "gone.txt": "x"})
+    git_builder.commit("new", {"conf.yml": "a: 2\n", "gone.txt": None})
+    (git_builder.root / "conf.yml").write_text("a: 3\n")
+    repo = GitRepo.open(git_builder.root)
+    assert repo.show(old, "conf.yml") == "a: 1\r\n"  # as committed, line ends and all
+    assert repo.show("HEAD", "conf.yml") == "a: 2\n"
+    assert repo.show("HEAD", "gone.txt") is None
+    assert repo.read_file("conf.yml") == "a: 3\n"
+    assert repo.read_file("gone.txt") is None and repo.is_dirty()
+
+
+def test_the_config_is_read_where_its_source_says(git_builder):
+    old = git_builder.commit("config", {CONFIG_PATH: "version: 1\n"})
+    git_builder.commit("drop it", {CONFIG_PATH: None})
+    (git_builder.root / CONFIG_PATH).parent.mkdir(parents=True, exist_ok=True)
+    (git_builder.root / CONFIG_PATH).write_text("local\n")
+    repo = GitRepo.open(git_builder.root)
+    assert repo.config_text(WORK_TREE) == "local\n"
+    assert repo.config_text(ConfigSource.at_revision(old)) == "version: 1\n"
+    assert repo.config_text(ConfigSource.at_revision(repo.resolve("HEAD"))) is None
+    with pytest.raises(ValueError, match="not in a local repository"):
+        repo.config_text(ConfigSource.default_branch("main"))
+
+
+def test_worktrees_are_added_detached_and_removed_again(git_builder, tmp_path):
+    first = git_builder.commit("first", {"a.txt": "1\n"})
+    git_builder.commit("second", {"a.txt": "2\n"})
+    repo = GitRepo.open(git_builder.root)
+    tree = tmp_path / "trees" / "first"
+    repo.add_worktree(tree, first)
+    assert (tree / "a.txt").read_text() == "1\n"
+    assert len(git_builder.git("worktree", "list").splitlines()) == 2
+    repo.remove_worktree(tree)
+    repo.prune_worktrees()
+    assert not tree.exists() and len(git_builder.git("worktree", "list").splitlines()) == 1
+
+
+def test_a_worktree_git_cannot_remove_is_deleted_and_pruned(git_builder, tmp_path):
+    first = git_builder.commit("first", {"a.txt": "1\n"})
+    repo = GitRepo.open(git_builder.root)
+    tree = tmp_path / "tree"
+    repo.add_worktree(tree, first)
+    (tree / ".git").unlink()  # no longer a worktree git knows how to remove
+    repo.remove_worktree(tree)
+    repo.prune_worktrees()
+    assert not tree.exists() and len(git_builder.git("worktree", "list").splitlines()) == 1
+
+
+def test_an_empty_repository_has_no_head_and_a_named_folder(git_builder):
+    repo = GitRepo.open(git_builder.root)
+    assert repo.head_sha() is None and repo.name == "repo" and repo.work_tree == git_builder.root
 
 
 RECORD = (b"\x1e" + b"\x1f".join([b"a" * 40, b"b" * 40, b"Ann", b"2026-01-01T00:00:00+00:00", b"one"])

@@ -1,4 +1,9 @@
-"""`perfbot bisect` end to end on a real repository whose benchmark really slows down at one commit."""
+"""`perfbot bisect` end to end on real repositories whose benchmark gets slower at one commit.
+
+The benchmark's metric is a pure function of the checked-out commit (and the round number, for a
+little spread), so these tests can fail only when the bisection's logic is wrong. One test times
+a real allreduce on CPU: the sample repository's, end to end (slow).
+"""
 
 from __future__ import annotations
 
@@ -11,22 +16,22 @@ import pytest
 
 from bot.cli.main import main
 from bot.core.bisect import plan as bisection
-from bot.runner import sample_repo
+from examples import sample_repo
 from tests.support.missing import importorskip
 
 PLAIN_PYTHON = shutil.which("python3") or sys.executable
 COMMUNICATOR_BENCH = Path(__file__).parents[1] / "support" / "communicator_bench.py"
 
-# The benchmark times real work: a busy loop whose length the engine's communicator sets.
+# The metric is what the commit's communicator sets, with a spread of at most 1% across rounds.
+# With BISECT_RUNS_LOG set, each round also says where it ran: side, worktree, the setting.
 BENCH = """\
-import time
+import os
 from engine.pynccl import SPINS
-start = time.perf_counter()
-total = 0
-for i in range(SPINS):
-    total += i
-elapsed = (time.perf_counter() - start) * 1000
-print(f"PERFBOT_METRIC allreduce_ms={elapsed} unit=ms better=lower")
+value = SPINS / 1000 * (1 + int(os.environ["PERFBOT_ROUND"]) % 3 * 0.005)
+if os.environ.get("BISECT_RUNS_LOG"):
+    with open(os.environ["BISECT_RUNS_LOG"], "a") as log:
+        log.write(f"{os.environ['PERFBOT_SIDE']} {os.getcwd()} {SPINS}\\n")
+print(f"PERFBOT_METRIC allreduce_ms={value} unit=ms better=lower")
 """
 CONFIG = """\
 version: 1
@@ -53,18 +58,32 @@ def history(git_builder, culprit: int, count: int = 8) -> tuple[str, list[str]]:
     return good, shas
 
 
-def bisect(capsys, git_builder, tmp_path, good, bad, *extra):
+def bisect(capsys, git_builder, tmp_path, good, bad, *extra, quiet=True):
     # --python: the fingerprint asks a plain interpreter for package versions (quick), not this
     # test environment's, which would import torch for every run.
     code = main(["bisect", good, bad, "--repo", str(git_builder.root), "--suite", "spin",
-                 "--rounds", "5", "--out", str(tmp_path / "runs"), "--format", "json", "--quiet",
-                 "--python", PLAIN_PYTHON, *extra])
+                 "--rounds", "5", "--out", str(tmp_path / "runs"), "--format", "json",
+                 "--python", PLAIN_PYTHON, *(["--quiet"] if quiet else []), *extra])
     out, err = capsys.readouterr()
     return code, (json.loads(out) if out.strip() else None), err
 
 
+@pytest.fixture
+def log(tmp_path, monkeypatch):
+    """Where every round of the benchmark says where it ran."""
+    path = tmp_path / "rounds.log"
+    monkeypatch.setenv("BISECT_RUNS_LOG", str(path))
+    return path
+
+
+def rounds(log: Path) -> list[tuple[str, str, str]]:
+    """(side, worktree, SPINS) of every round run so far."""
+    return [tuple(line.split()) for line in log.read_text().splitlines()] if log.exists() else []
+
+
 @pytest.mark.parametrize("culprit", [0, 5])
-def test_bisect_finds_and_confirms_the_culprit_suspicious_commits_first(capsys, git_builder, tmp_path, culprit):
+def test_bisect_finds_and_confirms_the_culprit_suspicious_commits_first(capsys, git_builder, tmp_path, log,
+                                                                        culprit):
     good, shas = history(git_builder, culprit)
     code, report, _ = bisect(capsys, git_builder, tmp_path, good, shas[-1])
     first_probe = report["measurements"][1]
@@ -83,6 +102,63 @@ def test_bisect_finds_and_confirms_the_culprit_suspicious_commits_first(capsys, 
     assert {str(p) for p in (tmp_path / "runs").glob("*.json")} == files
     if culprit == 0:  # GOOD is the culprit's parent: its probe is the confirmation, not run twice
         assert len(files) == report["runs"]["total"] - 1
+    # GOOD is checked out once, for every run against it; each run checks its other side out afresh.
+    against_good = {m["results"] for m in report["measurements"] if m["base"] == good}
+    good_trees = {tree for side, tree, _ in rounds(log) if side == "base" and Path(tree).name == "good"}
+    assert len(good_trees) == 1
+    assert sum(1 for _, tree, _ in rounds(log) if tree in good_trees) == 5 * len(against_good)
+    assert len({tree for side, tree, _ in rounds(log) if side == "head"}) == len(files)
+    assert not Path(*good_trees).exists()
+    assert len(git_builder.git("worktree", "list").splitlines()) == 1
+
+
+def test_a_rerun_into_the_same_folder_reuses_its_runs_and_measures_only_what_is_missing(
+        capsys, git_builder, tmp_path, log):
+    good, shas = history(git_builder, 5)
+    code, first, _ = bisect(capsys, git_builder, tmp_path, good, shas[-1])
+    assert code == 0
+    measured = len(rounds(log))
+
+    code, again, err = bisect(capsys, git_builder, tmp_path, good, shas[-1], quiet=False)
+    assert (code, again) == (0, first)
+    assert len(rounds(log)) == measured
+    assert f"{first['runs']['total']} run(s) measured there before are reused" in err
+    assert err.count("reusing") == first["runs"]["total"]
+
+    # A run cut short (still "running") and a run whose file is gone are measured again, alone.
+    confirm, probe = Path(first["measurements"][-1]["results"]), Path(first["measurements"][1]["results"])
+    confirm.write_text(json.dumps({**json.loads(confirm.read_text()), "status": "running"}))
+    probe.unlink()
+    code, third, err = bisect(capsys, git_builder, tmp_path, good, shas[-1], quiet=False)
+    assert (code, third) == (0, first)
+    assert len(rounds(log)) == measured + 2 * 2 * 5
+    assert err.count("reusing") == first["runs"]["total"] - 2
+
+
+def test_a_folder_of_another_bisection_is_a_one_line_error_and_nothing_runs(capsys, git_builder, tmp_path, log):
+    good, shas = history(git_builder, culprit=99)
+    code, _, _ = bisect(capsys, git_builder, tmp_path, good, shas[-1])  # the reference run alone
+    assert code == 2 and len(rounds(log)) == 10
+    code, _, err = bisect(capsys, git_builder, tmp_path, good, shas[-1])  # reuses it
+    assert code == 2 and "nothing to bisect" in err and len(rounds(log)) == 10
+    for extra, difference in ((["--rounds", "3"], "max_rounds 5 there, 3 here; rounds 5 there, 3 here"),
+                              (["--metric", "allreduce_ms"], "metric (default) there, allreduce_ms here")):
+        code, _, err = bisect(capsys, git_builder, tmp_path, good, shas[-1], *extra)
+        assert code == 2 and err.count("\n") == 1, err
+        assert f"runs holds the runs of another bisection ({difference})" in err
+    code, _, err = bisect(capsys, git_builder, tmp_path, good, shas[-2])
+    assert code == 2 and f"bad {shas[-1][:10]} there, {shas[-2][:10]} here" in err
+    (tmp_path / "runs" / "bisect-settings.yml").write_text("- not\n- settings\n")
+    code, _, err = bisect(capsys, git_builder, tmp_path, good, shas[-1])
+    assert code == 2 and "bisect-settings.yml: not the settings of a bisection" in err
+    assert len(rounds(log)) == 10
+
+
+def test_an_output_folder_that_is_a_file_is_a_one_line_error(capsys, git_builder, tmp_path):
+    good, shas = history(git_builder, 3)
+    (tmp_path / "runs").write_text("")
+    code, _, err = bisect(capsys, git_builder, tmp_path, good, shas[-1])
+    assert code == 2 and "cannot use it as the output folder" in err and err.count("\n") == 1
 
 
 def test_a_range_without_a_regression_is_a_one_line_error(capsys, git_builder, tmp_path):
@@ -98,7 +174,7 @@ def test_an_unknown_metric_is_a_one_line_error(capsys, git_builder, tmp_path):
     assert code == 2 and "metric 'nope' is not measured by this suite" in err and err.count("\n") == 1
 
 
-
+@pytest.mark.slow
 def test_bisect_finds_the_seeded_culprit_of_the_sample_repository_on_cpu(capsys, tmp_path):
     """The sample's slow commit makes its communicator's allreduce copy out of place (and sync on
     GPUs); on CPU, one gloo rank and a 16 MiB tensor make that copy the whole cost."""

@@ -100,6 +100,7 @@ def test_score_over_the_size_limit_is_a_one_line_error(tmp_path, capsys):
     assert_one_line_error(code, err, "larger than the 1 MiB limit")
 
 
+@pytest.mark.slow
 def test_score_of_a_50_mib_diff_completes(tmp_path, capsys):
     body = "".join(f"+    value_{i} = tensor.item() + {i}\n" for i in range(1000))
     sections = [f"diff --git a/engine/comm_{n}/pynccl.py b/engine/comm_{n}/pynccl.py\n"

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-import git
-
+from bot.adapters.git_repo import GitRepo
 from bot.runner import fingerprint
 
 GPU_CSV = (
@@ -53,7 +52,7 @@ def test_the_python_stack_names_installed_versions():
 def test_the_checkout_shows_the_revision_a_dirty_tree_and_the_reflog(git_builder):
     first = git_builder.commit("first", {"a.txt": "1"})
     second = git_builder.commit("second", {"a.txt": "2"})
-    repo = git.Repo(git_builder.root)
+    repo = GitRepo.open(git_builder.root)
     clean = fingerprint.checkout(repo, first)
     assert clean["sha"] == first and clean["checkout_head"] == second and clean["dirty"] is False
     assert clean["reflog"][0].endswith("commit: second")

@@ -1,6 +1,6 @@
 """Time a repository's communicator allreduce on CPU: one gloo rank, one large tensor.
 
-Run from the root of a checkout of the sample repository (`bot.runner.sample_repo`):
+Run from the root of a checkout of the sample repository (`examples/sample_repo.py`):
 ``python communicator_bench.py [MiB]``. It calls the checkout's own
 ``mini_engine.distributed.pynccl.PyNcclCommunicator.all_reduce`` and prints one
 ``PERFBOT_METRIC comm_allreduce_ms=...`` line (the median of the timed calls), as the `command`

@@ -1,5 +1,7 @@
 """What `perfbot bisect` measured and found: judging each probe, and the report a maintainer reads.
 
+`conclude` builds the (frozen) report from the planner's last step and the runs made.
+
 Each probe benchmarks GOOD against one commit of the range. The probe is ``bad`` when the chosen
 metric regressed against GOOD, ``ok`` when it is unchanged (or better); when the statistics
 cannot decide, it is put on the side it is closer to, on a ratio scale: beyond the geometric
@@ -10,9 +12,10 @@ is ``skipped`` (the commit did not build or run).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
-from bot.core.bisect.plan import Outcome
+from bot.core.bisect.plan import Culprit, GiveUp, Outcome, plain_probes
 from bot.core.judge.quantities import percent
 from bot.core.judge.stats import Comparison, MetricJudgement
 from bot.core.risk.scoring import RiskReport
@@ -44,7 +47,7 @@ class Measurement:
                 "results": self.results_path, "why": self.why}
 
 
-@dataclass(slots=True)
+@dataclass(frozen=True, slots=True)
 class Suspect:
     """A commit of the range, as triage saw it."""
 
@@ -53,7 +56,7 @@ class Suspect:
     risk: RiskReport
 
 
-@dataclass(slots=True)
+@dataclass(frozen=True, slots=True)
 class BisectReport:
     good: str
     bad: str
@@ -62,11 +65,11 @@ class BisectReport:
     commits: int
     culprit: Suspect | None
     parent: str | None
-    measurements: list[Measurement]
+    measurements: tuple[Measurement, ...]
     plain_probes: int | None
     conclusion: str
-    candidates: list[str] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)
+    candidates: tuple[str, ...] = ()
+    notes: tuple[str, ...] = ()
 
     @property
     def probes(self) -> int:
@@ -86,10 +89,47 @@ class BisectReport:
                                  for f in self.culprit.risk.files]}
         return {"good": self.good, "bad": self.bad, "suite": self.suite, "metric": self.metric,
                 "commits": self.commits, "culprit": culprit, "conclusion": self.conclusion,
-                "candidates": self.candidates,
+                "candidates": list(self.candidates),
                 "runs": {"total": len(self.measurements), "probes": self.probes,
                          "plain_bisection_probes": self.plain_probes},
-                "measurements": [m.to_dict() for m in self.measurements], "notes": self.notes}
+                "measurements": [m.to_dict() for m in self.measurements], "notes": list(self.notes)}
+
+
+def conclude(step: Culprit | GiveUp, *, good: str, bad: str, suite: str, metric: str,
+             commits: Sequence[str], suspects: Mapping[str, Suspect], measurements: Sequence[Measurement],
+             confirmation: Measurement | None = None) -> BisectReport:
+    """The report of a finished bisection of ``commits`` (GOOD..BAD, oldest first).
+
+    ``step``: the planner's last word; ``measurements``: the reference run and the probes, in
+    order; ``confirmation``: a culprit's run against its parent (a `Culprit` needs one).
+    """
+    notes = tuple(step.notes)
+    if isinstance(step, GiveUp):
+        return BisectReport(good, bad, suite, metric, len(commits), None, None, tuple(measurements), None,
+                            f"no single culprit: {step.reason}", step.candidates, notes)
+    culprit, parent = suspects[step.sha], step.parent or good
+    if confirmation is None or (confirmation.base, confirmation.head) != (parent, culprit.sha):
+        raise ValueError(f"the culprit {culprit.sha[:10]} needs its confirmation against {parent[:10]}")
+    runs = (*measurements, confirmation)
+    change = percent(confirmation.ratio - 1 if confirmation.ratio is not None else None)
+    verdict = "confirmed" if confirmation.outcome == "bad" else "NOT confirmed against its parent"
+    conclusion = (f"first bad commit {culprit.sha[:10]} ({culprit.subject}): {metric} {change} "
+                  f"against its parent, {verdict}")
+    return BisectReport(good, bad, suite, metric, len(commits), culprit, parent, runs,
+                        plain_probes(len(commits), list(commits).index(culprit.sha)), conclusion,
+                        notes=notes)
+
+
+def probe_as_confirmation(measurements: Sequence[Measurement], parent: str,
+                          culprit: str) -> Measurement | None:
+    """The culprit's confirmation taken from a probe that already measured it against ``parent``
+    (GOOD is the parent of the range's first commit); None when it must be measured."""
+    probe = next((m for m in measurements
+                  if m.purpose == "probe" and (m.base, m.head) == (parent, culprit)), None)
+    if probe is None:
+        return None
+    return Measurement("confirm", parent, culprit, probe.outcome, probe.verdict, probe.ratio, probe.ci,
+                       probe.p_value, probe.results_path, f"{probe.why} (the probe above)")
 
 
 def regressed_metric(reference: Comparison, wanted: str | None) -> MetricJudgement:

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import pytest
 
+from bot.core.bisect import plan as bisection
 from bot.core.bisect import report as bisect_report
 from bot.core.bisect.report import BisectError
 from bot.core.judge import stats
+from bot.core.risk.scoring import RiskReport
 
 
 def judged(base, head, better="lower"):
@@ -50,3 +52,64 @@ def test_a_named_metric_must_exist_and_have_regressed():
         bisect_report.named_metric_regressed(None, "nope", ["a", "b"])
     with pytest.raises(BisectError, match="did not regress"):
         bisect_report.named_metric_regressed(judged(QUIET, list(QUIET)), "verify_ms")
+
+
+GOOD, FIRST, SECOND, BAD = "a" * 40, "b" * 40, "c" * 40, "d" * 40
+
+
+def suspects():
+    blank = RiskReport(score=0, level="none", profile="generic", files=[], signals=[])
+    return {sha: bisect_report.Suspect(sha, f"commit {sha[0]}", blank) for sha in (FIRST, SECOND, BAD)}
+
+
+def run(purpose, base, head, outcome, ratio=1.5):
+    return bisect_report.Measurement(purpose, base, head, outcome, "regression" if outcome == "bad" else "unchanged",
+                                     ratio, (ratio - 0.1, ratio + 0.1), 0.001, f"{purpose}-{head[:10]}.json", "why")
+
+
+def conclude(step, measurements, confirmation=None):
+    return bisect_report.conclude(step, good=GOOD, bad=BAD, suite="spin", metric="step_ms",
+                                  commits=[FIRST, SECOND, BAD], suspects=suspects(),
+                                  measurements=measurements, confirmation=confirmation)
+
+
+def test_a_culprit_is_reported_with_its_confirmation_and_the_plain_bisection_count():
+    runs = [run("reference", GOOD, BAD, "bad"), run("probe", GOOD, FIRST, "ok"), run("probe", GOOD, SECOND, "bad")]
+    report = conclude(bisection.Culprit(SECOND, FIRST, 3), runs, run("confirm", FIRST, SECOND, "bad", 1.25))
+    assert report.culprit.sha == SECOND and report.parent == FIRST
+    assert report.conclusion == f"first bad commit {SECOND[:10]} (commit c): step_ms +25.0% against its parent, confirmed"
+    assert [m.purpose for m in report.measurements] == ["reference", "probe", "probe", "confirm"]
+    assert (report.probes, report.plain_probes) == (2, bisection.plain_probes(3, 1))
+    assert report.to_dict()["candidates"] == [] and report.to_dict()["notes"] == []
+    with pytest.raises(AttributeError):
+        report.conclusion = "changed"  # frozen
+
+
+def test_an_unconfirmed_culprit_says_so():
+    report = conclude(bisection.Culprit(FIRST, None, 2), [run("reference", GOOD, BAD, "bad")],
+                      run("confirm", GOOD, FIRST, "ok", 1.0))
+    assert report.parent == GOOD and report.conclusion.endswith("+0.0% against its parent, NOT confirmed against its parent")
+
+
+def test_a_culprit_without_its_confirmation_is_refused():
+    with pytest.raises(ValueError, match="needs its confirmation"):
+        conclude(bisection.Culprit(SECOND, FIRST, 3), [run("reference", GOOD, BAD, "bad")])
+    with pytest.raises(ValueError, match="needs its confirmation"):
+        conclude(bisection.Culprit(SECOND, FIRST, 3), [], run("confirm", GOOD, SECOND, "bad"))
+
+
+def test_giving_up_lists_the_candidates_and_the_notes():
+    step = bisection.GiveUp("only commits that could not be measured are left", (FIRST, SECOND), 3, ("flaky",))
+    report = conclude(step, [run("reference", GOOD, BAD, "bad"), run("probe", GOOD, FIRST, "skipped")])
+    assert report.culprit is None and report.plain_probes is None and report.confirmation is None
+    assert report.conclusion == "no single culprit: only commits that could not be measured are left"
+    assert report.to_dict()["candidates"] == [FIRST, SECOND] and report.to_dict()["notes"] == ["flaky"]
+
+
+def test_a_probe_of_the_culprit_against_its_parent_is_its_confirmation():
+    probe = run("probe", GOOD, FIRST, "bad", 2.0)
+    confirmation = bisect_report.probe_as_confirmation([run("reference", GOOD, BAD, "bad"), probe], GOOD, FIRST)
+    assert confirmation is not None and confirmation.purpose == "confirm"
+    assert (confirmation.ratio, confirmation.results_path) == (2.0, probe.results_path)
+    assert confirmation.why == "why (the probe above)"
+    assert bisect_report.probe_as_confirmation([probe], FIRST, SECOND) is None

@@ -1,7 +1,7 @@
 """Build the sample target repository: a tensor-parallel "mini engine" with ten commits, one of which
 (touching ``pynccl.py`` and ``parallel_state.py``) slows down the allreduce path.
 
-    python -m bot.runner.sample_repo DEST     # prints a JSON manifest of the commits
+    python examples/sample_repo.py DEST     # prints a JSON manifest of the commits
 
 Its benchmark is the `verify-step` suite, configured in its ``.github/perfbot.yml`` to send every
 allreduce through ``mini_engine.distributed.parallel_state.tensor_model_parallel_all_reduce``, so the
@@ -240,7 +240,7 @@ def build(dest: Path) -> dict:
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     if len(args) != 1:
-        print("usage: python -m bot.runner.sample_repo DEST", file=sys.stderr)
+        print("usage: python examples/sample_repo.py DEST", file=sys.stderr)
         return 2
     try:
         manifest = build(Path(args[0]))

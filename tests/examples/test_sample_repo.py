@@ -5,6 +5,10 @@ from __future__ import annotations
 import importlib.util
 import io
 import json
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import git
 import pytest
@@ -13,8 +17,10 @@ from bot.cli import main as cli
 from bot.core.config.schema import load as load_config
 from bot.runner import bench
 from bot.runner.progress import Progress
-from bot.runner.sample_repo import HISTORY, SLOW_SUBJECT, build, main
+from examples.sample_repo import HISTORY, SLOW_SUBJECT, build, main
 from tests.support.missing import importorskip
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture
@@ -69,6 +75,7 @@ def test_the_slow_allreduce_returns_a_copy_where_the_old_one_reduced_in_place(sa
         dist.destroy_process_group()
 
 
+@pytest.mark.slow
 def test_an_ab_run_of_the_sample_on_cpu_measures_both_sides_through_its_allreduce(sample, tmp_path):
     importorskip("torch")
     config = load_config("bench:\n  suites:\n    verify-step:\n      kind: verify-step\n      device: cpu\n"
@@ -89,3 +96,10 @@ def test_the_script_prints_its_manifest_and_refuses_a_used_folder(tmp_path, caps
     assert json.loads(capsys.readouterr().out)["slow"]
     assert main([str(tmp_path / "s")]) == 2
     assert "not empty" in capsys.readouterr().err
+
+
+def test_the_documented_command_builds_it(tmp_path, sample):
+    done = subprocess.run([sys.executable, "examples/sample_repo.py", str(tmp_path / "cli")], cwd=ROOT,
+                          capture_output=True, text=True, env={**os.environ, "HOME": str(tmp_path)})
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["commits"] == sample["commits"]

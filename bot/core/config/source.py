@@ -1,0 +1,65 @@
+"""Where a repository's config is read from, and reading it there: one policy for every caller.
+
+A change is judged by rules it cannot edit: the review of a pull request reads the config of the
+default branch (through GitHub), a benchmark the config committed at its base revision, never the
+head's. Only the local commands (`perfbot triage`, `perfbot score --repo`) read the work tree,
+which is the user's own.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from bot.core.config.schema import CONFIG_PATH, ConfigError, RepoConfig, load
+
+Where = Literal["work-tree", "revision", "default-branch"]
+
+
+@dataclass(frozen=True, slots=True)
+class ConfigSource:
+    """Where the config comes from: the work tree, a commit, or the default branch on GitHub."""
+
+    where: Where
+    revision: str | None = None  # the commit's sha, or the default branch's name
+
+    @classmethod
+    def at_revision(cls, sha: str) -> ConfigSource:
+        return cls("revision", sha)
+
+    @classmethod
+    def default_branch(cls, branch: str) -> ConfigSource:
+        return cls("default-branch", branch)
+
+    @property
+    def path(self) -> str:
+        return CONFIG_PATH
+
+    @property
+    def label(self) -> str:
+        """How error messages name it."""
+        if self.where == "revision":
+            return f"{CONFIG_PATH} at {(self.revision or '')[:10]}"
+        if self.where == "default-branch":
+            return f"{CONFIG_PATH}@{self.revision}"
+        return CONFIG_PATH
+
+
+WORK_TREE = ConfigSource("work-tree")
+
+
+def read(text: str | bytes | None, source: ConfigSource) -> RepoConfig:
+    """The config in ``text`` as read from ``source`` (None: there is none, so the defaults);
+    `ConfigError` naming ``source`` when it is invalid."""
+    if text is None:
+        return RepoConfig()
+    return load(text, source.label)
+
+
+def read_or_defaults(text: str | bytes | None, source: ConfigSource) -> tuple[RepoConfig, str | None]:
+    """As `read`, but an invalid config gives the defaults and the error's one line, for a caller
+    that must go on (a review still goes out, and says why its rules are the defaults)."""
+    try:
+        return read(text, source), None
+    except ConfigError as error:
+        return RepoConfig(), str(error)

@@ -1,0 +1,1 @@
+"""Examples that live beside the package and do not ship with it: the sample repository."""
