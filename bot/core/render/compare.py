@@ -8,6 +8,7 @@ input: long tables are cut, and the report says so.
 from __future__ import annotations
 
 import shlex
+from collections.abc import Sequence
 
 from bot.core.judge import speculation
 from bot.core.judge.envdiff import EnvDifference, flatten
@@ -115,7 +116,7 @@ def _subline(results: Results, comparison: Comparison) -> str:
             f"{', '.join(counts)} · verdict **{comparison.verdict}**</sub>")
 
 
-def _metric_table(metrics: list[MetricJudgement]) -> str:
+def _metric_table(metrics: Sequence[MetricJudgement]) -> str:
     if not metrics:
         return "No metric was measured."
     lines = ["| metric | base | head | change | 95% CI | verdict |",
@@ -154,7 +155,7 @@ def _speculation_block(comparison: Comparison) -> list[str]:
     return ["**Speculation.** " + " ".join(escape_md(s) for s in spec.sentences)]
 
 
-def _environment_block(differences: list[EnvDifference]) -> str:
+def _environment_block(differences: Sequence[EnvDifference]) -> str:
     material = [d for d in differences if d.material]
     readings = [d for d in differences if not d.material]
     if not material:
@@ -270,7 +271,7 @@ def compare_text(results: Results, comparison: Comparison) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _text_table(metrics: list[MetricJudgement]) -> list[str]:
+def _text_table(metrics: Sequence[MetricJudgement]) -> list[str]:
     rows = [("metric", "base", "head", "change", "95% CI", "verdict")]
     for m in metrics:
         ci = m.estimate.ci
