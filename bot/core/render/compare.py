@@ -240,8 +240,7 @@ def _runner_summary(results: Results) -> str:
 def _reproduce_block(results: Results, reproduce: str | None) -> str:
     command = reproduce if reproduce is not None else REPRODUCE.format(
         base=results.base.sha, head=results.head.sha, suite=_shell_word(results.suite))
-    lines = [printable(line, replacement="") for line in clip(command, 2000).splitlines()]
-    return "**Reproduce:**\n\n" + code_block(lines, "sh")
+    return "**Reproduce:**\n\n" + code_block(clip(command, 2000), "sh")
 
 
 def _shell_word(text: str) -> str:

@@ -2,11 +2,11 @@
 `fit`, which keeps a document under GitHub's comment limit.
 
 Paths, commit subjects, metric names, units, host names, error messages and config errors go
-through `escape_md` (prose), `code` (the inside of a code span) or `code_block`. Either way the result is one
-line (a table row stays one row) with no hidden or reordering characters, and it cannot format,
-open HTML, link or notify anyone: mentions (``@user``, ``@org/team``), bare URLs and e-mail
-addresses become code spans, which GitHub neither links nor treats as mentions.
-"""
+through `escape_md` (prose), `code` (the inside of a code span) or `code_block` (lines of a fenced
+block). None of them lets through hidden or reordering characters or breaks out of its place (a
+table row stays one row, a code block ends at its own fence), and prose cannot format, open HTML,
+link or notify anyone: mentions (``@user``, ``@org/team``), bare URLs and e-mail addresses become
+code spans, which GitHub neither links nor reads mentions in."""
 
 from __future__ import annotations
 
@@ -73,9 +73,10 @@ def code(text: str) -> str:
     return _one_line(text).replace("`", "'").replace("|", "\\|")
 
 
-def code_block(lines: list[str], info: str = "") -> str:
-    """A fenced code block of ``lines`` (without line breaks of their own), fenced with more
-    backticks than any run inside, so that no line can close it early."""
+def code_block(text: str, info: str = "") -> str:
+    """``text`` as a fenced code block, without hidden characters, fenced with more backticks than
+    any run inside so that no line can close it early."""
+    lines = [printable(line, replacement="") for line in text.splitlines()]
     longest = max((len(run) for line in lines for run in _BACKTICKS.findall(line)), default=0)
     fence = "`" * max(3, longest + 1)
     return f"{fence}{info}\n" + "".join(f"{line}\n" for line in lines) + fence
