@@ -50,14 +50,13 @@ class ResultsFile:
         """Record a round; one whose metrics the model refuses is recorded as failed, saying why."""
         self.learned.update(declarations)
         undeclared = sorted(set(metrics) - set(self.declared) - set(self.learned)) if ok else []
-        try:
-            if undeclared:
-                raise ValueError(f"metric {undeclared[0]} has no unit and direction declared")
-            measured = Round(side=side, index=index, ok=ok, error=error, metrics=metrics if ok else {})
-        except ValidationError as refused:
-            measured = _refused(side, index, problem(refused))
-        except ValueError as refused:
-            measured = _refused(side, index, str(refused))
+        if undeclared:
+            measured = _refused(side, index, f"metric {undeclared[0]} has no unit and direction declared")
+        else:
+            try:
+                measured = Round(side=side, index=index, ok=ok, error=error, metrics=metrics if ok else {})
+            except ValidationError as refused:
+                measured = _refused(side, index, problem(refused))
         self.rounds.append(measured)
         self.write()
         return measured
