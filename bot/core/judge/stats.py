@@ -55,8 +55,8 @@ MAX_EXTRA_ROUNDS = 1000
 OUTLIER_MADS = 5.0
 OUTLIER_SHARE = 0.2
 
-WITHHELD_WARNING = ("base and head ran in different environments (see the environment diff): no regression "
-            "or improvement is claimed")
+WITHHELD_WARNING = ("base and head ran in different environments (see the environment diff): no "
+                    "regression or improvement is claimed")
 
 # Order of rows in a report and precedence of the overall verdict.
 VERDICT_ORDER: tuple[Verdict, ...] = ("regression", "error", "inconclusive", "improvement", "unchanged")
@@ -262,7 +262,7 @@ def decide(results: Results, min_effect: float = DEFAULT_MIN_EFFECT, alpha: floa
     drifted = _drift_warnings(results, ignore_env)
     withheld = _withholds(environment, bool(drifted))
     if withheld:  # different environments: keep the numbers, take back every claim of a change
-        judged = [_withheld(m) for m in judged]
+        judged = [_without_claim(m) for m in judged]
     metrics = tuple(sorted(judged, key=_report_order))
     verdict = overall(m.verdict for m in metrics)
     if withheld and verdict != "error":
@@ -469,7 +469,7 @@ def _bootstrap_ratio(base: np.ndarray, head: np.ndarray, ratio: float, confidenc
     return (low, high) if math.isfinite(low) and math.isfinite(high) else None
 
 
-def _withheld(m: MetricJudgement) -> MetricJudgement:
+def _without_claim(m: MetricJudgement) -> MetricJudgement:
     if m.verdict not in ("regression", "improvement"):
         return m
     return dataclasses.replace(m, verdict="inconclusive", extra_rounds=None,
