@@ -3,10 +3,10 @@
 `should_continue` is asked after every ABBA pair. Below the minimum it always says go on; at the
 maximum it says stop. In between it asks the statistics core (`bot.core.judge.stats.judge`, the same
 judgement `perfbot compare` makes) about each metric, at a significance level divided over the
-looks the run may take (`stats.alpha_per_look`), so that peeking after every pair does not raise the
-false-alarm rate. It goes on while some metric is *inconclusive* and the core estimates that the
-rounds still allowed could decide it; a metric that would need more rounds than the cap allows (an
-eager timing drowned in host noise, say) does not keep the GPUs busy in vain.
+looks the run may take (`results.looks`, `stats.alpha_per_look`), so that peeking after every pair
+does not raise the false-alarm rate. It goes on while some metric is *inconclusive* and the core
+estimates that the rounds still allowed could decide it; a metric that would need more rounds than
+the cap allows (an eager timing drowned in host noise, say) does not keep the GPUs busy in vain.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import NamedTuple
 
-from bot.core.judge import stats
+from bot.core.judge import results, stats
 
 # Enough resamples for a stop/go decision after every pair; the final verdict uses compare's own.
 _RESAMPLES = 500
@@ -34,7 +34,7 @@ def should_continue(samples: Mapping[str, MetricSamples], rounds_done: int, min_
         return True
     if rounds_done >= max_rounds:
         return False
-    alpha = stats.alpha_per_look(stats.DEFAULT_ALPHA, max_rounds - min_rounds + 1)
+    alpha = stats.alpha_per_look(stats.DEFAULT_ALPHA, results.looks(min_rounds, max_rounds))
     return any(worth_more_rounds(name, metric, alpha, max_rounds - rounds_done)
                for name, metric in samples.items())
 

@@ -12,8 +12,11 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from pydantic import ValidationError
+
 from bot.adapters.git_repo import GitRepo
 from bot.core.config.schema import BenchConfig
+from bot.core.judge.results import SIDES, Revision, problem
 
 from . import adaptive, fingerprint, summary
 from .progress import Progress
@@ -133,7 +136,6 @@ def run_suite(p: Plan, suite: Suite, trees: dict[str, Path], scratch: Path, mach
               options: BenchOptions, progress: Progress) -> SuiteOutcome:
     """One suite's set-up, warm-ups and rounds; ``scratch``: this run's folder for their outputs."""
     results = new_results(p, suite, machine, options)
-    results.write()
     try:
         stopped = set_up(suite, trees, scratch, p.round_timeout(suite), progress) or \
             warm_up(p, suite, trees, scratch, results, options, progress) or \
@@ -143,31 +145,35 @@ def run_suite(p: Plan, suite: Suite, trees: dict[str, Path], scratch: Path, mach
         raise
     if stopped:
         finish(results, "stopped", stopped)
-    elif not any(r["ok"] for r in results.rounds):
+    elif not any(r.ok for r in results.rounds):
         finish(results, "failed", "no round was measured successfully")
     else:
         finish(results, "complete")
     append_summary(options.summary_path, results)
-    ok = sum(r["ok"] for r in results.rounds)
+    ok = sum(r.ok for r in results.rounds)
     return SuiteOutcome(suite.name, results.path, results.status, ok, len(results.rounds) - ok, results.error)
 
 
 def new_results(p: Plan, suite: Suite, machine: dict, options: BenchOptions) -> ResultsFile:
-    side = {name: {"sha": sha, "fingerprint": {**machine, "git": fingerprint.checkout(p.repo, sha)}}
-            for name, sha in (("base", p.base_sha), ("head", p.head_sha))}
+    """The suite's results file, written before any round; `BenchError` when what it would record
+    does not fit the model (a fingerprint too large, a repository name too long)."""
     settings = {"rounds": p.rounds, "warmup": p.warmup, "max_rounds": p.max_rounds,
                 "timeout": p.round_timeout(suite), "aa": options.aa, "order": "ABBA",
                 "stop_on_failure": options.stop_on_failure}
     name = options.repo_name or p.repo.name
-    return ResultsFile(p.paths[suite.name], suite.name, name, side["base"], side["head"], suite.metrics,
-                       settings)
+    path = p.paths[suite.name]
+    try:
+        base, head = (Revision(sha=sha, fingerprint={**machine, "git": fingerprint.checkout(p.repo, sha)})
+                      for sha in (p.base_sha, p.head_sha))
+        results = ResultsFile(path, suite.name, name, base, head, suite.metrics, settings)
+        results.write()
+    except ValidationError as error:
+        raise BenchError(f"{path}: this run cannot be recorded: {problem(error)}") from None
+    return results
 
 
 def finish(results: ResultsFile, status: str, error: str | None = None) -> None:
-    after = fingerprint.clocks()
-    results.base["fingerprint"]["after"] = after
-    results.head["fingerprint"]["after"] = after
-    results.finish(status, error)
+    results.finish(status, error, after=fingerprint.clocks())
 
 
 def set_up(suite: Suite, trees: dict[str, Path], scratch: Path, timeout: float,
@@ -217,13 +223,11 @@ def measure(p: Plan, suite: Suite, trees: dict[str, Path], scratch: Path, result
 
 def samples(results: ResultsFile) -> dict[str, adaptive.MetricSamples]:
     """Each measured metric's round values per side, with its direction, for the adaptive rule."""
-    found: dict[str, adaptive.MetricSamples] = {}
-    for name, spec in results.metrics().items():
-        values = {side: [r["metrics"][name] for r in results.rounds
-                         if r["ok"] and r["side"] == side and name in r["metrics"]]
-                  for side in ("base", "head")}
-        found[name] = adaptive.MetricSamples(values["base"], values["head"], spec["better"])
-    return found
+    measured = results.snapshot()
+    base, head = SIDES
+    return {name: adaptive.MetricSamples(measured.values(base, name), measured.values(head, name),
+                                         spec.better)
+            for name, spec in measured.metrics.items()}
 
 
 def context(trees: dict[str, Path], scratch: Path, suite: Suite, side: str, index: int) -> RoundContext:
@@ -240,4 +244,4 @@ def append_summary(path: Path | None, results: ResultsFile) -> None:
     if path is None:
         return
     with path.open("a", encoding="utf-8") as stream:
-        stream.write(summary.markdown(results.to_dict()) + "\n")
+        stream.write(summary.markdown(results.snapshot()) + "\n")

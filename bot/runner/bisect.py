@@ -181,5 +181,5 @@ class _Runner:
         """The significance level of one judgement: split over the looks that adaptive rounds
         may take, as `perfbot compare` does, so that peeking does not raise false alarms."""
         rounds = self.options.rounds or self.config.bench.rounds
-        looks = max(rounds, self.options.max_rounds or rounds) - rounds + 1
+        looks = results.looks(rounds, self.options.max_rounds or rounds)
         return stats.alpha_per_look(self.options.alpha, looks)

@@ -1,9 +1,12 @@
-"""The results file (schema ``perfbot.results/1``), rewritten atomically after every round.
+"""Writing the results file of a run: the `Results` model of `bot.core.judge.results`, built round
+by round and rewritten atomically after every one, so that an interrupted run still leaves what it
+measured.
 
-Keys beyond the contract in ARCHITECTURE.md, for readers that want them: ``status`` (``running`` while
-rounds go on, then ``complete``, ``stopped`` when the run ended early, or ``failed`` when no round could
-be measured), ``error`` (why it stopped), ``warmups`` (outcome of each uncounted warm-up round) and
-``options`` (how the run was asked for). A round is ``ok`` only when it was measured.
+Beyond what `perfbot compare` needs, the file says how the run went: ``status`` (``running`` while
+rounds go on, then ``complete``, ``stopped`` when the run ended early, or ``failed`` when no round
+could be measured), ``error`` (why it stopped), ``warmups`` (the uncounted warm-up rounds) and
+``options`` (how the run was asked for); docs/runner.md describes the format. A round is ``ok`` only
+when it was measured and its metrics fit the model.
 """
 
 from __future__ import annotations
@@ -13,66 +16,88 @@ import os
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
 
 from bot.core.config.schema import MetricDeclaration
+from bot.core.judge.results import SCHEMA, MetricSpec, Results, Revision, Round, Side, Warmup, problem
 
 from .fingerprint import now
-
-SCHEMA = "perfbot.results/1"
 
 
 @dataclass
 class ResultsFile:
+    """The results file of one suite's run, written again after every change."""
+
     path: Path
     suite: str
     repo: str
-    base: dict
-    head: dict
+    base: Revision
+    head: Revision
     declared: dict[str, MetricDeclaration]
-    options: dict
+    options: dict[str, Any]
     started_at: str = field(default_factory=now)
-    rounds: list[dict] = field(default_factory=list)
-    warmups: list[dict] = field(default_factory=list)
+    rounds: list[Round] = field(default_factory=list)
+    warmups: list[Warmup] = field(default_factory=list)
     learned: dict[str, MetricDeclaration] = field(default_factory=dict)
     status: str = "running"
     error: str | None = None
     finished_at: str | None = None
 
-    def add_round(self, side: str, index: int, ok: bool, error: str | None, metrics: dict[str, float],
-                  declarations: dict[str, MetricDeclaration]) -> None:
+    def add_round(self, side: Side, index: int, ok: bool, error: str | None, metrics: dict[str, float],
+                  declarations: dict[str, MetricDeclaration]) -> Round:
+        """Record a round; one whose metrics the model refuses is recorded as failed, saying why."""
         self.learned.update(declarations)
-        self.rounds.append({"side": side, "index": index, "ok": ok, "error": error,
-                            "metrics": dict(metrics) if ok else {}})
+        undeclared = sorted(set(metrics) - set(self.declared) - set(self.learned)) if ok else []
+        if undeclared:
+            measured = _refused(side, index, f"metric {undeclared[0]} has no unit and direction declared")
+        else:
+            try:
+                measured = Round(side=side, index=index, ok=ok, error=error, metrics=metrics if ok else {})
+            except ValidationError as refused:
+                measured = _refused(side, index, problem(refused))
+        self.rounds.append(measured)
+        self.write()
+        return measured
+
+    def add_warmup(self, side: Side, ok: bool, error: str | None) -> None:
+        self.warmups.append(Warmup(side=side, ok=ok, error=error))
         self.write()
 
-    def add_warmup(self, side: str, ok: bool, error: str | None) -> None:
-        self.warmups.append({"side": side, "ok": ok, "error": error})
-        self.write()
-
-    def finish(self, status: str, error: str | None = None) -> None:
+    def finish(self, status: str, error: str | None = None, after: dict[str, Any] | None = None) -> None:
+        """End the run; ``after``: the machine's readings at the end, added to both fingerprints."""
+        if after is not None:
+            self.base, self.head = (
+                Revision(sha=revision.sha, fingerprint={**revision.fingerprint, "after": after})
+                for revision in (self.base, self.head))
         self.status, self.error, self.finished_at = status, error, now()
         self.write()
 
-    def metrics(self) -> dict[str, dict]:
+    def metrics(self) -> dict[str, MetricSpec]:
         """Declarations of every metric some measured round reported, in a stable order."""
-        seen = {name for r in self.rounds if r["ok"] for name in r["metrics"]}
+        seen = {name for r in self.rounds if r.ok for name in r.metrics}
         known = {**self.declared, **self.learned}
-        return {name: {"unit": known[name].unit, "better": known[name].better}
-                for name in sorted(seen) if name in known}
+        return {name: MetricSpec(unit=known[name].unit, better=known[name].better) for name in sorted(seen)}
 
-    def to_dict(self) -> dict:
-        return {
-            "schema": SCHEMA, "suite": self.suite, "repo": self.repo, "base": self.base, "head": self.head,
-            "metrics": self.metrics(), "rounds": self.rounds, "started_at": self.started_at,
-            "finished_at": self.finished_at, "status": self.status, "error": self.error,
-            "warmups": self.warmups, "options": self.options,
-        }
+    def snapshot(self) -> Results:
+        """The file as it stands."""
+        return Results.model_validate({
+            "schema": SCHEMA, "suite": self.suite, "repo": self.repo, "base": self.base,
+            "head": self.head, "metrics": self.metrics(), "rounds": self.rounds,
+            "started_at": self.started_at, "finished_at": self.finished_at, "status": self.status,
+            "error": self.error, "warmups": self.warmups, "options": self.options,
+        })
 
     def write(self) -> None:
-        write_json(self.path, self.to_dict())
+        write_json(self.path, self.snapshot().model_dump(mode="json", by_alias=True))
 
 
-def write_json(path: Path, data: dict) -> None:
+def _refused(side: Side, index: int, why: str) -> Round:
+    return Round(side=side, index=index, ok=False, error=f"measured, but not a valid result: {why}")
+
+
+def write_json(path: Path, data: dict[str, Any]) -> None:
     """Replace ``path`` in one step, so a reader never sees half a file."""
     path.parent.mkdir(parents=True, exist_ok=True)
     handle, temporary = tempfile.mkstemp(prefix=path.name, suffix=".part", dir=path.parent)

@@ -1,4 +1,7 @@
-"""Risk review of a pull request: diff -> score -> one sticky comment, a check and a label."""
+"""Risk review of a pull request, as gather -> plan -> apply: read the head, the diff and the default
+branch's config; let the core plan the review (`bot.core.review.plan`); publish what it says (one
+sticky comment, a check, a label) and save the review.
+"""
 
 from __future__ import annotations
 
@@ -6,12 +9,10 @@ import logging
 from dataclasses import dataclass
 
 from bot.core.config import source as config_source
-from bot.core.config.schema import ConfigError, RepoConfig
+from bot.core.config.schema import RepoConfig
 from bot.core.config.source import ConfigSource
-from bot.core.render import comment as render_comment
-from bot.core.risk import diff as diffs
-from bot.core.risk import ruleset
-from bot.core.risk import scoring as risk
+from bot.core.review import plan as reviewing
+from bot.core.risk.scoring import RiskReport
 
 from .ports import CheckResult, GitHub, PullRequestGone, Review
 from .router import Router
@@ -19,11 +20,6 @@ from .services import Services
 
 router = Router()
 log = logging.getLogger("perfbot.review")
-
-CHECK_NAME = "perfbot / risk"
-LABEL_PREFIX = "perf-risk: "
-LABELLED_LEVELS = ("high", "medium")
-REVIEWED_ACTIONS = ("opened", "synchronize", "reopened", "ready_for_review", "edited")
 
 
 @dataclass(frozen=True)
@@ -72,22 +68,22 @@ def on_pull_request(payload: dict, services: Services) -> None:
         if github.pull_head_sha(ref.repo, ref.number) != ref.head_sha:
             log.info("superseded by a newer push; skipped", extra={"repo": ref.repo, "pr": ref.number})
             return
-        report, config_error = assess(github, ref)
-        publish(github, services, ref, report, config_error)
+        apply(github, services, ref, reviewing.plan(gather(github, ref)))
     except PullRequestGone:
         log.info("pull request gone; dropped", extra={"repo": ref.repo, "pr": ref.number})
 
 
-def assess(github: GitHub, ref: PullRef) -> tuple[risk.RiskReport, str | None]:
-    """Score the PR's diff under the config of the default branch (never the PR head's)."""
+def gather(github: GitHub, ref: PullRef) -> reviewing.PullFacts:
+    """What the review decides on: the config of the default branch (never the PR head's), then the
+    diff."""
     config, error = default_branch_config(github, ref)
-    parsed = diffs.parse(github.pull_diff(ref.repo, ref.number))
-    paths = [f.path for f in parsed.files]
-    try:
-        rules = ruleset.build(config, paths)
-    except ConfigError as problem:  # valid YAML and schema, but e.g. disables a rule that does not exist
-        rules, error = ruleset.build(RepoConfig(), paths), str(problem)
-    return risk.score(parsed, rules), error
+    diff = github.pull_diff(ref.repo, ref.number)
+    return reviewing.PullFacts(ref.html_url, ref.head_sha, ref.default_branch, diff, config, error)
+
+
+def assess(github: GitHub, ref: PullRef) -> tuple[RiskReport, str | None]:
+    """Score the PR's diff under the config of the default branch (never the PR head's)."""
+    return reviewing.assess(gather(github, ref))
 
 
 def default_branch_config(github: GitHub, ref: PullRef) -> tuple[RepoConfig, str | None]:
@@ -96,27 +92,16 @@ def default_branch_config(github: GitHub, ref: PullRef) -> tuple[RepoConfig, str
     return config_source.read_or_defaults(text, source)
 
 
-def publish(
-    github: GitHub, services: Services, ref: PullRef, report: risk.RiskReport, config_error: str | None
-) -> None:
-    context = render_comment.PullContext(ref.html_url, ref.head_sha, ref.default_branch, config_error)
-    comment_id = github.upsert_comment(
-        ref.repo, ref.number, render_comment.MARKER, render_comment.comment_body(report, context)
-    )
-    github.publish_check(ref.repo, check_result(report, context))
-    wanted = LABEL_PREFIX + report.level if report.level in LABELLED_LEVELS else None
-    github.sync_labels(ref.repo, ref.number, LABEL_PREFIX, wanted)
+def apply(github: GitHub, services: Services, ref: PullRef, plan: reviewing.ReviewPlan) -> None:
+    comment_id = github.upsert_comment(ref.repo, ref.number, plan.comment.marker, plan.comment.body)
+    check = plan.check
+    github.publish_check(ref.repo, CheckResult(check.name, check.head_sha, check.conclusion, check.title,
+                                               check.summary))
+    github.sync_labels(ref.repo, ref.number, plan.label.prefix, plan.label.wanted)
+    record = plan.record
     services.store.save_review(
-        Review(ref.repo, ref.number, ref.head_sha, report.score, report.level, comment_id)
+        Review(ref.repo, ref.number, record.head_sha, record.score, record.level, comment_id)
     )
     log.info(
-        "reviewed", extra={"repo": ref.repo, "pr": ref.number, "score": report.score, "level": report.level}
+        "reviewed", extra={"repo": ref.repo, "pr": ref.number, "score": record.score, "risk": record.level}
     )
-
-
-def check_result(report: risk.RiskReport, context: render_comment.PullContext) -> CheckResult:
-    """Risk informs, it never blocks: 'neutral' when it is worth a look, else 'success'."""
-    conclusion = "neutral" if report.level in LABELLED_LEVELS else "success"
-    title = f"Performance risk: {report.level} ({report.score}/100)"
-    summary = render_comment.fit(render_comment.review_markdown(report, context))
-    return CheckResult(CHECK_NAME, context.head_sha, conclusion, title, summary)

@@ -164,3 +164,12 @@ def test_a_suite_s_own_timeout_applies_unless_the_command_line_gives_one(bench_r
     assert load(outcome)["rounds"][0]["error"] == "slow: timed out after 0.5s and was killed"
     (outcome,), _ = run(repo, base, head, tmp_path, suites=["slow"], config=config, rounds=1, warmup=0, timeout=60)
     assert outcome.ok_rounds == 2
+
+
+def test_a_run_the_results_file_cannot_record_is_refused_before_any_round(bench_repo, tmp_path, monkeypatch):
+    repo, base, head = bench_repo
+    monkeypatch.setattr(fingerprint, "machine", lambda python: {"env": {f"NCCL_{i}": "1" for i in range(6000)}})
+    with pytest.raises(bench.BenchError, match=r"results.json: this run cannot be recorded: "
+                                               r"fingerprint: more than 5000 values$"):
+        run(repo, base, head, tmp_path, rounds=1, warmup=0)
+    assert not list((tmp_path / "out").glob("*.json"))

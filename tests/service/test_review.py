@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from bot.core.render.comment import MARKER
-from bot.service import review
+from bot.core.review import plan as reviewing
 from bot.service.routes import ROUTER
 from bot.service.services import Services
 from tests.service import diffs
@@ -156,7 +156,7 @@ def test_check_result_summary_is_the_review_without_the_marker(services, github)
     ROUTER.dispatch("pull_request", payload(), services)
     check = github.checks[0][1]
     assert MARKER not in check.summary and check.title.startswith("Performance risk: high")
-    assert check.name == review.CHECK_NAME
+    assert check.name == reviewing.CHECK_NAME
 
 
 def test_a_config_naming_an_unknown_rule_falls_back_to_defaults_and_says_so(services, github):

@@ -26,6 +26,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from bot.core.text import clip
+
 READING_TOLERANCE = 0.10
 MAX_VALUE_CHARS = 200
 
@@ -202,4 +204,4 @@ def _shown(value: Any, present: bool) -> str | None:
     if not present:
         return None
     text = value if isinstance(value, str) else _canonical(value)
-    return text if len(text) <= MAX_VALUE_CHARS else text[:MAX_VALUE_CHARS] + "…"
+    return clip(text, MAX_VALUE_CHARS + 1)  # the value's first MAX_VALUE_CHARS, then the ellipsis

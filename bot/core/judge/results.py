@@ -1,14 +1,16 @@
-"""The results file of `perfbot bench run` (schema `perfbot.results/1`): its model and validation.
+"""The results file of `perfbot bench run` (schema `perfbot.results/1`): the one model that the
+runner builds and writes and `perfbot compare` reads back and validates.
 
 Results come back from GPU runners and are untrusted: everything is size-capped, every value is
-checked, and every problem becomes one `ResultsError` line that names where it is.
+checked, and every problem becomes one `ResultsError` line that names where it is. A file is well
+formed while its run is still starting; `load` also wants rounds of both sides, to have something
+to judge.
 """
 
 from __future__ import annotations
 
 import json
 import math
-import re
 from typing import Annotated, Any, Literal
 
 from pydantic import (
@@ -20,6 +22,8 @@ from pydantic import (
     field_validator,
     model_validator,
 )
+
+from bot.core.text import clip, printable
 
 SCHEMA = "perfbot.results/1"
 MAX_METRICS = 200
@@ -38,9 +42,7 @@ class ResultsError(ValueError):
 
 def _truncate_error(value: Any) -> Any:
     """Runners put whole tracebacks in `error`; keep the start, which says what failed."""
-    if isinstance(value, str) and len(value) > MAX_ERROR_CHARS:
-        return value[:MAX_ERROR_CHARS] + "…"
-    return value
+    return clip(value, MAX_ERROR_CHARS + 1) if isinstance(value, str) else value
 
 
 MetricName = Annotated[str, Field(pattern=METRIC_NAME)]
@@ -107,8 +109,23 @@ class Round(_Model):
         return self
 
 
+class Warmup(_Model):
+    """An uncounted warm-up round: which side ran it and whether it ran."""
+
+    side: Side
+    ok: bool
+    error: ErrorText = None
+
+
+def looks(rounds: int, max_rounds: int) -> int:
+    """How many times an adaptive run of ``rounds`` to ``max_rounds`` rounds per side may look at
+    its data before it stops: once per round count from the minimum to the maximum (1 for a run of
+    fixed length). Its verdicts share the false-alarm rate among these looks."""
+    return max(1, min(max_rounds - rounds + 1, MAX_ROUNDS))
+
+
 class Results(_Model):
-    """A validated results file."""
+    """A results file: what was run where, the metrics' declarations, and every round."""
 
     schema_: Annotated[Literal["perfbot.results/1"], Field(alias="schema")]
     suite: Annotated[str, Field(min_length=1, max_length=100)]
@@ -123,6 +140,7 @@ class Results(_Model):
     # asked for (rounds, max_rounds, ...).
     status: Annotated[str | None, Field(max_length=32)] = None
     error: ErrorText = None
+    warmups: Annotated[list[Warmup], Field(max_length=MAX_ROUNDS)] = []
     options: dict[str, Any] = {}
 
     @field_validator("options")
@@ -134,13 +152,12 @@ class Results(_Model):
 
     @property
     def looks(self) -> int:
-        """How many times an adaptive run could have looked at its data before stopping: one per
-        round count from ``options.rounds`` (the minimum) to ``options.max_rounds``, as
-        `bot.runner.adaptive` counts them; 1 for a run of fixed length."""
+        """The `looks` of the run, from ``options.rounds`` and ``options.max_rounds``; 1 when the
+        file does not say."""
         low, high = self.options.get("rounds"), self.options.get("max_rounds")
         if not all(isinstance(v, int) and not isinstance(v, bool) for v in (low, high)):
             return 1
-        return max(1, min(high - low + 1, MAX_ROUNDS))
+        return looks(low, high)
 
     @model_validator(mode="after")
     def _consistent(self) -> Results:
@@ -155,9 +172,6 @@ class Results(_Model):
             if unknown:
                 raise ValueError(f"rounds[{position}]: metric {unknown[0]} is not declared in "
                                  "'metrics'")
-        for side in SIDES:
-            if not any(r.side == side for r in self.rounds):
-                raise ValueError(f"no rounds for the {side} side")
         return self
 
     def revision(self, side: Side) -> Revision:
@@ -185,11 +199,20 @@ def load(data: str | bytes, source: str = "results") -> Results:
     parsed = _parse_json(data, source)
     _check_schema(parsed, source)
     try:
-        return Results.model_validate(parsed)
+        loaded = Results.model_validate(parsed)
     except ValidationError as error:
-        problems = error.errors()
-        more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
-        raise ResultsError(f"{source}: {_describe(problems[0])}{more}") from None
+        raise ResultsError(f"{source}: {problem(error)}") from None
+    for side in SIDES:
+        if not loaded.rounds_of(side):
+            raise ResultsError(f"{source}: no rounds for the {side} side")
+    return loaded
+
+
+def problem(error: ValidationError) -> str:
+    """What the model refused, in one line that names where."""
+    problems = error.errors()
+    more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+    return f"{_describe(problems[0])}{more}"
 
 
 def _parse_json(text: str, source: str) -> Any:
@@ -223,13 +246,10 @@ def _json_type(value: Any) -> str:
         type(value), "a number")
 
 
-_UNPRINTABLE = re.compile(r"[\x00-\x1f\x7f-\x9f]")
-
-
 def _clip(text: str, limit: int = 40) -> str:
-    """A piece of untrusted input fit for a one-line error: printable and short."""
-    text = _UNPRINTABLE.sub("?", text)
-    return text if len(text) <= limit else text[:limit] + "…"
+    """A piece of untrusted input fit for a one-line error: printable, ``limit`` characters at most
+    before the ellipsis."""
+    return clip(printable(text), limit + 1)
 
 
 def _describe(error: dict[str, Any]) -> str:

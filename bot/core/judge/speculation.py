@@ -9,7 +9,7 @@ verify-step) to what they mean; renderers take their labels from here too.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
 from bot.core.judge.quantities import number, percent
@@ -77,7 +77,7 @@ class Judged(Protocol):
     def unit(self) -> str: ...
 
 
-@dataclass(slots=True)
+@dataclass(frozen=True, slots=True)
 class SpeculationJudgement:
     """Speedup of speculation over not speculating, before and after, and the cause of a change."""
 
@@ -86,17 +86,17 @@ class SpeculationJudgement:
     status_before: Status | None
     status_after: Status | None
     cause: Cause
-    sentences: list[str] = field(default_factory=list)
+    sentences: tuple[str, ...] = ()
 
     @property
     def stopped_paying(self) -> bool:
-        return self.status_after == "costs" and self.status_before != "costs"
+        return _stopped_paying(self.status_before, self.status_after)
 
     def to_dict(self) -> dict[str, Any]:
         return {"speedup_before": self.speedup_before, "speedup_after": self.speedup_after,
                 "status_before": self.status_before, "status_after": self.status_after,
                 "stopped_paying": self.stopped_paying, "cause": self.cause,
-                "sentences": self.sentences}
+                "sentences": list(self.sentences)}
 
 
 def label(name: str) -> str:
@@ -112,10 +112,13 @@ def judge(metrics: Mapping[str, Judged], min_effect: float) -> SpeculationJudgem
     before, after = _speedups(metrics)
     status_before, status_after = _status(before, min_effect), _status(after, min_effect)
     cause = _cause(metrics, min_effect)
-    result = SpeculationJudgement(before, after, status_before, status_after, cause)
-    result.sentences += _speed_sentences(metrics, result)
-    result.sentences += _cause_sentences(metrics, cause, min_effect)
-    return result
+    sentences = _speed_sentences(metrics, (before, after), (status_before, status_after)) + \
+        _cause_sentences(metrics, cause, min_effect)
+    return SpeculationJudgement(before, after, status_before, status_after, cause, tuple(sentences))
+
+
+def _stopped_paying(before: Status | None, after: Status | None) -> bool:
+    return after == "costs" and before != "costs"
 
 
 def _speedups(metrics: Mapping[str, Judged]) -> tuple[float | None, float | None]:
@@ -142,20 +145,22 @@ def _status(speedup: float | None, min_effect: float) -> Status | None:
     return "costs" if speedup <= 1 - min_effect else "break-even"
 
 
-def _speed_sentences(metrics: Mapping[str, Judged], result: SpeculationJudgement) -> list[str]:
-    after = result.speedup_after
+def _speed_sentences(metrics: Mapping[str, Judged], speedups: tuple[float | None, float | None],
+                     statuses: tuple[Status | None, Status | None]) -> list[str]:
+    """What the speedup before and after (base, head) says; statuses: theirs, the same way."""
+    before, after = speedups
+    status_before, status_after = statuses
     if after is None:
         return []
     now = _versus(metrics, "head", after)
-    was = "" if result.speedup_before is None else \
-        f" (before: {_versus(metrics, 'base', result.speedup_before, brief=True)})"
-    if result.stopped_paying:
+    was = "" if before is None else f" (before: {_versus(metrics, 'base', before, brief=True)})"
+    if _stopped_paying(status_before, status_after):
         return [f"Speculation no longer pays: {now}{was}."]
-    if result.status_after == "costs":
+    if status_after == "costs":
         return [f"Speculation does not pay, before or after this change: {now}{was}."]
-    if result.status_after == "break-even":
+    if status_after == "break-even":
         return [f"Speculation is at break-even: {now}{was}."]
-    if result.status_before in ("costs", "break-even"):
+    if status_before in ("costs", "break-even"):
         return [f"Speculation pays again: {now}{was}."]
     return [f"Speculation still pays: {now}{was}."]
 

@@ -33,7 +33,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import warnings
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -54,6 +54,9 @@ MIN_ROUNDS = 5
 MAX_EXTRA_ROUNDS = 1000
 OUTLIER_MADS = 5.0
 OUTLIER_SHARE = 0.2
+
+WITHHELD_WARNING = ("base and head ran in different environments (see the environment diff): no "
+                    "regression or improvement is claimed")
 
 # Order of rows in a report and precedence of the overall verdict.
 VERDICT_ORDER: tuple[Verdict, ...] = ("regression", "error", "inconclusive", "improvement", "unchanged")
@@ -144,18 +147,18 @@ class Settings:
     looks: int = 1
 
 
-@dataclass(slots=True)
+@dataclass(frozen=True, slots=True)
 class Comparison:
-    """The judgement of a whole results file."""
+    """The judgement of a whole results file, as `decide` builds it."""
 
     verdict: Verdict
-    metrics: list[MetricJudgement]
-    environment: list[envdiff.EnvDifference]
+    metrics: tuple[MetricJudgement, ...]  # in report order: worst verdict, then largest change first
+    environment: tuple[envdiff.EnvDifference, ...]
     speculation: speculation.SpeculationJudgement | None
     settings: Settings
-    notes: list[str] = field(default_factory=list)
-    warnings: list[str] = field(default_factory=list)
-    rounds: dict[str, int] = field(default_factory=dict)  # successful rounds per side
+    notes: tuple[str, ...] = ()
+    warnings: tuple[str, ...] = ()
+    rounds: Mapping[str, int] = field(default_factory=dict)  # successful rounds per side
     drifted: bool = False  # a setting that counts changed during a side's run
 
     @property
@@ -181,10 +184,10 @@ class Comparison:
     @property
     def withheld(self) -> bool:
         """No claim is made because the environment differed by side or changed during the run."""
-        return self.environment_differs or self.drifted
+        return _withholds(self.environment, self.drifted)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"verdict": self.verdict, "rounds": self.rounds,
+        return {"verdict": self.verdict, "rounds": dict(self.rounds),
                 "metrics": [m.to_dict() for m in self.metrics],
                 "environment_diff": [d.to_dict() for d in self.environment],
                 "speculation": self.speculation.to_dict() if self.speculation else None,
@@ -192,7 +195,11 @@ class Comparison:
                 "method": {"min_effect": self.settings.min_effect, "alpha": self.settings.alpha,
                            "looks": self.settings.looks, "confidence": self.settings.confidence,
                            "seed": self.settings.seed},
-                "notes": self.notes, "warnings": self.warnings}
+                "notes": list(self.notes), "warnings": list(self.warnings)}
+
+
+def _withholds(environment: Sequence[envdiff.EnvDifference], drifted: bool) -> bool:
+    return envdiff.differs(environment) or drifted
 
 
 def _heading_worse(m: MetricJudgement, settings: Settings) -> bool:
@@ -252,22 +259,21 @@ def decide(results: Results, min_effect: float = DEFAULT_MIN_EFFECT, alpha: floa
                        family=len(names)) for n, f, p in zip(names, found, adjusted, strict=True)]
     ignore_env = tuple(ignore_env)
     environment = envdiff.diff(results.base.fingerprint, results.head.fingerprint, ignore_env)
-    comparison = Comparison("unchanged", judged, environment, None, settings,
-                            rounds={side: len(results.rounds_of(side)) - len(results.failures(side))
-                                    for side in SIDES})
     drifted = _drift_warnings(results, ignore_env)
-    comparison.warnings += drifted
-    comparison.drifted = bool(drifted)
-    withheld = comparison.withheld
-    if withheld:
-        _withhold_claims(comparison)
-    comparison.metrics.sort(key=_report_order)
-    comparison.speculation = speculation.judge({m.name: m for m in comparison.metrics}, min_effect)
-    comparison.notes += _run_notes(results) + _metric_notes(comparison.metrics)
-    comparison.verdict = overall(m.verdict for m in comparison.metrics)
-    if withheld and comparison.verdict != "error":
-        comparison.verdict = "inconclusive"  # not even "unchanged": the machine may mask a change
-    return comparison
+    withheld = _withholds(environment, bool(drifted))
+    if withheld:  # different environments: keep the numbers, take back every claim of a change
+        judged = [_without_claim(m) for m in judged]
+    metrics = tuple(sorted(judged, key=_report_order))
+    verdict = overall(m.verdict for m in metrics)
+    if withheld and verdict != "error":
+        verdict = "inconclusive"  # not even "unchanged": the machine may mask a change
+    return Comparison(
+        verdict, metrics, tuple(environment),
+        speculation.judge({m.name: m for m in metrics}, min_effect), settings,
+        notes=tuple(_run_notes(results) + _metric_notes(metrics)),
+        warnings=tuple(drifted + ([WITHHELD_WARNING] if withheld else [])),
+        rounds={side: len(results.rounds_of(side)) - len(results.failures(side)) for side in SIDES},
+        drifted=bool(drifted))
 
 
 def overall(verdicts: Iterable[Verdict]) -> Verdict:
@@ -463,22 +469,18 @@ def _bootstrap_ratio(base: np.ndarray, head: np.ndarray, ratio: float, confidenc
     return (low, high) if math.isfinite(low) and math.isfinite(high) else None
 
 
-def _withhold_claims(comparison: Comparison) -> None:
-    """Different environments: keep the numbers, take back every claim of a change."""
-    comparison.warnings.append("base and head ran in different environments (see the environment "
-                               "diff): no regression or improvement is claimed")
-    for index, m in enumerate(comparison.metrics):
-        if m.verdict in ("regression", "improvement"):
-            comparison.metrics[index] = dataclasses.replace(
-                m, verdict="inconclusive", extra_rounds=None,
-                reason=f"would be a {m.verdict}, but the environments differ")
+def _without_claim(m: MetricJudgement) -> MetricJudgement:
+    if m.verdict not in ("regression", "improvement"):
+        return m
+    return dataclasses.replace(m, verdict="inconclusive", extra_rounds=None,
+                               reason=f"would be a {m.verdict}, but the environments differ")
 
 
 def _report_order(m: MetricJudgement) -> tuple[int, float, str]:
     return VERDICT_ORDER.index(m.verdict), -abs(m.change or 0.0), m.name
 
 
-def _metric_notes(metrics: list[MetricJudgement]) -> list[str]:
+def _metric_notes(metrics: Sequence[MetricJudgement]) -> list[str]:
     notes = [f"{m.name}: the head rounds are spread differently from the base rounds "
              f"(Kolmogorov-Smirnov p={m.estimate.p_ks:.2g}) although the median did not move "
              "measurably; look at the per-round values" for m in metrics if m.shape_changed]

@@ -1,7 +1,8 @@
 """The sticky PR comment of a risk review: Markdown bounded far below GitHub's 65,536 characters.
 
 Every part has a fixed item count and every item a clipped length, so the size is bounded by
-construction whatever the PR's size; `fit` is a last guard, never the plan.
+construction whatever the PR's size; `markdown.fit` is a last guard, never the plan. The review is
+rendered once: the comment is the review under a marker, the check run's summary the review itself.
 """
 
 from __future__ import annotations
@@ -9,8 +10,9 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass
 
-from bot.core.render.risk import escape_md
+from bot.core.render.markdown import code, escape_md, fit
 from bot.core.risk.scoring import FileRisk, RiskReport, Signal
+from bot.core.text import clip
 
 MARKER = "<!-- perfbot:risk-review -->"
 GITHUB_LIMIT = 65_536
@@ -61,11 +63,17 @@ def next_step(level: str) -> str:
 
 def comment_body(report: RiskReport, pull: PullContext) -> str:
     """The whole comment, marker first so the bot finds its own comment again."""
-    return fit(f"{MARKER}\n{review_markdown(report, pull)}")
+    return with_marker(review_markdown(report, pull))
+
+
+def with_marker(review: str) -> str:
+    """The comment that carries a rendered review."""
+    return f"{MARKER}\n{review}"
 
 
 def review_markdown(report: RiskReport, pull: PullContext) -> str:
-    """The review without the marker (also the check run's summary)."""
+    """The review without the marker (also the check run's summary), within the budget with the
+    marker added."""
     parts = [
         _headline(report),
         _reasons(report, pull),
@@ -75,14 +83,7 @@ def review_markdown(report: RiskReport, pull: PullContext) -> str:
         f"**What happens next:** {next_step(report.level)}",
         _footer(report, pull),
     ]
-    return "\n\n".join(p for p in parts if p) + "\n"
-
-
-def fit(text: str, limit: int = BUDGET) -> str:
-    if len(text) <= limit:
-        return text
-    cut = text.rfind("\n", 0, limit - 80)
-    return text[: cut if cut > 0 else limit - 80] + "\n\n…(truncated to fit GitHub's comment limit)\n"
+    return fit(parts, BUDGET - len(MARKER) - 1)
 
 
 def _headline(report: RiskReport) -> str:
@@ -166,8 +167,9 @@ def _files_url(pull: PullContext) -> str:
 
 
 def _clip(text: str, limit: int) -> str:
-    return text if len(text) <= limit else text[: limit // 2 - 1] + "…" + text[-(limit // 2 - 1) :]
+    # The middle goes: a path's directory and file name, a message's start and end say the most.
+    return clip(text, limit, keep="ends")
 
 
 def _code(text: str) -> str:
-    return _clip(text, MAX_TEXT).replace("`", "'").replace("\n", " ").replace("|", "\\|")
+    return code(_clip(text, MAX_TEXT))

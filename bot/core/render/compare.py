@@ -1,15 +1,14 @@
 """Render a comparison (`stats.Comparison`) as terminal text and as the Markdown a PR shows.
 
-Everything that came from the results file is escaped (Markdown) or stripped of control
-characters (text), and the Markdown stays under GitHub's 65,536-character comment limit for any
+Everything that came from the results file is escaped (Markdown, `bot.core.render.markdown`) or
+made printable (text), and the Markdown stays under GitHub's 65,536-character comment limit for any
 input: long tables are cut, and the report says so.
 """
 
 from __future__ import annotations
 
-import re
 import shlex
-from collections.abc import Iterable
+from collections.abc import Sequence
 
 from bot.core.judge import speculation
 from bot.core.judge.envdiff import EnvDifference, flatten
@@ -23,8 +22,8 @@ from bot.core.judge.stats import (
     MetricJudgement,
     Settings,
 )
-from bot.core.render.markdown import clip
-from bot.core.render.markdown import escape_md as _escape_md
+from bot.core.render.markdown import code_block, escape_md, fit
+from bot.core.text import clip, printable
 
 MAX_MARKDOWN_CHARS = 60_000  # GitHub refuses comments over 65,536; leave room for a wrapper
 MAX_METRIC_ROWS = 40
@@ -36,8 +35,6 @@ REPRODUCE = ("perfbot bench run --base {base} --head {head} --suite {suite} --ou
 
 _ICON = {"regression": "🔴", "improvement": "🟢", "unchanged": "⚪", "inconclusive": "🟡",
          "error": "❌"}
-_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
-_CONTROL_BUT_LINE_BREAKS = re.compile(r"[\x00-\x09\x0b\x0c\x0e-\x1f\x7f-\x9f]")
 _RUNNER_KEYS = ("host.name", "gpus.0.name", "driver", "torch.version", "torch.cuda", "torch.nccl",
                 "cpu.model")
 
@@ -109,7 +106,7 @@ def compare_markdown(results: Results, comparison: Comparison, reproduce: str | 
     blocks += [f"> **Note:** {escape_md(clip(n, MAX_TEXT))}" for n in comparison.notes[:10]]
     blocks += [_rounds_details(results, comparison), _method_details(results, comparison)]
     blocks.append(_reproduce_block(results, reproduce))
-    return _fit(blocks, MAX_MARKDOWN_CHARS)
+    return fit(blocks, MAX_MARKDOWN_CHARS)
 
 
 def _subline(results: Results, comparison: Comparison) -> str:
@@ -119,7 +116,7 @@ def _subline(results: Results, comparison: Comparison) -> str:
             f"{', '.join(counts)} · verdict **{comparison.verdict}**</sub>")
 
 
-def _metric_table(metrics: list[MetricJudgement]) -> str:
+def _metric_table(metrics: Sequence[MetricJudgement]) -> str:
     if not metrics:
         return "No metric was measured."
     lines = ["| metric | base | head | change | 95% CI | verdict |",
@@ -158,7 +155,7 @@ def _speculation_block(comparison: Comparison) -> list[str]:
     return ["**Speculation.** " + " ".join(escape_md(s) for s in spec.sentences)]
 
 
-def _environment_block(differences: list[EnvDifference]) -> str:
+def _environment_block(differences: Sequence[EnvDifference]) -> str:
     material = [d for d in differences if d.material]
     readings = [d for d in differences if not d.material]
     if not material:
@@ -243,29 +240,12 @@ def _runner_summary(results: Results) -> str:
 def _reproduce_block(results: Results, reproduce: str | None) -> str:
     command = reproduce if reproduce is not None else REPRODUCE.format(
         base=results.base.sha, head=results.head.sha, suite=_shell_word(results.suite))
-    lines = [_CONTROL.sub("", line) for line in clip(command, 2000).splitlines()]
-    # A line opening with a fence would close the code block early.
-    lines = [f" {line}" if line.lstrip().startswith("```") else line for line in lines]
-    return "**Reproduce:**\n\n```sh\n" + "\n".join(lines) + "\n```"
+    return "**Reproduce:**\n\n" + code_block(clip(command, 2000), "sh")
 
 
 def _shell_word(text: str) -> str:
     """A suite name fit for a copy-pasted shell line: printable, short, quoted when needed."""
-    return shlex.quote(_CONTROL.sub("", clip(text, 100)))
-
-
-def _fit(blocks: Iterable[str], limit: int) -> str:
-    """Join blocks, leaving out whole blocks (and saying so) once the next would pass the limit."""
-    kept, size, dropped = [], 0, 0
-    for block in blocks:
-        if size + len(block) + 2 > limit - 200:
-            dropped += 1
-            continue
-        kept.append(block)
-        size += len(block) + 2
-    if dropped:
-        kept.append(f"*{dropped} section(s) left out to stay under GitHub's comment size limit.*")
-    return "\n\n".join(kept) + "\n"
+    return shlex.quote(printable(clip(text, 100), replacement=""))
 
 
 # ---------------------------------------------------------------- text
@@ -273,43 +253,34 @@ def _fit(blocks: Iterable[str], limit: int) -> str:
 
 def compare_text(results: Results, comparison: Comparison) -> str:
     """The same report for a terminal: no Markdown, no control characters from the input."""
-    lines = [f"{comparison.verdict}: {_plain(headline(comparison))}",
-             f"suite {_plain(clip(results.suite, 100))}, base {results.base.sha[:12]}, head "
+    lines = [f"{comparison.verdict}: {printable(headline(comparison))}",
+             f"suite {printable(clip(results.suite, 100))}, base {results.base.sha[:12]}, head "
              f"{results.head.sha[:12]}; " + "; ".join(_round_summary(results, s) for s in SIDES), ""]
     lines += _text_table(comparison.metrics)
     if comparison.speculation and comparison.speculation.sentences:
-        lines += ["", "speculation:"] + [f"  {_plain(s)}" for s in comparison.speculation.sentences]
+        lines += ["", "speculation:"] + [f"  {printable(s)}" for s in comparison.speculation.sentences]
     if comparison.environment:
         lines += ["", "environment differences (most likely to matter first):"]
-        lines += [f"  {'*' if d.material else ' '} {_plain(clip(d.key, 80))}: "
-                  f"{_plain(clip(str(d.base), 60))} -> {_plain(clip(str(d.head), 60))}"
+        lines += [f"  {'*' if d.material else ' '} {printable(clip(d.key, 80))}: "
+                  f"{printable(clip(str(d.base), 60))} -> {printable(clip(str(d.head), 60))}"
                   for d in comparison.environment[:MAX_ENV_ROWS]]
         lines.append("  (* = counts as a different environment; others are live readings)")
-    lines += [f"warning: {_plain(clip(w, MAX_TEXT))}" for w in comparison.warnings]
-    lines += [f"note: {_plain(clip(n, MAX_TEXT))}" for n in comparison.notes]
+    lines += [f"warning: {printable(clip(w, MAX_TEXT))}" for w in comparison.warnings]
+    lines += [f"note: {printable(clip(n, MAX_TEXT))}" for n in comparison.notes]
     return "\n".join(lines) + "\n"
 
 
-def _text_table(metrics: list[MetricJudgement]) -> list[str]:
+def _text_table(metrics: Sequence[MetricJudgement]) -> list[str]:
     rows = [("metric", "base", "head", "change", "95% CI", "verdict")]
     for m in metrics:
         ci = m.estimate.ci
         interval = "-" if ci is None else f"{percent(ci[0] - 1)} .. {percent(ci[1] - 1)}"
         verdict = m.verdict + (f" (~{m.extra_rounds} more rounds)"
                                if m.verdict == "inconclusive" and m.extra_rounds else "")
-        unit = f" ({_plain(m.unit)})" if m.unit else ""
+        unit = f" ({printable(m.unit)})" if m.unit else ""
         rows.append((f"{m.name}{unit}", number(m.base_median), number(m.head_median),
                      percent(m.change), interval, verdict))
     widths = [max(len(r[i]) for r in rows) for i in range(5)]
     return ["  ".join(cell.ljust(w) if i == 0 else cell.rjust(w)
                       for i, (cell, w) in enumerate(zip(r[:5], widths, strict=True))) + "  " + r[5]
             for r in rows]
-
-
-def _plain(text: str) -> str:
-    return _CONTROL.sub("?", text)
-
-
-def escape_md(text: str) -> str:
-    """Markdown-escaped text without control characters (a terminal escape in a results file)."""
-    return _escape_md(_CONTROL_BUT_LINE_BREAKS.sub("", text))

@@ -139,3 +139,20 @@ def test_any_report_fits_in_a_github_comment(items, notes):
     report = RiskReport(99, "high", "generic", files, signals, warnings=notes, notes=notes)
     pull = PullContext("https://github.com/o/r/pull/1", "f" * 40, "x" * 5000, "e" * 5000)
     assert len(comment_body(report, pull)) < render_comment.GITHUB_LIMIT
+
+
+def test_hostile_text_cannot_notify_link_or_hide(file_regression):
+    """Paths, descriptions, notes and config errors come from the PR and its repository."""
+    path = "python/@octocat/\u202eyp.evil\u202c/www.evil.example/k\u200bernel.py"
+    hot = Signal("path.x", "path", "p", 50, "see https://evil.example/x and ping @org/team", path,
+                 "f\u2066n", 3, "new", "&#64;admin `x`")
+    report = RiskReport(
+        50, "medium", "generic", [FileRisk(path, None, "modified", False, 1, 0, 50, None, [hot])], [hot],
+        notes=["mail admin@example.com &#x202E;"],
+    )
+    pull = PullContext(PULL.html_url, PULL.head_sha, "main", "bad key @everyone at https://x.example")
+    body = comment_body(report, pull)
+    file_regression.check(body, basename="comment_hostile", extension=".md")
+    assert not re.search("[\u202a-\u202e\u2066-\u2069\u200b-\u200f]", body)
+    outside_code = re.sub(r"`[^`]*`", " ", body.replace("\\`", ""))
+    assert not re.search(r"(?<![\w\\])@\w", outside_code) and "https://evil" not in outside_code

@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 from bot.core.judge import results, stats
 from bot.core.render import compare as render_compare
+from bot.core.render.markdown import fit
 from tests.core.judge.results_data import EAGLE3, FINGERPRINT, document
 
 QUIET = {"verify_ms": ("ms", "lower", [583.0, 583.4, 582.9, 583.1, 583.2, 582.8, 583.0, 583.3],
@@ -122,7 +123,7 @@ def test_any_size_of_input_stays_under_githubs_comment_limit():
 
 
 def test_blocks_that_do_not_fit_are_left_out_and_the_report_says_so():
-    fitted = render_compare._fit(["a" * 100, "b" * 100, "c" * 50], limit=400)
+    fitted = fit(["a" * 100, "b" * 100, "c" * 50], limit=400)
     assert "b" * 100 not in fitted and "c" * 50 in fitted and "left out" in fitted
 
 
@@ -138,8 +139,11 @@ def test_no_input_text_can_open_html_or_break_out_of_the_report(suite, error, en
     doc["head"]["fingerprint"] = head_fp
     loaded, comparison = judged(doc)
     markdown = render_compare.compare_markdown(loaded, comparison)
-    prose, _, code = markdown.partition("```sh\n")
+    prose, fence, code = re.split(r"^(`{3,})sh\n", markdown, maxsplit=1, flags=re.MULTILINE)
     assert re.search(r"(?<!\\)<(?!/?(details|summary|sub)>)", prose) is None
     assert prose.count("<details>") == prose.count("</details>") == 2
-    assert code.count("```") == 1 and "\x1b" not in markdown
+    # Only the block's own last line can close it: a closing fence is at most 3 spaces in, then at
+    # least as many backticks as the opening one.
+    closing = [line for line in code.splitlines() if re.fullmatch(f" {{0,3}}`{{{len(fence)},}} *", line)]
+    assert closing == [fence] and code.endswith(f"\n{fence}\n") and "\x1b" not in markdown
     assert "\x1b" not in render_compare.compare_text(loaded, comparison)
