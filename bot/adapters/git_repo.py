@@ -145,12 +145,17 @@ class GitRepo:
         return data.decode("utf-8", errors="replace")
 
     def read_file(self, path: str) -> str | None:
-        """A file of the work tree, or None (bare repository, missing file)."""
+        """A file of the work tree, or None (bare repository, missing file, or a path that leads
+        outside the work tree: a diff names its paths, and a diff can come from anyone)."""
         root = self.work_tree
-        if root is None:
+        if root is None or not path or Path(path).is_absolute() or ".." in Path(path).parts:
             return None
         target = root / path
-        return target.read_text(errors="replace") if target.is_file() else None
+        try:
+            inside = target.resolve().is_relative_to(root.resolve())
+        except (OSError, RuntimeError):  # a symlink loop
+            return None
+        return target.read_text(errors="replace") if inside and target.is_file() else None
 
     def config_text(self, source: ConfigSource) -> str | None:
         """The repository config's text where ``source`` says (the work tree or a commit), or None

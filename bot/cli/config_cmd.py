@@ -1,17 +1,22 @@
-"""`perfbot config validate` and `perfbot config schema`."""
+"""`perfbot config validate`, `perfbot config schema` and `perfbot config rules`."""
 
 from __future__ import annotations
 
 import argparse
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from bot.core.config import schema as repo_config
 from bot.core.config.schema import ConfigError
+from bot.core.config.source import WORK_TREE
 from bot.core.render import risk as render_risk
 from bot.core.risk import profiles, ruleset
 
-from .common import FORMATS, UsageError, emit, load_config, print_json
+from .common import FORMATS, UsageError, emit, load_config, print_json, with_profile
+
+if TYPE_CHECKING:
+    from bot.adapters.git_repo import GitRepo
 
 
 def setup(subparsers) -> None:
@@ -23,9 +28,14 @@ def setup(subparsers) -> None:
     schema = verbs.add_parser("schema", help="print the config's JSON schema")
     schema.set_defaults(run=run_schema)
     rules = verbs.add_parser("rules", help="list the risk rules in force: a profile merged with a config")
-    rules.add_argument("--profile", choices=tuple(profiles.PROFILES), default="generic",
-                       help="built-in profile (default: generic); the config's profile wins if set")
-    rules.add_argument("--config", metavar="FILE", help="a repository config to merge in")
+    rules.add_argument("--profile", choices=("auto", *profiles.PROFILES),
+                       help="built-in profile (default: the config's, else auto); auto picks it "
+                            "from the files of --repo's HEAD")
+    rules.add_argument("--config", metavar="FILE", help="a repository config to merge in (default: "
+                                                         "--repo's, if it has one)")
+    rules.add_argument("--repo", default=".", metavar="PATH",
+                       help="the repository that --profile auto looks at (default: the current "
+                            "directory; outside a repository auto means generic)")
     rules.add_argument("--format", choices=FORMATS, default="text")
     rules.set_defaults(run=run_rules)
 
@@ -49,12 +59,27 @@ def run_validate(args: argparse.Namespace) -> int:
 
 
 def run_rules(args: argparse.Namespace) -> int:
-    config = load_config(args.config)
-    profile = config.risk.profile if config.risk.profile != "auto" else args.profile
+    repo = _repo_or_none(args.repo)
+    text = repo.config_text(WORK_TREE) if repo is not None and args.config is None else None
+    config = with_profile(load_config(args.config, text, WORK_TREE), args.profile)
+    profile: str = config.risk.profile
+    if profile == "auto":  # as `score` and `triage` decide it: from the files the repository holds
+        head = repo.head_sha() if repo is not None else None
+        paths = repo.existing_paths(head, profiles.MARKERS) if repo is not None and head else []
+        profile = profiles.detect(paths)
     merged = ruleset.merged_rules(config, profile)
     emit(args.format, lambda: [rule.model_dump() for rule in merged],
          lambda: render_risk.rules_markdown(merged), lambda: render_risk.rules_text(merged))
     return 0
+
+
+def _repo_or_none(path: str) -> GitRepo | None:
+    from bot.adapters.git_repo import GitRepo, RepoError  # only `rules` needs git
+
+    try:
+        return GitRepo.open(path)
+    except RepoError:
+        return None
 
 
 def run_schema(args: argparse.Namespace) -> int:

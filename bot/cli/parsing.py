@@ -21,7 +21,9 @@ class Parser(argparse.ArgumentParser):
     """argparse that reports a usage mistake in one line instead of the usage block."""
 
     def error(self, message: str) -> NoReturn:
-        raise UsageError(f"{self.prog}: {message} (see '{self.prog} --help')")
+        # main() prints "perfbot: error: ": name the verb (if any) once after it, not the program again.
+        verb = self.prog.partition(" ")[2]
+        raise UsageError(f"{verb + ': ' if verb else ''}{message} (see '{self.prog} --help')")
 
 
 class LazyVerbs(argparse._SubParsersAction):

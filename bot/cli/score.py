@@ -12,7 +12,7 @@ from bot.core.risk import diff as diffs
 from bot.core.risk import ruleset
 from bot.core.risk import scoring as risk
 
-from .common import add_risk_options, emit, fails, load_config, read_input, with_profile
+from .common import UsageError, add_risk_options, emit, fails, load_config, read_input, with_profile
 
 
 def setup(subparsers) -> None:
@@ -36,6 +36,11 @@ def run(args: argparse.Namespace) -> int:
     text = repo.config_text(WORK_TREE) if repo is not None and args.config is None else None
     config = with_profile(load_config(args.config, text, WORK_TREE), args.profile)
     parsed = diffs.parse(data)
+    if args.fail_on is not None and not parsed.files:
+        # A gate that passes on an empty or mangled diff would let anything through.
+        where = "standard input" if args.diff == "-" else args.diff
+        raise UsageError(f"{where}: no file changes found (is it a unified diff?); "
+                         f"--fail-on {args.fail_on} has nothing to judge")
     rules = ruleset.build(config, (f.path for f in parsed.files))
     source = None
     if repo is not None:

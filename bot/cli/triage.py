@@ -44,7 +44,7 @@ def run(args: argparse.Namespace) -> int:
                          lambda done: progress.count("scoring commit", done, total))
     progress.done()
     if args.limit is not None:
-        result.commits = result.commits[: max(args.limit, 0)]
+        result = result.top(args.limit)
     emit(args.format, result.to_dict, lambda: render_risk.triage_markdown(result),
          lambda: render_risk.triage_text(result, show_files=not args.no_files))
     worst = result.commits[0].report.level if result.commits else "none"

@@ -246,3 +246,61 @@ def test_config_rules_lists_the_merged_rules(tmp_path, capsys):
 def test_missing_or_unknown_commands_are_one_line_errors(capsys, argv):
     code, _, err = run(capsys, *argv)
     assert_one_line_error(code, err)
+
+
+# --- papercuts ------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("stdin", [b"", b"hello, not a diff\n"])
+def test_score_gating_on_nothing_is_an_error_not_a_pass(capsys, monkeypatch, stdin):
+    code, _, err = run(capsys, "score", "-", "--fail-on", "medium", stdin=stdin, monkeypatch=monkeypatch)
+    assert_one_line_error(code, err, "standard input: no file changes found", "--fail-on medium")
+    # without a gate it is still scored: none
+    code, out, _ = run(capsys, "score", "-", stdin=stdin, monkeypatch=monkeypatch)
+    assert code == 0 and out.startswith("risk: 0/100 (none)")
+
+
+def test_score_repo_reads_no_file_outside_the_work_tree(git_builder, tmp_path, capsys):
+    secret = tmp_path / "secret.py"
+    secret.write_text("class Secret:\n    def all_reduce(self):\n        a = 1\n        b = 2\n")
+    git_builder.commit("base", {"engine/runner.py": "x = 1\n"})
+    (git_builder.root / "engine" / "link.py").symlink_to(secret)
+    hunk = "@@ -3,2 +3,2 @@\n         a = 1\n-        b = 1\n+        b = 2\n"
+    for path in ("../secret.py", str(secret).lstrip("/"), "engine/link.py"):
+        header = f"diff --git a/{path} b/{path}\n--- a/{path}\n+++ b/{path}\n"
+        diff = tmp_path / "d.diff"
+        diff.write_text(header + hunk)
+        code, out, _ = run(capsys, "score", str(diff), "--repo", str(git_builder.root), "--format", "json")
+        assert code == 0
+        assert all(s["function"] != "all_reduce" for s in json.loads(out)["signals"]), path
+
+
+@pytest.mark.parametrize("argv, start", [
+    (["score", "--format", "yaml"], "perfbot: error: score: argument --format: invalid choice"),
+    (["config", "rules", "--profile", "x"], "perfbot: error: config rules: argument --profile"),
+    (["score", "--bogus"], "perfbot: error: unrecognized arguments: --bogus"),
+])
+def test_a_usage_mistake_says_perfbot_error_once(capsys, argv, start):
+    code, _, err = run(capsys, *argv)
+    assert_one_line_error(code, err)
+    assert err.startswith(start) and "perfbot: error: perfbot" not in err
+
+
+def test_triage_limit_says_how_many_were_ranked(git_builder, capsys):
+    base, _ = sglang_like_history(git_builder)
+    code, out, _ = run(capsys, "triage", f"{base}..HEAD", "--repo", str(git_builder.root), "--limit", "2",
+                       "--no-files")
+    assert code == 0 and out.splitlines()[0].startswith(f"triage of {base}..HEAD: 2 of 5 commits")
+    _, out, _ = run(capsys, "triage", f"{base}..HEAD", "--repo", str(git_builder.root), "--limit", "2",
+                    "--format", "json")
+    data = json.loads(out)
+    assert data["total"] == 5 and len(data["commits"]) == 2
+
+
+def test_config_rules_profile_auto_looks_at_the_repository(git_builder, capsys, monkeypatch):
+    sglang_like_history(git_builder)
+    code, out, _ = run(capsys, "config", "rules", "--profile", "auto", "--repo", str(git_builder.root),
+                       "--format", "json")
+    assert code == 0 and any(r["id"].startswith("sglang.") for r in json.loads(out))
+    monkeypatch.chdir(git_builder.root)
+    _, out, _ = run(capsys, "config", "rules", "--format", "json")  # auto by default, like score
+    assert any(r["id"].startswith("sglang.") for r in json.loads(out))

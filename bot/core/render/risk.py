@@ -97,7 +97,7 @@ def report_markdown(report: RiskReport, max_reasons: int = 10, max_files: int = 
 
 
 def triage_text(triage: Triage, max_reasons: int = 3, show_files: bool = True) -> str:
-    lines = [f"triage of {triage.range}: {len(triage.commits)} commits, profile {triage.profile}",
+    lines = [f"triage of {triage.range}: {_shown(triage)}, profile {triage.profile}",
              ""]
     for rank, item in enumerate(triage.commits, 1):
         c, r = item.commit, item.report
@@ -111,7 +111,7 @@ def triage_text(triage: Triage, max_reasons: int = 3, show_files: bool = True) -
 
 
 def triage_markdown(triage: Triage, max_reasons: int = 3) -> str:
-    lines = [f"### Triage of `{code(triage.range)}` ({len(triage.commits)} commits)", "",
+    lines = [f"### Triage of `{code(triage.range)}` ({_shown(triage)})", "",
              "| # | commit | score | level | subject | top reasons |", "|---:|---|---:|---|---|---|"]
     for rank, item in enumerate(triage.commits, 1):
         c, r = item.commit, item.report
@@ -119,6 +119,14 @@ def triage_markdown(triage: Triage, max_reasons: int = 3) -> str:
         lines.append(f"| {rank} | `{c.sha[:10]}` | {r.score} | {_LEVEL_MARK[r.level]} {r.level} "
                      f"| {escape_md(c.subject)} | {reasons} |")
     return "\n".join(lines) + "\n"
+
+
+def _shown(triage: Triage) -> str:
+    """'3 commits', or '3 of 3000 commits' when only the most suspicious are listed."""
+    shown = len(triage.commits)
+    if shown == triage.ranked:
+        return f"{shown} commit{'s' if shown != 1 else ''}"
+    return f"{shown} of {triage.ranked} commits"
 
 
 def rules_markdown(rules: list[Rule]) -> str:

@@ -44,9 +44,19 @@ class Triage:
     range: str
     profile: str
     commits: list[RankedCommit]
+    total: int | None = None  # commits in the range when ``commits`` holds only the top ones
+
+    @property
+    def ranked(self) -> int:
+        """How many commits of the range were scored (all of them, whatever is shown)."""
+        return self.total if self.total is not None else len(self.commits)
+
+    def top(self, limit: int) -> Triage:
+        """The ``limit`` most suspicious commits, still counting the whole range."""
+        return Triage(self.range, self.profile, self.commits[: max(limit, 0)], self.ranked)
 
     def to_dict(self) -> dict:
-        return {"range": self.range, "profile": self.profile,
+        return {"range": self.range, "profile": self.profile, "total": self.ranked,
                 "commits": [c.to_dict() for c in self.commits]}
 
 
