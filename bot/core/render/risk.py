@@ -79,7 +79,13 @@ def report_markdown(report: RiskReport, max_reasons: int = 10, max_files: int = 
             if s.function:
                 where += f" in `{code(s.function)}`"
             why = escape_md(s.description) + (f": `{code(s.match)}`" if s.match else "")
-            lines.append(f"| {s.weight:g} | `{s.rule}` | {where} | {why} |")
+            weight = f"{s.weight:g}"
+            if s.full_weight is not None:
+                weight += f" of {s.full_weight:g}"
+                why += f" ({escape_md(s.note or '')})"
+            if s.also:
+                why += "; also " + ", ".join(f"`{code(rule)}`" for rule in s.also)
+            lines.append(f"| {weight} | `{s.rule}` | {where} | {why} |")
         if len(report.signals) > max_reasons:
             lines.append(f"\n…and {len(report.signals) - max_reasons} more reasons.")
     else:
