@@ -14,6 +14,7 @@ its rank among the range's commits and the share of them it outscores, then over
 
     python benchmarks/validate_vllm.py --repo ~/src/vllm
     python benchmarks/validate_vllm.py --repo ~/src/vllm --show 3 --json out.json
+    python benchmarks/validate_vllm.py --repo ~/src/vllm --config variant.yml  # rules adjusted
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bot.adapters import git_repo
+from bot.core.config import schema
 from bot.core.config.schema import RepoConfig
 from bot.core.risk import profiles, ruleset, triage
 
@@ -58,8 +60,9 @@ def _wins(score: int, others: list[int]) -> float:
     return sum(1.0 if score > s else 0.5 if score == s else 0.0 for s in others)
 
 
-def evaluate(repo_path: str, data: dict) -> list[Outcome]:
+def evaluate(repo_path: str, data: dict, config: RepoConfig | None = None) -> list[Outcome]:
     repo = git_repo.open_repo(repo_path)
+    config = config or RepoConfig()
     culprits = {entry["culprit"]["sha"] for entry in data["regressions"]}
     outcomes = []
     for entry in data["regressions"]:
@@ -68,7 +71,7 @@ def evaluate(repo_path: str, data: dict) -> list[Outcome]:
         if count != span["commits"]:
             raise SystemExit(f"{culprit['sha'][:10]}: the range has {count} commits, "
                              f"the data says {span['commits']}: is this vLLM's main?")
-        rules = ruleset.build(RepoConfig(), git_repo.existing_paths(repo, head, profiles.MARKERS))
+        rules = ruleset.build(config, git_repo.existing_paths(repo, head, profiles.MARKERS))
         ranked = triage.rank(git_repo.range_patches(repo, base, head), rules,
                              f"{base}..{head}").commits
         found = [item for item in ranked if item.commit.sha == culprit["sha"]]
@@ -109,10 +112,12 @@ def main() -> int:
     parser.add_argument("--data", default=str(DATA), help="the labelled set (JSON)")
     parser.add_argument("--show", type=int, default=0, help="reasons to print per culprit")
     parser.add_argument("--json", dest="json_out", help="also write the figures to this file")
+    parser.add_argument("--config", help="a perfbot.yml whose risk section adjusts the rules")
     args = parser.parse_args()
 
     data = json.loads(Path(args.data).read_text())
-    outcomes = evaluate(args.repo, data)
+    config = schema.load(Path(args.config).read_text(), args.config) if args.config else None
+    outcomes = evaluate(args.repo, data, config)
     print(f"{'culprit':<10} {'PR':>6} {'score':>5} {'rank':>5} {'of':>3} {'AUC':>5}  subject")
     for o in outcomes:
         print(f"{o.sha[:10]} {o.pr:>6} {o.score:>5} {o.rank:>5g} {len(o.others) + 1:>3} "

@@ -15,6 +15,8 @@ towards "this changes behaviour".
 
 from __future__ import annotations
 
+import bisect
+import itertools
 import keyword
 import re
 from dataclasses import dataclass
@@ -32,15 +34,30 @@ _REST = (r"(?P<name>[A-Za-z_]\w*)|(?P<number>\d[\w.]*)|"
          r"(?P<op>==|!=|<=|>=|->|\*\*|//|::|<<|>>|\+=|-=|\*=|/=|\S)")
 
 
-def _lexer(comment: str, string: str) -> re.Pattern[str]:
+@dataclass(frozen=True, slots=True)
+class _Language:
+    """How to read one family of files: its tokens, and the comments and strings alone."""
+
+    lexer: re.Pattern[str]
+    quoted: re.Pattern[str]
+    python: bool = False
+
+
+def _language(comment: str, string: str, python: bool = False) -> _Language:
     # Every alternative is linear: no nested or overlapping repetition, so hostile lines
     # cost time in proportion to their length.
-    return re.compile(rf"(?P<comment>{comment})|(?P<string>{string})|{_REST}")
+    # The look-ahead lets `re` skip, at C speed, every character that starts neither.
+    return _Language(re.compile(rf"(?P<comment>{comment})|(?P<string>{string})|{_REST}"),
+                     re.compile(rf"(?=[#/\"'rRbBuUfF])(?:{comment}|{string})"), python)
 
 
-_PYTHON = _lexer(_HASH_COMMENT, _PY_STRING)
-_HASH = _lexer(_HASH_COMMENT, _C_STRING)
-_C_LIKE = _lexer(_SLASH_COMMENT, _C_STRING)
+_PYTHON = _language(_HASH_COMMENT, _PY_STRING, python=True)
+_HASH = _language(_HASH_COMMENT, _C_STRING)
+_C_LIKE = _language(_SLASH_COMMENT, _C_STRING)
+_NAME = re.compile(r"[A-Za-z_]\w*")
+# A hunk with something like a log call in it needs tokens to tell the call apart.
+_LOG_HINT = re.compile(r"(?:logger|logging|\blog|LOGGER|warnings)\s*\.\s*\w+\s*\(|"
+                       r"\b(?:print|printf|fprintf|pprint|print_once)\s*\(")
 _LANGUAGES = {
     **dict.fromkeys((".py", ".pyi"), _PYTHON),
     **dict.fromkeys((".c", ".cc", ".cpp", ".cxx", ".h", ".hh", ".hpp", ".cu", ".cuh", ".rs",
@@ -88,30 +105,103 @@ class _Token:
     changed: bool
     first: int  # the side's line the token starts on, and the one it ends on
     last: int
+    column: int  # where it starts on its line, if it is the first there; else -1
     depth: int = 0  # brackets open around it
     message: bool = False  # part of a log call, a docstring or an error message
+
+    def key(self, python: bool) -> tuple[int, str]:
+        """What must be equal for two tokens to mean the same: the text, and in Python the
+        indentation of a statement's first token (it says which block the statement is in)."""
+        starts_statement = python and self.depth == 0 and self.text not in ")]}"
+        return (self.column if starts_statement else -1), self.text
+
+
+class Judge:
+    """Judges the hunks of one file on demand, each at most once: most files need only their
+    first hunk judged (it changes code, so their rules keep their weight), not all of them."""
+
+    def __init__(self, change: FileChange):
+        self._hunks = change.hunks
+        self._language = _LANGUAGES.get(PurePosixPath(change.path).suffix.lower())
+        if change.is_binary or change.status in ("added", "deleted"):
+            self._language = None
+        self._first: dict[int, Harmless | dict[str, str] | None] = {}
+        self._renames: dict[int, Harmless] | None = None
+        self._old_code: dict[int, list[_Token]] = {}  # of rename candidates, by hunk id
+
+    def __call__(self, number: int) -> Harmless | None:
+        """Why hunk ``number`` is harmless, or None when it may change behaviour."""
+        found = self._first_look(number)
+        if isinstance(found, dict):  # a rename, if the rest of the file agrees
+            return self._confirmed_renames().get(number)
+        return found
+
+    @property
+    def hunks(self) -> int:
+        return len(self._hunks)
+
+    def all(self) -> list[Harmless | None]:
+        return [self(number) for number in range(len(self._hunks))]
+
+    def _first_look(self, number: int) -> Harmless | dict[str, str] | None:
+        if number not in self._first:
+            self._first[number] = self._look(self._hunks[number]) if self._language else None
+        return self._first[number]
+
+    def _look(self, hunk: Hunk) -> Harmless | dict[str, str] | None:
+        language = self._language
+        if not _may_log(hunk.joined()) and not _may_match(hunk, language):
+            return None  # the code differs beyond what tokens could explain away
+        # Whole sides, context included: the same lines moved past their context are a change.
+        before, after = (_code(hunk, language.lexer, side) for side in "-+")
+        python = language.python
+        if [t.key(python) for t in before] == [t.key(python) for t in after]:
+            return Harmless("cosmetic")
+        mapping = _renames(before, after, python)
+        if mapping and _fresh(mapping, before, after):
+            self._old_code[id(hunk)] = [t for t in before if t.changed]
+            return mapping
+        return None
+
+    def _confirmed_renames(self) -> dict[int, Harmless]:
+        if self._renames is None:
+            candidates = {number: found for number in range(len(self._hunks))
+                          if isinstance(found := self._first_look(number), dict)}
+            confirmed = _confirmed({number: self._old_code[id(self._hunks[number])]
+                                    for number in candidates}, candidates)
+            self._renames = {number: Harmless("rename", renames)
+                             for number, renames in confirmed.items()}
+        return self._renames
+
+
+def _may_log(text: str) -> bool:
+    """Whether ``text`` may hold a log call (plain substring tests first: they are cheap)."""
+    return any(word in text for word in ("log", "LOG", "warnings", "print")) and bool(
+        _LOG_HINT.search(text))
+
+
+def _may_match(hunk: Hunk, language: _Language) -> bool:
+    """Whether the two sides of a hunk with no log call in sight could be the same code: once
+    comments, strings and whitespace are gone, they must be equal but for names, and those must
+    differ one-to-one. Regular expressions do the work, so most hunks need no tokens."""
+    old, new = (language.quoted.sub(" ", "".join(
+        t for t, kind in zip(hunk.texts, hunk.types, strict=True) if kind in kinds))
+        for kinds in (" -", " +"))
+    if "".join(_NAME.sub("a", old).split()) != "".join(_NAME.sub("a", new).split()):
+        return False
+    forward: dict[str, str] = {}
+    backward: dict[str, str] = {}
+    for before, after in zip(_NAME.findall(old), _NAME.findall(new), strict=True):
+        if forward.setdefault(before, after) != after or backward.setdefault(after, before) != before:
+            return False
+        if before != after and (before in _NOT_RENAMABLE or after in _NOT_RENAMABLE):
+            return False
+    return True
 
 
 def classify(change: FileChange) -> list[Harmless | None]:
     """For each hunk of ``change``: why it is harmless, or None when it may change behaviour."""
-    lexer = _LANGUAGES.get(PurePosixPath(change.path).suffix.lower())
-    if lexer is None or change.is_binary or change.status in ("added", "deleted"):
-        return [None] * len(change.hunks)
-    found: list[Harmless | None] = []
-    candidates: dict[int, dict[str, str]] = {}
-    for number, hunk in enumerate(change.hunks):
-        before, after = (_code(hunk, lexer, side) for side in "-+")
-        old, new = [t for t in before if t.changed], [t for t in after if t.changed]
-        if [t.text for t in old] == [t.text for t in new]:
-            found.append(Harmless("cosmetic"))
-            continue
-        mapping = _renames(old, new)
-        if mapping and _fresh(mapping, before, after):
-            candidates[number] = mapping
-        found.append(None)
-    for number, renames in _confirmed(change.hunks, candidates, lexer).items():
-        found[number] = Harmless("rename", renames)
-    return found
+    return Judge(change).all()
 
 
 def _code(hunk: Hunk, lexer: re.Pattern[str], side: str) -> list[_Token]:
@@ -124,25 +214,23 @@ def _code(hunk: Hunk, lexer: re.Pattern[str], side: str) -> list[_Token]:
 def _side_tokens(hunk: Hunk, lexer: re.Pattern[str], side: str) -> list[_Token]:
     """The tokens of one side of ``hunk`` (its context and its ``side`` lines), each with the
     lines it spans and the brackets around it."""
-    keep = [index for index, kind in enumerate(hunk.types) if kind in (" ", side)]
-    text = "".join(hunk.texts[index] for index in keep)
-    starts, changed, offset = [], [], 0
-    for index in keep:
-        starts.append(offset)
-        changed.append(hunk.types[index] == side)
-        offset += len(hunk.texts[index])
+    keep = [index for index, kind in enumerate(hunk.types) if kind == " " or kind == side]
+    texts = [hunk.texts[index] for index in keep]
+    changed = [hunk.types[index] == side for index in keep]
+    starts = [0, *itertools.accumulate(map(len, texts))][:-1]
     tokens: list[_Token] = []
-    line = 0
-    for match in lexer.finditer(text):
-        if match.lastgroup == "comment":
+    for match in lexer.finditer("".join(texts)):
+        kind = match.lastgroup
+        if kind == "comment":
             continue
-        while line + 1 < len(starts) and starts[line + 1] <= match.start():
-            line += 1
-        last = line
-        while last + 1 < len(starts) and starts[last + 1] < match.end():
-            last += 1
+        begin, end = match.span()
+        line = bisect.bisect_right(starts, begin) - 1
+        last = bisect.bisect_right(starts, end - 1) - 1 if end - begin > 1 else line
         # A token that spans lines (a docstring) is changed if any of its lines is.
-        tokens.append(_Token(match.lastgroup, match[0], any(changed[line:last + 1]), line, last))
+        touched = changed[line] if last == line else any(changed[line:last + 1])
+        leads = not tokens or tokens[-1].last < line
+        tokens.append(_Token(kind, match[0], touched, line, last,
+                             begin - starts[line] if leads else -1))
     _set_depths(tokens)
     return tokens
 
@@ -224,13 +312,15 @@ def _statement_end(tokens: list[_Token], start: int) -> int:
     return len(tokens)
 
 
-def _renames(old: list[_Token], new: list[_Token]) -> dict[str, str] | None:
+def _renames(old: list[_Token], new: list[_Token], python: bool) -> dict[str, str] | None:
     """The names that, renamed one-to-one, turn ``old`` into ``new``; None when that does not."""
     if len(old) != len(new):
         return None
     forward: dict[str, str] = {}
     backward: dict[str, str] = {}
     for before, after in zip(old, new, strict=True):
+        if before.key(python)[0] != after.key(python)[0]:
+            return None  # the statement moved to another block
         if before.text == after.text:
             if forward.get(before.text, before.text) != before.text:
                 return None  # renamed elsewhere in the hunk, kept here
@@ -260,9 +350,10 @@ def _renamable(token: _Token) -> str | None:
     return None
 
 
-def _confirmed(hunks: list[Hunk], candidates: dict[int, dict[str, str]],
-               lexer: re.Pattern[str]) -> dict[int, tuple[tuple[str, str], ...]]:
-    """The candidate hunks whose renames agree over the file and look like renames."""
+def _confirmed(old_code: dict[int, list[_Token]], candidates: dict[int, dict[str, str]]
+               ) -> dict[int, tuple[tuple[str, str], ...]]:
+    """The candidate hunks whose renames agree over the file and look like renames
+    (``old_code``: each candidate's removed code tokens)."""
     merged: dict[str, str] = {}
     for mapping in candidates.values():
         for old, new in mapping.items():
@@ -272,8 +363,7 @@ def _confirmed(hunks: list[Hunk], candidates: dict[int, dict[str, str]],
         return {}
     uses: dict[str, int] = dict.fromkeys(merged, 0)
     defined: set[str] = set()
-    for number in candidates:
-        tokens = [t for t in _code(hunks[number], lexer, "-") if t.changed]
+    for tokens in old_code.values():
         for index, token in enumerate(tokens):
             name = _renamable(token)
             if name in uses:

@@ -29,7 +29,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 
 from bot.core.config import patterns
-from bot.core.config.schema import CONFIG_PATH
+from bot.core.config.schema import CONFIG_PATH, Rule
 from bot.core.risk import changes, manifests
 from bot.core.risk.diff import FileChange, Hunk, ParsedDiff
 from bot.core.risk.ruleset import RuleSet
@@ -229,10 +229,10 @@ def _tempered(change: FileChange, rules: RuleSet, found: list[_Found], paths: li
               edited: list[tuple[int, _Segment]]) -> list[Signal]:
     """The signals of one file with their weights lowered where the change cannot matter much:
     in hunks that change no behaviour, or only in set-up code."""
-    harmless = changes.classify(change)
+    harmless = changes.Judge(change)
     signals = []
     for item in found:
-        reason = harmless[item.hunk]
+        reason = harmless(item.hunk)
         if reason is not None:
             signals.append(_lowered(item.signal, HARMLESS_SHARE, reason.describe()))
         elif item.setup is not None:
@@ -240,28 +240,45 @@ def _tempered(change: FileChange, rules: RuleSet, found: list[_Found], paths: li
                                     f"in set-up code ({_short(item.signal.function)}())"))
         else:
             signals.append(item.signal)
-    share, why = _file_share(rules, harmless, edited)
-    signals += [_lowered(s, share, why) for s in paths] if why else paths
+    if paths:
+        share, why = _file_share(rules, harmless, edited)
+        signals += [_lowered(s, share, why) for s in paths] if why else paths
     return signals
 
 
-def _file_share(rules: RuleSet, harmless: list[changes.Harmless | None],
+def _file_share(rules: RuleSet, harmless: changes.Judge,
                 edited: list[tuple[int, _Segment]]) -> tuple[float, str | None]:
-    """The share of their weight a file's path rules keep, and why (None: all of it)."""
-    reasons = [reason for reason in harmless if reason is not None]
-    if harmless and len(reasons) == len(harmless):
+    """The share of their weight a file's path rules keep, and why (None: all of it).
+
+    Hunks are judged in order and only until one changes code outside set-up functions: then
+    the file's rules keep all their weight, and the rest need not be looked at.
+    """
+    setups: list[tuple[str, Rule]] = []
+    by_hunk: dict[int, list[_Segment]] = {}
+    for number, seg in edited:
+        by_hunk.setdefault(number, []).append(seg)
+    reasons: list[changes.Harmless] = []
+    for number in range(harmless.hunks):
+        reason = harmless(number)
+        if reason is not None:
+            reasons.append(reason)
+            continue
+        for seg in by_hunk.get(number, ()):
+            rule = rules.setup_rule(seg.name) if seg.name else None
+            if rule is None:
+                return 1.0, None
+            setups.append((seg.name, rule))
+    if setups:
+        names = list(dict.fromkeys(name for name, _ in setups))
+        shown = ", ".join(f"{_short(name)}()" for name in names[:3]) + (
+            f" and {len(names) - 3} more" if len(names) > 3 else "")
+        return min(rule.weight for _, rule in setups) / 100, f"only set-up code changed: {shown}"
+    if reasons and len(reasons) == harmless.hunks:
         kinds = {reason.kind for reason in reasons}
         why = reasons[0].describe() if len(reasons) == 1 or kinds == {"cosmetic"} else (
             "only comments, formatting or renames changed")
         return HARMLESS_SHARE, why
-    live = [seg for number, seg in edited if harmless[number] is None]
-    setups = [(seg.name, rules.setup_rule(seg.name) if seg.name else None) for seg in live]
-    if not live or any(rule is None for _, rule in setups):
-        return 1.0, None
-    names = list(dict.fromkeys(name for name, _ in setups))
-    shown = ", ".join(f"{_short(name)}()" for name in names[:3]) + (
-        f" and {len(names) - 3} more" if len(names) > 3 else "")
-    return min(rule.weight for _, rule in setups) / 100, f"only set-up code changed: {shown}"
+    return 1.0, None
 
 
 def _short(name: str | None, limit: int = 60) -> str:

@@ -107,3 +107,22 @@ def test_hostile_lines_classify_in_linear_time():
     lines = ['"' + "a" * 20_000, "'''" + "b" * 20_000, "(" * 5_000, "/*" + "c" * 20_000]
     assert kinds(file_diff("e/x.py", lines, lines[::-1])) == [None]
     assert kinds(file_diff("e/x.cu", lines, lines[::-1])) == [None]
+
+
+def test_python_indentation_of_a_statement_is_code_but_of_a_continuation_is_not():
+    dedent = file_diff("e/x.py", ["        y()"], ["    y()"], before=("    if a:", "        x()"),
+                       after=("",))
+    assert kinds(dedent) == [None]  # y() left the if block
+    rewrap = file_diff("e/x.py",
+                       ["        self._refcounts: Dict[BlockId,", "                              RefCount] = {index: 0",
+                        "                                           for index in deduped}"],
+                       ["        self._refcounts: Dict[BlockId, RefCount] = {", "            index: 0",
+                        "            for index in deduped", "        }"],
+                       before=("    def __init__(self):",), after=("",))
+    assert kinds(rewrap) == ["cosmetic"]
+
+
+def test_lines_moved_past_their_context_are_a_change():
+    moved = ("diff --git a/e/x.py b/e/x.py\n--- a/e/x.py\n+++ b/e/x.py\n@@ -10,4 +10,4 @@\n"
+             " def f(g):\n+    r = use(g)\n     g = convert(g)\n-    r = use(g)\n     return r\n")
+    assert kinds(moved) == [None]
