@@ -144,5 +144,5 @@ def rules_text(rules: list[Rule]) -> str:
     lines = []
     for r in rules:
         scope = ", hot only" if r.scope == "hot" else ""
-        lines.append(f"{r.id:<28} {r.kind:<8} {r.category:<15} {r.weight:>4g}  {r.description}{scope}")
+        lines.append(f"{r.id:<28} {r.kind:<10} {r.category:<15} {r.weight:>4g}  {r.description}{scope}")
     return "\n".join(lines) + "\n"

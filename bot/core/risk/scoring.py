@@ -86,7 +86,7 @@ class Signal:
         """What follows the rule id and weight: a lowered weight and why, the rules also met."""
         text = ""
         if self.full_weight is not None:
-            text += f" of {self.full_weight:g}, {self.note}"
+            text += f" of {self.full_weight:g}: {self.note}"
         if self.also:
             text += f"; also {', '.join(self.also)}"
         return text
