@@ -222,7 +222,7 @@ class _Found:
 
     signal: Signal
     hunk: int
-    setup: object | None = None
+    setup: Rule | None = None
 
 
 def _tempered(change: FileChange, rules: RuleSet, found: list[_Found], paths: list[Signal],

@@ -212,7 +212,7 @@ def test_a_change_only_in_set_up_code_counts_at_half_weight():
     graph = next(s for s in setup.signals if s.rule == "path.cuda-graph")
     assert (graph.weight, graph.full_weight) == (17.5, 35)
     assert graph.note == "only set-up code changed: __init__()"
-    assert "[path.cuda-graph, +17.5 of 35, only set-up code changed: __init__()" in graph.sentence()
+    assert "[path.cuda-graph, +17.5 of 35: only set-up code changed: __init__()" in graph.sentence()
     assert next(s for s in step.signals if s.rule == "path.cuda-graph").weight == 35
     assert setup.score < step.score
 
