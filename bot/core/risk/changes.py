@@ -7,10 +7,12 @@ renamed name maps one-to-one to a new one, consistently over the whole file, and
 either used twice or made where the name is defined (``def``, ``class``, ``name =``). Renames of
 upper-case names in strings count too: they are how environment variables are spelled.
 
-Both are judged on tokens, per side of the hunk, with the hunk's context lines, so that a
-docstring or a log call that starts before a changed line is still seen as one. What cannot be
-told from the hunk (a docstring opened above it) is judged as code: the classification errs
-towards "this changes behaviour".
+Both are judged on the tokens of each side of the hunk, its context lines included: a docstring
+or a log call that starts before a changed line is still seen as one, lines moved past their
+context are a change, and in Python the indentation of a statement counts (it says which block
+the statement is in). What cannot be told from the hunk (a docstring opened above it) is judged
+as code: the classification errs towards "this changes behaviour". Most hunks plainly change
+code; regular expressions tell those apart first, so only the rest are turned into tokens.
 """
 
 from __future__ import annotations
@@ -45,8 +47,8 @@ class _Language:
 
 def _language(comment: str, string: str, python: bool = False) -> _Language:
     # Every alternative is linear: no nested or overlapping repetition, so hostile lines
-    # cost time in proportion to their length.
-    # The look-ahead lets `re` skip, at C speed, every character that starts neither.
+    # cost time in proportion to their length. The look-ahead lets `re` skip, at C speed,
+    # every character that can start neither a comment nor a string.
     return _Language(re.compile(rf"(?P<comment>{comment})|(?P<string>{string})|{_REST}"),
                      re.compile(rf"(?=[#/\"'rRbBuUfF])(?:{comment}|{string})"), python)
 
@@ -127,7 +129,7 @@ class Judge:
             self._language = None
         self._first: dict[int, Harmless | dict[str, str] | None] = {}
         self._renames: dict[int, Harmless] | None = None
-        self._old_code: dict[int, list[_Token]] = {}  # of rename candidates, by hunk id
+        self._old_code: dict[int, list[_Token]] = {}  # removed code of rename candidates
 
     def __call__(self, number: int) -> Harmless | None:
         """Why hunk ``number`` is harmless, or None when it may change behaviour."""
@@ -145,11 +147,11 @@ class Judge:
 
     def _first_look(self, number: int) -> Harmless | dict[str, str] | None:
         if number not in self._first:
-            self._first[number] = self._look(self._hunks[number]) if self._language else None
+            self._first[number] = self._look(number) if self._language else None
         return self._first[number]
 
-    def _look(self, hunk: Hunk) -> Harmless | dict[str, str] | None:
-        language = self._language
+    def _look(self, number: int) -> Harmless | dict[str, str] | None:
+        hunk, language = self._hunks[number], self._language
         if not _may_log(hunk.joined()) and not _may_match(hunk, language):
             return None  # the code differs beyond what tokens could explain away
         # Whole sides, context included: the same lines moved past their context are a change.
@@ -159,7 +161,7 @@ class Judge:
             return Harmless("cosmetic")
         mapping = _renames(before, after, python)
         if mapping and _fresh(mapping, before, after):
-            self._old_code[id(hunk)] = [t for t in before if t.changed]
+            self._old_code[number] = [t for t in before if t.changed]
             return mapping
         return None
 
@@ -167,8 +169,7 @@ class Judge:
         if self._renames is None:
             candidates = {number: found for number in range(len(self._hunks))
                           if isinstance(found := self._first_look(number), dict)}
-            confirmed = _confirmed({number: self._old_code[id(self._hunks[number])]
-                                    for number in candidates}, candidates)
+            confirmed = _confirmed(self._old_code, candidates)
             self._renames = {number: Harmless("rename", renames)
                              for number, renames in confirmed.items()}
         return self._renames

@@ -461,7 +461,7 @@ def _one_per_place(signals: list[Signal]) -> list[Signal]:
         elif signal.weight > kept.weight:
             best[key] = signal
             others[key].append(kept.rule)
-        elif signal.rule != kept.rule:
+        else:
             others[key].append(signal.rule)
     merged = []
     for key, signal in best.items():
@@ -513,7 +513,7 @@ def _size_signal(files: list[FileRisk]) -> Signal | None:
 
 
 def _combine(signals: Iterable[Signal]) -> int:
-    """Noisy-OR over categories, as a 0-100 integer.
+    """Noisy-OR over categories and kinds, as a 0-100 integer.
 
     Signals of one category and kind corroborate each other rather than being independent
     chances (two communicator files are one hot area, touched twice), so within them the
