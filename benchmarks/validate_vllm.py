@@ -2,9 +2,10 @@
 
 The labelled set, `benchmarks/vllm_regressions.json`, holds vLLM commits that a fix, a revert or
 an issue names as the cause of a performance regression, each with the evidence, and the range
-it competes in: the 60 commits of main around it (30 before it, the culprit, 29 after), about a
-day to a week of merges. The script triages every range with perfbot and reports, per culprit,
-its rank among the range's commits and the share of them it outscores, then over the set:
+it competes in: the 60 commits of main around it (30 before it, the culprit, 29 after), from a
+day of merges (2026) to a month (2023). The script triages every range with perfbot and
+reports, per culprit, its rank among the range's commits and the share of them it outscores,
+then over the set:
 
 - rank: 1 + the commits scoring higher + half the commits scoring the same (ties are neither
   won nor lost); other labelled culprits in a range are left out of its competitors;

@@ -281,3 +281,12 @@ def test_the_json_adds_the_other_rules_and_the_lowered_weight():
     signal = next(s for s in data["signals"] if s["rule"] == "path.pynccl")
     assert (signal["weight"], signal["full_weight"], signal["also"]) == (20, 40, [])
     assert signal["note"] == "only set-up code changed: __init__()"
+
+
+def test_an_environment_variable_renamed_in_a_communicator_ranks_below_a_runtime_upgrade():
+    path = "python/sglang/srt/distributed/device_communicators/custom_all_reduce.py"
+    removed = ['    if os.environ.get("SGLANG_CUSTOM_AR_OLD"):', '        use = os.environ.get("SGLANG_CUSTOM_AR_OLD")']
+    rename = score(file_diff(path, removed, [line.replace("OLD", "NEW") for line in removed]))
+    upgrade = score(file_diff("python/pyproject.toml", ['  "torch==2.8.0",'], ['  "torch==2.9.1",']))
+    assert "rename only (SGLANG_CUSTOM_AR_OLD -> SGLANG_CUSTOM_AR_NEW)" in rename.reasons[0]
+    assert rename.level == "low" and upgrade.level == "high"
