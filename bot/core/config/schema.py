@@ -14,7 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from bot.core.config import patterns
 from bot.errors import UserError
 
-RuleKind = Literal["path", "function", "token", "cold"]
+RuleKind = Literal["path", "function", "token", "cold", "setup", "dependency"]
 ProfileName = Literal["auto", "generic", "sglang", "vllm"]
 LEVELS = ("none", "low", "medium", "high")
 
@@ -43,6 +43,11 @@ class Rule(_Strict):
     - ``token``: an added or removed line that matches ``pattern``; with ``paths``, only in
       those files; with ``scope: hot``, only inside a hot file or a hot function.
     - ``cold``: files matching ``paths`` cannot change inference speed; they add nothing.
+    - ``setup``: functions whose name matches ``pattern`` run once, at start-up; a file changed
+      only inside them keeps ``weight`` percent of its path rules' weight (and so do the token
+      rules that fire inside them).
+    - ``dependency``: a manifest matching ``paths`` moves the version of a package whose name
+      matches ``pattern`` (the whole name, any case; ``-``/``_``/``.`` written as ``-``).
     """
 
     id: Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9._-]*$", max_length=80)]
@@ -64,11 +69,20 @@ class Rule(_Strict):
                 raise ValueError(str(error)) from None
         return value
 
+    @field_validator("paths")
+    @classmethod
+    def _globs_compile(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        try:
+            patterns.glob_regex(value)
+        except patterns.PatternError as error:
+            raise ValueError(str(error)) from None
+        return value
+
     @model_validator(mode="after")
     def _fields_fit_kind(self) -> Rule:
-        if self.kind in ("path", "cold") and not self.paths:
+        if self.kind in ("path", "cold", "dependency") and not self.paths:
             raise ValueError(f"a '{self.kind}' rule needs 'paths'")
-        if self.kind in ("function", "token") and not self.pattern:
+        if self.kind in ("function", "token", "setup", "dependency") and not self.pattern:
             raise ValueError(f"a '{self.kind}' rule needs 'pattern'")
         return self
 

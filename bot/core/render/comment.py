@@ -106,7 +106,9 @@ def _reasons(report: RiskReport, pull: PullContext) -> str:
 
 def _reason(signal: Signal, pull: PullContext) -> str:
     what = escape_md(_clip(signal.description, MAX_TEXT))
-    if signal.match:
+    if signal.match and signal.kind == "dependency":
+        what += f": `{_code(_clip(signal.match, MAX_TEXT))}`"
+    elif signal.match:
         verb = "removed" if signal.side == "old" else "added"
         what += f": `{_code(signal.match)}` {verb}"
         if signal.count > 1:
@@ -114,7 +116,8 @@ def _reason(signal: Signal, pull: PullContext) -> str:
     where = _clip(signal.path, MAX_PATH) + (f":{signal.line}" if signal.line else "")
     link = f"[{escape_md(where)}]({_files_url(pull)}#{diff_anchor(signal.path, signal.line, signal.side)})"
     inside = f" in `{_code(signal.function)}`" if signal.function else ""
-    return f"{what} — {link}{inside} (`{signal.rule}`, +{signal.weight:g})"
+    extra = escape_md(_clip(signal.qualifier(), MAX_TEXT))
+    return f"{what} — {link}{inside} (`{signal.rule}`, +{signal.weight:g}{extra})"
 
 
 def _hot_files(report: RiskReport, pull: PullContext) -> str:

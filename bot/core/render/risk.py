@@ -79,7 +79,13 @@ def report_markdown(report: RiskReport, max_reasons: int = 10, max_files: int = 
             if s.function:
                 where += f" in `{code(s.function)}`"
             why = escape_md(s.description) + (f": `{code(s.match)}`" if s.match else "")
-            lines.append(f"| {s.weight:g} | `{s.rule}` | {where} | {why} |")
+            weight = f"{s.weight:g}"
+            if s.full_weight is not None:
+                weight += f" of {s.full_weight:g}"
+                why += f" ({escape_md(s.note or '')})"
+            if s.also:
+                why += "; also " + ", ".join(f"`{code(rule)}`" for rule in s.also)
+            lines.append(f"| {weight} | `{s.rule}` | {where} | {why} |")
         if len(report.signals) > max_reasons:
             lines.append(f"\n…and {len(report.signals) - max_reasons} more reasons.")
     else:
@@ -146,5 +152,5 @@ def rules_text(rules: list[Rule]) -> str:
     lines = []
     for r in rules:
         scope = ", hot only" if r.scope == "hot" else ""
-        lines.append(f"{r.id:<28} {r.kind:<8} {r.category:<15} {r.weight:>4g}  {r.description}{scope}")
+        lines.append(f"{r.id:<28} {r.kind:<10} {r.category:<15} {r.weight:>4g}  {r.description}{scope}")
     return "\n".join(lines) + "\n"

@@ -4,6 +4,9 @@
 ``parallel_state.py``, ``*cuda_graph*``...). ``sglang`` and ``vllm`` add their trees' own
 layouts. Weights read as "how likely a change here moves decode latency": communicators and
 CUDA-graph capture at the top, schedulers and memory pools as warm paths, docs and tests at zero.
+Code that runs once at start-up (constructors, weight loading, argument and config parsing)
+counts at half weight; upgrades of the runtime stack (torch, triton, CUDA, NCCL, kernel
+libraries) count as high risk on their own.
 """
 
 from __future__ import annotations
@@ -22,6 +25,15 @@ _DEPENDENCY_FILES = (
     "pyproject.toml", "setup.py", "setup.cfg", "requirements*.txt", "requirements/**/*.txt",
     "requirements*.in", "Dockerfile*", "*.Dockerfile", "docker/**", "CMakeLists.txt",
     "environment*.yml", "uv.lock",
+)
+# Where engines pin the libraries every kernel runs on (CMake fetches them too).
+_MANIFESTS = (*_DEPENDENCY_FILES, "*.cmake")
+_RUNTIME_STACK = (
+    r"torch|triton|pytorch-triton\S*|cuda|nvidia/cuda|cuda-toolkit|cuda-python|nccl|"
+    r"nvidia-nccl-cu\d+|cudnn|nvidia-cudnn-cu\d+|nvidia-cublas-cu\d+|nvshmem|"
+    r"nvidia-nvshmem-cu\d+|flashinfer(?:-python|-cubin|-jit-cache)?|sgl-kernel|sglang-kernel|"
+    r"vllm-flash-attn|flash-attn|flash-attention|xformers|deep-gemm|deepgemm|deep-ep|deepep|"
+    r"cutlass|nvidia-cutlass-dsl|torchao|cupy-cuda\w*|mooncake-transfer-engine|triton-kernels"
 )
 
 GENERIC: tuple[Rule, ...] = (
@@ -89,18 +101,25 @@ GENERIC: tuple[Rule, ...] = (
           pattern=r"^_?(all_reduce|allreduce|all_gather|allgather|reduce_scatter|all_to_all|"
                   r"broadcast|send|recv|custom_all_reduce|ncclAllReduce|\w*_all_reduce)\w*$"),
     _rule("function.graph-capture", "function", "cuda-graph", 20, "CUDA graph capture/replay",
-          pattern=r"^_?(graph_capture|capture|replay|can_run|init_cuda_graph|cuda_graph|"
-                  r"capture_one|register_graph|warmup_compile)\w*$"),
+          pattern=r"^_?(graph_capture|capture|replay|can_run|cuda_graph|capture_one|"
+                  r"register_graph)\w*$"),
     _rule("function.speculative", "function", "speculative", 20, "speculative verify/draft step",
           pattern=r"^_?(verify|draft|forward_draft|forward_target|propose|eagle|build_tree|"
                   r"speculative)\w*$"),
     _rule("function.forward", "function", "forward", 10, "a forward pass",
-          pattern=r"^_?(forward|run_batch|execute_model|forward_batch_generation)\w*$"),
+          pattern=r"^\w*(forward|run_batch|execute_model|decode|prefill)\w*$"),
     _rule("function.sampling", "function", "sampling", 10, "sampling",
           pattern=r"^_?(sample|top_k_top_p|top_p|top_k|min_p)\w*$"),
     _rule("function.process-groups", "function", "parallel-state", 15, "process group set-up",
           pattern=r"^(init_distributed_environment|initialize_model_parallel|init_process_group|"
                   r"new_group|init_model_parallel_group|graph_capture)\w*$"),
+    # Code that runs once, at start-up, unless a function rule above names it.
+    _rule("setup.functions", "setup", "setup", 50,
+          "set-up code (constructors, weight loading, argument and config parsing)",
+          pattern=r"^(?:__init__|__post_init__|__new__|__repr__|__str__|__del__|extra_repr|"
+                  r"_?(?:init|initialize|setup|set_up|load|create|register|warmup|warm_up|"
+                  r"profile_run|parse|validate|check|configure|from|add_cli|get_supported)"
+                  r"(?:_\w*)?|\w*_(?:config|configs|args|arguments|weights|options))$"),
     # Risky tokens on added or removed lines.
     _rule("token.host-sync", "token", "host-sync", 15,
           "host-device synchronisation (stalls the GPU queue)",
@@ -136,6 +155,9 @@ GENERIC: tuple[Rule, ...] = (
                   r"flash[-_]attn|xformers|deep[-_]gemm|deep[-_]ep|cutlass|nvidia-cutlass-dsl|"
                   r"cuda-python|torchao|mooncake-transfer-engine|cupy-cuda\w*)"
                   r"\s*(?:\[[^\]]*\])?\s*(?:==|>=|<=|~=|!=|<|>|@|=)"),
+    _rule("dependency.runtime", "dependency", "dependency", 60,
+          "version change of the runtime stack (torch, triton, CUDA, NCCL, kernel libraries)",
+          _MANIFESTS, pattern=_RUNTIME_STACK),
     _rule("dependency.cuda", "token", "dependency", 30, "CUDA toolkit or base image version",
           _DEPENDENCY_FILES,
           pattern=r"(?i)\bCUDA_VERSION\b|nvidia/cuda:|cuda-toolkit|--index-url\s+\S*/cu\d+|"

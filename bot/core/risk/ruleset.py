@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -13,6 +12,10 @@ from bot.core.config import patterns
 from bot.core.config.schema import ConfigError, RepoConfig, Rule, Thresholds
 from bot.core.risk import profiles
 
+# Memoised look-ups kept per rule set before starting afresh: triage of a long range meets the
+# same paths again and again, but a hostile one could name millions of distinct ones.
+_MEMO_LIMIT = 100_000
+
 
 @dataclass(frozen=True)
 class RuleSet:
@@ -20,16 +23,20 @@ class RuleSet:
 
     profile: str
     thresholds: Thresholds
-    cold: tuple[tuple[Rule, re.Pattern[str]], ...]
-    paths: tuple[tuple[Rule, re.Pattern[str]], ...]
+    cold: tuple[tuple[Rule, re2._Regexp], ...]
+    paths: tuple[tuple[Rule, re2._Regexp], ...]
     functions: tuple[tuple[Rule, re2._Regexp], ...]
     tokens: tuple[Rule, ...]
-    token_paths: tuple[re.Pattern[str] | None, ...]
+    token_paths: tuple[re2._Regexp | None, ...]
     token_regex: re2._Regexp | None
     _by_path: dict[str, tuple[Rule | None, list[Rule], list[bool]]] = field(
         default_factory=dict, compare=False, repr=False)
     token_groups: tuple[int, ...] = ()
     _by_function: dict[str, list[Rule]] = field(default_factory=dict, compare=False, repr=False)
+    setups: tuple[tuple[Rule, re2._Regexp], ...] = ()
+    # (rule, the package names it is about, the manifests it reads)
+    dependencies: tuple[tuple[Rule, re2._Regexp, re2._Regexp], ...] = ()
+    _by_setup: dict[str, Rule | None] = field(default_factory=dict, compare=False, repr=False)
 
     def token_rule(self, match) -> int:
         """Index in ``tokens`` of the rule whose group took part in ``match`` of ``token_regex``."""
@@ -41,21 +48,48 @@ class RuleSet:
     def for_path(self, path: str) -> tuple[Rule | None, list[Rule], list[bool]]:
         """The cold rule (if any), the path rules, and which token rules may fire, for ``path``.
 
-        Memoised: triage meets the same paths in commit after commit.
+        Memoised: triage meets the same paths in commit after commit. A path longer than
+        `patterns.MAX_PATH_LENGTH` matches no glob: no cold or path rule, and only the token
+        rules that are not limited to some files.
         """
         found = self._by_path.get(path)
         if found is None:
+            if not patterns.matchable(path):
+                return None, [], [rx is None for rx in self.token_paths]
             cold = next((rule for rule, rx in self.cold if rx.match(path)), None)
             hot = [rule for rule, rx in self.paths if rx.match(path)]
             allowed = [rx is None or bool(rx.match(path)) for rx in self.token_paths]
-            found = self._by_path[path] = (cold, hot, allowed)
+            found = _remember(self._by_path, path, (cold, hot, allowed))
         return found
 
     def function_rules(self, name: str) -> list[Rule]:
         found = self._by_function.get(name)
         if found is None:
-            found = self._by_function[name] = [rule for rule, rx in self.functions if rx.search(name)]
+            found = _remember(self._by_function, name,
+                              [rule for rule, rx in self.functions if rx.search(name)])
         return found
+
+    def setup_rule(self, name: str) -> Rule | None:
+        """The set-up rule naming function ``name``, unless a function rule calls it hot."""
+        if name not in self._by_setup:
+            found = None
+            if not self.function_rules(name):
+                found = next((rule for rule, rx in self.setups if rx.search(name)), None)
+            _remember(self._by_setup, name, found)
+        return self._by_setup[name]
+
+    def dependency_rules(self, path: str) -> list[tuple[Rule, re2._Regexp]]:
+        """The dependency rules that read ``path``, each with its package-name regex."""
+        if not self.dependencies or not patterns.matchable(path):
+            return []
+        return [(rule, names) for rule, names, files in self.dependencies if files.match(path)]
+
+
+def _remember(memo: dict, key: str, value):
+    if len(memo) >= _MEMO_LIMIT:
+        memo.clear()
+    memo[key] = value
+    return value
 
 
 def merged_rules(config: RepoConfig, profile: str) -> list[Rule]:
@@ -103,4 +137,8 @@ def _compile(profile: str, thresholds: Thresholds, rules: tuple[Rule, ...]) -> R
         token_regex=token_regex,
         token_groups=tuple(token_regex.groupindex[f"perfbot_t{i}"] for i in range(len(tokens)))
         if token_regex else (),
+        setups=tuple((r, patterns.regex(r.pattern)) for r in rules if r.kind == "setup"),
+        dependencies=tuple(
+            (r, patterns.regex(f"(?i)^(?:{r.pattern})$"), patterns.glob_regex(r.paths))
+            for r in rules if r.kind == "dependency"),
     )

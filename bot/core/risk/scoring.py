@@ -1,25 +1,36 @@
 """Score a parsed diff 0-100 for risk to inference hot paths, with reasons a reviewer can check.
 
 Every signal is a rule that fired at a place (file, function, line); a rule counts once however
-often it fires. A file's score and the whole diff's score combine the rules as chances of a
-slowdown (noisy-OR): rules of different categories (communicator, CUDA graph, attention...) as
-independent chances, rules of one category as corroboration, each further one at half the weight
-of the one before. So a communicator *and* a CUDA-graph runner count more than either, and a
-change inside `all_reduce` of `pynccl.py` more than one elsewhere in that file. Size and spread
-add a few points, never the main part.
+often it fires, and a place counts once however many rules of one category say the same thing
+about it (the strongest gives the reason and names the others). A file's score and the whole
+diff's score combine the rules as chances of a slowdown (noisy-OR): rules of different
+categories (communicator, CUDA graph, attention...) or kinds (file, function, line) as
+independent chances, rules of one category and kind as corroboration, each further one at half
+the weight of the one before. So a communicator *and* a CUDA-graph runner count more than
+either, and a change inside `all_reduce` of `pynccl.py` more than one elsewhere in that file.
+Size and spread add a few points, never the main part.
+
+What changed in a file tempers its signals: code that only runs at start-up (constructors,
+weight loading, argument parsing: the `setup` rules) keeps the share of weight its rule gives,
+and hunks that change no behaviour (comments, docstrings, log messages, formatting, renames: see
+`changes`) keep a quarter. Version moves of the runtime stack in manifests are their own rules
+(`dependency`), with the versions in the reason.
 Cold files (docs, tests, CI, diffusion-only trees) add nothing.
 """
 
 from __future__ import annotations
 
 import bisect
+import dataclasses
 import itertools
 import math
 import re
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 
-from bot.core.config.schema import CONFIG_PATH
+from bot.core.config import patterns
+from bot.core.config.schema import CONFIG_PATH, Rule
+from bot.core.risk import changes, manifests
 from bot.core.risk.diff import FileChange, Hunk, ParsedDiff
 from bot.core.risk.ruleset import RuleSet
 
@@ -32,6 +43,10 @@ _DEF_KEYWORDS = (re.compile(r"def[ \t]+(\w+)"), re.compile(r"class[ \t]+(\w+)"))
 _HEADER_DEF = re.compile(r"(?:def|class)\s+(\w+)")
 _HEADER_CALL = re.compile(r"(\w+)\s*\(")
 _SIZE_CAP = 10.0
+# The share of its weight a signal keeps when it sits in a hunk that changes no behaviour.
+HARMLESS_SHARE = 0.25
+# Files of one diff that are scored; beyond, a warning says how many were left out.
+MAX_FILES = 10_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,6 +64,32 @@ class Signal:
     side: str = "new"
     match: str | None = None
     count: int = 1
+    # Other rules of the same category that fired at the same place, named instead of counted.
+    also: tuple[str, ...] = ()
+    # Why the signal keeps less than its rule's weight (``full_weight``), when it does.
+    note: str | None = None
+    full_weight: float | None = None
+
+    def what(self) -> str:
+        """The rule's description with what it matched: a token, or a version change."""
+        what = self.description
+        if self.match and self.kind == "dependency":
+            what += f": {self.match}"
+        elif self.match:
+            verb = "removed" if self.side == "old" else "added"
+            what += f": `{self.match}` {verb}"
+            if self.count > 1:
+                what += f" ({self.count} times)"
+        return what
+
+    def qualifier(self) -> str:
+        """What follows the rule id and weight: a lowered weight and why, the rules also met."""
+        text = ""
+        if self.full_weight is not None:
+            text += f" of {self.full_weight:g}: {self.note}"
+        if self.also:
+            text += f"; also {', '.join(self.also)}"
+        return text
 
     def sentence(self) -> str:
         where = self.path if self.line is None else f"{self.path}:{self.line}"
@@ -56,18 +97,13 @@ class Signal:
             where += f" in {self.function}()"
         elif self.line is not None:
             where += " at module level"
-        what = self.description
-        if self.match:
-            verb = "removed" if self.side == "old" else "added"
-            what += f": `{self.match}` {verb}"
-            if self.count > 1:
-                what += f" ({self.count} times)"
-        return f"{what} [{self.rule}, +{self.weight:g}] at {where}"
+        return f"{self.what()} [{self.rule}, +{self.weight:g}{self.qualifier()}] at {where}"
 
     def to_dict(self) -> dict:
         return {"rule": self.rule, "kind": self.kind, "category": self.category,
                 "weight": self.weight, "path": self.path, "function": self.function,
                 "line": self.line, "side": self.side, "match": self.match, "count": self.count,
+                "also": list(self.also), "note": self.note, "full_weight": self.full_weight,
                 "reason": self.sentence()}
 
 
@@ -114,7 +150,16 @@ class RiskReport:
 
 def score(diff: ParsedDiff, rules: RuleSet, source: SourceLookup | None = None) -> RiskReport:
     """Score ``diff`` against ``rules``; ``source`` may supply a changed file's new text."""
-    files = [score_file(change, rules, source) for change in diff.files]
+    warnings = list(diff.warnings)
+    scored = diff.files[:MAX_FILES]
+    if len(diff.files) > MAX_FILES:
+        warnings.append(f"{len(diff.files):,} files changed: only the first {MAX_FILES:,} "
+                        "were scored")
+    long = sum(1 for change in scored if not patterns.matchable(change.path))
+    if long:
+        warnings.append(f"{long} path(s) longer than {patterns.MAX_PATH_LENGTH:,} characters "
+                        "were not matched against path rules")
+    files = [score_file(change, rules, source) for change in scored]
     signals = _strongest_per_rule(s for f in files for s in f.signals)
     size = _size_signal(files)
     if size is not None:
@@ -126,7 +171,7 @@ def score(diff: ParsedDiff, rules: RuleSet, source: SourceLookup | None = None) 
         notes.append(f"this change edits {CONFIG_PATH}; config changes take effect after merge "
                      "and do not affect this score")
     return RiskReport(total, rules.thresholds.level(total), rules.profile, files, signals,
-                      list(diff.warnings), notes)
+                      warnings, notes)
 
 
 def score_file(change: FileChange, rules: RuleSet, source: SourceLookup | None = None) -> FileRisk:
@@ -134,7 +179,7 @@ def score_file(change: FileChange, rules: RuleSet, source: SourceLookup | None =
     signals: list[Signal] = []
     if cold is None:
         signals = _file_signals(change, rules, source)
-    signals = _strongest_per_rule(signals)
+    signals = _strongest_per_rule(_one_per_place(signals))
     return FileRisk(change.path, change.old_path, change.status, change.is_binary, change.added,
                     change.removed, _combine(signals),
                     cold.id if cold else None, signals, change.damaged)
@@ -148,7 +193,8 @@ def _file_signals(change: FileChange, rules: RuleSet, source: SourceLookup | Non
     whole = "".join(texts)
     defs = _by_hunk(starts, _definitions(whole))
     tokens = _by_hunk(starts, _tokens(rules, whole)) if any(allowed) else {}
-    signals: list[Signal] = []
+    found: list[_Found] = []
+    edited: list[tuple[int, _Segment]] = []
     first: tuple[str | None, int | None, str] | None = None
     for number, hunk in enumerate(change.hunks):
         segments = _segments(hunk, defs.get(number, ()), lookup)
@@ -157,13 +203,113 @@ def _file_signals(change: FileChange, rules: RuleSet, source: SourceLookup | Non
             seg = changed[0]
             first = (seg.name, hunk.line_number(seg.first_changed), _side(hunk, seg.first_changed))
         for seg in changed:
-            signals += _function_signals(rules, change.path, hunk, seg)
+            found += [_Found(s, number) for s in _function_signals(rules, change.path, hunk, seg)]
+            edited.append((number, seg))
         if number in tokens:
-            signals += _token_signals(rules, change.path, hunk, segments, tokens[number],
-                                      bool(path_rules), allowed)
+            found += _token_signals(rules, change.path, hunk, number, segments, tokens[number],
+                                    bool(path_rules), allowed)
     function, line, side = first or (None, None, "new")
-    signals += [Signal(r.id, r.kind, r.category, r.weight, r.description, change.path, function,
-                       line, side) for r in path_rules]
+    paths = [Signal(r.id, r.kind, r.category, r.weight, r.description, change.path, function,
+                    line, side) for r in path_rules]
+    signals = _tempered(change, rules, found, paths, edited) if found or paths else []
+    return signals + _dependency_signals(change, rules)
+
+
+@dataclass(slots=True)
+class _Found:
+    """A function or token signal, with the hunk it fired in and, for a token, whether it sits
+    in a set-up function (and which rule says so)."""
+
+    signal: Signal
+    hunk: int
+    setup: Rule | None = None
+
+
+def _tempered(change: FileChange, rules: RuleSet, found: list[_Found], paths: list[Signal],
+              edited: list[tuple[int, _Segment]]) -> list[Signal]:
+    """The signals of one file with their weights lowered where the change cannot matter much:
+    in hunks that change no behaviour, or only in set-up code."""
+    harmless = changes.Judge(change)
+    signals = []
+    for item in found:
+        reason = harmless(item.hunk)
+        if reason is not None:
+            signals.append(_lowered(item.signal, HARMLESS_SHARE, reason.describe()))
+        elif item.setup is not None:
+            signals.append(_lowered(item.signal, item.setup.weight / 100,
+                                    f"in set-up code ({_short(item.signal.function)}())"))
+        else:
+            signals.append(item.signal)
+    if paths:
+        share, why = _file_share(rules, harmless, edited)
+        signals += [_lowered(s, share, why) for s in paths] if why else paths
+    return signals
+
+
+def _file_share(rules: RuleSet, harmless: changes.Judge,
+                edited: list[tuple[int, _Segment]]) -> tuple[float, str | None]:
+    """The share of their weight a file's path rules keep, and why (None: all of it).
+
+    Hunks are judged in order and only until one changes code outside set-up functions: then
+    the file's rules keep all their weight, and the rest need not be looked at.
+    """
+    setups: list[tuple[str, Rule]] = []
+    by_hunk: dict[int, list[_Segment]] = {}
+    for number, seg in edited:
+        by_hunk.setdefault(number, []).append(seg)
+    reasons: list[changes.Harmless] = []
+    for number in range(harmless.hunks):
+        reason = harmless(number)
+        if reason is not None:
+            reasons.append(reason)
+            continue
+        for seg in by_hunk.get(number, ()):
+            rule = rules.setup_rule(seg.name) if seg.name else None
+            if rule is None:
+                return 1.0, None
+            setups.append((seg.name, rule))
+    if setups:
+        names = list(dict.fromkeys(name for name, _ in setups))
+        shown = ", ".join(f"{_short(name)}()" for name in names[:3]) + (
+            f" and {len(names) - 3} more" if len(names) > 3 else "")
+        return min(rule.weight for _, rule in setups) / 100, f"only set-up code changed: {shown}"
+    if reasons and len(reasons) == harmless.hunks:
+        kinds = {reason.kind for reason in reasons}
+        why = reasons[0].describe() if len(reasons) == 1 or kinds == {"cosmetic"} else (
+            "only comments, formatting or renames changed")
+        return HARMLESS_SHARE, why
+    return 1.0, None
+
+
+def _short(name: str | None, limit: int = 60) -> str:
+    """A name from the diff, cut to fit in a reason."""
+    name = name or ""
+    return name if len(name) <= limit else name[:limit - 3] + "..."
+
+
+def _lowered(signal: Signal, share: float, why: str) -> Signal:
+    if share >= 1.0:
+        return signal
+    return dataclasses.replace(signal, weight=round(signal.weight * share, 1), note=why,
+                               full_weight=signal.weight)
+
+
+def _dependency_signals(change: FileChange, rules: RuleSet) -> list[Signal]:
+    """Version moves of the packages that dependency rules name, in the manifests they read."""
+    readers = rules.dependency_rules(change.path)
+    if not readers:
+        return []
+    moved = manifests.version_changes(change)
+    signals = []
+    for rule, names in readers:
+        hits = [v for v in moved if names.match(v.name)]
+        if hits:
+            shown = "; ".join(v.describe() for v in hits[:3])
+            if len(hits) > 3:
+                shown += f" and {len(hits) - 3} more"
+            signals.append(Signal(rule.id, rule.kind, rule.category, rule.weight,
+                                  rule.description, change.path, None, hits[0].line, "new",
+                                  shown, len(hits)))
     return signals
 
 
@@ -274,9 +420,10 @@ def _function_signals(rules: RuleSet, path: str, hunk: Hunk, seg: _Segment) -> l
             for r in found]
 
 
-def _token_signals(rules: RuleSet, path: str, hunk: Hunk, segments: list[_Segment], matches,
-                   hot_file: bool, allowed: list[bool]) -> list[Signal]:
-    signals = []
+def _token_signals(rules: RuleSet, path: str, hunk: Hunk, hunk_number: int,
+                   segments: list[_Segment], matches, hot_file: bool,
+                   allowed: list[bool]) -> list[_Found]:
+    found = []
     starts = [seg.start for seg in segments]
     for offset, text, number in matches:
         index = hunk.line_at(offset)
@@ -286,14 +433,51 @@ def _token_signals(rules: RuleSet, path: str, hunk: Hunk, segments: list[_Segmen
         seg = segments[bisect.bisect_right(starts, index) - 1]
         if not allowed[number] or (rule.scope == "hot" and not (hot_file or seg.hot)):
             continue
-        signals.append(Signal(rule.id, rule.kind, rule.category, rule.weight, rule.description,
-                              path, seg.name, hunk.line_number(index), _side(hunk, index),
-                              text.strip()[:80]))
-    return signals
+        signal = Signal(rule.id, rule.kind, rule.category, rule.weight, rule.description, path,
+                        seg.name, hunk.line_number(index), _side(hunk, index), text.strip()[:80])
+        found.append(_Found(signal, hunk_number, rules.setup_rule(seg.name) if seg.name else None))
+    return found
 
 
 def _side(hunk: Hunk, index: int) -> str:
     return "old" if hunk.types[index] == "-" else "new"
+
+
+def _one_per_place(signals: list[Signal]) -> list[Signal]:
+    """One signal per place and category: the strongest, naming the other rules there.
+
+    A place is the file for path rules, the function for function rules, and the line for
+    token and dependency rules: rules of one category that fire there say the same thing.
+    """
+    best: dict[tuple, Signal] = {}
+    others: dict[tuple, list[str]] = {}
+    for signal in signals:
+        key = _place(signal)
+        kept = best.get(key)
+        if kept is None:
+            best[key], others[key] = signal, []
+        elif signal.rule == kept.rule:
+            best[key] = _with_count(kept, kept.count + signal.count)
+        elif signal.weight > kept.weight:
+            best[key] = signal
+            others[key].append(kept.rule)
+        else:
+            others[key].append(signal.rule)
+    merged = []
+    for key, signal in best.items():
+        also = tuple(dict.fromkeys(r for r in others[key] if r != signal.rule))
+        merged.append(dataclasses.replace(signal, also=also) if also else signal)
+    return merged
+
+
+def _place(signal: Signal) -> tuple:
+    if signal.kind == "path":
+        return ("file", signal.category)
+    if signal.kind == "function":
+        return ("function", signal.function, signal.category)
+    if signal.kind in ("token", "dependency"):
+        return ("line", signal.line, signal.side, signal.category)
+    return (signal.kind, signal.rule)
 
 
 def _strongest_per_rule(signals: Iterable[Signal]) -> list[Signal]:
@@ -311,10 +495,7 @@ def _strongest_per_rule(signals: Iterable[Signal]) -> list[Signal]:
 
 
 def _with_count(signal: Signal, count: int) -> Signal:
-    if count == signal.count:
-        return signal
-    return Signal(signal.rule, signal.kind, signal.category, signal.weight, signal.description,
-                  signal.path, signal.function, signal.line, signal.side, signal.match, count)
+    return signal if count == signal.count else dataclasses.replace(signal, count=count)
 
 
 def _size_signal(files: list[FileRisk]) -> Signal | None:
@@ -332,15 +513,18 @@ def _size_signal(files: list[FileRisk]) -> Signal | None:
 
 
 def _combine(signals: Iterable[Signal]) -> int:
-    """Noisy-OR over categories, as a 0-100 integer.
+    """Noisy-OR over categories and kinds, as a 0-100 integer.
 
-    Signals of one category corroborate each other rather than being independent chances, so
-    within a category the strongest counts fully, the next at half its weight, the next at a
-    quarter, and so on.
+    Signals of one category and kind corroborate each other rather than being independent
+    chances (two communicator files are one hot area, touched twice), so within them the
+    strongest counts fully, the next at half its weight, the next at a quarter, and so on.
+    Kinds are different evidence: that a file is a communicator, that the change sits in its
+    collective, that a line adds a host sync.
     """
-    by_category: dict[str, list[float]] = {}
+    by_category: dict[tuple[str, str], list[float]] = {}
     for s in signals:
-        by_category.setdefault(s.category, []).append(min(max(s.weight, 0.0), 100.0) / 100.0)
+        by_category.setdefault((s.category, s.kind), []).append(
+            min(max(s.weight, 0.0), 100.0) / 100.0)
     miss = 1.0
     for weights in by_category.values():
         for rank, weight in enumerate(sorted(weights, reverse=True)):

@@ -111,6 +111,20 @@ def test_a_removed_line_links_to_the_old_side():
     assert f"#{diff_anchor('a.py', 5, 'old')})" in comment_body(report, PULL)
 
 
+def test_a_lowered_weight_says_why_and_names_the_other_rules_and_versions():
+    lowered = Signal("path.pynccl", "path", "communicator", 20, "NCCL communicator wrapper",
+                     "e/pynccl.py", "__init__", 5, note="only set-up code changed: __init__()",
+                     full_weight=40, also=("path.communicators",))
+    upgrade = Signal("dependency.runtime", "dependency", "dependency", 60, "runtime stack",
+                     "pyproject.toml", None, 9, match="torch 2.8.0 -> 2.9.1")
+    files = [FileRisk("e/pynccl.py", None, "modified", False, 1, 1, 20, None, [lowered]),
+             FileRisk("pyproject.toml", None, "modified", False, 1, 1, 60, None, [upgrade])]
+    body = comment_body(RiskReport(68, "high", "generic", files, [upgrade, lowered]), PULL)
+    assert "runtime stack: `torch 2.8.0 -> 2.9.1` —" in body
+    assert ("(`path.pynccl`, +20 of 40: only set-up code changed: \\_\\_init\\_\\_\\(\\); "
+            "also path.communicators)") in body
+
+
 def test_markdown_and_html_in_paths_are_escaped():
     path = "x/<img src=x onerror=alert(1)>/[link](http://evil).py"
     signal = Signal("path.x", "path", "p", 50, "hot <b>path</b>", path, None, 1)

@@ -191,3 +191,102 @@ def test_scores_stay_in_range_and_levels_agree_with_thresholds(paths, lines):
     assert 0 <= report.score <= 100
     assert report.level == config.Thresholds().level(report.score)
     assert all(0 <= f.score <= 100 for f in report.files)
+
+
+def test_one_place_counts_once_across_overlapping_rules():
+    report = score(file_diff("python/sglang/srt/distributed/device_communicators/custom_all_reduce.py",
+                             ["a"], ["b"]))
+    communicator = [s for s in report.signals if s.category == "communicator"]
+    assert [s.rule for s in communicator] == ["path.custom-allreduce"]
+    assert communicator[0].also == ("path.communicators", "sglang.distributed")
+    assert "[path.custom-allreduce, +40; also path.communicators, sglang.distributed]" in (
+        communicator[0].sentence())
+
+
+def test_a_change_only_in_set_up_code_counts_at_half_weight():
+    path = "python/sglang/srt/model_executor/cuda_graph_runner.py"
+    setup = score(file_diff(path, ["        self.bs = 1"], ["        self.bs = 2"],
+                            header="def __init__(self, model_runner):"))
+    step = score(file_diff(path, ["        out = x"], ["        out = y"],
+                           header="def replay(self, forward_batch):"))
+    graph = next(s for s in setup.signals if s.rule == "path.cuda-graph")
+    assert (graph.weight, graph.full_weight) == (17.5, 35)
+    assert graph.note == "only set-up code changed: __init__()"
+    assert "[path.cuda-graph, +17.5 of 35: only set-up code changed: __init__()" in graph.sentence()
+    assert next(s for s in step.signals if s.rule == "path.cuda-graph").weight == 35
+    assert setup.score < step.score
+
+
+def test_a_token_in_set_up_code_counts_at_half_weight():
+    report = score(file_diff("engine/pynccl.py", [], ["        torch.cuda.synchronize()"],
+                             header="def __init__(self, group):"))
+    sync = next(s for s in report.signals if s.rule == "token.host-sync")
+    assert (sync.weight, sync.full_weight, sync.note) == (7.5, 15, "in set-up code (__init__())")
+
+
+def test_a_function_a_rule_calls_hot_is_never_set_up():
+    report = score(file_diff("engine/pynccl.py", ["        a = 1"], ["        a = 2"],
+                             header="def init_forward_metadata(self, batch):"))
+    assert next(s for s in report.signals if s.rule == "path.pynccl").weight == 40
+
+
+def test_comment_log_and_rename_only_changes_keep_a_quarter():
+    path = "vllm/distributed/device_communicators/pynccl.py"
+    comment = score(file_diff(path, ["        x = 1  # old"], ["        x = 1  # new"],
+                              header="def all_reduce(self, tensor):"))
+    rename = score(file_diff(path, ["        foo = bar(x)", "        return foo"],
+                             ["        baz = bar(x)", "        return baz"],
+                             header="def all_reduce(self, tensor):"))
+    nccl = next(s for s in comment.signals if s.rule == "path.pynccl")
+    assert (nccl.weight, nccl.note) == (10, "only comments, docstrings, log messages or formatting changed")
+    assert comment.level in ("low", "none") and rename.level in ("low", "none")
+    assert "rename only (foo -> baz)" in next(s for s in rename.signals if s.rule == "path.pynccl").note
+    collective = next(s for s in comment.signals if s.rule == "function.collective")
+    assert collective.weight == 6.2 and collective.full_weight == 25
+
+
+def test_a_runtime_upgrade_is_high_risk_with_the_versions_in_the_reason():
+    report = score(file_diff("python/pyproject.toml", ['  "torch==2.8.0",'], ['  "torch==2.9.1",']))
+    upgrade = next(s for s in report.signals if s.rule == "dependency.runtime")
+    assert report.level == "high"
+    assert upgrade.match == "torch 2.8.0 -> 2.9.1" and upgrade.also == ("dependency.kernels",)
+    assert upgrade.sentence().startswith("version change of the runtime stack (torch, triton, "
+                                         "CUDA, NCCL, kernel libraries): torch 2.8.0 -> 2.9.1 "
+                                         "[dependency.runtime, +60; also dependency.kernels]")
+    cuda = score(file_diff("docker/Dockerfile", ["ARG CUDA_VERSION=12.8.1"], ["ARG CUDA_VERSION=12.9.1"]))
+    assert cuda.level == "high" and "cuda 12.8.1 -> 12.9.1" in cuda.reasons[0]
+    other = score(file_diff("requirements.txt", ["requests==2.1"], ["requests==2.2"]))
+    assert "dependency.runtime" not in rules_fired(other)
+
+
+def test_repository_dependency_and_setup_rules_apply():
+    yaml_text = """
+risk:
+  rules:
+    - {id: ours.runtime, kind: dependency, category: dependency, weight: 70,
+       description: our kernels, pattern: 'our-kernels', paths: ["requirements.txt"]}
+    - {id: ours.setup, kind: setup, category: setup, weight: 20, description: boot,
+       pattern: '^boot$'}
+"""
+    upgrade = score(file_diff("requirements.txt", ["our_kernels==1.0"], ["our-kernels==1.1"]), yaml_text)
+    assert "ours.runtime" in rules_fired(upgrade) and upgrade.signals[0].match == "our-kernels 1.0 -> 1.1"
+    boot = score(file_diff("engine/pynccl.py", ["    a = 1"], ["    a = 2"], header="def boot():"),
+                 yaml_text)
+    assert next(s for s in boot.signals if s.rule == "path.pynccl").weight == 8
+
+
+def test_the_json_adds_the_other_rules_and_the_lowered_weight():
+    data = score(file_diff("engine/pynccl.py", ["    a = 1"], ["    a = 2"],
+                           header="def __init__(self):")).to_dict()
+    signal = next(s for s in data["signals"] if s["rule"] == "path.pynccl")
+    assert (signal["weight"], signal["full_weight"], signal["also"]) == (20, 40, [])
+    assert signal["note"] == "only set-up code changed: __init__()"
+
+
+def test_an_environment_variable_renamed_in_a_communicator_ranks_below_a_runtime_upgrade():
+    path = "python/sglang/srt/distributed/device_communicators/custom_all_reduce.py"
+    removed = ['    if os.environ.get("SGLANG_CUSTOM_AR_OLD"):', '        use = os.environ.get("SGLANG_CUSTOM_AR_OLD")']
+    rename = score(file_diff(path, removed, [line.replace("OLD", "NEW") for line in removed]))
+    upgrade = score(file_diff("python/pyproject.toml", ['  "torch==2.8.0",'], ['  "torch==2.9.1",']))
+    assert "rename only (SGLANG_CUSTOM_AR_OLD -> SGLANG_CUSTOM_AR_NEW)" in rename.reasons[0]
+    assert rename.level == "low" and upgrade.level == "high"

@@ -1,0 +1,128 @@
+"""Which hunks change no behaviour: comments, docstrings, log messages, formatting, renames."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from bot.core.risk import changes
+from bot.core.risk import diff as diffs
+
+
+def file_diff(path: str, removed: list[str], added: list[str],
+              before: tuple[str, ...] = ("def f(x):",), after: tuple[str, ...] = ("    return x",)
+              ) -> str:
+    lines = [f"diff --git a/{path} b/{path}", f"--- a/{path}", f"+++ b/{path}",
+             f"@@ -10,{len(before) + len(removed) + len(after)} "
+             f"+10,{len(before) + len(added) + len(after)} @@",
+             *(" " + line for line in before), *("-" + line for line in removed),
+             *("+" + line for line in added), *(" " + line for line in after)]
+    return "\n".join(lines) + "\n"
+
+
+def kinds(text: str) -> list[str | None]:
+    return [h.kind if h else None for h in changes.classify(diffs.parse(text).files[0])]
+
+
+@pytest.mark.parametrize(("removed", "added"), [
+    (["    foo(a, b)"], ["    foo(a,", "        b)"]),  # line breaks
+    (["    y = 2  # old"], ["    y = 2  # a new comment"]),
+    (["    logger.info('a %s', x)"], ["    logger.info(", "        'b %s %s', x, y)"]),
+    ([], ["    logger.debug(f'x={x}')"]),  # a log line added
+    ([], ["    self.logger.warning_once('slow path')"]),
+    (["    raise ValueError('bad')"], ["    raise ValueError(f'very bad: {x}')"]),
+    (["    assert x > 0, 'x'"], ["    assert x > 0, f'x must be positive, got {x}'"]),
+    (['    """Old doc."""'], ['    """New doc,', '    on two lines."""']),
+    (["    print('x')"], ["    print('y', z)"]),
+])
+def test_changes_that_cannot_alter_behaviour_are_cosmetic(removed, added):
+    assert kinds(file_diff("engine/worker.py", removed, added)) == ["cosmetic"]
+
+
+@pytest.mark.parametrize(("removed", "added"), [
+    (["    v = t.cpu()"], ["    v = t.item()"]),
+    (["    n = 256"], ["    n = 1024"]),
+    (['    return "float16"'], ['    return "bfloat16"']),  # a value, not a message
+    (["    y = torch.float16"], ["    y = torch.bfloat16"]),  # one name swapped is not a rename
+    (["    a, b = b, a"], ["    b, a = a, b"]),  # the old names are still in use
+    (["    self.print('x')"], ["    self.print('y')"]),  # a method called print
+    (["    logger.info('a')"], ["    logger.info('a')", "    torch.cuda.synchronize()"]),
+])
+def test_changes_of_code_are_not(removed, added):
+    assert kinds(file_diff("engine/worker.py", removed, added)) == [None]
+
+
+def test_a_consistent_rename_used_twice_or_defined_is_a_rename():
+    used_twice = changes.classify(diffs.parse(file_diff(
+        "engine/worker.py", ["    foo = bar(x)", "    return foo"],
+        ["    baz = bar(x)", "    return baz"])).files[0])
+    assert used_twice[0].kind == "rename" and used_twice[0].renames == (("foo", "baz"),)
+    assert used_twice[0].describe() == "rename only (foo -> baz)"
+    defined = kinds(file_diff("engine/worker.py", ["def old_name(a):"], ["def new_name(a):"],
+                              before=("",), after=("    return a",)))
+    assert defined == ["rename"]
+
+
+def test_an_environment_variable_renamed_in_strings_is_a_rename():
+    removed = ['    a = os.environ.get("NCCL_OLD_KNOB")', '    b = os.environ.get("NCCL_OLD_KNOB")']
+    added = [line.replace("OLD", "NEW") for line in removed]
+    assert kinds(file_diff("engine/comm.py", removed, added)) == ["rename"]
+
+
+def test_renames_must_agree_across_the_hunks_of_a_file():
+    agree = (file_diff("e/w.py", ["    foo = 1"], ["    bar = 1"])
+             + file_diff("e/w.py", ["    return foo"], ["    return bar"]).split("\n", 3)[3])
+    disagree = (file_diff("e/w.py", ["    foo = 1"], ["    bar = 1"])
+                + file_diff("e/w.py", ["    return foo"], ["    return baz"]).split("\n", 3)[3])
+    assert kinds(agree) == ["rename", "rename"]
+    assert kinds(disagree) == [None, None]
+
+
+def test_cuda_comments_and_unknown_languages():
+    cuda = file_diff("csrc/a.cu", ["  int x = 1; // old"], ["  int x = 1; /* new */"],
+                     before=("{",), after=("}",))
+    assert kinds(cuda) == ["cosmetic"]
+    assert kinds(file_diff("data/blob.bin2", ["a"], ["b"])) == [None]
+
+
+def test_added_and_deleted_files_are_never_harmless():
+    text = ("diff --git a/e/new.py b/e/new.py\nnew file mode 100644\n--- /dev/null\n"
+            "+++ b/e/new.py\n@@ -0,0 +1 @@\n+# only a comment\n")
+    assert kinds(text) == [None]
+
+
+@given(st.lists(st.text(alphabet="ab()\"'#=.\\ \t:,", max_size=30), max_size=6),
+       st.lists(st.text(alphabet="ab()\"'#=.\\ \t:,", max_size=30), max_size=6))
+@settings(max_examples=300, deadline=None)
+def test_any_lines_classify_without_error(removed, added):
+    found = changes.classify(diffs.parse(file_diff("e/x.py", removed, added)).files[0])
+    assert len(found) == 1
+    if removed == added:
+        assert found[0] is not None and found[0].kind == "cosmetic"
+
+
+def test_hostile_lines_classify_in_linear_time():
+    # Unterminated strings and comments and deep brackets: each costs its length, once.
+    lines = ['"' + "a" * 20_000, "'''" + "b" * 20_000, "(" * 5_000, "/*" + "c" * 20_000]
+    assert kinds(file_diff("e/x.py", lines, lines[::-1])) == [None]
+    assert kinds(file_diff("e/x.cu", lines, lines[::-1])) == [None]
+
+
+def test_python_indentation_of_a_statement_is_code_but_of_a_continuation_is_not():
+    dedent = file_diff("e/x.py", ["        y()"], ["    y()"], before=("    if a:", "        x()"),
+                       after=("",))
+    assert kinds(dedent) == [None]  # y() left the if block
+    rewrap = file_diff("e/x.py",
+                       ["        self._refcounts: Dict[BlockId,", "                              RefCount] = {index: 0",
+                        "                                           for index in deduped}"],
+                       ["        self._refcounts: Dict[BlockId, RefCount] = {", "            index: 0",
+                        "            for index in deduped", "        }"],
+                       before=("    def __init__(self):",), after=("",))
+    assert kinds(rewrap) == ["cosmetic"]
+
+
+def test_lines_moved_past_their_context_are_a_change():
+    moved = ("diff --git a/e/x.py b/e/x.py\n--- a/e/x.py\n+++ b/e/x.py\n@@ -10,4 +10,4 @@\n"
+             " def f(g):\n+    r = use(g)\n     g = convert(g)\n-    r = use(g)\n     return r\n")
+    assert kinds(moved) == [None]
