@@ -14,7 +14,6 @@ from dataclasses import dataclass
 from ..ports import GitHub, PullRequestGone
 from ..services import Services
 
-ANONYMOUS_MODES = ("public", "all", "none")
 WRITE_PERMISSIONS = ("admin", "maintain", "write")
 log = logging.getLogger("perfbot.dashboard")
 

@@ -4,7 +4,7 @@ each change is attributed to (those that landed between the two points, riskiest
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from bot.core.history import attribution, changepoints
@@ -14,6 +14,8 @@ from .ports import Landed, Point, SeriesKey
 
 DEFAULT_POINTS = 1_000
 MAX_POINTS = 10_000
+AROUND = timedelta(days=7)  # the history shown around one merge: a week either side
+AROUND_POINTS = 400
 
 
 @dataclass(frozen=True)
@@ -57,3 +59,9 @@ def history(store: Store, key: SeriesKey, since: datetime | None = None, until: 
         for cp in found
     ]
     return History(key, points, changes, [m for m in landed if m.flagged])
+
+
+def around(store: Store, repo: str, at: datetime) -> list[History]:
+    """Each series of ``repo`` from a week before ``at`` to a week after."""
+    return [history(store, key, at - AROUND, at + AROUND, AROUND_POINTS)
+            for key in store.series_keys(frozenset({repo}))]
