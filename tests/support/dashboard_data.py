@@ -58,13 +58,15 @@ SERIES = (("verify-step", "step_ms", "ms", "lower", 19.0), ("decode", "throughpu
 
 @dataclass
 class Planted:
-    """A change planted in a series: at ``merge`` (a PR number) the level moved by ``change``."""
+    """A change planted in a series: merge ``number`` moved its level by ``change`` (relative),
+    for the worse ('regression') or the better ('improvement')."""
 
     repo: str
     suite: str
     metric: str
     number: int
     change: float
+    direction: str
 
 
 @dataclass
@@ -74,7 +76,7 @@ class Summary:
     results: int = 0
     points: int = 0
     planted: list[Planted] = field(default_factory=list)
-    hostile: tuple[str, int] | None = None  # the merge whose title is an attack
+    hostile: tuple[str, int] | None = None  # a public merge whose title is an attack
 
 
 def fill(engine: Engine, *, repos: int = 3, merges_per_repo: int = 1_000, results_per_merge: float = 1.0,
@@ -106,7 +108,7 @@ def _fill_repo(connection, rng: random.Random, repo: str, count: int, results_pe
         level = _level(score)
         reasons = _reasons(rng, score)
         title = HOSTILE_TITLE if i == 5 else rng.choice(TITLES).format(area=rng.choice(AREAS))
-        if i == 5:
+        if i == 5 and summary.hostile is None:
             summary.hostile = (repo, number)
         head, merge_sha = _sha(rng), _sha(rng)
         merges.append({
@@ -122,10 +124,11 @@ def _fill_repo(connection, rng: random.Random, repo: str, count: int, results_pe
         for suite, metric, unit, better, _ in SERIES:
             key = f"{suite}/{metric}"
             if planted:
-                change = 0.5 if i == steps[0] else -0.3
-                worse = change if better == "lower" else -change
-                levels[key] *= 1 + worse
-                summary.planted.append(Planted(repo, suite, metric, number, worse))
+                harm = 0.5 if i == steps[0] else -0.3  # how much slower: the regression, then its fix
+                change = harm if better == "lower" else -harm
+                levels[key] *= 1 + change
+                direction = "regression" if harm > 0 else "improvement"
+                summary.planted.append(Planted(repo, suite, metric, number, change, direction))
             for k in range(points_per_merge):
                 value = levels[key] * (1 + rng.gauss(0, 0.015))
                 points.append({"repo": repo, "suite": suite, "metric": metric, "unit": unit, "better": better,

@@ -26,6 +26,7 @@ bp = Blueprint("dashboard", __name__, template_folder="templates", static_folder
 STATE_LABELS = {"open": "open", "acknowledged": "acknowledged", "confirmed": "confirmed",
                 "false_alarm": "false alarm", "reverted": "reverted", "fixed": "fixed"}
 _FIXED_BY = re.compile(r"^#?(\d{1,9})$")
+_REASON = re.compile(r"^(?P<what>.*?) \[[^\]]*\](?: at (?P<where>.*))?$", re.DOTALL)
 
 
 @bp.get("/")
@@ -108,6 +109,19 @@ def pct(change: float | None) -> str:
 @bp.app_template_filter("when")
 def when(moment: datetime | None) -> str:
     return "—" if moment is None else moment.strftime("%Y-%m-%d %H:%M UTC")
+
+
+@bp.app_template_filter("brief")
+def brief(reason: str | None) -> str:
+    """A risk reason for a table cell: what fired and in which file (the rule and the full path
+    are on the detail page)."""
+    if not reason:
+        return "—"
+    found = _REASON.match(reason)
+    if found is None:
+        return reason
+    where = (found["where"] or "").split(" in ")[0].rsplit("/", 1)[-1]
+    return f"{found['what']} · {where}" if where else found["what"]
 
 
 @bp.app_template_filter("short")
