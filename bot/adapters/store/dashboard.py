@@ -17,7 +17,7 @@ from contextlib import AbstractContextManager
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import Engine, and_, case, func, or_, select, tuple_
+from sqlalchemy import Engine, and_, case, func, or_, select, text, true, tuple_
 from sqlalchemy.orm import Session
 
 from bot.core.history.outcome import Measured, merge_outcome
@@ -72,6 +72,15 @@ _ORDER = {
 }
 
 
+# The distinct repositories of the merges, one index look-up each (a loose index scan): DISTINCT
+# would read every merge.
+_MERGED_REPOS = text(
+    "WITH RECURSIVE r(repo) AS (SELECT min(repo) FROM merges"
+    " UNION ALL SELECT (SELECT min(repo) FROM merges WHERE repo > r.repo) FROM r WHERE r.repo IS NOT NULL)"
+    " SELECT repo FROM r WHERE repo IS NOT NULL"
+)
+
+
 def is_flagged(level: str | None, verdict: str | None) -> bool:
     return level in FLAGGED_LEVELS or verdict not in (None, "unchanged")
 
@@ -99,11 +108,15 @@ class DashboardQueries(DashboardStore):
 
     def flagged_merges(self, query: MergeQuery) -> MergePage:
         conditions = _conditions(query)
-        columns = _ORDER[query.sort]
-        order = [(c.desc() if query.descending else c.asc()).nulls_last() for c in columns]
+        order = _order(query)
+        # The page's ids first (from the covering index alone on PostgreSQL), then their rows.
+        page_ids = (
+            select(MergeRow.id).where(*conditions).order_by(*order, MergeRow.id.desc())
+            .limit(query.per_page).offset((query.page - 1) * query.per_page).subquery()
+        )
         statement = (
-            select(*_LIST_COLUMNS).where(*conditions).order_by(*order, MergeRow.id.desc())
-            .limit(query.per_page).offset((query.page - 1) * query.per_page)
+            select(*_LIST_COLUMNS).join(page_ids, MergeRow.id == page_ids.c.id)
+            .order_by(*order, MergeRow.id.desc())
         )
         with self._session() as session:
             _sync(session)
@@ -167,6 +180,14 @@ class DashboardQueries(DashboardStore):
                 for s in session.scalars(statement)
             ]
 
+    def series_key(self, repo, suite, metric) -> SeriesKey | None:
+        with self._session() as session:
+            s = session.scalar(select(MetricSeriesRow).where(
+                MetricSeriesRow.repo == repo, MetricSeriesRow.suite == suite, MetricSeriesRow.metric == metric
+            ))
+            return None if s is None else SeriesKey(s.repo, s.suite, s.metric, s.unit, s.better, s.points,
+                                                     _utc(s.last_at))
+
     def series(self, repo, suite, metric, since, until, limit) -> list[Point]:
         statement = (
             select(MetricPointRow.sha, MetricPointRow.value, MetricPointRow.measured_at)
@@ -182,13 +203,15 @@ class DashboardQueries(DashboardStore):
             rows = session.execute(statement).all()
         return [Point(sha, value, _utc(at) or at) for sha, value, at in reversed(rows)]
 
-    def landed(self, repo, since, until) -> list[Landed]:
+    def landed(self, repo, since, until, flagged_only=False) -> list[Landed]:
         statement = (
             select(MergeRow.repo, MergeRow.number, MergeRow.title, MergeRow.merge_sha, MergeRow.merged_at,
                    MergeRow.score, MergeRow.level, MergeRow.flagged)
             .where(MergeRow.repo == repo, MergeRow.merged_at >= since, MergeRow.merged_at <= until)
             .order_by(MergeRow.merged_at, MergeRow.id)
         )
+        if flagged_only:
+            statement = statement.where(MergeRow.flagged == true())
         with self._session() as session:
             return [
                 Landed(r.repo, r.number, r.title, r.merge_sha, _utc(r.merged_at), r.score, r.level, r.flagged)
@@ -212,15 +235,25 @@ class DashboardQueries(DashboardStore):
 
     def repository_privacy(self) -> dict[str, bool]:
         with self._session() as session:
-            known = {name: True for (name,) in session.execute(select(MergeRow.repo).distinct())}
+            known = {name: True for (name,) in session.execute(_MERGED_REPOS)}
             known.update({name: True for (name,) in session.execute(select(MetricSeriesRow.repo).distinct())})
             for name, private in session.execute(select(RepositoryRow.full_name, RepositoryRow.private)):
                 known[name] = private is not False
         return known
 
 
+def _order(query: MergeQuery) -> list[Any]:
+    """The ORDER BY of a list: by merge time it follows the index on (flagged, merged_at) (a merge
+    without a time, which GitHub never sends, sorts as the database puts NULLs); by a value that
+    may be missing (score, change), the missing ones come last."""
+    columns = _ORDER[query.sort]
+    if query.sort == "merged":
+        return [c.desc() if query.descending else c.asc() for c in columns]
+    return [(c.desc() if query.descending else c.asc()).nulls_last() for c in columns]
+
+
 def _conditions(query: MergeQuery) -> list[Any]:
-    conditions: list[Any] = [MergeRow.flagged.is_(True)]
+    conditions: list[Any] = [MergeRow.flagged == true()]  # '= true', not 'IS true': the index serves it
     if query.visible is not None:
         conditions.append(MergeRow.repo.in_(sorted(query.visible)))
     if query.repos:

@@ -3,6 +3,7 @@ each change is attributed to (those that landed between the two points, riskiest
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -51,17 +52,25 @@ def history(store: Store, key: SeriesKey, since: datetime | None = None, until: 
     points = store.series(key.repo, key.suite, key.metric, since, until, limit)
     if not points:
         return History(key, [], [], [])
-    found = changepoints.detect([p.value for p in points], key.better)
-    landed = store.landed(key.repo, points[0].measured_at, points[-1].measured_at)
-    changes = [
-        Change(cp, points[cp.index - 1], points[cp.index],
-               attribution.between(landed, points[cp.index - 1].measured_at, points[cp.index].measured_at))
-        for cp in found
-    ]
-    return History(key, points, changes, [m for m in landed if m.flagged])
+    found = _change_points(tuple(p.value for p in points), key.better)
+    changes = []
+    for cp in found:
+        before, after = points[cp.index - 1], points[cp.index]
+        landed = store.landed(key.repo, before.measured_at, after.measured_at)
+        suspects = attribution.between(landed, before.measured_at, after.measured_at)
+        changes.append(Change(cp, before, after, suspects))
+    markers = store.landed(key.repo, points[0].measured_at, points[-1].measured_at, flagged_only=True)
+    return History(key, points, changes, markers)
 
 
 def around(store: Store, repo: str, at: datetime) -> list[History]:
     """Each series of ``repo`` from a week before ``at`` to a week after."""
     return [history(store, key, at - AROUND, at + AROUND, AROUND_POINTS)
             for key in store.series_keys(frozenset({repo}))]
+
+
+@functools.lru_cache(maxsize=64)
+def _change_points(values: tuple[float, ...], better: str) -> list[changepoints.ChangePoint]:
+    """Change points of a window seen before are not searched again (a page is viewed often,
+    its series changes once a run)."""
+    return changepoints.detect(values, better)

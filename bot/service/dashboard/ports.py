@@ -198,13 +198,19 @@ class DashboardStore(ABC):
     def series_keys(self, visible: frozenset[str] | None) -> list[SeriesKey]: ...
 
     @abstractmethod
+    def series_key(self, repo: str, suite: str, metric: str) -> SeriesKey | None:
+        """One series as last listed (a series whose first points are not yet folded in is
+        missing until `series_keys` lists it)."""
+
+    @abstractmethod
     def series(self, repo: str, suite: str, metric: str, since: datetime | None, until: datetime | None,
                limit: int) -> list[Point]:
         """The last ``limit`` points of the series in [since, until), oldest first."""
 
     @abstractmethod
-    def landed(self, repo: str, since: datetime, until: datetime) -> list[Landed]:
-        """Every merge of ``repo`` with ``since <= merged_at <= until``, oldest first."""
+    def landed(self, repo: str, since: datetime, until: datetime, flagged_only: bool = False) -> list[Landed]:
+        """The merges of ``repo`` (only the flagged ones when ``flagged_only``) with
+        ``since <= merged_at <= until``, oldest first."""
 
     @abstractmethod
     def outcomes(self, visible: frozenset[str] | None) -> list[MergeOutcomeRow]:

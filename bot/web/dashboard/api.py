@@ -108,6 +108,10 @@ def series_key() -> SeriesKey:
     named = args.get("repo", "").strip()
     repo = params.repo(named) if named else None
     suite, metric = params.series_name(args, "suite"), params.series_name(args, "metric")
+    if repo and suite and metric and viewer.may_see(repo):  # the common case: one indexed row
+        found = state.current().services.store.series_key(repo, suite, metric)
+        if found is not None:
+            return found
     for key in state.current().services.store.series_keys(viewer.visible()):
         if (repo in (None, key.repo)) and suite in (None, key.suite) and metric in (None, key.metric):
             return key

@@ -29,8 +29,12 @@ def upgrade() -> None:
         merges.add_column(sa.Column("fixed_by", sa.Integer))
     with op.batch_alter_table("merges") as merges:
         merges.alter_column("acked", server_default=None)
-    op.create_index("ix_merges_flagged_merged_at", "merges", ["flagged", "merged_at"])
+    # Covering on PostgreSQL: a list of flagged merges is counted, filtered and ordered from it.
+    op.create_index("ix_merges_flagged_merged_at", "merges", ["flagged", "merged_at"],
+                    postgresql_include=["id", "repo", "number", "level", "score", "bench_verdict",
+                                        "headline_change", "triage_state", "acked"])
     op.create_index("ix_merges_repo_merged_at", "merges", ["repo", "merged_at"])
+    op.create_index("ix_merges_repo_flagged_merged_at", "merges", ["repo", "flagged", "merged_at"])
     op.create_index("ix_merges_merge_sha", "merges", ["merge_sha"])
     with op.batch_alter_table("repositories") as repositories:
         repositories.add_column(sa.Column("private", sa.Boolean))
@@ -74,6 +78,7 @@ def downgrade() -> None:
     with op.batch_alter_table("repositories") as repositories:
         repositories.drop_column("private")
     op.drop_index("ix_merges_merge_sha", "merges")
+    op.drop_index("ix_merges_repo_flagged_merged_at", "merges")
     op.drop_index("ix_merges_repo_merged_at", "merges")
     op.drop_index("ix_merges_flagged_merged_at", "merges")
     with op.batch_alter_table("merges") as merges:
