@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from huey.consumer import Consumer
 
 from bot.adapters.github_client import PyGithubFactory
+from bot.adapters.github_oauth import GitHubSignIn
 from bot.adapters.queue import HueyQueue
 from bot.adapters.store.sql import SqlStore
 from bot.service import jobs
@@ -51,11 +52,20 @@ def build(
     replaces the PyGithub factory (tests), ``retry_delay`` is huey's wait before a retry."""
     store = SqlStore.connect(settings.database_url)
     queue = HueyQueue(settings.resolved_queue_url, retry_delay=retry_delay)
-    services = Services(store=store, github=github or PyGithubFactory(settings), queue=queue)
+    services = Services(store=store, github=github or PyGithubFactory(settings), queue=queue,
+                        sign_in=sign_in(settings))
     queue.bind(
         lambda delivery_id: jobs.process(delivery_id, services, router), lambda: jobs.housekeeping(services)
     )
     return Runtime(settings, services, router, store, queue)
+
+
+def sign_in(settings: Settings) -> GitHubSignIn | None:
+    """Dashboard sign-in through the App's user authorization, when its client is configured."""
+    if not (settings.sign_in_enabled and settings.oauth_client_id and settings.oauth_client_secret):
+        return None
+    return GitHubSignIn(settings.oauth_client_id, settings.oauth_client_secret, settings.github_web_url,
+                        settings.github_api_url)
 
 
 def migrate(settings: Settings) -> None:

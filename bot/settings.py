@@ -10,7 +10,10 @@ from pathlib import Path
 from sqlalchemy.engine import make_url
 
 DEFAULT_API_URL = "https://api.github.com"
+DEFAULT_WEB_URL = "https://github.com"
 DEFAULT_DATABASE_URL = "sqlite:///perfbot.db"
+ANONYMOUS_MODES = ("public", "all", "none")
+MIN_SESSION_SECRET = 32
 
 
 class SettingsError(ValueError):
@@ -30,6 +33,17 @@ class Settings:
     queue_url: str | None = None
     writes_per_minute: int = 80
     log_level: str = "INFO"
+    oauth_client_id: str | None = None
+    oauth_client_secret: str | None = field(default=None, repr=False)
+    session_secret: str | None = field(default=None, repr=False)
+    github_web_url: str = DEFAULT_WEB_URL
+    public_url: str | None = None
+    dashboard_anonymous: str = "public"
+
+    @property
+    def sign_in_enabled(self) -> bool:
+        """Dashboard sign-in (GitHub App user authorization) is configured."""
+        return bool(self.oauth_client_id and self.oauth_client_secret and self.session_secret)
 
     @property
     def app_credentials(self) -> tuple[int, str] | None:
@@ -66,6 +80,12 @@ class Settings:
             queue_url=env.get("PERFBOT_QUEUE_URL") or None,
             writes_per_minute=_int(env, "PERFBOT_WRITES_PER_MINUTE") or 80,
             log_level=(env.get("PERFBOT_LOG_LEVEL") or "INFO").upper(),
+            oauth_client_id=env.get("PERFBOT_OAUTH_CLIENT_ID") or None,
+            oauth_client_secret=env.get("PERFBOT_OAUTH_CLIENT_SECRET") or None,
+            session_secret=env.get("PERFBOT_SESSION_SECRET") or None,
+            github_web_url=(env.get("PERFBOT_GITHUB_WEB_URL") or DEFAULT_WEB_URL).rstrip("/"),
+            public_url=(env.get("PERFBOT_PUBLIC_URL") or "").rstrip("/") or None,
+            dashboard_anonymous=(env.get("PERFBOT_DASHBOARD_ANONYMOUS") or "public").strip().lower(),
         ).checked()
 
     def checked(self) -> Settings:
@@ -76,6 +96,27 @@ class Settings:
                 f"PERFBOT_QUEUE_URL: expected redis://... or sqlite:///..., "
                 f"got {self.queue_url.split(':', 1)[0]}:..."
             )
+        if (self.oauth_client_id is None) != (self.oauth_client_secret is None):
+            raise SettingsError(
+                "PERFBOT_OAUTH_CLIENT_ID and PERFBOT_OAUTH_CLIENT_SECRET must be set together"
+            )
+        if self.oauth_client_id and not self.session_secret:
+            raise SettingsError(
+                "PERFBOT_SESSION_SECRET is required for dashboard sign-in (PERFBOT_OAUTH_CLIENT_ID)"
+            )
+        if self.session_secret is not None and len(self.session_secret) < MIN_SESSION_SECRET:
+            raise SettingsError(
+                f"PERFBOT_SESSION_SECRET: expected at least {MIN_SESSION_SECRET} characters"
+            )
+        if self.dashboard_anonymous not in ANONYMOUS_MODES:
+            raise SettingsError(
+                f"PERFBOT_DASHBOARD_ANONYMOUS: expected one of {', '.join(ANONYMOUS_MODES)}, "
+                f"got {self.dashboard_anonymous!r}"
+            )
+        urls = (("PERFBOT_GITHUB_WEB_URL", self.github_web_url), ("PERFBOT_PUBLIC_URL", self.public_url))
+        for name, url in urls:
+            if url is not None and not url.startswith(("https://", "http://")):
+                raise SettingsError(f"{name}: expected an http(s):// URL, got {url!r}")
         return self
 
 

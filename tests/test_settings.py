@@ -38,6 +38,11 @@ def test_token_mode_and_an_enterprise_api_url():
         ({"PERFBOT_APP_ID": "twelve"}, "PERFBOT_APP_ID"),
         ({"PERFBOT_QUEUE_URL": "amqp://x"}, "PERFBOT_QUEUE_URL"),
         ({"PERFBOT_PRIVATE_KEY_PATH": "/nonexistent/key.pem"}, "cannot read"),
+        ({"PERFBOT_OAUTH_CLIENT_ID": "Iv1.x"}, "must be set together"),
+        ({"PERFBOT_OAUTH_CLIENT_ID": "Iv1.x", "PERFBOT_OAUTH_CLIENT_SECRET": "s"}, "PERFBOT_SESSION_SECRET"),
+        ({"PERFBOT_SESSION_SECRET": "short"}, "at least 32"),
+        ({"PERFBOT_DASHBOARD_ANONYMOUS": "everyone"}, "PERFBOT_DASHBOARD_ANONYMOUS"),
+        ({"PERFBOT_PUBLIC_URL": "perfbot.example"}, "PERFBOT_PUBLIC_URL"),
     ],
 )
 def test_malformed_settings_name_the_variable(env, message):
@@ -48,3 +53,14 @@ def test_malformed_settings_name_the_variable(env, message):
 def test_the_queue_file_sits_beside_a_sqlite_database():
     assert queue_file_beside("sqlite:////var/lib/perfbot/bot.db") == "/var/lib/perfbot/bot.queue.db"
     assert queue_file_beside("postgresql://db/perfbot") == "perfbot.queue.db"
+
+
+def test_dashboard_sign_in_is_on_with_the_app_client_and_a_session_secret():
+    assert not Settings.from_env({}).sign_in_enabled
+    settings = Settings.from_env({
+        "PERFBOT_OAUTH_CLIENT_ID": "Iv1.x", "PERFBOT_OAUTH_CLIENT_SECRET": "s", "PERFBOT_SESSION_SECRET": "k" * 32,
+        "PERFBOT_GITHUB_WEB_URL": "https://ghe.example/", "PERFBOT_DASHBOARD_ANONYMOUS": "None",
+    })
+    assert settings.sign_in_enabled and settings.github_web_url == "https://ghe.example"
+    assert settings.dashboard_anonymous == "none" and Settings.from_env({}).dashboard_anonymous == "public"
+    assert "k" * 32 not in repr(settings) and "'s'" not in repr(settings)

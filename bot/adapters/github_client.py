@@ -203,3 +203,9 @@ class PyGithubClient(GitHub):
             self.github.requester.requestJsonAndCheck(
                 "POST", f"{issue.url}/labels", input={"labels": [wanted]}
             )
+
+    def permission(self, repo: str, login: str) -> str:
+        try:
+            return self._repo(repo).get_collaborator_permission(login)
+        except UnknownObjectException:  # no such repository or user: no permission
+            return "none"

@@ -13,9 +13,9 @@ log = logging.getLogger("perfbot.serve")
 
 def setup(subparsers) -> None:
     serve = subparsers.add_parser("serve", help="run the webhook server (and the queue consumer)",
-                                  description="Serve POST /webhook, /healthz and /metrics with gunicorn. "
-                                              "With the embedded SQLite queue (the default) the queue "
-                                              "consumer runs in the same process.")
+                                  description="Serve POST /webhook, /healthz, /metrics and the dashboard "
+                                              "with gunicorn. With the embedded SQLite queue (the default) "
+                                              "the queue consumer runs in the same process.")
     serve.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
     serve.add_argument("--port", type=int, default=8000, help="port to listen on (default 8000)")
     serve.add_argument("--workers", type=int, default=1, help="gunicorn worker processes (default 1)")

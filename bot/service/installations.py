@@ -10,7 +10,7 @@ router = Router()
 
 
 def _repos(items: list[dict] | None, installation_id: int) -> list[Repository]:
-    return [Repository(r["id"], r["full_name"], installation_id) for r in items or ()]
+    return [Repository(r["id"], r["full_name"], installation_id, r.get("private")) for r in items or ()]
 
 
 @router.register("installation", "created")

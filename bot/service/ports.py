@@ -6,6 +6,8 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from datetime import datetime
 
+from .dashboard.ports import DashboardStore
+
 
 @dataclass(frozen=True)
 class Delivery:
@@ -33,6 +35,15 @@ class Review:
 
 
 @dataclass(frozen=True)
+class Reason:
+    """One rule that raised a pull request's risk, as the review listed it."""
+
+    rule: str
+    weight: float
+    text: str
+
+
+@dataclass(frozen=True)
 class Merge:
     """A merged pull request and the risk it was merged with (the dashboard's raw data)."""
 
@@ -44,6 +55,9 @@ class Merge:
     score: int | None
     level: str | None
     merged_at: datetime | None
+    author: str | None = None
+    url: str | None = None
+    reasons: tuple[Reason, ...] = ()  # heaviest first
 
 
 @dataclass(frozen=True)
@@ -51,6 +65,7 @@ class Repository:
     id: int
     full_name: str
     installation_id: int | None
+    private: bool | None = None
 
 
 @dataclass(frozen=True)
@@ -68,8 +83,9 @@ class PullRequestGone(Exception):
     """The pull request or repository no longer exists (deleted, transferred, access lost)."""
 
 
-class Store(ABC):
-    """Durable state: deliveries, installed repositories, reviews and merges."""
+class Store(DashboardStore):
+    """Durable state: deliveries, installed repositories, reviews and merges; and the
+    dashboard's queries over them."""
 
     @abstractmethod
     def claim_delivery(
@@ -157,10 +173,32 @@ class GitHub(ABC):
     def sync_labels(self, repo: str, number: int, prefix: str, wanted: str | None) -> None:
         """Make ``wanted`` the only label starting with ``prefix`` (none when None)."""
 
+    @abstractmethod
+    def permission(self, repo: str, login: str) -> str:
+        """The user's permission on the repository from the collaborator-permission API:
+        'admin', 'write', 'read' or 'none' (also for an unknown user)."""
+
 
 class GitHubFactory(ABC):
     @abstractmethod
     def for_installation(self, installation_id: int | None) -> GitHub: ...
+
+
+class SignIn(ABC):
+    """Sign-in to the dashboard through the GitHub App's user authorization (OAuth web flow)."""
+
+    @abstractmethod
+    def authorize_url(self, state: str, redirect_uri: str) -> str:
+        """Where to send the browser to ask GitHub who the user is."""
+
+    @abstractmethod
+    def login_for(self, code: str, redirect_uri: str) -> str:
+        """The login of the user who authorized, from the code GitHub sent back;
+        `SignInFailed` when GitHub refuses the code."""
+
+
+class SignInFailed(Exception):
+    """GitHub did not confirm the sign-in (a bad, used or expired code, or GitHub unreachable)."""
 
 
 class Queue(ABC):

@@ -6,7 +6,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
-from .ports import GitHubFactory, Queue, Store
+from .ports import GitHubFactory, Queue, SignIn, Store
 
 
 def utc_now() -> datetime:
@@ -19,3 +19,4 @@ class Services:
     github: GitHubFactory
     queue: Queue
     now: Callable[[], datetime] = field(default=utc_now)
+    sign_in: SignIn | None = None  # None: dashboard sign-in is not configured

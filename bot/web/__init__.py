@@ -1,1 +1,2 @@
-"""HTTP edge (Flask): webhook intake, health and metrics; views parse, call one service, answer."""
+"""HTTP edge (Flask): webhook intake, health, metrics and the dashboard; views parse, call one
+service, answer."""

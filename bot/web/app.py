@@ -11,18 +11,19 @@ from bot.service.routes import ROUTER
 from bot.service.services import Services
 from bot.settings import Settings
 
-from . import health, state, webhook
+from . import dashboard, health, state, webhook
 from .metrics import Metrics
 
 
 def create_app(settings: Settings, services: Services, router: Router = ROUTER) -> Flask:
-    """The webhook intake, /healthz and /metrics; `bot.bootstrap` builds the services."""
+    """The webhook intake, /healthz, /metrics and the dashboard; `bot.bootstrap` builds the services."""
     logs.configure(settings.log_level)
     app = Flask("perfbot")
     app.config["MAX_CONTENT_LENGTH"] = webhook.MAX_BODY
     state.install(app, state.AppState(settings, services, router, Metrics(services.store, services.queue)))
     app.register_blueprint(webhook.bp)
     app.register_blueprint(health.bp)
+    dashboard.install(app, settings, exempt=(webhook.bp,))
     app.register_error_handler(HTTPException, _http_error)
     return app
 

@@ -44,6 +44,9 @@ class FakeSide:
     def labels(self) -> set[str]:
         return self.fake.labels.get((REPO, NUMBER), set())
 
+    def grant(self, login: str, permission: str) -> None:
+        self.fake.permissions[(REPO, login)] = permission
+
 
 class EmulatedSide:
     def __init__(self, emulator, app_key: tuple[str, str]):
@@ -70,6 +73,9 @@ class EmulatedSide:
 
     def labels(self) -> set[str]:
         return set(self.emulator.labels.get((REPO, NUMBER), []))
+
+    def grant(self, login: str, permission: str) -> None:
+        self.emulator.permissions[(REPO, login)] = permission
 
 
 @pytest.fixture(params=["fake", "pygithub"])
@@ -124,3 +130,12 @@ def test_the_head_diff_and_files_are_read_and_a_missing_file_is_none(side):
 def test_a_pull_request_that_does_not_exist_is_gone(side, call):
     with pytest.raises(PullRequestGone):
         call(side.github)
+
+
+def test_a_collaborators_permission_and_none_for_strangers_and_unknown_repositories(side):
+    side.grant("maintainer", "write")
+    side.grant("owner", "admin")
+    side.grant("reader", "read")
+    assert [side.github.permission(REPO, who) for who in ("maintainer", "owner", "reader", "stranger")] == [
+        "write", "admin", "read", "none"]
+    assert side.github.permission("nobody/nothing", "maintainer") == "none"

@@ -36,6 +36,7 @@ class FakeGitHub(GitHub):
         self.check_runs: dict[tuple[str, str, str], CheckResult] = {}
         self.labels: dict[tuple[str, int], set[str]] = {}
         self.file_reads: list[tuple[str, str, str]] = []
+        self.permissions: dict[tuple[str, str], str] = {}  # (repo, login) -> admin | write | read
         self._ids = itertools.count(1)
 
     # what tests arrange and look at
@@ -83,6 +84,9 @@ class FakeGitHub(GitHub):
         labels -= {name for name in labels if name.startswith(prefix) and name != wanted}
         if wanted is not None:
             labels.add(wanted)
+
+    def permission(self, repo, login):
+        return self.permissions.get((repo, login), "none")
 
     def _existing(self, repo: str, number: int) -> tuple[str, int]:
         if (repo, number) not in self.heads:

@@ -46,6 +46,25 @@ def test_a_merge_never_reviewed_is_scored_when_recorded(services):
     assert services.store.merges()[0].level == "medium"
 
 
+def test_a_merge_keeps_its_author_link_and_the_reasons_of_its_diff_heaviest_first(services):
+    data = merged()
+    data["pull_request"]["user"] = {"login": "alice"}
+    ROUTER.dispatch("pull_request", data, services)
+    [merge] = services.store.merges()
+    assert (merge.author, merge.url) == ("alice", f"https://github.com/{REPO}/pull/{NUMBER}")
+    assert merge.reasons and [r.weight for r in merge.reasons] == sorted((r.weight for r in merge.reasons), reverse=True)
+    assert merge.reasons[0].rule in merge.reasons[0].text
+
+
+def test_a_merge_whose_pull_request_is_gone_keeps_the_published_risk_without_reasons(services):
+    services.store.save_review(Review(REPO, NUMBER, SHA, 88, "high"))
+    services.github.github.heads.clear()
+    services.github.github.diffs.clear()
+    ROUTER.dispatch("pull_request", merged(), services)
+    [merge] = services.store.merges()
+    assert (merge.score, merge.level, merge.reasons) == (88, "high", ())
+
+
 def test_a_pr_closed_without_merging_is_not_recorded(services):
     ROUTER.dispatch("pull_request", merged(False), services)
     assert services.store.merges() == []
@@ -57,8 +76,13 @@ def installation(
     return {
         "action": action,
         "installation": {"id": installation_id},
-        key: [{"id": i, "full_name": n} for i, n in repos],
+        key: [{"id": i, "full_name": n, "private": n.endswith("secret")} for i, n in repos],
     }
+
+
+def test_installations_record_which_repositories_are_private(services):
+    ROUTER.dispatch("installation", installation("created", [(1, "o/a"), (2, "o/secret")]), services)
+    assert [(r.full_name, r.private) for r in services.store.repositories()] == [("o/a", False), ("o/secret", True)]
 
 
 def test_installing_then_changing_the_repository_selection_tracks_it(services):

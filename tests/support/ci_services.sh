@@ -1,6 +1,7 @@
 # Sourced by .ci/run: start what the server's tests need on a fresh machine and export where it is.
 # PostgreSQL (Debian's cluster tools) and Redis listen on loopback only; GitHub's test data is
-# fetched once into the git-ignored cache. With CI=true, tests fail rather than skip without them.
+# fetched once into the git-ignored cache; Debian's Chromium is the browser of the dashboard's
+# browser tests. With CI=true, tests fail rather than skip without them.
 export CI="${CI:-true}"
 
 _perfbot_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo -n "$@"; fi; }
@@ -13,6 +14,7 @@ _perfbot_apt() {
 command -v pg_ctlcluster >/dev/null || _perfbot_apt postgresql
 command -v redis-server >/dev/null || _perfbot_apt redis-server
 command -v npm >/dev/null || _perfbot_apt npm
+[ -x /usr/bin/chromium ] || _perfbot_apt chromium
 
 pg_version="$(ls /etc/postgresql 2>/dev/null | sort -V | tail -n 1)"
 if [ -z "$pg_version" ]; then

@@ -2,22 +2,30 @@
 every request against GitHub's official REST description and answers from its examples.
 
 State: repositories (default branch, files per ref), pull requests (head sha, diff), comments,
-labels, check runs and commit statuses. Faults can be injected per method and path: a status
-answered instead of (or after) doing the work, e.g. a 502 after creating a comment.
+labels, check runs and commit statuses, collaborators' permissions. Faults can be injected per
+method and path: a status answered instead of (or after) doing the work, e.g. a 502 after
+creating a comment.
+
+It also plays github.com for a GitHub App's user authorization (the OAuth web flow, which is not
+part of the REST description): `/login/oauth/authorize` shows a form where the browser says who
+signs in, redirects back with a one-time code, and `/login/oauth/access_token` trades the code
+for a user token that `GET /user` then answers for.
 """
 
 from __future__ import annotations
 
 import base64
+import html
 import itertools
 import json
 import logging
 import re
+import secrets
 import threading
 import time
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from urllib.parse import unquote
+from urllib.parse import unquote, urlencode
 
 import jwt
 from openapi_core import OpenAPI
@@ -112,12 +120,17 @@ class GitHubEmulator:
         self.token_lifetime_s = token_lifetime_s
         self.token_owner = "octocat"  # the person a personal token belongs to
         self.diff_line_limit = diff_line_limit
+        self.permissions: dict[tuple[str, str], str] = {}  # (repo, login) -> admin | write | read
+        self.oauth_apps: dict[str, str] = {}  # client id -> client secret
+        self.oauth_codes: dict[str, tuple[str, str, str]] = {}  # code -> (login, client id, redirect)
+        self.user_tokens: dict[str, str] = {}  # user token -> login
         self._ids = itertools.count(1001)
         self._lock = threading.RLock()
         self._server = None
         self._thread = None
         self.base_url = ""
         self._routes = [(m, _compile(t), getattr(self, h)) for m, t, h in _ROUTES]
+        self._web_routes = {(m, path): getattr(self, h) for m, path, h in _WEB_ROUTES}
 
     # lifecycle
 
@@ -213,6 +226,12 @@ class GitHubEmulator:
         )
         with self._lock:
             self.requests.append(recorded)
+        web = self._web_routes.get((request.method, request.path))
+        if web is not None:  # github.com's pages, not the REST API
+            with self._lock:
+                response = web(request)
+            recorded.status = response.status_code
+            return response
         problem = self._validate(request, body)
         if problem:
             with self._lock:
@@ -314,11 +333,72 @@ class GitHubEmulator:
         return _json(200, {**body, **self._author(request)})
 
     def _author(self, request: Request) -> dict:
-        """Who a request acts as: the App's bot for an installation token, else the token's owner."""
+        """Who a request acts as: the App's bot for an installation token, the user of a user
+        token, else the token's owner."""
         token = request.headers.get("Authorization", "").partition(" ")[2]
         if token in self.issued_tokens:
             return {"login": "perfbot[bot]", "type": "Bot"}
+        if token in self.user_tokens:
+            return {"login": self.user_tokens[token], "type": "User"}
         return {"login": self.token_owner, "type": "User"}
+
+    # handlers: the App's user authorization (github.com's web flow)
+
+    def add_oauth_app(self, client_id: str, client_secret: str) -> None:
+        self.oauth_apps[client_id] = client_secret
+
+    def authorize_page(self, request: Request) -> Response:
+        client_id = request.args.get("client_id", "")
+        if client_id not in self.oauth_apps:
+            return Response("unknown client_id", 404, mimetype="text/plain")
+        fields = "".join(
+            f'<input type="hidden" name="{name}" value="{html.escape(request.args.get(name, ""))}">'
+            for name in ("client_id", "redirect_uri", "state")
+        )
+        page = (
+            "<!doctype html><title>Authorize perfbot</title><h1>Authorize the perfbot App</h1>"
+            f'<form method="post" action="/login/oauth/authorize">{fields}'
+            '<label>Sign in as <input name="login" id="login" required></label>'
+            '<button type="submit" id="authorize">Authorize</button></form>'
+        )
+        return Response(page, 200, mimetype="text/html")
+
+    def authorize(self, request: Request) -> Response:
+        form = request.form
+        if form.get("client_id") not in self.oauth_apps or not form.get("login"):
+            return Response("bad authorization request", 400, mimetype="text/plain")
+        code = secrets.token_hex(10)
+        self.oauth_codes[code] = (form["login"], form["client_id"], form.get("redirect_uri", ""))
+        target = f"{form.get('redirect_uri', '')}?{urlencode({'code': code, 'state': form.get('state', '')})}"
+        return Response("", 302, headers={"Location": target})
+
+    def access_token(self, request: Request) -> Response:
+        """GitHub answers 200 with an ``error`` field for a bad code, not an error status."""
+        form = request.form
+        client_id = form.get("client_id", "")
+        if self.oauth_apps.get(client_id) != form.get("client_secret"):
+            return _json(200, {"error": "incorrect_client_credentials",
+                               "error_description": "The client_id and/or client_secret passed are incorrect."})
+        grant = self.oauth_codes.pop(form.get("code", ""), None)
+        if grant is None or grant[1] != client_id or grant[2] != form.get("redirect_uri", grant[2]):
+            return _json(200, {"error": "bad_verification_code",
+                               "error_description": "The code passed is incorrect or expired."})
+        token = f"ghu_emulated{next(self._ids)}"
+        self.user_tokens[token] = grant[0]
+        if self.tokens:
+            self.tokens.add(token)
+        return _json(200, {"access_token": token, "token_type": "bearer", "scope": ""})
+
+    def get_permission(self, request: Request, owner: str, repo: str, username: str) -> Response:
+        full_name = f"{owner}/{repo}"
+        if full_name not in self.repos:
+            return _not_found()
+        permission = self.permissions.get((full_name, username), "none")
+        body = github_data.rest_example("repository-collaborator-permission-response-if-user-has-admin-permissions")
+        role = {"admin": "admin", "maintain": "maintain", "write": "write", "read": "read"}.get(permission, "none")
+        body.update(permission="write" if permission == "maintain" else permission, role_name=role)
+        body["user"] = {**body["user"], "login": username}
+        return _json(200, body)
 
     # handlers: pulls and contents
 
@@ -557,6 +637,13 @@ _ROUTES = [
     ("POST", "/repos/{owner}/{repo}/check-runs", "create_check_run"),
     ("PATCH", "/repos/{owner}/{repo}/check-runs/{check_run_id}", "update_check_run"),
     ("POST", "/repos/{owner}/{repo}/statuses/{sha}", "create_status"),
+    ("GET", "/repos/{owner}/{repo}/collaborators/{username}/permission", "get_permission"),
+]
+# github.com's pages for the App's user authorization: outside the REST API, not validated.
+_WEB_ROUTES = [
+    ("GET", "/login/oauth/authorize", "authorize_page"),
+    ("POST", "/login/oauth/authorize", "authorize"),
+    ("POST", "/login/oauth/access_token", "access_token"),
 ]
 
 

@@ -23,3 +23,7 @@ def test_the_permissions_cover_reviews_and_nothing_is_admin():
 
 def test_the_webhook_points_at_the_intake_route():
     assert MANIFEST["hook_attributes"]["url"].endswith("/webhook")
+
+
+def test_the_dashboards_sign_in_comes_back_to_its_callback_route():
+    assert [url.endswith("/signin/callback") for url in MANIFEST["callback_urls"]] == [True]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager, nullcontext
@@ -27,9 +28,10 @@ from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
 
-from bot.service.ports import Delivery, Merge, Repository, Review, Store
+from bot.service.ports import Delivery, Merge, Reason, Repository, Review, Store
 
 from . import migrate
+from .dashboard import DashboardQueries
 from .tables import Base, DeliveryRow, MergeRow, RepositoryRow, ReviewRow
 
 PENDING, DONE, FAILED = "pending", "done", "failed"
@@ -69,7 +71,7 @@ _FINISH = (
 
 def _upsert_repository(dialect: str):
     upsert = (postgresql_insert if dialect == "postgresql" else sqlite_insert)(_table(RepositoryRow))
-    changed = {c: upsert.excluded[c] for c in ("full_name", "installation_id", "updated_at")}
+    changed = {c: upsert.excluded[c] for c in ("full_name", "installation_id", "updated_at", "private")}
     return upsert.on_conflict_do_update(index_elements=[RepositoryRow.id], set_=changed)
 
 
@@ -101,7 +103,7 @@ def _utc(value: datetime | None) -> datetime | None:
     return value.replace(tzinfo=UTC)
 
 
-class SqlStore(Store):
+class SqlStore(DashboardQueries, Store):
     def __init__(self, engine: Engine):
         self.engine = engine
         self._sessions = sessionmaker(engine, expire_on_commit=False)
@@ -218,7 +220,8 @@ class SqlStore(Store):
         if repos:
             now = _now()
             rows = [
-                dict(id=r.id, full_name=r.full_name, installation_id=installation_id, updated_at=now)
+                dict(id=r.id, full_name=r.full_name, installation_id=installation_id, updated_at=now,
+                     private=r.private)
                 for r in repos
             ]
             connection.execute(self._upsert_repo, rows)
@@ -238,7 +241,7 @@ class SqlStore(Store):
     def repositories(self) -> list[Repository]:
         with self._session() as session:
             rows = session.scalars(select(RepositoryRow).order_by(RepositoryRow.full_name))
-            return [Repository(r.id, r.full_name, r.installation_id) for r in rows]
+            return [Repository(r.id, r.full_name, r.installation_id, r.private) for r in rows]
 
     # reviews and merges
 
@@ -260,7 +263,12 @@ class SqlStore(Store):
             row = _pull_request_row(session, MergeRow, merge.repo, merge.number)
             row.title, row.merge_sha, row.head_sha = merge.title, merge.merge_sha, merge.head_sha
             row.score, row.level, row.merged_at = merge.score, merge.level, merge.merged_at
-            row.flagged = merge.level in ("medium", "high")
+            row.author, row.url = merge.author, merge.url
+            row.top_reason = merge.reasons[0].text if merge.reasons else None
+            row.reasons = json.dumps(
+                [{"rule": r.rule, "weight": r.weight, "reason": r.text} for r in merge.reasons]
+            )
+            self.derive_merge(session, row)
 
     def merges(self, repo=None) -> list[Merge]:
         query = select(MergeRow).order_by(MergeRow.merged_at.desc(), MergeRow.id.desc())
@@ -268,13 +276,19 @@ class SqlStore(Store):
             query = query.where(MergeRow.repo == repo)
         with self._session() as session:
             return [
-                Merge(r.repo, r.number, r.title, r.merge_sha, r.head_sha, r.score, r.level, _utc(r.merged_at))
+                Merge(r.repo, r.number, r.title, r.merge_sha, r.head_sha, r.score, r.level, _utc(r.merged_at),
+                      r.author, r.url, _reasons(r.reasons))
                 for r in session.scalars(query)
             ]
 
     def ping(self) -> None:
         with self.engine.connect() as connection:
             connection.execute(text("SELECT 1"))
+
+
+def _reasons(text: str | None) -> tuple[Reason, ...]:
+    items = json.loads(text) if text else []
+    return tuple(Reason(i["rule"], i["weight"], i["reason"]) for i in items)
 
 
 def _pull_request_row(session, table, repo: str, number: int):

@@ -24,6 +24,10 @@ class Base(DeclarativeBase):
     pass
 
 
+LIST_INDEX_INCLUDES = ("id", "repo", "number", "level", "score", "bench_verdict", "headline_change",
+                       "triage_state", "acked")
+
+
 class DeliveryRow(Base):
     """One accepted webhook delivery; (hook_id, guid) is unique, which is the replay defence."""
 
@@ -53,6 +57,7 @@ class RepositoryRow(Base):
     full_name: Mapped[str] = mapped_column(String(200), index=True)
     installation_id: Mapped[int | None] = mapped_column(BigInteger, index=True)
     updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    private: Mapped[bool | None] = mapped_column(Boolean)  # None: not told (treated as private)
 
 
 class ReviewRow(Base):
@@ -72,10 +77,23 @@ class ReviewRow(Base):
 
 
 class MergeRow(Base):
-    """A merged pull request with the risk it carried when it merged."""
+    """A merged pull request with the risk it carried when it merged, and what came of it.
+
+    The benchmark columns and ``acked`` are derived from `bench_results` and `acks` (see
+    `bot.adapters.store.dashboard`); ``flagged``: risk medium or high, or a benchmark verdict other
+    than unchanged."""
 
     __tablename__ = "merges"
-    __table_args__ = (UniqueConstraint("repo", "number", name="uq_merges_repo_number"),)
+    __table_args__ = (
+        UniqueConstraint("repo", "number", name="uq_merges_repo_number"),
+        # Covering on PostgreSQL: counting, filtering and ordering a list of flagged merges reads
+        # only this index; the page's rows are then fetched by id.
+        Index("ix_merges_flagged_merged_at", "flagged", "merged_at",
+              postgresql_include=list(LIST_INDEX_INCLUDES)),
+        Index("ix_merges_repo_merged_at", "repo", "merged_at"),
+        Index("ix_merges_repo_flagged_merged_at", "repo", "flagged", "merged_at"),
+        Index("ix_merges_merge_sha", "merge_sha"),
+    )
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
     repo: Mapped[str] = mapped_column(String(200), index=True)
@@ -87,6 +105,16 @@ class MergeRow(Base):
     level: Mapped[str | None] = mapped_column(String(16))
     merged_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     flagged: Mapped[bool] = mapped_column(Boolean, default=False)
+    author: Mapped[str | None] = mapped_column(String(100))
+    url: Mapped[str | None] = mapped_column(Text)
+    top_reason: Mapped[str | None] = mapped_column(Text)
+    reasons: Mapped[str | None] = mapped_column(Text)  # JSON list of {rule, weight, reason}
+    bench_verdict: Mapped[str | None] = mapped_column(String(16))
+    headline_metric: Mapped[str | None] = mapped_column(String(100))
+    headline_change: Mapped[float | None] = mapped_column(Float)
+    acked: Mapped[bool] = mapped_column(Boolean, default=False)
+    triage_state: Mapped[str | None] = mapped_column(String(16))
+    fixed_by: Mapped[int | None] = mapped_column(Integer)
 
 
 class BenchRequestRow(Base):
@@ -200,3 +228,48 @@ class WorkKeyRow(Base):
 
     key: Mapped[str] = mapped_column(String(200), primary_key=True)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), index=True)
+
+
+class TriageEventRow(Base):
+    """A maintainer's triage of a flagged merge on the dashboard (the merge keeps the latest)."""
+
+    __tablename__ = "triage_events"
+    __table_args__ = (Index("ix_triage_events_repo_number", "repo", "number"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    repo: Mapped[str] = mapped_column(String(200))
+    number: Mapped[int] = mapped_column(Integer)
+    state: Mapped[str] = mapped_column(String(16))
+    fixed_by: Mapped[int | None] = mapped_column(Integer)
+    note: Mapped[str] = mapped_column(Text)
+    user: Mapped[str] = mapped_column(String(100))
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+
+
+class MetricSeriesRow(Base):
+    """One series of the default branch's history (repo, suite, metric), derived from
+    `metric_points`: what the history page offers, without scanning every point."""
+
+    __tablename__ = "metric_series"
+    __table_args__ = (UniqueConstraint("repo", "suite", "metric", name="uq_metric_series_key"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    repo: Mapped[str] = mapped_column(String(200))
+    suite: Mapped[str] = mapped_column(String(100))
+    metric: Mapped[str] = mapped_column(String(100))
+    unit: Mapped[str] = mapped_column(String(40))
+    better: Mapped[str] = mapped_column(String(8))
+    points: Mapped[int] = mapped_column(Integer)
+    last_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+
+
+class DashboardSyncRow(Base):
+    """How far the derived dashboard columns have read `bench_results`, `acks` and
+    `metric_points` (the highest id of each already folded in); one row."""
+
+    __tablename__ = "dashboard_sync"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
+    results_seen: Mapped[int] = mapped_column(Integer)
+    acks_seen: Mapped[int] = mapped_column(Integer)
+    points_seen: Mapped[int] = mapped_column(Integer)

@@ -1,0 +1,181 @@
+"""The dashboard's pages, rendered on the server: flagged merges (`/`), a merge's detail and
+triage, metric history with change points, and the calibration of the alerts. Each page's data
+is the same service call as its JSON API route."""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime
+from typing import Any
+
+from flask import Blueprint, redirect, render_template, request, url_for
+from flask.typing import ResponseReturnValue
+from werkzeug.exceptions import HTTPException
+
+from bot.service.dashboard import calibration as calibrations
+from bot.service.dashboard import history as histories
+from bot.service.dashboard import triage as triages
+from bot.service.dashboard.history import History
+from bot.service.dashboard.ports import LEVELS, SORTS, STATES, TRIAGE_STATES, VERDICTS, MergeDetail
+
+from .. import state
+from . import api, params, viewer
+
+bp = Blueprint("dashboard", __name__, template_folder="templates", static_folder="static",
+               static_url_path="/static/dashboard")
+STATE_LABELS = {"open": "open", "acknowledged": "acknowledged", "confirmed": "confirmed",
+                "false_alarm": "false alarm", "reverted": "reverted", "fixed": "fixed"}
+_FIXED_BY = re.compile(r"^#?(\d{1,9})$")
+_REASON = re.compile(r"^(?P<what>.*?) \[[^\]]*\](?: at (?P<where>.*))?$", re.DOTALL)
+
+
+@bp.get("/")
+def merges() -> str:
+    query = params.merge_query(request.args, viewer.visible())
+    page = state.current().services.store.flagged_merges(query)
+    return render_template("merges.html", nav="merges", page=page, query=query, repos=_repos(),
+                           levels=LEVELS, verdicts=VERDICTS, states=STATES, sorts=SORTS,
+                           api_url=url_for("dashboard_api.merges", **params.query_args(request.args)))
+
+
+@bp.get("/dashboard")
+def dashboard() -> ResponseReturnValue:
+    return redirect(url_for("dashboard.merges", **params.query_args(request.args)), 308)
+
+
+@bp.get("/merges/<owner>/<name>/<int:number>")
+def merge(owner: str, name: str, number: int) -> str:
+    return _merge_page(api.detail(owner, name, number))
+
+
+@bp.post("/merges/<owner>/<name>/<int:number>/triage")
+def triage(owner: str, name: str, number: int) -> ResponseReturnValue:
+    found = api.detail(owner, name, number)
+    login = viewer.current().login
+    here = url_for("dashboard.merge", owner=owner, name=name, number=number)
+    if login is None:
+        return redirect(url_for("signin.start", next=here), 303)
+    form = request.form
+    fixed_text = form.get("fixed_by", "").strip()
+    fixed = _FIXED_BY.match(fixed_text)
+    if fixed_text and not fixed:
+        return _merge_page(found, "the fixing pull request: a number like 1234"), 400
+    try:
+        triages.triage(state.current().services, login, found.merge.repo, number, form.get("state", ""),
+                       int(fixed[1]) if fixed else None, form.get("note", ""))
+    except triages.TriageRefused as refused:
+        return _merge_page(found, str(refused)), refused.status
+    return redirect(f"{here}#triage", 303)
+
+
+@bp.get("/history")
+def history() -> str:
+    store = state.current().services.store
+    keys = store.series_keys(viewer.visible())
+    found: History | None = None
+    if keys:
+        key = api.series_key()
+        since, until = params.dates(request.args)
+        found = histories.history(store, key, since, until, params.points(request.args))
+    return render_template("history.html", nav="history", keys=keys, history=found,
+                           plot=_chart(found, "history-chart") if found and found.points else None,
+                           api_url=url_for("dashboard_api.history", **params.query_args(request.args)))
+
+
+@bp.get("/calibration")
+def calibration() -> str:
+    overall, per_repo = calibrations.calibration(state.current().services.store, viewer.visible())
+    return render_template("calibration.html", nav="calibration", overall=overall, per_repo=per_repo,
+                           api_url=url_for("dashboard_api.calibration"))
+
+
+@bp.errorhandler(HTTPException)
+def error(failure: HTTPException) -> tuple[str, int]:
+    code = failure.code or 500
+    return render_template("error.html", code=code, message=failure.description or failure.name), code
+
+
+@bp.app_context_processor
+def context() -> dict[str, Any]:
+    return {"viewer": viewer.current(), "sign_in": state.current().services.sign_in is not None,
+            "state_labels": STATE_LABELS, "triage_states": TRIAGE_STATES}
+
+
+@bp.app_template_filter("pct")
+def pct(change: float | None) -> str:
+    return "—" if change is None else f"{change * 100:+.1f}%".replace("-", "−")
+
+
+@bp.app_template_filter("when")
+def when(moment: datetime | None) -> str:
+    return "—" if moment is None else moment.strftime("%Y-%m-%d %H:%M UTC")
+
+
+@bp.app_template_filter("brief")
+def brief(reason: str | None) -> str:
+    """A risk reason for a table cell: what fired and in which file (the rule and the full path
+    are on the detail page)."""
+    if not reason:
+        return "—"
+    found = _REASON.match(reason)
+    if found is None:
+        return reason
+    where = (found["where"] or "").split(" in ")[0].rsplit("/", 1)[-1]
+    return f"{found['what']} · {where}" if where else found["what"]
+
+
+@bp.app_template_filter("short")
+def short(sha: str | None) -> str:
+    return (sha or "")[:10]
+
+
+@bp.app_template_filter("num")
+def num(value: float | None) -> str:
+    return "—" if value is None else f"{value:.4g}"
+
+
+@bp.app_template_global("url_with")
+def url_with(**changes: Any) -> str:
+    """This page's URL with some parameters changed (None removes one): pages, sorting."""
+    query = params.query_args(request.args)
+    for name, value in changes.items():
+        if value is None:
+            query.pop(name, None)
+        else:
+            query[name] = [str(value)]
+    return url_for(request.endpoint or "dashboard.merges", **(request.view_args or {}), **query)
+
+
+def _merge_page(found: MergeDetail, problem: str | None = None) -> str:
+    merge = found.merge
+    store = state.current().services.store
+    around = histories.around(store, merge.repo, merge.merged_at) if merge.merged_at else []
+    charts = [_chart(h, f"chart-{i}", merge.merged_at) for i, h in enumerate(around) if h.points]
+    return render_template("merge.html", nav="merges", detail=found, merge=merge, charts=charts,
+                           histories=[h for h in around if h.points], problem=problem,
+                           api_url=url_for("dashboard_api.merge", owner=merge.repo.split("/")[0],
+                                           name=merge.repo.split("/")[1], number=merge.number))
+
+
+def _chart(found: History, chart_id: str, marker: datetime | None = None) -> dict[str, Any]:
+    """What the chart script draws: times in seconds, values, change points and merge markers."""
+    key = found.key
+    return {
+        "id": chart_id,
+        "title": f"{key.repo} · {key.suite} · {key.metric}",
+        "unit": key.unit,
+        "better": key.better,
+        "x": [int(p.measured_at.timestamp()) for p in found.points],
+        "y": [p.value for p in found.points],
+        "changes": [{"i": c.point.index, "direction": c.point.direction, "change": round(c.point.change, 4),
+                     "before": c.point.before, "after": c.point.after} for c in found.changes],
+        "merges": [{"t": int(m.merged_at.timestamp()), "n": m.number, "level": m.level}
+                   for m in found.merges if m.merged_at is not None],
+        "marker": int(marker.timestamp()) if marker else None,
+    }
+
+
+def _repos() -> list[str]:
+    shown = viewer.visible()
+    known = state.current().services.store.repository_privacy()
+    return sorted(r for r in known if shown is None or r in shown)

@@ -1,0 +1,79 @@
+"""Sign-in and sign-out: GitHub's user authorization for the App (OAuth web flow) with a
+one-time state in the session; the login and the private repositories it may read are then kept
+in the signed session cookie for `SESSION_HOURS`."""
+
+from __future__ import annotations
+
+import hmac
+import logging
+import secrets
+
+from flask import Blueprint, abort, redirect, request, session, url_for
+from flask.typing import ResponseReturnValue
+
+from bot.service.dashboard import access
+from bot.service.ports import SignInFailed
+
+from .. import state
+from . import viewer
+
+bp = Blueprint("signin", __name__)
+log = logging.getLogger("perfbot.dashboard")
+_STATE, _NEXT = "oauth_state", "next"
+
+
+@bp.get("/signin")
+def start() -> ResponseReturnValue:
+    sign_in = state.current().services.sign_in
+    if sign_in is None:
+        abort(404, "sign-in is not configured on this server")
+    session[_STATE] = secrets.token_urlsafe(32)
+    session[_NEXT] = safe_next(request.args.get("next"))
+    return redirect(sign_in.authorize_url(session[_STATE], callback_url()))
+
+
+@bp.get("/signin/callback")
+def callback() -> ResponseReturnValue:
+    services = state.current().services
+    if services.sign_in is None:
+        abort(404, "sign-in is not configured on this server")
+    expected, given = session.pop(_STATE, None), request.args.get("state", "")
+    if not isinstance(expected, str) or not hmac.compare_digest(expected.encode(), given.encode()):
+        abort(400, "this sign-in was not started here or has expired: sign in again")
+    if request.args.get("error"):
+        abort(403, "GitHub did not authorize the sign-in")
+    code = request.args.get("code", "")
+    if not 0 < len(code) <= 100:
+        abort(400, "GitHub sent no authorization code")
+    try:
+        login = services.sign_in.login_for(code, callback_url())
+    except SignInFailed as failed:
+        log.warning("sign-in failed: %s", failed)
+        abort(403, f"GitHub did not confirm the sign-in: {failed}")
+    next_page = safe_next(session.pop(_NEXT, None))
+    session.clear()
+    session.permanent = True
+    session[viewer.LOGIN] = login
+    session[viewer.PRIVATE] = sorted(access.readable_private_repos(services, login))
+    log.info("signed in", extra={"user": login})
+    return redirect(next_page)
+
+
+@bp.post("/signout")
+def sign_out() -> ResponseReturnValue:
+    session.clear()
+    return redirect(url_for("dashboard.merges"), 303)
+
+
+def callback_url() -> str:
+    base = state.current().settings.public_url or request.host_url.rstrip("/")
+    return f"{base}/signin/callback"
+
+
+def safe_next(value: object) -> str:
+    """A path on this server to return to; anything else (another host, a scheme) is '/'."""
+    if not isinstance(value, str) or len(value) > 2_000:
+        return "/"
+    if not value.startswith("/") or value.startswith(("//", "/\\")) or any(c in value for c in "\r\n\\"):
+        return "/"
+    return value

@@ -1,0 +1,77 @@
+/* Draws each [data-chart] box of the page with uPlot from the JSON the server embedded beside it:
+   the series' points, its change points (a line where the level changed, red for a regression,
+   green for an improvement, with the level before and after drawn as steps) and the flagged
+   merges as markers along the bottom. The drawn charts are listed in window.perfbotCharts. */
+(function () {
+  "use strict";
+  var LEVEL_COLOURS = { high: "#c62828", medium: "#ef6c00", low: "#9e9d24", none: "#78909c" };
+  var charts = [];
+  window.perfbotCharts = charts;
+
+  function levels(data) {
+    var out = new Array(data.y.length);
+    if (!data.changes.length) { return out; }
+    var level = data.changes[0].before;
+    var next = 0;
+    for (var i = 0; i < data.y.length; i++) {
+      while (next < data.changes.length && i >= data.changes[next].i) { level = data.changes[next].after; next++; }
+      out[i] = level;
+    }
+    return out;
+  }
+
+  function decorate(data) {
+    return function (u) {
+      var ctx = u.ctx;
+      var top = u.bbox.top, height = u.bbox.height, bottom = top + height;
+      ctx.save();
+      data.changes.forEach(function (c) {
+        var x = u.valToPos(data.x[c.i], "x", true);
+        ctx.strokeStyle = c.direction === "regression" ? "#c62828" : "#2e7d32";
+        ctx.lineWidth = 2 * devicePixelRatio;
+        ctx.setLineDash([6 * devicePixelRatio, 4 * devicePixelRatio]);
+        ctx.beginPath(); ctx.moveTo(x, top); ctx.lineTo(x, bottom); ctx.stroke();
+      });
+      ctx.setLineDash([]);
+      var size = 5 * devicePixelRatio;
+      data.merges.forEach(function (m) {
+        var x = u.valToPos(m.t, "x", true);
+        if (x < u.bbox.left || x > u.bbox.left + u.bbox.width) { return; }
+        ctx.fillStyle = LEVEL_COLOURS[m.level] || "#78909c";
+        ctx.beginPath(); ctx.moveTo(x, bottom - size * 1.6); ctx.lineTo(x - size, bottom); ctx.lineTo(x + size, bottom);
+        ctx.closePath(); ctx.fill();
+      });
+      if (data.marker !== null) {
+        var mx = u.valToPos(data.marker, "x", true);
+        ctx.strokeStyle = "#1565c0"; ctx.lineWidth = 2 * devicePixelRatio;
+        ctx.beginPath(); ctx.moveTo(mx, top); ctx.lineTo(mx, bottom); ctx.stroke();
+      }
+      ctx.restore();
+    };
+  }
+
+  function draw(box) {
+    var data = JSON.parse(document.getElementById(box.dataset.chart).textContent);
+    var width = Math.max(280, box.clientWidth);
+    var opts = {
+      width: width,
+      height: width < 600 ? 220 : 320,
+      series: [
+        {},
+        { label: data.unit, stroke: "#455a64", width: 1, points: { show: data.x.length <= 300, size: 4 } },
+        { label: "level", stroke: "#c62828", width: 2, paths: uPlot.paths.stepped({ align: 1 }), points: { show: false } },
+      ],
+      axes: [{}, { label: data.unit, size: 60 }],
+      legend: { live: true },
+      hooks: { draw: [decorate(data)] },
+    };
+    var plot = new uPlot(opts, [data.x, data.y, levels(data)], box);
+    charts.push({ id: data.id, plot: plot, points: data.x.length, changes: data.changes, merges: data.merges.length });
+    window.addEventListener("resize", function () {
+      var w = Math.max(280, box.clientWidth);
+      plot.setSize({ width: w, height: w < 600 ? 220 : 320 });
+    });
+  }
+
+  document.querySelectorAll("[data-chart]").forEach(draw);
+})();
