@@ -19,7 +19,7 @@ WORKDIR /src
 COPY requirements/server.txt requirements/server.txt
 RUN python3 -m venv /opt/perfbot \
  && /opt/perfbot/bin/pip install --no-cache-dir --require-hashes -r requirements/server.txt
-COPY pyproject.toml README.md ./
+COPY pyproject.toml README.md LICENSE ./
 COPY bot ./bot
 # The server needs no installer at run time: leave out the venv's pip and setuptools.
 RUN /opt/perfbot/bin/pip install --no-cache-dir --no-deps . \
