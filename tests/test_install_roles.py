@@ -121,6 +121,10 @@ def test_the_server_lock_has_no_runner_dependencies():
     assert not {"numpy", "scipy", "torch"} & set(lock)
 
 
+# Named in an extra for another package's sake; perfbot itself never imports it.
+NEVER_IMPORTED = {"async-timeout"}  # redis's, on Python before 3.11.3 (pyproject.toml says why)
+
+
 def _distributions_of(extra: str) -> set[str]:
     return {canonicalize_name(Requirement(text).name) for text in PYPROJECT["optional-dependencies"][extra]}
 
@@ -135,7 +139,7 @@ def test_the_cli_knows_which_extra_brings_each_module(extra):
     for module in named:
         assert providers[module] & _distributions_of(extra), f"{module} is not installed by the {extra} extra"
     covered = set().union(*(providers[module] for module in named))
-    assert _distributions_of(extra) <= covered
+    assert _distributions_of(extra) - NEVER_IMPORTED <= covered
 
 
 def _run_python(code: str, cwd: Path) -> subprocess.CompletedProcess:
