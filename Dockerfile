@@ -5,16 +5,32 @@
 # The default command is `perfbot serve` (gunicorn + in-process queue consumer on SQLite in /data).
 # At scale, run the same image twice: `perfbot serve --workers N` and `perfbot worker`, with
 # PERFBOT_DATABASE_URL=postgresql+psycopg://... and PERFBOT_QUEUE_URL=redis://... (docs/deployment.md).
-FROM python:3.11-slim-bookworm AS build
-WORKDIR /src
-COPY pyproject.toml README.md ./
-COPY bot ./bot
-RUN python -m venv /opt/perfbot \
- && /opt/perfbot/bin/pip install --no-cache-dir --upgrade pip \
- && /opt/perfbot/bin/pip install --no-cache-dir '.[server]'
+#
+# Debian's own python3 on Debian's slim image: the server only, installed from the hashed lock
+# (requirements/server.txt), so no NumPy, SciPy or torch, and no git (the server never runs it).
+# BASE is an argument so that CI can build on the same distribution made with debootstrap.
+ARG BASE=debian:bookworm-slim
 
-FROM python:3.11-slim-bookworm
-RUN groupadd --system perfbot && useradd --system --gid perfbot --home-dir /data --shell /usr/sbin/nologin perfbot \
+FROM ${BASE} AS build
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends python3 python3-venv \
+ && rm -rf /var/lib/apt/lists/*
+WORKDIR /src
+COPY requirements/server.txt requirements/server.txt
+RUN python3 -m venv /opt/perfbot \
+ && /opt/perfbot/bin/pip install --no-cache-dir --require-hashes -r requirements/server.txt
+COPY pyproject.toml README.md LICENSE ./
+COPY bot ./bot
+# The server needs no installer at run time: leave out the venv's pip and setuptools.
+RUN /opt/perfbot/bin/pip install --no-cache-dir --no-deps . \
+ && /opt/perfbot/bin/pip uninstall --yes --quiet pip setuptools
+
+FROM ${BASE}
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends python3 ca-certificates \
+ && rm -rf /var/lib/apt/lists/* \
+ && groupadd --system perfbot \
+ && useradd --system --gid perfbot --home-dir /data --shell /usr/sbin/nologin perfbot \
  && mkdir /data && chown perfbot:perfbot /data
 COPY --from=build /opt/perfbot /opt/perfbot
 ENV PATH=/opt/perfbot/bin:$PATH \

@@ -11,17 +11,20 @@ from huey.storage import SqliteStorage
 
 from bot.service.ports import Queue
 
+from .job_serializer import JsonSerializer
+
 PROCESS_TASK = "perfbot.process_delivery"
 SWEEP_TASK = "perfbot.requeue_stale"
 
 
 def build_huey(url: str) -> Huey:
-    """Results are not kept: outcomes live in the store, and kept results would pile up forever."""
+    """Results are not kept: outcomes live in the store, and kept results would pile up forever.
+    Jobs travel as JSON (`job_serializer`): nothing read from the queue is unpickled."""
     if url.startswith(("redis://", "rediss://")):
-        return RedisHuey("perfbot", url=url, results=False)
+        return RedisHuey("perfbot", url=url, results=False, serializer=JsonSerializer())
     if url.startswith("sqlite:///"):
         return Huey("perfbot", storage_class=WalNormalSqliteStorage, filename=url.removeprefix("sqlite:///"),
-                    timeout=30, results=False)
+                    timeout=30, results=False, serializer=JsonSerializer())
     raise ValueError(f"unsupported queue URL {url.split(':', 1)[0]}:... (expected redis:// or sqlite:///)")
 
 

@@ -46,6 +46,14 @@ def main(argv: list[str] | None = None) -> int:
     except UserError as error:  # a usage mistake, an unreadable repository, an invalid config
         print(f"perfbot: error: {error}", file=sys.stderr)
         return 2
+    except ModuleNotFoundError as error:  # an optional dependency this install left out
+        from . import missing
+
+        message = missing.hint(error)
+        if message is None:
+            raise
+        print(f"perfbot: error: {message}", file=sys.stderr)
+        return 2
     except BrokenPipeError:
         sys.stderr.close()  # the reader went away (`| head`); nothing left to say
         return 0
