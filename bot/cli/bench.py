@@ -48,7 +48,9 @@ def setup(subparsers) -> None:
     run.add_argument("--allow-dirty", action="store_true", help="run even if the work tree has changes")
     run.add_argument("--repo-name", metavar="OWNER/NAME",
                      help="name recorded in the results (default: $GITHUB_REPOSITORY or the folder name)")
-    run.add_argument("--python", metavar="PATH", help="interpreter the fingerprint asks for versions")
+    run.add_argument("--python", metavar="PATH",
+                     help="the engine's interpreter, which the suites run and the fingerprint asks for "
+                          "versions (default: bench.python, else python3 on PATH)")
     run.add_argument("--quiet", action="store_true", help="no progress lines")
     run.set_defaults(run=run_bench)
 

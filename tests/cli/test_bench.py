@@ -103,10 +103,15 @@ def test_a_cancelled_run_kills_its_round_and_leaves_a_stopped_results_file(repo,
     builder, base, head = repo
     out, pid_file = tmp_path / "r.json", tmp_path / "round.pid"
     env = {**os.environ, "GIT_CONFIG_NOSYSTEM": "1"}
+    # An engine interpreter that answers the fingerprint's probe at once (with nothing): torch's
+    # import would take seconds, and this test is about the round.
+    engine = tmp_path / "python"
+    engine.write_text("#!/bin/sh\nexit 0\n")
+    engine.chmod(0o755)
     process = subprocess.Popen(
         [sys.executable, "-m", "bot", "bench", "run", "--repo", str(builder.root), "--base", base, "--head", head,
          "--suite", "command", "--command", f"echo $$ > {pid_file}; exec sleep 60", "--warmup", "0",
-         "--rounds", "1", "--out", str(out), "--python", str(tmp_path / "no-python")],
+         "--rounds", "1", "--out", str(out), "--python", str(engine)],
         env=env, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 60
     while not pid_file.exists() or not pid_file.read_text().strip():
