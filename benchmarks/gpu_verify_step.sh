@@ -25,8 +25,8 @@ BEFORE=$("$PY" -c 'import json,sys; print(json.load(open(sys.argv[1]))["before_s
 SLOW=$("$PY" -c 'import json,sys; print(json.load(open(sys.argv[1]))["slow"])' "$OUT/sample-manifest.json")
 
 timeout 300 bash -c "$(declare -f perfbot_bench); perfbot_bench bench run --repo '$SAMPLE' --base '$BEFORE' \
-  --head '$SLOW' --suite verify-step --rounds $ROUNDS --warmup 1 --timeout 120 \
+  --head '$SLOW' --suite verify-step --rounds $ROUNDS --warmup 1 --timeout 120 --python '$PY' \
   --out '$OUT/verify-step-ab.json'" 2>&1 | tee "$OUT/verify-step-ab.log"
 timeout 260 bash -c "$(declare -f perfbot_bench); perfbot_bench bench run --repo '$SAMPLE' --base '$BEFORE' --aa \
-  --suite verify-step --rounds $ROUNDS --warmup 1 --timeout 120 \
+  --suite verify-step --rounds $ROUNDS --warmup 1 --timeout 120 --python '$PY' \
   --out '$OUT/verify-step-aa.json'" 2>&1 | tee "$OUT/verify-step-aa.log"

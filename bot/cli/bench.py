@@ -11,6 +11,7 @@ from bot.adapters.git_repo import GitRepo
 from bot.core.config.schema import CONFIG_PATH, RepoConfig
 from bot.core.config.source import ConfigSource
 from bot.runner import bench
+from bot.runner import report as results_report
 from bot.runner.progress import Progress
 from bot.runner.suites import BUILT_IN
 from bot.runner.suites.base import SuiteError
@@ -48,9 +49,23 @@ def setup(subparsers) -> None:
     run.add_argument("--allow-dirty", action="store_true", help="run even if the work tree has changes")
     run.add_argument("--repo-name", metavar="OWNER/NAME",
                      help="name recorded in the results (default: $GITHUB_REPOSITORY or the folder name)")
-    run.add_argument("--python", metavar="PATH", help="interpreter the fingerprint asks for versions")
+    run.add_argument("--python", metavar="PATH",
+                     help="the engine's interpreter, which the suites run and the fingerprint asks for "
+                          "versions (default: bench.python, else python3 on PATH)")
+    run.add_argument("--summary", metavar="FILE",
+                     help="append a Markdown summary of the rounds to FILE (default: $GITHUB_STEP_SUMMARY "
+                          "when set)")
     run.add_argument("--quiet", action="store_true", help="no progress lines")
     run.set_defaults(run=run_bench)
+    report = verbs.add_parser(
+        "report", help="judge every results file of a folder and print the overall verdict",
+        description="Compare each results file that `bench run --out` wrote into DIR (as `perfbot "
+                    "compare` does, with its defaults) and print the worst verdict: regression, error, "
+                    "inconclusive, improvement or unchanged. The action uses it for its outputs.")
+    report.add_argument("folder", metavar="DIR", help="the folder of the results files")
+    report.add_argument("--markdown", metavar="FILE",
+                        help="also write every suite's comparison as Markdown to FILE")
+    report.set_defaults(run=run_report)
 
 
 def positive_int(text: str) -> int:
@@ -75,7 +90,7 @@ def positive_float(text: str) -> float:
 
 
 def run_bench(args: argparse.Namespace) -> int:
-    summary = os.environ.get("GITHUB_STEP_SUMMARY")
+    summary = args.summary or os.environ.get("GITHUB_STEP_SUMMARY")
     options = bench.BenchOptions(
         repo=Path(args.repo), base=args.base, head=args.head, suites=args.suites or [], out=Path(args.out),
         rounds=args.rounds, warmup=args.warmup, max_rounds=args.max_rounds, timeout=args.timeout, aa=args.aa,
@@ -89,6 +104,17 @@ def run_bench(args: argparse.Namespace) -> int:
     except (bench.BenchError, SuiteError) as error:
         raise UsageError(str(error)) from None
     return report(outcomes)
+
+
+def run_report(args: argparse.Namespace) -> int:
+    folder = Path(args.folder)
+    if not folder.is_dir():
+        raise UsageError(f"{folder}: not a folder of results files")
+    found = results_report.report(folder)
+    if args.markdown:
+        Path(args.markdown).write_text(found.markdown, encoding="utf-8")
+    print(found.verdict)
+    return 0
 
 
 def bench_config(name: str | None, options: bench.BenchOptions) -> RepoConfig:

@@ -45,7 +45,9 @@ def setup(subparsers) -> None:
     parser.add_argument("--alpha", type=probability, default=stats.DEFAULT_ALPHA, metavar="A",
                         help="false-alarm rate of each judgement (default 0.01)")
     parser.add_argument("--allow-dirty", action="store_true", help="run even if the work tree has changes")
-    parser.add_argument("--python", metavar="PATH", help="interpreter the fingerprint asks for versions")
+    parser.add_argument("--python", metavar="PATH",
+                        help="the engine's interpreter, which the suites run (default: bench.python, else "
+                             "python3 on PATH)")
     parser.add_argument("--format", choices=FORMATS, default="text")
     parser.add_argument("--quiet", action="store_true", help="no progress lines")
     parser.set_defaults(run=run)

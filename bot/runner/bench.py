@@ -8,6 +8,9 @@ file is rewritten after every round, so an interrupted run still leaves what it 
 
 from __future__ import annotations
 
+import os
+import shutil
+import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -101,13 +104,34 @@ def plan(options: BenchOptions, config: BenchConfig) -> Plan:
         head_sha = repo.resolve(options.head)
     if not options.suites:
         raise BenchError("name at least one --suite")
-    suites = [make_suite(name, config, options.command) for name in dict.fromkeys(options.suites)]
+    engine = interpreter(options.python or config.python or DEFAULT_PYTHON)
+    suites = [make_suite(name, config, options.command, engine) for name in dict.fromkeys(options.suites)]
+    for suite in suites:
+        if suite.python and suite.python != engine:
+            suite.python = interpreter(suite.python, f"suite '{suite.name}': ")
     rounds = options.rounds or config.rounds
     max_rounds = max(options.max_rounds or config.max_rounds or rounds, rounds)
     warmup = config.warmup if options.warmup is None else options.warmup
     paths = {s.name: out_path(options.out, s.name, len(suites) > 1) for s in suites}
     return Plan(repo, base_sha, head_sha, suites, rounds, warmup, max_rounds,
                 options.timeout or config.timeout, paths, timeout_given=options.timeout is not None)
+
+
+DEFAULT_PYTHON = "python3"
+
+
+def interpreter(name: str, where: str = "") -> str:
+    """``name`` as the path of an executable (looked up on ``PATH`` unless it has a slash).
+
+    The engine's interpreter, not perfbot's: perfbot runs from a virtual environment of its own,
+    and the benchmarks must see the engine's packages exactly as the engine does.
+    """
+    found = shutil.which(name)
+    if found is None:
+        raise BenchError(f"{where}{name}: no such interpreter (name the engine's with --python or "
+                         f"bench.python)")
+    # Absolute, since rounds run in the worktrees; not resolved, so that a venv's python stays one.
+    return os.path.abspath(found)
 
 
 def run(options: BenchOptions, config: BenchConfig, progress: Progress,
@@ -119,7 +143,7 @@ def run(options: BenchOptions, config: BenchConfig, progress: Progress,
     """
     p = plan(options, config)
     progress.say(f"fingerprinting the machine (base {p.base_sha[:10]}, head {p.head_sha[:10]})")
-    machine = fingerprint.machine(options.python or next((s.python for s in p.suites if s.python), None))
+    machine = fingerprint.machine(p.suites[0].python)
     outcomes = []
     with Worktrees(p.repo) as scratch:
         trees = {"base": base_tree or scratch.add("base", p.base_sha),
@@ -184,8 +208,8 @@ def set_up(suite: Suite, trees: dict[str, Path], scratch: Path, timeout: float,
             progress.say(f"{suite.name}: set-up in {side} ({command.name})")
             logs = scratch / f"setup-{suite.name}-{side}"
             logs.mkdir(exist_ok=True)
-            output = run_command(command, tree, child_env(command.env), time.monotonic() + timeout,
-                                 logs / command.name)
+            output = run_command(command, tree, child_env(command.env, None, suite.python, suite.pass_env),
+                                 time.monotonic() + timeout, logs / command.name)
             if output.returncode != 0:
                 return f"set-up in {side} failed: {describe_failure(output, timeout)}"
     return None
@@ -231,8 +255,12 @@ def samples(results: ResultsFile) -> dict[str, adaptive.MetricSamples]:
 
 
 def context(trees: dict[str, Path], scratch: Path, suite: Suite, side: str, index: int) -> RoundContext:
+    """A round's context, with a folder made for it just now: nothing an earlier round (of the other
+    side, say) left where it would be found can pass for this round's output."""
     label = f"{index}" if index >= 0 else f"warmup{-index}"
-    out_dir = scratch / "rounds" / suite.name / f"{side}-{label}"
+    parent = scratch / "rounds" / suite.name
+    parent.mkdir(parents=True, exist_ok=True)
+    out_dir = Path(tempfile.mkdtemp(prefix=f"{side}-{label}-", dir=parent))
     return RoundContext(trees[side], out_dir, side, index)
 
 

@@ -16,12 +16,15 @@ import re
 import shutil
 import subprocess
 import sys
+import tempfile
 from datetime import UTC, datetime
 from pathlib import Path
 
 from bot.adapters.git_repo import GitRepo
 
-ENV_PREFIXES = ("NCCL_", "CUDA_", "TORCH_", "SGLANG_", "NVSHMEM_", "PYTORCH_")
+from .environment import benchmark_env
+
+ENV_PREFIXES = ("NCCL_", "CUDA_", "TORCH_", "SGLANG_", "VLLM_", "NVSHMEM_", "PYTORCH_")
 GPU_FIELDS = (
     "index", "name", "uuid", "pci.bus_id", "driver_version", "memory.total", "persistence_mode",
     "clocks.sm", "clocks.mem", "clocks.max.sm", "clocks.max.mem", "power.draw", "power.limit",
@@ -127,7 +130,8 @@ def cpu_model(cpuinfo: str | None) -> str | None:
 
 
 def env_vars(environ: dict[str, str] | None = None) -> dict[str, str]:
-    source = dict(os.environ) if environ is None else environ
+    """The variables that tune the GPU stack, as the benchmarks see them (secret-looking ones never)."""
+    source = benchmark_env() if environ is None else environ
     return {key: source[key] for key in sorted(source) if key.startswith(ENV_PREFIXES)}
 
 
@@ -166,19 +170,26 @@ def nvidia_topology() -> str | None:
 
 
 def python_stack(python: str) -> dict:
-    text = run([python, "-c", _PYTHON_PROBE, *PACKAGES], timeout=_PROBE_TIMEOUT)
+    """Versions as ``python`` sees them, asked in the benchmarks' environment from an empty folder:
+    ``-c`` puts the working directory first on the path, and the checkout under test could hold a
+    ``torch.py``."""
+    with tempfile.TemporaryDirectory(prefix="perfbot-probe-") as empty:
+        text = run([python, "-c", _PYTHON_PROBE, *PACKAGES], timeout=_PROBE_TIMEOUT, cwd=empty,
+                   env=benchmark_env())
     try:
         return json.loads(text.strip().splitlines()[-1]) if text else {}
     except (ValueError, IndexError):
         return {}
 
 
-def run(argv: list[str], timeout: float = 30) -> str | None:
+def run(argv: list[str], timeout: float = 30, cwd: str | None = None,
+        env: dict[str, str] | None = None) -> str | None:
     """Standard output of a command, or None if it is missing, fails or hangs."""
     if shutil.which(argv[0]) is None and not Path(argv[0]).exists():
         return None
     try:
-        done = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL)
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL,
+                              cwd=cwd, env=env)
     except (OSError, subprocess.TimeoutExpired):
         return None
     return done.stdout if done.returncode == 0 else None

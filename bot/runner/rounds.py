@@ -11,11 +11,13 @@ import os
 import signal
 import subprocess
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from bot.core.config.schema import MetricDeclaration
 
+from .environment import benchmark_env
 from .suites.base import Command, Output, RoundContext, RoundFailed, Suite
 from .verify_step_bench import SAFE_ENV
 
@@ -32,11 +34,17 @@ class RoundResult:
     seconds: float = 0.0
 
 
-def child_env(extra: dict[str, str], context: RoundContext | None = None) -> dict[str, str]:
-    """The environment of a suite's process: ours, NVLink multicast kept off, the suite's additions."""
-    env = dict(os.environ)
+def child_env(extra: dict[str, str], context: RoundContext | None = None, python: str | None = None,
+              passed: Iterable[str] = ()) -> dict[str, str]:
+    """The environment of a suite's process: the allow-listed part of ours (`environment`), NVLink
+    multicast kept off, the engine's interpreter first on ``PATH``, the suite's additions."""
+    env = benchmark_env(passed)
     for key, value in SAFE_ENV.items():
         env.setdefault(key, value)
+    if python is not None:
+        # A command suite's `python` is the engine's, as if its environment were activated.
+        env["PATH"] = os.pathsep.join(filter(None, [os.path.dirname(python), env.get("PATH")]))
+        env["PERFBOT_PYTHON"] = python
     if context is not None:
         env.update(PERFBOT_SIDE=context.side, PERFBOT_ROUND=str(context.index),
                    PERFBOT_OUT_DIR=str(context.out_dir), PERFBOT_WORKTREE=str(context.worktree))
@@ -55,7 +63,8 @@ def run_round(suite: Suite, context: RoundContext, timeout: float) -> RoundResul
     outputs = []
     try:
         for number, command in enumerate(suite.round_commands(context)):
-            output = run_command(command, context.worktree, child_env(command.env, context), deadline,
+            env = child_env(command.env, context, suite.python, suite.pass_env)
+            output = run_command(command, context.worktree, env, deadline,
                                  context.out_dir / f"{number}-{command.name}")
             outputs.append(output)
             if output.returncode != 0:

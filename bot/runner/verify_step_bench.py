@@ -1,8 +1,10 @@
 """The verify-step benchmark: one EAGLE-3 cycle (draft steps + one verify pass) of a tensor-parallel MoE
 model built from random weights, timed per rank, written as JSON by rank 0.
 
-Launched once per benchmark round, as ``python -m bot.runner.verify_step_bench --out FILE [shape options]``.
-That launcher process starts one worker process per rank (``torch.distributed``: NCCL on GPUs, gloo on
+Launched once per benchmark round, as ``python -m bot.runner.verify_step_bench --out FILE [shape options]``
+or, by `perfbot bench run`, through `command` (this file by its absolute path, so that nothing in the
+checkout under test can stand in for it, and perfbot's own packages stay off the engine's path). That
+launcher process starts one worker process per rank (``torch.distributed``: NCCL on GPUs, gloo on
 CPU), waits for them under a hard timeout and exits non-zero when any worker failed. Workers write
 their numbers before the process group is torn down and then leave with ``os._exit``, because NCCL
 teardown can hang at exit (seen on the H200 machines).
@@ -43,6 +45,20 @@ from pathlib import Path
 
 # Kept in every environment built for a worker: NVLink multicast can take a shared host's GPUs down.
 SAFE_ENV = {"NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1", "NVSHMEM_DISABLE_NVLS": "1"}
+
+# Runs this file as __main__ in any interpreter. `python -c` puts the working directory (the
+# checkout under test) first on sys.path, where a planted `torch.py` or `bot/` would shadow the real
+# ones: it is taken off before anything is imported. Works before Python 3.11's -P, which an
+# engine's interpreter may predate.
+_BOOTSTRAP = ("import runpy, sys\n"
+              "if sys.path and sys.path[0] == '': del sys.path[0]\n"
+              "sys.argv = sys.argv[1:]\n"
+              "runpy.run_path(sys.argv[0], run_name='__main__')\n")
+
+
+def command(python: str, *args: str) -> list[str]:
+    """The argv that runs this benchmark with ``python`` and ``args``, whatever the working directory."""
+    return [python, "-c", _BOOTSTRAP, str(Path(__file__).resolve()), *args]
 
 
 @dataclass(frozen=True)
@@ -115,8 +131,8 @@ def launch(args: argparse.Namespace, argv: list[str]) -> int:
     if world < 1:
         raise SystemExit("verify_step_bench: no GPU visible; use --device cpu")
     port = free_port()
-    workers = [subprocess.Popen([sys.executable, "-m", "bot.runner.verify_step_bench", *argv, "--worker",
-                                 "--device", device, "--world-size", str(world)],
+    workers = [subprocess.Popen(command(sys.executable, *argv, "--worker", "--device", device,
+                                        "--world-size", str(world)),
                                 env=worker_env(rank, world, port)) for rank in range(world)]
     codes = wait_all(workers, time.monotonic() + args.timeout)
     if any(code != 0 for code in codes):

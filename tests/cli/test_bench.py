@@ -103,10 +103,15 @@ def test_a_cancelled_run_kills_its_round_and_leaves_a_stopped_results_file(repo,
     builder, base, head = repo
     out, pid_file = tmp_path / "r.json", tmp_path / "round.pid"
     env = {**os.environ, "GIT_CONFIG_NOSYSTEM": "1"}
+    # An engine interpreter that answers the fingerprint's probe at once (with nothing): torch's
+    # import would take seconds, and this test is about the round.
+    engine = tmp_path / "python"
+    engine.write_text("#!/bin/sh\nexit 0\n")
+    engine.chmod(0o755)
     process = subprocess.Popen(
         [sys.executable, "-m", "bot", "bench", "run", "--repo", str(builder.root), "--base", base, "--head", head,
          "--suite", "command", "--command", f"echo $$ > {pid_file}; exec sleep 60", "--warmup", "0",
-         "--rounds", "1", "--out", str(out), "--python", str(tmp_path / "no-python")],
+         "--rounds", "1", "--out", str(out), "--python", str(engine)],
         env=env, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 60
     while not pid_file.exists() or not pid_file.read_text().strip():
@@ -118,3 +123,30 @@ def test_a_cancelled_run_kills_its_round_and_leaves_a_stopped_results_file(repo,
     data = json.loads(out.read_text())
     assert (data["status"], data["rounds"]) == ("stopped", [])
     assert not running(int(pid_file.read_text()))
+
+
+def test_report_prints_the_worst_verdict_and_writes_each_suite_s_comparison(repo, tmp_path, capsys):
+    builder, base, head = repo
+    config = tmp_path / "c.yml"
+    config.write_text("bench:\n  warmup: 0\n  suites:\n    quick:\n      kind: command\n      command: bash bench.sh\n"
+                      "    broken:\n      kind: command\n      setup: echo 'no compiler <here>' >&2; exit 4\n"
+                      "      command: bash bench.sh\n")
+    out = tmp_path / "out"
+    assert bench_run(builder, "--base", base, "--head", head, "--suite", "quick", "--suite", "broken", "--rounds", "5",
+                     "--config", str(config), "--out", str(out / "results.json")) == 1
+    capsys.readouterr()
+    assert main(["bench", "report", str(out), "--markdown", str(tmp_path / "summary.md")]) == 0
+    assert capsys.readouterr().out == "regression\n"  # quick's regression outranks broken's error
+    markdown = (tmp_path / "summary.md").read_text()
+    assert markdown.index("no verdict from `results.broken.json`") < markdown.index("<sub>perfbot compare · suite quick")
+    assert "The run ended **stopped**: set-up in base failed: setup: exit status 4: no compiler \\<here\\>" in markdown
+    (out / "results.quick.json").unlink()
+    assert main(["bench", "report", str(out)]) == 0
+    assert capsys.readouterr().out == "error\n"
+
+
+def test_report_of_a_folder_without_results_is_an_error_and_of_no_folder_a_usage_error(tmp_path, capsys):
+    assert main(["bench", "report", str(tmp_path)]) == 0
+    assert capsys.readouterr().out == "error\n"
+    assert main(["bench", "report", str(tmp_path / "missing")]) == 2
+    assert capsys.readouterr().err == f"perfbot: error: {tmp_path / 'missing'}: not a folder of results files\n"

@@ -37,6 +37,7 @@ CONFIG = """\
 version: 1
 bench:
   warmup: 0
+  pass_env: [BISECT_RUNS_LOG]
   suites:
     spin:
       kind: command

@@ -82,7 +82,8 @@ def test_an_ab_run_of_the_sample_on_cpu_measures_both_sides_through_its_allreduc
                          "      world_size: 2\n      iters: 3\n      warmup_iters: 1\n      allreduce: "
                          "mini_engine.distributed.parallel_state:tensor_model_parallel_all_reduce\n")
     options = bench.BenchOptions(repo=sample["path"], base=sample["before_slow"], head=sample["slow"],
-                                 suites=["verify-step"], out=tmp_path / "ab.json", rounds=1, warmup=0, timeout=240)
+                                 suites=["verify-step"], out=tmp_path / "ab.json", rounds=1, warmup=0, timeout=240,
+                                 python=sys.executable)  # the engine's interpreter: this one has torch
     (outcome,) = bench.run(options, config.bench, Progress(io.StringIO()))
     data = json.loads(outcome.path.read_text())
     assert outcome.status == "complete", [r["error"] for r in data["rounds"]]

@@ -13,8 +13,6 @@ from pathlib import Path
 import pytest
 import yaml
 
-from bot.runner import fingerprint
-
 ROOT = Path(__file__).resolve().parents[2]
 ACTION = yaml.safe_load((ROOT / "action.yml").read_text())
 BASH = shutil.which("bash")
@@ -25,7 +23,7 @@ CONFIG = "bench:\n  warmup: 0\n  suites:\n    quick:\n      kind: command\n     
 class Runner:
     """Just enough of a GitHub Actions runner for a composite action: expressions, env, outputs, PATH."""
 
-    def __init__(self, tmp_path: Path, inputs: dict[str, str]):
+    def __init__(self, tmp_path: Path, inputs: dict[str, str], secrets: dict[str, str] | None = None):
         defaults = {name: spec.get("default", "") for name, spec in ACTION["inputs"].items()}
         missing = [n for n, s in ACTION["inputs"].items() if s.get("required") and n not in inputs]
         assert not missing, f"required inputs not given: {missing}"
@@ -37,6 +35,9 @@ class Runner:
         self.temp = tmp_path / "runner-temp"
         self.steps: dict[str, dict[str, str]] = {}
         self.path = [str(Path(sys.executable).parent), *os.environ["PATH"].split(os.pathsep)]
+        # GitHub starts every step in the workspace: the checkout under test.
+        self.workspace = Path(self.inputs["repository-path"])
+        self.secrets = secrets or {}
 
     def evaluate(self, text: str) -> str:
         return EXPRESSION.sub(lambda m: self.expression(m[1]), str(text))
@@ -59,6 +60,7 @@ class Runner:
         env.update(GITHUB_OUTPUT=str(self.files["output"]), GITHUB_STEP_SUMMARY=str(self.files["summary"]),
                    GITHUB_PATH=str(self.files["path"]), GITHUB_ENV=str(self.files["env"]),
                    GITHUB_ACTION_PATH=str(ROOT), RUNNER_TEMP=str(self.temp), PATH=os.pathsep.join(self.path))
+        env.update(self.secrets)
         env.update({key: self.evaluate(value) for key, value in step.get("env", {}).items()})
         return env
 
@@ -66,15 +68,15 @@ class Runner:
         assert step["shell"] == "bash"
         self.files["output"].write_text("")
         done = subprocess.run([BASH, "--noprofile", "--norc", "-eo", "pipefail", "-c", step["run"]],
-                              env=self.env(step), capture_output=True, text=True, timeout=300)
-        outputs = dict(line.split("=", 1) for line in self.files["output"].read_text().splitlines() if "=" in line)
-        self.steps[step.get("id", step["name"])] = outputs
+                              env=self.env(step), capture_output=True, text=True, timeout=600, cwd=self.workspace)
+        self.steps[step.get("id", step["name"])] = parse_outputs(self.files["output"].read_text())
         self.path[:0] = reversed(self.files["path"].read_text().split())
         return done
 
-    def run(self) -> tuple[list[subprocess.CompletedProcess], dict]:
-        """Run the steps in order until one fails; return their results and the upload step's inputs."""
-        done, upload, failed = [], None, False
+    def run(self) -> tuple[dict[str, subprocess.CompletedProcess], dict]:
+        """Run the steps in order as GitHub does after a failure; return the results of those that ran
+        (by id, else name) and the upload step's inputs."""
+        done, upload, failed = {}, None, False
         for step in ACTION["runs"]["steps"]:
             # After a failure GitHub runs only the steps whose condition asks for it.
             if failed and step.get("if") not in ("${{ !cancelled() }}", "${{ always() }}", "${{ failure() }}"):
@@ -83,34 +85,103 @@ class Runner:
                 assert self.evaluate(step.get("if", "true")) == "true"
                 upload = {"uses": step["uses"], **{k: self.evaluate(v) for k, v in step["with"].items()}}
                 continue
-            done.append(self.run_step(step))
-            failed = failed or done[-1].returncode != 0
+            result = done[step.get("id", step["name"])] = self.run_step(step)
+            failed = failed or result.returncode != 0
         return done, upload
+
+    def outputs(self) -> dict[str, str]:
+        """The action's outputs, from its steps' outputs."""
+        return {name: self.evaluate(spec["value"]) for name, spec in ACTION["outputs"].items()}
+
+
+def parse_outputs(text: str) -> dict[str, str]:
+    """``$GITHUB_OUTPUT`` as the runner reads it: ``name=value`` lines and ``name<<DELIMITER`` blocks."""
+    outputs, lines = {}, iter(text.splitlines())
+    for line in lines:
+        name, heredoc, delimiter = line.partition("<<")
+        if heredoc and "=" not in name:
+            block = []
+            for inner in lines:
+                if inner == delimiter:
+                    break
+                block.append(inner)
+            else:
+                raise AssertionError(f"output {name}: no closing delimiter {delimiter!r}")
+            outputs[name] = "\n".join(block)
+        elif "=" in line:
+            key, _, value = line.partition("=")
+            outputs[key] = value
+    return outputs
+
+
+def engine_python(folder: Path) -> Path:
+    """A stand-in for the engine's interpreter: answers the fingerprint's probe with nothing at once
+    (importing torch would take seconds per test, and these suites are shell scripts)."""
+    python = folder / "engine" / "bin" / "python"
+    python.parent.mkdir(parents=True)
+    python.write_text("#!/bin/sh\nexit 0\n")
+    python.chmod(0o755)
+    return python
 
 
 @pytest.fixture
-def target(git_builder, tmp_path, monkeypatch):
-    monkeypatch.setattr(fingerprint, "python_stack", lambda python: {})
+def target(git_builder, tmp_path):
     bench_sh = 'echo "PERFBOT_METRIC step_ms=$(cat speed.txt) unit=ms better=lower"\n'
     base = git_builder.commit("base", {"bench.sh": bench_sh, "speed.txt": "10\n"})
     head = git_builder.commit("head", {"speed.txt": "12\n"})
     config = tmp_path / "perfbot.yml"
     config.write_text(CONFIG)
     return {"repository-path": str(git_builder.root), "base-sha": base, "head-sha": head,
-            "config": str(config), "suites": "quick", "rounds": "2", "install": "false"}
+            "config": str(config), "suites": "quick", "rounds": "2", "install": "false",
+            "engine-python": str(engine_python(tmp_path))}
 
 
-def test_the_action_benchmarks_uploads_the_results_and_writes_the_summary(target, tmp_path):
-    runner = Runner(tmp_path, {**target, "correlation-id": "perfbot-7f3a.1"})
+def test_the_action_benchmarks_uploads_the_results_and_reports_the_comparison(target, tmp_path):
+    runner = Runner(tmp_path, {**target, "correlation-id": "perfbot-7f3a.1", "rounds": "5"})
     steps, upload = runner.run()
-    assert [s.returncode for s in steps] == [0, 0], steps[-1].stderr
+    assert {name: s.returncode for name, s in steps.items()} == \
+        {"install": 0, "bench": 0, "report": 0, "Fail on the verdict": 0}, steps["bench"].stderr
     assert upload["uses"].startswith("actions/upload-artifact@")
     assert upload["name"] == "perfbot-results-perfbot-7f3a.1"
     assert upload["if-no-files-found"] == "error"
-    results = json.loads((Path(upload["path"]) / "results.json").read_text())
+    folder = Path(upload["path"])
+    results = json.loads((folder / "results.json").read_text())
     assert (results["base"]["sha"], results["head"]["sha"]) == (target["base-sha"], target["head-sha"])
-    assert len(results["rounds"]) == 4 and all(r["ok"] for r in results["rounds"])
-    assert "### perfbot bench: `quick`" in runner.files["summary"].read_text()
+    assert len(results["rounds"]) == 10 and all(r["ok"] for r in results["rounds"])
+    outputs = runner.outputs()
+    # 10 ms against 12 ms in every round: a 20% regression, and fail-on (never) does not fail the job.
+    assert outputs["verdict"] == "regression"
+    assert outputs["results-dir"] == str(folder)
+    assert outputs["results-files"] == str(folder / "results.json")
+    # The job summary: the compare table first, then the rounds; the same Markdown is an output and
+    # is uploaded as summary.md.
+    summary = runner.files["summary"].read_text()
+    assert summary == (folder / "summary.md").read_text()
+    assert outputs["summary-markdown"] + "\n" == summary  # an output's last line break is the delimiter's
+    table, rounds = summary.index("| metric |"), summary.index("### perfbot bench: `quick`")
+    assert summary.startswith("### 🔴") and table < rounds
+    assert "step_ms" in summary[table:rounds]
+    assert sorted(p.name for p in folder.iterdir()) == ["results.json", "summary.md"]
+
+
+@pytest.mark.parametrize(("fail_on", "fails"), [("regression", True), ("inconclusive", True), ("never", False)])
+def test_fail_on_fails_the_job_after_the_upload(target, tmp_path, fail_on, fails):
+    runner = Runner(tmp_path, {**target, "correlation-id": "c4", "rounds": "5", "fail-on": fail_on})
+    steps, upload = runner.run()
+    assert steps["bench"].returncode == 0 and steps["report"].returncode == 0
+    assert upload["path"] and (Path(upload["path"]) / "results.json").exists()
+    assert steps["Fail on the verdict"].returncode == (1 if fails else 0)
+    if fails:
+        assert f"the verdict is regression (fail-on: {fail_on})" in steps["Fail on the verdict"].stdout
+
+
+def test_an_inconclusive_run_fails_only_with_fail_on_inconclusive(target, tmp_path):
+    for fail_on, code in (("regression", 0), ("inconclusive", 1)):
+        (tmp_path / fail_on).mkdir()
+        runner = Runner(tmp_path / fail_on, {**target, "correlation-id": "c5", "fail-on": fail_on})
+        steps, _ = runner.run()  # 2 rounds per side: too few for a verdict
+        assert runner.outputs()["verdict"] == "inconclusive"
+        assert steps["Fail on the verdict"].returncode == code
 
 
 def test_several_suites_separated_by_commas_each_get_a_results_file(target, tmp_path):
@@ -118,37 +189,76 @@ def test_several_suites_separated_by_commas_each_get_a_results_file(target, tmp_
     config.write_text(CONFIG + "    other:\n      kind: command\n      command: bash bench.sh\n")
     runner = Runner(tmp_path, {**target, "suites": "quick,other", "rounds": "1", "correlation-id": "c1"})
     steps, upload = runner.run()
-    assert steps[-1].returncode == 0, steps[-1].stderr
-    assert sorted(p.name for p in Path(upload["path"]).iterdir()) == ["results.other.json", "results.quick.json"]
+    assert steps["bench"].returncode == 0, steps["bench"].stderr
+    folder = Path(upload["path"])
+    assert sorted(p.name for p in folder.iterdir()) == ["results.other.json", "results.quick.json", "summary.md"]
+    assert runner.outputs()["results-files"].splitlines() == [str(folder / "results.other.json"),
+                                                              str(folder / "results.quick.json")]
+    summary = (folder / "summary.md").read_text()
+    assert summary.count("<sub>perfbot compare · suite ") == 2
 
 
 def test_a_failing_benchmark_fails_the_step_and_still_leaves_results_to_upload(target, tmp_path):
     Path(target["config"]).write_text(CONFIG.replace("bash bench.sh", "exit 3"))
     runner = Runner(tmp_path, {**target, "correlation-id": "c2"})
     steps, upload = runner.run()
-    assert steps[-1].returncode == 1
-    assert "failed" in steps[-1].stderr
+    assert steps["bench"].returncode == 1
+    assert "failed" in steps["bench"].stderr
     assert json.loads((Path(upload["path"]) / "results.json").read_text())["status"] == "failed"
+    # No round measured: the comparison is an error, and the summary says why.
+    assert runner.outputs()["verdict"] == "error"
+    assert "rounds failed" in runner.outputs()["summary-markdown"]
+    assert "quick: exit status 3" in runner.outputs()["summary-markdown"]
 
 
-@pytest.mark.parametrize("correlation_id", ["x; touch pwned", "$(touch pwned)", "", "a/../../b"])
+@pytest.mark.parametrize("correlation_id", ["x; touch pwned", "$(touch pwned)", "", "a/../../b", "x" * 65])
 def test_a_correlation_id_that_is_not_a_plain_name_is_refused(target, tmp_path, correlation_id):
     runner = Runner(tmp_path, {**target, "correlation-id": correlation_id})
     steps, upload = runner.run()
-    assert steps[-1].returncode == 2
-    assert "correlation-id must be" in steps[-1].stdout
+    assert steps["bench"].returncode == 2
+    assert "correlation-id must be" in steps["bench"].stdout
     assert upload["path"] == ""  # nothing to upload: the upload step fails on no files
+    assert runner.outputs()["verdict"] == ""
     assert not (Path.cwd() / "pwned").exists() and not (tmp_path / "pwned").exists()
+
+
+@pytest.mark.parametrize(("inputs", "message"), [
+    ({"fail-on": "always"}, "fail-on must be regression, inconclusive or never"),
+    ({"suites": "quick *"}, "suite names are 1-64 letters"),
+    ({"suites": " , "}, "suites names no suite"),
+])
+def test_other_bad_inputs_are_refused_before_anything_runs(target, tmp_path, inputs, message):
+    runner = Runner(tmp_path, {**target, "correlation-id": "c6", **inputs})
+    steps, _ = runner.run()
+    assert steps["bench"].returncode == 2
+    assert message in steps["bench"].stdout
+    assert not (runner.temp / "perfbot-results").exists()
 
 
 def test_without_install_perfbot_must_already_be_on_the_path(target, tmp_path):
     runner = Runner(tmp_path, {**target, "correlation-id": "c3"})
     runner.path = ["/nonexistent"]
     steps, _ = runner.run()
-    assert steps[0].returncode == 1
-    assert "perfbot is not on PATH" in steps[0].stdout
+    assert steps["install"].returncode == 1
+    assert "perfbot is not on PATH" in steps["install"].stdout
+
+
+def test_the_suites_run_the_engine_s_interpreter(target, tmp_path):
+    seen = tmp_path / "seen"
+    Path(target["config"]).write_text(CONFIG.replace("bash bench.sh", f"command -v python >> {seen}; bash bench.sh"))
+    runner = Runner(tmp_path, {**target, "correlation-id": "c7", "rounds": "1"})
+    steps, _ = runner.run()
+    assert steps["bench"].returncode == 0, steps["bench"].stderr
+    assert set(seen.read_text().split()) == {target["engine-python"]}
 
 
 def test_every_script_reads_inputs_from_the_environment_only():
     for step in ACTION["runs"]["steps"]:
         assert "${{" not in step.get("run", ""), f"step '{step['name']}' pastes an expression into its script"
+
+
+def test_the_action_has_branding_github_accepts():
+    # The Marketplace's palette, and an icon of the Feather set it draws from.
+    assert ACTION["branding"]["color"] in {"white", "black", "yellow", "blue", "green", "orange", "red",
+                                           "purple", "gray-dark"}
+    assert ACTION["branding"]["icon"] == "activity"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+import sys
 
 import git
 import pytest
@@ -36,7 +37,8 @@ def load(outcome):
 
 def test_base_and_head_are_measured_in_abba_order_from_their_own_checkouts(bench_repo, tmp_path):
     repo, base, head = bench_repo
-    (outcome,), progress = run(repo, base, head, tmp_path, rounds=2, warmup=1)
+    # The engine's interpreter is this one, which has torch.
+    (outcome,), progress = run(repo, base, head, tmp_path, rounds=2, warmup=1, python=sys.executable)
     data = load(outcome)
     assert (outcome.status, outcome.ok_rounds, outcome.failed_rounds) == ("complete", 4, 0)
     assert [r["side"] for r in data["rounds"]] == ["base", "head", "head", "base"]

@@ -59,9 +59,20 @@ def test_a_missing_program_fails_the_round(tmp_path):
 def test_children_keep_nvlink_multicast_off_and_learn_their_round(tmp_path, monkeypatch):
     monkeypatch.delenv("NCCL_NVLS_ENABLE", raising=False)
     monkeypatch.setenv("PYTHONPATH", "/already/there")
-    env = child_env({"PYTHONPATH": "/mine"}, RoundContext(tmp_path, tmp_path / "r", "base", 4))
+    context = RoundContext(tmp_path, tmp_path / "r", "base", 4)
+    env = child_env({"PYTHONPATH": "/mine"}, context, passed=["PYTHONPATH"])
     assert env["NCCL_NVLS_ENABLE"] == "0"
     assert env["TORCH_SYMM_MEM_DISABLE_MULTICAST"] == "1"
     assert env["NVSHMEM_DISABLE_NVLS"] == "1"
     assert env["PYTHONPATH"] == os.pathsep.join(["/mine", "/already/there"])
     assert (env["PERFBOT_SIDE"], env["PERFBOT_ROUND"]) == ("base", "4")
+    # Not passed by the config, the runner's PYTHONPATH stays the runner's.
+    assert child_env({"PYTHONPATH": "/mine"}, context)["PYTHONPATH"] == "/mine"
+    assert "PYTHONPATH" not in child_env({}, context)
+
+
+def test_children_run_the_engine_s_interpreter_first_on_the_path(tmp_path, monkeypatch):
+    monkeypatch.setenv("PATH", "/usr/bin:/bin")
+    env = child_env({}, python="/opt/engine/bin/python")
+    assert env["PATH"] == os.pathsep.join(["/opt/engine/bin", "/usr/bin", "/bin"])
+    assert env["PERFBOT_PYTHON"] == "/opt/engine/bin/python"

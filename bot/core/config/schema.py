@@ -125,6 +125,9 @@ class RiskConfig(_Strict):
 SuiteKind = Literal["command", "verify-step", "sglang-eagle3"]
 _SUITE_NAME = r"^[a-z0-9][a-z0-9._-]*$"
 _ENV_NAME = r"^[A-Za-z_][A-Za-z0-9_]*$"
+_ENV_NAME_OR_PREFIX = r"^[A-Za-z_][A-Za-z0-9_]*\*?$"
+# The GitHub runner's own channels (file commands, tokens): never given to a benchmark process.
+FORBIDDEN_ENV_PREFIXES = ("GITHUB_", "ACTIONS_", "RUNNER_")
 
 
 class MetricDeclaration(_Strict):
@@ -156,7 +159,7 @@ class VerifyStepSuite(_SuiteCommon):
     """The built-in EAGLE-3 verify-step benchmark (random weights, tensor parallel over visible GPUs)."""
 
     kind: Literal["verify-step"]
-    python: str | None = Field(default=None, description="Interpreter with torch (default: perfbot's).")
+    python: str | None = Field(default=None, description="Interpreter with torch (default: bench.python).")
     preset: Literal["auto", "full", "tiny"] = "auto"
     device: Literal["auto", "cuda", "cpu"] = "auto"
     world_size: Annotated[int, Field(ge=0)] = Field(default=0, description="0: every visible GPU.")
@@ -202,6 +205,21 @@ class BenchConfig(_Strict):
     warmup: Annotated[int, Field(ge=0, le=100)] = 1
     max_rounds: Annotated[int, Field(ge=1, le=1000)] | None = None
     timeout: Annotated[float, Field(gt=0)] = 900
+    python: Annotated[str, Field(min_length=1)] | None = Field(
+        default=None, description="The engine's interpreter, which the suites run (default: python3 on "
+                                  "PATH); a suite's own python wins.")
+    pass_env: list[Annotated[str, Field(pattern=_ENV_NAME_OR_PREFIX)]] = Field(
+        default=[], description="More variables of the runner's environment for the benchmark processes: "
+                                "names, or prefixes ending in '*' (which never pass a secret-looking name).")
+
+    @field_validator("pass_env")
+    @classmethod
+    def _not_the_runners_channels(cls, names: list[str]) -> list[str]:
+        for name in names:
+            if name.startswith(FORBIDDEN_ENV_PREFIXES):
+                raise ValueError(f"{name}: GITHUB_*, ACTIONS_* and RUNNER_* variables are never given to "
+                                 f"benchmarks")
+        return names
 
 
 class RepoConfig(_Strict):

@@ -18,8 +18,11 @@ _ADAPTERS: dict[str, Callable[[str, Any], Suite]] = {
 }
 
 
-def make_suite(name: str, bench: BenchConfig, command: str | None = None) -> Suite:
-    """The suite called ``name``: the config's entry if it has one, else a built-in with defaults."""
+def make_suite(name: str, bench: BenchConfig, command: str | None = None, python: str | None = None) -> Suite:
+    """The suite called ``name``: the config's entry if it has one, else a built-in with defaults.
+
+    ``python``: the engine's interpreter, for a suite whose config names none of its own.
+    """
     if name in bench.suites:
         config = bench.suites[name]
     elif name == "verify-step":
@@ -34,4 +37,7 @@ def make_suite(name: str, bench: BenchConfig, command: str | None = None) -> Sui
     else:
         known = sorted({*BUILT_IN, *bench.suites})
         raise SuiteError(f"unknown suite '{name}' (known: {', '.join(known)})")
-    return _ADAPTERS[config.kind](name, config)
+    suite = _ADAPTERS[config.kind](name, config)
+    suite.python = suite.python or python
+    suite.pass_env = tuple(bench.pass_env)
+    return suite

@@ -60,7 +60,8 @@ class Suite(ABC):
 
     name: str
     timeout: float | None = None
-    python: str | None = None  # the interpreter its processes run, when it names one
+    python: str | None = None  # the engine's interpreter, which its processes run
+    pass_env: tuple[str, ...] = ()  # the config's additions to the allow-listed environment
 
     @property
     @abstractmethod

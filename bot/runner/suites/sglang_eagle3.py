@@ -37,7 +37,7 @@ class SglangEagle3Bench(BuiltInSuite):
 
     def round_commands(self, context: RoundContext) -> list[Command]:
         c = self.config
-        common = [c.python or sys.executable, "-m", MODULE, "--model-path", c.model_path,
+        common = [self.python or sys.executable, "-m", MODULE, "--model-path", c.model_path,
                   "--tp-size", str(c.tp_size), "--batch-size", str(c.batch_size),
                   "--input-len", str(c.input_len), "--output-len", str(c.output_len), *c.extra_args]
         speculative = ["--speculative-algorithm", "EAGLE3",

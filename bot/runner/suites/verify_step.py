@@ -1,18 +1,17 @@
-"""The `verify-step` suite: runs `bot.runner.verify_step_bench` once per round in the revision's worktree."""
+"""The `verify-step` suite: runs `bot.runner.verify_step_bench` once per round in the revision's worktree,
+with the engine's interpreter."""
 
 from __future__ import annotations
 
 import json
 import sys
-from pathlib import Path
 
-import bot
 from bot.core.config.schema import MetricDeclaration, VerifyStepSuite
 
+from .. import verify_step_bench
 from .base import BuiltInSuite, Command, Measurement, Output, RoundContext, RoundFailed, finite
 
 RESULT_FILE = "verify_step.json"
-_PERFBOT_ROOT = str(Path(bot.__file__).resolve().parent.parent)
 
 METRICS = {
     "verify_graph_ms": MetricDeclaration(unit="ms", better="lower"),
@@ -32,8 +31,7 @@ class VerifyStepBench(BuiltInSuite):
 
     def round_commands(self, context: RoundContext) -> list[Command]:
         c = self.config
-        argv = [c.python or sys.executable, "-m", "bot.runner.verify_step_bench",
-                "--out", str(context.out_dir / RESULT_FILE), "--pythonpath", str(context.worktree),
+        argv = ["--out", str(context.out_dir / RESULT_FILE), "--pythonpath", str(context.worktree),
                 "--preset", c.preset, "--device", c.device, "--world-size", str(c.world_size),
                 "--iters", str(c.iters), "--warmup-iters", str(c.warmup_iters), "--dtype", c.dtype]
         if c.timeout:
@@ -46,8 +44,8 @@ class VerifyStepBench(BuiltInSuite):
             argv += [f"--{key.replace('_', '-')}", str(value)]
         if c.accept_length is not None:
             argv += ["--accept-length", str(c.accept_length)]
-        env = {**c.env, "PYTHONPATH": _PERFBOT_ROOT}
-        return [Command(self.name, tuple(argv), env)]
+        return [Command(self.name, tuple(verify_step_bench.command(self.python or sys.executable, *argv)),
+                        dict(c.env))]
 
     def parse(self, context: RoundContext, outputs: list[Output]) -> Measurement:
         path = context.out_dir / RESULT_FILE
