@@ -119,8 +119,8 @@ def conclude(step: Culprit | GiveUp, *, good: str, bad: str, suite: str, metric:
     change = percent(confirmation.ratio - 1 if confirmation.ratio is not None else None)
     conclusion = (f"first bad commit {culprit.sha[:10]} ({culprit.subject}): {metric} {change} "
                   f"against its parent, {_confirmed(confirmation)}")
-    leaning = [f"{m.purpose} {m.head[:10]} was inconclusive ({m.verdict}); it was counted {m.outcome} "
-               "by the side it leaned to" for m in runs
+    leaning = [f"{m.purpose} {m.head[:10]} was inconclusive ({percent(m.ratio - 1 if m.ratio else None)}); "
+               f"it was counted {m.outcome} by the side it leaned to" for m in runs
                if m.purpose in ("probe", "confirm") and m.verdict == "inconclusive"
                and m.outcome in ("bad", "ok")]
     return BisectReport(good, bad, suite, metric, len(commits), culprit, parent, runs,

@@ -50,7 +50,8 @@ class Fit:
         if self.se == 0:
             return self.ratio, self.ratio
         half = float(scipy_stats.t.ppf(0.5 + confidence / 2, self.df)) * self.se
-        return math.exp(self.delta - half), math.exp(self.delta + half)
+        with np.errstate(over="ignore"):
+            return float(np.exp(self.delta - half)), float(np.exp(self.delta + half))
 
     @property
     def p_value(self) -> float:

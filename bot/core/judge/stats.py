@@ -389,6 +389,8 @@ def estimate(base: Sequence[float], head: Sequence[float], *, confidence: float 
                         "values too far apart to form a ratio")
     p_mwu, p_ks, p_t = _tests(b, h) if min(b.size, h.size) >= 2 else (1.0, 1.0, 1.0)
     ci = fit.interval(confidence) if fit is not None else None
+    if ci is not None and not all(math.isfinite(end) for end in ci):
+        ci = None  # an interval too wide to write down decides nothing either
     return Estimate(b.size, h.size, base_median, head_median, ratio, ci, p_mwu, p_ks,
                     outliers=outliers, p_t=p_t, fit=fit)
 

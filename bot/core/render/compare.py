@@ -73,7 +73,8 @@ def headline(comparison: Comparison, subject: str = "This PR") -> str:
     among = f", {speculation.label(lead.name)}{speculation.mode_phrase(lead.mode)} among them" if lead else ""
     undecided = sum(1 for m in comparison.metrics if not m.primary and m.verdict == "inconclusive")
     tail = f"; {undecided} diagnostic{'s' if undecided > 1 else ''} undecided" if undecided else ""
-    return f"No change beyond ±{margin:.0%} in {len(steady)} metrics{among} ({rounds} rounds per side){tail}"
+    metrics = f"{len(steady)} metric{'s' if len(steady) != 1 else ''}"
+    return f"No change beyond ±{margin:.0%} in {metrics}{among} ({rounds} rounds per side){tail}"
 
 
 def _effect_phrase(m: MetricJudgement) -> str:
