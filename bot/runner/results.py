@@ -56,8 +56,9 @@ class ResultsFile:
             measured = _refused(side, index, f"metric {undeclared[0]} has no unit and direction declared")
         else:
             try:
-                measured = Round(side=side, index=index, ok=ok, error=error, metrics=metrics if ok else {},
-                                 spread=(spread or None) if ok else None)
+                measured = Round.model_validate({"side": side, "index": index, "ok": ok, "error": error,
+                                                 "metrics": metrics if ok else {},
+                                                 "spread": (spread or None) if ok else None})
             except ValidationError as refused:
                 measured = _refused(side, index, problem(refused))
         self.rounds.append(measured)
