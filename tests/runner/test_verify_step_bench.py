@@ -109,7 +109,7 @@ def test_the_suite_declares_the_mode_its_round_ran_in_and_keeps_the_spread(tmp_p
         "spread": {name: {"se": 0.01, "calls": 100} for name in (*metrics, "ignored_ms")}}))
     measured = suite.parse(context, [])
     assert measured.values == metrics
-    assert {n: d.mode for n, d in measured.declarations.items()} == dict.fromkeys(("cycle_ms", "tok_s", "draft_ms"), "piecewise")
+    assert {n: d.mode for n, d in measured.declarations.items()} == dict.fromkeys(("cycle_ms", "tok_s"), "piecewise")
     assert measured.declarations["cycle_ms"].role == "headline"
     assert set(measured.spread) == set(metrics)
 
