@@ -131,10 +131,16 @@ FORBIDDEN_ENV_PREFIXES = ("GITHUB_", "ACTIONS_", "RUNNER_")
 
 
 class MetricDeclaration(_Strict):
-    """What a number means: its unit and which direction is better."""
+    """What a number means: its unit, which direction is better, and what the verdict makes of it."""
 
     unit: Annotated[str, Field(max_length=20)] = ""
     better: Literal["lower", "higher"]
+    role: Literal["headline", "primary", "diagnostic"] | None = Field(
+        default=None, description="primary: the verdict is about it (headline: the one it names "
+                                  "first); diagnostic: reported, never decides the verdict. "
+                                  "Default: primary.")
+    mode: Annotated[str, Field(max_length=40)] | None = Field(
+        default=None, description="How the engine ran when this was measured, named in reports.")
 
 
 class _SuiteCommon(_Strict):
@@ -167,6 +173,12 @@ class VerifyStepSuite(_SuiteCommon):
     warmup_iters: Annotated[int, Field(ge=0)] = 10
     dtype: Literal["bfloat16", "float16", "float32"] = "bfloat16"
     cuda_graphs: bool = True
+    graph: Literal["full", "piecewise", "eager"] | None = Field(
+        default=None, description="How the engine runs a verify pass, which cycle_ms and tok_s "
+                                  "follow: one CUDA graph (full), graphed pieces with eager "
+                                  "allreduces between them (piecewise), or no graphs (eager). "
+                                  "Default: piecewise, SGLang's default, where CUDA graphs can run; "
+                                  "eager on CPU or with cuda_graphs: false.")
     allreduce: Annotated[str, Field(pattern=r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")] | None = Field(
         default=None, description="MODULE:FUNCTION of the repository under test that every allreduce "
                                   "goes through (default: torch.distributed.all_reduce).")
@@ -174,6 +186,12 @@ class VerifyStepSuite(_SuiteCommon):
                         "moe_intermediate", "context", "vocab", "batch", "num_steps", "draft_topk",
                         "num_draft_tokens"], Annotated[int, Field(ge=1)]] = {}
     accept_length: Annotated[float, Field(ge=1)] | None = None
+
+    @model_validator(mode="after")
+    def _graphs_for_the_mode(self) -> VerifyStepSuite:
+        if not self.cuda_graphs and self.graph in ("full", "piecewise"):
+            raise ValueError(f"graph: {self.graph} needs CUDA graphs, but cuda_graphs is false")
+        return self
 
 
 class SglangEagle3Suite(_SuiteCommon):
