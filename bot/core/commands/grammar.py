@@ -149,11 +149,11 @@ def parse(line: str) -> Command:
     if verb == "ack":
         reason = " ".join(rest)
         if not reason:
-            return Invalid("`/bench ack` needs a reason: `/bench ack REASON`")
+            return Invalid("/bench ack needs a reason: /bench ack REASON")
         return Ack(printable(reason, replacement=""))
     if verb in ("help", "cancel", "approve"):
         if rest:
-            return Invalid(f"`/bench {verb}` takes nothing after it")
+            return Invalid(f"/bench {verb} takes nothing after it")
         return {"help": Help(), "cancel": Cancel(), "approve": Approve()}[verb]
     return _run(words)
 
