@@ -17,9 +17,11 @@ from bot.core.config.schema import BenchConfig
 
 Trigger = Literal["command", "auto", "merge", "schedule"]
 
-REQUESTED, RUNNING, COMPLETED, FAILED, CANCELLED, SUPERSEDED = (
-    "requested", "running", "completed", "failed", "cancelled", "superseded")
-ACTIVE = (REQUESTED, RUNNING)
+# requested: recorded, not yet sent; dispatching: sent to GitHub, its run not yet recorded (a retry
+# looks the run up before sending again); running: GitHub has the run; then one of the ends.
+REQUESTED, DISPATCHING, RUNNING = "requested", "dispatching", "running"
+COMPLETED, FAILED, CANCELLED, SUPERSEDED = "completed", "failed", "cancelled", "superseded"
+ACTIVE = (REQUESTED, DISPATCHING, RUNNING)
 
 RUN_NAME = "perfbot bench {correlation_id}"
 ARTIFACT = "perfbot-results-{correlation_id}"

@@ -40,8 +40,12 @@ class SuiteJudgement:
 
 @dataclass(frozen=True)
 class Judged:
+    """The judged suites; what kept files from being judged; and what the runs themselves say went
+    wrong (the run's error, failed rounds), which explains a failed run."""
+
     suites: tuple[SuiteJudgement, ...]
     problems: tuple[str, ...]
+    run_errors: tuple[str, ...] = ()
 
 
 def judge(artifact: Artifact, base_sha: str, head_sha: str, suites: Sequence[str],
@@ -51,6 +55,7 @@ def judge(artifact: Artifact, base_sha: str, head_sha: str, suites: Sequence[str
     verdict. ``subject`` names what changed in the headlines ("This PR", "This commit")."""
     judged: list[SuiteJudgement] = []
     problems = [f"skipped {line}" for line in artifact.skipped]
+    run_errors: list[str] = []
     for name in sorted(artifact.files):
         if not _RESULTS_NAME.fullmatch(name):
             continue  # summary.md and other files the runner may add: the bot renders its own
@@ -63,10 +68,21 @@ def judge(artifact: Artifact, base_sha: str, head_sha: str, suites: Sequence[str
         if mismatch:
             problems.append(mismatch)
             continue
+        run_errors += _run_errors(loaded, name)
         judged.append(_judge_suite(loaded, subject))
     if not judged and not any(_RESULTS_NAME.fullmatch(n) for n in artifact.files):
         problems.append("the artifact holds no results file (results.json or results.SUITE.json)")
-    return Judged(tuple(judged), tuple(problems))
+    return Judged(tuple(judged), tuple(problems), tuple(run_errors))
+
+
+def _run_errors(loaded: results_file.Results, name: str, most: int = 3) -> list[str]:
+    errors = [f"{name}: {loaded.error}"] if loaded.error else []
+    failed = [r for r in loaded.rounds if not r.ok]
+    errors += [f"{name}: {r.side} round {r.index} failed: {r.error or 'no reason given'}"
+               for r in failed[:most]]
+    if len(failed) > most:
+        errors.append(f"{name}: {len(failed) - most} more rounds failed")
+    return errors
 
 
 def _mismatch(loaded: results_file.Results, base_sha: str, head_sha: str, suites: Sequence[str],

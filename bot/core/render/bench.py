@@ -43,8 +43,9 @@ class SuiteResult:
 class BenchSection:
     """The latest benchmark of a pull request, as the sticky comment shows it.
 
-    ``status``: requested | running | completed | failed | cancelled | superseded. ``conclusion``:
-    the workflow run's, once it ended. ``error``: why the bot could not start it or read its results.
+    ``status``: requested | dispatching | running | completed | failed | cancelled | superseded,
+    or outdated (it measured an earlier head of the pull request). ``conclusion``: the workflow
+    run's, once it ended. ``error``: why the bot could not start it or read its results.
     """
 
     status: str
@@ -70,7 +71,8 @@ class BenchSection:
 def section_markdown(section: BenchSection) -> str:
     """The benchmark section of the sticky comment."""
     blocks = [_status_block(section)]
-    blocks += [r.markdown for r in section.results]
+    if section.status == "completed":
+        blocks += [r.markdown for r in section.results]
     blocks.append(_problems_block(section.problems))
     return fit(blocks, SECTION_BUDGET)
 
@@ -83,7 +85,11 @@ def _status_block(section: BenchSection) -> str:
         line = (f"⏭️ **Benchmark superseded:** a newer push replaced head `{section.head_sha[:12]}` "
                 "before its benchmark finished, so it was cancelled. Comment `/bench` to measure the "
                 "new head.")
-    elif section.status in ("requested", "running"):
+    elif section.status == "outdated":
+        verdict = f" (verdict: {section.verdict})" if section.verdict else ""
+        line = (f"🕰️ The last benchmark measured an earlier head, `{section.head_sha[:12]}`{verdict}. "
+                "Comment `/bench` to measure this one.")
+    elif section.status in ("requested", "dispatching", "running"):
         where = f"see the {run}" if run else "the workflow run is linked here once GitHub starts it"
         line = f"⏳ **Benchmarks are running** on the GPU runners: {where}."
     elif section.status == "completed" and section.results:
@@ -124,7 +130,7 @@ def check_title(section: BenchSection) -> str:
     """The `perfbot / bench` check run's title: the state, or the verdict and its headline."""
     if section.status == "superseded":
         return "Superseded by a newer push"
-    if section.status in ("requested", "running"):
+    if section.status in ("requested", "dispatching", "running"):
         return "Benchmarks running"
     verdict = section.verdict
     if section.status == "completed" and verdict is not None:
