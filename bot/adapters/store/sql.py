@@ -409,8 +409,8 @@ class SqlStore(Store):
     def acks(self, repo, number) -> list[Ack]:
         query = select(AckRow).where(AckRow.repo == repo, AckRow.number == number).order_by(AckRow.id)
         with self._session() as session:
-            return [Ack(r.repo, r.number, r.head_sha, r.user, r.reason, r.comment_id, _utc(r.created_at) or _now())
-                    for r in session.scalars(query)]
+            return [Ack(r.repo, r.number, r.head_sha, r.user, r.reason, r.comment_id,
+                        _utc(r.created_at) or _now()) for r in session.scalars(query)]
 
     def approve(self, repo, number, head_sha, by) -> None:
         try:
