@@ -11,7 +11,7 @@ from huey.consumer import Consumer
 from bot.adapters.github_client import PyGithubFactory
 from bot.adapters.queue import HueyQueue
 from bot.adapters.store.sql import SqlStore
-from bot.service import jobs
+from bot.service import bench, jobs
 from bot.service.ports import GitHubFactory
 from bot.service.router import Router
 from bot.service.routes import ROUTER
@@ -53,7 +53,9 @@ def build(
     queue = HueyQueue(settings.resolved_queue_url, retry_delay=retry_delay)
     services = Services(store=store, github=github or PyGithubFactory(settings), queue=queue)
     queue.bind(
-        lambda delivery_id: jobs.process(delivery_id, services, router), lambda: jobs.housekeeping(services)
+        lambda delivery_id: jobs.process(delivery_id, services, router),
+        lambda: jobs.housekeeping(services),
+        lambda: bench.scheduled(services),
     )
     return Runtime(settings, services, router, store, queue)
 

@@ -17,6 +17,9 @@ LEASE_S = 600.0  # a worker that has not finished a delivery in this long is pre
 MAX_ATTEMPTS = 6
 PAYLOAD_KEPT_S = 2 * 86_400  # long enough to debug a failed delivery
 DEDUPE_WINDOW_S = 35 * 86_400  # GitHub lets a delivery be redelivered for up to 30 days
+# Work keys outlive the delivery window: a signed body can be replayed any time. A benchmark request
+# needs none of them to stay single (its correlation id is unique), so they may go eventually.
+WORK_KEPT_S = 400 * 86_400
 
 
 def process(delivery_id: int, services: Services, router: Router) -> str:
@@ -75,6 +78,8 @@ def requeue_stale(services: Services, older_than_s: float = LEASE_S) -> int:
 
 
 def housekeeping(services: Services) -> None:
-    """The minutely sweep: re-enqueue lost deliveries, shed old payloads, forget old GUIDs."""
+    """The minutely sweep: re-enqueue lost deliveries, shed old payloads, forget old GUIDs and work
+    keys."""
     requeue_stale(services)
     services.store.prune_deliveries(services.now(), PAYLOAD_KEPT_S, DEDUPE_WINDOW_S)
+    services.store.prune_work(services.now(), WORK_KEPT_S)

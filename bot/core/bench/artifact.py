@@ -78,8 +78,8 @@ def _unreadable(entry: zipfile.ZipInfo) -> str | None:
     """Why an entry is skipped, or None for a regular top-level results or summary file."""
     if entry.is_dir():
         return "a folder"
-    mode = entry.external_attr >> 16
-    if mode and not stat.S_ISREG(mode):
+    kind = stat.S_IFMT(entry.external_attr >> 16)  # archives made off Unix carry no file type
+    if kind and kind != stat.S_IFREG:
         return "not a regular file (a link or a device)"
     if "/" in entry.filename or "\\" in entry.filename or entry.filename.startswith(".."):
         return "not at the top level of the artifact"

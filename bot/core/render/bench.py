@@ -96,10 +96,10 @@ def _status_block(section: BenchSection) -> str:
         verdict = section.verdict or "error"
         line = f"**Benchmark verdict: {_VERDICT_ICON[verdict]} {verdict}**" + (f" ({run})" if run else "")
     elif section.status == "cancelled" and section.conclusion is None:
-        line = "⏹️ **Benchmark cancelled** with `/bench cancel`."
+        line = "⏹️ **Benchmark cancelled** before it finished: no verdict. Comment `/bench` to start another."
     else:
         line = _ended_line(section, run)
-    return f"#### ⏱️ Benchmarks\n\n{line}\n\n<sub>{what}</sub>"
+    return f"### ⏱️ Benchmarks\n\n{line}\n\n<sub>{what}</sub>"
 
 
 def _ended_line(section: BenchSection, run: str | None) -> str:
@@ -108,7 +108,8 @@ def _ended_line(section: BenchSection, run: str | None) -> str:
         icon, text = "❌", "perfbot could not start the benchmark"
     link = f" ({run})" if run else ""
     reason = f": {escape_md(clip(section.error, MAX_TEXT))}" if section.error else ""
-    return f"{icon} **{text}**{link}{reason}. No verdict: this is not a result of the change."
+    return (f"{icon} **{text}**{link}{reason}. No verdict: the benchmark did not complete, so nothing is "
+            "claimed about this change.")
 
 
 def _who(section: BenchSection) -> str:
