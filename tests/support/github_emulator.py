@@ -616,6 +616,8 @@ class GitHubEmulator:
             status=data.get("status", "queued"),
             conclusion=data.get("conclusion"),
             url=f"{GITHUB}/repos/{owner}/{repo}/check-runs/{run_id}",
+            details_url=data.get("details_url"),
+            external_id=data.get("external_id"),
         )
         run["output"] = {**run["output"], **data.get("output", {})}
         run["_repo"] = f"{owner}/{repo}"
@@ -627,7 +629,8 @@ class GitHubEmulator:
         if run is None:
             return _not_found()
         data = request.get_json()
-        run.update({k: v for k, v in data.items() if k in ("status", "conclusion", "name")})
+        run.update({k: v for k, v in data.items()
+                    if k in ("status", "conclusion", "name", "details_url", "external_id")})
         run["output"] = {**run["output"], **data.get("output", {})}
         return _json(200, self._public(run))
 
