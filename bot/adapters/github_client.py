@@ -312,7 +312,13 @@ class PyGithubClient(GitHub):
 
     def _dispatch(self, url: str, body: dict[str, Any]) -> Any:
         self.budget.take()
-        _, data = self.github.requester.requestJsonAndCheck("POST", url, input=body)
+        try:
+            _, data = self.github.requester.requestJsonAndCheck("POST", url, input=body)
+        except requests.exceptions.RetryError:
+            # The retry policy never repeats a POST that failed on the server, so what ran out was
+            # its patience with a rate limit: GitHub did not start the workflow.
+            raise DispatchRefused(403, "GitHub's rate limit for starting workflows was reached; "
+                                       "try again in a few minutes") from None
         return data
 
     def find_run(self, repo: str, workflow: str, correlation_id: str) -> WorkflowRun | None:

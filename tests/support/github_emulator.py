@@ -145,6 +145,7 @@ class GitHubEmulator:
         self.artifacts: dict[int, dict] = {}
         self.blobs: dict[str, tuple[bytes, float]] = {}  # download token -> (zip, expiry)
         self.run_details = True  # False: a GitHub Enterprise Server that refuses return_run_details
+        self.runs_listed = True  # False: dispatched runs are not listed yet (GitHub lists them a moment later)
         self.app_slug = "perfbot"
         self.tokens = set(tokens or ())
         self.issued_tokens: list[str] = []
@@ -735,7 +736,7 @@ class GitHubEmulator:
         event, branch = request.args.get("event"), request.args.get("branch")
         found = [self._public(r) for r in sorted(self.runs.values(), key=lambda r: -r["id"])
                  if r["_repo"] == state.full_name and r["workflow_id"] == workflow.id
-                 and event in (None, r["event"]) and branch in (None, r["head_branch"])]
+                 and event in (None, r["event"]) and branch in (None, r["head_branch"]) and self.runs_listed]
         per_page = int(request.args.get("per_page", 30))
         return _json(200, {"total_count": len(found), "workflow_runs": found[:per_page]})
 
