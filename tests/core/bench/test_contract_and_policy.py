@@ -137,3 +137,9 @@ def test_merges_and_schedules():
     weekly = load("bench: {dispatch: {schedule: weekly, schedule_hour: 3}}").bench
     assert policy.schedule_slot(weekly, NOW) == "2026-W49"  # a Tuesday: Monday's slot is still due
     assert policy.schedule_slot(load("").bench, NOW) is None
+
+
+def test_the_built_in_suites_are_the_runners():
+    from bot.runner.suites import BUILT_IN
+
+    assert contract.BUILT_IN_SUITES == BUILT_IN
