@@ -323,8 +323,11 @@ class PyGithubClient(GitHub):
 
     def find_run(self, repo: str, workflow: str, correlation_id: str) -> WorkflowRun | None:
         url = f"{self._repo(repo).url}/actions/workflows/{quote(workflow, safe='')}/runs"
-        _, data = self.github.requester.requestJsonAndCheck(
-            "GET", url, parameters={"event": "workflow_dispatch", "per_page": _RUNS_SCANNED})
+        try:
+            _, data = self.github.requester.requestJsonAndCheck(
+                "GET", url, parameters={"event": "workflow_dispatch", "per_page": _RUNS_SCANNED})
+        except UnknownObjectException:  # no such workflow (any more): no such run either
+            return None
         wanted = f"perfbot bench {correlation_id}"
         for run in data.get("workflow_runs") or []:
             if wanted in (run.get("display_title") or "").split("\n")[0]:

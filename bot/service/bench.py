@@ -272,24 +272,30 @@ def on_closed(payload: dict, services: Services) -> None:
     pr, repo = payload["pull_request"], payload["repository"]
     name, number, default_branch = repo["full_name"], pr["number"], repo["default_branch"]
     installation = (payload.get("installation") or {}).get("id")
-    github = services.github.for_installation(installation)
-    config, _ = review.default_branch_config(github, _ref(name, number, pr["head"]["sha"], default_branch))
-    for request in active(services.store, name, number):
-        stop(services, github, request, contract.CANCELLED, config, default_branch, refresh=False)
+    running = active(services.store, name, number)
     merge_sha = pr.get("merge_commit_sha")
-    if not pr.get("merged") or not merge_sha or not contract.SHA.fullmatch(merge_sha):
-        return
+    merged = bool(pr.get("merged") and isinstance(merge_sha, str) and contract.SHA.fullmatch(merge_sha))
     reviewed = services.store.review_for(name, number)
     level = reviewed.level if reviewed is not None and reviewed.head_sha == pr["head"]["sha"] else None
-    if not policy.on_merge(level, config.bench):
-        return
-    parent = github.first_parent(name, merge_sha)
-    if parent is None:
-        return
-    suites = contract.default_suites(config.bench)
-    start(services, github, Ask(name, installation, None, parent, merge_sha, suites, None, None, "merge",
-                                contract.work_key("merge", name, merge_sha), requested_by=f"#{number}"),
-          config, default_branch)
+    if not running and not (merged and level not in (None, "none")):
+        return  # nothing to cancel, nothing to measure: no need to ask GitHub anything
+    github = services.github.for_installation(installation)
+    try:
+        ref = _ref(name, number, pr["head"]["sha"], default_branch)
+        config, _ = review.default_branch_config(github, ref)
+        for request in running:
+            stop(services, github, request, contract.CANCELLED, config, default_branch, refresh=False)
+        if not merged or not policy.on_merge(level, config.bench):
+            return
+        parent = github.first_parent(name, merge_sha)
+        if parent is None:
+            return
+        suites = contract.default_suites(config.bench)
+        start(services, github, Ask(name, installation, None, parent, merge_sha, suites, None, None, "merge",
+                                    contract.work_key("merge", name, merge_sha), requested_by=f"#{number}"),
+              config, default_branch)
+    except PullRequestGone:
+        log.info("repository gone; closed pull request left as it is", extra={"repo": name, "pr": number})
 
 
 def scheduled(services: Services) -> int:

@@ -20,7 +20,7 @@ from bot.core.bench import contract, judging
 from bot.core.text import clip, printable
 
 from . import bench, review
-from .ports import BenchRequest, BenchResult, GitHub, MetricPoint, Store
+from .ports import BenchRequest, BenchResult, GitHub, MetricPoint, PullRequestGone, Store
 from .router import Router
 from .services import Services
 
@@ -66,7 +66,10 @@ def on_started(payload: dict, services: Services) -> None:
     config, _ = _config(github, request, payload)
     running = replace(request, status=contract.RUNNING, run_id=run["id"], run_url=run.get("html_url"))
     services.store.update_bench_request(running)
-    bench.publish(services, github, running, config, payload["repository"]["default_branch"])
+    try:
+        bench.publish(services, github, running, config, payload["repository"]["default_branch"])
+    except PullRequestGone:
+        log.info("repository gone; run not shown", extra={"repo": request.repo, "run_id": run["id"]})
 
 
 @router.register("workflow_run", "completed", when=_dispatched_run)
@@ -90,7 +93,10 @@ def on_completed(payload: dict, services: Services) -> None:
         return
     log.info("benchmark finished", extra={"repo": request.repo, "correlation_id": request.correlation_id,
                                           "status": finished.status, "conclusion": finished.conclusion})
-    bench.publish(services, github, finished, config, payload["repository"]["default_branch"])
+    try:
+        bench.publish(services, github, finished, config, payload["repository"]["default_branch"])
+    except PullRequestGone:  # stored: the dashboard has it, though GitHub no longer shows the repository
+        log.info("repository gone; result not shown", extra={"repo": request.repo, "run_id": run["id"]})
 
 
 def _config(github: GitHub, request: BenchRequest, payload: dict):

@@ -251,6 +251,11 @@ def test_a_hostile_artifact_is_never_a_verdict_or_a_crash(bot, emulator, attack)
     hostile["suite"] = "sglang-eagle3"
     hostile["head"]["fingerprint"]["host"]["name"] = "<img src=x onerror=alert(1)> @everyone"
     hostile["metrics"]["verify_ms"]["unit"] = "ms](http://evil.example)"
+    link_name = "https://evil.example/@maintainers"  # a valid metric name: letters, digits and _.:/@+-
+    hostile["metrics"][link_name] = hostile["metrics"].pop("draft_ms")
+    for round_ in hostile["rounds"]:
+        if "draft_ms" in round_["metrics"]:
+            round_["metrics"][link_name] = round_["metrics"].pop("draft_ms")
     data = {"bomb": lambda: bomb(200 * 2**20),
             "traversal": lambda: archive({"../results.json": results_json(document(EAGLE3)),
                                           "/etc/results.json": b"{}"}),
@@ -266,6 +271,7 @@ def test_a_hostile_artifact_is_never_a_verdict_or_a_crash(bot, emulator, attack)
         assert "Benchmark verdict" in section
         assert re.search(r"(?<!\\)<(script|img)", section) is None and "](http://evil" not in section
         assert "`@maintainers`" in section and "`@everyone`" in section
+        assert f"`{link_name}`" in section and f"]({link_name}" not in section and f"<{link_name}" not in section
     else:
         assert "No verdict" in section and "regression" not in section.lower()
 
