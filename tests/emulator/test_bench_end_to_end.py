@@ -308,3 +308,26 @@ def test_a_review_body_command_is_answered_by_replies(bot, emulator):
     bot.wait_idle()
     assert len(emulator.dispatches) == 1 and emulator.reactions == []
     assert json.loads(json.dumps(emulator.dispatches[0]["inputs"]))["head-sha"] == HEAD_SHA
+
+
+def test_token_mode_follows_the_benchmark_with_a_commit_status(emulator, database_url, tmp_path):
+    state = emulator.add_repo(live.REPO, live.DEFAULT_BRANCH)
+    state.files[(live.DEFAULT_BRANCH, CONFIG_PATH)] = CONFIG
+    state.branches[live.DEFAULT_BRANCH] = BRANCH_HEAD
+    state.permissions["maintainer"] = "write"
+    emulator.add_workflow(live.REPO)
+    emulator.add_pull(live.REPO, NUMBER, HEAD_SHA, diffs.HIGH, base_sha=BASE_SHA)
+    bot = live.start(emulator, database_url, f"sqlite:///{tmp_path / 'queue.db'}", app_key=None)
+    try:
+        posted = say(bot, emulator, "/bench")
+        [dispatched] = emulator.dispatches
+        finish(bot, emulator, dispatched["run_id"], artifact=eagle3_artifact(dispatched["inputs"]["correlation-id"]))
+        bot.wait_idle()
+    finally:
+        bot.stop()
+    statuses = [s for s in emulator.statuses if s["context"] == "perfbot / bench"]
+    assert [s["state"] for s in statuses] == ["pending", "success"]
+    assert statuses[0]["target_url"] == emulator.runs[dispatched["run_id"]]["html_url"]
+    assert statuses[-1]["description"].startswith("Regression: This PR makes")
+    assert emulator.reactions_on(posted["id"]) == ["eyes", "rocket"] and emulator.check_runs == {}
+    assert "Benchmark verdict: 🔴 regression" in sticky(emulator)

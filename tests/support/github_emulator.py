@@ -643,6 +643,7 @@ class GitHubEmulator:
             state=data["state"],
             context=data.get("context", "default"),
             description=data.get("description"),
+            target_url=data.get("target_url"),
         )
         self.statuses.append({**status, "_repo": f"{owner}/{repo}", "_sha": sha})
         return _json(201, status)
