@@ -23,7 +23,16 @@ from bot.core.config.schema import RepoConfig
 from bot.core.review import plan as reviewing
 
 from . import bench_state, review
-from .ports import BenchCheck, BenchRequest, DispatchRefused, GitHub, PullInfo, PullRequestGone, Store
+from .ports import (
+    BenchCheck,
+    BenchRequest,
+    DispatchRefused,
+    GitHub,
+    PullInfo,
+    PullRequestGone,
+    Store,
+    WorkflowRun,
+)
 from .router import Router
 from .services import Services
 
@@ -103,7 +112,7 @@ def _dispatch(services: Services, github: GitHub, request: BenchRequest, config:
     return publish(services, github, _save(services.store, running), config, default_branch)
 
 
-def _look_for_run(github: GitHub, repo: str, workflow: str, correlation_id: str):
+def _look_for_run(github: GitHub, repo: str, workflow: str, correlation_id: str) -> WorkflowRun | None:
     for attempt in range(FIND_ATTEMPTS):
         run = github.find_run(repo, workflow, correlation_id)
         if run is not None or attempt == FIND_ATTEMPTS - 1:
@@ -113,8 +122,8 @@ def _look_for_run(github: GitHub, repo: str, workflow: str, correlation_id: str)
 
 
 def _refusal_text(refused: DispatchRefused, workflow: str) -> str:
-    why = {404: f"there is no workflow `{workflow}` on the default branch, or perfbot may not see it",
-           422: f"the workflow `{workflow}` does not accept perfbot's inputs (does it declare them as "
+    why = {404: f"there is no workflow {workflow} on the default branch, or perfbot may not see it",
+           422: f"the workflow {workflow} does not accept perfbot's inputs (does it declare them as "
                 "workflow_dispatch inputs?)",
            403: "perfbot is not allowed to start workflows here (the App needs Actions: write), or "
                 "GitHub's rate limit was reached"}.get(refused.status, "GitHub refused")
@@ -221,8 +230,8 @@ def on_push(payload: dict, services: Services) -> None:
             return  # a newer push's event does this
         config = _config_once(github, name, number, pull.head_sha, default_branch)
         older = [r for r in active(services.store, name, number) if r.head_sha != pull.head_sha]
-        for request in older:
-            stop(services, github, request, contract.SUPERSEDED, config(), default_branch, refresh=False)
+        if older:
+            supersede(services, github, name, number, pull.head_sha, config(), default_branch)
         if _wanted(services, github, pull, config):
             key = contract.work_key("auto", name, f"{number}:{pull.head_sha}")
             suites = contract.default_suites(config().bench)
