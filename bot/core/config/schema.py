@@ -214,8 +214,52 @@ class SglangEagle3Suite(_SuiteCommon):
 SuiteConfig = Annotated[CommandSuite | VerifyStepSuite | SglangEagle3Suite, Field(discriminator="kind")]
 
 
+TriggerLevel = Literal["low", "medium", "high", "never"]
+_WORKFLOW_FILE = r"^[A-Za-z0-9._-]+\.ya?ml$"
+
+
+class Cooldowns(_Strict):
+    """How soon after a `/bench` the next one is accepted, in seconds (0: at once)."""
+
+    user: Annotated[int, Field(ge=0, le=7 * 86_400)] = Field(
+        default=300, description="Seconds between two `/bench` of one person in this repository.")
+    pr: Annotated[int, Field(ge=0, le=7 * 86_400)] = Field(
+        default=300, description="Seconds between two `/bench` on one pull request.")
+
+
+class DispatchConfig(_Strict):
+    """The ``bench.dispatch`` section: when the bot starts the benchmark workflow on the GPU runners,
+    with what, and what a result does to the pull request."""
+
+    workflow: Annotated[str, Field(pattern=_WORKFLOW_FILE, max_length=100)] = Field(
+        default="perfbot-bench.yml",
+        description="File name of the benchmark workflow in .github/workflows on the default branch.")
+    suites: list[Annotated[str, Field(pattern=r"^[A-Za-z0-9._-]{1,64}$")]] = Field(
+        default=[], max_length=20,
+        description="Suites a `/bench` without names and an automatic run measure (default: every "
+                    "suite of bench.suites, else verify-step).")
+    auto: TriggerLevel = Field(
+        default="high", description="Risk level from which a trusted author's pull request is "
+                                    "benchmarked on every push without asking ('never': only `/bench`).")
+    on_merge: TriggerLevel = Field(
+        default="high", description="Risk level from which a merged pull request's merge commit is "
+                                    "benchmarked against its first parent, for the default branch's history.")
+    schedule: Literal["never", "daily", "weekly"] = Field(
+        default="never", description="Benchmark the default branch's head on this schedule.")
+    schedule_hour: Annotated[int, Field(ge=0, le=23)] = Field(
+        default=3, description="Hour of the day (UTC) from which the scheduled run is started; "
+                               "weekly runs start on Mondays.")
+    gate: bool = Field(
+        default=False, description="A confirmed regression fails the `perfbot / bench` check (else it is "
+                                   "neutral and informs).")
+    max_rounds: Annotated[int, Field(ge=1, le=1000)] = Field(
+        default=50, description="The most rounds per side a `/bench --rounds` or `--max-rounds` may ask for.")
+    cooldown: Cooldowns = Cooldowns()
+
+
 class BenchConfig(_Strict):
-    """The ``bench`` section: named suites and the defaults of `perfbot bench run`."""
+    """The ``bench`` section: named suites, the defaults of `perfbot bench run`, and when the bot
+    dispatches benchmarks (``dispatch``)."""
 
     suites: dict[Annotated[str, Field(pattern=_SUITE_NAME, max_length=60)], SuiteConfig] = Field(
         default={}, description="Suites by name; a name of a built-in suite changes its options.")
@@ -238,6 +282,12 @@ class BenchConfig(_Strict):
                 raise ValueError(f"{name}: GITHUB_*, ACTIONS_* and RUNNER_* variables are never given to "
                                  f"benchmarks")
         return names
+    dispatch: DispatchConfig = DispatchConfig()
+
+
+def reaches(level: str, trigger: TriggerLevel) -> bool:
+    """Whether a risk ``level`` ('none' ... 'high') is at or above a dispatch ``trigger`` level."""
+    return trigger != "never" and LEVELS.index(level) >= LEVELS.index(trigger)
 
 
 class RepoConfig(_Strict):
