@@ -283,7 +283,11 @@ def _shell_word(text: str) -> str:
 
 def compare_text(results: Results, comparison: Comparison) -> str:
     """The same report for a terminal: no Markdown, no control characters from the input."""
-    lines = [f"{comparison.verdict}: {printable(headline(comparison))}",
+    said = printable(headline(comparison))
+    # "inconclusive: Inconclusive after 3 rounds" says it twice: the verdict leads only where the
+    # headline does not already start with it.
+    first = said if said.lower().startswith(comparison.verdict) else f"{comparison.verdict}: {said}"
+    lines = [first,
              f"suite {printable(clip(results.suite, 100))}, base {results.base.sha[:12]}, head "
              f"{results.head.sha[:12]}; " + "; ".join(_round_summary(results, s) for s in SIDES), ""]
     lines += _text_table(comparison.metrics)

@@ -163,3 +163,13 @@ def test_the_headline_names_the_mode_the_engine_ran_in():
     assert render_compare.headline(comparison) == ("No change beyond ±2% in 1 metric, the EAGLE-3 cycle with "
                                                    "piecewise CUDA graphs among them (3 rounds per side); "
                                                    "1 diagnostic undecided")
+
+
+@pytest.mark.parametrize("scenario", ["regression", "unchanged", "inconclusive", "error"])
+def test_the_first_line_of_the_text_says_the_verdict_once(scenario):
+    loaded = results.load(json.dumps(SCENARIOS[scenario]()).encode())
+    comparison = stats.decide(loaded)
+    first = render_compare.compare_text(loaded, comparison).splitlines()[0]
+    assert comparison.verdict == scenario
+    assert first.lower().startswith(scenario), first  # a script can read the verdict off the start
+    assert not first.lower().startswith(f"{scenario}: {scenario}"), first
