@@ -174,7 +174,8 @@ class PyGithubClient(GitHub):
         return content.decoded_content.decode("utf-8", errors="replace")
 
     @_gone_on_404
-    def upsert_comment(self, repo: str, number: int, marker: str, body: str) -> int:
+    def upsert_comment(self, repo: str, number: int, marker: str, body: str,
+                       create: bool = True) -> int | None:
         issue = self._repo(repo).get_issue(number)
         for comment in issue.get_comments():
             if (comment.body or "").startswith(marker) and self._is_ours(comment):
@@ -182,6 +183,8 @@ class PyGithubClient(GitHub):
                     self.budget.take()
                     comment.edit(body)
                 return comment.id
+        if not create:
+            return None
         self.budget.take()
         return issue.create_comment(body).id
 

@@ -169,7 +169,7 @@ def refresh_comment(services: Services, github: GitHub, repo: str, number: int, 
         section = bench_state.section_for(services.store, repo, number, pull.head_sha)
         facts = review.gather(github, ref, section)
         comment = reviewing.plan(facts).comment
-        github.upsert_comment(repo, number, comment.marker, comment.body)
+        github.upsert_comment(repo, number, comment.marker, comment.body, create=comment.create)
     except PullRequestGone:
         log.info("pull request gone; comment not updated", extra={"repo": repo, "pr": number})
 

@@ -346,8 +346,10 @@ class GitHub(ABC):
         """A file's text at ``ref``; None when it does not exist there."""
 
     @abstractmethod
-    def upsert_comment(self, repo: str, number: int, marker: str, body: str) -> int:
-        """Create the comment holding ``marker``, or edit it when it exists; its id."""
+    def upsert_comment(self, repo: str, number: int, marker: str, body: str,
+                       create: bool = True) -> int | None:
+        """Edit the bot's comment holding ``marker``, or create it (unless ``create`` is false);
+        its id, None when there was none and none was created."""
 
     @abstractmethod
     def publish_check(self, repo: str, check: CheckResult) -> None:

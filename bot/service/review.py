@@ -96,7 +96,8 @@ def default_branch_config(github: GitHub, ref: PullRef) -> tuple[RepoConfig, str
 
 
 def apply(github: GitHub, services: Services, ref: PullRef, plan: reviewing.ReviewPlan) -> None:
-    comment_id = github.upsert_comment(ref.repo, ref.number, plan.comment.marker, plan.comment.body)
+    comment_id = github.upsert_comment(ref.repo, ref.number, plan.comment.marker, plan.comment.body,
+                                       create=plan.comment.create)
     check = plan.check
     github.publish_check(ref.repo, CheckResult(check.name, check.head_sha, check.conclusion, check.title,
                                                check.summary))

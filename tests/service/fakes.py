@@ -90,12 +90,14 @@ class FakeGitHub(GitHub):
         self.file_reads.append((repo, path, ref))
         return self.files.get((repo, path, ref))
 
-    def upsert_comment(self, repo, number, marker, body):
+    def upsert_comment(self, repo, number, marker, body, create=True):
         thread = self.threads.setdefault(self._existing(repo, number), [])
         for comment in thread:
             if comment.body.startswith(marker) and comment.author == BOT_LOGIN:
                 comment.body = body
                 return comment.id
+        if not create:
+            return None
         return self.add_comment(repo, number, BOT_LOGIN, body).id
 
     def publish_check(self, repo, check):

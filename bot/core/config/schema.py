@@ -120,6 +120,10 @@ class RiskConfig(_Strict):
     weights: dict[str, Annotated[float, Field(ge=0, le=100)]] = Field(
         default={}, description="New weights for rules, by id."
     )
+    comment: Literal["none", "low", "medium", "high"] = Field(
+        default="medium", description="The lowest risk level for which a new PR comment is written "
+                                      "('none': every pull request). An existing comment is always "
+                                      "kept up to date; the check run and label are always published.")
 
 
 SuiteKind = Literal["command", "verify-step", "sglang-eagle3"]

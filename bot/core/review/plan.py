@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from bot.core.config.schema import ConfigError, RepoConfig
+from bot.core.config.schema import LEVELS, ConfigError, RepoConfig
 from bot.core.render import bench as render_bench
 from bot.core.render import comment as render_comment
 from bot.core.render.bench import BenchSection
@@ -44,6 +44,7 @@ class Comment:
 
     marker: str
     body: str
+    create: bool = True  # False: only update the comment if the pull request already has one
 
 
 @dataclass(frozen=True)
@@ -94,6 +95,12 @@ def assess(facts: PullFacts) -> tuple[RiskReport, str | None]:
     return score(parsed, rules), problem
 
 
+def worth_a_comment(level: str, threshold: str, news: bool) -> bool:
+    """Quiet by default: a new comment only from the config's level up (medium unless set), or
+    when there is ``news`` (a benchmark, a config problem); below it the check run says enough."""
+    return news or LEVELS.index(level) >= LEVELS.index(threshold)
+
+
 def plan(facts: PullFacts) -> ReviewPlan:
     """Everything to publish about the pull request; the review is rendered once, for the comment
     and the check run's summary alike."""
@@ -106,7 +113,9 @@ def plan(facts: PullFacts) -> ReviewPlan:
         report, pull, render_comment.BUDGET - len(benchmarks) - 1)
     labelled = report.level in LABELLED_LEVELS
     return ReviewPlan(
-        comment=Comment(render_comment.MARKER, render_comment.with_marker(shared, benchmarks)),
+        comment=Comment(render_comment.MARKER, render_comment.with_marker(shared, benchmarks),
+                        create=worth_a_comment(report.level, facts.config.risk.comment,
+                                               news=facts.bench is not None or config_error is not None)),
         check=Check(CHECK_NAME, facts.head_sha, "neutral" if labelled else "success",
                     f"Performance risk: {report.level} ({report.score}/100)", review),
         label=Label(LABEL_PREFIX, LABEL_PREFIX + report.level if labelled else None),
