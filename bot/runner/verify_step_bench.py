@@ -19,10 +19,11 @@ statistics use to weigh rounds):
   between (SGLang's piecewise CUDA graph mode);
 - ``draft_ms``: one draft step (one dense decoder layer + the vocabulary projection) of ``batch *
   draft_topk`` tokens, graph-replayed unless the engine runs eagerly;
-- ``allreduce_verify_us`` / ``allreduce_draft_us``: the allreduce under test on a ``tokens x hidden``
-  tensor, at the verify and the draft token counts, as the mean of a block of back-to-back calls
-  (`Bench.collective_us`): timing one call at a time measured how long the host took to launch it
-  and how long this rank waited for the other to arrive, which flipped from run to run;
+- ``allreduce_verify_us`` / ``allreduce_draft_us``, with two ranks or more: the allreduce under test
+  on a ``tokens x hidden`` tensor, at the verify and the draft token counts, as the mean of a block
+  of back-to-back calls (`Bench.collective_us`): timing one call at a time measured how long the
+  host took to launch it and how long this rank waited for the other to arrive, which flipped from
+  run to run;
 - derived, in the mode the engine runs (``--graph``: ``full``, ``piecewise`` or ``eager``; the
   default is piecewise where CUDA graphs can run, SGLang's default, else eager):
   ``cycle_ms = num_steps * draft_ms + verify_<mode>_ms`` and ``tok_s = 1000 * accept_length /
@@ -394,11 +395,14 @@ class Bench:
         s = self.shape
         verify_tensor = self.activations(self.verify_tokens)
         draft_tensor = self.activations(self.draft_tokens)
-        metrics = {
-            "allreduce_verify_us": self.collective_us(verify_tensor),
-            "allreduce_draft_us": self.collective_us(draft_tensor),
-            "verify_eager_ms": self.timed_ms(self.verify),
-        }
+        metrics = {}
+        # One rank exchanges nothing: the figure would be the cost of a call that returns, a
+        # microsecond that moved ±15% between two runs of the same commits on an H200. What the
+        # function under test does at one rank (a copy, a synchronisation) is in the verify passes.
+        if self.world > 1:
+            metrics["allreduce_verify_us"] = self.collective_us(verify_tensor)
+            metrics["allreduce_draft_us"] = self.collective_us(draft_tensor)
+        metrics["verify_eager_ms"] = self.timed_ms(self.verify)
         if cuda_graphs:
             metrics["verify_graph_ms"] = self.timed_ms(self.graphed(self.verify))
             metrics["verify_piecewise_ms"] = self.timed_ms(self.piecewise(self.verify_steps))

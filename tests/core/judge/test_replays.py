@@ -55,6 +55,25 @@ def test_the_parent_against_itself_is_unchanged_and_its_noisy_diagnostics_do_not
     assert comparison.extra_rounds is None
 
 
+ONE_GPU = ["h200-1gpu/ab-1.json", "h200-1gpu/ab-2.json", "h200-1gpu/aa-1.json", "h200-1gpu/aa-2.json",
+           "h200-1gpu/one-rank/ab-1.json", "h200-1gpu/one-rank/aa-1.json"]
+
+
+@pytest.mark.parametrize("name", ONE_GPU)
+def test_one_gpu_runs_are_unchanged_on_the_piecewise_cycle_in_three_rounds(name):
+    # At world size 1 the sample's slow allreduce path is not on the measured path: the A/B of the
+    # slow commit is unchanged work there, as much as the A/A.
+    _, comparison = replay(name)
+    cycle = by_name(comparison)["cycle_ms"]
+    assert comparison.verdict == "unchanged" and comparison.extra_rounds is None
+    assert cycle.verdict == "unchanged" and cycle.mode == "piecewise"
+    assert not [m.name for m in comparison.metrics if m.verdict in CLAIMS]
+    undecided = {m.name for m in comparison.metrics if m.verdict == "inconclusive"}
+    assert undecided <= {"verify_eager_ms", "allreduce_verify_us", "allreduce_draft_us"}
+    if name.startswith("h200-1gpu/one-rank/"):
+        assert not {"allreduce_verify_us", "allreduce_draft_us"} & {m.name for m in comparison.metrics}
+
+
 def test_the_first_run_calls_the_slower_allreduce_and_eager_pass_but_only_as_diagnostics():
     # Measured before the piecewise mode existed: the cycle followed the full graph, which the
     # slow commit barely moves (+0.6%, inside the ±2% band).
