@@ -7,7 +7,8 @@
 # PERFBOT_DATABASE_URL=postgresql+psycopg://... and PERFBOT_QUEUE_URL=redis://... (docs/deployment.md).
 #
 # Debian's own python3 on Debian's slim image: the server only, installed from the hashed lock
-# (requirements/server.txt), so no NumPy, SciPy or torch, and no git (the server never runs it).
+# (requirements/server.txt): no torch and no git (the server never runs it); NumPy and SciPy are
+# there because the server judges the runners' results and finds the dashboard's change points.
 # BASE is an argument so that CI can build on the same distribution made with debootstrap.
 ARG BASE=debian:bookworm-slim
 

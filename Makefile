@@ -25,7 +25,7 @@ $(STAMP): pyproject.toml requirements/test.txt requirements/torch.txt
 	$(BIN)/pip install --quiet --no-deps -e .
 	rm -f $(VENV)/.installed-test-* && touch $@
 
-# The server only: no torch, NumPy or SciPy.
+# The server only: no torch, no git.
 $(SERVER_STAMP): pyproject.toml requirements/server.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --require-hashes -r requirements/server.txt
