@@ -20,10 +20,10 @@ from github import (
 )
 from github.Repository import Repository as GhRepository
 
+from bot.core.review.plan import Check
 from bot.service.ports import (
     ArtifactRef,
     BenchCheck,
-    CheckResult,
     DispatchRefused,
     GitHub,
     GitHubFactory,
@@ -203,13 +203,13 @@ class PyGithubClient(GitHub):
         return comment.user.login == self._login
 
     @_gone_on_404
-    def publish_check(self, repo: str, check: CheckResult) -> None:
+    def publish_check(self, repo: str, check: Check) -> None:
         if self.app_mode:
             self._check_run(repo, check)
         else:
             self._commit_status(repo, check)
 
-    def _check_run(self, repo: str, check: CheckResult) -> None:
+    def _check_run(self, repo: str, check: Check) -> None:
         gh_repo = self._repo(repo)
         output: dict[str, Any] = {"title": check.title, "summary": check.summary}
         for run in gh_repo.get_commit(check.head_sha).get_check_runs(check_name=check.name):
@@ -229,7 +229,7 @@ class PyGithubClient(GitHub):
             output=output,
         )
 
-    def _commit_status(self, repo: str, check: CheckResult) -> None:
+    def _commit_status(self, repo: str, check: Check) -> None:
         # Commit statuses have no 'neutral'; the description carries the level.
         self.budget.take()
         self.github.requester.requestJsonAndCheck(

@@ -6,6 +6,8 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from datetime import datetime
 
+from bot.core.review.plan import Check
+
 from .dashboard.ports import DashboardStore
 
 
@@ -66,17 +68,6 @@ class Repository:
     full_name: str
     installation_id: int | None
     private: bool | None = None
-
-
-@dataclass(frozen=True)
-class CheckResult:
-    """What the `perfbot / risk` check run (or commit status) says about one head commit."""
-
-    name: str
-    head_sha: str
-    conclusion: str
-    title: str
-    summary: str
 
 
 @dataclass(frozen=True)
@@ -352,7 +343,7 @@ class GitHub(ABC):
         its id, None when there was none and none was created."""
 
     @abstractmethod
-    def publish_check(self, repo: str, check: CheckResult) -> None:
+    def publish_check(self, repo: str, check: Check) -> None:
         """A check run in App mode, a commit status in token mode; updated in place."""
 
     @abstractmethod

@@ -16,7 +16,7 @@ from bot.core.review import plan as reviewing
 from bot.core.risk.scoring import RiskReport
 
 from . import bench_state
-from .ports import CheckResult, GitHub, PullRequestGone, Review
+from .ports import GitHub, PullRequestGone, Review
 from .router import Router
 from .services import Services
 
@@ -98,9 +98,7 @@ def default_branch_config(github: GitHub, ref: PullRef) -> tuple[RepoConfig, str
 def apply(github: GitHub, services: Services, ref: PullRef, plan: reviewing.ReviewPlan) -> None:
     comment_id = github.upsert_comment(ref.repo, ref.number, plan.comment.marker, plan.comment.body,
                                        create=plan.comment.create)
-    check = plan.check
-    github.publish_check(ref.repo, CheckResult(check.name, check.head_sha, check.conclusion, check.title,
-                                               check.summary))
+    github.publish_check(ref.repo, plan.check)
     github.sync_labels(ref.repo, ref.number, plan.label.prefix, plan.label.wanted)
     record = plan.record
     services.store.save_review(

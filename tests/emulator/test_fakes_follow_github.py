@@ -12,7 +12,8 @@ import pytest
 from bot.adapters.github_client import PyGithubFactory, retry_policy
 from bot.core.config.schema import CONFIG_PATH
 from bot.core.render.comment import MARKER
-from bot.service.ports import BenchCheck, CheckResult, DispatchRefused, GitHub, PullRequestGone
+from bot.core.review.plan import Check
+from bot.service.ports import BenchCheck, DispatchRefused, GitHub, PullRequestGone
 from bot.settings import Settings
 from tests.emulator import live
 from tests.service import diffs
@@ -135,9 +136,9 @@ def test_only_the_bots_own_marker_comment_is_edited(side):
 
 
 def test_a_check_is_one_per_head_and_name_and_is_updated_in_place(side):
-    side.github.publish_check(REPO, CheckResult("perfbot / risk", SHA, "neutral", "high", "first"))
-    side.github.publish_check(REPO, CheckResult("perfbot / risk", SHA, "success", "none", "second"))
-    side.github.publish_check(REPO, CheckResult("perfbot / risk", OTHER_SHA, "neutral", "medium", "x"))
+    side.github.publish_check(REPO, Check("perfbot / risk", SHA, "neutral", "high", "first"))
+    side.github.publish_check(REPO, Check("perfbot / risk", SHA, "success", "none", "second"))
+    side.github.publish_check(REPO, Check("perfbot / risk", OTHER_SHA, "neutral", "medium", "x"))
     assert side.checks(SHA) == [("perfbot / risk", "success", "none")]
     assert side.checks(OTHER_SHA) == [("perfbot / risk", "neutral", "medium")]
 

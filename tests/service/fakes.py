@@ -11,10 +11,10 @@ from __future__ import annotations
 import itertools
 from dataclasses import dataclass, replace
 
+from bot.core.review.plan import Check
 from bot.service.ports import (
     ArtifactRef,
     BenchCheck,
-    CheckResult,
     DispatchRefused,
     GitHub,
     GitHubFactory,
@@ -46,7 +46,7 @@ class FakeGitHub(GitHub):
         self.diffs: dict[tuple[str, int], str] = {}
         self.files: dict[tuple[str, str, str], str] = {}
         self.threads: dict[tuple[str, int], list[Comment]] = {}
-        self.check_runs: dict[tuple[str, str, str], CheckResult] = {}
+        self.check_runs: dict[tuple[str, str, str], Check] = {}
         self.labels: dict[tuple[str, int], set[str]] = {}
         self.file_reads: list[tuple[str, str, str]] = []
         self.pulls: dict[tuple[str, int], PullInfo] = {}  # what differs from a plain same-repo PR
@@ -74,7 +74,7 @@ class FakeGitHub(GitHub):
         return {key: [c.body for c in thread] for key, thread in self.threads.items()}
 
     @property
-    def checks(self) -> list[tuple[str, CheckResult]]:
+    def checks(self) -> list[tuple[str, Check]]:
         """Every check run, as (repository, what it says), in the order they were created."""
         return [(repo, check) for (repo, _, _), check in self.check_runs.items()]
 

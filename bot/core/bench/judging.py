@@ -1,6 +1,7 @@
 """Judge the results files of a finished run: validate each, check that it measured what was asked
 for, compare base and head (`stats.decide`) and render the comparison (`render.compare`) once, for
-the sticky comment, the check run and the store alike."""
+the sticky comment, the check run and the store alike. `perfbot bench report` judges a results
+folder on the runner with the same `judge_suite`."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from bot.core.judge import stats
 from bot.core.render import compare as render_compare
 from bot.core.text import clip, printable
 
+# What `perfbot bench run --out` names its files: results.json, or results.SUITE.json for several.
 _RESULTS_NAME = re.compile(r"results(?:\.([A-Za-z0-9._-]{1,64}))?\.json")
 
 
@@ -57,7 +59,7 @@ def judge(artifact: Artifact, base_sha: str, head_sha: str, suites: Sequence[str
     problems = [f"skipped {line}" for line in artifact.skipped]
     run_errors: list[str] = []
     for name in sorted(artifact.files):
-        if not _RESULTS_NAME.fullmatch(name):
+        if not is_results_file(name):
             continue  # summary.md and other files the runner may add: the bot renders its own
         try:
             loaded = results_file.load(artifact.files[name], name)
@@ -69,10 +71,15 @@ def judge(artifact: Artifact, base_sha: str, head_sha: str, suites: Sequence[str
             problems.append(mismatch)
             continue
         run_errors += _run_errors(loaded, name)
-        judged.append(_judge_suite(loaded, subject))
-    if not judged and not any(_RESULTS_NAME.fullmatch(n) for n in artifact.files):
+        judged.append(judge_suite(loaded, subject))
+    if not judged and not any(is_results_file(n) for n in artifact.files):
         problems.append("the artifact holds no results file (results.json or results.SUITE.json)")
     return Judged(tuple(judged), tuple(problems), tuple(run_errors))
+
+
+def is_results_file(name: str) -> bool:
+    """Whether a file of a run's output is a results file, by its name."""
+    return _RESULTS_NAME.fullmatch(name) is not None
 
 
 def _run_errors(loaded: results_file.Results, name: str, most: int = 3) -> list[str]:
@@ -96,7 +103,8 @@ def _mismatch(loaded: results_file.Results, base_sha: str, head_sha: str, suites
     return None
 
 
-def _judge_suite(loaded: results_file.Results, subject: str) -> SuiteJudgement:
+def judge_suite(loaded: results_file.Results, subject: str = "This PR") -> SuiteJudgement:
+    """One results file compared as `perfbot compare` compares it, with its defaults."""
     comparison = stats.decide(loaded)
     headline = render_compare.headline(comparison, subject)
     first = comparison.metrics[0] if comparison.metrics else None

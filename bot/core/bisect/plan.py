@@ -140,7 +140,7 @@ def _weights(commits: Sequence[str], risk: Mapping[str, float]) -> list[float]:
     def weight(sha: str) -> float:
         score = risk.get(sha, 0.0)
         score = min(100.0, max(0.0, score)) if math.isfinite(score) else 0.0
-        return 2.0 ** (score / RISK_DOUBLING)
+        return math.pow(2.0, score / RISK_DOUBLING)
     return [weight(sha) for sha in commits]
 
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import TypedDict
 
 from bot.core.bisect.plan import Culprit, GiveUp, Outcome, plain_probes
 from bot.core.judge.quantities import percent
@@ -28,6 +29,63 @@ from bot.core.risk.scoring import RiskReport
 
 class BisectError(ValueError):
     """A bisection that cannot go on (no regression to find, metric unknown)."""
+
+
+class MeasurementDict(TypedDict):
+    """A `Measurement` as JSON (`perfbot bisect --format json`)."""
+
+    purpose: str
+    base: str
+    head: str
+    outcome: Outcome | None
+    verdict: str
+    ratio: float | None
+    ci: list[float] | None
+    p_value: float | None
+    results: str
+    why: str
+
+
+class CulpritFileDict(TypedDict):
+    path: str
+    added: int
+    removed: int
+
+
+class CulpritDict(TypedDict):
+    """The first bad commit, its parent and its risk, as JSON."""
+
+    sha: str
+    subject: str
+    parent: str | None
+    score: int
+    level: str
+    reasons: list[str]
+    files: list[CulpritFileDict]
+
+
+class RunsDict(TypedDict):
+    """How many benchmark runs the bisection made, and how many plain halving would have."""
+
+    total: int
+    probes: int
+    plain_bisection_probes: int | None
+
+
+class BisectReportDict(TypedDict):
+    """A `BisectReport` as JSON."""
+
+    good: str
+    bad: str
+    suite: str
+    metric: str
+    commits: int
+    culprit: CulpritDict | None
+    conclusion: str
+    candidates: list[str]
+    runs: RunsDict
+    measurements: list[MeasurementDict]
+    notes: list[str]
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,7 +103,7 @@ class Measurement:
     results_path: str
     why: str
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> MeasurementDict:
         return {"purpose": self.purpose, "base": self.base, "head": self.head,
                 "outcome": self.outcome, "verdict": self.verdict, "ratio": self.ratio,
                 "ci": list(self.ci) if self.ci else None, "p_value": self.p_value,
@@ -84,8 +142,8 @@ class BisectReport:
     def confirmation(self) -> Measurement | None:
         return next((m for m in self.measurements if m.purpose == "confirm"), None)
 
-    def to_dict(self) -> dict:
-        culprit = None
+    def to_dict(self) -> BisectReportDict:
+        culprit: CulpritDict | None = None
         if self.culprit is not None:
             culprit = {"sha": self.culprit.sha, "subject": self.culprit.subject,
                        "parent": self.parent, "score": self.culprit.risk.score,
@@ -186,7 +244,7 @@ def judge_probe(probe: MetricJudgement | None, reference: MetricJudgement,
     # Undecided: the side it is nearer to, on a ratio scale (GOOD at 1, BAD at the reference's).
     halfway = math.sqrt(reference.ratio) if reference.ratio and reference.ratio > 0 else 1.0
     worse = probe.ratio >= halfway if halfway >= 1 else probe.ratio <= halfway
-    side = "bad" if worse else "ok"
+    side: Outcome = "bad" if worse else "ok"
     return side, (f"inconclusive ({percent(probe.change)}); nearer the "
                   f"{'regressed' if worse else 'good'} side of {percent(reference.change)}")
 
@@ -195,7 +253,7 @@ def measurement(purpose: str, base: str, head: str, judged: MetricJudgement | No
                 outcome: Outcome | None, why: str, path: str) -> Measurement:
     ci = judged.estimate.ci if judged is not None else None
     return Measurement(purpose, base, head, outcome, judged.verdict if judged else "error",
-                       judged.ratio if judged else None, tuple(ci) if ci else None,
+                       judged.ratio if judged else None, ci,
                        judged.p_value if judged else None, path, why)
 
 

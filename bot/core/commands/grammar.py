@@ -154,7 +154,8 @@ def parse(line: str) -> Command:
     if verb in ("help", "cancel", "approve"):
         if rest:
             return Invalid(f"/bench {verb} takes nothing after it")
-        return {"help": Help(), "cancel": Cancel(), "approve": Approve()}[verb]
+        bare: dict[str, Command] = {"help": Help(), "cancel": Cancel(), "approve": Approve()}
+        return bare[verb]
     return _run(words)
 
 

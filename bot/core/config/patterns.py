@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from typing import TypeAlias
 
 import re2
 from pathspec.patterns.gitignore.spec import GitIgnoreSpecPattern
@@ -29,12 +30,17 @@ _OPTIONS.log_errors = False  # report through PatternError, not on standard erro
 _LEADING_FLAGS = re.compile(r"^\(\?([imsU]+)\)")
 _PATHSPEC_GROUP = re.compile(r"\(\?P<ps_d>")
 
+# A compiled RE2 pattern (always compiled from text); it searches text or, faster, ASCII bytes.
+Regex: TypeAlias = "re2._Regexp[str]"
+# A match of a `Regex` over either kind of subject.
+Match: TypeAlias = "re2._Match[str] | re2._Match[bytes]"
+
 
 class PatternError(ValueError):
     """A regular expression that RE2 cannot compile, or a glob that is not one."""
 
 
-def regex(pattern: str) -> re2._Regexp:
+def regex(pattern: str) -> Regex:
     """Compile ``pattern`` with RE2; raise `PatternError` with RE2's reason."""
     try:
         return re2.compile(pattern, _OPTIONS)
@@ -54,7 +60,7 @@ def scoped_flags(pattern: str) -> str:
     return f"(?{match[1]}:{pattern[match.end():]})"
 
 
-def glob_regex(globs: Iterable[str]) -> re2._Regexp:
+def glob_regex(globs: Iterable[str]) -> Regex:
     """One RE2 regex that finds (`search`, as pathspec does: ``*/`` is unanchored) a path when
     any of the gitignore-style ``globs`` matches it.
 

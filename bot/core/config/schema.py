@@ -10,6 +10,7 @@ from typing import Annotated, Any, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic_core import ErrorDetails
 
 from bot.core.config import patterns
 from bot.errors import UserError
@@ -85,6 +86,13 @@ class Rule(_Strict):
         if self.kind in ("function", "token", "setup", "dependency") and not self.pattern:
             raise ValueError(f"a '{self.kind}' rule needs 'pattern'")
         return self
+
+    @property
+    def required_pattern(self) -> str:
+        """``pattern`` of a rule whose kind needs one (validation made sure it is there)."""
+        if self.pattern is None:
+            raise ValueError(f"rule '{self.id}' ({self.kind}) has no pattern")
+        return self.pattern
 
 
 class Thresholds(_Strict):
@@ -326,7 +334,7 @@ def load(text: str | bytes, source: str = CONFIG_PATH) -> RepoConfig:
         raise ConfigError(source, [_describe(e) for e in error.errors()]) from None
 
 
-def _describe(error: dict[str, Any]) -> str:
+def _describe(error: ErrorDetails) -> str:
     path = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in error["loc"]).lstrip(".")
     message = error["msg"].removeprefix("Value error, ")
     if error["type"] == "extra_forbidden":

@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
+import numpy.typing as npt
 import ruptures
 
 DEFAULT_MIN_EFFECT = 0.02
@@ -27,6 +28,9 @@ DEFAULT_PENALTY = 4.0
 _MAD_TO_SIGMA = 1.4826
 _CLIP_SIGMAS = 6.0
 MAX_BLOCKS = 2_000
+
+# A metric series (or what is derived from it), one float per point.
+Series = npt.NDArray[np.float64]
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,28 +71,29 @@ def detect(values: Sequence[float], better: str = "lower", *, min_effect: float 
     return [ChangePoint(int(kept[p.index]), p.before, p.after, p.change, p.direction) for p in found]
 
 
-def _block_medians(series: np.ndarray, block: int) -> np.ndarray:
+def _block_medians(series: Series, block: int) -> Series:
     if block == 1:
         return series
     whole = len(series) // block * block
-    medians = np.median(series[:whole].reshape(-1, block), axis=1)
+    medians: Series = np.median(series[:whole].reshape(-1, block), axis=1)
     if whole < len(series):
         medians = np.append(medians, np.median(series[whole:]))
     return medians
 
 
-def _placed(series: np.ndarray, coarse: list[int], block: int) -> list[int]:
+def _placed(series: Series, coarse: list[int], block: int) -> list[int]:
     """Each block boundary moved to the split within a block either side that leaves the least
     squared error between its neighbouring boundaries."""
     sums = np.concatenate(([0.0], np.cumsum(series)))
     squares = np.concatenate(([0.0], np.cumsum(series * series)))
 
-    def sse(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    def sse(a: npt.NDArray[np.intp], b: npt.NDArray[np.intp]) -> Series:
         total = sums[b] - sums[a]
-        return (squares[b] - squares[a]) - total * total / (b - a)
+        error: Series = (squares[b] - squares[a]) - total * total / (b - a)
+        return error
 
     edges = [0, *coarse, len(series)]
-    placed = []
+    placed: list[int] = []
     for i, bound in enumerate(coarse, start=1):
         lo, hi = max(edges[i - 1], placed[-1] if placed else 0), edges[i + 1]
         candidates = np.arange(max(lo + 1, bound - block), min(hi - 1, bound + block) + 1)
@@ -100,7 +105,7 @@ def _placed(series: np.ndarray, coarse: list[int], block: int) -> list[int]:
     return placed
 
 
-def _in_noise_units(series: np.ndarray) -> np.ndarray | None:
+def _in_noise_units(series: Series) -> Series | None:
     """The series centred on its median and divided by its noise, wild points clipped; None
     when it has no noise to speak of (every point equal)."""
     steps = np.diff(series)
@@ -112,16 +117,17 @@ def _in_noise_units(series: np.ndarray) -> np.ndarray | None:
     return _clip_spikes((series - np.median(series)) / sigma)
 
 
-def _clip_spikes(centred: np.ndarray) -> np.ndarray:
+def _clip_spikes(centred: Series) -> Series:
     """Clip each point to within `_CLIP_SIGMAS` of its neighbours' median: a lone spike is
     flattened, a step (every later point moved) is kept."""
     padded = np.pad(centred, 2, mode="edge")
     windows = np.lib.stride_tricks.sliding_window_view(padded, 5)
     local = np.median(windows, axis=1)
-    return np.clip(centred, local - _CLIP_SIGMAS, local + _CLIP_SIGMAS)
+    clipped: Series = np.clip(centred, local - _CLIP_SIGMAS, local + _CLIP_SIGMAS)
+    return clipped
 
 
-def _significant(series: np.ndarray, bounds: list[int], better: str, min_effect: float) -> list[ChangePoint]:
+def _significant(series: Series, bounds: list[int], better: str, min_effect: float) -> list[ChangePoint]:
     """Drop the smallest shift below ``min_effect`` until none is left, then describe the rest."""
     while True:
         points = _describe(series, bounds, better)
@@ -132,7 +138,7 @@ def _significant(series: np.ndarray, bounds: list[int], better: str, min_effect:
         bounds = [b for b in bounds if b != weakest.index]
 
 
-def _describe(series: np.ndarray, bounds: list[int], better: str) -> list[ChangePoint]:
+def _describe(series: Series, bounds: list[int], better: str) -> list[ChangePoint]:
     edges = [0, *bounds, len(series)]
     medians = [float(np.median(series[a:b])) for a, b in zip(edges, edges[1:], strict=False)]
     points = []

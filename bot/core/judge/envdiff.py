@@ -171,11 +171,11 @@ def _same(old: Any, new: Any) -> bool:
 
 
 def _close(old: Any, new: Any) -> bool:
-    old, new = _as_number(old), _as_number(new)
-    if old is None or new is None:
+    before, after = _as_number(old), _as_number(new)
+    if before is None or after is None:
         return False
-    scale = max(abs(old), abs(new))
-    return scale == 0 or abs(old - new) / scale <= READING_TOLERANCE
+    scale = max(abs(before), abs(after))
+    return scale == 0 or abs(before - after) / scale <= READING_TOLERANCE
 
 
 def _as_number(value: Any) -> float | None:
@@ -186,7 +186,7 @@ def _as_number(value: Any) -> float | None:
         match = _LEADING_NUMBER.match(value)
         value = match[0] if match else None
     try:
-        number = float(value)  # type: ignore[arg-type]
+        number = float(value)
     except (TypeError, ValueError):
         return None
     return number if math.isfinite(number) else None

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import math
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, TypeGuard
 
 from pydantic import (
     BaseModel,
@@ -22,6 +22,7 @@ from pydantic import (
     field_validator,
     model_validator,
 )
+from pydantic_core import ErrorDetails
 
 from bot.core.text import clip, printable
 
@@ -181,9 +182,9 @@ class Results(_Model):
         """The `looks` of the run, from ``options.rounds`` and ``options.max_rounds``; 1 when the
         file does not say."""
         low, high = self.options.get("rounds"), self.options.get("max_rounds")
-        if not all(isinstance(v, int) and not isinstance(v, bool) for v in (low, high)):
-            return 1
-        return looks(low, high)
+        if _is_count(low) and _is_count(high):
+            return looks(low, high)
+        return 1
 
     @model_validator(mode="after")
     def _consistent(self) -> Results:
@@ -270,6 +271,11 @@ def problem(error: ValidationError) -> str:
     return f"{_describe(problems[0])}{more}"
 
 
+def _is_count(value: object) -> TypeGuard[int]:
+    """An integer (JSON's true and false are not counts)."""
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
 def _parse_json(text: str, source: str) -> Any:
     if not text.strip():
         raise ResultsError(f"{source}: empty file, not a results file")
@@ -307,7 +313,7 @@ def _clip(text: str, limit: int = 40) -> str:
     return clip(printable(text), limit + 1)
 
 
-def _describe(error: dict[str, Any]) -> str:
+def _describe(error: ErrorDetails) -> str:
     loc = error["loc"]
     message = _clip(error["msg"].removeprefix("Value error, "), 200)
     if loc[-1:] == ("[key]",):

@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 from bot.core.judge import speculation
 from bot.core.judge.envdiff import EnvDifference, flatten
 from bot.core.judge.quantities import number, percent
-from bot.core.judge.results import SIDES, Results
+from bot.core.judge.results import SIDES, Results, Side
 from bot.core.judge.stats import (
     MAX_EXTRA_ROUNDS,
     MIN_ROUNDS,
@@ -73,8 +73,8 @@ def headline(comparison: Comparison, subject: str = "This PR") -> str:
     among = f", {speculation.label(lead.name)}{speculation.mode_phrase(lead.mode)} among them" if lead else ""
     undecided = sum(1 for m in comparison.metrics if not m.primary and m.verdict == "inconclusive")
     tail = f"; {undecided} diagnostic{'s' if undecided > 1 else ''} undecided" if undecided else ""
-    metrics = f"{len(steady)} metric{'s' if len(steady) != 1 else ''}"
-    return f"No change beyond ±{margin:.0%} in {metrics}{among} ({rounds} rounds per side){tail}"
+    count = f"{len(steady)} metric{'s' if len(steady) != 1 else ''}"
+    return f"No change beyond ±{margin:.0%} in {count}{among} ({rounds} rounds per side){tail}"
 
 
 def _effect_phrase(m: MetricJudgement) -> str:
@@ -202,7 +202,7 @@ def _rounds_details(results: Results, comparison: Comparison) -> str:
     return "\n".join(lines + ["", "</details>"])
 
 
-def _round_values(results: Results, side: str, metric: str) -> str:
+def _round_values(results: Results, side: Side, metric: str) -> str:
     values = ["✗" if not r.ok else number(r.metrics.get(metric)) for r in results.rounds_of(side)]
     shown = ", ".join(values[:MAX_ROUND_VALUES])
     return shown + (f", … ({len(values)} in all)" if len(values) > MAX_ROUND_VALUES else "")
@@ -256,7 +256,7 @@ def _looks(s: Settings) -> str:
     return f", that is {s.alpha * s.looks:g} split over the {s.looks} looks of an adaptive run"
 
 
-def _round_summary(results: Results, side: str) -> str:
+def _round_summary(results: Results, side: Side) -> str:
     failed = len(results.failures(side))
     return f"{side} {len(results.rounds_of(side)) - failed} ok, {failed} failed"
 

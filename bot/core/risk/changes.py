@@ -147,11 +147,12 @@ class Judge:
 
     def _first_look(self, number: int) -> Harmless | dict[str, str] | None:
         if number not in self._first:
-            self._first[number] = self._look(number) if self._language else None
+            language = self._language
+            self._first[number] = self._look(number, language) if language else None
         return self._first[number]
 
-    def _look(self, number: int) -> Harmless | dict[str, str] | None:
-        hunk, language = self._hunks[number], self._language
+    def _look(self, number: int, language: _Language) -> Harmless | dict[str, str] | None:
+        hunk = self._hunks[number]
         if not _may_log(hunk.joined()) and not _may_match(hunk, language):
             return None  # the code differs beyond what tokens could explain away
         # Whole sides, context included: the same lines moved past their context are a change.
@@ -222,7 +223,7 @@ def _side_tokens(hunk: Hunk, lexer: re.Pattern[str], side: str) -> list[_Token]:
     tokens: list[_Token] = []
     for match in lexer.finditer("".join(texts)):
         kind = match.lastgroup
-        if kind == "comment":
+        if kind is None or kind == "comment":  # never None: every alternative is a named group
             continue
         begin, end = match.span()
         line = bisect.bisect_right(starts, begin) - 1

@@ -10,9 +10,10 @@ from __future__ import annotations
 import bisect
 import itertools
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from unidiff import PatchSet
+from unidiff import PatchedFile, PatchSet
 from unidiff.errors import UnidiffParseError
 
 _PLAIN_HEADER = re.compile(r"^--- .*\n\+\+\+ ", re.MULTILINE)
@@ -130,7 +131,7 @@ def _line_starts(text: str, prefix: str) -> list[int]:
     return found
 
 
-def _status(patched) -> str:
+def _status(patched: PatchedFile) -> str:
     if patched.is_added_file:
         return "added"
     if patched.is_removed_file:
@@ -140,7 +141,7 @@ def _status(patched) -> str:
     return "modified"
 
 
-def _is_copy(patch_info) -> bool:
+def _is_copy(patch_info: Iterable[str]) -> bool:
     return any(str(line).startswith("copy from ") for line in patch_info)
 
 
@@ -191,7 +192,7 @@ def _hunk_length(types: str, source_length: int, target_length: int) -> int:
     return len(types)
 
 
-def _change(patched, hunks: list[Hunk]) -> FileChange:
+def _change(patched: PatchedFile, hunks: list[Hunk]) -> FileChange:
     status = _status(patched)
     old = _strip_prefix(patched.source_file) if status in ("renamed", "copied") else None
     # Counted from the type strings: unidiff's own counts walk every line object again.
@@ -233,7 +234,7 @@ def _lenient(section: str, why: str) -> FileChange | None:
     for line in lines:
         header = _HUNK_HEADER.match(line.rstrip("\n"))
         if header:
-            current = _close(current, kinds, hunks)
+            _close(current, kinds, hunks)
             kinds = []
             current = Hunk(int(header[1]), int(header[2]), header[3], [], "")
         elif current is not None and line[:1] in ("+", "-", " "):
@@ -255,7 +256,6 @@ def _close(current: Hunk | None, kinds: list[str], hunks: list[Hunk]) -> None:
     if current is not None:
         current.types = "".join(kinds)
         hunks.append(current)
-    return None
 
 
 def _header_path(line: str, path: str | None, old: str | None) -> tuple[str | None, str | None]:

@@ -39,6 +39,8 @@ _DECLARE = patterns.regex(r"FetchContent_Declare\(\s*([\w.-]+)?")
 _DECLARED_NAME = patterns.regex(r"^\s*([\w.-]+)")
 _SEPARATORS = re.compile(r"[-_.]+")
 _HEX = re.compile(r"^[0-9a-f]{16,40}$")
+# A group that every match of its pattern sets is read as ``m.group(n)`` (text); one that may be
+# left unset (an alternative, an optional group) as ``m[n]`` (text or None).
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,17 +92,19 @@ def _pins(text: str, fallback: str) -> list[tuple[str, str]]:
     """(normalised name, version) of every pin on one line."""
     found = []
     for match in _REQUIREMENT.finditer(text):
-        operator, version = (match[2], match[3]) if match[2] else (match[4], match[5])
-        found.append((normalise(match[1]), version if operator in ("==", "===", "@")
+        # One of the two alternatives matched: an operator and a version, or ``@`` and a URL.
+        operator, version = ((match.group(2), match.group(3)) if match[2]
+                             else (match.group(4), match.group(5)))
+        found.append((normalise(match.group(1)), version if operator in ("==", "===", "@")
                       else operator + version))
     if not found:
-        found += [(normalise(m[1]), m[2]) for m in _TOML_PIN.finditer(text)]
-    found += [(normalise(m[1]), m[2]) for m in _SETTING.finditer(text)]
-    found += [(normalise(m[1]), m[2]) for m in _IMAGE.finditer(text)]
-    found += [("cuda", m[1]) for m in _WHEEL_INDEX.finditer(text)]
+        found += [(normalise(m.group(1)), m.group(2)) for m in _TOML_PIN.finditer(text)]
+    found += [(normalise(m.group(1)), m.group(2)) for m in _SETTING.finditer(text)]
+    found += [(normalise(m.group(1)), m.group(2)) for m in _IMAGE.finditer(text)]
+    found += [("cuda", m.group(1)) for m in _WHEEL_INDEX.finditer(text)]
     tag = _GIT_TAG.search(text)
     if tag:
-        found.append((fallback, tag[1]))
+        found.append((fallback, tag.group(1)))
     return found
 
 
@@ -109,11 +113,12 @@ def _declared(hunk: Hunk, index: int, current: str | None) -> str | None:
     match = _DECLARE.search(hunk.texts[index])
     if match is None:
         return current
-    if match[1]:
-        return normalise(match[1])
+    declared = match[1]
+    if declared:
+        return normalise(declared)
     following = hunk.texts[index + 1] if index + 1 < len(hunk.texts) else ""
     name = _DECLARED_NAME.search(following)
-    return normalise(name[1]) if name else current
+    return normalise(name.group(1)) if name else current
 
 
 def _short(version: str) -> str:

@@ -12,11 +12,14 @@ libraries) count as high risk on their own.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Literal
 
-from bot.core.config.schema import Rule
+from bot.core.config.schema import Rule, RuleKind
 
 
-def _rule(id, kind, category, weight, description, paths=(), pattern=None, scope="any") -> Rule:
+def _rule(id: str, kind: RuleKind, category: str, weight: float, description: str,
+          paths: Iterable[str] = (), pattern: str | None = None,
+          scope: Literal["any", "hot"] = "any") -> Rule:
     return Rule(id=id, kind=kind, category=category, weight=weight, description=description,
                 paths=tuple(paths), pattern=pattern, scope=scope)
 

@@ -5,8 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import lru_cache
-
-import re2
+from typing import TypeVar
 
 from bot.core.config import patterns
 from bot.core.config.schema import ConfigError, RepoConfig, Rule, Thresholds
@@ -16,6 +15,8 @@ from bot.core.risk import profiles
 # same paths again and again, but a hostile one could name millions of distinct ones.
 _MEMO_LIMIT = 100_000
 
+_Value = TypeVar("_Value")
+
 
 @dataclass(frozen=True)
 class RuleSet:
@@ -23,22 +24,22 @@ class RuleSet:
 
     profile: str
     thresholds: Thresholds
-    cold: tuple[tuple[Rule, re2._Regexp], ...]
-    paths: tuple[tuple[Rule, re2._Regexp], ...]
-    functions: tuple[tuple[Rule, re2._Regexp], ...]
+    cold: tuple[tuple[Rule, patterns.Regex], ...]
+    paths: tuple[tuple[Rule, patterns.Regex], ...]
+    functions: tuple[tuple[Rule, patterns.Regex], ...]
     tokens: tuple[Rule, ...]
-    token_paths: tuple[re2._Regexp | None, ...]
-    token_regex: re2._Regexp | None
+    token_paths: tuple[patterns.Regex | None, ...]
+    token_regex: patterns.Regex | None
     _by_path: dict[str, tuple[Rule | None, list[Rule], list[bool]]] = field(
         default_factory=dict, compare=False, repr=False)
     token_groups: tuple[int, ...] = ()
     _by_function: dict[str, list[Rule]] = field(default_factory=dict, compare=False, repr=False)
-    setups: tuple[tuple[Rule, re2._Regexp], ...] = ()
+    setups: tuple[tuple[Rule, patterns.Regex], ...] = ()
     # (rule, the package names it is about, the manifests it reads)
-    dependencies: tuple[tuple[Rule, re2._Regexp, re2._Regexp], ...] = ()
+    dependencies: tuple[tuple[Rule, patterns.Regex, patterns.Regex], ...] = ()
     _by_setup: dict[str, Rule | None] = field(default_factory=dict, compare=False, repr=False)
 
-    def token_rule(self, match) -> int:
+    def token_rule(self, match: patterns.Match) -> int:
         """Index in ``tokens`` of the rule whose group took part in ``match`` of ``token_regex``."""
         for number, group in enumerate(self.token_groups):
             if match.start(group) >= 0:
@@ -78,14 +79,14 @@ class RuleSet:
             _remember(self._by_setup, name, found)
         return self._by_setup[name]
 
-    def dependency_rules(self, path: str) -> list[tuple[Rule, re2._Regexp]]:
+    def dependency_rules(self, path: str) -> list[tuple[Rule, patterns.Regex]]:
         """The dependency rules that read ``path``, each with its package-name regex."""
         if not self.dependencies or not patterns.matchable(path):
             return []
         return [(rule, names) for rule, names, files in self.dependencies if files.search(path)]
 
 
-def _remember(memo: dict, key: str, value):
+def _remember(memo: dict[str, _Value], key: str, value: _Value) -> _Value:
     if len(memo) >= _MEMO_LIMIT:
         memo.clear()
     memo[key] = value
@@ -113,7 +114,7 @@ def merged_rules(config: RepoConfig, profile: str) -> list[Rule]:
 
 def build(config: RepoConfig, paths: Iterable[str] = ()) -> RuleSet:
     """Compile the rules for ``config``; ``paths`` picks the profile when it is ``auto``."""
-    profile = config.risk.profile
+    profile: str = config.risk.profile
     if profile == "auto":
         profile = profiles.detect(paths)
     return _compile(profile, config.risk.thresholds, tuple(merged_rules(config, profile)))
@@ -123,7 +124,8 @@ def build(config: RepoConfig, paths: Iterable[str] = ()) -> RuleSet:
 def _compile(profile: str, thresholds: Thresholds, rules: tuple[Rule, ...]) -> RuleSet:
     tokens = tuple(rule for rule in rules if rule.kind == "token")
     alternation = "|".join(
-        f"(?P<perfbot_t{i}>{patterns.scoped_flags(rule.pattern)})" for i, rule in enumerate(tokens)
+        f"(?P<perfbot_t{i}>{patterns.scoped_flags(rule.required_pattern)})"
+        for i, rule in enumerate(tokens)
     )
     token_regex = patterns.regex(alternation) if tokens else None
     return RuleSet(
@@ -131,14 +133,15 @@ def _compile(profile: str, thresholds: Thresholds, rules: tuple[Rule, ...]) -> R
         thresholds=thresholds,
         cold=tuple((r, patterns.glob_regex(r.paths)) for r in rules if r.kind == "cold"),
         paths=tuple((r, patterns.glob_regex(r.paths)) for r in rules if r.kind == "path"),
-        functions=tuple((r, patterns.regex(r.pattern)) for r in rules if r.kind == "function"),
+        functions=tuple((r, patterns.regex(r.required_pattern))
+                        for r in rules if r.kind == "function"),
         tokens=tokens,
         token_paths=tuple(patterns.glob_regex(r.paths) if r.paths else None for r in tokens),
         token_regex=token_regex,
         token_groups=tuple(token_regex.groupindex[f"perfbot_t{i}"] for i in range(len(tokens)))
         if token_regex else (),
-        setups=tuple((r, patterns.regex(r.pattern)) for r in rules if r.kind == "setup"),
+        setups=tuple((r, patterns.regex(r.required_pattern)) for r in rules if r.kind == "setup"),
         dependencies=tuple(
-            (r, patterns.regex(f"(?i)^(?:{r.pattern})$"), patterns.glob_regex(r.paths))
+            (r, patterns.regex(f"(?i)^(?:{r.required_pattern})$"), patterns.glob_regex(r.paths))
             for r in rules if r.kind == "dependency"),
     )

@@ -25,8 +25,9 @@ import dataclasses
 import itertools
 import math
 import re
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
+from typing import TypedDict, TypeVar
 
 from bot.core.config import patterns
 from bot.core.config.schema import CONFIG_PATH, Rule
@@ -35,6 +36,11 @@ from bot.core.risk.diff import FileChange, Hunk, ParsedDiff
 from bot.core.risk.ruleset import RuleSet
 
 SourceLookup = Callable[[str], list[str] | None]
+# What a match over a file's joined hunks carries besides where it is and what it matched: the
+# name a ``def`` defines, the index of a token rule.
+_Label = TypeVar("_Label")
+# Where a signal fired, as far as its category is concerned (see `_place`).
+_Place = tuple[str | int | None, ...]
 
 _DEF = re.compile(r"^([ \t]*)(?:async[ \t]+)?(?:def|class)[ \t]+(\w+)")
 # Over whole files: a pattern that starts with a literal lets `re` jump between candidates,
@@ -47,6 +53,52 @@ _SIZE_CAP = 10.0
 HARMLESS_SHARE = 0.25
 # Files of one diff that are scored; beyond, a warning says how many were left out.
 MAX_FILES = 10_000
+
+
+class SignalDict(TypedDict):
+    """A `Signal` as JSON (`perfbot score --format json`)."""
+
+    rule: str
+    kind: str
+    category: str
+    weight: float
+    path: str
+    function: str | None
+    line: int | None
+    side: str
+    match: str | None
+    count: int
+    also: list[str]
+    note: str | None
+    full_weight: float | None
+    reason: str
+
+
+class FileRiskDict(TypedDict):
+    """A `FileRisk` as JSON."""
+
+    path: str
+    old_path: str | None
+    status: str
+    binary: bool
+    added: int
+    removed: int
+    score: int
+    cold: str | None
+    reasons: list[str]
+
+
+class RiskReportDict(TypedDict):
+    """A `RiskReport` as JSON."""
+
+    score: int
+    level: str
+    profile: str
+    files: list[FileRiskDict]
+    reasons: list[str]
+    signals: list[SignalDict]
+    warnings: list[str]
+    notes: list[str]
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,7 +151,7 @@ class Signal:
             where += " at module level"
         return f"{self.what()} [{self.rule}, +{self.weight:g}{self.qualifier()}] at {where}"
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> SignalDict:
         return {"rule": self.rule, "kind": self.kind, "category": self.category,
                 "weight": self.weight, "path": self.path, "function": self.function,
                 "line": self.line, "side": self.side, "match": self.match, "count": self.count,
@@ -120,7 +172,7 @@ class FileRisk:
     signals: list[Signal]
     damaged: str | None = None
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> FileRiskDict:
         return {"path": self.path, "old_path": self.old_path, "status": self.status,
                 "binary": self.is_binary, "added": self.added, "removed": self.removed,
                 "score": self.score, "cold": self.cold,
@@ -141,7 +193,7 @@ class RiskReport:
     def reasons(self) -> list[str]:
         return [s.sentence() for s in self.signals]
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> RiskReportDict:
         return {"score": self.score, "level": self.level, "profile": self.profile,
                 "files": [f.to_dict() for f in self.files], "reasons": self.reasons,
                 "signals": [s.to_dict() for s in self.signals],
@@ -198,12 +250,12 @@ def _file_signals(change: FileChange, rules: RuleSet, source: SourceLookup | Non
     first: tuple[str | None, int | None, str] | None = None
     for number, hunk in enumerate(change.hunks):
         segments = _segments(hunk, defs.get(number, ()), lookup)
-        changed = [seg for seg in segments if seg.first_changed is not None]
+        changed = [(seg, seg.first_changed) for seg in segments if seg.first_changed is not None]
         if first is None and changed:
-            seg = changed[0]
-            first = (seg.name, hunk.line_number(seg.first_changed), _side(hunk, seg.first_changed))
-        for seg in changed:
-            found += [_Found(s, number) for s in _function_signals(rules, change.path, hunk, seg)]
+            seg, at = changed[0]
+            first = (seg.name, hunk.line_number(at), _side(hunk, at))
+        for seg, at in changed:
+            found += [_Found(s, number) for s in _function_signals(rules, change.path, hunk, seg, at)]
             edited.append((number, seg))
         if number in tokens:
             found += _token_signals(rules, change.path, hunk, number, segments, tokens[number],
@@ -265,7 +317,7 @@ def _file_share(rules: RuleSet, harmless: changes.Judge,
             continue
         for seg in by_hunk.get(number, ()):
             rule = rules.setup_rule(seg.name) if seg.name else None
-            if rule is None:
+            if not seg.name or rule is None:
                 return 1.0, None
             setups.append((seg.name, rule))
     if setups:
@@ -313,9 +365,10 @@ def _dependency_signals(change: FileChange, rules: RuleSet) -> list[Signal]:
     return signals
 
 
-def _by_hunk(starts: list[int], found: Iterable[tuple[int, str, object]]) -> dict[int, list]:
+def _by_hunk(starts: list[int], found: Iterable[tuple[int, str, _Label]]
+             ) -> dict[int, list[tuple[int, str, _Label]]]:
     """Matches over a file's joined hunks, handed to their hunks with hunk-relative offsets."""
-    by_hunk: dict[int, list] = {}
+    by_hunk: dict[int, list[tuple[int, str, _Label]]] = {}
     for offset, text, label in found:
         hunk = bisect.bisect_right(starts, offset) - 1
         by_hunk.setdefault(hunk, []).append((offset - starts[hunk], text, label))
@@ -342,8 +395,10 @@ def _tokens(rules: RuleSet, text: str) -> Iterator[tuple[int, str, int]]:
     """
     if rules.token_regex is None:
         return
-    subject = text.encode("ascii") if text.isascii() else text
-    for match in rules.token_regex.finditer(subject):
+    matches: Iterator[patterns.Match] = (
+        rules.token_regex.finditer(text.encode("ascii")) if text.isascii()
+        else rules.token_regex.finditer(text))
+    for match in matches:
         start, end = match.span()
         yield start, text[start:end], rules.token_rule(match)
 
@@ -359,7 +414,7 @@ class _Segment:
     hot: bool = False
 
 
-def _segments(hunk: Hunk, defs, lookup: _Lazy) -> list[_Segment]:
+def _segments(hunk: Hunk, defs: Sequence[tuple[int, str, str]], lookup: _Lazy) -> list[_Segment]:
     bounds: list[tuple[int, str | None]] = [(0, _header_function(hunk, lookup))]
     for offset, _, name in defs:
         index = hunk.line_at(offset)
@@ -369,8 +424,8 @@ def _segments(hunk: Hunk, defs, lookup: _Lazy) -> list[_Segment]:
             bounds.append((index, name))
     ends = [start for start, _ in bounds[1:]] + [len(hunk.types)]
     segments = []
-    for (start, name), end in zip(bounds, ends, strict=True):
-        segments.append(_Segment(name, start, end, _first_changed(hunk.types, start, end)))
+    for (start, function), end in zip(bounds, ends, strict=True):
+        segments.append(_Segment(function, start, end, _first_changed(hunk.types, start, end)))
     return segments
 
 
@@ -409,19 +464,20 @@ def enclosing_function(lines: list[str], line_number: int) -> str | None:
     return None
 
 
-def _function_signals(rules: RuleSet, path: str, hunk: Hunk, seg: _Segment) -> list[Signal]:
+def _function_signals(rules: RuleSet, path: str, hunk: Hunk, seg: _Segment,
+                      first_changed: int) -> list[Signal]:
     if not seg.name:
         return []
     found = rules.function_rules(seg.name)
     seg.hot = bool(found)
-    line = hunk.line_number(seg.first_changed)
-    side = _side(hunk, seg.first_changed)
+    line = hunk.line_number(first_changed)
+    side = _side(hunk, first_changed)
     return [Signal(r.id, r.kind, r.category, r.weight, r.description, path, seg.name, line, side)
             for r in found]
 
 
 def _token_signals(rules: RuleSet, path: str, hunk: Hunk, hunk_number: int,
-                   segments: list[_Segment], matches, hot_file: bool,
+                   segments: list[_Segment], matches: list[tuple[int, str, int]], hot_file: bool,
                    allowed: list[bool]) -> list[_Found]:
     found = []
     starts = [seg.start for seg in segments]
@@ -449,8 +505,8 @@ def _one_per_place(signals: list[Signal]) -> list[Signal]:
     A place is the file for path rules, the function for function rules, and the line for
     token and dependency rules: rules of one category that fire there say the same thing.
     """
-    best: dict[tuple, Signal] = {}
-    others: dict[tuple, list[str]] = {}
+    best: dict[_Place, Signal] = {}
+    others: dict[_Place, list[str]] = {}
     for signal in signals:
         key = _place(signal)
         kept = best.get(key)
@@ -470,7 +526,7 @@ def _one_per_place(signals: list[Signal]) -> list[Signal]:
     return merged
 
 
-def _place(signal: Signal) -> tuple:
+def _place(signal: Signal) -> _Place:
     if signal.kind == "path":
         return ("file", signal.category)
     if signal.kind == "function":
@@ -535,13 +591,15 @@ def _combine(signals: Iterable[Signal]) -> int:
 class _Lazy:
     """Fetch a file's source at most once, and only if a hunk asks for it."""
 
-    __slots__ = ("_source", "_path", "_lines", "_done")
+    __slots__ = ("_source", "_path", "_lines")
 
     def __init__(self, source: SourceLookup | None, path: str):
-        self._source, self._path, self._lines, self._done = source, path, None, source is None
+        self._source = source  # None once it has been asked
+        self._path = path
+        self._lines: list[str] | None = None
 
     def get(self) -> list[str] | None:
-        if not self._done:
+        if self._source is not None:
             self._lines = self._source(self._path)
-            self._done = True
+            self._source = None
         return self._lines

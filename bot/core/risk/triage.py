@@ -4,10 +4,48 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from typing import TypedDict
 
 from bot.core.risk import diff as diffs
 from bot.core.risk import ruleset
 from bot.core.risk import scoring as risk
+
+
+class FileStatDict(TypedDict):
+    """A changed file of a ranked commit, as JSON (`perfbot triage --format json`)."""
+
+    path: str
+    old_path: str | None
+    status: str
+    added: int
+    removed: int
+    binary: bool
+    score: int
+    cold: str | None
+
+
+class RankedCommitDict(TypedDict):
+    """A `RankedCommit` as JSON."""
+
+    sha: str
+    subject: str
+    author: str
+    date: str
+    merge: bool
+    score: int
+    level: str
+    reasons: list[str]
+    files: list[FileStatDict]
+    warnings: list[str]
+
+
+class TriageDict(TypedDict):
+    """A `Triage` as JSON."""
+
+    range: str
+    profile: str
+    total: int
+    commits: list[RankedCommitDict]
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,7 +69,7 @@ class RankedCommit:
     def is_merge(self) -> bool:
         return len(self.commit.parents) > 1
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> RankedCommitDict:
         c, r = self.commit, self.report
         return {"sha": c.sha, "subject": c.subject, "author": c.author, "date": c.date,
                 "merge": self.is_merge, "score": r.score, "level": r.level,
@@ -55,7 +93,7 @@ class Triage:
         """The ``limit`` most suspicious commits, still counting the whole range."""
         return Triage(self.range, self.profile, self.commits[: max(limit, 0)], self.ranked)
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> TriageDict:
         return {"range": self.range, "profile": self.profile, "total": self.ranked,
                 "commits": [c.to_dict() for c in self.commits]}
 
@@ -78,7 +116,7 @@ def rank(commits: Iterable[Commit], rules: ruleset.RuleSet, range_text: str,
     return Triage(range_text, rules.profile, ranked)
 
 
-def _stat(file: risk.FileRisk) -> dict:
+def _stat(file: risk.FileRisk) -> FileStatDict:
     return {"path": file.path, "old_path": file.old_path, "status": file.status,
             "added": file.added, "removed": file.removed, "binary": file.is_binary,
             "score": file.score, "cold": file.cold}
