@@ -397,7 +397,7 @@ class Bench:
         draft_tensor = self.activations(self.draft_tokens)
         metrics = {}
         # One rank exchanges nothing: the figure would be the cost of a call that returns, a
-        # microsecond that moved ±15% between two runs of the same commits on an H200. What the
+        # microsecond that moved by up to 17% between two runs of the same commits on an H200. What the
         # function under test does at one rank (a copy, a synchronisation) is in the verify passes.
         if self.world > 1:
             metrics["allreduce_verify_us"] = self.collective_us(verify_tensor)
