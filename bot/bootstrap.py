@@ -11,7 +11,8 @@ from huey.consumer import Consumer
 from bot.adapters.github_client import PyGithubFactory
 from bot.adapters.github_oauth import GitHubSignIn
 from bot.adapters.queue import HueyQueue
-from bot.adapters.store.sql import SqlStore
+from bot.adapters.sqlite_files import WalCheckpoints
+from bot.adapters.store.sql import SqlStore, sqlite_file
 from bot.service import jobs
 from bot.service.ports import GitHubFactory
 from bot.service.router import Router
@@ -71,3 +72,12 @@ def sign_in(settings: Settings) -> GitHubSignIn | None:
 def migrate(settings: Settings) -> None:
     """Bring the database to the newest schema, once, before `perfbot serve` forks its workers."""
     SqlStore.connect(settings.database_url).engine.dispose()
+
+
+def wal_checkpoints(settings: Settings) -> WalCheckpoints:
+    """Checkpoints of the SQLite files the server writes (store, embedded queue), for the process
+    that supervises those writing them."""
+    files = [sqlite_file(settings.database_url)]
+    if settings.queue_embedded:
+        files.append(settings.resolved_queue_url.removeprefix("sqlite:///"))
+    return WalCheckpoints([f for f in files if f])

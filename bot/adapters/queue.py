@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
 
 from huey import RedisHuey, crontab
@@ -12,6 +13,7 @@ from huey.storage import SqliteStorage
 from bot.service.ports import Queue
 
 from .job_serializer import JsonSerializer
+from .sqlite_files import AUTOCHECKPOINT_PAGES, WriterLock, lock_file_beside
 
 PROCESS_TASK = "perfbot.process_delivery"
 SWEEP_TASK = "perfbot.requeue_stale"
@@ -31,11 +33,24 @@ def build_huey(url: str) -> Huey:
 class WalNormalSqliteStorage(SqliteStorage):
     """huey's SQLite storage with WAL and synchronous=NORMAL: safe against corruption, and no fsync
     per enqueue (huey offers only FULL or OFF). A job lost to a power cut is not lost work: its
-    delivery stays pending in the store and the stale-delivery sweep enqueues it again."""
+    delivery stays pending in the store and the stale-delivery sweep enqueues it again. Writes
+    queue on a `WriterLock` with the other processes of the file (web workers enqueue, consumers
+    dequeue) rather than on SQLite's sleeping retries, and leave checkpoints to `perfbot serve`'s
+    master (`sqlite_files`)."""
+
+    def __init__(self, name: str = "huey", filename: str = "huey.db", **kwargs):
+        self._writers = WriterLock(lock_file_beside(filename))  # before huey creates its tables
+        super().__init__(name, filename=filename, **kwargs)
+
+    @contextlib.contextmanager
+    def db(self, commit=False, close=False):
+        with self._writers if commit else contextlib.nullcontext(), super().db(commit, close) as cursor:
+            yield cursor
 
     def _create_connection(self):
         connection = super()._create_connection()
         connection.execute("pragma synchronous=1")
+        connection.execute(f"pragma wal_autocheckpoint={AUTOCHECKPOINT_PAGES}")
         return connection
 
 

@@ -1,5 +1,6 @@
-"""Run the app under gunicorn from Python (for `perfbot serve`); when the queue is the embedded
-SQLite file, gunicorn's master also supervises the queue consumer processes (`consumers`)."""
+"""Run the app under gunicorn from Python (for `perfbot serve`). gunicorn's master also supervises
+the queue consumer processes when the queue is the embedded SQLite file (`consumers`), and
+checkpoints the SQLite files that its workers and consumers write."""
 
 from __future__ import annotations
 
@@ -26,6 +27,7 @@ class PerfbotServer(BaseApplication):
     def __init__(self, settings: Settings, options: dict[str, Any],
                  consumers: ConsumerProcesses | None = None):
         self.settings, self.options, self.consumers = settings, options, consumers
+        self.checkpoints = bootstrap.wal_checkpoints(settings)
         self.runtime: bootstrap.Runtime | None = None
         super().__init__()
 
@@ -40,7 +42,7 @@ class PerfbotServer(BaseApplication):
 
     def run(self) -> None:
         try:
-            SupervisingArbiter(self, self.consumers).run()
+            SupervisingArbiter(self, self.consumers, self.checkpoints).run()
         except RuntimeError as error:  # gunicorn's own start-up errors, reported as it does
             print(f"\nError: {error}\n", file=sys.stderr)
             sys.exit(1)
@@ -48,17 +50,20 @@ class PerfbotServer(BaseApplication):
 
 class SupervisingArbiter(Arbiter):
     """gunicorn's master, which also keeps the queue consumer processes running: it starts them
-    after its workers, restarts one that died (its loop wakes on SIGCHLD, and at least every
-    second) and stops them with the workers, however the server is told to stop."""
+    before its workers, restarts one that died (its loop wakes on SIGCHLD, and at least every
+    second) and stops them with the workers, however the server is told to stop. On the same
+    loop it checkpoints the SQLite files, so that no worker's commit has to (`sqlite_files`)."""
 
-    def __init__(self, app: PerfbotServer, consumers: ConsumerProcesses | None):
-        self.consumers = consumers
+    def __init__(self, app: PerfbotServer, consumers: ConsumerProcesses | None,
+                 checkpoints: bootstrap.WalCheckpoints):
+        self.consumers, self.checkpoints = consumers, checkpoints
         super().__init__(app)
 
     def manage_workers(self) -> None:
-        super().manage_workers()
         if self.consumers is not None:
             self.consumers.keep_running()
+        super().manage_workers()
+        self.checkpoints.run_if_due()
 
     def reap_workers(self) -> None:
         if self.consumers is not None:

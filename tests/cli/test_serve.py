@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
+import sqlite3
 import subprocess
 import time
 
@@ -76,6 +78,14 @@ def test_serve_consumes_the_embedded_queue_in_a_process_of_its_own_and_restarts_
         assert wait_for(lambda: store.delivery_counts() == {"done": 2}, timeout=60)
         assert not alive(consumer) and alive(replacement)
         store.engine.dispose()
+
+        # Nobody's commit checkpoints so few writes: the master copies the WAL into the file.
+        def checkpointed() -> bool:
+            shutil.copyfile(tmp_path / "perfbot.db", tmp_path / "file-alone.db")
+            with sqlite3.connect(tmp_path / "file-alone.db") as copy:
+                return copy.execute("SELECT count(*) FROM deliveries WHERE status = 'done'").fetchone()[0] == 2
+
+        assert wait_for(checkpointed, timeout=10)
     assert not alive(replacement)  # SIGTERM to the server stopped its consumer too
 
 
