@@ -4,18 +4,42 @@ from __future__ import annotations
 
 import functools
 import threading
+from collections.abc import Callable
 from typing import Any
+from urllib.parse import quote
 
-from github import Auth, Github, GithubException, GithubIntegration, GithubRetry, UnknownObjectException
+import requests
+from github import (
+    Auth,
+    Github,
+    GithubException,
+    GithubIntegration,
+    GithubRetry,
+    RateLimitExceededException,
+    UnknownObjectException,
+)
 from github.Repository import Repository as GhRepository
 
-from bot.service.ports import CheckResult, GitHub, GitHubFactory, PullRequestGone
+from bot.service.ports import (
+    ArtifactRef,
+    BenchCheck,
+    CheckResult,
+    DispatchRefused,
+    GitHub,
+    GitHubFactory,
+    PullInfo,
+    PullRequestGone,
+    WorkflowRun,
+)
 from bot.settings import Settings
 
 from .github_budget import WriteBudget
 
 DIFF_MEDIA_TYPE = "application/vnd.github.diff"
 _TOO_LARGE = (406, 422)  # what GitHub answers when a diff is too big to render
+_REFUSED = (403, 404, 422)  # a dispatch GitHub will not accept, however often it is sent
+_RUNS_SCANNED = 100  # the newest dispatched runs of the workflow searched for a correlation id
+_DOWNLOAD_CHUNK = 1 << 16
 
 
 class SafeRetry(GithubRetry):
@@ -61,8 +85,22 @@ class PyGithubFactory(GitHubFactory):
                     self._connect(key),
                     self.settings.mode == "app",
                     WriteBudget(self.settings.writes_per_minute),
+                    app_id=self.settings.app_id,
+                    bot_login=self.bot_login,
+                    timeout=self._common["timeout"],
                 )
             return self._clients[key]
+
+    @functools.cached_property
+    def _bot_login(self) -> str | None:
+        """The App's bot account, ``<slug>[bot]`` (GET /app, signed with the App's key)."""
+        if self._integration is None:
+            return None
+        return f"{self._integration.get_app().slug}[bot]"
+
+    def bot_login(self) -> str | None:
+        with self._lock:
+            return self._bot_login
 
     def _connect(self, installation_id: int | None) -> Github:
         if self._integration is not None:
@@ -89,9 +127,11 @@ def _gone_on_404(method):
 
 
 class PyGithubClient(GitHub):
-    def __init__(self, github: Github, app_mode: bool, budget: WriteBudget):
+    def __init__(self, github: Github, app_mode: bool, budget: WriteBudget, app_id: int | None = None,
+                 bot_login: Callable[[], str | None] = lambda: None, timeout: int = 30):
         # Lazy: a repository handle costs no request; attributes are fetched when read.
         self.github, self.app_mode, self.budget = github.withLazy(True), app_mode, budget
+        self.app_id, self._bot_login, self.timeout = app_id, bot_login, timeout
         self._login: str | None = None
 
     def _repo(self, repo: str) -> GhRepository:
@@ -134,7 +174,8 @@ class PyGithubClient(GitHub):
         return content.decoded_content.decode("utf-8", errors="replace")
 
     @_gone_on_404
-    def upsert_comment(self, repo: str, number: int, marker: str, body: str) -> int:
+    def upsert_comment(self, repo: str, number: int, marker: str, body: str,
+                       create: bool = True) -> int | None:
         issue = self._repo(repo).get_issue(number)
         for comment in issue.get_comments():
             if (comment.body or "").startswith(marker) and self._is_ours(comment):
@@ -142,13 +183,21 @@ class PyGithubClient(GitHub):
                     self.budget.take()
                     comment.edit(body)
                 return comment.id
+        if not create:
+            return None
         self.budget.take()
         return issue.create_comment(body).id
 
     def _is_ours(self, comment) -> bool:
-        """Written by this bot: anyone can start a comment with the marker, only we may edit ours."""
+        """Written by this bot: anyone can start a comment with the marker, only we may edit ours.
+
+        In App mode that is a comment made through this App (``performed_via_github_app``), or by
+        its bot account: not any App's bot."""
         if self.app_mode:
-            return comment.user.type == "Bot"
+            app = comment.performed_via_github_app  # listed with the comment: no extra request
+            if app is not None:
+                return app.id == self.app_id
+            return comment.user.type == "Bot" and comment.user.login == self._bot_login()
         if self._login is None:
             self._login = self.github.get_user().login
         return comment.user.login == self._login
@@ -204,8 +253,169 @@ class PyGithubClient(GitHub):
                 "POST", f"{issue.url}/labels", input={"labels": [wanted]}
             )
 
+    # benchmarks
+
+    @_gone_on_404
+    def pull(self, repo: str, number: int) -> PullInfo:
+        _, data = self.github.requester.requestJsonAndCheck("GET", f"{self._repo(repo).url}/pulls/{number}")
+        head_repo = (data["head"].get("repo") or {}).get("full_name")
+        return PullInfo(repo, data["number"], data["state"] == "open", bool(data.get("draft")),
+                        data["head"]["sha"], data["base"]["sha"], data["base"]["ref"], head_repo,
+                        (data.get("user") or {}).get("login", ""), data["html_url"])
+
     def permission(self, repo: str, login: str) -> str:
         try:
             return self._repo(repo).get_collaborator_permission(login)
-        except UnknownObjectException:  # no such repository or user: no permission
+        except UnknownObjectException:  # not a collaborator, or no such user
             return "none"
+
+    def react(self, repo: str, comment_id: int, content: str) -> None:
+        self.budget.take()
+        url = f"{self._repo(repo).url}/issues/comments/{comment_id}/reactions"
+        self.github.requester.requestJsonAndCheck("POST", url, input={"content": content})
+
+    @_gone_on_404
+    def reply(self, repo: str, number: int, body: str) -> int:
+        self.budget.take()
+        _, data = self.github.requester.requestJsonAndCheck(
+            "POST", f"{self._repo(repo).url}/issues/{number}/comments", input={"body": body})
+        return data["id"]
+
+    def default_branch(self, repo: str) -> tuple[str, str]:
+        url = self._repo(repo).url
+        _, data = self.github.requester.requestJsonAndCheck("GET", url)
+        branch = data["default_branch"]
+        _, head = self.github.requester.requestJsonAndCheck("GET", f"{url}/branches/{quote(branch, safe='')}")
+        return branch, head["commit"]["sha"]
+
+    def first_parent(self, repo: str, sha: str) -> str | None:
+        _, data = self.github.requester.requestJsonAndCheck("GET", f"{self._repo(repo).url}/commits/{sha}")
+        parents = data.get("parents") or []
+        return parents[0]["sha"] if parents else None
+
+    def dispatch(self, repo: str, workflow: str, ref: str, inputs: dict[str, str]) -> WorkflowRun | None:
+        """Ask for the run's details first; GitHub Enterprise Server versions that do not know
+        ``return_run_details`` refuse the key, and are asked again without it."""
+        url = f"{self._repo(repo).url}/actions/workflows/{quote(workflow, safe='')}/dispatches"
+        body: dict[str, Any] = {"ref": ref, "inputs": inputs, "return_run_details": True}
+        try:
+            data = self._dispatch(url, body)
+        except GithubException as error:
+            if error.status not in (400, 422) or "return_run_details" not in str(error.data):
+                raise _refusal(error) from error
+            del body["return_run_details"]
+            try:
+                data = self._dispatch(url, body)
+            except GithubException as again:
+                raise _refusal(again) from again
+        if not isinstance(data, dict) or "workflow_run_id" not in data:
+            return None
+        return WorkflowRun(data["workflow_run_id"], data.get("html_url", ""), "queued", None, "",
+                           "workflow_dispatch", f".github/workflows/{workflow}")
+
+    def _dispatch(self, url: str, body: dict[str, Any]) -> Any:
+        self.budget.take()
+        try:
+            _, data = self.github.requester.requestJsonAndCheck("POST", url, input=body)
+        except requests.exceptions.RetryError:
+            # The retry policy never repeats a POST that failed on the server, so what ran out was
+            # its patience with a rate limit: GitHub did not start the workflow.
+            raise DispatchRefused(403, "GitHub's rate limit for starting workflows was reached; "
+                                       "try again in a few minutes") from None
+        return data
+
+    def find_run(self, repo: str, workflow: str, correlation_id: str) -> WorkflowRun | None:
+        url = f"{self._repo(repo).url}/actions/workflows/{quote(workflow, safe='')}/runs"
+        try:
+            _, data = self.github.requester.requestJsonAndCheck(
+                "GET", url, parameters={"event": "workflow_dispatch", "per_page": _RUNS_SCANNED})
+        except UnknownObjectException:  # no such workflow (any more): no such run either
+            return None
+        wanted = f"perfbot bench {correlation_id}"
+        for run in data.get("workflow_runs") or []:
+            if wanted in (run.get("display_title") or "").split("\n")[0]:
+                return _workflow_run(run)
+        return None
+
+    def cancel_run(self, repo: str, run_id: int) -> None:
+        self.budget.take()
+        try:
+            url = f"{self._repo(repo).url}/actions/runs/{run_id}/cancel"
+            self.github.requester.requestJsonAndCheck("POST", url)
+        except GithubException as error:
+            if error.status not in (404, 409):  # gone, or finished already: nothing to cancel
+                raise
+
+    def artifacts(self, repo: str, run_id: int) -> list[ArtifactRef]:
+        _, data = self.github.requester.requestJsonAndCheck(
+            "GET", f"{self._repo(repo).url}/actions/runs/{run_id}/artifacts", parameters={"per_page": 100})
+        return [ArtifactRef(a["id"], a["name"], a.get("size_in_bytes") or 0, bool(a.get("expired")))
+                for a in data.get("artifacts") or []]
+
+    def download_artifact(self, repo: str, artifact_id: int, max_bytes: int) -> bytes:
+        """GitHub answers with a redirect to a short-lived storage URL, fetched without our
+        credentials (it is another host, and the URL itself grants access), size-capped."""
+        url = f"{self._repo(repo).url}/actions/artifacts/{artifact_id}/zip"
+        status, headers, body = self.github.requester.requestJson("GET", url)
+        location = {k.lower(): v for k, v in headers.items()}.get("location")
+        if status != 302 or not location:
+            raise ValueError(f"GitHub answered {status} instead of the artifact's download address")
+        with requests.get(location, stream=True, timeout=self.timeout, allow_redirects=True) as response:
+            response.raise_for_status()
+            declared = int(response.headers.get("Content-Length") or 0)
+            if declared > max_bytes:
+                raise ValueError(f"the artifact is {declared:,} bytes; at most {max_bytes:,} are downloaded")
+            content = bytearray()
+            for chunk in response.iter_content(_DOWNLOAD_CHUNK):
+                content += chunk
+                if len(content) > max_bytes:
+                    raise ValueError(f"the artifact is larger than {max_bytes:,} bytes")
+        return bytes(content)
+
+    @_gone_on_404
+    def publish_bench_check(self, repo: str, check: BenchCheck) -> int | None:
+        if not self.app_mode:
+            self._bench_status(repo, check)
+            return None
+        body: dict[str, Any] = {"status": check.status, "external_id": check.external_id,
+                                "output": {"title": check.title, "summary": check.summary}}
+        if check.details_url:
+            body["details_url"] = check.details_url
+        if check.conclusion is not None:
+            body["conclusion"] = check.conclusion
+        url = f"{self._repo(repo).url}/check-runs"
+        self.budget.take()
+        if check.check_run_id is not None:
+            _, data = self.github.requester.requestJsonAndCheck(
+                "PATCH", f"{url}/{check.check_run_id}", input=body)
+        else:
+            _, data = self.github.requester.requestJsonAndCheck(
+                "POST", url, input={"name": check.name, "head_sha": check.head_sha, **body})
+        return data["id"]
+
+    def _bench_status(self, repo: str, check: BenchCheck) -> None:
+        # Commit statuses know no 'neutral' or 'cancelled': only a gate's failure fails.
+        state = {"failure": "failure", None: "pending"}.get(check.conclusion, "success")
+        status: dict[str, Any] = {"state": state, "context": check.name, "description": check.title[:140]}
+        if check.details_url:
+            status["target_url"] = check.details_url
+        self.budget.take()
+        self.github.requester.requestJsonAndCheck(
+            "POST", f"{self._repo(repo).url}/statuses/{check.head_sha}", input=status)
+
+
+def _workflow_run(run: dict) -> WorkflowRun:
+    return WorkflowRun(run["id"], run.get("html_url", ""), run.get("status", ""), run.get("conclusion"),
+                       run.get("display_title") or "", run.get("event", ""), run.get("path", ""),
+                       run.get("run_attempt") or 1)
+
+
+def _refusal(error: GithubException) -> Exception:
+    """A refusal GitHub will repeat (no such workflow, inputs it rejects, no permission, its rate
+    limit once the client's own waiting is spent) as `DispatchRefused`; anything else as it is."""
+    message = error.data.get("message") if isinstance(error.data, dict) else None
+    if isinstance(error, RateLimitExceededException):
+        return DispatchRefused(error.status, "GitHub's rate limit for starting workflows was reached")
+    if error.status in _REFUSED:
+        return DispatchRefused(error.status, str(message or "refused"))
+    return error

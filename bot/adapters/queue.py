@@ -17,6 +17,7 @@ from .sqlite_files import AUTOCHECKPOINT_PAGES, WriterLock, lock_file_beside
 
 PROCESS_TASK = "perfbot.process_delivery"
 SWEEP_TASK = "perfbot.requeue_stale"
+SCHEDULE_TASK = "perfbot.scheduled_benchmarks"
 
 
 def build_huey(url: str) -> Huey:
@@ -71,12 +72,16 @@ class HueyQueue(Queue):
     def embedded(self) -> bool:
         return not self.url.startswith(("redis://", "rediss://"))
 
-    def bind(self, process: Callable[[int], object], sweep: Callable[[], object]) -> None:
-        """Register the job functions (they need services that need this queue)."""
+    def bind(self, process: Callable[[int], object], sweep: Callable[[], object],
+             hourly: Callable[[], object] | None = None) -> None:
+        """Register the job functions (they need services that need this queue): each delivery,
+        the minutely sweep, and the hourly task (scheduled benchmarks)."""
         self._task = self.huey.task(retries=self._retries, retry_delay=self._retry_delay, name=PROCESS_TASK)(
             process
         )
         self.huey.periodic_task(crontab(minute="*"), name=SWEEP_TASK)(sweep)
+        if hourly is not None:
+            self.huey.periodic_task(crontab(minute="7"), name=SCHEDULE_TASK)(hourly)
 
     def enqueue(self, delivery_id: int) -> None:
         if self._task is None:

@@ -17,8 +17,9 @@ FAIL_ON = ("regression", "inconclusive")
 def setup(subparsers) -> None:
     parser = subparsers.add_parser(
         "compare", help="judge a results file: regression, improvement, unchanged or inconclusive",
-        description="Compare the base and head rounds of a results file metric by metric (medians, "
-                    "bootstrap interval, rank tests, Holm across metrics) and say what changed.")
+        description="Compare the base and head rounds of a results file metric by metric (a "
+                    "random-effects model of the rounds, t interval, Holm across the primary "
+                    "metrics) and say what changed.")
     parser.add_argument("results", metavar="RESULTS.json", help="results file, or - for standard input")
     parser.add_argument("--format", choices=FORMATS, default="text")
     parser.add_argument("--min-effect", type=percentage, default=stats.DEFAULT_MIN_EFFECT * 100,
@@ -26,7 +27,8 @@ def setup(subparsers) -> None:
     parser.add_argument("--alpha", type=probability, default=stats.DEFAULT_ALPHA, metavar="A",
                         help="false-alarm rate across all metrics of the file (default 0.01)")
     parser.add_argument("--seed", type=int, default=0, metavar="N",
-                        help="seed of the bootstrap (default 0): same file and seed, same report")
+                        help="accepted for scripts that pass it and echoed in the JSON method; the "
+                             "judgement does not resample, so the same file always gives the same report")
     parser.add_argument("--ignore-env", action="append", default=[], metavar="GLOB",
                         help="fingerprint key (glob, e.g. 'packages.torch') that may differ between "
                              "base and head without withholding the verdict; repeatable")

@@ -238,7 +238,8 @@ def measure(p: Plan, suite: Suite, trees: dict[str, Path], scratch: Path, result
             began = progress.round_started(suite.name, "round", number, planned, side, sha_of(p, side))
             outcome = run_round(suite, context(trees, scratch, suite, side, done), p.round_timeout(suite))
             progress.round_finished(began, outcome.ok, outcome.error)
-            results.add_round(side, done, outcome.ok, outcome.error, outcome.metrics, outcome.declarations)
+            results.add_round(side, done, outcome.ok, outcome.error, outcome.metrics, outcome.declarations,
+                              outcome.spread)
             if not outcome.ok and options.stop_on_failure:
                 return f"round {done} on {side} failed: {outcome.error}"
         done, pair = done + 1, pair + 1
@@ -246,11 +247,13 @@ def measure(p: Plan, suite: Suite, trees: dict[str, Path], scratch: Path, result
 
 
 def samples(results: ResultsFile) -> dict[str, adaptive.MetricSamples]:
-    """Each measured metric's round values per side, with its direction, for the adaptive rule."""
+    """Each measured metric's round values per side (with their standard errors where recorded),
+    its direction and whether it decides the verdict, for the adaptive rule."""
     measured = results.snapshot()
     base, head = SIDES
     return {name: adaptive.MetricSamples(measured.values(base, name), measured.values(head, name),
-                                         spec.better)
+                                         spec.better, measured.role(name) != "diagnostic",
+                                         measured.spreads(base, name), measured.spreads(head, name))
             for name, spec in measured.metrics.items()}
 
 

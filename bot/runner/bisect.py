@@ -174,7 +174,9 @@ class _Runner:
         values = (loaded.values("base", name), loaded.values("head", name))
         spec = loaded.metrics[name]
         judged = stats.judge(*values, better=spec.better, min_effect=self.options.min_effect,
-                             alpha=self.alpha(), name=name, unit=spec.unit)
+                             alpha=self.alpha(), name=name, unit=spec.unit,
+                             base_se=loaded.spreads("base", name), head_se=loaded.spreads("head", name),
+                             role=loaded.role(name), mode=spec.mode)
         return judged, str(path)
 
     def alpha(self) -> float:

@@ -46,15 +46,19 @@ class ResultsFile:
     finished_at: str | None = None
 
     def add_round(self, side: Side, index: int, ok: bool, error: str | None, metrics: dict[str, float],
-                  declarations: dict[str, MetricDeclaration]) -> Round:
-        """Record a round; one whose metrics the model refuses is recorded as failed, saying why."""
+                  declarations: dict[str, MetricDeclaration],
+                  spread: dict[str, dict[str, float]] | None = None) -> Round:
+        """Record a round (with the standard errors of its values, where the suite timed many
+        calls); one whose metrics the model refuses is recorded as failed, saying why."""
         self.learned.update(declarations)
         undeclared = sorted(set(metrics) - set(self.declared) - set(self.learned)) if ok else []
         if undeclared:
             measured = _refused(side, index, f"metric {undeclared[0]} has no unit and direction declared")
         else:
             try:
-                measured = Round(side=side, index=index, ok=ok, error=error, metrics=metrics if ok else {})
+                measured = Round.model_validate({"side": side, "index": index, "ok": ok, "error": error,
+                                                 "metrics": metrics if ok else {},
+                                                 "spread": (spread or None) if ok else None})
             except ValidationError as refused:
                 measured = _refused(side, index, problem(refused))
         self.rounds.append(measured)
@@ -78,7 +82,8 @@ class ResultsFile:
         """Declarations of every metric some measured round reported, in a stable order."""
         seen = {name for r in self.rounds if r.ok for name in r.metrics}
         known = {**self.declared, **self.learned}
-        return {name: MetricSpec(unit=known[name].unit, better=known[name].better) for name in sorted(seen)}
+        return {name: MetricSpec(unit=known[name].unit, better=known[name].better, role=known[name].role,
+                                 mode=known[name].mode) for name in sorted(seen)}
 
     def snapshot(self) -> Results:
         """The file as it stands."""

@@ -32,6 +32,7 @@ class RoundResult:
     metrics: dict[str, float] = field(default_factory=dict)
     declarations: dict[str, MetricDeclaration] = field(default_factory=dict)
     seconds: float = 0.0
+    spread: dict[str, dict[str, float]] = field(default_factory=dict)
 
 
 def child_env(extra: dict[str, str], context: RoundContext | None = None, python: str | None = None,
@@ -76,7 +77,8 @@ def run_round(suite: Suite, context: RoundContext, timeout: float) -> RoundResul
         return RoundResult(False, f"could not start the benchmark: {error}", seconds=time.monotonic() - began)
     if not measurement.values:
         return RoundResult(False, "the suite reported no metrics", seconds=time.monotonic() - began)
-    return RoundResult(True, None, measurement.values, measurement.declarations, time.monotonic() - began)
+    return RoundResult(True, None, measurement.values, measurement.declarations, time.monotonic() - began,
+                       measurement.spread)
 
 
 def run_command(command: Command, cwd: Path, env: dict[str, str], deadline: float, log_stem: Path) -> Output:

@@ -9,18 +9,24 @@ CPU), waits for them under a hard timeout and exits non-zero when any worker fai
 their numbers before the process group is torn down and then leave with ``os._exit``, because NCCL
 teardown can hang at exit (seen on the H200 machines).
 
-What is timed, each as the median of ``--iters`` calls after ``--warmup-iters`` untimed ones:
+What is timed, each as the median of ``--iters`` calls after ``--warmup-iters`` untimed ones, with
+the standard error of that median from the calls' scatter (the ``spread`` of the JSON, which the
+statistics use to weigh rounds):
 
-- ``allreduce_verify_us`` / ``allreduce_draft_us``: one call of the allreduce under test on a
-  ``tokens x hidden`` tensor, at the verify and the draft token counts;
 - ``verify_eager_ms`` and, on GPUs, ``verify_graph_ms`` and ``verify_piecewise_ms``: the verify
   forward pass of ``batch * num_draft_tokens`` tokens through every layer (attention against a KV
   cache + MoE), eager, as one CUDA graph replay, and as piecewise graphs with eager allreduces in
   between (SGLang's piecewise CUDA graph mode);
 - ``draft_ms``: one draft step (one dense decoder layer + the vocabulary projection) of ``batch *
-  draft_topk`` tokens, graph-replayed where possible;
-- derived: ``cycle_ms = num_steps * draft_ms + verify_ms`` and ``tok_s = 1000 * accept_length /
-  cycle_ms`` for the configured accept length (graph verify time where there is one).
+  draft_topk`` tokens, graph-replayed unless the engine runs eagerly;
+- ``allreduce_verify_us`` / ``allreduce_draft_us``: the allreduce under test on a ``tokens x hidden``
+  tensor, at the verify and the draft token counts, as the mean of a block of back-to-back calls
+  (`Bench.collective_us`): timing one call at a time measured how long the host took to launch it
+  and how long this rank waited for the other to arrive, which flipped from run to run;
+- derived, in the mode the engine runs (``--graph``: ``full``, ``piecewise`` or ``eager``; the
+  default is piecewise where CUDA graphs can run, SGLang's default, else eager):
+  ``cycle_ms = num_steps * draft_ms + verify_<mode>_ms`` and ``tok_s = 1000 * accept_length /
+  cycle_ms`` for the configured accept length.
 
 ``--allreduce MODULE:FUNCTION`` makes every allreduce of the model go through a function of the
 repository under test (``FUNCTION(tensor) -> tensor``), which is how a change to that repository's
@@ -42,6 +48,10 @@ import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
+
+MODES = ("full", "piecewise", "eager")
+VERIFY_OF_MODE = {"full": "verify_graph_ms", "piecewise": "verify_piecewise_ms", "eager": "verify_eager_ms"}
+ALLREDUCE_BLOCKS = 10  # blocks of back-to-back allreduce calls; the metric is their median
 
 # Kept in every environment built for a worker: NVLink multicast can take a shared host's GPUs down.
 SAFE_ENV = {"NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1", "NVSHMEM_DISABLE_NVLS": "1"}
@@ -100,6 +110,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--warmup-iters", type=int, default=10)
     parser.add_argument("--dtype", choices=("bfloat16", "float16", "float32"), default="bfloat16")
     parser.add_argument("--no-cuda-graphs", action="store_true", help="time eager mode only")
+    parser.add_argument("--graph", choices=("auto", *MODES), default="auto",
+                        help="the mode the engine runs, which cycle_ms and tok_s follow (auto: "
+                             "piecewise where CUDA graphs can run, else eager)")
     parser.add_argument("--allreduce", metavar="MODULE:FUNCTION",
                         help="allreduce to use instead of torch.distributed.all_reduce")
     parser.add_argument("--pythonpath", action="append", default=[],
@@ -110,6 +123,17 @@ def build_parser() -> argparse.ArgumentParser:
         parser.add_argument("--" + field.name.replace("_", "-"), type=type(field.default), default=None)
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     return parser
+
+
+def resolve_mode(args: argparse.Namespace, device: str) -> str:
+    """The mode the cycle follows: as asked, or piecewise where CUDA graphs can run, else eager."""
+    graphs = device == "cuda" and not args.no_cuda_graphs
+    if args.graph == "auto":
+        return "piecewise" if graphs else "eager"
+    if args.graph != "eager" and not graphs:
+        why = "--no-cuda-graphs was given" if args.no_cuda_graphs else "CUDA graphs need a GPU"
+        raise SystemExit(f"verify_step_bench: --graph {args.graph}: {why}; use --graph eager")
+    return args.graph
 
 
 def resolve_shape(args: argparse.Namespace, device: str) -> Shape:
@@ -130,6 +154,7 @@ def launch(args: argparse.Namespace, argv: list[str]) -> int:
     world = args.world_size or (gpu_count() if device == "cuda" else 1)
     if world < 1:
         raise SystemExit("verify_step_bench: no GPU visible; use --device cpu")
+    resolve_mode(args, device)  # refuse an impossible mode before starting any rank
     port = free_port()
     workers = [subprocess.Popen(command(sys.executable, *argv, "--worker", "--device", device,
                                         "--world-size", str(world)),
@@ -208,10 +233,13 @@ def work(args: argparse.Namespace) -> None:
     torch.manual_seed(args.seed + rank)
     dtype = getattr(torch, args.dtype)
     bench = Bench(shape, world, device, dtype, allreduce, args.iters, args.warmup_iters)
-    metrics = bench.measure(cuda_graphs=device.type == "cuda" and not args.no_cuda_graphs)
+    mode = resolve_mode(args, device.type)
+    measured = bench.measure(cuda_graphs=device.type == "cuda" and not args.no_cuda_graphs, mode=mode)
     dist.barrier()
     if rank == 0:
-        report = {"metrics": metrics, "shape": asdict(shape), "world_size": world, "device": device.type,
+        report = {"metrics": {name: m.value for name, m in measured.items()},
+                  "spread": {name: {"se": m.se, "calls": m.calls} for name, m in measured.items()},
+                  "graph": mode, "shape": asdict(shape), "world_size": world, "device": device.type,
                   "dtype": args.dtype, "iters": args.iters, "allreduce": args.allreduce or "torch"}
         write_atomically(Path(args.out), json.dumps(report, indent=2))
     sys.stdout.flush()
@@ -361,24 +389,26 @@ class Bench:
 
     # -- timing
 
-    def measure(self, cuda_graphs: bool) -> dict[str, float]:
+    def measure(self, cuda_graphs: bool, mode: str) -> dict[str, Timed]:
+        """Every metric this device can time, and the cycle in ``mode`` derived from them."""
         s = self.shape
         verify_tensor = self.activations(self.verify_tokens)
         draft_tensor = self.activations(self.draft_tokens)
         metrics = {
-            "allreduce_verify_us": 1000 * self.median_ms(lambda: self.allreduce(verify_tensor)),
-            "allreduce_draft_us": 1000 * self.median_ms(lambda: self.allreduce(draft_tensor)),
-            "verify_eager_ms": self.median_ms(self.verify),
+            "allreduce_verify_us": self.collective_us(verify_tensor),
+            "allreduce_draft_us": self.collective_us(draft_tensor),
+            "verify_eager_ms": self.timed_ms(self.verify),
         }
         if cuda_graphs:
-            metrics["verify_graph_ms"] = self.median_ms(self.graphed(self.verify))
-            metrics["verify_piecewise_ms"] = self.median_ms(self.piecewise(self.verify_steps))
-            metrics["draft_ms"] = self.median_ms(self.graphed(self.draft))
-        else:
-            metrics["draft_ms"] = self.median_ms(self.draft)
-        verify_ms = metrics.get("verify_graph_ms", metrics["verify_eager_ms"])
-        metrics["cycle_ms"] = s.num_steps * metrics["draft_ms"] + verify_ms
-        metrics["tok_s"] = 1000 * s.accept_length / metrics["cycle_ms"]
+            metrics["verify_graph_ms"] = self.timed_ms(self.graphed(self.verify))
+            metrics["verify_piecewise_ms"] = self.timed_ms(self.piecewise(self.verify_steps))
+        metrics["draft_ms"] = self.timed_ms(self.draft if mode == "eager" else self.graphed(self.draft))
+        draft, verify = metrics["draft_ms"], metrics[VERIFY_OF_MODE[mode]]
+        cycle = s.num_steps * draft.value + verify.value
+        cycle_se = math.hypot(s.num_steps * draft.se, verify.se)  # independent timings
+        metrics["cycle_ms"] = Timed(cycle, cycle_se, min(draft.calls, verify.calls))
+        tok_s = 1000 * s.accept_length / cycle
+        metrics["tok_s"] = Timed(tok_s, tok_s * cycle_se / cycle, metrics["cycle_ms"].calls)
         return metrics
 
     def graphed(self, step: Callable) -> Callable:
@@ -424,12 +454,47 @@ class Bench:
             graphs[-1].replay()
         return run
 
-    def median_ms(self, step: Callable) -> float:
+    def timed_ms(self, step: Callable) -> Timed:
         with self.torch.inference_mode():
             for _ in range(self.warmup):
                 step()
             samples = self.time_cuda(step) if self.device.type == "cuda" else self.time_cpu(step)
-        return statistics.median(samples)
+        return Timed.of(samples)
+
+    def collective_us(self, tensor) -> Timed:
+        """Microseconds per call of the allreduce under test, from `ALLREDUCE_BLOCKS` blocks of
+        back-to-back calls, each block timed on the host from aligned ranks to the end of its last
+        call. Launch cost and how far apart the ranks were at the start are shared by a whole
+        block instead of weighing on every call. Each rank takes the median of its blocks; the
+        figure is the smallest over the ranks: the rank that waited least for its peers."""
+        torch, per_block = self.torch, max(10, self.iters // 2)
+        blocks = []
+        with torch.inference_mode():
+            for _ in range(self.warmup):
+                self.allreduce(tensor)
+            for _ in range(ALLREDUCE_BLOCKS):
+                self.align(tensor)
+                began = time.perf_counter()
+                for _ in range(per_block):
+                    self.allreduce(tensor)
+                self.synchronize()
+                blocks.append(1e6 * (time.perf_counter() - began) / per_block)
+        timed = Timed.of(blocks)
+        smallest = torch.tensor([timed.value], dtype=torch.float64, device=self.device)
+        torch.distributed.all_reduce(smallest, op=torch.distributed.ReduceOp.MIN)
+        return Timed(float(smallest.item()), timed.se, per_block * ALLREDUCE_BLOCKS)
+
+    def align(self, tensor) -> None:
+        """Bring the ranks to the same instant: a barrier, then one collective that no rank can
+        leave before every rank has joined it, and the device drained."""
+        self.synchronize()
+        self.torch.distributed.barrier()
+        self.allreduce(tensor)
+        self.synchronize()
+
+    def synchronize(self) -> None:
+        if self.device.type == "cuda":
+            self.torch.cuda.synchronize()
 
     def time_cuda(self, step: Callable) -> list[float]:
         torch = self.torch
@@ -452,6 +517,24 @@ class Bench:
             step()
             samples.append(1000 * (time.perf_counter() - began))
         return samples
+
+
+@dataclass(frozen=True)
+class Timed:
+    """One metric of one round: its value, the standard error of that value, and how many timed
+    calls it came from."""
+
+    value: float
+    se: float
+    calls: int
+
+    @staticmethod
+    def of(samples: list[float]) -> Timed:
+        """The median of ``samples`` with its large-sample standard error, from the scaled median
+        absolute deviation so that a few slow calls do not inflate it."""
+        middle = statistics.median(samples)
+        spread = 1.4826 * statistics.median(abs(x - middle) for x in samples)
+        return Timed(middle, 1.2533 * spread / math.sqrt(len(samples)), len(samples))
 
 
 def split(total: int, world: int) -> int:

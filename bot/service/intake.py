@@ -34,7 +34,7 @@ def accept(
     stale-delivery sweep enqueues it later, so claiming first never loses work.
     """
     action = payload.get("action") if isinstance(payload.get("action"), str) else None
-    if not router.wants(event, action):
+    if not router.wants(event, action, payload):
         return Outcome.IGNORED
     delivery_id = store.claim_delivery(hook_id, guid, event, action, body)
     if delivery_id is None:

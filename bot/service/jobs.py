@@ -5,8 +5,9 @@ from __future__ import annotations
 import json
 import logging
 
+from . import notes
 from .logs import current_delivery
-from .ports import Store
+from .ports import Delivery
 from .router import Router
 from .services import Services
 
@@ -16,6 +17,9 @@ LEASE_S = 600.0  # a worker that has not finished a delivery in this long is pre
 MAX_ATTEMPTS = 6
 PAYLOAD_KEPT_S = 2 * 86_400  # long enough to debug a failed delivery
 DEDUPE_WINDOW_S = 35 * 86_400  # GitHub lets a delivery be redelivered for up to 30 days
+# Work keys outlive the delivery window: a signed body can be replayed any time. A benchmark request
+# needs none of them to stay single (its correlation id is unique), so they may go eventually.
+WORK_KEPT_S = 400 * 86_400
 
 
 def process(delivery_id: int, services: Services, router: Router) -> str:
@@ -32,24 +36,35 @@ def process(delivery_id: int, services: Services, router: Router) -> str:
     try:
         router.dispatch(delivery.event, json.loads(delivery.payload), services)
     except (KeyError, TypeError) as error:  # a payload without the fields its event must have
-        return _failed(store, delivery_id, MAX_ATTEMPTS, error)
+        return _failed(services, delivery, MAX_ATTEMPTS, error)
     except Exception as error:
-        return _failed(store, delivery_id, delivery.attempts, error)
+        return _failed(services, delivery, delivery.attempts, error)
     finally:
         current_delivery.reset(token)
     store.finish_delivery(delivery_id, "done")
     return "done"
 
 
-def _failed(store: Store, delivery_id: int, attempts: int, error: Exception) -> str:
+def _failed(services: Services, delivery: Delivery, attempts: int, error: Exception) -> str:
+    """Release the delivery for its next attempt (re-raising, so that the queue retries), or, after
+    the last, mark it failed and leave a note on its pull request."""
     message = f"{type(error).__name__}: {error}"
     if attempts >= MAX_ATTEMPTS:
         log.error("delivery failed for good", exc_info=error, extra={"attempts": attempts})
-        store.finish_delivery(delivery_id, "failed", message[:2000])
+        services.store.finish_delivery(delivery.id, "failed", message[:2000])
+        notes.delivery_failed(delivery.event, _payload(delivery), services, error)
         return "failed"
     log.warning("delivery failed; will retry", exc_info=error, extra={"attempts": attempts})
-    store.release_delivery(delivery_id, message)
+    services.store.release_delivery(delivery.id, message)
     raise error
+
+
+def _payload(delivery: Delivery) -> dict:
+    try:
+        payload = json.loads(delivery.payload)
+    except ValueError:
+        return {}
+    return payload if isinstance(payload, dict) else {}
 
 
 def requeue_stale(services: Services, older_than_s: float = LEASE_S) -> int:
@@ -63,6 +78,8 @@ def requeue_stale(services: Services, older_than_s: float = LEASE_S) -> int:
 
 
 def housekeeping(services: Services) -> None:
-    """The minutely sweep: re-enqueue lost deliveries, shed old payloads, forget old GUIDs."""
+    """The minutely sweep: re-enqueue lost deliveries, shed old payloads, forget old GUIDs and work
+    keys."""
     requeue_stale(services)
     services.store.prune_deliveries(services.now(), PAYLOAD_KEPT_S, DEDUPE_WINDOW_S)
+    services.store.prune_work(services.now(), WORK_KEPT_S)

@@ -11,9 +11,11 @@ from dataclasses import dataclass
 from bot.core.config import source as config_source
 from bot.core.config.schema import RepoConfig
 from bot.core.config.source import ConfigSource
+from bot.core.render.bench import BenchSection
 from bot.core.review import plan as reviewing
 from bot.core.risk.scoring import RiskReport
 
+from . import bench_state
 from .ports import CheckResult, GitHub, PullRequestGone, Review
 from .router import Router
 from .services import Services
@@ -68,17 +70,18 @@ def on_pull_request(payload: dict, services: Services) -> None:
         if github.pull_head_sha(ref.repo, ref.number) != ref.head_sha:
             log.info("superseded by a newer push; skipped", extra={"repo": ref.repo, "pr": ref.number})
             return
-        apply(github, services, ref, reviewing.plan(gather(github, ref)))
+        section = bench_state.section_for(services.store, ref.repo, ref.number, ref.head_sha)
+        apply(github, services, ref, reviewing.plan(gather(github, ref, section)))
     except PullRequestGone:
         log.info("pull request gone; dropped", extra={"repo": ref.repo, "pr": ref.number})
 
 
-def gather(github: GitHub, ref: PullRef) -> reviewing.PullFacts:
+def gather(github: GitHub, ref: PullRef, bench: BenchSection | None = None) -> reviewing.PullFacts:
     """What the review decides on: the config of the default branch (never the PR head's), then the
-    diff."""
+    diff; ``bench``: the pull request's benchmark, shown below the review."""
     config, error = default_branch_config(github, ref)
     diff = github.pull_diff(ref.repo, ref.number)
-    return reviewing.PullFacts(ref.html_url, ref.head_sha, ref.default_branch, diff, config, error)
+    return reviewing.PullFacts(ref.html_url, ref.head_sha, ref.default_branch, diff, config, error, bench)
 
 
 def assess(github: GitHub, ref: PullRef) -> tuple[RiskReport, str | None]:
@@ -93,7 +96,8 @@ def default_branch_config(github: GitHub, ref: PullRef) -> tuple[RepoConfig, str
 
 
 def apply(github: GitHub, services: Services, ref: PullRef, plan: reviewing.ReviewPlan) -> None:
-    comment_id = github.upsert_comment(ref.repo, ref.number, plan.comment.marker, plan.comment.body)
+    comment_id = github.upsert_comment(ref.repo, ref.number, plan.comment.marker, plan.comment.body,
+                                       create=plan.comment.create)
     check = plan.check
     github.publish_check(ref.repo, CheckResult(check.name, check.head_sha, check.conclusion, check.title,
                                                check.summary))

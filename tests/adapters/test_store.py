@@ -1,14 +1,16 @@
-"""SqlStore on SQLite and PostgreSQL: durable dedupe, leases, sweeps, repositories, reviews, merges."""
+"""SqlStore on SQLite and PostgreSQL: durable dedupe, leases, sweeps, repositories, reviews, merges,
+benchmark requests and results, work keys, approvals and acknowledgements."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 from sqlalchemy import inspect, text
 
 from bot.adapters.store import migrate
 from bot.adapters.store.sql import SqlStore
-from bot.service.ports import Merge, Repository, Review
+from bot.service.ports import Ack, BenchRequest, BenchResult, Merge, MetricPoint, Repository, Review
 
 NOW = datetime(2030, 1, 1, tzinfo=UTC)
 
@@ -121,3 +123,58 @@ def test_an_installation_removes_only_its_own_repositories(store):
     store.replace_installation(1, [Repository(10, "o/a", 1)])
     store.remove_repositories(2, [10])
     assert [(r.id, r.installation_id) for r in store.repositories()] == [(10, 1)]
+
+
+def _request(correlation_id: str = "pb-1", **changes) -> BenchRequest:
+    fields = dict(correlation_id=correlation_id, repo="o/r", installation_id=1, number=7, base_sha="b" * 40,
+                  head_sha="a" * 40, suites=("verify-step", "quick"), rounds=5, max_rounds=None,
+                  trigger="command", requested_by="maintainer", comment_id=11, status="requested", created_at=NOW)
+    return BenchRequest(**{**fields, **changes})
+
+
+def test_a_bench_request_is_recorded_once_per_correlation_id(store):
+    first, created = store.open_bench_request(_request())
+    again, created_again = store.open_bench_request(_request(rounds=9))
+    assert created and not created_again and again == first and again.rounds == 5
+    assert first.suites == ("verify-step", "quick") and first.created_at == NOW and first.id
+    store.update_bench_request(replace(first, status="running", run_id=42, run_url="https://run", check_run_id=3))
+    stored = store.bench_request("pb-1")
+    assert (stored.status, stored.run_id, stored.run_url, stored.check_run_id) == ("running", 42, "https://run", 3)
+
+
+def test_requests_are_listed_per_pull_request_and_for_the_default_branch(store):
+    store.open_bench_request(_request("pb-1"))
+    store.open_bench_request(_request("pb-2", created_at=NOW + timedelta(minutes=1)))
+    store.open_bench_request(_request("pb-3", number=None, trigger="merge", requested_by="#7"))
+    assert [r.correlation_id for r in store.bench_requests("o/r", 7)] == ["pb-2", "pb-1"]
+    assert [r.correlation_id for r in store.bench_requests("o/r", None)] == ["pb-3"]
+    assert store.last_command("o/r", user="maintainer") == NOW + timedelta(minutes=1)
+    assert store.last_command("o/r", number=7) == NOW + timedelta(minutes=1)
+    assert store.last_command("o/r", user="someone") is None
+
+
+def test_a_completed_request_stores_its_results_and_points_once(store):
+    request, _ = store.open_bench_request(_request(number=None, trigger="merge"))
+    done = replace(request, status="completed", conclusion="success", completed_at=NOW)
+    result = BenchResult("quick", "b" * 40, "a" * 40, "regression", "step_ms", 0.2, '{"verdict": "regression"}', True)
+    point = MetricPoint("quick", "step_ms", "ms", "lower", "a" * 40, 12.0)
+    assert store.complete_bench_request(done, [result], [point], "run:o/r:1:1")
+    assert not store.complete_bench_request(done, [result], [point], "run:o/r:1:1")
+    assert store.bench_results(request.id) == [result]
+    assert store.bench_request(request.correlation_id).status == "completed"
+    with store.engine.connect() as connection:
+        points = connection.execute(text("select metric, sha, value, result_id from metric_points")).fetchall()
+    assert [(m, s, v) for m, s, v, _ in points] == [("step_ms", "a" * 40, 12.0)] and points[0][3]
+
+
+def test_work_keys_approvals_and_acks(store):
+    assert store.claim_work("reply:o/r:1") and not store.claim_work("reply:o/r:1")
+    assert store.work_done("reply:o/r:1") and not store.work_done("reply:o/r:2")
+    store.approve("o/r", 7, "a" * 40, "maintainer")
+    store.approve("o/r", 7, "a" * 40, "other")
+    assert store.approved("o/r", 7, "a" * 40) and not store.approved("o/r", 7, "c" * 40)
+    ack = Ack("o/r", 7, "a" * 40, "maintainer", "known", 11, NOW)
+    assert store.add_ack(ack, "ack:o/r:11") and not store.add_ack(ack, "ack:o/r:11")
+    assert store.acks("o/r", 7) == [ack]
+    assert store.prune_work(datetime.now(UTC) + timedelta(days=1), 3600) == 2
+    assert not store.work_done("reply:o/r:1")

@@ -60,7 +60,7 @@ def github():
     emulator.add_oauth_app(CLIENT_ID, CLIENT_SECRET)
     for repo in dashboard_data.REPOS:
         emulator.add_repo(repo)
-    emulator.permissions[(dashboard_data.REPOS[0], "maintainer")] = "write"
+    emulator.repos[dashboard_data.REPOS[0]].permissions["maintainer"] = "write"
     yield emulator
     emulator.stop()
 

@@ -29,7 +29,7 @@ def run(capsys, *argv):
 def test_the_text_report_names_the_regression(capsys, regression_file):
     code, out, err = run(capsys, regression_file)
     assert code == 0 and err == ""
-    assert out.startswith("regression: This PR makes the EAGLE-3 verify step 59% slower")
+    assert out.startswith("regression: This PR makes the EAGLE-3 cycle 52% slower")
     assert "Speculation no longer pays" in out
 
 
@@ -46,7 +46,7 @@ def test_json_follows_the_contract(capsys, regression_file):
 
 def test_markdown_is_the_pr_comment(capsys, regression_file):
     code, out, _ = run(capsys, regression_file, "--format", "markdown")
-    assert code == 0 and out.startswith("### 🔴 This PR makes the EAGLE-3 verify step")
+    assert code == 0 and out.startswith("### 🔴 This PR makes the EAGLE-3 cycle")
     assert "| metric | base | head | change | 95% CI | verdict |" in out
 
 
@@ -75,7 +75,9 @@ def test_a_benchmark_that_never_ran_fails_the_gate(capsys, tmp_path):
 def test_a_larger_minimum_effect_and_another_seed_are_honoured(capsys, regression_file):
     code, out, _ = run(capsys, regression_file, "--format", "json", "--min-effect", "60", "--seed", "3")
     data = json.loads(out)
-    assert data["method"] == {"min_effect": 0.6, "alpha": 0.01, "looks": 1, "confidence": 0.95, "seed": 3}
+    assert data["method"] == {"min_effect": 0.6, "alpha": 0.01, "looks": 1, "confidence": 0.95, "seed": 3,
+                              "min_rounds": 3,
+                              "model": "random-effects on log round values, Knapp-Hartung t"}
     assert data["verdict"] != "regression"
 
 

@@ -5,12 +5,14 @@ behaviour that fails in production."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from bot.adapters.github_client import PyGithubFactory, retry_policy
 from bot.core.config.schema import CONFIG_PATH
 from bot.core.render.comment import MARKER
-from bot.service.ports import CheckResult, GitHub, PullRequestGone
+from bot.service.ports import BenchCheck, CheckResult, DispatchRefused, GitHub, PullRequestGone
 from bot.settings import Settings
 from tests.emulator import live
 from tests.service import diffs
@@ -28,6 +30,27 @@ class FakeSide:
         self.fake.heads[(REPO, NUMBER)] = SHA
         self.fake.diffs[(REPO, NUMBER)] = diffs.MEDIUM
         self.fake.files[(REPO, CONFIG_PATH, "main")] = diffs.BASE_CONFIG
+        self.fake.branches[REPO] = ("main", OTHER_SHA)
+        self.fake.parents[(REPO, OTHER_SHA)] = SHA
+
+    def set_permission(self, login: str, permission: str) -> None:
+        self.fake.permissions[(REPO, login)] = "write" if permission == "maintain" else permission
+
+    def add_workflow(self, file: str) -> None:
+        self.fake.workflows.add((REPO, file))
+
+    def finish_run(self, run_id: int) -> None:
+        found = self.fake.runs[run_id]
+        found["run"] = replace(found["run"], status="completed", conclusion="success")
+
+    def upload(self, run_id: int, name: str, data: bytes) -> None:
+        self.fake.upload_artifact(REPO, run_id, name, data)
+
+    def reactions(self, comment_id: int) -> list[str]:
+        return [content for _, cid, content in self.fake.reactions if cid == comment_id]
+
+    def bench_checks(self, sha: str) -> list[tuple[str, str, str | None]]:
+        return [(c.status, c.conclusion, c.details_url) for c in self.fake.bench_checks.values() if c.head_sha == sha]
 
     def plant_comment(self, author: str, body: str) -> None:
         self.fake.add_comment(REPO, NUMBER, author, body)
@@ -44,8 +67,6 @@ class FakeSide:
     def labels(self) -> set[str]:
         return self.fake.labels.get((REPO, NUMBER), set())
 
-    def grant(self, login: str, permission: str) -> None:
-        self.fake.permissions[(REPO, login)] = permission
 
 
 class EmulatedSide:
@@ -53,14 +74,35 @@ class EmulatedSide:
         self.emulator = emulator
         emulator.app_id, emulator.app_public_key = live.APP_ID, app_key[1]
         emulator.tokens.add("placeholder-so-that-auth-is-enforced")
-        emulator.add_repo(REPO, "main").files[("main", CONFIG_PATH)] = diffs.BASE_CONFIG
-        emulator.add_pull(REPO, NUMBER, SHA, diffs.MEDIUM)
+        state = emulator.add_repo(REPO, "main")
+        state.files[("main", CONFIG_PATH)] = diffs.BASE_CONFIG
+        state.branches["main"] = OTHER_SHA
+        state.parents[OTHER_SHA] = [SHA]
+        emulator.add_pull(REPO, NUMBER, SHA, diffs.MEDIUM, base_sha="9" * 40)
         settings = Settings(app_id=live.APP_ID, private_key=app_key[0], github_api_url=emulator.base_url)
         factory = PyGithubFactory(settings, retry=retry_policy(total=2, backoff=0.05, secondary_wait=1))
         self.github = factory.for_installation(1)
 
     def plant_comment(self, author: str, body: str) -> None:
         self.emulator.add_comment(REPO, NUMBER, body, author)
+
+    def set_permission(self, login: str, permission: str) -> None:
+        self.emulator.repos[REPO].permissions[login] = permission
+
+    def add_workflow(self, file: str) -> None:
+        self.emulator.add_workflow(REPO, file)
+
+    def finish_run(self, run_id: int) -> None:
+        self.emulator.complete_run(run_id)
+
+    def upload(self, run_id: int, name: str, data: bytes) -> None:
+        self.emulator.upload_artifact(REPO, run_id, name, data)
+
+    def reactions(self, comment_id: int) -> list[str]:
+        return self.emulator.reactions_on(comment_id)
+
+    def bench_checks(self, sha: str) -> list[tuple[str, str, str | None]]:
+        return [(r["status"], r["conclusion"], r.get("details_url")) for r in self.emulator.checks_for(REPO, sha)]
 
     def comments(self) -> list[tuple[str, str]]:
         return [(c["user"]["login"], c["body"]) for c in self.emulator.comments_on(REPO, NUMBER)]
@@ -74,8 +116,6 @@ class EmulatedSide:
     def labels(self) -> set[str]:
         return set(self.emulator.labels.get((REPO, NUMBER), []))
 
-    def grant(self, login: str, permission: str) -> None:
-        self.emulator.permissions[(REPO, login)] = permission
 
 
 @pytest.fixture(params=["fake", "pygithub"])
@@ -132,10 +172,63 @@ def test_a_pull_request_that_does_not_exist_is_gone(side, call):
         call(side.github)
 
 
-def test_a_collaborators_permission_and_none_for_strangers_and_unknown_repositories(side):
-    side.grant("maintainer", "write")
-    side.grant("owner", "admin")
-    side.grant("reader", "read")
-    assert [side.github.permission(REPO, who) for who in ("maintainer", "owner", "reader", "stranger")] == [
-        "write", "admin", "read", "none"]
-    assert side.github.permission("nobody/nothing", "maintainer") == "none"
+def test_the_pull_request_the_bot_decides_on(side):
+    pull = side.github.pull(REPO, NUMBER)
+    assert (pull.number, pull.open, pull.head_sha, pull.base_sha, pull.fork) == (NUMBER, True, SHA, "9" * 40, False)
+    assert side.github.default_branch(REPO) == ("main", OTHER_SHA)
+    assert side.github.first_parent(REPO, OTHER_SHA) == SHA
+    with pytest.raises(PullRequestGone):
+        side.github.pull(REPO, MISSING)
+
+
+@pytest.mark.parametrize("given, read", [("admin", "admin"), ("maintain", "write"), ("write", "write"),
+                                         ("read", "read"), (None, "none")])
+def test_permission_is_githubs_permission_field(side, given, read):
+    if given is not None:
+        side.set_permission("someone", given)
+    assert side.github.permission(REPO, "someone") == read
+    assert side.github.permission("nobody/nothing", "someone") == "none"
+
+
+def test_a_reaction_is_added_once_and_a_reply_is_a_new_comment_by_the_bot(side):
+    side.plant_comment("maintainer", "/bench")
+    comment_id = side.github.reply(REPO, NUMBER, "first reply")
+    for _ in range(2):
+        side.github.react(REPO, comment_id, "eyes")
+    side.github.react(REPO, comment_id, "rocket")
+    assert side.reactions(comment_id) == ["eyes", "rocket"]
+    assert side.comments()[-1] == (BOT_LOGIN, "first reply")
+
+
+def test_a_dispatch_names_its_run_which_is_found_by_correlation_id_and_cancelled_once(side):
+    with pytest.raises(DispatchRefused) as refused:
+        side.github.dispatch(REPO, "perfbot-bench.yml", "main", {"correlation-id": "pb-1"})
+    assert refused.value.status == 404
+    side.add_workflow("perfbot-bench.yml")
+    run = side.github.dispatch(REPO, "perfbot-bench.yml", "main", {"correlation-id": "pb-1"})
+    assert run is not None and run.id
+    found = side.github.find_run(REPO, "perfbot-bench.yml", "pb-1")
+    assert found is not None and found.id == run.id and found.event == "workflow_dispatch"
+    assert side.github.find_run(REPO, "perfbot-bench.yml", "pb-2") is None
+    side.github.cancel_run(REPO, run.id)
+    side.github.cancel_run(REPO, run.id)  # finished already: left as it is
+
+
+def test_artifacts_are_listed_and_downloaded_up_to_a_cap(side):
+    side.add_workflow("perfbot-bench.yml")
+    run = side.github.dispatch(REPO, "perfbot-bench.yml", "main", {"correlation-id": "pb-1"})
+    side.finish_run(run.id)
+    side.upload(run.id, "perfbot-results-pb-1", b"PK zip bytes")
+    [artifact] = side.github.artifacts(REPO, run.id)
+    assert (artifact.name, artifact.size, artifact.expired) == ("perfbot-results-pb-1", 12, False)
+    assert side.github.download_artifact(REPO, artifact.id, 100) == b"PK zip bytes"
+    with pytest.raises(ValueError):
+        side.github.download_artifact(REPO, artifact.id, 5)
+
+
+def test_the_bench_check_starts_in_progress_and_is_concluded_in_place(side):
+    check = BenchCheck("perfbot / bench", SHA, "in_progress", None, "Benchmarks running", "s", "https://run/1", "pb-1")
+    check_run_id = side.github.publish_bench_check(REPO, check)
+    side.github.publish_bench_check(REPO, replace(check, status="completed", conclusion="neutral",
+                                                  check_run_id=check_run_id))
+    assert side.bench_checks(SHA) == [("completed", "neutral", "https://run/1")]

@@ -54,3 +54,10 @@ def test_a_metric_that_the_cap_cannot_decide_does_not_keep_the_run_going():
 def test_adaptive_rounds_never_exceed_the_maximum(samples, min_rounds, max_rounds):
     max_rounds = max(min_rounds, max_rounds)
     assert not should_continue(samples, max_rounds, min_rounds, max_rounds)
+
+
+def test_an_undecided_diagnostic_does_not_keep_the_run_going():
+    decided = MetricSamples(QUIET_BASE, [10.46, 10.35, 10.38, 10.41, 10.44], "lower")
+    noisy = MetricSamples([9.3, 9.9, 9.1, 10.2, 9.5], [10.0, 10.3, 9.8, 10.6, 10.2], "lower", primary=False)
+    assert not should_continue({"cycle_ms": decided, "allreduce_us": noisy}, 5, min_rounds=5, max_rounds=30)
+    assert should_continue({"allreduce_us": noisy}, 5, min_rounds=5, max_rounds=30)  # nothing else decides

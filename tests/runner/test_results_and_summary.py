@@ -108,3 +108,15 @@ def test_a_file_without_rounds_is_written_but_cannot_be_judged(tmp_path):
     assert contract.Results.model_validate_json(file.path.read_text()).status == "failed"
     with pytest.raises(contract.ResultsError, match="^r.json: no rounds for the base side$"):
         contract.load(file.path.read_text(), "r.json")
+
+
+def test_a_round_s_spread_and_the_mode_a_suite_learned_are_written(tmp_path):
+    file = results(tmp_path)
+    declared = {"verify_ms": MetricDeclaration(unit="ms", better="lower", role="headline", mode="piecewise")}
+    file.add_round("base", 4, True, None, {"verify_ms": 9.3}, declared, {"verify_ms": {"se": 0.01, "calls": 100}})
+    file.add_round("head", 4, True, None, {"verify_ms": 9.3}, {}, {"verify_ms": {"se": -1.0, "calls": 100}})
+    data = json.loads(file.path.read_text())
+    assert data["metrics"]["verify_ms"] == {"unit": "ms", "better": "lower", "role": "headline", "mode": "piecewise"}
+    assert data["rounds"][-2]["spread"] == {"verify_ms": {"se": 0.01, "calls": 100}}
+    refused = data["rounds"][-1]
+    assert not refused["ok"] and "measured, but not a valid result: spread" in refused["error"]

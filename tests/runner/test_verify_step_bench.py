@@ -74,3 +74,51 @@ def test_when_one_rank_dies_the_others_are_ended_instead_of_waiting_for_it(tmp_p
     assert done.returncode != 0
     assert "worker exit codes" in done.stderr and "timed out" not in done.stderr
     assert not out.exists()
+
+
+def test_the_cycle_follows_the_engine_s_mode_and_every_metric_carries_its_standard_error(tmp_path):
+    done, out = bench(tmp_path, "--world-size", "2", "--accept-length", "2.0")
+    assert done.returncode == 0, done.stderr
+    report = json.loads(out.read_text())
+    assert report["graph"] == "eager"  # no CUDA graphs on CPU: the engine's default cannot run there
+    assert set(report["spread"]) == set(report["metrics"]) == CPU_METRICS
+    assert all(s["se"] >= 0 and s["calls"] >= 3 for s in report["spread"].values())
+    # The allreduce: 10 blocks of back-to-back calls, at least 10 calls each.
+    assert report["spread"]["allreduce_verify_us"]["calls"] >= 100
+    cycle, tok_s = report["spread"]["cycle_ms"], report["spread"]["tok_s"]
+    assert tok_s["se"] / report["metrics"]["tok_s"] == pytest.approx(cycle["se"] / report["metrics"]["cycle_ms"])
+
+
+def test_a_graph_mode_that_cannot_run_on_the_device_is_refused_before_any_rank_starts(tmp_path):
+    done, out = bench(tmp_path, "--world-size", "1", "--graph", "piecewise")
+    assert done.returncode != 0 and "--graph piecewise: CUDA graphs need a GPU; use --graph eager" in done.stderr
+    assert "worker exit codes" not in done.stderr and not out.exists()
+
+
+def test_the_suite_declares_the_mode_its_round_ran_in_and_keeps_the_spread(tmp_path):
+    from bot.core.config.schema import VerifyStepSuite
+    from bot.runner.suites.base import RoundContext
+    from bot.runner.suites.verify_step import RESULT_FILE, VerifyStepBench
+
+    suite = VerifyStepBench("verify-step", VerifyStepSuite(kind="verify-step", graph="piecewise"))
+    context = RoundContext(tmp_path, tmp_path, "base", 0)
+    assert suite.round_commands(context)[0].argv[-2:] == ("--graph", "piecewise")
+    metrics = {"cycle_ms": 9.7, "tok_s": 185.0, "draft_ms": 0.27, "verify_piecewise_ms": 9.2}
+    (tmp_path / RESULT_FILE).write_text(json.dumps({
+        "metrics": metrics, "graph": "piecewise",
+        "spread": {name: {"se": 0.01, "calls": 100} for name in (*metrics, "ignored_ms")}}))
+    measured = suite.parse(context, [])
+    assert measured.values == metrics
+    assert {n: d.mode for n, d in measured.declarations.items()} == dict.fromkeys(("cycle_ms", "tok_s"), "piecewise")
+    assert measured.declarations["cycle_ms"].role == "headline"
+    assert set(measured.spread) == set(metrics)
+
+
+def test_a_graph_mode_without_cuda_graphs_is_a_config_error():
+    from pydantic import ValidationError
+
+    from bot.core.config.schema import VerifyStepSuite
+
+    with pytest.raises(ValidationError, match="graph: full needs CUDA graphs"):
+        VerifyStepSuite(kind="verify-step", graph="full", cuda_graphs=False)
+    assert VerifyStepSuite(kind="verify-step", graph="eager", cuda_graphs=False).graph == "eager"

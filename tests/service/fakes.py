@@ -9,9 +9,20 @@ service tests run on `SqlStore` over SQLite.
 from __future__ import annotations
 
 import itertools
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
-from bot.service.ports import CheckResult, GitHub, GitHubFactory, PullRequestGone, Queue
+from bot.service.ports import (
+    ArtifactRef,
+    BenchCheck,
+    CheckResult,
+    DispatchRefused,
+    GitHub,
+    GitHubFactory,
+    PullInfo,
+    PullRequestGone,
+    Queue,
+    WorkflowRun,
+)
 
 BOT_LOGIN = "perfbot[bot]"
 
@@ -24,9 +35,11 @@ class Comment:
 
 
 class FakeGitHub(GitHub):
-    """One installation's view of GitHub: pull requests (head, diff), files, comments, check runs
-    and labels. Only the bot's own marker comment is edited; a check run is one per (head, name),
-    updated in place; only labels that start with the prefix are touched."""
+    """One installation's view of GitHub: pull requests (head, base, fork, author, diff), files,
+    comments and reactions, check runs, labels, permissions, and GitHub Actions (dispatches, runs,
+    artifacts). Only the bot's own marker comment is edited; a check run is one per (head, name),
+    updated in place; only labels that start with the prefix are touched; a reaction is added once;
+    a dispatch of a workflow that does not exist is refused; a finished run is not cancelled again."""
 
     def __init__(self):
         self.heads: dict[tuple[str, int], str] = {}
@@ -36,7 +49,16 @@ class FakeGitHub(GitHub):
         self.check_runs: dict[tuple[str, str, str], CheckResult] = {}
         self.labels: dict[tuple[str, int], set[str]] = {}
         self.file_reads: list[tuple[str, str, str]] = []
-        self.permissions: dict[tuple[str, str], str] = {}  # (repo, login) -> admin | write | read
+        self.pulls: dict[tuple[str, int], PullInfo] = {}  # what differs from a plain same-repo PR
+        self.permissions: dict[tuple[str, str], str] = {}
+        self.reactions: list[tuple[str, int, str]] = []
+        self.branches: dict[str, tuple[str, str]] = {}  # repo -> (default branch, its head)
+        self.parents: dict[tuple[str, str], str] = {}
+        self.workflows: set[tuple[str, str]] = set()
+        self.dispatches: list[dict] = []
+        self.runs: dict[int, dict] = {}
+        self.archives: dict[tuple[str, int], list[tuple[ArtifactRef, bytes]]] = {}
+        self.bench_checks: dict[int, BenchCheck] = {}
         self._ids = itertools.count(1)
 
     # what tests arrange and look at
@@ -68,12 +90,14 @@ class FakeGitHub(GitHub):
         self.file_reads.append((repo, path, ref))
         return self.files.get((repo, path, ref))
 
-    def upsert_comment(self, repo, number, marker, body):
+    def upsert_comment(self, repo, number, marker, body, create=True):
         thread = self.threads.setdefault(self._existing(repo, number), [])
         for comment in thread:
             if comment.body.startswith(marker) and comment.author == BOT_LOGIN:
                 comment.body = body
                 return comment.id
+        if not create:
+            return None
         return self.add_comment(repo, number, BOT_LOGIN, body).id
 
     def publish_check(self, repo, check):
@@ -85,8 +109,71 @@ class FakeGitHub(GitHub):
         if wanted is not None:
             labels.add(wanted)
 
+    def pull(self, repo, number):
+        key = self._existing(repo, number)
+        default = PullInfo(repo, number, True, False, self.heads[key], "9" * 40, "main", repo, "octocat",
+                           f"https://github.com/{repo}/pull/{number}")
+        return replace(self.pulls.get(key, default), head_sha=self.heads[key])
+
     def permission(self, repo, login):
         return self.permissions.get((repo, login), "none")
+
+    def react(self, repo, comment_id, content):
+        if (repo, comment_id, content) not in self.reactions:
+            self.reactions.append((repo, comment_id, content))
+
+    def reply(self, repo, number, body):
+        self._existing(repo, number)
+        return self.add_comment(repo, number, BOT_LOGIN, body).id
+
+    def default_branch(self, repo):
+        return self.branches[repo]
+
+    def first_parent(self, repo, sha):
+        return self.parents.get((repo, sha))
+
+    def dispatch(self, repo, workflow, ref, inputs):
+        if (repo, workflow) not in self.workflows:
+            raise DispatchRefused(404, "Not Found")
+        run = WorkflowRun(next(self._ids), f"https://github.com/{repo}/actions/runs/x", "queued", None,
+                          f"perfbot bench {inputs.get('correlation-id', '')}", "workflow_dispatch",
+                          f".github/workflows/{workflow}")
+        self.runs[run.id] = {"repo": repo, "run": run}
+        self.dispatches.append({"repo": repo, "workflow": workflow, "ref": ref, "inputs": inputs, "run_id": run.id})
+        return run
+
+    def find_run(self, repo, workflow, correlation_id):
+        return next((r["run"] for r in reversed(self.runs.values())
+                     if r["repo"] == repo and f"perfbot bench {correlation_id}" in r["run"].display_title), None)
+
+    def cancel_run(self, repo, run_id):
+        found = self.runs.get(run_id)
+        if found is not None and found["run"].status != "completed":
+            found["run"] = replace(found["run"], status="completed", conclusion="cancelled")
+
+    def artifacts(self, repo, run_id):
+        return [ref for ref, _ in self.archives.get((repo, run_id), [])]
+
+    def download_artifact(self, repo, artifact_id, max_bytes):
+        for items in self.archives.values():
+            for ref, data in items:
+                if ref.id == artifact_id:
+                    if len(data) > max_bytes:
+                        raise ValueError(f"the artifact is larger than {max_bytes:,} bytes")
+                    return data
+        raise ValueError("no such artifact")
+
+    def publish_bench_check(self, repo, check):
+        check_run_id = check.check_run_id or next(self._ids)
+        self.bench_checks[check_run_id] = check
+        return check_run_id
+
+    # what tests arrange
+
+    def upload_artifact(self, repo: str, run_id: int, name: str, data: bytes) -> ArtifactRef:
+        ref = ArtifactRef(next(self._ids), name, len(data), False)
+        self.archives.setdefault((repo, run_id), []).append((ref, data))
+        return ref
 
     def _existing(self, repo: str, number: int) -> tuple[str, int]:
         if (repo, number) not in self.heads:

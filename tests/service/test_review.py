@@ -63,7 +63,7 @@ def test_each_reviewed_action_publishes_a_comment_a_check_and_a_label(action, se
     assert (repo, check.name, check.head_sha, check.conclusion) == (REPO, "perfbot / risk", SHA, "neutral")
     assert github.labels[(REPO, NUMBER)] == {"perf-risk: high"}
     assert services.store.review_for(REPO, NUMBER).level == "high"
-    assert services.github.installations == [42]
+    assert set(services.github.installations) == {42}, "every handler of the delivery uses its installation"
 
 
 def test_a_second_push_updates_the_one_sticky_comment(services, github):
@@ -187,3 +187,32 @@ def test_only_the_risk_labels_are_changed(services, github):
     github.labels[(REPO, NUMBER)] = {"bug", "perf-risk: low", "perf-riskless"}
     ROUTER.dispatch("pull_request", payload(), services)
     assert github.labels[(REPO, NUMBER)] == {"bug", "perf-riskless", "perf-risk: high"}
+
+
+# --- quiet by default -------------------------------------------------------------------------------
+
+def test_a_pull_request_below_the_comment_level_gets_a_check_but_no_new_comment(services, github):
+    github.diffs[(REPO, NUMBER)] = diffs.COLD
+    ROUTER.dispatch("pull_request", payload(), services)
+    assert github.comments.get((REPO, NUMBER), []) == []
+    [(_, check)] = github.checks
+    assert check.head_sha == SHA and check.conclusion == "success"
+    assert services.store.review_for(REPO, NUMBER).level == "none"
+
+
+def test_an_existing_comment_is_still_updated_when_the_risk_drops(services, github):
+    ROUTER.dispatch("pull_request", payload(), services)
+    assert "**high**" in github.comments[(REPO, NUMBER)][0]
+    github.heads[(REPO, NUMBER)] = "b" * 40
+    github.diffs[(REPO, NUMBER)] = diffs.COLD
+    ROUTER.dispatch("pull_request", payload("synchronize", sha="b" * 40), services)
+    [body] = github.comments[(REPO, NUMBER)]
+    assert "**none**" in body
+
+
+@pytest.mark.parametrize("level, comments", [("none", 1), ("low", 0), ("medium", 1), ("high", 0)])
+def test_the_config_sets_the_level_from_which_a_comment_is_written(services, github, level, comments):
+    github.files[(REPO, ".github/perfbot.yml", "main")] = diffs.BASE_CONFIG + f"  comment: {level}\n"
+    github.diffs[(REPO, NUMBER)] = diffs.MEDIUM if level in ("medium", "high") else diffs.COLD
+    ROUTER.dispatch("pull_request", payload(), services)
+    assert len(github.comments.get((REPO, NUMBER), [])) == comments

@@ -170,3 +170,66 @@ def installation_event(event: str, action: str, index: int = 0) -> dict:
         inst.setdefault("suspended_at", None)
         found.setdefault("requester", None)
     return valid(event, found)
+
+
+def issue_comment(body: str, *, number: int, repo: str, installation_id: int, login: str,
+                  comment_id: int, user_type: str = "User", on_pull_request: bool = True,
+                  app_id: int | None = None) -> dict:
+    """A comment ``created`` on pull request (or issue) ``number``, from the official example."""
+    payload = copy.deepcopy(next(p for p in webhook_examples("issue_comment")
+                                 if p.get("action") == "created" and p.get("installation")))
+    payload = json.loads(json.dumps(payload).replace("Codertocat/Hello-World", repo))
+    payload["installation"]["id"] = installation_id
+    issue, comment = payload["issue"], payload["comment"]
+    issue["number"] = number
+    if on_pull_request:
+        url = f"https://api.github.com/repos/{repo}/pulls/{number}"
+        issue["pull_request"] = {"url": url, "html_url": f"https://github.com/{repo}/pull/{number}",
+                                 "diff_url": f"https://github.com/{repo}/pull/{number}.diff",
+                                 "patch_url": f"https://github.com/{repo}/pull/{number}.patch", "merged_at": None}
+    comment.update(id=comment_id, body=body)
+    comment["user"] = {**comment["user"], "login": login, "type": user_type}
+    if app_id is not None:
+        comment["performed_via_github_app"] = {**copy.deepcopy(_app_example()), "id": app_id}
+    return valid("issue_comment", payload)
+
+
+def pull_request_review(body: str, *, number: int, repo: str, installation_id: int, login: str,
+                        review_id: int) -> dict:
+    """A review ``submitted`` with ``body``, from the official example, brought up to the current schema."""
+    payload = next(p for p in map(_with_discussions, webhook_examples("pull_request_review"))
+                   if p.get("action") == "submitted" and not schema_errors("pull_request_review", p))
+    payload = json.loads(json.dumps(payload).replace("Codertocat/Hello-World", repo))
+    payload["installation"] = {"id": installation_id, "node_id": "MDIzOkludGVncmF0aW9uSW5zdGFsbGF0aW9uMQ=="}
+    payload["pull_request"]["number"] = number
+    payload["review"].update(id=review_id, body=body)
+    payload["review"]["user"] = {**payload["review"]["user"], "login": login, "type": "User"}
+    return valid("pull_request_review", payload)
+
+
+def workflow_run(action: str, run: dict, *, repo: str, installation_id: int) -> dict:
+    """A `workflow_run` event for ``run`` (as the REST API describes it), from the official example."""
+    payload = copy.deepcopy(example("workflow_run", "completed"))
+    payload = json.loads(json.dumps(payload).replace("octo-org/octo-repo", repo))
+    payload["action"] = action
+    payload["installation"] = {"id": installation_id, "node_id": "MDIzOkludGVncmF0aW9uSW5zdGFsbGF0aW9uMQ=="}
+    keys = ("id", "display_title", "event", "path", "status", "conclusion", "run_attempt", "html_url", "head_sha",
+            "head_branch")
+    payload["workflow_run"].update({key: run[key] for key in keys})
+    payload["workflow_run"]["path"] = run["path"].split("@")[0]
+    if action != "completed":
+        payload["workflow_run"].update(status="in_progress" if action == "in_progress" else "queued", conclusion=None)
+    return valid("workflow_run", payload)
+
+
+
+def _with_discussions(payload: dict) -> dict:
+    """Newer schemas require `has_discussions` on repositories; the older examples predate it."""
+    for side in ("base", "head"):
+        payload["pull_request"][side]["repo"].setdefault("has_discussions", False)
+    return payload
+
+
+def _app_example() -> dict:
+    """A GitHub App as webhooks describe one (from the official `check_run` example)."""
+    return copy.deepcopy(example("check_run")["check_run"]["app"])

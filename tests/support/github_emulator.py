@@ -1,10 +1,13 @@
 """A local, stateful GitHub REST API for tests: a real HTTP server on 127.0.0.1 that validates
 every request against GitHub's official REST description and answers from its examples.
 
-State: repositories (default branch, files per ref), pull requests (head sha, diff), comments,
-labels, check runs and commit statuses, collaborators' permissions. Faults can be injected per
-method and path: a status answered instead of (or after) doing the work, e.g. a 502 after
-creating a comment.
+State: repositories (default branch, branches, commits, files per ref, collaborators'
+permissions, workflows), pull requests (head and base, fork, author, diff), comments and their
+reactions, labels, check runs, commit statuses, and GitHub Actions: workflow dispatches, workflow
+runs and their artifacts (real zip files, downloaded through a redirect to a short-lived address,
+as GitHub does). Faults can be injected per method and path: a status answered instead of (or after)
+doing the work, e.g. a 502 after creating a comment; and a request can be held after its work is
+done, until the test lets it answer.
 
 It also plays github.com for a GitHub App's user authorization (the OAuth web flow, which is not
 part of the REST description): `/login/oauth/authorize` shows a form where the browser says who
@@ -37,6 +40,10 @@ from . import github_data
 
 GITHUB = "https://api.github.com"
 EXAMPLE_REPO = "octocat/Hello-World"
+ACTIONS_EXAMPLE_REPO = "octo-org/octo-repo"
+RUN_NAME = "perfbot bench ${{ inputs.correlation-id }}"
+CONTRACT_INPUTS = ("pr", "base-sha", "head-sha", "suites", "rounds", "max-rounds", "correlation-id")
+BLOB_PREFIX = "/_blobs/"  # the storage host GitHub redirects artifact downloads to
 _LOCK = threading.Lock()
 logging.getLogger("werkzeug").setLevel(logging.WARNING)  # no access log lines in test output
 _OPENAPI: OpenAPI | None = None
@@ -64,6 +71,17 @@ class Pull:
     state: str = "open"
     draft: bool = False
     base_ref: str = "main"
+    base_sha: str = "9" * 40
+    head_repo: str | None = ""  # "": the base repository; None: a deleted fork; else the fork's name
+    author: str = "octocat"
+
+
+@dataclass
+class Workflow:
+    id: int
+    file: str
+    run_name: str = RUN_NAME
+    inputs: tuple[str, ...] = CONTRACT_INPUTS
 
 
 @dataclass
@@ -72,6 +90,18 @@ class RepoState:
     default_branch: str = "main"
     files: dict[tuple[str, str], str] = field(default_factory=dict)  # (ref, path) -> text
     pulls: dict[int, Pull] = field(default_factory=dict)
+    branches: dict[str, str] = field(default_factory=dict)  # name -> head sha
+    parents: dict[str, list[str]] = field(default_factory=dict)  # sha -> parent shas
+    permissions: dict[str, str] = field(default_factory=dict)  # login -> admin | write | read
+    workflows: dict[str, Workflow] = field(default_factory=dict)  # file name -> workflow
+
+
+@dataclass
+class Hold:
+    method: str
+    path: re.Pattern[str]
+    release: threading.Event
+    reached: threading.Event
 
 
 @dataclass
@@ -114,13 +144,21 @@ class GitHubEmulator:
         self.requests: list[Recorded] = []
         self.invalid: list[str] = []
         self.faults: list[Fault] = []
+        self.holds: list[Hold] = []
+        self.reactions: list[dict] = []  # {"comment_id", "login", "content"}
+        self.dispatches: list[dict] = []  # {"repo", "workflow", "ref", "inputs", "run_id"}
+        self.runs: dict[int, dict] = {}
+        self.artifacts: dict[int, dict] = {}
+        self.blobs: dict[str, tuple[bytes, float]] = {}  # download token -> (zip, expiry)
+        self.run_details = True  # False: a GitHub Enterprise Server that refuses return_run_details
+        self.runs_listed = True  # False: dispatched runs are not listed yet (GitHub lists them a moment later)
+        self.app_slug = "perfbot"
         self.tokens = set(tokens or ())
         self.issued_tokens: list[str] = []
         self.app_id, self.app_public_key = app_id, app_public_key
         self.token_lifetime_s = token_lifetime_s
         self.token_owner = "octocat"  # the person a personal token belongs to
         self.diff_line_limit = diff_line_limit
-        self.permissions: dict[tuple[str, str], str] = {}  # (repo, login) -> admin | write | read
         self.oauth_apps: dict[str, str] = {}  # client id -> client secret
         self.oauth_codes: dict[str, tuple[str, str, str]] = {}  # code -> (login, client id, redirect)
         self.user_tokens: dict[str, str] = {}  # user token -> login
@@ -157,12 +195,44 @@ class GitHubEmulator:
         self.repos[repo].pulls[number] = Pull(number, head_sha, diff, **kw)
         return self.repos[repo].pulls[number]
 
-    def add_comment(self, repo: str, number: int, body: str, login: str, user_type: str = "User") -> dict:
-        """A comment written by someone else (``user_type`` 'User' or 'Bot'), not through the API."""
+    def add_workflow(self, repo: str, file: str = "perfbot-bench.yml", **kw) -> Workflow:
+        workflow = Workflow(next(self._ids), file, **kw)
+        self.repos[repo].workflows[file] = workflow
+        return workflow
+
+    def upload_artifact(self, repo: str, run_id: int, name: str, archive: bytes) -> dict:
+        """An artifact of a run, as `actions/upload-artifact` leaves it: a zip archive."""
+        artifact = _retarget(github_data.rest_example("artifact"), repo)
+        artifact_id = next(self._ids)
+        artifact.update(id=artifact_id, name=name, size_in_bytes=len(archive), expired=False,
+                        url=f"{GITHUB}/repos/{repo}/actions/artifacts/{artifact_id}",
+                        archive_download_url=f"{GITHUB}/repos/{repo}/actions/artifacts/{artifact_id}/zip")
+        artifact["workflow_run"] = {**artifact.get("workflow_run", {}), "id": run_id}
+        artifact["_repo"], artifact["_run"], artifact["_zip"] = repo, run_id, archive
+        self.artifacts[artifact_id] = artifact
+        return artifact
+
+    def complete_run(self, run_id: int, conclusion: str = "success") -> dict:
+        run = self.runs[run_id]
+        run.update(status="completed", conclusion=conclusion)
+        return self._public(run)
+
+    def hold(self, method: str, path: str) -> Hold:
+        """Hold the next matching request after its work is done, until ``release`` is set."""
+        held = Hold(method.upper(), re.compile(path), threading.Event(), threading.Event())
+        self.holds.append(held)
+        return held
+
+    def add_comment(self, repo: str, number: int, body: str, login: str, user_type: str = "User",
+                    app_id: int | None = None) -> dict:
+        """A comment written by someone else (``user_type`` 'User' or 'Bot'; ``app_id``: made
+        through that GitHub App), not through the API."""
         comment = _retarget(github_data.rest_example("issue-comment"), repo, number)
         comment_id = next(self._ids)
         comment.update(id=comment_id, body=body, url=f"{GITHUB}/repos/{repo}/issues/comments/{comment_id}")
         comment["user"] = {**comment["user"], "login": login, "type": user_type}
+        comment["performed_via_github_app"] = (
+            None if app_id is None else {**github_data.rest_example("integration"), "id": app_id})
         comment["_issue"] = (repo, number)
         self.comments[comment_id] = comment
         return comment
@@ -197,6 +267,9 @@ class GitHubEmulator:
     def checks_for(self, repo: str, sha: str) -> list[dict]:
         return [r for r in self.check_runs.values() if r["_repo"] == repo and r["head_sha"] == sha]
 
+    def reactions_on(self, comment_id: int) -> list[str]:
+        return [r["content"] for r in self.reactions if r["comment_id"] == comment_id]
+
     def writes(self) -> list[Recorded]:
         return [
             r
@@ -212,6 +285,8 @@ class GitHubEmulator:
         return response(environ, start_response)
 
     def _handle(self, request: Request) -> Response:
+        if request.path.startswith(BLOB_PREFIX):
+            return self._blob(request)
         body = request.get_data()
         recorded = Recorded(
             request.method,
@@ -279,6 +354,7 @@ class GitHubEmulator:
                     return _json(401, {"message": "Bad credentials"})
                 with self._lock:
                     response = handler(request, **{k: unquote(v) for k, v in match.groupdict().items()})
+                self._wait_if_held(request)
                 if fault is not None:
                     return _json(fault.status, fault.body, fault.headers)
                 return self._rewrite(response)
@@ -292,8 +368,17 @@ class GitHubEmulator:
                     return fault
         return None
 
+    def _wait_if_held(self, request: Request) -> None:
+        with self._lock:
+            held = next((h for h in self.holds if h.method == request.method and h.path.search(request.path)
+                         and not h.reached.is_set()), None)
+            if held is not None:
+                held.reached.set()
+        if held is not None:
+            held.release.wait(60)
+
     def _authorized(self, request: Request, handler) -> bool:
-        if handler == self.create_token or not self.tokens:
+        if handler in (self.create_token, self.get_app) or not self.tokens:
             return True
         scheme, _, token = request.headers.get("Authorization", "").partition(" ")
         return scheme.lower() in ("token", "bearer") and token in self.tokens
@@ -307,7 +392,7 @@ class GitHubEmulator:
 
     # handlers: App auth
 
-    def create_token(self, request: Request, installation_id: str) -> Response:
+    def _jwt_problem(self, request: Request) -> Response | None:
         scheme, _, token = request.headers.get("Authorization", "").partition(" ")
         if scheme != "Bearer":
             return _json(401, {"message": "A JSON web token could not be decoded"})
@@ -318,6 +403,18 @@ class GitHubEmulator:
                 return _json(401, {"message": f"'Expiration time' claim or signature invalid: {error}"})
             if str(claims.get("iss")) != str(self.app_id):
                 return _json(401, {"message": "Integration not found"})
+        return None
+
+    def get_app(self, request: Request) -> Response:
+        problem = self._jwt_problem(request)
+        if problem is not None:
+            return problem
+        return _json(200, {**github_data.rest_example("integration"), "id": self.app_id, "slug": self.app_slug})
+
+    def create_token(self, request: Request, installation_id: str) -> Response:
+        problem = self._jwt_problem(request)
+        if problem is not None:
+            return problem
         issued = f"ghs_emulated{installation_id}x{next(self._ids)}"
         self.tokens.add(issued)
         self.issued_tokens.append(issued)
@@ -337,10 +434,17 @@ class GitHubEmulator:
         token, else the token's owner."""
         token = request.headers.get("Authorization", "").partition(" ")[2]
         if token in self.issued_tokens:
-            return {"login": "perfbot[bot]", "type": "Bot"}
+            return {"login": f"{self.app_slug}[bot]", "type": "Bot"}
         if token in self.user_tokens:
             return {"login": self.user_tokens[token], "type": "User"}
         return {"login": self.token_owner, "type": "User"}
+
+    def _app_of(self, request: Request) -> dict | None:
+        """The App a request is performed via (comments made with an installation token say so)."""
+        token = request.headers.get("Authorization", "").partition(" ")[2]
+        if token not in self.issued_tokens:
+            return None
+        return {**github_data.rest_example("integration"), "id": self.app_id, "slug": self.app_slug}
 
     # handlers: the App's user authorization (github.com's web flow)
 
@@ -389,17 +493,6 @@ class GitHubEmulator:
             self.tokens.add(token)
         return _json(200, {"access_token": token, "token_type": "bearer", "scope": ""})
 
-    def get_permission(self, request: Request, owner: str, repo: str, username: str) -> Response:
-        full_name = f"{owner}/{repo}"
-        if full_name not in self.repos:
-            return _not_found()
-        permission = self.permissions.get((full_name, username), "none")
-        body = github_data.rest_example("repository-collaborator-permission-response-if-user-has-admin-permissions")
-        role = {"admin": "admin", "maintain": "maintain", "write": "write", "read": "read"}.get(permission, "none")
-        body.update(permission="write" if permission == "maintain" else permission, role_name=role)
-        body["user"] = {**body["user"], "login": username}
-        return _json(200, body)
-
     # handlers: pulls and contents
 
     def get_pull(self, request: Request, owner: str, repo: str, pull_number: str) -> Response:
@@ -419,6 +512,12 @@ class GitHubEmulator:
         body = _retarget(github_data.rest_example("pull-request"), state.full_name, pull.number)
         body.update(number=pull.number, state=pull.state, draft=pull.draft)
         body["head"]["sha"], body["base"]["ref"] = pull.head_sha, pull.base_ref
+        body["base"]["sha"] = pull.base_sha
+        body["user"] = {**body["user"], "login": pull.author}
+        if pull.head_repo is None:
+            body["head"]["repo"] = None
+        else:
+            body["head"]["repo"] = {**body["head"]["repo"], "full_name": pull.head_repo or state.full_name}
         return _json(200, body)
 
     def list_files(self, request: Request, owner: str, repo: str, pull_number: str) -> Response:
@@ -494,8 +593,22 @@ class GitHubEmulator:
         )
         comment["_issue"] = (state.full_name, pull.number)
         comment["user"] = {**comment["user"], **self._author(request)}
+        comment["performed_via_github_app"] = self._app_of(request)
         self.comments[comment_id] = comment
         return _json(201, self._public(comment))
+
+    def create_reaction(self, request: Request, owner: str, repo: str, comment_id: str) -> Response:
+        comment = self.comments.get(int(comment_id))
+        if comment is None or comment["_issue"][0] != f"{owner}/{repo}":
+            return _not_found()
+        content, login = request.get_json()["content"], self._author(request)["login"]
+        body = {**github_data.rest_example("reaction"), "content": content}
+        body["user"] = {**body["user"], "login": login}
+        seen = {"comment_id": int(comment_id), "login": login, "content": content}
+        if seen in self.reactions:
+            return _json(200, body)
+        self.reactions.append(seen)
+        return _json(201, body)
 
     def update_comment(self, request: Request, owner: str, repo: str, comment_id: str) -> Response:
         comment = self.comments.get(int(comment_id))
@@ -570,6 +683,8 @@ class GitHubEmulator:
             status=data.get("status", "queued"),
             conclusion=data.get("conclusion"),
             url=f"{GITHUB}/repos/{owner}/{repo}/check-runs/{run_id}",
+            details_url=data.get("details_url"),
+            external_id=data.get("external_id"),
         )
         run["output"] = {**run["output"], **data.get("output", {})}
         run["_repo"] = f"{owner}/{repo}"
@@ -581,7 +696,8 @@ class GitHubEmulator:
         if run is None:
             return _not_found()
         data = request.get_json()
-        run.update({k: v for k, v in data.items() if k in ("status", "conclusion", "name")})
+        run.update({k: v for k, v in data.items()
+                    if k in ("status", "conclusion", "name", "details_url", "external_id")})
         run["output"] = {**run["output"], **data.get("output", {})}
         return _json(200, self._public(run))
 
@@ -593,9 +709,147 @@ class GitHubEmulator:
             state=data["state"],
             context=data.get("context", "default"),
             description=data.get("description"),
+            target_url=data.get("target_url"),
         )
         self.statuses.append({**status, "_repo": f"{owner}/{repo}", "_sha": sha})
         return _json(201, status)
+
+    # handlers: repositories, commits, collaborators
+
+    def get_repo(self, request: Request, owner: str, repo: str) -> Response:
+        state = self.repos.get(f"{owner}/{repo}")
+        if state is None:
+            return _not_found()
+        body = _retarget(github_data.rest_example("full-repository"), state.full_name)
+        body.update(full_name=state.full_name, default_branch=state.default_branch)
+        return _json(200, body)
+
+    def get_branch(self, request: Request, owner: str, repo: str, branch: str) -> Response:
+        state = self.repos.get(f"{owner}/{repo}")
+        if state is None or branch not in state.branches:
+            return _json(404, {"message": "Branch not found"})
+        body = _retarget(github_data.rest_example("branch-get"), state.full_name)
+        body["name"] = branch
+        body["commit"] = {**body["commit"], "sha": state.branches[branch]}
+        return _json(200, body)
+
+    def get_commit(self, request: Request, owner: str, repo: str, ref: str) -> Response:
+        state = self.repos.get(f"{owner}/{repo}")
+        sha = state.branches.get(ref, ref) if state is not None else ref
+        if state is None or sha not in state.parents:
+            return _json(422, {"message": f"No commit found for SHA: {ref}"})
+        body = _retarget(github_data.rest_example("commit"), state.full_name)
+        template = body["parents"][0]
+        body.update(sha=sha, parents=[{**template, "sha": parent} for parent in state.parents[sha]])
+        return _json(200, body)
+
+    def get_permission(self, request: Request, owner: str, repo: str, username: str) -> Response:
+        state = self.repos.get(f"{owner}/{repo}")
+        if state is None or username not in state.permissions:
+            return _not_found()
+        permission = state.permissions[username]
+        body = github_data.rest_example("repository-collaborator-permission-response-if-user-has-admin-permissions")
+        body.update(permission="write" if permission == "maintain" else permission, role_name=permission)
+        body["user"] = {**body["user"], "login": username}
+        return _json(200, body)
+
+    # handlers: GitHub Actions
+
+    def dispatch_workflow(self, request: Request, owner: str, repo: str, workflow_id: str) -> Response:
+        state = self.repos.get(f"{owner}/{repo}")
+        workflow = self._workflow(state, workflow_id)
+        if workflow is None:
+            return _not_found()
+        data = request.get_json()
+        if "return_run_details" in data and not self.run_details:
+            return _json(422, {"message": 'Invalid request.\n\n"return_run_details" is not a permitted key.'})
+        if data["ref"] not in state.branches:
+            return _json(422, {"message": f"No ref found for: {data['ref']}"})
+        inputs = data.get("inputs") or {}
+        unexpected = sorted(set(inputs) - set(workflow.inputs))
+        if unexpected:
+            return _json(422, {"message": f"Unexpected inputs provided: {unexpected}"})
+        run = self._new_run(state, workflow, data["ref"], inputs)
+        self.dispatches.append({"repo": state.full_name, "workflow": workflow.file, "ref": data["ref"],
+                                "inputs": inputs, "run_id": run["id"]})
+        if not data.get("return_run_details"):
+            return Response(status=204)
+        return _json(200, {"workflow_run_id": run["id"], "run_url": run["url"], "html_url": run["html_url"]})
+
+    def _workflow(self, state: RepoState | None, workflow_id: str) -> Workflow | None:
+        if state is None:
+            return None
+        return next((w for w in state.workflows.values() if workflow_id in (w.file, str(w.id))), None)
+
+    def _new_run(self, state: RepoState, workflow: Workflow, ref: str, inputs: dict) -> dict:
+        run = _retarget(github_data.rest_example("workflow-run"), state.full_name)
+        run_id = next(self._ids)
+        title = re.sub(r"\$\{\{\s*inputs\.([\w-]+)\s*\}\}", lambda m: str(inputs.get(m[1], "")), workflow.run_name)
+        run.update(id=run_id, name="perfbot bench", display_title=title, event="workflow_dispatch",
+                   path=f".github/workflows/{workflow.file}", head_branch=ref, head_sha=state.branches[ref],
+                   status="queued", conclusion=None, workflow_id=workflow.id, run_attempt=1,
+                   url=f"{GITHUB}/repos/{state.full_name}/actions/runs/{run_id}",
+                   html_url=f"https://github.com/{state.full_name}/actions/runs/{run_id}",
+                   created_at=datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"))
+        run["_repo"] = state.full_name
+        self.runs[run_id] = run
+        return run
+
+    def list_workflow_runs(self, request: Request, owner: str, repo: str, workflow_id: str) -> Response:
+        state = self.repos.get(f"{owner}/{repo}")
+        workflow = self._workflow(state, workflow_id)
+        if workflow is None:
+            return _not_found()
+        event, branch = request.args.get("event"), request.args.get("branch")
+        found = [self._public(r) for r in sorted(self.runs.values(), key=lambda r: -r["id"])
+                 if r["_repo"] == state.full_name and r["workflow_id"] == workflow.id
+                 and event in (None, r["event"]) and branch in (None, r["head_branch"]) and self.runs_listed]
+        per_page = int(request.args.get("per_page", 30))
+        return _json(200, {"total_count": len(found), "workflow_runs": found[:per_page]})
+
+    def get_run(self, request: Request, owner: str, repo: str, run_id: str) -> Response:
+        run = self.runs.get(int(run_id))
+        if run is None or run["_repo"] != f"{owner}/{repo}":
+            return _not_found()
+        return _json(200, self._public(run))
+
+    def cancel_run(self, request: Request, owner: str, repo: str, run_id: str) -> Response:
+        run = self.runs.get(int(run_id))
+        if run is None or run["_repo"] != f"{owner}/{repo}":
+            return _not_found()
+        if run["status"] == "completed":
+            return _json(409, {"message": "Cannot cancel a workflow run that is completed."})
+        run.update(status="completed", conclusion="cancelled")
+        return _json(202, {})
+
+    def list_artifacts(self, request: Request, owner: str, repo: str, run_id: str) -> Response:
+        found = [self._public(a) for a in self.artifacts.values()
+                 if a["_repo"] == f"{owner}/{repo}" and a["_run"] == int(run_id)]
+        return _json(200, {"total_count": len(found), "artifacts": found})
+
+    def download_artifact(self, request: Request, owner: str, repo: str, artifact_id: str,
+                          archive_format: str) -> Response:
+        artifact = self.artifacts.get(int(artifact_id))
+        if artifact is None or artifact["_repo"] != f"{owner}/{repo}" or archive_format != "zip":
+            return _not_found()
+        if artifact["expired"]:
+            return _json(410, {"message": "Artifact has expired"})
+        token = secrets.token_urlsafe(16)
+        self.blobs[token] = (artifact["_zip"], time.monotonic() + 60)
+        return Response(status=302, headers={"Location": f"{self.base_url}{BLOB_PREFIX}{token}"})
+
+    def _blob(self, request: Request) -> Response:
+        """The storage behind an artifact's redirect: the address alone grants access, for a
+        minute; like GitHub's storage, it refuses requests that carry credentials."""
+        with self._lock:
+            self.requests.append(Recorded(request.method, request.path, "", None,
+                                          {"authorization": request.headers.get("Authorization", "")}))
+            found = self.blobs.get(request.path.removeprefix(BLOB_PREFIX))
+        if "Authorization" in request.headers:
+            return Response("Authentication information is not given in the correct format", 400)
+        if found is None or found[1] < time.monotonic():
+            return Response("The specified blob does not exist or has expired", 404)
+        return Response(found[0], 200, content_type="application/zip")
 
     # helpers
 
@@ -623,6 +877,18 @@ class GitHubEmulator:
 
 _ROUTES = [
     ("POST", "/app/installations/{installation_id}/access_tokens", "create_token"),
+    ("GET", "/app", "get_app"),
+    ("GET", "/repos/{owner}/{repo}", "get_repo"),
+    ("GET", "/repos/{owner}/{repo}/branches/{branch}", "get_branch"),
+    ("GET", "/repos/{owner}/{repo}/commits/{ref}", "get_commit"),
+    ("GET", "/repos/{owner}/{repo}/collaborators/{username}/permission", "get_permission"),
+    ("POST", "/repos/{owner}/{repo}/issues/comments/{comment_id}/reactions", "create_reaction"),
+    ("POST", "/repos/{owner}/{repo}/actions/workflows/{workflow_id}/dispatches", "dispatch_workflow"),
+    ("GET", "/repos/{owner}/{repo}/actions/workflows/{workflow_id}/runs", "list_workflow_runs"),
+    ("GET", "/repos/{owner}/{repo}/actions/runs/{run_id}", "get_run"),
+    ("POST", "/repos/{owner}/{repo}/actions/runs/{run_id}/cancel", "cancel_run"),
+    ("GET", "/repos/{owner}/{repo}/actions/runs/{run_id}/artifacts", "list_artifacts"),
+    ("GET", "/repos/{owner}/{repo}/actions/artifacts/{artifact_id}/{archive_format}", "download_artifact"),
     ("GET", "/user", "get_user"),
     ("GET", "/repos/{owner}/{repo}/pulls/{pull_number}", "get_pull"),
     ("GET", "/repos/{owner}/{repo}/pulls/{pull_number}/files", "list_files"),
@@ -637,7 +903,6 @@ _ROUTES = [
     ("POST", "/repos/{owner}/{repo}/check-runs", "create_check_run"),
     ("PATCH", "/repos/{owner}/{repo}/check-runs/{check_run_id}", "update_check_run"),
     ("POST", "/repos/{owner}/{repo}/statuses/{sha}", "create_status"),
-    ("GET", "/repos/{owner}/{repo}/collaborators/{username}/permission", "get_permission"),
 ]
 # github.com's pages for the App's user authorization: outside the REST API, not validated.
 _WEB_ROUTES = [
@@ -653,8 +918,9 @@ def _compile(template: str) -> re.Pattern[str]:
 
 
 def _retarget(body: dict, repo: str, number: int | None = None) -> dict:
-    """An example re-pointed from octocat/Hello-World (and its #1347) to the emulated repo and PR."""
-    text = json.dumps(body).replace(EXAMPLE_REPO, repo)
+    """An example re-pointed from octocat/Hello-World or octo-org/octo-repo (and its #1347) to the
+    emulated repo and PR."""
+    text = json.dumps(body).replace(EXAMPLE_REPO, repo).replace(ACTIONS_EXAMPLE_REPO, repo)
     if number is not None:
         text = re.sub(r"/(pulls|issues|pull)/1347\b", rf"/\g<1>/{number}", text)
     return json.loads(text)

@@ -44,8 +44,8 @@ def make(database_url, tmp_path, emulator, anonymous: str = "public") -> Dashboa
     emulator.add_oauth_app(CLIENT_ID, CLIENT_SECRET)
     for repo in (PUBLIC, dashboard_data.REPOS[1], PRIVATE):
         emulator.add_repo(repo)
-    emulator.permissions.update({(PUBLIC, "maintainer"): "write", (PRIVATE, "maintainer"): "admin",
-                                 (PUBLIC, "reader"): "read"})
+    emulator.repos[PUBLIC].permissions.update({"maintainer": "write", "reader": "read"})
+    emulator.repos[PRIVATE].permissions["maintainer"] = "admin"
     return Dashboard(create_app(settings, runtime.services).test_client(), emulator, data, runtime)
 
 

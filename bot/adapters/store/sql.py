@@ -29,12 +29,34 @@ from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
 
-from bot.service.ports import Delivery, Merge, Reason, Repository, Review, Store
+from bot.service.ports import (
+    Ack,
+    BenchRequest,
+    BenchResult,
+    Delivery,
+    Merge,
+    Reason,
+    Repository,
+    Review,
+    Store,
+)
 
 from ..sqlite_files import AUTOCHECKPOINT_PAGES, WriterLock, lock_file_beside
 from . import migrate
 from .dashboard import DashboardQueries
-from .tables import Base, DeliveryRow, MergeRow, RepositoryRow, ReviewRow
+from .tables import (
+    AckRow,
+    ApprovalRow,
+    Base,
+    BenchRequestRow,
+    BenchResultRow,
+    DeliveryRow,
+    MergeRow,
+    MetricPointRow,
+    RepositoryRow,
+    ReviewRow,
+    WorkKeyRow,
+)
 
 PENDING, DONE, FAILED = "pending", "done", "failed"
 
@@ -300,6 +322,138 @@ class SqlStore(DashboardQueries, Store):
                 for r in session.scalars(query)
             ]
 
+    # benchmarks
+
+    def open_bench_request(self, request) -> tuple[BenchRequest, bool]:
+        now = _now()
+        row = BenchRequestRow(
+            correlation_id=request.correlation_id, repo=request.repo,
+            installation_id=request.installation_id, number=request.number, base_sha=request.base_sha,
+            head_sha=request.head_sha, suites=json.dumps(list(request.suites)), rounds=request.rounds,
+            max_rounds=request.max_rounds, trigger=request.trigger, requested_by=request.requested_by,
+            comment_id=request.comment_id, status=request.status, run_id=request.run_id,
+            run_url=request.run_url, check_run_id=request.check_run_id, conclusion=request.conclusion,
+            error=request.error, created_at=request.created_at, updated_at=now,
+            completed_at=request.completed_at)
+        try:
+            with self._session() as session:
+                session.add(row)
+                session.flush()
+                return _bench_request(row), True
+        except IntegrityError:
+            existing = self.bench_request(request.correlation_id)
+            if existing is None:  # the unique key was not the correlation id: not a replay
+                raise
+            return existing, False
+
+    def bench_request(self, correlation_id) -> BenchRequest | None:
+        with self._session() as session:
+            row = session.scalar(_request_by_id(correlation_id))
+            return None if row is None else _bench_request(row)
+
+    def update_bench_request(self, request) -> None:
+        with self._session() as session:
+            _update_request(session, request)
+
+    def bench_requests(self, repo, number) -> list[BenchRequest]:
+        at = BenchRequestRow.number.is_(None) if number is None else BenchRequestRow.number == number
+        query = (select(BenchRequestRow).where(BenchRequestRow.repo == repo, at)
+                 .order_by(BenchRequestRow.id.desc()))
+        with self._session() as session:
+            return [_bench_request(row) for row in session.scalars(query)]
+
+    def last_command(self, repo, *, user=None, number=None) -> datetime | None:
+        query = select(func.max(BenchRequestRow.created_at)).where(
+            BenchRequestRow.repo == repo, BenchRequestRow.trigger == "command")
+        if user is not None:
+            query = query.where(BenchRequestRow.requested_by == user)
+        if number is not None:
+            query = query.where(BenchRequestRow.number == number)
+        with self._session() as session:
+            return _utc(session.scalar(query))
+
+    def complete_bench_request(self, request, results, points, work_key) -> bool:
+        now = _now()
+        try:
+            with self._session() as session:
+                session.add(WorkKeyRow(key=work_key, created_at=now))
+                session.flush()
+                row = _update_request(session, request)
+                for result in results:
+                    stored = BenchResultRow(
+                        request_id=row.id, repo=row.repo, number=row.number, suite=result.suite,
+                        base_sha=result.base_sha, head_sha=result.head_sha, verdict=result.verdict,
+                        headline_metric=result.headline_metric, headline_change=result.headline_change,
+                        comparison=result.comparison, on_default_branch=result.on_default_branch,
+                        created_at=now)
+                    session.add(stored)
+                    session.flush()
+                    session.add_all(
+                        MetricPointRow(result_id=stored.id, repo=row.repo, suite=p.suite, metric=p.metric,
+                                       unit=p.unit, better=p.better, sha=p.sha, value=p.value,
+                                       measured_at=now)
+                        for p in points if p.suite == result.suite)
+        except IntegrityError:
+            if self.work_done(work_key):
+                return False
+            raise
+        return True
+
+    def bench_results(self, request_id) -> list[BenchResult]:
+        query = (select(BenchResultRow).where(BenchResultRow.request_id == request_id)
+                 .order_by(BenchResultRow.id))
+        with self._session() as session:
+            return [BenchResult(r.suite, r.base_sha, r.head_sha, r.verdict, r.headline_metric,
+                                r.headline_change, r.comparison, r.on_default_branch)
+                    for r in session.scalars(query)]
+
+    def claim_work(self, key) -> bool:
+        try:
+            with self._session() as session:
+                session.add(WorkKeyRow(key=key, created_at=_now()))
+        except IntegrityError:
+            return False
+        return True
+
+    def work_done(self, key) -> bool:
+        with self._session() as session:
+            return session.get(WorkKeyRow, key) is not None
+
+    def prune_work(self, now, older_than_s) -> int:
+        with self._transaction() as connection:
+            cutoff = now - timedelta(seconds=older_than_s)
+            return connection.execute(delete(WorkKeyRow).where(WorkKeyRow.created_at < cutoff)).rowcount
+
+    def add_ack(self, ack, work_key) -> bool:
+        try:
+            with self._session() as session:
+                session.add(WorkKeyRow(key=work_key, created_at=_now()))
+                session.add(AckRow(repo=ack.repo, number=ack.number, head_sha=ack.head_sha, user=ack.user,
+                                   reason=ack.reason, comment_id=ack.comment_id, created_at=ack.created_at))
+        except IntegrityError:
+            return False
+        return True
+
+    def acks(self, repo, number) -> list[Ack]:
+        query = select(AckRow).where(AckRow.repo == repo, AckRow.number == number).order_by(AckRow.id)
+        with self._session() as session:
+            return [Ack(r.repo, r.number, r.head_sha, r.user, r.reason, r.comment_id,
+                        _utc(r.created_at) or _now()) for r in session.scalars(query)]
+
+    def approve(self, repo, number, head_sha, by) -> None:
+        try:
+            with self._session() as session:
+                session.add(ApprovalRow(repo=repo, number=number, head_sha=head_sha, approved_by=by,
+                                        created_at=_now()))
+        except IntegrityError:
+            pass  # approved before: an approval is a fact about the commit, not about who said it first
+
+    def approved(self, repo, number, head_sha) -> bool:
+        query = select(ApprovalRow.id).where(
+            ApprovalRow.repo == repo, ApprovalRow.number == number, ApprovalRow.head_sha == head_sha)
+        with self._session() as session:
+            return session.scalar(query) is not None
+
     def ping(self) -> None:
         with self.engine.connect() as connection:
             connection.execute(text("SELECT 1"))
@@ -308,6 +462,32 @@ class SqlStore(DashboardQueries, Store):
 def _reasons(text: str | None) -> tuple[Reason, ...]:
     items = json.loads(text) if text else []
     return tuple(Reason(i["rule"], i["weight"], i["reason"]) for i in items)
+
+
+def _bench_request(row: BenchRequestRow) -> BenchRequest:
+    return BenchRequest(
+        correlation_id=row.correlation_id, repo=row.repo, installation_id=row.installation_id,
+        number=row.number, base_sha=row.base_sha, head_sha=row.head_sha,
+        suites=tuple(json.loads(row.suites)),
+        rounds=row.rounds, max_rounds=row.max_rounds, trigger=row.trigger, requested_by=row.requested_by,
+        comment_id=row.comment_id, status=row.status, created_at=_utc(row.created_at) or _now(),
+        run_id=row.run_id, run_url=row.run_url, check_run_id=row.check_run_id, conclusion=row.conclusion,
+        error=row.error, completed_at=_utc(row.completed_at), id=row.id)
+
+
+def _request_by_id(correlation_id: str):
+    return select(BenchRequestRow).where(BenchRequestRow.correlation_id == correlation_id)
+
+
+def _update_request(session: Session, request: BenchRequest) -> BenchRequestRow:
+    row = session.scalar(_request_by_id(request.correlation_id))
+    if row is None:
+        raise KeyError(f"no bench request {request.correlation_id}")
+    row.status, row.run_id, row.run_url = request.status, request.run_id, request.run_url
+    row.check_run_id, row.conclusion = request.check_run_id, request.conclusion
+    row.error = None if request.error is None else request.error[:4000]
+    row.completed_at, row.updated_at = request.completed_at, _now()
+    return row
 
 
 def _pull_request_row(session, table, repo: str, number: int):

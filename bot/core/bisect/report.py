@@ -7,6 +7,11 @@ metric regressed against GOOD, ``ok`` when it is unchanged (or better); when the
 cannot decide, it is put on the side it is closer to, on a ratio scale: beyond the geometric
 midpoint of GOOD (1) and the GOOD..BAD ratio, it counts as bad. A probe with no successful rounds
 is ``skipped`` (the commit did not build or run).
+
+The conclusion says what the statistics said: the culprit is **confirmed** only when its run
+against its parent is a regression verdict; **likely** when that run leaned towards the
+regression without deciding it; otherwise not confirmed. Probes placed by leaning are named in
+the notes.
 """
 
 from __future__ import annotations
@@ -112,12 +117,25 @@ def conclude(step: Culprit | GiveUp, *, good: str, bad: str, suite: str, metric:
         raise ValueError(f"the culprit {culprit.sha[:10]} needs its confirmation against {parent[:10]}")
     runs = (*measurements, confirmation)
     change = percent(confirmation.ratio - 1 if confirmation.ratio is not None else None)
-    verdict = "confirmed" if confirmation.outcome == "bad" else "NOT confirmed against its parent"
     conclusion = (f"first bad commit {culprit.sha[:10]} ({culprit.subject}): {metric} {change} "
-                  f"against its parent, {verdict}")
+                  f"against its parent, {_confirmed(confirmation)}")
+    leaning = [f"{m.purpose} {m.head[:10]} was inconclusive ({percent(m.ratio - 1 if m.ratio else None)}); "
+               f"it was counted {m.outcome} by the side it leaned to" for m in runs
+               if m.purpose in ("probe", "confirm") and m.verdict == "inconclusive"
+               and m.outcome in ("bad", "ok")]
     return BisectReport(good, bad, suite, metric, len(commits), culprit, parent, runs,
                         plain_probes(len(commits), list(commits).index(culprit.sha)), conclusion,
-                        notes=notes)
+                        notes=notes + tuple(leaning))
+
+
+def _confirmed(confirmation: Measurement) -> str:
+    """What the culprit's run against its parent established, in words that claim no more."""
+    if confirmation.verdict == "regression":
+        return "confirmed"
+    if confirmation.outcome == "bad":
+        return ("likely, not confirmed: the run against its parent leaned towards the regression "
+                "but did not decide it (more rounds would)")
+    return "NOT confirmed against its parent"
 
 
 def probe_as_confirmation(measurements: Sequence[Measurement], parent: str,

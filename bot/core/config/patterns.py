@@ -55,7 +55,8 @@ def scoped_flags(pattern: str) -> str:
 
 
 def glob_regex(globs: Iterable[str]) -> re2._Regexp:
-    """One RE2 regex matching a path when any of the gitignore-style ``globs`` matches it.
+    """One RE2 regex that finds (`search`, as pathspec does: ``*/`` is unanchored) a path when
+    any of the gitignore-style ``globs`` matches it.
 
     Negated globs (``!x``) are left out: a rule's globs list what it matches.
     """

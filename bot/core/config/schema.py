@@ -120,6 +120,10 @@ class RiskConfig(_Strict):
     weights: dict[str, Annotated[float, Field(ge=0, le=100)]] = Field(
         default={}, description="New weights for rules, by id."
     )
+    comment: Literal["none", "low", "medium", "high"] = Field(
+        default="medium", description="The lowest risk level for which a new PR comment is written "
+                                      "('none': every pull request). An existing comment is always "
+                                      "kept up to date; the check run and label are always published.")
 
 
 SuiteKind = Literal["command", "verify-step", "sglang-eagle3"]
@@ -131,10 +135,16 @@ FORBIDDEN_ENV_PREFIXES = ("GITHUB_", "ACTIONS_", "RUNNER_")
 
 
 class MetricDeclaration(_Strict):
-    """What a number means: its unit and which direction is better."""
+    """What a number means: its unit, which direction is better, and what the verdict makes of it."""
 
     unit: Annotated[str, Field(max_length=20)] = ""
     better: Literal["lower", "higher"]
+    role: Literal["headline", "primary", "diagnostic"] | None = Field(
+        default=None, description="primary: the verdict is about it (headline: the one it names "
+                                  "first); diagnostic: reported, never decides the verdict. "
+                                  "Default: primary.")
+    mode: Annotated[str, Field(max_length=40)] | None = Field(
+        default=None, description="How the engine ran when this was measured, named in reports.")
 
 
 class _SuiteCommon(_Strict):
@@ -167,6 +177,12 @@ class VerifyStepSuite(_SuiteCommon):
     warmup_iters: Annotated[int, Field(ge=0)] = 10
     dtype: Literal["bfloat16", "float16", "float32"] = "bfloat16"
     cuda_graphs: bool = True
+    graph: Literal["full", "piecewise", "eager"] | None = Field(
+        default=None, description="How the engine runs a verify pass, which cycle_ms and tok_s "
+                                  "follow: one CUDA graph (full), graphed pieces with eager "
+                                  "allreduces between them (piecewise), or no graphs (eager). "
+                                  "Default: piecewise, SGLang's default, where CUDA graphs can run; "
+                                  "eager on CPU or with cuda_graphs: false.")
     allreduce: Annotated[str, Field(pattern=r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")] | None = Field(
         default=None, description="MODULE:FUNCTION of the repository under test that every allreduce "
                                   "goes through (default: torch.distributed.all_reduce).")
@@ -174,6 +190,12 @@ class VerifyStepSuite(_SuiteCommon):
                         "moe_intermediate", "context", "vocab", "batch", "num_steps", "draft_topk",
                         "num_draft_tokens"], Annotated[int, Field(ge=1)]] = {}
     accept_length: Annotated[float, Field(ge=1)] | None = None
+
+    @model_validator(mode="after")
+    def _graphs_for_the_mode(self) -> VerifyStepSuite:
+        if not self.cuda_graphs and self.graph in ("full", "piecewise"):
+            raise ValueError(f"graph: {self.graph} needs CUDA graphs, but cuda_graphs is false")
+        return self
 
 
 class SglangEagle3Suite(_SuiteCommon):
@@ -196,8 +218,52 @@ class SglangEagle3Suite(_SuiteCommon):
 SuiteConfig = Annotated[CommandSuite | VerifyStepSuite | SglangEagle3Suite, Field(discriminator="kind")]
 
 
+TriggerLevel = Literal["low", "medium", "high", "never"]
+_WORKFLOW_FILE = r"^[A-Za-z0-9._-]+\.ya?ml$"
+
+
+class Cooldowns(_Strict):
+    """How soon after a `/bench` the next one is accepted, in seconds (0: at once)."""
+
+    user: Annotated[int, Field(ge=0, le=7 * 86_400)] = Field(
+        default=300, description="Seconds between two `/bench` of one person in this repository.")
+    pr: Annotated[int, Field(ge=0, le=7 * 86_400)] = Field(
+        default=300, description="Seconds between two `/bench` on one pull request.")
+
+
+class DispatchConfig(_Strict):
+    """The ``bench.dispatch`` section: when the bot starts the benchmark workflow on the GPU runners,
+    with what, and what a result does to the pull request."""
+
+    workflow: Annotated[str, Field(pattern=_WORKFLOW_FILE, max_length=100)] = Field(
+        default="perfbot-bench.yml",
+        description="File name of the benchmark workflow in .github/workflows on the default branch.")
+    suites: list[Annotated[str, Field(pattern=r"^[A-Za-z0-9._-]{1,64}$")]] = Field(
+        default=[], max_length=20,
+        description="Suites a `/bench` without names and an automatic run measure (default: every "
+                    "suite of bench.suites, else verify-step).")
+    auto: TriggerLevel = Field(
+        default="high", description="Risk level from which a trusted author's pull request is "
+                                    "benchmarked on every push without asking ('never': only `/bench`).")
+    on_merge: TriggerLevel = Field(
+        default="high", description="Risk level from which a merged pull request's merge commit is "
+                                    "benchmarked against its first parent, for the default branch's history.")
+    schedule: Literal["never", "daily", "weekly"] = Field(
+        default="never", description="Benchmark the default branch's head on this schedule.")
+    schedule_hour: Annotated[int, Field(ge=0, le=23)] = Field(
+        default=3, description="Hour of the day (UTC) from which the scheduled run is started; "
+                               "weekly runs start on Mondays.")
+    gate: bool = Field(
+        default=False, description="A confirmed regression fails the `perfbot / bench` check (else it is "
+                                   "neutral and informs).")
+    max_rounds: Annotated[int, Field(ge=1, le=1000)] = Field(
+        default=50, description="The most rounds per side a `/bench --rounds` or `--max-rounds` may ask for.")
+    cooldown: Cooldowns = Cooldowns()
+
+
 class BenchConfig(_Strict):
-    """The ``bench`` section: named suites and the defaults of `perfbot bench run`."""
+    """The ``bench`` section: named suites, the defaults of `perfbot bench run`, and when the bot
+    dispatches benchmarks (``dispatch``)."""
 
     suites: dict[Annotated[str, Field(pattern=_SUITE_NAME, max_length=60)], SuiteConfig] = Field(
         default={}, description="Suites by name; a name of a built-in suite changes its options.")
@@ -220,6 +286,12 @@ class BenchConfig(_Strict):
                 raise ValueError(f"{name}: GITHUB_*, ACTIONS_* and RUNNER_* variables are never given to "
                                  f"benchmarks")
         return names
+    dispatch: DispatchConfig = DispatchConfig()
+
+
+def reaches(level: str, trigger: TriggerLevel) -> bool:
+    """Whether a risk ``level`` ('none' ... 'high') is at or above a dispatch ``trigger`` level."""
+    return trigger != "never" and LEVELS.index(level) >= LEVELS.index(trigger)
 
 
 class RepoConfig(_Strict):

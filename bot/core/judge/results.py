@@ -78,9 +78,31 @@ def _count_leaves(value: Any, depth: int) -> int:
     return 1
 
 
+Role = Literal["headline", "primary", "diagnostic"]
+_UNSET = {"exclude_if": lambda value: value is None}  # optional fields a file leaves out when unset
+
+
 class MetricSpec(_Model):
+    """What a metric's numbers mean: unit, direction, and (optionally) what the verdict makes of it.
+
+    ``role``: ``headline`` (the metric the suite's verdict speaks about first; a primary),
+    ``primary`` (the verdict is about it), ``diagnostic`` (reported, explains, never decides the
+    verdict); unset in files written before roles existed (`role_of` then decides). ``mode``: how the
+    engine ran when the metric was measured (``piecewise``), named beside it in reports.
+    """
+
     unit: Annotated[str, Field(max_length=32)]
     better: Literal["lower", "higher"]
+    role: Annotated[Role | None, Field(**_UNSET)] = None
+    mode: Annotated[str | None, Field(max_length=40, **_UNSET)] = None
+
+
+class RoundSpread(_Model):
+    """How precisely one round measured one metric: the standard error of the round's value (in the
+    metric's unit) from the scatter of its ``calls`` timed calls."""
+
+    se: Annotated[float, Field(ge=0, allow_inf_nan=False)]
+    calls: Annotated[int, Field(ge=1)]
 
 
 class Round(_Model):
@@ -91,12 +113,13 @@ class Round(_Model):
     ok: bool
     error: ErrorText = None
     metrics: dict[MetricName, Any] = {}
+    spread: Annotated[dict[MetricName, RoundSpread] | None, Field(**_UNSET)] = None
 
     @model_validator(mode="before")
     @classmethod
     def _drop_failed_metrics(cls, data: Any) -> Any:
         if isinstance(data, dict) and data.get("ok") is False:
-            return {**data, "metrics": {}}
+            return {**data, "metrics": {}, "spread": None}
         return data
 
     @model_validator(mode="after")
@@ -106,6 +129,9 @@ class Round(_Model):
                 raise ValueError(f"metric {name}: must be a number, got {type(value).__name__}")
             if not math.isfinite(value) or value < 0:
                 raise ValueError(f"metric {name}: must be a finite number >= 0, got {value!r}")
+        unmeasured = sorted(set(self.spread or {}) - set(self.metrics))
+        if unmeasured:
+            raise ValueError(f"spread of {unmeasured[0]}: the round did not measure it")
         return self
 
 
@@ -185,8 +211,37 @@ class Results(_Model):
         """The successful measurements of one metric on one side, in round order."""
         return [float(r.metrics[metric]) for r in self.rounds_of(side) if r.ok and metric in r.metrics]
 
+    def spreads(self, side: Side, metric: str) -> list[float] | None:
+        """The standard errors of `values` (same rounds, same order), or None unless every one of
+        those rounds recorded its spread."""
+        errors = [r.spread.get(metric) if r.spread else None
+                  for r in self.rounds_of(side) if r.ok and metric in r.metrics]
+        if not errors or any(e is None for e in errors):
+            return None
+        return [e.se for e in errors if e is not None]
+
+    def role(self, metric: str) -> Role:
+        """The metric's role: as declared, else `role_of` its name."""
+        return self.metrics[metric].role or role_of(metric)
+
     def failures(self, side: Side) -> list[Round]:
         return [r for r in self.rounds_of(side) if not r.ok]
+
+
+# Roles of the built-in suites' metric names, for files that do not declare them (written before
+# roles existed). Timings bound by the host (an eager pass launched from Python) or by when the
+# ranks meet (a single collective call) are diagnostics; every other metric is primary.
+_DIAGNOSTICS = frozenset(("verify_eager_ms", "allreduce_us", "allreduce_verify_us", "allreduce_draft_us",
+                          "draft_ms", "spec_tok_s", "spec_speedup", "ttft_ms", "baseline_ttft_ms"))
+
+
+def role_of(metric: str) -> Role:
+    """The role of a metric whose file declares none: ``cycle_ms`` is the headline of both EAGLE-3
+    suites; the built-in suites' host- or launch-bound and derived metrics are diagnostics; any
+    other metric is primary."""
+    if metric == "cycle_ms":
+        return "headline"
+    return "diagnostic" if metric in _DIAGNOSTICS else "primary"
 
 
 def load(data: str | bytes, source: str = "results") -> Results:

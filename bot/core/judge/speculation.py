@@ -57,6 +57,9 @@ ROLES: dict[str, MetricRole] = {
     "tok_s": MetricRole("EAGLE-3 decoding", "rate",
                         "tokens per second for the configured accept length (verify-step suite)"),
 }
+# How the engine ran a measurement (a results file's metric ``mode``), in words.
+MODES = {"full": "with one CUDA graph per pass", "piecewise": "with piecewise CUDA graphs",
+         "eager": "in eager mode"}
 CYCLE_PARTS = ("verify_ms", "verify_graph_ms", "verify_piecewise_ms", "verify_eager_ms", "draft_ms",
                "allreduce_us", "allreduce_verify_us", "allreduce_draft_us")
 SPECULATION_METRICS = frozenset(("spec_tok_s", "spec_speedup", "accept_length", "cycle_ms"))
@@ -66,9 +69,9 @@ class Judged(Protocol):
     """What this module reads of a per-metric judgement (`stats.MetricJudgement` fits)."""
 
     @property
-    def base_median(self) -> float | None: ...
+    def base_center(self) -> float | None: ...
     @property
-    def head_median(self) -> float | None: ...
+    def head_center(self) -> float | None: ...
     @property
     def change(self) -> float | None: ...
     @property
@@ -105,6 +108,13 @@ def label(name: str) -> str:
     return role.label if role else name
 
 
+def mode_phrase(mode: str | None) -> str:
+    """' with piecewise CUDA graphs' for a metric measured in that mode; '' without one."""
+    if not mode:
+        return ""
+    return " " + MODES.get(mode, f"in {mode} mode")
+
+
 def judge(metrics: Mapping[str, Judged], min_effect: float) -> SpeculationJudgement | None:
     """Speculation verdict in words, or None when the run measured no speculation metric."""
     if not SPECULATION_METRICS & metrics.keys():
@@ -124,10 +134,10 @@ def _stopped_paying(before: Status | None, after: Status | None) -> bool:
 def _speedups(metrics: Mapping[str, Judged]) -> tuple[float | None, float | None]:
     spec, plain = metrics.get("spec_tok_s"), metrics.get("baseline_tok_s")
     if spec and plain:
-        return _ratio(spec.base_median, plain.base_median), _ratio(spec.head_median, plain.head_median)
+        return _ratio(spec.base_center, plain.base_center), _ratio(spec.head_center, plain.head_center)
     speedup = metrics.get("spec_speedup")
     if speedup:
-        return speedup.base_median, speedup.head_median
+        return speedup.base_center, speedup.head_center
     return None, None
 
 
@@ -171,8 +181,8 @@ def _versus(metrics: Mapping[str, Judged], side: str, speedup: float, brief: boo
     faster = f"{abs(speedup - 1):.0%} {'faster' if speedup >= 1 else 'slower'}"
     spec, plain = metrics.get("spec_tok_s"), metrics.get("baseline_tok_s")
     if spec and plain:
-        spec_value = spec.base_median if side == "base" else spec.head_median
-        plain_value = plain.base_median if side == "base" else plain.head_median
+        spec_value = spec.base_center if side == "base" else spec.head_center
+        plain_value = plain.base_center if side == "base" else plain.head_center
         if brief:
             return f"{number(spec_value)} vs {number(plain_value)} {plain.unit}, {faster}"
         return (f"EAGLE-3 decodes at {number(spec_value)} {spec.unit}, {faster} than the "
@@ -219,7 +229,7 @@ def _cause_sentences(metrics: Mapping[str, Judged], cause: Cause, min_effect: fl
     if cause in ("cycle_time", "both") and cycle is not None and _changed(cycle):
         same = ""
         if accept is not None and _steady(accept, min_effect):
-            same = f" at the same accept length ({number(accept.head_median)})"
+            same = f" at the same accept length ({number(accept.head_center)})"
         sentences.append(f"Cycle time {_moved(cycle)}{same}: a kernel or communication "
                          "change, not the draft.")
     parts = [p for p in CYCLE_PARTS if _changed(metrics.get(p))]
@@ -240,5 +250,5 @@ def _moved(metric: Judged) -> str:
     change = metric.change or 0.0
     verb = "grew" if change > 0 else "fell"
     unit = f" {metric.unit}" if metric.unit else ""
-    return (f"{verb} from {number(metric.base_median)} to {number(metric.head_median)}{unit} "
+    return (f"{verb} from {number(metric.base_center)} to {number(metric.head_center)}{unit} "
             f"({percent(change)})")

@@ -2,30 +2,31 @@
 
 Method (docs/statistics.md has the reasoning and the calibration):
 
-- Rounds that failed and values that are not finite are left out, and so are far outliers:
-  rounds more than 5 robust deviations (scaled MAD) from the median of both sides pooled, at most
-  20% of the rounds (`_trim`). The location is the **median**, the change is the ratio of medians
-  ``head / base`` with a percentile **bootstrap** confidence interval (`scipy.stats.bootstrap`,
-  resampling each side independently, seeded by the caller).
-- Significance: the **Mann-Whitney U** rank test (two-sided, robust to outliers and odd shapes)
-  and **Welch's t-test on the logarithms** (which can decide from 5 rounds, where an exact rank
-  test cannot go below p = 0.008), Bonferroni-combined: ``p = min(1, 2 * min(p_mwu, p_t))``, so
-  taking the better of the two keeps the false-alarm rate. The two-sample **Kolmogorov-Smirnov**
-  test is computed too, but only flags a change of shape (a bimodal head, more spread) that the
-  medians do not show: a shape change alone is not a regression of the median.
-- Verdicts, direction-aware (``better``: ``lower`` or ``higher``):
+- Rounds that failed and values that are not finite are left out, and so are far outliers once
+  there are `TRIM_ROUNDS` rounds per side: rounds more than 5 robust deviations (scaled MAD) from the
+  median of both sides pooled, at most 20% of the rounds (`_trim`).
+- The change: the **round model** (`model`): a random-effects model of the log round values with
+  the round as the unit of replication, rounds weighted by the spread of their timed calls when
+  the runner recorded it; the change is ``exp(head mean - base mean)`` with a t interval and a
+  t-test on ``rounds - 2`` degrees of freedom.
+- Verdicts, direction-aware (``better``: ``lower`` or ``higher``), from `MIN_ROUNDS` rounds per side:
   ``regression`` / ``improvement``: significant at ``alpha`` AND ``|ratio - 1| >= min_effect``;
-  ``unchanged``: the confidence interval lies inside ``(1 - min_effect, 1 + min_effect)``;
+  ``unchanged``: the confidence interval lies inside ``(1 - min_effect, 1 + min_effect)`` (an
+  equivalence test, TOST);
   ``inconclusive``: neither, with an estimate of the extra rounds per side likely to decide;
   ``error``: no measurement on one side, or a ratio that cannot be formed.
-  Nothing but ``inconclusive`` or ``error`` is said with fewer than `MIN_ROUNDS` rounds per side.
-- Several metrics: p-values are adjusted with **Holm**'s step-down method, which bounds the chance
-  of any false alarm across all metrics of a comparison by ``alpha``, whatever their correlation.
+- Roles: a results file declares its metrics **primary** (the verdict is about them; the
+  ``headline`` one first) or **diagnostic** (reported, explaining, never deciding). The overall
+  verdict follows the primary metrics only. p-values are adjusted with **Holm**'s step-down method
+  within each of the two families, which bounds the chance of any false alarm among the primary
+  metrics (and, separately, among the diagnostics) by ``alpha``; metrics whose rounds move in
+  lockstep (``tok_s`` is a fixed multiple of ``1 / cycle_ms``) are one hypothesis, not two. The
+  Kolmogorov-Smirnov test only flags a change of shape, in a note.
 - Environment: if base and head ran in materially different environments, or a setting changed
   during the run (`envdiff`), no claim is made: regressions and improvements become
   ``inconclusive``, the overall verdict is ``inconclusive``, and a warning says why.
 
-The core never reads the clock or the environment: randomness comes only from ``seed``.
+The core never reads the clock or the environment, and the judgement is deterministic.
 """
 
 from __future__ import annotations
@@ -40,8 +41,8 @@ from typing import Any, Literal
 import numpy as np
 from scipy import stats as scipy_stats
 
-from bot.core.judge import envdiff, speculation
-from bot.core.judge.results import SIDES, Results
+from bot.core.judge import envdiff, model, speculation
+from bot.core.judge.results import SIDES, Results, Role
 
 Verdict = Literal["regression", "improvement", "unchanged", "inconclusive", "error"]
 Better = Literal["lower", "higher"]
@@ -49,17 +50,21 @@ Better = Literal["lower", "higher"]
 DEFAULT_MIN_EFFECT = 0.02
 DEFAULT_ALPHA = 0.01
 DEFAULT_CONFIDENCE = 0.95
+# Kept for callers that pass it: the judgement no longer resamples (see `Settings`).
 DEFAULT_RESAMPLES = 2000
-MIN_ROUNDS = 5
+MIN_ROUNDS = 3
+TRIM_ROUNDS = 5
 MAX_EXTRA_ROUNDS = 1000
 OUTLIER_MADS = 5.0
 OUTLIER_SHARE = 0.2
+_LOCKSTEP = 1e-9  # log-scale tolerance for two metrics that are fixed transforms of each other
 
 WITHHELD_WARNING = ("base and head ran in different environments (see the environment diff): no "
                     "regression or improvement is claimed")
 
 # Order of rows in a report and precedence of the overall verdict.
 VERDICT_ORDER: tuple[Verdict, ...] = ("regression", "error", "inconclusive", "improvement", "unchanged")
+_CLAIMS = ("regression", "improvement")
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,16 +82,26 @@ class Estimate:
     problem: str | None = None
     outliers: tuple[int, int] = (0, 0)
     p_t: float = 1.0
+    fit: model.Fit | None = None
 
     @property
     def p_value(self) -> float:
-        """The p-value the verdict uses: the better of Mann-Whitney U and Welch's t on the
-        logarithms, Bonferroni-combined so that taking the better one keeps the error rate."""
-        return min(1.0, 2 * min(self.p_mwu, self.p_t))
+        """The p-value the verdict uses: the round model's t-test (1 without a model)."""
+        return self.fit.p_value if self.fit is not None else 1.0
 
     @property
     def rounds(self) -> int:
         return min(self.base_n, self.head_n)
+
+    @property
+    def base_center(self) -> float | None:
+        """The base side's location the change is measured from: the model's (weighted) geometric
+        mean of the rounds, else the median."""
+        return self.fit.base_center if self.fit is not None else self.base_median
+
+    @property
+    def head_center(self) -> float | None:
+        return self.fit.head_center if self.fit is not None else self.head_median
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,6 +118,8 @@ class MetricJudgement:
     extra_rounds: int | None = None
     # Kolmogorov-Smirnov says the rounds are distributed differently though no change is claimed.
     shape_changed: bool = False
+    role: Role = "primary"
+    mode: str | None = None  # how the engine ran, as the results file declares it
 
     @property
     def base_median(self) -> float | None:
@@ -113,13 +130,25 @@ class MetricJudgement:
         return self.estimate.head_median
 
     @property
+    def base_center(self) -> float | None:
+        return self.estimate.base_center
+
+    @property
+    def head_center(self) -> float | None:
+        return self.estimate.head_center
+
+    @property
     def ratio(self) -> float | None:
         return self.estimate.ratio
 
     @property
     def change(self) -> float | None:
-        """Relative change of the median, head vs base (+0.53 = 53% higher)."""
+        """Relative change, head vs base (+0.53 = 53% higher)."""
         return None if self.estimate.ratio is None else self.estimate.ratio - 1
+
+    @property
+    def primary(self) -> bool:
+        return self.role != "diagnostic"
 
     def to_dict(self) -> dict[str, Any]:
         e = self.estimate
@@ -127,17 +156,22 @@ class MetricJudgement:
                 "base_median": e.base_median, "head_median": e.head_median, "ratio": e.ratio,
                 "ci": list(e.ci) if e.ci else None, "p_value": self.p_value,
                 "p_value_unadjusted": e.p_value, "verdict": self.verdict, "reason": self.reason,
-                "p_values": {"mann_whitney": e.p_mwu, "welch_log": e.p_t, "ks": e.p_ks},
+                "p_values": {"model": e.p_value, "mann_whitney": e.p_mwu, "welch_log": e.p_t,
+                             "ks": e.p_ks},
                 "shape_changed": self.shape_changed,
                 "rounds": {"base": e.base_n, "head": e.head_n},
                 "outliers": {"base": e.outliers[0], "head": e.outliers[1]},
-                "extra_rounds": self.extra_rounds}
+                "extra_rounds": self.extra_rounds, "role": self.role, "mode": self.mode,
+                "base_mean": e.base_center, "head_mean": e.head_center,
+                "model": None if e.fit is None else {"df": e.fit.df, "weighted": e.fit.weighted,
+                                                     "tau": math.sqrt(e.fit.tau2)}}
 
 
 @dataclass(frozen=True, slots=True)
 class Settings:
     """How a comparison was judged. ``alpha`` is the level the verdicts used: the requested one
-    divided over the ``looks`` of an adaptive run."""
+    divided over the ``looks`` of an adaptive run. ``seed`` and ``n_resamples`` are kept for the
+    callers and reports that name them; the judgement does not resample, so they change nothing."""
 
     min_effect: float = DEFAULT_MIN_EFFECT
     alpha: float = DEFAULT_ALPHA
@@ -167,14 +201,19 @@ class Comparison:
         return envdiff.differs(self.environment)
 
     @property
+    def deciding(self) -> tuple[MetricJudgement, ...]:
+        """The metrics the overall verdict follows: the primary ones (all, if none is)."""
+        return deciding(self.metrics)
+
+    @property
     def extra_rounds(self) -> int | None:
         """Extra rounds per side likely to settle the overall verdict; None when none are needed
         or more rounds cannot help (the environments differ).
 
-        The overall verdict is settled once any metric becomes a regression, or once every
-        inconclusive metric is settled: the sooner of the two.
+        The overall verdict is settled once any deciding metric becomes a regression, or once
+        every inconclusive deciding metric is settled: the sooner of the two.
         """
-        pending = [m for m in self.metrics if m.extra_rounds is not None]
+        pending = [m for m in self.deciding if m.extra_rounds is not None]
         if not pending or self.withheld:
             return None
         settle_all = max(m.extra_rounds or 0 for m in pending)
@@ -194,40 +233,38 @@ class Comparison:
                 "extra_rounds": self.extra_rounds,
                 "method": {"min_effect": self.settings.min_effect, "alpha": self.settings.alpha,
                            "looks": self.settings.looks, "confidence": self.settings.confidence,
-                           "seed": self.settings.seed},
+                           "seed": self.settings.seed, "min_rounds": MIN_ROUNDS,
+                           "model": "random-effects on log round values, Knapp-Hartung t"},
                 "notes": list(self.notes), "warnings": list(self.warnings)}
 
 
-def _withholds(environment: Sequence[envdiff.EnvDifference], drifted: bool) -> bool:
-    return envdiff.differs(environment) or drifted
-
-
-def _heading_worse(m: MetricJudgement, settings: Settings) -> bool:
-    change = m.change or 0.0
-    worse = change > 0 if m.better == "lower" else change < 0
-    return worse and abs(change) >= settings.min_effect
+def deciding(metrics: Sequence[MetricJudgement]) -> tuple[MetricJudgement, ...]:
+    """The primary metrics among ``metrics``, or all of them when none is primary."""
+    primary = tuple(m for m in metrics if m.primary)
+    return primary or tuple(metrics)
 
 
 def judge(base: Sequence[float], head: Sequence[float], better: Better = "lower",
           min_effect: float = DEFAULT_MIN_EFFECT, alpha: float = DEFAULT_ALPHA, seed: int = 0,
           *, name: str = "metric", unit: str = "", confidence: float = DEFAULT_CONFIDENCE,
-          n_resamples: int = DEFAULT_RESAMPLES) -> MetricJudgement:
+          n_resamples: int = DEFAULT_RESAMPLES, base_se: Sequence[float] | None = None,
+          head_se: Sequence[float] | None = None, role: Role = "primary",
+          mode: str | None = None) -> MetricJudgement:
     """Judge one metric from the per-round values of each side; never raises on any floats.
 
     This is the rule `perfbot bench run` uses to decide whether to run more rounds: keep going
     while the verdict is ``inconclusive`` and ``extra_rounds`` is not None, up to the run's cap.
     When looking after every few rounds, divide ``alpha`` by the number of looks planned
     (`alpha_per_look`) so that peeking does not raise the false-alarm rate. Judging several
-    metrics of one run: use `decide` on the results file (Holm across metrics), or divide
-    ``alpha`` by the number of metrics; `min_rounds` says where a run should start.
+    metrics of one run: use `decide` on the results file (Holm across the primary metrics).
 
     ``better``: ``"lower"`` (times) or ``"higher"`` (throughput). ``min_effect``: smallest
-    relative change worth reporting (0.02 = 2%). ``seed``: seeds the bootstrap; same inputs and
-    seed give the same judgement.
+    relative change worth reporting (0.02 = 2%). ``base_se`` / ``head_se``: each round's standard
+    error (`Results.spreads`), to weigh the rounds. ``seed``, ``n_resamples``: see `Settings`.
     """
     settings = Settings(min_effect, alpha, confidence, seed, n_resamples)
-    found = estimate(base, head, confidence=confidence, seed=seed, n_resamples=n_resamples)
-    return classify(name, unit, better, found, found.p_value, settings, family=1)
+    found = estimate(base, head, confidence=confidence, base_se=base_se, head_se=head_se)
+    return classify(name, unit, better, found, found.p_value, settings, family=1, role=role, mode=mode)
 
 
 def alpha_per_look(alpha: float, looks: int) -> float:
@@ -240,9 +277,11 @@ def decide(results: Results, min_effect: float = DEFAULT_MIN_EFFECT, alpha: floa
            n_resamples: int = DEFAULT_RESAMPLES, ignore_env: Iterable[str] = ()) -> Comparison:
     """Judge every metric of a validated results file and give the overall verdict.
 
-    Overall: ``error`` when no metric could be judged; else ``regression`` if any metric
-    regressed, else ``inconclusive`` if any is, else ``improvement`` if any improved, else
-    ``unchanged``. ``ignore_env``: glob patterns of fingerprint keys that may differ.
+    Overall, over the deciding metrics (the primary ones; all, when the file declares none):
+    ``error`` when none could be judged; else ``regression`` if any regressed, else
+    ``inconclusive`` if any is, else ``improvement`` if any improved, else ``unchanged``.
+    Diagnostics get verdicts of their own, within their own Holm family, and never decide.
+    ``ignore_env``: glob patterns of fingerprint keys that may differ.
 
     An adaptive run (``options.max_rounds`` above ``options.rounds``) could have stopped at any of
     its looks; its verdicts use ``alpha`` divided over those looks (`alpha_per_look`), the same
@@ -252,19 +291,26 @@ def decide(results: Results, min_effect: float = DEFAULT_MIN_EFFECT, alpha: floa
     settings = Settings(min_effect, alpha_per_look(alpha, results.looks), confidence, seed,
                         n_resamples, results.looks)
     names = sorted(results.metrics)
-    found = [estimate(results.values("base", n), results.values("head", n), confidence=confidence,
-                      seed=(seed, index), n_resamples=n_resamples) for index, n in enumerate(names)]
-    adjusted = holm([f.p_value for f in found])
-    judged = [classify(n, results.metrics[n].unit, results.metrics[n].better, f, p, settings,
-                       family=len(names)) for n, f, p in zip(names, found, adjusted, strict=True)]
+    roles = {n: results.role(n) for n in names}
+    values = {n: (results.values("base", n), results.values("head", n)) for n in names}
+    found = {n: estimate(*values[n], confidence=confidence, base_se=results.spreads("base", n),
+                         head_se=results.spreads("head", n)) for n in names}
+    primary = [n for n in names if roles[n] != "diagnostic"]
+    families = [primary, [n for n in names if n not in primary]]
+    judged = []
+    for family in families:
+        adjusted, hypotheses = family_adjusted(family, found, values)
+        judged += [classify(n, results.metrics[n].unit, results.metrics[n].better, found[n],
+                            adjusted[n], settings, family=hypotheses, role=roles[n],
+                            mode=results.metrics[n].mode) for n in family]
     ignore_env = tuple(ignore_env)
     environment = envdiff.diff(results.base.fingerprint, results.head.fingerprint, ignore_env)
     drifted = _drift_warnings(results, ignore_env)
     withheld = _withholds(environment, bool(drifted))
     if withheld:  # different environments: keep the numbers, take back every claim of a change
-        judged = [_without_claim(m) for m in judged]
+        judged = [_without_claim(m, "the environments differ") for m in judged]
     metrics = tuple(sorted(judged, key=_report_order))
-    verdict = overall(m.verdict for m in metrics)
+    verdict = overall(m.verdict for m in deciding(metrics))
     if withheld and verdict != "error":
         verdict = "inconclusive"  # not even "unchanged": the machine may mask a change
     return Comparison(
@@ -294,10 +340,32 @@ def holm(p_values: Sequence[float]) -> list[float]:
     return adjusted
 
 
+def family_adjusted(names: Sequence[str], found: Mapping[str, Estimate],
+                    values: Mapping[str, tuple[Sequence[float], Sequence[float]]]
+                    ) -> tuple[dict[str, float], int]:
+    """Holm-adjusted p-values of one family of metrics, and the number of distinct hypotheses in
+    it: metrics whose round values move in lockstep (one is a fixed multiple of the other or of
+    its inverse, round by round) and test alike are one hypothesis."""
+    groups: list[list[str]] = []
+    for name in names:
+        same = next((g for g in groups if _lockstep(values[g[0]], values[name])
+                     and math.isclose(found[g[0]].p_value, found[name].p_value, rel_tol=1e-9)), None)
+        if same is None:
+            groups.append([name])
+        else:
+            same.append(name)
+    adjusted = holm([found[g[0]].p_value for g in groups])
+    return {name: p for g, p in zip(groups, adjusted, strict=True) for name in g}, len(groups)
+
+
 def estimate(base: Sequence[float], head: Sequence[float], *, confidence: float = DEFAULT_CONFIDENCE,
-             seed: int | tuple[int, ...] = 0, n_resamples: int = DEFAULT_RESAMPLES) -> Estimate:
-    """Medians, ratio, bootstrap interval and test p-values of two samples; never raises."""
-    b, h, outliers = _trim(_finite(base), _finite(head))
+             base_se: Sequence[float] | None = None, head_se: Sequence[float] | None = None) -> Estimate:
+    """Medians, the round model's ratio, interval and p-value, and the rank tests; never raises.
+
+    ``base_se`` / ``head_se``: each round's standard error, aligned with the values (ignored unless
+    every round has one)."""
+    (b, b_se), (h, h_se) = _finite(base, base_se), _finite(head, head_se)
+    b, h, b_se, h_se, outliers = _trim(b, h, b_se, h_se)
     if not b.size or not h.size:
         side = "base" if not b.size else "head"
         return Estimate(b.size, h.size, _median(b), _median(h), None, None, 1.0, 1.0,
@@ -306,30 +374,40 @@ def estimate(base: Sequence[float], head: Sequence[float], *, confidence: float 
     if base_median is None or head_median is None:
         return Estimate(b.size, h.size, base_median, head_median, None, None, 1.0, 1.0,
                         "values too large to compare")
+    if b.min() <= 0 or h.min() <= 0:
+        why = ("the base median is not a positive number: no ratio can be formed" if base_median <= 0
+               else "a round measured 0: the change cannot be judged as a ratio")
+        return Estimate(b.size, h.size, base_median, head_median, None, None, 1.0, 1.0, why)
     with np.errstate(all="ignore"):
-        ratio = head_median / base_median if base_median > 0 else math.nan
+        fit = model.fit(b, h, b_se, h_se)
+    if fit is not None and not (math.isfinite(fit.delta) and math.isfinite(fit.se)
+                                and abs(fit.delta) < 700):
+        fit = None
+    ratio = fit.ratio if fit is not None else head_median / base_median
     if not math.isfinite(ratio):
         return Estimate(b.size, h.size, base_median, head_median, None, None, 1.0, 1.0,
-                        "the base median is not a positive number: no ratio can be formed")
-    if min(b.size, h.size) < 2:
-        return Estimate(b.size, h.size, base_median, head_median, ratio, None, 1.0, 1.0)
-    p_mwu, p_ks, p_t = _tests(b, h)
-    ci = _bootstrap_ratio(b, h, ratio, confidence, seed, n_resamples)
+                        "values too far apart to form a ratio")
+    p_mwu, p_ks, p_t = _tests(b, h) if min(b.size, h.size) >= 2 else (1.0, 1.0, 1.0)
+    ci = fit.interval(confidence) if fit is not None else None
+    if ci is not None and not all(math.isfinite(end) for end in ci):
+        ci = None  # an interval too wide to write down decides nothing either
     return Estimate(b.size, h.size, base_median, head_median, ratio, ci, p_mwu, p_ks,
-                    outliers=outliers, p_t=p_t)
+                    outliers=outliers, p_t=p_t, fit=fit)
 
 
 def classify(name: str, unit: str, better: Better, found: Estimate, p_value: float,
-             settings: Settings, family: int = 1) -> MetricJudgement:
-    """The verdict for one metric, given its (possibly multiplicity-adjusted) p-value."""
+             settings: Settings, family: int = 1, role: Role = "primary",
+             mode: str | None = None) -> MetricJudgement:
+    """The verdict for one metric, given its (possibly multiplicity-adjusted) p-value; ``family``:
+    the number of hypotheses it was adjusted among."""
     def verdict(kind: Verdict, reason: str, extra: int | None = None) -> MetricJudgement:
         shape = kind in ("unchanged", "inconclusive") and found.p_ks <= settings.alpha / family
-        return MetricJudgement(name, unit, better, found, p_value, kind, reason, extra, shape)
+        return MetricJudgement(name, unit, better, found, p_value, kind, reason, extra, shape, role, mode)
 
     if found.problem or found.ratio is None:
         return verdict("error", found.problem or "no ratio")
     m, change = settings.min_effect, found.ratio - 1
-    enough = found.rounds >= MIN_ROUNDS
+    enough = found.rounds >= MIN_ROUNDS and found.fit is not None
     if enough and p_value <= settings.alpha and abs(change) >= m:
         worse = change > 0 if better == "lower" else change < 0
         kind: Verdict = "regression" if worse else "improvement"
@@ -344,78 +422,82 @@ def classify(name: str, unit: str, better: Better, found: Estimate, p_value: flo
 
 
 def extra_rounds(found: Estimate, min_effect: float, alpha: float, confidence: float) -> int:
-    """Rounds per side to add so that the interval likely settles the verdict either way.
-
-    The interval narrows as 1/sqrt(rounds). With a change of at least ``min_effect`` it must
-    shrink below the change (significance, at the stricter ``alpha``); with a smaller change it
-    must fit inside the ±``min_effect`` band. At least enough rounds for the exact rank test to
-    be able to reach ``alpha`` at all.
-    """
+    """Rounds per side to add so that the verdict is likely settled either way, if the rounds keep
+    scattering as they did (`model.rounds_to_decide`); at least enough to reach `MIN_ROUNDS`."""
     have = found.rounds
-    floor = MIN_ROUNDS - have
-    if found.ci is None or found.ratio is None:
-        return max(1, floor)
-    half = (found.ci[1] - found.ci[0]) / 2
-    change = abs(found.ratio - 1)
-    if change >= min_effect:
-        half *= _z(alpha) / _z(1 - confidence)
-        target = change
-    else:
-        target = min_effect - change
-    scale = half / target if target > 0 else math.inf
-    if not math.isfinite(scale) or scale > MAX_EXTRA_ROUNDS:
-        return MAX_EXTRA_ROUNDS
-    extra = math.ceil(have * scale * scale) - have
-    return int(min(MAX_EXTRA_ROUNDS, max(1, floor, extra)))
+    floor = max(1, MIN_ROUNDS - have)
+    if found.fit is None or have < 2:
+        return floor
+    needed = model.rounds_to_decide(found.fit, min_effect, alpha, confidence, have,
+                                    have + MAX_EXTRA_ROUNDS)
+    return int(min(MAX_EXTRA_ROUNDS, max(floor, needed - have)))
 
 
-def min_rounds(metrics: int = 1, alpha: float = DEFAULT_ALPHA) -> int:
-    """Rounds per side from which the rank test alone can call a change among ``metrics``
-    metrics (Holm's strictest level): a sensible minimum for `perfbot bench run`.
-
-    Welch's t can decide from `MIN_ROUNDS` when a change is large and the rounds are quiet; the
-    rank test, robust to outliers, needs this many however clear the change.
-    """
-    return max(MIN_ROUNDS, _rounds_for_significance(alpha / max(1, metrics)))
+def _without_claim(m: MetricJudgement, why: str) -> MetricJudgement:
+    """``m`` with any regression or improvement taken back as inconclusive, saying ``why``."""
+    if m.verdict not in _CLAIMS:
+        return m
+    return dataclasses.replace(m, verdict="inconclusive", extra_rounds=None,
+                               reason=f"would be a {m.verdict}, but {why}")
 
 
-def _rounds_for_significance(alpha: float) -> int:
-    """Smallest equal round count at which the exact Mann-Whitney test, Bonferroni-halved, can
-    reach ``alpha``."""
-    n = 1
-    while 2 * 2 / math.comb(2 * n, n) > alpha and n < MAX_EXTRA_ROUNDS:
-        n += 1
-    return n
+def _withholds(environment: Sequence[envdiff.EnvDifference], drifted: bool) -> bool:
+    return envdiff.differs(environment) or drifted
 
 
-def _z(alpha: float) -> float:
-    return float(scipy_stats.norm.ppf(1 - alpha / 2))
+def _heading_worse(m: MetricJudgement, settings: Settings) -> bool:
+    change = m.change or 0.0
+    worse = change > 0 if m.better == "lower" else change < 0
+    return worse and abs(change) >= settings.min_effect
 
 
-def _finite(values: Sequence[float]) -> np.ndarray:
-    numbers = []
-    for value in values:
+def _lockstep(a: tuple[Sequence[float], Sequence[float]], b: tuple[Sequence[float], Sequence[float]]) -> bool:
+    """Whether two metrics' rounds are fixed transforms of each other: ``log a ± log b`` the same
+    in every round of both sides."""
+    first, second = (np.concatenate([np.asarray(s, dtype=float) for s in pair]) for pair in (a, b))
+    if first.size != second.size or first.size < 2 or first.min() <= 0 or second.min() <= 0:
+        return False
+    with np.errstate(all="ignore"):
+        x, y = np.log(first), np.log(second)
+    return any(bool(np.ptp(combined) <= _LOCKSTEP) for combined in (x - y, x + y))
+
+
+def _finite(values: Sequence[float], errors: Sequence[float] | None) -> tuple[np.ndarray, np.ndarray | None]:
+    """The finite values, and their standard errors when every kept value has a usable one."""
+    numbers, kept_errors = [], []
+    paired = list(errors) if errors is not None and len(errors) == len(values) else None
+    for position, value in enumerate(values):
         try:
-            numbers.append(float(value))
+            number = float(value)
         except (TypeError, ValueError, OverflowError):
             continue
+        if not math.isfinite(number):
+            continue
+        numbers.append(number)
+        if paired is not None:
+            kept_errors.append(paired[position])
     array = np.asarray(numbers, dtype=float)
-    return array[np.isfinite(array)]
+    if paired is None:
+        return array, None
+    se = np.asarray(kept_errors, dtype=float)
+    return array, se if np.all(np.isfinite(se)) else None
 
 
-def _trim(base: np.ndarray, head: np.ndarray) -> tuple[np.ndarray, np.ndarray, tuple[int, int]]:
+def _trim(base: np.ndarray, head: np.ndarray, base_se: np.ndarray | None, head_se: np.ndarray | None
+          ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None, np.ndarray | None, tuple[int, int]]:
     """Leave out far outliers: rounds more than `OUTLIER_MADS` robust standard deviations (scaled
     MAD) from the median of both sides pooled, unless that would drop more than `OUTLIER_SHARE`
-    of the rounds.
+    of the rounds; only from `TRIM_ROUNDS` rounds per side, below which one round cannot be told
+    from a mode.
 
     The rule looks only at the pooled values, never at which side a value came from, so when
-    nothing changed every labelling of the kept rounds stays equally likely and the rank test's
-    false-alarm rate holds. (Trimming each side by its own median does not: it doubled the
-    false alarms on bimodal rounds in the calibration.)
+    nothing changed every labelling of the kept rounds stays equally likely. (Trimming each side
+    by its own median does not: it doubled the false alarms on bimodal rounds in the calibration.)
     """
+    unchanged = base, head, base_se, head_se, (0, 0)
+    if min(base.size, head.size) < TRIM_ROUNDS:
+        return unchanged
     pooled = np.concatenate([base, head])
-    if min(base.size, head.size) < MIN_ROUNDS:
-        return base, head, (0, 0)
     with np.errstate(all="ignore"):
         center = np.median(pooled)
         spread = 1.4826 * np.median(np.abs(pooled - center))
@@ -423,8 +505,9 @@ def _trim(base: np.ndarray, head: np.ndarray) -> tuple[np.ndarray, np.ndarray, t
         keep_head = np.abs(head - center) <= OUTLIER_MADS * spread
     dropped = (int(base.size - keep_base.sum()), int(head.size - keep_head.sum()))
     if not math.isfinite(spread) or spread == 0 or sum(dropped) > OUTLIER_SHARE * pooled.size:
-        return base, head, (0, 0)
-    return base[keep_base], head[keep_head], dropped
+        return unchanged
+    return (base[keep_base], head[keep_head], None if base_se is None else base_se[keep_base],
+            None if head_se is None else head_se[keep_head], dropped)
 
 
 def _median(values: np.ndarray) -> float | None:
@@ -437,14 +520,13 @@ def _median(values: np.ndarray) -> float | None:
 
 
 def _tests(base: np.ndarray, head: np.ndarray) -> tuple[float, float, float]:
-    """p-values of Mann-Whitney U, Kolmogorov-Smirnov and Welch's t on the logarithms."""
+    """p-values of Mann-Whitney U, Kolmogorov-Smirnov and Welch's t on the logarithms (reported;
+    the verdict uses the round model)."""
     with warnings.catch_warnings(), np.errstate(all="ignore"):
         warnings.simplefilter("ignore")
         p_mwu = scipy_stats.mannwhitneyu(base, head, alternative="two-sided").pvalue
         p_ks = scipy_stats.ks_2samp(base, head).pvalue
-        positive = base.min() > 0 and head.min() > 0
-        p_t = scipy_stats.ttest_ind(np.log(base), np.log(head), equal_var=False).pvalue \
-            if positive else 1.0
+        p_t = scipy_stats.ttest_ind(np.log(base), np.log(head), equal_var=False).pvalue
     return _probability(p_mwu), _probability(p_ks), _probability(p_t)
 
 
@@ -452,43 +534,22 @@ def _probability(p: float) -> float:
     return float(p) if math.isfinite(p) else 1.0
 
 
-def _bootstrap_ratio(base: np.ndarray, head: np.ndarray, ratio: float, confidence: float,
-                     seed: int | tuple[int, ...], n_resamples: int) -> tuple[float, float] | None:
-    if np.ptp(base) == 0 and np.ptp(head) == 0:
-        return ratio, ratio
-
-    def median_ratio(b: np.ndarray, h: np.ndarray, axis: int = -1) -> np.ndarray:
-        return np.median(h, axis=axis) / np.median(b, axis=axis)
-
-    with warnings.catch_warnings(), np.errstate(all="ignore"):
-        warnings.simplefilter("ignore")
-        result = scipy_stats.bootstrap((base, head), median_ratio, vectorized=True,
-                                       n_resamples=n_resamples, confidence_level=confidence,
-                                       method="percentile", rng=np.random.default_rng(seed))
-    low, high = float(result.confidence_interval.low), float(result.confidence_interval.high)
-    return (low, high) if math.isfinite(low) and math.isfinite(high) else None
-
-
-def _without_claim(m: MetricJudgement) -> MetricJudgement:
-    if m.verdict not in ("regression", "improvement"):
-        return m
-    return dataclasses.replace(m, verdict="inconclusive", extra_rounds=None,
-                               reason=f"would be a {m.verdict}, but the environments differ")
-
-
-def _report_order(m: MetricJudgement) -> tuple[int, float, str]:
-    return VERDICT_ORDER.index(m.verdict), -abs(m.change or 0.0), m.name
+def _report_order(m: MetricJudgement) -> tuple[int, bool, float, str]:
+    return VERDICT_ORDER.index(m.verdict), not m.primary, -abs(m.change or 0.0), m.name
 
 
 def _metric_notes(metrics: Sequence[MetricJudgement]) -> list[str]:
     notes = [f"{m.name}: the head rounds are spread differently from the base rounds "
-             f"(Kolmogorov-Smirnov p={m.estimate.p_ks:.2g}) although the median did not move "
-             "measurably; look at the per-round values" for m in metrics if m.shape_changed]
+             f"(Kolmogorov-Smirnov p={m.estimate.p_ks:.2g}) although the change is not measurable; "
+             "look at the per-round values" for m in metrics if m.shape_changed]
     for m in metrics:
         base, head = m.estimate.outliers
         if base or head:
             notes.append(f"{m.name}: {base} base and {head} head rounds were far outliers "
                          f"(over {OUTLIER_MADS:g} robust deviations from the median) and were left out")
+    if any(m.primary for m in metrics):
+        notes += [f"{m.name} is a diagnostic: its {m.verdict} explains, the verdict follows the "
+                  "primary metrics" for m in metrics if not m.primary and m.verdict in _CLAIMS]
     return notes
 
 

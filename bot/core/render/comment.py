@@ -66,14 +66,14 @@ def comment_body(report: RiskReport, pull: PullContext) -> str:
     return with_marker(review_markdown(report, pull))
 
 
-def with_marker(review: str) -> str:
-    """The comment that carries a rendered review."""
-    return f"{MARKER}\n{review}"
+def with_marker(review: str, *sections: str) -> str:
+    """The comment that carries a rendered review, and the sections below it (benchmarks)."""
+    return "\n".join([f"{MARKER}\n{review}", *(s for s in sections if s)])
 
 
-def review_markdown(report: RiskReport, pull: PullContext) -> str:
-    """The review without the marker (also the check run's summary), within the budget with the
-    marker added."""
+def review_markdown(report: RiskReport, pull: PullContext, budget: int = BUDGET) -> str:
+    """The review without the marker (also the check run's summary), within ``budget`` with the
+    marker added (less than `BUDGET` when the comment holds more than the review)."""
     parts = [
         _headline(report),
         _reasons(report, pull),
@@ -83,7 +83,7 @@ def review_markdown(report: RiskReport, pull: PullContext) -> str:
         f"**What happens next:** {next_step(report.level)}",
         _footer(report, pull),
     ]
-    return fit(parts, BUDGET - len(MARKER) - 1)
+    return fit(parts, budget - len(MARKER) - 1)
 
 
 def _headline(report: RiskReport) -> str:

@@ -8,7 +8,7 @@ input: long tables are cut, and the report says so.
 from __future__ import annotations
 
 import shlex
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from bot.core.judge import speculation
 from bot.core.judge.envdiff import EnvDifference, flatten
@@ -18,6 +18,7 @@ from bot.core.judge.stats import (
     MAX_EXTRA_ROUNDS,
     MIN_ROUNDS,
     OUTLIER_MADS,
+    TRIM_ROUNDS,
     Comparison,
     MetricJudgement,
     Settings,
@@ -40,8 +41,9 @@ _RUNNER_KEYS = ("host.name", "gpus.0.name", "driver", "torch.version", "torch.cu
 
 
 def headline(comparison: Comparison, subject: str = "This PR") -> str:
-    """One line that says what happened, in words: 'This PR makes the EAGLE-3 verify step 53% slower'."""
-    verdict, metrics = comparison.verdict, comparison.metrics
+    """One line that says what happened, in words: 'This PR makes the EAGLE-3 cycle 9% slower with
+    piecewise CUDA graphs'. It speaks of the primary metrics, the suite's headline metric first."""
+    verdict, metrics = comparison.verdict, comparison.deciding
     if verdict == "error":
         reason = next((m.reason for m in metrics if m.verdict == "error"), None)
         reason = (comparison.notes or [reason or "nothing to judge"])[-1]
@@ -49,7 +51,7 @@ def headline(comparison: Comparison, subject: str = "This PR") -> str:
     if comparison.withheld:
         return "No verdict: base and head did not run in the same environment"
     if verdict in ("regression", "improvement"):
-        hits = [m for m in metrics if m.verdict == verdict]
+        hits = sorted((m for m in metrics if m.verdict == verdict), key=lambda m: m.role != "headline")
         line = f"{subject} {_effect_phrase(hits[0])}"
         if len(hits) > 1:
             line += f", and {len(hits) - 1} more {verdict}{'s' if len(hits) > 2 else ''}"
@@ -66,19 +68,25 @@ def headline(comparison: Comparison, subject: str = "This PR") -> str:
             more = f": the noisiest metrics would need more than {MAX_EXTRA_ROUNDS} more per side"
         return f"Inconclusive after {rounds} rounds per side{more}"
     margin = comparison.settings.min_effect
-    return f"No change beyond ±{margin:.0%} in {len(metrics)} metrics ({rounds} rounds per side)"
+    steady = [m for m in comparison.metrics if m.verdict == "unchanged"]
+    lead = next((m for m in steady if m.role == "headline" and m.mode), None)
+    among = f", {speculation.label(lead.name)}{speculation.mode_phrase(lead.mode)} among them" if lead else ""
+    undecided = sum(1 for m in comparison.metrics if not m.primary and m.verdict == "inconclusive")
+    tail = f"; {undecided} diagnostic{'s' if undecided > 1 else ''} undecided" if undecided else ""
+    metrics = f"{len(steady)} metric{'s' if len(steady) != 1 else ''}"
+    return f"No change beyond ±{margin:.0%} in {metrics}{among} ({rounds} rounds per side){tail}"
 
 
 def _effect_phrase(m: MetricJudgement) -> str:
     change = m.change or 0.0
     size = f"{abs(change):.0%}" if abs(change) >= 0.095 else f"{abs(change):.1%}"
     kind = _kind(m)
-    what = speculation.label(m.name)
+    what, how = speculation.label(m.name), speculation.mode_phrase(m.mode)
     if kind == "time":
-        return f"makes {what} {size} {'slower' if change > 0 else 'faster'}"
+        return f"makes {what} {size} {'slower' if change > 0 else 'faster'}{how}"
     if kind == "rate":
-        return f"makes {what} {size} {'faster' if change > 0 else 'slower'}"
-    return f"{'raises' if change > 0 else 'lowers'} {what} by {size}"
+        return f"makes {what} {size} {'faster' if change > 0 else 'slower'}{how}"
+    return f"{'raises' if change > 0 else 'lowers'} {what} by {size}{how}"
 
 
 def _kind(m: MetricJudgement) -> str:
@@ -122,7 +130,7 @@ def _metric_table(metrics: Sequence[MetricJudgement]) -> str:
     lines = ["| metric | base | head | change | 95% CI | verdict |",
              "|---|---:|---:|---:|---:|---|"]
     for m in metrics[:MAX_METRIC_ROWS]:
-        lines.append(f"| {_metric_cell(m)} | {number(m.base_median)} | {number(m.head_median)} | "
+        lines.append(f"| {_metric_cell(m)} | {number(m.base_center)} | {number(m.head_center)} | "
                      f"{percent(m.change)} | {_ci(m)} | {_verdict_cell(m)} |")
     if len(metrics) > MAX_METRIC_ROWS:
         lines.append(f"\n…and {len(metrics) - MAX_METRIC_ROWS} more metrics, left out to keep this "
@@ -133,7 +141,13 @@ def _metric_table(metrics: Sequence[MetricJudgement]) -> str:
 def _metric_cell(m: MetricJudgement) -> str:
     arrow = "↓" if m.better == "lower" else "↑"
     unit = f" {escape_md(m.unit)}" if m.unit else ""
-    return f"`{m.name}`{unit} {arrow}"
+    return f"`{m.name}`{unit} {arrow}{_qualifiers(m, escape_md)}"
+
+
+def _qualifiers(m: MetricJudgement, clean: Callable[[str], str]) -> str:
+    """' · piecewise · diagnostic': how the engine ran, and a metric that does not decide."""
+    words = ([clean(clip(m.mode, 40))] if m.mode else []) + (["diagnostic"] if not m.primary else [])
+    return "".join(f" · {word}" for word in words)
 
 
 def _ci(m: MetricJudgement) -> str:
@@ -197,14 +211,15 @@ def _round_values(results: Results, side: str, metric: str) -> str:
 def _method_details(results: Results, comparison: Comparison) -> str:
     s = comparison.settings
     lines = ["<details><summary>Method, rounds and runner</summary>", "",
-             "- Each metric: median of the successful rounds of each side (far outliers, over "
-             f"{OUTLIER_MADS:g} robust deviations from the pooled median, left out); change = "
-             f"head/base − 1 with a {s.confidence:.0%} percentile bootstrap interval "
-             f"({s.n_resamples} resamples, seed {s.seed}).",
-             "- Significance: the better of two-sided Mann-Whitney U and Welch's t on the "
-             "logarithms, Bonferroni-combined, then Holm-adjusted across the "
-             f"{len(comparison.metrics)} metrics at α = {s.alpha:.2g}{_looks(s)} "
-             "(Kolmogorov-Smirnov flags changes of shape only).",
+             "- Each metric: the rounds are the unit of replication (far outliers, over "
+             f"{OUTLIER_MADS:g} robust deviations from the pooled median, left out from "
+             f"{TRIM_ROUNDS} rounds per side); base and head are the geometric means of their "
+             f"rounds, {_weighting(comparison)}; change = head/base − 1 with a "
+             f"{s.confidence:.0%} t interval on rounds − 2 degrees of freedom.",
+             "- Significance: the t-test of that random-effects model, Holm-adjusted across the "
+             f"{_family_size(comparison)} at α = {s.alpha:.2g}{_looks(s)}; diagnostics are "
+             "adjusted among themselves and never decide the verdict (Kolmogorov-Smirnov flags "
+             "changes of shape only).",
              f"- Regression or improvement: significant and at least {s.min_effect:.1%}; unchanged: "
              f"the interval lies within ±{s.min_effect:.1%}; otherwise inconclusive. At least "
              f"{MIN_ROUNDS} successful rounds per side before anything but inconclusive.",
@@ -218,6 +233,21 @@ def _method_details(results: Results, comparison: Comparison) -> str:
                      + "; ".join(f"{escape_md(clip(d.key, 60))} {_env_value(d.base)} → "
                                  f"{_env_value(d.head)}" for d in readings[:10]) + ".")
     return "\n".join(lines + ["", "</details>"])
+
+
+def _weighting(comparison: Comparison) -> str:
+    weighted = [m.name for m in comparison.metrics if m.estimate.fit is not None and m.estimate.fit.weighted]
+    if not weighted:
+        return "every round weighing the same (the runner recorded no per-round spread)"
+    which = "" if len(weighted) == len(comparison.metrics) else f" (for {len(weighted)} metrics)"
+    return f"each round weighted by how much its timed calls scattered{which}"
+
+
+def _family_size(comparison: Comparison) -> str:
+    primary = sum(1 for m in comparison.metrics if m.primary)
+    count = len(comparison.metrics) if primary in (0, len(comparison.metrics)) else primary
+    kind = "" if count == len(comparison.metrics) else " primary"
+    return f"{count}{kind} metric{'s' if count != 1 else ''}"
 
 
 def _looks(s: Settings) -> str:
@@ -253,7 +283,11 @@ def _shell_word(text: str) -> str:
 
 def compare_text(results: Results, comparison: Comparison) -> str:
     """The same report for a terminal: no Markdown, no control characters from the input."""
-    lines = [f"{comparison.verdict}: {printable(headline(comparison))}",
+    said = printable(headline(comparison))
+    # "inconclusive: Inconclusive after 3 rounds" says it twice: the verdict leads only where the
+    # headline does not already start with it.
+    first = said if said.lower().startswith(comparison.verdict) else f"{comparison.verdict}: {said}"
+    lines = [first,
              f"suite {printable(clip(results.suite, 100))}, base {results.base.sha[:12]}, head "
              f"{results.head.sha[:12]}; " + "; ".join(_round_summary(results, s) for s in SIDES), ""]
     lines += _text_table(comparison.metrics)
@@ -278,7 +312,8 @@ def _text_table(metrics: Sequence[MetricJudgement]) -> list[str]:
         verdict = m.verdict + (f" (~{m.extra_rounds} more rounds)"
                                if m.verdict == "inconclusive" and m.extra_rounds else "")
         unit = f" ({printable(m.unit)})" if m.unit else ""
-        rows.append((f"{m.name}{unit}", number(m.base_median), number(m.head_median),
+        rows.append((f"{m.name}{unit}{_qualifiers(m, printable)}", number(m.base_center),
+                     number(m.head_center),
                      percent(m.change), interval, verdict))
     widths = [max(len(r[i]) for r in rows) for i in range(5)]
     return ["  ".join(cell.ljust(w) if i == 0 else cell.rjust(w)

@@ -56,9 +56,9 @@ class RuleSet:
         if found is None:
             if not patterns.matchable(path):
                 return None, [], [rx is None for rx in self.token_paths]
-            cold = next((rule for rule, rx in self.cold if rx.match(path)), None)
-            hot = [rule for rule, rx in self.paths if rx.match(path)]
-            allowed = [rx is None or bool(rx.match(path)) for rx in self.token_paths]
+            cold = next((rule for rule, rx in self.cold if rx.search(path)), None)
+            hot = [rule for rule, rx in self.paths if rx.search(path)]
+            allowed = [rx is None or bool(rx.search(path)) for rx in self.token_paths]
             found = _remember(self._by_path, path, (cold, hot, allowed))
         return found
 
@@ -82,7 +82,7 @@ class RuleSet:
         """The dependency rules that read ``path``, each with its package-name regex."""
         if not self.dependencies or not patterns.matchable(path):
             return []
-        return [(rule, names) for rule, names, files in self.dependencies if files.match(path)]
+        return [(rule, names) for rule, names, files in self.dependencies if files.search(path)]
 
 
 def _remember(memo: dict, key: str, value):

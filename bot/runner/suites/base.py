@@ -49,10 +49,13 @@ class RoundContext:
 
 @dataclass
 class Measurement:
-    """The numbers one round produced, with the declarations of any metric not known up front."""
+    """The numbers one round produced, with the declarations of any metric not known up front (or
+    known better now: the mode the engine ran in) and, where the benchmark timed many calls, each
+    value's standard error and call count (``{name: {"se": ..., "calls": ...}}``)."""
 
     values: dict[str, float]
     declarations: dict[str, MetricDeclaration] = field(default_factory=dict)
+    spread: dict[str, dict[str, float]] = field(default_factory=dict)
 
 
 class Suite(ABC):

@@ -1,5 +1,10 @@
 """The `verify-step` suite: runs `bot.runner.verify_step_bench` once per round in the revision's worktree,
-with the engine's interpreter."""
+with the engine's interpreter.
+
+Its verdict is about the EAGLE-3 cycle in the mode the engine runs (`graph`): ``cycle_ms`` (the
+headline) and ``tok_s`` are primary, and both carry that mode; the verify pass in each mode, the draft
+step and the allreduce are diagnostics that say where a change came from.
+"""
 
 from __future__ import annotations
 
@@ -9,20 +14,22 @@ import sys
 from bot.core.config.schema import MetricDeclaration, VerifyStepSuite
 
 from .. import verify_step_bench
+from ..verify_step_bench import VERIFY_OF_MODE
 from .base import BuiltInSuite, Command, Measurement, Output, RoundContext, RoundFailed, finite
 
 RESULT_FILE = "verify_step.json"
 
 METRICS = {
-    "verify_graph_ms": MetricDeclaration(unit="ms", better="lower"),
-    "verify_piecewise_ms": MetricDeclaration(unit="ms", better="lower"),
-    "verify_eager_ms": MetricDeclaration(unit="ms", better="lower"),
-    "draft_ms": MetricDeclaration(unit="ms", better="lower"),
-    "cycle_ms": MetricDeclaration(unit="ms", better="lower"),
-    "tok_s": MetricDeclaration(unit="tok/s", better="higher"),
-    "allreduce_verify_us": MetricDeclaration(unit="us", better="lower"),
-    "allreduce_draft_us": MetricDeclaration(unit="us", better="lower"),
+    "verify_graph_ms": MetricDeclaration(unit="ms", better="lower", role="diagnostic", mode="full"),
+    "verify_piecewise_ms": MetricDeclaration(unit="ms", better="lower", role="diagnostic", mode="piecewise"),
+    "verify_eager_ms": MetricDeclaration(unit="ms", better="lower", role="diagnostic", mode="eager"),
+    "draft_ms": MetricDeclaration(unit="ms", better="lower", role="diagnostic"),
+    "cycle_ms": MetricDeclaration(unit="ms", better="lower", role="headline"),
+    "tok_s": MetricDeclaration(unit="tok/s", better="higher", role="primary"),
+    "allreduce_verify_us": MetricDeclaration(unit="us", better="lower", role="diagnostic"),
+    "allreduce_draft_us": MetricDeclaration(unit="us", better="lower", role="diagnostic"),
 }
+FOLLOW_THE_MODE = ("cycle_ms", "tok_s")
 
 
 class VerifyStepBench(BuiltInSuite):
@@ -38,6 +45,8 @@ class VerifyStepBench(BuiltInSuite):
             argv += ["--timeout", str(c.timeout)]
         if not c.cuda_graphs:
             argv.append("--no-cuda-graphs")
+        if c.graph:
+            argv += ["--graph", c.graph]
         if c.allreduce:
             argv += ["--allreduce", c.allreduce]
         for key, value in sorted(c.shape.items()):
@@ -52,10 +61,31 @@ class VerifyStepBench(BuiltInSuite):
         if not path.exists():
             raise RoundFailed(f"the benchmark wrote no {RESULT_FILE}")
         try:
-            metrics = json.loads(path.read_text())["metrics"]
-        except (ValueError, KeyError, TypeError):
+            report = json.loads(path.read_text())
+            metrics, spread, mode = report["metrics"], report.get("spread", {}), report.get("graph")
+        except (ValueError, KeyError, TypeError, AttributeError):
             raise RoundFailed(f"{RESULT_FILE}: not the benchmark's JSON") from None
         unknown = set(metrics) - set(METRICS)
         if unknown or not metrics:
             raise RoundFailed(f"{RESULT_FILE}: unexpected metrics {sorted(unknown)}")
-        return Measurement({name: finite(name, value) for name, value in metrics.items()})
+        if mode is not None and mode not in VERIFY_OF_MODE:
+            raise RoundFailed(f"{RESULT_FILE}: unknown graph mode {str(mode)[:40]!r}")
+        values = {name: finite(name, value) for name, value in metrics.items()}
+        declarations = {name: METRICS[name].model_copy(update={"mode": mode})
+                        for name in FOLLOW_THE_MODE if mode and name in values}
+        return Measurement(values, declarations, _spread(spread, values))
+
+
+def _spread(spread: object, values: dict[str, float]) -> dict[str, dict[str, float]]:
+    """The standard errors the benchmark reported for the metrics it measured."""
+    if not isinstance(spread, dict):
+        raise RoundFailed(f"{RESULT_FILE}: 'spread' is not an object")
+    kept = {}
+    for name, entry in spread.items():
+        if name not in values:
+            continue
+        try:
+            kept[name] = {"se": finite(f"{name} se", entry["se"]), "calls": int(entry["calls"])}
+        except (KeyError, TypeError, ValueError):
+            raise RoundFailed(f"{RESULT_FILE}: spread of {name} is not {{se, calls}}") from None
+    return kept

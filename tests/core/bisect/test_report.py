@@ -113,3 +113,15 @@ def test_a_probe_of_the_culprit_against_its_parent_is_its_confirmation():
     assert (confirmation.ratio, confirmation.results_path) == (2.0, probe.results_path)
     assert confirmation.why == "why (the probe above)"
     assert bisect_report.probe_as_confirmation([probe], FIRST, SECOND) is None
+
+
+def test_a_confirmation_that_only_leaned_makes_the_culprit_likely_not_confirmed():
+    leaning = bisect_report.Measurement("confirm", FIRST, SECOND, "bad", "inconclusive", 1.09,
+                                        (0.99, 1.2), 0.02, "confirm.json", "leaned")
+    runs = [run("reference", GOOD, BAD, "bad"), run("probe", GOOD, FIRST, "ok"), run("probe", GOOD, SECOND, "bad")]
+    report = conclude(bisection.Culprit(SECOND, FIRST, 3), runs, leaning)
+    assert "confirmed" not in report.conclusion.replace("not confirmed", "")
+    assert report.conclusion.endswith("+9.0% against its parent, likely, not confirmed: the run against its "
+                                      "parent leaned towards the regression but did not decide it (more rounds would)")
+    assert report.notes == (f"confirm {SECOND[:10]} was inconclusive (+9.0%); it was counted bad by the side "
+                            "it leaned to",)

@@ -123,3 +123,19 @@ def test_any_text_either_loads_or_raises_config_error(text):
         config.load(text)
     except ConfigError as error:
         assert error.problems and "\n" not in str(error)
+
+
+def test_the_dispatch_section_has_defaults_and_says_what_is_wrong():
+    dispatch = config.load("").bench.dispatch
+    assert (dispatch.workflow, dispatch.auto, dispatch.on_merge, dispatch.schedule, dispatch.gate) == (
+        "perfbot-bench.yml", "high", "high", "never", False)
+    assert (dispatch.cooldown.user, dispatch.cooldown.pr, dispatch.max_rounds) == (300, 300, 50)
+    found = problems("bench:\n  dispatch:\n    workflow: ../evil.yml\n    auto: extreme\n"
+                     "    cooldown: {user: -1}\n    max_rounds: 0\n")
+    assert [p.split(":")[0] for p in found] == ["bench.dispatch.workflow", "bench.dispatch.auto",
+                                                "bench.dispatch.max_rounds", "bench.dispatch.cooldown.user"]
+
+
+def test_reaches_compares_risk_levels_and_never_reaches_nothing():
+    assert config.reaches("high", "medium") and config.reaches("medium", "medium")
+    assert not config.reaches("low", "medium") and not config.reaches("high", "never")

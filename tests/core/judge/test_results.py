@@ -145,3 +145,42 @@ def test_any_value_anywhere_either_loads_or_raises_a_results_error(key, value, r
             load_doc(_mutated(change))
         except results.ResultsError as error:
             assert "\n" not in str(error)
+
+
+def test_roles_modes_and_round_spreads_are_read_and_each_round_s_standard_errors_line_up():
+    doc = document({"cycle_ms": EAGLE3["cycle_ms"], "draft_ms": EAGLE3["draft_ms"]}, failed={"head": 1})
+    doc["metrics"]["cycle_ms"].update(role="headline", mode="piecewise")
+    for position, round_ in enumerate(doc["rounds"]):
+        if round_["ok"]:
+            round_["spread"] = {"cycle_ms": {"se": 0.01 * (position + 1), "calls": 100}}
+    loaded = load_doc(doc)
+    assert (loaded.role("cycle_ms"), loaded.metrics["cycle_ms"].mode) == ("headline", "piecewise")
+    assert loaded.role("draft_ms") == "diagnostic"  # undeclared: the built-in suites' default
+    base_rounds = [r for r in doc["rounds"] if r["side"] == "base"]
+    assert loaded.spreads("base", "cycle_ms") == [r["spread"]["cycle_ms"]["se"] for r in base_rounds]
+    assert loaded.spreads("base", "draft_ms") is None
+
+
+def test_unset_roles_modes_and_spreads_are_left_out_of_a_written_file():
+    loaded = load_doc(document(EAGLE3))
+    written = loaded.model_dump(mode="json", by_alias=True)
+    assert written["metrics"]["cycle_ms"] == {"unit": "ms", "better": "lower"}
+    assert "spread" not in written["rounds"][0]
+
+
+def test_a_metric_name_decides_the_role_only_when_the_file_does_not():
+    assert [results.role_of(n) for n in ("cycle_ms", "verify_piecewise_ms", "allreduce_verify_us", "mine")] == [
+        "headline", "primary", "diagnostic", "primary"]
+
+
+@pytest.mark.parametrize("spread,expected", [
+    ({"not_measured": {"se": 0.1, "calls": 10}}, "did not measure"),
+    ({"verify_ms": {"se": -0.1, "calls": 10}}, "greater than or equal to 0"),
+    ({"verify_ms": {"se": 0.1, "calls": 0}}, "greater than or equal to 1"),
+])
+def test_a_spread_that_does_not_fit_its_round_is_refused_in_one_line(spread, expected):
+    doc = document(EAGLE3)
+    doc["rounds"][0]["spread"] = spread
+    with pytest.raises(results.ResultsError, match=expected) as refused:
+        load_doc(doc)
+    assert "\n" not in str(refused.value)

@@ -9,16 +9,16 @@ from bot.core.judge import speculation
 
 @dataclass
 class Judged:
-    base_median: float | None
-    head_median: float | None
+    base_center: float | None
+    head_center: float | None
     verdict: str
     unit: str = ""
 
     @property
     def change(self) -> float | None:
-        if self.base_median is None or self.head_median is None:
+        if self.base_center is None or self.head_center is None:
             return None
-        return self.head_median / self.base_median - 1
+        return self.head_center / self.base_center - 1
 
 
 STORY = {

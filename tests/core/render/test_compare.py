@@ -70,7 +70,7 @@ def test_the_markdown_of_each_scenario_matches_its_golden_file(scenario, file_re
 def test_the_headline_of_the_motivating_regression_says_it_in_words():
     _, comparison = judged(document(EAGLE3))
     line = render_compare.headline(comparison)
-    assert line.startswith("This PR makes the EAGLE-3 verify step 59% slower")
+    assert line.startswith("This PR makes the EAGLE-3 cycle 52% slower, and 2 more regressions")
     assert line.endswith("speculation is now 27% slower than not speculating")
     assert render_compare.headline(comparison, subject="Commit 0be30d4").startswith("Commit 0be30d4 makes")
 
@@ -147,3 +147,29 @@ def test_no_input_text_can_open_html_or_break_out_of_the_report(suite, error, en
     closing = [line for line in code.splitlines() if re.fullmatch(f" {{0,3}}`{{{len(fence)},}} *", line)]
     assert closing == [fence] and code.endswith(f"\n{fence}\n") and "\x1b" not in markdown
     assert "\x1b" not in render_compare.compare_text(loaded, comparison)
+
+
+def test_the_headline_names_the_mode_the_engine_ran_in():
+    base = [9.72, 9.73, 9.71]
+    doc = document({"cycle_ms": ("ms", "lower", base, [v * 1.089 for v in base]),
+                    "allreduce_verify_us": ("us", "lower", [60.0, 93.0, 56.0], [61.0, 90.0, 58.0])}, suite="verify-step")
+    doc["metrics"]["cycle_ms"].update(role="headline", mode="piecewise")
+    _, comparison = judged(doc)
+    assert render_compare.headline(comparison) == \
+        "This PR makes the EAGLE-3 cycle 8.9% slower with piecewise CUDA graphs"
+    doc["rounds"] = [r if r["side"] == "base" else {**r, "metrics": {**r["metrics"], "cycle_ms": base[r["index"] // 2]}}
+                     for r in doc["rounds"]]
+    _, comparison = judged(doc)
+    assert render_compare.headline(comparison) == ("No change beyond ±2% in 1 metric, the EAGLE-3 cycle with "
+                                                   "piecewise CUDA graphs among them (3 rounds per side); "
+                                                   "1 diagnostic undecided")
+
+
+@pytest.mark.parametrize("scenario", ["regression", "unchanged", "inconclusive", "error"])
+def test_the_first_line_of_the_text_says_the_verdict_once(scenario):
+    loaded = results.load(json.dumps(SCENARIOS[scenario]()).encode())
+    comparison = stats.decide(loaded)
+    first = render_compare.compare_text(loaded, comparison).splitlines()[0]
+    assert comparison.verdict == scenario
+    assert first.lower().startswith(scenario), first  # a script can read the verdict off the start
+    assert not first.lower().startswith(f"{scenario}: {scenario}"), first

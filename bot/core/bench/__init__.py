@@ -1,0 +1,2 @@
+"""Benchmarks on the GPU runners, decided without I/O: the bot-runner contract, who may start what,
+reading a results artifact safely, and what a finished run says on the pull request."""

@@ -1,0 +1,60 @@
+"""A results artifact is untrusted: only top-level results and summary files are read, and every
+read is capped (zip bombs, links, paths that climb out, lies in the archive's headers)."""
+
+from __future__ import annotations
+
+import pytest
+
+from bot.core.bench import artifact
+from tests.core.bench.zips import archive, bomb, lying_sizes
+
+
+def test_top_level_results_and_summary_are_read():
+    read = artifact.read(archive({"results.json": b"{}", "results.verify-step.json": b"[]", "summary.md": "# s"}))
+    assert read.files == {"results.json": b"{}", "results.verify-step.json": b"[]", "summary.md": b"# s"}
+    assert read.skipped == ()
+
+
+@pytest.mark.parametrize("name", ["../results.json", "/etc/results.json", "sub/results.json",
+                                  "..\\results.json", "C:\\results.json", "results.exe", ".json", "a b.json"])
+def test_entries_outside_the_top_level_or_not_results_are_skipped_and_named(name):
+    read = artifact.read(archive({name: b"{}", "results.json": b"{}"}))
+    assert set(read.files) == {"results.json"}
+    assert len(read.skipped) == 1
+
+
+def test_links_and_folders_are_skipped():
+    read = artifact.read(archive({"results.json": b"{}"}, links={"summary.md": "/etc/passwd"}, folders=("x",)))
+    assert set(read.files) == {"results.json"}
+    assert any("not a regular file" in line for line in read.skipped)
+    assert any("a folder" in line for line in read.skipped)
+
+
+def test_a_zip_bomb_stops_at_the_cap_and_says_so():
+    data = bomb(40 * 2**20)
+    assert len(data) < 200_000
+    read = artifact.read(data, max_file=8 * 2**20)
+    assert read.files == {}
+    assert "larger than 8,388,608 bytes" in read.skipped[0]
+
+
+def test_an_entry_that_claims_a_small_size_is_still_read_no_further_than_the_cap():
+    read = artifact.read(lying_sizes("results.json", b"x" * 5000, claimed=10), max_file=1000)
+    assert "results.json" not in read.files
+
+
+def test_the_total_across_entries_is_capped():
+    files = {f"results.s{i}.json": b"x" * 600 for i in range(5)}
+    read = artifact.read(archive(files), max_file=1000, max_total=1500)
+    assert len(read.files) == 2 and read.skipped
+
+
+@pytest.mark.parametrize("data", [b"", b"not a zip", b"PK\x03\x04garbage"])
+def test_anything_but_a_zip_is_one_clear_error(data):
+    with pytest.raises(artifact.ArtifactError, match="not a readable zip archive"):
+        artifact.read(data)
+
+
+def test_too_many_entries_are_refused():
+    with pytest.raises(artifact.ArtifactError, match="entries"):
+        artifact.read(archive({f"f{i}.json": b"" for i in range(artifact.MAX_ENTRIES + 1)}))

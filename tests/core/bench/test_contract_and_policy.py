@@ -1,0 +1,145 @@
+"""The bot-runner contract, and who may start what."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from bot.core.bench import contract, policy
+from bot.core.commands import grammar
+from bot.core.config.schema import load
+
+NOW = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
+HEAD, BASE = "a" * 40, "b" * 40
+CONFIG = load("bench:\n  suites:\n    quick: {kind: command, command: 'true'}\n"
+              "  dispatch: {max_rounds: 20, cooldown: {user: 600, pr: 60}}\n").bench
+
+
+def facts(**changes) -> policy.Facts:
+    base = dict(pull=policy.Pull(7, True, HEAD, BASE, False, "author"), login="maintainer", permission="write",
+                approved=False, active=None, user_last=None, pr_last=None, now=NOW)
+    pull = changes.pop("pull", {})
+    base["pull"] = policy.Pull(**{**base["pull"].__dict__, **pull})
+    return policy.Facts(**{**base, **changes})
+
+
+def test_the_inputs_are_the_contracts_seven_strings():
+    inputs = contract.inputs(7, BASE, HEAD, ("verify-step", "quick"), 5, None, "pb-1")
+    assert inputs == {"pr": "7", "base-sha": BASE, "head-sha": HEAD, "suites": "verify-step quick",
+                      "rounds": "5", "max-rounds": "", "correlation-id": "pb-1"}
+    assert contract.inputs(None, BASE, HEAD, ("s",), None, None, "c")["pr"] == ""
+
+
+@pytest.mark.parametrize("sha", ["main", "a" * 39, "A" * 40, "a" * 40 + "\n"])
+def test_only_full_shas_are_sent(sha):
+    with pytest.raises(ValueError):
+        contract.inputs(1, sha, HEAD, ("s",), None, None, "c")
+
+
+def test_the_correlation_id_follows_the_work_and_the_run_name_carries_it():
+    key = contract.work_key("command", "o/r", "123")
+    assert contract.correlation_id(key) == contract.correlation_id(key)
+    assert contract.correlation_id(key) != contract.correlation_id(contract.work_key("command", "o/r", "124"))
+    assert contract.CORRELATION_ID.fullmatch(contract.correlation_id(key))
+    title = contract.run_name(contract.correlation_id(key))
+    assert contract.correlation_in(title) == contract.correlation_id(key)
+    assert contract.correlation_in("Update README.md") is None
+    assert contract.correlation_in("fix: perfbot bench") is None
+
+
+def test_default_suites_come_from_dispatch_then_the_config_then_verify_step():
+    assert contract.default_suites(CONFIG) == ("quick",)
+    assert contract.default_suites(load("").bench) == ("verify-step",)
+    assert contract.default_suites(load("bench: {dispatch: {suites: [a, b]}}").bench) == ("a", "b")
+
+
+def test_a_maintainer_benchmarks_with_the_defaults():
+    assert policy.decide(grammar.Run(), facts(), CONFIG) == policy.Dispatch(("quick",), None, None)
+
+
+@pytest.mark.parametrize("permission", ["read", "none", "triage"])
+def test_without_write_permission_nothing_starts(permission):
+    decision = policy.decide(grammar.Run(), facts(permission=permission), CONFIG)
+    assert isinstance(decision, policy.Refuse) and "write access" in decision.reason
+
+
+def test_help_is_for_everyone():
+    assert policy.decide(grammar.Help(), facts(permission="none"), CONFIG) == policy.ShowHelp()
+
+
+def test_a_closed_pull_request_is_not_benchmarked():
+    decision = policy.decide(grammar.Run(), facts(pull={"open": False}), CONFIG)
+    assert isinstance(decision, policy.Refuse) and "closed" in decision.reason
+
+
+def test_a_fork_needs_an_approval_of_its_current_head():
+    refused = policy.decide(grammar.Run(), facts(pull={"fork": True}), CONFIG)
+    assert isinstance(refused, policy.Refuse) and "fork" in refused.reason and "/bench approve" in refused.hint
+    assert isinstance(policy.decide(grammar.Run(), facts(pull={"fork": True}, approved=True), CONFIG),
+                      policy.Dispatch)
+    assert policy.decide(grammar.Approve(), facts(pull={"fork": True}), CONFIG) == policy.ApproveHead(HEAD)
+
+
+def test_cooldowns_per_person_and_per_pull_request():
+    recent = policy.decide(grammar.Run(), facts(user_last=NOW - timedelta(seconds=30)), CONFIG)
+    assert isinstance(recent, policy.Refuse) and "10 min" in recent.hint
+    assert isinstance(policy.decide(grammar.Run(), facts(pr_last=NOW - timedelta(seconds=59)), CONFIG), policy.Refuse)
+    assert isinstance(policy.decide(grammar.Run(), facts(pr_last=NOW - timedelta(seconds=61)), CONFIG), policy.Dispatch)
+
+
+def test_rounds_beyond_the_cap_are_refused_with_the_cap():
+    decision = policy.decide(grammar.Run((), 100000), facts(), CONFIG)
+    assert isinstance(decision, policy.Refuse) and "(20)" in decision.reason
+    assert isinstance(policy.decide(grammar.Run((), 5, 3), facts(), CONFIG), policy.Refuse)
+    assert policy.decide(grammar.Run((), 5, 20), facts(), CONFIG) == policy.Dispatch(("quick",), 5, 20)
+
+
+def test_unknown_suites_are_named_with_the_known_ones():
+    decision = policy.decide(grammar.Run(("nope",)), facts(), CONFIG)
+    assert isinstance(decision, policy.Refuse) and "'nope'" in decision.reason and "verify-step" in decision.hint
+
+
+def test_the_same_head_is_not_benchmarked_twice_at_once_but_a_new_head_supersedes():
+    same = policy.decide(grammar.Run(), facts(active=policy.Active(HEAD, "https://run")), CONFIG)
+    assert isinstance(same, policy.Refuse) and "already running" in same.reason
+    assert isinstance(policy.decide(grammar.Run(), facts(active=policy.Active("c" * 40, None)), CONFIG),
+                      policy.Dispatch)
+
+
+def test_cancel_needs_a_running_benchmark_and_ack_keeps_its_reason():
+    assert isinstance(policy.decide(grammar.Cancel(), facts(), CONFIG), policy.Refuse)
+    assert policy.decide(grammar.Cancel(), facts(active=policy.Active(HEAD, None)), CONFIG) == policy.CancelRun()
+    assert policy.decide(grammar.Ack("known"), facts(), CONFIG) == policy.Acknowledge(HEAD, "known")
+
+
+def test_an_invalid_command_from_a_maintainer_is_refused_with_its_problem():
+    decision = policy.decide(grammar.Invalid("'x;' is not a suite name"), facts(), CONFIG)
+    assert isinstance(decision, policy.Refuse) and decision.reason == "'x;' is not a suite name"
+    assert "write access" in policy.decide(grammar.Invalid("x"), facts(permission="read"), CONFIG).reason
+
+
+def test_automatic_runs_need_the_level_a_trusted_author_and_no_fork():
+    high = load("").bench
+    assert policy.auto("high", "write", False, high)
+    assert not policy.auto("medium", "write", False, high)
+    assert not policy.auto("high", "read", False, high)
+    assert not policy.auto("high", "admin", True, high)
+    assert policy.auto("medium", "admin", False, load("bench: {dispatch: {auto: medium}}").bench)
+    assert not policy.auto("high", "admin", False, load("bench: {dispatch: {auto: never}}").bench)
+
+
+def test_merges_and_schedules():
+    assert policy.on_merge("high", load("").bench) and not policy.on_merge(None, load("").bench)
+    daily = load("bench: {dispatch: {schedule: daily, schedule_hour: 3}}").bench
+    assert policy.schedule_slot(daily, NOW) == "2026-12-01"
+    assert policy.schedule_slot(daily, NOW.replace(hour=2)) is None
+    weekly = load("bench: {dispatch: {schedule: weekly, schedule_hour: 3}}").bench
+    assert policy.schedule_slot(weekly, NOW) == "2026-W49"  # a Tuesday: Monday's slot is still due
+    assert policy.schedule_slot(load("").bench, NOW) is None
+
+
+def test_the_built_in_suites_are_the_runners():
+    from bot.runner.suites import BUILT_IN
+
+    assert contract.BUILT_IN_SUITES == BUILT_IN

