@@ -31,11 +31,13 @@ class Runtime:
     store: SqlStore
     queue: HueyQueue
 
-    def start_consumer(self, threads: int) -> Consumer:
-        """Re-enqueue deliveries lost earlier, then consume the queue on threads of this process
-        (the process keeps its signal handlers)."""
-        jobs.housekeeping(self.services)
-        consumer = self.queue.consumer(workers=threads, in_process=True)
+    def start_consumer(self, threads: int, periodic: bool = True) -> Consumer:
+        """Consume the queue on threads of this process (the process keeps its signal handlers);
+        ``periodic``: this consumer also runs the sweep (re-enqueueing deliveries lost earlier,
+        first of all) and enqueues the periodic tasks, which one consumer of the queue must do."""
+        if periodic:
+            jobs.housekeeping(self.services)
+        consumer = self.queue.consumer(workers=threads, in_process=True, periodic=periodic)
         consumer.start()
         return consumer
 

@@ -98,12 +98,15 @@ class HueyQueue(Queue):
         else:
             storage.queue_size()
 
-    def consumer(self, workers: int = 2, in_process: bool = False) -> Consumer:
+    def consumer(self, workers: int = 2, in_process: bool = False, periodic: bool = True) -> Consumer:
+        """A consumer on ``workers`` threads; ``periodic``: it also enqueues the periodic tasks when
+        they are due, which exactly one consumer of a queue must do (each one that does enqueues
+        them again)."""
         cls = InProcessConsumer if in_process else Consumer
         # huey's idle polling backs off to 10 s by default: a review would wait that long on the
         # SQLite queue. Redis dequeues block instead, so the cap only matters for SQLite.
-        return cls(self.huey, workers=workers, worker_type="thread", periodic=True, check_worker_health=True,
-                   scheduler_interval=1, initial_delay=0.05, max_delay=0.25)
+        return cls(self.huey, workers=workers, worker_type="thread", periodic=periodic,
+                   check_worker_health=True, scheduler_interval=1, initial_delay=0.05, max_delay=0.25)
 
 
 class InProcessConsumer(Consumer):

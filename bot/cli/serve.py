@@ -30,6 +30,9 @@ def setup(subparsers) -> None:
                                    description="Consume queued deliveries (PERFBOT_QUEUE_URL) until "
                                                "SIGTERM; run any number of these next to `perfbot serve`.")
     worker.add_argument("--threads", type=int, default=4, help="consumer threads (default 4)")
+    worker.add_argument("--no-periodic", dest="periodic", action="store_false",
+                        help="leave the periodic tasks (the minutely sweep, the hourly scheduled "
+                             "benchmarks) to another worker: exactly one worker of a queue runs them")
     worker.set_defaults(run=run_worker)
 
 
@@ -70,5 +73,5 @@ def run_worker(args: argparse.Namespace) -> int:
     logs.configure(settings.log_level)
     if args.threads < 1:
         raise UsageError("--threads must be positive")
-    worker.run_forever(bootstrap.build(settings), workers=args.threads)
+    worker.run_forever(bootstrap.build(settings), workers=args.threads, periodic=args.periodic)
     return 0

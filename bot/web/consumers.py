@@ -3,6 +3,7 @@
 On the embedded SQLite queue, gunicorn's master starts each consumer as a `perfbot worker` child,
 starts it again when it dies and stops it with the server. Reviews then run on an interpreter of
 their own, at a lower CPU priority, so that they never hold the one that acknowledges deliveries.
+The first consumer alone runs the periodic tasks, so that they run once however many there are.
 """
 
 from __future__ import annotations
@@ -28,15 +29,18 @@ STEADY_S = 30.0
 RESTART_DELAYS_S = (1.0, 2.0, 4.0, 8.0, 16.0, 30.0)
 
 
-def worker_command(threads: int) -> list[str]:
-    """`perfbot worker` on this interpreter: the consumer reads the same settings from the same
-    environment and working directory, so it shares the server's queue and database files."""
-    return [sys.executable, "-m", "bot", "worker", "--threads", str(threads)]
+def worker_commands(count: int, threads: int) -> list[list[str]]:
+    """``count`` `perfbot worker` commands on this interpreter, the first one running the periodic
+    tasks: the consumers read the same settings from the same environment and working directory,
+    so they share the server's queue and database files."""
+    command = [sys.executable, "-m", "bot", "worker", "--threads", str(threads)]
+    return [command if number == 1 else [*command, "--no-periodic"] for number in range(1, count + 1)]
 
 
 @dataclass
 class _Slot:
     number: int
+    command: list[str]
     process: subprocess.Popen | None = None
     started: float = 0.0
     quick_exits: int = 0
@@ -44,11 +48,12 @@ class _Slot:
 
 
 class ConsumerProcesses:
-    """``count`` consumer processes running ``command``; driven by the master's loop."""
+    """A consumer process running each of ``commands`` (one restarted runs the same command);
+    driven by the master's loop."""
 
-    def __init__(self, count: int, command: Sequence[str], clock: Callable[[], float] = time.monotonic):
-        self.command, self._clock = list(command), clock
-        self._slots = [_Slot(number) for number in range(1, count + 1)]
+    def __init__(self, commands: Sequence[Sequence[str]], clock: Callable[[], float] = time.monotonic):
+        self._clock = clock
+        self._slots = [_Slot(number, list(command)) for number, command in enumerate(commands, 1)]
         self._stopping = False
 
     @property
@@ -61,7 +66,7 @@ class ConsumerProcesses:
         for slot in self._slots:
             if self._stopping or slot.process is not None or now < slot.start_after:
                 continue
-            slot.process = subprocess.Popen(self.command)
+            slot.process = subprocess.Popen(slot.command)
             slot.started = now
             _lower_priority(slot.process.pid)
             log.info("queue consumer started", extra={"consumer": slot.number, "pid": slot.process.pid})

@@ -17,7 +17,7 @@ from bot import bootstrap
 from bot.settings import Settings
 
 from .app import create_app
-from .consumers import ConsumerProcesses, worker_command
+from .consumers import ConsumerProcesses, worker_commands
 
 log = logging.getLogger("perfbot.serve")
 GC_THRESHOLDS = (50_000, 50, 50)  # young generation every 50,000 allocations, not every 700
@@ -89,7 +89,7 @@ def serve(settings: Settings, host: str, port: int, workers: int, threads: int, 
                "post_worker_init": _tune_collector}
     supervised = None
     if settings.queue_embedded:  # with Redis, `perfbot worker` processes run elsewhere
-        supervised = ConsumerProcesses(consumers, worker_command(consumer_threads))
+        supervised = ConsumerProcesses(worker_commands(consumers, consumer_threads))
     log.info("serving", extra={"bind": options["bind"], "workers": workers,
                                "consumers": consumers if supervised else 0,
                                "queue": settings.resolved_queue_url.split(":", 1)[0]})

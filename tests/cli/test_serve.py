@@ -89,6 +89,22 @@ def test_serve_consumes_the_embedded_queue_in_a_process_of_its_own_and_restarts_
     assert not alive(replacement)  # SIGTERM to the server stopped its consumer too
 
 
+def test_of_several_consumers_one_alone_runs_the_periodic_tasks_and_so_does_the_one_started_in_its_place(tmp_path):
+    from tests.support.github_emulator import wait_for
+
+    with served(tmp_path, environment(PERFBOT_WEBHOOK_SECRET=SECRET), args=["--consumers", "3"]) as server:
+        assert len(server.consumers()) == 3
+        [periodic] = server.periodic_consumers()
+        others = set(server.consumers()) - {periodic}
+        os.kill(periodic, signal.SIGKILL)
+        assert wait_for(lambda: len(server.consumers()) == 3 and periodic not in server.consumers(), timeout=30)
+        [replacement] = server.periodic_consumers()
+        assert replacement != periodic
+        left = server.consumers()
+        assert set(left) == others | {replacement}  # the others ran on meanwhile, never restarted
+    assert not any(alive(pid) for pid in left)
+
+
 def clear_settings(monkeypatch) -> None:
     for name in [k for k in os.environ if k.startswith("PERFBOT_")]:
         monkeypatch.delenv(name)

@@ -8,7 +8,7 @@ import signal
 import socket
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -46,6 +46,11 @@ class Served:
     def consumers(self) -> list[int]:
         return [pid for pid, command in self.children().items() if " -m bot worker " in f"{command} "]
 
+    def periodic_consumers(self) -> list[int]:
+        """The consumers that run the periodic tasks."""
+        commands = self.children()
+        return [pid for pid in self.consumers() if "--no-periodic" not in commands.get(pid, "--no-periodic")]
+
 
 @contextmanager
 def serving(cwd: Path, env: dict[str, str], start_timeout: float = 60) -> Iterator[str]:
@@ -55,13 +60,13 @@ def serving(cwd: Path, env: dict[str, str], start_timeout: float = 60) -> Iterat
 
 
 @contextmanager
-def served(cwd: Path, env: dict[str, str], start_timeout: float = 60) -> Iterator[Served]:
-    """Run `perfbot serve` in ``cwd`` on a free port until /healthz answers, and yield it; afterwards
-    stop it with SIGTERM, as a supervisor would, and require a clean exit that leaves none of its
-    processes behind."""
+def served(cwd: Path, env: dict[str, str], start_timeout: float = 60, args: Sequence[str] = ()) -> Iterator[Served]:
+    """Run `perfbot serve` with ``args`` in ``cwd`` on a free port until /healthz answers, and yield
+    it; afterwards stop it with SIGTERM, as a supervisor would, and require a clean exit that leaves
+    none of its processes behind."""
     port = free_port()
     process = subprocess.Popen(
-        [*PERFBOT, "serve", "--port", str(port)],
+        [*PERFBOT, "serve", "--port", str(port), *args],
         cwd=cwd,
         env=env,
         stdout=subprocess.PIPE,

@@ -7,7 +7,7 @@ import os
 import sys
 from pathlib import Path
 
-from bot.web.consumers import NICENESS, ConsumerProcesses, worker_command
+from bot.web.consumers import NICENESS, ConsumerProcesses, worker_commands
 from tests.support.github_emulator import wait_for
 from tests.support.serving import alive
 
@@ -32,7 +32,7 @@ def exited(consumers: ConsumerProcesses) -> bool:
 
 
 def test_consumers_run_at_a_lower_priority_and_sigterm_stops_them():
-    consumers = ConsumerProcesses(2, SLEEPER)
+    consumers = ConsumerProcesses([SLEEPER, SLEEPER])
     consumers.keep_running()
     try:
         pids = consumers.pids
@@ -52,7 +52,7 @@ def test_a_consumer_that_ignores_sigterm_is_killed_after_the_timeout(tmp_path):
     ready = tmp_path / "ready"
     stubborn = [sys.executable, "-c", "import signal, sys, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); "
                 f"open({str(ready)!r}, 'w').close(); time.sleep(60)"]
-    consumers = ConsumerProcesses(1, stubborn)
+    consumers = ConsumerProcesses([stubborn])
     consumers.keep_running()
     [pid] = consumers.pids
     assert wait_for(ready.exists, timeout=30)
@@ -63,7 +63,7 @@ def test_a_consumer_that_ignores_sigterm_is_killed_after_the_timeout(tmp_path):
 
 def test_a_dead_consumer_is_started_again_and_one_that_keeps_dying_at_start_up_waits_longer_each_time():
     clock = Clock()
-    consumers = ConsumerProcesses(1, [sys.executable, "-c", "raise SystemExit(3)"], clock)
+    consumers = ConsumerProcesses([[sys.executable, "-c", "raise SystemExit(3)"]], clock)
     consumers.keep_running()
     delays = []
     for _ in range(3):
@@ -82,7 +82,7 @@ def test_a_dead_consumer_is_started_again_and_one_that_keeps_dying_at_start_up_w
 
 def test_a_consumer_that_ran_steadily_is_started_again_at_once():
     clock = Clock()
-    consumers = ConsumerProcesses(1, SLEEPER, clock)
+    consumers = ConsumerProcesses([SLEEPER], clock)
     consumers.keep_running()
     [first] = consumers.pids
     try:
@@ -97,5 +97,7 @@ def test_a_consumer_that_ran_steadily_is_started_again_at_once():
         consumers.wait(10)
 
 
-def test_the_consumer_is_perfbot_worker_on_this_interpreter():
-    assert worker_command(3) == [sys.executable, "-m", "bot", "worker", "--threads", "3"]
+def test_the_consumers_are_perfbot_workers_on_this_interpreter_and_the_first_alone_runs_periodic_tasks():
+    worker = [sys.executable, "-m", "bot", "worker", "--threads", "3"]
+    assert worker_commands(1, 3) == [worker]
+    assert worker_commands(3, 3) == [worker, [*worker, "--no-periodic"], [*worker, "--no-periodic"]]
