@@ -9,6 +9,8 @@ The first consumer alone runs the periodic tasks, so that they run once however 
 from __future__ import annotations
 
 import contextlib
+import ctypes
+import functools
 import logging
 import os
 import signal
@@ -27,6 +29,7 @@ NICENESS = 5
 # the last step, so that one that cannot start (a database it cannot open) does not spin.
 STEADY_S = 30.0
 RESTART_DELAYS_S = (1.0, 2.0, 4.0, 8.0, 16.0, 30.0)
+PR_SET_PDEATHSIG = 1  # Linux's prctl option: the signal a process gets when its parent dies
 
 
 def worker_commands(count: int, threads: int) -> list[list[str]]:
@@ -66,7 +69,8 @@ class ConsumerProcesses:
         for slot in self._slots:
             if self._stopping or slot.process is not None or now < slot.start_after:
                 continue
-            slot.process = subprocess.Popen(slot.command)
+            die_with_master = functools.partial(_die_with, os.getpid())
+            slot.process = subprocess.Popen(slot.command, preexec_fn=die_with_master)
             slot.started = now
             _lower_priority(slot.process.pid)
             log.info("queue consumer started", extra={"consumer": slot.number, "pid": slot.process.pid})
@@ -110,6 +114,20 @@ class ConsumerProcesses:
                 slot.process.kill()
                 slot.process.wait()
             slot.process = None
+
+
+def _die_with(master: int) -> None:
+    """In the consumer, before it runs: the kernel kills it when the server's ``master`` dies
+    without stopping it (SIGKILL, a crash), so that a server started again never shares the queue
+    with consumers of the last one. A job killed so stays pending in the store for the sweep.
+    Linux only: elsewhere the consumer outlives a master that was killed."""
+    if not sys.platform.startswith("linux"):
+        return
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL) != 0:
+        raise OSError(ctypes.get_errno(), "prctl(PR_SET_PDEATHSIG) failed")
+    if os.getppid() != master:  # it died before the prctl took effect
+        os.kill(os.getpid(), signal.SIGKILL)
 
 
 def _lower_priority(pid: int) -> None:

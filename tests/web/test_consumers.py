@@ -4,6 +4,7 @@ again after an exit (later when they keep dying at start-up), stopped with SIGTE
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -95,6 +96,24 @@ def test_a_consumer_that_ran_steadily_is_started_again_at_once():
     finally:
         consumers.terminate()
         consumers.wait(10)
+
+
+def test_a_consumer_dies_with_a_master_killed_before_it_could_stop_it(tmp_path):
+    pid_file = tmp_path / "consumer.pid"
+    master = (
+        "import sys, time; from bot.web.consumers import ConsumerProcesses; "
+        f"consumers = ConsumerProcesses([{SLEEPER!r}]); consumers.keep_running(); "
+        f"open({str(pid_file)!r}, 'w').write(str(consumers.pids[0])); time.sleep(60)"
+    )
+    process = subprocess.Popen([sys.executable, "-c", master], cwd=Path(__file__).parents[2])
+    try:
+        assert wait_for(lambda: pid_file.exists() and pid_file.read_text(), timeout=30)
+        consumer = int(pid_file.read_text())
+        assert alive(consumer)
+    finally:
+        process.kill()
+        process.wait()
+    assert wait_for(lambda: not alive(consumer), timeout=10)
 
 
 def test_the_consumers_are_perfbot_workers_on_this_interpreter_and_the_first_alone_runs_periodic_tasks():
