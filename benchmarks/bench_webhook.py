@@ -1,25 +1,49 @@
 """Benchmark the webhook server as GitHub sees it, and a risk review end to end.
 
-1. Intake under load: `perfbot serve` (gunicorn, embedded SQLite store and queue) on loopback
-   receives signed deliveries with unique GUIDs at a fixed rate (open loop: latency is measured
-   from each delivery's scheduled send time, so a stall is not hidden by the sender waiting).
-   The deliveries are GitHub's `installation_repositories.added` example with a unique
-   repository each, so that every accepted delivery leaves one row behind when its handler ran.
-   Targets: p99 <= 25 ms at 200/s for 60 s, zero non-2xx, every accepted delivery processed once.
+1. Intake under load, with reviews running meanwhile: `perfbot serve` on its embedded defaults
+   (gunicorn, SQLite store and queue, the queue consumer it starts) on loopback receives signed
+   deliveries with unique GUIDs at a fixed rate (open loop: latency is measured from each
+   delivery's scheduled send time, so a stall is not hidden by the sender waiting). Most are
+   GitHub's `installation_repositories.added` example with a unique repository each, so that
+   every processed one leaves one row behind; one a second (``--review-rate``) is a
+   `pull_request.synchronize` of its own PR whose review scores a 5,000-line diff served by the
+   GitHub API emulator, which runs in a process of its own as GitHub would be another machine.
+   Targets: p99 <= 10 ms at 200/s for 60 s, zero non-2xx, every delivery processed exactly once
+   (one `done` row each, none attempted twice, one repository per installation delivery, one
+   sticky comment per PR and one commit status per pushed head).
+   ``--baseline DIR`` measures another source tree the same way, back to back (before/after).
 2. Review end to end: a signed `pull_request.synchronize` for a 5,000-line PR, from the POST to
    the sticky comment recorded by the GitHub API emulator (every request validated against
    GitHub's REST description). Target: p50 <= 1 s.
 
-    python benchmarks/bench_webhook.py                 # both parts, 200/s for 60 s
-    python benchmarks/bench_webhook.py --rate 100 --seconds 10 --reviews 5
+How to run, from the repository root with the test install (`make install`), on a machine with
+nothing else running (each layout prints the load average before and after its load and the share
+of the CPUs other processes took meanwhile, so that a noisy figure shows as one):
+
+    .venv/bin/python benchmarks/bench_webhook.py       # both parts, 200/s for 60 s
+    .venv/bin/python benchmarks/bench_webhook.py --rate 100 --seconds 10 --reviews 5   # a quick look
+
+Before and after in one run: ``--baseline`` takes a source tree where `perfbot serve` still ran
+the queue consumer on threads of its web process, the parent of the commit that moved it out:
+
+    before=$(git log -1 --format=%H --grep='consumers as supervised processes')~1
+    mkdir -p /tmp/before && git archive "$before" | tar -x -C /tmp/before
+    .venv/bin/python benchmarks/bench_webhook.py --baseline /tmp/before
+
+Per layout it prints p50/p95/p99/max intake latency, deliveries sent, accepted and processed,
+lost and doubled, reviews saved, sticky comments per PR, commit statuses per head, CPU per
+delivery, how long the queue took to drain and the machine's load; then PASS or FAIL against
+this checkout's targets (the baseline's figures are for comparison only).
 """
 
 from __future__ import annotations
 
 import argparse
+import collections
 import copy
 import http.client
 import json
+import multiprocessing
 import os
 import queue
 import signal
@@ -45,6 +69,7 @@ from tests.support.github_emulator import GitHubEmulator, wait_for  # noqa: E402
 
 SECRET = "bench-secret"
 TOKEN = "ghp_bench_token"
+REPO = "Codertocat/Hello-World"
 
 
 def free_port() -> int:
@@ -53,10 +78,14 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def start_server(workdir: Path, extra_env: dict[str, str], workers: int = 1) -> tuple[subprocess.Popen, str]:
+def start_server(
+    workdir: Path, extra_env: dict[str, str], workers: int = 1, source: Path = ROOT
+) -> tuple[subprocess.Popen, str]:
+    """`perfbot serve` of the perfbot source tree ``source`` (this checkout by default)."""
     port = free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith("PERFBOT_")}
-    env.update(PERFBOT_WEBHOOK_SECRET=SECRET, PERFBOT_LOG_LEVEL="WARNING", PYTHONPATH=str(ROOT), **extra_env)
+    env.update(PERFBOT_WEBHOOK_SECRET=SECRET, PERFBOT_LOG_LEVEL="WARNING", PYTHONPATH=str(source))
+    env.update(extra_env)
     process = subprocess.Popen(
         [sys.executable, "-m", "bot", "serve", "--port", str(port), "--workers", str(workers)],
         cwd=workdir,
@@ -81,11 +110,43 @@ def _healthy(base: str) -> bool:
 
 
 def stop(process: subprocess.Popen) -> None:
+    """SIGTERM, as a supervisor stops the server; it must exit within 60 s leaving none of its
+    processes (web workers, queue consumers) behind."""
+    family = descendants(process.pid)
+    started = time.perf_counter()
     process.send_signal(signal.SIGTERM)
     try:
         process.wait(timeout=60)
     except subprocess.TimeoutExpired:
         process.kill()
+        raise SystemExit("perfbot serve did not stop within 60 s of SIGTERM") from None
+    left = [pid for pid in family if Path(f"/proc/{pid}").exists() and not zombie(pid)]
+    for pid in left:
+        os.kill(pid, signal.SIGKILL)
+    if process.returncode != 0 or left:
+        took = time.perf_counter() - started
+        raise SystemExit(f"perfbot serve exited {process.returncode} after {took:.1f} s, "
+                         f"leaving {len(left)} of its processes running")
+
+
+def descendants(pid: int) -> list[int]:
+    found, todo = [], [pid]
+    while todo:
+        parent = todo.pop()
+        try:
+            children = [int(c) for c in Path(f"/proc/{parent}/task/{parent}/children").read_text().split()]
+        except OSError:
+            continue
+        found += children
+        todo += children
+    return found
+
+
+def zombie(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
+    except OSError:
+        return False
 
 
 def signed(event: str, body: bytes, guid: str) -> dict[str, str]:
@@ -107,26 +168,36 @@ def percentile(values: list[float], q: float) -> float:
 # Part 1: intake under load
 
 
-def installation_bodies(count: int) -> list[bytes]:
+def installation_body(i: int, template: dict) -> bytes:
+    payload = copy.deepcopy(template)
+    payload["repositories_added"] = [
+        {
+            **template["repositories_added"][0],
+            "id": 10_000_000 + i,
+            "full_name": f"bench/repo-{i}",
+            "name": f"repo-{i}",
+        }
+    ]
+    return json.dumps(payload).encode()
+
+
+def deliveries(count: int, review_shas: list[str]) -> list[tuple[str, bytes]]:
+    """``count`` deliveries, the reviews (PR n pushed to ``review_shas[n - 1]``) spread evenly
+    among installation deliveries."""
     template = github_data.installation_event("installation_repositories", "added")
-    bodies = []
+    every = max(1, count // len(review_shas)) if review_shas else count + 1
+    found: list[tuple[str, bytes]] = []
     for i in range(count):
-        payload = copy.deepcopy(template)
-        payload["repositories_added"] = [
-            {
-                **template["repositories_added"][0],
-                "id": 10_000_000 + i,
-                "full_name": f"bench/repo-{i}",
-                "name": f"repo-{i}",
-            }
-        ]
-        bodies.append(json.dumps(payload).encode())
-    return bodies
+        number = i // every + 1
+        if i % every == every // 2 and number <= len(review_shas):
+            payload = github_data.pull_request("synchronize", head_sha=review_shas[number - 1], number=number)
+            found.append(("pull_request", json.dumps(payload).encode()))
+        else:
+            found.append(("installation_repositories", installation_body(i, template)))
+    return found
 
 
-def load(base: str, rate: float, seconds: float, senders: int) -> dict:
-    count = int(rate * seconds)
-    bodies = installation_bodies(count)
+def load(base: str, rate: float, sent: list[tuple[str, bytes]], senders: int) -> dict:
     jobs: queue.Queue = queue.Queue()
     results: list[tuple[float, int]] = []
     lock = threading.Lock()
@@ -137,14 +208,12 @@ def load(base: str, rate: float, seconds: float, senders: int) -> dict:
         # http.client, not requests: the sender shares the CPUs with the server it measures.
         connection = http.client.HTTPConnection(host, int(port), timeout=10)
         while (job := jobs.get()) is not None:
-            scheduled, body = job
+            scheduled, event, body = job
             delay = scheduled - time.perf_counter()
             if delay > 0:
                 time.sleep(delay)
             try:
-                connection.request(
-                    "POST", "/webhook", body, signed("installation_repositories", body, str(uuid.uuid4()))
-                )
+                connection.request("POST", "/webhook", body, signed(event, body, str(uuid.uuid4())))
                 response = connection.getresponse()
                 response.read()
                 status = response.status
@@ -158,18 +227,19 @@ def load(base: str, rate: float, seconds: float, senders: int) -> dict:
     for thread in threads:
         thread.start()
     start = time.perf_counter() + 0.5
-    for i, body in enumerate(bodies):
-        jobs.put((start + i / rate, body))
+    for i, (event, body) in enumerate(sent):
+        jobs.put((start + i / rate, event, body))
     for _ in threads:
         jobs.put(None)
     for thread in threads:
         thread.join()
     latencies = [lat * 1000 for lat, _ in results]
     return {
-        "sent": count,
+        "sent": len(sent),
         "accepted": sum(1 for _, s in results if s == 202),
         "non_2xx": sum(1 for _, s in results if not 200 <= s < 300),
         "p50_ms": percentile(latencies, 50),
+        "p95_ms": percentile(latencies, 95),
         "p99_ms": percentile(latencies, 99),
         "max_ms": max(latencies),
     }
@@ -190,33 +260,144 @@ def cpu_seconds(pid: int) -> float:
     return total
 
 
-def processed(db: Path) -> tuple[int, int, int]:
-    """(deliveries done, deliveries attempted more than once, repositories recorded)."""
+def machine_busy_seconds() -> float:
+    """CPU time the whole machine spent busy since boot, all CPUs together (/proc/stat)."""
+    fields = [int(v) for v in Path("/proc/stat").read_text().splitlines()[0].split()[1:9]]
+    idle = fields[3] + fields[4]  # idle, iowait
+    return (sum(fields) - idle) / os.sysconf("SC_CLK_TCK")
+
+
+def processed(db: Path) -> tuple[int, int, int, int]:
+    """(deliveries done, deliveries attempted more than once, repositories recorded, reviews saved)."""
     with sqlite3.connect(db) as connection:
         done = connection.execute("SELECT count(*) FROM deliveries WHERE status = 'done'").fetchone()[0]
         again = connection.execute("SELECT count(*) FROM deliveries WHERE attempts > 1").fetchone()[0]
         repos = connection.execute("SELECT count(*) FROM repositories").fetchone()[0]
-    return done, again, repos
+        reviews = connection.execute("SELECT count(*) FROM reviews").fetchone()[0]
+    return done, again, repos, reviews
 
 
-def intake_benchmark(rate: float, seconds: float, workers: int) -> dict:
+def run_emulator(connection, pulls: int, diff_lines: int) -> None:
+    """The GitHub API emulator in a process of its own, holding PRs 1..``pulls`` with a
+    ``diff_lines``-line diff each: sends its URL and the PRs' heads, then on "report" what it was
+    asked to write, until "stop"."""
+    emulator = GitHubEmulator(tokens={TOKEN}).start()
+    emulator.add_repo(REPO, "master")
+    text = big_diff(diff_lines)
+    shas = [uuid.uuid4().hex + f"{n:08x}" for n in range(1, pulls + 1)]
+    for number, sha in enumerate(shas, 1):
+        emulator.add_pull(REPO, number, sha, text)
+    connection.send((emulator.base_url, shas))
+    while connection.recv() == "report":
+        connection.send(
+            {
+                "comments": [len(emulator.comments_on(REPO, n)) for n in range(1, pulls + 1)],
+                "statuses": collections.Counter(s["_sha"] for s in emulator.statuses),
+                "invalid": list(emulator.invalid),
+            }
+        )
+    emulator.stop()
+
+
+def intake_benchmark(
+    rate: float, seconds: float, workers: int, review_rate: float, diff_lines: int, source: Path = ROOT
+) -> dict:
+    count, reviews = int(rate * seconds), int(review_rate * seconds)
+    here, there = multiprocessing.get_context("spawn").Pipe()
+    emulator = multiprocessing.get_context("spawn").Process(
+        target=run_emulator, args=(there, reviews, diff_lines), daemon=True
+    )
+    emulator.start()
+    api_url, shas = here.recv()
+    sent = deliveries(count, shas)
     with tempfile.TemporaryDirectory() as tmp:
-        process, base = start_server(Path(tmp), {}, workers)
+        process, base = start_server(
+            Path(tmp), {"PERFBOT_GITHUB_TOKEN": TOKEN, "PERFBOT_GITHUB_API_URL": api_url}, workers, source
+        )
         try:
+            load_average_before = os.getloadavg()
             cpu_before, sender_before = cpu_seconds(process.pid), time.process_time()
-            figures = load(base, rate, seconds, senders=16)
+            emulator_before, machine_before = cpu_seconds(emulator.pid), machine_busy_seconds()
+            figures = load(base, rate, sent, senders=16)
             sender_cpu = time.process_time() - sender_before
+            figures["load_average"] = os.getloadavg()[0]
+            figures["load_average_before"] = load_average_before
+            # What the rest of the machine (other users' work) took of its CPUs during the load.
+            figures["others_cpu_share"] = max(0.0, (
+                machine_busy_seconds() - machine_before - (cpu_seconds(process.pid) - cpu_before)
+                - (cpu_seconds(emulator.pid) - emulator_before) - sender_cpu
+            ) / (seconds * (os.cpu_count() or 1)))
             figures["sender_cpu_ms_per_delivery"] = sender_cpu * 1000 / figures["sent"]
             db = Path(tmp) / "perfbot.db"
-            wait_for(lambda: processed(db)[0] >= figures["accepted"], timeout=300, interval=0.5)
+            load_ended = time.perf_counter()
+            wait_for(lambda: processed(db)[0] >= figures["accepted"], timeout=600, interval=0.5)
+            figures["drained_s"] = time.perf_counter() - load_ended
             figures["server_cpu_ms_per_delivery"] = (
                 (cpu_seconds(process.pid) - cpu_before) * 1000 / figures["sent"]
             )
-            figures["load_average"] = os.getloadavg()[0]
-            figures["done"], figures["retried"], figures["repositories"] = processed(db)
+            done, retried, repositories, reviews_saved = processed(db)
+            figures.update(done=done, retried=retried, repositories=repositories, reviews_saved=reviews_saved)
         finally:
             stop(process)
+            here.send("report")
+            github = here.recv()
+            here.send("stop")
+            emulator.join(30)
+    figures["reviews"] = reviews
+    figures["installations"] = count - reviews
+    figures["comments_per_pr"] = sorted(set(github["comments"]))
+    figures["statuses_per_head"] = sorted({github["statuses"][sha] for sha in shas})
+    figures["invalid_requests"] = len(github["invalid"])
+    figures["lost"] = figures["sent"] - figures["done"]
+    figures["doubled"] = (
+        figures["retried"]
+        + sum(n - 1 for n in github["comments"] if n > 1)
+        + sum(github["statuses"][sha] - 1 for sha in shas if github["statuses"][sha] > 1)
+    )
     return figures
+
+
+def report_intake(name: str, intake: dict, rate: float, seconds: float) -> bool:
+    """Print one layout's figures; whether it met the targets."""
+    print(
+        f"intake, {name}: {intake['sent']} deliveries at {rate:g}/s for {seconds:g} s on "
+        f"{os.cpu_count()} CPUs, {intake['reviews']} of them reviews of a 5,000-line PR"
+    )
+    print(
+        f"  p50 {intake['p50_ms']:.1f} ms  p95 {intake['p95_ms']:.1f} ms  p99 {intake['p99_ms']:.1f} ms  "
+        f"max {intake['max_ms']:.1f} ms (target p99 <= 10 ms; ratio {intake['p99_ms'] / 10:.2f})"
+    )
+    print(
+        f"  lost {intake['lost']}, doubled {intake['doubled']} (deliveries not processed; deliveries "
+        f"attempted twice, extra sticky comments and commit statuses)"
+    )
+    print(
+        f"  accepted {intake['accepted']}, non-2xx {intake['non_2xx']}, processed {intake['done']}, "
+        f"attempted twice {intake['retried']}, repositories recorded {intake['repositories']} "
+        f"of {intake['installations']}, reviews saved {intake['reviews_saved']} of {intake['reviews']}; "
+        f"sticky comments per PR {intake['comments_per_pr']}, statuses per pushed head "
+        f"{intake['statuses_per_head']}, invalid GitHub requests {intake['invalid_requests']}"
+    )
+    print(
+        f"  CPU per delivery: server (intake + processing) {intake['server_cpu_ms_per_delivery']:.2f} ms, "
+        f"load generator {intake['sender_cpu_ms_per_delivery']:.2f} ms; queue drained "
+        f"{intake['drained_s']:.1f} s after the last delivery"
+    )
+    before = " ".join(f"{v:.2f}" for v in intake["load_average_before"])
+    print(
+        f"  machine: load average {before} (1, 5, 15 min) before the load, {intake['load_average']:.2f} at "
+        f"its end; other processes took {intake['others_cpu_share']:.0%} of the CPUs during the load"
+    )
+    once = (
+        intake["done"] == intake["accepted"] == intake["sent"]
+        and intake["lost"] == intake["doubled"] == 0
+        and intake["repositories"] == intake["installations"]
+        and intake["reviews_saved"] == intake["reviews"]
+        and intake["comments_per_pr"] in ([1], [])
+        and intake["statuses_per_head"] in ([1], [])
+        and intake["invalid_requests"] == 0
+    )
+    return intake["p99_ms"] <= 10 and intake["non_2xx"] == 0 and once
 
 
 # Part 2: review end to end
@@ -239,7 +420,7 @@ def big_diff(lines: int, files: int = 50) -> str:
 
 def review_benchmark(reviews: int, diff_lines: int) -> dict:
     emulator = GitHubEmulator(tokens={TOKEN}).start()
-    repo = "Codertocat/Hello-World"
+    repo = REPO
     emulator.add_repo(repo, "master")
     text = big_diff(diff_lines)
     timings = []
@@ -284,42 +465,31 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rate", type=float, default=200.0)
     parser.add_argument("--seconds", type=float, default=60.0)
-    parser.add_argument("--reviews", type=int, default=20)
+    parser.add_argument("--review-rate", type=float, default=1.0,
+                        help="reviews of a --diff-lines PR per second among the deliveries (default 1)")
+    parser.add_argument("--reviews", type=int, default=20, help="reviews timed end to end (part 2)")
     parser.add_argument("--diff-lines", type=int, default=5000)
     parser.add_argument("--workers", type=int, default=1, help="perfbot serve --workers (default 1)")
+    parser.add_argument("--baseline", type=Path,
+                        help="also measure the intake of this perfbot source tree, first (before/after)")
     args = parser.parse_args()
     github_data.ensure()
 
-    intake = intake_benchmark(args.rate, args.seconds, args.workers)
-    print(
-        f"intake: {intake['sent']} deliveries at {args.rate:g}/s for {args.seconds:g} s"
-        f" on {os.cpu_count()} CPUs"
-    )
-    print(
-        f"  p50 {intake['p50_ms']:.1f} ms  p99 {intake['p99_ms']:.1f} ms  max {intake['max_ms']:.1f} ms "
-        f"(target p99 <= 25 ms; ratio {intake['p99_ms'] / 25:.2f})"
-    )
-    print(
-        f"  accepted {intake['accepted']}, non-2xx {intake['non_2xx']}, processed {intake['done']}, "
-        f"attempted twice {intake['retried']}, repositories recorded {intake['repositories']}"
-    )
-    print(
-        f"  CPU per delivery: server (intake + processing) {intake['server_cpu_ms_per_delivery']:.2f} ms, "
-        f"load generator {intake['sender_cpu_ms_per_delivery']:.2f} ms; "
-        f"load average at the end: {intake['load_average']:.1f}"
-    )
+    ok = True
+    layouts = [("baseline", args.baseline)] if args.baseline else []
+    for name, source in [*layouts, ("this checkout", ROOT)]:
+        intake = intake_benchmark(
+            args.rate, args.seconds, args.workers, args.review_rate, args.diff_lines, source
+        )
+        met = report_intake(f"{name} ({source})", intake, args.rate, args.seconds)
+        ok = ok and (met or source != ROOT)  # the targets are this checkout's
     review = review_benchmark(args.reviews, args.diff_lines)
     print(
         f"review: {review['reviews']} pushes of a {review['diff_lines']}-line PR, delivery -> comment in the "
         f"emulator: p50 {review['p50_s'] * 1000:.0f} ms, max {review['max_s'] * 1000:.0f} ms "
         f"(target p50 <= 1 s; ratio {review['p50_s']:.2f}); comment {review['comment_chars']} chars"
     )
-    ok = (
-        intake["p99_ms"] <= 25
-        and intake["non_2xx"] == 0
-        and intake["done"] == intake["accepted"] == intake["repositories"] == intake["sent"]
-        and review["p50_s"] <= 1.0
-    )
+    ok = ok and review["p50_s"] <= 1.0
     print("PASS" if ok else "FAIL")
     return 0 if ok else 1
 

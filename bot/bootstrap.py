@@ -11,7 +11,8 @@ from huey.consumer import Consumer
 from bot.adapters.github_client import PyGithubFactory
 from bot.adapters.github_oauth import GitHubSignIn
 from bot.adapters.queue import HueyQueue
-from bot.adapters.store.sql import SqlStore
+from bot.adapters.sqlite_files import WalCheckpoints
+from bot.adapters.store.sql import SqlStore, sqlite_file
 from bot.service import bench, jobs
 from bot.service.ports import GitHubFactory
 from bot.service.router import Router
@@ -30,11 +31,13 @@ class Runtime:
     store: SqlStore
     queue: HueyQueue
 
-    def start_consumer(self, threads: int) -> Consumer:
-        """Re-enqueue deliveries lost earlier, then consume the queue on threads of this process
-        (the process keeps its signal handlers)."""
-        jobs.housekeeping(self.services)
-        consumer = self.queue.consumer(workers=threads, in_process=True)
+    def start_consumer(self, threads: int, periodic: bool = True) -> Consumer:
+        """Consume the queue on threads of this process (the process keeps its signal handlers);
+        ``periodic``: this consumer also runs the sweep (re-enqueueing deliveries lost earlier,
+        first of all) and enqueues the periodic tasks, which one consumer of the queue must do."""
+        if periodic:
+            jobs.housekeeping(self.services)
+        consumer = self.queue.consumer(workers=threads, in_process=True, periodic=periodic)
         consumer.start()
         return consumer
 
@@ -73,3 +76,12 @@ def sign_in(settings: Settings) -> GitHubSignIn | None:
 def migrate(settings: Settings) -> None:
     """Bring the database to the newest schema, once, before `perfbot serve` forks its workers."""
     SqlStore.connect(settings.database_url).engine.dispose()
+
+
+def wal_checkpoints(settings: Settings) -> WalCheckpoints:
+    """Checkpoints of the SQLite files the server writes (store, embedded queue), for the process
+    that supervises those writing them."""
+    files = [sqlite_file(settings.database_url)]
+    if settings.queue_embedded:
+        files.append(settings.resolved_queue_url.removeprefix("sqlite:///"))
+    return WalCheckpoints([f for f in files if f])

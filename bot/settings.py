@@ -66,6 +66,11 @@ class Settings:
             return self.queue_url
         return f"sqlite:///{queue_file_beside(self.database_url)}"
 
+    @property
+    def queue_embedded(self) -> bool:
+        """The queue is a SQLite file (`perfbot serve` runs its consumers), not a Redis server."""
+        return not self.resolved_queue_url.startswith(("redis://", "rediss://"))
+
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
         env = os.environ if environ is None else environ

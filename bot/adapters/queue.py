@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
 
 from huey import RedisHuey, crontab
@@ -12,6 +13,7 @@ from huey.storage import SqliteStorage
 from bot.service.ports import Queue
 
 from .job_serializer import JsonSerializer
+from .sqlite_files import AUTOCHECKPOINT_PAGES, WriterLock, lock_file_beside
 
 PROCESS_TASK = "perfbot.process_delivery"
 SWEEP_TASK = "perfbot.requeue_stale"
@@ -32,11 +34,24 @@ def build_huey(url: str) -> Huey:
 class WalNormalSqliteStorage(SqliteStorage):
     """huey's SQLite storage with WAL and synchronous=NORMAL: safe against corruption, and no fsync
     per enqueue (huey offers only FULL or OFF). A job lost to a power cut is not lost work: its
-    delivery stays pending in the store and the stale-delivery sweep enqueues it again."""
+    delivery stays pending in the store and the stale-delivery sweep enqueues it again. Writes
+    queue on a `WriterLock` with the other processes of the file (web workers enqueue, consumers
+    dequeue) rather than on SQLite's sleeping retries, and leave checkpoints to `perfbot serve`'s
+    master (`sqlite_files`)."""
+
+    def __init__(self, name: str = "huey", filename: str = "huey.db", **kwargs):
+        self._writers = WriterLock(lock_file_beside(filename))  # before huey creates its tables
+        super().__init__(name, filename=filename, **kwargs)
+
+    @contextlib.contextmanager
+    def db(self, commit=False, close=False):
+        with self._writers if commit else contextlib.nullcontext(), super().db(commit, close) as cursor:
+            yield cursor
 
     def _create_connection(self):
         connection = super()._create_connection()
         connection.execute("pragma synchronous=1")
+        connection.execute(f"pragma wal_autocheckpoint={AUTOCHECKPOINT_PAGES}")
         return connection
 
 
@@ -83,12 +98,15 @@ class HueyQueue(Queue):
         else:
             storage.queue_size()
 
-    def consumer(self, workers: int = 2, in_process: bool = False) -> Consumer:
+    def consumer(self, workers: int = 2, in_process: bool = False, periodic: bool = True) -> Consumer:
+        """A consumer on ``workers`` threads; ``periodic``: it also enqueues the periodic tasks when
+        they are due, which exactly one consumer of a queue must do (each one that does enqueues
+        them again)."""
         cls = InProcessConsumer if in_process else Consumer
         # huey's idle polling backs off to 10 s by default: a review would wait that long on the
         # SQLite queue. Redis dequeues block instead, so the cap only matters for SQLite.
-        return cls(self.huey, workers=workers, worker_type="thread", periodic=True, check_worker_health=True,
-                   scheduler_interval=1, initial_delay=0.05, max_delay=0.25)
+        return cls(self.huey, workers=workers, worker_type="thread", periodic=periodic,
+                   check_worker_health=True, scheduler_interval=1, initial_delay=0.05, max_delay=0.25)
 
 
 class InProcessConsumer(Consumer):

@@ -1,5 +1,5 @@
-"""`perfbot serve` (webhook intake under gunicorn, with an in-process queue consumer on the
-embedded SQLite queue) and `perfbot worker` (queue consumer only, for Redis deployments)."""
+"""`perfbot serve` (webhook intake under gunicorn, and on the embedded SQLite queue the queue
+consumer processes it supervises) and `perfbot worker` (a queue consumer on its own)."""
 
 from __future__ import annotations
 
@@ -15,18 +15,24 @@ def setup(subparsers) -> None:
     serve = subparsers.add_parser("serve", help="run the webhook server (and the queue consumer)",
                                   description="Serve POST /webhook, /healthz, /metrics and the dashboard "
                                               "with gunicorn. With the embedded SQLite queue (the default) "
-                                              "the queue consumer runs in the same process.")
+                                              "it also starts the queue consumers, as processes of their "
+                                              "own that it restarts if they die and stops with itself.")
     serve.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
     serve.add_argument("--port", type=int, default=8000, help="port to listen on (default 8000)")
     serve.add_argument("--workers", type=int, default=1, help="gunicorn worker processes (default 1)")
     serve.add_argument("--threads", type=int, default=8, help="threads per worker process (default 8)")
-    serve.add_argument("--consumers", type=int, default=2,
-                       help="queue consumer threads per process on the embedded queue (default 2)")
+    serve.add_argument("--consumers", type=int, default=1,
+                       help="queue consumer processes on the embedded queue (default 1; none with Redis)")
+    serve.add_argument("--consumer-threads", type=int, default=4,
+                       help="threads per queue consumer process (default 4)")
     serve.set_defaults(run=run_serve)
     worker = subparsers.add_parser("worker", help="run the queue consumer only",
                                    description="Consume queued deliveries (PERFBOT_QUEUE_URL) until "
                                                "SIGTERM; run any number of these next to `perfbot serve`.")
     worker.add_argument("--threads", type=int, default=4, help="consumer threads (default 4)")
+    worker.add_argument("--no-periodic", dest="periodic", action="store_false",
+                        help="leave the periodic tasks (the minutely sweep, the hourly scheduled "
+                             "benchmarks) to another worker: exactly one worker of a queue runs them")
     worker.set_defaults(run=run_worker)
 
 
@@ -51,10 +57,11 @@ def run_serve(args: argparse.Namespace) -> int:
     logs.configure(settings.log_level)
     if not settings.webhook_secrets:
         raise UsageError("PERFBOT_WEBHOOK_SECRET is not set: it must match the App's webhook secret")
-    for name in ("port", "workers", "threads", "consumers"):
+    for name in ("port", "workers", "threads", "consumers", "consumer_threads"):
         if getattr(args, name) < (0 if name == "port" else 1):
-            raise UsageError(f"--{name} must be positive")
-    server.serve(settings, args.host, args.port, args.workers, args.threads, args.consumers)
+            raise UsageError(f"--{name.replace('_', '-')} must be positive")
+    server.serve(settings, args.host, args.port, args.workers, args.threads, args.consumers,
+                 args.consumer_threads)
     return 0
 
 
@@ -66,5 +73,5 @@ def run_worker(args: argparse.Namespace) -> int:
     logs.configure(settings.log_level)
     if args.threads < 1:
         raise UsageError("--threads must be positive")
-    worker.run_forever(bootstrap.build(settings), workers=args.threads)
+    worker.run_forever(bootstrap.build(settings), workers=args.threads, periodic=args.periodic)
     return 0

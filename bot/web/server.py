@@ -1,28 +1,33 @@
-"""Run the app under gunicorn from Python (for `perfbot serve`), with the queue consumer
-started inside each worker process when the queue is the embedded SQLite file."""
+"""Run the app under gunicorn from Python (for `perfbot serve`). gunicorn's master also supervises
+the queue consumer processes when the queue is the embedded SQLite file (`consumers`), and
+checkpoints the SQLite files that its workers and consumers write."""
 
 from __future__ import annotations
 
 import gc
 import logging
-from collections.abc import Callable
+import sys
 from typing import Any
 
 from flask import Flask
 from gunicorn.app.base import BaseApplication
+from gunicorn.arbiter import Arbiter
 
 from bot import bootstrap
 from bot.settings import Settings
 
 from .app import create_app
+from .consumers import ConsumerProcesses, worker_commands
 
 log = logging.getLogger("perfbot.serve")
 GC_THRESHOLDS = (50_000, 50, 50)  # young generation every 50,000 allocations, not every 700
 
 
 class PerfbotServer(BaseApplication):
-    def __init__(self, settings: Settings, options: dict[str, Any]):
-        self.settings, self.options = settings, options
+    def __init__(self, settings: Settings, options: dict[str, Any],
+                 consumers: ConsumerProcesses | None = None):
+        self.settings, self.options, self.consumers = settings, options, consumers
+        self.checkpoints = bootstrap.wal_checkpoints(settings)
         self.runtime: bootstrap.Runtime | None = None
         super().__init__()
 
@@ -35,32 +40,65 @@ class PerfbotServer(BaseApplication):
         self.runtime = bootstrap.build(self.settings)
         return create_app(self.settings, self.runtime.services, self.runtime.router)
 
+    def run(self) -> None:
+        try:
+            SupervisingArbiter(self, self.consumers, self.checkpoints).run()
+        except RuntimeError as error:  # gunicorn's own start-up errors, reported as it does
+            print(f"\nError: {error}\n", file=sys.stderr)
+            sys.exit(1)
 
-def serve(settings: Settings, host: str, port: int, workers: int, threads: int, consumers: int) -> None:
+
+class SupervisingArbiter(Arbiter):
+    """gunicorn's master, which also keeps the queue consumer processes running: it starts them
+    before its workers, restarts one that died (its loop wakes on SIGCHLD, and at least every
+    second) and stops them with the workers, however the server is told to stop. On the same
+    loop it checkpoints the SQLite files, so that no worker's commit has to (`sqlite_files`)."""
+
+    def __init__(self, app: PerfbotServer, consumers: ConsumerProcesses | None,
+                 checkpoints: bootstrap.WalCheckpoints):
+        self.consumers, self.checkpoints = consumers, checkpoints
+        super().__init__(app)
+
+    def manage_workers(self) -> None:
+        if self.consumers is not None:
+            self.consumers.keep_running()
+        super().manage_workers()
+        self.checkpoints.run_if_due()
+
+    def reap_workers(self) -> None:
+        if self.consumers is not None:
+            self.consumers.reap()
+        super().reap_workers()
+
+    def stop(self, graceful: bool = True) -> None:
+        if self.consumers is None:
+            super().stop(graceful)
+            return
+        self.consumers.terminate()  # first, so that they wind down while the workers do
+        super().stop(graceful)
+        self.consumers.wait(self.cfg.graceful_timeout)
+
+
+def serve(settings: Settings, host: str, port: int, workers: int, threads: int, consumers: int,
+          consumer_threads: int) -> None:
+    """Serve until SIGTERM; on the embedded queue with ``consumers`` consumer processes of
+    ``consumer_threads`` threads each."""
     bootstrap.migrate(settings)
     options = {"bind": f"{host}:{port}", "workers": workers, "worker_class": "gthread", "threads": threads,
                "timeout": 60, "graceful_timeout": 20, "keepalive": 5, "accesslog": None,
-               "post_worker_init": _start_consumer(consumers), "worker_exit": _stop_consumer}
+               "post_worker_init": _tune_collector}
+    supervised = None
+    if settings.queue_embedded:  # with Redis, `perfbot worker` processes run elsewhere
+        supervised = ConsumerProcesses(worker_commands(consumers, consumer_threads))
     log.info("serving", extra={"bind": options["bind"], "workers": workers,
+                               "consumers": consumers if supervised else 0,
                                "queue": settings.resolved_queue_url.split(":", 1)[0]})
-    PerfbotServer(settings, options).run()
+    PerfbotServer(settings, options, supervised).run()
 
 
-def _start_consumer(consumers: int) -> Callable[[Any], None]:
-    def post_worker_init(worker: Any) -> None:
-        # Collections of the oldest generation walk every object the app has made since start
-        # (routes, migrations, rules) and stalled acknowledgements by up to 270 ms: keep start-up
-        # objects out of the collector, and collect the young generation less often.
-        gc.freeze()
-        gc.set_threshold(*GC_THRESHOLDS)
-        runtime = worker.app.runtime
-        if not runtime.queue.embedded:
-            return  # Redis: `perfbot worker` processes consume
-        worker.perfbot_consumer = runtime.start_consumer(consumers)
-    return post_worker_init
-
-
-def _stop_consumer(server: Any, worker: Any) -> None:
-    consumer = getattr(worker, "perfbot_consumer", None)
-    if consumer is not None:
-        consumer.stop(graceful=True)
+def _tune_collector(worker: Any) -> None:
+    # Collections of the oldest generation walk every object the app has made since start
+    # (routes, migrations, rules) and stalled acknowledgements by up to 270 ms: keep start-up
+    # objects out of the collector, and collect the young generation less often.
+    gc.freeze()
+    gc.set_threshold(*GC_THRESHOLDS)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 
 import pytest
 
@@ -14,19 +15,22 @@ def run_through(queue: HueyQueue) -> list[int]:
     """Enqueue three jobs that return a value, consume them, and give back what ran."""
     done: list[int] = []
     lock = threading.Lock()
+    swept = threading.Event()
 
     def process(delivery_id: int) -> str:
         with lock:
             done.append(delivery_id)
         return "done"
 
-    queue.bind(process, lambda: None)
+    queue.bind(process, swept.set)
     for delivery_id in (1, 2, 3):
         queue.enqueue(delivery_id)
     consumer = queue.consumer(workers=2, in_process=True)
     consumer.start()
     try:
-        assert wait_for(lambda: len(done) == 3)
+        # The consumer also enqueues the minutely sweep as it starts: wait until that job ran too,
+        # so that nothing the consumer was given is still queued when it stops.
+        assert wait_for(lambda: len(done) == 3 and swept.is_set(), timeout=30)
     finally:
         consumer.stop(graceful=True)
     return sorted(done)
@@ -71,6 +75,26 @@ def test_a_failing_job_is_retried_by_the_queue(tmp_path):
         assert wait_for(lambda: len(attempts) == 2)
     finally:
         consumer.stop(graceful=True)
+
+
+def test_only_a_periodic_consumer_enqueues_the_periodic_tasks(tmp_path):
+    queue = HueyQueue(f"sqlite:///{tmp_path / 'q.db'}")
+    sweeps: list[int] = []
+    queue.bind(lambda _: None, lambda: sweeps.append(1))
+    quiet = queue.consumer(workers=1, in_process=True, periodic=False)
+    quiet.start()
+    try:
+        time.sleep(3)  # three turns of its scheduler (one a second), the first at once
+        assert sweeps == [] and queue.pending() == 0
+        periodic = queue.consumer(workers=1, in_process=True)
+        periodic.start()
+        try:
+            assert wait_for(lambda: sweeps == [1], timeout=30)
+        finally:
+            periodic.stop(graceful=True)
+    finally:
+        quiet.stop(graceful=True)
+    assert sweeps == [1] and queue.pending() == 0
 
 
 def test_an_unknown_queue_url_is_refused():

@@ -1,18 +1,23 @@
-"""`perfbot serve` starts with the embedded defaults and answers a signed ping; bad settings exit 2."""
+"""`perfbot serve` starts with the embedded defaults and answers a signed ping, consumes the
+embedded queue in a process it supervises; bad settings exit 2."""
 
 from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
+import sqlite3
 import subprocess
+import time
 
 import requests
 
 from bot.cli.main import main
 from bot.web.signature import sign
 from tests.support.fixtures import redis_url  # noqa: F401, F811  (a fixture)
-from tests.support.serving import PERFBOT, environment, serving
+from tests.support.serving import PERFBOT, alive, environment, served, serving
+from tests.web.helpers import SECRET, headers
 
 
 def test_serve_on_embedded_defaults_answers_a_signed_ping_and_stops_on_sigterm(tmp_path):
@@ -38,6 +43,66 @@ def test_serve_on_embedded_defaults_answers_a_signed_ping_and_stops_on_sigterm(t
         )
         assert unsigned.status_code == 401
     assert (tmp_path / "perfbot.db").exists() and (tmp_path / "perfbot.queue.db").exists()
+
+
+def test_serve_consumes_the_embedded_queue_in_a_process_of_its_own_and_restarts_it_when_killed(tmp_path):
+    from bot.adapters.store.sql import SqlStore
+    from tests.support import github_data
+    from tests.support.github_emulator import wait_for
+
+    def deliver(base: str, installation_id: int) -> None:
+        payload = github_data.installation_event("installation", "created")
+        payload["installation"]["id"] = installation_id
+        body = json.dumps(payload).encode()
+        response = requests.post(f"{base}/webhook", data=body, headers=headers("installation", body), timeout=10)
+        assert response.status_code == 202, response.text
+
+    with served(tmp_path, environment(PERFBOT_WEBHOOK_SECRET=SECRET)) as server:
+        store = SqlStore.connect(f"sqlite:///{tmp_path / 'perfbot.db'}", migrate_schema=False)
+        [web] = [pid for pid, command in server.children().items() if " -m bot serve " in f"{command} "]
+        [consumer] = server.consumers()
+        assert consumer != web and len(server.children()) == 2
+        deliver(server.base, 1)
+        assert wait_for(lambda: store.delivery_counts() == {"done": 1}, timeout=60)
+
+        # Frozen, the consumer takes nothing: the web worker only accepts and enqueues.
+        os.kill(consumer, signal.SIGSTOP)
+        deliver(server.base, 2)
+        time.sleep(1)
+        assert store.delivery_counts() == {"done": 1, "pending": 1}
+
+        # Killed, it is started again, and the new one processes what waited in the queue.
+        os.kill(consumer, signal.SIGKILL)
+        assert wait_for(lambda: server.consumers() not in ([], [consumer]), timeout=30)
+        [replacement] = server.consumers()
+        assert wait_for(lambda: store.delivery_counts() == {"done": 2}, timeout=60)
+        assert not alive(consumer) and alive(replacement)
+        store.engine.dispose()
+
+        # Nobody's commit checkpoints so few writes: the master copies the WAL into the file.
+        def checkpointed() -> bool:
+            shutil.copyfile(tmp_path / "perfbot.db", tmp_path / "file-alone.db")
+            with sqlite3.connect(tmp_path / "file-alone.db") as copy:
+                return copy.execute("SELECT count(*) FROM deliveries WHERE status = 'done'").fetchone()[0] == 2
+
+        assert wait_for(checkpointed, timeout=10)
+    assert not alive(replacement)  # SIGTERM to the server stopped its consumer too
+
+
+def test_of_several_consumers_one_alone_runs_the_periodic_tasks_and_so_does_the_one_started_in_its_place(tmp_path):
+    from tests.support.github_emulator import wait_for
+
+    with served(tmp_path, environment(PERFBOT_WEBHOOK_SECRET=SECRET), args=["--consumers", "3"]) as server:
+        assert len(server.consumers()) == 3
+        [periodic] = server.periodic_consumers()
+        others = set(server.consumers()) - {periodic}
+        os.kill(periodic, signal.SIGKILL)
+        assert wait_for(lambda: len(server.consumers()) == 3 and periodic not in server.consumers(), timeout=30)
+        [replacement] = server.periodic_consumers()
+        assert replacement != periodic
+        left = server.consumers()
+        assert set(left) == others | {replacement}  # the others ran on meanwhile, never restarted
+    assert not any(alive(pid) for pid in left)
 
 
 def clear_settings(monkeypatch) -> None:

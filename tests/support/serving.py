@@ -1,5 +1,5 @@
-"""`perfbot serve` as a real subprocess (gunicorn, its worker process, the embedded queue
-consumer), for tests that exercise the start-up path the way an operator runs it."""
+"""`perfbot serve` as a real subprocess (gunicorn's master, its worker process, the embedded
+queue's consumer process), for tests that exercise the start-up path the way an operator runs it."""
 
 from __future__ import annotations
 
@@ -8,8 +8,9 @@ import signal
 import socket
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -33,13 +34,39 @@ def environment(**settings: str) -> dict[str, str]:
     return {**clean, "PYTHONPATH": str(ROOT), **settings}
 
 
+@dataclass(frozen=True)
+class Served:
+    base: str
+    process: subprocess.Popen
+
+    def children(self) -> dict[int, str]:
+        """The master's child processes: pid -> command line."""
+        return children(self.process.pid)
+
+    def consumers(self) -> list[int]:
+        return [pid for pid, command in self.children().items() if " -m bot worker " in f"{command} "]
+
+    def periodic_consumers(self) -> list[int]:
+        """The consumers that run the periodic tasks."""
+        commands = self.children()
+        return [pid for pid in self.consumers() if "--no-periodic" not in commands.get(pid, "--no-periodic")]
+
+
 @contextmanager
 def serving(cwd: Path, env: dict[str, str], start_timeout: float = 60) -> Iterator[str]:
-    """Run `perfbot serve` in ``cwd`` on a free port until /healthz answers, and yield its base URL;
-    afterwards stop it with SIGTERM, as a supervisor would, and require a clean exit."""
+    """`served`, yielding only the base URL."""
+    with served(cwd, env, start_timeout) as server:
+        yield server.base
+
+
+@contextmanager
+def served(cwd: Path, env: dict[str, str], start_timeout: float = 60, args: Sequence[str] = ()) -> Iterator[Served]:
+    """Run `perfbot serve` with ``args`` in ``cwd`` on a free port until /healthz answers, and yield
+    it; afterwards stop it with SIGTERM, as a supervisor would, and require a clean exit that leaves
+    none of its processes behind."""
     port = free_port()
     process = subprocess.Popen(
-        [*PERFBOT, "serve", "--port", str(port)],
+        [*PERFBOT, "serve", "--port", str(port), *args],
         cwd=cwd,
         env=env,
         stdout=subprocess.PIPE,
@@ -52,12 +79,40 @@ def serving(cwd: Path, env: dict[str, str], start_timeout: float = 60) -> Iterat
         if process.poll() is not None or not _healthy(base):
             process.kill()
             pytest.fail(f"perfbot serve did not start:\n{process.communicate(timeout=30)[0]}")
-        yield base
+        yield Served(base, process)
     finally:
+        left = children(process.pid)
         if process.poll() is None:
             process.send_signal(signal.SIGTERM)
         output, _ = process.communicate(timeout=30)
     assert process.returncode == 0, output
+    assert wait_for(lambda: not any(alive(pid) for pid in left), timeout=10), (
+        f"still running after perfbot serve exited: {[left[pid] for pid in left if alive(pid)]}\n{output}"
+    )
+
+
+def children(pid: int) -> dict[int, str]:
+    """The child processes of ``pid`` (Linux's /proc): pid -> command line."""
+    try:
+        pids = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+    except OSError:
+        return {}
+    found = {}
+    for child in map(int, pids):
+        try:
+            found[child] = Path(f"/proc/{child}/cmdline").read_bytes().replace(b"\0", b" ").decode().strip()
+        except OSError:
+            continue  # exited meanwhile
+    return found
+
+
+def alive(pid: int) -> bool:
+    """``pid`` runs (a zombie, exited but not yet collected, does not count)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"
 
 
 def _healthy(base: str) -> bool:

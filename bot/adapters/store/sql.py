@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import json
-import threading
 from collections.abc import Iterator
 from contextlib import contextmanager, nullcontext
 from datetime import UTC, datetime, timedelta
 
 from sqlalchemy import (
+    URL,
     Connection,
     Engine,
     Table,
@@ -18,6 +18,7 @@ from sqlalchemy import (
     event,
     func,
     insert,
+    make_url,
     or_,
     select,
     text,
@@ -40,6 +41,7 @@ from bot.service.ports import (
     Store,
 )
 
+from ..sqlite_files import AUTOCHECKPOINT_PAGES, WriterLock, lock_file_beside
 from . import migrate
 from .dashboard import DashboardQueries
 from .tables import (
@@ -110,8 +112,25 @@ def _sqlite_pragmas(dbapi_connection, _record) -> None:
     cursor = dbapi_connection.cursor()
     cursor.execute("PRAGMA journal_mode=WAL")
     cursor.execute("PRAGMA synchronous=NORMAL")
+    cursor.execute(f"PRAGMA wal_autocheckpoint={AUTOCHECKPOINT_PAGES}")
     cursor.execute("PRAGMA busy_timeout=30000")
     cursor.close()
+
+
+def _writer_lock(engine: Engine) -> WriterLock | nullcontext:
+    if engine.dialect.name != "sqlite":
+        return nullcontext()
+    database = sqlite_file(engine.url)
+    return WriterLock(lock_file_beside(database) if database else None)
+
+
+def sqlite_file(url: str | URL) -> str | None:
+    """The file of a SQLite database URL; None for another database, or one in memory or by URI."""
+    url = make_url(url)
+    database = url.database if url.get_backend_name() == "sqlite" else None
+    if not database or database == ":memory:" or database.startswith("file:"):
+        return None
+    return database
 
 
 def _now() -> datetime:
@@ -130,8 +149,8 @@ class SqlStore(DashboardQueries, Store):
         self.engine = engine
         self._sessions = sessionmaker(engine, expire_on_commit=False)
         # SQLite has one writer at a time, and a writer that finds the file locked sleeps in
-        # growing steps (up to 100 ms): queue this process's threads on a lock instead.
-        self._writer = threading.Lock() if engine.dialect.name == "sqlite" else nullcontext()
+        # growing steps (up to 100 ms): queue the threads and processes sharing it on a lock instead.
+        self._writer = _writer_lock(engine)
         self._upsert_repo = _upsert_repository(engine.dialect.name)
 
     @classmethod

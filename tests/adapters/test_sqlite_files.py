@@ -1,0 +1,127 @@
+"""SQLite files shared by processes: one writer at a time across processes (fork included), the
+store and the queue written by two processes at once without "database is locked", checkpoints
+left to the supervising process."""
+
+from __future__ import annotations
+
+import multiprocessing
+import shutil
+import sqlite3
+import threading
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+
+from bot.adapters.queue import HueyQueue
+from bot.adapters.sqlite_files import AUTOCHECKPOINT_PAGES, WalCheckpoints, WriterLock, checkpoint
+from bot.adapters.store.sql import SqlStore, sqlite_file
+
+
+def take_when_told(lock: WriterLock, go: multiprocessing.Event, acquired) -> None:
+    assert go.wait(30)
+    with lock:
+        acquired.value = time.monotonic()
+
+
+def test_a_forked_child_waits_for_the_lock_its_parent_holds(tmp_path):
+    lock = WriterLock(str(tmp_path / "db.lock"))
+    with lock:
+        pass  # the parent opened its descriptor before the fork, as gunicorn's master may have
+    fork = multiprocessing.get_context("fork")
+    go, acquired = fork.Event(), fork.Value("d", 0.0)
+    child = fork.Process(target=take_when_told, args=(lock, go, acquired))
+    child.start()
+    with lock:
+        go.set()
+        time.sleep(0.3)
+        released = time.monotonic()
+    child.join(30)
+    assert child.exitcode == 0 and acquired.value >= released
+
+
+def test_threads_wait_for_each_other_on_an_in_memory_database():
+    lock, inside, overlaps = WriterLock(None), [], []
+
+    def enter() -> None:
+        with lock:
+            inside.append(1)
+            overlaps.append(len(inside))
+            time.sleep(0.01)
+            inside.pop()
+
+    threads = [threading.Thread(target=enter) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert overlaps == [1, 1, 1, 1]
+
+
+def write_deliveries(url: str, queue_url: str, first: int, count: int) -> None:
+    """What a web worker and a consumer do to the files they share, as fast as they can."""
+    store = SqlStore.connect(url, migrate_schema=False)
+    queue = HueyQueue(queue_url)
+    queue.bind(lambda _: None, lambda: None)
+    for n in range(first, first + count):
+        delivery_id = store.claim_delivery("1", f"guid-{n}", "installation", "created", b"x" * 3000)
+        queue.enqueue(delivery_id)
+        queue.huey.storage.dequeue()
+        store.start_delivery(delivery_id, datetime.now(UTC), 600)
+        store.finish_delivery(delivery_id, "done")
+
+
+def test_two_processes_write_the_store_and_the_queue_at_once_and_none_is_refused(tmp_path):
+    url, queue_url = f"sqlite:///{tmp_path / 'perfbot.db'}", f"sqlite:///{tmp_path / 'perfbot.queue.db'}"
+    store = SqlStore.connect(url)
+    spawn = multiprocessing.get_context("spawn")
+    writers = [spawn.Process(target=write_deliveries, args=(url, queue_url, n * 1000, 300)) for n in (1, 2)]
+    for writer in writers:
+        writer.start()
+    for writer in writers:
+        writer.join(120)
+    assert [writer.exitcode for writer in writers] == [0, 0]  # a "database is locked" would raise
+    assert store.delivery_counts() == {"done": 600}
+    assert HueyQueue(queue_url).pending() == 0
+
+
+def test_connections_leave_the_checkpoints_to_the_supervisor_up_to_a_bound(tmp_path):
+    store = SqlStore.connect(f"sqlite:///{tmp_path / 'perfbot.db'}")
+    with store.engine.connect() as connection:
+        assert connection.exec_driver_sql("PRAGMA wal_autocheckpoint").scalar() == AUTOCHECKPOINT_PAGES
+    queue = HueyQueue(f"sqlite:///{tmp_path / 'perfbot.queue.db'}")
+    assert queue.huey.storage.conn.execute("PRAGMA wal_autocheckpoint").fetchone()[0] == AUTOCHECKPOINT_PAGES
+
+
+def rows_in_the_database_file_alone(database: Path, copy: Path) -> int:
+    """Deliveries in ``database`` as its file holds them, without what is still in its WAL."""
+    shutil.copyfile(database, copy)
+    with sqlite3.connect(copy) as connection:
+        return connection.execute("SELECT count(*) FROM deliveries").fetchone()[0]
+
+
+def test_a_checkpoint_moves_the_wal_into_the_database_file(tmp_path):
+    database = tmp_path / "perfbot.db"
+    store = SqlStore.connect(f"sqlite:///{database}")
+    checkpoint(str(database))  # the schema
+    for n in range(5):
+        store.claim_delivery("1", f"g-{n}", "ping", None, b"{}")
+    assert rows_in_the_database_file_alone(database, tmp_path / "before.db") == 0
+    checkpoints = WalCheckpoints([str(database)], interval_s=3600)
+    checkpoints.run_if_due()
+    assert rows_in_the_database_file_alone(database, tmp_path / "after.db") == 5
+    store.claim_delivery("1", "g-late", "ping", None, b"{}")
+    checkpoints.run_if_due()  # not due for an hour
+    assert rows_in_the_database_file_alone(database, tmp_path / "again.db") == 5
+
+
+def test_a_checkpoint_of_a_file_not_yet_made_makes_none(tmp_path):
+    checkpoint(str(tmp_path / "perfbot.queue.db"))
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_the_file_of_a_database_url():
+    assert sqlite_file("sqlite:///data/perfbot.db") == "data/perfbot.db"
+    assert sqlite_file("sqlite:////var/lib/perfbot/perfbot.db") == "/var/lib/perfbot/perfbot.db"
+    assert sqlite_file("sqlite://") is None
+    assert sqlite_file("sqlite:///:memory:") is None
+    assert sqlite_file("postgresql+psycopg://u:p@db/perfbot") is None
