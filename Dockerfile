@@ -2,7 +2,7 @@
 #   docker build -t perfbot .
 #   docker run -p 8000:8000 -v perfbot-data:/data -e PERFBOT_WEBHOOK_SECRET=... \
 #     -e PERFBOT_APP_ID=... -e PERFBOT_PRIVATE_KEY_PATH=/run/secrets/app.pem perfbot
-# The default command is `perfbot serve` (gunicorn + in-process queue consumer on SQLite in /data).
+# The default command is `perfbot serve` (gunicorn + a queue consumer process on SQLite in /data).
 # At scale, run the same image twice: `perfbot serve --workers N` and `perfbot worker`, with
 # PERFBOT_DATABASE_URL=postgresql+psycopg://... and PERFBOT_QUEUE_URL=redis://... (docs/deployment.md).
 #
