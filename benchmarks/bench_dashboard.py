@@ -84,7 +84,7 @@ def run(url: str, args: argparse.Namespace) -> None:
                                   results_per_merge=args.results_per_merge, points_per_merge=2, private=False)
     print(f"filled in {time.perf_counter() - started:.1f} s")
     started = time.perf_counter()
-    store.sync()
+    store.dashboard.sync()
     folded = time.perf_counter() - started
     print(f"first read folded {summary.results:,} results into the merges in {folded:.1f} s")
     with store.engine.connect().execution_options(isolation_level="AUTOCOMMIT") as connection:
@@ -121,7 +121,7 @@ def run(url: str, args: argparse.Namespace) -> None:
     for label, path in pages:
         html, total = weigh(client, path)
         print(f"| {label} | {html / 1024:.0f} KB | **{total / 1024:.0f} KB** | <= 300 KB |")
-    values = [p.value for p in runtime.store.series(REPO, "verify-step", "step_ms", None, None, 10_000)]
+    values = [p.value for p in runtime.store.dashboard.series(REPO, "verify-step", "step_ms", None, None, 10_000)]
     times = []
     for _ in range(15):
         started = time.perf_counter()

@@ -13,7 +13,7 @@ from bot.adapters.github_oauth import GitHubSignIn
 from bot.adapters.queue import HueyQueue
 from bot.adapters.sqlite_files import WalCheckpoints
 from bot.adapters.store.sql import SqlStore, sqlite_file
-from bot.service import bench, jobs
+from bot.service import benchmarks, jobs
 from bot.service.ports import GitHubFactory
 from bot.service.router import Router
 from bot.service.routes import ROUTER
@@ -60,7 +60,7 @@ def build(
     queue.bind(
         lambda delivery_id: jobs.process(delivery_id, services, router),
         lambda: jobs.housekeeping(services),
-        lambda: bench.scheduled(services),
+        lambda: benchmarks.scheduled(services),
     )
     return Runtime(settings, services, router, store, queue)
 

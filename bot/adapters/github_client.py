@@ -20,17 +20,10 @@ from github import (
 )
 from github.Repository import Repository as GhRepository
 
-from bot.core.review.plan import Check
-from bot.service.ports import (
-    ArtifactRef,
-    BenchCheck,
-    DispatchRefused,
-    GitHub,
-    GitHubFactory,
-    PullInfo,
-    PullRequestGone,
-    WorkflowRun,
-)
+from bot.core.checks import Check, commit_state
+from bot.core.pulls import PullInfo
+from bot.service.ports import ArtifactUnavailable, DispatchRefused, GitHub, GitHubFactory, PullRequestGone
+from bot.service.records import ArtifactRef, WorkflowRun
 from bot.settings import Settings
 
 from .github_budget import WriteBudget
@@ -59,7 +52,12 @@ def retry_policy(total: int = 5, backoff: float = 1.0, secondary_wait: float = 6
 
 
 class PyGithubFactory(GitHubFactory):
-    """One authenticated client per installation (App mode) or one for the token."""
+    """Clients per thread: one per installation (App mode), or one for the token, in each thread.
+
+    PyGithub keeps a persistent HTTP connection per client, and a connection answers one request at
+    a time: a client shared by threads hands one thread's response to another. So every thread
+    builds its own (the App's integration client too); what threads share is guarded: the write
+    budget of each GitHub identity and the App's bot login."""
 
     def __init__(self, settings: Settings, retry: SafeRetry | None = None, timeout: int = 30):
         self.settings = settings
@@ -70,44 +68,61 @@ class PyGithubFactory(GitHubFactory):
             seconds_between_requests=0,
             seconds_between_writes=0,
         )
-        self._clients: dict[int | None, PyGithubClient] = {}
+        self._local = threading.local()
         self._lock = threading.Lock()
-        self._integration = None
-        if settings.app_credentials is not None:
-            auth = Auth.AppAuth(*settings.app_credentials)
-            self._integration = GithubIntegration(auth=auth, **self._common)
+        self._budgets: dict[int | None, WriteBudget] = {}
+        self._bot_login: str | None = None
 
     def for_installation(self, installation_id: int | None) -> PyGithubClient:
-        key = installation_id if self._integration is not None else None
-        with self._lock:
-            if key not in self._clients:
-                self._clients[key] = PyGithubClient(
-                    self._connect(key),
-                    self.settings.mode == "app",
-                    WriteBudget(self.settings.writes_per_minute),
-                    app_id=self.settings.app_id,
-                    bot_login=self.bot_login,
-                    timeout=self._common["timeout"],
-                )
-            return self._clients[key]
+        key = installation_id if self.settings.app_credentials is not None else None
+        clients: dict[int | None, PyGithubClient] = self._local.__dict__.setdefault("clients", {})
+        if key not in clients:
+            clients[key] = PyGithubClient(
+                self._connect(key),
+                self.settings.mode == "app",
+                self._budget(key),
+                app_id=self.settings.app_id,
+                bot_login=self.bot_login,
+                timeout=self._common["timeout"],
+            )
+        return clients[key]
 
-    @functools.cached_property
-    def _bot_login(self) -> str | None:
-        """The App's bot account, ``<slug>[bot]`` (GET /app, signed with the App's key)."""
-        if self._integration is None:
+    def _budget(self, key: int | None) -> WriteBudget:
+        with self._lock:
+            if key not in self._budgets:
+                self._budgets[key] = WriteBudget(self.settings.writes_per_minute)
+            return self._budgets[key]
+
+    def _integration(self) -> GithubIntegration | None:
+        """This thread's client of the App itself (JWT-signed requests), None in token mode."""
+        if self.settings.app_credentials is None:
             return None
-        return f"{self._integration.get_app().slug}[bot]"
+        integration = self._local.__dict__.get("integration")
+        if integration is None:
+            auth = Auth.AppAuth(*self.settings.app_credentials)
+            integration = self._local.integration = GithubIntegration(auth=auth, **self._common)
+        return integration
 
     def bot_login(self) -> str | None:
+        """The App's bot account, ``<slug>[bot]`` (GET /app, signed with the App's key), asked once."""
+        integration = self._integration()
+        if integration is None:
+            return None
         with self._lock:
-            return self._bot_login
+            known = self._bot_login
+        if known is None:
+            known = f"{integration.get_app().slug}[bot]"
+            with self._lock:
+                self._bot_login = known
+        return known
 
     def _connect(self, installation_id: int | None) -> Github:
-        if self._integration is not None:
+        integration = self._integration()
+        if integration is not None:
             if installation_id is None:
                 raise PullRequestGone("App mode needs the installation of the event")
             # AppInstallationAuth renews its token by itself shortly before it expires.
-            return self._integration.get_github_for_installation(installation_id)
+            return integration.get_github_for_installation(installation_id)
         if self.settings.github_token is None:
             raise RuntimeError(
                 "no GitHub credentials: set PERFBOT_APP_ID + PERFBOT_PRIVATE_KEY or PERFBOT_GITHUB_TOKEN"
@@ -136,10 +151,6 @@ class PyGithubClient(GitHub):
 
     def _repo(self, repo: str) -> GhRepository:
         return self.github.get_repo(repo)
-
-    @_gone_on_404
-    def pull_head_sha(self, repo: str, number: int) -> str:
-        return self._repo(repo).get_pull(number).head.sha
 
     @_gone_on_404
     def pull_diff(self, repo: str, number: int) -> str:
@@ -198,45 +209,59 @@ class PyGithubClient(GitHub):
             if app is not None:
                 return app.id == self.app_id
             return comment.user.type == "Bot" and comment.user.login == self._bot_login()
+        return comment.user.login == self.own_login()
+
+    def own_login(self) -> str | None:
+        if self.app_mode:
+            return self._bot_login()
         if self._login is None:
             self._login = self.github.get_user().login
-        return comment.user.login == self._login
+        return self._login
 
     @_gone_on_404
-    def publish_check(self, repo: str, check: Check) -> None:
-        if self.app_mode:
-            self._check_run(repo, check)
-        else:
+    def publish_check(self, repo: str, check: Check, check_run_id: int | None = None) -> int | None:
+        if not self.app_mode:
             self._commit_status(repo, check)
-
-    def _check_run(self, repo: str, check: Check) -> None:
-        gh_repo = self._repo(repo)
-        output: dict[str, Any] = {"title": check.title, "summary": check.summary}
-        for run in gh_repo.get_commit(check.head_sha).get_check_runs(check_name=check.name):
-            if run.conclusion != check.conclusion or (run.output.title, run.output.summary) != (
-                check.title,
-                check.summary,
-            ):
-                self.budget.take()
-                run.edit(status="completed", conclusion=check.conclusion, output=output)
-            return
+            return None
+        body: dict[str, Any] = {"status": check.status, "output": {"title": check.title,
+                                                                   "summary": check.summary}}
+        if check.conclusion is not None:
+            body["conclusion"] = check.conclusion
+        if check.details_url:
+            body["details_url"] = check.details_url
+        if check.external_id:
+            body["external_id"] = check.external_id
+        url = f"{self._repo(repo).url}/check-runs"
+        if check_run_id is None:
+            existing = self._check_run_of(repo, check)
+            if existing is not None:
+                if _says(existing, body):
+                    return existing["id"]
+                check_run_id = existing["id"]
         self.budget.take()
-        gh_repo.create_check_run(
-            name=check.name,
-            head_sha=check.head_sha,
-            status="completed",
-            conclusion=check.conclusion,
-            output=output,
-        )
+        if check_run_id is not None:
+            _, data = self.github.requester.requestJsonAndCheck("PATCH", f"{url}/{check_run_id}", input=body)
+        else:
+            _, data = self.github.requester.requestJsonAndCheck(
+                "POST", url, input={"name": check.name, "head_sha": check.head_sha, **body})
+        return data["id"]
+
+    def _check_run_of(self, repo: str, check: Check) -> dict | None:
+        """The head's check run of this name (and external id), if a former attempt made it."""
+        _, data = self.github.requester.requestJsonAndCheck(
+            "GET", f"{self._repo(repo).url}/commits/{check.head_sha}/check-runs",
+            parameters={"check_name": check.name, "filter": "all", "per_page": 100})
+        return next((run for run in data.get("check_runs") or []
+                     if check.external_id is None or run.get("external_id") == check.external_id), None)
 
     def _commit_status(self, repo: str, check: Check) -> None:
-        # Commit statuses have no 'neutral'; the description carries the level.
+        status: dict[str, Any] = {"state": commit_state(check), "context": check.name,
+                                  "description": check.title[:140]}
+        if check.details_url:
+            status["target_url"] = check.details_url
         self.budget.take()
         self.github.requester.requestJsonAndCheck(
-            "POST",
-            f"{self._repo(repo).url}/statuses/{check.head_sha}",
-            input={"state": "success", "context": check.name, "description": check.title[:140]},
-        )
+            "POST", f"{self._repo(repo).url}/statuses/{check.head_sha}", input=status)
 
     @_gone_on_404
     def sync_labels(self, repo: str, number: int, prefix: str, wanted: str | None) -> None:
@@ -259,9 +284,11 @@ class PyGithubClient(GitHub):
     def pull(self, repo: str, number: int) -> PullInfo:
         _, data = self.github.requester.requestJsonAndCheck("GET", f"{self._repo(repo).url}/pulls/{number}")
         head_repo = (data["head"].get("repo") or {}).get("full_name")
-        return PullInfo(repo, data["number"], data["state"] == "open", bool(data.get("draft")),
-                        data["head"]["sha"], data["base"]["sha"], data["base"]["ref"], head_repo,
-                        (data.get("user") or {}).get("login", ""), data["html_url"])
+        return PullInfo(repo=repo, number=data["number"], open=data["state"] == "open",
+                        draft=bool(data.get("draft")), head_sha=data["head"]["sha"],
+            base_sha=data["base"]["sha"],
+                        base_ref=data["base"]["ref"], head_repo=head_repo,
+                        author=(data.get("user") or {}).get("login", ""), html_url=data["html_url"])
 
     def permission(self, repo: str, login: str) -> str:
         try:
@@ -310,8 +337,9 @@ class PyGithubClient(GitHub):
                 raise _refusal(again) from again
         if not isinstance(data, dict) or "workflow_run_id" not in data:
             return None
-        return WorkflowRun(data["workflow_run_id"], data.get("html_url", ""), "queued", None, "",
-                           "workflow_dispatch", f".github/workflows/{workflow}")
+        return WorkflowRun(id=data["workflow_run_id"], html_url=data.get("html_url", ""), status="queued",
+                           conclusion=None, display_title="", event="workflow_dispatch",
+                           path=f".github/workflows/{workflow}")
 
     def _dispatch(self, url: str, body: dict[str, Any]) -> Any:
         self.budget.take()
@@ -360,54 +388,35 @@ class PyGithubClient(GitHub):
         location = {k.lower(): v for k, v in headers.items()}.get("location")
         if status != 302 or not location:
             raise ValueError(f"GitHub answered {status} instead of the artifact's download address")
-        with requests.get(location, stream=True, timeout=self.timeout, allow_redirects=True) as response:
-            response.raise_for_status()
-            declared = int(response.headers.get("Content-Length") or 0)
-            if declared > max_bytes:
-                raise ValueError(f"the artifact is {declared:,} bytes; at most {max_bytes:,} are downloaded")
-            content = bytearray()
-            for chunk in response.iter_content(_DOWNLOAD_CHUNK):
-                content += chunk
-                if len(content) > max_bytes:
-                    raise ValueError(f"the artifact is larger than {max_bytes:,} bytes")
+        try:
+            with requests.get(location, stream=True, timeout=self.timeout, allow_redirects=True) as response:
+                if response.status_code >= 400:
+                    raise ArtifactUnavailable(f"the artifact's storage answered {response.status_code}")
+                declared = int(response.headers.get("Content-Length") or 0)
+                if declared > max_bytes:
+                    raise ValueError(f"the artifact is {declared:,} bytes; at most {max_bytes:,} are read")
+                content = bytearray()
+                for chunk in response.iter_content(_DOWNLOAD_CHUNK):
+                    content += chunk
+                    if len(content) > max_bytes:
+                        raise ValueError(f"the artifact is larger than {max_bytes:,} bytes")
+        except requests.RequestException as error:
+            # The message of a requests error quotes the address, and the address is a credential.
+            raise ArtifactUnavailable(f"the artifact's download broke off ({type(error).__name__})") from None
         return bytes(content)
 
-    @_gone_on_404
-    def publish_bench_check(self, repo: str, check: BenchCheck) -> int | None:
-        if not self.app_mode:
-            self._bench_status(repo, check)
-            return None
-        body: dict[str, Any] = {"status": check.status, "external_id": check.external_id,
-                                "output": {"title": check.title, "summary": check.summary}}
-        if check.details_url:
-            body["details_url"] = check.details_url
-        if check.conclusion is not None:
-            body["conclusion"] = check.conclusion
-        url = f"{self._repo(repo).url}/check-runs"
-        self.budget.take()
-        if check.check_run_id is not None:
-            _, data = self.github.requester.requestJsonAndCheck(
-                "PATCH", f"{url}/{check.check_run_id}", input=body)
-        else:
-            _, data = self.github.requester.requestJsonAndCheck(
-                "POST", url, input={"name": check.name, "head_sha": check.head_sha, **body})
-        return data["id"]
-
-    def _bench_status(self, repo: str, check: BenchCheck) -> None:
-        # Commit statuses know no 'neutral' or 'cancelled': only a gate's failure fails.
-        state = {"failure": "failure", None: "pending"}.get(check.conclusion, "success")
-        status: dict[str, Any] = {"state": state, "context": check.name, "description": check.title[:140]}
-        if check.details_url:
-            status["target_url"] = check.details_url
-        self.budget.take()
-        self.github.requester.requestJsonAndCheck(
-            "POST", f"{self._repo(repo).url}/statuses/{check.head_sha}", input=status)
-
-
 def _workflow_run(run: dict) -> WorkflowRun:
-    return WorkflowRun(run["id"], run.get("html_url", ""), run.get("status", ""), run.get("conclusion"),
-                       run.get("display_title") or "", run.get("event", ""), run.get("path", ""),
-                       run.get("run_attempt") or 1)
+    return WorkflowRun(id=run["id"], html_url=run.get("html_url", ""), status=run.get("status", ""),
+                       conclusion=run.get("conclusion"), display_title=run.get("display_title") or "",
+                       event=run.get("event", ""), path=run.get("path", ""),
+        run_attempt=run.get("run_attempt") or 1)
+
+
+def _says(run: dict, body: dict[str, Any]) -> bool:
+    """Whether a listed check run already says what ``body`` would make it say."""
+    output = run.get("output") or {}
+    return (run.get("status"), run.get("conclusion"), output.get("title"), output.get("summary")) == (
+        body["status"], body.get("conclusion"), body["output"]["title"], body["output"]["summary"])
 
 
 def _refusal(error: GithubException) -> Exception:

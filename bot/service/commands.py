@@ -1,167 +1,221 @@
-"""`/bench` commands in pull request comments and review bodies: parse (`bot.core.commands`),
-decide who may do what (`bot.core.bench.policy`), then act and answer: a reaction (eyes, then
-rocket once dispatched), or `confused` and one short reply that says why and what to do.
+"""The `/bench` pipeline: comments and review bodies that hold a command. One snapshot (the pull
+request now, the default branch's config, the author's permission, what the store knows), one
+decision of the core (`bot.core.bench.policy`), then the answer: a reaction (eyes, then rocket once
+dispatched), or `confused` and one short reply that says why and what to do.
 
-Only new comments count: edits and deletions are not routed here, and comments by bots (this
-one included) are ignored. Each comment is handled once, whatever delivery carries it: its
-benchmark request is keyed on the comment's id, and so are its replies.
+Only new comments count: edits and deletions are not routed here. The bot never acts on its own
+comments (its login, and the marker every reply of its carries), nor on any bot's. Each comment is
+handled once, whatever delivery carries it: its benchmark request is keyed on the comment's id, and
+so are its replies. A `/bench` that starts a run is admitted in one database transaction, so that
+concurrent comments cannot both pass the cooldowns or the "one running" rule.
 """
 
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass, replace
 
 from bot.core.bench import contract, policy
 from bot.core.commands import grammar
+from bot.core.config.schema import RepoConfig
+from bot.core.pulls import PullInfo
 from bot.core.render import bench as render_bench
 
-from . import bench, review
-from .ports import Ack, BenchRequest, GitHub, PullInfo, PullRequestGone
-from .router import Router
+from . import benchmarks, repo_config, reviewing, sticky
+from .events import CommandEvent
+from .ports import GitHub, PullRequestGone
+from .records import Ack, BenchRequest
 from .services import Services
+from .storage import Admission
 
-router = Router()
 log = logging.getLogger("perfbot.commands")
 
-
-def _mentions_bench(payload: dict) -> bool:
-    """Cheap test at intake, so that the thousands of other comments are not stored and queued."""
-    body = (payload.get("comment") or payload.get("review") or {}).get("body")
-    return isinstance(body, str) and grammar.PREFIX in body[: grammar.MAX_COMMENT]
+REPLY_MARKER = "<!-- perfbot:reply -->"  # on every reply, so that no reply is ever read as a command
 
 
-@router.register("issue_comment", "created", when=_mentions_bench)
-def on_comment(payload: dict, services: Services) -> None:
-    comment, issue = payload["comment"], payload["issue"]
-    if not issue.get("pull_request") or _by_a_bot(comment.get("user"), comment):
-        return  # a comment on an issue, or a bot's: not a command
-    _handle(payload, services, issue["number"], comment["user"]["login"], comment.get("body") or "",
-            subject=str(comment["id"]), comment_id=comment["id"])
+def wants(event: CommandEvent) -> bool:
+    return not event.by_bot and REPLY_MARKER not in event.body
 
 
-@router.register("pull_request_review", "submitted", when=_mentions_bench)
-def on_review(payload: dict, services: Services) -> None:
-    reviewed = payload["review"]
-    if _by_a_bot(reviewed.get("user"), reviewed):
-        return
-    # A review body has no reactions: its answers are replies only.
-    _handle(payload, services, payload["pull_request"]["number"], reviewed["user"]["login"],
-            reviewed.get("body") or "", subject=f"review-{reviewed['id']}", comment_id=None)
+@dataclass(frozen=True)
+class _Replay:
+    """The command's request was recorded by an earlier attempt: carry on, do not decide again."""
+
+    request: BenchRequest
 
 
-def _by_a_bot(user: dict | None, item: dict) -> bool:
-    user = user or {}
-    return (user.get("type") == "Bot" or bool(item.get("performed_via_github_app"))
-            or str(user.get("login", "")).endswith("[bot]"))
-
-
-def _handle(payload: dict, services: Services, number: int, login: str, body: str, subject: str,
-            comment_id: int | None) -> None:
-    command = grammar.find(body)
-    if command is None:
-        return
-    repo = payload["repository"]["full_name"]
-    done = f"command:{repo}:{subject}"
-    if services.store.work_done(done):
-        log.info("command handled before; replay ignored", extra={"repo": repo, "pr": number})
-        return
-    installation = (payload.get("installation") or {}).get("id")
-    default_branch = payload["repository"]["default_branch"]
-    github = services.github.for_installation(installation)
-    try:
-        pull = github.pull(repo, number)
-    except PullRequestGone:
-        return
-    context = _Context(services, github, repo, installation, default_branch, pull, login, subject, comment_id)
-    context.act(command)
-    services.store.claim_work(done)
-
-
-class _Context:
-    """One command being handled: where it was written, by whom, about which pull request."""
-
-    def __init__(self, services: Services, github: GitHub, repo: str, installation: int | None,
-                 default_branch: str, pull: PullInfo, login: str, subject: str, comment_id: int | None):
-        self.services, self.github, self.repo, self.installation = services, github, repo, installation
-        self.default_branch, self.pull, self.login = default_branch, pull, login
-        self.subject, self.comment_id = subject, comment_id
-        ref = review.PullRef(repo, pull.number, pull.head_sha, default_branch, pull.html_url, installation)
-        self.config, _ = review.default_branch_config(github, ref)
+@dataclass(frozen=True, kw_only=True)
+class _Snapshot:
+    event: CommandEvent
+    github: GitHub
+    pull: PullInfo
+    config: RepoConfig
+    config_error: str | None
+    facts: policy.Facts
 
     @property
-    def key(self) -> str:
-        return contract.work_key("command", self.repo, self.subject)
+    def repo(self) -> str:
+        return self.event.repo.full_name
 
-    def act(self, command: grammar.Command) -> None:
-        store, pull = self.services.store, self.pull
-        recorded = store.bench_request(contract.correlation_id(self.key))
-        if recorded is not None:  # accepted before, then interrupted: carry on, do not decide again
-            self._started(bench.resume(self.services, self.github, recorded, self.config,
-                                       self.default_branch))
-            return
-        running = bench.active(store, self.repo, pull.number)
-        facts = policy.Facts(
-            pull=policy.Pull(pull.number, pull.open, pull.head_sha, pull.base_sha, pull.fork, pull.author),
-            login=self.login, permission=self.github.permission(self.repo, self.login),
-            approved=store.approved(self.repo, pull.number, pull.head_sha),
-            active=policy.Active(running[0].head_sha, running[0].run_url) if running else None,
-            user_last=store.last_command(self.repo, user=self.login),
-            pr_last=store.last_command(self.repo, number=pull.number),
-            now=self.services.now())
-        decision = policy.decide(command, facts, self.config.bench)
-        log.info("command", extra={"repo": self.repo, "pr": pull.number, "user": self.login,
-                                   "decision": type(decision).__name__})
-        if isinstance(decision, policy.Refuse):
-            self._react("confused")
-            self._reply(render_bench.refusal_reply(decision.reason, decision.hint),
-                        once_per_person=facts.permission not in policy.WRITE)
-            return
-        self._react("eyes")
-        if isinstance(decision, policy.ShowHelp):
-            bench_config = self.config.bench
-            answer = render_bench.help_reply(contract.default_suites(bench_config),
-                                             contract.known_suites(bench_config),
-                                             bench_config.dispatch.max_rounds)
-            self._reply(answer, once_per_person=facts.permission not in policy.WRITE)
-        elif isinstance(decision, policy.ApproveHead):
-            store.approve(self.repo, pull.number, decision.head_sha, self.login)
-            self._react("+1")
-        elif isinstance(decision, policy.Acknowledge):
-            store.add_ack(Ack(self.repo, pull.number, decision.head_sha, self.login, decision.reason,
-                              self.comment_id, self.services.now()), f"ack:{self.repo}:{self.subject}")
-            self._react("+1")
-        elif isinstance(decision, policy.CancelRun):
-            for request in running:
-                bench.stop(self.services, self.github, request, contract.CANCELLED, self.config,
-                           self.default_branch)
-            self._react("+1")
-        else:
-            self._dispatch(decision)
 
-    def _dispatch(self, decision: policy.Dispatch) -> None:
-        pull = self.pull
-        bench.supersede(self.services, self.github, self.repo, pull.number, pull.head_sha, self.config,
-                        self.default_branch)
-        ask = bench.Ask(self.repo, self.installation, pull.number, pull.base_sha, pull.head_sha,
-                        decision.suites, decision.rounds, decision.max_rounds, "command", self.key,
-                        self.login, self.comment_id)
-        self._started(bench.start(self.services, self.github, ask, self.config, self.default_branch))
+def handle(event: CommandEvent, services: Services) -> None:
+    command = grammar.find(event.body)
+    if command is None:
+        return
+    repo, number = event.repo.full_name, event.number
+    done = f"command:{repo}:{event.subject}"
+    if services.store.work.done(done):
+        log.info("command handled before; replay ignored", extra={"repo": repo, "pr": number})
+        return
+    github = services.github.for_installation(event.repo.installation_id)
+    own = github.own_login()
+    if own is not None and event.login.lower() == own.lower():
+        log.info("the bot's own comment; ignored", extra={"repo": repo, "pr": number})
+        return
+    try:
+        snapshot = _gather(services, github, event, command)
+    except PullRequestGone:
+        return
+    if isinstance(command, grammar.Run) and snapshot.facts.permission in policy.WRITE and snapshot.pull.open:
+        _admit(services, snapshot, command)
+    else:
+        _apply(services, snapshot, _decide(services, snapshot, command))
+    services.store.work.claim(done)
 
-    def _started(self, request: BenchRequest) -> None:
-        if request.status == contract.RUNNING:
-            self._react("rocket")
-        elif request.status == contract.FAILED:
-            self._react("confused")
 
-    def _react(self, content: str) -> None:
-        if self.comment_id is not None:
-            self.github.react(self.repo, self.comment_id, content)
+def _gather(services: Services, github: GitHub, event: CommandEvent, command: grammar.Command) -> _Snapshot:
+    repo, store = event.repo.full_name, services.store
+    pull = github.pull(repo, event.number)
+    config, config_error = repo_config.read(github, repo, event.repo.default_branch)
+    facts = policy.Facts(
+        pull=pull, login=event.login, permission=github.permission(repo, event.login),
+        approved=pull.fork and store.work.approved(repo, pull.number, pull.head_sha),
+        seen_head=_seen_head(services, event, pull, command), active=None, user_last=None, pr_last=None,
+        now=services.now())
+    return _Snapshot(event=event, github=github, pull=pull, config=config, config_error=config_error,
+                     facts=facts)
 
-    def _reply(self, body: str, once_per_person: bool) -> None:
-        """One reply per command; to someone without write access, one per pull request, so that
-        nobody can make the bot comment in a loop."""
-        store = self.services.store
-        if once_per_person and not store.claim_work(f"told:{self.repo}:{self.pull.number}:{self.login}"):
-            return
-        if store.claim_work(f"reply:{self.repo}:{self.subject}"):
-            self.github.reply(self.repo, self.pull.number, body)
+
+def _seen_head(services: Services, event: CommandEvent, pull: PullInfo,
+               command: grammar.Command) -> str | None:
+    """The head the command's author read: a review's commit; the head the comment names; else the
+    head, if it was pushed before the comment was written (by GitHub's clocks)."""
+    if not isinstance(command, grammar.Approve):
+        return pull.head_sha
+    if event.commit_id is not None:
+        return event.commit_id
+    if command.sha is not None:
+        return pull.head_sha if pull.head_sha.startswith(command.sha) else None
+    pushed = services.store.work.head_pushed_at(pull.repo, pull.number, pull.head_sha)
+    if pushed is None or event.created_at is None or not pushed < event.created_at:
+        return None
+    return pull.head_sha
+
+
+def _decide(services: Services, snapshot: _Snapshot, command: grammar.Command) -> policy.Decision:
+    running = benchmarks.active(services, snapshot.repo, snapshot.pull.number)
+    active = policy.Active(running[0].head_sha, running[0].run_url) if running else None
+    return policy.decide(command, replace(snapshot.facts, active=active), snapshot.config.bench)
+
+
+def _admit(services: Services, snapshot: _Snapshot, command: grammar.Run) -> None:
+    """Decide on a `/bench` that may start a run and record it, in one transaction."""
+    event, pull = snapshot.event, snapshot.pull
+    key = contract.work_key("command", snapshot.repo, event.subject)
+
+    def decide(now: Admission) -> tuple[policy.Decision | _Replay, BenchRequest | None]:
+        if now.existing is not None:
+            return _Replay(now.existing), None
+        running = now.active[0] if now.active else None
+        facts = replace(snapshot.facts, user_last=now.user_last, pr_last=now.pr_last,
+                        active=policy.Active(running.head_sha, running.run_url) if running else None)
+        decision = policy.decide(command, facts, snapshot.config.bench)
+        if not isinstance(decision, policy.Dispatch):
+            return decision, None
+        return decision, benchmarks.new_request(
+            services, key=key, repo=snapshot.repo, installation_id=event.repo.installation_id,
+            number=pull.number, base_sha=pull.base_sha, head_sha=pull.head_sha, suites=decision.suites,
+            trigger="command", rounds=decision.rounds, max_rounds=decision.max_rounds,
+            requested_by=event.login, comment_id=event.comment_id)
+
+    decision, request = services.store.benchmarks.admit(
+        contract.correlation_id(key), snapshot.repo, pull.number, event.login, decide)
+    if isinstance(decision, _Replay):
+        _dispatched(services, snapshot, decision.request)
+    elif request is not None:
+        _react(snapshot, "eyes")
+        for older in benchmarks.active(services, snapshot.repo, pull.number):
+            if older.head_sha != pull.head_sha:
+                benchmarks.stop(services, snapshot.github, older, contract.SUPERSEDED, snapshot.config.bench)
+        _dispatched(services, snapshot, request)
+    else:
+        _apply(services, snapshot, decision)
+
+
+def _dispatched(services: Services, snapshot: _Snapshot, request: BenchRequest) -> None:
+    """Dispatch the recorded request (once), answer with a reaction and show it in the comment."""
+    request = benchmarks.resume(services, snapshot.github, request, snapshot.config.bench,
+                                snapshot.event.repo.default_branch)
+    if request.status == contract.RUNNING:
+        _react(snapshot, "rocket")
+    elif request.status == contract.FAILED:
+        _react(snapshot, "confused")
+    _show(services, snapshot)
+
+
+def _show(services: Services, snapshot: _Snapshot) -> None:
+    """The sticky comment with the benchmark section as it now stands (and a review of the head
+    above it, if the store had none)."""
+    pull = snapshot.pull
+    fresh = reviewing.missing(services, snapshot.github, snapshot.repo, pull.number,
+                              snapshot.event.repo.default_branch, pull, (snapshot.config,
+                                                                         snapshot.config_error))
+    sticky.write(services, snapshot.github, snapshot.repo, pull.number, pull.head_sha, fresh)
+
+
+def _apply(services: Services, snapshot: _Snapshot, decision: policy.Decision) -> None:
+    event, pull, store = snapshot.event, snapshot.pull, services.store
+    log.info("command", extra={"repo": snapshot.repo, "pr": pull.number, "user": event.login,
+                               "decision": type(decision).__name__})
+    outsider = snapshot.facts.permission not in policy.WRITE
+    if isinstance(decision, policy.Refuse):
+        _react(snapshot, "confused")
+        _reply(services, snapshot, render_bench.refusal_reply(decision.reason, decision.hint), outsider)
+        return
+    _react(snapshot, "eyes")
+    if isinstance(decision, policy.ShowHelp):
+        bench = snapshot.config.bench
+        _reply(services, snapshot, render_bench.help_reply(contract.default_suites(bench),
+                                                           contract.known_suites(bench),
+                                                           bench.dispatch.max_rounds), outsider)
+    elif isinstance(decision, policy.ApproveHead):
+        store.work.approve(snapshot.repo, pull.number, decision.head_sha, event.login)
+        _react(snapshot, "+1")
+        if not decision.current:
+            _reply(services, snapshot, render_bench.stale_approval_reply(decision.head_sha, pull.head_sha),
+                   outsider)
+    elif isinstance(decision, policy.Acknowledge):
+        store.work.add_ack(Ack(repo=snapshot.repo, number=pull.number, head_sha=decision.head_sha,
+                               user=event.login, reason=decision.reason, comment_id=event.comment_id,
+                               created_at=services.now()), f"ack:{snapshot.repo}:{event.subject}")
+        _react(snapshot, "+1")
+    elif isinstance(decision, policy.CancelRun):
+        for request in benchmarks.active(services, snapshot.repo, pull.number):
+            benchmarks.stop(services, snapshot.github, request, contract.CANCELLED, snapshot.config.bench)
+        _react(snapshot, "+1")
+        _show(services, snapshot)
+
+
+def _react(snapshot: _Snapshot, content: str) -> None:
+    if snapshot.event.comment_id is not None:
+        snapshot.github.react(snapshot.repo, snapshot.event.comment_id, content)
+
+
+def _reply(services: Services, snapshot: _Snapshot, body: str, once_per_person: bool) -> None:
+    """One reply per command; to someone without write access, one per pull request, so that
+    nobody can make the bot comment in a loop. Every reply carries the marker."""
+    store, repo, number = services.store, snapshot.repo, snapshot.pull.number
+    if once_per_person and not store.work.claim(f"told:{repo}:{number}:{snapshot.event.login}"):
+        return
+    if store.work.claim(f"reply:{repo}:{snapshot.event.subject}"):
+        snapshot.github.reply(repo, number, f"{REPLY_MARKER}\n{body}")

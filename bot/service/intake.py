@@ -5,8 +5,10 @@ from __future__ import annotations
 import logging
 from enum import Enum
 
-from .ports import Queue, Store
+from .events import MalformedPayload
+from .ports import Queue
 from .router import Router
+from .storage import Store
 
 log = logging.getLogger("perfbot.intake")
 
@@ -15,6 +17,7 @@ class Outcome(Enum):
     QUEUED = "queued"
     DUPLICATE = "duplicate"
     IGNORED = "ignored"
+    MALFORMED = "malformed"  # an event the bot acts on, but not in the shape GitHub sends
 
 
 def accept(
@@ -34,9 +37,15 @@ def accept(
     stale-delivery sweep enqueues it later, so claiming first never loses work.
     """
     action = payload.get("action") if isinstance(payload.get("action"), str) else None
-    if not router.wants(event, action, payload):
+    try:
+        wanted = router.accept(event, payload)
+    except MalformedPayload as problem:
+        log.warning("malformed payload refused", extra={"event": event, "action": action,
+                                                         "problem": str(problem)})
+        return Outcome.MALFORMED
+    if wanted is None:
         return Outcome.IGNORED
-    delivery_id = store.claim_delivery(hook_id, guid, event, action, body)
+    delivery_id = store.deliveries.claim(hook_id, guid, event, action, body)
     if delivery_id is None:
         log.info("duplicate delivery ignored", extra={"event": event, "action": action})
         return Outcome.DUPLICATE

@@ -6,8 +6,9 @@ import json
 import logging
 
 from . import notes
+from .events import MalformedPayload
 from .logs import current_delivery
-from .ports import Delivery
+from .records import Delivery
 from .router import Router
 from .services import Services
 
@@ -29,19 +30,19 @@ def process(delivery_id: int, services: Services, router: Router) -> str:
     that the queue retries it; after `MAX_ATTEMPTS` it is marked failed for good.
     """
     store = services.store
-    delivery = store.start_delivery(delivery_id, services.now(), LEASE_S)
+    delivery = store.deliveries.start(delivery_id, services.now(), LEASE_S)
     if delivery is None:
         return "skipped"
     token = current_delivery.set(delivery.guid)
     try:
         router.dispatch(delivery.event, json.loads(delivery.payload), services)
-    except (KeyError, TypeError) as error:  # a payload without the fields its event must have
+    except MalformedPayload as error:  # a payload without the fields its event must have
         return _failed(services, delivery, MAX_ATTEMPTS, error)
     except Exception as error:
         return _failed(services, delivery, delivery.attempts, error)
     finally:
         current_delivery.reset(token)
-    store.finish_delivery(delivery_id, "done")
+    store.deliveries.finish(delivery_id, "done")
     return "done"
 
 
@@ -51,11 +52,11 @@ def _failed(services: Services, delivery: Delivery, attempts: int, error: Except
     message = f"{type(error).__name__}: {error}"
     if attempts >= MAX_ATTEMPTS:
         log.error("delivery failed for good", exc_info=error, extra={"attempts": attempts})
-        services.store.finish_delivery(delivery.id, "failed", message[:2000])
+        services.store.deliveries.finish(delivery.id, "failed", message[:2000])
         notes.delivery_failed(delivery.event, _payload(delivery), services, error)
         return "failed"
     log.warning("delivery failed; will retry", exc_info=error, extra={"attempts": attempts})
-    services.store.release_delivery(delivery.id, message)
+    services.store.deliveries.release(delivery.id, message)
     raise error
 
 
@@ -69,7 +70,7 @@ def _payload(delivery: Delivery) -> dict:
 
 def requeue_stale(services: Services, older_than_s: float = LEASE_S) -> int:
     """Enqueue again every pending delivery nobody finished within ``older_than_s``."""
-    stale = services.store.stale_deliveries(services.now(), older_than_s)
+    stale = services.store.deliveries.stale(services.now(), older_than_s)
     for delivery_id in stale:
         services.queue.enqueue(delivery_id)
     if stale:
@@ -81,5 +82,5 @@ def housekeeping(services: Services) -> None:
     """The minutely sweep: re-enqueue lost deliveries, shed old payloads, forget old GUIDs and work
     keys."""
     requeue_stale(services)
-    services.store.prune_deliveries(services.now(), PAYLOAD_KEPT_S, DEDUPE_WINDOW_S)
-    services.store.prune_work(services.now(), WORK_KEPT_S)
+    services.store.deliveries.prune(services.now(), PAYLOAD_KEPT_S, DEDUPE_WINDOW_S)
+    services.store.work.prune(services.now(), WORK_KEPT_S)

@@ -7,10 +7,12 @@ import logging
 from dataclasses import replace
 
 from bot.core.bench import contract
+from bot.core.checks import Check
 from bot.core.render import bench as render_bench
 
-from . import runs
-from .ports import BenchCheck
+from . import events, runs
+from .bench_section import SHOWN_TRIGGERS
+from .records import BenchRequest
 from .services import Services
 
 log = logging.getLogger("perfbot.notes")
@@ -31,33 +33,32 @@ def delivery_failed(event: str, payload: dict, services: Services, error: Except
 
 
 def _pull_request(event: str, payload: dict, services: Services) -> tuple[str, int, int | None] | None:
-    installation = (payload.get("installation") or {}).get("id")
-    repo = (payload.get("repository") or {}).get("full_name")
-    if not isinstance(repo, str):
-        return None
-    if event in ("pull_request", "pull_request_review"):
-        return repo, payload["pull_request"]["number"], installation
-    if event == "issue_comment" and (payload.get("issue") or {}).get("pull_request"):
-        return repo, payload["issue"]["number"], installation
-    if event == "workflow_run":
-        request = runs.match(services.store, payload)
+    try:
+        parsed = events.parse(event, payload)
+    except events.MalformedPayload:
+        return None  # nothing in it can be trusted to name a pull request
+    if isinstance(parsed, (events.PullRequestEvent, events.CommandEvent)):
+        return parsed.repo.full_name, parsed.number, parsed.repo.installation_id
+    if isinstance(parsed, events.WorkflowRunEvent):
+        request = runs.match(services.store, parsed)
         if request is None:
             return None
         _give_up(services, request)
-        if request.number is not None and request.trigger in ("command", "auto"):
+        if request.number is not None and request.trigger in SHOWN_TRIGGERS:
             return request.repo, request.number, request.installation_id
     return None
 
 
-def _give_up(services: Services, request) -> None:
+def _give_up(services: Services, request: BenchRequest) -> None:
     """A run's results that could not be processed: the request ends failed, its check neutral."""
     if request.status not in contract.ACTIVE:
         return
     failed = replace(request, status=contract.FAILED, completed_at=services.now(),
                      error="perfbot could not process the run's results")
-    services.store.update_bench_request(failed)
+    services.store.benchmarks.update(failed)
     github = services.github.for_installation(request.installation_id)
-    github.publish_bench_check(request.repo, BenchCheck(
-        "perfbot / bench", request.head_sha, "completed", "neutral", "perfbot could not process the results",
-        "perfbot gave up processing this benchmark run's results; see the server's logs.", request.run_url,
-        request.correlation_id, request.check_run_id))
+    github.publish_check(request.repo, Check(
+        name="perfbot / bench", head_sha=request.head_sha, conclusion="neutral",
+        title="perfbot could not process the results",
+        summary="perfbot gave up processing this benchmark run's results; see the server's logs.",
+        details_url=request.run_url, external_id=request.correlation_id), request.check_run_id)

@@ -1,52 +1,58 @@
-"""Route a webhook (event, action) to the handlers registered for it, bedevere-style but sync."""
+"""Route a delivery to the one pipeline of its event's kind, after parsing its payload once
+(`bot.service.events`). There is no second handler of an event, so nothing depends on an order."""
 
 from __future__ import annotations
 
-from collections import defaultdict
-from collections.abc import Callable
+import logging
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
-Handler = Callable[[dict, Any], None]
-Predicate = Callable[[dict], bool]
+from . import events
+from .events import Event, MalformedPayload
+
+log = logging.getLogger("perfbot.router")
+
+
+@dataclass(frozen=True)
+class Pipeline:
+    """What the bot does on one kind of event: ``wants`` is a cheap test of the parsed event (so
+    that the intake does not store and queue what would be ignored), ``handle`` does it."""
+
+    wants: Callable[[Any], bool]
+    handle: Callable[[Any, Any], None]
 
 
 class Router:
-    """Handlers keyed by (event, action); ``action=None`` means every action of the event. A handler
-    registered ``when=`` a predicate of the payload only wants the deliveries it accepts (a cheap
-    test, so that the intake does not store and queue what no handler would act on)."""
+    """The pipelines by event kind, and the GitHub event names they are parsed from."""
 
-    def __init__(self, *routers: Router):
-        self._handlers: dict[tuple[str, str | None], list[tuple[Handler, Predicate | None]]]
-        self._handlers = defaultdict(list)
-        for other in routers:
-            for key, handlers in other._handlers.items():
-                self._handlers[key].extend(handlers)
-
-    def register(self, event: str, action: str | None = None,
-                 when: Predicate | None = None) -> Callable[[Handler], Handler]:
-        def add(handler: Handler) -> Handler:
-            self._handlers[(event, action)].append((handler, when))
-            return handler
-
-        return add
-
-    def handlers(self, event: str, action: str | None, payload: dict | None = None) -> list[Handler]:
-        """The handlers of (event, action); with ``payload``, only those that want it."""
-        found = list(self._handlers.get((event, None), ()))
-        if action is not None:
-            found += self._handlers.get((event, action), ())
-        return [handler for handler, when in found if payload is None or when is None or when(payload)]
-
-    def wants(self, event: str, action: str | None, payload: dict | None = None) -> bool:
-        return bool(self.handlers(event, action, payload))
+    def __init__(self, pipelines: Mapping[type, Pipeline], event_names: Mapping[str, type]):
+        self._pipelines = dict(pipelines)
+        self._names = dict(event_names)
 
     def events(self) -> set[str]:
-        """Every event some handler is registered for."""
-        return {event for event, _ in self._handlers}
+        """Every GitHub event some pipeline acts on (what the App subscribes to)."""
+        return set(self._names)
 
-    def dispatch(self, event: str, payload: dict, services: Any) -> int:
-        """Run every matching handler; the number that ran."""
-        handlers = self.handlers(event, payload.get("action"), payload)
-        for handler in handlers:
-            handler(payload, services)
-        return len(handlers)
+    def accept(self, event: str, payload: dict) -> Event | None:
+        """The parsed event when a pipeline wants the delivery, else None; `MalformedPayload`
+        when the payload of an event it acts on does not have GitHub's shape."""
+        parsed = events.parse(event, payload)
+        if parsed is None:
+            return None
+        pipeline = self._pipelines[type(parsed)]
+        return parsed if pipeline.wants(parsed) else None
+
+    def wants(self, event: str, payload: dict) -> bool:
+        try:
+            return self.accept(event, payload) is not None
+        except MalformedPayload:
+            return False
+
+    def dispatch(self, event: str, payload: dict, services: Any) -> bool:
+        """Run the event's pipeline; whether one ran. `MalformedPayload` propagates."""
+        parsed = self.accept(event, payload)
+        if parsed is None:
+            return False
+        self._pipelines[type(parsed)].handle(parsed, services)
+        return True

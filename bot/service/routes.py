@@ -1,8 +1,29 @@
-"""Every feature's router merged into the one the intake and the worker use. Order matters within an
-event: the review runs before the benchmark handlers that read its record."""
+"""The one pipeline of each event kind, as the intake and the worker route deliveries."""
 
-from . import bench, commands, installations, merges, review, runs
-from .router import Router
+from . import commands, installations, pull_requests, runs
+from .events import (
+    CommandEvent,
+    InstallationEvent,
+    InstallationRepositoriesEvent,
+    PullRequestEvent,
+    WorkflowRunEvent,
+)
+from .router import Pipeline, Router
 
-ROUTER = Router(review.router, merges.router, installations.router, commands.router, bench.router,
-                runs.router)
+ROUTER = Router(
+    {
+        PullRequestEvent: Pipeline(pull_requests.wants, pull_requests.handle),
+        CommandEvent: Pipeline(commands.wants, commands.handle),
+        WorkflowRunEvent: Pipeline(runs.wants, runs.handle),
+        InstallationEvent: Pipeline(installations.wants, installations.on_installation),
+        InstallationRepositoriesEvent: Pipeline(installations.wants, installations.on_repositories),
+    },
+    {
+        "pull_request": PullRequestEvent,
+        "issue_comment": CommandEvent,
+        "pull_request_review": CommandEvent,
+        "workflow_run": WorkflowRunEvent,
+        "installation": InstallationEvent,
+        "installation_repositories": InstallationRepositoriesEvent,
+    },
+)

@@ -1,11 +1,13 @@
-"""`workflow_run` events of the benchmark workflow: learn the run of a request when the dispatch
-did not name it, and, once it completed, download its results artifact, judge it, store it and
-report it (check run, sticky comment; for the default branch, the history points).
+"""The `workflow_run` pipeline, for runs of the benchmark workflow: learn the run of a request when
+the dispatch did not name it, and, once it completed, download its results artifact, judge it, store
+it and report it (check run, and the sticky comment's benchmark section alone: the risk review above
+it is the stored one, never scored again).
 
-A run is matched to a request by the correlation id in its name and by the repository, and only a
-`workflow_dispatch` run can match: a run of any other workflow, repository or trigger, or whose id
-differs from the one the dispatch returned, is ignored. A completed run is handled once per run
-attempt, however often its delivery (or a copy of its signed body) arrives.
+A run is matched to a request by the correlation id in its name, by the repository, and by the
+workflow file the config names; only a `workflow_dispatch` run can match (`bot.service.events`
+ignores the others). A run of another workflow, repository or trigger, or whose id differs from the
+one the dispatch returned, is ignored. A completed run is handled once per run attempt, however
+often its delivery (or a copy of its signed body) arrives.
 """
 
 from __future__ import annotations
@@ -17,92 +19,111 @@ from datetime import datetime
 
 from bot.core.bench import artifact as results_artifact
 from bot.core.bench import contract, judging
+from bot.core.config.schema import RepoConfig
 from bot.core.text import clip, printable
 
-from . import bench, review
-from .ports import BenchRequest, BenchResult, GitHub, MetricPoint, PullRequestGone, Store
-from .router import Router
+from . import benchmarks, repo_config, reviewing, sticky
+from .bench_section import SHOWN_TRIGGERS
+from .events import WorkflowRunEvent
+from .ports import GitHub, PullRequestGone
+from .records import BenchRequest, BenchResult, MetricPoint
 from .services import Services
+from .storage import Store
 
-router = Router()
 log = logging.getLogger("perfbot.runs")
 
 MAX_DOWNLOAD = 50 * 2**20
 _PROBLEMS_KEPT = 20
 
 
-def _dispatched_run(payload: dict) -> bool:
-    run = payload.get("workflow_run") or {}
-    title = run.get("display_title")
-    return run.get("event") == "workflow_dispatch" and contract.correlation_in(title) is not None
+def wants(event: WorkflowRunEvent) -> bool:
+    return True  # the event exists only for a dispatched run whose name carries a correlation id
 
 
-def match(store: Store, payload: dict) -> BenchRequest | None:
-    """The request this run was dispatched for, or None."""
-    run, repo = payload["workflow_run"], payload["repository"]["full_name"]
-    correlation = contract.correlation_in(run.get("display_title"))
-    if correlation is None or run.get("event") != "workflow_dispatch":
-        return None
-    request = store.bench_request(correlation)
+def match(store: Store, event: WorkflowRunEvent) -> BenchRequest | None:
+    """The request this run was dispatched for, or None (its workflow file is checked once the
+    config is read: `_same_workflow`)."""
+    repo = event.repo.full_name
+    request = store.benchmarks.get(event.correlation_id)
     if request is None or request.repo != repo:
-        log.info("workflow run of no request here; ignored", extra={"repo": repo, "run_id": run.get("id")})
+        log.info("workflow run of no request here; ignored", extra={"repo": repo, "run_id": event.run_id})
         return None
-    if request.run_id is not None and request.run_id != run["id"]:
-        log.warning("a second run claims a request; ignored", extra={"repo": repo, "run_id": run["id"],
-                                                                     "correlation_id": correlation})
+    if request.run_id is not None and request.run_id != event.run_id:
+        log.warning("a second run claims a request; ignored", extra={
+            "repo": repo, "run_id": event.run_id, "correlation_id": event.correlation_id})
         return None
     return request
 
 
-@router.register("workflow_run", "requested", when=_dispatched_run)
-@router.register("workflow_run", "in_progress", when=_dispatched_run)
-def on_started(payload: dict, services: Services) -> None:
-    """Link the run when the dispatch could not name it."""
-    request = match(services.store, payload)
-    if request is None or request.run_id is not None or request.status not in contract.ACTIVE:
-        return
-    run = payload["workflow_run"]
-    github = services.github.for_installation(request.installation_id)
-    config, _ = _config(github, request, payload)
-    running = replace(request, status=contract.RUNNING, run_id=run["id"], run_url=run.get("html_url"))
-    services.store.update_bench_request(running)
-    try:
-        bench.publish(services, github, running, config, payload["repository"]["default_branch"])
-    except PullRequestGone:
-        log.info("repository gone; run not shown", extra={"repo": request.repo, "run_id": run["id"]})
+def _same_workflow(event: WorkflowRunEvent, config: RepoConfig) -> bool:
+    """Whether the run is of the workflow file the config dispatches (a run of another workflow
+    could take the same name)."""
+    expected = f".github/workflows/{config.bench.dispatch.workflow}"
+    if event.path.split("@", 1)[0] == expected:
+        return True
+    log.warning("a run of another workflow carries a request's name; ignored", extra={
+        "repo": event.repo.full_name, "run_id": event.run_id, "path": clip(printable(event.path), 200)})
+    return False
 
 
-@router.register("workflow_run", "completed", when=_dispatched_run)
-def on_completed(payload: dict, services: Services) -> None:
-    request = match(services.store, payload)
+def handle(event: WorkflowRunEvent, services: Services) -> None:
+    request = match(services.store, event)
     if request is None:
         return
-    run = payload["workflow_run"]
-    key = f"run:{request.repo}:{run['id']}:{run.get('run_attempt') or 1}"
-    if services.store.work_done(key):
-        log.info("run handled before; replay ignored", extra={"repo": request.repo, "run_id": run["id"]})
+    if event.action == "completed":
+        _completed(event, services, request)
+    elif request.run_id is None and request.status in contract.ACTIVE:
+        _started(event, services, request)
+
+
+def _started(event: WorkflowRunEvent, services: Services, request: BenchRequest) -> None:
+    """Link the run when the dispatch could not name it."""
+    github = services.github.for_installation(request.installation_id)
+    config = repo_config.read(github, request.repo, event.repo.default_branch)
+    if not _same_workflow(event, config[0]):
+        return
+    running = replace(request, status=contract.RUNNING, run_id=event.run_id, run_url=event.html_url)
+    services.store.benchmarks.update(running)
+    _show(services, github, running, config, event.repo.default_branch)
+
+
+def _completed(event: WorkflowRunEvent, services: Services, request: BenchRequest) -> None:
+    key = f"run:{request.repo}:{event.run_id}:{event.run_attempt}"
+    if services.store.work.done(key):
+        log.info("run handled before; replay ignored", extra={"repo": request.repo, "run_id": event.run_id})
         return
     if request.status in (contract.CANCELLED, contract.SUPERSEDED):
-        services.store.claim_work(key)  # the bot cancelled it and has said so
+        services.store.work.claim(key)  # the bot cancelled it and has said so
         return
     github = services.github.for_installation(request.installation_id)
-    config, _ = _config(github, request, payload)
-    request = replace(request, run_id=run["id"], run_url=run.get("html_url") or request.run_url)
-    finished, results, points = _outcome(github, request, run.get("conclusion"), services.now())
-    if not services.store.complete_bench_request(finished, results, points, key):
+    config = repo_config.read(github, request.repo, event.repo.default_branch)
+    if not _same_workflow(event, config[0]):
+        return
+    request = replace(request, run_id=event.run_id, run_url=event.html_url or request.run_url)
+    finished, results, points = _outcome(github, request, event.conclusion, services.now())
+    if not services.store.benchmarks.complete(finished, results, points, key):
         return
     log.info("benchmark finished", extra={"repo": request.repo, "correlation_id": request.correlation_id,
                                           "status": finished.status, "conclusion": finished.conclusion})
+    _show(services, github, finished, config, event.repo.default_branch)
+
+
+def _show(services: Services, github: GitHub, request: BenchRequest, config: tuple[RepoConfig, str | None],
+          default_branch: str) -> None:
+    """The request's check run, and for a pull request the sticky comment's benchmark section."""
     try:
-        bench.publish(services, github, finished, config, payload["repository"]["default_branch"])
+        request = benchmarks.publish_check(services, github, request, config[0].bench)
     except PullRequestGone:  # stored: the dashboard has it, though GitHub no longer shows the repository
-        log.info("repository gone; result not shown", extra={"repo": request.repo, "run_id": run["id"]})
-
-
-def _config(github: GitHub, request: BenchRequest, payload: dict):
-    default_branch = payload["repository"]["default_branch"]
-    ref = review.PullRef(request.repo, request.number or 0, request.head_sha, default_branch, "", None)
-    return review.default_branch_config(github, ref)
+        log.info("repository gone; run not shown", extra={"repo": request.repo, "run_id": request.run_id})
+        return
+    if request.number is None or request.trigger not in SHOWN_TRIGGERS:
+        return
+    try:
+        fresh = reviewing.missing(services, github, request.repo, request.number, default_branch,
+                                  config=config)
+    except PullRequestGone:
+        fresh = None
+    sticky.write(services, github, request.repo, request.number, None, fresh)
 
 
 def _outcome(github: GitHub, request: BenchRequest, conclusion: str | None, now: datetime
@@ -120,8 +141,11 @@ def _outcome(github: GitHub, request: BenchRequest, conclusion: str | None, now:
         failed = replace(request, status=contract.FAILED, conclusion=conclusion or "failure",
                          completed_at=now, error=_join(lines))
         return failed, [], []
-    results = [BenchResult(s.suite, request.base_sha, request.head_sha, s.verdict, s.headline_metric,
-                           s.headline_change, s.to_json(), default_branch_run) for s in judged.suites]
+    results = [BenchResult(suite=s.suite, base_sha=request.base_sha, head_sha=request.head_sha,
+                           verdict=s.verdict,
+                           headline_metric=s.headline_metric, headline_change=s.headline_change,
+                           comparison=s.to_json(),
+        on_default_branch=default_branch_run) for s in judged.suites]
     points = [MetricPoint(s.suite, name, unit, better, request.head_sha, value)
               for s in judged.suites for name, unit, better, value in s.points] if default_branch_run else []
     done = replace(request, status=contract.COMPLETED, conclusion=conclusion, completed_at=now,
@@ -130,7 +154,8 @@ def _outcome(github: GitHub, request: BenchRequest, conclusion: str | None, now:
 
 
 def _judged(github: GitHub, request: BenchRequest, subject: str) -> tuple[list[str], judging.Judged]:
-    """Download and judge the request's artifact; what went wrong on the way, and the judgement."""
+    """Download and judge the request's artifact; what went wrong on the way, and the judgement. A
+    download the storage refuses (`ArtifactUnavailable`) propagates: the delivery is tried again."""
     nothing = judging.Judged((), ())
     wanted = contract.artifact_name(request.correlation_id)
     found = next((a for a in github.artifacts(request.repo, request.run_id or 0) if a.name == wanted), None)

@@ -6,7 +6,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
-from .ports import GitHubFactory, Queue, SignIn, Store
+from .ports import GitHubFactory, Queue, SignIn
+from .storage import Store
 
 
 def utc_now() -> datetime:

@@ -7,7 +7,8 @@ from collections.abc import Iterator
 from prometheus_client import CollectorRegistry, Counter, Histogram
 from prometheus_client.core import GaugeMetricFamily
 
-from bot.service.ports import Queue, Store
+from bot.service.ports import Queue
+from bot.service.storage import Store
 
 
 class Metrics:
@@ -33,7 +34,7 @@ class _StateCollector:
 
     def collect(self) -> Iterator[GaugeMetricFamily]:
         deliveries = GaugeMetricFamily("perfbot_deliveries", "Stored deliveries by status", labels=["status"])
-        for status, count in sorted(self.store.delivery_counts().items()):
+        for status, count in sorted(self.store.deliveries.counts().items()):
             deliveries.add_metric([status], count)
         yield deliveries
         yield GaugeMetricFamily(

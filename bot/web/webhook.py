@@ -86,6 +86,9 @@ def _dispatch(
         body=body,
     )
     log.info("delivery %s", outcome.value, extra={"event": event, "action": payload.get("action")})
+    if outcome is intake.Outcome.MALFORMED:
+        refused = _answer(400, f"the {event} payload does not have the shape GitHub's schema gives it")
+        return _outcome(app_state, "bad_payload", refused, started)
     status = 202 if outcome is intake.Outcome.QUEUED else 200
     return _outcome(app_state, outcome.value, _answer(status, outcome.value), started)
 

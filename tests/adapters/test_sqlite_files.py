@@ -63,11 +63,11 @@ def write_deliveries(url: str, queue_url: str, first: int, count: int) -> None:
     queue = HueyQueue(queue_url)
     queue.bind(lambda _: None, lambda: None)
     for n in range(first, first + count):
-        delivery_id = store.claim_delivery("1", f"guid-{n}", "installation", "created", b"x" * 3000)
+        delivery_id = store.deliveries.claim("1", f"guid-{n}", "installation", "created", b"x" * 3000)
         queue.enqueue(delivery_id)
         queue.huey.storage.dequeue()
-        store.start_delivery(delivery_id, datetime.now(UTC), 600)
-        store.finish_delivery(delivery_id, "done")
+        store.deliveries.start(delivery_id, datetime.now(UTC), 600)
+        store.deliveries.finish(delivery_id, "done")
 
 
 def test_two_processes_write_the_store_and_the_queue_at_once_and_none_is_refused(tmp_path):
@@ -80,7 +80,7 @@ def test_two_processes_write_the_store_and_the_queue_at_once_and_none_is_refused
     for writer in writers:
         writer.join(120)
     assert [writer.exitcode for writer in writers] == [0, 0]  # a "database is locked" would raise
-    assert store.delivery_counts() == {"done": 600}
+    assert store.deliveries.counts() == {"done": 600}
     assert HueyQueue(queue_url).pending() == 0
 
 
@@ -104,12 +104,12 @@ def test_a_checkpoint_moves_the_wal_into_the_database_file(tmp_path):
     store = SqlStore.connect(f"sqlite:///{database}")
     checkpoint(str(database))  # the schema
     for n in range(5):
-        store.claim_delivery("1", f"g-{n}", "ping", None, b"{}")
+        store.deliveries.claim("1", f"g-{n}", "ping", None, b"{}")
     assert rows_in_the_database_file_alone(database, tmp_path / "before.db") == 0
     checkpoints = WalCheckpoints([str(database)], interval_s=3600)
     checkpoints.run_if_due()
     assert rows_in_the_database_file_alone(database, tmp_path / "after.db") == 5
-    store.claim_delivery("1", "g-late", "ping", None, b"{}")
+    store.deliveries.claim("1", "g-late", "ping", None, b"{}")
     checkpoints.run_if_due()  # not due for an hour
     assert rows_in_the_database_file_alone(database, tmp_path / "again.db") == 5
 

@@ -16,69 +16,69 @@ NOW = datetime(2030, 1, 1, tzinfo=UTC)
 
 
 def test_a_delivery_guid_is_claimed_once_per_hook(store):
-    first = store.claim_delivery("9", "guid-1", "pull_request", "opened", b"{}")
+    first = store.deliveries.claim("9", "guid-1", "pull_request", "opened", b"{}")
     assert first is not None
-    assert store.claim_delivery("9", "guid-1", "pull_request", "opened", b"{}") is None
-    assert store.claim_delivery("10", "guid-1", "pull_request", "opened", b"{}") is not None
+    assert store.deliveries.claim("9", "guid-1", "pull_request", "opened", b"{}") is None
+    assert store.deliveries.claim("10", "guid-1", "pull_request", "opened", b"{}") is not None
 
 
 def test_a_claim_outlives_the_process_that_made_it(database_url):
-    SqlStore.connect(database_url).claim_delivery("9", "guid-r", "ping", None, b"{}")
+    SqlStore.connect(database_url).deliveries.claim("9", "guid-r", "ping", None, b"{}")
     reopened = SqlStore.connect(database_url)
-    assert reopened.claim_delivery("9", "guid-r", "ping", None, b"{}") is None
+    assert reopened.deliveries.claim("9", "guid-r", "ping", None, b"{}") is None
 
 
 def test_a_started_delivery_is_leased_until_finished_or_expired(store):
-    delivery_id = store.claim_delivery("9", "g", "pull_request", "opened", b'{"a": 1}')
-    delivery = store.start_delivery(delivery_id, NOW, 60)
+    delivery_id = store.deliveries.claim("9", "g", "pull_request", "opened", b'{"a": 1}')
+    delivery = store.deliveries.start(delivery_id, NOW, 60)
     assert (delivery.payload, delivery.attempts, delivery.event) == (b'{"a": 1}', 1, "pull_request")
-    assert store.start_delivery(delivery_id, NOW + timedelta(seconds=30), 60) is None
-    assert store.start_delivery(delivery_id, NOW + timedelta(seconds=61), 60).attempts == 2
-    store.finish_delivery(delivery_id, "done")
-    assert store.start_delivery(delivery_id, NOW + timedelta(days=1), 60) is None
-    assert store.delivery_counts() == {"done": 1}
+    assert store.deliveries.start(delivery_id, NOW + timedelta(seconds=30), 60) is None
+    assert store.deliveries.start(delivery_id, NOW + timedelta(seconds=61), 60).attempts == 2
+    store.deliveries.finish(delivery_id, "done")
+    assert store.deliveries.start(delivery_id, NOW + timedelta(days=1), 60) is None
+    assert store.deliveries.counts() == {"done": 1}
 
 
 def test_released_and_abandoned_deliveries_are_found_by_the_sweep(store):
-    abandoned = store.claim_delivery("9", "a", "pull_request", "opened", b"{}")
-    released = store.claim_delivery("9", "b", "pull_request", "opened", b"{}")
-    finished = store.claim_delivery("9", "c", "pull_request", "opened", b"{}")
+    abandoned = store.deliveries.claim("9", "a", "pull_request", "opened", b"{}")
+    released = store.deliveries.claim("9", "b", "pull_request", "opened", b"{}")
+    finished = store.deliveries.claim("9", "c", "pull_request", "opened", b"{}")
     start = datetime.now(UTC)
-    store.start_delivery(abandoned, start, 60)
-    store.start_delivery(released, start, 60)
-    store.release_delivery(released, "RuntimeError: boom")
-    store.finish_delivery(finished, "done")
-    assert store.stale_deliveries(start + timedelta(seconds=10), 60) == []
-    assert store.stale_deliveries(start + timedelta(hours=1), 60) == [abandoned, released]
+    store.deliveries.start(abandoned, start, 60)
+    store.deliveries.start(released, start, 60)
+    store.deliveries.release(released, "RuntimeError: boom")
+    store.deliveries.finish(finished, "done")
+    assert store.deliveries.stale(start + timedelta(seconds=10), 60) == []
+    assert store.deliveries.stale(start + timedelta(hours=1), 60) == [abandoned, released]
 
 
 def test_installation_events_keep_the_repository_list(store):
-    store.replace_installation(1, [Repository(10, "o/a", 1), Repository(11, "o/b", 1)])
-    store.add_repositories(1, [Repository(12, "o/c", 1)])
-    store.remove_repositories(1, [10])
-    store.replace_installation(2, [Repository(20, "p/z", 2)])
-    assert [(r.full_name, r.installation_id) for r in store.repositories()] == [
+    store.installations.replace(1, [Repository(10, "o/a", 1), Repository(11, "o/b", 1)])
+    store.installations.add(1, [Repository(12, "o/c", 1)])
+    store.installations.remove_repositories(1, [10])
+    store.installations.replace(2, [Repository(20, "p/z", 2)])
+    assert [(r.full_name, r.installation_id) for r in store.installations.repositories()] == [
         ("o/b", 1),
         ("o/c", 1),
         ("p/z", 2),
     ]
-    store.remove_installation(1)
-    assert [r.id for r in store.repositories()] == [20]
+    store.installations.remove(1)
+    assert [r.id for r in store.installations.repositories()] == [20]
 
 
 def test_the_last_review_of_a_pull_request_replaces_the_previous_one(store):
-    store.save_review(Review("o/a", 3, "a" * 40, 70, "high", 555))
-    store.save_review(Review("o/a", 3, "b" * 40, 10, "low", 555))
-    assert store.review_for("o/a", 3) == Review("o/a", 3, "b" * 40, 10, "low", 555)
-    assert store.review_for("o/a", 4) is None
+    store.reviews.save(Review("o/a", 3, "a" * 40, 70, "high", 555))
+    store.reviews.save(Review("o/a", 3, "b" * 40, 10, "low", 555))
+    assert store.reviews.get("o/a", 3) == Review("o/a", 3, "b" * 40, 10, "low", 555)
+    assert store.reviews.get("o/a", 4) is None
 
 
 def test_merges_are_listed_newest_first_with_their_risk(store):
     old = datetime(2026, 1, 1, tzinfo=UTC)
-    store.record_merge(Merge("o/a", 1, "first", "m1", "h1", 80, "high", old))
-    store.record_merge(Merge("o/a", 2, "second", "m2", "h2", None, None, old + timedelta(days=1)))
-    store.record_merge(Merge("o/a", 1, "first", "m1", "h1", 80, "high", old))
-    merges = store.merges("o/a")
+    store.dashboard.record_merge(Merge("o/a", 1, "first", "m1", "h1", 80, "high", old))
+    store.dashboard.record_merge(Merge("o/a", 2, "second", "m2", "h2", None, None, old + timedelta(days=1)))
+    store.dashboard.record_merge(Merge("o/a", 1, "first", "m1", "h1", 80, "high", old))
+    merges = store.dashboard.merges("o/a")
     assert [(m.number, m.level) for m in merges] == [(2, None), (1, "high")]
     assert merges[1].merged_at == old
 
@@ -94,18 +94,18 @@ def test_the_database_answers_a_ping(store):
 
 
 def test_old_finished_deliveries_shed_their_payload_then_are_forgotten(store):
-    done = store.claim_delivery("9", "old", "pull_request", "opened", b'{"big": "payload"}')
-    pending = store.claim_delivery("9", "waiting", "pull_request", "opened", b"{}")
-    store.finish_delivery(done, "done")
+    done = store.deliveries.claim("9", "old", "pull_request", "opened", b'{"big": "payload"}')
+    pending = store.deliveries.claim("9", "waiting", "pull_request", "opened", b"{}")
+    store.deliveries.finish(done, "done")
     later = datetime.now(UTC) + timedelta(days=3)
-    assert store.prune_deliveries(later, drop_payload_after_s=86_400, forget_after_s=30 * 86_400) == 0
+    assert store.deliveries.prune(later, drop_payload_after_s=86_400, forget_after_s=30 * 86_400) == 0
     with store.engine.connect() as connection:
         payloads = dict(connection.execute(text("SELECT guid, payload FROM deliveries")).all())
     assert bytes(payloads["old"]) == b"" and bytes(payloads["waiting"]) == b"{}"
-    assert store.claim_delivery("9", "old", "pull_request", "opened", b"{}") is None, "still deduplicated"
-    assert store.prune_deliveries(later + timedelta(days=40), 86_400, 30 * 86_400) == 1
-    assert store.claim_delivery("9", "old", "pull_request", "opened", b"{}") is not None
-    assert store.start_delivery(pending, later, 60) is not None
+    assert store.deliveries.claim("9", "old", "pull_request", "opened", b"{}") is None, "still deduplicated"
+    assert store.deliveries.prune(later + timedelta(days=40), 86_400, 30 * 86_400) == 1
+    assert store.deliveries.claim("9", "old", "pull_request", "opened", b"{}") is not None
+    assert store.deliveries.start(pending, later, 60) is not None
 
 
 def test_the_migrations_build_exactly_the_tables_the_models_declare(store):
@@ -120,9 +120,9 @@ def test_the_migrations_build_exactly_the_tables_the_models_declare(store):
 
 
 def test_an_installation_removes_only_its_own_repositories(store):
-    store.replace_installation(1, [Repository(10, "o/a", 1)])
-    store.remove_repositories(2, [10])
-    assert [(r.id, r.installation_id) for r in store.repositories()] == [(10, 1)]
+    store.installations.replace(1, [Repository(10, "o/a", 1)])
+    store.installations.remove_repositories(2, [10])
+    assert [(r.id, r.installation_id) for r in store.installations.repositories()] == [(10, 1)]
 
 
 def _request(correlation_id: str = "pb-1", **changes) -> BenchRequest:
@@ -133,48 +133,48 @@ def _request(correlation_id: str = "pb-1", **changes) -> BenchRequest:
 
 
 def test_a_bench_request_is_recorded_once_per_correlation_id(store):
-    first, created = store.open_bench_request(_request())
-    again, created_again = store.open_bench_request(_request(rounds=9))
+    first, created = store.benchmarks.open(_request())
+    again, created_again = store.benchmarks.open(_request(rounds=9))
     assert created and not created_again and again == first and again.rounds == 5
     assert first.suites == ("verify-step", "quick") and first.created_at == NOW and first.id
-    store.update_bench_request(replace(first, status="running", run_id=42, run_url="https://run", check_run_id=3))
-    stored = store.bench_request("pb-1")
+    store.benchmarks.update(replace(first, status="running", run_id=42, run_url="https://run", check_run_id=3))
+    stored = store.benchmarks.get("pb-1")
     assert (stored.status, stored.run_id, stored.run_url, stored.check_run_id) == ("running", 42, "https://run", 3)
 
 
 def test_requests_are_listed_per_pull_request_and_for_the_default_branch(store):
-    store.open_bench_request(_request("pb-1"))
-    store.open_bench_request(_request("pb-2", created_at=NOW + timedelta(minutes=1)))
-    store.open_bench_request(_request("pb-3", number=None, trigger="merge", requested_by="#7"))
-    assert [r.correlation_id for r in store.bench_requests("o/r", 7)] == ["pb-2", "pb-1"]
-    assert [r.correlation_id for r in store.bench_requests("o/r", None)] == ["pb-3"]
-    assert store.last_command("o/r", user="maintainer") == NOW + timedelta(minutes=1)
-    assert store.last_command("o/r", number=7) == NOW + timedelta(minutes=1)
-    assert store.last_command("o/r", user="someone") is None
+    store.benchmarks.open(_request("pb-1"))
+    store.benchmarks.open(_request("pb-2", created_at=NOW + timedelta(minutes=1)))
+    store.benchmarks.open(_request("pb-3", number=None, trigger="merge", requested_by="#7"))
+    assert [r.correlation_id for r in store.benchmarks.for_pull("o/r", 7)] == ["pb-2", "pb-1"]
+    assert [r.correlation_id for r in store.benchmarks.for_pull("o/r", None)] == ["pb-3"]
+    assert store.benchmarks.last_command("o/r", user="maintainer") == NOW + timedelta(minutes=1)
+    assert store.benchmarks.last_command("o/r", number=7) == NOW + timedelta(minutes=1)
+    assert store.benchmarks.last_command("o/r", user="someone") is None
 
 
 def test_a_completed_request_stores_its_results_and_points_once(store):
-    request, _ = store.open_bench_request(_request(number=None, trigger="merge"))
+    request, _ = store.benchmarks.open(_request(number=None, trigger="merge"))
     done = replace(request, status="completed", conclusion="success", completed_at=NOW)
     result = BenchResult("quick", "b" * 40, "a" * 40, "regression", "step_ms", 0.2, '{"verdict": "regression"}', True)
     point = MetricPoint("quick", "step_ms", "ms", "lower", "a" * 40, 12.0)
-    assert store.complete_bench_request(done, [result], [point], "run:o/r:1:1")
-    assert not store.complete_bench_request(done, [result], [point], "run:o/r:1:1")
-    assert store.bench_results(request.id) == [result]
-    assert store.bench_request(request.correlation_id).status == "completed"
+    assert store.benchmarks.complete(done, [result], [point], "run:o/r:1:1")
+    assert not store.benchmarks.complete(done, [result], [point], "run:o/r:1:1")
+    assert store.benchmarks.results(request.id) == [result]
+    assert store.benchmarks.get(request.correlation_id).status == "completed"
     with store.engine.connect() as connection:
         points = connection.execute(text("select metric, sha, value, result_id from metric_points")).fetchall()
     assert [(m, s, v) for m, s, v, _ in points] == [("step_ms", "a" * 40, 12.0)] and points[0][3]
 
 
 def test_work_keys_approvals_and_acks(store):
-    assert store.claim_work("reply:o/r:1") and not store.claim_work("reply:o/r:1")
-    assert store.work_done("reply:o/r:1") and not store.work_done("reply:o/r:2")
-    store.approve("o/r", 7, "a" * 40, "maintainer")
-    store.approve("o/r", 7, "a" * 40, "other")
-    assert store.approved("o/r", 7, "a" * 40) and not store.approved("o/r", 7, "c" * 40)
+    assert store.work.claim("reply:o/r:1") and not store.work.claim("reply:o/r:1")
+    assert store.work.done("reply:o/r:1") and not store.work.done("reply:o/r:2")
+    store.work.approve("o/r", 7, "a" * 40, "maintainer")
+    store.work.approve("o/r", 7, "a" * 40, "other")
+    assert store.work.approved("o/r", 7, "a" * 40) and not store.work.approved("o/r", 7, "c" * 40)
     ack = Ack("o/r", 7, "a" * 40, "maintainer", "known", 11, NOW)
-    assert store.add_ack(ack, "ack:o/r:11") and not store.add_ack(ack, "ack:o/r:11")
-    assert store.acks("o/r", 7) == [ack]
-    assert store.prune_work(datetime.now(UTC) + timedelta(days=1), 3600) == 2
-    assert not store.work_done("reply:o/r:1")
+    assert store.work.add_ack(ack, "ack:o/r:11") and not store.work.add_ack(ack, "ack:o/r:11")
+    assert store.work.acks("o/r", 7) == [ack]
+    assert store.work.prune(datetime.now(UTC) + timedelta(days=1), 3600) == 2
+    assert not store.work.done("reply:o/r:1")

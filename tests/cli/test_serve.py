@@ -63,19 +63,19 @@ def test_serve_consumes_the_embedded_queue_in_a_process_of_its_own_and_restarts_
         [consumer] = server.consumers()
         assert consumer != web and len(server.children()) == 2
         deliver(server.base, 1)
-        assert wait_for(lambda: store.delivery_counts() == {"done": 1}, timeout=60)
+        assert wait_for(lambda: store.deliveries.counts() == {"done": 1}, timeout=60)
 
         # Frozen, the consumer takes nothing: the web worker only accepts and enqueues.
         os.kill(consumer, signal.SIGSTOP)
         deliver(server.base, 2)
         time.sleep(1)
-        assert store.delivery_counts() == {"done": 1, "pending": 1}
+        assert store.deliveries.counts() == {"done": 1, "pending": 1}
 
         # Killed, it is started again, and the new one processes what waited in the queue.
         os.kill(consumer, signal.SIGKILL)
         assert wait_for(lambda: server.consumers() not in ([], [consumer]), timeout=30)
         [replacement] = server.consumers()
-        assert wait_for(lambda: store.delivery_counts() == {"done": 2}, timeout=60)
+        assert wait_for(lambda: store.deliveries.counts() == {"done": 2}, timeout=60)
         assert not alive(consumer) and alive(replacement)
         store.engine.dispose()
 
@@ -134,7 +134,7 @@ def test_perfbot_worker_consumes_deliveries_from_redis_and_stops_on_sigterm(tmp_
     database = f"sqlite:///{tmp_path / 'perfbot.db'}"
     runtime = build(Settings(database_url=database, queue_url=redis_url))
     payload = github_data.installation_event("installation", "created")
-    delivery = runtime.store.claim_delivery(
+    delivery = runtime.store.deliveries.claim(
         "1", "g-worker", "installation", "created", json.dumps(payload).encode()
     )
     runtime.queue.enqueue(delivery)
@@ -147,11 +147,11 @@ def test_perfbot_worker_consumes_deliveries_from_redis_and_stops_on_sigterm(tmp_
         stderr=subprocess.STDOUT,
     )
     try:
-        assert wait_for(lambda: runtime.store.delivery_counts() == {"done": 1}, timeout=60)
+        assert wait_for(lambda: runtime.store.deliveries.counts() == {"done": 1}, timeout=60)
     finally:
         process.send_signal(signal.SIGTERM)
         output, _ = process.communicate(timeout=30)
     assert process.returncode == 0, output
-    assert {r.full_name for r in runtime.store.repositories()} == {
+    assert {r.full_name for r in runtime.store.installations.repositories()} == {
         r["full_name"] for r in payload["repositories"]
     }

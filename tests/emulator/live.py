@@ -29,19 +29,19 @@ class LiveBot:
 
     def wait_done(self, count: int, timeout: float = 20.0) -> None:
         def finished() -> bool:
-            counts = self.runtime.store.delivery_counts()
+            counts = self.runtime.store.deliveries.counts()
             return counts.get("done", 0) + counts.get("failed", 0) >= count
 
-        assert wait_for(finished, timeout), self.runtime.store.delivery_counts()
+        assert wait_for(finished, timeout), self.runtime.store.deliveries.counts()
 
     def wait_idle(self, timeout: float = 20.0) -> None:
         """Until no stored delivery waits or runs and the queue is empty: whatever was accepted
         has been processed (a delivery is pending from its claim until its handler finished)."""
 
         def idle() -> bool:
-            return "pending" not in self.runtime.store.delivery_counts() and self.runtime.queue.pending() == 0
+            return "pending" not in self.runtime.store.deliveries.counts() and self.runtime.queue.pending() == 0
 
-        assert wait_for(idle, timeout), self.runtime.store.delivery_counts()
+        assert wait_for(idle, timeout), self.runtime.store.deliveries.counts()
 
     def stop(self) -> None:
         self.consumer.stop(graceful=True)

@@ -63,7 +63,7 @@ def test_a_worker_killed_between_dispatch_and_its_record_dispatches_exactly_once
         worker.wait(30)
         held.release.set()
         [dispatched] = emulator.dispatches
-        [request] = runtime.store.bench_requests(live.REPO, NUMBER)
+        [request] = runtime.store.benchmarks.for_pull(live.REPO, NUMBER)
         assert (request.status, request.run_id) == ("dispatching", None)
 
         with runtime.store.engine.begin() as connection:  # the dead worker's lease runs out
@@ -72,12 +72,12 @@ def test_a_worker_killed_between_dispatch_and_its_record_dispatches_exactly_once
         consumer = runtime.start_consumer(1)  # its start-up sweep enqueues the lost delivery again
 
         def recorded() -> bool:
-            return runtime.store.bench_requests(live.REPO, NUMBER)[0].status == "running"
+            return runtime.store.benchmarks.for_pull(live.REPO, NUMBER)[0].status == "running"
 
-        assert wait_for(recorded, timeout=60), runtime.store.delivery_counts()
+        assert wait_for(recorded, timeout=60), runtime.store.deliveries.counts()
         assert len(emulator.dispatches) == 1, "dispatched once"
-        assert runtime.store.bench_requests(live.REPO, NUMBER)[0].run_id == dispatched["run_id"]
-        assert wait_for(lambda: runtime.store.delivery_counts() == {"done": 1}, timeout=30)
+        assert runtime.store.benchmarks.for_pull(live.REPO, NUMBER)[0].run_id == dispatched["run_id"]
+        assert wait_for(lambda: runtime.store.deliveries.counts() == {"done": 1}, timeout=30)
         assert emulator.reactions_on(posted["id"]) == ["eyes", "rocket"]
         assert len(emulator.dispatches) == 1
     finally:

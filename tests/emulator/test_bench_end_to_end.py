@@ -86,7 +86,7 @@ def test_a_maintainers_bench_is_dispatched_and_its_results_come_back_to_the_pull
     assert check["output"]["title"].startswith("Regression: This PR makes the EAGLE-3 cycle 52% slower")
     blob_requests = [r for r in emulator.requests if r.path.startswith("/_blobs/")]
     assert blob_requests and all(not r.headers["authorization"] for r in blob_requests), "no token to the storage"
-    assert bot.runtime.store.delivery_counts() == {"done": 2}
+    assert bot.runtime.store.deliveries.counts() == {"done": 2}
 
 
 def test_without_run_details_the_run_is_found_by_its_correlation_id(bot, emulator):
@@ -95,7 +95,7 @@ def test_without_run_details_the_run_is_found_by_its_correlation_id(bot, emulato
     [dispatched] = emulator.dispatches
     posts = [r for r in emulator.requests if r.path.endswith("/dispatches")]
     assert [r.status for r in posts] == [422, 204] and "return_run_details" not in posts[1].body
-    request = bot.runtime.store.bench_requests(live.REPO, NUMBER)[0]
+    request = bot.runtime.store.benchmarks.for_pull(live.REPO, NUMBER)[0]
     assert (request.status, request.run_id) == ("running", dispatched["run_id"])
 
 
@@ -103,14 +103,14 @@ def test_a_run_the_dispatch_did_not_name_is_linked_when_github_announces_it(bot,
     emulator.run_details, emulator.runs_listed = False, False  # GitHub has not listed the run yet
     say(bot, emulator, "/bench")
     [dispatched] = emulator.dispatches
-    request = bot.runtime.store.bench_requests(live.REPO, NUMBER)[0]
+    request = bot.runtime.store.benchmarks.for_pull(live.REPO, NUMBER)[0]
     assert (request.status, request.run_id) == ("running", None)
     assert "the workflow run is linked here once GitHub starts it" in sticky(emulator)
     run = emulator.runs[dispatched["run_id"]]
     payload = github_data.workflow_run("requested", emulator._public(run), repo=live.REPO, installation_id=1)
     bot.deliver("workflow_run", payload)
     bot.wait_idle()
-    assert bot.runtime.store.bench_requests(live.REPO, NUMBER)[0].run_id == run["id"]
+    assert bot.runtime.store.benchmarks.for_pull(live.REPO, NUMBER)[0].run_id == run["id"]
     assert run["html_url"] in sticky(emulator)
     [check] = [c for c in emulator.checks_for(live.REPO, HEAD_SHA) if c["name"] == "perfbot / bench"]
     assert check["details_url"] == run["html_url"]
@@ -181,7 +181,7 @@ def test_a_signed_comment_replayed_under_a_new_delivery_id_does_not_dispatch_aga
     assert bot.deliver("issue_comment", payload, guid="second").status_code == 202, "a new delivery id"
     bot.wait_idle()
     assert len(emulator.dispatches) == 1 and emulator.requests[seen:] == [], "the replay asked GitHub nothing"
-    assert bot.runtime.store.delivery_counts() == {"done": 2}
+    assert bot.runtime.store.deliveries.counts() == {"done": 2}
 
 
 def test_a_signed_completion_replayed_is_processed_once(bot, emulator):
@@ -230,7 +230,7 @@ def test_github_refusing_the_dispatch_is_answered_on_the_pull_request(bot, emula
     posted = say(bot, emulator, "/bench")
     assert emulator.dispatches == [] and emulator.reactions_on(posted["id"]) == ["eyes", "confused"]
     assert "perfbot could not start the benchmark" in sticky(emulator) and says in sticky(emulator)
-    assert bot.runtime.store.delivery_counts() == {"done": 1}
+    assert bot.runtime.store.deliveries.counts() == {"done": 1}
 
 
 def test_a_secondary_rate_limit_that_does_not_end_is_answered_on_the_pull_request(bot, emulator):
@@ -265,7 +265,7 @@ def test_a_hostile_artifact_is_never_a_verdict_or_a_crash(bot, emulator, attack)
     finish(bot, emulator, dispatched["run_id"], artifact=(contract.artifact_name(correlation), data))
     bot.wait_idle()
     body = sticky(emulator)
-    assert bot.runtime.store.delivery_counts() == {"done": 2}
+    assert bot.runtime.store.deliveries.counts() == {"done": 2}
     section = body[body.index("### ⏱️ Benchmarks"):]
     if attack == "hostile":
         assert "Benchmark verdict" in section
@@ -288,7 +288,7 @@ def test_a_completion_for_an_unknown_id_or_another_repository_is_ignored(bot, em
     bot.deliver("workflow_run", elsewhere)
     bot.wait_idle()
     assert emulator.requests[seen:] == []
-    assert bot.runtime.store.bench_requests(live.REPO, NUMBER)[0].status == "running"
+    assert bot.runtime.store.benchmarks.for_pull(live.REPO, NUMBER)[0].status == "running"
 
 
 def test_another_apps_bot_comment_with_our_marker_is_not_ours(bot, emulator):

@@ -70,7 +70,7 @@ def test_a_replayed_delivery_is_processed_once(bot, emulator):
     bot.wait_idle()
     # The review is idempotent (a second run writes nothing new), so counting GitHub writes
     # cannot tell one run from two: count the runs, and every request a run makes.
-    assert bot.runtime.store.delivery_counts() == {"done": 1}
+    assert bot.runtime.store.deliveries.counts() == {"done": 1}
     assert emulator.requests[seen:] == [], "the replay was reviewed again"
     assert len(emulator.comments_on(live.REPO, NUMBER)) == 1
 
@@ -80,7 +80,7 @@ def test_a_502_after_github_created_the_comment_never_duplicates_it(bot, emulato
     bot.deliver("pull_request", opened())
     bot.wait_done(1)
     assert len(emulator.comments_on(live.REPO, NUMBER)) == 1
-    assert bot.runtime.store.delivery_counts() == {"done": 1}
+    assert bot.runtime.store.deliveries.counts() == {"done": 1}
     assert len(emulator.checks_for(live.REPO, SHA_1)) == 1
 
 
@@ -110,7 +110,7 @@ def test_a_deleted_pull_request_is_dropped_cleanly(bot, emulator):
     del emulator.repos[live.REPO].pulls[NUMBER]
     bot.deliver("pull_request", opened())
     bot.wait_done(1)
-    assert emulator.writes() == [] and bot.runtime.store.delivery_counts() == {"done": 1}
+    assert emulator.writes() == [] and bot.runtime.store.deliveries.counts() == {"done": 1}
 
 
 def test_config_comes_from_the_default_branch_and_a_pr_cannot_lower_its_own_score(bot, emulator):
@@ -131,7 +131,7 @@ def test_a_merged_pr_is_recorded_with_its_risk(bot, emulator):
         "pull_request", github_data.pull_request("closed", head_sha=SHA_1, number=NUMBER, installation_id=1)
     )
     bot.wait_done(2)
-    [merge] = bot.runtime.store.merges(live.REPO)
+    [merge] = bot.runtime.store.dashboard.merges(live.REPO)
     assert (merge.number, merge.level, merge.merge_sha) == (NUMBER, "high", "c" * 40)
 
 
@@ -139,7 +139,7 @@ def test_installation_events_keep_the_repository_list(bot):
     created = github_data.installation_event("installation", "created")
     bot.deliver("installation", created)
     bot.wait_done(1)
-    assert {r.full_name for r in bot.runtime.store.repositories()} == {
+    assert {r.full_name for r in bot.runtime.store.installations.repositories()} == {
         r["full_name"] for r in created["repositories"]
     }
 

@@ -11,18 +11,10 @@ from __future__ import annotations
 import itertools
 from dataclasses import dataclass, replace
 
-from bot.core.review.plan import Check
-from bot.service.ports import (
-    ArtifactRef,
-    BenchCheck,
-    DispatchRefused,
-    GitHub,
-    GitHubFactory,
-    PullInfo,
-    PullRequestGone,
-    Queue,
-    WorkflowRun,
-)
+from bot.core.checks import Check
+from bot.core.pulls import PullInfo
+from bot.service.ports import DispatchRefused, GitHub, GitHubFactory, PullRequestGone, Queue
+from bot.service.records import ArtifactRef, WorkflowRun
 
 BOT_LOGIN = "perfbot[bot]"
 
@@ -37,16 +29,20 @@ class Comment:
 class FakeGitHub(GitHub):
     """One installation's view of GitHub: pull requests (head, base, fork, author, diff), files,
     comments and reactions, check runs, labels, permissions, and GitHub Actions (dispatches, runs,
-    artifacts). Only the bot's own marker comment is edited; a check run is one per (head, name),
-    updated in place; only labels that start with the prefix are touched; a reaction is added once;
-    a dispatch of a workflow that does not exist is refused; a finished run is not cancelled again."""
+    artifacts). Only the bot's own marker comment is edited; a check run is found again by its id,
+    else by (head, name, external id), and updated in place; only labels that start with the prefix
+    are touched; a reaction is added once; a dispatch of a workflow that does not exist is refused;
+    a finished run is not cancelled again. ``calls`` records every call of the port, in order."""
 
-    def __init__(self):
+    def __init__(self, app_mode: bool = True):
+        self.app_mode = app_mode
+        self.calls: list[tuple[str, tuple]] = []
         self.heads: dict[tuple[str, int], str] = {}
         self.diffs: dict[tuple[str, int], str] = {}
         self.files: dict[tuple[str, str, str], str] = {}
         self.threads: dict[tuple[str, int], list[Comment]] = {}
-        self.check_runs: dict[tuple[str, str, str], Check] = {}
+        self.check_runs: dict[int, tuple[str, Check]] = {}
+        self.statuses: list[tuple[str, Check]] = []
         self.labels: dict[tuple[str, int], set[str]] = {}
         self.file_reads: list[tuple[str, str, str]] = []
         self.pulls: dict[tuple[str, int], PullInfo] = {}  # what differs from a plain same-repo PR
@@ -58,7 +54,6 @@ class FakeGitHub(GitHub):
         self.dispatches: list[dict] = []
         self.runs: dict[int, dict] = {}
         self.archives: dict[tuple[str, int], list[tuple[ArtifactRef, bytes]]] = {}
-        self.bench_checks: dict[int, BenchCheck] = {}
         self._ids = itertools.count(1)
 
     # what tests arrange and look at
@@ -75,13 +70,31 @@ class FakeGitHub(GitHub):
 
     @property
     def checks(self) -> list[tuple[str, Check]]:
-        """Every check run, as (repository, what it says), in the order they were created."""
-        return [(repo, check) for (repo, _, _), check in self.check_runs.items()]
+        """Every risk check run, as (repository, what it says now), in the order they were created."""
+        return [(repo, check) for repo, check in self.check_runs.values() if check.name == "perfbot / risk"]
+
+    @property
+    def bench_checks(self) -> dict[int, Check]:
+        """Every `perfbot / bench` check run by id, as it stands now."""
+        return {i: check for i, (_, check) in self.check_runs.items() if check.name == "perfbot / bench"}
+
+    def count(self, *names: str) -> int:
+        """How many calls of these port methods were made."""
+        return sum(1 for name, _ in self.calls if name in names)
+
+    def __getattribute__(self, name):
+        value = object.__getattribute__(self, name)
+        if name in _PORT_METHODS:
+            calls = object.__getattribute__(self, "calls")
+
+            def recorded(*args, **kwargs):
+                calls.append((name, args))
+                return value(*args, **kwargs)
+
+            return recorded
+        return value
 
     # the port
-
-    def pull_head_sha(self, repo, number):
-        return self.heads[self._existing(repo, number)]
 
     def pull_diff(self, repo, number):
         return self.diffs[self._existing(repo, number)]
@@ -100,8 +113,21 @@ class FakeGitHub(GitHub):
             return None
         return self.add_comment(repo, number, BOT_LOGIN, body).id
 
-    def publish_check(self, repo, check):
-        self.check_runs[(repo, check.head_sha, check.name)] = check
+    def publish_check(self, repo, check, check_run_id=None):
+        if not self.app_mode:
+            self.statuses.append((repo, check))
+            return None
+        if check_run_id is None:
+            check_run_id = next((i for i, (r, c) in self.check_runs.items()
+                                 if (r, c.head_sha, c.name) == (repo, check.head_sha, check.name)
+                                 and (check.external_id is None or c.external_id == check.external_id)), None)
+        if check_run_id is None:
+            check_run_id = next(self._ids)
+        self.check_runs[check_run_id] = (repo, check)
+        return check_run_id
+
+    def own_login(self):
+        return BOT_LOGIN
 
     def sync_labels(self, repo, number, prefix, wanted):
         labels = self.labels.setdefault(self._existing(repo, number), set())
@@ -111,8 +137,9 @@ class FakeGitHub(GitHub):
 
     def pull(self, repo, number):
         key = self._existing(repo, number)
-        default = PullInfo(repo, number, True, False, self.heads[key], "9" * 40, "main", repo, "octocat",
-                           f"https://github.com/{repo}/pull/{number}")
+        default = PullInfo(repo=repo, number=number, open=True, draft=False, head_sha=self.heads[key],
+                           base_sha="9" * 40, base_ref="main", head_repo=repo, author="octocat",
+                           html_url=f"https://github.com/{repo}/pull/{number}")
         return replace(self.pulls.get(key, default), head_sha=self.heads[key])
 
     def permission(self, repo, login):
@@ -135,16 +162,18 @@ class FakeGitHub(GitHub):
     def dispatch(self, repo, workflow, ref, inputs):
         if (repo, workflow) not in self.workflows:
             raise DispatchRefused(404, "Not Found")
-        run = WorkflowRun(next(self._ids), f"https://github.com/{repo}/actions/runs/x", "queued", None,
-                          f"perfbot bench {inputs.get('correlation-id', '')}", "workflow_dispatch",
-                          f".github/workflows/{workflow}")
+        run = WorkflowRun(id=next(self._ids), html_url=f"https://github.com/{repo}/actions/runs/x",
+                          status="queued", conclusion=None,
+                          display_title=f"perfbot bench {inputs.get('correlation-id', '')}",
+                          event="workflow_dispatch", path=f".github/workflows/{workflow}")
         self.runs[run.id] = {"repo": repo, "run": run}
         self.dispatches.append({"repo": repo, "workflow": workflow, "ref": ref, "inputs": inputs, "run_id": run.id})
         return run
 
     def find_run(self, repo, workflow, correlation_id):
         return next((r["run"] for r in reversed(self.runs.values())
-                     if r["repo"] == repo and f"perfbot bench {correlation_id}" in r["run"].display_title), None)
+                     if r["repo"] == repo and r["run"].path == f".github/workflows/{workflow}"
+                     and f"perfbot bench {correlation_id}" in r["run"].display_title), None)
 
     def cancel_run(self, repo, run_id):
         found = self.runs.get(run_id)
@@ -163,11 +192,6 @@ class FakeGitHub(GitHub):
                     return data
         raise ValueError("no such artifact")
 
-    def publish_bench_check(self, repo, check):
-        check_run_id = check.check_run_id or next(self._ids)
-        self.bench_checks[check_run_id] = check
-        return check_run_id
-
     # what tests arrange
 
     def upload_artifact(self, repo: str, run_id: int, name: str, data: bytes) -> ArtifactRef:
@@ -179,6 +203,9 @@ class FakeGitHub(GitHub):
         if (repo, number) not in self.heads:
             raise PullRequestGone(f"{repo}#{number}")
         return repo, number
+
+
+_PORT_METHODS = frozenset(name for name in GitHub.__abstractmethods__)
 
 
 class FakeGitHubFactory(GitHubFactory):

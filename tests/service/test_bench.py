@@ -232,7 +232,7 @@ def test_cancel_stops_the_run_and_says_so(services, github):
 def test_ack_is_stored_for_the_dashboard_and_help_answers(services, github):
     send(services, "issue_comment", comment("/bench ack the copy is needed for PCG", comment_id=1))
     send(services, "issue_comment", comment("/bench help", comment_id=2))
-    [ack] = services.store.acks(REPO, NUMBER)
+    [ack] = services.store.work.acks(REPO, NUMBER)
     assert (ack.user, ack.reason, ack.head_sha, ack.comment_id) == ("maintainer", "the copy is needed for PCG",
                                                                     HEAD_SHA, 1)
     assert "| `/bench` |" in replies(github)[0]
@@ -268,9 +268,9 @@ def test_a_successful_run_is_judged_stored_and_shown(services, github):
     run_id = dispatched(services, github)
     upload_results(github, run_id)
     send(services, "workflow_run", workflow_run(github, run_id))
-    request = services.store.bench_requests(REPO, NUMBER)[0]
+    request = services.store.benchmarks.for_pull(REPO, NUMBER)[0]
     assert (request.status, request.conclusion) == ("completed", "success")
-    [result] = services.store.bench_results(request.id)
+    [result] = services.store.benchmarks.results(request.id)
     assert (result.suite, result.verdict, result.on_default_branch) == ("sglang-eagle3", "regression", False)
     body = sticky(github)
     assert "Benchmark verdict: 🔴 regression" in body and "| metric | base | head |" in body
@@ -316,7 +316,7 @@ def test_a_replayed_completion_is_processed_once(services, github):
     github.archives.clear()  # a second processing would now fail to find the artifact
     send(services, "workflow_run", workflow_run(github, run_id))
     assert (len(github.bench_checks), sticky(github)) == before
-    assert len(services.store.bench_results(services.store.bench_requests(REPO, NUMBER)[0].id)) == 1
+    assert len(services.store.benchmarks.results(services.store.benchmarks.for_pull(REPO, NUMBER)[0].id)) == 1
 
 
 def test_runs_of_unknown_ids_other_repositories_or_other_runs_are_ignored(services, github):
@@ -331,7 +331,7 @@ def test_runs_of_unknown_ids_other_repositories_or_other_runs_are_ignored(servic
     pushed = workflow_run(github, run_id)
     pushed["workflow_run"]["event"] = "pull_request"
     send(services, "workflow_run", pushed)
-    assert github.bench_checks == checks and services.store.bench_requests(REPO, NUMBER)[0].status == "running"
+    assert github.bench_checks == checks and services.store.benchmarks.for_pull(REPO, NUMBER)[0].status == "running"
 
 
 def test_a_results_file_for_other_commits_is_not_a_verdict(services, github):
@@ -340,7 +340,7 @@ def test_a_results_file_for_other_commits_is_not_a_verdict(services, github):
     other["head"]["sha"] = "c" * 40
     upload_results(github, run_id, other)
     send(services, "workflow_run", workflow_run(github, run_id))
-    assert services.store.bench_requests(REPO, NUMBER)[0].status == "failed"
+    assert services.store.benchmarks.for_pull(REPO, NUMBER)[0].status == "failed"
     assert "not the requested" in sticky(github)
 
 
@@ -349,7 +349,7 @@ def test_github_refusing_the_dispatch_is_answered_on_the_pull_request(services, 
     send(services, "issue_comment", comment("/bench"))
     assert reactions(github) == ["eyes", "confused"]
     assert "perfbot could not start the benchmark" in sticky(github) and "404" in sticky(github)
-    assert services.store.bench_requests(REPO, NUMBER)[0].status == "failed"
+    assert services.store.benchmarks.for_pull(REPO, NUMBER)[0].status == "failed"
 
 
 # ---------------------------------------------------------------- runs nobody asked for
@@ -359,12 +359,12 @@ def test_a_risky_push_by_a_trusted_author_is_benchmarked_and_a_new_push_supersed
     github.permissions[(REPO, "author")] = "write"
     send(services, "pull_request", pull_request("opened"))
     [first] = github.dispatches
-    assert services.store.bench_requests(REPO, NUMBER)[0].trigger == "auto"
+    assert services.store.benchmarks.for_pull(REPO, NUMBER)[0].trigger == "auto"
     github.heads[(REPO, NUMBER)] = NEW_HEAD
     send(services, "pull_request", pull_request("synchronize", NEW_HEAD))
     assert github.runs[first["run_id"]]["run"].conclusion == "cancelled"
     assert len(github.dispatches) == 2 and github.dispatches[1]["inputs"]["head-sha"] == NEW_HEAD
-    old = next(r for r in services.store.bench_requests(REPO, NUMBER) if r.head_sha == HEAD_SHA)
+    old = next(r for r in services.store.benchmarks.for_pull(REPO, NUMBER) if r.head_sha == HEAD_SHA)
     assert old.status == "superseded"
     assert github.bench_checks[old.check_run_id].conclusion == "cancelled"
     send(services, "pull_request", pull_request("synchronize", NEW_HEAD))  # the same body again
@@ -384,7 +384,7 @@ def test_a_push_supersedes_a_bench_even_when_the_new_head_is_not_benchmarked(ser
     github.heads[(REPO, NUMBER)] = NEW_HEAD
     github.diffs[(REPO, NUMBER)] = diffs.COLD
     send(services, "pull_request", pull_request("synchronize", NEW_HEAD))
-    assert services.store.bench_requests(REPO, NUMBER)[0].status == "superseded"
+    assert services.store.benchmarks.for_pull(REPO, NUMBER)[0].status == "superseded"
     assert "Benchmark superseded" in sticky(github)
 
 
@@ -395,8 +395,8 @@ def test_closing_cancels_and_a_risky_merge_benchmarks_its_merge_commit(services,
     github.parents[(REPO, merge_sha)] = parent
     send(services, "pull_request", pull_request("closed", merged=True, merge_commit_sha=merge_sha, state="closed",
                                                 merged_at="2026-12-01T10:00:00Z"))
-    assert services.store.bench_requests(REPO, NUMBER)[0].status == "cancelled"
-    [merge_run] = services.store.bench_requests(REPO, None)
+    assert services.store.benchmarks.for_pull(REPO, NUMBER)[0].status == "cancelled"
+    [merge_run] = services.store.benchmarks.for_pull(REPO, None)
     assert (merge_run.trigger, merge_run.base_sha, merge_run.head_sha) == ("merge", parent, merge_sha)
     assert github.dispatches[-1]["inputs"]["pr"] == ""
 
@@ -411,8 +411,8 @@ def test_a_merge_run_lands_in_the_history(services, github):
     run_id = github.dispatches[-1]["run_id"]
     upload_results(github, run_id)
     send(services, "workflow_run", workflow_run(github, run_id))
-    [request] = services.store.bench_requests(REPO, None)
-    [result] = services.store.bench_results(request.id)
+    [request] = services.store.benchmarks.for_pull(REPO, None)
+    [result] = services.store.benchmarks.results(request.id)
     assert result.on_default_branch and "This commit makes" in json.loads(result.comparison)["headline"]
     with services.store.engine.connect() as connection:
         points = connection.execute(text("select metric, sha from metric_points")).fetchall()
@@ -422,14 +422,14 @@ def test_a_merge_run_lands_in_the_history(services, github):
 def test_the_schedule_benchmarks_the_default_branch_once_per_slot(services, github):
     github.files[(REPO, ".github/perfbot.yml", "main")] = CONFIG + "    schedule: daily\n    schedule_hour: 3\n"
     github.parents[(REPO, "f" * 40)] = "0" * 40
-    services.store.replace_installation(42, [Repository(1, REPO, 42)])
+    services.store.installations.replace(42, [Repository(1, REPO, 42)])
     services.now = lambda: NOW
     assert bench.scheduled(services) == 1
     assert bench.scheduled(services) == 0, "one run per slot"
     services.now = lambda: NOW + timedelta(days=1)
     assert bench.scheduled(services) == 1
     assert [d["inputs"]["head-sha"] for d in github.dispatches] == ["f" * 40, "f" * 40]
-    assert {r.trigger for r in services.store.bench_requests(REPO, None)} == {"schedule"}
+    assert {r.trigger for r in services.store.benchmarks.for_pull(REPO, None)} == {"schedule"}
 
 
 # ---------------------------------------------------------------- deliveries that fail

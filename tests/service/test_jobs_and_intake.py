@@ -81,7 +81,7 @@ def test_the_same_guid_from_another_hook_is_separate_work(make):
 def test_an_action_no_handler_wants_is_ignored_without_storing(make):
     services, recorder = make(), Recorder()
     assert accept(services, recorder, action="labeled") is intake.Outcome.IGNORED
-    assert services.store.delivery_counts() == {}
+    assert services.store.deliveries.counts() == {}
 
 
 def test_a_claim_survives_a_queue_outage_and_the_sweep_enqueues_it_later(make):
@@ -124,7 +124,7 @@ def test_a_delivery_failing_every_attempt_is_marked_failed_for_good(make):
 def test_a_delivery_held_by_a_live_worker_is_not_taken_twice(make):
     services, recorder = make(), Recorder()
     accept(services, recorder)
-    assert services.store.start_delivery(1, services.now(), jobs.LEASE_S) is not None
+    assert services.store.deliveries.start(1, services.now(), jobs.LEASE_S) is not None
     assert jobs.process(1, services, recorder.router) == "skipped"
     later(services, seconds=jobs.LEASE_S + 1)
     assert jobs.process(1, services, recorder.router) == "done"
@@ -156,7 +156,7 @@ def test_housekeeping_requeues_lost_work_and_forgets_old_deliveries(make):
     services, recorder = make(), Recorder()
     accept(services, recorder, guid="lost")
     accept(services, recorder, guid="finished")
-    services.store.finish_delivery(2, "done")
+    services.store.deliveries.finish(2, "done")
     later(services, seconds=400 * 86_400)
     jobs.housekeeping(services)
     assert services.queue.jobs == [1, 2, 1]

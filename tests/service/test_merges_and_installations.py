@@ -28,9 +28,9 @@ def services(sqlite_store) -> Services:
 
 
 def test_a_merge_is_recorded_with_the_risk_of_its_published_review(services):
-    services.store.save_review(Review(REPO, NUMBER, SHA, 88, "high"))
+    services.store.reviews.save(Review(REPO, NUMBER, SHA, 88, "high"))
     ROUTER.dispatch("pull_request", merged(), services)
-    [merge] = services.store.merges()
+    [merge] = services.store.dashboard.merges()
     assert (merge.repo, merge.number, merge.score, merge.level, merge.merge_sha) == (
         REPO,
         NUMBER,
@@ -43,31 +43,31 @@ def test_a_merge_is_recorded_with_the_risk_of_its_published_review(services):
 
 def test_a_merge_never_reviewed_is_scored_when_recorded(services):
     ROUTER.dispatch("pull_request", merged(), services)
-    assert services.store.merges()[0].level == "medium"
+    assert services.store.dashboard.merges()[0].level == "medium"
 
 
 def test_a_merge_keeps_its_author_link_and_the_reasons_of_its_diff_heaviest_first(services):
     data = merged()
     data["pull_request"]["user"] = {"login": "alice"}
     ROUTER.dispatch("pull_request", data, services)
-    [merge] = services.store.merges()
+    [merge] = services.store.dashboard.merges()
     assert (merge.author, merge.url) == ("alice", f"https://github.com/{REPO}/pull/{NUMBER}")
     assert merge.reasons and [r.weight for r in merge.reasons] == sorted((r.weight for r in merge.reasons), reverse=True)
     assert merge.reasons[0].rule in merge.reasons[0].text
 
 
 def test_a_merge_whose_pull_request_is_gone_keeps_the_published_risk_without_reasons(services):
-    services.store.save_review(Review(REPO, NUMBER, SHA, 88, "high"))
+    services.store.reviews.save(Review(REPO, NUMBER, SHA, 88, "high"))
     services.github.github.heads.clear()
     services.github.github.diffs.clear()
     ROUTER.dispatch("pull_request", merged(), services)
-    [merge] = services.store.merges()
+    [merge] = services.store.dashboard.merges()
     assert (merge.score, merge.level, merge.reasons) == (88, "high", ())
 
 
 def test_a_pr_closed_without_merging_is_not_recorded(services):
     ROUTER.dispatch("pull_request", merged(False), services)
-    assert services.store.merges() == []
+    assert services.store.dashboard.merges() == []
 
 
 def installation(
@@ -82,7 +82,7 @@ def installation(
 
 def test_installations_record_which_repositories_are_private(services):
     ROUTER.dispatch("installation", installation("created", [(1, "o/a"), (2, "o/secret")]), services)
-    assert [(r.full_name, r.private) for r in services.store.repositories()] == [("o/a", False), ("o/secret", True)]
+    assert [(r.full_name, r.private) for r in services.store.installations.repositories()] == [("o/a", False), ("o/secret", True)]
 
 
 def test_installing_then_changing_the_repository_selection_tracks_it(services):
@@ -95,13 +95,13 @@ def test_installing_then_changing_the_repository_selection_tracks_it(services):
         },
         services,
     )
-    assert [r.full_name for r in services.store.repositories()] == ["o/b", "o/c"]
+    assert [r.full_name for r in services.store.installations.repositories()] == ["o/b", "o/c"]
     ROUTER.dispatch("installation", installation("deleted", []), services)
-    assert services.store.repositories() == []
+    assert services.store.installations.repositories() == []
 
 
 def test_a_removal_by_another_installation_leaves_the_repository_watched(services):
     ROUTER.dispatch("installation", installation("created", [(1, "o/a"), (2, "o/b")]), services)
     removal = installation("removed", [(1, "o/a")], "repositories_removed", installation_id=6)
     ROUTER.dispatch("installation_repositories", removal, services)
-    assert [(r.full_name, r.installation_id) for r in services.store.repositories()] == [("o/a", 5), ("o/b", 5)]
+    assert [(r.full_name, r.installation_id) for r in services.store.installations.repositories()] == [("o/a", 5), ("o/b", 5)]

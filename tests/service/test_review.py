@@ -62,7 +62,7 @@ def test_each_reviewed_action_publishes_a_comment_a_check_and_a_label(action, se
     [(repo, check)] = github.checks
     assert (repo, check.name, check.head_sha, check.conclusion) == (REPO, "perfbot / risk", SHA, "neutral")
     assert github.labels[(REPO, NUMBER)] == {"perf-risk: high"}
-    assert services.store.review_for(REPO, NUMBER).level == "high"
+    assert services.store.reviews.get(REPO, NUMBER).level == "high"
     assert set(services.github.installations) == {42}, "every handler of the delivery uses its installation"
 
 
@@ -96,10 +96,10 @@ def test_the_config_is_read_from_the_default_branch_never_the_head(services, git
 def test_a_pr_that_edits_the_config_keeps_its_own_score(services, github):
     github.diffs[(REPO, NUMBER)] = diffs.MEDIUM
     ROUTER.dispatch("pull_request", payload(), services)
-    before = services.store.review_for(REPO, NUMBER)
+    before = services.store.reviews.get(REPO, NUMBER)
     github.diffs[(REPO, NUMBER)] = diffs.EDITS_CONFIG
     ROUTER.dispatch("pull_request", payload("synchronize"), services)
-    after = services.store.review_for(REPO, NUMBER)
+    after = services.store.reviews.get(REPO, NUMBER)
     assert (after.score, after.level) == (before.score, before.level)
     assert "config changes take effect after merge" in github.comments[(REPO, NUMBER)][0]
 
@@ -108,7 +108,7 @@ def test_the_default_branch_config_does_change_the_score(services, github):
     github.diffs[(REPO, NUMBER)] = diffs.MEDIUM
     github.files[(REPO, ".github/perfbot.yml", "main")] = diffs.CONFIG_LOWERING
     ROUTER.dispatch("pull_request", payload(), services)
-    assert services.store.review_for(REPO, NUMBER).level == "low"
+    assert services.store.reviews.get(REPO, NUMBER).level == "low"
 
 
 def test_an_invalid_default_branch_config_falls_back_to_defaults_and_says_so(services, github):
@@ -116,7 +116,7 @@ def test_an_invalid_default_branch_config_falls_back_to_defaults_and_says_so(ser
     ROUTER.dispatch("pull_request", payload(), services)
     body = github.comments[(REPO, NUMBER)][0]
     assert "Config problem" in body and "built-in defaults" in body
-    assert services.store.review_for(REPO, NUMBER) is not None
+    assert services.store.reviews.get(REPO, NUMBER) is not None
 
 
 def test_an_event_for_an_old_head_is_skipped_as_superseded(services, github):
@@ -172,7 +172,7 @@ def test_someone_elses_comment_that_starts_with_the_marker_is_left_alone(service
     ROUTER.dispatch("pull_request", payload("synchronize"), services)
     theirs, ours = github.comments[(REPO, NUMBER)]
     assert theirs == planted.body and ours.startswith(MARKER) and "**none**" in ours
-    assert services.store.review_for(REPO, NUMBER).comment_id != planted.id
+    assert services.store.reviews.get(REPO, NUMBER).comment_id != planted.id
 
 
 def test_reviewing_the_same_head_again_updates_its_check_instead_of_adding_one(services, github):
@@ -197,7 +197,7 @@ def test_a_pull_request_below_the_comment_level_gets_a_check_but_no_new_comment(
     assert github.comments.get((REPO, NUMBER), []) == []
     [(_, check)] = github.checks
     assert check.head_sha == SHA and check.conclusion == "success"
-    assert services.store.review_for(REPO, NUMBER).level == "none"
+    assert services.store.reviews.get(REPO, NUMBER).level == "none"
 
 
 def test_an_existing_comment_is_still_updated_when_the_risk_drops(services, github):

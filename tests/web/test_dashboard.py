@@ -262,5 +262,5 @@ def test_the_webhook_is_not_behind_the_csrf_check(dash):
 
 
 def _all(dash: Dashboard, repo: str) -> list[dict]:
-    page = dash.runtime.store.flagged_merges(MergeQuery(repos=(repo,), per_page=200))
+    page = dash.runtime.store.dashboard.flagged_merges(MergeQuery(repos=(repo,), per_page=200))
     return [m.to_dict() for m in page.items]

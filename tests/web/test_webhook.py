@@ -46,7 +46,7 @@ def runtime(app_and_runtime):
 
 
 def stored(runtime) -> int:
-    return sum(runtime.store.delivery_counts().values())
+    return sum(runtime.store.deliveries.counts().values())
 
 
 def test_a_signed_pull_request_event_is_queued_with_202(client, runtime):

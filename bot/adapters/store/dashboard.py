@@ -12,17 +12,14 @@ there are none). So a list page is one indexed query whatever writes the results
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable, Iterator, Sequence
-from contextlib import AbstractContextManager
-from datetime import UTC, datetime
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
-from sqlalchemy import Engine, and_, case, func, or_, select, text, true, tuple_
+from sqlalchemy import and_, case, func, or_, select, text, true, tuple_
 from sqlalchemy.orm import Session
 
 from bot.core.history.outcome import Measured, merge_outcome
 from bot.service.dashboard.ports import (
-    Ack,
     BenchOutcome,
     DashboardStore,
     FlaggedMerge,
@@ -35,7 +32,11 @@ from bot.service.dashboard.ports import (
     SeriesKey,
     TriageEvent,
 )
+from bot.service.records import Ack, Merge
 
+from .database import Database
+from .database import utc as _utc
+from .reviews import pull_request_row, reasons_from, reasons_json
 from .tables import (
     AckRow,
     BenchResultRow,
@@ -85,11 +86,35 @@ def is_flagged(level: str | None, verdict: str | None) -> bool:
     return level in FLAGGED_LEVELS or verdict not in (None, "unchanged")
 
 
-class DashboardQueries(DashboardStore):
-    """Mixed into `SqlStore`, whose engine and sessions it uses."""
+class SqlDashboard(DashboardStore):
+    """The dashboard's port over the store's database: merges recorded by the service, and the
+    queries and triage writes of the dashboard."""
 
-    engine: Engine
-    _session: Callable[[], AbstractContextManager[Session]]
+    def __init__(self, db: Database):
+        self.db = db
+        self._session = db.session
+
+    # the merges the service records
+
+    def record_merge(self, merge: Merge) -> None:
+        with self._session() as session:
+            row = pull_request_row(session, MergeRow, merge.repo, merge.number)
+            row.title, row.merge_sha, row.head_sha = merge.title, merge.merge_sha, merge.head_sha
+            row.score, row.level, row.merged_at = merge.score, merge.level, merge.merged_at
+            row.author, row.url = merge.author, merge.url
+            row.top_reason = merge.reasons[0].text if merge.reasons else None
+            row.reasons = reasons_json(merge.reasons)
+            self.derive_merge(session, row)
+
+    def merges(self, repo: str | None = None) -> list[Merge]:
+        query = select(MergeRow).order_by(MergeRow.merged_at.desc(), MergeRow.id.desc())
+        if repo is not None:
+            query = query.where(MergeRow.repo == repo)
+        with self._session() as session:
+            return [Merge(repo=r.repo, number=r.number, title=r.title, merge_sha=r.merge_sha,
+                          head_sha=r.head_sha, score=r.score, level=r.level, merged_at=_utc(r.merged_at),
+                          author=r.author, url=r.url, reasons=reasons_from(r.reasons))
+                    for r in session.scalars(query)]
 
     # the derived columns
 
@@ -152,7 +177,8 @@ class DashboardQueries(DashboardStore):
                 merge,
                 _json_list(row.reasons),
                 outcomes,
-                [Ack(a.user, a.reason, a.head_sha, _utc(a.created_at)) for a in acks],
+                [Ack(repo=a.repo, number=a.number, head_sha=a.head_sha, user=a.user, reason=a.reason,
+                     comment_id=a.comment_id, created_at=_utc(a.created_at) or a.created_at) for a in acks],
                 [TriageEvent(t.state, t.fixed_by, t.note, t.user, _utc(t.created_at) or t.created_at)
                  for t in triage],
             )
@@ -430,10 +456,3 @@ def _json_list(text: str | None) -> list[dict[str, Any]]:
 def _chunks(items: Sequence[int]) -> Iterator[Sequence[int]]:
     for start in range(0, len(items), _CHUNK):
         yield items[start:start + _CHUNK]
-
-
-def _utc(value: datetime | None) -> datetime | None:
-    """SQLite hands back naive datetimes; everything stored is UTC."""
-    if value is None or value.tzinfo is not None:
-        return value
-    return value.replace(tzinfo=UTC)

@@ -74,6 +74,25 @@ class ReviewRow(Base):
     level: Mapped[str] = mapped_column(String(16))
     comment_id: Mapped[int | None] = mapped_column(BigInteger)
     updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    # What the sticky comment is composed from without asking GitHub again or scoring again.
+    check_run_id: Mapped[int | None] = mapped_column(BigInteger)
+    blocks: Mapped[str | None] = mapped_column(Text)  # JSON list of Markdown blocks
+    wants_comment: Mapped[bool] = mapped_column(Boolean, default=False)
+    reasons: Mapped[str | None] = mapped_column(Text)  # JSON list of {rule, weight, reason}
+
+
+class PullHeadRow(Base):
+    """When each head commit of a pull request was pushed, by GitHub's clock (the event that
+    announced it): an approval binds to the head that was current when its comment was written."""
+
+    __tablename__ = "pull_heads"
+    __table_args__ = (UniqueConstraint("repo", "number", "head_sha", name="uq_pull_heads_pr_sha"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    repo: Mapped[str] = mapped_column(String(200))
+    number: Mapped[int] = mapped_column(Integer)
+    head_sha: Mapped[str] = mapped_column(String(64))
+    pushed_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
 
 
 class MergeRow(Base):

@@ -3,7 +3,9 @@ of a merge commit and on a scheduled run, from facts the service gathered.
 
 Permission comes from GitHub's collaborator-permission API (write, maintain or admin), never from a
 comment's ``author_association``. A pull request from a fork runs on the GPU runners only after a
-maintainer's `/bench approve` of its current head commit; a new push needs a new approval.
+maintainer's `/bench approve` of its current head commit, the head that maintainer read (a review's
+commit, the head named in the comment, or the head that was current when the comment was written);
+a new push needs a new approval.
 """
 
 from __future__ import annotations
@@ -14,20 +16,9 @@ from datetime import datetime, timedelta
 from bot.core.bench import contract
 from bot.core.commands import grammar
 from bot.core.config.schema import BenchConfig, reaches
+from bot.core.pulls import PullInfo
 
 WRITE = ("admin", "write")  # GitHub's `permission`: maintain reads as write, triage as read
-
-
-@dataclass(frozen=True)
-class Pull:
-    """The pull request as the API describes it now."""
-
-    number: int
-    open: bool
-    head_sha: str
-    base_sha: str
-    fork: bool
-    author: str
 
 
 @dataclass(frozen=True)
@@ -42,10 +33,11 @@ class Active:
 class Facts:
     """Everything a decision on a command depends on; ``now`` is the caller's clock."""
 
-    pull: Pull
+    pull: PullInfo
     login: str
     permission: str
     approved: bool  # a maintainer approved the current head (fork pull requests)
+    seen_head: str | None  # the head the command's author read (None: a newer push came after it)
     active: Active | None
     user_last: datetime | None  # the asker's last accepted /bench in the repository
     pr_last: datetime | None  # the last accepted /bench on the pull request
@@ -79,7 +71,10 @@ class CancelRun:
 
 @dataclass(frozen=True)
 class ApproveHead:
+    """Approve ``head_sha``, the head the approver read; ``current``: it is still the head."""
+
     head_sha: str
+    current: bool = True
 
 
 @dataclass(frozen=True)
@@ -101,16 +96,26 @@ def decide(command: grammar.Command, facts: Facts, bench: BenchConfig) -> Decisi
     if not facts.pull.open:
         return Refuse("this pull request is closed", "reopen it to benchmark it")
     if isinstance(command, grammar.Invalid):
-        return Refuse(command.problem, "/bench help shows what /bench understands")
+        return Refuse(command.problem, "comment /bench help to see what /bench understands")
     if isinstance(command, grammar.Approve):
-        return ApproveHead(facts.pull.head_sha)
+        return _approve(facts)
     if isinstance(command, grammar.Ack):
         return Acknowledge(facts.pull.head_sha, command.reason)
     if isinstance(command, grammar.Cancel):
         if facts.active is None:
-            return Refuse("no benchmark of this pull request is running", "/bench starts one")
+            return Refuse("no benchmark of this pull request is running", "comment /bench to start one")
         return CancelRun()
     return _run(command, facts, bench)
+
+
+def _approve(facts: Facts) -> Decision:
+    """An approval binds to the head its author read, never to the head at processing time: a push
+    between the comment and its processing must not be approved unread."""
+    if facts.seen_head is None:
+        return Refuse(f"the head {facts.pull.head_sha[:12]} is not the commit this approval was written for "
+                      "(it was pushed after the comment, or the comment names another commit)",
+                      f"read the new head, then comment /bench approve {facts.pull.head_sha[:12]}")
+    return ApproveHead(facts.seen_head, current=facts.seen_head == facts.pull.head_sha)
 
 
 def _run(command: grammar.Run, facts: Facts, bench: BenchConfig) -> Decision:
@@ -160,6 +165,13 @@ def _duration(value: int | timedelta) -> str:
     if seconds < 7200:
         return f"{-(-seconds // 60)} min"
     return f"{-(-seconds // 3600)} h"
+
+
+def auto_candidate(level: str, pull: PullInfo, bench: BenchConfig) -> bool:
+    """Whether a push may be benchmarked without asking, before asking GitHub who its author is:
+    an open, ready pull request of the repository itself whose risk reaches the configured level."""
+    return (pull.open and not pull.draft and not pull.fork and bool(pull.author)
+            and reaches(level, bench.dispatch.auto))
 
 
 def auto(level: str, author_permission: str, fork: bool, bench: BenchConfig) -> bool:

@@ -7,7 +7,7 @@ wins; the rest of the comment is not read. Comments are parsed as CommonMark, th
 GitHub renders, up to GitHub's own comment length, and a command line is bounded too.
 
     /bench [SUITE ...] [--rounds N] [--max-rounds N]
-    /bench help | cancel | approve | ack REASON
+    /bench help | cancel | approve [SHA] | ack REASON
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ SUITE_NAME = re.compile(r"[A-Za-z0-9._-]{1,64}")
 _NUMBER = re.compile(r"[0-9]{1,9}")
 _RAW_COMMAND = re.compile(r" {0,3}/bench(?:[ \t]|$)")
 _BREAKS = ("softbreak", "hardbreak")
+_SHA_PREFIX = re.compile(r"[0-9a-f]{7,40}")
 _NEWLINES = re.compile(r"\r\n?")
 # CommonMark with GitHub's tables: a table row is never a command.
 _MARKDOWN = MarkdownIt("commonmark").enable(["table", "strikethrough"])
@@ -54,7 +55,10 @@ class Cancel:
 
 @dataclass(frozen=True)
 class Approve:
-    """`/bench approve`: let a fork's current head commit reach the GPU runners."""
+    """`/bench approve [SHA]`: let a fork's head commit reach the GPU runners; ``sha``: the head the
+    approver names (a prefix of at least 7 hex digits), else the head of when they wrote it."""
+
+    sha: str | None = None
 
 
 @dataclass(frozen=True)
@@ -151,10 +155,14 @@ def parse(line: str) -> Command:
         if not reason:
             return Invalid("/bench ack needs a reason: /bench ack REASON")
         return Ack(printable(reason, replacement=""))
-    if verb in ("help", "cancel", "approve"):
+    if verb == "approve":
+        if len(rest) > 1 or (rest and not _SHA_PREFIX.fullmatch(rest[0].lower())):
+            return Invalid("/bench approve takes at most a commit sha (7 to 40 hex digits) after it")
+        return Approve(rest[0].lower() if rest else None)
+    if verb in ("help", "cancel"):
         if rest:
             return Invalid(f"/bench {verb} takes nothing after it")
-        bare: dict[str, Command] = {"help": Help(), "cancel": Cancel(), "approve": Approve()}
+        bare: dict[str, Command] = {"help": Help(), "cancel": Cancel()}
         return bare[verb]
     return _run(words)
 

@@ -158,7 +158,7 @@ HELP = """\
 | `/bench SUITE ...` | only these suites ({known}) |
 | `/bench --rounds N` · `--max-rounds N` | rounds per side (at most {cap}); adaptive rounds up to N |
 | `/bench cancel` | stop this pull request's running benchmark |
-| `/bench approve` | let a fork's current head run on the GPU runners (a new push needs a new approval) |
+| `/bench approve [SHA]` | let the fork head you read (or SHA) reach the GPU runners, until the next push |
 | `/bench ack REASON` | acknowledge a flagged regression |
 | `/bench help` | this table |
 
@@ -174,6 +174,13 @@ def refusal_reply(reason: str, hint: str) -> str:
     """One short reply: why nothing was started, and what to do instead (both escaped)."""
     return (f"😕 **Not started:** {escape_md(clip(reason, MAX_TEXT))}.\n\n"
             f"{escape_md(clip(hint, MAX_TEXT))}.")
+
+
+def stale_approval_reply(approved: str, head: str) -> str:
+    """The answer to an approval of a head that is no longer the pull request's head."""
+    return (f"👍 Approved `{code(approved[:12])}` for the GPU runners, but the head is now "
+            f"`{code(head[:12])}`: it was pushed after the commit you approved, and is not approved. "
+            f"Read it, then comment `/bench approve {code(head[:12])}` to approve it too.")
 
 
 def failure_note(event: str, error: str) -> str:

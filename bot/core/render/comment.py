@@ -8,6 +8,7 @@ rendered once: the comment is the review under a marker, the check run's summary
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from bot.core.render.markdown import code, escape_md, fit
@@ -74,7 +75,13 @@ def with_marker(review: str, *sections: str) -> str:
 def review_markdown(report: RiskReport, pull: PullContext, budget: int = BUDGET) -> str:
     """The review without the marker (also the check run's summary), within ``budget`` with the
     marker added (less than `BUDGET` when the comment holds more than the review)."""
-    parts = [
+    return fit_review(review_blocks(report, pull), budget)
+
+
+def review_blocks(report: RiskReport, pull: PullContext) -> tuple[str, ...]:
+    """The review's parts, in order: stored with the review, so that the sticky comment can be
+    composed again (with a benchmark section below it) without scoring the diff again."""
+    return (
         _headline(report),
         _reasons(report, pull),
         _hot_files(report, pull),
@@ -82,8 +89,12 @@ def review_markdown(report: RiskReport, pull: PullContext, budget: int = BUDGET)
         _notes(report, pull),
         f"**What happens next:** {next_step(report.level)}",
         _footer(report, pull),
-    ]
-    return fit(parts, budget - len(MARKER) - 1)
+    )
+
+
+def fit_review(blocks: Sequence[str], budget: int = BUDGET) -> str:
+    """The review from its parts, within ``budget`` once the marker is added."""
+    return fit(blocks, budget - len(MARKER) - 1)
 
 
 def _headline(report: RiskReport) -> str:

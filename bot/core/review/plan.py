@@ -1,33 +1,32 @@
 """The decisions of a pull request's risk review, made without I/O: `plan` scores the diff under the
 default branch's config, renders the review once and says what to publish.
 
-`bot.service.review` gathers the facts (`PullFacts`) and applies the `ReviewPlan`: it upserts the
-sticky comment, publishes the check run, syncs the label and saves the record.
+`bot.service.pull_requests` gathers the facts (`PullFacts`) and applies the `ReviewPlan`: it
+publishes the check run, syncs the label, stores the review (with its rendered blocks, from which
+`bot.core.review.sticky` composes the sticky comment) and writes the comment once.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
 
+from bot.core.checks import Check
 from bot.core.config.schema import LEVELS, ConfigError, RepoConfig
-from bot.core.render import bench as render_bench
 from bot.core.render import comment as render_comment
-from bot.core.render.bench import BenchSection
 from bot.core.risk import diff as diffs
 from bot.core.risk import ruleset
-from bot.core.risk.scoring import RiskReport, score
+from bot.core.risk.scoring import RiskReport, Signal, score
 
 CHECK_NAME = "perfbot / risk"
 LABEL_PREFIX = "perf-risk: "
 LABELLED_LEVELS = ("high", "medium")
+MAX_REASONS = 20  # what the dashboard keeps of a merge's reasons
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class PullFacts:
     """What the handler gathered about a pull request: where it lives, its diff, the default
-    branch's config (``config_error``: why that config could not be used, if it could not), and its
-    latest benchmark, if any."""
+    branch's config (``config_error``: why that config could not be used, if it could not)."""
 
     html_url: str
     head_sha: str
@@ -35,27 +34,6 @@ class PullFacts:
     diff: str
     config: RepoConfig
     config_error: str | None = None
-    bench: BenchSection | None = None
-
-
-@dataclass(frozen=True)
-class Comment:
-    """The sticky comment: the bot finds its own again by the marker."""
-
-    marker: str
-    body: str
-    create: bool = True  # False: only update the comment if the pull request already has one
-
-
-@dataclass(frozen=True)
-class Check:
-    """The check run on the head commit; risk informs, it never blocks."""
-
-    name: str
-    head_sha: str
-    conclusion: Literal["neutral", "success"]
-    title: str
-    summary: str
 
 
 @dataclass(frozen=True)
@@ -66,21 +44,19 @@ class Label:
     wanted: str | None
 
 
-@dataclass(frozen=True)
-class Record:
-    """What the store keeps of the review."""
+@dataclass(frozen=True, kw_only=True)
+class ReviewPlan:
+    """The review rendered once: its ``blocks`` make both the sticky comment's review and the check
+    run's summary; ``wants_comment``: worth a new comment even without a benchmark below it."""
 
     head_sha: str
     score: int
     level: str
-
-
-@dataclass(frozen=True)
-class ReviewPlan:
-    comment: Comment
+    blocks: tuple[str, ...]
+    wants_comment: bool
     check: Check
     label: Label
-    record: Record
+    signals: tuple[Signal, ...]  # heaviest first
 
 
 def assess(facts: PullFacts) -> tuple[RiskReport, str | None]:
@@ -102,22 +78,17 @@ def worth_a_comment(level: str, threshold: str, news: bool) -> bool:
 
 
 def plan(facts: PullFacts) -> ReviewPlan:
-    """Everything to publish about the pull request; the review is rendered once, for the comment
-    and the check run's summary alike."""
+    """Everything to publish about the pull request's risk."""
     report, config_error = assess(facts)
     pull = render_comment.PullContext(facts.html_url, facts.head_sha, facts.default_branch, config_error)
-    benchmarks = render_bench.section_markdown(facts.bench) if facts.bench is not None else ""
-    review = render_comment.review_markdown(report, pull)
-    # The check run gets the whole review; the comment shares GitHub's limit with the benchmarks.
-    shared = review if not benchmarks else render_comment.review_markdown(
-        report, pull, render_comment.BUDGET - len(benchmarks) - 1)
+    blocks = render_comment.review_blocks(report, pull)
     labelled = report.level in LABELLED_LEVELS
     return ReviewPlan(
-        comment=Comment(render_comment.MARKER, render_comment.with_marker(shared, benchmarks),
-                        create=worth_a_comment(report.level, facts.config.risk.comment,
-                                               news=facts.bench is not None or config_error is not None)),
-        check=Check(CHECK_NAME, facts.head_sha, "neutral" if labelled else "success",
-                    f"Performance risk: {report.level} ({report.score}/100)", review),
+        head_sha=facts.head_sha, score=report.score, level=report.level, blocks=blocks,
+        wants_comment=worth_a_comment(report.level, facts.config.risk.comment, news=config_error is not None),
+        check=Check(name=CHECK_NAME, head_sha=facts.head_sha, conclusion="neutral" if labelled else "success",
+                    title=f"Performance risk: {report.level} ({report.score}/100)",
+                    summary=render_comment.fit_review(blocks)),
         label=Label(LABEL_PREFIX, LABEL_PREFIX + report.level if labelled else None),
-        record=Record(facts.head_sha, report.score, report.level),
+        signals=tuple(report.signals[:MAX_REASONS]),
     )

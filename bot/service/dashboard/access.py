@@ -31,7 +31,7 @@ def visible(services: Services, viewer: Viewer, anonymous: str) -> frozenset[str
     """The repositories ``viewer`` may see; None: every one."""
     if anonymous == "all":
         return None
-    privacy = services.store.repository_privacy()
+    privacy = services.store.dashboard.repository_privacy()
     public = {repo for repo, private in privacy.items() if not private}
     if viewer.login is None:
         return frozenset() if anonymous == "none" else frozenset(public)
@@ -40,7 +40,7 @@ def visible(services: Services, viewer: Viewer, anonymous: str) -> frozenset[str
 
 def readable_private_repos(services: Services, login: str) -> frozenset[str]:
     """The private repositories known to the dashboard that ``login`` can read."""
-    privacy = services.store.repository_privacy()
+    privacy = services.store.dashboard.repository_privacy()
     return frozenset(
         repo for repo, private in privacy.items() if private and permission(services, repo, login) != "none"
     )
@@ -63,5 +63,5 @@ def permission(services: Services, repo: str, login: str) -> str:
 
 
 def _client(services: Services, repo: str) -> GitHub:
-    installations = {r.full_name: r.installation_id for r in services.store.repositories()}
+    installations = {r.full_name: r.installation_id for r in services.store.installations.repositories()}
     return services.github.for_installation(installations.get(repo))

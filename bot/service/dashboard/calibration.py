@@ -5,13 +5,13 @@ from __future__ import annotations
 
 from bot.core.risk.calibration import Calibration, Outcome, calibrate, regressed
 
-from ..ports import Store
+from ..storage import Store
 
 
 def calibration(store: Store, visible: frozenset[str] | None) -> tuple[Calibration, dict[str, Calibration]]:
     """(all repositories, each repository by name)."""
     outcomes = []
-    for row in store.outcomes(visible):
+    for row in store.dashboard.outcomes(visible):
         did = regressed(row.verdict, row.state)
         if did is not None:
             outcomes.append(Outcome(row.repo, row.level, row.rules, did))

@@ -10,7 +10,7 @@ from typing import Any
 
 from bot.core.history import attribution, changepoints
 
-from ..ports import Store
+from ..storage import Store
 from .ports import Landed, Point, SeriesKey
 
 DEFAULT_POINTS = 1_000
@@ -49,24 +49,25 @@ class History:
 
 def history(store: Store, key: SeriesKey, since: datetime | None = None, until: datetime | None = None,
             limit: int = DEFAULT_POINTS) -> History:
-    points = store.series(key.repo, key.suite, key.metric, since, until, limit)
+    points = store.dashboard.series(key.repo, key.suite, key.metric, since, until, limit)
     if not points:
         return History(key, [], [], [])
     found = _change_points(tuple(p.value for p in points), key.better)
     changes = []
     for cp in found:
         before, after = points[cp.index - 1], points[cp.index]
-        landed = store.landed(key.repo, before.measured_at, after.measured_at)
+        landed = store.dashboard.landed(key.repo, before.measured_at, after.measured_at)
         suspects = attribution.between(landed, before.measured_at, after.measured_at)
         changes.append(Change(cp, before, after, suspects))
-    markers = store.landed(key.repo, points[0].measured_at, points[-1].measured_at, flagged_only=True)
+    markers = store.dashboard.landed(key.repo, points[0].measured_at, points[-1].measured_at,
+                                     flagged_only=True)
     return History(key, points, changes, markers)
 
 
 def around(store: Store, repo: str, at: datetime) -> list[History]:
     """Each series of ``repo`` from a week before ``at`` to a week after."""
     return [history(store, key, at - AROUND, at + AROUND, AROUND_POINTS)
-            for key in store.series_keys(frozenset({repo}))]
+            for key in store.dashboard.series_keys(frozenset({repo}))]
 
 
 @functools.lru_cache(maxsize=64)

@@ -7,6 +7,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from ..records import Ack, Merge
+
 LEVELS = ("high", "medium", "low", "none")
 VERDICTS = ("regression", "error", "inconclusive", "improvement", "unchanged", "none")  # none: not measured
 TRIAGE_STATES = ("acknowledged", "confirmed", "false_alarm", "reverted", "fixed")
@@ -96,18 +98,6 @@ class BenchOutcome:
 
 
 @dataclass(frozen=True, slots=True)
-class Ack:
-    user: str
-    reason: str
-    head_sha: str | None
-    created_at: datetime | None
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"user": self.user, "reason": self.reason, "head_sha": self.head_sha,
-                "created_at": _iso(self.created_at)}
-
-
-@dataclass(frozen=True, slots=True)
 class TriageEvent:
     state: str  # one of TRIAGE_STATES
     fixed_by: int | None
@@ -182,7 +172,14 @@ class MergeOutcomeRow:
 
 
 class DashboardStore(ABC):
-    """The dashboard's queries and triage writes."""
+    """The merges the service records, and the dashboard's queries and triage writes."""
+
+    @abstractmethod
+    def record_merge(self, merge: Merge) -> None: ...
+
+    @abstractmethod
+    def merges(self, repo: str | None = None) -> list[Merge]:
+        """Every recorded merge (of ``repo``), newest first."""
 
     @abstractmethod
     def flagged_merges(self, query: MergeQuery) -> MergePage: ...

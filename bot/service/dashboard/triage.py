@@ -28,7 +28,7 @@ def triage(services: Services, login: str, repo: str, number: int, state: str, f
     _check(event)
     if not access.may_triage(services, repo, login):
         raise TriageRefused(403, f"@{login} needs write permission on {repo} to triage its merges")
-    if not services.store.record_triage(repo, number, event):
+    if not services.store.dashboard.record_triage(repo, number, event):
         raise TriageRefused(404, f"{repo}#{number} is not a recorded merge")
     return event
 

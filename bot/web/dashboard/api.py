@@ -23,7 +23,8 @@ bp = Blueprint("dashboard_api", __name__, url_prefix="/api/v1")
 
 @bp.get("/merges")
 def merges() -> Response:
-    page = state.current().services.store.flagged_merges(params.merge_query(request.args, viewer.visible()))
+    page = state.current().services.store.dashboard.flagged_merges(params.merge_query(request.args,
+                                                                                      viewer.visible()))
     return jsonify(page_dict(page, "dashboard_api.merges"))
 
 
@@ -56,7 +57,7 @@ def triage(owner: str, name: str, number: int) -> tuple[Response, int]:
 
 @bp.get("/series")
 def series() -> Response:
-    keys = state.current().services.store.series_keys(viewer.visible())
+    keys = state.current().services.store.dashboard.series_keys(viewer.visible())
     wanted = [params.repo(v) for v in request.args.getlist("repo")]
     return jsonify({"series": [k.to_dict() for k in keys if not wanted or k.repo in wanted]})
 
@@ -90,7 +91,8 @@ def me() -> Response:
 
 def detail(owner: str, name: str, number: int) -> MergeDetail:
     repo = params.repo(f"{owner}/{name}")
-    found = state.current().services.store.merge_detail(repo, number) if viewer.may_see(repo) else None
+    found = state.current().services.store.dashboard.merge_detail(repo,
+                                                                  number) if viewer.may_see(repo) else None
     if found is None:
         raise NotFound(f"{repo}#{number} is not a merge on this dashboard")
     return found
@@ -109,10 +111,10 @@ def series_key() -> SeriesKey:
     repo = params.repo(named) if named else None
     suite, metric = params.series_name(args, "suite"), params.series_name(args, "metric")
     if repo and suite and metric and viewer.may_see(repo):  # the common case: one indexed row
-        found = state.current().services.store.series_key(repo, suite, metric)
+        found = state.current().services.store.dashboard.series_key(repo, suite, metric)
         if found is not None:
             return found
-    for key in state.current().services.store.series_keys(viewer.visible()):
+    for key in state.current().services.store.dashboard.series_keys(viewer.visible()):
         if (repo in (None, key.repo)) and suite in (None, key.suite) and metric in (None, key.metric):
             return key
     raise NotFound("no such series on this dashboard")

@@ -32,7 +32,7 @@ _REASON = re.compile(r"^(?P<what>.*?) \[[^\]]*\](?: at (?P<where>.*))?$", re.DOT
 @bp.get("/")
 def merges() -> str:
     query = params.merge_query(request.args, viewer.visible())
-    page = state.current().services.store.flagged_merges(query)
+    page = state.current().services.store.dashboard.flagged_merges(query)
     return render_template("merges.html", nav="merges", page=page, query=query, repos=_repos(),
                            levels=LEVELS, verdicts=VERDICTS, states=STATES, sorts=SORTS,
                            api_url=url_for("dashboard_api.merges", **params.query_args(request.args)))
@@ -71,7 +71,7 @@ def triage(owner: str, name: str, number: int) -> ResponseReturnValue:
 @bp.get("/history")
 def history() -> str:
     store = state.current().services.store
-    keys = store.series_keys(viewer.visible())
+    keys = store.dashboard.series_keys(viewer.visible())
     found: History | None = None
     if keys:
         key = api.series_key()
@@ -177,5 +177,5 @@ def _chart(found: History, chart_id: str, marker: datetime | None = None) -> dic
 
 def _repos() -> list[str]:
     shown = viewer.visible()
-    known = state.current().services.store.repository_privacy()
+    known = state.current().services.store.dashboard.repository_privacy()
     return sorted(r for r in known if shown is None or r in shown)

@@ -8,28 +8,31 @@ import json
 from bot.core.bench import contract
 from bot.core.render.bench import BenchSection, SuiteResult
 
-from .ports import BenchRequest, BenchResult, Store
+from .records import BenchRequest, BenchResult
+from .storage import Store
 
 SHOWN_TRIGGERS = ("command", "auto")  # merge and schedule runs belong to the default branch
 
 
-def section_for(store: Store, repo: str, number: int, head_sha: str) -> BenchSection | None:
+def pull_section(store: Store, repo: str, number: int, head_sha: str | None) -> BenchSection | None:
     """The section of the pull request's newest benchmark (None when it never had one); a benchmark
-    of an earlier head is shown as superseded (if it was still running) or outdated."""
-    newest = next((r for r in store.bench_requests(repo, number) if r.trigger in SHOWN_TRIGGERS), None)
+    of another head than ``head_sha`` (the head now) is shown as superseded (if it was still
+    running) or outdated."""
+    newest = next((r for r in store.benchmarks.for_pull(repo, number) if r.trigger in SHOWN_TRIGGERS), None)
     if newest is None:
         return None
-    section = section_of(newest, store.bench_results(newest.id) if newest.id is not None else [])
-    if newest.head_sha != head_sha and section.status not in (contract.SUPERSEDED, *contract.ACTIVE):
+    section = request_section(newest, store.benchmarks.results(newest.id) if newest.id is not None else [])
+    if head_sha is None or newest.head_sha == head_sha:
+        return section
+    if section.status not in (contract.SUPERSEDED, *contract.ACTIVE):
         return BenchSection("outdated", newest.base_sha, newest.head_sha, newest.suites, newest.trigger,
                             newest.requested_by, newest.run_url, newest.conclusion, None, section.results)
-    if newest.head_sha != head_sha:
-        return BenchSection(contract.SUPERSEDED, newest.base_sha, newest.head_sha, newest.suites,
-                            newest.trigger, newest.requested_by, newest.run_url)
-    return section
+    return BenchSection(contract.SUPERSEDED, newest.base_sha, newest.head_sha, newest.suites,
+                        newest.trigger, newest.requested_by, newest.run_url)
 
 
-def section_of(request: BenchRequest, results: list[BenchResult]) -> BenchSection:
+def request_section(request: BenchRequest, results: list[BenchResult]) -> BenchSection:
+    """What one request shows: its state, its suites' results, the problems on the way."""
     problems = tuple(line for line in (request.error or "").splitlines() if line.strip())
     error = problems[0] if problems and request.status == contract.FAILED and not request.conclusion else None
     return BenchSection(

@@ -1,0 +1,172 @@
+"""The `Benchmarks` port over SQL: requests, their admission, results and history points.
+
+An admission is one transaction that no other admission to the same repository interleaves with:
+on SQLite the writer lock already queues every writer, on PostgreSQL a transaction-scoped advisory
+lock keyed on the repository does (a plain transaction would let two `/bench` comments read the same
+"nothing running" and both dispatch)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+
+from sqlalchemy import func, select, text
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session
+
+from bot.core.bench import contract
+from bot.service.records import BenchRequest, BenchResult
+from bot.service.storage import Admission, Benchmarks
+
+from .database import Database, now, utc
+from .tables import BenchRequestRow, BenchResultRow, MetricPointRow, WorkKeyRow
+
+
+class SqlBenchmarks(Benchmarks):
+    def __init__(self, db: Database):
+        self.db = db
+
+    def open(self, request) -> tuple[BenchRequest, bool]:
+        try:
+            with self.db.session() as session:
+                row = _new_row(request)
+                session.add(row)
+                session.flush()
+                return _record(row), True
+        except IntegrityError:
+            existing = self.get(request.correlation_id)
+            if existing is None:  # the unique key was not the correlation id: not a replay
+                raise
+            return existing, False
+
+    def admit(self, correlation_id, repo, number, user, decide):
+        with self.db.session() as session:
+            if self.db.dialect == "postgresql":
+                session.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": _lock_key(repo)})
+            existing = session.scalar(_by_correlation(correlation_id))
+            active = session.scalars(
+                select(BenchRequestRow)
+                .where(BenchRequestRow.repo == repo, BenchRequestRow.number == number,
+                       BenchRequestRow.status.in_(contract.ACTIVE))
+                .order_by(BenchRequestRow.id.desc()))
+            facts = Admission(
+                existing=None if existing is None else _record(existing),
+                active=tuple(_record(row) for row in active),
+                user_last=_last_command(session, repo, user=user),
+                pr_last=_last_command(session, repo, number=number))
+            decision, request = decide(facts)
+            if request is None:
+                return decision, None
+            row = _new_row(request)
+            session.add(row)
+            session.flush()
+            return decision, _record(row)
+
+    def get(self, correlation_id) -> BenchRequest | None:
+        with self.db.session() as session:
+            row = session.scalar(_by_correlation(correlation_id))
+            return None if row is None else _record(row)
+
+    def update(self, request) -> None:
+        with self.db.session() as session:
+            _update(session, request)
+
+    def for_pull(self, repo, number) -> list[BenchRequest]:
+        at = BenchRequestRow.number.is_(None) if number is None else BenchRequestRow.number == number
+        query = (select(BenchRequestRow).where(BenchRequestRow.repo == repo, at)
+                 .order_by(BenchRequestRow.id.desc()))
+        with self.db.session() as session:
+            return [_record(row) for row in session.scalars(query)]
+
+    def last_command(self, repo, *, user=None, number=None):
+        with self.db.session() as session:
+            return _last_command(session, repo, user=user, number=number)
+
+    def complete(self, request, results, points, work_key) -> bool:
+        stamp = now()
+        try:
+            with self.db.session() as session:
+                session.add(WorkKeyRow(key=work_key, created_at=stamp))
+                session.flush()
+                row = _update(session, request)
+                for result in results:
+                    stored = BenchResultRow(
+                        request_id=row.id, repo=row.repo, number=row.number, suite=result.suite,
+                        base_sha=result.base_sha, head_sha=result.head_sha, verdict=result.verdict,
+                        headline_metric=result.headline_metric, headline_change=result.headline_change,
+                        comparison=result.comparison, on_default_branch=result.on_default_branch,
+                        created_at=stamp)
+                    session.add(stored)
+                    session.flush()
+                    session.add_all(
+                        MetricPointRow(result_id=stored.id, repo=row.repo, suite=p.suite, metric=p.metric,
+                                       unit=p.unit, better=p.better, sha=p.sha, value=p.value,
+                                       measured_at=stamp)
+                        for p in points if p.suite == result.suite)
+        except IntegrityError:
+            with self.db.session() as session:
+                if session.get(WorkKeyRow, work_key) is not None:
+                    return False
+            raise
+        return True
+
+    def results(self, request_id) -> list[BenchResult]:
+        query = (select(BenchResultRow).where(BenchResultRow.request_id == request_id)
+                 .order_by(BenchResultRow.id))
+        with self.db.session() as session:
+            return [BenchResult(suite=r.suite, base_sha=r.base_sha, head_sha=r.head_sha, verdict=r.verdict,
+                                headline_metric=r.headline_metric, headline_change=r.headline_change,
+                                comparison=r.comparison, on_default_branch=r.on_default_branch)
+                    for r in session.scalars(query)]
+
+
+def _lock_key(repo: str) -> int:
+    """A signed 64-bit key for PostgreSQL's advisory locks, the same for the same repository."""
+    return int.from_bytes(hashlib.sha256(f"perfbot-admit:{repo}".encode()).digest()[:8], "big", signed=True)
+
+
+def _last_command(session: Session, repo: str, *, user: str | None = None, number: int | None = None):
+    query = select(func.max(BenchRequestRow.created_at)).where(
+        BenchRequestRow.repo == repo, BenchRequestRow.trigger == "command")
+    if user is not None:
+        query = query.where(BenchRequestRow.requested_by == user)
+    if number is not None:
+        query = query.where(BenchRequestRow.number == number)
+    return utc(session.scalar(query))
+
+
+def _new_row(request: BenchRequest) -> BenchRequestRow:
+    return BenchRequestRow(
+        correlation_id=request.correlation_id, repo=request.repo, installation_id=request.installation_id,
+        number=request.number, base_sha=request.base_sha, head_sha=request.head_sha,
+        suites=json.dumps(list(request.suites)), rounds=request.rounds, max_rounds=request.max_rounds,
+        trigger=request.trigger, requested_by=request.requested_by, comment_id=request.comment_id,
+        status=request.status, run_id=request.run_id, run_url=request.run_url,
+        check_run_id=request.check_run_id, conclusion=request.conclusion, error=request.error,
+        created_at=request.created_at, updated_at=now(), completed_at=request.completed_at)
+
+
+def _record(row: BenchRequestRow) -> BenchRequest:
+    return BenchRequest(
+        correlation_id=row.correlation_id, repo=row.repo, installation_id=row.installation_id,
+        number=row.number, base_sha=row.base_sha, head_sha=row.head_sha,
+        suites=tuple(json.loads(row.suites)),
+        rounds=row.rounds, max_rounds=row.max_rounds, trigger=row.trigger, requested_by=row.requested_by,
+        comment_id=row.comment_id, status=row.status, created_at=utc(row.created_at) or now(),
+        run_id=row.run_id, run_url=row.run_url, check_run_id=row.check_run_id, conclusion=row.conclusion,
+        error=row.error, completed_at=utc(row.completed_at), id=row.id)
+
+
+def _by_correlation(correlation_id: str):
+    return select(BenchRequestRow).where(BenchRequestRow.correlation_id == correlation_id)
+
+
+def _update(session: Session, request: BenchRequest) -> BenchRequestRow:
+    row = session.scalar(_by_correlation(request.correlation_id))
+    if row is None:
+        raise KeyError(f"no bench request {request.correlation_id}")
+    row.status, row.run_id, row.run_url = request.status, request.run_id, request.run_url
+    row.check_run_id, row.conclusion = request.check_run_id, request.conclusion
+    row.error = None if request.error is None else request.error[:4000]
+    row.completed_at, row.updated_at = request.completed_at, now()
+    return row

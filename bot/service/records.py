@@ -1,0 +1,164 @@
+"""The records the service exchanges with its ports: deliveries, reviews, merges, repositories,
+benchmark requests and results, history points, acknowledgements, and GitHub's runs and artifacts."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Delivery:
+    """A webhook delivery that was accepted and waits to be (or has been) processed."""
+
+    id: int
+    hook_id: str
+    guid: str
+    event: str
+    action: str | None
+    payload: bytes
+    attempts: int = 0
+
+
+@dataclass(frozen=True)
+class Reason:
+    """One rule that raised a pull request's risk, as the review listed it."""
+
+    rule: str
+    weight: float
+    text: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class Review:
+    """The last risk review published on a pull request, with what the sticky comment is composed
+    from: the rendered review block by block (`bot.core.render.comment.review_blocks`), whether it
+    is worth a comment of its own, and the reasons the dashboard keeps of a merge."""
+
+    repo: str
+    number: int
+    head_sha: str
+    score: int
+    level: str
+    comment_id: int | None = None
+    check_run_id: int | None = None
+    blocks: tuple[str, ...] = ()
+    wants_comment: bool = False
+    reasons: tuple[Reason, ...] = ()  # heaviest first
+
+
+@dataclass(frozen=True, kw_only=True)
+class Merge:
+    """A merged pull request and the risk it was merged with (the dashboard's raw data)."""
+
+    repo: str
+    number: int
+    title: str
+    merge_sha: str | None
+    head_sha: str
+    score: int | None
+    level: str | None
+    merged_at: datetime | None
+    author: str | None = None
+    url: str | None = None
+    reasons: tuple[Reason, ...] = ()  # heaviest first
+
+
+@dataclass(frozen=True)
+class Repository:
+    id: int
+    full_name: str
+    installation_id: int | None
+    private: bool | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class WorkflowRun:
+    id: int
+    html_url: str
+    status: str
+    conclusion: str | None
+    display_title: str
+    event: str
+    path: str
+    run_attempt: int = 1
+
+
+@dataclass(frozen=True)
+class ArtifactRef:
+    id: int
+    name: str
+    size: int
+    expired: bool
+
+
+@dataclass(frozen=True, kw_only=True)
+class BenchRequest:
+    """A benchmark the bot was asked for, and where it stands (bench_requests)."""
+
+    correlation_id: str
+    repo: str
+    installation_id: int | None
+    number: int | None  # None: a run on the default branch (merge or schedule)
+    base_sha: str
+    head_sha: str
+    suites: tuple[str, ...]
+    rounds: int | None = None
+    max_rounds: int | None = None
+    trigger: str  # command | auto | merge | schedule
+    requested_by: str | None = None
+    comment_id: int | None = None
+    status: str
+    created_at: datetime
+    run_id: int | None = None
+    run_url: str | None = None
+    check_run_id: int | None = None
+    conclusion: str | None = None
+    error: str | None = None
+    completed_at: datetime | None = None
+    id: int | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class BenchResult:
+    """One suite's comparison of a completed request (bench_results)."""
+
+    suite: str
+    base_sha: str
+    head_sha: str
+    verdict: str
+    headline_metric: str | None
+    headline_change: float | None
+    comparison: str  # JSON: `perfbot compare --format json` plus "markdown", the rendered report
+    on_default_branch: bool
+
+
+@dataclass(frozen=True)
+class MetricPoint:
+    """One metric of a default-branch run: a point of the history (metric_points)."""
+
+    suite: str
+    metric: str
+    unit: str
+    better: str
+    sha: str
+    value: float
+
+
+@dataclass(frozen=True, kw_only=True)
+class Ack:
+    """A maintainer's `/bench ack` of a pull request's flagged benchmark."""
+
+    repo: str
+    number: int
+    head_sha: str | None
+    user: str
+    reason: str
+    comment_id: int | None
+    created_at: datetime
+
+    def to_dict(self) -> dict[str, Any]:
+        """What the dashboard's API says of it."""
+        return {"user": self.user, "reason": self.reason, "head_sha": self.head_sha,
+                "created_at": self.created_at.isoformat()}

@@ -1,0 +1,16 @@
+"""The repository's `.github/perfbot.yml`, read from its default branch (never from a pull request's
+head: a pull request must not lower its own risk or reach the GPU runners by editing it)."""
+
+from __future__ import annotations
+
+from bot.core.config import source as config_source
+from bot.core.config.schema import RepoConfig
+from bot.core.config.source import ConfigSource
+
+from .ports import GitHub
+
+
+def read(github: GitHub, repo: str, default_branch: str) -> tuple[RepoConfig, str | None]:
+    """The config in force, and why the repository's own could not be used (then: the defaults)."""
+    source = ConfigSource.default_branch(default_branch)
+    return config_source.read_or_defaults(github.read_file(repo, source.path, default_branch), source)
