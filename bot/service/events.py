@@ -31,14 +31,16 @@ class MalformedPayload(ValueError):
 class Repo:
     """The repository an event is about, and the installation it came through."""
 
-    id: int
+    id: int | None
     full_name: str
     default_branch: str
     private: bool | None
     installation_id: int | None
 
-    def record(self) -> Repository:
-        return Repository(self.id, self.full_name, self.installation_id, self.private)
+    def record(self) -> Repository | None:
+        """The repository as the store keeps it (None when the payload did not give its id)."""
+        return None if self.id is None else Repository(self.id, self.full_name, self.installation_id,
+                                                       self.private)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -130,7 +132,7 @@ class _Installation(_Shape):
 
 
 class _Repository(_Shape):
-    id: Id
+    id: Id | None = None
     full_name: str
     default_branch: str = "main"
     private: bool | None = None

@@ -39,7 +39,9 @@ def wants(event: PullRequestEvent) -> bool:
 
 
 def handle(event: PullRequestEvent, services: Services) -> None:
-    services.store.installations.add(event.repo.installation_id, [event.repo.record()])
+    repository = event.repo.record()
+    if repository is not None:  # learn the repository and its visibility from every event about it
+        services.store.installations.add(event.repo.installation_id, [repository])
     if event.action == "closed":
         _closed(event, services)
     else:
@@ -64,7 +66,7 @@ def _pushed(event: PullRequestEvent, services: Services) -> None:
         return
     older = [r for r in benchmarks.active(services, repo, number)
              if r.head_sha != pull.head_sha and event.action in _NEW_HEADS]
-    reviewed = pull.open and not pull.draft
+    reviewed = pull.open and not (pull.draft or event.draft)  # a ready_for_review event follows
     if not reviewed and not older:
         return
     config, config_error = repo_config.read(github, repo, event.repo.default_branch)

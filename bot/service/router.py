@@ -3,15 +3,12 @@
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from . import events
 from .events import Event, MalformedPayload
-
-log = logging.getLogger("perfbot.router")
 
 
 @dataclass(frozen=True)
@@ -26,9 +23,11 @@ class Pipeline:
 class Router:
     """The pipelines by event kind, and the GitHub event names they are parsed from."""
 
-    def __init__(self, pipelines: Mapping[type, Pipeline], event_names: Mapping[str, type]):
+    def __init__(self, pipelines: Mapping[type, Pipeline], event_names: Mapping[str, type],
+                 parse: Callable[[str, dict], Any] = events.parse):
         self._pipelines = dict(pipelines)
         self._names = dict(event_names)
+        self._parse = parse
 
     def events(self) -> set[str]:
         """Every GitHub event some pipeline acts on (what the App subscribes to)."""
@@ -37,7 +36,7 @@ class Router:
     def accept(self, event: str, payload: dict) -> Event | None:
         """The parsed event when a pipeline wants the delivery, else None; `MalformedPayload`
         when the payload of an event it acts on does not have GitHub's shape."""
-        parsed = events.parse(event, payload)
+        parsed = self._parse(event, payload)
         if parsed is None:
             return None
         pipeline = self._pipelines[type(parsed)]

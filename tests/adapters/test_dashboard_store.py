@@ -11,15 +11,16 @@ from sqlalchemy import insert
 
 from bot.adapters.store.tables import AckRow, Base, BenchResultRow, MetricPointRow
 from bot.service.dashboard.ports import MergeQuery, TriageEvent
-from bot.service.ports import Merge, Reason, Repository
+from bot.service.records import Merge, Reason, Repository
 
 T0 = datetime(2026, 3, 1, 12, tzinfo=UTC)
 
 
 def merge(number: int, level: str | None = "high", score: int | None = 80, repo: str = "o/a", hours: int = 0,
           **kw) -> Merge:
-    return Merge(repo, number, f"PR {number}", f"m{number:039d}", f"h{number:039d}", score, level,
-                 T0 + timedelta(hours=hours or number), author="alice", url=f"https://github.com/{repo}/pull/{number}",
+    return Merge(repo=repo, number=number, title=f"PR {number}", merge_sha=f"m{number:039d}",
+                 head_sha=f"h{number:039d}", score=score, level=level,
+                 merged_at=T0 + timedelta(hours=hours or number), author="alice", url=f"https://github.com/{repo}/pull/{number}",
                  reasons=(Reason("path.pynccl", 40, "NCCL communicator wrapper [path.pynccl, +40]"),), **kw)
 
 

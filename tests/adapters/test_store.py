@@ -3,6 +3,8 @@ benchmark requests and results, work keys, approvals and acknowledgements."""
 
 from __future__ import annotations
 
+import threading
+import time
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
@@ -10,7 +12,7 @@ from sqlalchemy import inspect, text
 
 from bot.adapters.store import migrate
 from bot.adapters.store.sql import SqlStore
-from bot.service.ports import Ack, BenchRequest, BenchResult, Merge, MetricPoint, Repository, Review
+from bot.service.records import Ack, BenchRequest, BenchResult, Merge, MetricPoint, Reason, Repository, Review
 
 NOW = datetime(2030, 1, 1, tzinfo=UTC)
 
@@ -67,20 +69,37 @@ def test_installation_events_keep_the_repository_list(store):
 
 
 def test_the_last_review_of_a_pull_request_replaces_the_previous_one(store):
-    store.reviews.save(Review("o/a", 3, "a" * 40, 70, "high", 555))
-    store.reviews.save(Review("o/a", 3, "b" * 40, 10, "low", 555))
-    assert store.reviews.get("o/a", 3) == Review("o/a", 3, "b" * 40, 10, "low", 555)
+    first = Review(repo="o/a", number=3, head_sha="a" * 40, score=70, level="high", comment_id=555,
+                   check_run_id=9, blocks=("### high", "reasons"), wants_comment=True,
+                   reasons=(Reason("path.pynccl", 40.0, "NCCL communicator"),))
+    store.reviews.save(first)
+    assert store.reviews.get("o/a", 3) == first
+    second = Review(repo="o/a", number=3, head_sha="b" * 40, score=10, level="low", comment_id=555)
+    store.reviews.save(second)
+    assert store.reviews.get("o/a", 3) == second
     assert store.reviews.get("o/a", 4) is None
+
+
+def merge(number: int, title: str, merge_sha: str, head_sha: str, score, level, merged_at) -> Merge:
+    return Merge(repo="o/a", number=number, title=title, merge_sha=merge_sha, head_sha=head_sha, score=score,
+                 level=level, merged_at=merged_at)
 
 
 def test_merges_are_listed_newest_first_with_their_risk(store):
     old = datetime(2026, 1, 1, tzinfo=UTC)
-    store.dashboard.record_merge(Merge("o/a", 1, "first", "m1", "h1", 80, "high", old))
-    store.dashboard.record_merge(Merge("o/a", 2, "second", "m2", "h2", None, None, old + timedelta(days=1)))
-    store.dashboard.record_merge(Merge("o/a", 1, "first", "m1", "h1", 80, "high", old))
+    store.dashboard.record_merge(merge(1, "first", "m1", "h1", 80, "high", old))
+    store.dashboard.record_merge(merge(2, "second", "m2", "h2", None, None, old + timedelta(days=1)))
+    store.dashboard.record_merge(merge(1, "first", "m1", "h1", 80, "high", old))
     merges = store.dashboard.merges("o/a")
     assert [(m.number, m.level) for m in merges] == [(2, None), (1, "high")]
     assert merges[1].merged_at == old
+
+
+def test_the_first_push_of_a_head_is_remembered(store):
+    store.work.saw_head("o/a", 3, "a" * 40, NOW)
+    store.work.saw_head("o/a", 3, "a" * 40, NOW + timedelta(hours=1))  # a replay, or a reopen
+    assert store.work.head_pushed_at("o/a", 3, "a" * 40) == NOW
+    assert store.work.head_pushed_at("o/a", 3, "b" * 40) is None
 
 
 def test_migrating_twice_changes_nothing(store):
@@ -156,7 +175,9 @@ def test_requests_are_listed_per_pull_request_and_for_the_default_branch(store):
 def test_a_completed_request_stores_its_results_and_points_once(store):
     request, _ = store.benchmarks.open(_request(number=None, trigger="merge"))
     done = replace(request, status="completed", conclusion="success", completed_at=NOW)
-    result = BenchResult("quick", "b" * 40, "a" * 40, "regression", "step_ms", 0.2, '{"verdict": "regression"}', True)
+    result = BenchResult(suite="quick", base_sha="b" * 40, head_sha="a" * 40, verdict="regression",
+                         headline_metric="step_ms", headline_change=0.2, comparison='{"verdict": "regression"}',
+                         on_default_branch=True)
     point = MetricPoint("quick", "step_ms", "ms", "lower", "a" * 40, 12.0)
     assert store.benchmarks.complete(done, [result], [point], "run:o/r:1:1")
     assert not store.benchmarks.complete(done, [result], [point], "run:o/r:1:1")
@@ -173,8 +194,47 @@ def test_work_keys_approvals_and_acks(store):
     store.work.approve("o/r", 7, "a" * 40, "maintainer")
     store.work.approve("o/r", 7, "a" * 40, "other")
     assert store.work.approved("o/r", 7, "a" * 40) and not store.work.approved("o/r", 7, "c" * 40)
-    ack = Ack("o/r", 7, "a" * 40, "maintainer", "known", 11, NOW)
+    ack = Ack(repo="o/r", number=7, head_sha="a" * 40, user="maintainer", reason="known", comment_id=11,
+              created_at=NOW)
     assert store.work.add_ack(ack, "ack:o/r:11") and not store.work.add_ack(ack, "ack:o/r:11")
     assert store.work.acks("o/r", 7) == [ack]
     assert store.work.prune(datetime.now(UTC) + timedelta(days=1), 3600) == 2
     assert not store.work.done("reply:o/r:1")
+
+
+def test_concurrent_admissions_admit_one_request_whatever_the_store_instance(database_url):
+    """Eight `/bench` comments at once, each through a store of its own (as the worker threads and
+    processes of a deployment have): the "one running" rule decided inside the admission admits one."""
+    stores = [SqlStore.connect(database_url, migrate_schema=index == 0) for index in range(8)]
+    start = threading.Barrier(len(stores))
+    outcomes: list[str] = []
+
+    def decide(now):
+        time.sleep(0.01)  # what the decision reads must not change before its insert lands
+        if now.active or now.user_last is not None:
+            return "refused", None
+        return "admitted", _request(correlation_id=f"pb-{threading.get_ident()}")
+
+    def comment(store: SqlStore) -> None:
+        start.wait()
+        decision, _ = store.benchmarks.admit(f"pb-{threading.get_ident()}", "o/r", 7, "maintainer", decide)
+        outcomes.append(decision)
+
+    threads = [threading.Thread(target=comment, args=(store,)) for store in stores]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    for store in stores:
+        store.engine.dispose()
+    assert sorted(outcomes) == ["admitted"] + ["refused"] * 7
+    check = SqlStore.connect(database_url)
+    assert len(check.benchmarks.for_pull("o/r", 7)) == 1
+    check.engine.dispose()
+
+
+def test_an_admission_sees_its_own_request_recorded_by_an_earlier_attempt(store):
+    store.benchmarks.open(_request("pb-replay"))
+    decision, recorded = store.benchmarks.admit("pb-replay", "o/r", 7, "maintainer",
+                                                lambda now: (now.existing.correlation_id, None))
+    assert (decision, recorded) == ("pb-replay", None)

@@ -10,10 +10,11 @@ from dataclasses import replace
 import pytest
 
 from bot.adapters.github_client import PyGithubFactory, retry_policy
+from bot.core.checks import Check
 from bot.core.config.schema import CONFIG_PATH
 from bot.core.render.comment import MARKER
 from bot.core.review.plan import Check
-from bot.service.ports import BenchCheck, DispatchRefused, GitHub, PullRequestGone
+from bot.service.ports import DispatchRefused, GitHub, PullRequestGone
 from bot.settings import Settings
 from tests.emulator import live
 from tests.service import diffs

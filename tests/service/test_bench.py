@@ -11,9 +11,10 @@ import pytest
 from sqlalchemy import text
 
 from bot.core.bench import contract
+from bot.core.pulls import PullInfo
 from bot.core.render.comment import MARKER
-from bot.service import bench, intake, jobs
-from bot.service.ports import PullInfo, Repository
+from bot.service import benchmarks, intake, jobs
+from bot.service.records import Repository
 from bot.service.routes import ROUTER
 from bot.service.services import Services
 from tests.core.bench.zips import archive
@@ -38,8 +39,9 @@ def github() -> FakeGitHub:
     fake.heads[(REPO, NUMBER)] = HEAD_SHA
     fake.diffs[(REPO, NUMBER)] = diffs.HIGH
     fake.files[(REPO, ".github/perfbot.yml", "main")] = CONFIG
-    fake.pulls[(REPO, NUMBER)] = PullInfo(REPO, NUMBER, True, False, HEAD_SHA, BASE_SHA, "main", REPO, "author",
-                                          f"https://github.com/{REPO}/pull/{NUMBER}")
+    fake.pulls[(REPO, NUMBER)] = PullInfo(repo=REPO, number=NUMBER, open=True, draft=False, head_sha=HEAD_SHA,
+                                          base_sha=BASE_SHA, base_ref="main", head_repo=REPO, author="author",
+                                          html_url=f"https://github.com/{REPO}/pull/{NUMBER}")
     fake.permissions[(REPO, "maintainer")] = "write"
     fake.workflows.add((REPO, "perfbot-bench.yml"))
     fake.branches[REPO] = ("main", "f" * 40)
@@ -55,18 +57,24 @@ def repository() -> dict:
     return {"full_name": REPO, "default_branch": "main"}
 
 
+def stamp(minutes: int) -> str:
+    """GitHub's timestamp ``minutes`` after the pull request was opened."""
+    return (NOW + timedelta(minutes=minutes)).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
 def comment(body: str, login: str = "maintainer", comment_id: int = 501, user_type: str = "User",
-            on_pull: bool = True, app: dict | None = None) -> dict:
+            on_pull: bool = True, app: dict | None = None, minute: int = 1) -> dict:
     issue = {"number": NUMBER, **({"pull_request": {"url": "x"}} if on_pull else {})}
     return {"action": "created", "installation": {"id": 42}, "repository": repository(), "issue": issue,
             "comment": {"id": comment_id, "body": body, "user": {"login": login, "type": user_type},
-                        "performed_via_github_app": app}}
+                        "performed_via_github_app": app, "created_at": stamp(minute)}}
 
 
-def pull_request(action: str = "opened", sha: str = HEAD_SHA, **pr) -> dict:
+def pull_request(action: str = "opened", sha: str = HEAD_SHA, minute: int = 0, **pr) -> dict:
     return {"action": action, "installation": {"id": 42}, "repository": repository(),
             "pull_request": {"number": NUMBER, "state": "open", "draft": False, "head": {"sha": sha},
-                             "html_url": f"https://github.com/{REPO}/pull/{NUMBER}", "title": "t", **pr}}
+                             "html_url": f"https://github.com/{REPO}/pull/{NUMBER}", "title": "t",
+                             "updated_at": stamp(minute), **pr}}
 
 
 def workflow_run(github: FakeGitHub, run_id: int, conclusion: str = "success", repo: str = REPO,
@@ -146,17 +154,62 @@ def test_author_association_is_never_trusted(services, github):
     assert github.dispatches == []
 
 
-def test_a_fork_needs_an_approval_pinned_to_its_head(services, github):
+def fork(github: FakeGitHub) -> None:
     github.pulls[(REPO, NUMBER)] = replace(github.pulls[(REPO, NUMBER)], head_repo="stranger/engine", author="stranger")
+
+
+def test_a_fork_needs_an_approval_pinned_to_the_head_its_approver_read(services, github):
+    fork(github)
+    send(services, "pull_request", pull_request("opened", minute=0))
     send(services, "issue_comment", comment("/bench", comment_id=1))
     assert github.dispatches == [] and "fork" in replies(github)[0]
-    send(services, "issue_comment", comment("/bench approve", comment_id=2))
+    send(services, "issue_comment", comment("/bench approve", comment_id=2, minute=1))
     assert reactions(github, 2) == ["eyes", "+1"]
     send(services, "issue_comment", comment("/bench", comment_id=3))
     assert len(github.dispatches) == 1
     github.heads[(REPO, NUMBER)] = NEW_HEAD  # a new push revokes the approval
-    send(services, "issue_comment", comment("/bench", comment_id=4))
+    send(services, "pull_request", pull_request("synchronize", NEW_HEAD, minute=5))
+    send(services, "issue_comment", comment("/bench", comment_id=4, minute=6))
     assert len(github.dispatches) == 1 and reactions(github, 4) == ["confused"]
+
+
+def test_a_push_between_an_approval_and_its_processing_is_not_approved(services, github):
+    fork(github)
+    send(services, "pull_request", pull_request("opened", minute=0))
+    # The maintainer approves at minute 1 what they read; the fork pushes at minute 2, and that push
+    # is processed before the approval is.
+    github.heads[(REPO, NUMBER)] = NEW_HEAD
+    send(services, "pull_request", pull_request("synchronize", NEW_HEAD, minute=2))
+    send(services, "issue_comment", comment("/bench approve", comment_id=2, minute=1))
+    assert reactions(github, 2) == ["confused"]
+    assert f"/bench approve {NEW_HEAD[:12]}" in replies(github)[-1]
+    assert not services.store.work.approved(REPO, NUMBER, NEW_HEAD)
+    send(services, "issue_comment", comment("/bench", comment_id=3, minute=3))
+    assert github.dispatches == []
+
+
+def test_an_approval_of_a_head_nobody_saw_pushed_must_name_it(services, github):
+    fork(github)  # opened before the bot was installed: no push time is known
+    send(services, "issue_comment", comment("/bench approve", comment_id=2))
+    assert reactions(github, 2) == ["confused"] and github.dispatches == []
+    send(services, "issue_comment", comment(f"/bench approve {HEAD_SHA[:7]}", comment_id=3))
+    send(services, "issue_comment", comment(f"/bench approve {NEW_HEAD[:12]}", comment_id=4))
+    assert reactions(github, 3) == ["eyes", "+1"] and reactions(github, 4) == ["confused"]
+    send(services, "issue_comment", comment("/bench", comment_id=5))
+    assert len(github.dispatches) == 1
+
+
+def test_an_approval_in_a_review_binds_to_the_reviewed_commit(services, github):
+    fork(github)
+    github.heads[(REPO, NUMBER)] = NEW_HEAD  # pushed after the review was written on HEAD_SHA
+    payload = {"action": "submitted", "installation": {"id": 42}, "repository": repository(),
+               "pull_request": {"number": NUMBER},
+               "review": {"id": 78, "body": "/bench approve", "commit_id": HEAD_SHA,
+                          "user": {"login": "maintainer", "type": "User"}}}
+    send(services, "pull_request_review", payload)
+    assert services.store.work.approved(REPO, NUMBER, HEAD_SHA)
+    assert not services.store.work.approved(REPO, NUMBER, NEW_HEAD)
+    assert "is not approved" in replies(github)[-1]
 
 
 @pytest.mark.parametrize("body", ["> /bench", "```\n/bench\n```", "    /bench", "`/bench`", "please /bench now"])
@@ -424,10 +477,10 @@ def test_the_schedule_benchmarks_the_default_branch_once_per_slot(services, gith
     github.parents[(REPO, "f" * 40)] = "0" * 40
     services.store.installations.replace(42, [Repository(1, REPO, 42)])
     services.now = lambda: NOW
-    assert bench.scheduled(services) == 1
-    assert bench.scheduled(services) == 0, "one run per slot"
+    assert benchmarks.scheduled(services) == 1
+    assert benchmarks.scheduled(services) == 0, "one run per slot"
     services.now = lambda: NOW + timedelta(days=1)
-    assert bench.scheduled(services) == 1
+    assert benchmarks.scheduled(services) == 1
     assert [d["inputs"]["head-sha"] for d in github.dispatches] == ["f" * 40, "f" * 40]
     assert {r.trigger for r in services.store.benchmarks.for_pull(REPO, None)} == {"schedule"}
 

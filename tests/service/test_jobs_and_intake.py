@@ -10,17 +10,20 @@ from sqlalchemy.orm import Session
 
 from bot.adapters.store.tables import DeliveryRow
 from bot.service import intake, jobs
-from bot.service.router import Router
+from bot.service.router import Pipeline, Router
+from bot.service.routes import ROUTER
 from bot.service.services import Services
 from tests.service.fakes import FakeGitHubFactory, FakeQueue
 
 
 class Recorder:
+    """A router of one pipeline, for `pull_request` `opened` deliveries (the payload is the event)."""
+
     def __init__(self, failures: int = 0):
         self.calls: list[dict] = []
         self.failures = failures
-        self.router = Router()
-        self.router.register("pull_request", "opened")(self)
+        self.router = Router({dict: Pipeline(lambda event: event.get("action") == "opened", self)},
+                             {"pull_request": dict}, parse=lambda event, payload: payload)
 
     def __call__(self, payload, services):
         self.calls.append(payload)
@@ -132,24 +135,12 @@ def test_a_delivery_held_by_a_live_worker_is_not_taken_twice(make):
 
 def test_a_payload_missing_its_fields_fails_at_once_without_retries(make):
     services = make()
-    router = Router()
-
-    @router.register("pull_request", "opened")
-    def needs_fields(payload, services):
-        payload["pull_request"]["number"]
-
-    intake.accept(
-        services.store,
-        services.queue,
-        router,
-        hook_id="1",
-        guid="g",
-        event="pull_request",
-        payload={"action": "opened"},
-        body=b'{"action": "opened"}',
-    )
-    assert jobs.process(1, services, router) == "failed"
-    assert stored(services, 1).error.startswith("KeyError")
+    body = b'{"action": "opened", "pull_request": {"number": 7}}'
+    assert intake.accept(services.store, services.queue, ROUTER, hook_id="1", guid="g", event="pull_request",
+                         payload=json.loads(body), body=body) is intake.Outcome.MALFORMED
+    delivery_id = services.store.deliveries.claim("1", "g", "pull_request", "opened", body)  # stored before
+    assert jobs.process(delivery_id, services, ROUTER) == "failed"
+    assert stored(services, delivery_id).error.startswith("MalformedPayload: pull_request payload: ")
 
 
 def test_housekeeping_requeues_lost_work_and_forgets_old_deliveries(make):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from bot.service.ports import Review
+from bot.service.records import Review
 from bot.service.routes import ROUTER
 from bot.service.services import Services
 from tests.service import diffs
@@ -28,7 +28,7 @@ def services(sqlite_store) -> Services:
 
 
 def test_a_merge_is_recorded_with_the_risk_of_its_published_review(services):
-    services.store.reviews.save(Review(REPO, NUMBER, SHA, 88, "high"))
+    services.store.reviews.save(Review(repo=REPO, number=NUMBER, head_sha=SHA, score=88, level="high"))
     ROUTER.dispatch("pull_request", merged(), services)
     [merge] = services.store.dashboard.merges()
     assert (merge.repo, merge.number, merge.score, merge.level, merge.merge_sha) == (
@@ -57,7 +57,7 @@ def test_a_merge_keeps_its_author_link_and_the_reasons_of_its_diff_heaviest_firs
 
 
 def test_a_merge_whose_pull_request_is_gone_keeps_the_published_risk_without_reasons(services):
-    services.store.reviews.save(Review(REPO, NUMBER, SHA, 88, "high"))
+    services.store.reviews.save(Review(repo=REPO, number=NUMBER, head_sha=SHA, score=88, level="high"))
     services.github.github.heads.clear()
     services.github.github.diffs.clear()
     ROUTER.dispatch("pull_request", merged(), services)

@@ -147,9 +147,9 @@ def test_an_edit_that_changes_the_base_is_reviewed(services, github):
 
 
 def test_unhandled_actions_have_no_handler():
-    assert not ROUTER.wants("pull_request", "labeled")
-    assert not ROUTER.wants("star", "created")
-    assert ROUTER.wants("pull_request", "synchronize")
+    assert not ROUTER.wants("pull_request", payload("labeled"))
+    assert not ROUTER.wants("star", {"action": "created"})
+    assert ROUTER.wants("pull_request", payload("synchronize"))
 
 
 def test_check_result_summary_is_the_review_without_the_marker(services, github):
