@@ -15,9 +15,17 @@ from bot.service.services import Services
 from bot.settings import Settings
 from bot.web.app import create_app
 from tests.service.fakes import FakeGitHubFactory, FakeQueue
+from tests.support import github_data
 from tests.web.helpers import SECRET, deliver, headers
 
+# Signature and header checks never parse the body: any JSON object does for them.
 PR_OPENED = {"action": "opened", "number": 1, "pull_request": {}, "repository": {}}
+
+
+@pytest.fixture(scope="module")
+def opened() -> dict:
+    """GitHub's own example of a `pull_request` `opened` delivery: work the intake queues."""
+    return github_data.pull_request("opened")
 
 
 def make_app(database_url: str, tmp_path, secrets=(SECRET,)):
@@ -49,8 +57,8 @@ def stored(runtime) -> int:
     return sum(runtime.store.deliveries.counts().values())
 
 
-def test_a_signed_pull_request_event_is_queued_with_202(client, runtime):
-    response = deliver(client, "pull_request", PR_OPENED)
+def test_a_signed_pull_request_event_is_queued_with_202(client, runtime, opened):
+    response = deliver(client, "pull_request", opened)
     assert response.status_code == 202
     assert runtime.queue.pending() == 1 and stored(runtime) == 1
 
@@ -74,25 +82,25 @@ def test_unknown_events_and_actions_get_2xx_and_no_work(client, runtime, event, 
     assert runtime.queue.pending() == 0 and stored(runtime) == 0
 
 
-def test_a_replayed_guid_is_accepted_but_queued_once(client, runtime):
-    first = deliver(client, "pull_request", PR_OPENED, guid="replayed-guid")
-    again = deliver(client, "pull_request", PR_OPENED, guid="replayed-guid")
+def test_a_replayed_guid_is_accepted_but_queued_once(client, runtime, opened):
+    first = deliver(client, "pull_request", opened, guid="replayed-guid")
+    again = deliver(client, "pull_request", opened, guid="replayed-guid")
     assert (first.status_code, again.status_code) == (202, 200)
     assert again.json["message"] == "duplicate" and runtime.queue.pending() == 1
 
 
-def test_a_replay_after_a_restart_is_still_a_duplicate(database_url, tmp_path):
+def test_a_replay_after_a_restart_is_still_a_duplicate(database_url, tmp_path, opened):
     before, _ = make_app(database_url, tmp_path)
-    assert deliver(before.test_client(), "pull_request", PR_OPENED, guid="g-restart").status_code == 202
+    assert deliver(before.test_client(), "pull_request", opened, guid="g-restart").status_code == 202
     after, runtime = make_app(database_url, tmp_path)
-    assert deliver(after.test_client(), "pull_request", PR_OPENED, guid="g-restart").status_code == 200
+    assert deliver(after.test_client(), "pull_request", opened, guid="g-restart").status_code == 200
     assert runtime.queue.pending() == 1
 
 
-def test_a_rotated_secret_is_accepted_alongside_the_new_one(database_url, tmp_path):
+def test_a_rotated_secret_is_accepted_alongside_the_new_one(database_url, tmp_path, opened):
     app, _ = make_app(database_url, tmp_path, secrets=("new-secret", SECRET))
-    assert deliver(app.test_client(), "pull_request", PR_OPENED, secret="new-secret").status_code == 202
-    assert deliver(app.test_client(), "pull_request", PR_OPENED).status_code == 202
+    assert deliver(app.test_client(), "pull_request", opened, secret="new-secret").status_code == 202
+    assert deliver(app.test_client(), "pull_request", opened).status_code == 202
 
 
 def post(client, body: bytes, hdrs: dict):
@@ -185,8 +193,8 @@ def test_healthz_is_503_when_the_database_is_down(client, runtime, monkeypatch):
     assert response.status_code == 503 and response.json["database"].startswith("unreachable")
 
 
-def test_metrics_count_outcomes_and_stored_deliveries(client):
-    deliver(client, "pull_request", PR_OPENED)
+def test_metrics_count_outcomes_and_stored_deliveries(client, opened):
+    deliver(client, "pull_request", opened)
     deliver(client, "ping", {})
     text = client.get("/metrics").get_data(as_text=True)
     assert 'perfbot_webhook_deliveries_total{outcome="queued"} 1.0' in text
@@ -195,11 +203,11 @@ def test_metrics_count_outcomes_and_stored_deliveries(client):
     assert "perfbot_queue_pending 1.0" in text
 
 
-def test_the_app_works_over_any_implementation_of_the_ports(tmp_path):
+def test_the_app_works_over_any_implementation_of_the_ports(tmp_path, opened):
     store = SqlStore.connect(f"sqlite:///{tmp_path / 'perfbot.db'}")
     services = Services(store=store, github=FakeGitHubFactory(), queue=FakeQueue())
     client = create_app(Settings(webhook_secrets=(SECRET,)), services).test_client()
-    assert deliver(client, "pull_request", PR_OPENED).status_code == 202
+    assert deliver(client, "pull_request", opened).status_code == 202
     assert services.queue.jobs == [1]
     assert "perfbot_queue_pending 1.0" in client.get("/metrics").get_data(as_text=True)
     store.engine.dispose()
@@ -226,3 +234,40 @@ def sqlite_client(tmp_path_factory):
 def test_any_signed_body_is_answered_without_a_server_error(sqlite_client, body, event):
     response = post(sqlite_client, body, headers(event, body))
     assert response.status_code in (200, 202, 400)
+
+
+@pytest.mark.parametrize(
+    "event,change,status",
+    [
+        ("issue_comment", lambda p: p.update(comment="/bench"), 200),
+        ("issue_comment", lambda p: p["comment"].update(user="maintainer"), 400),
+        ("issue_comment", lambda p: p["issue"].update(number=2**64), 400),
+        ("pull_request_review", lambda p: p.update(review=["/bench"]), 200),
+        ("pull_request_review", lambda p: p["review"].update(id="seventy-seven"), 400),
+        ("workflow_run", lambda p: p.update(workflow_run=5), 200),
+        ("workflow_run", lambda p: p["workflow_run"].update(display_title=["perfbot bench pb-1"]), 200),
+        ("workflow_run", lambda p: p["workflow_run"].update(id=None), 400),
+        ("pull_request", lambda p: p["pull_request"].update(head="main"), 400),
+    ],
+    ids=["comment-a-string", "user-a-string", "number-past-64-bits", "review-a-list", "review-id-a-string",
+         "run-a-number", "title-a-list", "run-id-null", "head-a-string"],
+)
+def test_a_signed_payload_of_the_wrong_shape_is_refused_or_ignored_never_a_500(client, runtime, event, change,
+                                                                                status):
+    payload = {
+        "issue_comment": lambda: github_data.issue_comment("/bench", number=7, repo="octo/engine",
+                                                           installation_id=1, login="maintainer", comment_id=5),
+        "pull_request_review": lambda: github_data.pull_request_review("/bench", number=7, repo="octo/engine",
+                                                                       installation_id=1, login="maintainer",
+                                                                       review_id=6),
+        "workflow_run": lambda: github_data.workflow_run(
+            "completed", {"id": 9, "display_title": "perfbot bench pb-1", "event": "workflow_dispatch",
+                          "path": ".github/workflows/perfbot-bench.yml", "status": "completed",
+                          "conclusion": "success", "run_attempt": 1, "html_url": "https://github.com/x",
+                          "head_sha": "a" * 40, "head_branch": "main"}, repo="octo/engine", installation_id=1),
+        "pull_request": lambda: github_data.pull_request("opened"),
+    }[event]()
+    change(payload)
+    response = deliver(client, event, payload)
+    assert response.status_code == status, response.json
+    assert runtime.queue.pending() == 0 and stored(runtime) == 0
