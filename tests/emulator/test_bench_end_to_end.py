@@ -133,11 +133,20 @@ def test_a_fork_authors_pull_request_needs_a_maintainers_approval(bot, emulator)
     pull = emulator.repos[live.REPO].pulls[NUMBER]
     pull.head_repo, pull.author = "stranger/Hello-World", "stranger"
     emulator.repos[live.REPO].permissions["stranger"] = "read"
+    opened = github_data.pull_request("opened", head_sha=HEAD_SHA, number=NUMBER, repo=live.REPO, installation_id=1)
+    opened["pull_request"]["updated_at"] = "2026-12-01T10:00:00Z"  # when GitHub saw the head pushed
+    assert bot.deliver("pull_request", opened).status_code == 202
+    bot.wait_idle()
     say(bot, emulator, "/bench", "stranger")
     say(bot, emulator, "/bench", "maintainer")
     assert emulator.dispatches == []
     assert "fork" in replies(emulator)[-1] and "/bench approve" in replies(emulator)[-1]
-    say(bot, emulator, "/bench approve")
+    approval = emulator.add_comment(live.REPO, NUMBER, "/bench approve", "maintainer")
+    payload = command("/bench approve", "maintainer", approval["id"])
+    payload["comment"]["created_at"] = "2026-12-01T10:05:00Z"  # written after the push: it covers the head
+    assert bot.deliver("issue_comment", payload).status_code == 202
+    bot.wait_idle()
+    assert emulator.reactions_on(approval["id"]) == ["eyes", "+1"]
     say(bot, emulator, "/bench")
     assert len(emulator.dispatches) == 1
 

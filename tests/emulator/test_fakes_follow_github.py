@@ -13,7 +13,6 @@ from bot.adapters.github_client import PyGithubFactory, retry_policy
 from bot.core.checks import Check
 from bot.core.config.schema import CONFIG_PATH
 from bot.core.render.comment import MARKER
-from bot.core.review.plan import Check
 from bot.service.ports import DispatchRefused, GitHub, PullRequestGone
 from bot.settings import Settings
 from tests.emulator import live
@@ -54,6 +53,9 @@ class FakeSide:
     def bench_checks(self, sha: str) -> list[tuple[str, str, str | None]]:
         return [(c.status, c.conclusion, c.details_url) for c in self.fake.bench_checks.values() if c.head_sha == sha]
 
+    def all_checks(self, sha: str) -> list[tuple[str, str | None, str | None]]:
+        return [(c.name, c.conclusion, c.external_id) for _, c in self.fake.check_runs.values() if c.head_sha == sha]
+
     def plant_comment(self, author: str, body: str) -> None:
         self.fake.add_comment(REPO, NUMBER, author, body)
 
@@ -61,7 +63,7 @@ class FakeSide:
         return [(c.author, c.body) for c in self.fake.threads.get((REPO, NUMBER), [])]
 
     def checks(self, sha: str) -> list[tuple[str, str, str]]:
-        return [(c.name, c.conclusion, c.title) for c in self.fake.check_runs.values() if c.head_sha == sha]
+        return [(c.name, c.conclusion, c.title) for _, c in self.fake.check_runs.values() if c.head_sha == sha]
 
     def set_labels(self, names: list[str]) -> None:
         self.fake.labels[(REPO, NUMBER)] = set(names)
@@ -112,6 +114,9 @@ class EmulatedSide:
     def checks(self, sha: str) -> list[tuple[str, str, str]]:
         return [(r["name"], r["conclusion"], r["output"]["title"]) for r in self.emulator.checks_for(REPO, sha)]
 
+    def all_checks(self, sha: str) -> list[tuple[str, str | None, str | None]]:
+        return [(r["name"], r["conclusion"], r.get("external_id")) for r in self.emulator.checks_for(REPO, sha)]
+
     def set_labels(self, names: list[str]) -> None:
         self.emulator.labels[(REPO, NUMBER)] = list(names)
 
@@ -136,12 +141,28 @@ def test_only_the_bots_own_marker_comment_is_edited(side):
     assert side.comments() == [("mallory", quoted), (BOT_LOGIN, f"{MARKER}\nsecond review")]
 
 
+def risk(sha: str, conclusion: str, title: str, summary: str) -> Check:
+    return Check(name="perfbot / risk", head_sha=sha, conclusion=conclusion, title=title, summary=summary)
+
+
 def test_a_check_is_one_per_head_and_name_and_is_updated_in_place(side):
-    side.github.publish_check(REPO, Check("perfbot / risk", SHA, "neutral", "high", "first"))
-    side.github.publish_check(REPO, Check("perfbot / risk", SHA, "success", "none", "second"))
-    side.github.publish_check(REPO, Check("perfbot / risk", OTHER_SHA, "neutral", "medium", "x"))
+    first = side.github.publish_check(REPO, risk(SHA, "neutral", "high", "first"))
+    again = side.github.publish_check(REPO, risk(SHA, "success", "none", "second"))  # a retry: its id unknown
+    side.github.publish_check(REPO, risk(OTHER_SHA, "neutral", "medium", "x"))
+    assert first == again
     assert side.checks(SHA) == [("perfbot / risk", "success", "none")]
     assert side.checks(OTHER_SHA) == [("perfbot / risk", "neutral", "medium")]
+
+
+def test_checks_of_one_name_are_told_apart_by_their_external_id(side):
+    bench = Check(name="perfbot / bench", head_sha=SHA, status="in_progress", conclusion=None, title="running",
+                  summary="s", external_id="pb-1")
+    first = side.github.publish_check(REPO, bench)
+    second = side.github.publish_check(REPO, replace(bench, external_id="pb-2"))
+    side.github.publish_check(REPO, replace(bench, status="completed", conclusion="cancelled"))  # pb-1, id unknown
+    assert first != second
+    assert sorted(side.all_checks(SHA), key=str) == [("perfbot / bench", "cancelled", "pb-1"),
+                                                    ("perfbot / bench", None, "pb-2")]
 
 
 def test_only_labels_that_start_with_the_prefix_are_changed(side):
@@ -153,7 +174,7 @@ def test_only_labels_that_start_with_the_prefix_are_changed(side):
 
 
 def test_the_head_diff_and_files_are_read_and_a_missing_file_is_none(side):
-    assert side.github.pull_head_sha(REPO, NUMBER) == SHA
+    assert side.github.pull(REPO, NUMBER).head_sha == SHA
     assert side.github.pull_diff(REPO, NUMBER) == diffs.MEDIUM
     assert side.github.read_file(REPO, CONFIG_PATH, "main") == diffs.BASE_CONFIG
     assert side.github.read_file(REPO, "no/such/file.yml", "main") is None
@@ -162,7 +183,7 @@ def test_the_head_diff_and_files_are_read_and_a_missing_file_is_none(side):
 @pytest.mark.parametrize(
     "call",
     [
-        lambda github: github.pull_head_sha(REPO, MISSING),
+        lambda github: github.pull(REPO, MISSING),
         lambda github: github.pull_diff(REPO, MISSING),
         lambda github: github.upsert_comment(REPO, MISSING, MARKER, MARKER),
         lambda github: github.sync_labels(REPO, MISSING, PREFIX, "perf-risk: high"),
@@ -190,6 +211,10 @@ def test_permission_is_githubs_permission_field(side, given, read):
         side.set_permission("someone", given)
     assert side.github.permission(REPO, "someone") == read
     assert side.github.permission("nobody/nothing", "someone") == "none"
+
+
+def test_the_bot_knows_the_login_it_comments_as(side):
+    assert side.github.own_login() == BOT_LOGIN
 
 
 def test_a_reaction_is_added_once_and_a_reply_is_a_new_comment_by_the_bot(side):
@@ -229,8 +254,8 @@ def test_artifacts_are_listed_and_downloaded_up_to_a_cap(side):
 
 
 def test_the_bench_check_starts_in_progress_and_is_concluded_in_place(side):
-    check = BenchCheck("perfbot / bench", SHA, "in_progress", None, "Benchmarks running", "s", "https://run/1", "pb-1")
-    check_run_id = side.github.publish_bench_check(REPO, check)
-    side.github.publish_bench_check(REPO, replace(check, status="completed", conclusion="neutral",
-                                                  check_run_id=check_run_id))
+    check = Check(name="perfbot / bench", head_sha=SHA, status="in_progress", conclusion=None,
+                  title="Benchmarks running", summary="s", details_url="https://run/1", external_id="pb-1")
+    check_run_id = side.github.publish_check(REPO, check)
+    side.github.publish_check(REPO, replace(check, status="completed", conclusion="neutral"), check_run_id)
     assert side.bench_checks(SHA) == [("completed", "neutral", "https://run/1")]

@@ -9,6 +9,7 @@ import pytest
 from bot.core.bench import contract, policy
 from bot.core.commands import grammar
 from bot.core.config.schema import load
+from bot.core.pulls import PullInfo
 
 NOW = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
 HEAD, BASE = "a" * 40, "b" * 40
@@ -17,10 +18,15 @@ CONFIG = load("bench:\n  suites:\n    quick: {kind: command, command: 'true'}\n"
 
 
 def facts(**changes) -> policy.Facts:
-    base = dict(pull=policy.Pull(7, True, HEAD, BASE, False, "author"), login="maintainer", permission="write",
-                approved=False, active=None, user_last=None, pr_last=None, now=NOW)
-    pull = changes.pop("pull", {})
-    base["pull"] = policy.Pull(**{**base["pull"].__dict__, **pull})
+    """The facts of a maintainer's command on an open pull request of the repository itself;
+    ``pull={"fork": True}`` makes it come from a fork."""
+    pull = dict(repo="o/r", number=7, open=True, draft=False, head_sha=HEAD, base_sha=BASE, base_ref="main",
+                head_repo="o/r", author="author", html_url="https://github.com/o/r/pull/7")
+    wanted = changes.pop("pull", {})
+    if wanted.pop("fork", False):
+        wanted["head_repo"] = "stranger/r"
+    base = dict(pull=PullInfo(**{**pull, **wanted}), login="maintainer", permission="write", approved=False,
+                seen_head=HEAD, active=None, user_last=None, pr_last=None, now=NOW)
     return policy.Facts(**{**base, **changes})
 
 
@@ -79,6 +85,21 @@ def test_a_fork_needs_an_approval_of_its_current_head():
     assert isinstance(policy.decide(grammar.Run(), facts(pull={"fork": True}, approved=True), CONFIG),
                       policy.Dispatch)
     assert policy.decide(grammar.Approve(), facts(pull={"fork": True}), CONFIG) == policy.ApproveHead(HEAD)
+
+
+def test_an_approval_binds_to_the_head_its_author_read():
+    older = "c" * 40
+    assert policy.decide(grammar.Approve(), facts(seen_head=older), CONFIG) == policy.ApproveHead(older, False)
+    refused = policy.decide(grammar.Approve(), facts(seen_head=None), CONFIG)
+    assert isinstance(refused, policy.Refuse) and f"/bench approve {HEAD[:12]}" in refused.hint
+    assert not refused.hint.startswith("/bench"), "a reply's line must never read as a command"
+
+
+@pytest.mark.parametrize("command", [grammar.Invalid("x"), grammar.Cancel(), grammar.Run(("nope",))])
+def test_no_refusal_hint_reads_as_a_command(command):
+    refused = policy.decide(command, facts(), CONFIG)
+    assert isinstance(refused, policy.Refuse)
+    assert grammar.find(f"{refused.reason}.\n\n{refused.hint}.") is None
 
 
 def test_cooldowns_per_person_and_per_pull_request():

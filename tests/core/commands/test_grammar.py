@@ -171,3 +171,11 @@ def test_a_command_hidden_in_a_quote_code_or_mid_line_is_never_found(before, com
 def test_a_command_on_its_own_line_is_found_and_the_first_one_wins(before, command, later):
     text = "\n".join([*before, command, *later])
     assert find(text) == parse(command)
+
+
+def test_approve_may_name_the_head_it_approves():
+    assert find("/bench approve 0123abc") == Approve("0123abc")
+    assert find("/bench approve 0123ABCDEF") == Approve("0123abcdef")
+    assert isinstance(find("/bench approve main"), Invalid)
+    assert isinstance(find("/bench approve 0123ab"), Invalid), "at least 7 hex digits"
+    assert isinstance(find("/bench approve 0123abc 4567def"), Invalid)

@@ -7,6 +7,7 @@ import pytest
 from bot.core.config.schema import ConfigError, RepoConfig
 from bot.core.config.schema import load as load_config
 from bot.core.render.comment import MARKER
+from bot.core.review import sticky
 from bot.core.review.plan import CHECK_NAME, LABEL_PREFIX, PullFacts, assess, plan
 from bot.core.risk import ruleset
 from tests.service import diffs
@@ -16,7 +17,8 @@ URL, SHA = "https://github.com/octo/engine/pull/7", "a" * 40
 
 def facts(diff: str, config: str | None = diffs.BASE_CONFIG, error: str | None = None) -> PullFacts:
     loaded = load_config(config, "test") if config else RepoConfig()
-    return PullFacts(URL, SHA, "main", diff, loaded, error)
+    return PullFacts(html_url=URL, head_sha=SHA, default_branch="main", diff=diff, config=loaded,
+                     config_error=error)
 
 
 @pytest.mark.parametrize("diff,level,conclusion,label", [
@@ -26,28 +28,32 @@ def facts(diff: str, config: str | None = diffs.BASE_CONFIG, error: str | None =
 ])
 def test_the_level_decides_the_check_and_the_label(diff, level, conclusion, label):
     planned = plan(facts(diff))
-    assert (planned.record.level, planned.check.conclusion, planned.label.wanted) == (level, conclusion, label)
+    assert (planned.level, planned.check.conclusion, planned.label.wanted) == (level, conclusion, label)
     assert planned.label.prefix == LABEL_PREFIX
-    assert (planned.check.name, planned.check.head_sha, planned.record.head_sha) == (CHECK_NAME, SHA, SHA)
-    assert planned.check.title == f"Performance risk: {level} ({planned.record.score}/100)"
+    assert (planned.check.name, planned.check.head_sha, planned.head_sha) == (CHECK_NAME, SHA, SHA)
+    assert planned.check.title == f"Performance risk: {level} ({planned.score}/100)"
 
 
 def test_the_review_is_rendered_once_for_the_comment_and_the_check():
     planned = plan(facts(diffs.HIGH))
-    assert planned.comment.marker == MARKER
-    assert planned.comment.body == f"{MARKER}\n{planned.check.summary}"
+    comment = sticky.compose(planned.blocks, None, planned.wants_comment)
+    assert comment.marker == MARKER and comment.create
+    assert comment.body == f"{MARKER}\n{planned.check.summary}"
     assert f"{URL}/files#diff-" in planned.check.summary and SHA[:12] in planned.check.summary
 
 
 def test_a_config_that_failed_to_load_is_reported_and_the_defaults_are_used():
     planned = plan(facts(diffs.MEDIUM, config=None, error=".github/perfbot.yml@main: risk: unknown key"))
-    assert "**Config problem:** .github/perfbot.yml@main: risk: unknown key" in planned.comment.body
+    assert "**Config problem:** .github/perfbot.yml@main: risk: unknown key" in planned.check.summary
+    assert planned.wants_comment, "a config problem is news enough for a comment"
 
 
 def test_a_config_naming_an_unknown_rule_is_reported_and_scored_with_the_defaults():
     broken = load_config("risk:\n  disable: [no.such-rule]\n", "test")
-    report, problem = assess(PullFacts(URL, SHA, "main", diffs.MEDIUM, broken))
-    defaults, none = assess(PullFacts(URL, SHA, "main", diffs.MEDIUM, RepoConfig()))
+    report, problem = assess(PullFacts(html_url=URL, head_sha=SHA, default_branch="main", diff=diffs.MEDIUM,
+                                       config=broken))
+    defaults, none = assess(PullFacts(html_url=URL, head_sha=SHA, default_branch="main", diff=diffs.MEDIUM,
+                                      config=RepoConfig()))
     assert problem and "no.such-rule" in problem and none is None
     assert (report.score, report.level) == (defaults.score, defaults.level)
     with pytest.raises(ConfigError):
@@ -55,4 +61,4 @@ def test_a_config_naming_an_unknown_rule_is_reported_and_scored_with_the_default
 
 
 def test_the_default_branch_config_changes_the_score():
-    assert plan(facts(diffs.MEDIUM, config=diffs.CONFIG_LOWERING)).record.level == "low"
+    assert plan(facts(diffs.MEDIUM, config=diffs.CONFIG_LOWERING)).level == "low"
