@@ -6,9 +6,11 @@ against GitHub's REST description, every payload against GitHub's webhook schema
 from __future__ import annotations
 
 import json
+import logging
 import re
 
 import pytest
+from sqlalchemy import text
 
 from bot.core.bench import contract
 from bot.core.config.schema import CONFIG_PATH
@@ -19,6 +21,7 @@ from tests.emulator import live
 from tests.emulator.bench_support import NUMBER, finish, replies, results_json, sticky
 from tests.service import diffs
 from tests.support import github_data
+from tests.support.github_emulator import BLOB_PREFIX, wait_for
 
 CONFIG = diffs.BASE_CONFIG + """bench:
   suites:
@@ -340,3 +343,34 @@ def test_token_mode_follows_the_benchmark_with_a_commit_status(emulator, databas
     assert statuses[-1]["description"].startswith("Regression: This PR makes")
     assert emulator.reactions_on(posted["id"]) == ["eyes", "rocket"] and emulator.check_runs == {}
     assert "Benchmark verdict: 🔴 regression" in sticky(emulator)
+
+
+def test_an_artifact_its_storage_refuses_is_retried_and_its_signed_address_never_stored(bot, emulator, caplog):
+    say(bot, emulator, "/bench sglang-eagle3")
+    [dispatched] = emulator.dispatches
+    emulator.blob_failures = 2  # the storage is busy twice, then hands the artifact over
+    finish(bot, emulator, dispatched["run_id"], artifact=eagle3_artifact(dispatched["inputs"]["correlation-id"]))
+    bot.wait_idle()
+    assert "Benchmark verdict" in sticky(emulator)
+    logged = perfbot_log(caplog)
+    assert logged.count("the artifact's storage answered 503") >= 2, "each refusal retried"
+    assert BLOB_PREFIX not in logged and "sig=" not in logged
+
+
+def test_an_artifact_its_storage_always_refuses_fails_the_request_without_its_address(bot, emulator, caplog):
+    say(bot, emulator, "/bench sglang-eagle3")
+    [dispatched] = emulator.dispatches
+    emulator.blob_failures = 1000
+    finish(bot, emulator, dispatched["run_id"], artifact=eagle3_artifact(dispatched["inputs"]["correlation-id"]))
+    bot.wait_idle(timeout=60)
+    with bot.runtime.store.engine.connect() as connection:
+        errors = [e for (e,) in connection.execute(text("SELECT error FROM deliveries WHERE status = 'failed'"))]
+    assert errors == ["ArtifactUnavailable: the artifact's storage answered 503"]
+    assert wait_for(lambda: any("could not process a `workflow_run` event" in r for r in replies(emulator)), 10)
+    assert BLOB_PREFIX not in perfbot_log(caplog)
+
+
+def perfbot_log(caplog) -> str:
+    """What perfbot's own loggers wrote, tracebacks included (urllib3's debug lines are not perfbot's)."""
+    formatter = logging.Formatter()
+    return "\n".join(formatter.format(r) for r in caplog.records if r.name.startswith("perfbot"))

@@ -34,8 +34,9 @@ class FakeGitHub(GitHub):
     are touched; a reaction is added once; a dispatch of a workflow that does not exist is refused;
     a finished run is not cancelled again. ``calls`` records every call of the port, in order."""
 
-    def __init__(self, app_mode: bool = True):
-        self.app_mode = app_mode
+    def __init__(self, app_mode: bool = True, login: str = BOT_LOGIN):
+        self.app_mode, self.login = app_mode, login
+        self.run_details = True  # False: the dispatch API names no run (older GitHub Enterprise Server)
         self.calls: list[tuple[str, tuple]] = []
         self.heads: dict[tuple[str, int], str] = {}
         self.diffs: dict[tuple[str, int], str] = {}
@@ -106,12 +107,12 @@ class FakeGitHub(GitHub):
     def upsert_comment(self, repo, number, marker, body, create=True):
         thread = self.threads.setdefault(self._existing(repo, number), [])
         for comment in thread:
-            if comment.body.startswith(marker) and comment.author == BOT_LOGIN:
+            if comment.body.startswith(marker) and comment.author == self.login:
                 comment.body = body
                 return comment.id
         if not create:
             return None
-        return self.add_comment(repo, number, BOT_LOGIN, body).id
+        return self.add_comment(repo, number, self.login, body).id
 
     def publish_check(self, repo, check, check_run_id=None):
         if not self.app_mode:
@@ -127,7 +128,7 @@ class FakeGitHub(GitHub):
         return check_run_id
 
     def own_login(self):
-        return BOT_LOGIN
+        return self.login
 
     def sync_labels(self, repo, number, prefix, wanted):
         labels = self.labels.setdefault(self._existing(repo, number), set())
@@ -151,7 +152,7 @@ class FakeGitHub(GitHub):
 
     def reply(self, repo, number, body):
         self._existing(repo, number)
-        return self.add_comment(repo, number, BOT_LOGIN, body).id
+        return self.add_comment(repo, number, self.login, body).id
 
     def default_branch(self, repo):
         return self.branches[repo]
@@ -168,9 +169,11 @@ class FakeGitHub(GitHub):
                           event="workflow_dispatch", path=f".github/workflows/{workflow}")
         self.runs[run.id] = {"repo": repo, "run": run}
         self.dispatches.append({"repo": repo, "workflow": workflow, "ref": ref, "inputs": inputs, "run_id": run.id})
-        return run
+        return run if self.run_details else None
 
     def find_run(self, repo, workflow, correlation_id):
+        if not self.run_details:
+            return None  # GitHub lists a dispatched run a moment after accepting it
         return next((r["run"] for r in reversed(self.runs.values())
                      if r["repo"] == repo and r["run"].path == f".github/workflows/{workflow}"
                      and f"perfbot bench {correlation_id}" in r["run"].display_title), None)

@@ -504,3 +504,50 @@ def test_a_delivery_that_fails_its_last_attempt_leaves_a_note_on_the_pull_reques
     assert jobs.process(1, services, ROUTER) == "failed"
     [note] = replies(github)
     assert "could not process a `issue_comment` event" in note and "RuntimeError" in note
+
+
+# ---------------------------------------------------------------- the bot never answers itself
+
+
+def test_in_token_mode_the_bots_own_replies_are_never_commands(services, github):
+    """The token's user has write access and is no Bot: its refusal of a typo must not start a loop."""
+    github.app_mode, github.login = False, "perf-user"
+    github.permissions[(REPO, "perf-user")] = "write"
+    send(services, "issue_comment", comment("/bench --round 5", comment_id=1))
+    [reply] = replies_by(github, "perf-user")
+    for turn in range(2, 6):  # GitHub sends the bot's own reply back as a new comment
+        posted = github.threads[(REPO, NUMBER)][-1]
+        send(services, "issue_comment", comment(posted.body, login="perf-user", comment_id=100 + turn))
+    assert replies_by(github, "perf-user") == [reply] and reactions(github, 102) == []
+
+
+def test_a_reply_carrying_the_bots_marker_is_not_a_command_whoever_posts_it(services, github):
+    send(services, "issue_comment", comment("/bench --round 5", comment_id=1))
+    [reply] = replies(github)
+    send(services, "issue_comment", comment(reply, login="maintainer", comment_id=2))
+    assert reactions(github, 2) == [] and len(replies(github)) == 1
+
+
+def replies_by(github: FakeGitHub, login: str) -> list[str]:
+    return [c.body for c in github.threads.get((REPO, NUMBER), []) if c.author == login]
+
+
+def test_a_run_of_another_workflow_with_the_requests_name_is_not_its_run(services, github, monkeypatch):
+    """When the dispatch could not name its run, the run's name alone must not pick it: a run of
+    another workflow file can carry the same name."""
+    github.run_details = False
+    monkeypatch.setattr(benchmarks, "FIND_WAIT_S", 0)
+    send(services, "issue_comment", comment("/bench sglang-eagle3"))
+    [request] = services.store.benchmarks.for_pull(REPO, NUMBER)
+    assert request.run_id is None
+    run_id = github.dispatches[0]["run_id"]
+    forged = workflow_run(github, run_id)
+    forged["workflow_run"].update(id=run_id + 500, path=".github/workflows/anything.yml")
+    upload_results(github, run_id)
+    github.archives[(REPO, run_id + 500)] = github.archives[(REPO, run_id)]
+    for action in ("in_progress", "completed"):
+        send(services, "workflow_run", {**forged, "action": action})
+    stored = services.store.benchmarks.get(request.correlation_id)
+    assert (stored.status, stored.run_id) == ("running", None)
+    send(services, "workflow_run", workflow_run(github, run_id))  # the real run
+    assert services.store.benchmarks.get(request.correlation_id).status == "completed"

@@ -140,6 +140,7 @@ class GitHubEmulator:
         self.comments: dict[int, dict] = {}
         self.labels: dict[tuple[str, int], list[str]] = {}
         self.check_runs: dict[int, dict] = {}
+        self.blob_failures = 0  # the artifact storage answers 503 to this many downloads
         self.statuses: list[dict] = []
         self.requests: list[Recorded] = []
         self.invalid: list[str] = []
@@ -847,6 +848,10 @@ class GitHubEmulator:
             found = self.blobs.get(request.path.removeprefix(BLOB_PREFIX))
         if "Authorization" in request.headers:
             return Response("Authentication information is not given in the correct format", 400)
+        with self._lock:
+            failing, self.blob_failures = self.blob_failures > 0, max(0, self.blob_failures - 1)
+        if failing:
+            return Response("Server busy", 503)
         if found is None or found[1] < time.monotonic():
             return Response("The specified blob does not exist or has expired", 404)
         return Response(found[0], 200, content_type="application/zip")
