@@ -58,7 +58,7 @@ def diff_anchor(path: str, line: int | None, side: str = "new") -> str:
     return f"{anchor}{'L' if side == 'old' else 'R'}{line}"
 
 
-def next_step(level: str) -> str:
+def what_happens_next(level: str) -> str:
     return _NEXT[level]
 
 
@@ -87,7 +87,7 @@ def review_blocks(report: RiskReport, pull: PullContext) -> tuple[str, ...]:
         _hot_files(report, pull),
         _cold_files(report),
         _notes(report, pull),
-        f"**What happens next:** {next_step(report.level)}",
+        f"**What happens next:** {what_happens_next(report.level)}",
         _footer(report, pull),
     )
 
