@@ -20,6 +20,7 @@ from github import (
 )
 from github.Repository import Repository as GhRepository
 
+from bot.core.bench import contract
 from bot.core.checks import Check, commit_state
 from bot.core.pulls import PullInfo
 from bot.service.ports import ArtifactUnavailable, DispatchRefused, GitHub, GitHubFactory, PullRequestGone
@@ -359,9 +360,8 @@ class PyGithubClient(GitHub):
                 "GET", url, parameters={"event": "workflow_dispatch", "per_page": _RUNS_SCANNED})
         except UnknownObjectException:  # no such workflow (any more): no such run either
             return None
-        wanted = f"perfbot bench {correlation_id}"
         for run in data.get("workflow_runs") or []:
-            if wanted in (run.get("display_title") or "").split("\n")[0]:
+            if contract.correlation_in((run.get("display_title") or "").split("\n")[0]) == correlation_id:
                 return _workflow_run(run)
         return None
 

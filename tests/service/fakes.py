@@ -11,6 +11,7 @@ from __future__ import annotations
 import itertools
 from dataclasses import dataclass, replace
 
+from bot.core.bench import contract
 from bot.core.checks import Check
 from bot.core.pulls import PullInfo
 from bot.service.ports import DispatchRefused, GitHub, GitHubFactory, PullRequestGone, Queue
@@ -165,10 +166,12 @@ class FakeGitHub(GitHub):
             raise DispatchRefused(404, "Not Found")
         run = WorkflowRun(id=next(self._ids), html_url=f"https://github.com/{repo}/actions/runs/x",
                           status="queued", conclusion=None,
-                          display_title=f"perfbot bench {inputs.get('correlation-id', '')}",
+                          display_title=contract.RUN_NAME.format(correlation_id=inputs.get("correlation-id",
+                                                                                           "")),
                           event="workflow_dispatch", path=f".github/workflows/{workflow}")
         self.runs[run.id] = {"repo": repo, "run": run}
-        self.dispatches.append({"repo": repo, "workflow": workflow, "ref": ref, "inputs": inputs, "run_id": run.id})
+        self.dispatches.append({"repo": repo, "workflow": workflow, "ref": ref, "inputs": inputs,
+                                "run_id": run.id})
         return run if self.run_details else None
 
     def find_run(self, repo, workflow, correlation_id):
@@ -176,7 +179,7 @@ class FakeGitHub(GitHub):
             return None  # GitHub lists a dispatched run a moment after accepting it
         return next((r["run"] for r in reversed(self.runs.values())
                      if r["repo"] == repo and r["run"].path == f".github/workflows/{workflow}"
-                     and f"perfbot bench {correlation_id}" in r["run"].display_title), None)
+                     and contract.correlation_in(r["run"].display_title) == correlation_id), None)
 
     def cancel_run(self, repo, run_id):
         found = self.runs.get(run_id)

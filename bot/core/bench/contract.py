@@ -23,7 +23,7 @@ REQUESTED, DISPATCHING, RUNNING = "requested", "dispatching", "running"
 COMPLETED, FAILED, CANCELLED, SUPERSEDED = "completed", "failed", "cancelled", "superseded"
 ACTIVE = (REQUESTED, DISPATCHING, RUNNING)
 
-RUN_NAME = "perfbot bench {correlation_id}"
+RUN_NAME = "perfbot bench {correlation_id}"  # the run-name of the workflow; correlation_in reads it
 ARTIFACT = "perfbot-results-{correlation_id}"
 CORRELATION_ID = re.compile(r"[A-Za-z0-9._-]{1,64}")
 _IN_TITLE = re.compile(r"(?:^|\s)perfbot bench ([A-Za-z0-9._-]{1,64})(?:\s|$)")
@@ -42,10 +42,6 @@ def work_key(trigger: Trigger, repo: str, subject: str) -> str:
 def correlation_id(key: str) -> str:
     """The request's id for the runner: the same for the same work, unlike for different work."""
     return "pb-" + hashlib.sha256(key.encode()).hexdigest()[:24]
-
-
-def run_name(correlation: str) -> str:
-    return RUN_NAME.format(correlation_id=correlation)
 
 
 def artifact_name(correlation: str) -> str:

@@ -48,7 +48,7 @@ def test_the_correlation_id_follows_the_work_and_the_run_name_carries_it():
     assert contract.correlation_id(key) == contract.correlation_id(key)
     assert contract.correlation_id(key) != contract.correlation_id(contract.work_key("command", "o/r", "124"))
     assert contract.CORRELATION_ID.fullmatch(contract.correlation_id(key))
-    title = contract.run_name(contract.correlation_id(key))
+    title = contract.RUN_NAME.format(correlation_id=contract.correlation_id(key))
     assert contract.correlation_in(title) == contract.correlation_id(key)
     assert contract.correlation_in("Update README.md") is None
     assert contract.correlation_in("fix: perfbot bench") is None
