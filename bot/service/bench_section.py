@@ -7,11 +7,12 @@ import json
 
 from bot.core.bench import contract
 from bot.core.render.bench import BenchSection, SuiteResult
+from bot.core.vocabulary import OUTDATED, PULL_REQUEST_TRIGGERS
 
 from .records import BenchRequest, BenchResult
 from .storage import Store
 
-SHOWN_TRIGGERS = ("command", "auto")  # merge and schedule runs belong to the default branch
+SHOWN_TRIGGERS = PULL_REQUEST_TRIGGERS  # merge and schedule runs belong to the default branch
 
 
 def pull_section(store: Store, repo: str, number: int, head_sha: str | None) -> BenchSection | None:
@@ -25,7 +26,7 @@ def pull_section(store: Store, repo: str, number: int, head_sha: str | None) -> 
     if head_sha is None or newest.head_sha == head_sha:
         return section
     if section.status not in (contract.SUPERSEDED, *contract.ACTIVE):
-        return BenchSection("outdated", newest.base_sha, newest.head_sha, newest.suites, newest.trigger,
+        return BenchSection(OUTDATED, newest.base_sha, newest.head_sha, newest.suites, newest.trigger,
                             newest.requested_by, newest.run_url, newest.conclusion, None, section.results)
     return BenchSection(contract.SUPERSEDED, newest.base_sha, newest.head_sha, newest.suites,
                         newest.trigger, newest.requested_by, newest.run_url)

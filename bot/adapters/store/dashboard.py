@@ -19,6 +19,7 @@ from sqlalchemy import and_, case, func, or_, select, text, true, tuple_
 from sqlalchemy.orm import Session
 
 from bot.core.history.outcome import Measured, merge_outcome
+from bot.core.vocabulary import FLAGGED_LEVELS
 from bot.service.dashboard.ports import (
     BenchOutcome,
     DashboardStore,
@@ -48,7 +49,6 @@ from .tables import (
     TriageEventRow,
 )
 
-FLAGGED_LEVELS = ("medium", "high")
 # Ids this far below a watermark are read again: a row whose transaction committed after one
 # with a higher id would otherwise be skipped. Folding a row in twice changes nothing.
 RESCAN = 200

@@ -11,17 +11,19 @@ from __future__ import annotations
 import hashlib
 import re
 from collections.abc import Sequence
-from typing import Literal
 
 from bot.core.config.schema import BenchConfig
 
-Trigger = Literal["command", "auto", "merge", "schedule"]
-
-# requested: recorded, not yet sent; dispatching: sent to GitHub, its run not yet recorded (a retry
-# looks the run up before sending again); running: GitHub has the run; then one of the ends.
-REQUESTED, DISPATCHING, RUNNING = "requested", "dispatching", "running"
-COMPLETED, FAILED, CANCELLED, SUPERSEDED = "completed", "failed", "cancelled", "superseded"
-ACTIVE = (REQUESTED, DISPATCHING, RUNNING)
+# The states of a request and its triggers are the vocabulary's, re-exported for the contract's readers.
+from bot.core.vocabulary import ACTIVE as ACTIVE
+from bot.core.vocabulary import CANCELLED as CANCELLED
+from bot.core.vocabulary import COMPLETED as COMPLETED
+from bot.core.vocabulary import DISPATCHING as DISPATCHING
+from bot.core.vocabulary import FAILED as FAILED
+from bot.core.vocabulary import REQUESTED as REQUESTED
+from bot.core.vocabulary import RUNNING as RUNNING
+from bot.core.vocabulary import SUPERSEDED as SUPERSEDED
+from bot.core.vocabulary import Trigger as Trigger
 
 RUN_NAME = "perfbot bench {correlation_id}"  # the run-name of the workflow; correlation_in reads it
 ARTIFACT = "perfbot-results-{correlation_id}"

@@ -12,12 +12,13 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 from pydantic_core import ErrorDetails
 
+from bot.core import vocabulary
 from bot.core.config import patterns
 from bot.errors import UserError
 
 RuleKind = Literal["path", "function", "token", "cold", "setup", "dependency"]
 ProfileName = Literal["auto", "generic", "sglang", "vllm"]
-LEVELS = ("none", "low", "medium", "high")
+LEVELS = vocabulary.LEVELS
 
 CONFIG_PATH = ".github/perfbot.yml"
 

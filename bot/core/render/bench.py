@@ -12,13 +12,12 @@ from dataclasses import dataclass, field
 
 from bot.core.render.markdown import code, escape_md, fit
 from bot.core.text import clip
+from bot.core.vocabulary import VERDICT_ICONS, VERDICTS_WORST_FIRST
 
 SECTION_BUDGET = 30_000
 MAX_PROBLEMS = 8
 MAX_TEXT = 300
 
-_VERDICT_ICON = {"regression": "🔴", "improvement": "🟢", "unchanged": "⚪", "inconclusive": "🟡",
-                 "error": "❌"}
 _ENDED = {
     "failure": ("❌", "The benchmark run failed"),
     "cancelled": ("⏹️", "The benchmark run was cancelled"),
@@ -63,9 +62,8 @@ class BenchSection:
     @property
     def verdict(self) -> str | None:
         """The worst verdict of the suites (regression first), None before there are results."""
-        order = ("regression", "error", "inconclusive", "improvement", "unchanged")
         verdicts = {r.verdict for r in self.results}
-        return next((v for v in order if v in verdicts), None)
+        return next((v for v in VERDICTS_WORST_FIRST if v in verdicts), None)
 
 
 def section_markdown(section: BenchSection) -> str:
@@ -94,7 +92,7 @@ def _status_block(section: BenchSection) -> str:
         line = f"⏳ **Benchmarks are running** on the GPU runners: {where}."
     elif section.status == "completed" and section.results:
         verdict = section.verdict or "error"
-        line = f"**Benchmark verdict: {_VERDICT_ICON[verdict]} {verdict}**" + (f" ({run})" if run else "")
+        line = f"**Benchmark verdict: {VERDICT_ICONS[verdict]} {verdict}**" + (f" ({run})" if run else "")
     elif section.status == "cancelled" and section.conclusion is None:
         line = "⏹️ **Benchmark cancelled** before it finished: no verdict. Comment `/bench` to start another."
     else:

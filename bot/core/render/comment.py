@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from bot.core.render.markdown import code, escape_md, fit
 from bot.core.risk.scoring import FileRisk, RiskReport, Signal
 from bot.core.text import clip
+from bot.core.vocabulary import LEVEL_ICONS
 
 MARKER = "<!-- perfbot:risk-review -->"
 GITHUB_LIMIT = 65_536
@@ -24,7 +25,6 @@ MAX_NOTES = 5
 MAX_PATH = 160
 MAX_TEXT = 300
 
-_MARK = {"high": "🔴", "medium": "🟠", "low": "🟡", "none": "⚪"}
 _HEADLINE = {
     "high": "this change touches inference hot paths and is likely to move performance",
     "medium": "this change touches code on or near inference hot paths",
@@ -99,7 +99,7 @@ def fit_review(blocks: Sequence[str], budget: int = BUDGET) -> str:
 
 def _headline(report: RiskReport) -> str:
     return (
-        f"### {_MARK[report.level]} Performance risk: **{report.level}** ({report.score}/100)\n\n"
+        f"### {LEVEL_ICONS[report.level]} Performance risk: **{report.level}** ({report.score}/100)\n\n"
         f"perfbot reviewed the diff: {_HEADLINE[report.level]}."
     )
 

@@ -6,8 +6,7 @@ from bot.core.config.schema import Rule
 from bot.core.render.markdown import code, escape_md
 from bot.core.risk.scoring import FileRisk, RiskReport
 from bot.core.risk.triage import Triage
-
-_LEVEL_MARK = {"high": "🔴", "medium": "🟠", "low": "🟡", "none": "⚪"}
+from bot.core.vocabulary import LEVEL_ICONS
 
 
 def stat_lines(files: list[FileRisk], width: int = 60) -> list[str]:
@@ -69,7 +68,7 @@ def report_text(report: RiskReport, max_reasons: int = 10) -> str:
 
 
 def report_markdown(report: RiskReport, max_reasons: int = 10, max_files: int = 30) -> str:
-    mark = _LEVEL_MARK[report.level]
+    mark = LEVEL_ICONS[report.level]
     lines = [f"### {mark} Performance risk: **{report.level}** ({report.score}/100)", ""]
     if report.signals:
         lines.append("| weight | rule | where | why |")
@@ -122,7 +121,7 @@ def triage_markdown(triage: Triage, max_reasons: int = 3) -> str:
     for rank, item in enumerate(triage.commits, 1):
         c, r = item.commit, item.report
         reasons = "<br>".join(escape_md(s.sentence()) for s in r.signals[:max_reasons])
-        lines.append(f"| {rank} | `{c.sha[:10]}` | {r.score} | {_LEVEL_MARK[r.level]} {r.level} "
+        lines.append(f"| {rank} | `{c.sha[:10]}` | {r.score} | {LEVEL_ICONS[r.level]} {r.level} "
                      f"| {escape_md(c.subject)} | {reasons} |")
     return "\n".join(lines) + "\n"
 

@@ -11,15 +11,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from bot.core.checks import Check
-from bot.core.config.schema import LEVELS, ConfigError, RepoConfig
+from bot.core.config.schema import ConfigError, RepoConfig
 from bot.core.render import comment as render_comment
 from bot.core.risk import diff as diffs
 from bot.core.risk import ruleset
 from bot.core.risk.scoring import RiskReport, Signal, score
+from bot.core.vocabulary import FLAGGED_LEVELS, reaches
 
 CHECK_NAME = "perfbot / risk"
 LABEL_PREFIX = "perf-risk: "
-LABELLED_LEVELS = ("high", "medium")
 MAX_REASONS = 20  # what the dashboard keeps of a merge's reasons
 
 
@@ -74,7 +74,7 @@ def assess(facts: PullFacts) -> tuple[RiskReport, str | None]:
 def worth_a_comment(level: str, threshold: str, news: bool) -> bool:
     """Quiet by default: a new comment only from the config's level up (medium unless set), or
     when there is ``news`` (a benchmark, a config problem); below it the check run says enough."""
-    return news or LEVELS.index(level) >= LEVELS.index(threshold)
+    return news or reaches(level, threshold)
 
 
 def plan(facts: PullFacts) -> ReviewPlan:
@@ -82,7 +82,7 @@ def plan(facts: PullFacts) -> ReviewPlan:
     report, config_error = assess(facts)
     pull = render_comment.PullContext(facts.html_url, facts.head_sha, facts.default_branch, config_error)
     blocks = render_comment.review_blocks(report, pull)
-    labelled = report.level in LABELLED_LEVELS
+    labelled = report.level in FLAGGED_LEVELS
     return ReviewPlan(
         head_sha=facts.head_sha, score=report.score, level=report.level, blocks=blocks,
         wants_comment=worth_a_comment(report.level, facts.config.risk.comment, news=config_error is not None),

@@ -7,10 +7,12 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from bot.core import vocabulary
+
 from ..records import Ack, Merge
 
-LEVELS = ("high", "medium", "low", "none")
-VERDICTS = ("regression", "error", "inconclusive", "improvement", "unchanged", "none")  # none: not measured
+LEVELS = tuple(reversed(vocabulary.LEVELS))  # the filters list the riskiest first
+VERDICTS = (*vocabulary.VERDICTS_WORST_FIRST, "none")  # none: not measured
 TRIAGE_STATES = ("acknowledged", "confirmed", "false_alarm", "reverted", "fixed")
 STATES = ("open", *TRIAGE_STATES)  # open: nobody triaged or acknowledged it yet
 SORTS = ("merged", "risk", "change", "repo")

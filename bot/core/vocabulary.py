@@ -1,0 +1,35 @@
+"""The words perfbot decides with and shows, defined once: risk levels, verdicts, the states of a
+benchmark request, what triggers one, and their order and icons. Every layer reads them from here."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+# Risk levels, lowest first: a level "reaches" another when it is at or after it here.
+Level = Literal["none", "low", "medium", "high"]
+LEVELS: tuple[str, ...] = ("none", "low", "medium", "high")
+FLAGGED_LEVELS: tuple[str, ...] = ("medium", "high")  # labelled on the PR, flagged on the dashboard
+LEVEL_ICONS: dict[str, str] = {"high": "🔴", "medium": "🟠", "low": "🟡", "none": "⚪"}
+
+# Verdicts of a comparison, worst first: a section of several suites says its worst one.
+Verdict = Literal["regression", "improvement", "unchanged", "inconclusive", "error"]
+VERDICTS_WORST_FIRST: tuple[Verdict, ...] = (
+    "regression", "error", "inconclusive", "improvement", "unchanged")
+CLAIMS: tuple[Verdict, ...] = ("regression", "improvement")  # the verdicts that say the change moved speed
+VERDICT_ICONS: dict[str, str] = {
+    "regression": "🔴", "improvement": "🟢", "unchanged": "⚪", "inconclusive": "🟡", "error": "❌"}
+
+# What starts a benchmark request, and the states it goes through.
+Trigger = Literal["command", "auto", "merge", "schedule"]
+PULL_REQUEST_TRIGGERS: tuple[Trigger, ...] = ("command", "auto")  # on the PR; merge, schedule: the branch
+# requested: recorded, not yet sent; dispatching: sent to GitHub, its run not yet recorded (a retry
+# looks the run up before sending again); running: GitHub has the run; then one of the ends.
+REQUESTED, DISPATCHING, RUNNING = "requested", "dispatching", "running"
+COMPLETED, FAILED, CANCELLED, SUPERSEDED = "completed", "failed", "cancelled", "superseded"
+ACTIVE = (REQUESTED, DISPATCHING, RUNNING)
+OUTDATED = "outdated"  # shown, never stored: the newest benchmark measured an earlier head
+
+
+def reaches(level: str, threshold: str) -> bool:
+    """Whether risk ``level`` is at or above ``threshold`` (both levels)."""
+    return LEVELS.index(level) >= LEVELS.index(threshold)
