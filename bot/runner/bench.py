@@ -21,7 +21,7 @@ from bot.adapters.git_repo import GitRepo
 from bot.core.config.schema import BenchConfig
 from bot.core.judge.results import SIDES, Revision, problem
 
-from . import adaptive, fingerprint, summary
+from . import adaptive, fingerprint, scope, summary
 from .progress import Progress
 from .results import ResultsFile, out_path
 from .rounds import child_env, describe_failure, run_command, run_round
@@ -104,6 +104,10 @@ def plan(options: BenchOptions, config: BenchConfig) -> Plan:
         head_sha = repo.resolve(options.head)
     if not options.suites:
         raise BenchError("name at least one --suite")
+    try:
+        scope.strategy()
+    except scope.ScopeError as error:
+        raise BenchError(str(error)) from None
     engine = interpreter(options.python or config.python or DEFAULT_PYTHON)
     suites = [make_suite(name, config, options.command, engine) for name in dict.fromkeys(options.suites)]
     for suite in suites:
@@ -142,7 +146,8 @@ def run(options: BenchOptions, config: BenchConfig, progress: Progress,
     keeps GOOD's); then only head is checked out.
     """
     p = plan(options, config)
-    progress.say(f"fingerprinting the machine (base {p.base_sha[:10]}, head {p.head_sha[:10]})")
+    progress.say(f"fingerprinting the machine (base {p.base_sha[:10]}, head {p.head_sha[:10]}); every "
+                 f"benchmark process runs in a scope of its own: {scope.strategy().name}")
     machine = fingerprint.machine(p.suites[0].python)
     outcomes = []
     with Worktrees(p.repo) as scratch:
