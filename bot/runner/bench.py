@@ -53,6 +53,7 @@ class BenchOptions:
     repo_name: str | None = None
     summary_path: Path | None = None
     python: str | None = None
+    written: dict[Path, str] = field(default_factory=dict)  # the results files' SHA-256, as written
 
 
 @dataclass
@@ -194,7 +195,8 @@ def new_results(p: Plan, suite: Suite, machine: dict, options: BenchOptions) -> 
     try:
         base, head = (Revision(sha=sha, fingerprint={**machine, "git": fingerprint.checkout(p.repo, sha)})
                       for sha in (p.base_sha, p.head_sha))
-        results = ResultsFile(path, suite.name, name, base, head, suite.metrics, settings)
+        results = ResultsFile(path, suite.name, name, base, head, suite.metrics, settings,
+                              ledger=options.written)
         results.write()
     except ValidationError as error:
         raise BenchError(f"{path}: this run cannot be recorded: {problem(error)}") from None

@@ -350,3 +350,15 @@ def _check_runnable(program: str, cwd: Path, env: dict[str, str]) -> None:
             raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), program)
     elif shutil.which(program, path=env.get("PATH", os.defpath)) is None:
         raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), program)
+
+
+_PR_SET_DUMPABLE = 4
+
+
+def hide_from_benchmarks() -> None:
+    """Make perfbot's own process one that its benchmarks (the runner's user, not root) cannot trace
+    or read: ``PR_SET_DUMPABLE`` 0 gives ``/proc/PID/environ``, ``fd/``, ``mem`` and ``ptrace`` to
+    root only. Its command line stays readable by all, so it names no path a benchmark must not find.
+    Every program perfbot starts is dumpable again (``execve`` resets it), as it would be elsewhere."""
+    if sys.platform.startswith("linux"):
+        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0)

@@ -33,6 +33,9 @@ class Runner:
             file.write_text("")
         (tmp_path / "runner-temp").mkdir()
         self.temp = tmp_path / "runner-temp"
+        self.tool_cache = tmp_path / "tool-cache"
+        # The id by which the runner finds, after the job, the processes the job left behind.
+        self.tracking_id = f"github_{os.urandom(8).hex()}"
         self.steps: dict[str, dict[str, str]] = {}
         self.path = [str(Path(sys.executable).parent), *os.environ["PATH"].split(os.pathsep)]
         # GitHub starts every step in the workspace: the checkout under test.
@@ -59,7 +62,8 @@ class Runner:
         env.update({f"INPUT_{name.upper().replace('-', '_')}": value for name, value in self.inputs.items()})
         env.update(GITHUB_OUTPUT=str(self.files["output"]), GITHUB_STEP_SUMMARY=str(self.files["summary"]),
                    GITHUB_PATH=str(self.files["path"]), GITHUB_ENV=str(self.files["env"]),
-                   GITHUB_ACTION_PATH=str(ROOT), RUNNER_TEMP=str(self.temp), PATH=os.pathsep.join(self.path))
+                   GITHUB_ACTION_PATH=str(ROOT), RUNNER_TEMP=str(self.temp), RUNNER_TOOL_CACHE=str(self.tool_cache),
+                   RUNNER_TRACKING_ID=self.tracking_id, PATH=os.pathsep.join(self.path))
         env.update(self.secrets)
         env.update({key: self.evaluate(value) for key, value in step.get("env", {}).items()})
         return env
@@ -73,9 +77,10 @@ class Runner:
         self.path[:0] = reversed(self.files["path"].read_text().split())
         return done
 
-    def run(self) -> tuple[dict[str, subprocess.CompletedProcess], dict]:
+    def run(self, after_step=None) -> tuple[dict[str, subprocess.CompletedProcess], dict]:
         """Run the steps in order as GitHub does after a failure; return the results of those that ran
-        (by id, else name) and the upload step's inputs."""
+        (by id, else name) and the upload step's inputs. ``after_step(id)``: called after each step
+        that ran (what else could happen on the machine between two steps)."""
         done, upload, failed = {}, None, False
         for step in ACTION["runs"]["steps"]:
             # After a failure GitHub runs only the steps whose condition asks for it.
@@ -87,6 +92,8 @@ class Runner:
                 continue
             result = done[step.get("id", step["name"])] = self.run_step(step)
             failed = failed or result.returncode != 0
+            if after_step is not None:
+                after_step(step.get("id", step["name"]))
         return done, upload
 
     def outputs(self) -> dict[str, str]:
