@@ -28,6 +28,8 @@ from .rounds import child_env, describe_failure, run_command, run_round
 from .schedule import pair_order, warmup_order
 from .suites import Suite, make_suite
 from .suites.base import RoundContext
+from .suites.sglang_eagle3 import SglangEagle3Bench
+from .suites.verify_step import VerifyStepBench
 from .worktrees import Worktrees
 
 
@@ -150,6 +152,7 @@ def run(options: BenchOptions, config: BenchConfig, progress: Progress,
     progress.say(f"fingerprinting the machine (base {p.base_sha[:10]}, head {p.head_sha[:10]}); every "
                  f"benchmark process runs in a scope of its own: {scope.strategy().name}")
     machine = fingerprint.machine(p.suites[0].python)
+    check_torch(p.suites, machine)
     outcomes = []
     with Worktrees(p.repo) as scratch:
         trees = {"base": base_tree or scratch.add("base", p.base_sha),
@@ -160,6 +163,23 @@ def run(options: BenchOptions, config: BenchConfig, progress: Progress,
             if options.stop_on_failure and outcome.failed_rounds:
                 break
     return outcomes
+
+
+TORCH_SUITES = (VerifyStepBench, SglangEagle3Bench)
+
+
+def check_torch(suites: list[Suite], machine: dict) -> None:
+    """Refuse at once a suite that runs torch in an interpreter without it, instead of failing every
+    round; ``machine``: the fingerprint, which asked the first suite's interpreter already."""
+    for suite in suites:
+        if not isinstance(suite, TORCH_SUITES) or suite.python is None:
+            continue
+        stack = machine if suite.python == suites[0].python else fingerprint.python_stack(suite.python)
+        if "torch" not in stack:
+            why = stack.get("torch_error") or "it did not answer perfbot's probe"
+            raise BenchError(f"{suite.python}: this interpreter cannot import torch ({why}), and suite "
+                             f"'{suite.name}' runs torch: name the engine's interpreter with --python (the "
+                             f"action's engine-python) or bench.python")
 
 
 def run_suite(p: Plan, suite: Suite, trees: dict[str, Path], scratch: Path, machine: dict,

@@ -19,7 +19,7 @@ chosen once per perfbot process (`strategy`):
 
 Either way, the end is the same sweep: the command's descendants, the processes re-parented to
 perfbot during the command, and every process whose environment carries the command's random token
-(`TOKEN_VARIABLE`), each with all its descendants, are sent SIGTERM, then stopped (SIGSTOP, until no
+(`SCOPE_VARIABLE`), each with all its descendants, are sent SIGTERM, then stopped (SIGSTOP, until no
 new one appears, so that none can fork away) and killed (SIGKILL), and perfbot reaps those that are
 its children. Processes that perfbot itself started for other purposes (probes, git) stay in
 perfbot's session and are never members.
@@ -41,7 +41,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-TOKEN_VARIABLE = "PERFBOT_SCOPE"
+SCOPE_VARIABLE = "PERFBOT_SCOPE"  # holds the scope's random id
 STRATEGY_VARIABLE = "PERFBOT_ROUND_SCOPE"
 STRATEGIES = ("auto", "pid-namespace", "processes")
 GRACE_SECONDS = 5  # between SIGTERM and SIGKILL for a command still running
@@ -144,7 +144,7 @@ class Scope:
     def popen(self, argv: Sequence[str], cwd: Path, env: dict[str, str], stdout: object, stderr: object
               ) -> subprocess.Popen:
         """Start ``argv`` in this scope: its own session, the scope's token in its environment."""
-        env = {**env, TOKEN_VARIABLE: self.token}
+        env = {**env, SCOPE_VARIABLE: self.token}
         _check_runnable(argv[0], cwd, env)
         self._before = frozenset(_children_of(os.getpid(), _table()))
         command, pass_fds, write = list(argv), (), None
@@ -172,7 +172,8 @@ class Scope:
 
     def returncode(self) -> int:
         """How the command ended, as `subprocess` says it (negative: the signal that killed it)."""
-        assert self.process is not None and self.process.returncode is not None
+        if self.process is None or self.process.returncode is None:
+            raise RuntimeError("returncode() before the command ended")
         if self._report is None:
             return self.process.returncode
         with os.fdopen(self._report, "rb") as report:
@@ -285,7 +286,7 @@ def _carries(pid: int, token: str) -> bool:
         environ = Path(f"/proc/{pid}/environ").read_bytes()
     except OSError:
         return False
-    return f"{TOKEN_VARIABLE}={token}".encode() in environ.split(b"\0")
+    return f"{SCOPE_VARIABLE}={token}".encode() in environ.split(b"\0")
 
 
 def _signal_all(pids: Iterable[int], sig: signal.Signals) -> None:

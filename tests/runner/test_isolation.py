@@ -128,8 +128,8 @@ def test_the_installed_perfbot_is_its_own_venv_made_and_filled_by_the_real_venv_
     system's site packages or torch, made by the real `venv` and `pip`, then the same run."""
     runner, steps, upload, markers = run_action(hijacked, tmp_path, install="true", python=sys.executable,
                                                 **{"engine-python": str(engine_python(tmp_path))})
-    venv = runner.temp / "perfbot-venv"
-    assert runner.steps["install"]["perfbot"] == str(venv / "bin" / "perfbot")
+    venv = Path(runner.steps["install"]["perfbot"]).parent.parent
+    assert venv.parent == runner.tool_cache / "perfbot"
     assert "include-system-site-packages = false" in (venv / "pyvenv.cfg").read_text()
     assert not list(venv.glob("lib/python*/site-packages/torch"))
     assert_nothing_was_hijacked(runner, steps, upload, markers)
