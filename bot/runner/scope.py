@@ -27,6 +27,7 @@ perfbot's session and are never members.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import errno
 import functools
@@ -40,6 +41,7 @@ import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import IO
 
 SCOPE_VARIABLE = "PERFBOT_SCOPE"  # holds the scope's random id
 STRATEGY_VARIABLE = "PERFBOT_ROUND_SCOPE"
@@ -139,15 +141,17 @@ class Scope:
     token: str = field(default_factory=lambda: secrets.token_hex(16))
     process: subprocess.Popen | None = None
     _before: frozenset[tuple[int, int]] = frozenset()
-    _report: int | None = None
+    _report: int | None = None  # read end of the pipe on which a namespace's init says how the command ended
+    _said: str | None = None
 
-    def popen(self, argv: Sequence[str], cwd: Path, env: dict[str, str], stdout: object, stderr: object
+    def popen(self, argv: Sequence[str], cwd: Path, env: dict[str, str], stdout: IO[bytes], stderr: IO[bytes]
               ) -> subprocess.Popen:
         """Start ``argv`` in this scope: its own session, the scope's token in its environment."""
         env = {**env, SCOPE_VARIABLE: self.token}
         _check_runnable(argv[0], cwd, env)
         self._before = frozenset(_children_of(os.getpid(), _table()))
-        command, pass_fds, write = list(argv), (), None
+        command, write = list(argv), None
+        pass_fds: tuple[int, ...] = ()
         if self.strategy.name == "pid-namespace":
             self._report, write = os.pipe()
             pass_fds = (write,)
@@ -171,19 +175,17 @@ class Scope:
         return self.process
 
     def returncode(self) -> int:
-        """How the command ended, as `subprocess` says it (negative: the signal that killed it)."""
+        """How the command ended, as `subprocess` says it (negative: the signal that killed it);
+        after `end`."""
         if self.process is None or self.process.returncode is None:
-            raise RuntimeError("returncode() before the command ended")
-        if self._report is None:
+            raise RuntimeError("returncode() before the scope ended")
+        if self._said is None:
             return self.process.returncode
-        with os.fdopen(self._report, "rb") as report:
-            self._report = None
-            said = report.read(64).decode(errors="replace")
-        if said.startswith("spawn "):
-            code = int(said.split()[1])
+        if self._said.startswith("spawn "):
+            code = int(self._said.split()[1])
             raise OSError(code, os.strerror(code))
         try:
-            return int(said)
+            return int(self._said)
         except ValueError:  # the init itself was killed: what unshare says is all there is
             return self.process.returncode
 
@@ -194,6 +196,14 @@ class Scope:
         finally:
             if self.strategy.name != "session":
                 _subreaper(False)
+            if self._report is not None:  # the init wrote before it exited; never wait for more
+                os.set_blocking(self._report, False)
+                with os.fdopen(self._report, "rb") as report:
+                    self._report = None
+                    try:
+                        self._said = (report.read(64) or b"").decode(errors="replace")
+                    except BlockingIOError:
+                        self._said = ""
 
     def _end(self) -> None:
         process = self.process
@@ -206,10 +216,8 @@ class Scope:
         members = self.members()
         _signal_all(members, signal.SIGTERM)
         if running:
-            try:
+            with contextlib.suppress(subprocess.TimeoutExpired):
                 process.wait(timeout=GRACE_SECONDS)
-            except subprocess.TimeoutExpired:
-                pass
         elif members:
             time.sleep(_LEFTOVER_GRACE)
         stopped: set[int] = set()
@@ -291,10 +299,8 @@ def _carries(pid: int, token: str) -> bool:
 
 def _signal_all(pids: Iterable[int], sig: signal.Signals) -> None:
     for pid in pids:
-        try:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
             os.kill(pid, sig)
-        except (ProcessLookupError, PermissionError):
-            pass
 
 
 def _reap(pids: set[int]) -> None:
@@ -309,10 +315,8 @@ def _reap(pids: set[int]) -> None:
             if member is None:
                 left.discard(pid)
             elif member.state == "Z" and member.parent == own:
-                try:
+                with contextlib.suppress(ChildProcessError):
                     os.waitpid(pid, 0)
-                except ChildProcessError:
-                    pass
                 left.discard(pid)
             elif member.state == "Z":
                 left.discard(pid)  # its parent, a member too, is dead or dying: it reaps or is reaped
