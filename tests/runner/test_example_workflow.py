@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import math
 import re
+import subprocess
 import tomllib
 from pathlib import Path
 
+import pytest
 import yaml
 from hypothesis import assume, given
 from hypothesis import strategies as st
@@ -122,8 +124,27 @@ def test_the_head_is_checked_out_with_full_history_and_no_credentials():
     assert CHECKOUT["with"] == {"ref": "${{ inputs.head-sha }}", "fetch-depth": 0, "persist-credentials": False}
 
 
+def test_every_action_is_pinned_by_a_full_commit_sha_with_its_version():
+    for step in JOB["steps"]:
+        assert re.fullmatch(r"[\w.-]+/[\w.-]+@[0-9a-f]{40}", step["uses"]), step["uses"]
+        assert re.search(rf"- uses: {re.escape(step['uses'])}  # v\d+\.\d+\.\d+\n", TEXT), step["uses"]
+    assert f"{PERFBOT['uses']}  # v{project_version()}\n" in TEXT
+
+
+def test_the_perfbot_action_is_pinned_to_a_commit_whose_action_is_this_one():
+    """The pin names a commit of this repository whose action.yml is the one beside this workflow:
+    changing action.yml means pinning the commit that holds the change."""
+    sha = PERFBOT["uses"].removeprefix("perfbot/perfbot@")
+    if not (ROOT / ".git").exists():
+        pytest.skip("not a git checkout: the pinned commit cannot be read")
+    shown = subprocess.run(["git", "-C", str(ROOT), "show", f"{sha}:action.yml"], capture_output=True, text=True,
+                           check=False)
+    assert shown.returncode == 0, f"{sha} is not a commit of this repository: {shown.stderr.strip()}"
+    assert shown.stdout == (ROOT / "action.yml").read_text(), f"{sha}'s action.yml is not this one: pin again"
+
+
 def test_the_action_gets_every_dispatched_input_under_its_own_name():
-    assert PERFBOT["uses"] == f"perfbot/perfbot@v{project_version()}"
+    assert PERFBOT["uses"].startswith("perfbot/perfbot@")
     given = PERFBOT["with"]
     required = {name for name, spec in ACTION["inputs"].items() if spec.get("required")}
     assert required <= set(given) <= set(ACTION["inputs"])
