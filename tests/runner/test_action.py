@@ -8,10 +8,14 @@ import re
 import shutil
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 import pytest
 import yaml
+from packaging.requirements import Requirement
+
+from tests.test_install_roles import read_lock
 
 ROOT = Path(__file__).resolve().parents[2]
 ACTION = yaml.safe_load((ROOT / "action.yml").read_text())
@@ -332,6 +336,19 @@ def test_every_action_it_uses_is_pinned_by_a_full_commit_sha_with_its_version():
     for reference in uses:
         assert re.fullmatch(r"[\w.-]+/[\w./-]+@[0-9a-f]{40}", reference), reference
         assert re.search(rf"uses: {re.escape(reference)}  # v\d+\.\d+\.\d+\n", text), reference
+
+
+def test_the_build_backend_is_locked_with_hashes_at_versions_pyproject_accepts():
+    lock = read_lock(ROOT / "requirements" / "build.txt")
+    assert all(pin.hashes for pin in lock.values())
+    backend = tomllib.loads((ROOT / "pyproject.toml").read_text())["build-system"]["requires"]
+    for line in backend + [line for line in (ROOT / "requirements" / "build.in").read_text().splitlines()
+                           if line.strip() and not line.startswith("#")]:
+        requirement = Requirement(line)
+        assert requirement.specifier.contains(lock[requirement.name.lower()].version), line
+    # Both installs of perfbot take it from there and build without isolation or an index.
+    for text in ((ROOT / "action.yml").read_text(), (ROOT / "runner.Dockerfile").read_text()):
+        assert "requirements/build.txt" in text and "--no-build-isolation --no-index" in text
 
 
 def test_every_script_reads_inputs_from_the_environment_only():
