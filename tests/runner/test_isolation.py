@@ -105,6 +105,8 @@ def assert_nothing_was_hijacked(runner, steps, upload, markers):
     assert TOKENS["HF_TOKEN"] not in own
     for name in ("GITHUB_OUTPUT", "GITHUB_ENV", "GITHUB_PATH", "GITHUB_STEP_SUMMARY", "RUNNER_TEMP"):
         assert f"{name}=" not in reachable
+    # The one runner variable it has: the id by which the runner ends, after the job, what it left.
+    assert f"RUNNER_TRACKING_ID={runner.tracking_id}\n" in own
     # GitHub's files hold only what the action wrote.
     assert runner.files["env"].read_text() == runner.files["path"].read_text() == ""
     assert "improvement" not in runner.files["summary"].read_text().split("###")[0]
