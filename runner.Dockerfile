@@ -20,13 +20,18 @@ RUN apt-get update \
  && apt-get install -y --no-install-recommends "${PYTHON}" "${PYTHON}-venv" \
  && rm -rf /var/lib/apt/lists/*
 COPY pyproject.toml README.md LICENSE /tmp/perfbot-src/
-COPY requirements/runner.txt /tmp/perfbot-src/requirements/
+COPY requirements/runner.txt requirements/build.txt /tmp/perfbot-src/requirements/
 COPY bot /tmp/perfbot-src/bot
 # Not on PATH itself: `python3` in a job must stay the engine's. Only the command is linked.
+# Everything from hashed locks, the build backend included: perfbot is built without build
+# isolation and without an index, so that nothing unpinned is fetched.
 RUN "${PYTHON}" -I -m venv /opt/perfbot \
  && /opt/perfbot/bin/python -I -m pip install --no-cache-dir --disable-pip-version-check --require-hashes \
+      -r /tmp/perfbot-src/requirements/build.txt \
+ && /opt/perfbot/bin/python -I -m pip install --no-cache-dir --disable-pip-version-check --require-hashes \
       -r /tmp/perfbot-src/requirements/runner.txt \
- && /opt/perfbot/bin/python -I -m pip install --no-cache-dir --disable-pip-version-check --no-deps /tmp/perfbot-src \
+ && /opt/perfbot/bin/python -I -m pip install --no-cache-dir --disable-pip-version-check --no-deps \
+      --no-build-isolation --no-index /tmp/perfbot-src \
  && rm -rf /tmp/perfbot-src \
  && ln -s /opt/perfbot/bin/perfbot /usr/local/bin/perfbot \
  && /usr/local/bin/perfbot bench --help > /dev/null

@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import argparse
+import hashlib
 import os
+import secrets
 import sys
 from pathlib import Path
 
 from bot.adapters.git_repo import GitRepo
 from bot.core.config.schema import CONFIG_PATH, RepoConfig
 from bot.core.config.source import ConfigSource
-from bot.runner import bench
+from bot.runner import bench, scope
 from bot.runner import report as results_report
 from bot.runner.progress import Progress
 from bot.runner.suites import BUILT_IN
@@ -39,8 +41,9 @@ def setup(subparsers) -> None:
                      help="keep adding rounds while inconclusive, up to N per side (default: --rounds)")
     run.add_argument("--timeout", type=positive_float, metavar="S", help="seconds one round may take")
     run.add_argument("--aa", action="store_true", help="A/A noise run: --base on both sides")
-    run.add_argument("--out", default="results.json", metavar="FILE",
-                     help="results file; with several suites, FILE's stem + .SUITE.json for each")
+    run.add_argument("--out", metavar="FILE",
+                     help="results file; with several suites, FILE's stem + .SUITE.json for each (default: "
+                          "$PERFBOT_BENCH_OUT, else results.json)")
     run.add_argument("--config", metavar="FILE",
                      help=f"config (YAML); default: {CONFIG_PATH} at the base revision")
     run.add_argument("--command", metavar="CMD", help="the command of the built-in 'command' suite")
@@ -53,8 +56,12 @@ def setup(subparsers) -> None:
                      help="the engine's interpreter, which the suites run and the fingerprint asks for "
                           "versions (default: bench.python, else python3 on PATH)")
     run.add_argument("--summary", metavar="FILE",
-                     help="append a Markdown summary of the rounds to FILE (default: $GITHUB_STEP_SUMMARY "
-                          "when set)")
+                     help="append a Markdown summary of the rounds to FILE (default: $PERFBOT_BENCH_SUMMARY, "
+                          "else $GITHUB_STEP_SUMMARY when set)")
+    run.add_argument("--github-output-fd", type=non_negative_int, metavar="FD",
+                     help="when the run ends, write the SHA-256 of every file it wrote to the open file "
+                          "descriptor FD, as the GitHub Actions step output results-sha256 (the action opens "
+                          "FD on $GITHUB_OUTPUT and checks the files against it before uploading them)")
     run.add_argument("--quiet", action="store_true", help="no progress lines")
     run.set_defaults(run=run_bench)
     report = verbs.add_parser(
@@ -90,20 +97,46 @@ def positive_float(text: str) -> float:
 
 
 def run_bench(args: argparse.Namespace) -> int:
-    summary = args.summary or os.environ.get("GITHUB_STEP_SUMMARY")
+    # The action names where perfbot writes in its environment, not its command line, which every
+    # process of the machine can read; and no benchmark may read perfbot's environment or memory.
+    scope.hide_from_benchmarks()
+    summary = args.summary or os.environ.get("PERFBOT_BENCH_SUMMARY") or os.environ.get("GITHUB_STEP_SUMMARY")
+    out = args.out or os.environ.get("PERFBOT_BENCH_OUT") or "results.json"
     options = bench.BenchOptions(
-        repo=Path(args.repo), base=args.base, head=args.head, suites=args.suites or [], out=Path(args.out),
+        repo=Path(args.repo), base=args.base, head=args.head, suites=args.suites or [], out=Path(out),
         rounds=args.rounds, warmup=args.warmup, max_rounds=args.max_rounds, timeout=args.timeout, aa=args.aa,
         command=args.command, stop_on_failure=args.stop_on_failure, allow_dirty=args.allow_dirty,
         repo_name=args.repo_name or os.environ.get("GITHUB_REPOSITORY"),
         summary_path=Path(summary) if summary else None, python=args.python)
-    config = bench_config(args.config, options)
-    stop_on_sigterm()
     try:
-        outcomes = bench.run(options, config.bench, Progress(enabled=not args.quiet))
-    except (bench.BenchError, SuiteError) as error:
-        raise UsageError(str(error)) from None
-    return report(outcomes)
+        config = bench_config(args.config, options)
+        stop_on_sigterm()
+        try:
+            outcomes = bench.run(options, config.bench, Progress(enabled=not args.quiet))
+        except (bench.BenchError, SuiteError) as error:
+            raise UsageError(str(error)) from None
+        return report(outcomes)
+    finally:
+        if args.github_output_fd is not None:
+            record_digests(args.github_output_fd, options)
+
+
+def record_digests(fd: int, options: bench.BenchOptions) -> None:
+    """The SHA-256 of every file this run wrote into the results file's folder, as a step output
+    (``sha256sum`` lines, so that the action checks them with ``sha256sum --check``): the results
+    files from the bytes written, the rounds' summary as it stands now that no benchmark runs."""
+    folder = options.out.parent
+    digests = {path.name: digest for path, digest in options.written.items() if path.parent == folder}
+    summary = options.summary_path
+    if summary is not None and summary.parent == folder and summary.is_file():
+        digests[summary.name] = hashlib.sha256(summary.read_bytes()).hexdigest()
+    delimiter = f"perfbot-{secrets.token_hex(16)}"
+    lines = [f"results-sha256<<{delimiter}", *(f"{digests[name]}  {name}" for name in sorted(digests)),
+             delimiter, ""]
+    try:
+        os.write(fd, "\n".join(lines).encode())
+    except OSError as error:
+        raise UsageError(f"--github-output-fd {fd}: cannot write ({error.strerror})") from None
 
 
 def run_report(args: argparse.Namespace) -> int:

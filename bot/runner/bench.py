@@ -21,13 +21,15 @@ from bot.adapters.git_repo import GitRepo
 from bot.core.config.schema import BenchConfig
 from bot.core.judge.results import SIDES, Revision, problem
 
-from . import adaptive, fingerprint, summary
+from . import adaptive, fingerprint, scope, summary
 from .progress import Progress
 from .results import ResultsFile, out_path
 from .rounds import child_env, describe_failure, run_command, run_round
 from .schedule import pair_order, warmup_order
 from .suites import Suite, make_suite
 from .suites.base import RoundContext
+from .suites.sglang_eagle3 import SglangEagle3Bench
+from .suites.verify_step import VerifyStepBench
 from .worktrees import Worktrees
 
 
@@ -53,6 +55,7 @@ class BenchOptions:
     repo_name: str | None = None
     summary_path: Path | None = None
     python: str | None = None
+    written: dict[Path, str] = field(default_factory=dict)  # the results files' SHA-256, as written
 
 
 @dataclass
@@ -104,6 +107,10 @@ def plan(options: BenchOptions, config: BenchConfig) -> Plan:
         head_sha = repo.resolve(options.head)
     if not options.suites:
         raise BenchError("name at least one --suite")
+    try:
+        scope.strategy()
+    except scope.ScopeError as error:
+        raise BenchError(str(error)) from None
     engine = interpreter(options.python or config.python or DEFAULT_PYTHON)
     suites = [make_suite(name, config, options.command, engine) for name in dict.fromkeys(options.suites)]
     for suite in suites:
@@ -142,8 +149,10 @@ def run(options: BenchOptions, config: BenchConfig, progress: Progress,
     keeps GOOD's); then only head is checked out.
     """
     p = plan(options, config)
-    progress.say(f"fingerprinting the machine (base {p.base_sha[:10]}, head {p.head_sha[:10]})")
+    progress.say(f"fingerprinting the machine (base {p.base_sha[:10]}, head {p.head_sha[:10]}); every "
+                 f"benchmark process runs in a scope of its own: {scope.strategy().name}")
     machine = fingerprint.machine(p.suites[0].python)
+    check_torch(p.suites, machine)
     outcomes = []
     with Worktrees(p.repo) as scratch:
         trees = {"base": base_tree or scratch.add("base", p.base_sha),
@@ -154,6 +163,23 @@ def run(options: BenchOptions, config: BenchConfig, progress: Progress,
             if options.stop_on_failure and outcome.failed_rounds:
                 break
     return outcomes
+
+
+TORCH_SUITES = (VerifyStepBench, SglangEagle3Bench)
+
+
+def check_torch(suites: list[Suite], machine: dict) -> None:
+    """Refuse at once a suite that runs torch in an interpreter without it, instead of failing every
+    round; ``machine``: the fingerprint, which asked the first suite's interpreter already."""
+    for suite in suites:
+        if not isinstance(suite, TORCH_SUITES) or suite.python is None:
+            continue
+        stack = machine if suite.python == suites[0].python else fingerprint.python_stack(suite.python)
+        if "torch" not in stack:
+            why = stack.get("torch_error") or "it did not answer perfbot's probe"
+            raise BenchError(f"{suite.python}: this interpreter cannot import torch ({why}), and suite "
+                             f"'{suite.name}' runs torch: name the engine's interpreter with --python (the "
+                             f"action's engine-python) or bench.python")
 
 
 def run_suite(p: Plan, suite: Suite, trees: dict[str, Path], scratch: Path, machine: dict,
@@ -189,7 +215,8 @@ def new_results(p: Plan, suite: Suite, machine: dict, options: BenchOptions) -> 
     try:
         base, head = (Revision(sha=sha, fingerprint={**machine, "git": fingerprint.checkout(p.repo, sha)})
                       for sha in (p.base_sha, p.head_sha))
-        results = ResultsFile(path, suite.name, name, base, head, suite.metrics, settings)
+        results = ResultsFile(path, suite.name, name, base, head, suite.metrics, settings,
+                              ledger=options.written)
         results.write()
     except ValidationError as error:
         raise BenchError(f"{path}: this run cannot be recorded: {problem(error)}") from None

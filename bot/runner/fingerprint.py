@@ -22,7 +22,7 @@ from pathlib import Path
 
 from bot.adapters.git_repo import GitRepo
 
-from .environment import benchmark_env
+from .environment import benchmark_env, secret_like, secret_value
 
 ENV_PREFIXES = ("NCCL_", "CUDA_", "TORCH_", "SGLANG_", "VLLM_", "NVSHMEM_", "PYTORCH_")
 GPU_FIELDS = (
@@ -130,9 +130,12 @@ def cpu_model(cpuinfo: str | None) -> str | None:
 
 
 def env_vars(environ: dict[str, str] | None = None) -> dict[str, str]:
-    """The variables that tune the GPU stack, as the benchmarks see them (secret-looking ones never)."""
+    """The variables that tune the GPU stack, as the benchmarks see them; a secret-looking one never,
+    even one that ``bench.pass_env`` names exactly: the results file is read by everyone who can read
+    the pull request."""
     source = benchmark_env() if environ is None else environ
-    return {key: source[key] for key in sorted(source) if key.startswith(ENV_PREFIXES)}
+    return {key: source[key] for key in sorted(source)
+            if key.startswith(ENV_PREFIXES) and not secret_like(key) and not secret_value(source[key])}
 
 
 def nvidia_gpus() -> list[dict]:

@@ -11,6 +11,7 @@ when it was measured and its metrics fit the model.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import tempfile
@@ -44,6 +45,9 @@ class ResultsFile:
     status: str = "running"
     error: str | None = None
     finished_at: str | None = None
+    # path -> SHA-256 of the bytes last written there, shared by a run's files: what the action
+    # checks the uploaded files against (a benchmark's process may have rewritten the file since).
+    ledger: dict[Path, str] | None = None
 
     def add_round(self, side: Side, index: int, ok: bool, error: str | None, metrics: dict[str, float],
                   declarations: dict[str, MetricDeclaration],
@@ -95,21 +99,25 @@ class ResultsFile:
         })
 
     def write(self) -> None:
-        write_json(self.path, self.snapshot().model_dump(mode="json", by_alias=True))
+        digest = write_json(self.path, self.snapshot().model_dump(mode="json", by_alias=True))
+        if self.ledger is not None:
+            self.ledger[self.path] = digest
 
 
 def _refused(side: Side, index: int, why: str) -> Round:
     return Round(side=side, index=index, ok=False, error=f"measured, but not a valid result: {why}")
 
 
-def write_json(path: Path, data: dict[str, Any]) -> None:
-    """Replace ``path`` in one step, so a reader never sees half a file."""
+def write_json(path: Path, data: dict[str, Any]) -> str:
+    """Replace ``path`` in one step, so a reader never sees half a file; the SHA-256 of what was
+    written, from the bytes themselves (not read back)."""
     path.parent.mkdir(parents=True, exist_ok=True)
+    text = (json.dumps(data, indent=2) + "\n").encode()
     handle, temporary = tempfile.mkstemp(prefix=path.name, suffix=".part", dir=path.parent)
-    with os.fdopen(handle, "w") as stream:
-        json.dump(data, stream, indent=2)
-        stream.write("\n")
+    with os.fdopen(handle, "wb") as stream:
+        stream.write(text)
     os.replace(temporary, path)
+    return hashlib.sha256(text).hexdigest()
 
 
 def out_path(out: Path, suite: str, several: bool) -> Path:

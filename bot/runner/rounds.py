@@ -1,8 +1,9 @@
 """Run one round of a suite: its commands as fresh processes under one deadline, then parse them.
 
-Every process starts in a session of its own, so a timeout kills it with everything it started
-(the ranks of a tensor-parallel benchmark included). Output goes to files in the round's folder,
-never to a pipe that a chatty benchmark could fill.
+Every process runs in a scope of its own (`bot.runner.scope`: a PID namespace where the machine
+allows one), so a timeout kills it with everything it started (the ranks of a tensor-parallel
+benchmark included), and nothing it started outlives it, even a process that left its session.
+Output goes to files in the round's folder, never to a pipe that a chatty benchmark could fill.
 """
 
 from __future__ import annotations
@@ -18,11 +19,11 @@ from pathlib import Path
 from bot.core.config.schema import MetricDeclaration
 
 from .environment import benchmark_env
+from .scope import Scope, strategy
 from .suites.base import Command, Output, RoundContext, RoundFailed, Suite
 from .verify_step_bench import SAFE_ENV
 
 OUTPUT_LIMIT = 8 * 2**20  # bytes of each stream read back for parsing
-_GRACE_SECONDS = 5
 
 
 @dataclass
@@ -82,39 +83,27 @@ def run_round(suite: Suite, context: RoundContext, timeout: float) -> RoundResul
 
 
 def run_command(command: Command, cwd: Path, env: dict[str, str], deadline: float, log_stem: Path) -> Output:
-    """Run one process until it exits or the deadline passes (then kill its whole session)."""
+    """Run one process until it exits or the deadline passes, then end its scope: whatever it
+    started, in whatever session, is killed before this returns."""
     stdout_path, stderr_path = log_stem.with_suffix(".stdout"), log_stem.with_suffix(".stderr")
+    scope = Scope(strategy())
     with stdout_path.open("wb") as stdout, stderr_path.open("wb") as stderr:
-        process = subprocess.Popen(command.argv, cwd=cwd, env=env, stdout=stdout, stderr=stderr,
-                                   stdin=subprocess.DEVNULL, start_new_session=True)
+        process = scope.popen(command.argv, cwd, env, stdout, stderr)
         try:
-            returncode = process.wait(timeout=max(deadline - time.monotonic(), 0.01))
+            process.wait(timeout=max(deadline - time.monotonic(), 0.01))
         except subprocess.TimeoutExpired:
-            kill_session(process)
+            scope.end()
             returncode = TIMED_OUT
         except BaseException:  # interrupted (SIGTERM of a cancelled job): leave nothing running
-            kill_session(process)
+            scope.end()
             raise
         else:
-            kill_session(process)  # leftovers of a process that exited (daemons, stuck ranks)
+            scope.end()  # leftovers of a process that exited (daemons, stuck ranks, setsid escapes)
+            returncode = scope.returncode()
     return Output(command.name, returncode, read_text(stdout_path), read_text(stderr_path))
 
 
 TIMED_OUT = -1000
-
-
-def kill_session(process: subprocess.Popen) -> None:
-    for sig in (signal.SIGTERM, signal.SIGKILL):
-        try:
-            os.killpg(process.pid, sig)
-        except (ProcessLookupError, PermissionError):
-            return
-        try:
-            process.wait(timeout=_GRACE_SECONDS)
-        except subprocess.TimeoutExpired:
-            continue
-        if sig == signal.SIGTERM:
-            time.sleep(0.05)  # give the group's other members a moment before the KILL
 
 
 def read_text(path: Path) -> str:

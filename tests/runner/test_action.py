@@ -8,10 +8,14 @@ import re
 import shutil
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 import pytest
 import yaml
+from packaging.requirements import Requirement
+
+from tests.test_install_roles import read_lock
 
 ROOT = Path(__file__).resolve().parents[2]
 ACTION = yaml.safe_load((ROOT / "action.yml").read_text())
@@ -23,7 +27,8 @@ CONFIG = "bench:\n  warmup: 0\n  suites:\n    quick:\n      kind: command\n     
 class Runner:
     """Just enough of a GitHub Actions runner for a composite action: expressions, env, outputs, PATH."""
 
-    def __init__(self, tmp_path: Path, inputs: dict[str, str], secrets: dict[str, str] | None = None):
+    def __init__(self, tmp_path: Path, inputs: dict[str, str], secrets: dict[str, str] | None = None,
+                 action_path: Path = ROOT):
         defaults = {name: spec.get("default", "") for name, spec in ACTION["inputs"].items()}
         missing = [n for n, s in ACTION["inputs"].items() if s.get("required") and n not in inputs]
         assert not missing, f"required inputs not given: {missing}"
@@ -33,11 +38,15 @@ class Runner:
             file.write_text("")
         (tmp_path / "runner-temp").mkdir()
         self.temp = tmp_path / "runner-temp"
+        self.tool_cache = tmp_path / "tool-cache"
+        # The id by which the runner finds, after the job, the processes the job left behind.
+        self.tracking_id = f"github_{os.urandom(8).hex()}"
         self.steps: dict[str, dict[str, str]] = {}
         self.path = [str(Path(sys.executable).parent), *os.environ["PATH"].split(os.pathsep)]
         # GitHub starts every step in the workspace: the checkout under test.
         self.workspace = Path(self.inputs["repository-path"])
         self.secrets = secrets or {}
+        self.action_path = action_path
 
     def evaluate(self, text: str) -> str:
         return EXPRESSION.sub(lambda m: self.expression(m[1]), str(text))
@@ -46,7 +55,7 @@ class Runner:
         if expression.startswith("inputs."):
             return self.inputs[expression.removeprefix("inputs.")]
         if expression == "github.action_path":
-            return str(ROOT)
+            return str(self.action_path)
         if expression == "!cancelled()":
             return "true"
         step = re.fullmatch(r"steps\.([\w-]+)\.outputs\.([\w-]+)", expression)
@@ -59,7 +68,8 @@ class Runner:
         env.update({f"INPUT_{name.upper().replace('-', '_')}": value for name, value in self.inputs.items()})
         env.update(GITHUB_OUTPUT=str(self.files["output"]), GITHUB_STEP_SUMMARY=str(self.files["summary"]),
                    GITHUB_PATH=str(self.files["path"]), GITHUB_ENV=str(self.files["env"]),
-                   GITHUB_ACTION_PATH=str(ROOT), RUNNER_TEMP=str(self.temp), PATH=os.pathsep.join(self.path))
+                   GITHUB_ACTION_PATH=str(self.action_path), RUNNER_TEMP=str(self.temp), RUNNER_TOOL_CACHE=str(self.tool_cache),
+                   RUNNER_TRACKING_ID=self.tracking_id, PATH=os.pathsep.join(self.path))
         env.update(self.secrets)
         env.update({key: self.evaluate(value) for key, value in step.get("env", {}).items()})
         return env
@@ -73,9 +83,10 @@ class Runner:
         self.path[:0] = reversed(self.files["path"].read_text().split())
         return done
 
-    def run(self) -> tuple[dict[str, subprocess.CompletedProcess], dict]:
+    def run(self, after_step=None) -> tuple[dict[str, subprocess.CompletedProcess], dict]:
         """Run the steps in order as GitHub does after a failure; return the results of those that ran
-        (by id, else name) and the upload step's inputs."""
+        (by id, else name) and the upload step's inputs. ``after_step(id)``: called after each step
+        that ran (what else could happen on the machine between two steps)."""
         done, upload, failed = {}, None, False
         for step in ACTION["runs"]["steps"]:
             # After a failure GitHub runs only the steps whose condition asks for it.
@@ -87,6 +98,8 @@ class Runner:
                 continue
             result = done[step.get("id", step["name"])] = self.run_step(step)
             failed = failed or result.returncode != 0
+            if after_step is not None:
+                after_step(step.get("id", step["name"]))
         return done, upload
 
     def outputs(self) -> dict[str, str]:
@@ -250,6 +263,92 @@ def test_the_suites_run_the_engine_s_interpreter(target, tmp_path):
     steps, _ = runner.run()
     assert steps["bench"].returncode == 0, steps["bench"].stderr
     assert set(seen.read_text().split()) == {target["engine-python"]}
+
+
+def test_an_engine_interpreter_without_torch_is_refused_at_once_in_one_line(target, tmp_path):
+    runner = Runner(tmp_path, {**target, "suites": "verify-step", "correlation-id": "c8"})
+    steps, _ = runner.run()
+    assert steps["bench"].returncode == 2
+    errors = [line for line in steps["bench"].stderr.splitlines() if line.startswith("perfbot: error")]
+    assert errors == [f"perfbot: error: {target['engine-python']}: this interpreter cannot import torch (it did not "
+                      f"answer perfbot's probe), and suite 'verify-step' runs torch: name the engine's interpreter "
+                      f"with --python (the action's engine-python) or bench.python"]
+    assert "round" not in steps["bench"].stderr  # refused before any set-up or round
+
+
+def test_a_python_without_torch_is_named_with_why(target, tmp_path):
+    bare = tmp_path / "bare"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(bare)], check=True)
+    runner = Runner(tmp_path, {**target, "suites": "verify-step", "correlation-id": "c9",
+                               "engine-python": str(bare / "bin" / "python")})
+    steps, _ = runner.run()
+    assert steps["bench"].returncode == 2
+    assert "cannot import torch (ModuleNotFoundError: No module named 'torch')" in steps["bench"].stderr
+
+
+@pytest.mark.slow
+def test_perfbot_s_environment_is_made_once_per_lock_and_then_reused(target, tmp_path):
+    """The install step as on a persistent self-hosted runner: the first job makes the environment in
+    the runner's tool cache, the next uses it as it is (no pip), and a changed lock makes another."""
+    source = tmp_path / "perfbot-source"
+    source.mkdir()
+    for name in ("pyproject.toml", "README.md", "LICENSE", "requirements", "bot"):
+        copy = shutil.copytree if (ROOT / name).is_dir() else shutil.copy2
+        copy(ROOT / name, source / name, **({"ignore": shutil.ignore_patterns("__pycache__")}
+                                            if (ROOT / name).is_dir() else {}))
+    install = next(step for step in ACTION["runs"]["steps"] if step.get("id") == "install")
+
+    def install_once(folder: str) -> tuple[subprocess.CompletedProcess, Runner]:
+        (tmp_path / folder).mkdir()
+        runner = Runner(tmp_path / folder, {**target, "correlation-id": "c", "install": "true",
+                                            "python": sys.executable}, action_path=source)
+        runner.tool_cache = tmp_path / "tool-cache"  # the runner's, shared by its jobs
+        return runner.run_step(install), runner
+
+    first, runner = install_once("job1")
+    assert first.returncode == 0, first.stderr
+    perfbot = Path(runner.steps["install"]["perfbot"])
+    venv = perfbot.parent.parent
+    assert venv.parent == tmp_path / "tool-cache" / "perfbot" and "perfbot: made its environment" in first.stdout
+    assert subprocess.run([perfbot, "bench", "--help"], capture_output=True).returncode == 0
+    made = (venv / ".complete").stat().st_mtime_ns
+
+    second, runner = install_once("job2")
+    assert second.returncode == 0, second.stderr
+    assert runner.steps["install"]["perfbot"] == str(perfbot)
+    assert second.stdout.strip() == f"perfbot: using its environment {venv} (made for this version, lock and Python)"
+    assert (venv / ".complete").stat().st_mtime_ns == made
+
+    # Another lock (here one pip refuses, so that the new environment fails fast) is another key.
+    with (source / "requirements" / "runner.txt").open("a") as lock:
+        lock.write("six==1.17.0 --hash=sha256:" + "0" * 64 + "\n")
+    third, runner = install_once("job3")
+    assert third.returncode != 0 and "using its environment" not in third.stdout
+    assert "HASHES" in third.stderr
+    assert len([p for p in venv.parent.iterdir() if p.name.startswith("venv-")]) == 2
+    assert (venv / ".complete").stat().st_mtime_ns == made  # the first is left as it was
+
+
+def test_every_action_it_uses_is_pinned_by_a_full_commit_sha_with_its_version():
+    text = (ROOT / "action.yml").read_text()
+    uses = [step["uses"] for step in ACTION["runs"]["steps"] if "uses" in step]
+    assert uses
+    for reference in uses:
+        assert re.fullmatch(r"[\w.-]+/[\w./-]+@[0-9a-f]{40}", reference), reference
+        assert re.search(rf"uses: {re.escape(reference)}  # v\d+\.\d+\.\d+\n", text), reference
+
+
+def test_the_build_backend_is_locked_with_hashes_at_versions_pyproject_accepts():
+    lock = read_lock(ROOT / "requirements" / "build.txt")
+    assert all(pin.hashes for pin in lock.values())
+    backend = tomllib.loads((ROOT / "pyproject.toml").read_text())["build-system"]["requires"]
+    for line in backend + [line for line in (ROOT / "requirements" / "build.in").read_text().splitlines()
+                           if line.strip() and not line.startswith("#")]:
+        requirement = Requirement(line)
+        assert requirement.specifier.contains(lock[requirement.name.lower()].version), line
+    # Both installs of perfbot take it from there and build without isolation or an index.
+    for text in ((ROOT / "action.yml").read_text(), (ROOT / "runner.Dockerfile").read_text()):
+        assert "requirements/build.txt" in text and "--no-build-isolation --no-index" in text
 
 
 def test_every_script_reads_inputs_from_the_environment_only():

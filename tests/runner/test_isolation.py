@@ -105,6 +105,8 @@ def assert_nothing_was_hijacked(runner, steps, upload, markers):
     assert TOKENS["HF_TOKEN"] not in own
     for name in ("GITHUB_OUTPUT", "GITHUB_ENV", "GITHUB_PATH", "GITHUB_STEP_SUMMARY", "RUNNER_TEMP"):
         assert f"{name}=" not in reachable
+    # The one runner variable it has: the id by which the runner ends, after the job, what it left.
+    assert f"RUNNER_TRACKING_ID={runner.tracking_id}\n" in own
     # GitHub's files hold only what the action wrote.
     assert runner.files["env"].read_text() == runner.files["path"].read_text() == ""
     assert "improvement" not in runner.files["summary"].read_text().split("###")[0]
@@ -128,8 +130,8 @@ def test_the_installed_perfbot_is_its_own_venv_made_and_filled_by_the_real_venv_
     system's site packages or torch, made by the real `venv` and `pip`, then the same run."""
     runner, steps, upload, markers = run_action(hijacked, tmp_path, install="true", python=sys.executable,
                                                 **{"engine-python": str(engine_python(tmp_path))})
-    venv = runner.temp / "perfbot-venv"
-    assert runner.steps["install"]["perfbot"] == str(venv / "bin" / "perfbot")
+    venv = Path(runner.steps["install"]["perfbot"]).parent.parent
+    assert venv.parent == runner.tool_cache / "perfbot"
     assert "include-system-site-packages = false" in (venv / "pyvenv.cfg").read_text()
     assert not list(venv.glob("lib/python*/site-packages/torch"))
     assert_nothing_was_hijacked(runner, steps, upload, markers)

@@ -1,0 +1,369 @@
+"""The scope of one benchmark command: every process it starts, found and ended when it is done.
+
+A benchmark runs the code under test, and a process of it that calls ``setsid()`` leaves the
+session and process group that a plain ``killpg`` ends. Such a process could wait for perfbot to
+finish and rewrite what perfbot wrote. So each command runs in a scope that perfbot ends completely,
+chosen once per perfbot process (`strategy`):
+
+- ``pid-namespace`` (where the kernel allows it: root, or unprivileged user namespaces): the command
+  runs under a small init of its own as the first process of a new PID namespace, with a fresh
+  ``/proc`` (``unshare --pid --fork --kill-child --mount-proc``, with ``--user --map-current-user``
+  when perfbot is not root). When the command exits, the init exits, and the kernel kills every
+  process left in the namespace; none of them can see, signal or trace perfbot or anything else
+  outside it.
+- ``processes`` (the fallback, where namespaces are refused: a container without ``CAP_SYS_ADMIN``,
+  user namespaces disabled; or asked for with ``PERFBOT_ROUND_SCOPE=processes``): while the command
+  runs, perfbot is a child subreaper (``PR_SET_CHILD_SUBREAPER``), so a process of the round whose
+  parent dies is re-parented to perfbot, never to init, whatever session or group it moved to.
+- ``session`` (not Linux): the process group only, as before; docs/runner.md says what it leaves.
+
+Either way, the end is the same sweep: the command's descendants, the processes re-parented to
+perfbot during the command, and every process whose environment carries the command's random token
+(`SCOPE_VARIABLE`), each with all its descendants, are sent SIGTERM, then stopped (SIGSTOP, until no
+new one appears, so that none can fork away) and killed (SIGKILL), and perfbot reaps those that are
+its children. Processes that perfbot itself started for other purposes (probes, git) stay in
+perfbot's session and are never members.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import errno
+import functools
+import os
+import secrets
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO
+
+SCOPE_VARIABLE = "PERFBOT_SCOPE"  # holds the scope's random id
+STRATEGY_VARIABLE = "PERFBOT_ROUND_SCOPE"
+STRATEGIES = ("auto", "pid-namespace", "processes")
+GRACE_SECONDS = 5  # between SIGTERM and SIGKILL for a command still running
+_LEFTOVER_GRACE = 0.05  # the same for what a command that exited left behind
+_MAX_LOOKS = 1000  # at the end of a scope: a bound for a member that cannot be stopped and forks on
+_REAP_SECONDS = 10
+_PR_SET_CHILD_SUBREAPER = 36
+_PROC = Path("/proc")
+
+# The init of a command's PID namespace: starts the command, reaps every orphan of the namespace
+# (an init's duty), and when the command ends writes how it ended (``os.waitstatus_to_exitcode``) to
+# the descriptor perfbot gave it and exits, which ends the namespace and everything left in it. The
+# command is its child, not PID 1 itself, so that it keeps the signal behaviour it has elsewhere.
+_INIT = r"""
+import os, signal, sys
+signal.signal(signal.SIGINT, signal.SIG_DFL)  # an init ignores what it does not handle
+report, lc_ctype, argv = int(sys.argv[1]), sys.argv[2], sys.argv[3:]
+os.set_inheritable(report, False)
+if lc_ctype == "-":
+    os.environ.pop("LC_CTYPE", None)  # set by Python's locale coercion, not by perfbot
+else:
+    os.environ["LC_CTYPE"] = lc_ctype[1:]
+try:
+    child = os.posix_spawnp(argv[0], argv, os.environ)
+except OSError as error:
+    os.write(report, f"spawn {error.errno}".encode())
+    os._exit(127)
+while True:
+    pid, status = os.wait()
+    if pid == child:
+        os.write(report, str(os.waitstatus_to_exitcode(status)).encode())
+        os._exit(0)
+"""
+
+
+class ScopeError(RuntimeError):
+    """The scope asked for (``PERFBOT_ROUND_SCOPE``) is unknown or not available on this machine."""
+
+
+@dataclass(frozen=True)
+class Strategy:
+    """How commands are contained: ``name``, and for a PID namespace the ``unshare`` command line."""
+
+    name: str
+    unshare: tuple[str, ...] = ()
+
+
+def strategy() -> Strategy:
+    """The strongest scope this machine allows, or the one ``PERFBOT_ROUND_SCOPE`` asks for."""
+    return _strategy(os.environ.get(STRATEGY_VARIABLE, "auto") or "auto")
+
+
+@functools.cache
+def _strategy(asked: str) -> Strategy:
+    if asked not in STRATEGIES:
+        raise ScopeError(f"{STRATEGY_VARIABLE}={asked}: expected one of {', '.join(STRATEGIES)}")
+    if not sys.platform.startswith("linux") or not _PROC.is_dir():
+        if asked != "auto":
+            raise ScopeError(f"{STRATEGY_VARIABLE}={asked}: needs Linux and /proc")
+        return Strategy("session")
+    if asked in ("auto", "pid-namespace"):
+        for command in _unshare_commands():
+            if _works(command):
+                return Strategy("pid-namespace", command)
+        if asked == "pid-namespace":
+            raise ScopeError(f"{STRATEGY_VARIABLE}=pid-namespace: this machine refuses PID namespaces "
+                             f"(unshare --pid failed)")
+    return Strategy("processes")
+
+
+def _unshare_commands() -> list[tuple[str, ...]]:
+    unshare = shutil.which("unshare")
+    if unshare is None:
+        return []
+    namespace = (unshare, "--pid", "--fork", "--kill-child", "--mount-proc")
+    as_ourselves = (unshare, "--user", "--map-current-user", *namespace[1:])
+    return [namespace, as_ourselves] if os.geteuid() == 0 else [as_ourselves]
+
+
+def _works(command: tuple[str, ...]) -> bool:
+    """Whether a command runs under this ``unshare`` line and sees itself as PID 1's child there."""
+    try:
+        done = subprocess.run([*command, sys.executable, "-I", "-S", "-c", "import os; print(os.getppid())"],
+                              capture_output=True, text=True, timeout=30, stdin=subprocess.DEVNULL)
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return done.returncode == 0 and done.stdout.strip() == "0"
+
+
+@dataclass
+class Scope:
+    """One command's scope: start it with `popen`, end it with `end` (always, in a ``finally``)."""
+
+    strategy: Strategy
+    token: str = field(default_factory=lambda: secrets.token_hex(16))
+    process: subprocess.Popen | None = None
+    _before: frozenset[tuple[int, int]] = frozenset()
+    _report: int | None = None  # read end of the pipe on which a namespace's init says how the command ended
+    _said: str | None = None
+
+    def popen(self, argv: Sequence[str], cwd: Path, env: dict[str, str], stdout: IO[bytes], stderr: IO[bytes]
+              ) -> subprocess.Popen:
+        """Start ``argv`` in this scope: its own session, the scope's token in its environment."""
+        env = {**env, SCOPE_VARIABLE: self.token}
+        _check_runnable(argv[0], cwd, env)
+        self._before = frozenset(_children_of(os.getpid(), _table()))
+        command, write = list(argv), None
+        pass_fds: tuple[int, ...] = ()
+        if self.strategy.name == "pid-namespace":
+            self._report, write = os.pipe()
+            pass_fds = (write,)
+            lc_ctype = "-" if "LC_CTYPE" not in env else "=" + env["LC_CTYPE"]
+            command = [*self.strategy.unshare, sys.executable, "-I", "-S", "-c", _INIT, str(write), lc_ctype,
+                       *argv]
+        if self.strategy.name != "session":
+            _subreaper(True)
+        try:
+            self.process = subprocess.Popen(command, cwd=cwd, env=env, stdout=stdout, stderr=stderr,
+                                            stdin=subprocess.DEVNULL, start_new_session=True,
+                                            pass_fds=pass_fds)
+        except BaseException:
+            if self._report is not None:
+                os.close(self._report)
+                self._report = None
+            raise
+        finally:
+            if write is not None:
+                os.close(write)
+        return self.process
+
+    def returncode(self) -> int:
+        """How the command ended, as `subprocess` says it (negative: the signal that killed it);
+        after `end`."""
+        if self.process is None or self.process.returncode is None:
+            raise RuntimeError("returncode() before the scope ended")
+        if self._said is None:
+            return self.process.returncode
+        if self._said.startswith("spawn "):
+            code = int(self._said.split()[1])
+            raise OSError(code, os.strerror(code))
+        try:
+            return int(self._said)
+        except ValueError:  # the init itself was killed: what unshare says is all there is
+            return self.process.returncode
+
+    def end(self) -> None:
+        """End every process of the scope; the command itself first gets `GRACE_SECONDS` to stop."""
+        try:
+            self._end()
+        finally:
+            if self.strategy.name != "session":
+                _subreaper(False)
+            if self._report is not None:  # the init wrote before it exited; never wait for more
+                os.set_blocking(self._report, False)
+                with os.fdopen(self._report, "rb") as report:
+                    self._report = None
+                    try:
+                        self._said = (report.read(64) or b"").decode(errors="replace")
+                    except BlockingIOError:
+                        self._said = ""
+
+    def _end(self) -> None:
+        process = self.process
+        if process is None:
+            return
+        if self.strategy.name == "session":
+            _kill_group(process)
+            return
+        running = process.poll() is None
+        members = self.members()
+        _signal_all(members, signal.SIGTERM)
+        if running:
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                process.wait(timeout=GRACE_SECONDS)
+        elif members:
+            time.sleep(_LEFTOVER_GRACE)
+        stopped: set[int] = set()
+        for _ in range(_MAX_LOOKS):  # stop first, so that no member forks a new one between two looks
+            new = self.members() - stopped
+            if not new:
+                break
+            _signal_all(new, signal.SIGSTOP)
+            stopped |= new
+        _signal_all(stopped, signal.SIGKILL)
+        process.wait()
+        _reap(stopped - {process.pid})
+
+    def members(self) -> set[int]:
+        """The live processes of this scope now: see the module's docstring."""
+        table = _table()
+        own = os.getpid()
+        roots: set[int] = set()
+        if self.process is not None and self.process.pid in table:
+            roots.add(self.process.pid)
+        own_session = os.getsid(0)
+        for child, started in _children_of(own, table):
+            if (child, started) not in self._before and table[child].session != own_session:
+                roots.add(child)
+        roots |= {pid for pid in table if pid != own and _carries(pid, self.token)}
+        return {pid for pid in _with_descendants(roots, table) if table[pid].state != "Z" and pid != own}
+
+
+@dataclass(frozen=True)
+class _Process:
+    parent: int
+    session: int
+    state: str
+    started: int
+
+
+def _table() -> dict[int, _Process]:
+    """Every process of /proc: parent, session, state and start time (``/proc/PID/stat``)."""
+    table = {}
+    for entry in os.scandir(_PROC):
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = Path(entry.path, "stat").read_bytes()
+        except OSError:
+            continue
+        fields = stat.rsplit(b")", 1)[-1].split()
+        if len(fields) < 20:
+            continue
+        table[int(entry.name)] = _Process(int(fields[1]), int(fields[3]), fields[0].decode(), int(fields[19]))
+    return table
+
+
+def _children_of(parent: int, table: dict[int, _Process]) -> set[tuple[int, int]]:
+    return {(pid, p.started) for pid, p in table.items() if p.parent == parent}
+
+
+def _with_descendants(roots: Iterable[int], table: dict[int, _Process]) -> set[int]:
+    children: dict[int, list[int]] = {}
+    for pid, p in table.items():
+        children.setdefault(p.parent, []).append(pid)
+    found, todo = set(), list(roots)
+    while todo:
+        pid = todo.pop()
+        if pid not in found:
+            found.add(pid)
+            todo.extend(children.get(pid, ()))
+    return found
+
+
+def _carries(pid: int, token: str) -> bool:
+    """Whether a process's environment holds the scope's token (unreadable ones: not ours to end)."""
+    try:
+        environ = Path(f"/proc/{pid}/environ").read_bytes()
+    except OSError:
+        return False
+    return f"{SCOPE_VARIABLE}={token}".encode() in environ.split(b"\0")
+
+
+def _signal_all(pids: Iterable[int], sig: signal.Signals) -> None:
+    for pid in pids:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, sig)
+
+
+def _reap(pids: set[int]) -> None:
+    """Wait until killed members are gone, reaping those that became perfbot's children (orphans
+    re-parented to it); a member that could not be killed (another user's) is left after a bound."""
+    own, deadline = os.getpid(), time.monotonic() + _REAP_SECONDS
+    left = set(pids)
+    while left and time.monotonic() < deadline:
+        table = _table()
+        for pid in list(left):
+            member = table.get(pid)
+            if member is None:
+                left.discard(pid)
+            elif member.state == "Z" and member.parent == own:
+                with contextlib.suppress(ChildProcessError):
+                    os.waitpid(pid, 0)
+                left.discard(pid)
+            elif member.state == "Z":
+                left.discard(pid)  # its parent, a member too, is dead or dying: it reaps or is reaped
+        if left:
+            time.sleep(0.01)
+
+
+def _kill_group(process: subprocess.Popen) -> None:
+    """The process group only (``session``): SIGTERM, then SIGKILL after the grace."""
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        try:
+            os.killpg(process.pid, sig)
+        except (ProcessLookupError, PermissionError):
+            break
+        try:
+            process.wait(timeout=GRACE_SECONDS)
+        except subprocess.TimeoutExpired:
+            continue
+        if sig == signal.SIGTERM:
+            time.sleep(_LEFTOVER_GRACE)  # give the group's other members a moment before the KILL
+    process.wait()
+
+
+def _subreaper(on: bool) -> None:
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.prctl(_PR_SET_CHILD_SUBREAPER, int(on), 0, 0, 0) != 0:
+        code = ctypes.get_errno()
+        raise ScopeError(f"prctl(PR_SET_CHILD_SUBREAPER): {os.strerror(code)}")
+
+
+def _check_runnable(program: str, cwd: Path, env: dict[str, str]) -> None:
+    """Fail as `subprocess.Popen` would for a program that does not exist, before any wrapper runs."""
+    if os.sep in program:
+        path = cwd / program
+        if not os.access(path, os.X_OK) or path.is_dir():
+            raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), program)
+    elif shutil.which(program, path=env.get("PATH", os.defpath)) is None:
+        raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), program)
+
+
+_PR_SET_DUMPABLE = 4
+
+
+def hide_from_benchmarks() -> None:
+    """Make perfbot's own process one that its benchmarks (the runner's user, not root) cannot trace
+    or read: ``PR_SET_DUMPABLE`` 0 gives ``/proc/PID/environ``, ``fd/``, ``mem`` and ``ptrace`` to
+    root only. Its command line stays readable by all, so it names no path a benchmark must not find.
+    Every program perfbot starts is dumpable again (``execve`` resets it), as it would be elsewhere."""
+    if sys.platform.startswith("linux"):
+        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0)
