@@ -121,7 +121,8 @@ def run(url: str, args: argparse.Namespace) -> None:
     for label, path in pages:
         html, total = weigh(client, path)
         print(f"| {label} | {html / 1024:.0f} KB | **{total / 1024:.0f} KB** | <= 300 KB |")
-    values = [p.value for p in runtime.store.dashboard.series(REPO, "verify-step", "step_ms", None, None, 10_000)]
+    values = [p.value for p in runtime.store.dashboard.series(REPO, "verify-step", "step_ms", None, None,
+                                                              10_000)]
     times = []
     for _ in range(15):
         started = time.perf_counter()
