@@ -244,9 +244,11 @@ def test_bad_triage_through_the_api_is_a_400(dash, body, message):
     assert answer.status_code == 400 and message in answer.json["message"]
 
 
-def test_a_forged_or_replayed_sign_in_is_refused_and_next_never_leaves_the_site(dash):
+@pytest.mark.parametrize("next_page", ["//evil.example/steal", "/%09/evil.example/x", "/%5Cevil.example",
+                                       "/%0A/evil.example", "https://evil.example/"])
+def test_a_forged_or_replayed_sign_in_is_refused_and_next_never_leaves_the_site(dash, next_page):
     assert dash.client.get("/signin/callback?code=abc&state=forged").status_code == 400
-    started = dash.client.get("/signin?next=//evil.example/steal")
+    started = dash.client.get(f"/signin?next={next_page}")
     query = {k: v[0] for k, v in parse_qs(urlsplit(started.headers["Location"]).query).items()}
     granted = requests.post(f"{dash.emulator.base_url}/login/oauth/authorize", allow_redirects=False, timeout=10,
                             data={**query, "login": "maintainer"})

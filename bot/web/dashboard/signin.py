@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import hmac
 import logging
+import re
 import secrets
+from urllib.parse import urlsplit
 
 from flask import Blueprint, abort, redirect, request, session, url_for
 from flask.typing import ResponseReturnValue
@@ -20,6 +22,9 @@ from . import viewer
 bp = Blueprint("signin", __name__)
 log = logging.getLogger("perfbot.dashboard")
 _STATE, _NEXT = "oauth_state", "next"
+MAX_NEXT = 2_000
+# A slash not followed by another, then printable ASCII (no space, no control character).
+_PLAIN_PATH = re.compile(r"/(?!/)[!-~]*")
 
 
 @bp.get("/signin")
@@ -71,9 +76,17 @@ def callback_url() -> str:
 
 
 def safe_next(value: object) -> str:
-    """A path on this server to return to; anything else (another host, a scheme) is '/'."""
-    if not isinstance(value, str) or len(value) > 2_000:
+    """A path on this server to return to; anything else is '/'.
+
+    Browsers clean a URL before they resolve it (WHATWG URL standard): they drop tabs and line
+    breaks anywhere, strip leading and trailing control characters and spaces, and read a
+    backslash as a slash, so '/\\t/evil.example' becomes the scheme-relative '//evil.example'.
+    Only printable ASCII is accepted, so nothing can be cleaned away; and what is left must be a
+    path that starts with one slash, with no scheme and no host.
+    """
+    if not isinstance(value, str) or len(value) > MAX_NEXT:
         return "/"
-    if not value.startswith("/") or value.startswith(("//", "/\\")) or any(c in value for c in "\r\n\\"):
+    if not _PLAIN_PATH.fullmatch(value) or "\\" in value:
         return "/"
-    return value
+    parts = urlsplit(value)
+    return "/" if parts.scheme or parts.netloc else value
