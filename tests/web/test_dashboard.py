@@ -163,6 +163,19 @@ def test_sizes_and_page_numbers_out_of_range_are_clamped(dash):
     assert history.status_code == 200 and len(history.json["points"]) == 60
 
 
+@pytest.mark.parametrize("number", [2**31, 2**63, 2**64 + 5, 10**30])
+def test_pull_request_numbers_no_pull_request_can_have_are_a_404(dash, number):
+    for path in (f"/api/v1/merges/{PUBLIC}/{number}", merge_path(PUBLIC, number)):
+        assert dash.client.get(path).status_code == 404, path
+    sign_in(dash, "maintainer")
+    token = dash.client.get("/api/v1/me").json["csrf_token"]
+    answer = dash.client.post(f"/api/v1/merges/{PUBLIC}/{number}/triage", json={"state": "confirmed"},
+                              headers={"X-CSRFToken": token})
+    assert answer.status_code == 404
+    page = dash.client.post(f"{merge_path(PUBLIC, number)}/triage", data={"state": "confirmed", "csrf_token": token})
+    assert page.status_code == 404
+
+
 def test_titles_with_html_and_mentions_are_escaped(dash):
     repo, number = dash.data.hostile
     text = dash.client.get(merge_path(repo, number)).get_data(as_text=True)

@@ -43,12 +43,12 @@ def dashboard() -> ResponseReturnValue:
     return redirect(url_for("dashboard.merges", **params.query_args(request.args)), 308)
 
 
-@bp.get("/merges/<owner>/<name>/<int:number>")
+@bp.get("/merges/<owner>/<name>/<pr_number:number>")
 def merge(owner: str, name: str, number: int) -> str:
     return _merge_page(api.detail(owner, name, number))
 
 
-@bp.post("/merges/<owner>/<name>/<int:number>/triage")
+@bp.post("/merges/<owner>/<name>/<pr_number:number>/triage")
 def triage(owner: str, name: str, number: int) -> ResponseReturnValue:
     found = api.detail(owner, name, number)
     login = viewer.current().login
