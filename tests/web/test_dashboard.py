@@ -11,6 +11,7 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 import requests
+from sqlalchemy import text
 
 from bot.bootstrap import build
 from bot.service.dashboard.ports import MergeQuery
@@ -46,7 +47,8 @@ def make(database_url, tmp_path, emulator, anonymous: str = "public") -> Dashboa
         emulator.add_repo(repo)
     emulator.repos[PUBLIC].permissions.update({"maintainer": "write", "reader": "read"})
     emulator.repos[PRIVATE].permissions["maintainer"] = "admin"
-    return Dashboard(create_app(settings, runtime.services).test_client(), emulator, data, runtime)
+    return Dashboard(create_app(settings, runtime.services, sessions=runtime.sessions).test_client(), emulator, data,
+                     runtime)
 
 
 @pytest.fixture
@@ -182,6 +184,22 @@ def test_titles_with_html_and_mentions_are_escaped(dash):
     assert "<script>alert" not in text and "&lt;script&gt;alert" in text and "<b>bold</b>" not in text
     listing = dash.client.get(f"/?repo={repo}&per_page=200&level=high&level=medium&level=low&level=none")
     assert "<script>alert" not in listing.get_data(as_text=True)
+
+
+@pytest.mark.parametrize("url", ["javascript:alert(document.cookie)", " JavaScript:alert(1)",
+                                 "data:text/html,<script>alert(1)</script>", "//evil.example/pull/1", "https:evil"])
+def test_a_pull_request_url_is_linked_only_when_it_is_http_or_https(dash, url):
+    repo, number = dash.data.hostile
+    with dash.runtime.store.engine.begin() as connection:
+        connection.execute(text("UPDATE merges SET url = :url WHERE repo = :repo AND number = :number"),
+                           {"url": url, "repo": repo, "number": number})
+    detail = dash.client.get(merge_path(repo, number)).get_data(as_text=True)
+    listing = dash.client.get(f"/?repo={repo}&per_page=200&level=high&level=medium&level=low&level=none")
+    for page in (detail, listing.get_data(as_text=True)):
+        hrefs = [html.unescape(h) for h in re.findall(r'href="([^"]*)"', page)]
+        assert not [h for h in hrefs if h.strip().lower().startswith(("javascript:", "data:", "//", "https:e"))]
+    assert f"#{number} on GitHub" not in detail
+    assert dash.client.get(f"/api/v1/merges/{repo}/{number}").json["url"] == url, "the API gives the data as it is"
 
 
 def test_the_history_finds_the_planted_changes_and_names_the_merges_that_caused_them(dash):

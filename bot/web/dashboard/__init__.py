@@ -12,7 +12,7 @@ from flask_wtf.csrf import CSRFProtect
 
 from bot.settings import Settings
 
-from . import api, pages, params, signin
+from . import api, pages, signin
 
 SESSION_HOURS = 8
 
@@ -31,7 +31,6 @@ def install(app: Flask, settings: Settings, exempt: tuple[Blueprint, ...] = ()) 
         PERMANENT_SESSION_LIFETIME=timedelta(hours=SESSION_HOURS),
         WTF_CSRF_TIME_LIMIT=None,  # valid as long as the session: a page left open still works
     )
-    app.url_map.converters["pr_number"] = params.PullRequestNumber
     csrf = CSRFProtect(app)
     for blueprint in exempt:
         csrf.exempt(blueprint)

@@ -19,6 +19,7 @@ from .. import state
 from . import params, viewer
 
 bp = Blueprint("dashboard_api", __name__, url_prefix="/api/v1")
+bp.record_once(params.install_converters)
 
 
 @bp.get("/merges")

@@ -8,6 +8,7 @@ import re
 from datetime import UTC, date, datetime, time, timedelta
 from typing import Any
 
+from flask.sansio.blueprints import BlueprintSetupState
 from werkzeug.datastructures import MultiDict
 from werkzeug.exceptions import BadRequest
 from werkzeug.routing import IntegerConverter
@@ -29,6 +30,11 @@ class PullRequestNumber(IntegerConverter):
 
     def __init__(self, map: Any) -> None:
         super().__init__(map, min=1, max=MAX_NUMBER)
+
+
+def install_converters(state: BlueprintSetupState) -> None:
+    """For `Blueprint.record_once`, before the blueprint's routes: the converters they use."""
+    state.app.url_map.converters.setdefault("pr_number", PullRequestNumber)
 
 
 class BadParameter(BadRequest):

@@ -1,6 +1,7 @@
 """Sign-in and sign-out: GitHub's user authorization for the App (OAuth web flow) with a
-one-time state in the session; the login and the private repositories it may read are then kept
-in the signed session cookie for `SESSION_HOURS`."""
+one-time state in the session cookie; then a session kept on the server
+(`bot.service.dashboard.sessions`), whose token the signed cookie holds, until sign-out deletes
+it or it ends."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from urllib.parse import urlsplit
 from flask import Blueprint, abort, redirect, request, session, url_for
 from flask.typing import ResponseReturnValue
 
-from bot.service.dashboard import access
+from bot.service.dashboard import sessions as dashboard_sessions
 from bot.service.ports import SignInFailed
 
 from .. import state
@@ -56,16 +57,22 @@ def callback() -> ResponseReturnValue:
         log.warning("sign-in failed: %s", failed)
         abort(403, f"GitHub did not confirm the sign-in: {failed}")
     next_page = safe_next(session.pop(_NEXT, None))
-    session.clear()
+    sessions = state.current().sessions
+    if sessions is None:
+        abort(404, "sign-in is not configured on this server")
+    dashboard_sessions.end(sessions, session.get(viewer.TOKEN))
+    session.clear()  # a new cookie, a new CSRF token: nothing of the anonymous visit carries over
     session.permanent = True
-    session[viewer.LOGIN] = login
-    session[viewer.PRIVATE] = sorted(access.readable_private_repos(services, login))
+    session[viewer.TOKEN] = dashboard_sessions.start(services, sessions, login)
     log.info("signed in", extra={"user": login})
     return redirect(next_page)
 
 
 @bp.post("/signout")
 def sign_out() -> ResponseReturnValue:
+    sessions = state.current().sessions
+    if sessions is not None:
+        dashboard_sessions.end(sessions, session.get(viewer.TOKEN))
     session.clear()
     return redirect(url_for("dashboard.merges"), 303)
 
