@@ -74,7 +74,8 @@ def run(args: argparse.Namespace) -> int:
     action = payload.get("action")
     what = f"{args.event}.{action}" if isinstance(action, str) else args.event
     answer = f": {message}" if message else ""
-    print(f"{status} {_phrase(status, reason)}{answer} ({what}, delivery {guid}, {time.monotonic() - started:.2f} s)")
+    took = time.monotonic() - started
+    print(f"{status} {_phrase(status, reason)}{answer} ({what}, delivery {guid}, {took:.2f} s)")
     return 0 if 200 <= status < 300 else 1
 
 

@@ -16,6 +16,7 @@ from ..sqlite_files import WriterLock, lock_file_beside
 from .sql import sqlite_file
 from .tables import DashboardSessionRow as Row
 
+
 class SqlSessionStore(SessionStore):
     def __init__(self, engine: Engine):
         self.engine = engine
