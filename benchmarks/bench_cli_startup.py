@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -49,16 +50,20 @@ def perfbot_argv() -> list[str]:
     return [str(script)] if script.exists() else [sys.executable, "-m", "bot"]
 
 
-def run_once(case: Case) -> float:
+def run_once(case: Case) -> tuple[float, float]:
+    """Wall seconds and CPU seconds (user + system) of one fresh process; the CPU seconds change
+    little with what else the machine runs, the wall seconds are what a user waits."""
     env = {**os.environ, "PYTHONPATH": case.pythonpath} if case.pythonpath else None
     with open(case.stdin or os.devnull, "rb") as stdin:
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
         start = time.perf_counter()
         done = subprocess.run(case.argv, stdin=stdin, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                               env=env)
         elapsed = time.perf_counter() - start
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if done.returncode != 0:
         raise SystemExit(f"{' '.join(case.argv)} exited {done.returncode}: {done.stderr.decode()[-500:]}")
-    return elapsed
+    return elapsed, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
 def main() -> int:
@@ -94,19 +99,25 @@ def main() -> int:
         for case in cases:  # warm-up: page cache, .pyc files
             run_once(case)
         times: dict[str, list[float]] = {case.name: [] for case in cases}
+        cpu: dict[str, list[float]] = {case.name: [] for case in cases}
         for _ in range(args.repeat):
             for case in cases:
-                times[case.name].append(run_once(case))
+                wall, used = run_once(case)
+                times[case.name].append(wall)
+                cpu[case.name].append(used)
 
     print(f"{' '.join(perfbot)}; diff: {len(text.splitlines())} lines, {changed} changed; "
-          f"medians of {args.repeat} rounds, wall seconds")
+          f"medians of {args.repeat} rounds, wall seconds (and CPU seconds, user + system)")
     floor = statistics.median(times[cases[0].name])
-    print(f"{'command':<36}{'median':>8}{'min':>8}{'x floor':>9}{'above':>8}  target")
+    cpu_floor = statistics.median(cpu[cases[0].name])
+    print(f"{'command':<36}{'median':>8}{'min':>8}{'x floor':>9}{'above':>8}{'cpu':>8}{'x floor':>9}  target")
     all_met = True
     for case in cases:
         median, fastest = statistics.median(times[case.name]), min(times[case.name])
         above = median - floor
-        row = f"{case.name:<36}{median:8.3f}{fastest:8.3f}{median / floor:8.1f}x{above:8.3f}"
+        used = statistics.median(cpu[case.name])
+        row = (f"{case.name:<36}{median:8.3f}{fastest:8.3f}{median / floor:8.1f}x{above:8.3f}"
+               f"{used:8.3f}{used / cpu_floor:8.1f}x")
         if case.target_s is not None and case.target_above_floor_s is not None:
             met = median <= case.target_s and above <= case.target_above_floor_s
             all_met &= met
