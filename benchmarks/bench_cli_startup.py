@@ -57,8 +57,9 @@ def run_once(case: Case) -> tuple[float, float]:
     with open(case.stdin or os.devnull, "rb") as stdin:
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
         start = time.perf_counter()
+        # From a neutral folder: `python -m` puts the working directory ahead of PYTHONPATH.
         done = subprocess.run(case.argv, stdin=stdin, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                              env=env)
+                              env=env, cwd=tempfile.gettempdir())
         elapsed = time.perf_counter() - start
         after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if done.returncode != 0:
