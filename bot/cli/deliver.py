@@ -16,10 +16,7 @@ import sys
 import time
 import uuid
 from http import HTTPStatus
-from http.client import HTTPException
 from pathlib import Path
-from urllib import error as urlerror
-from urllib import request as urlrequest
 from urllib.parse import urlsplit
 
 from bot import __version__
@@ -152,6 +149,10 @@ def _is_id(value: object) -> bool:
 
 def _post(url: str, body: bytes, headers: dict[str, str], timeout: float) -> tuple[int, str, str]:
     """The answer's status, reason and message (the `message` of a JSON answer, else its first line)."""
+    from http.client import HTTPException  # with urllib.request (and ssl): only to send
+    from urllib import error as urlerror
+    from urllib import request as urlrequest
+
     request = urlrequest.Request(url, data=body, headers=headers, method="POST")
     try:
         with urlrequest.urlopen(request, timeout=timeout) as answer:
