@@ -40,8 +40,8 @@ def start() -> ResponseReturnValue:
 
 @bp.get("/signin/callback")
 def callback() -> ResponseReturnValue:
-    services = state.current().services
-    if services.sign_in is None:
+    services, sessions = state.current().services, state.current().sessions
+    if services.sign_in is None or sessions is None:
         abort(404, "sign-in is not configured on this server")
     expected, given = session.pop(_STATE, None), request.args.get("state", "")
     if not isinstance(expected, str) or not hmac.compare_digest(expected.encode(), given.encode()):
@@ -57,9 +57,6 @@ def callback() -> ResponseReturnValue:
         log.warning("sign-in failed: %s", failed)
         abort(403, f"GitHub did not confirm the sign-in: {failed}")
     next_page = safe_next(session.pop(_NEXT, None))
-    sessions = state.current().sessions
-    if sessions is None:
-        abort(404, "sign-in is not configured on this server")
     dashboard_sessions.end(sessions, session.get(viewer.TOKEN))
     session.clear()  # a new cookie, a new CSRF token: nothing of the anonymous visit carries over
     session.permanent = True
