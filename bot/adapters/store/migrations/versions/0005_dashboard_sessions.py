@@ -1,13 +1,13 @@
 """Dashboard sessions kept on the server, so that signing out ends them.
 
-Revision ID: 0004
+Revision ID: 0005
 """
 
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0004"
-down_revision = "0003"
+revision = "0005"
+down_revision = "0004"
 branch_labels = None
 depends_on = None
 
