@@ -71,10 +71,13 @@ slow: install
 
 test: lint unit slow
 
-# Run the bot: webhook server + in-process queue on the embedded defaults (SQLite files here).
+# Run the bot: webhook server + queue consumer on the embedded defaults (SQLite files here), on
+# HOST:PORT (`make run PORT=9000`, `HOST=0.0.0.0` to listen on every interface).
 # Needs PERFBOT_WEBHOOK_SECRET (and GitHub credentials to publish reviews): see docs/github-app.md.
+HOST ?= 127.0.0.1
+PORT ?= 8000
 run: install-server
-	$(BIN)/perfbot serve
+	$(BIN)/perfbot serve --host $(HOST) --port $(PORT)
 
 bench: install
 	$(BIN)/python benchmarks/bench_score.py

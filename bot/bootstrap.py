@@ -12,6 +12,7 @@ from bot.adapters.github_client import PyGithubFactory
 from bot.adapters.github_oauth import GitHubSignIn
 from bot.adapters.queue import HueyQueue
 from bot.adapters.sqlite_files import WalCheckpoints
+from bot.adapters.store.sessions import SqlSessionStore
 from bot.adapters.store.sql import SqlStore, sqlite_file
 from bot.service import benchmarks, jobs
 from bot.service.ports import GitHubFactory
@@ -30,6 +31,7 @@ class Runtime:
     router: Router
     store: SqlStore
     queue: HueyQueue
+    sessions: SqlSessionStore  # the dashboard's signed-in sessions, in the store's database
 
     def start_consumer(self, threads: int, periodic: bool = True) -> Consumer:
         """Consume the queue on threads of this process (the process keeps its signal handlers);
@@ -62,7 +64,7 @@ def build(
         lambda: jobs.housekeeping(services),
         lambda: benchmarks.scheduled(services),
     )
-    return Runtime(settings, services, router, store, queue)
+    return Runtime(settings, services, router, store, queue, SqlSessionStore(store.engine))
 
 
 def sign_in(settings: Settings) -> GitHubSignIn | None:

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from bot.core.config import schema as repo_config
-from bot.core.config.schema import ConfigError
+from bot.core.config.schema import ConfigError, RepoConfig
 from bot.core.config.source import WORK_TREE
 from bot.core.render import risk as render_risk
 from bot.core.risk import profiles, ruleset
@@ -41,21 +41,75 @@ def setup(subparsers) -> None:
 
 
 def run_validate(args: argparse.Namespace) -> int:
+    """Every problem of the file: the schema's (types, ranges, unknown keys) and the rule ids that
+    name no rule, these too when the schema found problems elsewhere."""
     try:
         text = Path(args.file).read_bytes()
     except OSError as error:
         raise UsageError(f"{args.file}: cannot read ({error.strerror})") from None
+    config: RepoConfig | None = None
     try:
         config = repo_config.load(text, args.file)
-        names = [config.risk.profile] if config.risk.profile != "auto" else list(profiles.PROFILES)
-        counts = [len(ruleset.merged_rules(config, name)) for name in names]
+        problems: list[str] = []
     except ConfigError as error:
-        for problem in error.problems:
+        problems = list(error.problems)
+    problems += _rule_id_problems(*_rule_ids(config, text))
+    if problems:
+        for problem in problems:
             print(f"{args.file}: {problem}", file=sys.stderr)
         return 2
+    assert config is not None
+    names = [config.risk.profile] if config.risk.profile != "auto" else list(profiles.PROFILES)
+    counts = [len(ruleset.merged_rules(config, name)) for name in names]
     summary = ", ".join(f"{n} rules with profile {p}" for p, n in zip(names, counts, strict=True))
     print(f"{args.file}: valid ({summary})")
     return 0
+
+
+RuleIds = tuple[str, list[str], list[str | None], list[str]]  # profile, added ids, disable, weights
+
+
+def _rule_ids(config: RepoConfig | None, text: bytes) -> RuleIds:
+    """What the rule-id check needs: from the config, else what can be read of the file's
+    ``risk`` section (the entries of the wrong type were reported by the schema already)."""
+    if config is not None:
+        risk = config.risk
+        return risk.profile, [r.id for r in risk.rules], list(risk.disable), list(risk.weights)
+    import yaml
+
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError:
+        return "auto", [], [], []
+    raw = data.get("risk") if isinstance(data, dict) else None
+    if not isinstance(raw, dict):
+        return "auto", [], [], []
+    profile = str(raw["profile"]) if raw.get("profile") in profiles.PROFILES else "auto"
+    rules, disable, weights = raw.get("rules"), raw.get("disable"), raw.get("weights")
+    rules = rules if isinstance(rules, list) else []
+    disable = disable if isinstance(disable, list) else []
+    weights = weights if isinstance(weights, dict) else {}
+    added = [r["id"] for r in rules if isinstance(r, dict) and isinstance(r.get("id"), str)]
+    return (profile, added, [d if isinstance(d, str) else None for d in disable],
+            [w for w in weights if isinstance(w, str)])
+
+
+def _rule_id_problems(profile: str, added: list[str], disable: list[str | None],
+                      weights: list[str]) -> list[str]:
+    """Unknown rule ids; with profile auto, checked against every profile it may pick, and named
+    with the profiles that lack it when not all do."""
+    names = [profile] if profile != "auto" else list(profiles.PROFILES)
+    lacking: dict[str, list[str]] = {}
+    for name in names:
+        for problem in ruleset.unknown_rule_ids(name, added, disable, weights):
+            lacking.setdefault(problem, []).append(name)
+    problems = []
+    for problem, where in lacking.items():
+        if len(where) < len(names):
+            profile_names = f"profiles {' and '.join(where)}" if len(where) > 1 else f"profile {where[0]}"
+            problem += f" in {profile_names}, which 'profile: auto' may pick"
+        problems.append(problem)
+    return problems
 
 
 def run_rules(args: argparse.Namespace) -> int:

@@ -25,6 +25,7 @@ VERBS = {
                 "judge a results file: regression, improvement, unchanged or inconclusive"),
     "bisect": ("bot.cli.bisect", "find the commit of GOOD..BAD that made a benchmark slower"),
     "serve": ("bot.cli.serve", "run the webhook server (and the queue consumer)"),
+    "deliver": ("bot.cli.deliver", "send a webhook payload to a perfbot server, signed as GitHub signs it"),
     "worker": ("bot.cli.serve", "run the queue consumer only"),
 }
 

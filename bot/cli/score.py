@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
+from typing import TYPE_CHECKING
 
-from bot.adapters.git_repo import GitRepo
 from bot.core.config.schema import CONFIG_PATH
 from bot.core.config.source import WORK_TREE
 from bot.core.render import risk as render_risk
@@ -13,6 +14,9 @@ from bot.core.risk import ruleset
 from bot.core.risk import scoring as risk
 
 from .common import UsageError, add_risk_options, emit, fails, load_config, read_input, with_profile
+
+if TYPE_CHECKING:
+    from bot.adapters.git_repo import GitRepo
 
 
 def setup(subparsers) -> None:
@@ -32,13 +36,16 @@ def setup(subparsers) -> None:
 
 def run(args: argparse.Namespace) -> int:
     data = read_input(args.diff, args.max_mib * 2**20)
-    repo = GitRepo.open(args.repo) if args.repo else None
+    repo = _open(args.repo) if args.repo else None
     text = repo.config_text(WORK_TREE) if repo is not None and args.config is None else None
     config = with_profile(load_config(args.config, text, WORK_TREE), args.profile)
     parsed = diffs.parse(data)
+    where = "standard input" if args.diff == "-" else args.diff
+    if not data.strip():
+        parsed = dataclasses.replace(parsed, warnings=[f"{where} is empty (is it a unified diff?)",
+                                                       *parsed.warnings])
     if args.fail_on is not None and not parsed.files:
         # A gate that passes on an empty or mangled diff would let anything through.
-        where = "standard input" if args.diff == "-" else args.diff
         raise UsageError(f"{where}: no file changes found (is it a unified diff?); "
                          f"--fail-on {args.fail_on} has nothing to judge")
     rules = ruleset.build(config, (f.path for f in parsed.files))
@@ -51,3 +58,9 @@ def run(args: argparse.Namespace) -> int:
     emit(args.format, report.to_dict, lambda: render_risk.report_markdown(report),
          lambda: render_risk.report_text(report))
     return 1 if fails(report.level, args.fail_on) else 0
+
+
+def _open(path: str) -> GitRepo:
+    from bot.adapters.git_repo import GitRepo  # GitPython, only when a checkout is named
+
+    return GitRepo.open(path)

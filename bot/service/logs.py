@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import json
 import logging
+import sys
 from contextvars import ContextVar
 from datetime import UTC, datetime
+from typing import TextIO
 
 current_delivery: ContextVar[str | None] = ContextVar("current_delivery", default=None)
 _STANDARD = set(logging.LogRecord("", 0, "", 0, "", (), None).__dict__) | {"message", "asctime"}
@@ -43,12 +45,28 @@ def _extra_key(key: str, entry: dict[str, object]) -> str:
     return key
 
 
+class StderrHandler(logging.StreamHandler):
+    """A handler that writes to `sys.stderr` as it is when a line is written, not as it was when
+    logging was set up: a test runner swaps the stream for every test (and closes the old one)."""
+
+    def __init__(self) -> None:
+        super().__init__(sys.stderr)
+
+    @property
+    def stream(self) -> TextIO:
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, _value: TextIO) -> None:
+        pass  # always the current sys.stderr
+
+
 def configure(level: str = "INFO") -> None:
     """Send perfbot's logs to stderr as JSON lines (once per process)."""
     root = logging.getLogger("perfbot")
     if any(isinstance(h.formatter, JsonFormatter) for h in root.handlers):
         return
-    handler = logging.StreamHandler()
+    handler = StderrHandler()
     handler.setFormatter(JsonFormatter())
     root.addHandler(handler)
     root.setLevel(level)

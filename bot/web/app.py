@@ -6,21 +6,28 @@ from flask import Flask, Response, jsonify
 from werkzeug.exceptions import HTTPException
 
 from bot.service import logs
+from bot.service.dashboard.sessions import SessionStore
 from bot.service.router import Router
 from bot.service.routes import ROUTER
 from bot.service.services import Services
 from bot.settings import Settings
 
-from . import dashboard, health, state, webhook
+from . import dashboard, headers, health, state, webhook
 from .metrics import Metrics
 
 
-def create_app(settings: Settings, services: Services, router: Router = ROUTER) -> Flask:
-    """The webhook intake, /healthz, /metrics and the dashboard; `bot.bootstrap` builds the services."""
+def create_app(settings: Settings, services: Services, router: Router = ROUTER,
+               sessions: SessionStore | None = None) -> Flask:
+    """The webhook intake, /healthz, /metrics and the dashboard; `bot.bootstrap` builds the services
+    and the store of the dashboard's sessions, which sign-in needs."""
+    if services.sign_in is not None and sessions is None:
+        raise ValueError("dashboard sign-in needs a session store (bot.bootstrap.build makes one)")
     logs.configure(settings.log_level)
     app = Flask("perfbot")
     app.config["MAX_CONTENT_LENGTH"] = webhook.MAX_BODY
-    state.install(app, state.AppState(settings, services, router, Metrics(services.store, services.queue)))
+    state.install(app, state.AppState(settings, services, router, Metrics(services.store, services.queue),
+                                      sessions))
+    headers.install(app)
     app.register_blueprint(webhook.bp)
     app.register_blueprint(health.bp)
     dashboard.install(app, settings, exempt=(webhook.bp,))

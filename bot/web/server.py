@@ -38,7 +38,7 @@ class PerfbotServer(BaseApplication):
     def load(self) -> Flask:
         """In each worker process, after the fork: its own connections, queue and app."""
         self.runtime = bootstrap.build(self.settings)
-        return create_app(self.settings, self.runtime.services, self.runtime.router)
+        return create_app(self.settings, self.runtime.services, self.runtime.router, self.runtime.sessions)
 
     def run(self) -> None:
         try:

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 from flask import Flask, current_app
 
+from bot.service.dashboard.sessions import SessionStore
 from bot.service.router import Router
 from bot.service.services import Services
 from bot.settings import Settings
@@ -21,6 +22,7 @@ class AppState:
     services: Services
     router: Router
     metrics: Metrics
+    sessions: SessionStore | None = None  # the dashboard's signed-in sessions (None: no sign-in)
 
 
 def install(app: Flask, state: AppState) -> None:

@@ -218,7 +218,7 @@ def test_config_validate_lists_every_problem_with_its_key_path(tmp_path, capsys)
     cfg.write_text("version: 2\nrisk: {profil: x}\n")
     code, _, err = run(capsys, "config", "validate", str(cfg))
     assert code == 2
-    assert err.splitlines() == [f"{cfg}: version: Input should be 1", f"{cfg}: risk.profil: unknown key"]
+    assert err.splitlines() == [f"{cfg}: version: 2 is not allowed (expected 1)", f"{cfg}: risk.profil: unknown key"]
 
 
 def test_config_validate_checks_rule_ids_against_the_profile(tmp_path, capsys):
@@ -304,3 +304,73 @@ def test_config_rules_profile_auto_looks_at_the_repository(git_builder, capsys, 
     monkeypatch.chdir(git_builder.root)
     _, out, _ = run(capsys, "config", "rules", "--format", "json")  # auto by default, like score
     assert any(r["id"].startswith("sglang.") for r in json.loads(out))
+
+
+@pytest.mark.parametrize("limit", ["-1", "0", "two"])
+def test_triage_refuses_a_limit_that_is_not_a_positive_number(capsys, limit):
+    code, out, err = run(capsys, "triage", "HEAD~1..HEAD", "--limit", limit)
+    assert_one_line_error(code, err, "--limit", repr(limit))
+    assert out == ""
+
+
+@pytest.mark.parametrize("stdin", [b"", b"  \n\n"])
+def test_empty_input_to_score_asks_whether_it_is_a_diff(capsys, monkeypatch, stdin):
+    code, out, _ = run(capsys, "score", "--format", "json", stdin=stdin, monkeypatch=monkeypatch)
+    assert code == 0
+    assert json.loads(out)["warnings"] == ["standard input is empty (is it a unified diff?)"]
+    code, out, _ = run(capsys, "score", stdin=stdin, monkeypatch=monkeypatch)
+    assert "warning: standard input is empty (is it a unified diff?)" in out
+
+
+BAD_CONFIG = """\
+risk:
+  profile: sglang
+  disable: [sglang.cold, no-such-rule]
+  weights: {also-missing: 5}
+  thresholds: {low: 50, medium: 10}
+bench:
+  suites:
+    verify-step:
+      kind: verify-step
+      preset: huge
+      shape: {layerz: 3}
+    smoke:
+      kind: command
+      metrics: {step_ms: {better: sideways}}
+"""
+
+
+def test_config_validate_reports_field_and_rule_id_problems_together_in_the_files_words(tmp_path, capsys):
+    cfg = tmp_path / "perfbot.yml"
+    cfg.write_text(BAD_CONFIG)
+    code, out, err = run(capsys, "config", "validate", str(cfg))
+    assert code == 2 and out == ""
+    problems = [line.removeprefix(f"{cfg}: ") for line in err.splitlines()]
+    assert problems == [
+        "risk.thresholds: thresholds must satisfy low <= medium <= high",
+        "bench.suites.verify-step.preset: 'huge' is not allowed (expected 'auto', 'full' or 'tiny')",
+        "bench.suites.verify-step.shape.layerz: unknown key (expected one of 'layers', 'hidden', 'heads', "
+        "'kv_heads', 'head_dim', 'experts', 'topk', 'moe_intermediate', 'context', 'vocab', 'batch', "
+        "'num_steps', 'draft_topk' or 'num_draft_tokens')",
+        "bench.suites.smoke.command: missing (required)",
+        "bench.suites.smoke.metrics.step_ms.better: 'sideways' is not allowed (expected 'lower' or 'higher')",
+        "risk.disable[1]: unknown rule id 'no-such-rule'",
+        "risk.weights.also-missing: unknown rule id 'also-missing'",
+    ]
+
+
+@pytest.mark.parametrize("text,problem", [
+    ("risk: [1, 2]\n", "risk: expected a mapping of keys to values, not a list"),
+    ("bench: {suites: {a: {kind: nope}}}\n",
+     "bench.suites.a.kind: 'nope' is not a suite kind (expected one of 'command', 'verify-step', 'sglang-eagle3')"),
+    ("bench: {suites: {a: {}}}\n", "bench.suites.a: missing 'kind' (one of 'command', 'verify-step', 'sglang-eagle3')"),
+    ("bench: {suites: {c: {kind: command, command: 7}}}\n", "bench.suites.c.command: Input should be a valid string"),
+    ("risk: {disable: [sglang.cold]}\n",
+     "risk.disable[0]: unknown rule id 'sglang.cold' in profiles generic and vllm, which 'profile: auto' may pick"),
+])
+def test_config_validate_names_no_model_of_the_code(tmp_path, capsys, text, problem):
+    cfg = tmp_path / "perfbot.yml"
+    cfg.write_text(text)
+    code, _, err = run(capsys, "config", "validate", str(cfg))
+    assert code == 2 and err.splitlines() == [f"{cfg}: {problem}"]
+    assert "Config" not in err and "instance of" not in err

@@ -113,3 +113,26 @@ def test_top_level_help_lists_every_verb_in_order(capsys):
     listed = [line.split()[0] for line in out.split("COMMAND\n", 1)[1].split("\n\n")[0].splitlines()
               if line.startswith("    ") and not line.startswith("     ")]
     assert listed == list(VERBS)
+
+
+@pytest.mark.parametrize("source", ["file", "stdin"])
+def test_score_without_a_checkout_loads_no_git_and_no_yaml(tmp_path, source):
+    # GitPython is for --repo only, and a YAML parser for a config file only.
+    diff = tmp_path / "change.diff"
+    diff.write_text(DIFF)
+    argv = ("score", str(diff)) if source == "file" else ("score", "-")
+    if source == "stdin":
+        done = subprocess.run([sys.executable, "-c", PROBE, *argv], cwd=ROOT, input=DIFF,
+                              env={**os.environ, "PYTHONPATH": str(ROOT)}, capture_output=True, text=True,
+                              timeout=120)
+        assert done.returncode == 0, done.stderr[-2000:]
+        loaded = set(done.stderr.rsplit(MARK, 1)[1].split())
+    else:
+        loaded = modules_loaded(*argv)
+    assert packages(loaded, ("git", "gitdb", "yaml", "bot.adapters", "bot.runner")) == set()
+
+
+def test_deliver_needs_nothing_but_the_standard_library():
+    loaded = modules_loaded("deliver", "--help")
+    assert "bot.cli.deliver" in loaded
+    assert packages(loaded, (*HEAVY, "requests", "yaml", "bot.core", "bot.adapters")) == set()

@@ -1,11 +1,13 @@
 """Log lines are JSON objects that carry the delivery GUID being handled and keep their own keys."""
 
+import io
 import json
 import logging
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from bot.service import logs
 from bot.service.logs import JsonFormatter, current_delivery
 
 
@@ -68,3 +70,21 @@ def test_no_extra_ever_changes_the_formatters_keys_or_is_lost(extra):
 
 
 _RECORD_ATTRIBUTES = set(record("").__dict__) | {"message", "asctime"}
+
+
+def test_the_handler_writes_to_the_stderr_of_the_moment_not_the_one_it_was_set_up_with(monkeypatch):
+    # pytest swaps sys.stderr for each test and closes the old one; a handler holding the stream
+    # of the test that configured logging printed "ValueError: I/O operation on closed file"
+    # tracebacks whenever a later test's consumer thread logged.
+    root = logging.getLogger("perfbot")
+    monkeypatch.setattr(root, "handlers", [])
+    monkeypatch.setattr(root, "propagate", root.propagate)
+    monkeypatch.setattr(root, "level", root.level)
+    first, second = io.StringIO(), io.StringIO()
+    monkeypatch.setattr("sys.stderr", first)
+    logs.configure("INFO")
+    first.close()
+    monkeypatch.setattr("sys.stderr", second)
+    logging.getLogger("perfbot.test").info("after the swap")
+    assert json.loads(second.getvalue())["msg"] == "after the swap"
+    assert "Logging error" not in second.getvalue()

@@ -11,6 +11,7 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 import requests
+from sqlalchemy import text
 
 from bot.bootstrap import build
 from bot.service.dashboard.ports import MergeQuery
@@ -46,7 +47,8 @@ def make(database_url, tmp_path, emulator, anonymous: str = "public") -> Dashboa
         emulator.add_repo(repo)
     emulator.repos[PUBLIC].permissions.update({"maintainer": "write", "reader": "read"})
     emulator.repos[PRIVATE].permissions["maintainer"] = "admin"
-    return Dashboard(create_app(settings, runtime.services).test_client(), emulator, data, runtime)
+    return Dashboard(create_app(settings, runtime.services, sessions=runtime.sessions).test_client(), emulator, data,
+                     runtime)
 
 
 @pytest.fixture
@@ -163,12 +165,41 @@ def test_sizes_and_page_numbers_out_of_range_are_clamped(dash):
     assert history.status_code == 200 and len(history.json["points"]) == 60
 
 
+@pytest.mark.parametrize("number", [2**31, 2**63, 2**64 + 5, 10**30])
+def test_pull_request_numbers_no_pull_request_can_have_are_a_404(dash, number):
+    for path in (f"/api/v1/merges/{PUBLIC}/{number}", merge_path(PUBLIC, number)):
+        assert dash.client.get(path).status_code == 404, path
+    sign_in(dash, "maintainer")
+    token = dash.client.get("/api/v1/me").json["csrf_token"]
+    answer = dash.client.post(f"/api/v1/merges/{PUBLIC}/{number}/triage", json={"state": "confirmed"},
+                              headers={"X-CSRFToken": token})
+    assert answer.status_code == 404
+    page = dash.client.post(f"{merge_path(PUBLIC, number)}/triage", data={"state": "confirmed", "csrf_token": token})
+    assert page.status_code == 404
+
+
 def test_titles_with_html_and_mentions_are_escaped(dash):
     repo, number = dash.data.hostile
     text = dash.client.get(merge_path(repo, number)).get_data(as_text=True)
     assert "<script>alert" not in text and "&lt;script&gt;alert" in text and "<b>bold</b>" not in text
     listing = dash.client.get(f"/?repo={repo}&per_page=200&level=high&level=medium&level=low&level=none")
     assert "<script>alert" not in listing.get_data(as_text=True)
+
+
+@pytest.mark.parametrize("url", ["javascript:alert(document.cookie)", " JavaScript:alert(1)",
+                                 "data:text/html,<script>alert(1)</script>", "//evil.example/pull/1", "https:evil"])
+def test_a_pull_request_url_is_linked_only_when_it_is_http_or_https(dash, url):
+    repo, number = dash.data.hostile
+    with dash.runtime.store.engine.begin() as connection:
+        connection.execute(text("UPDATE merges SET url = :url WHERE repo = :repo AND number = :number"),
+                           {"url": url, "repo": repo, "number": number})
+    detail = dash.client.get(merge_path(repo, number)).get_data(as_text=True)
+    listing = dash.client.get(f"/?repo={repo}&per_page=200&level=high&level=medium&level=low&level=none")
+    for page in (detail, listing.get_data(as_text=True)):
+        hrefs = [html.unescape(h) for h in re.findall(r'href="([^"]*)"', page)]
+        assert not [h for h in hrefs if h.strip().lower().startswith(("javascript:", "data:", "//", "https:e"))]
+    assert f"#{number} on GitHub" not in detail
+    assert dash.client.get(f"/api/v1/merges/{repo}/{number}").json["url"] == url, "the API gives the data as it is"
 
 
 def test_the_history_finds_the_planted_changes_and_names_the_merges_that_caused_them(dash):
@@ -244,9 +275,11 @@ def test_bad_triage_through_the_api_is_a_400(dash, body, message):
     assert answer.status_code == 400 and message in answer.json["message"]
 
 
-def test_a_forged_or_replayed_sign_in_is_refused_and_next_never_leaves_the_site(dash):
+@pytest.mark.parametrize("next_page", ["//evil.example/steal", "/%09/evil.example/x", "/%5Cevil.example",
+                                       "/%0A/evil.example", "https://evil.example/"])
+def test_a_forged_or_replayed_sign_in_is_refused_and_next_never_leaves_the_site(dash, next_page):
     assert dash.client.get("/signin/callback?code=abc&state=forged").status_code == 400
-    started = dash.client.get("/signin?next=//evil.example/steal")
+    started = dash.client.get(f"/signin?next={next_page}")
     query = {k: v[0] for k, v in parse_qs(urlsplit(started.headers["Location"]).query).items()}
     granted = requests.post(f"{dash.emulator.base_url}/login/oauth/authorize", allow_redirects=False, timeout=10,
                             data={**query, "login": "maintainer"})

@@ -292,3 +292,17 @@ class DashboardSyncRow(Base):
     results_seen: Mapped[int] = mapped_column(Integer)
     acks_seen: Mapped[int] = mapped_column(Integer)
     points_seen: Mapped[int] = mapped_column(Integer)
+
+
+class DashboardSessionRow(Base):
+    """A signed-in dashboard session, by the SHA-256 of its cookie's token (`bot.adapters.store.
+    sessions`); signing out deletes it."""
+
+    __tablename__ = "dashboard_sessions"
+
+    key: Mapped[str] = mapped_column(String(64), primary_key=True)
+    login: Mapped[str] = mapped_column(String(100))
+    private_repos: Mapped[str] = mapped_column(Text)  # a JSON list of owner/name
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    checked_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    expires_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), index=True)

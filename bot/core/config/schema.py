@@ -6,9 +6,9 @@ user writes is exactly what perfbot ships with.
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+import re
+from typing import Annotated, Any, Literal, get_args
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 from pydantic_core import ErrorDetails
 
@@ -318,6 +318,8 @@ def schema() -> dict[str, Any]:
 
 def load(text: str | bytes, source: str = CONFIG_PATH) -> RepoConfig:
     """Parse and validate YAML text; raise `ConfigError` naming the key path of each problem."""
+    import yaml  # here, not at the top: a command that reads no config file never needs it
+
     try:
         data = yaml.safe_load(text)
     except yaml.YAMLError as error:
@@ -332,12 +334,78 @@ def load(text: str | bytes, source: str = CONFIG_PATH) -> RepoConfig:
     try:
         return RepoConfig.model_validate(data)
     except ValidationError as error:
-        raise ConfigError(source, [_describe(e) for e in error.errors()]) from None
+        raise ConfigError(source, [describe(e, data) for e in error.errors()]) from None
 
 
-def _describe(error: ErrorDetails) -> str:
-    path = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in error["loc"]).lstrip(".")
-    message = error["msg"].removeprefix("Value error, ")
-    if error["type"] == "extra_forbidden":
-        message = "unknown key"
-    return f"{path or '(top level)'}: {message}"
+_KEY = "[key]"  # pydantic's mark for a problem with a mapping's key rather than its value
+_MAPPING_TYPES = ("model_type", "model_attributes_type", "dict_type")
+
+
+def describe(error: ErrorDetails, data: object) -> str:
+    """One problem as the user wrote it: the key path in their file (``bench.suites.NAME.preset``,
+    ``risk.rules[0].paths``) and what was expected, in the words of the file, not of the models."""
+    path, key_problem = key_path(error["loc"], data)
+    where = path or "(top level)"
+    kind, context, value = error["type"], error.get("ctx") or {}, error.get("input")
+    if key_problem:
+        expected = context.get("expected")
+        return f"{where}: unknown key" + (f" (expected one of {expected})" if expected else "")
+    if kind == "extra_forbidden":
+        return f"{where}: unknown key"
+    if kind == "missing":
+        return f"{where}: missing (required)"
+    if kind in _MAPPING_TYPES:
+        return f"{where}: expected a mapping of keys to values, not {_yaml_type(value)}"
+    if kind == "literal_error":
+        return f"{where}: {_shown(value)} is not allowed (expected {context.get('expected')})"
+    if kind == "union_tag_invalid":
+        return f"{where}.kind: {_shown(context.get('tag'))} is not a suite kind (expected one of " \
+               f"{context.get('expected_tags')})"
+    if kind == "union_tag_not_found":
+        kinds = ", ".join(repr(k) for k in get_args(SuiteKind))
+        return f"{where}: missing 'kind' (one of {kinds})"
+    message = re.sub(r" or instance of \w+", "", error["msg"].removeprefix("Value error, "))
+    return f"{where}: {message}"
+
+
+def key_path(loc: tuple[int | str, ...], data: object) -> tuple[str, bool]:
+    """``loc`` as a path through ``data``, without the parts the models add (the tag of a suite's
+    kind after its name: no other model's fields are named like one of its kinds); and whether
+    the problem is with the last key itself (``[key]``)."""
+    parts: list[str] = []
+    node: object = data
+    key_problem = tag_skipped = False
+    for item in loc:
+        if item == _KEY:
+            key_problem = True
+            continue
+        if isinstance(node, dict) and not tag_skipped and node.get("kind") == item:
+            # A suite's error passes through its kind (the union's tag) first, even when the suite
+            # also has a key of that name: a step of the models, not a key of the file.
+            tag_skipped = True
+            continue
+        tag_skipped = False
+        if isinstance(item, int) and isinstance(node, list):
+            parts.append(f"[{item}]")
+            node = node[item] if 0 <= item < len(node) else None
+            continue
+        parts.append(f".{item}")
+        node = node.get(item) if isinstance(node, dict) else None
+    return "".join(parts).lstrip("."), key_problem
+
+
+def _yaml_type(value: object) -> str:
+    if isinstance(value, list):
+        return "a list"
+    if isinstance(value, bool):
+        return "true/false"
+    if isinstance(value, (int, float)):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    return "nothing" if value is None else type(value).__name__
+
+
+def _shown(value: object) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."

@@ -98,10 +98,7 @@ def merged_rules(config: RepoConfig, profile: str) -> list[Rule]:
     by_id = {rule.id: rule for rule in profiles.PROFILES[profile]}
     for rule in config.risk.rules:
         by_id[rule.id] = rule
-    problems = [f"risk.disable[{i}]: unknown rule id '{rule_id}'"
-                for i, rule_id in enumerate(config.risk.disable) if rule_id not in by_id]
-    problems += [f"risk.weights.{rule_id}: unknown rule id '{rule_id}'"
-                 for rule_id in config.risk.weights if rule_id not in by_id]
+    problems = unknown_rule_ids(profile, list(by_id), config.risk.disable, config.risk.weights)
     if problems:
         raise ConfigError("config", problems)
     for rule_id in config.risk.disable:
@@ -110,6 +107,19 @@ def merged_rules(config: RepoConfig, profile: str) -> list[Rule]:
         if rule_id in by_id:
             by_id[rule_id] = by_id[rule_id].model_copy(update={"weight": weight})
     return list(by_id.values())
+
+
+def unknown_rule_ids(profile: str, added: Iterable[str], disable: Iterable[str | None],
+                     weights: Iterable[str]) -> list[str]:
+    """The entries of ``risk.disable`` and ``risk.weights`` that name no rule of ``profile`` nor
+    of the config's own (``added``), each as a problem with its key path; a None in ``disable``
+    holds the place of an entry that is no id at all (the schema says so)."""
+    known = {rule.id for rule in profiles.PROFILES[profile]} | set(added)
+    problems = [f"risk.disable[{i}]: unknown rule id '{rule_id}'"
+                for i, rule_id in enumerate(disable) if rule_id is not None and rule_id not in known]
+    problems += [f"risk.weights.{rule_id}: unknown rule id '{rule_id}'"
+                 for rule_id in weights if rule_id not in known]
+    return problems
 
 
 def build(config: RepoConfig, paths: Iterable[str] = ()) -> RuleSet:

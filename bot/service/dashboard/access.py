@@ -2,8 +2,9 @@
 
 Anonymous viewers see the repositories known to be public (`PERFBOT_DASHBOARD_ANONYMOUS=public`,
 the default), every repository (`all`) or none (`none`). A signed-in user also sees the private
-repositories they can read, checked through the API when they sign in. Triage needs write
-permission on the repository, checked through the API at each action.
+repositories they can read, checked through the API when they sign in and again every few
+minutes (`sessions.RECHECK`). Triage needs write permission on the repository, checked through
+the API at each action.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ log = logging.getLogger("perfbot.dashboard")
 @dataclass(frozen=True)
 class Viewer:
     """Who is looking: anonymous (no login), or a signed-in GitHub user and the private
-    repositories found readable for them at sign-in."""
+    repositories last found readable for them."""
 
     login: str | None = None
     private_repos: frozenset[str] = frozenset()

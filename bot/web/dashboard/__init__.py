@@ -5,16 +5,14 @@ every form and state-changing API call."""
 from __future__ import annotations
 
 import secrets
-from datetime import timedelta
 
 from flask import Blueprint, Flask
 from flask_wtf.csrf import CSRFProtect
 
+from bot.service.dashboard import sessions
 from bot.settings import Settings
 
 from . import api, pages, signin
-
-SESSION_HOURS = 8
 
 
 def install(app: Flask, settings: Settings, exempt: tuple[Blueprint, ...] = ()) -> None:
@@ -28,7 +26,7 @@ def install(app: Flask, settings: Settings, exempt: tuple[Blueprint, ...] = ()) 
         SESSION_COOKIE_HTTPONLY=True,
         SESSION_COOKIE_SAMESITE="Lax",
         SESSION_COOKIE_SECURE=secure,
-        PERMANENT_SESSION_LIFETIME=timedelta(hours=SESSION_HOURS),
+        PERMANENT_SESSION_LIFETIME=sessions.LIFETIME,  # the server's session ends then too
         WTF_CSRF_TIME_LIMIT=None,  # valid as long as the session: a page left open still works
     )
     csrf = CSRFProtect(app)

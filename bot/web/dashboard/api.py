@@ -19,6 +19,7 @@ from .. import state
 from . import params, viewer
 
 bp = Blueprint("dashboard_api", __name__, url_prefix="/api/v1")
+bp.record_once(params.install_converters)
 
 
 @bp.get("/merges")
@@ -28,12 +29,12 @@ def merges() -> Response:
     return jsonify(page_dict(page, "dashboard_api.merges"))
 
 
-@bp.get("/merges/<owner>/<name>/<int:number>")
+@bp.get("/merges/<owner>/<name>/<pr_number:number>")
 def merge(owner: str, name: str, number: int) -> Response:
     return jsonify(detail_dict(detail(owner, name, number)))
 
 
-@bp.post("/merges/<owner>/<name>/<int:number>/triage")
+@bp.post("/merges/<owner>/<name>/<pr_number:number>/triage")
 def triage(owner: str, name: str, number: int) -> tuple[Response, int]:
     login = viewer.current().login
     if login is None:

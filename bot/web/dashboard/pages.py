@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 from datetime import datetime
 from typing import Any
+from urllib.parse import urlsplit
 
 from flask import Blueprint, redirect, render_template, request, url_for
 from flask.typing import ResponseReturnValue
@@ -23,6 +24,7 @@ from . import api, params, viewer
 
 bp = Blueprint("dashboard", __name__, template_folder="templates", static_folder="static",
                static_url_path="/static/dashboard")
+bp.record_once(params.install_converters)
 STATE_LABELS = {"open": "open", "acknowledged": "acknowledged", "confirmed": "confirmed",
                 "false_alarm": "false alarm", "reverted": "reverted", "fixed": "fixed"}
 _FIXED_BY = re.compile(r"^#?(\d{1,9})$")
@@ -43,12 +45,12 @@ def dashboard() -> ResponseReturnValue:
     return redirect(url_for("dashboard.merges", **params.query_args(request.args)), 308)
 
 
-@bp.get("/merges/<owner>/<name>/<int:number>")
+@bp.get("/merges/<owner>/<name>/<pr_number:number>")
 def merge(owner: str, name: str, number: int) -> str:
     return _merge_page(api.detail(owner, name, number))
 
 
-@bp.post("/merges/<owner>/<name>/<int:number>/triage")
+@bp.post("/merges/<owner>/<name>/<pr_number:number>/triage")
 def triage(owner: str, name: str, number: int) -> ResponseReturnValue:
     found = api.detail(owner, name, number)
     login = viewer.current().login
@@ -122,6 +124,19 @@ def brief(reason: str | None) -> str:
         return reason
     where = (found["where"] or "").split(" in ")[0].rsplit("/", 1)[-1]
     return f"{found['what']} · {where}" if where else found["what"]
+
+
+@bp.app_template_filter("web_link")
+def web_link(url: str | None) -> str | None:
+    """``url`` for an href when it is an http(s) address with a host; None for anything else
+    (`javascript:`, `data:`, a relative path): the link is left out."""
+    if not url:
+        return None
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return None
+    return url if parts.scheme.lower() in ("https", "http") and parts.hostname else None
 
 
 @bp.app_template_filter("short")

@@ -8,17 +8,33 @@ import re
 from datetime import UTC, date, datetime, time, timedelta
 from typing import Any
 
+from flask.sansio.blueprints import BlueprintSetupState
 from werkzeug.datastructures import MultiDict
 from werkzeug.exceptions import BadRequest
+from werkzeug.routing import IntegerConverter
 
 from bot.service.dashboard.history import DEFAULT_POINTS, MAX_POINTS
 from bot.service.dashboard.ports import LEVELS, SORTS, STATES, VERDICTS, MergeQuery
+from bot.service.dashboard.triage import MAX_NUMBER
 
 REPO = re.compile(r"^[A-Za-z0-9_.-]{1,100}/[A-Za-z0-9_.-]{1,100}$")
 NAME = re.compile(r"^[A-Za-z0-9_.:/@+-]{1,100}$")  # a suite or metric name, as results files allow
 DEFAULT_PER_PAGE, MAX_PER_PAGE, MAX_PAGE = 50, 200, 100_000
 MIN_POINTS = 10
 MAX_VALUES = 20  # repeated parameters (repo=a&repo=b...)
+
+
+class PullRequestNumber(IntegerConverter):
+    """A pull request number in a route (`<pr_number:number>`): GitHub numbers them from 1 and
+    the store keeps 32 bits, so a larger one matches no route (a 404), never a database error."""
+
+    def __init__(self, map: Any) -> None:
+        super().__init__(map, min=1, max=MAX_NUMBER)
+
+
+def install_converters(state: BlueprintSetupState) -> None:
+    """For `Blueprint.record_once`, before the blueprint's routes: the converters they use."""
+    state.app.url_map.converters.setdefault("pr_number", PullRequestNumber)
 
 
 class BadParameter(BadRequest):

@@ -1,17 +1,20 @@
 """Sign-in and sign-out: GitHub's user authorization for the App (OAuth web flow) with a
-one-time state in the session; the login and the private repositories it may read are then kept
-in the signed session cookie for `SESSION_HOURS`."""
+one-time state in the session cookie; then a session kept on the server
+(`bot.service.dashboard.sessions`), whose token the signed cookie holds, until sign-out deletes
+it or it ends."""
 
 from __future__ import annotations
 
 import hmac
 import logging
+import re
 import secrets
+from urllib.parse import urlsplit
 
 from flask import Blueprint, abort, redirect, request, session, url_for
 from flask.typing import ResponseReturnValue
 
-from bot.service.dashboard import access
+from bot.service.dashboard import sessions as dashboard_sessions
 from bot.service.ports import SignInFailed
 
 from .. import state
@@ -20,6 +23,9 @@ from . import viewer
 bp = Blueprint("signin", __name__)
 log = logging.getLogger("perfbot.dashboard")
 _STATE, _NEXT = "oauth_state", "next"
+MAX_NEXT = 2_000
+# A slash not followed by another, then printable ASCII (no space, no control character).
+_PLAIN_PATH = re.compile(r"/(?!/)[!-~]*")
 
 
 @bp.get("/signin")
@@ -34,8 +40,8 @@ def start() -> ResponseReturnValue:
 
 @bp.get("/signin/callback")
 def callback() -> ResponseReturnValue:
-    services = state.current().services
-    if services.sign_in is None:
+    services, sessions = state.current().services, state.current().sessions
+    if services.sign_in is None or sessions is None:
         abort(404, "sign-in is not configured on this server")
     expected, given = session.pop(_STATE, None), request.args.get("state", "")
     if not isinstance(expected, str) or not hmac.compare_digest(expected.encode(), given.encode()):
@@ -51,16 +57,19 @@ def callback() -> ResponseReturnValue:
         log.warning("sign-in failed: %s", failed)
         abort(403, f"GitHub did not confirm the sign-in: {failed}")
     next_page = safe_next(session.pop(_NEXT, None))
-    session.clear()
+    dashboard_sessions.end(sessions, session.get(viewer.TOKEN))
+    session.clear()  # a new cookie, a new CSRF token: nothing of the anonymous visit carries over
     session.permanent = True
-    session[viewer.LOGIN] = login
-    session[viewer.PRIVATE] = sorted(access.readable_private_repos(services, login))
+    session[viewer.TOKEN] = dashboard_sessions.start(services, sessions, login)
     log.info("signed in", extra={"user": login})
     return redirect(next_page)
 
 
 @bp.post("/signout")
 def sign_out() -> ResponseReturnValue:
+    sessions = state.current().sessions
+    if sessions is not None:
+        dashboard_sessions.end(sessions, session.get(viewer.TOKEN))
     session.clear()
     return redirect(url_for("dashboard.merges"), 303)
 
@@ -71,9 +80,17 @@ def callback_url() -> str:
 
 
 def safe_next(value: object) -> str:
-    """A path on this server to return to; anything else (another host, a scheme) is '/'."""
-    if not isinstance(value, str) or len(value) > 2_000:
+    """A path on this server to return to; anything else is '/'.
+
+    Browsers clean a URL before they resolve it (WHATWG URL standard): they drop tabs and line
+    breaks anywhere, strip leading and trailing control characters and spaces, and read a
+    backslash as a slash, so '/\\t/evil.example' becomes the scheme-relative '//evil.example'.
+    Only printable ASCII is accepted, so nothing can be cleaned away; and what is left must be a
+    path that starts with one slash, with no scheme and no host.
+    """
+    if not isinstance(value, str) or len(value) > MAX_NEXT:
         return "/"
-    if not value.startswith("/") or value.startswith(("//", "/\\")) or any(c in value for c in "\r\n\\"):
+    if not _PLAIN_PATH.fullmatch(value) or "\\" in value:
         return "/"
-    return value
+    parts = urlsplit(value)
+    return "/" if parts.scheme or parts.netloc else value

@@ -1,24 +1,36 @@
-"""Who is looking at the dashboard: a GitHub user signed in through the App (their login and the
-private repositories found readable at sign-in, in the signed session cookie) or an anonymous
-viewer; and what they may see."""
+"""Who is looking at the dashboard: a GitHub user signed in through the App (the signed session
+cookie holds only the token of a session kept on the server, `bot.service.dashboard.sessions`)
+or an anonymous viewer; and what they may see."""
 
 from __future__ import annotations
 
 from flask import abort, g, session
 
-from bot.service.dashboard import access
+from bot.service.dashboard import access, sessions
 from bot.service.dashboard.access import Viewer
 
 from .. import state
 
-LOGIN, PRIVATE = "login", "private"
+TOKEN = "session"  # the cookie's key that holds the server-side session's token
 
 
 def current() -> Viewer:
-    if not state.current().settings.sign_in_enabled or not isinstance(session.get(LOGIN), str):
+    """The viewer of this request, looked up once per request."""
+    if "perfbot_viewer" not in g:
+        g.perfbot_viewer = _look_up()
+    viewer: Viewer = g.perfbot_viewer
+    return viewer
+
+
+def _look_up() -> Viewer:
+    app_state = state.current()
+    if not app_state.settings.sign_in_enabled or app_state.sessions is None or TOKEN not in session:
         return Viewer()
-    private = session.get(PRIVATE) or []
-    return Viewer(session[LOGIN], frozenset(r for r in private if isinstance(r, str)))
+    found = sessions.resume(app_state.services, app_state.sessions, session[TOKEN])
+    if found is None:  # signed out elsewhere, or ended: the cookie's token is of no use
+        session.pop(TOKEN, None)
+        return Viewer()
+    return found
 
 
 def visible() -> frozenset[str] | None:

@@ -81,7 +81,7 @@ def test_a_top_level_that_is_not_a_mapping_is_refused():
 def test_the_error_message_is_one_line_with_a_count():
     with pytest.raises(ConfigError) as caught:
         config.load("version: 3\nrisk: {profile: x}", "cfg.yml")
-    assert str(caught.value) == "cfg.yml: version: Input should be 1 (and 1 more)"
+    assert str(caught.value) == "cfg.yml: version: 3 is not allowed (expected 1) (and 1 more)"
 
 
 def test_unknown_rule_ids_in_disable_and_weights_are_errors():

@@ -1,0 +1,65 @@
+"""`SqlSessionStore`: the dashboard's `SessionStore` port over SQLAlchemy, in the same database as
+the rest of the store (table `dashboard_sessions`), one short transaction per call."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from contextlib import AbstractContextManager, contextmanager, nullcontext
+from datetime import UTC, datetime
+
+from sqlalchemy import Connection, Engine, delete, insert, select, update
+
+from bot.service.dashboard.sessions import DashboardSession, SessionStore
+
+from ..sqlite_files import WriterLock, lock_file_beside
+from .sql import sqlite_file
+from .tables import DashboardSessionRow as Row
+
+
+class SqlSessionStore(SessionStore):
+    def __init__(self, engine: Engine):
+        self.engine = engine
+        # As `SqlStore` does: SQLite's writers (of every process) queue on a lock file beside it.
+        self._writer: AbstractContextManager[object] = nullcontext()
+        if engine.dialect.name == "sqlite":
+            database = sqlite_file(engine.url)
+            self._writer = WriterLock(lock_file_beside(database) if database else None)
+
+    @contextmanager
+    def _transaction(self) -> Iterator[Connection]:
+        with self._writer, self.engine.begin() as connection:
+            yield connection
+
+    def create(self, key: str, session: DashboardSession) -> None:
+        with self._transaction() as connection:
+            connection.execute(insert(Row).values(
+                key=key, login=session.login, private_repos=json.dumps(sorted(session.private_repos)),
+                created_at=session.created_at, checked_at=session.checked_at, expires_at=session.expires_at))
+
+    def get(self, key: str) -> DashboardSession | None:
+        with self.engine.connect() as connection:
+            row = connection.execute(select(Row).where(Row.key == key)).one_or_none()
+        if row is None:
+            return None
+        return DashboardSession(login=row.login, private_repos=frozenset(json.loads(row.private_repos)),
+                                created_at=_utc(row.created_at), checked_at=_utc(row.checked_at),
+                                expires_at=_utc(row.expires_at))
+
+    def recheck(self, key: str, private_repos: frozenset[str], checked_at: datetime) -> None:
+        with self._transaction() as connection:
+            connection.execute(update(Row).where(Row.key == key).values(
+                private_repos=json.dumps(sorted(private_repos)), checked_at=checked_at))
+
+    def delete(self, key: str) -> None:
+        with self._transaction() as connection:
+            connection.execute(delete(Row).where(Row.key == key))
+
+    def delete_expired(self, now: datetime) -> int:
+        with self._transaction() as connection:
+            return connection.execute(delete(Row).where(Row.expires_at <= now)).rowcount
+
+
+def _utc(value: datetime) -> datetime:
+    """SQLite hands back naive datetimes; everything stored is UTC."""
+    return value if value.tzinfo is not None else value.replace(tzinfo=UTC)
