@@ -187,6 +187,8 @@ def test_a_verb_whose_extra_is_not_installed_names_the_extra(tmp_path, argv, abs
 
 
 def test_a_missing_module_no_extra_installs_is_not_explained_away(tmp_path):
+    config = tmp_path / "perfbot.yml"
+    config.write_text("version: 1\n")
     result = _run_python("import sys\nsys.modules['yaml'] = None\nfrom bot.cli.main import main\n"
-                         "sys.exit(main(['config', 'schema']))\n", tmp_path)
+                         f"sys.exit(main(['config', 'validate', {str(config)!r}]))\n", tmp_path)
     assert result.returncode == 1 and "Traceback" in result.stderr and "yaml" in result.stderr
