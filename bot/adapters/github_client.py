@@ -288,7 +288,7 @@ class PyGithubClient(GitHub):
         return PullInfo(repo=repo, number=data["number"], open=data["state"] == "open",
                         draft=bool(data.get("draft")), head_sha=data["head"]["sha"],
             base_sha=data["base"]["sha"],
-                        base_ref=data["base"]["ref"], head_repo=head_repo,
+                        head_repo=head_repo,
                         author=(data.get("user") or {}).get("login", ""), html_url=data["html_url"])
 
     def permission(self, repo: str, login: str) -> str:

@@ -14,7 +14,6 @@ class PullInfo:
     draft: bool
     head_sha: str
     base_sha: str
-    base_ref: str
     head_repo: str | None  # None when the fork was deleted
     author: str
     html_url: str

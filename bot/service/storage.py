@@ -121,11 +121,6 @@ class Benchmarks(ABC):
         """A pull request's requests (None: the default branch's), newest first."""
 
     @abstractmethod
-    def last_command(self, repo: str, *, user: str | None = None, number: int | None = None
-                     ) -> datetime | None:
-        """When the newest accepted `/bench` of ``user`` in ``repo`` (or on PR ``number``) was made."""
-
-    @abstractmethod
     def complete(self, request: BenchRequest, results: list[BenchResult], points: list[MetricPoint],
                  work_key: str) -> bool:
         """In one transaction: claim ``work_key``, store the request's final state, its results and

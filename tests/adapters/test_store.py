@@ -167,9 +167,11 @@ def test_requests_are_listed_per_pull_request_and_for_the_default_branch(store):
     store.benchmarks.open(_request("pb-3", number=None, trigger="merge", requested_by="#7"))
     assert [r.correlation_id for r in store.benchmarks.for_pull("o/r", 7)] == ["pb-2", "pb-1"]
     assert [r.correlation_id for r in store.benchmarks.for_pull("o/r", None)] == ["pb-3"]
-    assert store.benchmarks.last_command("o/r", user="maintainer") == NOW + timedelta(minutes=1)
-    assert store.benchmarks.last_command("o/r", number=7) == NOW + timedelta(minutes=1)
-    assert store.benchmarks.last_command("o/r", user="someone") is None
+    asked = {user: store.benchmarks.admit("pb-new", "o/r", 7, user, lambda now: (now, None))[0]
+             for user in ("maintainer", "someone")}
+    assert asked["maintainer"].user_last == asked["maintainer"].pr_last == NOW + timedelta(minutes=1)
+    assert asked["someone"].user_last is None and asked["someone"].pr_last == NOW + timedelta(minutes=1)
+    assert [r.correlation_id for r in asked["someone"].active] == ["pb-2", "pb-1"]
 
 
 def test_a_completed_request_stores_its_results_and_points_once(store):

@@ -140,7 +140,7 @@ class FakeGitHub(GitHub):
     def pull(self, repo, number):
         key = self._existing(repo, number)
         default = PullInfo(repo=repo, number=number, open=True, draft=False, head_sha=self.heads[key],
-                           base_sha="9" * 40, base_ref="main", head_repo=repo, author="octocat",
+                           base_sha="9" * 40, head_repo=repo, author="octocat",
                            html_url=f"https://github.com/{repo}/pull/{number}")
         return replace(self.pulls.get(key, default), head_sha=self.heads[key])
 

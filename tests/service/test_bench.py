@@ -40,7 +40,7 @@ def github() -> FakeGitHub:
     fake.diffs[(REPO, NUMBER)] = diffs.HIGH
     fake.files[(REPO, ".github/perfbot.yml", "main")] = CONFIG
     fake.pulls[(REPO, NUMBER)] = PullInfo(repo=REPO, number=NUMBER, open=True, draft=False, head_sha=HEAD_SHA,
-                                          base_sha=BASE_SHA, base_ref="main", head_repo=REPO, author="author",
+                                          base_sha=BASE_SHA, head_repo=REPO, author="author",
                                           html_url=f"https://github.com/{REPO}/pull/{NUMBER}")
     fake.permissions[(REPO, "maintainer")] = "write"
     fake.workflows.add((REPO, "perfbot-bench.yml"))

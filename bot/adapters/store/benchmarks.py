@@ -78,10 +78,6 @@ class SqlBenchmarks(Benchmarks):
         with self.db.session() as session:
             return [_record(row) for row in session.scalars(query)]
 
-    def last_command(self, repo, *, user=None, number=None):
-        with self.db.session() as session:
-            return _last_command(session, repo, user=user, number=number)
-
     def complete(self, request, results, points, work_key) -> bool:
         stamp = now()
         try:

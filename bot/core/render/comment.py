@@ -62,11 +62,6 @@ def what_happens_next(level: str) -> str:
     return _NEXT[level]
 
 
-def comment_body(report: RiskReport, pull: PullContext) -> str:
-    """The whole comment, marker first so the bot finds its own comment again."""
-    return with_marker(review_markdown(report, pull))
-
-
 def with_marker(review: str, *sections: str) -> str:
     """The comment that carries a rendered review, and the sections below it (benchmarks)."""
     return "\n".join([f"{MARKER}\n{review}", *(s for s in sections if s)])

@@ -20,7 +20,7 @@ CONFIG = load("bench:\n  suites:\n    quick: {kind: command, command: 'true'}\n"
 def facts(**changes) -> policy.Facts:
     """The facts of a maintainer's command on an open pull request of the repository itself;
     ``pull={"fork": True}`` makes it come from a fork."""
-    pull = dict(repo="o/r", number=7, open=True, draft=False, head_sha=HEAD, base_sha=BASE, base_ref="main",
+    pull = dict(repo="o/r", number=7, open=True, draft=False, head_sha=HEAD, base_sha=BASE,
                 head_repo="o/r", author="author", html_url="https://github.com/o/r/pull/7")
     wanted = changes.pop("pull", {})
     if wanted.pop("fork", False):

@@ -11,10 +11,15 @@ from hypothesis import strategies as st
 
 from bot.core.config.schema import CONFIG_PATH
 from bot.core.render import comment as render_comment
-from bot.core.render.comment import MARKER, PullContext, comment_body, diff_anchor
+from bot.core.render.comment import MARKER, PullContext, diff_anchor, review_markdown, with_marker
 from bot.core.risk.scoring import FileRisk, RiskReport, Signal
 
 PULL = PullContext("https://github.com/octo/engine/pull/7", "0123456789abcdef" * 2 + "01234567", "main")
+
+
+def comment_body(report, pull: PullContext) -> str:
+    """The sticky comment of a review alone: the marker, then the review."""
+    return with_marker(review_markdown(report, pull))
 
 
 def signal(rule, weight, path, line, side="new", function="step", match=None, count=1, category=None):
