@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import math
+import sys
 from typing import Annotated, Any, Literal, TypeGuard
 
 from pydantic import (
@@ -128,12 +129,20 @@ class Round(_Model):
         for name, value in self.metrics.items():
             if isinstance(value, bool) or not isinstance(value, int | float):
                 raise ValueError(f"metric {name}: must be a number, got {type(value).__name__}")
-            if not math.isfinite(value) or value < 0:
-                raise ValueError(f"metric {name}: must be a finite number >= 0, got {value!r}")
+            if not _finite(value) or value < 0:
+                raise ValueError(f"metric {name}: must be a finite number >= 0, got {_clip(repr(value))}")
         unmeasured = sorted(set(self.spread or {}) - set(self.metrics))
         if unmeasured:
             raise ValueError(f"spread of {unmeasured[0]}: the round did not measure it")
         return self
+
+
+def _finite(value: int | float) -> bool:
+    """Whether ``value`` is a finite number a float can hold (JSON integers have no bound)."""
+    try:
+        return math.isfinite(value)
+    except OverflowError:
+        return False
 
 
 class Warmup(_Model):
@@ -288,6 +297,10 @@ def _parse_json(text: str, source: str) -> Any:
                            f"column {error.colno})") from None
     except RecursionError:
         raise ResultsError(f"{source}: JSON nested too deeply") from None
+    except ValueError:
+        # Python's guard against quadratic-time conversions (sys.get_int_max_str_digits()).
+        raise ResultsError(f"{source}: not a results file: it holds an integer of more than "
+                           f"{sys.get_int_max_str_digits()} digits") from None
 
 
 def _check_schema(parsed: Any, source: str) -> None:
