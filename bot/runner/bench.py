@@ -2,8 +2,9 @@
 
 The flow for each suite: take the machine's fingerprint, check out base and head as worktrees, run
 the suite's set-up in each, run the warm-up rounds (not counted), then counted rounds in ABBA pairs
-until `adaptive.should_continue` says stop, each round a fresh process under a timeout. The results
-file is rewritten after every round, so an interrupted run still leaves what it measured.
+until `adaptive.should_continue` says stop, each round a fresh process under a timeout, and last,
+where the suite profiles (`Suite.profiles`), one un-timed profiled pass per side (`profiling`). The
+results file is rewritten after every round, so an interrupted run still leaves what it measured.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from bot.adapters.git_repo import GitRepo
 from bot.core.config.schema import BenchConfig
 from bot.core.judge.results import SIDES, Revision, problem
 
-from . import adaptive, fingerprint, summary
+from . import adaptive, fingerprint, profiling, summary
 from .progress import Progress
 from .results import ResultsFile, out_path
 from .rounds import child_env, describe_failure, run_command, run_round
@@ -164,6 +165,8 @@ def run_suite(p: Plan, suite: Suite, trees: dict[str, Path], scratch: Path, mach
         stopped = set_up(suite, trees, scratch, p.round_timeout(suite), progress) or \
             warm_up(p, suite, trees, scratch, results, options, progress) or \
             measure(p, suite, trees, scratch, results, options, progress)
+        if not stopped and any(r.ok for r in results.rounds) and suite.profiles(bool(machine.get("gpus"))):
+            profile(p, suite, trees, scratch, results, progress)
     except KeyboardInterrupt:
         finish(results, "stopped", "interrupted before the rounds were done")
         raise
@@ -219,10 +222,11 @@ def warm_up(p: Plan, suite: Suite, trees: dict[str, Path], scratch: Path, result
             options: BenchOptions, progress: Progress) -> str | None:
     order = warmup_order(p.warmup)
     for number, side in enumerate(order):
-        began = progress.round_started(suite.name, "warm-up", number + 1, len(order), side, sha_of(p, side))
+        began = progress.round_started(suite.name, "warm-up", number // 2 + 1, p.warmup, side, sha_of(p, side),
+                                       len(order) - number)
         outcome = run_round(suite, context(trees, scratch, suite, side, -1 - number), p.round_timeout(suite))
         progress.round_finished(began, outcome.ok, outcome.error)
-        results.add_warmup(side, outcome.ok, outcome.error)
+        results.add_warmup(side, outcome.ok, outcome.error, outcome.seconds)
         if not outcome.ok and options.stop_on_failure:
             return f"warm-up round on {side} failed: {outcome.error}"
     return None
@@ -232,18 +236,34 @@ def measure(p: Plan, suite: Suite, trees: dict[str, Path], scratch: Path, result
             options: BenchOptions, progress: Progress) -> str | None:
     done, pair = 0, 0
     while adaptive.should_continue(samples(results), done, p.rounds, p.max_rounds):
-        planned = 2 * max(p.rounds, done + 1)
-        for side in pair_order(pair):
-            number = len(results.rounds) + 1
-            began = progress.round_started(suite.name, "round", number, planned, side, sha_of(p, side))
+        planned = max(p.rounds, done + 1)  # per side: the minimum, or one more pair the rule asked for
+        for position, side in enumerate(pair_order(pair)):
+            began = progress.round_started(suite.name, "round", done + 1, planned, side, sha_of(p, side),
+                                           2 * (planned - done) - position)
             outcome = run_round(suite, context(trees, scratch, suite, side, done), p.round_timeout(suite))
             progress.round_finished(began, outcome.ok, outcome.error)
             results.add_round(side, done, outcome.ok, outcome.error, outcome.metrics, outcome.declarations,
-                              outcome.spread)
+                              outcome.spread, outcome.seconds)
             if not outcome.ok and options.stop_on_failure:
                 return f"round {done} on {side} failed: {outcome.error}"
         done, pair = done + 1, pair + 1
     return None
+
+
+def profile(p: Plan, suite: Suite, trees: dict[str, Path], scratch: Path, results: ResultsFile,
+            progress: Progress) -> None:
+    """One un-timed profiled pass per side, after every timed round: its kernels explain the
+    verdict and never enter it. A pass that fails leaves that side without a profile, saying why."""
+    for side in SIDES:
+        progress.say(f"{suite.name}: profiled pass of {side} ({sha_of(p, side)[:10]}), not timed")
+        began = time.monotonic()
+        outcome = profiling.profile_side(suite, context(trees, scratch, suite, side, -100),
+                                         p.round_timeout(suite))
+        progress.round_finished(began, outcome.profile is not None, outcome.error, counted=False)
+        if outcome.profile is not None:
+            results.set_profile(side, outcome.profile)
+        else:
+            results.profile_failed(side, outcome.error or "no profile")
 
 
 def samples(results: ResultsFile) -> dict[str, adaptive.MetricSamples]:
@@ -260,7 +280,7 @@ def samples(results: ResultsFile) -> dict[str, adaptive.MetricSamples]:
 def context(trees: dict[str, Path], scratch: Path, suite: Suite, side: str, index: int) -> RoundContext:
     """A round's context, with a folder made for it just now: nothing an earlier round (of the other
     side, say) left where it would be found can pass for this round's output."""
-    label = f"{index}" if index >= 0 else f"warmup{-index}"
+    label = f"{index}" if index >= 0 else "profile" if index == -100 else f"warmup{-index}"
     parent = scratch / "rounds" / suite.name
     parent.mkdir(parents=True, exist_ok=True)
     out_dir = Path(tempfile.mkdtemp(prefix=f"{side}-{label}-", dir=parent))

@@ -25,6 +25,7 @@ from pydantic import (
 )
 from pydantic_core import ErrorDetails
 
+from bot.core.judge.profile import Profile
 from bot.core.text import clip, printable
 
 SCHEMA = "perfbot.results/1"
@@ -56,10 +57,12 @@ class _Model(BaseModel):
 
 
 class Revision(_Model):
-    """One side of the comparison: the commit measured and the machine it ran on."""
+    """One side of the comparison: the commit measured, the machine it ran on and, optionally, the
+    kernels of one profiled pass (`profile.Profile`), left out of a file when absent."""
 
     sha: Annotated[str, Field(pattern=r"^[0-9a-fA-F]{4,64}$")]
     fingerprint: dict[str, Any] = {}
+    profile: Annotated[Profile | None, Field(exclude_if=lambda value: value is None)] = None
 
     @field_validator("fingerprint")
     @classmethod
@@ -108,7 +111,8 @@ class RoundSpread(_Model):
 
 
 class Round(_Model):
-    """One benchmark round of one side; a failed round's metrics are dropped unread."""
+    """One benchmark round of one side; a failed round's metrics are dropped unread. ``seconds``:
+    how long the round's processes ran, start-up included (where the runner recorded it)."""
 
     side: Side
     index: Annotated[int, Field(ge=0)]
@@ -116,6 +120,7 @@ class Round(_Model):
     error: ErrorText = None
     metrics: dict[MetricName, Any] = {}
     spread: Annotated[dict[MetricName, RoundSpread] | None, Field(**_UNSET)] = None
+    seconds: Annotated[float | None, Field(ge=0, allow_inf_nan=False, **_UNSET)] = None
 
     @model_validator(mode="before")
     @classmethod
@@ -151,6 +156,7 @@ class Warmup(_Model):
     side: Side
     ok: bool
     error: ErrorText = None
+    seconds: Annotated[float | None, Field(ge=0, allow_inf_nan=False, **_UNSET)] = None
 
 
 def looks(rounds: int, max_rounds: int) -> int:
@@ -178,6 +184,8 @@ class Results(_Model):
     error: ErrorText = None
     warmups: Annotated[list[Warmup], Field(max_length=MAX_ROUNDS)] = []
     options: dict[str, Any] = {}
+    # Why a side has no `Revision.profile` although the run profiled (``{side: error}``).
+    profile_errors: Annotated[dict[Side, ErrorText] | None, Field(**_UNSET)] = None
 
     @field_validator("options")
     @classmethod
