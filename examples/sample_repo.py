@@ -7,7 +7,7 @@ Its benchmark is the `verify-step` suite, configured in its ``.github/perfbot.ym
 allreduce through ``mini_engine.distributed.parallel_state.tensor_model_parallel_all_reduce`` (two
 gloo ranks on a machine without GPUs, with the kernel profile on), so the slow commit shows up in
 verify time at any world size: it pads every allreduce input to the size the piecewise CUDA graphs
-were captured for (a memset of 8192 tokens and a copy per call, replayed by every graph, as the
+were captured for (a memset of 65536 tokens and a copy per call, replayed by every graph, as the
 motivating commit's padding memsets were), and at two ranks or more its communicator also reduces
 out of place with a host synchronisation per call. The commits have fixed authors and dates, so
 their SHAs are the same on every machine.
@@ -110,7 +110,7 @@ PARALLEL_STATE_SLOW = PARALLEL_STATE.replace(
     "_TP_COMMUNICATOR = None\n",
     "_TP_COMMUNICATOR = None\n"
     "# Piecewise CUDA graphs are captured for this many tokens.\n"
-    "_GRAPH_TOKENS = 8192\n").replace(
+    "_GRAPH_TOKENS = 65536\n").replace(
     "def tensor_model_parallel_all_reduce(input_: torch.Tensor) -> torch.Tensor:\n"
     "    if dist.get_world_size() == 1:\n"
     "        return input_\n"

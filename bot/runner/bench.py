@@ -29,6 +29,7 @@ from .rounds import child_env, describe_failure, run_command, run_round
 from .schedule import pair_order, warmup_order
 from .suites import Suite, make_suite
 from .suites.base import RoundContext
+from .workers import Worker
 from .worktrees import Worktrees
 
 
@@ -234,20 +235,52 @@ def warm_up(p: Plan, suite: Suite, trees: dict[str, Path], scratch: Path, result
 
 def measure(p: Plan, suite: Suite, trees: dict[str, Path], scratch: Path, results: ResultsFile,
             options: BenchOptions, progress: Progress) -> str | None:
+    workers: dict[str, Worker | None] = {}
+    try:
+        return measure_pairs(p, suite, trees, scratch, results, options, progress, workers)
+    finally:
+        for worker in workers.values():
+            if worker is not None:
+                worker.stop()
+
+
+def measure_pairs(p: Plan, suite: Suite, trees: dict[str, Path], scratch: Path, results: ResultsFile,
+                  options: BenchOptions, progress: Progress, workers: dict[str, Worker | None]) -> str | None:
     done, pair = 0, 0
     while adaptive.should_continue(samples(results), done, p.rounds, p.max_rounds):
         planned = max(p.rounds, done + 1)  # per side: the minimum, or one more pair the rule asked for
+        # The first pair and the one that completes the minimum run in fresh processes, so that what
+        # only a new process shows (start-up, a new context and communicator) is in every run.
+        fresh = done == 0 or done + 1 == p.rounds
         for position, side in enumerate(pair_order(pair)):
             began = progress.round_started(suite.name, "round", done + 1, planned, side, sha_of(p, side),
                                            2 * (planned - done) - position)
-            outcome = run_round(suite, context(trees, scratch, suite, side, done), p.round_timeout(suite))
+            round_context = context(trees, scratch, suite, side, done)
+            worker = None if fresh else serving(workers, suite, trees, scratch, side)
+            if worker is not None:
+                outcome = worker.serve(round_context, p.round_timeout(suite))
+                if not worker.alive:
+                    workers[side] = None  # the side's later rounds run in fresh processes
+            else:
+                outcome = run_round(suite, round_context, p.round_timeout(suite))
             progress.round_finished(began, outcome.ok, outcome.error)
             results.add_round(side, done, outcome.ok, outcome.error, outcome.metrics, outcome.declarations,
-                              outcome.spread, outcome.seconds)
+                              outcome.spread, outcome.seconds, "worker" if worker is not None else "fresh")
             if not outcome.ok and options.stop_on_failure:
                 return f"round {done} on {side} failed: {outcome.error}"
         done, pair = done + 1, pair + 1
     return None
+
+
+def serving(workers: dict[str, Worker | None], suite: Suite, trees: dict[str, Path], scratch: Path,
+            side: str) -> Worker | None:
+    """The side's worker, started on first use; None where the suite has none or it died."""
+    if side not in workers:
+        folder = scratch / "workers" / suite.name / side
+        folder.mkdir(parents=True, exist_ok=True)
+        workers[side] = Worker.start(suite, RoundContext(trees[side], folder, side, -1))
+    worker = workers[side]
+    return worker if worker is not None and worker.alive else None
 
 
 def profile(p: Plan, suite: Suite, trees: dict[str, Path], scratch: Path, results: ResultsFile,

@@ -49,7 +49,8 @@ class ResultsFile:
 
     def add_round(self, side: Side, index: int, ok: bool, error: str | None, metrics: dict[str, float],
                   declarations: dict[str, MetricDeclaration],
-                  spread: dict[str, dict[str, float]] | None = None, seconds: float | None = None) -> Round:
+                  spread: dict[str, dict[str, float]] | None = None, seconds: float | None = None,
+                  process: str | None = None) -> Round:
         """Record a round (with the standard errors of its values, where the suite timed many
         calls, and how long it took); one whose metrics the model refuses is recorded as failed,
         saying why."""
@@ -62,7 +63,7 @@ class ResultsFile:
                 measured = Round.model_validate({"side": side, "index": index, "ok": ok, "error": error,
                                                  "metrics": metrics if ok else {},
                                                  "spread": (spread or None) if ok else None,
-                                                 "seconds": _seconds(seconds)})
+                                                 "seconds": _seconds(seconds), "process": process})
             except ValidationError as refused:
                 measured = _refused(side, index, problem(refused), seconds)
         self.rounds.append(measured)

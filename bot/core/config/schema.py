@@ -197,6 +197,10 @@ class VerifyStepSuite(_SuiteCommon):
     verify_modes: list[Literal["full", "piecewise", "eager"]] | None = Field(
         default=None, description="Verify passes to time. Default: the engine's mode, and full beside "
                                   "piecewise.")
+    worker: bool = Field(
+        default=False, description="Serve the rounds between the first pair and the pair that completes "
+                                   "the minimum from one long-lived process per side (set up once; each "
+                                   "round builds the model and captures its graphs again).")
     warmup_iters: Annotated[int, Field(ge=0)] = 10
     dtype: Literal["bfloat16", "float16", "float32"] = "bfloat16"
     cuda_graphs: bool = True

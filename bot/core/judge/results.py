@@ -112,7 +112,8 @@ class RoundSpread(_Model):
 
 class Round(_Model):
     """One benchmark round of one side; a failed round's metrics are dropped unread. ``seconds``:
-    how long the round's processes ran, start-up included (where the runner recorded it)."""
+    how long the round's processes ran, start-up included (where the runner recorded it);
+    ``process``: ``fresh`` (a process of its own) or ``worker`` (served by the side's long-lived one)."""
 
     side: Side
     index: Annotated[int, Field(ge=0)]
@@ -121,6 +122,7 @@ class Round(_Model):
     metrics: dict[MetricName, Any] = {}
     spread: Annotated[dict[MetricName, RoundSpread] | None, Field(**_UNSET)] = None
     seconds: Annotated[float | None, Field(ge=0, allow_inf_nan=False, **_UNSET)] = None
+    process: Annotated[Literal["fresh", "worker"] | None, Field(**_UNSET)] = None
 
     @model_validator(mode="before")
     @classmethod

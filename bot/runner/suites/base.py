@@ -117,6 +117,16 @@ class Suite(ABC):
         """The profile the pass left behind, or `RoundFailed` saying why there is none."""
         raise RoundFailed(f"suite {self.name!r} cannot profile")
 
+    # -- a long-lived worker per side (`bot.runner.workers`), for suites that can serve rounds
+
+    def worker_command(self, context: RoundContext) -> Command | None:
+        """The process that serves this side's rounds, or None: every round a fresh process."""
+        return None
+
+    def worker_request(self, context: RoundContext) -> tuple[dict, Path]:
+        """What to send a worker for one round, and the file whose appearance says it is done."""
+        raise RoundFailed(f"suite {self.name!r} has no worker")
+
 
 def finite(name: str, value: object) -> float:
     """``value`` as a finite float >= 0, or `RoundFailed` naming the metric."""

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import sys
+from pathlib import Path
 
 from bot.core.config.schema import MetricDeclaration, VerifyStepSuite
 from bot.core.judge.profile import Profile
@@ -63,6 +64,14 @@ class VerifyStepBench(BuiltInSuite):
             argv += ["--accept-length", str(c.accept_length)]
         return Command(self.name, tuple(verify_step_bench.command(self.python or sys.executable, *argv, *extra)),
                        dict(c.env))
+
+    def worker_command(self, context: RoundContext) -> Command | None:
+        """With ``worker: true``: the benchmark set up once (``--serve``), a round per request."""
+        return self.command(context, "--serve") if self.config.worker else None
+
+    def worker_request(self, context: RoundContext) -> tuple[dict, Path]:
+        out = context.out_dir / RESULT_FILE
+        return {"out": str(out)}, out
 
     def profiles_by_default(self, gpus: bool) -> bool:
         """On where the benchmark runs on a GPU (PyTorch's profiler reads CUPTI there)."""
