@@ -1,9 +1,11 @@
 """What a verdict costs on the GPU machine: seconds per round, `perfbot bench run` start to verdict on
-the sample repository's slow commit (A/B) and on its parent against itself (A/A), and `perfbot bisect`
-over the sample's whole history; with ``--before DIR``, the same A/B with the perfbot checkout in DIR
-(an earlier version), side by side in the same run on the same machine.
+the sample repository's slow commit (A/B) and on its parent against itself (A/A), each with a fresh
+process per round and with the suite's long-lived worker per side (``worker: true``), and `perfbot
+bisect` over the sample's whole history (with the worker); with ``--before DIR``, the same A/B with the
+perfbot checkout in DIR (an earlier version), side by side in the same run on the same machine.
 
-    python benchmarks/gpu_cost.py --out DIR [--before PERFBOT_CHECKOUT] [--skip-bisect] [--python PY]
+    python benchmarks/gpu_cost.py --out DIR [--before PERFBOT_CHECKOUT] [--skip-bisect] [--skip-aa]
+                                  [--skip-worker] [--python PY] [--rounds N]
 
 Run from a perfbot checkout on the GPU machine (perfbot's dependencies importable by ``--python``, the
 engine's interpreter with torch). Every run's results file and log land in DIR; the last lines are a
@@ -54,8 +56,8 @@ def perfbot(tree: Path, python: str, args: list[str], log: Path, timeout: float,
     began = time.monotonic()
     with log.open("w") as stream, (stdout or log).open("a") as output:
         try:
-            code = subprocess.run([python, "-m", "bot", *args], cwd=tree, env=env,
-                                  stdout=output if stdout else stream, stderr=stream, timeout=timeout).returncode
+            code = subprocess.run([python, "-m", "bot", *args], cwd=tree, env=env, stderr=stream,
+                                  stdout=output if stdout else stream, timeout=timeout).returncode
         except subprocess.TimeoutExpired:
             code = 124
     return code, time.monotonic() - began
@@ -92,7 +94,8 @@ def round_seconds(results: Path, log: Path) -> list[float]:
 def bench(label: str, tree: Path, python: str, sample: Path, base: str, head: str | None, out: Path,
           config: Path | None, rounds: int) -> dict:
     results, log = out / f"{label}.json", out / f"{label}.log"
-    args = ["bench", "run", "--repo", str(sample), "--base", base, "--suite", "verify-step", "--python", python,
+    args = ["bench", "run", "--repo", str(sample), "--base", base, "--suite", "verify-step",
+            "--python", python,
             "--rounds", str(rounds), "--max-rounds", str(rounds + 2), "--warmup", "1", "--timeout", "240",
             "--out", str(results)]
     args += ["--head", head] if head else ["--aa"]
@@ -109,11 +112,14 @@ def bench(label: str, tree: Path, python: str, sample: Path, base: str, head: st
             "kernels_changed": kernels.get("changed")}
 
 
-def bisect(tree: Path, python: str, manifest: dict, out: Path, rounds: int) -> dict:
+def bisect(tree: Path, python: str, manifest: dict, out: Path, rounds: int, config: Path | None) -> dict:
     folder, log, report_file = out / "bisect", out / "bisect.log", out / "bisect.json"
-    args = ["bisect", manifest["first"], manifest["head"], "--repo", manifest["path"], "--suite", "verify-step",
+    args = ["bisect", manifest["first"], manifest["head"], "--repo", manifest["path"],
+            "--suite", "verify-step",
             "--rounds", str(rounds), "--max-rounds", str(rounds + 2), "--warmup", "0", "--timeout", "240",
             "--out", str(folder), "--format", "json", "--python", python]
+    if config is not None:
+        args += ["--config", str(config)]
     code, wall = perfbot(tree, python, args, log, 900, report_file)
     try:
         report = json.loads(report_file.read_text())
@@ -133,6 +139,7 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--skip-bisect", action="store_true")
     parser.add_argument("--skip-aa", action="store_true")
+    parser.add_argument("--skip-worker", action="store_true", help="fresh processes only")
     args = parser.parse_args()
     out = args.out.resolve()
     out.mkdir(parents=True, exist_ok=True)
@@ -141,7 +148,10 @@ def main() -> int:
     (out / "sample-manifest.json").write_text(json.dumps(manifest, indent=2))
     plain = out / "plain-config.yml"
     plain.write_text(PLAIN_CONFIG)
+    served = out / "worker-config.yml"  # the sample's own config, its rounds served by a worker
+    served.write_text(sample_repo.PERFBOT_YML + "      worker: true\n")
     rows = []
+    before, slow = manifest["before_slow"], manifest["slow"]
     if args.before:
         rows.append(bench("before-ab", args.before.resolve(), args.python, sample, manifest["before_slow"],
                           manifest["slow"], out, plain, args.rounds))
@@ -149,11 +159,18 @@ def main() -> int:
     rows.append(bench("ab", ROOT, args.python, sample, manifest["before_slow"], manifest["slow"], out, None,
                       args.rounds))
     print(json.dumps(rows[-1]), flush=True)
-    if not args.skip_aa:
-        rows.append(bench("aa", ROOT, args.python, sample, manifest["before_slow"], None, out, None, args.rounds))
+    if not args.skip_worker:
+        rows.append(bench("ab-worker", ROOT, args.python, sample, before, slow, out, served, args.rounds))
         print(json.dumps(rows[-1]), flush=True)
+    if not args.skip_aa:
+        rows.append(bench("aa", ROOT, args.python, sample, before, None, out, None, args.rounds))
+        print(json.dumps(rows[-1]), flush=True)
+        if not args.skip_worker:
+            rows.append(bench("aa-worker", ROOT, args.python, sample, before, None, out, served, args.rounds))
+            print(json.dumps(rows[-1]), flush=True)
     if not args.skip_bisect:
-        rows.append(bisect(ROOT, args.python, manifest, out, args.rounds))
+        rows.append(bisect(ROOT, args.python, manifest, out, args.rounds,
+                           None if args.skip_worker else served))
         print(json.dumps(rows[-1]), flush=True)
     (out / "cost.json").write_text(json.dumps(rows, indent=2))
     print("\n| run | exit | wall s | verdict / culprit | counted rounds | s per round (median, mean) |")

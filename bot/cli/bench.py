@@ -55,6 +55,9 @@ def setup(subparsers) -> None:
     run.add_argument("--summary", metavar="FILE",
                      help="append a Markdown summary of the rounds to FILE (default: $GITHUB_STEP_SUMMARY "
                           "when set)")
+    run.add_argument("--profile", action=argparse.BooleanOptionalAction, default=None,
+                     help="one un-timed profiled pass per side after the rounds, for the kernel diff "
+                          "(default: the suite's profile setting)")
     run.add_argument("--quiet", action="store_true", help="no progress lines")
     run.set_defaults(run=run_bench)
     report = verbs.add_parser(
@@ -96,7 +99,7 @@ def run_bench(args: argparse.Namespace) -> int:
         rounds=args.rounds, warmup=args.warmup, max_rounds=args.max_rounds, timeout=args.timeout, aa=args.aa,
         command=args.command, stop_on_failure=args.stop_on_failure, allow_dirty=args.allow_dirty,
         repo_name=args.repo_name or os.environ.get("GITHUB_REPOSITORY"),
-        summary_path=Path(summary) if summary else None, python=args.python)
+        summary_path=Path(summary) if summary else None, python=args.python, profile=args.profile)
     config = bench_config(args.config, options)
     stop_on_sigterm()
     try:

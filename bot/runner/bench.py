@@ -25,7 +25,7 @@ from bot.core.judge.results import SIDES, Revision, problem
 from . import adaptive, fingerprint, profiling, summary
 from .progress import Progress
 from .results import ResultsFile, out_path
-from .rounds import child_env, describe_failure, run_command, run_round
+from .rounds import RoundResult, child_env, describe_failure, run_command, run_round
 from .schedule import pair_order, warmup_order
 from .suites import Suite, make_suite
 from .suites.base import RoundContext
@@ -55,6 +55,7 @@ class BenchOptions:
     repo_name: str | None = None
     summary_path: Path | None = None
     python: str | None = None
+    profile: bool | None = None  # None: as each suite's config says (`Suite.profiles`)
 
 
 @dataclass
@@ -162,15 +163,21 @@ def run_suite(p: Plan, suite: Suite, trees: dict[str, Path], scratch: Path, mach
               options: BenchOptions, progress: Progress) -> SuiteOutcome:
     """One suite's set-up, warm-ups and rounds; ``scratch``: this run's folder for their outputs."""
     results = new_results(p, suite, machine, options)
+    workers: dict[str, Worker | None] = {}
+    gpus = bool(machine.get("gpus"))
     try:
         stopped = set_up(suite, trees, scratch, p.round_timeout(suite), progress) or \
-            warm_up(p, suite, trees, scratch, results, options, progress) or \
-            measure(p, suite, trees, scratch, results, options, progress)
-        if not stopped and any(r.ok for r in results.rounds) and suite.profiles(bool(machine.get("gpus"))):
+            warm_up(p, suite, trees, scratch, results, options, progress, workers) or \
+            measure(p, suite, trees, scratch, results, options, progress, workers)
+        stop_workers(workers)
+        profiles = options.profile if options.profile is not None else suite.profiles(gpus)
+        if not stopped and any(r.ok for r in results.rounds) and profiles:
             profile(p, suite, trees, scratch, results, progress)
     except KeyboardInterrupt:
         finish(results, "stopped", "interrupted before the rounds were done")
         raise
+    finally:
+        stop_workers(workers)
     if stopped:
         finish(results, "stopped", stopped)
     elif not any(r.ok for r in results.rounds):
@@ -220,12 +227,15 @@ def set_up(suite: Suite, trees: dict[str, Path], scratch: Path, timeout: float,
 
 
 def warm_up(p: Plan, suite: Suite, trees: dict[str, Path], scratch: Path, results: ResultsFile,
-            options: BenchOptions, progress: Progress) -> str | None:
+            options: BenchOptions, progress: Progress, workers: dict[str, Worker | None]) -> str | None:
+    """The uncounted rounds; where the suite has a worker, the worker serves them, so that its
+    start-up is paid by a round that was going to be thrown away."""
     order = warmup_order(p.warmup)
     for number, side in enumerate(order):
-        began = progress.round_started(suite.name, "warm-up", number // 2 + 1, p.warmup, side, sha_of(p, side),
-                                       len(order) - number)
-        outcome = run_round(suite, context(trees, scratch, suite, side, -1 - number), p.round_timeout(suite))
+        began = progress.round_started(suite.name, "warm-up", number // 2 + 1, p.warmup, side,
+                                       sha_of(p, side), len(order) - number)
+        outcome = run_one(p, suite, context(trees, scratch, suite, side, -1 - number),
+                          serving(workers, suite, trees, scratch, side))
         progress.round_finished(began, outcome.ok, outcome.error)
         results.add_warmup(side, outcome.ok, outcome.error, outcome.seconds)
         if not outcome.ok and options.stop_on_failure:
@@ -234,18 +244,7 @@ def warm_up(p: Plan, suite: Suite, trees: dict[str, Path], scratch: Path, result
 
 
 def measure(p: Plan, suite: Suite, trees: dict[str, Path], scratch: Path, results: ResultsFile,
-            options: BenchOptions, progress: Progress) -> str | None:
-    workers: dict[str, Worker | None] = {}
-    try:
-        return measure_pairs(p, suite, trees, scratch, results, options, progress, workers)
-    finally:
-        for worker in workers.values():
-            if worker is not None:
-                worker.stop()
-
-
-def measure_pairs(p: Plan, suite: Suite, trees: dict[str, Path], scratch: Path, results: ResultsFile,
-                  options: BenchOptions, progress: Progress, workers: dict[str, Worker | None]) -> str | None:
+            options: BenchOptions, progress: Progress, workers: dict[str, Worker | None]) -> str | None:
     done, pair = 0, 0
     while adaptive.should_continue(samples(results), done, p.rounds, p.max_rounds):
         planned = max(p.rounds, done + 1)  # per side: the minimum, or one more pair the rule asked for
@@ -255,14 +254,8 @@ def measure_pairs(p: Plan, suite: Suite, trees: dict[str, Path], scratch: Path, 
         for position, side in enumerate(pair_order(pair)):
             began = progress.round_started(suite.name, "round", done + 1, planned, side, sha_of(p, side),
                                            2 * (planned - done) - position)
-            round_context = context(trees, scratch, suite, side, done)
             worker = None if fresh else serving(workers, suite, trees, scratch, side)
-            if worker is not None:
-                outcome = worker.serve(round_context, p.round_timeout(suite))
-                if not worker.alive:
-                    workers[side] = None  # the side's later rounds run in fresh processes
-            else:
-                outcome = run_round(suite, round_context, p.round_timeout(suite))
+            outcome = run_one(p, suite, context(trees, scratch, suite, side, done), worker)
             progress.round_finished(began, outcome.ok, outcome.error)
             results.add_round(side, done, outcome.ok, outcome.error, outcome.metrics, outcome.declarations,
                               outcome.spread, outcome.seconds, "worker" if worker is not None else "fresh")
@@ -270,6 +263,20 @@ def measure_pairs(p: Plan, suite: Suite, trees: dict[str, Path], scratch: Path, 
                 return f"round {done} on {side} failed: {outcome.error}"
         done, pair = done + 1, pair + 1
     return None
+
+
+def run_one(p: Plan, suite: Suite, round_context: RoundContext, worker: Worker | None) -> RoundResult:
+    """One round: served by ``worker`` if given, else in fresh processes."""
+    if worker is None:
+        return run_round(suite, round_context, p.round_timeout(suite))
+    return worker.serve(round_context, p.round_timeout(suite))
+
+
+def stop_workers(workers: dict[str, Worker | None]) -> None:
+    for side, worker in list(workers.items()):
+        if worker is not None:
+            worker.stop()
+            workers[side] = None
 
 
 def serving(workers: dict[str, Worker | None], suite: Suite, trees: dict[str, Path], scratch: Path,
@@ -280,7 +287,9 @@ def serving(workers: dict[str, Worker | None], suite: Suite, trees: dict[str, Pa
         folder.mkdir(parents=True, exist_ok=True)
         workers[side] = Worker.start(suite, RoundContext(trees[side], folder, side, -1))
     worker = workers[side]
-    return worker if worker is not None and worker.alive else None
+    if worker is not None and not worker.alive:
+        workers[side] = worker = None  # it died: the side's later rounds run in fresh processes
+    return worker
 
 
 def profile(p: Plan, suite: Suite, trees: dict[str, Path], scratch: Path, results: ResultsFile,

@@ -79,7 +79,8 @@ def bisect(options: BisectOptions, config: RepoConfig, progress: Progress) -> Bi
         else:  # one metric named: judge it alone, without sharing the false-alarm rate with others
             judged, path = runner.metric(good, bad, options.metric, "reference")
             chosen = bisect_report.named_metric_regressed(judged, options.metric)
-            progress.say(f"bisect: bisecting on {_named(chosen)} (--metric), {_change(chosen)} from GOOD to BAD")
+            progress.say(f"bisect: bisecting on {_named(chosen)} (--metric), {_change(chosen)} from GOOD "
+                         "to BAD")
         measurements = [bisect_report.measurement("reference", good, bad, chosen, "bad",
                                                   f"{chosen.name} regressed from GOOD to BAD", path)]
         known: dict[str, bisection.Outcome] = {bad: "bad"}
@@ -128,11 +129,12 @@ def run_settings(options: BisectOptions, config: RepoConfig, good: str, bad: str
             "suite_config": suite.model_dump(mode="json") if suite is not None else None}
 
 
-def _bench_options(options: BisectOptions, base: str, head: str, out: Path) -> bench.BenchOptions:
+def _bench_options(options: BisectOptions, base: str, head: str, out: Path,
+                   profile: bool | None = None) -> bench.BenchOptions:
     return bench.BenchOptions(
         repo=options.repo, base=base, head=head, suites=[options.suite], out=out, rounds=options.rounds,
         warmup=options.warmup, max_rounds=options.max_rounds, timeout=options.timeout,
-        command=options.command, allow_dirty=options.allow_dirty, python=options.python)
+        command=options.command, allow_dirty=options.allow_dirty, python=options.python, profile=profile)
 
 
 class _Runner:
@@ -152,7 +154,9 @@ class _Runner:
             return reused
         path = self.folder.path / f"{label}-{head[:10]}.json"
         base_tree = self.good_tree() if base == self.good else None
-        options = _bench_options(self.options, base, head, path)
+        # Only the confirmation's kernels are reported (the culprit against its parent): the other
+        # runs skip the profiled pass, whatever the suite's config says.
+        options = _bench_options(self.options, base, head, path, None if label == "confirm" else False)
         outcome = bench.run(options, self.config.bench, self.progress, base_tree)[0]
         return outcome.path
 

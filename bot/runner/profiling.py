@@ -30,7 +30,8 @@ class _ProfilePass(Suite):
 
     def __init__(self, suite: Suite):
         self.suite = suite
-        self.name, self.timeout, self.python, self.pass_env = suite.name, suite.timeout, suite.python, suite.pass_env
+        self.name, self.timeout = suite.name, suite.timeout
+        self.python, self.pass_env = suite.python, suite.pass_env
         self.found: Profile | None = None
 
     @property

@@ -18,7 +18,7 @@ on when), so a graph replay that scatters by 0.1% takes a few dozen calls and an
 noisy host takes all of them:
 
 - ``verify_piecewise_ms``, ``verify_graph_ms`` and ``verify_eager_ms`` (``--verify-modes``; by
-  default the engine's mode, and the full graph beside piecewise): the verify forward pass of
+  default only the engine's mode): the verify forward pass of
   ``batch * num_draft_tokens`` tokens through every layer (attention against a KV cache + MoE) as
   piecewise graphs with eager allreduces in between (SGLang's piecewise CUDA graph mode), as one
   CUDA graph replay, and eagerly;
@@ -127,15 +127,14 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--target-se", type=float, default=0.001,
                         help="stop timing a pass once the standard error of its median is this fraction "
                              "of it (0: always --iters calls)")
-    parser.add_argument("--warmup-iters", type=int, default=10)
+    parser.add_argument("--warmup-iters", type=int, default=5)
     parser.add_argument("--dtype", choices=("bfloat16", "float16", "float32"), default="bfloat16")
     parser.add_argument("--no-cuda-graphs", action="store_true", help="time eager mode only")
     parser.add_argument("--graph", choices=("auto", *MODES), default="auto",
                         help="the mode the engine runs, which cycle_ms and tok_s follow (auto: "
                              "piecewise where CUDA graphs can run, else eager)")
     parser.add_argument("--verify-modes", default="auto", metavar="MODE[,MODE]",
-                        help="verify passes to time: full, piecewise, eager (auto: the engine's mode, "
-                             "and full beside piecewise)")
+                        help="verify passes to time: full, piecewise, eager (auto: the engine's mode)")
     parser.add_argument("--profile", metavar="TRACE",
                         help="time nothing: profile --profile-steps cycles and write the trace here")
     parser.add_argument("--profile-steps", type=int, default=5)
@@ -166,10 +165,10 @@ def resolve_mode(args: argparse.Namespace, device: str) -> str:
 
 
 def resolve_modes(args: argparse.Namespace, device: str, mode: str) -> tuple[str, ...]:
-    """The verify passes to time, in the order they run: as asked, or the engine's mode and, beside
-    piecewise graphs, the full graph (its diagnostic: the same work without the host between pieces)."""
+    """The verify passes to time, in the order they run: as asked, or only the engine's mode (the
+    kernel profile says where a change came from, which the other modes were timed for)."""
     if args.verify_modes == "auto":
-        wanted = {mode, "full"} if mode == "piecewise" else {mode}
+        wanted = {mode}
     else:
         wanted = {m.strip() for m in args.verify_modes.split(",") if m.strip()}
         unknown = wanted - set(MODES)
@@ -375,7 +374,8 @@ def one_round(args: argparse.Namespace, rank: int, world: int, device, allreduce
         report["metrics"] = {name: m.value for name, m in measured.items()}
         report["spread"] = {name: {"se": m.se, "calls": m.calls} for name, m in measured.items()}
     bench.barrier()
-    report["seconds"] = {**seconds, "build": round(built - began, 3), "run": round(time.monotonic() - built, 3)}
+    report["seconds"] = {**seconds, "build": round(built - began, 3),
+                         "run": round(time.monotonic() - built, 3)}
     if rank == 0:
         write_atomically(out, json.dumps(report, indent=2))
     del bench  # a serving worker's next round builds everything again, graphs included
@@ -588,7 +588,9 @@ class Bench:
                 return steps
             from torch.profiler import ProfilerActivity, profile, schedule
 
-            activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if self.device.type == "cuda" else [])
+            activities = [ProfilerActivity.CPU]
+            if self.device.type == "cuda":
+                activities.append(ProfilerActivity.CUDA)
             trace.parent.mkdir(parents=True, exist_ok=True)
             # Kernels count in the step whose host window launched them (`kineto`), so the device
             # may run behind; the profiler drains it when it stops, after the last step's window.

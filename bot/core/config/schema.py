@@ -195,13 +195,13 @@ class VerifyStepSuite(_SuiteCommon):
         default=0.001, description="Stop timing a pass once the standard error of its median is this "
                                    "fraction of it (0: always iters calls).")
     verify_modes: list[Literal["full", "piecewise", "eager"]] | None = Field(
-        default=None, description="Verify passes to time. Default: the engine's mode, and full beside "
-                                  "piecewise.")
+        default=None, description="Verify passes to time. Default: only the engine's mode.")
     worker: bool = Field(
-        default=False, description="Serve the rounds between the first pair and the pair that completes "
-                                   "the minimum from one long-lived process per side (set up once; each "
-                                   "round builds the model and captures its graphs again).")
-    warmup_iters: Annotated[int, Field(ge=0)] = 10
+        default=False, description="Serve the warm-ups and the rounds between the first pair and the "
+                                   "pair that completes the minimum from one long-lived process per side "
+                                   "(set up once; each round builds the model and captures its graphs "
+                                   "again).")
+    warmup_iters: Annotated[int, Field(ge=0)] = 5
     dtype: Literal["bfloat16", "float16", "float32"] = "bfloat16"
     cuda_graphs: bool = True
     graph: Literal["full", "piecewise", "eager"] | None = Field(

@@ -136,7 +136,7 @@ def _device_profile(events: Sequence[_Event], device: Sequence[_Event], steps: S
         if not steps:
             per_step[0].append(activity)
             continue
-        launch = launches.get(activity.correlation)
+        launch = launches.get(activity.correlation) if activity.correlation is not None else None
         step = windows.index(launch.start) if launch is not None else None
         if step is not None:
             per_step[step].append(activity)
@@ -148,10 +148,7 @@ def _device_profile(events: Sequence[_Event], device: Sequence[_Event], steps: S
     count = len(per_step)
     busy = [_union(group) for group in per_step]
     spans = [max(a.end for a in group) - min(a.start for a in group) if group else 0.0 for group in per_step]
-    if steps:
-        step_us = sum(s.duration for s in steps) / len(steps)
-    else:
-        step_us = spans[0]
+    step_us = sum(s.duration for s in steps) / len(steps) if steps else spans[0]
     return Profile(source=source[:200], device="cuda", what=what[:200], steps=count, step_us=step_us,
                    idle_us=sum(span - b for span, b in zip(spans, busy, strict=True)) / count,
                    kernels=aggregate(rows, count))

@@ -175,7 +175,8 @@ class ProfileDiff:
 
     @property
     def changed(self) -> bool:
-        return bool(self.kernels) or any(f.moved for f in self.families) or bool(self.idle and self.idle.moved)
+        moved = any(f.moved for f in self.families) or bool(self.idle and self.idle.moved)
+        return bool(self.kernels) or moved
 
     def count(self, change: Change) -> int:
         return sum(1 for k in self.kernels if k.change == change)
@@ -261,8 +262,9 @@ def summary(d: ProfileDiff) -> str:
     """One line: what changed, or that nothing did."""
     if not d.changed:
         return "no kernel appeared or vanished, no call count changed, no family's time moved"
-    parts = [f"{n} {word}" for n, word in ((d.count("appeared"), "appeared"), (d.count("vanished"), "vanished"),
-                                          (d.count("calls"), "changed calls per step")) if n]
+    counts = ((d.count("appeared"), "appeared"), (d.count("vanished"), "vanished"),
+              (d.count("calls"), "changed calls per step"))
+    parts = [f"{n} {word}" for n, word in counts if n]
     moved = [f for f in d.families if f.moved]
     parts += [f"{f.label} {_signed_ms(f.head_us - f.base_us)} per step" for f in _by_size(moved)[:3]]
     if d.idle is not None and d.idle.moved:

@@ -15,10 +15,19 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from bot.core.config.schema import CommandSuite, MetricDeclaration
-
 from bot.core.judge.profile import Profile
 
-from .base import PROFILE_DIR, Command, Measurement, Output, RoundContext, RoundFailed, Suite, finite, trace_profile
+from .base import (
+    PROFILE_DIR,
+    Command,
+    Measurement,
+    Output,
+    RoundContext,
+    RoundFailed,
+    Suite,
+    finite,
+    trace_profile,
+)
 
 MARKER = "PERFBOT_METRIC"
 METRICS_FILE = "metrics.json"
@@ -50,8 +59,8 @@ class CommandBench(Suite):
         folder.mkdir(parents=True, exist_ok=True)
         env = {**self.config.env, "PERFBOT_PROFILE_DIR": str(folder),
                "PERFBOT_METRICS_FILE": str(context.out_dir / METRICS_FILE)}
-        return [Command(f"{self.name}-profile", ("bash", "-c", self.config.profile_command or self.config.command),
-                        env)]
+        command = self.config.profile_command or self.config.command
+        return [Command(f"{self.name}-profile", ("bash", "-c", command), env)]
 
     def parse_profile(self, context: RoundContext, outputs: list[Output]) -> Profile:
         return trace_profile(context, f"the {self.name} command's trace")

@@ -19,10 +19,19 @@ import json
 import sys
 
 from bot.core.config.schema import MetricDeclaration, SglangEagle3Suite
-
 from bot.core.judge.profile import Profile
 
-from .base import PROFILE_DIR, BuiltInSuite, Command, Measurement, Output, RoundContext, RoundFailed, finite, trace_profile
+from .base import (
+    PROFILE_DIR,
+    BuiltInSuite,
+    Command,
+    Measurement,
+    Output,
+    RoundContext,
+    RoundFailed,
+    finite,
+    trace_profile,
+)
 
 MODULE = "sglang.bench_one_batch_server"
 SPEC_FILE, BASELINE_FILE = "eagle3.jsonl", "baseline.jsonl"

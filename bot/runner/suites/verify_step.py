@@ -62,8 +62,8 @@ class VerifyStepBench(BuiltInSuite):
             argv += [f"--{key.replace('_', '-')}", str(value)]
         if c.accept_length is not None:
             argv += ["--accept-length", str(c.accept_length)]
-        return Command(self.name, tuple(verify_step_bench.command(self.python or sys.executable, *argv, *extra)),
-                       dict(c.env))
+        argv = verify_step_bench.command(self.python or sys.executable, *argv, *extra)
+        return Command(self.name, tuple(argv), dict(c.env))
 
     def worker_command(self, context: RoundContext) -> Command | None:
         """With ``worker: true``: the benchmark set up once (``--serve``), a round per request."""
