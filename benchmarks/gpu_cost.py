@@ -64,8 +64,9 @@ def perfbot(tree: Path, python: str, args: list[str], log: Path, timeout: float,
 
 
 def verdict(tree: Path, python: str, results: Path) -> dict:
+    path = os.pathsep.join(filter(None, [str(tree), os.environ.get("PYTHONPATH")]))
     done = subprocess.run([python, "-m", "bot", "compare", str(results), "--format", "json"], cwd=tree,
-                          env={**os.environ, "PYTHONPATH": str(tree)}, capture_output=True, text=True)
+                          env={**os.environ, "PYTHONPATH": path}, capture_output=True, text=True)
     try:
         return json.loads(done.stdout)
     except ValueError:
