@@ -101,6 +101,12 @@ class Profile(_Model):
     idle_us: PerStep | None = None
     kernels: Annotated[list[KernelStat], Field(max_length=MAX_KERNELS + len(FAMILIES))]
 
+    def span_us(self) -> float:
+        """How long a step took: the host's window of it (``step_us``, its launches: the device may run
+        behind) or, where longer, the device's busy and idle time in it."""
+        busy = sum(k.us for k in self.kernels if k.family != "sync")
+        return max(self.step_us, busy + (self.idle_us or 0.0))
+
     def family_us(self) -> dict[Family, float]:
         """Microseconds per step of each family (device families; ``sync`` is host time)."""
         totals: dict[Family, float] = dict.fromkeys(FAMILIES, 0.0)
@@ -187,7 +193,7 @@ class ProfileDiff:
             "changed": self.changed,
             "what": self.head.what, "device": self.head.device,
             "steps": {"base": self.base.steps, "head": self.head.steps},
-            "step_us": {"base": self.base.step_us, "head": self.head.step_us},
+            "step_us": {"base": self.base.span_us(), "head": self.head.span_us()},
             "idle_us": None if self.idle is None else {"base": self.idle.base_us, "head": self.idle.head_us,
                                                        "moved": self.idle.moved},
             "families": [{"family": f.family, "base_us": f.base_us, "head_us": f.head_us, "moved": f.moved}
@@ -207,7 +213,7 @@ def diff(base: Profile, head: Profile) -> ProfileDiff:
     if (base.device, base.what) != (head.device, head.what):
         notes.append(f"the two sides profiled different things ({base.device} {base.what!r} against "
                      f"{head.device} {head.what!r}): read the kernels with care")
-    step = max(base.step_us, 1e-9)
+    step = max(base.span_us(), 1e-9)
     base_rows = {(k.name, k.family): k for k in base.kernels}
     head_rows = {(k.name, k.family): k for k in head.kernels}
     changes = []
@@ -232,6 +238,7 @@ def diff(base: Profile, head: Profile) -> ProfileDiff:
     if base.idle_us is not None and head.idle_us is not None:
         idle = FamilyTime("other", base.idle_us, head.idle_us, _moved(base.idle_us, head.idle_us, step))
     return ProfileDiff(base, head, tuple(changes), families, idle, tuple(notes))
+
 
 
 def diff_of(base: Profile | None, head: Profile | None) -> ProfileDiff | None:

@@ -23,8 +23,8 @@ def kernels_markdown(d: ProfileDiff) -> str:
     lines = [f"<details><summary>Kernels ({device}, one profiled pass per side, not timed): "
              f"{escape_md(summary(d))}</summary>", "",
              f"Profiled after the timed rounds: {escape_md(clip(d.head.what, 100))}, base "
-             f"{d.base.steps} and head {d.head.steps} steps; per step, base {_us(d.base.step_us)} → "
-             f"head {_us(d.head.step_us)} (under the profiler).", "",
+             f"{d.base.steps} and head {d.head.steps} steps; a step took base {_us(d.base.span_us())} → "
+             f"head {_us(d.head.span_us())} under the profiler.", "",
              "| family | base µs/step | head µs/step | change |", "|---|---:|---:|---|"]
     lines += [_family_row(f, f.label) for f in d.families]
     if d.idle is not None:
