@@ -114,9 +114,9 @@ def compare_markdown(results: Results, comparison: Comparison, reproduce: str | 
     kernels = profile.diff_of(results.base.profile, results.head.profile)
     if kernels is not None:
         blocks.append(kernels_markdown(kernels))
+    failed = sorted((results.profile_errors or {}).items())
     blocks += [f"> **Note:** no kernel diff: the profiled pass of {side} failed: "
-               f"{escape_md(clip(why, MAX_TEXT))}" for side, why in sorted((results.profile_errors or {}).items())
-               if why]
+               + escape_md(clip(why, MAX_TEXT)) for side, why in failed if why]
     blocks += [f"> **Warning:** {escape_md(clip(w, MAX_TEXT))}" for w in comparison.warnings[:10]]
     blocks += [f"> **Note:** {escape_md(clip(n, MAX_TEXT))}" for n in comparison.notes[:10]]
     blocks += [_rounds_details(results, comparison), _method_details(results, comparison)]
