@@ -41,6 +41,10 @@ communicator shows up in these numbers.
 ``--profile TRACE`` times nothing: it runs ``--profile-steps`` EAGLE-3 cycles in the engine's mode
 under PyTorch's profiler (CUPTI on GPUs) after warming up, and rank 0 writes the Chrome trace to
 TRACE; perfbot reads it into the results file's kernel profile (`bot.core.judge.kineto`).
+
+``--serve`` makes a long-lived worker (`bot.runner.workers`): set up once (interpreter, CUDA context,
+process group, the allreduce under test), then one round per JSON line ``{"out": FILE}`` on rank 0's
+standard input, each building the model and capturing its graphs again, until the input ends.
 """
 
 from __future__ import annotations
@@ -724,12 +728,16 @@ class Bench:
         return [start.elapsed_time(end) for start, end in events]
 
     def time_cpu(self, step: Callable, calls: int) -> list[float]:
+        """Milliseconds of this process's CPU time per call (its threads, gloo's included), not of
+        the wall clock: ranks that share cores with each other and with whatever else the machine
+        runs would otherwise time how long they waited to be scheduled (on a loaded 2-core machine
+        that moved two-rank cycles by 2.5x between rounds of the same code)."""
         samples = []
         for _ in range(calls):
             self.barrier()
-            began = time.perf_counter()
+            began = time.process_time()
             step()
-            samples.append(1000 * (time.perf_counter() - began))
+            samples.append(1000 * (time.process_time() - began))
         return samples
 
 
