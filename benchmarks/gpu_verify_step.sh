@@ -1,15 +1,17 @@
 #!/usr/bin/env bash
 # The GPU measurement of docs/benchmarks.md: verify-step A/B (the sample repository's slow commit
-# against its parent) and A/A (the parent against itself), tensor parallel over every visible GPU,
-# ABBA rounds; the whole pair twice, to see whether two runs of the same commits agree. At the end
-# it prints the verdicts and whether the allreduce figures of the two runs agree within 5%.
-# Run from the perfbot checkout on the GPU machine; results land in ${OUT}.
+# against its parent) and A/A (the parent against itself), tensor parallel over every visible GPU
+# (WORLD=N to choose), ABBA rounds, each run's kernel profile on (one un-timed profiled pass per
+# side); the whole pair twice, to see whether two runs of the same commits agree. At the end it
+# prints the verdicts with their kernel diffs and whether the allreduce figures of the two runs agree
+# within 5%. Run from the perfbot checkout on the GPU machine; results land in ${OUT}.
 set -uo pipefail
 OUT=${OUT:-benchmarks/results/repeat}
 ROUNDS=${ROUNDS:-3}
 # Which of the two passes to run now: "1 2" (both), or one per call where a call's time is limited;
 # the agreement check runs once both passes' files are in ${OUT}.
 RUNS=${RUNS:-1 2}
+WORLD=${WORLD:-0}
 PY=${PYTHON:-python3}
 mkdir -p "$OUT"
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 PYTHONUNBUFFERED=1
@@ -22,29 +24,41 @@ perfbot() { "$PY" -m bot "$@"; }
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,power.draw,power.limit --format=csv
 nvidia-smi topo -m
 GPUS=$("$PY" -c 'import torch; print(torch.cuda.device_count())')
-if [ "${GPUS:-0}" -lt 2 ]; then
-  echo "note: $GPUS GPU visible: at world size 1 the sample's allreduce returns at once, so the slow" \
-       "commit's copy and synchronisation are not on the measured path; the run still shows the" \
-       "statistics and the headline; the allreduce is not timed at one rank"
+if [ "${GPUS:-0}" -lt 2 ] || [ "$WORLD" = 1 ]; then
+  echo "note: world size 1: the sample's slow commit still pads every allreduce (its memsets are on the" \
+       "measured path), but its communicator's out-of-place copy and host synchronisation run only at two" \
+       "ranks or more, and the allreduce is not timed at one rank"
 fi
 # One direct run first: if the benchmark itself is broken here, its full traceback is in this log.
-timeout 120 "$PY" -m bot.runner.verify_step_bench --out "$OUT/direct.json" --iters 50 2>&1 | tail -30
+timeout 120 "$PY" -m bot.runner.verify_step_bench --out "$OUT/direct.json" --iters 50 \
+  ${WORLD:+--world-size "$WORLD"} 2>&1 | tail -30
 SAMPLE=$(mktemp -d)/sample
 "$PY" examples/sample_repo.py "$SAMPLE" > "$OUT/sample-manifest.json" || exit 1
 BEFORE=$("$PY" -c 'import json,sys; print(json.load(open(sys.argv[1]))["before_slow"])' "$OUT/sample-manifest.json")
 SLOW=$("$PY" -c 'import json,sys; print(json.load(open(sys.argv[1]))["slow"])' "$OUT/sample-manifest.json")
+# The sample's own suite at the chosen world size, its kernel profile on.
+cat > "$OUT/config.yml" <<YML
+version: 1
+bench:
+  suites:
+    verify-step:
+      kind: verify-step
+      allreduce: mini_engine.distributed.parallel_state:tensor_model_parallel_all_reduce
+      world_size: $WORLD
+      profile: true
+YML
 
 for run in $RUNS; do
   timeout 420 "$PY" -m bot bench run --repo "$SAMPLE" --base "$BEFORE" --head "$SLOW" --suite verify-step \
-    --python "$PY" --rounds "$ROUNDS" --warmup 1 --timeout 120 --out "$OUT/ab-$run.json" 2>&1 | tee "$OUT/ab-$run.log"
+    --python "$PY" --rounds "$ROUNDS" --warmup 1 --timeout 240 --config "$OUT/config.yml" --out "$OUT/ab-$run.json" 2>&1 | tee "$OUT/ab-$run.log"
   timeout 420 "$PY" -m bot bench run --repo "$SAMPLE" --base "$BEFORE" --aa --suite verify-step \
-    --python "$PY" --rounds "$ROUNDS" --warmup 1 --timeout 120 --out "$OUT/aa-$run.json" 2>&1 | tee "$OUT/aa-$run.log"
+    --python "$PY" --rounds "$ROUNDS" --warmup 1 --timeout 240 --config "$OUT/config.yml" --out "$OUT/aa-$run.json" 2>&1 | tee "$OUT/aa-$run.log"
 done
 
 for run in $RUNS; do
   for file in ab-$run aa-$run; do
     echo "== perfbot compare $file.json"
-    perfbot compare "$OUT/$file.json" | head -16
+    perfbot compare "$OUT/$file.json" | head -40
   done
 done
 [ -f "$OUT/ab-1.json" ] && [ -f "$OUT/ab-2.json" ] || { echo "(agreement check: waiting for both passes)"; exit 0; }

@@ -4,10 +4,13 @@
     python examples/sample_repo.py DEST     # prints a JSON manifest of the commits
 
 Its benchmark is the `verify-step` suite, configured in its ``.github/perfbot.yml`` to send every
-allreduce through ``mini_engine.distributed.parallel_state.tensor_model_parallel_all_reduce``, so the
-slow commit (an extra out-of-place copy and a host synchronisation per call, as in the motivating
-regression) shows up in verify time. The commits have fixed authors and dates, so their SHAs are the
-same on every machine.
+allreduce through ``mini_engine.distributed.parallel_state.tensor_model_parallel_all_reduce`` (two
+gloo ranks on a machine without GPUs, with the kernel profile on), so the slow commit shows up in
+verify time at any world size: it pads every allreduce input to the size the piecewise CUDA graphs
+were captured for (a memset of 65536 tokens and a copy per call, replayed by every graph, as the
+motivating commit's padding memsets were), and at two ranks or more its communicator also reduces
+out of place with a host synchronisation per call. The commits have fixed authors and dates, so
+their SHAs are the same on every machine.
 """
 
 from __future__ import annotations
@@ -34,6 +37,8 @@ bench:
     verify-step:
       kind: verify-step
       allreduce: mini_engine.distributed.parallel_state:tensor_model_parallel_all_reduce
+      cpu_world_size: 2
+      profile: true
 """
 
 PYNCCL = '''\
@@ -102,10 +107,30 @@ def tensor_model_parallel_all_reduce(input_: torch.Tensor) -> torch.Tensor:
 '''
 
 PARALLEL_STATE_SLOW = PARALLEL_STATE.replace(
+    "_TP_COMMUNICATOR = None\n",
+    "_TP_COMMUNICATOR = None\n"
+    "# Piecewise CUDA graphs are captured for this many tokens.\n"
+    "_GRAPH_TOKENS = 65536\n").replace(
+    "def tensor_model_parallel_all_reduce(input_: torch.Tensor) -> torch.Tensor:\n"
+    "    if dist.get_world_size() == 1:\n"
+    "        return input_\n"
     "    return get_tp_communicator().all_reduce(input_)\n",
+    "def _pad_to_graph_size(input_: torch.Tensor) -> torch.Tensor:\n"
+    "    \"\"\"``input_`` in a zeroed buffer of the captured size, so that PCG MoE buffers line up.\"\"\"\n"
+    "    padded = torch.zeros((max(_GRAPH_TOKENS, input_.shape[0]), *input_.shape[1:]),\n"
+    "                         dtype=input_.dtype, device=input_.device)\n"
+    "    padded[: input_.shape[0]].copy_(input_)\n"
+    "    return padded[: input_.shape[0]]\n"
+    "\n\n"
+    "def tensor_model_parallel_all_reduce(input_: torch.Tensor) -> torch.Tensor:\n"
+    "    # Pad before the single-rank shortcut: eager and graphed passes must see the same buffers.\n"
+    "    padded = _pad_to_graph_size(input_.contiguous())\n"
+    "    if dist.get_world_size() == 1:\n"
+    "        return padded\n"
     "    # The communicator now returns a new tensor; callers must use the return value.\n"
-    "    output = get_tp_communicator().all_reduce(input_.contiguous())\n"
+    "    output = get_tp_communicator().all_reduce(padded)\n"
     "    return output\n")
+
 
 SAMPLING = '''\
 """Token sampling of the mini engine."""

@@ -62,6 +62,9 @@ def setup(subparsers) -> None:
                      help="when the run ends, write the SHA-256 of every file it wrote to the open file "
                           "descriptor FD, as the GitHub Actions step output results-sha256 (the action opens "
                           "FD on $GITHUB_OUTPUT and checks the files against it before uploading them)")
+    run.add_argument("--profile", action=argparse.BooleanOptionalAction, default=None,
+                     help="one un-timed profiled pass per side after the rounds, for the kernel diff "
+                          "(default: the suite's profile setting)")
     run.add_argument("--quiet", action="store_true", help="no progress lines")
     run.set_defaults(run=run_bench)
     report = verbs.add_parser(
@@ -107,7 +110,7 @@ def run_bench(args: argparse.Namespace) -> int:
         rounds=args.rounds, warmup=args.warmup, max_rounds=args.max_rounds, timeout=args.timeout, aa=args.aa,
         command=args.command, stop_on_failure=args.stop_on_failure, allow_dirty=args.allow_dirty,
         repo_name=args.repo_name or os.environ.get("GITHUB_REPOSITORY"),
-        summary_path=Path(summary) if summary else None, python=args.python)
+        summary_path=Path(summary) if summary else None, python=args.python, profile=args.profile)
     try:
         config = bench_config(args.config, options)
         stop_on_sigterm()

@@ -6,7 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from bot.core.judge import results, stats
+from bot.core.judge import profile, results, stats
 from bot.core.render import compare as render_compare
 
 from .common import FORMATS, UsageError, emit, percentage, probability, read_input
@@ -52,7 +52,9 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(str(error)) from None
     comparison = stats.decide(loaded, args.min_effect / 100, args.alpha, args.seed,
                               ignore_env=args.ignore_env)
-    emit(args.format, lambda: {"headline": render_compare.headline(comparison), **comparison.to_dict()},
+    kernels = profile.diff_of(loaded.base.profile, loaded.head.profile)
+    emit(args.format, lambda: {"headline": render_compare.headline(comparison), **comparison.to_dict(),
+                               **({"kernels": kernels.to_dict()} if kernels is not None else {})},
          lambda: render_compare.compare_markdown(loaded, comparison),
          lambda: render_compare.compare_text(loaded, comparison))
     return 1 if fails(comparison.verdict, args.fail_on) else 0

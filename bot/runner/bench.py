@@ -2,8 +2,9 @@
 
 The flow for each suite: take the machine's fingerprint, check out base and head as worktrees, run
 the suite's set-up in each, run the warm-up rounds (not counted), then counted rounds in ABBA pairs
-until `adaptive.should_continue` says stop, each round a fresh process under a timeout. The results
-file is rewritten after every round, so an interrupted run still leaves what it measured.
+until `adaptive.should_continue` says stop, each round a fresh process under a timeout, and last,
+where the suite profiles (`Suite.profiles`), one un-timed profiled pass per side (`profiling`). The
+results file is rewritten after every round, so an interrupted run still leaves what it measured.
 """
 
 from __future__ import annotations
@@ -21,15 +22,16 @@ from bot.adapters.git_repo import GitRepo
 from bot.core.config.schema import BenchConfig
 from bot.core.judge.results import SIDES, Revision, problem
 
-from . import adaptive, fingerprint, scope, summary
+from . import adaptive, fingerprint, profiling, scope, summary
 from .progress import Progress
 from .results import ResultsFile, out_path
-from .rounds import child_env, describe_failure, run_command, run_round
+from .rounds import RoundResult, child_env, describe_failure, run_command, run_round
 from .schedule import pair_order, warmup_order
 from .suites import Suite, make_suite
 from .suites.base import RoundContext
 from .suites.sglang_eagle3 import SglangEagle3Bench
 from .suites.verify_step import VerifyStepBench
+from .workers import Worker
 from .worktrees import Worktrees
 
 
@@ -55,6 +57,7 @@ class BenchOptions:
     repo_name: str | None = None
     summary_path: Path | None = None
     python: str | None = None
+    profile: bool | None = None  # None: as each suite's config says (`Suite.profiles`)
     written: dict[Path, str] = field(default_factory=dict)  # the results files' SHA-256, as written
 
 
@@ -186,13 +189,21 @@ def run_suite(p: Plan, suite: Suite, trees: dict[str, Path], scratch: Path, mach
               options: BenchOptions, progress: Progress) -> SuiteOutcome:
     """One suite's set-up, warm-ups and rounds; ``scratch``: this run's folder for their outputs."""
     results = new_results(p, suite, machine, options)
+    workers: dict[str, Worker | None] = {}
+    gpus = bool(machine.get("gpus"))
     try:
         stopped = set_up(suite, trees, scratch, p.round_timeout(suite), progress) or \
-            warm_up(p, suite, trees, scratch, results, options, progress) or \
-            measure(p, suite, trees, scratch, results, options, progress)
+            warm_up(p, suite, trees, scratch, results, options, progress, workers) or \
+            measure(p, suite, trees, scratch, results, options, progress, workers)
+        stop_workers(workers)
+        profiles = options.profile if options.profile is not None else suite.profiles(gpus)
+        if not stopped and any(r.ok for r in results.rounds) and profiles:
+            profile(p, suite, trees, scratch, results, progress)
     except KeyboardInterrupt:
         finish(results, "stopped", "interrupted before the rounds were done")
         raise
+    finally:
+        stop_workers(workers)
     if stopped:
         finish(results, "stopped", stopped)
     elif not any(r.ok for r in results.rounds):
@@ -243,34 +254,85 @@ def set_up(suite: Suite, trees: dict[str, Path], scratch: Path, timeout: float,
 
 
 def warm_up(p: Plan, suite: Suite, trees: dict[str, Path], scratch: Path, results: ResultsFile,
-            options: BenchOptions, progress: Progress) -> str | None:
+            options: BenchOptions, progress: Progress, workers: dict[str, Worker | None]) -> str | None:
+    """The uncounted rounds; where the suite has a worker, the worker serves them, so that its
+    start-up is paid by a round that was going to be thrown away."""
     order = warmup_order(p.warmup)
     for number, side in enumerate(order):
-        began = progress.round_started(suite.name, "warm-up", number + 1, len(order), side, sha_of(p, side))
-        outcome = run_round(suite, context(trees, scratch, suite, side, -1 - number), p.round_timeout(suite))
+        began = progress.round_started(suite.name, "warm-up", number // 2 + 1, p.warmup, side,
+                                       sha_of(p, side), len(order) - number)
+        outcome = run_one(p, suite, context(trees, scratch, suite, side, -1 - number),
+                          serving(workers, suite, trees, scratch, side))
         progress.round_finished(began, outcome.ok, outcome.error)
-        results.add_warmup(side, outcome.ok, outcome.error)
+        results.add_warmup(side, outcome.ok, outcome.error, outcome.seconds)
         if not outcome.ok and options.stop_on_failure:
             return f"warm-up round on {side} failed: {outcome.error}"
     return None
 
 
 def measure(p: Plan, suite: Suite, trees: dict[str, Path], scratch: Path, results: ResultsFile,
-            options: BenchOptions, progress: Progress) -> str | None:
+            options: BenchOptions, progress: Progress, workers: dict[str, Worker | None]) -> str | None:
     done, pair = 0, 0
     while adaptive.should_continue(samples(results), done, p.rounds, p.max_rounds):
-        planned = 2 * max(p.rounds, done + 1)
-        for side in pair_order(pair):
-            number = len(results.rounds) + 1
-            began = progress.round_started(suite.name, "round", number, planned, side, sha_of(p, side))
-            outcome = run_round(suite, context(trees, scratch, suite, side, done), p.round_timeout(suite))
+        planned = max(p.rounds, done + 1)  # per side: the minimum, or one more pair the rule asked for
+        # The first pair and the one that completes the minimum run in fresh processes, so that what
+        # only a new process shows (start-up, a new context and communicator) is in every run.
+        fresh = done == 0 or done + 1 == p.rounds
+        for position, side in enumerate(pair_order(pair)):
+            began = progress.round_started(suite.name, "round", done + 1, planned, side, sha_of(p, side),
+                                           2 * (planned - done) - position)
+            worker = None if fresh else serving(workers, suite, trees, scratch, side)
+            outcome = run_one(p, suite, context(trees, scratch, suite, side, done), worker)
             progress.round_finished(began, outcome.ok, outcome.error)
             results.add_round(side, done, outcome.ok, outcome.error, outcome.metrics, outcome.declarations,
-                              outcome.spread)
+                              outcome.spread, outcome.seconds, "worker" if worker is not None else "fresh")
             if not outcome.ok and options.stop_on_failure:
                 return f"round {done} on {side} failed: {outcome.error}"
         done, pair = done + 1, pair + 1
     return None
+
+
+def run_one(p: Plan, suite: Suite, round_context: RoundContext, worker: Worker | None) -> RoundResult:
+    """One round: served by ``worker`` if given, else in fresh processes."""
+    if worker is None:
+        return run_round(suite, round_context, p.round_timeout(suite))
+    return worker.serve(round_context, p.round_timeout(suite))
+
+
+def stop_workers(workers: dict[str, Worker | None]) -> None:
+    for side, worker in list(workers.items()):
+        if worker is not None:
+            worker.stop()
+            workers[side] = None
+
+
+def serving(workers: dict[str, Worker | None], suite: Suite, trees: dict[str, Path], scratch: Path,
+            side: str) -> Worker | None:
+    """The side's worker, started on first use; None where the suite has none or it died."""
+    if side not in workers:
+        folder = scratch / "workers" / suite.name / side
+        folder.mkdir(parents=True, exist_ok=True)
+        workers[side] = Worker.start(suite, RoundContext(trees[side], folder, side, -1))
+    worker = workers[side]
+    if worker is not None and not worker.alive:
+        workers[side] = worker = None  # it died: the side's later rounds run in fresh processes
+    return worker
+
+
+def profile(p: Plan, suite: Suite, trees: dict[str, Path], scratch: Path, results: ResultsFile,
+            progress: Progress) -> None:
+    """One un-timed profiled pass per side, after every timed round: its kernels explain the
+    verdict and never enter it. A pass that fails leaves that side without a profile, saying why."""
+    for side in SIDES:
+        progress.say(f"{suite.name}: profiled pass of {side} ({sha_of(p, side)[:10]}), not timed")
+        began = time.monotonic()
+        outcome = profiling.profile_side(suite, context(trees, scratch, suite, side, -100),
+                                         p.round_timeout(suite))
+        progress.round_finished(began, outcome.profile is not None, outcome.error, counted=False)
+        if outcome.profile is not None:
+            results.set_profile(side, outcome.profile)
+        else:
+            results.profile_failed(side, outcome.error or "no profile")
 
 
 def samples(results: ResultsFile) -> dict[str, adaptive.MetricSamples]:
@@ -287,7 +349,7 @@ def samples(results: ResultsFile) -> dict[str, adaptive.MetricSamples]:
 def context(trees: dict[str, Path], scratch: Path, suite: Suite, side: str, index: int) -> RoundContext:
     """A round's context, with a folder made for it just now: nothing an earlier round (of the other
     side, say) left where it would be found can pass for this round's output."""
-    label = f"{index}" if index >= 0 else f"warmup{-index}"
+    label = f"{index}" if index >= 0 else "profile" if index == -100 else f"warmup{-index}"
     parent = scratch / "rounds" / suite.name
     parent.mkdir(parents=True, exist_ok=True)
     out_dir = Path(tempfile.mkdtemp(prefix=f"{side}-{label}-", dir=parent))

@@ -70,10 +70,17 @@ def bisect(options: BisectOptions, config: RepoConfig, progress: Progress) -> Bi
         progress.say(f"bisect: reference run, GOOD {good[:10]} against BAD {bad[:10]}")
         if options.metric is None:
             reference_cmp, path = runner.compare(good, bad, "reference")
-            chosen = bisect_report.regressed_metric(reference_cmp, None)
+            headline = next((m for m in reference_cmp.metrics if m.role == "headline"), None)
+            lead = headline.name if headline is not None and headline.verdict == "regression" else None
+            chosen = bisect_report.regressed_metric(reference_cmp, lead)
+            progress.say(f"bisect: bisecting on {_named(chosen)}, {_change(chosen)} from GOOD to BAD"
+                         + ("" if lead or headline is None else
+                            f" (the headline {headline.name} did not regress: {headline.verdict})"))
         else:  # one metric named: judge it alone, without sharing the false-alarm rate with others
             judged, path = runner.metric(good, bad, options.metric, "reference")
             chosen = bisect_report.named_metric_regressed(judged, options.metric)
+            progress.say(f"bisect: bisecting on {_named(chosen)} (--metric), {_change(chosen)} from GOOD "
+                         "to BAD")
         measurements = [bisect_report.measurement("reference", good, bad, chosen, "bad",
                                                   f"{chosen.name} regressed from GOOD to BAD", path)]
         known: dict[str, bisection.Outcome] = {bad: "bad"}
@@ -89,13 +96,25 @@ def bisect(options: BisectOptions, config: RepoConfig, progress: Progress) -> Bi
             known[step.sha] = outcome
             measurements.append(bisect_report.measurement("probe", good, step.sha, judged, outcome, why,
                                                           path))
-            progress.say(f"bisect:   {outcome}: {why}")
+            progress.say(f"bisect:   {outcome}: {chosen.name} {why}" if outcome != "skipped"
+                         else f"bisect:   {outcome}: {why}")
         confirmation = None
         if isinstance(step, bisection.Culprit):
             confirmation = runner.confirm(step.sha, step.parent or good, chosen, measurements)
     return bisect_report.conclude(step, good=good, bad=bad, suite=options.suite, metric=chosen.name,
                                   commits=order, suspects=suspects, measurements=measurements,
                                   confirmation=confirmation)
+
+
+def _named(metric: stats.MetricJudgement) -> str:
+    """``cycle_ms (the headline, piecewise)``: the metric a bisection follows, and what it is."""
+    words = [w for w in (f"the {metric.role}" if metric.role in ("headline", "diagnostic") else "",
+                         metric.mode or "") if w]
+    return metric.name + (f" ({', '.join(words)})" if words else "")
+
+
+def _change(metric: stats.MetricJudgement) -> str:
+    return "changed" if metric.change is None else f"{metric.change:+.1%}"
 
 
 def run_settings(options: BisectOptions, config: RepoConfig, good: str, bad: str) -> dict[str, Any]:
@@ -110,11 +129,12 @@ def run_settings(options: BisectOptions, config: RepoConfig, good: str, bad: str
             "suite_config": suite.model_dump(mode="json") if suite is not None else None}
 
 
-def _bench_options(options: BisectOptions, base: str, head: str, out: Path) -> bench.BenchOptions:
+def _bench_options(options: BisectOptions, base: str, head: str, out: Path,
+                   profile: bool | None = None) -> bench.BenchOptions:
     return bench.BenchOptions(
         repo=options.repo, base=base, head=head, suites=[options.suite], out=out, rounds=options.rounds,
         warmup=options.warmup, max_rounds=options.max_rounds, timeout=options.timeout,
-        command=options.command, allow_dirty=options.allow_dirty, python=options.python)
+        command=options.command, allow_dirty=options.allow_dirty, python=options.python, profile=profile)
 
 
 class _Runner:
@@ -134,7 +154,9 @@ class _Runner:
             return reused
         path = self.folder.path / f"{label}-{head[:10]}.json"
         base_tree = self.good_tree() if base == self.good else None
-        options = _bench_options(self.options, base, head, path)
+        # Only the confirmation's kernels are reported (the culprit against its parent): the other
+        # runs skip the profiled pass, whatever the suite's config says.
+        options = _bench_options(self.options, base, head, path, None if label == "confirm" else False)
         outcome = bench.run(options, self.config.bench, self.progress, base_tree)[0]
         return outcome.path
 

@@ -1,4 +1,4 @@
-"""Progress on standard error: what a long run is doing (round i/N, which side, the time left), and
+"""Progress on standard error: what a long run is doing (round i/N of a side, the time left), and
 how far a count has got.
 
 Plain ``perfbot: ...`` lines by default; with ``rewrite``, one status line that a terminal
@@ -41,13 +41,19 @@ class Progress:
         if self.rewrite:
             self.say("")
 
-    def round_started(self, suite: str, label: str, number: int, total: int, side: str, sha: str) -> float:
-        self.say(f"{suite}: {label} {number}/{total} ({side} {sha[:10]}){self.eta(total - number + 1)}")
+    def round_started(self, suite: str, label: str, number: int, total: int, side: str, sha: str,
+                      remaining: int | None = None) -> float:
+        """``verify-step: round 2/5 of head (22cf1e363a), ETA 40s``: ``number`` of ``total`` rounds
+        of that side; the ETA counts ``remaining`` rounds of both sides (this one included)."""
+        left = total - number + 1 if remaining is None else remaining
+        self.say(f"{suite}: {label} {number}/{total} of {side} ({sha[:10]}){self.eta(left)}")
         return time.monotonic()
 
-    def round_finished(self, began: float, ok: bool, error: str | None) -> None:
+    def round_finished(self, began: float, ok: bool, error: str | None, counted: bool = True) -> None:
+        """``counted``: a round whose time the ETA of the next rounds should learn from."""
         seconds = time.monotonic() - began
-        self.durations.append(seconds)
+        if counted:
+            self.durations.append(seconds)
         self.say(f"  ok in {seconds:.1f}s" if ok else f"  FAILED after {seconds:.1f}s: {error}")
 
     def eta(self, remaining: int) -> str:

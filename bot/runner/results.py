@@ -22,6 +22,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from bot.core.config.schema import MetricDeclaration
+from bot.core.judge.profile import Profile
 from bot.core.judge.results import SCHEMA, MetricSpec, Results, Revision, Round, Side, Warmup, problem
 
 from .fingerprint import now
@@ -45,15 +46,18 @@ class ResultsFile:
     status: str = "running"
     error: str | None = None
     finished_at: str | None = None
+    profile_errors: dict[Side, str] = field(default_factory=dict)
     # path -> SHA-256 of the bytes last written there, shared by a run's files: what the action
     # checks the uploaded files against (a benchmark's process may have rewritten the file since).
     ledger: dict[Path, str] | None = None
 
     def add_round(self, side: Side, index: int, ok: bool, error: str | None, metrics: dict[str, float],
                   declarations: dict[str, MetricDeclaration],
-                  spread: dict[str, dict[str, float]] | None = None) -> Round:
+                  spread: dict[str, dict[str, float]] | None = None, seconds: float | None = None,
+                  process: str | None = None) -> Round:
         """Record a round (with the standard errors of its values, where the suite timed many
-        calls); one whose metrics the model refuses is recorded as failed, saying why."""
+        calls, and how long it took); one whose metrics the model refuses is recorded as failed,
+        saying why."""
         self.learned.update(declarations)
         undeclared = sorted(set(metrics) - set(self.declared) - set(self.learned)) if ok else []
         if undeclared:
@@ -62,22 +66,36 @@ class ResultsFile:
             try:
                 measured = Round.model_validate({"side": side, "index": index, "ok": ok, "error": error,
                                                  "metrics": metrics if ok else {},
-                                                 "spread": (spread or None) if ok else None})
+                                                 "spread": (spread or None) if ok else None,
+                                                 "seconds": _seconds(seconds), "process": process})
             except ValidationError as refused:
-                measured = _refused(side, index, problem(refused))
+                measured = _refused(side, index, problem(refused), seconds)
         self.rounds.append(measured)
         self.write()
         return measured
 
-    def add_warmup(self, side: Side, ok: bool, error: str | None) -> None:
-        self.warmups.append(Warmup(side=side, ok=ok, error=error))
+    def add_warmup(self, side: Side, ok: bool, error: str | None, seconds: float | None = None) -> None:
+        self.warmups.append(Warmup(side=side, ok=ok, error=error, seconds=_seconds(seconds)))
+        self.write()
+
+    def set_profile(self, side: Side, profile: Profile) -> None:
+        """Add one side's kernel profile, from the profiled pass after the rounds."""
+        revision = self.base if side == "base" else self.head
+        profiled = Revision(sha=revision.sha, fingerprint=revision.fingerprint, profile=profile)
+        self.base, self.head = (profiled, self.head) if side == "base" else (self.base, profiled)
+        self.profile_errors.pop(side, None)
+        self.write()
+
+    def profile_failed(self, side: Side, error: str) -> None:
+        self.profile_errors[side] = error
         self.write()
 
     def finish(self, status: str, error: str | None = None, after: dict[str, Any] | None = None) -> None:
         """End the run; ``after``: the machine's readings at the end, added to both fingerprints."""
         if after is not None:
             self.base, self.head = (
-                Revision(sha=revision.sha, fingerprint={**revision.fingerprint, "after": after})
+                Revision(sha=revision.sha, fingerprint={**revision.fingerprint, "after": after},
+                     profile=revision.profile)
                 for revision in (self.base, self.head))
         self.status, self.error, self.finished_at = status, error, now()
         self.write()
@@ -96,6 +114,7 @@ class ResultsFile:
             "head": self.head, "metrics": self.metrics(), "rounds": self.rounds,
             "started_at": self.started_at, "finished_at": self.finished_at, "status": self.status,
             "error": self.error, "warmups": self.warmups, "options": self.options,
+            "profile_errors": self.profile_errors or None,
         })
 
     def write(self) -> None:
@@ -104,8 +123,14 @@ class ResultsFile:
             self.ledger[self.path] = digest
 
 
-def _refused(side: Side, index: int, why: str) -> Round:
-    return Round(side=side, index=index, ok=False, error=f"measured, but not a valid result: {why}")
+def _refused(side: Side, index: int, why: str, seconds: float | None = None) -> Round:
+    return Round(side=side, index=index, ok=False, error=f"measured, but not a valid result: {why}",
+                 seconds=_seconds(seconds))
+
+
+def _seconds(seconds: float | None) -> float | None:
+    """A round's duration as the file keeps it: milliseconds are enough."""
+    return None if seconds is None else round(max(seconds, 0.0), 3)
 
 
 def write_json(path: Path, data: dict[str, Any]) -> str:

@@ -37,6 +37,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -143,9 +144,10 @@ class Scope:
     _before: frozenset[tuple[int, int]] = frozenset()
     _report: int | None = None  # read end of the pipe on which a namespace's init says how the command ended
     _said: str | None = None
+    _ended: bool = False
 
-    def popen(self, argv: Sequence[str], cwd: Path, env: dict[str, str], stdout: IO[bytes], stderr: IO[bytes]
-              ) -> subprocess.Popen:
+    def popen(self, argv: Sequence[str], cwd: Path, env: dict[str, str], stdout: IO[bytes], stderr: IO[bytes],
+              stdin: int = subprocess.DEVNULL) -> subprocess.Popen:
         """Start ``argv`` in this scope: its own session, the scope's token in its environment."""
         env = {**env, SCOPE_VARIABLE: self.token}
         _check_runnable(argv[0], cwd, env)
@@ -162,9 +164,10 @@ class Scope:
             _subreaper(True)
         try:
             self.process = subprocess.Popen(command, cwd=cwd, env=env, stdout=stdout, stderr=stderr,
-                                            stdin=subprocess.DEVNULL, start_new_session=True,
-                                            pass_fds=pass_fds)
+                                            stdin=stdin, start_new_session=True, pass_fds=pass_fds)
         except BaseException:
+            if self.strategy.name != "session":
+                _subreaper(False)
             if self._report is not None:
                 os.close(self._report)
                 self._report = None
@@ -190,7 +193,11 @@ class Scope:
             return self.process.returncode
 
     def end(self) -> None:
-        """End every process of the scope; the command itself first gets `GRACE_SECONDS` to stop."""
+        """End every process of the scope; the command itself first gets `GRACE_SECONDS` to stop.
+        Ending it again does nothing."""
+        if self._ended or self.process is None:
+            return
+        self._ended = True
         try:
             self._end()
         finally:
@@ -340,11 +347,21 @@ def _kill_group(process: subprocess.Popen) -> None:
     process.wait()
 
 
+_SUBREAPING = [0]  # scopes alive now: a long-lived worker's scope outlives the rounds' around it
+_SUBREAPING_LOCK = threading.Lock()
+
+
 def _subreaper(on: bool) -> None:
-    libc = ctypes.CDLL(None, use_errno=True)
-    if libc.prctl(_PR_SET_CHILD_SUBREAPER, int(on), 0, 0, 0) != 0:
-        code = ctypes.get_errno()
-        raise ScopeError(f"prctl(PR_SET_CHILD_SUBREAPER): {os.strerror(code)}")
+    """Be the child subreaper while any scope is alive (the flag is the process's, not a scope's)."""
+    with _SUBREAPING_LOCK:
+        before = _SUBREAPING[0]
+        _SUBREAPING[0] = max(0, before + (1 if on else -1))
+        if (before > 0) == (_SUBREAPING[0] > 0):
+            return
+        libc = ctypes.CDLL(None, use_errno=True)
+        if libc.prctl(_PR_SET_CHILD_SUBREAPER, int(on), 0, 0, 0) != 0:
+            code = ctypes.get_errno()
+            raise ScopeError(f"prctl(PR_SET_CHILD_SUBREAPER): {os.strerror(code)}")
 
 
 def _check_runnable(program: str, cwd: Path, env: dict[str, str]) -> None:

@@ -4,19 +4,24 @@ model built from random weights, timed per rank, written as JSON by rank 0.
 Launched once per benchmark round, as ``python -m bot.runner.verify_step_bench --out FILE [shape options]``
 or, by `perfbot bench run`, through `command` (this file by its absolute path, so that nothing in the
 checkout under test can stand in for it, and perfbot's own packages stay off the engine's path). That
-launcher process starts one worker process per rank (``torch.distributed``: NCCL on GPUs, gloo on
-CPU), waits for them under a hard timeout and exits non-zero when any worker failed. Workers write
-their numbers before the process group is torn down and then leave with ``os._exit``, because NCCL
-teardown can hang at exit (seen on the H200 machines).
+process is rank 0 (``torch.distributed``: NCCL on GPUs, gloo on CPU); it starts one process for each
+other rank, watches them under a hard timeout from a thread, and exits non-zero when any rank
+failed (one that dies ends the others at once). Ranks write their numbers before the process group
+is torn down and then leave with ``os._exit``, because NCCL teardown can hang at exit (seen on the
+H200 machines).
 
-What is timed, each as the median of ``--iters`` calls after ``--warmup-iters`` untimed ones, with
-the standard error of that median from the calls' scatter (the ``spread`` of the JSON, which the
-statistics use to weigh rounds):
+What is timed, each as the median of up to ``--iters`` calls after ``--warmup-iters`` untimed ones,
+with the standard error of that median from the calls' scatter (the ``spread`` of the JSON, which
+the statistics use to weigh rounds). Calls are timed in batches of `BATCH`; after `MIN_ITERS` the
+pass stops as soon as that standard error is at most ``--target-se`` of the median (the ranks agree
+on when), so a graph replay that scatters by 0.1% takes a few dozen calls and an eager pass on a
+noisy host takes all of them:
 
-- ``verify_eager_ms`` and, on GPUs, ``verify_graph_ms`` and ``verify_piecewise_ms``: the verify
-  forward pass of ``batch * num_draft_tokens`` tokens through every layer (attention against a KV
-  cache + MoE), eager, as one CUDA graph replay, and as piecewise graphs with eager allreduces in
-  between (SGLang's piecewise CUDA graph mode);
+- ``verify_piecewise_ms``, ``verify_graph_ms`` and ``verify_eager_ms`` (``--verify-modes``; by
+  default only the engine's mode): the verify forward pass of
+  ``batch * num_draft_tokens`` tokens through every layer (attention against a KV cache + MoE) as
+  piecewise graphs with eager allreduces in between (SGLang's piecewise CUDA graph mode), as one
+  CUDA graph replay, and eagerly;
 - ``draft_ms``: one draft step (one dense decoder layer + the vocabulary projection) of ``batch *
   draft_topk`` tokens, graph-replayed unless the engine runs eagerly;
 - ``allreduce_verify_us`` / ``allreduce_draft_us``, with two ranks or more: the allreduce under test
@@ -32,6 +37,14 @@ statistics use to weigh rounds):
 ``--allreduce MODULE:FUNCTION`` makes every allreduce of the model go through a function of the
 repository under test (``FUNCTION(tensor) -> tensor``), which is how a change to that repository's
 communicator shows up in these numbers.
+
+``--profile TRACE`` times nothing: it runs ``--profile-steps`` EAGLE-3 cycles in the engine's mode
+under PyTorch's profiler (CUPTI on GPUs) after warming up, and rank 0 writes the Chrome trace to
+TRACE; perfbot reads it into the results file's kernel profile (`bot.core.judge.kineto`).
+
+``--serve`` makes a long-lived worker (`bot.runner.workers`): set up once (interpreter, CUDA context,
+process group, the allreduce under test), then one round per JSON line ``{"out": FILE}`` on rank 0's
+standard input, each building the model and capturing its graphs again, until the input ends.
 """
 
 from __future__ import annotations
@@ -45,7 +58,9 @@ import socket
 import statistics
 import subprocess
 import sys
+import threading
 import time
+import traceback
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
@@ -53,6 +68,9 @@ from pathlib import Path
 MODES = ("full", "piecewise", "eager")
 VERIFY_OF_MODE = {"full": "verify_graph_ms", "piecewise": "verify_piecewise_ms", "eager": "verify_eager_ms"}
 ALLREDUCE_BLOCKS = 10  # blocks of back-to-back allreduce calls; the metric is their median
+BATCH = 10  # calls timed between two looks at the median's precision
+MIN_ITERS = 10  # calls before the first look
+_STARTED = time.monotonic()
 
 # Kept in every environment built for a worker: NVLink multicast can take a shared host's GPUs down.
 SAFE_ENV = {"NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1", "NVSHMEM_DISABLE_NVLS": "1"}
@@ -107,13 +125,26 @@ def build_parser() -> argparse.ArgumentParser:
                         help="shape defaults: full on GPUs, tiny on CPU (auto)")
     parser.add_argument("--device", choices=("auto", "cuda", "cpu"), default="auto")
     parser.add_argument("--world-size", type=int, default=0, help="ranks (default: all GPUs, else 1)")
-    parser.add_argument("--iters", type=int, default=100)
-    parser.add_argument("--warmup-iters", type=int, default=10)
+    parser.add_argument("--cpu-world-size", type=int, default=1,
+                        help="ranks on a machine without GPUs, when --world-size is 0 (default 1)")
+    parser.add_argument("--iters", type=int, default=100, help="most timed calls per pass")
+    parser.add_argument("--target-se", type=float, default=0.001,
+                        help="stop timing a pass once the standard error of its median is this fraction "
+                             "of it (0: always --iters calls)")
+    parser.add_argument("--warmup-iters", type=int, default=5)
     parser.add_argument("--dtype", choices=("bfloat16", "float16", "float32"), default="bfloat16")
     parser.add_argument("--no-cuda-graphs", action="store_true", help="time eager mode only")
     parser.add_argument("--graph", choices=("auto", *MODES), default="auto",
                         help="the mode the engine runs, which cycle_ms and tok_s follow (auto: "
                              "piecewise where CUDA graphs can run, else eager)")
+    parser.add_argument("--verify-modes", default="auto", metavar="MODE[,MODE]",
+                        help="verify passes to time: full, piecewise, eager (auto: the engine's mode)")
+    parser.add_argument("--profile", metavar="TRACE",
+                        help="time nothing: profile --profile-steps cycles and write the trace here")
+    parser.add_argument("--profile-steps", type=int, default=5)
+    parser.add_argument("--serve", action="store_true",
+                        help="set up once, then run a round for each JSON line {\"out\": FILE} on standard "
+                             "input until it ends (a long-lived worker; --out and --timeout are unused)")
     parser.add_argument("--allreduce", metavar="MODULE:FUNCTION",
                         help="allreduce to use instead of torch.distributed.all_reduce")
     parser.add_argument("--pythonpath", action="append", default=[],
@@ -137,6 +168,24 @@ def resolve_mode(args: argparse.Namespace, device: str) -> str:
     return args.graph
 
 
+def resolve_modes(args: argparse.Namespace, device: str, mode: str) -> tuple[str, ...]:
+    """The verify passes to time, in the order they run: as asked, or only the engine's mode (the
+    kernel profile says where a change came from, which the other modes were timed for)."""
+    if args.verify_modes == "auto":
+        wanted = {mode}
+    else:
+        wanted = {m.strip() for m in args.verify_modes.split(",") if m.strip()}
+        unknown = wanted - set(MODES)
+        if unknown or not wanted:
+            raise SystemExit(f"verify_step_bench: --verify-modes {args.verify_modes}: choose from "
+                             f"{', '.join(MODES)}")
+        graphs = device == "cuda" and not args.no_cuda_graphs
+        if not graphs and wanted - {"eager"}:
+            raise SystemExit(f"verify_step_bench: --verify-modes {args.verify_modes}: CUDA graphs do "
+                             f"not run here; use eager")
+    return tuple(m for m in ("eager", "full", "piecewise") if m in wanted)
+
+
 def resolve_shape(args: argparse.Namespace, device: str) -> Shape:
     preset = args.preset if args.preset != "auto" else ("full" if device == "cuda" else "tiny")
     overrides = {f.name: getattr(args, f.name) for f in fields(Shape) if getattr(args, f.name) is not None}
@@ -150,22 +199,62 @@ def resolve_shape(args: argparse.Namespace, device: str) -> Shape:
 
 
 def launch(args: argparse.Namespace, argv: list[str]) -> int:
-    """Start one worker per rank, wait under the timeout, report the outcome on stdout."""
+    """Be rank 0 and start a process for each other rank; report the outcome on stdout."""
     device = pick_device(args.device)
-    world = args.world_size or (gpu_count() if device == "cuda" else 1)
+    world = args.world_size or (gpu_count() if device == "cuda" else args.cpu_world_size)
     if world < 1:
         raise SystemExit("verify_step_bench: no GPU visible; use --device cpu")
-    resolve_mode(args, device)  # refuse an impossible mode before starting any rank
+    mode = resolve_mode(args, device)  # refuse an impossible mode before starting any rank
+    resolve_modes(args, device, mode)
     port = free_port()
-    workers = [subprocess.Popen(command(sys.executable, *argv, "--worker", "--device", device,
-                                        "--world-size", str(world)),
-                                env=worker_env(rank, world, port)) for rank in range(world)]
-    codes = wait_all(workers, time.monotonic() + args.timeout)
+    peers = [subprocess.Popen(command(sys.executable, *argv, "--worker", "--device", device,
+                                      "--world-size", str(world)),
+                              env=worker_env(rank, world, port)) for rank in range(1, world)]
+    os.environ.update(worker_env(0, world, port))
+    args.device, args.world_size = device, world
+    # A serving worker has no deadline of its own: perfbot gives each round one, and ends it.
+    deadline = float("inf") if args.serve else time.monotonic() + args.timeout
+    threading.Thread(target=watch, args=(peers, deadline), daemon=True).start()
+    try:
+        run_rank(args)
+    except BaseException as error:  # this rank failed: say why, end the others, exit non-zero
+        if isinstance(error, SystemExit) and isinstance(error.code, str):
+            print(error.code, file=sys.stderr)
+        elif not isinstance(error, SystemExit):
+            traceback.print_exc()
+        leave([1, *end_all(peers)])
+    codes = [0, *wait_all(peers, deadline)]
     if any(code != 0 for code in codes):
-        print(f"verify_step_bench: worker exit codes {codes}", file=sys.stderr)
-        return 1
-    print(f"verify_step_bench: {world} rank(s) on {device}, results in {args.out}")
+        leave(codes)
+    print(f"verify_step_bench: {world} rank(s) on {device}, results in {args.out}", flush=True)
+    flush_and_exit(0)
     return 0
+
+
+def leave(codes: list[int | None]) -> None:
+    print(f"verify_step_bench: worker exit codes {codes}", file=sys.stderr)
+    flush_and_exit(1)
+
+
+def flush_and_exit(code: int) -> None:
+    """Leave at once: NCCL teardown at interpreter exit can hang (seen on the H200 machines)."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
+
+
+def watch(peers: list[subprocess.Popen], deadline: float) -> None:
+    """From a thread of rank 0: a rank that fails, or a deadline that passes, ends every rank at
+    once (this one too); a rank whose peer died would otherwise wait in its collective."""
+    while True:
+        codes = [peer.poll() for peer in peers]
+        if any(code not in (None, 0) for code in codes):
+            leave([1, *end_all(peers)])
+        if time.monotonic() > deadline:
+            end_all(peers)
+            print("verify_step_bench: timed out; the ranks were killed", file=sys.stderr)
+            flush_and_exit(1)
+        time.sleep(0.05)
 
 
 def pick_device(choice: str) -> str:
@@ -197,55 +286,105 @@ def worker_env(rank: int, world: int, port: int) -> dict[str, str]:
 
 
 def wait_all(workers: list[subprocess.Popen], deadline: float) -> list[int | None]:
-    """Exit codes of every rank. A rank that fails or a deadline that passes ends the others at
-    once: a rank whose peer died would otherwise wait in its collective until the timeout."""
+    """Exit codes of the other ranks once they are done. A rank that fails or a deadline that passes
+    ends the others at once."""
     while any(w.poll() is None for w in workers):
-        failed = any(w.returncode not in (None, 0) for w in workers)
-        if failed or time.monotonic() > deadline:
-            for worker in workers:
-                if worker.poll() is None:
-                    worker.kill()
-                    worker.wait()
-            if not failed:
-                print("verify_step_bench: timed out; the ranks were killed", file=sys.stderr)
-            break
-        time.sleep(0.05)
+        if any(w.returncode not in (None, 0) for w in workers) or time.monotonic() > deadline:
+            return end_all(workers)
+        time.sleep(0.02)
     return [w.returncode for w in workers]
 
 
-# ----------------------------------------------------------------------------- worker
+def end_all(workers: list[subprocess.Popen]) -> list[int | None]:
+    for worker in workers:
+        if worker.poll() is None:
+            worker.kill()
+            worker.wait()
+    return [w.returncode for w in workers]
 
 
-def work(args: argparse.Namespace) -> None:
-    """One rank: build the model, time everything, rank 0 writes the JSON, then leave at once."""
+# ----------------------------------------------------------------------------- ranks
+
+
+def run_rank(args: argparse.Namespace) -> None:
+    """One rank: set up once, then one round (build the model, time everything or profile, rank 0
+    writes the JSON), or, with ``--serve``, a round for every request until told to stop."""
     import torch
     import torch.distributed as dist
 
+    imported = time.monotonic()
     rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
     device = torch.device(f"cuda:{rank}") if args.device == "cuda" else torch.device("cpu")
     if device.type == "cuda":
         torch.cuda.set_device(device)
     else:
         torch.set_num_threads(1)  # ranks share the cores; oversubscription makes CPU timings erratic
-    shape = resolve_shape(args, device.type)
+    # One rank exchanges nothing: its NCCL communicator is left to be made on first use (never, for
+    # an allreduce that returns at one rank), which saves its set-up in every round.
+    eager_init = device.type == "cuda" and world > 1
     dist.init_process_group("nccl" if device.type == "cuda" else "gloo", rank=rank, world_size=world,
-                            device_id=device if device.type == "cuda" else None)
+                            device_id=device if eager_init else None)
     allreduce = load_allreduce(args.allreduce, args.pythonpath)
-    torch.manual_seed(args.seed + rank)
-    dtype = getattr(torch, args.dtype)
-    bench = Bench(shape, world, device, dtype, allreduce, args.iters, args.warmup_iters)
+    started = {"start": round(imported - _STARTED, 3)}
+    if not args.serve:
+        one_round(args, rank, world, device, allreduce, Path(args.out), args.seed, started)
+        return
+    for number, out in enumerate(requests(rank, world)):
+        one_round(args, rank, world, device, allreduce, out, args.seed + 1000 * number, {"start": 0.0})
+
+
+def requests(rank: int, world: int):
+    """The rounds a serving worker is asked for: rank 0 reads one JSON line per round from standard
+    input (``{"out": PATH}``; end of input or ``stop`` ends it) and passes each to the other ranks."""
+    import torch.distributed as dist
+
+    while True:
+        request = [None]
+        if rank == 0:
+            line = sys.stdin.readline().strip()
+            try:
+                request = [json.loads(line)["out"] if line and line != "stop" else None]
+            except (ValueError, KeyError, TypeError):
+                print(f"verify_step_bench: not a request: {line[:80]!r}", file=sys.stderr)
+                request = [None]
+        if world > 1:
+            dist.broadcast_object_list(request, src=0)
+        if request[0] is None:
+            return
+        yield Path(request[0])
+
+
+def one_round(args: argparse.Namespace, rank: int, world: int, device, allreduce: Callable, out: Path,
+              seed: int, seconds: dict[str, float]) -> None:
+    import torch
+
+    began = time.monotonic()
+    shape = resolve_shape(args, device.type)
+    torch.manual_seed(seed + rank)
+    bench = Bench(shape, world, device, getattr(torch, args.dtype), allreduce, args.iters, args.warmup_iters,
+                  args.target_se)
+    built = time.monotonic()
     mode = resolve_mode(args, device.type)
-    measured = bench.measure(cuda_graphs=device.type == "cuda" and not args.no_cuda_graphs, mode=mode)
-    dist.barrier()
+    graphs = device.type == "cuda" and not args.no_cuda_graphs
+    report: dict = {"graph": mode, "shape": asdict(shape), "world_size": world, "device": device.type,
+                    "dtype": args.dtype, "iters": args.iters, "allreduce": args.allreduce or "torch",
+                    "process": "worker" if args.serve else "fresh"}
+    if args.profile:
+        steps = bench.profile(mode, Path(args.profile) if rank == 0 else None, args.profile_steps)
+        report["profiled"] = {"trace": args.profile, "steps": steps, "what": bench.cycle_name(mode)}
+    else:
+        measured = bench.measure(cuda_graphs=graphs, mode=mode,
+                                 modes=resolve_modes(args, device.type, mode))
+        report["metrics"] = {name: m.value for name, m in measured.items()}
+        report["spread"] = {name: {"se": m.se, "calls": m.calls} for name, m in measured.items()}
+    bench.barrier()
+    report["seconds"] = {**seconds, "build": round(built - began, 3),
+                         "run": round(time.monotonic() - built, 3)}
     if rank == 0:
-        report = {"metrics": {name: m.value for name, m in measured.items()},
-                  "spread": {name: {"se": m.se, "calls": m.calls} for name, m in measured.items()},
-                  "graph": mode, "shape": asdict(shape), "world_size": world, "device": device.type,
-                  "dtype": args.dtype, "iters": args.iters, "allreduce": args.allreduce or "torch"}
-        write_atomically(Path(args.out), json.dumps(report, indent=2))
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(0)
+        write_atomically(out, json.dumps(report, indent=2))
+    del bench  # a serving worker's next round builds everything again, graphs included
+    if device.type == "cuda":
+        torch.cuda.empty_cache()
 
 
 def load_allreduce(spec: str | None, paths: list[str]) -> Callable:
@@ -273,11 +412,12 @@ def write_atomically(path: Path, text: str) -> None:
 class Bench:
     """The model of one rank and the timings taken on it."""
 
-    def __init__(self, shape: Shape, world: int, device, dtype, allreduce: Callable, iters: int, warmup: int):
+    def __init__(self, shape: Shape, world: int, device, dtype, allreduce: Callable, iters: int, warmup: int,
+                 target_se: float = 0.0):
         import torch
 
         self.torch, self.shape, self.world, self.device, self.dtype = torch, shape, world, device, dtype
-        self.allreduce, self.iters, self.warmup = allreduce, iters, warmup
+        self.allreduce, self.iters, self.warmup, self.target_se = allreduce, iters, warmup, target_se
         self.verify_tokens = shape.batch * shape.num_draft_tokens
         self.draft_tokens = shape.batch * shape.draft_topk
         self.layers = [self.make_layer(moe=True) for _ in range(shape.layers)]
@@ -289,8 +429,8 @@ class Bench:
     # -- weights and inputs
 
     def weight(self, *dims: int):
-        scale = 1.0 / math.sqrt(dims[-2])
-        return (self.torch.randn(*dims, device=self.device, dtype=self.torch.float32) * scale).to(self.dtype)
+        """Random weights made on the device in their own dtype (no float32 copy to convert)."""
+        return self.torch.randn(*dims, device=self.device, dtype=self.dtype).mul_(1.0 / math.sqrt(dims[-2]))
 
     def activations(self, tokens: int):
         return self.torch.randn(tokens, self.shape.hidden, device=self.device, dtype=self.dtype)
@@ -341,13 +481,15 @@ class Bench:
         return out.transpose(1, 2).reshape(tokens, heads * s.head_dim) @ layer["o"]
 
     def moe(self, x, layer):
-        """This rank's share of the MoE block: every expert computed, combined by top-k gates."""
+        """This rank's share of the MoE block: every expert computed, combined by top-k gates.
+        Batched products over the experts' weights as they lie (an einsum over them copied every
+        expert's weights on every pass: 9.9 of 16.3 ms per cycle on an H200, the kernel profile showed)."""
         torch = self.torch
         probs = torch.softmax((x @ layer["router"]).float(), -1)
         top_values, top_ids = probs.topk(self.shape.topk, -1)
         gates = torch.zeros_like(probs).scatter_(-1, top_ids, top_values).to(x.dtype)
-        gate, up = torch.einsum("th,ehi->eti", x, layer["gate_up"]).chunk(2, -1)
-        experts_out = torch.einsum("eti,eih->eth", torch.nn.functional.silu(gate) * up, layer["down"])
+        gate, up = torch.matmul(x, layer["gate_up"]).chunk(2, -1)  # (tokens, hidden) @ (e, hidden, 2i)
+        experts_out = torch.matmul(torch.nn.functional.silu(gate) * up, layer["down"])
         return torch.einsum("eth,te->th", experts_out, gates)
 
     def mlp(self, x, layer):
@@ -390,8 +532,9 @@ class Bench:
 
     # -- timing
 
-    def measure(self, cuda_graphs: bool, mode: str) -> dict[str, Timed]:
-        """Every metric this device can time, and the cycle in ``mode`` derived from them."""
+    def measure(self, cuda_graphs: bool, mode: str, modes: tuple[str, ...] = ()) -> dict[str, Timed]:
+        """The verify passes of ``modes`` (default: the engine's), the draft step, the allreduce at
+        two ranks or more, and the cycle in ``mode`` derived from them."""
         s = self.shape
         verify_tensor = self.activations(self.verify_tokens)
         draft_tensor = self.activations(self.draft_tokens)
@@ -402,11 +545,11 @@ class Bench:
         if self.world > 1:
             metrics["allreduce_verify_us"] = self.collective_us(verify_tensor)
             metrics["allreduce_draft_us"] = self.collective_us(draft_tensor)
-        metrics["verify_eager_ms"] = self.timed_ms(self.verify)
-        if cuda_graphs:
-            metrics["verify_graph_ms"] = self.timed_ms(self.graphed(self.verify))
-            metrics["verify_piecewise_ms"] = self.timed_ms(self.piecewise(self.verify_steps))
-        metrics["draft_ms"] = self.timed_ms(self.draft if mode == "eager" else self.graphed(self.draft))
+        for verify_mode in modes or (mode,):
+            if verify_mode != "eager" and not cuda_graphs:
+                raise SystemExit(f"verify_step_bench: {verify_mode} needs CUDA graphs")
+            metrics[VERIFY_OF_MODE[verify_mode]] = self.timed_ms(self.verify_in(verify_mode))
+        metrics["draft_ms"] = self.timed_ms(self.draft_in(mode))
         draft, verify = metrics["draft_ms"], metrics[VERIFY_OF_MODE[mode]]
         cycle = s.num_steps * draft.value + verify.value
         cycle_se = math.hypot(s.num_steps * draft.se, verify.se)  # independent timings
@@ -414,6 +557,53 @@ class Bench:
         tok_s = 1000 * s.accept_length / cycle
         metrics["tok_s"] = Timed(tok_s, tok_s * cycle_se / cycle, metrics["cycle_ms"].calls)
         return metrics
+
+    def verify_in(self, mode: str) -> Callable:
+        if mode == "full":
+            return self.graphed(self.verify)
+        if mode == "piecewise":
+            return self.piecewise(self.verify_steps)
+        return self.verify
+
+    def draft_in(self, mode: str) -> Callable:
+        return self.draft if mode == "eager" else self.graphed(self.draft)
+
+    def cycle_name(self, mode: str) -> str:
+        how = {"full": "one CUDA graph", "piecewise": "piecewise CUDA graphs", "eager": "eager"}[mode]
+        return f"one EAGLE-3 cycle ({self.shape.num_steps} draft steps + verify), {how}"
+
+    def profile(self, mode: str, trace: Path | None, steps: int) -> int:
+        """Run ``steps`` cycles in ``mode`` under the profiler, after warming up; untimed. Only rank 0
+        (``trace`` given) records; the others run the same steps, whose collectives it waits on."""
+        torch = self.torch
+        verify, draft = self.verify_in(mode), self.draft_in(mode)
+
+        def cycle():  # no synchronisation of its own: the profile would count it as the code's
+            for _ in range(self.shape.num_steps):
+                draft()
+            verify()
+
+        with torch.inference_mode():
+            for _ in range(max(self.warmup, 1)):
+                cycle()
+            if trace is None:
+                for _ in range(steps + 1):
+                    cycle()
+                return steps
+            from torch.profiler import ProfilerActivity, profile, schedule
+
+            activities = [ProfilerActivity.CPU]
+            if self.device.type == "cuda":
+                activities.append(ProfilerActivity.CUDA)
+            trace.parent.mkdir(parents=True, exist_ok=True)
+            # Kernels count in the step whose host window launched them (`kineto`), so the device
+            # may run behind; the profiler drains it when it stops, after the last step's window.
+            with profile(activities=activities, schedule=schedule(wait=0, warmup=1, active=steps, repeat=1),
+                         on_trace_ready=lambda done: done.export_chrome_trace(str(trace))) as profiler:
+                for _ in range(steps + 1):
+                    cycle()
+                    profiler.step()
+        return steps
 
     def graphed(self, step: Callable) -> Callable:
         torch = self.torch
@@ -459,11 +649,29 @@ class Bench:
         return run
 
     def timed_ms(self, step: Callable) -> Timed:
+        """The median of up to ``iters`` timed calls, in batches of `BATCH`, stopping once its
+        standard error is within ``target_se`` of it (every rank times as many calls)."""
+        timer = self.time_cuda if self.device.type == "cuda" else self.time_cpu
+        samples: list[float] = []
         with self.torch.inference_mode():
             for _ in range(self.warmup):
                 step()
-            samples = self.time_cuda(step) if self.device.type == "cuda" else self.time_cpu(step)
+            while len(samples) < self.iters:
+                samples += timer(step, min(BATCH, self.iters - len(samples)))
+                if len(samples) >= min(MIN_ITERS, self.iters) and self.agreed_precise(samples):
+                    break
         return Timed.of(samples)
+
+    def agreed_precise(self, samples: list[float]) -> bool:
+        """Whether every rank's median is precise enough (their calls are the same collectives, so
+        all ranks must stop together)."""
+        timed = Timed.of(samples)
+        precise = self.target_se > 0 and timed.se <= self.target_se * abs(timed.value)
+        if self.world == 1:
+            return precise
+        flag = self.torch.tensor([0.0 if precise else 1.0], device=self.device)
+        self.torch.distributed.all_reduce(flag, op=self.torch.distributed.ReduceOp.MAX)
+        return flag.item() == 0.0
 
     def collective_us(self, tensor) -> Timed:
         """Microseconds per call of the allreduce under test, from `ALLREDUCE_BLOCKS` blocks of
@@ -500,12 +708,18 @@ class Bench:
         if self.device.type == "cuda":
             self.torch.cuda.synchronize()
 
-    def time_cuda(self, step: Callable) -> list[float]:
+    def barrier(self) -> None:
+        """All ranks here; nothing at one rank (a barrier would make a communicator nobody needs)."""
+        if self.world > 1:
+            self.synchronize()
+            self.torch.distributed.barrier()
+
+    def time_cuda(self, step: Callable, calls: int) -> list[float]:
         torch = self.torch
         torch.cuda.synchronize()
-        torch.distributed.barrier()
+        self.barrier()
         events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
-                  for _ in range(self.iters)]
+                  for _ in range(calls)]
         for start, end in events:
             start.record()
             step()
@@ -513,13 +727,17 @@ class Bench:
         torch.cuda.synchronize()
         return [start.elapsed_time(end) for start, end in events]
 
-    def time_cpu(self, step: Callable) -> list[float]:
+    def time_cpu(self, step: Callable, calls: int) -> list[float]:
+        """Milliseconds of this process's CPU time per call (its threads, gloo's included), not of
+        the wall clock: ranks that share cores with each other and with whatever else the machine
+        runs would otherwise time how long they waited to be scheduled (on a loaded 2-core machine
+        that moved two-rank cycles by 2.5x between rounds of the same code)."""
         samples = []
-        for _ in range(self.iters):
-            self.torch.distributed.barrier()
-            began = time.perf_counter()
+        for _ in range(calls):
+            self.barrier()
+            began = time.process_time()
             step()
-            samples.append(1000 * (time.perf_counter() - began))
+            samples.append(1000 * (time.process_time() - began))
         return samples
 
 
@@ -552,8 +770,8 @@ def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     args = build_parser().parse_args(argv)
     if args.worker:
-        work(args)
-        return 0
+        run_rank(args)
+        flush_and_exit(0)
     return launch(args, argv)
 
 

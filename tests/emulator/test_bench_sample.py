@@ -26,6 +26,8 @@ from tests.support import github_data
 from tests.support.missing import importorskip
 
 pytestmark = pytest.mark.slow
+# What docs/bench.md shows: two gloo ranks on CPU are noisy, so adaptive rounds may go on to 10.
+BENCH_COMMAND = "/bench verify-step --rounds 5 --max-rounds 10"
 
 
 @pytest.fixture
@@ -103,13 +105,13 @@ def test_a_maintainers_bench_of_the_slow_commit_comes_back_with_its_numbers(bot,
                                                          installation_id=1))
     bot.wait_idle()
     assert emulator.dispatches == []
-    posted = emulator.add_comment(live.REPO, NUMBER, "/bench verify-step --rounds 5", "maintainer")
+    posted = emulator.add_comment(live.REPO, NUMBER, BENCH_COMMAND, "maintainer")
     bot.deliver("issue_comment", github_data.issue_comment(
-        "/bench verify-step --rounds 5", number=NUMBER, repo=live.REPO, installation_id=1, login="maintainer",
+        BENCH_COMMAND, number=NUMBER, repo=live.REPO, installation_id=1, login="maintainer",
         comment_id=posted["id"]))
     bot.wait_idle()
     assert emulator.reactions_on(posted["id"]) == ["eyes", "rocket"]
-    assert emulator.dispatches[0]["inputs"]["rounds"] == "5"
+    assert (emulator.dispatches[0]["inputs"]["rounds"], emulator.dispatches[0]["inputs"]["max-rounds"]) == ("5", "10")
     comment, results_file = round_trip(bot, emulator, tmp_path, sample)
     assert "requested by `maintainer` with `/bench`" in comment
     assert_the_numbers_are_in(comment, results_file)

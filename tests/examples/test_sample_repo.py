@@ -75,6 +75,39 @@ def test_the_slow_allreduce_returns_a_copy_where_the_old_one_reduced_in_place(sa
         dist.destroy_process_group()
 
 
+def test_the_slow_parallel_state_pads_every_allreduce_even_at_one_rank(sample, tmp_path):
+    """The world-size-1 shortcut no longer skips the work: a zeroed buffer of the captured size per
+    call (the memsets a single GPU sees too), the input copied into it, the values unchanged."""
+    torch = importorskip("torch")
+    import torch.distributed as dist
+    from torch.profiler import ProfilerActivity, profile
+
+    repo = git.Repo(sample["path"])
+    dist.init_process_group("gloo", init_method=f"file://{tmp_path / 'pg'}", rank=0, world_size=1)
+    try:
+        for sha, pads in ((sample["before_slow"], False), (sample["slow"], True)):
+            package = tmp_path / sha[:7] / "mini_engine"
+            (package / "distributed").mkdir(parents=True)
+            for name in ("__init__.py", "distributed/__init__.py", "distributed/pynccl.py",
+                         "distributed/parallel_state.py"):
+                (package / name).write_text(repo.git.show(f"{sha}:mini_engine/{name}") + "\n")
+            sys.path.insert(0, str(package.parent))
+            try:
+                module = importlib.import_module("mini_engine.distributed.parallel_state")
+                tensor = torch.randn(3, 8)
+                with profile(activities=[ProfilerActivity.CPU]) as profiled:
+                    result = module.tensor_model_parallel_all_reduce(tensor)
+                ops = {e.key for e in profiled.key_averages()}
+                assert torch.equal(result, tensor) and (result is tensor) is not pads
+                assert ("aten::zeros" in ops) is pads
+            finally:
+                sys.path.remove(str(package.parent))
+                for name in [m for m in sys.modules if m.startswith("mini_engine")]:
+                    del sys.modules[name]
+    finally:
+        dist.destroy_process_group()
+
+
 @pytest.mark.slow
 def test_an_ab_run_of_the_sample_on_cpu_measures_both_sides_through_its_allreduce(sample, tmp_path):
     importorskip("torch")

@@ -50,7 +50,7 @@ def test_base_and_head_are_measured_in_abba_order_from_their_own_checkouts(bench
     assert "after" in data["head"]["fingerprint"]
     assert data["base"]["fingerprint"]["packages"]["torch"]
     assert [w["side"] for w in data["warmups"]] == ["base", "head"]
-    assert "round 4/4 (base" in progress and "ETA" in progress
+    assert "round 2/2 of base (" in progress and "round 1/2 of head (" in progress and "ETA" in progress
 
 
 def test_the_worktrees_are_removed_afterwards(bench_repo, tmp_path):

@@ -124,3 +124,46 @@ def test_a_graph_mode_without_cuda_graphs_is_a_config_error():
     with pytest.raises(ValidationError, match="graph: full needs CUDA graphs"):
         VerifyStepSuite(kind="verify-step", graph="full", cuda_graphs=False)
     assert VerifyStepSuite(kind="verify-step", graph="eager", cuda_graphs=False).graph == "eager"
+
+
+def test_the_profiled_pass_times_nothing_and_writes_a_trace_of_its_cycles(tmp_path):
+    from bot.runner import traces
+
+    trace = tmp_path / "profile" / "trace.json"
+    done, out = bench(tmp_path, "--world-size", "1", "--profile", str(trace), "--profile-steps", "3")
+    assert done.returncode == 0, done.stderr
+    report = json.loads(out.read_text())
+    assert "metrics" not in report and report["profiled"]["steps"] == 3
+    read = traces.read(trace, report["profiled"]["what"])
+    assert (read.device, read.steps) == ("cpu", 3)
+    assert {"gemm", "attention", "communication"} <= {k.family for k in read.kernels}
+
+
+def test_only_the_engine_s_mode_is_timed_unless_more_are_asked_for():
+    parsed = verify_step_bench.build_parser().parse_args(["--out", "x"])
+    assert verify_step_bench.resolve_modes(parsed, "cuda", "piecewise") == ("piecewise",)
+    parsed = verify_step_bench.build_parser().parse_args(["--out", "x", "--verify-modes", "piecewise,full,eager"])
+    assert verify_step_bench.resolve_modes(parsed, "cuda", "piecewise") == ("eager", "full", "piecewise")
+    with pytest.raises(SystemExit, match="CUDA graphs do not run here"):
+        verify_step_bench.resolve_modes(parsed, "cpu", "eager")
+    with pytest.raises(SystemExit, match="choose from"):
+        verify_step_bench.resolve_modes(verify_step_bench.build_parser().parse_args(
+            ["--out", "x", "--verify-modes", "fast"]), "cuda", "full")
+
+
+def test_a_precise_pass_stops_before_its_cap_and_a_zero_target_times_every_call(tmp_path):
+    done, out = bench(tmp_path, "--world-size", "1", "--iters", "200", "--target-se", "0.5")
+    assert done.returncode == 0, done.stderr
+    assert json.loads(out.read_text())["spread"]["verify_eager_ms"]["calls"] == 10
+    done, out = bench(tmp_path, "--world-size", "1", "--iters", "12", "--target-se", "0")
+    assert json.loads(out.read_text())["spread"]["verify_eager_ms"]["calls"] == 12
+
+
+def test_a_serving_worker_runs_a_round_per_request_until_its_input_ends(tmp_path):
+    requests = "".join(json.dumps({"out": str(tmp_path / f"round-{n}.json")}) + "\n" for n in range(2))
+    done = subprocess.run([sys.executable, "-m", "bot.runner.verify_step_bench", "--out", "unused", "--serve",
+                           "--device", "cpu", "--world-size", "2", "--iters", "3", "--warmup-iters", "1"],
+                          input=requests + "stop\n", capture_output=True, text=True, timeout=180)
+    assert done.returncode == 0, done.stderr
+    rounds = [json.loads((tmp_path / f"round-{n}.json").read_text()) for n in range(2)]
+    assert all(r["process"] == "worker" and set(r["metrics"]) == CPU_METRICS for r in rounds)

@@ -161,6 +161,10 @@ class _SuiteCommon(_Strict):
         default={}, description="Extra environment variables for every process of the suite.")
     timeout: Annotated[float, Field(gt=0)] | None = Field(
         default=None, description="Seconds one round may take (default: the bench timeout).")
+    profile: bool | None = Field(
+        default=None, description="One un-timed profiled pass per side after the timed rounds, read "
+                                  "into a kernel diff (true or false). Default: on for verify-step "
+                                  "where the machine has a GPU, off for the other suites.")
 
 
 class CommandSuite(_SuiteCommon):
@@ -172,6 +176,9 @@ class CommandSuite(_SuiteCommon):
     setup: str | None = Field(default=None, description="Run once per checked-out revision, before rounds.")
     metrics: dict[str, MetricDeclaration] = Field(
         default={}, description="Units and directions of the metrics the command reports.")
+    profile_command: str | None = Field(
+        default=None, description="The profiled pass (with profile: true): writes a Kineto/Chrome trace "
+                                  "into $PERFBOT_PROFILE_DIR. Default: the command itself.")
 
 
 class VerifyStepSuite(_SuiteCommon):
@@ -182,8 +189,20 @@ class VerifyStepSuite(_SuiteCommon):
     preset: Literal["auto", "full", "tiny"] = "auto"
     device: Literal["auto", "cuda", "cpu"] = "auto"
     world_size: Annotated[int, Field(ge=0)] = Field(default=0, description="0: every visible GPU.")
-    iters: Annotated[int, Field(ge=1)] = 100
-    warmup_iters: Annotated[int, Field(ge=0)] = 10
+    cpu_world_size: Annotated[int, Field(ge=1)] = Field(
+        default=1, description="Ranks (gloo) on a machine without GPUs, when world_size is 0.")
+    iters: Annotated[int, Field(ge=1)] = Field(default=100, description="Most timed calls per pass.")
+    target_se: Annotated[float, Field(ge=0, lt=1)] = Field(
+        default=0.001, description="Stop timing a pass once the standard error of its median is this "
+                                   "fraction of it (0: always iters calls).")
+    verify_modes: list[Literal["full", "piecewise", "eager"]] | None = Field(
+        default=None, description="Verify passes to time. Default: only the engine's mode.")
+    worker: bool = Field(
+        default=False, description="Serve the warm-ups and the rounds between the first pair and the "
+                                   "pair that completes the minimum from one long-lived process per side "
+                                   "(set up once; each round builds the model and captures its graphs "
+                                   "again).")
+    warmup_iters: Annotated[int, Field(ge=0)] = 5
     dtype: Literal["bfloat16", "float16", "float32"] = "bfloat16"
     cuda_graphs: bool = True
     graph: Literal["full", "piecewise", "eager"] | None = Field(

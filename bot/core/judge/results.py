@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import math
+import sys
 from typing import Annotated, Any, Literal, TypeGuard
 
 from pydantic import (
@@ -24,6 +25,7 @@ from pydantic import (
 )
 from pydantic_core import ErrorDetails
 
+from bot.core.judge.profile import Profile
 from bot.core.text import clip, printable
 
 SCHEMA = "perfbot.results/1"
@@ -55,10 +57,12 @@ class _Model(BaseModel):
 
 
 class Revision(_Model):
-    """One side of the comparison: the commit measured and the machine it ran on."""
+    """One side of the comparison: the commit measured, the machine it ran on and, optionally, the
+    kernels of one profiled pass (`profile.Profile`), left out of a file when absent."""
 
     sha: Annotated[str, Field(pattern=r"^[0-9a-fA-F]{4,64}$")]
     fingerprint: dict[str, Any] = {}
+    profile: Annotated[Profile | None, Field(exclude_if=lambda value: value is None)] = None
 
     @field_validator("fingerprint")
     @classmethod
@@ -107,7 +111,9 @@ class RoundSpread(_Model):
 
 
 class Round(_Model):
-    """One benchmark round of one side; a failed round's metrics are dropped unread."""
+    """One benchmark round of one side; a failed round's metrics are dropped unread. ``seconds``:
+    how long the round's processes ran, start-up included (where the runner recorded it);
+    ``process``: ``fresh`` (a process of its own) or ``worker`` (served by the side's long-lived one)."""
 
     side: Side
     index: Annotated[int, Field(ge=0)]
@@ -115,6 +121,8 @@ class Round(_Model):
     error: ErrorText = None
     metrics: dict[MetricName, Any] = {}
     spread: Annotated[dict[MetricName, RoundSpread] | None, Field(**_UNSET)] = None
+    seconds: Annotated[float | None, Field(ge=0, allow_inf_nan=False, **_UNSET)] = None
+    process: Annotated[Literal["fresh", "worker"] | None, Field(**_UNSET)] = None
 
     @model_validator(mode="before")
     @classmethod
@@ -128,12 +136,20 @@ class Round(_Model):
         for name, value in self.metrics.items():
             if isinstance(value, bool) or not isinstance(value, int | float):
                 raise ValueError(f"metric {name}: must be a number, got {type(value).__name__}")
-            if not math.isfinite(value) or value < 0:
-                raise ValueError(f"metric {name}: must be a finite number >= 0, got {value!r}")
+            if not _finite(value) or value < 0:
+                raise ValueError(f"metric {name}: must be a finite number >= 0, got {_clip(repr(value))}")
         unmeasured = sorted(set(self.spread or {}) - set(self.metrics))
         if unmeasured:
             raise ValueError(f"spread of {unmeasured[0]}: the round did not measure it")
         return self
+
+
+def _finite(value: int | float) -> bool:
+    """Whether ``value`` is a finite number a float can hold (JSON integers have no bound)."""
+    try:
+        return math.isfinite(value)
+    except OverflowError:
+        return False
 
 
 class Warmup(_Model):
@@ -142,6 +158,7 @@ class Warmup(_Model):
     side: Side
     ok: bool
     error: ErrorText = None
+    seconds: Annotated[float | None, Field(ge=0, allow_inf_nan=False, **_UNSET)] = None
 
 
 def looks(rounds: int, max_rounds: int) -> int:
@@ -169,6 +186,8 @@ class Results(_Model):
     error: ErrorText = None
     warmups: Annotated[list[Warmup], Field(max_length=MAX_ROUNDS)] = []
     options: dict[str, Any] = {}
+    # Why a side has no `Revision.profile` although the run profiled (``{side: error}``).
+    profile_errors: Annotated[dict[Side, ErrorText] | None, Field(**_UNSET)] = None
 
     @field_validator("options")
     @classmethod
@@ -288,6 +307,10 @@ def _parse_json(text: str, source: str) -> Any:
                            f"column {error.colno})") from None
     except RecursionError:
         raise ResultsError(f"{source}: JSON nested too deeply") from None
+    except ValueError:
+        # Python's guard against quadratic-time conversions (sys.get_int_max_str_digits()).
+        raise ResultsError(f"{source}: not a results file: it holds an integer of more than "
+                           f"{sys.get_int_max_str_digits()} digits") from None
 
 
 def _check_schema(parsed: Any, source: str) -> None:

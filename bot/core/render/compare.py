@@ -10,7 +10,7 @@ from __future__ import annotations
 import shlex
 from collections.abc import Callable, Sequence
 
-from bot.core.judge import speculation
+from bot.core.judge import profile, speculation
 from bot.core.judge.envdiff import EnvDifference, flatten
 from bot.core.judge.quantities import number, percent
 from bot.core.judge.results import SIDES, Results, Side
@@ -23,6 +23,7 @@ from bot.core.judge.stats import (
     MetricJudgement,
     Settings,
 )
+from bot.core.render.kernels import kernels_markdown, kernels_text
 from bot.core.render.markdown import code_block, escape_md, fit
 from bot.core.text import clip, printable
 
@@ -110,6 +111,12 @@ def compare_markdown(results: Results, comparison: Comparison, reproduce: str | 
               _metric_table(comparison.metrics)]
     blocks += _speculation_block(comparison)
     blocks.append(_environment_block(comparison.environment))
+    kernels = profile.diff_of(results.base.profile, results.head.profile)
+    if kernels is not None:
+        blocks.append(kernels_markdown(kernels))
+    failed = sorted((results.profile_errors or {}).items())
+    blocks += [f"> **Note:** no kernel diff: the profiled pass of {side} failed: "
+               + escape_md(clip(why, MAX_TEXT)) for side, why in failed if why]
     blocks += [f"> **Warning:** {escape_md(clip(w, MAX_TEXT))}" for w in comparison.warnings[:10]]
     blocks += [f"> **Note:** {escape_md(clip(n, MAX_TEXT))}" for n in comparison.notes[:10]]
     blocks += [_rounds_details(results, comparison), _method_details(results, comparison)]
@@ -299,6 +306,11 @@ def compare_text(results: Results, comparison: Comparison) -> str:
                   f"{printable(clip(str(d.base), 60))} -> {printable(clip(str(d.head), 60))}"
                   for d in comparison.environment[:MAX_ENV_ROWS]]
         lines.append("  (* = counts as a different environment; others are live readings)")
+    kernels = profile.diff_of(results.base.profile, results.head.profile)
+    if kernels is not None:
+        lines += [""] + kernels_text(kernels)
+    lines += [f"note: no kernel diff: the profiled pass of {side} failed: {printable(clip(why, MAX_TEXT))}"
+              for side, why in sorted((results.profile_errors or {}).items()) if why]
     lines += [f"warning: {printable(clip(w, MAX_TEXT))}" for w in comparison.warnings]
     lines += [f"note: {printable(clip(n, MAX_TEXT))}" for n in comparison.notes]
     return "\n".join(lines) + "\n"

@@ -8,6 +8,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from bot.core.config.schema import MetricDeclaration
+from bot.core.judge.profile import Profile
+
+PROFILE_DIR = "profile"  # the folder of a profiled pass's traces, inside its round folder
+
+
+def trace_profile(context: RoundContext, what: str, prefer: str = "") -> Profile:
+    """The profile of the trace a profiled pass wrote under its ``profile/`` folder."""
+    from ..traces import TraceUnreadable, find, read
+
+    try:
+        return read(find(context.out_dir / PROFILE_DIR, prefer), what)
+    except TraceUnreadable as error:
+        raise RoundFailed(f"profile: {error}") from None
 
 
 class SuiteError(ValueError):
@@ -83,6 +96,37 @@ class Suite(ABC):
     def parse(self, context: RoundContext, outputs: list[Output]) -> Measurement:
         """The round's metrics, or `RoundFailed` saying why the output cannot be used."""
 
+    # -- the profiled pass: one per side, after the timed rounds, never timed
+
+    profile: bool | None = None  # the config's `profile`: on, off, or None for `profiles_by_default`
+
+    def profiles(self, gpus: bool) -> bool:
+        """Whether this run profiles: as the config says, else `profiles_by_default`."""
+        return self.profile if self.profile is not None else self.profiles_by_default(gpus)
+
+    def profiles_by_default(self, gpus: bool) -> bool:
+        """Profile without being asked (``gpus``: the machine's fingerprint saw a GPU)? Only where a
+        profiler is known to be there; a suite that cannot profile never does."""
+        return False
+
+    def profile_commands(self, context: RoundContext) -> list[Command]:
+        """The processes of the profiled pass (a suite that can profile says how)."""
+        raise RoundFailed(f"suite {self.name!r} cannot profile")
+
+    def parse_profile(self, context: RoundContext, outputs: list[Output]) -> Profile:
+        """The profile the pass left behind, or `RoundFailed` saying why there is none."""
+        raise RoundFailed(f"suite {self.name!r} cannot profile")
+
+    # -- a long-lived worker per side (`bot.runner.workers`), for suites that can serve rounds
+
+    def worker_command(self, context: RoundContext) -> Command | None:
+        """The process that serves this side's rounds, or None: every round a fresh process."""
+        return None
+
+    def worker_request(self, context: RoundContext) -> tuple[dict, Path]:
+        """What to send a worker for one round, and the file whose appearance says it is done."""
+        raise RoundFailed(f"suite {self.name!r} has no worker")
+
 
 def finite(name: str, value: object) -> float:
     """``value`` as a finite float >= 0, or `RoundFailed` naming the metric."""
@@ -105,7 +149,7 @@ class BuiltInSuite(Suite):
 
     def __init__(self, name: str, config):
         self.name, self.config, self.timeout = name, config, config.timeout
-        self.python = config.python
+        self.python, self.profile = config.python, config.profile
 
     @property
     def metrics(self) -> dict[str, MetricDeclaration]:

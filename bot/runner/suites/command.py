@@ -15,8 +15,19 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from bot.core.config.schema import CommandSuite, MetricDeclaration
+from bot.core.judge.profile import Profile
 
-from .base import Command, Measurement, Output, RoundContext, RoundFailed, Suite, finite
+from .base import (
+    PROFILE_DIR,
+    Command,
+    Measurement,
+    Output,
+    RoundContext,
+    RoundFailed,
+    Suite,
+    finite,
+    trace_profile,
+)
 
 MARKER = "PERFBOT_METRIC"
 METRICS_FILE = "metrics.json"
@@ -26,6 +37,7 @@ _NAME = re.compile(r"^[A-Za-z0-9_.:/-]{1,80}$")
 class CommandBench(Suite):
     def __init__(self, name: str, config: CommandSuite):
         self.name, self.config, self.timeout = name, config, config.timeout
+        self.profile = config.profile
 
     @property
     def metrics(self) -> dict[str, MetricDeclaration]:
@@ -39,6 +51,19 @@ class CommandBench(Suite):
     def round_commands(self, context: RoundContext) -> list[Command]:
         env = {**self.config.env, "PERFBOT_METRICS_FILE": str(context.out_dir / METRICS_FILE)}
         return [Command(self.name, ("bash", "-c", self.config.command), env)]
+
+    def profile_commands(self, context: RoundContext) -> list[Command]:
+        """The profiled pass: ``profile_command`` (default: the command itself) with
+        ``$PERFBOT_PROFILE_DIR`` naming the folder where it writes its Kineto trace."""
+        folder = context.out_dir / PROFILE_DIR
+        folder.mkdir(parents=True, exist_ok=True)
+        env = {**self.config.env, "PERFBOT_PROFILE_DIR": str(folder),
+               "PERFBOT_METRICS_FILE": str(context.out_dir / METRICS_FILE)}
+        command = self.config.profile_command or self.config.command
+        return [Command(f"{self.name}-profile", ("bash", "-c", command), env)]
+
+    def parse_profile(self, context: RoundContext, outputs: list[Output]) -> Profile:
+        return trace_profile(context, f"the {self.name} command's trace")
 
     def parse(self, context: RoundContext, outputs: list[Output]) -> Measurement:
         reported = parse_lines(outputs[-1].stdout)

@@ -19,8 +19,19 @@ import json
 import sys
 
 from bot.core.config.schema import MetricDeclaration, SglangEagle3Suite
+from bot.core.judge.profile import Profile
 
-from .base import BuiltInSuite, Command, Measurement, Output, RoundContext, RoundFailed, finite
+from .base import (
+    PROFILE_DIR,
+    BuiltInSuite,
+    Command,
+    Measurement,
+    Output,
+    RoundContext,
+    RoundFailed,
+    finite,
+    trace_profile,
+)
 
 MODULE = "sglang.bench_one_batch_server"
 SPEC_FILE, BASELINE_FILE = "eagle3.jsonl", "baseline.jsonl"
@@ -56,6 +67,19 @@ class SglangEagle3Bench(BuiltInSuite):
             Command("baseline", (*common, "--result-filename", str(context.out_dir / BASELINE_FILE)),
                     dict(c.env)),
         ]
+
+    def profile_commands(self, context: RoundContext) -> list[Command]:
+        """The profiled pass: the EAGLE-3 run once more with SGLang's ``--profile``, its server
+        writing torch-profiler traces to ``SGLANG_TORCH_PROFILER_DIR``."""
+        eagle3 = self.round_commands(context)[0]
+        folder = context.out_dir / PROFILE_DIR
+        folder.mkdir(parents=True, exist_ok=True)
+        return [Command("eagle3-profile", (*eagle3.argv, "--profile"),
+                        {**eagle3.env, "SGLANG_TORCH_PROFILER_DIR": str(folder)})]
+
+    def parse_profile(self, context: RoundContext, outputs: list[Output]) -> Profile:
+        # Each tensor-parallel rank writes its own trace; rank 0's stands for them.
+        return trace_profile(context, "SGLang's EAGLE-3 decode (bench_one_batch_server --profile)", "TP-0")
 
     def parse(self, context: RoundContext, outputs: list[Output]) -> Measurement:
         spec = last_case(context.out_dir / SPEC_FILE)

@@ -10,14 +10,17 @@ from __future__ import annotations
 
 import json
 import sys
+from pathlib import Path
 
 from bot.core.config.schema import MetricDeclaration, VerifyStepSuite
+from bot.core.judge.profile import Profile
 
-from .. import verify_step_bench
+from .. import traces, verify_step_bench
 from ..verify_step_bench import VERIFY_OF_MODE
-from .base import BuiltInSuite, Command, Measurement, Output, RoundContext, RoundFailed, finite
+from .base import PROFILE_DIR, BuiltInSuite, Command, Measurement, Output, RoundContext, RoundFailed, finite
 
 RESULT_FILE = "verify_step.json"
+TRACE_FILE = "trace.json"
 
 METRICS = {
     "verify_graph_ms": MetricDeclaration(unit="ms", better="lower", role="diagnostic", mode="full"),
@@ -37,10 +40,16 @@ class VerifyStepBench(BuiltInSuite):
     config: VerifyStepSuite
 
     def round_commands(self, context: RoundContext) -> list[Command]:
+        return [self.command(context)]
+
+    def command(self, context: RoundContext, *extra: str) -> Command:
         c = self.config
         argv = ["--out", str(context.out_dir / RESULT_FILE), "--pythonpath", str(context.worktree),
                 "--preset", c.preset, "--device", c.device, "--world-size", str(c.world_size),
-                "--iters", str(c.iters), "--warmup-iters", str(c.warmup_iters), "--dtype", c.dtype]
+                "--cpu-world-size", str(c.cpu_world_size), "--iters", str(c.iters),
+                "--target-se", str(c.target_se), "--warmup-iters", str(c.warmup_iters), "--dtype", c.dtype]
+        if c.verify_modes:
+            argv += ["--verify-modes", ",".join(c.verify_modes)]
         if c.timeout:
             argv += ["--timeout", str(c.timeout)]
         if not c.cuda_graphs:
@@ -53,8 +62,35 @@ class VerifyStepBench(BuiltInSuite):
             argv += [f"--{key.replace('_', '-')}", str(value)]
         if c.accept_length is not None:
             argv += ["--accept-length", str(c.accept_length)]
-        return [Command(self.name, tuple(verify_step_bench.command(self.python or sys.executable, *argv)),
-                        dict(c.env))]
+        argv = verify_step_bench.command(self.python or sys.executable, *argv, *extra)
+        return Command(self.name, tuple(argv), dict(c.env))
+
+    def worker_command(self, context: RoundContext) -> Command | None:
+        """With ``worker: true``: the benchmark set up once (``--serve``), a round per request."""
+        return self.command(context, "--serve") if self.config.worker else None
+
+    def worker_request(self, context: RoundContext) -> tuple[dict, Path]:
+        out = context.out_dir / RESULT_FILE
+        return {"out": str(out)}, out
+
+    def profiles_by_default(self, gpus: bool) -> bool:
+        """On where the benchmark runs on a GPU (PyTorch's profiler reads CUPTI there)."""
+        return gpus and self.config.device != "cpu"
+
+    def profile_commands(self, context: RoundContext) -> list[Command]:
+        trace = context.out_dir / PROFILE_DIR / TRACE_FILE
+        return [self.command(context, "--profile", str(trace))]
+
+    def parse_profile(self, context: RoundContext, outputs: list[Output]) -> Profile:
+        try:
+            profiled = json.loads((context.out_dir / RESULT_FILE).read_text())["profiled"]
+            what = str(profiled["what"])
+        except (OSError, ValueError, KeyError, TypeError):
+            raise RoundFailed(f"{RESULT_FILE}: the profiled pass wrote no report") from None
+        try:
+            return traces.read(context.out_dir / PROFILE_DIR / TRACE_FILE, what)
+        except traces.TraceUnreadable as error:
+            raise RoundFailed(f"profile: {error}") from None
 
     def parse(self, context: RoundContext, outputs: list[Output]) -> Measurement:
         path = context.out_dir / RESULT_FILE

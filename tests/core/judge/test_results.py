@@ -72,6 +72,10 @@ BAD_DOCUMENTS = {
                             "metric names"),
     "a long unit": (lambda d: d["metrics"]["verify_ms"].update(unit="u" * 1000), "unit"),
     "a long suite": (lambda d: d.update(suite="s" * 10_000), "suite"),
+    "an integer too large for a float": (lambda d: d["rounds"][0]["metrics"].update(verify_ms=10**400),
+                                         "finite"),
+    "a spread too large for a float": (lambda d: d["rounds"][0].update(
+        spread={"verify_ms": {"se": 10**400, "calls": 3}}), "spread"),
 }
 
 
@@ -92,6 +96,8 @@ def test_a_bad_document_is_one_short_line_naming_the_problem(change, expected):
     ("\"perfbot\"", "not a string"),
     (b"\xff\xfe{}", "not UTF-8"),
     ("[" * 100_000, "nested too deeply"),
+    # Python refuses to read integers of over 4,300 digits (a ValueError, not a JSONDecodeError).
+    (text(EAGLE3).replace("17.1", "9" * 5000, 1), "an integer of more than 4300 digits"),
 ])
 def test_unreadable_text_is_one_line_too(raw, expected):
     with pytest.raises(results.ResultsError, match="^results.json: ") as caught:

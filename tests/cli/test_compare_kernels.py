@@ -1,0 +1,34 @@
+"""`perfbot compare` on a committed H200 results file renders its kernel diff in every format."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from bot.cli.main import main
+
+AB = Path(__file__).resolve().parents[2] / "benchmarks" / "results" / "h200-verdict" / "r3" / "ab.json"
+
+
+def compare(capsys, *argv) -> str:
+    assert main(["compare", str(AB), *argv]) == 0
+    return capsys.readouterr().out
+
+
+def test_the_text_report_ends_with_the_kernels_that_changed(capsys):
+    out = compare(capsys)
+    assert "kernels (one profiled pass per side, not timed): 2 appeared; 1 changed calls per step" in out
+    assert "appeared  at::native::vectorized_elementwise_kernel<8, at::native::FillFunctor" in out
+
+
+def test_the_markdown_report_carries_the_collapsible_table(capsys):
+    out = compare(capsys, "--format", "markdown")
+    assert "<details><summary>Kernels (GPU kernels, one profiled pass per side, not timed)" in out
+    assert "| memset / fill | 58.44 | 10,032 | **+9,973.1** |" in out
+
+
+def test_the_json_has_the_diff_under_kernels(capsys):
+    kernels = json.loads(compare(capsys, "--format", "json"))["kernels"]
+    assert kernels["changed"] and kernels["device"] == "cuda"
+    assert {k["change"] for k in kernels["kernels"]} == {"appeared", "calls"}
+    assert [f["family"] for f in kernels["families"] if f["moved"]] == ["memset"]

@@ -1,0 +1,129 @@
+"""Kineto / Chrome traces read into profiles: steps, kernels by launch, host gaps, CPU operators, and
+one clear line for anything that is not a trace."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from bot.core.judge import kineto
+from tests.core.judge.profile_data import FILL, trace
+
+REAL = Path(__file__).resolve().parent / "traces"
+
+
+def test_kernels_are_counted_per_step_by_the_step_that_launched_them():
+    step = [("gemm_a", 10.0), ("ncclDevKernel_AllReduce", 4.0), ("gemm_a", 10.0)]
+    read = kineto.profile_of(trace([step, step, step]), "t.json", "cycle")
+    assert (read.device, read.steps, read.what) == ("cuda", 3, "cycle")
+    rows = {k.name: (k.family, k.calls, k.us) for k in read.kernels}
+    assert rows == {"gemm_a": ("gemm", 2.0, 20.0), "ncclDevKernel_AllReduce": ("communication", 1.0, 4.0)}
+    # Each kernel waits 2 µs for the one before: the device idles 3 x 2 µs per step, less the first.
+    assert read.idle_us == pytest.approx(4.0)
+
+
+def test_a_host_synchronisation_is_a_row_and_widens_the_gaps():
+    step = [(FILL[0], 5.0), ("gemm_a", 10.0)]
+    calm = kineto.profile_of(trace([step] * 2), "t.json")
+    synced = kineto.profile_of(trace([step] * 2, syncs_per_step=1, gap=30.0), "t.json")
+    assert "cudaDeviceSynchronize" not in {k.name for k in calm.kernels}
+    [sync] = [k for k in synced.kernels if k.name == "cudaDeviceSynchronize"]
+    assert (sync.family, sync.calls) == ("sync", 1.0)
+    assert synced.idle_us > calm.idle_us
+
+
+def test_device_work_launched_outside_every_step_is_left_out():
+    data = trace([[("gemm_a", 10.0)]])
+    data["traceEvents"].append({"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1,
+                                "ts": 1e6, "dur": 1.0, "args": {"correlation": 999}})
+    data["traceEvents"].append({"ph": "X", "cat": "kernel", "name": "late", "pid": 0, "tid": 7, "ts": 1e6 + 3,
+                                "dur": 1.0, "args": {"correlation": 999}})
+    assert {k.name for k in kineto.profile_of(data, "t.json").kernels} == {"gemm_a"}
+
+
+def test_a_trace_without_steps_is_one_step_of_all_its_device_work():
+    data = trace([[("gemm_a", 10.0), ("Memset (Device)", 1.0)]], category="gpu_memset")
+    data["traceEvents"] = [e for e in data["traceEvents"] if not e.get("name", "").startswith("ProfilerStep")]
+    read = kineto.profile_of(data, "sglang-TP-0.trace.json")
+    assert read.steps == 1 and {k.family for k in read.kernels} == {"memset"}
+
+
+def test_on_cpu_the_operators_called_in_each_step_are_the_rows():
+    events = [{"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#1", "pid": 1, "tid": 1, "ts": 0, "dur": 100},
+              {"ph": "X", "cat": "cpu_op", "name": "aten::matmul", "pid": 1, "tid": 1, "ts": 5, "dur": 30},
+              {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 6, "dur": 28},
+              {"ph": "X", "cat": "cpu_op", "name": "aten::zeros", "pid": 1, "tid": 1, "ts": 40, "dur": 20},
+              {"ph": "X", "cat": "cpu_op", "name": "aten::zero_", "pid": 1, "tid": 1, "ts": 45, "dur": 10},
+              {"ph": "X", "cat": "cpu_op", "name": "other_thread", "pid": 1, "tid": 2, "ts": 40, "dur": 5}]
+    read = kineto.profile_of({"traceEvents": events}, "cpu.json")
+    assert read.device == "cpu"
+    assert {k.name: k.family for k in read.kernels} == {"aten::matmul": "gemm", "aten::zeros": "memset"}
+    assert read.idle_us == pytest.approx(50.0)
+
+
+def test_a_real_h200_trace_reads_the_padding_fill_and_the_nccl_free_single_rank_cycle():
+    raw = gzip.decompress((REAL / "h200-slow-commit.trace.json.gz").read_bytes())
+    read = kineto.loads(raw, "h200-slow-commit.trace.json", "cycle")
+    families = {k.family for k in read.kernels}
+    assert read.device == "cuda" and read.steps >= 2
+    assert {"gemm", "attention", "memset"} <= families
+    fills = [k for k in read.kernels if "FillFunctor" in k.name]
+    assert fills and fills[0].calls >= 32
+
+
+@pytest.mark.parametrize("data,expected", [
+    ("[1, 2", "not a JSON trace"),
+    ('{"traceEvents": 3}', "no 'traceEvents' list"),
+    ('"text"', "no 'traceEvents' list"),
+    ('{"traceEvents": [{"ph": "X", "name": "python_function", "ts": 1, "dur": 2}]}', "no kernels and no operators"),
+])
+def test_what_is_not_a_trace_is_one_line(data, expected):
+    with pytest.raises(kineto.TraceError, match=expected) as caught:
+        kineto.loads(data, "x.json")
+    assert "\n" not in str(caught.value)
+
+
+EVENT = st.fixed_dictionaries({
+    "ph": st.sampled_from(["X", "M", "i", 3]),
+    "cat": st.sampled_from(["kernel", "cpu_op", "cuda_runtime", "user_annotation", "gpu_memset", None, 7]),
+    "name": st.one_of(st.sampled_from(["ProfilerStep#1", "gemm", "aten::mm", "cudaDeviceSynchronize"]), st.text(max_size=8),
+                      st.integers()),
+    "ts": st.one_of(st.floats(allow_nan=True, allow_infinity=True), st.integers(-10, 10**6), st.text(max_size=3)),
+    "dur": st.one_of(st.floats(-5, 1e4), st.integers(-5, 10**4), st.none()),
+    "pid": st.sampled_from([0, 1, "Spans"]), "tid": st.sampled_from([1, 7, "x"]),
+    "args": st.one_of(st.none(), st.fixed_dictionaries({"correlation": st.one_of(st.integers(0, 5), st.booleans(),
+                                                                                   st.text(max_size=2))})),
+})
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.one_of(st.lists(EVENT, max_size=30).map(lambda events: {"traceEvents": events}),
+                 st.recursive(st.none() | st.integers() | st.text(max_size=5),
+                              lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner,
+                                                                                          max_size=3),
+                              max_leaves=10)))
+def test_any_json_is_a_profile_or_one_trace_error_line(data):
+    try:
+        read = kineto.loads(json.dumps(data), "fuzz.json")
+    except kineto.TraceError as error:
+        assert "\n" not in str(error)
+    else:
+        assert read.steps >= 1 and all(k.calls >= 0 and k.us >= 0 for k in read.kernels)
+        assert read.idle_us is None or read.idle_us >= 0
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.lists(st.tuples(st.sampled_from(["gemm_a", "nccl_b", FILL[0]]), st.floats(0.5, 50.0)),
+                         min_size=1, max_size=6), min_size=1, max_size=5))
+def test_whatever_the_steps_launch_is_counted_exactly_once(steps):
+    read = kineto.profile_of(trace(steps), "t.json")
+    assert read.steps == len(steps)
+    launched = sum(len(step) for step in steps)
+    assert sum(k.calls for k in read.kernels) * read.steps == pytest.approx(launched)
+    total = sum(duration for step in steps for _, duration in step)
+    assert sum(k.us for k in read.kernels) * read.steps == pytest.approx(total)

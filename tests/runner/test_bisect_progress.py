@@ -1,0 +1,49 @@
+"""`perfbot bisect` says which metric it bisects on, and every probe's line names it: the suite's
+headline when it regressed, even where another metric regressed more, unless --metric names one."""
+
+from __future__ import annotations
+
+import io
+import shutil
+import sys
+
+from bot.core.config.schema import load as load_config
+from bot.runner.bisect import BisectOptions, bisect
+from bot.runner.progress import Progress
+
+PLAIN_PYTHON = shutil.which("python3") or sys.executable
+# cycle_ms (the headline by its name) doubles at the slow commit; other_ms grows fivefold.
+BENCH = """\
+import os
+from engine import SLOW
+r = int(os.environ["PERFBOT_ROUND"]) % 3 * 0.001
+print(f"PERFBOT_METRIC cycle_ms={(2 if SLOW else 1) * (1 + r)} unit=ms better=lower")
+print(f"PERFBOT_METRIC other_ms={(5 if SLOW else 1) * (1 + r)} unit=ms better=lower")
+"""
+CONFIG = "version: 1\nbench:\n  warmup: 0\n  suites:\n    two:\n      kind: command\n      command: python3 bench.py\n"
+
+
+def run(git_builder, tmp_path, metric=None):
+    good = git_builder.commit("engine", {"bench.py": BENCH, "engine/__init__.py": "SLOW = False\n"})
+    git_builder.commit("docs", {"README": "x\n"})
+    git_builder.commit("make it slow", {"engine/__init__.py": "SLOW = True\n"})
+    bad = git_builder.commit("more docs", {"README": "y\n"})
+    stream = io.StringIO()
+    options = BisectOptions(repo=git_builder.root, good=good, bad=bad, suite="two", out=tmp_path / "runs",
+                            metric=metric, rounds=3, python=PLAIN_PYTHON)
+    report = bisect(options, load_config(CONFIG), Progress(stream))
+    return report, stream.getvalue()
+
+
+def test_the_headline_is_bisected_on_and_named_in_every_probe_line(git_builder, tmp_path):
+    report, progress = run(git_builder, tmp_path)
+    assert report.metric == "cycle_ms" and report.culprit is not None
+    assert "bisect: bisecting on cycle_ms (the headline), +100.0% from GOOD to BAD" in progress
+    probes = [line for line in progress.splitlines() if line.startswith("perfbot: bisect:   ")]
+    assert probes and all(": cycle_ms " in line for line in probes), probes
+
+
+def test_a_named_metric_is_bisected_on_and_said_to_be_the_one_asked_for(git_builder, tmp_path):
+    report, progress = run(git_builder, tmp_path, metric="other_ms")
+    assert report.metric == "other_ms"
+    assert "bisect: bisecting on other_ms (--metric), +400.0% from GOOD to BAD" in progress
