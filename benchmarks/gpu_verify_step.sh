@@ -30,7 +30,7 @@ if [ "${GPUS:-0}" -lt 2 ] || [ "$WORLD" = 1 ]; then
        "ranks or more, and the allreduce is not timed at one rank"
 fi
 # One direct run first: if the benchmark itself is broken here, its full traceback is in this log.
-timeout 120 "$PY" -m bot.runner.verify_step_bench --out "$OUT/direct.json" --iters 50 \
+timeout 120 "$PY" -m bot.runner.suites.verify_step_workload --out "$OUT/direct.json" --iters 50 \
   ${WORLD:+--world-size "$WORLD"} 2>&1 | tail -30
 SAMPLE=$(mktemp -d)/sample
 "$PY" examples/sample_repo.py "$SAMPLE" > "$OUT/sample-manifest.json" || exit 1

@@ -21,8 +21,9 @@ from pydantic import ValidationError
 from bot.adapters.git_repo import GitRepo
 from bot.core.config.schema import BenchConfig
 from bot.core.judge.results import SIDES, Revision, problem
+from bot.core.render import rounds as rounds_summary
 
-from . import adaptive, fingerprint, profiling, scope, summary
+from . import adaptive, fingerprint, profiling, scope
 from .progress import Progress
 from .results import ResultsFile, out_path
 from .rounds import RoundResult, child_env, describe_failure, run_command, run_round
@@ -364,4 +365,4 @@ def append_summary(path: Path | None, results: ResultsFile) -> None:
     if path is None:
         return
     with path.open("a", encoding="utf-8") as stream:
-        stream.write(summary.markdown(results.snapshot()) + "\n")
+        stream.write(rounds_summary.markdown(results.snapshot()) + "\n")

@@ -21,7 +21,7 @@ from bot.core.config.schema import MetricDeclaration
 from .environment import benchmark_env
 from .scope import Scope, strategy
 from .suites.base import Command, Output, RoundContext, RoundFailed, Suite
-from .verify_step_bench import SAFE_ENV
+from .suites.verify_step_workload import SAFE_ENV
 
 OUTPUT_LIMIT = 8 * 2**20  # bytes of each stream read back for parsing
 

@@ -42,7 +42,7 @@ def planted_modules(markers: Path) -> dict[str, str]:
         "bot/__init__.py": marker_code(markers, "bot"),
         "bot/__main__.py": marker_code(markers, "bot-main"),
         "bot/runner/__init__.py": marker_code(markers, "bot-runner"),
-        "bot/runner/verify_step_bench.py": marker_code(markers, "verify_step_bench"),
+        "bot/runner/suites/verify_step_workload.py": marker_code(markers, "verify_step_workload"),
     }
 
 

@@ -11,8 +11,8 @@ import pytest
 from bot.core.config.schema import MetricDeclaration
 from bot.core.judge import results as contract
 from bot.core.judge.results import Revision
+from bot.core.render.rounds import markdown
 from bot.runner.results import ResultsFile, out_path
-from bot.runner.summary import markdown
 
 FINGERPRINT = {"gpus": [{"name": "NVIDIA H200"}, {"name": "NVIDIA H200"}], "driver": "580.159.04",
                "torch": {"version": "2.11.0+cu130", "cuda": "13.0", "nccl": "2.28.9"},

@@ -1,5 +1,5 @@
-"""The `verify-step` suite: runs `bot.runner.verify_step_bench` once per round in the revision's worktree,
-with the engine's interpreter.
+"""The `verify-step` suite: runs its workload (`verify_step_workload`, beside it) once per round in the
+revision's worktree, with the engine's interpreter.
 
 Its verdict is about the EAGLE-3 cycle in the mode the engine runs (`graph`): ``cycle_ms`` (the
 headline) and ``tok_s`` are primary, and both carry that mode; the verify pass in each mode, the draft
@@ -15,9 +15,10 @@ from pathlib import Path
 from bot.core.config.schema import MetricDeclaration, VerifyStepSuite
 from bot.core.judge.profile import Profile
 
-from .. import traces, verify_step_bench
-from ..verify_step_bench import VERIFY_OF_MODE
+from .. import traces
+from . import verify_step_workload
 from .base import PROFILE_DIR, BuiltInSuite, Command, Measurement, Output, RoundContext, RoundFailed, finite
+from .verify_step_workload import VERIFY_OF_MODE
 
 RESULT_FILE = "verify_step.json"
 TRACE_FILE = "trace.json"
@@ -62,7 +63,7 @@ class VerifyStepBench(BuiltInSuite):
             argv += [f"--{key.replace('_', '-')}", str(value)]
         if c.accept_length is not None:
             argv += ["--accept-length", str(c.accept_length)]
-        argv = verify_step_bench.command(self.python or sys.executable, *argv, *extra)
+        argv = verify_step_workload.command(self.python or sys.executable, *argv, *extra)
         return Command(self.name, tuple(argv), dict(c.env))
 
     def worker_command(self, context: RoundContext) -> Command | None:

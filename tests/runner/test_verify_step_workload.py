@@ -12,7 +12,7 @@ from tests.support.missing import importorskip
 
 importorskip("torch")
 
-from bot.runner import verify_step_bench  # noqa: E402
+from bot.runner.suites import verify_step_workload  # noqa: E402
 
 ONE_RANK_METRICS = {"verify_eager_ms", "draft_ms", "cycle_ms", "tok_s"}
 # The allreduce is timed only where there is something to exchange.
@@ -21,7 +21,7 @@ CPU_METRICS = ONE_RANK_METRICS | {"allreduce_verify_us", "allreduce_draft_us"}
 
 def bench(tmp_path, *args):
     out = tmp_path / "out.json"
-    done = subprocess.run([sys.executable, "-m", "bot.runner.verify_step_bench", "--out", str(out),
+    done = subprocess.run([sys.executable, "-m", "bot.runner.suites.verify_step_workload", "--out", str(out),
                            "--device", "cpu", "--iters", "3", "--warmup-iters", "1", "--timeout", "120", *args],
                           capture_output=True, text=True, timeout=180)
     return done, out
@@ -48,21 +48,21 @@ def test_an_allreduce_that_cannot_be_imported_fails_the_run(tmp_path):
 
 @pytest.mark.parametrize("args", [["--heads", "6", "--kv-heads", "4"], ["--topk", "9", "--experts", "8"]])
 def test_impossible_shapes_are_refused(args):
-    parsed = verify_step_bench.build_parser().parse_args(["--out", "x", *args])
+    parsed = verify_step_workload.build_parser().parse_args(["--out", "x", *args])
     with pytest.raises(SystemExit):
-        verify_step_bench.resolve_shape(parsed, "cpu")
+        verify_step_workload.resolve_shape(parsed, "cpu")
 
 
 def test_a_dimension_that_does_not_split_over_the_ranks_is_refused():
     with pytest.raises(SystemExit, match="does not split over 3 ranks"):
-        verify_step_bench.split(64, 3)
+        verify_step_workload.split(64, 3)
 
 
 def test_the_shape_defaults_follow_the_device():
-    parsed = verify_step_bench.build_parser().parse_args(["--out", "x", "--layers", "3"])
-    assert verify_step_bench.resolve_shape(parsed, "cuda").hidden == 7168
-    assert verify_step_bench.resolve_shape(parsed, "cpu").hidden == 64
-    assert verify_step_bench.resolve_shape(parsed, "cpu").layers == 3
+    parsed = verify_step_workload.build_parser().parse_args(["--out", "x", "--layers", "3"])
+    assert verify_step_workload.resolve_shape(parsed, "cuda").hidden == 7168
+    assert verify_step_workload.resolve_shape(parsed, "cpu").hidden == 64
+    assert verify_step_workload.resolve_shape(parsed, "cpu").layers == 3
 
 
 def test_when_one_rank_dies_the_others_are_ended_instead_of_waiting_for_it(tmp_path):
@@ -140,14 +140,14 @@ def test_the_profiled_pass_times_nothing_and_writes_a_trace_of_its_cycles(tmp_pa
 
 
 def test_only_the_engine_s_mode_is_timed_unless_more_are_asked_for():
-    parsed = verify_step_bench.build_parser().parse_args(["--out", "x"])
-    assert verify_step_bench.resolve_modes(parsed, "cuda", "piecewise") == ("piecewise",)
-    parsed = verify_step_bench.build_parser().parse_args(["--out", "x", "--verify-modes", "piecewise,full,eager"])
-    assert verify_step_bench.resolve_modes(parsed, "cuda", "piecewise") == ("eager", "full", "piecewise")
+    parsed = verify_step_workload.build_parser().parse_args(["--out", "x"])
+    assert verify_step_workload.resolve_modes(parsed, "cuda", "piecewise") == ("piecewise",)
+    parsed = verify_step_workload.build_parser().parse_args(["--out", "x", "--verify-modes", "piecewise,full,eager"])
+    assert verify_step_workload.resolve_modes(parsed, "cuda", "piecewise") == ("eager", "full", "piecewise")
     with pytest.raises(SystemExit, match="CUDA graphs do not run here"):
-        verify_step_bench.resolve_modes(parsed, "cpu", "eager")
+        verify_step_workload.resolve_modes(parsed, "cpu", "eager")
     with pytest.raises(SystemExit, match="choose from"):
-        verify_step_bench.resolve_modes(verify_step_bench.build_parser().parse_args(
+        verify_step_workload.resolve_modes(verify_step_workload.build_parser().parse_args(
             ["--out", "x", "--verify-modes", "fast"]), "cuda", "full")
 
 
@@ -161,7 +161,7 @@ def test_a_precise_pass_stops_before_its_cap_and_a_zero_target_times_every_call(
 
 def test_a_serving_worker_runs_a_round_per_request_until_its_input_ends(tmp_path):
     requests = "".join(json.dumps({"out": str(tmp_path / f"round-{n}.json")}) + "\n" for n in range(2))
-    done = subprocess.run([sys.executable, "-m", "bot.runner.verify_step_bench", "--out", "unused", "--serve",
+    done = subprocess.run([sys.executable, "-m", "bot.runner.suites.verify_step_workload", "--out", "unused", "--serve",
                            "--device", "cpu", "--world-size", "2", "--iters", "3", "--warmup-iters", "1"],
                           input=requests + "stop\n", capture_output=True, text=True, timeout=180)
     assert done.returncode == 0, done.stderr

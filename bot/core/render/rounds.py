@@ -1,4 +1,5 @@
-"""The Markdown summary of a results file, for ``$GITHUB_STEP_SUMMARY`` (medians, ranges, CV per side).
+"""The Markdown summary of a results file's rounds, for ``$GITHUB_STEP_SUMMARY`` (medians, ranges, CV
+per side); `perfbot bench run` appends it as the rounds go.
 
 It describes what was measured; verdicts belong to `perfbot compare`. Text that came from outside
 (metric names, error messages, the machine's names) is escaped, since a suite's output is untrusted.
@@ -7,21 +8,29 @@ It describes what was measured; verdicts belong to `perfbot compare`. Text that 
 from __future__ import annotations
 
 import statistics
-from typing import Any
+from typing import Any, TypedDict
 
 from bot.core.judge.results import SIDES, MetricSpec, Results
 from bot.core.render.markdown import code, escape_md
 from bot.core.text import clip
 
 
-def spread(samples: list[float]) -> dict | None:
+class Spread(TypedDict):
+    median: float
+    min: float
+    max: float
+    cv: float
+    n: int
+
+
+def spread(samples: list[float]) -> Spread | None:
     """Median, range and coefficient of variation (stdev / mean) of one side's round values."""
     if not samples:
         return None
     mean = statistics.fmean(samples)
     cv = statistics.stdev(samples) / mean if len(samples) > 1 and mean else 0.0
-    return {"median": statistics.median(samples), "min": min(samples), "max": max(samples), "cv": cv,
-            "n": len(samples)}
+    return Spread(median=statistics.median(samples), min=min(samples), max=max(samples), cv=cv,
+                  n=len(samples))
 
 
 def markdown(results: Results) -> str:
@@ -62,15 +71,15 @@ def metric_row(results: Results, name: str, spec: MetricSpec) -> str:
             f"| {ratio} | {span(base)} | {span(head)} | {percent(base)} | {percent(head)} |")
 
 
-def median(stats: dict | None, unit: str) -> str:
+def median(stats: Spread | None, unit: str) -> str:
     return f"{stats['median']:.4g}{unit}" if stats else "–"
 
 
-def span(stats: dict | None) -> str:
+def span(stats: Spread | None) -> str:
     return f"{stats['min']:.4g} – {stats['max']:.4g}" if stats else "–"
 
 
-def percent(stats: dict | None) -> str:
+def percent(stats: Spread | None) -> str:
     return f"{100 * stats['cv']:.2f}%" if stats and stats["n"] > 1 else "–"
 
 

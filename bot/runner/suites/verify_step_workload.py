@@ -1,8 +1,9 @@
 """The verify-step benchmark: one EAGLE-3 cycle (draft steps + one verify pass) of a tensor-parallel MoE
 model built from random weights, timed per rank, written as JSON by rank 0.
 
-Launched once per benchmark round, as ``python -m bot.runner.verify_step_bench --out FILE [shape options]``
-or, by `perfbot bench run`, through `command` (this file by its absolute path, so that nothing in the
+Launched once per benchmark round, as
+``python -m bot.runner.suites.verify_step_workload --out FILE [shape options]`` or, by
+`perfbot bench run`, through `command` (this file by its absolute path, so that nothing in the
 checkout under test can stand in for it, and perfbot's own packages stay off the engine's path). That
 process is rank 0 (``torch.distributed``: NCCL on GPUs, gloo on CPU); it starts one process for each
 other rank, watches them under a hard timeout from a thread, and exits non-zero when any rank
@@ -119,7 +120,7 @@ PRESETS = {
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="verify_step_bench", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="verify_step_workload", description=__doc__.splitlines()[0])
     parser.add_argument("--out", required=True, help="JSON file for the medians (written by rank 0)")
     parser.add_argument("--preset", choices=("auto", *PRESETS), default="auto",
                         help="shape defaults: full on GPUs, tiny on CPU (auto)")
@@ -164,7 +165,7 @@ def resolve_mode(args: argparse.Namespace, device: str) -> str:
         return "piecewise" if graphs else "eager"
     if args.graph != "eager" and not graphs:
         why = "--no-cuda-graphs was given" if args.no_cuda_graphs else "CUDA graphs need a GPU"
-        raise SystemExit(f"verify_step_bench: --graph {args.graph}: {why}; use --graph eager")
+        raise SystemExit(f"verify_step_workload: --graph {args.graph}: {why}; use --graph eager")
     return args.graph
 
 
@@ -177,11 +178,11 @@ def resolve_modes(args: argparse.Namespace, device: str, mode: str) -> tuple[str
         wanted = {m.strip() for m in args.verify_modes.split(",") if m.strip()}
         unknown = wanted - set(MODES)
         if unknown or not wanted:
-            raise SystemExit(f"verify_step_bench: --verify-modes {args.verify_modes}: choose from "
+            raise SystemExit(f"verify_step_workload: --verify-modes {args.verify_modes}: choose from "
                              f"{', '.join(MODES)}")
         graphs = device == "cuda" and not args.no_cuda_graphs
         if not graphs and wanted - {"eager"}:
-            raise SystemExit(f"verify_step_bench: --verify-modes {args.verify_modes}: CUDA graphs do "
+            raise SystemExit(f"verify_step_workload: --verify-modes {args.verify_modes}: CUDA graphs do "
                              f"not run here; use eager")
     return tuple(m for m in ("eager", "full", "piecewise") if m in wanted)
 
@@ -191,7 +192,7 @@ def resolve_shape(args: argparse.Namespace, device: str) -> Shape:
     overrides = {f.name: getattr(args, f.name) for f in fields(Shape) if getattr(args, f.name) is not None}
     shape = Shape(**{**asdict(PRESETS[preset]), **overrides})
     if shape.heads % shape.kv_heads or shape.topk > shape.experts:
-        raise SystemExit("verify_step_bench: heads must be a multiple of kv-heads and topk <= experts")
+        raise SystemExit("verify_step_workload: heads must be a multiple of kv-heads and topk <= experts")
     return shape
 
 
@@ -203,7 +204,7 @@ def launch(args: argparse.Namespace, argv: list[str]) -> int:
     device = pick_device(args.device)
     world = args.world_size or (gpu_count() if device == "cuda" else args.cpu_world_size)
     if world < 1:
-        raise SystemExit("verify_step_bench: no GPU visible; use --device cpu")
+        raise SystemExit("verify_step_workload: no GPU visible; use --device cpu")
     mode = resolve_mode(args, device)  # refuse an impossible mode before starting any rank
     resolve_modes(args, device, mode)
     port = free_port()
@@ -226,13 +227,13 @@ def launch(args: argparse.Namespace, argv: list[str]) -> int:
     codes = [0, *wait_all(peers, deadline)]
     if any(code != 0 for code in codes):
         leave(codes)
-    print(f"verify_step_bench: {world} rank(s) on {device}, results in {args.out}", flush=True)
+    print(f"verify_step_workload: {world} rank(s) on {device}, results in {args.out}", flush=True)
     flush_and_exit(0)
     return 0
 
 
 def leave(codes: list[int | None]) -> None:
-    print(f"verify_step_bench: worker exit codes {codes}", file=sys.stderr)
+    print(f"verify_step_workload: worker exit codes {codes}", file=sys.stderr)
     flush_and_exit(1)
 
 
@@ -252,7 +253,7 @@ def watch(peers: list[subprocess.Popen], deadline: float) -> None:
             leave([1, *end_all(peers)])
         if time.monotonic() > deadline:
             end_all(peers)
-            print("verify_step_bench: timed out; the ranks were killed", file=sys.stderr)
+            print("verify_step_workload: timed out; the ranks were killed", file=sys.stderr)
             flush_and_exit(1)
         time.sleep(0.05)
 
@@ -345,7 +346,7 @@ def requests(rank: int, world: int):
             try:
                 request = [json.loads(line)["out"] if line and line != "stop" else None]
             except (ValueError, KeyError, TypeError):
-                print(f"verify_step_bench: not a request: {line[:80]!r}", file=sys.stderr)
+                print(f"verify_step_workload: not a request: {line[:80]!r}", file=sys.stderr)
                 request = [None]
         if world > 1:
             dist.broadcast_object_list(request, src=0)
@@ -397,7 +398,7 @@ def load_allreduce(spec: str | None, paths: list[str]) -> Callable:
         return in_place
     module_name, _, function_name = spec.partition(":")
     if not function_name:
-        raise SystemExit(f"verify_step_bench: --allreduce {spec!r}: expected MODULE:FUNCTION")
+        raise SystemExit(f"verify_step_workload: --allreduce {spec!r}: expected MODULE:FUNCTION")
     sys.path[:0] = [str(Path(p).resolve()) for p in paths]
     return getattr(importlib.import_module(module_name), function_name)
 
@@ -547,7 +548,7 @@ class Bench:
             metrics["allreduce_draft_us"] = self.collective_us(draft_tensor)
         for verify_mode in modes or (mode,):
             if verify_mode != "eager" and not cuda_graphs:
-                raise SystemExit(f"verify_step_bench: {verify_mode} needs CUDA graphs")
+                raise SystemExit(f"verify_step_workload: {verify_mode} needs CUDA graphs")
             metrics[VERIFY_OF_MODE[verify_mode]] = self.timed_ms(self.verify_in(verify_mode))
         metrics["draft_ms"] = self.timed_ms(self.draft_in(mode))
         draft, verify = metrics["draft_ms"], metrics[VERIFY_OF_MODE[mode]]
@@ -762,7 +763,7 @@ class Timed:
 def split(total: int, world: int) -> int:
     """One rank's share of a dimension split over the tensor-parallel ranks."""
     if total % world:
-        raise SystemExit(f"verify_step_bench: {total} does not split over {world} ranks")
+        raise SystemExit(f"verify_step_workload: {total} does not split over {world} ranks")
     return total // world
 
 
