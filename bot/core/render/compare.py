@@ -44,30 +44,49 @@ _RUNNER_KEYS = ("host.name", "gpus.0.name", "driver", "torch.version", "torch.cu
 def headline(comparison: Comparison, subject: str = "This PR") -> str:
     """One line that says what happened, in words: 'This PR makes the EAGLE-3 cycle 9% slower with
     piecewise CUDA graphs'. It speaks of the primary metrics, the suite's headline metric first."""
-    verdict, metrics = comparison.verdict, comparison.deciding
-    if verdict == "error":
-        reason = next((m.reason for m in metrics if m.verdict == "error"), None)
-        reason = (comparison.notes or [reason or "nothing to judge"])[-1]
-        return f"No verdict: {reason}"
+    if comparison.verdict == "error":
+        return _no_verdict(comparison)
     if comparison.withheld:
         return "No verdict: base and head did not run in the same environment"
-    if verdict in ("regression", "improvement"):
-        hits = sorted((m for m in metrics if m.verdict == verdict), key=lambda m: m.role != "headline")
-        line = f"{subject} {_effect_phrase(hits[0])}"
-        if len(hits) > 1:
-            line += f", and {len(hits) - 1} more {verdict}{'s' if len(hits) > 2 else ''}"
-        spec = comparison.speculation
-        if spec is not None and spec.stopped_paying and spec.speedup_after is not None:
-            line += (f"; speculation is now {1 - spec.speedup_after:.0%} slower than not "
-                     "speculating")
-        return line
-    rounds = min(comparison.rounds.values(), default=0)
-    if verdict == "inconclusive":
-        extra = comparison.extra_rounds
-        more = f": about {extra} more per side would likely decide" if extra else ""
-        if extra and extra >= MAX_EXTRA_ROUNDS:
-            more = f": the noisiest metrics would need more than {MAX_EXTRA_ROUNDS} more per side"
-        return f"Inconclusive after {rounds} rounds per side{more}"
+    if comparison.verdict in ("regression", "improvement"):
+        return _claimed(comparison, subject)
+    if comparison.verdict == "inconclusive":
+        return _inconclusive(comparison)
+    return _unchanged(comparison)
+
+
+def _rounds(comparison: Comparison) -> int:
+    return min(comparison.rounds.values(), default=0)
+
+
+def _no_verdict(comparison: Comparison) -> str:
+    reason = next((m.reason for m in comparison.deciding if m.verdict == "error"), None)
+    return f"No verdict: {(comparison.notes or [reason or 'nothing to judge'])[-1]}"
+
+
+def _claimed(comparison: Comparison, subject: str) -> str:
+    """A regression or an improvement: the headline metric's effect first, then how many more."""
+    verdict = comparison.verdict
+    hits = sorted((m for m in comparison.deciding if m.verdict == verdict),
+                  key=lambda m: m.role != "headline")
+    line = f"{subject} {_effect_phrase(hits[0])}"
+    if len(hits) > 1:
+        line += f", and {len(hits) - 1} more {verdict}{'s' if len(hits) > 2 else ''}"
+    spec = comparison.speculation
+    if spec is not None and spec.stopped_paying and spec.speedup_after is not None:
+        line += f"; speculation is now {1 - spec.speedup_after:.0%} slower than not speculating"
+    return line
+
+
+def _inconclusive(comparison: Comparison) -> str:
+    extra = comparison.extra_rounds
+    more = f": about {extra} more per side would likely decide" if extra else ""
+    if extra and extra >= MAX_EXTRA_ROUNDS:
+        more = f": the noisiest metrics would need more than {MAX_EXTRA_ROUNDS} more per side"
+    return f"Inconclusive after {_rounds(comparison)} rounds per side{more}"
+
+
+def _unchanged(comparison: Comparison) -> str:
     margin = comparison.settings.min_effect
     steady = [m for m in comparison.metrics if m.verdict == "unchanged"]
     lead = next((m for m in steady if m.role == "headline" and m.mode), None)
@@ -75,7 +94,7 @@ def headline(comparison: Comparison, subject: str = "This PR") -> str:
     undecided = sum(1 for m in comparison.metrics if not m.primary and m.verdict == "inconclusive")
     tail = f"; {undecided} diagnostic{'s' if undecided > 1 else ''} undecided" if undecided else ""
     count = f"{len(steady)} metric{'s' if len(steady) != 1 else ''}"
-    return f"No change beyond ±{margin:.0%} in {count}{among} ({rounds} rounds per side){tail}"
+    return f"No change beyond ±{margin:.0%} in {count}{among} ({_rounds(comparison)} rounds per side){tail}"
 
 
 def _effect_phrase(m: MetricJudgement) -> str:
