@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 from bot.adapters.git_repo import GitRepo
-from bot.core.config.schema import CONFIG_PATH, RepoConfig
+from bot.core.config.schema import RepoConfig
 from bot.core.config.source import ConfigSource
 from bot.runner import bench, scope
 from bot.runner import report as results_report
@@ -18,7 +18,9 @@ from bot.runner.progress import Progress
 from bot.runner.suites import BUILT_IN
 from bot.runner.suites.base import SuiteError
 
+from . import measure_options
 from .common import Parser, UsageError, load_config, stop_on_sigterm
+from .measure_options import non_negative_int
 
 
 def setup(subparsers) -> None:
@@ -30,31 +32,19 @@ def setup(subparsers) -> None:
         "run", help="benchmark BASE against HEAD, interleaved, and write a results file",
         description="Check out BASE and HEAD as git worktrees, run each suite's rounds in ABBA order "
                     "(each round a fresh process with a timeout) and write the results file.")
-    run.add_argument("--repo", default=".", metavar="PATH", help="the git repository (default: .)")
+    measure_options.add(run, config_from="the base revision")
     run.add_argument("--base", required=True, metavar="REV")
     run.add_argument("--head", metavar="REV", help="required unless --aa")
     run.add_argument("--suite", action="append", dest="suites", metavar="NAME",
                      help=f"suite to run (repeatable): {', '.join(BUILT_IN)} or one of the config's")
-    run.add_argument("--rounds", type=positive_int, metavar="N", help="counted rounds per side (default 5)")
-    run.add_argument("--warmup", type=non_negative_int, metavar="N", help="uncounted warm-up rounds per side")
-    run.add_argument("--max-rounds", type=positive_int, metavar="N",
-                     help="keep adding rounds while inconclusive, up to N per side (default: --rounds)")
-    run.add_argument("--timeout", type=positive_float, metavar="S", help="seconds one round may take")
     run.add_argument("--aa", action="store_true", help="A/A noise run: --base on both sides")
     run.add_argument("--out", metavar="FILE",
                      help="results file; with several suites, FILE's stem + .SUITE.json for each (default: "
                           "$PERFBOT_BENCH_OUT, else results.json)")
-    run.add_argument("--config", metavar="FILE",
-                     help=f"config (YAML); default: {CONFIG_PATH} at the base revision")
-    run.add_argument("--command", metavar="CMD", help="the command of the built-in 'command' suite")
     run.add_argument("--stop-on-failure", action="store_true",
                      help="stop at the first failed round (default: record it and go on)")
-    run.add_argument("--allow-dirty", action="store_true", help="run even if the work tree has changes")
     run.add_argument("--repo-name", metavar="OWNER/NAME",
                      help="name recorded in the results (default: $GITHUB_REPOSITORY or the folder name)")
-    run.add_argument("--python", metavar="PATH",
-                     help="the engine's interpreter, which the suites run and the fingerprint asks for "
-                          "versions (default: bench.python, else python3 on PATH)")
     run.add_argument("--summary", metavar="FILE",
                      help="append a Markdown summary of the rounds to FILE (default: $PERFBOT_BENCH_SUMMARY, "
                           "else $GITHUB_STEP_SUMMARY when set)")
@@ -76,27 +66,6 @@ def setup(subparsers) -> None:
     report.add_argument("--markdown", metavar="FILE",
                         help="also write every suite's comparison as Markdown to FILE")
     report.set_defaults(run=run_report)
-
-
-def positive_int(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text}")
-    return value
-
-
-def non_negative_int(text: str) -> int:
-    value = int(text)
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"expected 0 or more, got {text}")
-    return value
-
-
-def positive_float(text: str) -> float:
-    value = float(text)
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"expected a positive number, got {text}")
-    return value
 
 
 def run_bench(args: argparse.Namespace) -> int:

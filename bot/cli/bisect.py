@@ -13,7 +13,8 @@ from bot.runner.bisect import BisectOptions, bisect
 from bot.runner.progress import Progress
 from bot.runner.suites.base import SuiteError
 
-from .bench import bench_config, non_negative_int, positive_float, positive_int
+from . import measure_options
+from .bench import bench_config
 from .common import FORMATS, UsageError, emit, percentage, probability, stop_on_sigterm
 
 
@@ -24,18 +25,10 @@ def setup(subparsers) -> None:
                     "commits the risk ranking suspects first, and confirm the culprit against its parent.")
     parser.add_argument("good", metavar="GOOD", help="a revision without the regression")
     parser.add_argument("bad", metavar="BAD", help="a revision with it")
-    parser.add_argument("--repo", default=".", metavar="PATH", help="the git repository (default: .)")
+    measure_options.add(parser, config_from="GOOD", runs="side and run")
     parser.add_argument("--suite", required=True, metavar="NAME", help="the benchmark suite to run")
     parser.add_argument("--metric", metavar="NAME",
-                        help="metric to bisect on (default: the one that regressed most from GOOD to BAD)")
-    parser.add_argument("--rounds", type=positive_int, metavar="N", help="counted rounds per side and run")
-    parser.add_argument("--max-rounds", type=positive_int, metavar="N",
-                        help="add rounds while a run is inconclusive, up to N per side")
-    parser.add_argument("--warmup", type=non_negative_int, metavar="N",
-                        help="uncounted warm-up rounds per side")
-    parser.add_argument("--timeout", type=positive_float, metavar="S", help="seconds one round may take")
-    parser.add_argument("--command", metavar="CMD", help="the command of the built-in 'command' suite")
-    parser.add_argument("--config", metavar="FILE", help="config (YAML); default: the one committed at GOOD")
+                        help="metric to bisect on (default: the suite's headline metric)")
     parser.add_argument("--out", default="perfbot-bisect", metavar="DIR",
                         help="folder for the results file of every run (default: ./perfbot-bisect); "
                              "a re-run into the same folder reuses the runs already there")
@@ -44,10 +37,6 @@ def setup(subparsers) -> None:
                         help="smallest change that counts, in percent (default 2)")
     parser.add_argument("--alpha", type=probability, default=stats.DEFAULT_ALPHA, metavar="A",
                         help="false-alarm rate of each judgement (default 0.01)")
-    parser.add_argument("--allow-dirty", action="store_true", help="run even if the work tree has changes")
-    parser.add_argument("--python", metavar="PATH",
-                        help="the engine's interpreter, which the suites run (default: bench.python, else "
-                             "python3 on PATH)")
     parser.add_argument("--format", choices=FORMATS, default="text")
     parser.add_argument("--quiet", action="store_true", help="no progress lines")
     parser.set_defaults(run=run)
