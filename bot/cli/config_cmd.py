@@ -54,11 +54,10 @@ def run_validate(args: argparse.Namespace) -> int:
     except ConfigError as error:
         problems = list(error.problems)
     problems += _rule_id_problems(*_rule_ids(config, text))
-    if problems:
+    if problems or config is None:
         for problem in problems:
             print(f"{args.file}: {problem}", file=sys.stderr)
         return 2
-    assert config is not None
     names = [config.risk.profile] if config.risk.profile != "auto" else list(profiles.PROFILES)
     counts = [len(ruleset.merged_rules(config, name)) for name in names]
     summary = ", ".join(f"{n} rules with profile {p}" for p, n in zip(names, counts, strict=True))

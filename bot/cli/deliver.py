@@ -155,7 +155,8 @@ def _post(url: str, body: bytes, headers: dict[str, str], timeout: float) -> tup
 
     request = urlrequest.Request(url, data=body, headers=headers, method="POST")
     try:
-        with urlrequest.urlopen(request, timeout=timeout) as answer:
+        # The URL's scheme was checked to be http or https (`_url`): no file: or custom schemes.
+        with urlrequest.urlopen(request, timeout=timeout) as answer:  # nosec B310
             return answer.status, answer.reason, _message(answer.read(4096))
     except urlerror.HTTPError as refused:
         return refused.code, refused.reason, _message(refused.read(4096))

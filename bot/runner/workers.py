@@ -55,8 +55,9 @@ class Worker:
         began = time.monotonic()
         context.out_dir.mkdir(parents=True, exist_ok=True)
         request, done = self.suite.worker_request(context)
+        if self.process.stdin is None:
+            return self._failed("the worker has no standard input", began)
         try:
-            assert self.process.stdin is not None
             self.process.stdin.write((json.dumps(request) + "\n").encode())
             self.process.stdin.flush()
         except OSError:

@@ -57,10 +57,10 @@ def callback() -> ResponseReturnValue:
         log.warning("sign-in failed: %s", failed)
         abort(403, f"GitHub did not confirm the sign-in: {failed}")
     next_page = safe_next(session.pop(_NEXT, None))
-    dashboard_sessions.end(sessions, session.get(viewer.TOKEN))
+    dashboard_sessions.end(sessions, session.get(viewer.SESSION_KEY))
     session.clear()  # a new cookie, a new CSRF token: nothing of the anonymous visit carries over
     session.permanent = True
-    session[viewer.TOKEN] = dashboard_sessions.start(services, sessions, login)
+    session[viewer.SESSION_KEY] = dashboard_sessions.start(services, sessions, login)
     log.info("signed in", extra={"user": login})
     return redirect(next_page)
 
@@ -69,7 +69,7 @@ def callback() -> ResponseReturnValue:
 def sign_out() -> ResponseReturnValue:
     sessions = state.current().sessions
     if sessions is not None:
-        dashboard_sessions.end(sessions, session.get(viewer.TOKEN))
+        dashboard_sessions.end(sessions, session.get(viewer.SESSION_KEY))
     session.clear()
     return redirect(url_for("dashboard.merges"), 303)
 

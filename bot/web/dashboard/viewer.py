@@ -11,7 +11,7 @@ from bot.service.dashboard.access import Viewer
 
 from .. import state
 
-TOKEN = "session"  # the cookie's key that holds the server-side session's token
+SESSION_KEY = "session"  # the cookie's key that holds the server-side session's token
 
 
 def current() -> Viewer:
@@ -24,11 +24,11 @@ def current() -> Viewer:
 
 def _look_up() -> Viewer:
     app_state = state.current()
-    if not app_state.settings.sign_in_enabled or app_state.sessions is None or TOKEN not in session:
+    if not app_state.settings.sign_in_enabled or app_state.sessions is None or SESSION_KEY not in session:
         return Viewer()
-    found = sessions.resume(app_state.services, app_state.sessions, session[TOKEN])
+    found = sessions.resume(app_state.services, app_state.sessions, session[SESSION_KEY])
     if found is None:  # signed out elsewhere, or ended: the cookie's token is of no use
-        session.pop(TOKEN, None)
+        session.pop(SESSION_KEY, None)
         return Viewer()
     return found
 
