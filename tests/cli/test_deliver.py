@@ -134,6 +134,7 @@ def test_a_real_server_accepts_githubs_examples_dedupes_a_redelivery_and_refuses
     ('{"zen": "x"}', None, "http://127.0.0.1:{port}/webhook", "no webhook secret: pass --secret or set"),
     ('{"zen": "x"}', SECRET, "http://127.0.0.1:{port}/webhook", "cannot reach http://127.0.0.1:"),
     ('{"zen": "x"}', SECRET, "127.0.0.1:{port}/webhook", "expected an http:// or https:// URL"),
+    ('{"zen": "x"}', SECRET, "file:///etc/passwd", "expected an http:// or https:// URL"),
 ])
 def test_mistakes_are_one_line_and_exit_2(tmp_path, monkeypatch, capsys, content, secret, target, message):
     monkeypatch.delenv("PERFBOT_WEBHOOK_SECRET", raising=False)
