@@ -106,3 +106,17 @@ def test_a_redelivered_push_writes_nothing_new(services, github, event):
     counted = calls(github, before)
     assert counted["publish_check"] == counted["sync_labels"] == 0, "the stored review says the same"
     assert counted["upsert_comment"] == 1 and counted["dispatch"] == 0
+
+
+def test_a_dispatch_records_its_request_then_updates_it_twice(services, github, monkeypatch):
+    """Recorded (requested), then dispatching before GitHub hears of it (a retry must know it may have
+    been sent), then running with its run and its check run: no write more."""
+    updates: list[str] = []
+    update = services.store.benchmarks.update
+    monkeypatch.setattr(services.store.benchmarks, "update", lambda request: (updates.append(request.status),
+                                                                             update(request)))
+    send(services, "pull_request", pull_request("opened"))
+    send(services, "issue_comment", comment("/bench sglang-eagle3"))
+    assert updates == ["dispatching", "running"]
+    [request] = services.store.benchmarks.for_pull(REPO, NUMBER)
+    assert request.run_id is not None and request.check_run_id is not None
