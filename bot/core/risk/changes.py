@@ -65,6 +65,7 @@ _NAME = re.compile(r"[A-Za-z_]\w*")
 # What formatters add or take away: left out when `_may_reformat` compares two sides.
 _REFORMAT_NOISE = str.maketrans("", "", " \t\n\r\f\v,()\\")
 # A line of an import statement or an include: its head, a name of its list, or its closing.
+_IMPORT_HEAD = re.compile(r"^\s*(?:from\s+\S+\s+import\b|import\s|#\s*include\b)")
 _IMPORT_LINE = re.compile(r"^\s*(?:(?:from|import)\s|#\s*include\b|[\w.]+(?:\s+as\s+\w+)?\s*,?\s*$|\)\s*$)")
 # A hunk with something like a log call in it needs tokens to tell the call apart.
 _LOG_HINT = re.compile(r"(?:logger|logging|\blog|LOGGER|warnings)\s*\.\s*\w+\s*\(|"
@@ -253,6 +254,24 @@ def in_comment(text: str, offset: int, markers: tuple[str, ...]) -> bool:
                 return True
             at = text.find(marker, at + 1)
     return False
+
+
+def imports_only(hunk: Hunk, start: int, end: int, markers: tuple[str, ...]) -> bool:
+    """Whether the changed lines of code in lines ``start``..``end`` of ``hunk`` are all imports
+    (or includes): code that runs once, when the module loads."""
+    inside, found = False, False
+    for index in range(end):  # from the hunk's start: an import's "(" may open before ``start``
+        text = hunk.texts[index]
+        is_import = inside or bool(_IMPORT_HEAD.match(text))
+        if _IMPORT_HEAD.match(text) and "(" in text and ")" not in text:
+            inside = True
+        elif inside and ")" in text:
+            inside = False
+        if index >= start and hunk.types[index] in "+-" and is_code_line(text, markers):
+            if not is_import:
+                return False
+            found = True
+    return found
 
 
 def classify(change: FileChange) -> list[Harmless | None]:

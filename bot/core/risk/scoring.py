@@ -61,6 +61,11 @@ HARMLESS_SHARE = 0.25
 MAX_FILES = 10_000
 # Categories of token rules whose removal takes work off the hot path instead of adding it.
 IMPROVES_WHEN_REMOVED = frozenset({"host-sync", "allocation", "streams"})
+# Token rules of a category whose removed and added occurrences cancel out (a pin rewritten with
+# another version: the `dependency` rule says what moved), what is left counting as risk.
+NETTED = frozenset({"dependency"})
+# How a reason names changed imports among the set-up code of a file.
+IMPORTS = "imports"
 
 
 class SignalDict(TypedDict):
@@ -301,6 +306,7 @@ def _file_signals(change: FileChange, rules: RuleSet, source: SourceLookup | Non
     found: list[_Found] = []
     edited: list[tuple[int, _Segment]] = []
     first: tuple[str | None, int | None, str] | None = None
+    first_imports = False
     code_lines = 0
     for number, hunk in enumerate(change.hunks):
         reason = harmless(number)
@@ -311,21 +317,25 @@ def _file_signals(change: FileChange, rules: RuleSet, source: SourceLookup | Non
         segments = _segments(hunk, defs.get(number, ()), lookup)
         changed = [(seg, at) for seg in segments
                    if (at := _first_code_change(hunk, seg.start, seg.end, markers)) is not None]
-        if first is None and changed:
-            seg, at = changed[0]
-            first = (seg.name, hunk.line_number(at), _side(hunk, at))
+        for seg, _ in changed:
+            seg.imports = seg.name is None and changes.imports_only(hunk, seg.start, seg.end, markers)
+        steps = [(seg, at) for seg, at in changed if not seg.imports]
+        if (first is None or first_imports) and changed:
+            seg, at = (steps or changed)[0]
+            first, first_imports = (seg.name, hunk.line_number(at), _side(hunk, at)), not steps
         for seg, at in changed:
             found += [_Found(s, number) for s in _function_signals(rules, change.path, hunk, seg, at)]
             edited.append((number, seg))
         if number in tokens:
             found += _token_signals(rules, change.path, hunk, number, segments, tokens[number],
                                     bool(path_rules), allowed, markers)
-    found = _net_of_removals(found)
+    moved = _dependency_signals(change, rules)
+    found = _net_of_removals(found, netted=NETTED if moved else frozenset())
     function, line, side = first or (None, None, "new")
     paths = [Signal(r.id, r.kind, r.category, r.weight, r.description, change.path, function,
                     line, side) for r in path_rules] if first is not None or not change.hunks else []
     signals = _tempered(change, rules, found, paths, edited, harmless) if found or paths else []
-    return signals + _dependency_signals(change, rules), code_lines
+    return signals + moved, code_lines
 
 
 def _first_code_change(hunk: Hunk, start: int, end: int, markers: tuple[str, ...]) -> int | None:
@@ -337,15 +347,17 @@ def _first_code_change(hunk: Hunk, start: int, end: int, markers: tuple[str, ...
     return None
 
 
-def _net_of_removals(found: list[_Found]) -> list[_Found]:
+def _net_of_removals(found: list[_Found], netted: frozenset[str] = frozenset()) -> list[_Found]:
     """Token signals of `IMPROVES_WHEN_REMOVED` categories, netted per function and rule:
     occurrences removed and added cancel out (a rewritten line keeps its sync); what is left is
-    added risk, or removed work (a possible improvement, `Signal.improves`)."""
+    added risk, or removed work (a possible improvement, `Signal.improves`). Categories in
+    ``netted`` (pins, where a `dependency` rule already read the version move) cancel alike, and
+    what is left of them stays risk."""
     directed: dict[tuple[str | None, str], list[_Found]] = {}
     kept: list[_Found] = []
     for item in found:
         signal = item.signal
-        if signal.kind == "token" and signal.category in IMPROVES_WHEN_REMOVED:
+        if signal.kind == "token" and signal.category in IMPROVES_WHEN_REMOVED | netted:
             directed.setdefault((signal.function, signal.rule), []).append(item)
         else:
             kept.append(item)
@@ -353,7 +365,11 @@ def _net_of_removals(found: list[_Found]) -> list[_Found]:
         added = [i for i in items if i.signal.side != "old"]
         removed = [i for i in items if i.signal.side == "old"]
         net = len(added) - len(removed)
-        kept += added[:net] if net > 0 else removed[:-net]
+        left = added[:net] if net > 0 else removed[:-net]
+        if items[0].signal.category in NETTED:  # a pin dropped is still a change of the stack
+            left = [dataclasses.replace(i, signal=dataclasses.replace(i.signal, side="new"))
+                    if i.signal.side == "old" else i for i in left]
+        kept += left
     return kept
 
 
@@ -406,13 +422,16 @@ def _file_share(rules: RuleSet, harmless: changes.Judge,
                 reasons.append(reason)
             continue
         for seg in by_hunk.get(number, ()):
+            if seg.imports and rules.setups:  # imports run once, when the module loads
+                setups.append((IMPORTS, rules.setups[0][0]))
+                continue
             rule = rules.setup_rule(seg.name) if seg.name else None
             if not seg.name or rule is None:
                 return 1.0, None
             setups.append((seg.name, rule))
     if setups:
         names = list(dict.fromkeys(name for name, _ in setups))
-        shown = ", ".join(f"{_short(name)}()" for name in names[:3]) + (
+        shown = ", ".join(name if name == IMPORTS else f"{_short(name)}()" for name in names[:3]) + (
             f" and {len(names) - 3} more" if len(names) > 3 else "")
         return min(rule.weight for _, rule in setups) / 100, f"only set-up code changed: {shown}"
     if reasons:  # renames, and maybe cosmetic hunks, and no other change of code
@@ -500,6 +519,7 @@ class _Segment:
     end: int
     first_changed: int | None
     hot: bool = False
+    imports: bool = False  # at module level, and its changed code is only imports
 
 
 def _segments(hunk: Hunk, defs: Sequence[tuple[int, str, str]], lookup: _Lazy) -> list[_Segment]:

@@ -8,6 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from bot.core.commands import grammar
 from bot.core.commands.grammar import (
     MAX_COMMENT,
     MAX_LINE,
@@ -171,3 +172,14 @@ def test_a_command_hidden_in_a_quote_code_or_mid_line_is_never_found(before, com
 def test_a_command_on_its_own_line_is_found_and_the_first_one_wins(before, command, later):
     text = "\n".join([*before, command, *later])
     assert find(text) == parse(command)
+
+
+def test_one_round_is_the_least_and_the_limits_of_a_line_and_of_suites_are_inclusive():
+    assert find("/bench --rounds 1 --max-rounds 1") == Run((), 1, 1)
+    longest = "/bench a" + " " * (grammar.MAX_LINE - len("/bench ab")) + "b"  # a line of exactly 500
+    assert len(longest) == grammar.MAX_LINE and find(longest) == Run(("a", "b"))
+    assert find(longest + "c") == Invalid(f"a /bench line may be at most {grammar.MAX_LINE} characters long")
+    most = "/bench " + " ".join(f"s{i}" for i in range(grammar.MAX_SUITES))
+    assert find(most) == Run(tuple(f"s{i}" for i in range(grammar.MAX_SUITES)))
+    assert find(most + " extra") == Invalid(f"at most {grammar.MAX_SUITES} suites at a time")
+    assert (grammar.MAX_LINE, grammar.MAX_SUITES) == (500, 20)

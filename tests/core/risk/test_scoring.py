@@ -113,9 +113,14 @@ def test_dependency_pins_fire_in_manifests_only():
     manifest = score(file_diff("python/pyproject.toml", ['  "torch==2.8.0",'], ['  "torch==2.9.1",']))
     code = score(file_diff("engine/util.py", ["torch==2.8.0"], ["torch==2.9.1"]))
     docker = score(file_diff("docker/Dockerfile", ["ARG CUDA_VERSION=12.8.1"], ["ARG CUDA_VERSION=12.9.1"]))
-    assert "dependency.kernels" in rules_fired(manifest)
+    added = score(file_diff("python/pyproject.toml", [], ['  "flash-attn==2.7.0",']))
+    unread = score(file_diff("docker/Dockerfile", ["RUN pip install torch==2.8"], ["RUN pip install torch==2.9"]))
+    # A pin that moved is one fact: the runtime rule says what moved, the pin token does not repeat it.
+    assert "dependency.runtime" in rules_fired(manifest) and "dependency.kernels" not in rules_fired(manifest)
+    assert "dependency.kernels" in rules_fired(added)
     assert "dependency.kernels" not in rules_fired(code)
-    assert "dependency.cuda" in rules_fired(docker)
+    assert "dependency.cuda" in rules_fired(docker) or "dependency.runtime" in rules_fired(docker)
+    assert rules_fired(unread) & {"dependency.kernels", "dependency.runtime"}
 
 
 def test_a_pin_of_a_look_alike_package_does_not_fire():
@@ -253,10 +258,10 @@ def test_a_runtime_upgrade_is_high_risk_with_the_versions_in_the_reason():
     report = score(file_diff("python/pyproject.toml", ['  "torch==2.8.0",'], ['  "torch==2.9.1",']))
     upgrade = next(s for s in report.signals if s.rule == "dependency.runtime")
     assert report.level == "high"
-    assert upgrade.match == "torch 2.8.0 -> 2.9.1" and upgrade.also == ("dependency.kernels",)
+    assert upgrade.match == "torch 2.8.0 -> 2.9.1" and upgrade.also == ()  # the pin's rewrite is that move
     assert upgrade.sentence().startswith("version change of the runtime stack (torch, triton, "
                                          "CUDA, NCCL, kernel libraries): torch 2.8.0 -> 2.9.1 "
-                                         "[dependency.runtime, +60; also dependency.kernels]")
+                                         "[dependency.runtime, +60]")
     cuda = score(file_diff("docker/Dockerfile", ["ARG CUDA_VERSION=12.8.1"], ["ARG CUDA_VERSION=12.9.1"]))
     assert cuda.level == "high" and "cuda 12.8.1 -> 12.9.1" in cuda.reasons[0]
     other = score(file_diff("requirements.txt", ["requests==2.1"], ["requests==2.2"]))
@@ -337,3 +342,17 @@ def test_a_sync_moved_within_its_function_is_neither_risk_nor_improvement_and_a_
                            header="def all_reduce(self, x):"))
     sync = next(s for s in more.signals if s.rule == "token.host-sync")
     assert (sync.count, sync.side, more.improvements) == (1, "new", [])
+
+
+def test_changed_imports_alone_are_set_up_code_and_the_reason_names_a_step_change_first():
+    path = "python/sglang/srt/distributed/device_communicators/pynccl.py"
+    imports = score(file_diff(path, ["from engine.ops import slow_copy"],
+                              ["from engine.ops import (", "    fast_copy,", ")"], context=("import os", "")))
+    nccl = next(s for s in imports.signals if s.rule == "path.pynccl")
+    assert (nccl.weight, nccl.note) == (20, "only set-up code changed: imports")
+    text = (file_diff(path, ["import os"], ["import os, sys"], context=("import re", "")) +
+            file_diff(path, ["        y = 1"], ["        y = 2"], header="def all_reduce(self, x):",
+                      start=40).split("\n", 4)[4])
+    both = score(text)
+    nccl = next(s for s in both.signals if s.rule == "path.pynccl")
+    assert (nccl.weight, nccl.function, nccl.line) == (40, "all_reduce", 41)
