@@ -10,7 +10,7 @@ STAMP        := $(call stamp,test,requirements/test.txt requirements/torch.txt)
 SERVER_STAMP := $(call stamp,server,requirements/server.txt)
 TOOLS_STAMP  := $(TOOLS)/.installed-$(shell cksum requirements/tools.txt | cut -d' ' -f1)
 
-.PHONY: install install-server test lint unit slow run bench lock audit clean
+.PHONY: install install-server test lint unit slow run bench lock audit clean mutation mutation-changed
 
 install: $(STAMP)
 
@@ -56,6 +56,14 @@ bench: install
 	$(BIN)/python benchmarks/bench_score.py
 	$(BIN)/python benchmarks/bench_triage.py
 	$(BIN)/python benchmarks/bench_cli_startup.py
+
+# Mutation testing of the core's decision modules (tests/support/mutate.py; scores in
+# docs/testing.md): every module, or only those the last commit changed, a sample of each (CI).
+mutation: install
+	$(BIN)/python -m tests.support.mutate
+
+mutation-changed: install
+	$(BIN)/python -m tests.support.mutate --changed HEAD~1 --max-mutants 30 --fail-under 70
 
 # pip-tools and pip-audit, in a venv of their own (never in .venv: they are not perfbot's).
 $(TOOLS_STAMP): requirements/tools.txt

@@ -7,7 +7,7 @@ comparison turned around or made strict (``<`` / ``<=``, ``==`` / ``!=``, ``in``
 swapped. Each *mutant* is the module with that one change, run against the module's tests
 (`TESTS`) in a scratch copy of the repository (the work tree is never touched); the tests *kill*
 it when they fail or time out, and a mutant they let pass *survives*. The score is the share
-killed. Docstrings, annotations and the ``__future__`` import are left alone; a mutant whose
+killed. Docstrings, annotations, decorators and the ``__future__`` import are left alone; a mutant whose
 change cannot alter behaviour (an equivalent mutant) survives too, and is listed for a person to
 judge (docs/testing.md names the known ones).
 
@@ -74,6 +74,8 @@ def _skipped(tree: ast.Module) -> set[int]:
             skipped.update(id(n) for n in ast.walk(body[0]))
         for annotation in _annotations(node):
             skipped.update(id(n) for n in ast.walk(annotation))
+        for decorator in getattr(node, "decorator_list", ()):  # @dataclass(frozen=True): a declaration
+            skipped.update(id(n) for n in ast.walk(decorator))
         if isinstance(node, ast.ImportFrom) and node.module == "__future__":
             skipped.add(id(node))
     return skipped
@@ -172,10 +174,13 @@ def _run_tests(where: Path, tests: tuple[str, ...], timeout: float) -> tuple[boo
     return done.returncode == 0, time.monotonic() - began
 
 
-def run_module(module: str, workers: int) -> list[Outcome]:
-    """Try every mutant of ``module``, ``workers`` at a time, each in a scratch copy of its own."""
+def run_module(module: str, workers: int, most: int | None = None) -> list[Outcome]:
+    """Try every mutant of ``module`` (or ``most`` of them, spread evenly over the file),
+    ``workers`` at a time, each in a scratch copy of its own."""
     tests = TESTS[module]
     made = mutants(module)
+    if most is not None and len(made) > most:
+        made = [made[round(i * (len(made) - 1) / max(1, most - 1))] for i in range(most)]
     scratches = [_scratch() for _ in range(workers)]
     try:
         # The module as the mutants are written (unparsed: no comments), unmutated, must pass.
@@ -219,6 +224,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--workers", type=int, default=os.cpu_count() or 1)
     parser.add_argument("--fail-under", type=float, default=0.0, metavar="PCT",
                         help="exit 1 when a module scores below PCT percent")
+    parser.add_argument("--max-mutants", type=int, metavar="N",
+                        help="at most N mutants per module, spread evenly over it (a reduced run)")
     args = parser.parse_args(argv)
     modules = changed_modules(args.changed) if args.changed else (args.modules or list(TESTS))
     unknown = [m for m in modules if m not in TESTS]
@@ -231,13 +238,16 @@ def main(argv: list[str] | None = None) -> int:
     below, survivors = False, []
     for module in modules:
         began = time.monotonic()
-        outcomes = run_module(module, args.workers)
+        outcomes = run_module(module, args.workers, args.max_mutants)
         killed = sum(o.killed for o in outcomes)
         score = 100 * killed / len(outcomes) if outcomes else 100.0
         below |= score < args.fail_under
         survivors += [o.mutant for o in outcomes if not o.killed]
         print(f"| `{module}` | {len(outcomes)} | {killed} | {len(outcomes) - killed} | {score:.0f}% |"
               f" <!-- {time.monotonic() - began:.0f} s -->", flush=True)
+        for outcome in outcomes:
+            if not outcome.killed:
+                print(f"<!-- survived {module}:{outcome.mutant.line}: {outcome.mutant.change} -->", flush=True)
     print("\nSurvivors:")
     for m in survivors:
         print(f"- {m.module}:{m.line}: {m.change}")

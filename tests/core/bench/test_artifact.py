@@ -102,3 +102,25 @@ def test_exactly_the_most_entries_are_read_and_an_encrypted_entry_is_skipped():
     central = data.index(b"PK\x01\x02")
     data[central + 8] |= 0x1  # the general-purpose flag of the central directory: encrypted
     assert artifact.read(bytes(data)).skipped == ("results.json: encrypted",)
+
+
+def test_the_caps_are_the_documented_ones():
+    assert (artifact.MAX_ENTRIES, artifact.MAX_FILE_BYTES, artifact.MAX_TOTAL_BYTES) == (64, 32 * 2**20, 64 * 2**20)
+
+
+def test_a_file_of_exactly_the_cap_is_read_whole():
+    assert artifact.read(uploaded({"results.json": b"y" * 1000}), max_file=1000).files["results.json"] == b"y" * 1000
+
+
+@pytest.mark.parametrize(("name", "why"), [("sub/results.json", "not at the top level of the artifact"),
+                                           ("..\\results.json", "not at the top level of the artifact"),
+                                           ("..results.json", "not at the top level of the artifact"),
+                                           ("results.exe", "not a *.json or *.md file")])
+def test_each_skipped_entry_says_why(name, why):
+    assert artifact.read(uploaded({name: b"{}"})).skipped == (f"{name}: {why}",)
+
+
+def test_a_long_entry_name_is_clipped_to_80_characters_in_what_was_skipped():
+    name = "r" * 150 + ".exe"
+    (line,) = artifact.read(uploaded({name: b"{}"})).skipped
+    assert line.endswith(": not a *.json or *.md file") and len(line.split(":")[0]) == 80
