@@ -153,6 +153,11 @@ def test_a_score_ten_points_higher_is_twice_as_suspicious_and_scores_are_clamped
     assert bisection._weights(["x"], {}) == [1.0] and bisection.RISK_DOUBLING == 10.0
 
 
+def _imbalance(weights, low, high, p):
+    left = sum(weights[low + 1:p + 1])
+    return round(abs(left - (sum(weights[low + 1:high + 1]) - left)), 9), abs((p - low) - (high - p)), p
+
+
 def test_the_probe_splits_the_prior_weight_most_evenly_among_the_positions_the_budget_allows():
     """The rule of the module docstring, computed here by brute force, against the planner."""
     import random
@@ -167,10 +172,7 @@ def test_the_probe_splits_the_prior_weight_most_evenly_among_the_positions_the_b
         budget = bisection.probe_budget(count)
         feasible = [p for p in range(low + 1, high) if max(bisection.plain_worst_case(p - low),
                                                            bisection.plain_worst_case(high - p)) <= budget - 1]
-        def imbalance(p):
-            left = sum(weights[low + 1:p + 1])
-            return round(abs(left - (sum(weights[low + 1:high + 1]) - left)), 9), abs((p - low) - (high - p)), p
-        expected = min(feasible, key=imbalance)
+        expected = min(feasible, key=lambda p, w=weights, lo=low, hi=high: _imbalance(w, lo, hi, p))
         assert step.sha == commits[expected], (count, risk)
         halving = min(feasible, key=lambda p: (abs((p - low) - (high - p)), p))
         assert step.reason.startswith("splits the suspicion evenly" if expected != halving

@@ -205,3 +205,10 @@ def test_an_unknown_option_is_quoted_clipped_to_40_characters():
     long = "--" + "o" * 60
     problem = find(f"/bench {long}").problem
     assert problem.startswith("unknown option '" + "-" * 2 + "o" * 37 + "…'") and len(problem.split("'")[1]) == 40
+
+
+def test_lines_before_a_code_span_that_breaks_placement_are_still_read():
+    # The span spans a line break further down, so lines after it cannot be placed; the command
+    # before it still can.
+    assert find("text\n/bench\n`a\nb`") == Run()
+    assert find("text\n`a\nb`\n/bench") is None
