@@ -166,18 +166,23 @@ def test_the_probe_splits_the_prior_weight_most_evenly_among_the_positions_the_b
         count = rng.randrange(3, 24)
         commits = [f"{i:02d}" + "x" * 38 for i in range(count)]
         risk = {sha: rng.choice([0.0, 0.0, 5.0, 30.0, 60.0, 95.0]) for sha in commits}
-        step = bisection.next_step(commits, {}, risk)
-        low, high = -1, count - 1
+        # Mid-search too: GOOD..low measured ok, high measured bad.
+        high = rng.randrange(1, count)
+        low = rng.randrange(-1, high - 1)
+        known = {commits[high]: "bad", **({commits[low]: "ok"} if low >= 0 else {})}
+        step = bisection.next_step(commits, known, risk)
         weights = [2 ** (risk[sha] / 10) for sha in commits]
-        budget = bisection.probe_budget(count)
+        budget = bisection.probe_budget(count) - len(known) + (high == count - 1)
         feasible = [p for p in range(low + 1, high) if max(bisection.plain_worst_case(p - low),
                                                            bisection.plain_worst_case(high - p)) <= budget - 1]
+        if high == low + 1 or not feasible:
+            continue  # a culprit, or the budget spent (test_with_the_budget_spent_the_planner_halves...)
         expected = min(feasible, key=lambda p, w=weights, lo=low, hi=high: _imbalance(w, lo, hi, p))
         assert step.sha == commits[expected], (count, risk)
         halving = min(feasible, key=lambda p: (abs((p - low) - (high - p)), p))
         assert step.reason.startswith("splits the suspicion evenly" if expected != halving
                                       else "halves the remaining commits")
-        assert step.reason.endswith(f"({count} candidates left)")
+        assert step.reason.endswith(f"({high - low} candidates left)")
 
 
 def test_with_the_budget_spent_the_planner_halves_and_says_so():
@@ -191,9 +196,10 @@ def test_with_the_budget_spent_the_planner_halves_and_says_so():
 
 def test_an_ok_after_the_first_bad_is_named_exactly_and_probes_made_leave_out_the_bad_end():
     commits = [f"{i:02d}abcdefghij{i:02d}" + "e" * 26 for i in range(6)]
-    step = bisection.next_step(commits, {commits[1]: "ok", commits[2]: "bad", commits[4]: "ok"})
-    assert isinstance(step, bisection.Culprit) and step.sha == commits[2]
-    assert step.notes == (f"{commits[4][:12]} measured ok after the first bad commit {commits[2][:12]}: the "
-                          "regression may be flaky, or fixed and reintroduced; the first bad commit is kept",)
+    for late in (3, 4):  # right after the first bad, and further on
+        step = bisection.next_step(commits, {commits[1]: "ok", commits[2]: "bad", commits[late]: "ok"})
+        assert isinstance(step, bisection.Culprit) and step.sha == commits[2]
+        assert step.notes == (f"{commits[late][:12]} measured ok after the first bad commit {commits[2][:12]}: "
+                              "the regression may be flaky, or fixed and reintroduced; the first bad commit is kept",)
     assert bisection._probes_made(commits, {commits[0]: "ok", commits[1]: "skipped", commits[3]: "bad",
                                             commits[5]: "bad"}) == 2
