@@ -365,11 +365,7 @@ def _net_of_removals(found: list[_Found], netted: frozenset[str] = frozenset()) 
         added = [i for i in items if i.signal.side != "old"]
         removed = [i for i in items if i.signal.side == "old"]
         net = len(added) - len(removed)
-        left = added[:net] if net > 0 else removed[:-net]
-        if items[0].signal.category in NETTED:  # a pin dropped is still a change of the stack
-            left = [dataclasses.replace(i, signal=dataclasses.replace(i.signal, side="new"))
-                    if i.signal.side == "old" else i for i in left]
-        kept += left
+        kept += added[:net] if net > 0 else removed[:-net]  # a pin dropped stays a risk
     return kept
 
 
