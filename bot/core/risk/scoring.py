@@ -558,14 +558,20 @@ def enclosing_function(lines: list[str], line_number: int) -> str | None:
     if not 1 <= line_number <= len(lines):
         return None
     target = lines[line_number - 1]
-    indent = len(target) - len(target.lstrip()) if target.strip() else None
+    indent = _indent(target) if target.strip() else None
     for text in reversed(lines[: line_number - 1]):
         match = _DEF.match(text)
         if match and (indent is None or len(match[1].expandtabs()) < indent):
             return match[2]
         if text.strip() and not text.lstrip().startswith(("#", "@", ")")) and indent is not None:
-            indent = min(indent, len(text) - len(text.lstrip()))
+            indent = min(indent, _indent(text))
     return None
+
+
+def _indent(text: str) -> int:
+    """The indentation of a line in columns, tabs expanded (as `_DEF`'s is measured)."""
+    expanded = text.expandtabs()
+    return len(expanded) - len(expanded.lstrip())
 
 
 def _function_signals(rules: RuleSet, path: str, hunk: Hunk, seg: _Segment,
