@@ -178,11 +178,14 @@ def _run_tests(where: Path, tests: tuple[str, ...], timeout: float) -> tuple[boo
     return done.returncode == 0, time.monotonic() - began
 
 
-def run_module(module: str, workers: int, most: int | None = None) -> list[Outcome]:
-    """Try every mutant of ``module`` (or ``most`` of them, spread evenly over the file),
-    ``workers`` at a time, each in a scratch copy of its own."""
+def run_module(module: str, workers: int, most: int | None = None,
+               only: set[tuple[int, str]] | None = None) -> list[Outcome]:
+    """Try every mutant of ``module`` (or ``most`` of them, spread evenly over the file; or those
+    whose (line, change) is in ``only``), ``workers`` at a time, each in a scratch copy of its own."""
     tests = TESTS[module]
     made = mutants(module)
+    if only is not None:
+        made = [(m, text) for m, text in made if (m.line, m.change) in only]
     if most is not None and len(made) > most:
         made = [made[round(i * (len(made) - 1) / max(1, most - 1))] for i in range(most)]
     scratches = [_scratch() for _ in range(workers)]
@@ -224,6 +227,17 @@ def changed_modules(base: str) -> list[str]:
     return [path for path in done.stdout.split() if path in TESTS]
 
 
+def _survivors(path: Path, module: str) -> set[tuple[int, str]]:
+    """(line, change) of the survivors of ``module`` an earlier run printed."""
+    found = set()
+    for line in path.read_text().splitlines():
+        prefix = f"<!-- survived {module}:"
+        if line.startswith(prefix) and line.endswith(" -->"):
+            number, _, change = line[len(prefix):-4].partition(": ")
+            found.add((int(number), change))
+    return found
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("modules", nargs="*", help=f"modules to mutate (default: {', '.join(TESTS)})")
@@ -233,6 +247,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="exit 1 when a module scores below PCT percent")
     parser.add_argument("--max-mutants", type=int, metavar="N",
                         help="at most N mutants per module, spread evenly over it (a reduced run)")
+    parser.add_argument("--survivors", metavar="FILE",
+                        help="only the mutants an earlier run's output (FILE) lists as survivors")
     args = parser.parse_args(argv)
     modules = changed_modules(args.changed) if args.changed else (args.modules or list(TESTS))
     unknown = [m for m in modules if m not in TESTS]
@@ -245,7 +261,8 @@ def main(argv: list[str] | None = None) -> int:
     below, survivors = False, []
     for module in modules:
         began = time.monotonic()
-        outcomes = run_module(module, args.workers, args.max_mutants)
+        only = _survivors(Path(args.survivors), module) if args.survivors else None
+        outcomes = run_module(module, args.workers, args.max_mutants, only)
         killed = sum(o.killed for o in outcomes)
         score = 100 * killed / len(outcomes) if outcomes else 100.0
         below |= score < args.fail_under
