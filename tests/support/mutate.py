@@ -39,7 +39,8 @@ TESTS: dict[str, tuple[str, ...]] = {
     "bot/core/commands/grammar.py": ("tests/core/commands",),
     "bot/core/bisect/plan.py": ("tests/core/bisect/test_plan.py",),
     # Quickest first: most mutants are killed by the first test that runs them (-x).
-    "bot/core/risk/scoring.py": ("tests/core/risk/test_scoring.py", "tests/core/render/test_risk.py",
+    "bot/core/risk/scoring.py": ("tests/core/risk/test_scoring.py", "tests/core/risk/test_scoring_edges.py",
+                                 "tests/core/render/test_risk.py",
                                  "tests/core/render/test_comment.py", "tests/core/risk/test_changes.py"),
     "bot/core/judge/stats.py": ("tests/core/judge/test_stats.py", "tests/core/bisect/test_report.py",
                                 "tests/core/judge/test_speculation.py", "tests/core/judge/test_results.py",
