@@ -32,13 +32,15 @@ def test_the_constants_are_the_documented_ones():
     ([1.7e308, 1.7e308], [1.0, 1.0], "values too large to compare"),
     ([0.0, 0.0, 0.0], [1.0, 1.0, 1.0], "the base median is not a positive number: no ratio can be formed"),
     ([1.0, 0.0, 1.0], [1.0, 1.0, 1.0], "a round measured 0: the change cannot be judged as a ratio"),
+    ([1.0, 1.0, 1.0], [1.0, 0.0, 1.0], "a round measured 0: the change cannot be judged as a ratio"),
     ([1e-300, 1e-300], [1e300, 1e300], "values too far apart to form a ratio"),
 ])
 def test_what_cannot_be_judged_says_why_and_claims_nothing(base, head, problem):
     found = stats.estimate(base, head)
     assert found.problem == problem and found.ratio is None and found.ci is None
-    assert (found.p_mwu, found.p_ks, found.p_value) == (1.0, 1.0, 1.0)
-    assert stats.classify("m", "ms", "lower", found, 1.0, stats.Settings()).verdict == "error"
+    assert (found.p_mwu, found.p_ks, found.p_value, found.p_t, found.outliers) == (1.0, 1.0, 1.0, 1.0, (0, 0))
+    judged = stats.classify("m", "ms", "lower", found, 1.0, stats.Settings())
+    assert judged.verdict == "error" and judged.shape_changed is False
 
 
 def test_a_problem_is_an_error_even_with_a_ratio():
@@ -133,6 +135,8 @@ def test_exclusions_of_another_shape_are_ignored_and_the_metrics_own_are_used():
 
 def test_outliers_need_positive_finite_values_a_nonzero_spread_and_may_take_a_fifth_exactly():
     assert not any(m.any() for m in stats.outliers([*QUIET[:4], 0.0], [*QUIET[:4], 15.0]))
+    assert not any(m.any() for m in stats.outliers([*QUIET[:4], 15.0], [*QUIET[:4], 0.0]))
+    assert not any(m.any() for m in stats.outliers([*QUIET[:4], 15.0], [*QUIET[:4], float("nan")]))
     assert not any(m.any() for m in stats.outliers([*QUIET[:4], float("inf")], [*QUIET[:4], 15.0]))
     flat = stats.outliers([10.0] * 5, [10.0, 10.0, 10.0, 10.0, 15.0])  # no spread: nothing to measure by
     assert not flat[0].any() and not flat[1].any()
@@ -175,3 +179,9 @@ def test_the_json_of_a_judgement_keeps_each_sides_outliers_apart():
     notes = stats._metric_notes([stats.judge(QUIET, [*QUIET[:4], 15.0], name="cycle_ms")])
     assert notes == ["cycle_ms: 0 base and 1 head rounds were far outliers (over 5 robust deviations from "
                      "their side's median) and were left out"]
+
+
+def test_a_judgement_built_without_options_claims_no_change_of_shape():
+    judged = stats.MetricJudgement("m", "", "lower", estimate(1.0, (0.99, 1.01)), 0.5, "unchanged", "")
+    assert (judged.shape_changed, judged.role, judged.mode, judged.extra_rounds) == (False, "primary", None, None)
+    assert stats.Comparison("unchanged", (), (), None, stats.Settings()).drifted is False
