@@ -3,6 +3,7 @@ docs/statistics.md says (the mutants of `make mutation` that the broader tests l
 
 from __future__ import annotations
 
+import json
 import math
 
 import numpy as np
@@ -185,3 +186,40 @@ def test_a_judgement_built_without_options_claims_no_change_of_shape():
     judged = stats.MetricJudgement("m", "", "lower", estimate(1.0, (0.99, 1.01)), 0.5, "unchanged", "")
     assert (judged.shape_changed, judged.role, judged.mode, judged.extra_rounds) == (False, "primary", None, None)
     assert stats.Comparison("unchanged", (), (), None, stats.Settings()).drifted is False
+
+
+def test_two_rounds_a_side_are_enough_for_the_rank_tests():
+    found = stats.estimate([10.0, 10.1], [12.0, 12.1])
+    assert found.p_mwu < 1.0 and found.p_ks < 1.0 and found.p_t < 1.0
+
+
+def test_a_change_of_exactly_the_minimum_effect_is_claimed():
+    found = estimate(1.03, (1.02, 1.04))
+    exact = stats.Settings(min_effect=found.ratio - 1)
+    assert stats.classify("m", "ms", "lower", found, 0.001, exact).verdict == "regression"
+
+
+def test_a_file_without_metrics_says_there_is_nothing_to_judge_and_failed_rounds_are_not_counted():
+    from bot.core.judge import results
+    from tests.core.judge.results_data import document
+    doc = document({"cycle_ms": ("ms", "lower", [19.0, 19.1, 19.2], [19.0, 19.1, 19.2])}, failed={"head": 2})
+    comparison = stats.decide(results.load(json.dumps(doc)))
+    assert comparison.rounds == {"base": 3, "head": 3}
+    empty = {**doc, "metrics": {}, "rounds": [{**r, "metrics": {}, "ok": False, "error": "x"} for r in doc["rounds"]]}
+    nothing = stats.decide(results.load(json.dumps(empty)))
+    assert nothing.verdict == "error" and "no round measured anything, so there is nothing to judge" in nothing.notes
+
+
+def test_a_diagnostic_is_adjusted_in_a_family_of_its_own_and_an_error_stays_an_error_in_another_environment():
+    from bot.core.judge import results
+    from tests.core.judge.results_data import FINGERPRINT, document
+    values = {"cycle_ms": ("ms", "lower", [19.0, 19.1, 18.9, 19.05, 19.0], [19.5, 19.6, 19.4, 19.55, 19.5]),
+              "tok_s": ("tok/s", "higher", [94.0, 93.0, 95.0, 94.5, 93.5], [94.2, 93.1, 95.3, 94.0, 93.9]),
+              "allreduce_us": ("us", "lower", [30.0, 33.0, 29.0, 31.0, 30.5], [30.5, 32.0, 29.5, 31.5, 30.0])}
+    doc = document(values)
+    doc["metrics"]["allreduce_us"]["role"] = "diagnostic"
+    judged = {m.name: m for m in stats.decide(results.load(json.dumps(doc))).metrics}
+    assert judged["allreduce_us"].p_value == pytest.approx(judged["allreduce_us"].estimate.p_value)  # alone
+    other = {**FINGERPRINT, "driver": "580.00"}
+    broken = document({"cycle_ms": ("ms", "lower", [19.0, 19.1, 19.2], [])}, head_fingerprint=other, failed={"head": 3})
+    assert stats.decide(results.load(json.dumps(broken))).verdict == "error"
