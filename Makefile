@@ -10,7 +10,7 @@ STAMP        := $(call stamp,test,requirements/test.txt requirements/torch.txt)
 SERVER_STAMP := $(call stamp,server,requirements/server.txt)
 TOOLS_STAMP  := $(TOOLS)/.installed-$(shell cksum requirements/tools.txt | cut -d' ' -f1)
 
-.PHONY: install install-server test lint lint-workflows unit slow run bench lock audit clean
+.PHONY: install install-server test lint lint-workflows unit slow run bench lock audit clean mutation mutation-changed
 
 install: $(STAMP)
 
@@ -83,6 +83,14 @@ bench: install
 	$(BIN)/python benchmarks/bench_score.py
 	$(BIN)/python benchmarks/bench_triage.py
 	$(BIN)/python benchmarks/bench_cli_startup.py
+
+# Mutation testing of the core's decision modules (tests/support/mutate.py; scores in
+# docs/testing.md): every module, or only those the last commit changed, a sample of each (CI).
+mutation: install
+	$(BIN)/python -m tests.support.mutate
+
+mutation-changed: install
+	$(BIN)/python -m tests.support.mutate --changed HEAD~1 --max-mutants 20
 
 # pip-tools, pip-audit, zizmor and bandit, in a venv of their own (never in .venv: they are not perfbot's).
 $(TOOLS_STAMP): requirements/tools.txt

@@ -8,7 +8,10 @@ log-normal, heavy-tailed (Student's t, 3 degrees of freedom), bimodal, outlier-r
 noise (a random walk along the run's ABBA order that base and head share), each round with or
 without the standard error the runner records from its ~100 timed calls; head slowed by 0-10%.
 Every verdict comes from the real `bot.core.judge.stats.judge` / `decide`, and the H200 results
-files in benchmarks/results are replayed. Targets: a >= 5% change at round CV <= 1% called in 3
+files in benchmarks/results are replayed. Whole files with one far outlier round (20-50% slower,
+either side) at 5 and 10 rounds per side, for no change and +5/+10/+20%: power must rise with the
+change, and tok/s must never move the way its cycle does (`tests/core/judge/test_outliers.py`
+replays small cells of it). Targets: a >= 5% change at round CV <= 1% called in 3
 rounds per side; A/A false alarms <= 1% over 1,000 simulated runs at 3, 5 and 10 rounds, heavy
 tails and drift included; quiet metrics called unchanged by 5 rounds.
 
@@ -189,6 +192,73 @@ def _results_file(rng: np.random.Generator, cell: FileCell) -> dict:
     declared["tok_s"] = {"unit": "tok/s", "better": "higher", "role": "primary"}
     return {"schema": results.SCHEMA, "suite": "simulated", "base": {"sha": "aaaa"}, "head": {"sha": "bbbb"},
             "metrics": declared, "rounds": rows}
+
+
+@dataclass(frozen=True)
+class OutlierCell:
+    """Whole files at round CV 1% with one far outlier round (20-50% slower, on either side)."""
+
+    rounds: int
+    shift: float  # of the cycle (and so of tok/s)
+    reps: int
+    seed: int
+    cv: float = 0.01
+
+
+def outlier_file(rng: np.random.Generator, cell: OutlierCell) -> dict:
+    """A verify-step-like results file in which one round, anywhere in the run, ran 20-50% slower in
+    every timing (a hiccup, a recompilation): tok/s, derived from the cycle, follows it."""
+    doc = _results_file(rng, FileCell("normal", cell.cv, cell.shift, cell.rounds, 1, 0))
+    hit = doc["rounds"][int(rng.integers(len(doc["rounds"])))]
+    slower = 1 + rng.uniform(0.2, 0.5)
+    for name in FILE_METRICS:
+        hit["metrics"][name] *= slower
+        hit["spread"][name]["se"] *= slower
+    hit["metrics"]["tok_s"] = 1800 / hit["metrics"]["cycle_ms"]
+    hit["spread"]["tok_s"]["se"] = hit["metrics"]["tok_s"] * (hit["spread"]["cycle_ms"]["se"]
+                                                              / hit["metrics"]["cycle_ms"])
+    return doc
+
+
+def run_outlier_cell(cell: OutlierCell) -> dict[str, int]:
+    """Count the overall verdicts of ``reps`` outlier files, and how often the cycle and tok/s
+    disagree on the direction of the change (the derived metric kept a round its source left out)."""
+    rng = np.random.default_rng(cell.seed)
+    counts = dict.fromkeys(("regression", "improvement", "unchanged", "inconclusive", "error",
+                            "contradictions"), 0)
+    for _ in range(cell.reps):
+        comparison = stats.decide(results.Results.model_validate(outlier_file(rng, cell)))
+        counts[comparison.verdict] += 1
+        judged = {m.name: m for m in comparison.metrics}
+        cycle, tok = judged["cycle_ms"].change or 0.0, judged["tok_s"].change or 0.0
+        counts["contradictions"] += (cycle > 0) == (tok > 0) and abs(cycle) > 0.005
+    return counts
+
+
+OUTLIER_ROUNDS, OUTLIER_SHIFTS = (5, 10), (0.0, 0.05, 0.10, 0.20)
+
+
+def table_outliers(pool: ProcessPoolExecutor, reps: int) -> dict[tuple[int, float], float]:
+    """One far outlier round per file: false alarms without a change, power as the change grows."""
+    cells = {(n, shift): OutlierCell(n, shift, reps, stable_seed("outlier", n, shift))
+             for n in OUTLIER_ROUNDS for shift in OUTLIER_SHIFTS}
+    outcome = dict(zip(cells, pool.map(run_outlier_cell, cells.values()), strict=True))
+    print(f"\n#### One outlier round: whole verify-step files ({reps} runs per cell, round CV 1%, one round "
+          "of the run 20-50% slower on either side)\n")
+    print("Share called `regression` (A/A: false alarms of either kind); in brackets, runs where the cycle "
+          "and tok/s (its inverse) moved the same way, which no real change can do.\n")
+    print("| rounds | " + " | ".join("A/A" if s == 0 else f"+{s:.0%}" for s in OUTLIER_SHIFTS) + " |")
+    print("|---:|" + "---:|" * len(OUTLIER_SHIFTS))
+    shares = {}
+    for n in OUTLIER_ROUNDS:
+        row = []
+        for shift in OUTLIER_SHIFTS:
+            c = outcome[n, shift]
+            hits = c["regression"] + (c["improvement"] if shift == 0 else 0)
+            shares[n, shift] = hits / reps
+            row.append(f"{rate(hits, reps)} ({c['contradictions']})")
+        print(f"| {n} | " + " | ".join(row) + " |")
+    return shares
 
 
 # ---------------------------------------------------------------- tables
@@ -498,6 +568,7 @@ def main() -> int:
         detected = table_detection(pool, 400 // scale)
         quiet = table_unchanged(pool, 1000 // scale)
         table_adaptive(pool, 1000 // scale)
+        outlying = table_outliers(pool, 1000 // scale)
     table_replays()
     bounded = table_bisection(300 // scale)
     table_skips(300 // scale)
@@ -516,6 +587,12 @@ def main() -> int:
     low = min(quiet[cv, 5] for cv in QUIET_CVS if cv <= 0.005)
     print(f"- quiet metrics (round CV <= 0.5%) called unchanged by 5 rounds: at least {low:.1%} -> "
           f"{'met' if low >= 0.95 else 'MISSED'} (95% of runs)")
+    for n in OUTLIER_ROUNDS:
+        powers = [outlying[n, shift] for shift in OUTLIER_SHIFTS[1:]]
+        rising = all(a <= b for a, b in zip(powers, powers[1:], strict=False))
+        print(f"- one outlier round, {n} rounds per side: false alarms {outlying[n, 0.0]:.1%} (<= 1%), "
+              f"power {' <= '.join(f'{p:.1%}' for p in powers)} for +5/+10/+20% (never falls as the change "
+              f"grows) -> {'met' if rising and outlying[n, 0.0] <= 0.01 else 'MISSED'}")
     print(f"- bisection never more than plain + 1 in any trial: {'met' if bounded else 'MISSED'}")
     print(f"\n(ran in {time.perf_counter() - started:.0f} s)")
     return 0

@@ -27,7 +27,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from bot.adapters import git_repo
+from bot.adapters.git_repo import GitRepo
 from bot.core.config import schema
 from bot.core.config.schema import RepoConfig
 from bot.core.risk import profiles, ruleset, triage
@@ -62,18 +62,19 @@ def _wins(score: int, others: list[int]) -> float:
 
 
 def evaluate(repo_path: str, data: dict, config: RepoConfig | None = None) -> list[Outcome]:
-    repo = git_repo.open_repo(repo_path)
+    repo = GitRepo.open(repo_path)
     config = config or RepoConfig()
     culprits = {entry["culprit"]["sha"] for entry in data["regressions"]}
     outcomes = []
     for entry in data["regressions"]:
         culprit, span = entry["culprit"], entry["range"]
-        base, head, count = git_repo.count_range(repo, span["base"], span["head"])
+        base, head, count = repo.count_range(span["base"], span["head"])
         if count != span["commits"]:
             raise SystemExit(f"{culprit['sha'][:10]}: the range has {count} commits, "
-                             f"the data says {span['commits']}: is this vLLM's main?")
-        rules = ruleset.build(config, git_repo.existing_paths(repo, head, profiles.MARKERS))
-        ranked = triage.rank(git_repo.range_patches(repo, base, head), rules,
+                             f"the data says {span['commits']}: is this the main history of the repository "
+                             f"the data names?")
+        rules = ruleset.build(config, repo.existing_paths(head, profiles.MARKERS))
+        ranked = triage.rank(repo.range_patches(base, head), rules,
                              f"{base}..{head}").commits
         found = [item for item in ranked if item.commit.sha == culprit["sha"]]
         if not found:

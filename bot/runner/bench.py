@@ -146,11 +146,12 @@ def interpreter(name: str, where: str = "") -> str:
 
 
 def run(options: BenchOptions, config: BenchConfig, progress: Progress,
-        base_tree: Path | None = None) -> list[SuiteOutcome]:
+        base_tree: Path | None = None, head_tree: Path | None = None) -> list[SuiteOutcome]:
     """Benchmark every suite; the results files are written as rounds finish.
 
-    ``base_tree``: a worktree of ``options.base`` that the caller keeps across runs (a bisection
-    keeps GOOD's); then only head is checked out.
+    ``base_tree`` / ``head_tree``: worktrees of ``options.base`` / ``options.head`` that the caller
+    made and keeps (a bisection keeps GOOD's across runs, and checks each before and after its
+    rounds); the sides it does not give are checked out here.
     """
     p = plan(options, config)
     progress.say(f"fingerprinting the machine (base {p.base_sha[:10]}, head {p.head_sha[:10]}); every "
@@ -160,7 +161,7 @@ def run(options: BenchOptions, config: BenchConfig, progress: Progress,
     outcomes = []
     with Worktrees(p.repo) as scratch:
         trees = {"base": base_tree or scratch.add("base", p.base_sha),
-                 "head": scratch.add("head", p.head_sha)}
+                 "head": head_tree or scratch.add("head", p.head_sha)}
         for suite in p.suites:
             outcome = run_suite(p, suite, trees, scratch.root, machine, options, progress)
             outcomes.append(outcome)

@@ -6,11 +6,17 @@
    halving); each probe benchmarks GOOD against that commit, interleaved on this machine.
 3. Confirm the culprit by benchmarking it against its parent, and report it with its risk
    reasons, its file list and the measured change.
+4. A confirmation that contradicts the probes (the culprit is no slower than its parent) means one
+   of them measured noise: the culprit, then its parent, is measured again against GOOD, and a
+   changed outcome sends the search on. Each commit is re-measured at most once, so a regression
+   that keeps contradicting itself ends as "not confirmed", never in a loop.
 
 Each run is an ordinary `perfbot bench run` whose results file stays in the output folder; GOOD's
-worktree is checked out once and kept for every run against it. A re-run with the same settings and
-the same output folder reuses the runs already there and measures only what is missing
-(`bisect_folder`).
+worktree is checked out once and kept for every run against it. Every worktree is checked before
+and after each run's rounds (`provenance`): its HEAD is the commit it names, no tracked file
+changed, and the suite's interpreter imports the checkout's packages from it. A re-run with the same
+settings and the same output folder reuses the runs already there and measures only what is
+missing (`bisect_folder`).
 """
 
 from __future__ import annotations
@@ -27,10 +33,14 @@ from bot.core.config.schema import RepoConfig
 from bot.core.judge import results, stats
 from bot.core.risk import profiles, ruleset, triage
 
-from . import bench
-from .bisect_folder import BisectFolder
+from . import bench, provenance
+from .bisect_folder import RECHECK, BisectFolder
 from .progress import Progress
+from .suites import Suite
 from .worktrees import Worktrees
+
+# Runs made again, at most, when confirmations contradict the probes (one per commit re-measured).
+MAX_RECHECKS = 4
 
 
 @dataclass
@@ -85,22 +95,28 @@ def bisect(options: BisectOptions, config: RepoConfig, progress: Progress) -> Bi
                                                   f"{chosen.name} regressed from GOOD to BAD", path)]
         known: dict[str, bisection.Outcome] = {bad: "bad"}
         risk = {sha: s.risk.score for sha, s in suspects.items()}
+        rechecked: list[str] = []
         while True:
             step = bisection.next_step(order, known, risk, good=good)
-            if not isinstance(step, bisection.Probe):
-                break
-            suspect = suspects[step.sha]
-            progress.say(f"bisect: probe {step.sha[:10]} ({suspect.subject[:60]}): {step.reason}")
-            judged, path = runner.metric(good, step.sha, chosen.name, f"probe-{len(known)}")
-            outcome, why = bisect_report.judge_probe(judged, chosen)
-            known[step.sha] = outcome
-            measurements.append(bisect_report.measurement("probe", good, step.sha, judged, outcome, why,
-                                                          path))
-            progress.say(f"bisect:   {outcome}: {chosen.name} {why}" if outcome != "skipped"
-                         else f"bisect:   {outcome}: {why}")
-        confirmation = None
-        if isinstance(step, bisection.Culprit):
-            confirmation = runner.confirm(step.sha, step.parent or good, chosen, measurements)
+            if isinstance(step, bisection.Probe):
+                suspect = suspects[step.sha]
+                progress.say(f"bisect: probe {step.sha[:10]} ({suspect.subject[:60]}): {step.reason}")
+                judged, path = runner.metric(good, step.sha, chosen.name, f"probe-{len(known)}")
+                outcome, why = bisect_report.judge_probe(judged, chosen)
+                known[step.sha] = outcome
+                measurements.append(bisect_report.measurement("probe", good, step.sha, judged, outcome,
+                                                              why, path))
+                progress.say(f"bisect:   {outcome}: {chosen.name} {why}" if outcome != "skipped"
+                             else f"bisect:   {outcome}: {why}")
+                continue
+            confirmation = None
+            if isinstance(step, bisection.Culprit):
+                confirmation = runner.confirm(step.sha, step.parent or good, chosen, measurements)
+                if confirmation.outcome != "bad" and runner.recheck(step, known, rechecked, chosen,
+                                                                    measurements):
+                    measurements.append(confirmation)  # contradicted: kept on record, search goes on
+                    continue
+            break
     return bisect_report.conclude(step, good=good, bad=bad, suite=options.suite, metric=chosen.name,
                                   commits=order, suspects=suspects, measurements=measurements,
                                   confirmation=confirmation)
@@ -148,22 +164,64 @@ class _Runner:
         self._good_tree: Path | None = None
 
     def run(self, base: str, head: str, label: str) -> Path:
-        reused = self.folder.reusable(base, head)
+        kind = RECHECK if label.startswith(RECHECK) else None
+        reused = self.folder.reusable(base, head, kind)
         if reused is not None:
             self.progress.say(f"bisect:   reusing {reused.name}, measured before")
             return reused
         path = self.folder.path / f"{label}-{head[:10]}.json"
-        base_tree = self.good_tree() if base == self.good else None
         # Only the confirmation's kernels are reported (the culprit against its parent): the other
         # runs skip the profiled pass, whatever the suite's config says.
         options = _bench_options(self.options, base, head, path, None if label == "confirm" else False)
-        outcome = bench.run(options, self.config.bench, self.progress, base_tree)[0]
+        suite = bench.plan(options, self.config.bench).suites[0]
+        with Worktrees(self.kept.repo, self.kept.root) as scratch:
+            trees = {"base": self.good_tree() if base == self.good else scratch.add("base", base),
+                     "head": scratch.add("head", head)}
+            shas = {"base": base, "head": head}
+            for side, tree in trees.items():
+                self.verified(tree, shas[side], suite, "before the rounds")
+            outcome = bench.run(options, self.config.bench, self.progress, trees["base"], trees["head"])[0]
+            try:
+                for side, tree in trees.items():
+                    self.verified(tree, shas[side], suite, "after the rounds")
+            except BisectError:
+                outcome.path.replace(outcome.path.with_suffix(".unverified"))  # never reused
+                raise
         return outcome.path
+
+    def verified(self, tree: Path, sha: str, suite: Suite, when: str) -> None:
+        try:
+            checked = provenance.verify(tree, sha, suite, when)
+        except provenance.ProvenanceError as error:
+            raise BisectError(str(error)) from None
+        self.progress.say(f"bisect:   {checked.describe()} ({when})")
 
     def good_tree(self) -> Path:
         if self._good_tree is None:
             self._good_tree = self.kept.add("good", self.good)
         return self._good_tree
+
+    def recheck(self, culprit: bisection.Culprit, known: dict[str, bisection.Outcome],
+                rechecked: list[str], chosen: stats.MetricJudgement,
+                measurements: list[Measurement]) -> bool:
+        """After a confirmation that found the culprit no slower than its parent, measure the
+        culprit and then its parent against GOOD once more; True when one of them came out
+        otherwise than before (``known`` then says so, and the search goes on)."""
+        for sha in (culprit.sha, culprit.parent):
+            if sha is None or sha == self.good or sha in rechecked or len(rechecked) >= MAX_RECHECKS:
+                continue
+            rechecked.append(sha)
+            self.progress.say(f"bisect: the confirmation contradicts the probes; measuring {sha[:10]} "
+                              f"against GOOD again")
+            judged, path = self.metric(self.good, sha, chosen.name, f"{RECHECK}-{len(rechecked)}")
+            outcome, why = bisect_report.judge_probe(judged, chosen)
+            measurements.append(bisect_report.measurement(RECHECK, self.good, sha, judged, outcome, why,
+                                                          path))
+            self.progress.say(f"bisect:   {outcome}: {why}")
+            if outcome in ("ok", "bad") and outcome != known.get(sha):
+                known[sha] = outcome
+                return True
+        return False
 
     def confirm(self, culprit: str, parent: str, chosen: stats.MetricJudgement,
                 measurements: list[Measurement]) -> Measurement:
@@ -179,7 +237,7 @@ class _Runner:
     def compare(self, base: str, head: str, label: str) -> tuple[stats.Comparison, str]:
         path = self.run(base, head, label)
         try:
-            loaded = results.load(path.read_bytes(), str(path))
+            loaded = _load(path, base, head)
         except results.ResultsError as error:
             raise BisectError(f"the {label} run measured nothing usable: {error}") from None
         return stats.decide(loaded, self.options.min_effect, self.options.alpha), str(path)
@@ -188,7 +246,7 @@ class _Runner:
         """The judgement of one metric, or None when the run measured nothing (a skip)."""
         path = self.run(base, head, label)
         try:
-            loaded = results.load(path.read_bytes(), str(path))
+            loaded = _load(path, base, head)
         except results.ResultsError:
             return None, str(path)
         if name not in loaded.metrics:
@@ -207,3 +265,13 @@ class _Runner:
         rounds = self.options.rounds or self.config.bench.rounds
         looks = results.looks(rounds, self.options.max_rounds or rounds)
         return stats.alpha_per_look(self.options.alpha, looks)
+
+
+def _load(path: Path, base: str, head: str) -> results.Results:
+    """The results file of a run of ``head`` against ``base``; `BisectError` when it records other
+    commits (its numbers are not about the commits the bisection asked for)."""
+    loaded = results.load(path.read_bytes(), str(path))
+    if (loaded.base.sha, loaded.head.sha) != (base, head):
+        raise BisectError(f"{path}: measured {loaded.base.sha[:10]}..{loaded.head.sha[:10]}, not the "
+                          f"{base[:10]}..{head[:10]} asked for")
+    return loaded

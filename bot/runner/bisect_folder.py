@@ -5,7 +5,8 @@ there, which a re-run with the same settings reuses instead of measuring again.
 options. A run into a folder whose record differs stops with an error naming what differs, so that
 the runs of two bisections never mix. A results file there is reused when it measured the same base
 and head with the same suite and ended ``complete`` or ``failed`` (a commit that does not build or
-run is an outcome too); an interrupted one is measured again.
+run is an outcome too); an interrupted one is measured again. A pair measured a second time (a
+recheck, its file named ``recheck-...``) is reused as such, never in place of the first.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from bot.core.judge import results
 
 SETTINGS_FILE = "bisect-settings.yml"
 REUSABLE = ("complete", "failed")
+RECHECK = "recheck"  # the purpose, and the file name's prefix, of a pair measured again
 _HEADER = ("# perfbot bisect: the settings of the runs in this folder;\n"
            "# a re-run with the same settings reuses them.\n")
 
@@ -29,7 +31,7 @@ _HEADER = ("# perfbot bisect: the settings of the runs in this folder;\n"
 class BisectFolder:
     """The ``--out`` folder of one bisection, checked against its settings."""
 
-    def __init__(self, path: Path, reusable: dict[tuple[str, str], Path]):
+    def __init__(self, path: Path, reusable: dict[tuple[str, str, str | None], Path]):
         self.path = path
         self._reusable = reusable
 
@@ -52,9 +54,10 @@ class BisectFolder:
                               f"name another --out, or empty that folder")
         return cls(path, _index(path, settings["suite"]))
 
-    def reusable(self, base: str, head: str) -> Path | None:
-        """The results file of an earlier run of ``head`` against ``base``, if it can be reused."""
-        return self._reusable.get((base, head))
+    def reusable(self, base: str, head: str, kind: str | None = None) -> Path | None:
+        """The results file of an earlier run of ``head`` against ``base``, if it can be reused;
+        ``kind`` `RECHECK` for the pair's second measurement."""
+        return self._reusable.get((base, head, kind))
 
     def __len__(self) -> int:
         return len(self._reusable)
@@ -90,16 +93,18 @@ def _show(value: Any) -> str:
     return "(default)" if value is None else str(value)
 
 
-def _index(path: Path, suite: str) -> dict[tuple[str, str], Path]:
-    """The reusable results files of ``path`` by (base sha, head sha); other files are left alone."""
-    found: dict[tuple[str, str], Path] = {}
+def _index(path: Path, suite: str) -> dict[tuple[str, str, str | None], Path]:
+    """The reusable results files of ``path`` by (base sha, head sha, `RECHECK` or None); other
+    files are left alone."""
+    found: dict[tuple[str, str, str | None], Path] = {}
     for candidate in sorted(path.glob("*.json")):
         try:
             loaded = results.load(candidate.read_bytes(), str(candidate))
         except (OSError, results.ResultsError):
             continue  # not a results file (the report, a manifest), or one cut short
         if loaded.suite == suite and loaded.status in REUSABLE:
-            found.setdefault((loaded.base.sha, loaded.head.sha), candidate)
+            kind = RECHECK if candidate.name.startswith(RECHECK) else None
+            found.setdefault((loaded.base.sha, loaded.head.sha, kind), candidate)
     return found
 
 

@@ -6,13 +6,21 @@ Run from the root of a checkout of the sample repository (`examples/sample_repo.
 ``PERFBOT_METRIC comm_allreduce_ms=...`` line (the median of the timed calls), as the `command`
 suite reads it. With a single rank the collective itself costs next to nothing, so what the
 communicator does around it (an out-of-place copy, say) is what the number shows.
+
+With ``BISECT_RUNS_LOG`` set, each round appends one JSON line to that file: its side and round, the
+worktree it ran in, the commit checked out there, the file it imported the communicator from (and
+that file's digest), and the value it printed; the bisect test checks each against the commit the
+run named.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 import socket
 import statistics
+import subprocess
 import sys
 import time
 
@@ -39,7 +47,21 @@ def main() -> None:
         if call >= 5:
             times.append((time.perf_counter() - start) * 1000)
     dist.destroy_process_group()
-    print(f"PERFBOT_METRIC comm_allreduce_ms={statistics.median(times)} unit=ms better=lower")
+    value = statistics.median(times)
+    if os.environ.get("BISECT_RUNS_LOG"):
+        log(os.environ["BISECT_RUNS_LOG"], sys.modules[PyNcclCommunicator.__module__].__file__, value)
+    print(f"PERFBOT_METRIC comm_allreduce_ms={value} unit=ms better=lower")
+
+
+def log(path: str, imported: str, value: float) -> None:
+    commit = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, check=True)
+    with open(imported, "rb") as source:
+        digest = hashlib.sha256(source.read()).hexdigest()
+    entry = {"side": os.environ.get("PERFBOT_SIDE"), "round": os.environ.get("PERFBOT_ROUND"),
+             "cwd": os.getcwd(), "commit": commit.stdout.strip(), "imported": imported,
+             "digest": digest, "value": value}
+    with open(path, "a") as stream:
+        stream.write(json.dumps(entry) + "\n")
 
 
 if __name__ == "__main__":

@@ -2,16 +2,20 @@
 
 `conclude` builds the (frozen) report from the planner's last step and the runs made.
 
-Each probe benchmarks GOOD against one commit of the range. The probe is ``bad`` when the chosen
-metric regressed against GOOD, ``ok`` when it is unchanged (or better); when the statistics
-cannot decide, it is put on the side it is closer to, on a ratio scale: beyond the geometric
-midpoint of GOOD (1) and the GOOD..BAD ratio, it counts as bad. A probe with no successful rounds
-is ``skipped`` (the commit did not build or run).
+Each probe benchmarks GOOD against one commit of the range and asks whether that commit carries
+the regression found from GOOD to BAD. The dividing line is the geometric midpoint of GOOD (a
+ratio of 1) and the GOOD..BAD ratio: a probe is ``bad`` when the chosen metric regressed against
+GOOD *and* reached that midpoint, ``ok`` when it is unchanged or better. A regression short of
+the midpoint is counted ``ok`` and named in the notes: its commit is nearer GOOD than BAD (a
+regression in steps, or two sides of a noise floor landing in different modes), and a probe that
+blamed it would send the search to the wrong side. When the statistics cannot decide, the probe
+is put on the side of the midpoint it lies on. A probe with no successful rounds is ``skipped``
+(the commit did not build or run).
 
-The conclusion says what the statistics said: the culprit is **confirmed** only when its run
-against its parent is a regression verdict; **likely** when that run leaned towards the
-regression without deciding it; otherwise not confirmed. Probes placed by leaning are named in
-the notes.
+The conclusion says what the statistics said: the culprit is **confirmed** only when its own run
+against its parent is a regression verdict that reaches the midpoint (the outcome ``bad``);
+**likely** when that run leaned towards the regression without deciding it; otherwise not
+confirmed. Measurements placed by leaning are named in the notes.
 """
 
 from __future__ import annotations
@@ -69,6 +73,7 @@ class RunsDict(TypedDict):
 
     total: int
     probes: int
+    rechecks: int
     plain_bisection_probes: int | None
 
 
@@ -92,7 +97,7 @@ class BisectReportDict(TypedDict):
 class Measurement:
     """One benchmark run of the bisection: ``head`` against ``base``."""
 
-    purpose: str  # reference | probe | confirm
+    purpose: str  # reference | probe | confirm | recheck
     base: str
     head: str
     outcome: Outcome | None
@@ -139,8 +144,15 @@ class BisectReport:
         return sum(1 for m in self.measurements if m.purpose == "probe")
 
     @property
+    def rechecks(self) -> int:
+        """Runs made again because a confirmation contradicted the probes (`RECHECK`)."""
+        return sum(1 for m in self.measurements if m.purpose == "recheck")
+
+    @property
     def confirmation(self) -> Measurement | None:
-        return next((m for m in self.measurements if m.purpose == "confirm"), None)
+        """The culprit's run against its parent: the last one, when an earlier culprit's
+        confirmation contradicted its probes and the search went on."""
+        return next((m for m in reversed(self.measurements) if m.purpose == "confirm"), None)
 
     def to_dict(self) -> BisectReportDict:
         culprit: CulpritDict | None = None
@@ -154,7 +166,7 @@ class BisectReport:
                 "commits": self.commits, "culprit": culprit, "conclusion": self.conclusion,
                 "candidates": list(self.candidates),
                 "runs": {"total": len(self.measurements), "probes": self.probes,
-                         "plain_bisection_probes": self.plain_probes},
+                         "rechecks": self.rechecks, "plain_bisection_probes": self.plain_probes},
                 "measurements": [m.to_dict() for m in self.measurements], "notes": list(self.notes)}
 
 
@@ -177,35 +189,52 @@ def conclude(step: Culprit | GiveUp, *, good: str, bad: str, suite: str, metric:
     change = percent(confirmation.ratio - 1 if confirmation.ratio is not None else None)
     conclusion = (f"first bad commit {culprit.sha[:10]} ({culprit.subject}): {metric} {change} "
                   f"against its parent, {_confirmed(confirmation)}")
-    leaning = [f"{m.purpose} {m.head[:10]} was inconclusive ({percent(m.ratio - 1 if m.ratio else None)}); "
-               f"it was counted {m.outcome} by the side it leaned to" for m in runs
-               if m.purpose in ("probe", "confirm") and m.verdict == "inconclusive"
-               and m.outcome in ("bad", "ok")]
     return BisectReport(good, bad, suite, metric, len(commits), culprit, parent, runs,
                         plain_probes(len(commits), list(commits).index(culprit.sha)), conclusion,
-                        notes=notes + tuple(leaning))
+                        notes=notes + tuple(_leaning(runs)))
+
+
+def _leaning(runs: Sequence[Measurement]) -> list[str]:
+    """Notes on the runs whose outcome the statistics did not decide on their own: undecided ones
+    placed by the side of the midpoint they lie on, and regressions short of the midpoint."""
+    notes = []
+    for m in runs:
+        if m.purpose == "reference" or m.outcome not in ("bad", "ok"):
+            continue
+        change = percent(m.ratio - 1 if m.ratio else None)
+        if m.verdict == "inconclusive":
+            notes.append(f"{m.purpose} {m.head[:10]} was inconclusive ({change}); it was counted "
+                         f"{m.outcome} by the side it leaned to")
+        elif m.verdict == "regression" and m.outcome == "ok":
+            notes.append(f"{m.purpose} {m.head[:10]} regressed {change} against {m.base[:10]}, short "
+                         "of halfway to BAD: counted ok (the regression may come in steps)")
+    return notes
 
 
 def _confirmed(confirmation: Measurement) -> str:
     """What the culprit's run against its parent established, in words that claim no more."""
-    if confirmation.verdict == "regression":
+    if confirmation.verdict == "regression" and confirmation.outcome == "bad":
         return "confirmed"
     if confirmation.outcome == "bad":
         return ("likely, not confirmed: the run against its parent leaned towards the regression "
                 "but did not decide it (more rounds would)")
+    if confirmation.verdict == "regression":
+        return ("NOT confirmed: against its parent it regressed less than halfway to BAD, so "
+                "another commit carries most of the regression")
     return "NOT confirmed against its parent"
 
 
 def probe_as_confirmation(measurements: Sequence[Measurement], parent: str,
                           culprit: str) -> Measurement | None:
-    """The culprit's confirmation taken from a probe that already measured it against ``parent``
-    (GOOD is the parent of the range's first commit); None when it must be measured."""
-    probe = next((m for m in measurements
-                  if m.purpose == "probe" and (m.base, m.head) == (parent, culprit)), None)
+    """The culprit's confirmation taken from a probe (or its recheck, the latest) that already
+    measured it against ``parent`` (GOOD is the parent of the range's first commit); None when it
+    must be measured."""
+    probe = next((m for m in reversed(measurements)
+                  if m.purpose in ("probe", "recheck") and (m.base, m.head) == (parent, culprit)), None)
     if probe is None:
         return None
     return Measurement("confirm", parent, culprit, probe.outcome, probe.verdict, probe.ratio, probe.ci,
-                       probe.p_value, probe.results_path, f"{probe.why} (the probe above)")
+                       probe.p_value, probe.results_path, f"{probe.why} (the {probe.purpose} above)")
 
 
 def regressed_metric(reference: Comparison, wanted: str | None) -> MetricJudgement:
@@ -234,19 +263,29 @@ def named_metric_regressed(judged: MetricJudgement | None, name: str,
 
 def judge_probe(probe: MetricJudgement | None, reference: MetricJudgement,
                 against: str = "GOOD") -> tuple[Outcome, str]:
-    """``bad`` / ``ok`` / ``skipped`` for a probe measured against ``against``, and why."""
+    """``bad`` / ``ok`` / ``skipped`` for a probe measured against ``against``, and why: bad when
+    it regressed at least halfway (on a ratio scale) to the reference's GOOD..BAD change."""
     if probe is None or probe.verdict == "error" or probe.ratio is None:
         return "skipped", "no successful rounds (the commit did not build or run)"
-    if probe.verdict == "regression":
-        return "bad", f"regressed {percent(probe.change)} against {against}"
     if probe.verdict in ("unchanged", "improvement"):
         return "ok", f"{probe.verdict} against {against} ({percent(probe.change)})"
-    # Undecided: the side it is nearer to, on a ratio scale (GOOD at 1, BAD at the reference's).
-    halfway = math.sqrt(reference.ratio) if reference.ratio and reference.ratio > 0 else 1.0
-    worse = probe.ratio >= halfway if halfway >= 1 else probe.ratio <= halfway
-    side: Outcome = "bad" if worse else "ok"
-    return side, (f"inconclusive ({percent(probe.change)}); nearer the "
-                  f"{'regressed' if worse else 'good'} side of {percent(reference.change)}")
+    worse = past_halfway(probe.ratio, reference.ratio)
+    if probe.verdict == "regression":
+        if worse:
+            return "bad", f"regressed {percent(probe.change)} against {against}"
+        return "ok", (f"regressed {percent(probe.change)} against {against}, short of halfway to the "
+                      f"{percent(reference.change)} from GOOD to BAD")
+    return ("bad" if worse else "ok"), (f"inconclusive ({percent(probe.change)}); nearer the "
+                                        f"{'regressed' if worse else 'good'} side of "
+                                        f"{percent(reference.change)}")
+
+
+def past_halfway(ratio: float, reference: float | None) -> bool:
+    """Whether ``ratio`` (head / base) lies at or beyond the geometric midpoint of no change (1)
+    and the ``reference`` ratio, on the reference's side: for a metric where higher is better
+    the reference is below 1."""
+    halfway = math.sqrt(reference) if reference and reference > 0 else 1.0
+    return ratio >= halfway if halfway >= 1 else ratio <= halfway
 
 
 def measurement(purpose: str, base: str, head: str, judged: MetricJudgement | None,

@@ -3,8 +3,10 @@
 Method (docs/statistics.md has the reasoning and the calibration):
 
 - Rounds that failed and values that are not finite are left out, and so are far outliers once
-  there are `TRIM_ROUNDS` rounds per side: rounds more than 5 robust deviations (scaled MAD) from the
-  median of both sides pooled, at most 20% of the rounds (`_trim`).
+  there are `TRIM_ROUNDS` rounds per side: rounds whose log value lies more than 5 robust
+  deviations from the median of its *own side*, the deviation (scaled MAD) taken over the residuals
+  of both sides, at most 20% of the rounds (`outliers`). Metrics that move in lockstep (``tok_s``
+  and the cycle it is derived from) leave out the same rounds.
 - The change: the **round model** (`model`): a random-effects model of the log round values with
   the round as the unit of replication, rounds weighted by the spread of their timed calls when
   the runner recorded it; the change is ``exp(head mean - base mean)`` with a t interval and a
@@ -57,6 +59,8 @@ TRIM_ROUNDS = 5
 MAX_EXTRA_ROUNDS = 1000
 OUTLIER_MADS = 5.0
 OUTLIER_SHARE = 0.2
+# The median |x - y| of two draws of a normal distribution, in standard deviations: sqrt(2) x 0.6745.
+_PAIR_TO_SD = math.sqrt(2) * float(scipy_stats.norm.ppf(0.75))
 _LOCKSTEP = 1e-9  # log-scale tolerance for two metrics that are fixed transforms of each other
 
 WITHHELD_WARNING = ("base and head ran in different environments (see the environment diff): no "
@@ -293,8 +297,9 @@ def decide(results: Results, min_effect: float = DEFAULT_MIN_EFFECT, alpha: floa
     names = sorted(results.metrics)
     roles = {n: results.role(n) for n in names}
     values = {n: (results.values("base", n), results.values("head", n)) for n in names}
+    excluded = shared_exclusions(values)
     found = {n: estimate(*values[n], confidence=confidence, base_se=results.spreads("base", n),
-                         head_se=results.spreads("head", n)) for n in names}
+                         head_se=results.spreads("head", n), exclude=excluded[n]) for n in names}
     primary = [n for n in names if roles[n] != "diagnostic"]
     families = [primary, [n for n in names if n not in primary]]
     judged = []
@@ -340,6 +345,27 @@ def holm(p_values: Sequence[float]) -> list[float]:
     return adjusted
 
 
+def shared_exclusions(values: Mapping[str, tuple[Sequence[float], Sequence[float]]]
+                      ) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """Each metric's far outliers (`outliers`), the same for metrics whose rounds move in lockstep
+    (one a fixed multiple of another or of its inverse): a round left out of the cycle is left
+    out of the tok/s derived from it, so that the two never tell different stories. A group's
+    exclusions are those of every member together."""
+    groups: list[list[str]] = []
+    for name in values:
+        same = next((g for g in groups if _lockstep(values[g[0]], values[name])), None)
+        if same is None:
+            groups.append([name])
+        else:
+            same.append(name)
+    shared: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+    for group in groups:
+        masks = [outliers(*values[name]) for name in group]
+        union = (np.logical_or.reduce([m[0] for m in masks]), np.logical_or.reduce([m[1] for m in masks]))
+        shared.update(dict.fromkeys(group, union))
+    return shared
+
+
 def family_adjusted(names: Sequence[str], found: Mapping[str, Estimate],
                     values: Mapping[str, tuple[Sequence[float], Sequence[float]]]
                     ) -> tuple[dict[str, float], int]:
@@ -359,13 +385,17 @@ def family_adjusted(names: Sequence[str], found: Mapping[str, Estimate],
 
 
 def estimate(base: Sequence[float], head: Sequence[float], *, confidence: float = DEFAULT_CONFIDENCE,
-             base_se: Sequence[float] | None = None, head_se: Sequence[float] | None = None) -> Estimate:
+             base_se: Sequence[float] | None = None, head_se: Sequence[float] | None = None,
+             exclude: tuple[np.ndarray, np.ndarray] | None = None) -> Estimate:
     """Medians, the round model's ratio, interval and p-value, and the rank tests; never raises.
 
     ``base_se`` / ``head_se``: each round's standard error, aligned with the values (ignored unless
-    every round has one)."""
+    every round has one). ``exclude``: the far outliers to leave out per side (`outliers` of
+    another metric whose rounds these are derived from); by default this metric's own."""
     (b, b_se), (h, h_se) = _finite(base, base_se), _finite(head, head_se)
-    b, h, b_se, h_se, outliers = _trim(b, h, b_se, h_se)
+    if exclude is None or exclude[0].shape != b.shape or exclude[1].shape != h.shape:
+        exclude = outliers(b, h)
+    b, h, b_se, h_se, dropped = _trim(b, h, b_se, h_se, exclude)
     if not b.size or not h.size:
         side = "base" if not b.size else "head"
         return Estimate(b.size, h.size, _median(b), _median(h), None, None, 1.0, 1.0,
@@ -392,7 +422,7 @@ def estimate(base: Sequence[float], head: Sequence[float], *, confidence: float 
     if ci is not None and not all(math.isfinite(end) for end in ci):
         ci = None  # an interval too wide to write down decides nothing either
     return Estimate(b.size, h.size, base_median, head_median, ratio, ci, p_mwu, p_ks,
-                    outliers=outliers, p_t=p_t, fit=fit)
+                    outliers=dropped, p_t=p_t, fit=fit)
 
 
 def classify(name: str, unit: str, better: Better, found: Estimate, p_value: float,
@@ -483,31 +513,44 @@ def _finite(values: Sequence[float], errors: Sequence[float] | None) -> tuple[np
     return array, se if np.all(np.isfinite(se)) else None
 
 
-def _trim(base: np.ndarray, head: np.ndarray, base_se: np.ndarray | None, head_se: np.ndarray | None
-          ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None, np.ndarray | None, tuple[int, int]]:
-    """Leave out far outliers: rounds more than `OUTLIER_MADS` robust standard deviations (scaled
-    MAD) from the median of both sides pooled, unless that would drop more than `OUTLIER_SHARE`
-    of the rounds; only from `TRIM_ROUNDS` rounds per side, below which one round cannot be told
-    from a mode.
+def outliers(base: Sequence[float] | np.ndarray, head: Sequence[float] | np.ndarray
+             ) -> tuple[np.ndarray, np.ndarray]:
+    """The far outliers of each side, as boolean masks over its values: rounds whose log value is
+    more than `OUTLIER_MADS` robust standard deviations from the median of its own side; none when
+    that would leave out more than `OUTLIER_SHARE` of the rounds, or below `TRIM_ROUNDS` rounds per
+    side, where one round cannot be told from a mode.
 
-    The rule looks only at the pooled values, never at which side a value came from, so when
-    nothing changed every labelling of the kept rounds stays equally likely. (Trimming each side
-    by its own median does not: it doubled the false alarms on bimodal rounds in the calibration.)
+    The deviation is the median absolute difference between two rounds of the same side, over
+    both sides' pairs, scaled to a standard deviation (Shamos' estimator: it needs no center, and
+    a side's median, one of its own values, cannot shrink it as it shrinks a MAD of a few rounds).
+    Each side's own center keeps a large true change from hiding an outlier: around the median of
+    both sides pooled, a shift makes the values bimodal and the deviation swells with it. On the
+    log scale a metric and its inverse (``tok_s`` of ``cycle_ms``) lose the same rounds.
     """
-    unchanged = base, head, base_se, head_se, (0, 0)
-    if min(base.size, head.size) < TRIM_ROUNDS:
-        return unchanged
-    pooled = np.concatenate([base, head])
+    b, h = np.asarray(base, dtype=float), np.asarray(head, dtype=float)
+    none = np.zeros(b.shape, dtype=bool), np.zeros(h.shape, dtype=bool)
+    if min(b.size, h.size) < TRIM_ROUNDS or not (np.all(np.isfinite(b)) and np.all(np.isfinite(h))) \
+            or b.min() <= 0 or h.min() <= 0:
+        return none
     with np.errstate(all="ignore"):
-        center = np.median(pooled)
-        spread = 1.4826 * np.median(np.abs(pooled - center))
-        keep_base = np.abs(base - center) <= OUTLIER_MADS * spread
-        keep_head = np.abs(head - center) <= OUTLIER_MADS * spread
-    dropped = (int(base.size - keep_base.sum()), int(head.size - keep_head.sum()))
-    if not math.isfinite(spread) or spread == 0 or sum(dropped) > OUTLIER_SHARE * pooled.size:
-        return unchanged
+        logs = [np.log(side) for side in (b, h)]
+        pairs = np.concatenate([np.abs(side[:, None] - side[None, :])[np.triu_indices(side.size, 1)]
+                                for side in logs])
+        spread = float(np.median(pairs)) / _PAIR_TO_SD
+        far = [np.abs(side - np.median(side)) > OUTLIER_MADS * spread for side in logs]
+    dropped = sum(int(f.sum()) for f in far)
+    if not math.isfinite(spread) or spread == 0 or dropped > OUTLIER_SHARE * (b.size + h.size):
+        return none
+    return far[0], far[1]
+
+
+def _trim(base: np.ndarray, head: np.ndarray, base_se: np.ndarray | None, head_se: np.ndarray | None,
+          far: tuple[np.ndarray, np.ndarray]
+          ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None, np.ndarray | None, tuple[int, int]]:
+    """The values (and standard errors) without the rounds ``far`` marks, and how many went."""
+    keep_base, keep_head = ~far[0], ~far[1]
     return (base[keep_base], head[keep_head], None if base_se is None else base_se[keep_base],
-            None if head_se is None else head_se[keep_head], dropped)
+            None if head_se is None else head_se[keep_head], (int(far[0].sum()), int(far[1].sum())))
 
 
 def _median(values: np.ndarray) -> float | None:
@@ -546,7 +589,8 @@ def _metric_notes(metrics: Sequence[MetricJudgement]) -> list[str]:
         base, head = m.estimate.outliers
         if base or head:
             notes.append(f"{m.name}: {base} base and {head} head rounds were far outliers "
-                         f"(over {OUTLIER_MADS:g} robust deviations from the median) and were left out")
+                         f"(over {OUTLIER_MADS:g} robust deviations from their side's median) and were "
+                         "left out")
     if any(m.primary for m in metrics):
         notes += [f"{m.name} is a diagnostic: its {m.verdict} explains, the verdict follows the "
                   "primary metrics" for m in metrics if not m.primary and m.verdict in _CLAIMS]

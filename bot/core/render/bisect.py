@@ -43,8 +43,10 @@ def bisect_markdown(report: BisectReport) -> str:
 
 
 def _runs_line(report: BisectReport) -> str:
+    confirmations = sum(1 for m in report.measurements if m.purpose == "confirm")
     line = (f"{len(report.measurements)} benchmark runs: 1 reference, {report.probes} probes"
-            + (", 1 confirmation" if report.confirmation else ""))
+            + (f", {report.rechecks} re-measured" if report.rechecks else "")
+            + (f", {confirmations} confirmation{'s' if confirmations > 1 else ''}" if confirmations else ""))
     if report.plain_probes is not None:
         line += f"; plain bisection would have needed {report.plain_probes} probes"
     return line + "."

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from bot.core.render.markdown import code, escape_md, fit
-from bot.core.risk.scoring import FileRisk, RiskReport, Signal
+from bot.core.risk.scoring import FileRisk, RiskReport, Signal, describe
 from bot.core.text import clip
 from bot.core.vocabulary import LEVEL_ICONS
 
@@ -79,6 +79,7 @@ def review_blocks(report: RiskReport, pull: PullContext) -> tuple[str, ...]:
     return (
         _headline(report),
         _reasons(report, pull),
+        _improvements(report, pull),
         _hot_files(report, pull),
         _cold_files(report),
         _notes(report, pull),
@@ -111,19 +112,25 @@ def _reasons(report: RiskReport, pull: PullContext) -> str:
 
 
 def _reason(signal: Signal, pull: PullContext) -> str:
-    what = escape_md(_clip(signal.description, MAX_TEXT))
-    if signal.match and signal.kind == "dependency":
-        what += f": `{_code(_clip(signal.match, MAX_TEXT))}`"
-    elif signal.match:
-        verb = "removed" if signal.side == "old" else "added"
-        what += f": `{_code(signal.match)}` {verb}"
-        if signal.count > 1:
-            what += f" ({signal.count} times)"
+    what = describe(signal, lambda text: escape_md(_clip(text, MAX_TEXT)), lambda match: f"`{_code(match)}`")
     where = _clip(signal.path, MAX_PATH) + (f":{signal.line}" if signal.line else "")
     link = f"[{escape_md(where)}]({_files_url(pull)}#{diff_anchor(signal.path, signal.line, signal.side)})"
     inside = f" in `{_code(signal.function)}`" if signal.function else ""
     extra = escape_md(_clip(signal.qualifier(), MAX_TEXT))
-    return f"{what} — {link}{inside} (`{signal.rule}`, +{signal.weight:g}{extra})"
+    weight = f"{signal.weight:g}, not in the score" if signal.improves else f"+{signal.weight:g}"
+    return f"{what} — {link}{inside} (`{signal.rule}`, {weight}{extra})"
+
+
+def _improvements(report: RiskReport, pull: PullContext) -> str:
+    """Removed syncs, copies and allocations: worth a look, never part of the risk."""
+    shown = report.improvements[:MAX_REASONS]
+    if not shown:
+        return ""
+    lines = ["**Possible improvements** (weighed apart from the risk)", ""]
+    lines += [f"- {_reason(s, pull)}" for s in shown]
+    if len(report.improvements) > MAX_REASONS:
+        lines.append(f"\n…and {len(report.improvements) - MAX_REASONS} more.")
+    return "\n".join(lines)
 
 
 def _hot_files(report: RiskReport, pull: PullContext) -> str:

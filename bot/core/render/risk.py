@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from bot.core.config.schema import Rule
 from bot.core.render.markdown import code, escape_md
-from bot.core.risk.scoring import FileRisk, RiskReport
+from bot.core.risk.scoring import FileRisk, RiskReport, Signal, describe
 from bot.core.risk.triage import Triage
 from bot.core.vocabulary import LEVEL_ICONS
 
@@ -62,6 +62,9 @@ def report_text(report: RiskReport, max_reasons: int = 10) -> str:
     cold = [f for f in report.files if f.cold]
     if cold:
         lines.append(f"cold files (no effect on inference speed): {len(cold)}")
+    if report.improvements:
+        lines.append(f"possible improvements (weighed apart, {report.improvement}/100):")
+        lines += [f"  - {s.sentence()}" for s in report.improvements[:max_reasons]]
     lines += [f"note: {n}" for n in report.notes]
     lines += [f"warning: {w}" for w in report.warnings]
     return "\n".join(lines) + "\n"
@@ -74,10 +77,8 @@ def report_markdown(report: RiskReport, max_reasons: int = 10, max_files: int = 
         lines.append("| weight | rule | where | why |")
         lines.append("|---:|---|---|---|")
         for s in report.signals[:max_reasons]:
-            where = escape_md(s.path) + (f":{s.line}" if s.line else "")
-            if s.function:
-                where += f" in `{code(s.function)}`"
-            why = escape_md(s.description) + (f": `{code(s.match)}`" if s.match else "")
+            where = _where(s)
+            why = describe(s, escape_md, lambda match: f"`{code(match)}`")
             weight = f"{s.weight:g}"
             if s.full_weight is not None:
                 weight += f" of {s.full_weight:g}"
@@ -89,6 +90,10 @@ def report_markdown(report: RiskReport, max_reasons: int = 10, max_files: int = 
             lines.append(f"\n…and {len(report.signals) - max_reasons} more reasons.")
     else:
         lines.append("No hot path is touched.")
+    if report.improvements:
+        lines += ["", "**Possible improvements** (weighed apart from the risk):", ""]
+        lines += [f"- {describe(s, escape_md, lambda match: f'`{code(match)}`')} — {_where(s)} "
+                  f"(`{s.rule}`, {s.weight:g})" for s in report.improvements[:max_reasons]]
     hot = [f for f in report.files if f.signals and f.cold is None]
     if hot:
         lines += ["", "<details><summary>Files by risk</summary>", ""]
@@ -99,6 +104,11 @@ def report_markdown(report: RiskReport, max_reasons: int = 10, max_files: int = 
     lines += [f"\n> **Note:** {escape_md(n)}" for n in report.notes]
     lines += [f"\n> **Warning:** {escape_md(w)}" for w in report.warnings[:10]]
     return "\n".join(lines) + "\n"
+
+
+def _where(s: Signal) -> str:
+    where = escape_md(s.path) + (f":{s.line}" if s.line else "")
+    return where + (f" in `{code(s.function)}`" if s.function else "")
 
 
 def triage_text(triage: Triage, max_reasons: int = 3, show_files: bool = True) -> str:

@@ -2,7 +2,11 @@
 
 A hunk is *cosmetic* when its removed and added lines hold the same code once comments,
 docstrings, whitespace and line breaks, log and print calls, and the messages of raised errors
-and assertions are set aside. It is a *rename* when the code differs only in names, and every
+and assertions are set aside, and what formatters change is undone on both sides (`_canonical`):
+line continuations, optional trailing commas, the quotes of a plain string, and in Python the
+parentheses around a whole statement part (``(a, b) = f()``, ``return (x)``, ``if (c):``, an
+import's name list) and the order of a block of imports. It is a *rename* when the code differs
+only in names, and every
 renamed name maps one-to-one to a new one, consistently over the whole file, and each rename is
 either used twice or made where the name is defined (``def``, ``class``, ``name =``). Renames of
 upper-case names in strings count too: they are how environment variables are spelled.
@@ -21,6 +25,7 @@ import bisect
 import itertools
 import keyword
 import re
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 
@@ -57,6 +62,11 @@ _PYTHON = _language(_HASH_COMMENT, _PY_STRING, python=True)
 _HASH = _language(_HASH_COMMENT, _C_STRING)
 _C_LIKE = _language(_SLASH_COMMENT, _C_STRING)
 _NAME = re.compile(r"[A-Za-z_]\w*")
+# What formatters add or take away: left out when `_may_reformat` compares two sides.
+_REFORMAT_NOISE = str.maketrans("", "", " \t\n\r\f\v,()\\")
+# A line of an import statement or an include: its head, a name of its list, or its closing.
+_IMPORT_HEAD = re.compile(r"^\s*(?:from\s+\S+\s+import\b|import\s|#\s*include\b)")
+_IMPORT_LINE = re.compile(r"^\s*(?:(?:from|import)\s|#\s*include\b|[\w.]+(?:\s+as\s+\w+)?\s*,?\s*$|\)\s*$)")
 # A hunk with something like a log call in it needs tokens to tell the call apart.
 _LOG_HINT = re.compile(r"(?:logger|logging|\blog|LOGGER|warnings)\s*\.\s*\w+\s*\(|"
                        r"\b(?:print|printf|fprintf|pprint|print_once)\s*\(")
@@ -153,12 +163,13 @@ class Judge:
 
     def _look(self, number: int, language: _Language) -> Harmless | dict[str, str] | None:
         hunk = self._hunks[number]
-        if not _may_log(hunk.joined()) and not _may_match(hunk, language):
+        sides = _sides(hunk, language)
+        if not _may_log(hunk.joined()) and not _may_match(sides) and not _may_reformat(hunk, sides):
             return None  # the code differs beyond what tokens could explain away
         # Whole sides, context included: the same lines moved past their context are a change.
         before, after = (_code(hunk, language.lexer, side) for side in "-+")
         python = language.python
-        if [t.key(python) for t in before] == [t.key(python) for t in after]:
+        if _canonical(before, python) == _canonical(after, python):
             return Harmless("cosmetic")
         mapping = _renames(before, after, python)
         if mapping and _fresh(mapping, before, after):
@@ -182,13 +193,30 @@ def _may_log(text: str) -> bool:
         _LOG_HINT.search(text))
 
 
-def _may_match(hunk: Hunk, language: _Language) -> bool:
-    """Whether the two sides of a hunk with no log call in sight could be the same code: once
-    comments, strings and whitespace are gone, they must be equal but for names, and those must
-    differ one-to-one. Regular expressions do the work, so most hunks need no tokens."""
+def _sides(hunk: Hunk, language: _Language) -> tuple[str, str]:
+    """The old and the new side of a hunk (context included), comments and strings blanked."""
     old, new = (language.quoted.sub(" ", "".join(
         t for t, kind in zip(hunk.texts, hunk.types, strict=True) if kind in kinds))
         for kinds in (" -", " +"))
+    return old, new
+
+
+def _may_reformat(hunk: Hunk, sides: tuple[str, str]) -> bool:
+    """Whether the sides could differ only by what `_canonical` undoes: the same characters,
+    in any order, once whitespace, commas, parentheses and line continuations are left out; or
+    changed lines that are all imports (or includes), which may be split and merged."""
+    old, new = (Counter(side.translate(_REFORMAT_NOISE)) for side in sides)
+    if old == new:
+        return True
+    changed = [text for text, kind in zip(hunk.texts, hunk.types, strict=True) if kind in "+-"]
+    return bool(changed) and all(_IMPORT_LINE.match(text) for text in changed)
+
+
+def _may_match(sides: tuple[str, str]) -> bool:
+    """Whether the two sides of a hunk with no log call in sight could be the same code: once
+    comments, strings and whitespace are gone, they must be equal but for names, and those must
+    differ one-to-one. Regular expressions do the work, so most hunks need no tokens."""
+    old, new = sides
     if "".join(_NAME.sub("a", old).split()) != "".join(_NAME.sub("a", new).split()):
         return False
     forward: dict[str, str] = {}
@@ -201,6 +229,51 @@ def _may_match(hunk: Hunk, language: _Language) -> bool:
     return True
 
 
+def comment_markers(path: str) -> tuple[str, ...]:
+    """What starts a comment in the file at ``path`` (none for a language not known here)."""
+    language = _LANGUAGES.get(PurePosixPath(path).suffix.lower())
+    if language is None:
+        return ()
+    return ("#",) if language.lexer.pattern.startswith("(?P<comment>#") else ("//", "/*")
+
+
+def is_code_line(text: str, markers: tuple[str, ...]) -> bool:
+    """Whether a line holds code: not blank, and not only a comment (``markers``: `comment_markers`)."""
+    stripped = text.strip()
+    return bool(stripped) and not stripped.startswith(markers or ("\0",))
+
+
+def in_comment(text: str, offset: int, markers: tuple[str, ...]) -> bool:
+    """Whether character ``offset`` of line ``text`` sits in a comment that starts on that line
+    (a marker before it, outside any quotes)."""
+    for marker in markers:
+        at = text.find(marker)
+        while 0 <= at < offset:
+            before = text[:at]
+            if before.count('"') % 2 == 0 and before.count("'") % 2 == 0:
+                return True
+            at = text.find(marker, at + 1)
+    return False
+
+
+def imports_only(hunk: Hunk, start: int, end: int, markers: tuple[str, ...]) -> bool:
+    """Whether the changed lines of code in lines ``start``..``end`` of ``hunk`` are all imports
+    (or includes): code that runs once, when the module loads."""
+    inside, found = False, False
+    for index in range(end):  # from the hunk's start: an import's "(" may open before ``start``
+        text = hunk.texts[index]
+        is_import = inside or bool(_IMPORT_HEAD.match(text))
+        if _IMPORT_HEAD.match(text) and "(" in text and ")" not in text:
+            inside = True
+        elif inside and ")" in text:
+            inside = False
+        if index >= start and hunk.types[index] in "+-" and is_code_line(text, markers):
+            if not is_import:
+                return False
+            found = True
+    return found
+
+
 def classify(change: FileChange) -> list[Harmless | None]:
     """For each hunk of ``change``: why it is harmless, or None when it may change behaviour."""
     return Judge(change).all()
@@ -211,6 +284,207 @@ def _code(hunk: Hunk, lexer: re.Pattern[str], side: str) -> list[_Token]:
     tokens = _side_tokens(hunk, lexer, side)
     _mark_messages(tokens)
     return [t for t in tokens if not t.message]
+
+
+# Python keywords: a bracket after one of them opens a display or a group, not a call.
+_KEYWORDS = frozenset(keyword.kwlist)
+_CLOSERS = {"(": ")", "[": "]", "{": "}"}
+_PLAIN_STRING = re.compile(r"""^([rRbBuUfF]{0,2})'([^'"\\\n]*)'$""")
+# Statements whose parenthesised parts may hold a tuple that the parentheses make (assert (a, b)
+# is always true), or that say something with them (with, except, def, class).
+_KEEP_PARENTHESES = frozenset({"assert", "with", "async", "except", "def", "class", "import", "from",
+                               "lambda", "@", "print", "exec"})
+
+
+def _canonical(tokens: list[_Token], python: bool) -> list[object]:
+    """What two sides of a hunk must share to be the same code: the tokens' keys once what
+    formatters change is undone on both (line continuations, optional trailing commas, the quotes
+    of plain strings; in Python, redundant parentheses around a statement part and the order of
+    a block of imports; in C-like files, the order of a block of includes). Every step maps only
+    forms that mean the same thing onto each other, so two sides that stay different here may
+    still be the same code, never the reverse."""
+    pairs = _pairs(tokens)
+    heads = _statement_heads(tokens, python)
+    owner = _statement_of(tokens, heads)
+    drop = {index for index, token in enumerate(tokens) if token.text == "\\"}
+    for opener, closer in pairs.items():
+        if closer - 1 > opener and tokens[closer - 1].text == "," and \
+                _optional_comma(tokens, opener, closer, python):
+            drop.add(closer - 1)
+        if python and tokens[opener].text == "(" and closer > opener + 1 and \
+                _redundant(tokens, opener, closer, heads, owner):
+            drop.update((opener, closer))
+    keys = {index: _key(token, python) for index, token in enumerate(tokens) if index not in drop}
+    for head in heads:
+        if head in drop:  # the statement's indentation passes to what now starts it
+            following = next((i for i in range(head + 1, len(tokens)) if i in keys), None)
+            if following is not None:
+                keys[following] = (tokens[head].column, keys[following][1])
+    spans = _spans(tokens, heads, python)
+    canonical: list[object] = []
+    number = 0
+    while number < len(spans):
+        kept = [index for index in range(*spans[number]) if index in keys]
+        atoms = _imports(tokens, kept, python)
+        if atoms is None:
+            canonical += [keys[index] for index in kept]
+            number += 1
+            continue
+        block, column = list(atoms), tokens[spans[number][0]].column
+        number += 1
+        while number < len(spans) and tokens[spans[number][0]].column == column:
+            more = _imports(tokens, [i for i in range(*spans[number]) if i in keys], python)
+            if more is None:
+                break
+            block += more
+            number += 1
+        canonical.append(("imports", column, tuple(sorted(block))))
+    return canonical
+
+
+def _key(token: _Token, python: bool) -> tuple[int, str]:
+    column, text = token.key(python)
+    if token.kind == "string":
+        plain = _PLAIN_STRING.match(text)
+        if plain:  # 'x' and "x" are one string when neither quote nor escape is inside
+            text = f'{plain[1]}"{plain[2]}"'
+    return column, text
+
+
+def _pairs(tokens: list[_Token]) -> dict[int, int]:
+    """Opening bracket index -> its closing bracket's, for the brackets the hunk holds whole."""
+    pairs: dict[int, int] = {}
+    stack: list[int] = []
+    for index, token in enumerate(tokens):
+        if token.text in _CLOSERS:
+            stack.append(index)
+        elif token.text in ")]}":
+            if stack and _CLOSERS[tokens[stack[-1]].text] == token.text:
+                pairs[stack.pop()] = index
+            else:
+                stack.clear()  # unbalanced: nothing opened before it can be paired safely
+    return pairs
+
+
+def _statement_heads(tokens: list[_Token], python: bool) -> list[int]:
+    """Indices of the tokens that start a statement (Python: the first token of a logical line,
+    or the one after a ``;``); none in other languages."""
+    if not python:
+        return []
+    return [index for index, token in enumerate(tokens)
+            if token.depth == 0 and token.text not in ")]}"
+            and (token.column >= 0 or (index > 0 and tokens[index - 1].text == ";"))]
+
+
+def _statement_of(tokens: list[_Token], heads: list[int]) -> list[int]:
+    """For each token, the index of the head of its statement (-1 before the first head)."""
+    owner, current, upcoming = [], -1, 0
+    for index in range(len(tokens)):
+        if upcoming < len(heads) and heads[upcoming] == index:
+            current, upcoming = index, upcoming + 1
+        owner.append(current)
+    return owner
+
+
+def _spans(tokens: list[_Token], heads: list[int], python: bool) -> list[tuple[int, int]]:
+    """The token ranges of the statements (Python) or lines (elsewhere), the part before the
+    first statement head included."""
+    if python:
+        starts = [0, *heads] if not heads or heads[0] != 0 else heads
+    else:
+        starts = [index for index, token in enumerate(tokens)
+                  if index == 0 or token.first > tokens[index - 1].last]
+    bounds = [*starts, len(tokens)]
+    return [(a, b) for a, b in itertools.pairwise(bounds) if b > a]
+
+
+def _optional_comma(tokens: list[_Token], opener: int, closer: int, python: bool) -> bool:
+    """Whether the comma before ``closer`` can go without changing the code: another comma at
+    its level, a brace, a list display, a call's or definition's arguments, an import's names."""
+    inner = tokens[opener].depth + 1
+    if any(tokens[i].text == "," and tokens[i].depth == inner for i in range(opener + 1, closer - 1)):
+        return True
+    bracket = tokens[opener].text
+    if bracket == "{":
+        return True
+    before = tokens[opener - 1] if opener > 0 else None
+    called = before is not None and (before.text in (")", "]") or (
+        before.kind == "name" and before.text not in _KEYWORDS))
+    if bracket == "[":
+        return python and not called  # a subscript's lone comma makes a tuple
+    return python and (called or (before is not None and before.text == "import"))
+
+
+def _redundant(tokens: list[_Token], opener: int, closer: int, heads: list[int], owner: list[int]) -> bool:
+    """Whether the parentheses ``opener``..``closer`` (Python) enclose a whole part of a statement,
+    where they change nothing: an assignment's target or value, what a return, yield or del takes,
+    the condition of an if or while, a for loop's target or iterable, an import's name list."""
+    before = tokens[opener - 1].text if opener > 0 else None
+    if before == "import":
+        return True
+    head = owner[opener]
+    if tokens[opener].depth != 0 or head < 0 or tokens[head].text in _KEEP_PARENTHESES:
+        return False
+    ends = closer + 1 == len(tokens) or closer + 1 in heads or tokens[closer + 1].text == ";"
+    after = None if ends else tokens[closer + 1].text
+    first = tokens[head].text
+    if opener == head:
+        return after in (None, "=")
+    if before in ("=", "+=", "-=", "*=", "/="):
+        return after in (None, "=")
+    if before in ("return", "yield", "del"):
+        return after is None
+    if first in ("if", "elif", "while") and opener == head + 1:
+        return after == ":"
+    if first == "for":
+        loop_in = next((i for i in range(head + 1, len(tokens))
+                        if tokens[i].text == "in" and tokens[i].depth == 0), None)
+        return (opener == head + 1 and closer + 1 == loop_in) or (opener - 1 == loop_in and after == ":")
+    return False
+
+
+def _imports(tokens: list[_Token], kept: list[int], python: bool) -> list[tuple[str, ...]] | None:
+    """The names one import statement (Python) or include line (elsewhere) brings in, as sortable
+    atoms; None when the tokens are not one."""
+    texts = [tokens[index].text for index in kept]
+    if not texts:
+        return None
+    if not python:
+        if texts[:2] == ["#", "include"] and len(texts) > 2:
+            return [("include", " ".join(texts[2:]))]
+        return None
+    if texts[0] == "import":
+        parts = _import_names(texts[1:], dotted=True)
+        return None if parts is None else [("import", name, alias) for name, alias in parts]
+    if texts[0] == "from" and "import" in texts:
+        split = texts.index("import")
+        module = "".join(texts[1:split])
+        if not module or not all(t == "." or t.isidentifier() for t in texts[1:split]):
+            return None
+        parts = _import_names(texts[split + 1:], dotted=False)
+        return None if parts is None else [("from", module, name, alias) for name, alias in parts]
+    return None
+
+
+def _import_names(texts: list[str], dotted: bool) -> list[tuple[str, str]] | None:
+    """``name [as alias], ...`` as (name, alias) pairs; None when ``texts`` is not such a list."""
+    found = []
+    for item in " ".join(texts).split(" , "):
+        words = item.split()
+        if len(words) >= 3 and words[-2] == "as" and words[-1].isidentifier():
+            name, alias = " ".join(words[:-2]), words[-1]
+        else:
+            name, alias = item, ""
+        parts = name.split()
+        if dotted:
+            valid = bool(parts) and all(p.isidentifier() if i % 2 == 0 else p == "."
+                                        for i, p in enumerate(parts))
+        else:
+            valid = len(parts) == 1 and (parts[0].isidentifier() or parts[0] == "*")
+        if not valid:
+            return None
+        found.append(("".join(parts), alias))
+    return found or None
 
 
 def _side_tokens(hunk: Hunk, lexer: re.Pattern[str], side: str) -> list[_Token]:
@@ -230,7 +504,8 @@ def _side_tokens(hunk: Hunk, lexer: re.Pattern[str], side: str) -> list[_Token]:
         last = bisect.bisect_right(starts, end - 1) - 1 if end - begin > 1 else line
         # A token that spans lines (a docstring) is changed if any of its lines is.
         touched = changed[line] if last == line else any(changed[line:last + 1])
-        leads = not tokens or tokens[-1].last < line
+        # A line continued with a backslash does not start a statement of its own.
+        leads = not tokens or (tokens[-1].last < line and tokens[-1].text != "\\")
         tokens.append(_Token(kind, match[0], touched, line, last,
                              begin - starts[line] if leads else -1))
     _set_depths(tokens)

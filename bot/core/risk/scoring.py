@@ -11,10 +11,16 @@ either, and a change inside `all_reduce` of `pynccl.py` more than one elsewhere 
 Size and spread add a few points, never the main part.
 
 What changed in a file tempers its signals: code that only runs at start-up (constructors,
-weight loading, argument parsing: the `setup` rules) keeps the share of weight its rule gives,
-and hunks that change no behaviour (comments, docstrings, log messages, formatting, renames: see
-`changes`) keep a quarter. Version moves of the runtime stack in manifests are their own rules
-(`dependency`), with the versions in the reason.
+weight loading, argument parsing: the `setup` rules) keeps the share of weight its rule gives;
+hunks that change no code (comments, docstrings, log messages, blank lines, what formatters change:
+see `changes`) add nothing, not even to the size, and renames keep a quarter. A reason names the
+first changed line of code, never a blank or comment line. Version moves of the runtime stack in
+manifests are their own rules (`dependency`), with the versions in the reason.
+
+Direction counts for what a hot path pays on every step: a host sync, an allocation or copy, a
+stream or event (`IMPROVES_WHEN_REMOVED`). Per function and rule, occurrences removed and added
+cancel out; more added is risk, more removed is a *possible improvement*, listed and weighed apart
+(`RiskReport.improvements`, `RiskReport.improvement`) and never added to the score.
 Cold files (docs, tests, CI, diffusion-only trees) add nothing.
 """
 
@@ -53,6 +59,13 @@ _SIZE_CAP = 10.0
 HARMLESS_SHARE = 0.25
 # Files of one diff that are scored; beyond, a warning says how many were left out.
 MAX_FILES = 10_000
+# Categories of token rules whose removal takes work off the hot path instead of adding it.
+IMPROVES_WHEN_REMOVED = frozenset({"host-sync", "allocation", "streams"})
+# Token rules of a category whose removed and added occurrences cancel out (a pin rewritten with
+# another version: the `dependency` rule says what moved), what is left counting as risk.
+NETTED = frozenset({"dependency"})
+# How a reason names changed imports among the set-up code of a file.
+IMPORTS = "imports"
 
 
 class SignalDict(TypedDict):
@@ -99,6 +112,8 @@ class RiskReportDict(TypedDict):
     signals: list[SignalDict]
     warnings: list[str]
     notes: list[str]
+    improvement: int
+    improvements: list[str]
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,15 +139,7 @@ class Signal:
 
     def what(self) -> str:
         """The rule's description with what it matched: a token, or a version change."""
-        what = self.description
-        if self.match and self.kind == "dependency":
-            what += f": {self.match}"
-        elif self.match:
-            verb = "removed" if self.side == "old" else "added"
-            what += f": `{self.match}` {verb}"
-            if self.count > 1:
-                what += f" ({self.count} times)"
-        return what
+        return describe(self)
 
     def qualifier(self) -> str:
         """What follows the rule id and weight: a lowered weight and why, the rules also met."""
@@ -143,12 +150,20 @@ class Signal:
             text += f"; also {', '.join(self.also)}"
         return text
 
+    @property
+    def improves(self) -> bool:
+        """A possible improvement (a removed sync, copy or allocation), not a risk."""
+        return self.side == "old" and self.kind == "token" and self.category in IMPROVES_WHEN_REMOVED
+
     def sentence(self) -> str:
         where = self.path if self.line is None else f"{self.path}:{self.line}"
         if self.function:
             where += f" in {self.function}()"
         elif self.line is not None:
             where += " at module level"
+        if self.improves:
+            return (f"possible improvement: {self.what()} [{self.rule}, {self.weight:g} apart from "
+                    f"the score{self.qualifier()}] at {where}")
         return f"{self.what()} [{self.rule}, +{self.weight:g}{self.qualifier()}] at {where}"
 
     def to_dict(self) -> SignalDict:
@@ -157,6 +172,30 @@ class Signal:
                 "line": self.line, "side": self.side, "match": self.match, "count": self.count,
                 "also": list(self.also), "note": self.note, "full_weight": self.full_weight,
                 "reason": self.sentence()}
+
+
+def _as_is(text: str) -> str:
+    return text
+
+
+def describe(signal: Signal, text: Callable[[str], str] = _as_is,
+             code: Callable[[str], str] | None = None) -> str:
+    """A signal's rule description with what it matched, as every rendering shows it: a version
+    change, or a token and whether it was ``added`` or ``removed`` (and how often).
+
+    ``text`` escapes (and clips) prose for the medium; ``code`` makes a code span of a match
+    (plain text: the token between backticks, the version change as it is).
+    """
+    what = text(signal.description)
+    if not signal.match:
+        return what
+    if signal.kind == "dependency":
+        return f"{what}: {code(signal.match) if code else signal.match}"
+    verb = "removed" if signal.side == "old" else "added"
+    what += f": {code(signal.match) if code else f'`{signal.match}`'} {verb}"
+    if signal.count > 1:
+        what += f" ({signal.count} times)"
+    return what
 
 
 @dataclass(slots=True)
@@ -171,6 +210,9 @@ class FileRisk:
     cold: str | None
     signals: list[Signal]
     damaged: str | None = None
+    # Changed lines of code: outside cosmetic hunks, neither blank nor only a comment.
+    code_lines: int = 0
+    improvements: list[Signal] = field(default_factory=list)
 
     def to_dict(self) -> FileRiskDict:
         return {"path": self.path, "old_path": self.old_path, "status": self.status,
@@ -188,6 +230,9 @@ class RiskReport:
     signals: list[Signal]
     warnings: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    # Possible improvements (removed syncs, copies, allocations), weighed apart from the score.
+    improvements: list[Signal] = field(default_factory=list)
+    improvement: int = 0
 
     @property
     def reasons(self) -> list[str]:
@@ -197,7 +242,9 @@ class RiskReport:
         return {"score": self.score, "level": self.level, "profile": self.profile,
                 "files": [f.to_dict() for f in self.files], "reasons": self.reasons,
                 "signals": [s.to_dict() for s in self.signals],
-                "warnings": self.warnings, "notes": self.notes}
+                "warnings": self.warnings, "notes": self.notes,
+                "improvement": self.improvement,
+                "improvements": [s.sentence() for s in self.improvements]}
 
 
 def score(diff: ParsedDiff, rules: RuleSet, source: SourceLookup | None = None) -> RiskReport:
@@ -213,6 +260,7 @@ def score(diff: ParsedDiff, rules: RuleSet, source: SourceLookup | None = None) 
                         "were not matched against path rules")
     files = [score_file(change, rules, source) for change in scored]
     signals = _strongest_per_rule(s for f in files for s in f.signals)
+    improvements = _strongest_per_rule(s for f in files for s in f.improvements)
     size = _size_signal(files)
     if size is not None:
         signals.append(size)
@@ -223,23 +271,33 @@ def score(diff: ParsedDiff, rules: RuleSet, source: SourceLookup | None = None) 
         notes.append(f"this change edits {CONFIG_PATH}; config changes take effect after merge "
                      "and do not affect this score")
     return RiskReport(total, rules.thresholds.level(total), rules.profile, files, signals,
-                      warnings, notes)
+                      warnings, notes, improvements, _combine(improvements))
 
 
 def score_file(change: FileChange, rules: RuleSet, source: SourceLookup | None = None) -> FileRisk:
     cold = rules.for_path(change.path)[0]
     signals: list[Signal] = []
+    improvements: list[Signal] = []
+    code_lines = 0
     if cold is None:
-        signals = _file_signals(change, rules, source)
+        signals, code_lines = _file_signals(change, rules, source)
+        improvements = [s for s in signals if s.improves]
+        signals = [s for s in signals if not s.improves]
     signals = _strongest_per_rule(_one_per_place(signals))
     return FileRisk(change.path, change.old_path, change.status, change.is_binary, change.added,
                     change.removed, _combine(signals),
-                    cold.id if cold else None, signals, change.damaged)
+                    cold.id if cold else None, signals, change.damaged, code_lines,
+                    _strongest_per_rule(_one_per_place(improvements)))
 
 
-def _file_signals(change: FileChange, rules: RuleSet, source: SourceLookup | None) -> list[Signal]:
+def _file_signals(change: FileChange, rules: RuleSet, source: SourceLookup | None
+                  ) -> tuple[list[Signal], int]:
+    """The signals of a warm file (possible improvements among them), and its changed lines of
+    code outside cosmetic hunks."""
     _, path_rules, allowed = rules.for_path(change.path)
     lookup = _Lazy(source, change.path)
+    harmless = changes.Judge(change)
+    markers = changes.comment_markers(change.path)
     texts = [hunk.joined() for hunk in change.hunks]
     starts = [0, *itertools.accumulate(map(len, texts))]
     whole = "".join(texts)
@@ -248,23 +306,67 @@ def _file_signals(change: FileChange, rules: RuleSet, source: SourceLookup | Non
     found: list[_Found] = []
     edited: list[tuple[int, _Segment]] = []
     first: tuple[str | None, int | None, str] | None = None
+    first_imports = False
+    code_lines = 0
     for number, hunk in enumerate(change.hunks):
+        reason = harmless(number)
+        if reason is not None and reason.kind == "cosmetic":
+            continue  # the same code: nothing in it can be a reason
+        code_lines += sum(1 for text, kind in zip(hunk.texts, hunk.types, strict=True)
+                          if kind in "+-" and changes.is_code_line(text, markers))
         segments = _segments(hunk, defs.get(number, ()), lookup)
-        changed = [(seg, seg.first_changed) for seg in segments if seg.first_changed is not None]
-        if first is None and changed:
-            seg, at = changed[0]
-            first = (seg.name, hunk.line_number(at), _side(hunk, at))
+        changed = [(seg, at) for seg in segments
+                   if (at := _first_code_change(hunk, seg.start, seg.end, markers)) is not None]
+        for seg, _ in changed:
+            seg.imports = seg.name is None and changes.imports_only(hunk, seg.start, seg.end, markers)
+        steps = [(seg, at) for seg, at in changed if not seg.imports]
+        if (first is None or first_imports) and changed:
+            seg, at = (steps or changed)[0]
+            first, first_imports = (seg.name, hunk.line_number(at), _side(hunk, at)), not steps
         for seg, at in changed:
             found += [_Found(s, number) for s in _function_signals(rules, change.path, hunk, seg, at)]
             edited.append((number, seg))
         if number in tokens:
             found += _token_signals(rules, change.path, hunk, number, segments, tokens[number],
-                                    bool(path_rules), allowed)
+                                    bool(path_rules), allowed, markers)
+    moved = _dependency_signals(change, rules)
+    found = _net_of_removals(found, netted=NETTED if moved else frozenset())
     function, line, side = first or (None, None, "new")
     paths = [Signal(r.id, r.kind, r.category, r.weight, r.description, change.path, function,
-                    line, side) for r in path_rules]
-    signals = _tempered(change, rules, found, paths, edited) if found or paths else []
-    return signals + _dependency_signals(change, rules)
+                    line, side) for r in path_rules] if first is not None or not change.hunks else []
+    signals = _tempered(change, rules, found, paths, edited, harmless) if found or paths else []
+    return signals + moved, code_lines
+
+
+def _first_code_change(hunk: Hunk, start: int, end: int, markers: tuple[str, ...]) -> int | None:
+    """The first added or removed line of ``start``..``end`` that holds code (not blank, not only
+    a comment), or None."""
+    for index in range(start, end):
+        if hunk.types[index] in "+-" and changes.is_code_line(hunk.texts[index], markers):
+            return index
+    return None
+
+
+def _net_of_removals(found: list[_Found], netted: frozenset[str] = frozenset()) -> list[_Found]:
+    """Token signals of `IMPROVES_WHEN_REMOVED` categories, netted per function and rule:
+    occurrences removed and added cancel out (a rewritten line keeps its sync); what is left is
+    added risk, or removed work (a possible improvement, `Signal.improves`). Categories in
+    ``netted`` (pins, where a `dependency` rule already read the version move) cancel alike, and
+    what is left of them stays risk."""
+    directed: dict[tuple[str | None, str], list[_Found]] = {}
+    kept: list[_Found] = []
+    for item in found:
+        signal = item.signal
+        if signal.kind == "token" and signal.category in IMPROVES_WHEN_REMOVED | netted:
+            directed.setdefault((signal.function, signal.rule), []).append(item)
+        else:
+            kept.append(item)
+    for items in directed.values():
+        added = [i for i in items if i.signal.side != "old"]
+        removed = [i for i in items if i.signal.side == "old"]
+        net = len(added) - len(removed)
+        kept += added[:net] if net > 0 else removed[:-net]  # a pin dropped stays a risk
+    return kept
 
 
 @dataclass(slots=True)
@@ -278,10 +380,9 @@ class _Found:
 
 
 def _tempered(change: FileChange, rules: RuleSet, found: list[_Found], paths: list[Signal],
-              edited: list[tuple[int, _Segment]]) -> list[Signal]:
+              edited: list[tuple[int, _Segment]], harmless: changes.Judge) -> list[Signal]:
     """The signals of one file with their weights lowered where the change cannot matter much:
-    in hunks that change no behaviour, or only in set-up code."""
-    harmless = changes.Judge(change)
+    in hunks that only rename, or only in set-up code (cosmetic hunks gave none)."""
     signals = []
     for item in found:
         reason = harmless(item.hunk)
@@ -313,23 +414,25 @@ def _file_share(rules: RuleSet, harmless: changes.Judge,
     for number in range(harmless.hunks):
         reason = harmless(number)
         if reason is not None:
-            reasons.append(reason)
+            if reason.kind != "cosmetic":
+                reasons.append(reason)
             continue
         for seg in by_hunk.get(number, ()):
+            if seg.imports and rules.setups:  # imports run once, when the module loads
+                setups.append((IMPORTS, rules.setups[0][0]))
+                continue
             rule = rules.setup_rule(seg.name) if seg.name else None
             if not seg.name or rule is None:
                 return 1.0, None
             setups.append((seg.name, rule))
     if setups:
         names = list(dict.fromkeys(name for name, _ in setups))
-        shown = ", ".join(f"{_short(name)}()" for name in names[:3]) + (
+        shown = ", ".join(name if name == IMPORTS else f"{_short(name)}()" for name in names[:3]) + (
             f" and {len(names) - 3} more" if len(names) > 3 else "")
         return min(rule.weight for _, rule in setups) / 100, f"only set-up code changed: {shown}"
-    if reasons and len(reasons) == harmless.hunks:
-        kinds = {reason.kind for reason in reasons}
-        why = reasons[0].describe() if len(reasons) == 1 or kinds == {"cosmetic"} else (
-            "only comments, formatting or renames changed")
-        return HARMLESS_SHARE, why
+    if reasons:  # renames, and maybe cosmetic hunks, and no other change of code
+        renames = [pair for reason in reasons for pair in reason.renames]
+        return HARMLESS_SHARE, changes.Harmless("rename", tuple(dict.fromkeys(renames))).describe()
     return 1.0, None
 
 
@@ -412,6 +515,7 @@ class _Segment:
     end: int
     first_changed: int | None
     hot: bool = False
+    imports: bool = False  # at module level, and its changed code is only imports
 
 
 def _segments(hunk: Hunk, defs: Sequence[tuple[int, str, str]], lookup: _Lazy) -> list[_Segment]:
@@ -454,14 +558,20 @@ def enclosing_function(lines: list[str], line_number: int) -> str | None:
     if not 1 <= line_number <= len(lines):
         return None
     target = lines[line_number - 1]
-    indent = len(target) - len(target.lstrip()) if target.strip() else None
+    indent = _indent(target) if target.strip() else None
     for text in reversed(lines[: line_number - 1]):
         match = _DEF.match(text)
         if match and (indent is None or len(match[1].expandtabs()) < indent):
             return match[2]
         if text.strip() and not text.lstrip().startswith(("#", "@", ")")) and indent is not None:
-            indent = min(indent, len(text) - len(text.lstrip()))
+            indent = min(indent, _indent(text))
     return None
+
+
+def _indent(text: str) -> int:
+    """The indentation of a line in columns, tabs expanded (as `_DEF`'s is measured)."""
+    expanded = text.expandtabs()
+    return len(expanded) - len(expanded.lstrip())
 
 
 def _function_signals(rules: RuleSet, path: str, hunk: Hunk, seg: _Segment,
@@ -478,13 +588,16 @@ def _function_signals(rules: RuleSet, path: str, hunk: Hunk, seg: _Segment,
 
 def _token_signals(rules: RuleSet, path: str, hunk: Hunk, hunk_number: int,
                    segments: list[_Segment], matches: list[tuple[int, str, int]], hot_file: bool,
-                   allowed: list[bool]) -> list[_Found]:
+                   allowed: list[bool], markers: tuple[str, ...] = ()) -> list[_Found]:
     found = []
     starts = [seg.start for seg in segments]
+    offsets = hunk.offsets()
     for offset, text, number in matches:
         index = hunk.line_at(offset)
         if hunk.types[index] not in "+-":
             continue
+        if changes.in_comment(hunk.texts[index], offset - offsets[index], markers):
+            continue  # a sync in a comment costs nothing
         rule = rules.tokens[number]
         seg = segments[bisect.bisect_right(starts, index) - 1]
         if not allowed[number] or (rule.scope == "hot" and not (hot_file or seg.hot)):
@@ -555,16 +668,17 @@ def _with_count(signal: Signal, count: int) -> Signal:
 
 
 def _size_signal(files: list[FileRisk]) -> Signal | None:
-    """A few points for the amount of non-cold change: more code, more chances to regress."""
-    warm = [f for f in files if f.cold is None]
-    lines = sum(f.added + f.removed for f in warm)
+    """A few points for the amount of changed code in warm files (cosmetic hunks, blank and
+    comment lines left out): more code, more chances to regress."""
+    warm = [f for f in files if f.cold is None and f.code_lines]
+    lines = sum(f.code_lines for f in warm)
     if not warm or lines == 0:
         return None
     weight = round(min(_SIZE_CAP, 2.5 * math.log10(1 + lines) + 0.5 * (len(warm) - 1)), 1)
-    largest = max(warm, key=lambda f: f.added + f.removed)
+    largest = max(warm, key=lambda f: f.code_lines)
     noun = "file" if len(warm) == 1 else "files"
     return Signal("size", "size", "size", weight,
-                  f"size: {lines} changed lines in {len(warm)} non-cold {noun}",
+                  f"size: {lines} changed lines of code in {len(warm)} non-cold {noun}",
                   largest.path, None, None)
 
 

@@ -3,6 +3,9 @@ read is capped (zip bombs, links, paths that climb out, lies in the archive's he
 
 from __future__ import annotations
 
+import io
+import zipfile
+
 import pytest
 
 from bot.core.bench import artifact
@@ -58,3 +61,66 @@ def test_anything_but_a_zip_is_one_clear_error(data):
 def test_too_many_entries_are_refused():
     with pytest.raises(artifact.ArtifactError, match="entries"):
         artifact.read(archive({f"f{i}.json": b"" for i in range(artifact.MAX_ENTRIES + 1)}))
+
+
+def uploaded(files: dict[str, bytes], mode: int = 0o100644) -> bytes:
+    """A zip as actions/upload-artifact writes it: every entry with its Unix file mode."""
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as zf:
+        for name, content in files.items():
+            info = zipfile.ZipInfo(name)
+            info.external_attr = mode << 16
+            info.compress_type = zipfile.ZIP_DEFLATED
+            zf.writestr(info, content)
+    return out.getvalue()
+
+
+def test_regular_files_with_their_unix_mode_are_read_and_other_types_are_not():
+    assert artifact.read(uploaded({"results.json": b"{}"})).files == {"results.json": b"{}"}
+    fifo = artifact.read(uploaded({"results.json": b"{}"}, mode=0o010644))
+    assert fifo.files == {} and fifo.skipped == ("results.json: not a regular file (a link or a device)",)
+
+
+def test_each_file_is_capped_on_its_own_and_one_over_the_cap_leaves_the_others_read():
+    files = {"results.a.json": b"x" * 1000, "results.b.json": b"y" * 1001, "summary.md": b"z" * 10}
+    read = artifact.read(uploaded(files), max_file=1000)
+    assert set(read.files) == {"results.a.json", "summary.md"}
+    assert read.skipped == ("results.b.json: larger than 1,000 bytes uncompressed",)
+
+
+def test_once_the_total_is_spent_the_remaining_entries_are_not_read():
+    files = {f"results.s{i}.json": b"x" * 600 for i in range(4)}
+    read = artifact.read(uploaded(files), max_file=1000, max_total=1300)
+    assert list(read.files) == ["results.s0.json", "results.s1.json"]
+    assert read.skipped == ("results.s2.json: larger than 100 bytes uncompressed",)
+
+
+def test_exactly_the_most_entries_are_read_and_an_encrypted_entry_is_skipped():
+    most = {f"f{i}.json": b"" for i in range(artifact.MAX_ENTRIES)}
+    assert len(artifact.read(uploaded(most)).files) == artifact.MAX_ENTRIES
+    data = bytearray(uploaded({"results.json": b"{}"}))
+    central = data.index(b"PK\x01\x02")
+    data[central + 8] |= 0x1  # the general-purpose flag of the central directory: encrypted
+    assert artifact.read(bytes(data)).skipped == ("results.json: encrypted",)
+
+
+def test_the_caps_are_the_documented_ones():
+    assert (artifact.MAX_ENTRIES, artifact.MAX_FILE_BYTES, artifact.MAX_TOTAL_BYTES) == (64, 32 * 2**20, 64 * 2**20)
+
+
+def test_a_file_of_exactly_the_cap_is_read_whole():
+    assert artifact.read(uploaded({"results.json": b"y" * 1000}), max_file=1000).files["results.json"] == b"y" * 1000
+
+
+@pytest.mark.parametrize(("name", "why"), [("sub/results.json", "not at the top level of the artifact"),
+                                           ("..\\results.json", "not at the top level of the artifact"),
+                                           ("..results.json", "not at the top level of the artifact"),
+                                           ("results.exe", "not a *.json or *.md file")])
+def test_each_skipped_entry_says_why(name, why):
+    assert artifact.read(uploaded({name: b"{}"})).skipped == (f"{name}: {why}",)
+
+
+def test_a_long_entry_name_is_clipped_to_80_characters_in_what_was_skipped():
+    name = "r" * 150 + ".exe"
+    (line,) = artifact.read(uploaded({name: b"{}"})).skipped
+    assert line.endswith(": not a *.json or *.md file") and len(line.split(":")[0]) == 80

@@ -125,3 +125,51 @@ def test_a_confirmation_that_only_leaned_makes_the_culprit_likely_not_confirmed(
                                       "parent leaned towards the regression but did not decide it (more rounds would)")
     assert report.notes == (f"confirm {SECOND[:10]} was inconclusive (+9.0%); it was counted bad by the side "
                             "it leaned to",)
+
+
+def test_a_regression_short_of_halfway_to_bad_is_counted_with_the_good_side():
+    """Two modes of a noise floor, or the first step of a regression in steps: significantly slower
+    than GOOD, but nearer GOOD than BAD on a ratio scale (sqrt(9) = 3)."""
+    reference = judged(QUIET, [x * 9 for x in QUIET])
+    short = judged(QUIET, [x * 2.9 for x in QUIET])
+    past = judged(QUIET, [x * 3.1 for x in QUIET])
+    assert short.verdict == past.verdict == "regression"
+    outcome, why = bisect_report.judge_probe(short, reference)
+    assert outcome == "ok" and why == "regressed +190.0% against GOOD, short of halfway to the +800.0% from GOOD to BAD"
+    assert bisect_report.judge_probe(past, reference) == ("bad", "regressed +210.0% against GOOD")
+
+
+def test_the_halfway_point_is_on_the_reference_side_for_either_direction():
+    assert bisect_report.past_halfway(2.0, 4.0) and not bisect_report.past_halfway(1.99, 4.0)
+    assert bisect_report.past_halfway(0.5, 0.25) and not bisect_report.past_halfway(0.51, 0.25)
+    assert bisect_report.past_halfway(1.0, None) and not bisect_report.past_halfway(0.99, 0.0)
+
+
+def test_a_confirmation_short_of_halfway_is_not_confirmed_and_the_probes_that_leaned_are_noted():
+    short = bisect_report.Measurement("confirm", FIRST, SECOND, "ok", "regression", 1.1, (1.05, 1.15), 0.001,
+                                      "confirm.json", "short")
+    runs = [run("reference", GOOD, BAD, "bad", 2.0), run("probe", GOOD, FIRST, "ok"),
+            bisect_report.Measurement("probe", GOOD, SECOND, "ok", "regression", 1.2, (1.1, 1.3), 0.001,
+                                      "probe.json", "short")]
+    report = conclude(bisection.Culprit(SECOND, FIRST, 3), runs, short)
+    assert report.conclusion.endswith("+10.0% against its parent, NOT confirmed: against its parent it "
+                                      "regressed less than halfway to BAD, so another commit carries most "
+                                      "of the regression")
+    assert report.notes == (
+        f"probe {SECOND[:10]} regressed +20.0% against {GOOD[:10]}, short of halfway to BAD: counted ok "
+        "(the regression may come in steps)",
+        f"confirm {SECOND[:10]} regressed +10.0% against {FIRST[:10]}, short of halfway to BAD: counted ok "
+        "(the regression may come in steps)")
+
+
+def test_the_latest_measurement_of_the_pair_is_the_confirmation_and_the_last_confirm_counts():
+    probe, recheck = run("probe", GOOD, FIRST, "ok", 1.0), run("recheck", GOOD, FIRST, "bad", 2.0)
+    confirmation = bisect_report.probe_as_confirmation([probe, recheck], GOOD, FIRST)
+    assert confirmation is not None and (confirmation.ratio, confirmation.outcome) == (2.0, "bad")
+    assert confirmation.why == "why (the recheck above)"
+    contradicted = run("confirm", FIRST, SECOND, "ok", 1.0)
+    runs = [run("reference", GOOD, BAD, "bad"), run("probe", GOOD, SECOND, "bad"), contradicted,
+            run("recheck", GOOD, SECOND, "ok", 1.0)]
+    report = conclude(bisection.Culprit(BAD, SECOND, 4), runs, run("confirm", SECOND, BAD, "bad", 1.4))
+    assert report.confirmation.head == BAD and report.rechecks == 1 and report.probes == 1
+    assert report.to_dict()["runs"] == {"total": 5, "probes": 1, "rechecks": 1, "plain_bisection_probes": 2}

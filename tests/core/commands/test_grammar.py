@@ -8,6 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from bot.core.commands import grammar
 from bot.core.commands.grammar import (
     MAX_COMMENT,
     MAX_LINE,
@@ -179,3 +180,43 @@ def test_approve_may_name_the_head_it_approves():
     assert isinstance(find("/bench approve main"), Invalid)
     assert isinstance(find("/bench approve 0123ab"), Invalid), "at least 7 hex digits"
     assert isinstance(find("/bench approve 0123abc 4567def"), Invalid)
+
+
+def test_one_round_is_the_least_and_the_limits_of_a_line_and_of_suites_are_inclusive():
+    assert find("/bench --rounds 1 --max-rounds 1") == Run((), 1, 1)
+    longest = "/bench a" + " " * (grammar.MAX_LINE - len("/bench ab")) + "b"  # a line of exactly 500
+    assert len(longest) == grammar.MAX_LINE and find(longest) == Run(("a", "b"))
+    assert find(longest + "c") == Invalid(f"a /bench line may be at most {grammar.MAX_LINE} characters long")
+    most = "/bench " + " ".join(f"s{i}" for i in range(grammar.MAX_SUITES))
+    assert find(most) == Run(tuple(f"s{i}" for i in range(grammar.MAX_SUITES)))
+    assert find(most + " extra") == Invalid(f"at most {grammar.MAX_SUITES} suites at a time")
+    assert (grammar.MAX_LINE, grammar.MAX_SUITES) == (500, 20)
+
+
+def test_a_command_that_ends_exactly_at_githubs_limit_is_read_and_one_past_it_is_not():
+    assert MAX_COMMENT == 65_536
+    fits = "x" * (MAX_COMMENT - len("\n/bench cancel")) + "\n/bench cancel"
+    assert len(fits) == MAX_COMMENT and find(fits) == Cancel()
+    assert find("x" + fits) == Run(("cance",))  # the comment's 65,537th character is never read
+
+
+def test_a_code_span_after_text_on_a_later_line_hides_a_command_only_when_lines_cannot_be_placed():
+    # The code span spans a line break: rendered lines no longer match the source's, and later
+    # lines are not taken.
+    assert find("see `a\nb` here\n/bench") is None
+    # A code span on one line keeps the lines placed: the command on the next line counts.
+    assert find("see `a` here\n/bench") == Run()
+    assert find("<b>x</b>\n/bench cancel") == Cancel()
+
+
+def test_an_unknown_option_is_quoted_clipped_to_40_characters():
+    long = "--" + "o" * 60
+    problem = find(f"/bench {long}").problem
+    assert problem.startswith("unknown option '" + "-" * 2 + "o" * 37 + "…'") and len(problem.split("'")[1]) == 40
+
+
+def test_lines_before_a_code_span_that_breaks_placement_are_still_read():
+    # The span spans a line break further down, so lines after it cannot be placed; the command
+    # before it still can.
+    assert find("text\n/bench\n`a\nb`") == Run()
+    assert find("text\n`a\nb`\n/bench") is None

@@ -306,3 +306,30 @@ def test_unchanged_is_an_equivalence_test_against_the_minimum_effect():
     near = stats.judge(base, shifted(base, 1.01), min_effect=0.02)
     assert near.verdict == "unchanged" and near.estimate.ci[0] > 0.98 and near.estimate.ci[1] < 1.02
     assert stats.judge(base, shifted(base, 1.01), min_effect=0.005).verdict == "regression"
+
+
+def _estimate_with_interval(low: float, high: float, rounds: int = 5) -> stats.Estimate:
+    from bot.core.judge import model
+    ratio = math.sqrt(low * high)
+    fit = model.Fit(math.log(ratio), 0.01, 2 * rounds - 2, 10.0, 10.0 * ratio, False, 0.0)
+    return stats.Estimate(rounds, rounds, 10.0, 10.0 * ratio, ratio, (low, high), 0.5, 0.5, fit=fit)
+
+
+@pytest.mark.parametrize(("low", "high", "verdict"), [
+    (0.985, 1.015, "unchanged"),
+    (0.995, 1.025, "inconclusive"),  # the upper end leaves the ±2% band
+    (0.975, 1.005, "inconclusive"),  # the lower end does
+    (0.98, 1.01, "inconclusive"),  # an end on the band's edge is not inside it
+    (0.99, 1.02, "inconclusive"),
+])
+def test_unchanged_needs_both_ends_of_the_interval_inside_the_band(low, high, verdict):
+    judged = stats.classify("cycle_ms", "ms", "lower", _estimate_with_interval(low, high), 0.5, stats.Settings())
+    assert judged.verdict == verdict
+
+
+def test_without_a_model_the_ratio_is_of_the_medians_and_there_is_no_interval():
+    found = stats.estimate([10.0], [12.0])  # one round a side: no degree of freedom for the model
+    assert found.fit is None and found.ratio == pytest.approx(1.2) and found.ci is None
+    assert stats.judge([10.0], [12.0]).verdict == "inconclusive"
+    two = stats.estimate([10.0, 10.0], [13.0])
+    assert two.fit is not None and two.ratio == pytest.approx(1.3)

@@ -116,6 +116,26 @@ def test_a_removed_line_links_to_the_old_side():
     assert f"#{diff_anchor('a.py', 5, 'old')})" in comment_body(report, PULL)
 
 
+def test_removals_render_as_removed_and_as_possible_improvements_apart_from_the_score(file_regression):
+    from tests.core.render.test_risk import REMOVALS, report
+    file_regression.check(comment_body(report(REMOVALS), PULL), extension=".md")
+
+
+def test_the_comment_and_the_reports_describe_a_signal_alike():
+    """One function builds "description: `match` added (N times)" for every rendering."""
+    added = Signal("token.host-sync", "token", "host-sync", 15, "a host sync", "e/pynccl.py", "f", 3, "new",
+                   "x.item()", 2)
+    removed = Signal("token.host-sync", "token", "host-sync", 15, "a host sync", "e/pynccl.py", "f", 3, "old",
+                     "x.item()")
+    report = RiskReport(15, "low", "generic", [FileRisk("e/pynccl.py", None, "modified", False, 1, 1, 15, None,
+                                                        [added])], [added], improvements=[removed], improvement=15)
+    body = comment_body(report, PULL)
+    assert "a host sync: `x.item()` added (2 times) —" in body
+    assert "a host sync: `x.item()` removed —" in body and "`token.host-sync`, 15, not in the score" in body
+    assert added.what() == "a host sync: `x.item()` added (2 times)"
+    assert removed.what() == "a host sync: `x.item()` removed"
+
+
 def test_a_lowered_weight_says_why_and_names_the_other_rules_and_versions():
     lowered = Signal("path.pynccl", "path", "communicator", 20, "NCCL communicator wrapper",
                      "e/pynccl.py", "__init__", 5, note="only set-up code changed: __init__()",

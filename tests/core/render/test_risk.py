@@ -57,6 +57,47 @@ def test_the_text_of_a_hot_change(file_regression):
     file_regression.check(render_risk.report_text(report(HOT)), extension=".txt")
 
 
+# The communicator stops allocating and syncing on every call: three allocations and a sync are
+# removed, one allocation stays (rewritten), and nothing is added.
+REMOVALS = """\
+diff --git a/python/sglang/srt/distributed/device_communicators/pynccl.py b/python/sglang/srt/distributed/device_communicators/pynccl.py
+index 1111111..2222222 100644
+--- a/python/sglang/srt/distributed/device_communicators/pynccl.py
++++ b/python/sglang/srt/distributed/device_communicators/pynccl.py
+@@ -140,8 +140,4 @@ class PyNcclCommunicator:
+     def all_reduce(self, in_tensor, op=ReduceOp.SUM, stream=None):
+-        out = torch.zeros_like(in_tensor)
+-        scratch = torch.zeros_like(in_tensor)
+-        flags = torch.zeros_like(in_tensor)
+-        torch.cuda.synchronize()
+-        staged = torch.empty_like(in_tensor)
++        staged = torch.empty_like(in_tensor, device=self.device)
+         self.nccl.all_reduce(in_tensor, staged, op, stream)
+         return staged
+"""
+
+
+def test_removed_syncs_and_allocations_are_possible_improvements_not_risk():
+    removals = report(REMOVALS)
+    assert not any(s.rule.startswith("token.") for s in removals.signals)
+    improvements = {s.rule: s for s in removals.improvements}
+    assert set(improvements) == {"token.allocation", "token.host-sync"}
+    assert improvements["token.allocation"].count == 3 and improvements["token.allocation"].side == "old"
+    assert removals.improvement > 0 and removals.to_dict()["improvement"] == removals.improvement
+    assert removals.score == risk._combine(removals.signals)  # the improvements weigh nothing in it
+    sentence = improvements["token.allocation"].sentence()
+    assert sentence.startswith("possible improvement: a new allocation or copy in a hot path: "
+                               "`torch.zeros_like(` removed (3 times) [token.allocation, 12 apart from the score]")
+
+
+def test_the_markdown_of_removals(file_regression):
+    file_regression.check(render_risk.report_markdown(report(REMOVALS)), extension=".md")
+
+
+def test_the_text_of_removals(file_regression):
+    file_regression.check(render_risk.report_text(report(REMOVALS)), extension=".txt")
+
+
 def test_the_markdown_of_a_cold_change(file_regression):
     cold = HOT[HOT.index("diff --git a/docs"):]
     file_regression.check(render_risk.report_markdown(report(cold)), extension=".md")

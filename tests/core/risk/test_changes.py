@@ -41,6 +41,63 @@ def test_changes_that_cannot_alter_behaviour_are_cosmetic(removed, added):
 
 
 @pytest.mark.parametrize(("removed", "added"), [
+    (["    (a, b) = f(x)"], ["    a, b = f(x)"]),  # a formatter's redundant parentheses
+    (["    a, b = (f(x), 1)"], ["    a, b = f(x), 1"]),
+    (["    return (x)"], ["    return x"]),
+    (["    y = a + b"], ["    y = (", "        a + b", "    )"]),  # wrapped for length
+    (["    if (ready):"], ["    if ready:"]),
+    (["    for (k, v) in (items):"], ["    for k, v in items:"]),
+    (["    foo(a, b)"], ["    foo(", "        a,", "        b,", "    )"]),  # a trailing comma
+    (["    x = [1, 2]"], ["    x = [1, 2,]"]),
+    (["    x = {'k': 1}"], ['    x = {"k": 1,}']),  # quotes of a plain string
+    (["    total = a + \\", "        b"], ["    total = a + b"]),  # a line continuation
+    (["    from engine.comm import all_reduce"], ["    from engine.comm import (", "        all_reduce,", "    )"]),
+    (["    import torch", "    import os"], ["    import os", "    import torch"]),  # import order
+    (["    from a import x, y", "    from b import z"], ["    from b import z", "    from a import y", "    from a import x"]),
+])
+def test_what_formatters_change_is_cosmetic(removed, added):
+    assert kinds(file_diff("engine/worker.py", removed, added)) == ["cosmetic"]
+
+
+def test_a_signature_gaining_a_trailing_comma_and_a_blank_line_after_a_docstring_are_cosmetic():
+    """Two hunks of SGLang 07a24f1a ("update pre-commit config"), as its diff has them."""
+    text = ("diff --git a/p/parallel_state.py b/p/parallel_state.py\n--- a/p/parallel_state.py\n"
+            "+++ b/p/parallel_state.py\n@@ -21,6 +21,7 @@ If you only need\n  parallelism, you can skip\n"
+            "  steps.\n \"\"\"\n+\n import contextlib\n import gc\n import logging\n"
+            "@@ -79,7 +80,7 @@ class P2PWork:\n \n \n def _split_tensor_dict(\n"
+            "-    tensor_dict: Dict[str, Union[torch.Tensor, Any]]\n"
+            "+    tensor_dict: Dict[str, Union[torch.Tensor, Any]],\n"
+            " ) -> Tuple[List[Tuple[str, Any]], List[torch.Tensor]]:\n"
+            "     \"\"\"Split the tensor dictionary into two parts:\n"
+            "     1. A list of (key, value) pairs. If the value is a tensor, it is replaced\n")
+    assert kinds(text) == ["cosmetic", "cosmetic"]
+
+
+@pytest.mark.parametrize(("removed", "added"), [
+    (["    x = (a,)"], ["    x = (a)"]),  # a one-element tuple is not its element
+    (["    x[a,] = 1"], ["    x[a] = 1"]),
+    (["    f((a, b))"], ["    f(a, b)"]),  # one argument, or two
+    (["    y = (a + b) * c"], ["    y = a + b * c"]),  # precedence
+    (["    assert (a, 'm')"], ["    assert a, 'm'"]),  # a tuple is always true
+    (["    y = v in (a, b)"], ["    y = v in a, b"]),
+    (["    y = c if d else (a, b)"], ["    y = c if d else a, b"]),
+    (["    import torch"], ["    import numpy"]),
+    (["    from a import x"], ["    from b import x"]),
+    (["    import torch", "    y = 1"], ["    y = 1", "    import torch"]),  # moved past code
+])
+def test_what_formatters_never_do_is_not_cosmetic(removed, added):
+    assert kinds(file_diff("engine/worker.py", removed, added)) == [None]
+
+
+def test_includes_in_another_order_are_cosmetic_in_c_like_files():
+    sorted_ = file_diff("csrc/a.cu", ["#include <b.h>", "#include <a.h>"], ["#include <a.h>", "#include <b.h>"],
+                        before=("// kernels",), after=("int x;",))
+    assert kinds(sorted_) == ["cosmetic"]
+    other = file_diff("csrc/a.cu", ["#include <b.h>"], ["#include <c.h>"], before=("// k",), after=("int x;",))
+    assert kinds(other) == [None]
+
+
+@pytest.mark.parametrize(("removed", "added"), [
     (["    v = t.cpu()"], ["    v = t.item()"]),
     (["    n = 256"], ["    n = 1024"]),
     (['    return "float16"'], ['    return "bfloat16"']),  # a value, not a message

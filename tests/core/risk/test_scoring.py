@@ -113,9 +113,14 @@ def test_dependency_pins_fire_in_manifests_only():
     manifest = score(file_diff("python/pyproject.toml", ['  "torch==2.8.0",'], ['  "torch==2.9.1",']))
     code = score(file_diff("engine/util.py", ["torch==2.8.0"], ["torch==2.9.1"]))
     docker = score(file_diff("docker/Dockerfile", ["ARG CUDA_VERSION=12.8.1"], ["ARG CUDA_VERSION=12.9.1"]))
-    assert "dependency.kernels" in rules_fired(manifest)
+    added = score(file_diff("python/pyproject.toml", [], ['  "flash-attn==2.7.0",']))
+    unread = score(file_diff("docker/Dockerfile", ["RUN pip install torch==2.8"], ["RUN pip install torch==2.9"]))
+    # A pin that moved is one fact: the runtime rule says what moved, the pin token does not repeat it.
+    assert "dependency.runtime" in rules_fired(manifest) and "dependency.kernels" not in rules_fired(manifest)
+    assert "dependency.kernels" in rules_fired(added)
     assert "dependency.kernels" not in rules_fired(code)
-    assert "dependency.cuda" in rules_fired(docker)
+    assert "dependency.cuda" in rules_fired(docker) or "dependency.runtime" in rules_fired(docker)
+    assert rules_fired(unread) & {"dependency.kernels", "dependency.runtime"}
 
 
 def test_a_pin_of_a_look_alike_package_does_not_fire():
@@ -230,18 +235,22 @@ def test_a_function_a_rule_calls_hot_is_never_set_up():
     assert next(s for s in report.signals if s.rule == "path.pynccl").weight == 40
 
 
-def test_comment_log_and_rename_only_changes_keep_a_quarter():
+def test_comment_log_and_formatting_only_changes_score_zero_and_renames_keep_a_quarter():
     path = "vllm/distributed/device_communicators/pynccl.py"
     comment = score(file_diff(path, ["        x = 1  # old"], ["        x = 1  # new"],
                               header="def all_reduce(self, tensor):"))
+    formatted = score(file_diff(path, ["        (a, b) = f(x)"], ["        a, b = f(", "            x,", "        )"],
+                                header="def all_reduce(self, tensor):"))
     rename = score(file_diff(path, ["        foo = bar(x)", "        return foo"],
                              ["        baz = bar(x)", "        return baz"],
                              header="def all_reduce(self, tensor):"))
-    nccl = next(s for s in comment.signals if s.rule == "path.pynccl")
-    assert (nccl.weight, nccl.note) == (10, "only comments, docstrings, log messages or formatting changed")
-    assert comment.level in ("low", "none") and rename.level in ("low", "none")
-    assert "rename only (foo -> baz)" in next(s for s in rename.signals if s.rule == "path.pynccl").note
-    collective = next(s for s in comment.signals if s.rule == "function.collective")
+    for cosmetic in (comment, formatted):
+        assert (cosmetic.score, cosmetic.level, cosmetic.signals) == (0, "none", [])
+        assert cosmetic.files[0].code_lines == 0
+    nccl = next(s for s in rename.signals if s.rule == "path.pynccl")
+    assert (nccl.weight, nccl.note) == (10, "rename only (foo -> baz)")
+    assert rename.level in ("low", "none")
+    collective = next(s for s in rename.signals if s.rule == "function.collective")
     assert collective.weight == 6.2 and collective.full_weight == 25
 
 
@@ -249,10 +258,10 @@ def test_a_runtime_upgrade_is_high_risk_with_the_versions_in_the_reason():
     report = score(file_diff("python/pyproject.toml", ['  "torch==2.8.0",'], ['  "torch==2.9.1",']))
     upgrade = next(s for s in report.signals if s.rule == "dependency.runtime")
     assert report.level == "high"
-    assert upgrade.match == "torch 2.8.0 -> 2.9.1" and upgrade.also == ("dependency.kernels",)
+    assert upgrade.match == "torch 2.8.0 -> 2.9.1" and upgrade.also == ()  # the pin's rewrite is that move
     assert upgrade.sentence().startswith("version change of the runtime stack (torch, triton, "
                                          "CUDA, NCCL, kernel libraries): torch 2.8.0 -> 2.9.1 "
-                                         "[dependency.runtime, +60; also dependency.kernels]")
+                                         "[dependency.runtime, +60]")
     cuda = score(file_diff("docker/Dockerfile", ["ARG CUDA_VERSION=12.8.1"], ["ARG CUDA_VERSION=12.9.1"]))
     assert cuda.level == "high" and "cuda 12.8.1 -> 12.9.1" in cuda.reasons[0]
     other = score(file_diff("requirements.txt", ["requests==2.1"], ["requests==2.2"]))
@@ -290,3 +299,60 @@ def test_an_environment_variable_renamed_in_a_communicator_ranks_below_a_runtime
     upgrade = score(file_diff("python/pyproject.toml", ['  "torch==2.8.0",'], ['  "torch==2.9.1",']))
     assert "rename only (SGLANG_CUSTOM_AR_OLD -> SGLANG_CUSTOM_AR_NEW)" in rename.reasons[0]
     assert rename.level == "low" and upgrade.level == "high"
+
+
+def test_reasons_name_the_first_changed_line_of_code_never_a_blank_or_a_comment():
+    path = "python/sglang/srt/distributed/parallel_state.py"
+    cosmetic_first = ("diff --git a/p b/p\n".replace("p", path) + f"--- a/{path}\n+++ b/{path}\n"
+                      "@@ -21,3 +21,4 @@\n \"\"\"\n+\n import gc\n import os\n"
+                      "@@ -80,4 +81,6 @@ def graph_capture():\n     x = 1\n+    # sync the streams first\n+\n"
+                      "-    y = 2\n+    y = torch.cuda.synchronize() or 3\n     return x\n")
+    report = score(cosmetic_first)
+    state = next(s for s in report.signals if s.rule == "path.parallel-state")
+    assert (state.line, state.side, state.function) == (81, "old", "graph_capture")  # y = 2, removed
+    assert {(s.line, s.side) for s in report.signals if s.line} == {(81, "old"), (84, "new")}
+    assert report.files[0].code_lines == 2  # the removed and the added line of code
+
+
+def test_a_sync_in_a_comment_is_no_reason():
+    path = "python/sglang/srt/distributed/device_communicators/pynccl.py"
+    commented = score(file_diff(path, [], ["        y = x  # torch.cuda.synchronize() was here"],
+                                header="def all_reduce(self, x):"))
+    assert "token.host-sync" not in rules_fired(commented)
+    code = score(file_diff(path, [], ['        y = "#"; torch.cuda.synchronize()'], header="def all_reduce(self, x):"))
+    assert "token.host-sync" in rules_fired(code)
+
+
+def test_a_commit_of_only_cosmetic_hunks_is_none_even_in_the_hottest_files():
+    hot = ["python/sglang/srt/distributed/device_communicators/pynccl.py",
+           "python/sglang/srt/model_executor/cuda_graph_runner.py"]
+    text = "".join(file_diff(path, ["        (a, b) = f(x)  # split"],
+                             ["        a, b = f(", "            x,", "        )"], header="def all_reduce(self, x):")
+                   for path in hot)
+    report = score(text)
+    assert (report.score, report.level, report.signals) == (0, "none", [])
+
+
+def test_a_sync_moved_within_its_function_is_neither_risk_nor_improvement_and_a_net_addition_is_risk():
+    path = "python/sglang/srt/distributed/device_communicators/pynccl.py"
+    moved = score(file_diff(path, ["        torch.cuda.synchronize()"], ["        torch.cuda.synchronize()  # before"],
+                            header="def all_reduce(self, x):", context=("        x = 1", "        y = 2")))
+    assert moved.improvements == [] and "token.host-sync" not in rules_fired(moved)
+    more = score(file_diff(path, ["        a = x.item()"], ["        a = x.item()", "        b = y.item()"],
+                           header="def all_reduce(self, x):"))
+    sync = next(s for s in more.signals if s.rule == "token.host-sync")
+    assert (sync.count, sync.side, more.improvements) == (1, "new", [])
+
+
+def test_changed_imports_alone_are_set_up_code_and_the_reason_names_a_step_change_first():
+    path = "python/sglang/srt/distributed/device_communicators/pynccl.py"
+    imports = score(file_diff(path, ["from engine.ops import slow_copy"],
+                              ["from engine.ops import (", "    fast_copy,", ")"], context=("import os", "")))
+    nccl = next(s for s in imports.signals if s.rule == "path.pynccl")
+    assert (nccl.weight, nccl.note) == (20, "only set-up code changed: imports")
+    text = (file_diff(path, ["import os"], ["import os, sys"], context=("import re", "")) +
+            file_diff(path, ["        y = 1"], ["        y = 2"], header="def all_reduce(self, x):",
+                      start=40).split("\n", 4)[4])
+    both = score(text)
+    nccl = next(s for s in both.signals if s.rule == "path.pynccl")
+    assert (nccl.weight, nccl.function, nccl.line) == (40, "all_reduce", 41)
