@@ -39,7 +39,8 @@ def test_the_headline_is_bisected_on_and_named_in_every_probe_line(git_builder, 
     report, progress = run(git_builder, tmp_path)
     assert report.metric == "cycle_ms" and report.culprit is not None
     assert "bisect: bisecting on cycle_ms (the headline), +100.0% from GOOD to BAD" in progress
-    probes = [line for line in progress.splitlines() if line.startswith("perfbot: bisect:   ")]
+    probes = [line for line in progress.splitlines() if line.startswith(("perfbot: bisect:   bad:",
+                                                                          "perfbot: bisect:   ok:"))]
     assert probes and all(": cycle_ms " in line for line in probes), probes
 
 
