@@ -43,10 +43,11 @@ from typing import Any, Literal
 import numpy as np
 from scipy import stats as scipy_stats
 
+from bot.core import vocabulary
 from bot.core.judge import envdiff, model, speculation
 from bot.core.judge.results import SIDES, Results, Role
 
-Verdict = Literal["regression", "improvement", "unchanged", "inconclusive", "error"]
+Verdict = vocabulary.Verdict
 Better = Literal["lower", "higher"]
 
 DEFAULT_MIN_EFFECT = 0.02
@@ -67,8 +68,8 @@ WITHHELD_WARNING = ("base and head ran in different environments (see the enviro
                     "regression or improvement is claimed")
 
 # Order of rows in a report and precedence of the overall verdict.
-VERDICT_ORDER: tuple[Verdict, ...] = ("regression", "error", "inconclusive", "improvement", "unchanged")
-_CLAIMS = ("regression", "improvement")
+VERDICT_ORDER = vocabulary.VERDICTS_WORST_FIRST
+_CLAIMS = vocabulary.CLAIMS
 
 
 @dataclass(frozen=True, slots=True)

@@ -26,6 +26,7 @@ from bot.core.judge.stats import (
 from bot.core.render.kernels import kernels_markdown, kernels_text
 from bot.core.render.markdown import code_block, escape_md, fit
 from bot.core.text import clip, printable
+from bot.core.vocabulary import VERDICT_ICONS
 
 MAX_MARKDOWN_CHARS = 60_000  # GitHub refuses comments over 65,536; leave room for a wrapper
 MAX_METRIC_ROWS = 40
@@ -35,8 +36,7 @@ MAX_TEXT = 300
 REPRODUCE = ("perfbot bench run --base {base} --head {head} --suite {suite} --out results.json\n"
              "perfbot compare results.json --format markdown")
 
-_ICON = {"regression": "🔴", "improvement": "🟢", "unchanged": "⚪", "inconclusive": "🟡",
-         "error": "❌"}
+_ICON = VERDICT_ICONS
 _RUNNER_KEYS = ("host.name", "gpus.0.name", "driver", "torch.version", "torch.cuda", "torch.nccl",
                 "cpu.model")
 

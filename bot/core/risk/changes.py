@@ -128,7 +128,7 @@ class _Token:
         return (self.column if starts_statement else -1), self.text
 
 
-class Judge:
+class HarmlessHunks:
     """Judges the hunks of one file on demand, each at most once: most files need only their
     first hunk judged (it changes code, so their rules keep their weight), not all of them."""
 
@@ -276,7 +276,7 @@ def imports_only(hunk: Hunk, start: int, end: int, markers: tuple[str, ...]) -> 
 
 def classify(change: FileChange) -> list[Harmless | None]:
     """For each hunk of ``change``: why it is harmless, or None when it may change behaviour."""
-    return Judge(change).all()
+    return HarmlessHunks(change).all()
 
 
 def _code(hunk: Hunk, lexer: re.Pattern[str], side: str) -> list[_Token]:

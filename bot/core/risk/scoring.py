@@ -296,7 +296,7 @@ def _file_signals(change: FileChange, rules: RuleSet, source: SourceLookup | Non
     code outside cosmetic hunks."""
     _, path_rules, allowed = rules.for_path(change.path)
     lookup = _Lazy(source, change.path)
-    harmless = changes.Judge(change)
+    harmless = changes.HarmlessHunks(change)
     markers = changes.comment_markers(change.path)
     texts = [hunk.joined() for hunk in change.hunks]
     starts = [0, *itertools.accumulate(map(len, texts))]
@@ -380,7 +380,7 @@ class _Found:
 
 
 def _tempered(change: FileChange, rules: RuleSet, found: list[_Found], paths: list[Signal],
-              edited: list[tuple[int, _Segment]], harmless: changes.Judge) -> list[Signal]:
+              edited: list[tuple[int, _Segment]], harmless: changes.HarmlessHunks) -> list[Signal]:
     """The signals of one file with their weights lowered where the change cannot matter much:
     in hunks that only rename, or only in set-up code (cosmetic hunks gave none)."""
     signals = []
@@ -399,7 +399,7 @@ def _tempered(change: FileChange, rules: RuleSet, found: list[_Found], paths: li
     return signals
 
 
-def _file_share(rules: RuleSet, harmless: changes.Judge,
+def _file_share(rules: RuleSet, harmless: changes.HarmlessHunks,
                 edited: list[tuple[int, _Segment]]) -> tuple[float, str | None]:
     """The share of their weight a file's path rules keep, and why (None: all of it).
 
