@@ -12,6 +12,12 @@ database and syncs it to disk, inside its commit and so inside the lock: one suc
 others up for 300 ms. `perfbot serve`'s master checkpoints every second instead (`WalCheckpoints`),
 without waiting for anyone, and writers checkpoint themselves only past `AUTOCHECKPOINT_PAGES`,
 which bounds the WAL where nothing else checkpoints it.
+
+SQLite maps the WAL index (the ``-shm`` file) into memory, and the kernel kills a process with
+SIGBUS when it writes to a mapped page of a file that became immutable or whose filesystem went
+read-only: every connection, readers too, writes there. So each use of a connection first checks
+that the files can still be written (`check_writable`, three `access` calls) and refuses with
+`ReadOnlyStorage` instead; once the files are writable again the same connections carry on.
 """
 
 from __future__ import annotations
@@ -24,6 +30,8 @@ import threading
 import time
 from collections.abc import Sequence
 from pathlib import Path
+
+from bot.service.failures import StorageUnavailable
 
 log = logging.getLogger("perfbot.sqlite")
 
@@ -47,6 +55,9 @@ class WriterLock:
         try:
             if self.path is not None:
                 fcntl.flock(self._descriptor(self.path), fcntl.LOCK_EX)
+        except OSError as error:
+            self._threads.release()
+            raise ReadOnlyStorage(f"the writer lock {self.path} cannot be taken: {error}") from error
         except BaseException:
             self._threads.release()
             raise
@@ -72,6 +83,22 @@ def lock_file_beside(database: str) -> str:
     return f"{database}.lock"
 
 
+class ReadOnlyStorage(StorageUnavailable):
+    """A SQLite file (or its folder) cannot be written: made immutable or read-only, or on a
+    filesystem mounted read-only. Touching its memory-mapped WAL index now could kill the process."""
+
+
+def check_writable(database: str) -> None:
+    """Raise `ReadOnlyStorage` unless ``database``, its WAL and WAL index (where they exist) and
+    its folder can be written by this process."""
+    for path in (database, f"{database}-wal", f"{database}-shm"):
+        if not os.access(path, os.W_OK) and os.path.lexists(path):
+            raise ReadOnlyStorage(f"{path} cannot be written (read-only, immutable, or its filesystem is)")
+    folder = os.path.dirname(database) or "."
+    if not os.access(folder, os.W_OK):
+        raise ReadOnlyStorage(f"the folder of {database} cannot be written")
+
+
 class WalCheckpoints:
     """PASSIVE checkpoints of ``paths``, at most every ``interval_s``, for a supervising process
     that writes nothing itself: a passive checkpoint neither waits for nor blocks the writers."""
@@ -91,7 +118,12 @@ class WalCheckpoints:
 
 def checkpoint(path: str) -> None:
     """Copy what ``path``'s WAL holds into the database, as far as its readers allow; a file not
-    yet created is left alone (opening it would create an empty database)."""
+    yet created, or one that cannot be written now, is left alone (opening it would create an empty
+    database; touching a read-only one's WAL index could kill the server's master)."""
+    try:
+        check_writable(path)
+    except ReadOnlyStorage:
+        return
     try:
         connection = sqlite3.connect(f"{Path(path).absolute().as_uri()}?mode=rw", uri=True)
     except sqlite3.OperationalError:

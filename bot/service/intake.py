@@ -1,4 +1,8 @@
-"""Accept a verified webhook: decide whether it is work, claim its GUID once, enqueue it."""
+"""Accept a verified webhook: decide whether it is work, claim its GUID once, enqueue it.
+
+What is acknowledged is stored: a delivery the database cannot take now is refused as
+`UNAVAILABLE` (the web answers 503 with Retry-After), never acknowledged and lost. One stored but
+not enqueued (the queue is down) is acknowledged: the sweep enqueues it when the queue is back."""
 
 from __future__ import annotations
 
@@ -6,6 +10,7 @@ import logging
 from enum import Enum
 
 from .events import MalformedPayload
+from .failures import StorageUnavailable, Transient
 from .ports import Queue
 from .router import Router
 from .storage import Store
@@ -18,6 +23,7 @@ class Outcome(Enum):
     DUPLICATE = "duplicate"
     IGNORED = "ignored"
     MALFORMED = "malformed"  # an event the bot acts on, but not in the shape GitHub sends
+    UNAVAILABLE = "unavailable"  # the database cannot store it now: not acknowledged
 
 
 def accept(
@@ -45,12 +51,21 @@ def accept(
         return Outcome.MALFORMED
     if wanted is None:
         return Outcome.IGNORED
-    delivery_id = store.deliveries.claim(hook_id, guid, event, action, body)
+    repo = getattr(getattr(wanted, "repo", None), "full_name", None)
+    try:
+        delivery_id = store.deliveries.claim(hook_id, guid, event, action, body, repo)
+    except StorageUnavailable as error:
+        log.error("delivery refused: it cannot be stored now (%s)", error,
+                  extra={"event": event, "action": action})
+        return Outcome.UNAVAILABLE
     if delivery_id is None:
         log.info("duplicate delivery ignored", extra={"event": event, "action": action})
         return Outcome.DUPLICATE
     try:
         queue.enqueue(delivery_id)
+    except Transient as error:
+        log.warning("delivery stored but not enqueued; the sweep will enqueue it (%s)", error,
+                    extra={"delivery_id": delivery_id})
     except Exception:
-        log.exception("enqueue failed; the sweep will retry", extra={"delivery_id": delivery_id})
+        log.exception("enqueue failed; the sweep will enqueue it", extra={"delivery_id": delivery_id})
     return Outcome.QUEUED
