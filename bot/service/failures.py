@@ -115,7 +115,7 @@ def hint_for(error_type: str) -> str | None:
 def backoff(attempt: int, retry_after: float | None = None) -> float:
     """Seconds to wait after failed attempt number ``attempt`` (1 for the first): 10, 20, 40, ...
     up to `MAX_RETRY_S`, and never less than the other side's ``retry_after``."""
-    wait = FIRST_RETRY_S * 2 ** max(0, attempt - 1)
+    wait = FIRST_RETRY_S * 2 ** min(max(0, attempt - 1), 16)  # 2**16 * 10 s is past the cap
     return min(MAX_RETRY_S, max(wait, retry_after or 0.0))
 
 
