@@ -2,34 +2,59 @@
 
 from __future__ import annotations
 
+import itertools
 import logging
 import signal
 import threading
 import time
+from collections.abc import Callable
+from typing import TypeVar
 
 from bot.bootstrap import Runtime
-from bot.service.failures import StorageUnavailable
+from bot.service.failures import Transient
 from bot.service.logs import JsonFormatter
+
+T = TypeVar("T")
 
 log = logging.getLogger("perfbot.worker")
 QUEUE_ERRORS_EVERY_S = 30.0  # huey's own complaints about an unreachable queue, at most this often
 
 
-def run_forever(runtime: Runtime, workers: int = 4, periodic: bool = True) -> int:
-    """Consume until told to stop (0); 1 when it cannot start because the database is
-    unavailable (one line says why; whoever runs it starts it again)."""
-    stopping = threading.Event()
+_stopping = threading.Event()
+START_WAITS_S = (1.0, 2.0, 4.0, 8.0, 15.0)  # between attempts to start while storage is away
+
+
+def _stop_on_signals() -> None:
     for sig in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(sig, lambda *_: stopping.set())
+        signal.signal(sig, lambda *_: _stopping.set())
+
+
+def when_storage_is_there(start: Callable[[], T]) -> T | None:
+    """``start()``, again and again while the database or the queue is unavailable (one line per
+    attempt, waiting longer each time up to 15 s): a worker started while PostgreSQL restarts
+    waits for it rather than exiting. None when told to stop meanwhile."""
+    _stop_on_signals()
+    for attempt in itertools.count():
+        try:
+            return start()
+        except Transient as error:
+            wait = START_WAITS_S[min(attempt, len(START_WAITS_S) - 1)]
+            log.error("worker cannot start yet, trying again in %.0f s: %s", wait, error)
+            if _stopping.wait(wait):
+                return None
+    raise AssertionError("unreachable")
+
+
+def run_forever(runtime: Runtime, workers: int = 4, periodic: bool = True) -> int:
+    """Consume until told to stop."""
+    _stop_on_signals()
     quiet_queue_errors()
-    try:
-        consumer = runtime.start_consumer(workers, periodic)
-    except StorageUnavailable as error:
-        log.error("worker cannot start: %s", error)
-        return 1
+    consumer = when_storage_is_there(lambda: runtime.start_consumer(workers, periodic))
+    if consumer is None:
+        return 0
     log.info("worker started", extra={"workers": workers, "periodic": periodic,
                                       "queue": runtime.queue.url.split("://")[0]})
-    stopping.wait()
+    _stopping.wait()
     log.info("worker stopping")
     consumer.stop(graceful=True)
     return 0

@@ -74,15 +74,12 @@ def run_serve(args: argparse.Namespace) -> int:
 def run_worker(args: argparse.Namespace) -> int:
     from bot import bootstrap, worker
     from bot.service import logs
-    from bot.service.failures import StorageUnavailable
 
     settings = _settings()
     logs.configure(settings.log_level)
     if args.threads < 1:
         raise UsageError("--threads must be positive")
-    try:
-        runtime = bootstrap.build(settings)
-    except StorageUnavailable as error:  # whoever runs it (perfbot serve, systemd) starts it again
-        log.error("worker cannot start: %s", error)
-        return 1
+    runtime = worker.when_storage_is_there(lambda: bootstrap.build(settings))
+    if runtime is None:  # told to stop while it waited
+        return 0
     return worker.run_forever(runtime, workers=args.threads, periodic=args.periodic)

@@ -24,7 +24,7 @@ MAX_ATTEMPTS = 6  # with the backoff: tried over about five minutes (longer wher
 # retry time): its job was lost (a queue outage at intake, Redis restarted, a crash between dequeue
 # and start). Sooner when the queue is empty, since then nothing can still be on its way.
 UNQUEUED_S = 600.0
-UNQUEUED_IDLE_S = 30.0
+UNQUEUED_IDLE_S = 10.0
 STORAGE_RETRY_S = 10.0  # a job that found the database unavailable before it could start
 PAYLOAD_KEPT_S = 2 * 86_400  # long enough to debug a failed delivery
 DEDUPE_WINDOW_S = 35 * 86_400  # GitHub lets a delivery be redelivered for up to 30 days
