@@ -194,7 +194,7 @@ class PyGithubFactory(GitHubFactory):
                     raise _token_refused(error, 0) from None
                 raise (translated(error, "reading the App") or error) from None
             except requests.RequestException as error:
-                raise translated(error, "reading the App") from None
+                raise (translated(error, "reading the App") or error) from None
             known = f"{slug}[bot]"
             with self._lock:
                 self._bot_login = known
@@ -208,12 +208,14 @@ class PyGithubFactory(GitHubFactory):
             # AppInstallationAuth renews its token by itself shortly before it expires. Asked for
             # here, so that a refusal says whose: the App's (its id or key) or the installation's.
             github = integration.get_github_for_installation(installation_id)
+            auth = github.requester.auth
             try:
-                github.requester.auth.token  # noqa: B018 - the property asks GitHub for the token
+                if auth is not None:
+                    auth.token  # noqa: B018 - the property asks GitHub for the token
             except GithubException as error:
                 raise _token_refused(error, installation_id) from None
             except requests.RequestException as error:
-                raise translated(error, "asking for an installation token") from None
+                raise (translated(error, "asking for an installation token") or error) from None
             return github
         if self.settings.github_token is None:
             raise NoCredentials(
@@ -565,7 +567,7 @@ def _classify_methods(cls: type) -> None:
     for name, value in list(vars(cls).items()):
         if callable(value) and not name.startswith("_") and not getattr(value, "_classified", False):
             wrapped = _classified(value)
-            wrapped._classified = True  # type: ignore[attr-defined]
+            wrapped._classified = True
             setattr(cls, name, wrapped)
 
 

@@ -16,8 +16,10 @@ which bounds the WAL where nothing else checkpoints it.
 SQLite maps the WAL index (the ``-shm`` file) into memory, and the kernel kills a process with
 SIGBUS when it writes to a mapped page of a file that became immutable or whose filesystem went
 read-only: every connection, readers too, writes there. So each use of a connection first checks
-that the files can still be written (`check_writable`, three `access` calls) and refuses with
-`ReadOnlyStorage` instead; once the files are writable again the same connections carry on.
+that the WAL index can still be written (`check_writable`: one `access` call) and refuses with
+`ReadOnlyStorage` instead; once it is writable again the same connections carry on. The database
+and its WAL are written with write(2), whose errors SQLite reports as errors (the store's
+`StorageUnavailable`), so they need no check of their own.
 """
 
 from __future__ import annotations
@@ -89,14 +91,12 @@ class ReadOnlyStorage(StorageUnavailable):
 
 
 def check_writable(database: str) -> None:
-    """Raise `ReadOnlyStorage` unless ``database``, its WAL and WAL index (where they exist) and
-    its folder can be written by this process."""
-    for path in (database, f"{database}-wal", f"{database}-shm"):
-        if not os.access(path, os.W_OK) and os.path.lexists(path):
-            raise ReadOnlyStorage(f"{path} cannot be written (read-only, immutable, or its filesystem is)")
-    folder = os.path.dirname(database) or "."
-    if not os.access(folder, os.W_OK):
-        raise ReadOnlyStorage(f"the folder of {database} cannot be written")
+    """Raise `ReadOnlyStorage` when the WAL index of ``database`` exists and cannot be written by
+    this process (immutable, read-only, or on a filesystem mounted read-only)."""
+    index = f"{database}-shm"
+    if not os.access(index, os.W_OK) and os.path.lexists(index):
+        raise ReadOnlyStorage(f"{database} cannot be written: its WAL index is read-only, immutable, "
+                              "or on a read-only filesystem")
 
 
 class WalCheckpoints:

@@ -167,12 +167,13 @@ def requeue_stale(services: Services, older_than_s: float | None = None) -> int:
 def housekeeping(services: Services) -> None:
     """The minutely sweep: take over dead workers' deliveries, re-enqueue lost ones, shed old
     payloads, forget old GUIDs, work keys and consumers."""
-    take_over(services)
-    requeue_stale(services)
+    taken = take_over(services)
+    requeued = requeue_stale(services)
     now = services.now()
-    services.store.deliveries.prune(now, PAYLOAD_KEPT_S, DEDUPE_WINDOW_S)
+    forgotten = services.store.deliveries.prune(now, PAYLOAD_KEPT_S, DEDUPE_WINDOW_S)
     services.store.work.prune(now, WORK_KEPT_S)
     services.store.liveness.forget(now - timedelta(seconds=CONSUMERS_KEPT_S))
+    log.info("sweep", extra={"taken_over": len(taken), "requeued": requeued, "forgotten": forgotten})
 
 
 # ------------------------------------------------------------------ a consumer's duties

@@ -68,7 +68,10 @@ class SqlDeliveries(Deliveries):
                       expires=now + timedelta(seconds=lease_s))
         with self.db.transaction() as connection:
             row = connection.execute(_START, values).one_or_none()
-        return None if row is None else Delivery(*row)
+        if row is None:
+            return None
+        return Delivery(id=row.id, hook_id=row.hook_id, guid=row.guid, event=row.event, action=row.action,
+                        payload=row.payload, attempts=row.attempts, error=row.error)
 
     def renew(self, owner, delivery_ids, now, lease_s) -> int:
         if not delivery_ids:
