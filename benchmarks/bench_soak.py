@@ -93,6 +93,7 @@ class GitHubSide:
         state.files[(BRANCH, CONFIG_PATH)] = CONFIG
         state.branches[BRANCH] = "f" * 40
         state.permissions["maintainer"] = "write"
+        state.parents["c" * 40] = [BASE_SHA]  # the merge commit of every merged pull request
         self.emulator.add_workflow(REPO)
         self.numbers = itertools.count(1)
         self.open: list[int] = []

@@ -72,6 +72,10 @@ class QueueUnavailable(Transient):
     """The queue cannot take or hand out jobs now."""
 
 
+class SubjectBusy(Exception):  # noqa: N818 - a state, not an error
+    """Another worker is processing a delivery of the same subject (pull request) right now."""
+
+
 class RetryLater(Exception):  # noqa: N818 - an instruction to the queue, not an error
     """Raised by a job to have the queue run it again in ``delay_s`` seconds (the queue adapter
     turns it into its own retry); the job has recorded and logged the failure already."""

@@ -9,7 +9,7 @@ from __future__ import annotations
 import logging
 from enum import Enum
 
-from .events import MalformedPayload
+from .events import CommandEvent, Event, MalformedPayload, PullRequestEvent, WorkflowRunEvent
 from .failures import StorageUnavailable, Transient
 from .ports import Queue
 from .router import Router
@@ -53,7 +53,7 @@ def accept(
         return Outcome.IGNORED
     repo = getattr(getattr(wanted, "repo", None), "full_name", None)
     try:
-        delivery_id = store.deliveries.claim(hook_id, guid, event, action, body, repo)
+        delivery_id = store.deliveries.claim(hook_id, guid, event, action, body, repo, subject(store, wanted))
     except StorageUnavailable as error:
         log.error("delivery refused: it cannot be stored now (%s)", error,
                   extra={"event": event, "action": action})
@@ -69,3 +69,15 @@ def accept(
     except Exception:
         log.exception("enqueue failed; the sweep will enqueue it", extra={"delivery_id": delivery_id})
     return Outcome.QUEUED
+
+
+def subject(store: Store, event: Event) -> str | None:
+    """The pull request a delivery acts on, ``owner/name#number`` (a benchmark run's, through its
+    request), of which the worker processes one delivery at a time; None for the others."""
+    if isinstance(event, (PullRequestEvent, CommandEvent)):
+        return f"{event.repo.full_name}#{event.number}"
+    if isinstance(event, WorkflowRunEvent):
+        request = store.benchmarks.get(event.correlation_id)
+        if request is not None and request.number is not None:
+            return f"{request.repo}#{request.number}"
+    return None

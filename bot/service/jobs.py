@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 
 from . import failures, leases, notes
-from .failures import Kind, RetryLater, StorageUnavailable
+from .failures import Kind, RetryLater, StorageUnavailable, SubjectBusy
 from .leases import LEASE_S
 from .logs import current_delivery
 from .records import Delivery
@@ -26,6 +26,7 @@ MAX_ATTEMPTS = 6  # with the backoff: tried over about five minutes (longer wher
 UNQUEUED_S = 600.0
 UNQUEUED_IDLE_S = 10.0
 STORAGE_RETRY_S = 10.0  # a job that found the database unavailable before it could start
+SUBJECT_BUSY_S = 2.0  # a job whose pull request another worker is processing: soon, not counted
 PAYLOAD_KEPT_S = 2 * 86_400  # long enough to debug a failed delivery
 DEDUPE_WINDOW_S = 35 * 86_400  # GitHub lets a delivery be redelivered for up to 30 days
 # Work keys outlive the delivery window: a signed body can be replayed any time. A benchmark request
@@ -44,6 +45,8 @@ def process(delivery_id: int, services: Services, router: Router, owner: str | N
     except StorageUnavailable as error:
         _complain(f"cannot take delivery {delivery_id}; trying again in {STORAGE_RETRY_S:.0f} s: {error}")
         raise RetryLater(STORAGE_RETRY_S) from None
+    except SubjectBusy:  # one delivery of a pull request at a time: no attempt was counted
+        raise RetryLater(SUBJECT_BUSY_S) from None
     if delivery is None:
         return "skipped"
     token = current_delivery.set(delivery.guid)

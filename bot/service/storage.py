@@ -70,13 +70,15 @@ class Deliveries(ABC):
 
     @abstractmethod
     def claim(self, hook_id: str, guid: str, event: str, action: str | None, payload: bytes,
-              repo: str | None = None) -> int | None:
-        """Record a new delivery; None when (hook_id, guid) was seen before."""
+              repo: str | None = None, subject: str | None = None) -> int | None:
+        """Record a new delivery; None when (hook_id, guid) was seen before. ``subject``: what it
+        acts on (a pull request), of which one delivery is processed at a time."""
 
     @abstractmethod
     def start(self, delivery_id: int, now: datetime, lease_s: float, owner: str = "") -> Delivery | None:
         """Take a pending delivery for processing under ``owner``'s lease of ``lease_s``; None
-        when it is done, or held by a lease that has not run out."""
+        when it is done, or held by a lease that has not run out. `SubjectBusy` (and nothing
+        taken) while another delivery of its subject is held by a lease that has not run out."""
 
     @abstractmethod
     def renew(self, owner: str, delivery_ids: list[int], now: datetime, lease_s: float) -> int:

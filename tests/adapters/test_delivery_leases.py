@@ -10,7 +10,7 @@ import pytest
 
 from bot.adapters.sqlite_files import ReadOnlyStorage
 from bot.adapters.store.sql import SqlStore
-from bot.service.failures import StorageUnavailable
+from bot.service.failures import StorageUnavailable, SubjectBusy
 
 NOW = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
 LEASE = 60
@@ -133,3 +133,18 @@ def test_a_database_that_is_down_is_storage_unavailable():
     with pytest.raises(StorageUnavailable, match="unavailable"):
         claim(store)
     store.engine.dispose()
+
+
+def test_one_delivery_of_a_pull_request_is_processed_at_a_time(store):
+    first = store.deliveries.claim("9", "push-1", "pull_request", "opened", b"{}", "octo/a", "octo/a#7")
+    second = store.deliveries.claim("9", "push-2", "pull_request", "synchronize", b"{}", "octo/a", "octo/a#7")
+    other = store.deliveries.claim("9", "push-3", "pull_request", "opened", b"{}", "octo/a", "octo/a#8")
+    store.deliveries.start(first, NOW, LEASE, "one")
+    with pytest.raises(SubjectBusy):
+        store.deliveries.start(second, at(1), LEASE, "two")
+    assert store.deliveries.start(other, at(1), LEASE, "two") is not None, "another pull request"
+    assert store.deliveries.start(second, at(61), LEASE, "two").attempts == 1, "the first one's lease ran out"
+    store.deliveries.finish(second, "done", owner="two")
+    store.deliveries.release(first, "Transient: x", at(62))
+    third = store.deliveries.claim("9", "push-4", "pull_request", "synchronize", b"{}", "octo/a", "octo/a#7")
+    assert store.deliveries.start(third, at(63), LEASE, "two") is not None, "a released one does not block"

@@ -163,3 +163,12 @@ def test_a_delivery_the_database_cannot_store_is_refused_not_acknowledged(servic
     outcome = intake.accept(services.store, services.queue, router, hook_id="1", guid="g", event="pull_request",
                             payload=payload, body=json.dumps(payload).encode())
     assert outcome is intake.Outcome.UNAVAILABLE
+
+
+def test_a_delivery_of_a_pull_request_another_worker_is_processing_waits_its_turn(services):
+    first, second = deliver(services, Failing(), guid="push-1"), deliver(services, Failing(), guid="push-2")
+    services.store.deliveries.start(first, datetime.now(UTC), jobs.LEASE_S, "another-worker")
+    with pytest.raises(RetryLater) as later:
+        run(services, second)
+    assert later.value.delay_s == jobs.SUBJECT_BUSY_S
+    assert services.store.deliveries.start(second, datetime.now(UTC), 60, "x").attempts == 1, "not counted"

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from sqlalchemy import and_, bindparam, delete, func, insert, or_, select, update
+from sqlalchemy import and_, bindparam, delete, func, insert, or_, select, text, update
 from sqlalchemy.exc import IntegrityError
 
+from bot.service.failures import SubjectBusy
 from bot.service.records import Delivery
 from bot.service.storage import Deliveries, DeliveryHealth, FailedDelivery
 
@@ -41,6 +42,17 @@ _START = (
         DeliveryRow.error,
     )
 )
+_SUBJECT = select(DeliveryRow.subject).where(DeliveryRow.id == bindparam("delivery_id"))
+_SUBJECT_HELD = (
+    select(DeliveryRow.id)
+    .where(DeliveryRow.subject == bindparam("subject"), DeliveryRow.status == PENDING,
+           DeliveryRow.id != bindparam("delivery_id"), DeliveryRow.lease_owner.is_not(None),
+           DeliveryRow.lease_expires_at >= bindparam("now"))
+    .limit(1)
+)
+# Two starts of one subject's deliveries must not both find the other not held: on PostgreSQL a
+# transaction-scoped advisory lock on the subject serializes them (SQLite has one writer at a time).
+_LOCK_SUBJECT = text("SELECT pg_advisory_xact_lock(hashtext(:subject))")
 _FINISH = (
     update(table(DeliveryRow))
     .where(DeliveryRow.id == bindparam("delivery_id"), DeliveryRow.status == PENDING)
@@ -54,9 +66,9 @@ class SqlDeliveries(Deliveries):
     def __init__(self, db: Database):
         self.db = db
 
-    def claim(self, hook_id, guid, event, action, payload, repo=None) -> int | None:
+    def claim(self, hook_id, guid, event, action, payload, repo=None, subject=None) -> int | None:
         values = dict(hook_id=hook_id, guid=guid, event=event, action=action, payload=payload,
-                      status=PENDING, attempts=0, received_at=now(), repo=repo)
+                      status=PENDING, attempts=0, received_at=now(), repo=repo, subject=subject)
         try:
             with self.db.transaction() as connection:
                 return connection.execute(_CLAIM, values).scalar_one()
@@ -67,6 +79,13 @@ class SqlDeliveries(Deliveries):
         values = dict(delivery_id=delivery_id, now=now, owner=owner or None,
                       expires=now + timedelta(seconds=lease_s))
         with self.db.transaction() as connection:
+            subject = connection.execute(_SUBJECT, {"delivery_id": delivery_id}).scalar_one_or_none()
+            if subject is not None:
+                if self.db.dialect == "postgresql":
+                    connection.execute(_LOCK_SUBJECT, {"subject": subject})
+                held = {"subject": subject, "delivery_id": delivery_id, "now": now}
+                if connection.execute(_SUBJECT_HELD, held).first() is not None:
+                    raise SubjectBusy(subject)
             row = connection.execute(_START, values).one_or_none()
         if row is None:
             return None

@@ -40,8 +40,8 @@ class SqlLiveness(Liveness):
         with self.db.session() as session:
             rows = list(session.scalars(query))
         return [ConsumerSeen(owner=row.owner, started_at=utc(row.started_at) or row.started_at,
-                             seen_at=utc(row.seen_at) or row.seen_at, periodic=row.periodic, threads=row.threads)
-                for row in rows]
+                             seen_at=utc(row.seen_at) or row.seen_at, periodic=row.periodic,
+                             threads=row.threads) for row in rows]
 
     def forget(self, seen_before) -> int:
         with self.db.transaction() as connection:

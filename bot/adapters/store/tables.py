@@ -51,6 +51,9 @@ class DeliveryRow(Base):
     lease_owner: Mapped[str | None] = mapped_column(String(120))
     lease_expires_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     repo: Mapped[str | None] = mapped_column(String(200))  # owner/name, when the event names one
+    # What the delivery acts on (a pull request: owner/name#number): one delivery of a subject is
+    # processed at a time, so that two pushes in a row never race to create one sticky comment.
+    subject: Mapped[str | None] = mapped_column(String(220), index=True)
     failure: Mapped[str | None] = mapped_column(String(16))  # permanent | transient | bug
 
 

@@ -1,5 +1,5 @@
-"""Leases that follow their worker (an owner and an expiry per delivery), the repository and
-failure kind of each delivery, the running consumers, and the row `/healthz` writes.
+"""Leases that follow their worker (an owner and an expiry per delivery), the repository, subject
+and failure kind of each delivery, the running consumers, and the row `/healthz` writes.
 
 Revision ID: 0005
 """
@@ -23,6 +23,8 @@ def upgrade() -> None:
         deliveries.add_column(sa.Column("lease_expires_at", sa.DateTime(timezone=True)))
         deliveries.add_column(sa.Column("repo", sa.String(200)))
         deliveries.add_column(sa.Column("failure", sa.String(16)))
+        deliveries.add_column(sa.Column("subject", sa.String(220)))
+        deliveries.create_index("ix_deliveries_subject", ["subject"])
     # A delivery held when the schema changed keeps the lease it was taken under, by an owner
     # that no worker is named after (so none takes it over before the lease runs out).
     table = sa.table("deliveries", sa.column("id", sa.Integer), sa.column("status", sa.String),
@@ -56,5 +58,6 @@ def downgrade() -> None:
     op.drop_table("write_probes")
     op.drop_table("consumers")
     with op.batch_alter_table("deliveries") as deliveries:
-        for column in ("failure", "repo", "lease_expires_at", "lease_owner"):
+        deliveries.drop_index("ix_deliveries_subject")
+        for column in ("subject", "failure", "repo", "lease_expires_at", "lease_owner"):
             deliveries.drop_column(column)
