@@ -465,6 +465,11 @@ def summarize(args, engine, sender, side, mix, servers, workers, stored, acknowl
             f"serve {n % len(servers) + 1}" for n, s in enumerate(sender.sent) if s.status in (200, 202))),
         "sticky_comments_per_pr": sorted(set(sticky.values())),
         "statuses_per_head": sorted(set(statuses.values())),
+        "heads_with_more_statuses": [
+            {"sha": sha[:12], "context": context, "statuses": n,
+             "states": [s["state"] for s in side.emulator.statuses
+                        if s["_sha"] == sha and s.get("context") == context]}
+            for (sha, context), n in statuses.items() if n > 1][:5],
         "benches": len(mix.benches), "dispatches_per_bench": sorted(set(dispatched.values())),
         "dispatched": len(dispatched), "sweeps": sweeps,
         "minutes_running": round((time.monotonic() - mix.started) / 60, 1),
