@@ -354,7 +354,8 @@ def intake_benchmark(
             )
             roles_after = roles_cpu(process.pid)
             figures["roles_cpu_ms_per_delivery"] = {
-                role: (roles_after[role] - roles_before[role]) * 1000 / figures["sent"] for role in roles_after}
+                role: (roles_after[role] - roles_before[role]) * 1000 / figures["sent"]
+                for role in roles_after}
             done, retried, repositories, reviews_saved = processed(db)
             figures.update(done=done, retried=retried, repositories=repositories, reviews_saved=reviews_saved)
         finally:
