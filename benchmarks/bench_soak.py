@@ -441,9 +441,10 @@ def summarize(args, engine, sender, side, mix, servers, workers, stored, acknowl
     logs = "".join(p.log() for p in [*servers, *workers])
     sticky = collections.Counter(c["_issue"][1] for c in side.emulator.comments.values()
                                  if c["body"].startswith(MARKER))
-    # The /bench pull requests share one head (the results document's): their statuses are left out.
+    # The risk review's commit status, once per pushed head (the benchmark's status is updated as the
+    # run goes: pending, then its verdict; the /bench pull requests share one head, the results').
     statuses = collections.Counter((s["_sha"], s.get("context")) for s in side.emulator.statuses
-                                   if s["_sha"] != HEAD_SHA)
+                                   if s["_sha"] != HEAD_SHA and s.get("context") == "perfbot / risk")
     dispatched = collections.Counter(d["inputs"]["correlation-id"] for d in side.emulator.dispatches)
     processes = {**{f"worker {n}": w for n, w in enumerate(workers, 1)},
                  **{f"serve {n}": s for n, s in enumerate(servers, 1)}}
@@ -456,6 +457,8 @@ def summarize(args, engine, sender, side, mix, servers, workers, stored, acknowl
         "layout": args.layout, "minutes": args.minutes, "rate": args.rate, "sent": len(sender.sent),
         "kinds": dict(kinds), "acknowledged": len(acknowledged), "stored": len(stored),
         "non_2xx": sum(1 for s in sender.sent if s.status not in (200, 202)),
+        "non_2xx_by_kind": dict(collections.Counter(f"{s.kind} {s.status or 'no answer'}" for s in sender.sent
+                                                    if s.status not in (200, 202))),
         "ack_p99_ms": percentile([(s.answered - s.scheduled) * 1000 for s in sender.sent if s.answered], 99),
         "ack_p50_ms": percentile([(s.answered - s.scheduled) * 1000 for s in sender.sent if s.answered], 50),
         "stored_by_status": dict(by_status), "attempted_twice": sum(1 for r in mine if r.attempts > 1),

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from sqlalchemy import and_, bindparam, delete, func, insert, or_, select, text, update
+from sqlalchemy import and_, bindparam, delete, exists, func, insert, or_, select, text, update
 from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import aliased
 
 from bot.service.failures import SubjectBusy
 from bot.service.records import Delivery
@@ -53,6 +54,15 @@ _SUBJECT_HELD = (
 # Two starts of one subject's deliveries must not both find the other not held: on PostgreSQL a
 # transaction-scoped advisory lock on the subject serializes them (SQLite has one writer at a time).
 _LOCK_SUBJECT = text("SELECT pg_advisory_xact_lock(hashtext(:subject))")
+_OTHER = aliased(DeliveryRow)
+# SQLite, where one writer at a time makes it safe: the start and the subject's check in one statement.
+_START_UNLESS_BUSY = _START.where(or_(DeliveryRow.subject.is_(None), ~exists().where(
+    _OTHER.subject == DeliveryRow.subject, _OTHER.status == PENDING, _OTHER.id != DeliveryRow.id,
+    _OTHER.lease_owner.is_not(None), _OTHER.lease_expires_at >= bindparam("now"))))
+_STARTABLE = select(DeliveryRow.subject).where(
+    DeliveryRow.id == bindparam("delivery_id"), DeliveryRow.status == PENDING,
+    or_(DeliveryRow.lease_owner.is_(None), DeliveryRow.lease_expires_at.is_(None),
+        DeliveryRow.lease_expires_at < bindparam("now")))
 _FINISH = (
     update(table(DeliveryRow))
     .where(DeliveryRow.id == bindparam("delivery_id"), DeliveryRow.status == PENDING)
@@ -79,18 +89,29 @@ class SqlDeliveries(Deliveries):
         values = dict(delivery_id=delivery_id, now=now, owner=owner or None,
                       expires=now + timedelta(seconds=lease_s))
         with self.db.transaction() as connection:
-            subject = connection.execute(_SUBJECT, {"delivery_id": delivery_id}).scalar_one_or_none()
-            if subject is not None:
-                if self.db.dialect == "postgresql":
+            if self.db.dialect == "postgresql":
+                subject = connection.execute(_SUBJECT, {"delivery_id": delivery_id}).scalar_one_or_none()
+                if subject is not None:
                     connection.execute(_LOCK_SUBJECT, {"subject": subject})
-                held = {"subject": subject, "delivery_id": delivery_id, "now": now}
-                if connection.execute(_SUBJECT_HELD, held).first() is not None:
-                    raise SubjectBusy(subject)
-            row = connection.execute(_START, values).one_or_none()
+                    self._refuse_if_busy(connection, subject, delivery_id, now)
+                row = connection.execute(_START, values).one_or_none()
+            else:
+                row = connection.execute(_START_UNLESS_BUSY, values).one_or_none()
+                if row is None:  # done, held, or its subject busy: only the last is worth a retry
+                    startable = {"delivery_id": delivery_id, "now": now}
+                    subject = connection.execute(_STARTABLE, startable).scalar_one_or_none()
+                    if subject is not None:
+                        self._refuse_if_busy(connection, subject, delivery_id, now)
         if row is None:
             return None
         return Delivery(id=row.id, hook_id=row.hook_id, guid=row.guid, event=row.event, action=row.action,
                         payload=row.payload, attempts=row.attempts, error=row.error)
+
+    @staticmethod
+    def _refuse_if_busy(connection, subject, delivery_id, now) -> None:
+        held = {"subject": subject, "delivery_id": delivery_id, "now": now}
+        if connection.execute(_SUBJECT_HELD, held).first() is not None:
+            raise SubjectBusy(subject)
 
     def renew(self, owner, delivery_ids, now, lease_s) -> int:
         if not delivery_ids:
