@@ -7,6 +7,9 @@ not enqueued (the queue is down) is acknowledged: the sweep enqueues it when the
 from __future__ import annotations
 
 import logging
+import threading
+import time
+from collections.abc import Callable
 from enum import Enum
 
 from .events import CommandEvent, Event, MalformedPayload, PullRequestEvent, WorkflowRunEvent
@@ -16,6 +19,40 @@ from .router import Router
 from .storage import Store
 
 log = logging.getLogger("perfbot.intake")
+
+
+class Storing:
+    """Whether this process's intake could store its last delivery: `/healthz` reports a replica
+    whose intake just failed to as down even when its own small probe write still fits (a disk
+    with room for one row but not for a payload)."""
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic):
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._refused_at: float | None = None
+        self._stored_at: float | None = None
+        self._reason = ""
+
+    def stored(self) -> None:
+        with self._lock:
+            self._stored_at = self._clock()
+
+    def refused(self, reason: str) -> None:
+        with self._lock:
+            self._refused_at, self._reason = self._clock(), reason
+
+    def failing(self, within_s: float) -> str | None:
+        """Why the last delivery could not be stored, if it was refused within ``within_s`` and
+        none was stored since; else None."""
+        with self._lock:
+            if self._refused_at is None or self._clock() - self._refused_at > within_s:
+                return None
+            if self._stored_at is not None and self._stored_at >= self._refused_at:
+                return None
+            return self._reason
+
+
+STORING = Storing()  # this process's
 
 
 class Outcome(Enum):
@@ -57,7 +94,9 @@ def accept(
     except StorageUnavailable as error:
         log.error("delivery refused: it cannot be stored now (%s)", error,
                   extra={"event": event, "action": action})
+        STORING.refused(str(error))
         return Outcome.UNAVAILABLE
+    STORING.stored()
     if delivery_id is None:
         log.info("duplicate delivery ignored", extra={"event": event, "action": action})
         return Outcome.DUPLICATE

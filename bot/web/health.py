@@ -1,6 +1,7 @@
 """`GET /healthz`, which tells a load balancer the truth, and `GET /metrics` (Prometheus text).
 
-- **down** (503): this replica cannot store deliveries (the database does not take a write), so
+- **down** (503): this replica cannot store deliveries (the database does not take a write, or its
+  intake could not store the last delivery in the last 10 s and none since), so
   its intake answers 503 too; a load balancer should send deliveries elsewhere.
 - **degraded** (200): it stores deliveries, but something needs a person: the queue cannot be
   reached (stored deliveries wait for it), no queue consumer has been heard from, deliveries
@@ -19,7 +20,7 @@ from datetime import timedelta
 from flask import Blueprint, Response, jsonify
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
-from bot.service import failures, jobs
+from bot.service import failures, intake, jobs
 from bot.service.leases import HEARTBEAT_S
 
 from . import state
@@ -30,6 +31,7 @@ log = logging.getLogger("perfbot.health")
 FAILURES_WINDOW = timedelta(hours=1)
 CONSUMER_SILENT = timedelta(seconds=3 * HEARTBEAT_S)  # three heartbeats missed: not running
 LATE_S = jobs.UNQUEUED_S  # a delivery waiting this long is stuck, not queued
+REFUSED_S = 10.0  # an intake that could not store a delivery this recently is down, whatever the probe says
 
 
 @bp.get("/healthz")
@@ -44,6 +46,10 @@ def healthz() -> tuple[Response, int]:
     except Exception as error:  # any failure to write is the answer, not a crash
         log.warning("health: the database does not take writes: %s", error)
         report["database"] = f"cannot write: {failures.describe(error)[:300]}"
+        return jsonify({"status": "down", **report}), 503
+    refused = intake.STORING.failing(REFUSED_S)
+    if refused is not None:
+        report["database"] = f"the last delivery could not be stored: {refused[:300]}"
         return jsonify({"status": "down", **report}), 503
     try:
         services.queue.ping()

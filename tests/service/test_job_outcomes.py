@@ -160,9 +160,13 @@ def test_a_delivery_the_database_cannot_store_is_refused_not_acknowledged(servic
     monkeypatch.setattr(services.store.deliveries, "claim", full)
     router = Router({PullRequestEvent: Pipeline(lambda _: True, Failing())}, {"pull_request": PullRequestEvent})
     payload = github_data.pull_request("opened", number=7)
-    outcome = intake.accept(services.store, services.queue, router, hook_id="1", guid="g", event="pull_request",
-                            payload=payload, body=json.dumps(payload).encode())
-    assert outcome is intake.Outcome.UNAVAILABLE
+    try:
+        outcome = intake.accept(services.store, services.queue, router, hook_id="1", guid="g",
+                                event="pull_request", payload=payload, body=json.dumps(payload).encode())
+        assert outcome is intake.Outcome.UNAVAILABLE
+        assert intake.STORING.failing(within_s=10) == "database or disk is full"
+    finally:
+        intake.STORING.stored()  # this process's record: leave it clean for the tests after
 
 
 def test_a_delivery_of_a_pull_request_another_worker_is_processing_waits_its_turn(services):

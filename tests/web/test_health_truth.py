@@ -11,7 +11,7 @@ from datetime import UTC, datetime
 import pytest
 
 from bot.bootstrap import build
-from bot.service import failures
+from bot.service import failures, intake
 from bot.settings import Settings
 from bot.web.app import create_app
 from tests.service.fakes import FakeGitHubFactory
@@ -25,6 +25,7 @@ def make(tmp_path, queue_url: str | None = None):
     settings = Settings(webhook_secrets=(SECRET,), database_url=f"sqlite:///{tmp_path / 'perfbot.db'}",
                         queue_url=queue_url or f"sqlite:///{tmp_path / 'queue.db'}")
     runtime = build(settings, github=FakeGitHubFactory())
+    intake.STORING.stored()  # what earlier tests in this process left
     return create_app(settings, runtime.services).test_client(), runtime
 
 
@@ -108,6 +109,20 @@ def test_down_and_refusing_deliveries_while_the_files_cannot_be_written_then_bac
         assert (refused.status_code, refused.headers["Retry-After"]) == (503, "30")
     finally:
         subprocess.run(["chattr", "-i", *files], check=True)
-    assert health(client)[0] == 200
     assert deliver(client, "installation_repositories", installation(3)).status_code == 202
+    assert health(client)[0] == 200
     assert runtime.store.deliveries.counts() == {"pending": 2}, "the refused one was never acknowledged"
+
+
+def test_down_while_the_intake_just_failed_to_store_though_a_small_write_still_fits(bot):
+    client, runtime = bot
+    consumer_seen(runtime)
+    intake.STORING.refused("database or disk is full")
+    try:
+        status, body = health(client)
+        assert (status, body["status"]) == (503, "down")
+        assert body["database"] == "the last delivery could not be stored: database or disk is full"
+        assert deliver(client, "installation_repositories", installation(4)).status_code == 202
+        assert health(client)[0] == 200, "stored again: up by itself"
+    finally:
+        intake.STORING.stored()
