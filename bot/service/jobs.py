@@ -20,10 +20,12 @@ from .services import Services
 log = logging.getLogger("perfbot.jobs")
 
 MAX_ATTEMPTS = 6  # with the backoff: tried over about five minutes (longer where GitHub asks)
-# A pending delivery nobody holds is enqueued again this long after it was due (received, or its
-# retry time): its job was lost (a queue outage at intake, Redis restarted, a crash between dequeue
-# and start). Sooner when the queue is empty, since then nothing can still be on its way.
-UNQUEUED_S = 600.0
+# A pending delivery nobody holds is enqueued again this long after it was due (received, its retry
+# time, or the last time it was enqueued again): its job was lost (a queue outage at intake, a disk
+# full when its retry was scheduled, Redis restarted, a crash between dequeue and start). Sooner when
+# the queue is empty, since then nothing can still be on its way; a copy of a job that was not lost
+# after all finds its delivery done, or held, and does nothing.
+UNQUEUED_S = 120.0
 UNQUEUED_IDLE_S = 10.0
 STORAGE_RETRY_S = 10.0  # a job that found the database unavailable before it could start
 SUBJECT_BUSY_S = 2.0  # a job whose pull request another worker is processing: soon, not counted

@@ -105,9 +105,9 @@ class Deliveries(ABC):
 
     @abstractmethod
     def stale(self, now: datetime, older_than_s: float) -> list[int]:
-        """Pending deliveries nobody took in time (lost to a crash or a queue outage): those whose
-        lease ran out, and those not held and due (received, or their retry time) more than
-        ``older_than_s`` ago. To enqueue again."""
+        """Pending deliveries nobody took in time (lost to a crash or a queue outage), to enqueue
+        again: those whose lease ran out, and those not held and due (received, their retry time,
+        or the last time this found them) more than ``older_than_s`` ago."""
 
     @abstractmethod
     def counts(self) -> dict[str, int]: ...

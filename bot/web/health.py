@@ -20,7 +20,7 @@ from datetime import timedelta
 from flask import Blueprint, Response, jsonify
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
-from bot.service import failures, intake, jobs
+from bot.service import failures, intake
 from bot.service.leases import HEARTBEAT_S
 
 from . import state
@@ -30,7 +30,7 @@ log = logging.getLogger("perfbot.health")
 
 FAILURES_WINDOW = timedelta(hours=1)
 CONSUMER_SILENT = timedelta(seconds=3 * HEARTBEAT_S)  # three heartbeats missed: not running
-LATE_S = jobs.UNQUEUED_S  # a delivery waiting this long is stuck, not queued
+LATE_S = 600.0  # a delivery waiting this long is stuck, not queued
 REFUSED_S = 10.0  # an intake that could not store a delivery this recently is down, whatever the probe says
 
 

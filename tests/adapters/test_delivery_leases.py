@@ -148,3 +148,12 @@ def test_one_delivery_of_a_pull_request_is_processed_at_a_time(store):
     store.deliveries.release(first, "Transient: x", at(62))
     third = store.deliveries.claim("9", "push-4", "pull_request", "synchronize", b"{}", "octo/a", "octo/a#7")
     assert store.deliveries.start(third, at(63), LEASE, "two") is not None, "a released one does not block"
+
+
+def test_a_delivery_nobody_took_is_found_again_only_after_another_wait(store):
+    delivery = claim(store)
+    found_at = datetime.now(UTC) + timedelta(seconds=40)
+    assert store.deliveries.stale(found_at, 30) == [delivery]
+    assert store.deliveries.stale(found_at + timedelta(seconds=10), 30) == [], "enqueued again a moment ago"
+    assert store.deliveries.stale(found_at + timedelta(seconds=31), 30) == [delivery]
+    assert store.deliveries.start(delivery, found_at, LEASE, "me").attempts == 1

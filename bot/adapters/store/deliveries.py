@@ -174,8 +174,14 @@ class SqlDeliveries(Deliveries):
             )
             .order_by(DeliveryRow.id)
         )
-        with self.db.session() as session:
-            return list(session.scalars(query))
+        with self.db.transaction() as connection:
+            found = list(connection.execute(query).scalars())
+            # Those nobody holds are due again only after another `older_than_s`: a backlog is
+            # not flooded with copies of its own jobs at every sweep.
+            if found:
+                unheld = and_(DeliveryRow.id.in_(found), DeliveryRow.lease_owner.is_(None))
+                connection.execute(update(DeliveryRow).where(unheld).values(lease_expires_at=now))
+            return found
 
     def prune(self, now, drop_payload_after_s, forget_after_s) -> int:
         finished = DeliveryRow.status != PENDING
