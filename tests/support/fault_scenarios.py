@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import threading
 import time
 import uuid
 from dataclasses import dataclass
@@ -48,6 +49,37 @@ FINISHED_LATE = "finished after its lease had run out"  # jobs' warning: a deliv
 
 def _doubled(*logs: str) -> int:
     return sum(log.count(FINISHED_LATE) for log in logs)
+
+
+class HealthPolls:
+    """`/healthz` asked every 0.25 s from a thread while a fault lasts: how often it said down, and
+    how often it said up though the intake had refused a delivery in the 0.5 s before it was asked."""
+
+    def __init__(self, base: str, stream: Stream):
+        self.base, self.stream = base, stream
+        self.answers: list[tuple[float, int]] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._poll, daemon=True)
+
+    def __enter__(self) -> HealthPolls:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def _poll(self) -> None:
+        while not self._stop.wait(0.25):
+            asked = time.monotonic()
+            self.answers.append((asked, health(self.base)[0]))
+
+    def line(self) -> str:
+        refused = [s.answered for s in self.stream.sent if s.status == 503]
+        up_while_refusing = sum(1 for at, status in self.answers
+                                if status == 200 and any(at - 0.5 <= r < at for r in refused))
+        down = sum(1 for _, status in self.answers if status == 503)
+        return f"/healthz during the fault: {down} of {len(self.answers)} down, {up_while_refusing} up while refusing"
 
 
 def _retried(deliveries: Deliveries) -> int:
@@ -122,15 +154,14 @@ def disk_full(workdir: Path, count: int = 150, rate: float = 30.0) -> Figures | 
         try:
             stream.wait_until(0.3)
             filler = fill(folder)
-            time.sleep(0.5)
-            during = health(server.base)
-            stream.wait_until(0.6)
+            with HealthPolls(server.base, stream) as polls:
+                stream.wait_until(0.6)
             filler.unlink()
             fault_ended = time.monotonic()
             stream.join()
             figures = judge("disk full (SQLite on a 16 MB tmpfs)", stream, deliveries, fault_ended,
                             doubled=lambda: _doubled(server.log()))
-            figures.notes.append(f"/healthz while full: {during[0]} {during[1].get('status')}")
+            figures.notes.append(polls.line())
             figures.notes.append(f"server up after: {server.process.poll() is None}")
             return figures
         finally:
@@ -151,9 +182,8 @@ def files_immutable(workdir: Path, count: int = 150, rate: float = 30.0) -> Figu
         if not chattr("+i", files):
             return None
         try:
-            time.sleep(0.5)
-            during = health(server.base)
-            stream.wait_until(0.6)
+            with HealthPolls(server.base, stream) as polls:
+                stream.wait_until(0.6)
         finally:
             chattr("-i", files)
         fault_ended = time.monotonic()
@@ -161,7 +191,7 @@ def files_immutable(workdir: Path, count: int = 150, rate: float = 30.0) -> Figu
         figures = judge("SQLite files made immutable mid-stream", stream, deliveries, fault_ended,
                         doubled=lambda: _doubled(server.log()))
         log = server.log()
-        figures.notes.append(f"/healthz while immutable: {during[0]} {during[1].get('status')}")
+        figures.notes.append(polls.line())
         figures.notes.append(f"SIGBUS in the log {log.count('SIGBUS')}; master up {server.process.poll() is None}")
         return figures
     finally:
