@@ -157,3 +157,10 @@ def test_a_delivery_nobody_took_is_found_again_only_after_another_wait(store):
     assert store.deliveries.stale(found_at + timedelta(seconds=10), 30) == [], "enqueued again a moment ago"
     assert store.deliveries.stale(found_at + timedelta(seconds=31), 30) == [delivery]
     assert store.deliveries.start(delivery, found_at, LEASE, "me").attempts == 1
+
+
+def test_a_lease_taken_without_a_name_still_keeps_others_out_until_it_runs_out(store):
+    delivery = claim(store)
+    assert store.deliveries.start(delivery, NOW, LEASE) is not None
+    assert store.deliveries.start(delivery, at(30), LEASE, "other") is None
+    assert store.deliveries.start(delivery, at(61), LEASE, "other").attempts == 2

@@ -17,6 +17,7 @@ from .database import Database, now, table, utc
 from .tables import DeliveryRow
 
 PENDING, DONE, FAILED = "pending", "done", "failed"
+UNNAMED = "a worker that gave no name"  # holds its lease until it runs out: never judged dead
 
 # The statements of the per-delivery hot path, built once (building them costs more than SQLite).
 _CLAIM = insert(table(DeliveryRow)).returning(DeliveryRow.id)
@@ -86,7 +87,7 @@ class SqlDeliveries(Deliveries):
             return None
 
     def start(self, delivery_id, now, lease_s, owner="") -> Delivery | None:
-        values = dict(delivery_id=delivery_id, now=now, owner=owner or None,
+        values = dict(delivery_id=delivery_id, now=now, owner=owner or UNNAMED,
                       expires=now + timedelta(seconds=lease_s))
         with self.db.transaction() as connection:
             if self.db.dialect == "postgresql":
