@@ -57,11 +57,15 @@ def healthz() -> tuple[Response, int]:
     except Exception as error:
         report["queue"] = f"unreachable: {failures.describe(error)[:300]}"
         problems.append("queue")
-    consumers = services.store.liveness.consumers(now - CONSUMER_SILENT)
+    try:
+        consumers = services.store.liveness.consumers(now - CONSUMER_SILENT)
+        deliveries = services.store.deliveries.health(now, now - FAILURES_WINDOW)
+    except Exception as error:  # the database went away between the probe and these reads
+        report["database"] = f"cannot read: {failures.describe(error)[:300]}"
+        return jsonify({"status": "down", **report}), 503
     report["consumers"] = len(consumers)
     if not consumers:
         problems.append("consumers")
-    deliveries = services.store.deliveries.health(now, now - FAILURES_WINDOW)
     report["deliveries"] = _deliveries(deliveries)
     if deliveries.failed or deliveries.retrying or (deliveries.oldest_pending_s or 0) > LATE_S:
         problems.append("deliveries")
