@@ -4,11 +4,25 @@ acknowledged is lost, nothing is done twice, and the bot recovers by itself."""
 
 from __future__ import annotations
 
+import os
+import signal
+
 import pytest
 
 from tests.support import fault_scenarios as scenarios
-from tests.support.faults import Postgres, Redis
+from tests.support.faults import (
+    Postgres,
+    Redis,
+    Server,
+    Stream,
+    chattr,
+    health,
+    installation_deliveries,
+    perfbot_env,
+)
+from tests.support.github_emulator import wait_for
 from tests.support.missing import skip_or_fail
+from tests.support.serving import children
 
 pytestmark = pytest.mark.slow
 
@@ -72,3 +86,28 @@ def test_without_credentials_each_delivery_fails_at_once_with_one_clear_line(tmp
     assert len(failures) == 3 and all("no GitHub credentials" in line for line in failures), lines
     assert not any("Traceback" in line or '"exc"' in line for line in lines), lines
     assert "failed at once (1 attempt) 3" in figures.line()
+
+
+def test_a_web_worker_started_while_the_files_are_immutable_serves_503_and_recovers(tmp_path, github_test_data):
+    server = Server(tmp_path, perfbot_env()).start()
+    try:
+        files = sorted(p for p in tmp_path.iterdir() if ".db" in p.name)
+        if not chattr("+i", files):
+            pytest.skip("chattr +i is not possible here (needs root and an ext4-like filesystem)")
+        try:
+            [web] = [pid for pid, command in children(server.process.pid).items() if " -m bot worker" not in command]
+            os.kill(web, signal.SIGKILL)  # gunicorn's master starts another, which boots without storage
+            assert wait_for(lambda: web not in children(server.process.pid) and len(children(server.process.pid)) >= 1,
+                            timeout=30)
+            assert wait_for(lambda: health(server.base)[0] == 503, timeout=30), server.log()[-3000:]
+            assert server.process.poll() is None, "the master stays up"
+        finally:
+            chattr("-i", files)
+        assert wait_for(lambda: health(server.base)[0] == 200, timeout=30), server.log()[-3000:]
+        [(event, body)] = installation_deliveries(1)
+        stream = Stream([server.base], [(event, body)], rate=10).start()
+        stream.join()
+        assert stream.sent[0].status == 202
+        assert "SIGBUS" not in server.log()
+    finally:
+        assert server.stop() == 0
