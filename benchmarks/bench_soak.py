@@ -8,7 +8,8 @@ Layouts (``--layout``):
 - ``embedded``: one `perfbot serve` on its defaults (SQLite files, the consumer it supervises).
 
 The mix, per 20 deliveries: 8 comments that are not commands (refused at intake: nothing stored),
-5 pushes (`pull_request.synchronize`) to open pull requests with a new small diff, 3
+5 pushes (`pull_request.synchronize`) with a new small diff to one of the open pull requests
+(``--pulls`` of them are open when it starts; merges keep about that many open), 3
 `installation_repositories`, 1 new pull request (`opened`), 1 `/bench` by a maintainer on a pull
 request of its own (the workflow is dispatched on the emulator; 15 s later the run completes with a
 results artifact and its `workflow_run` is delivered), 1 merge (`closed`, merged) of a reviewed pull
@@ -29,6 +30,10 @@ APIs answer the same.
     .venv/bin/python benchmarks/bench_soak.py --minutes 2 --rate 10      # a quick look
     /tmp/plotvenv/bin/python benchmarks/plot_soak.py RESULTS.json docs/images/soak.png
 
+Each process's GitHub write budget is lifted by default (``--writes-per-minute``): the emulator has
+no secondary rate limit, and with GitHub's (about 80 writes a minute per installation, perfbot's
+default budget) one installation's reviews, not perfbot, would set the pace.
+
 It writes its samples and summary as JSON (``--out``) and prints the summary.
 """
 
@@ -43,6 +48,7 @@ import os
 import queue
 import random
 import re
+import signal
 import sys
 import tempfile
 import threading
@@ -87,7 +93,7 @@ class GitHubSide:
     """The emulator with the repository, its pull requests and its workflow; creates pull requests
     and pushes as the mix needs them, and completes dispatched runs."""
 
-    def __init__(self, big_mb: float):
+    def __init__(self, big_mb: float, pulls: int):
         self.emulator = GitHubEmulator(tokens={TOKEN}).start()
         state = self.emulator.add_repo(REPO, BRANCH)
         state.files[(BRANCH, CONFIG_PATH)] = CONFIG
@@ -100,6 +106,9 @@ class GitHubSide:
         self.reviewed: list[int] = []
         self.big = _diff(int(big_mb * 1024 * 1024 / 60))
         self.lock = threading.Lock()
+        self.pool = pulls
+        for _ in range(pulls):  # open before the soak starts: the pushes spread over them
+            self.new_pull()
 
     def new_pull(self, diff: str = diffs.HIGH) -> tuple[int, str]:
         number, sha = next(self.numbers), uuid.uuid4().hex + "00000000"
@@ -186,6 +195,7 @@ class Mix:
                 return "opened", "pull_request", _pull("opened", sha, number)
             number = random.choice(self.github.open)
             sha = self.github.push(number, diffs.HIGH)
+            self.github.reviewed.append(number)
             return "push", "pull_request", _pull("synchronize", sha, number)
         if slot < 16:
             return "installation", "installation_repositories", _installation(next(self.installations))
@@ -201,7 +211,7 @@ class Mix:
                 "/bench", number=number, repo=REPO, installation_id=1, login="maintainer",
                 comment_id=posted["id"])
         merged = [n for n in self.github.reviewed if n in self.github.open][:1]
-        if not merged:
+        if not merged or len(self.github.open) <= self.github.pool:
             return "comment", "issue_comment", self._chatter()
         number = merged[0]
         self.github.open.remove(number)
@@ -327,8 +337,9 @@ def sample(engine, sender: Sender, servers, workers, since: float, started: floa
 # ------------------------------------------------------------------ the layouts
 
 
-def start_layout(layout: str, workdir: Path, api_url: str):
-    github = {"PERFBOT_GITHUB_TOKEN": TOKEN, "PERFBOT_GITHUB_API_URL": api_url, "PERFBOT_LOG_LEVEL": "INFO"}
+def start_layout(layout: str, workdir: Path, api_url: str, writes_per_minute: int):
+    github = {"PERFBOT_GITHUB_TOKEN": TOKEN, "PERFBOT_GITHUB_API_URL": api_url, "PERFBOT_LOG_LEVEL": "INFO",
+              "PERFBOT_WRITES_PER_MINUTE": str(writes_per_minute)}
     if layout == "embedded":
         server = Server(workdir, perfbot_env(**github)).start()
         return [server], [], f"sqlite:///{workdir / 'perfbot.db'}", []
@@ -368,13 +379,19 @@ def main() -> int:
     parser.add_argument("--big-mb", type=float, default=20.0, help="size of the big diffs (default 20 MB)")
     parser.add_argument("--big-every", type=float, default=120.0, help="seconds between big pushes")
     parser.add_argument("--sample", type=float, default=15.0, help="seconds between samples")
+    parser.add_argument("--pulls", type=int, default=30, help="open pull requests the pushes spread over")
+    parser.add_argument("--writes-per-minute", type=int, default=100_000,
+                        help="PERFBOT_WRITES_PER_MINUTE of each process (default: no limit in effect; "
+                             "GitHub's is about 80 a minute per installation, which caps the reviews)")
     parser.add_argument("--out", type=Path, default=Path("soak.json"))
     args = parser.parse_args()
     github_data.ensure()
-    side = GitHubSide(args.big_mb)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))  # stop what it started, as on Ctrl-C
+    side = GitHubSide(args.big_mb, args.pulls)
     with tempfile.TemporaryDirectory() as tmp:
         workdir = Path(tmp)
-        servers, workers, database, services = start_layout(args.layout, workdir, side.emulator.base_url)
+        servers, workers, database, services = start_layout(args.layout, workdir, side.emulator.base_url,
+                                                            args.writes_per_minute)
         engine = create_engine(database)
         mix = Mix(side, args.big_every)
         sender = Sender([s.base for s in servers], args.rate, args.minutes * 60, mix)
