@@ -160,6 +160,7 @@ class Sent:
     scheduled: float
     status: int = 0
     answered: float = 0.0
+    resent: int = 0
 
 
 @dataclass
@@ -274,15 +275,25 @@ class Sender:
             record, event, body, base = job
             time.sleep(max(0.0, record.scheduled - time.monotonic()))
             host, port = base.removeprefix("http://").split(":")
-            connection = connections.setdefault(base, http.client.HTTPConnection(host, int(port), timeout=30))
-            try:
-                connection.request("POST", "/webhook", body, signed(event, body, record.guid))
-                response = connection.getresponse()
-                response.read()
-                record.status = response.status
-            except (OSError, http.client.HTTPException):
-                connection.close()
-                connections.pop(base, None)
+            # A kept-alive connection the server closed as it was reused: sent again on a new one,
+            # as the same delivery (same GUID: the server stores it once however often it comes).
+            for attempt in range(2):
+                reused = base in connections
+                if not reused:
+                    connections[base] = http.client.HTTPConnection(host, int(port), timeout=30)
+                connection = connections[base]
+                try:
+                    connection.request("POST", "/webhook", body, signed(event, body, record.guid))
+                    response = connection.getresponse()
+                    response.read()
+                    record.status = response.status
+                    break
+                except (OSError, http.client.HTTPException):
+                    connection.close()
+                    connections.pop(base, None)
+                    if not reused or attempt:
+                        break
+                    record.resent += 1
             record.answered = time.monotonic()
 
 
@@ -474,6 +485,7 @@ def summarize(args, engine, sender, side, mix, servers, workers, stored, acknowl
         "layout": args.layout, "minutes": args.minutes, "rate": args.rate, "sent": len(sender.sent),
         "kinds": dict(kinds), "acknowledged": len(acknowledged), "stored": len(stored),
         "non_2xx": sum(1 for s in sender.sent if s.status not in (200, 202)),
+        "resent_on_a_closed_keepalive": sum(s.resent for s in sender.sent),
         "non_2xx_by_kind": dict(collections.Counter(f"{s.kind} {s.status or 'no answer'}" for s in sender.sent
                                                     if s.status not in (200, 202))),
         "ack_p99_ms": percentile([(s.answered - s.scheduled) * 1000 for s in sender.sent if s.answered], 99),
