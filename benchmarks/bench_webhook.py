@@ -260,6 +260,22 @@ def cpu_seconds(pid: int) -> float:
     return total
 
 
+def roles_cpu(pid: int) -> dict[str, float]:
+    """CPU seconds of the server's processes by role: gunicorn's master, its web workers, its
+    queue consumers (`perfbot worker` children)."""
+    tick = os.sysconf("SC_CLK_TCK")
+    found = {"master": 0.0, "web workers": 0.0, "consumers": 0.0}
+    for current in [pid, *descendants(pid)]:
+        try:
+            fields = Path(f"/proc/{current}/stat").read_text().rsplit(")", 1)[1].split()
+            command = Path(f"/proc/{current}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+        except (OSError, IndexError):
+            continue
+        role = "master" if current == pid else "consumers" if " worker" in command else "web workers"
+        found[role] += (int(fields[11]) + int(fields[12])) / tick
+    return found
+
+
 def machine_busy_seconds() -> float:
     """CPU time the whole machine spent busy since boot, all CPUs together (/proc/stat)."""
     fields = [int(v) for v in Path("/proc/stat").read_text().splitlines()[0].split()[1:9]]
@@ -317,6 +333,7 @@ def intake_benchmark(
         try:
             load_average_before = os.getloadavg()
             cpu_before, sender_before = cpu_seconds(process.pid), time.process_time()
+            roles_before = roles_cpu(process.pid)
             emulator_before, machine_before = cpu_seconds(emulator.pid), machine_busy_seconds()
             figures = load(base, rate, sent, senders=16)
             sender_cpu = time.process_time() - sender_before
@@ -335,6 +352,10 @@ def intake_benchmark(
             figures["server_cpu_ms_per_delivery"] = (
                 (cpu_seconds(process.pid) - cpu_before) * 1000 / figures["sent"]
             )
+            roles_after = roles_cpu(process.pid)
+            figures["roles_cpu_ms_per_delivery"] = {
+                role: (roles_after[role] - roles_before[role]) * 1000 / figures["sent"]
+                for role in roles_after}
             done, retried, repositories, reviews_saved = processed(db)
             figures.update(done=done, retried=retried, repositories=repositories, reviews_saved=reviews_saved)
         finally:
@@ -378,9 +399,10 @@ def report_intake(name: str, intake: dict, rate: float, seconds: float) -> bool:
         f"sticky comments per PR {intake['comments_per_pr']}, statuses per pushed head "
         f"{intake['statuses_per_head']}, invalid GitHub requests {intake['invalid_requests']}"
     )
+    roles = ", ".join(f"{role} {ms:.2f} ms" for role, ms in intake["roles_cpu_ms_per_delivery"].items())
     print(
-        f"  CPU per delivery: server (intake + processing) {intake['server_cpu_ms_per_delivery']:.2f} ms, "
-        f"load generator {intake['sender_cpu_ms_per_delivery']:.2f} ms; queue drained "
+        f"  CPU per delivery: server (intake + processing) {intake['server_cpu_ms_per_delivery']:.2f} ms "
+        f"({roles}), load generator {intake['sender_cpu_ms_per_delivery']:.2f} ms; queue drained "
         f"{intake['drained_s']:.1f} s after the last delivery"
     )
     before = " ".join(f"{v:.2f}" for v in intake["load_average_before"])

@@ -33,28 +33,39 @@ class Runtime:
     queue: HueyQueue
     sessions: SqlSessionStore  # the dashboard's signed-in sessions, in the store's database
 
-    def start_consumer(self, threads: int, periodic: bool = True) -> Consumer:
-        """Consume the queue on threads of this process (the process keeps its signal handlers);
-        ``periodic``: this consumer also runs the sweep (re-enqueueing deliveries lost earlier,
-        first of all) and enqueues the periodic tasks, which one consumer of the queue must do."""
-        if periodic:
-            jobs.housekeeping(self.services)
+    def start_consumer(self, threads: int, periodic: bool = True) -> RunningConsumer:
+        """Consume the queue on threads of this process (the process keeps its signal handlers),
+        with its duties (`jobs.ConsumerDuties`: it takes over dead workers' deliveries first, and
+        renews its leases while it runs); ``periodic``: this consumer also runs the sweep and
+        enqueues the periodic tasks, which one consumer of the queue must do."""
+        duties = jobs.ConsumerDuties(self.services, threads, periodic).start()
         consumer = self.queue.consumer(workers=threads, in_process=True, periodic=periodic)
         consumer.start()
-        return consumer
+        return RunningConsumer(consumer, duties)
 
     def close(self) -> None:
         self.store.engine.dispose()
+
+
+@dataclass(frozen=True)
+class RunningConsumer:
+    consumer: Consumer
+    duties: jobs.ConsumerDuties
+
+    def stop(self, graceful: bool = True) -> None:
+        self.consumer.stop(graceful=graceful)
+        self.duties.stop()
 
 
 def build(
     settings: Settings,
     github: GitHubFactory | None = None,
     router: Router = ROUTER,
-    retry_delay: float = 10.0,
+    retry_delay: float | None = None,
 ) -> Runtime:
     """Connect (and migrate) the store, open the queue and bind the jobs to it; ``github``
-    replaces the PyGithub factory (tests), ``retry_delay`` is huey's wait before a retry."""
+    replaces the PyGithub factory (tests), ``retry_delay`` every retry's wait (tests; by default
+    the jobs' backoff)."""
     store = SqlStore.connect(settings.database_url)
     queue = HueyQueue(settings.resolved_queue_url, retry_delay=retry_delay)
     services = Services(store=store, github=github or PyGithubFactory(settings), queue=queue,

@@ -2,22 +2,96 @@
 
 from __future__ import annotations
 
+import itertools
 import logging
 import signal
 import threading
+import time
+from collections.abc import Callable
+from typing import TypeVar
 
 from bot.bootstrap import Runtime
+from bot.service.failures import Transient
+from bot.service.logs import JsonFormatter
+
+T = TypeVar("T")
 
 log = logging.getLogger("perfbot.worker")
+QUEUE_ERRORS_EVERY_S = 30.0  # huey's own complaints about an unreachable queue, at most this often
 
 
-def run_forever(runtime: Runtime, workers: int = 4, periodic: bool = True) -> None:
-    stopping = threading.Event()
+_stopping = threading.Event()
+START_WAITS_S = (1.0, 2.0, 4.0, 8.0, 15.0)  # between attempts to start while storage is away
+
+
+def _stop_on_signals() -> None:
     for sig in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(sig, lambda *_: stopping.set())
-    consumer = runtime.start_consumer(workers, periodic)
+        signal.signal(sig, lambda *_: _stopping.set())
+
+
+def when_storage_is_there(start: Callable[[], T]) -> T | None:
+    """``start()``, again and again while the database or the queue is unavailable (one line per
+    attempt, waiting longer each time up to 15 s): a worker started while PostgreSQL restarts
+    waits for it rather than exiting. None when told to stop meanwhile."""
+    _stop_on_signals()
+    for attempt in itertools.count():
+        try:
+            return start()
+        except Transient as error:
+            wait = START_WAITS_S[min(attempt, len(START_WAITS_S) - 1)]
+            log.error("worker cannot start yet, trying again in %.0f s: %s", wait, error)
+            if _stopping.wait(wait):
+                return None
+    raise AssertionError("unreachable")
+
+
+def run_forever(runtime: Runtime, workers: int = 4, periodic: bool = True) -> int:
+    """Consume until told to stop."""
+    _stop_on_signals()
+    quiet_queue_errors()
+    consumer = when_storage_is_there(lambda: runtime.start_consumer(workers, periodic))
+    if consumer is None:
+        return 0
     log.info("worker started", extra={"workers": workers, "periodic": periodic,
                                       "queue": runtime.queue.url.split("://")[0]})
-    stopping.wait()
+    _stopping.wait()
     log.info("worker stopping")
     consumer.stop(graceful=True)
+    return 0
+
+
+def quiet_queue_errors() -> None:
+    """huey logs a traceback at every poll of a queue it cannot reach (four a second): send its
+    warnings and errors through perfbot's log as one line each, the same one at most every
+    `QUEUE_ERRORS_EVERY_S`."""
+    huey = logging.getLogger("huey")
+    if any(isinstance(f, _OncePerWhile) for h in huey.handlers for f in h.filters):
+        return
+    handler = logging.StreamHandler()
+    handler.setFormatter(JsonFormatter())
+    handler.setLevel(logging.WARNING)
+    handler.addFilter(_OncePerWhile(QUEUE_ERRORS_EVERY_S))  # on the handler: huey.consumer's too
+    huey.addHandler(handler)
+    huey.propagate = False
+
+
+class _OncePerWhile(logging.Filter):
+    def __init__(self, every_s: float):
+        super().__init__()
+        self.every_s = every_s
+        self._last: dict[str, float] = {}
+        self._lock = threading.Lock()
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.levelno < logging.WARNING:
+            return True
+        if record.exc_info and record.exc_info[1] is not None:
+            error = record.exc_info[1]
+            record.msg = f"{record.getMessage()}: {type(error).__name__}: {error}"
+            record.args, record.exc_info, record.exc_text = None, None, None
+        key, now = str(record.msg), time.monotonic()
+        with self._lock:
+            if now - self._last.get(key, -1e9) < self.every_s:
+                return False
+            self._last[key] = now
+        return True

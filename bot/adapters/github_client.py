@@ -1,9 +1,14 @@
-"""The service's `GitHub` port over PyGithub: App or token auth, retries, a write budget."""
+"""The service's `GitHub` port over PyGithub: App or token auth, retries, a write budget, and
+GitHub's failures translated into the service's kinds (`bot.service.failures`) at the edge:
+permanent (no or refused credentials, a repository or installation gone, a request GitHub will
+always refuse), transient (5xx, timeouts, broken connections, rate limits with their wait, an
+installation token refused once: a new one is asked for). Anything else is left as it is (a bug)."""
 
 from __future__ import annotations
 
 import functools
 import threading
+import time
 from collections.abc import Callable
 from typing import Any
 from urllib.parse import quote
@@ -18,11 +23,13 @@ from github import (
     RateLimitExceededException,
     UnknownObjectException,
 )
+from github.GithubException import RateLimitExceededExceedsMaxWait
 from github.Repository import Repository as GhRepository
 
 from bot.core.bench import contract
 from bot.core.checks import Check, commit_state
 from bot.core.pulls import PullInfo
+from bot.service.failures import BadCredentials, Gone, NoCredentials, Permanent, Transient
 from bot.service.ports import ArtifactUnavailable, DispatchRefused, GitHub, GitHubFactory, PullRequestGone
 from bot.service.records import ArtifactRef, WorkflowRun
 from bot.settings import Settings
@@ -46,10 +53,63 @@ class SafeRetry(GithubRetry):
         return super().is_retry(method, status_code, has_retry_after)
 
 
+# A rate limit whose reset is further away than this is not waited out inside a request (holding
+# a consumer thread): the job is tried again after it instead (`Transient.retry_after`).
+MAX_WAIT_IN_REQUEST_S = 60.0
+
+
 def retry_policy(total: int = 5, backoff: float = 1.0, secondary_wait: float = 60.0) -> SafeRetry:
-    return SafeRetry(
-        total=total, backoff_factor=backoff, secondary_rate_wait=secondary_wait, max_rate_limit_wait=900
-    )
+    return SafeRetry(total=total, backoff_factor=backoff, secondary_rate_wait=secondary_wait,
+                     max_rate_limit_wait=MAX_WAIT_IN_REQUEST_S)
+
+
+_SERVICE_ERRORS = (Permanent, Transient, PullRequestGone, DispatchRefused, ArtifactUnavailable)
+_PERMANENT_STATUSES = (400, 403, 404, 410, 422)  # asked again, GitHub answers the same
+
+
+def translated(error: Exception, what: str) -> Exception | None:
+    """The service's kind of a PyGithub or requests error met while doing ``what``; None for
+    one that is neither permanent nor transient (a bug: left as it is). A 401 is not decided
+    here (it depends on who was refused)."""
+    if isinstance(error, RateLimitExceededException):
+        wait = error.wait if isinstance(error, RateLimitExceededExceedsMaxWait) else None
+        wait = wait or _retry_after(error.headers) or 60.0
+        return Transient(f"GitHub's rate limit ({what}): waiting {wait:.0f} s", retry_after=wait)
+    if isinstance(error, GithubException):
+        message = _message(error)
+        if error.status == 429 or error.status == 408 or error.status >= 500:
+            return Transient(f"GitHub answered {error.status} ({what}): {message}",
+                             retry_after=_retry_after(error.headers))
+        if error.status in (404, 410):
+            return Gone(f"GitHub answered {error.status} ({what}): {message}")
+        if error.status in _PERMANENT_STATUSES:
+            return Permanent(f"GitHub refused ({what}): {error.status} {message}",
+                             hint=f"GitHub answered {error.status}; asked again it would answer the same")
+        return None
+    if isinstance(error, requests.exceptions.RetryError):
+        return Transient(f"GitHub kept failing ({what}); the client's retries ran out")
+    if isinstance(error, requests.RequestException):
+        return Transient(f"GitHub could not be reached ({what}): {type(error).__name__}")
+    return None
+
+
+def _message(error: GithubException) -> str:
+    data = error.data
+    message = data.get("message") if isinstance(data, dict) else data
+    return " ".join(str(message or "").split())[:200]
+
+
+def _retry_after(headers: Any) -> float | None:
+    """Seconds GitHub asked us to wait: Retry-After, else the rate limit's reset time."""
+    found = {str(k).lower(): v for k, v in (headers or {}).items()}
+    try:
+        if "retry-after" in found:
+            return max(0.0, float(found["retry-after"]))
+        if found.get("x-ratelimit-remaining") == "0" and "x-ratelimit-reset" in found:
+            return max(0.0, float(found["x-ratelimit-reset"]) - time.time())
+    except ValueError:
+        return None
+    return None
 
 
 class PyGithubFactory(GitHubFactory):
@@ -78,6 +138,7 @@ class PyGithubFactory(GitHubFactory):
         key = installation_id if self.settings.app_credentials is not None else None
         clients: dict[int | None, PyGithubClient] = self._local.__dict__.setdefault("clients", {})
         if key not in clients:
+            renew: set[int | None] = self._local.__dict__.setdefault("renew", set())
             clients[key] = PyGithubClient(
                 self._connect(key),
                 self.settings.mode == "app",
@@ -85,8 +146,23 @@ class PyGithubFactory(GitHubFactory):
                 app_id=self.settings.app_id,
                 bot_login=self.bot_login,
                 timeout=self._common["timeout"],
+                refused=functools.partial(self._refused, key),
+                renewed=key in renew,
             )
+            renew.discard(key)
         return clients[key]
+
+    def _refused(self, key: int | None, client: PyGithubClient) -> bool:
+        """``client`` got a 401: in App mode its installation token may have expired or been
+        revoked early, so this thread's client is dropped and the next one asks for a new token
+        (True), unless ``client`` is already such a renewed one that nothing succeeded through."""
+        if self.settings.app_credentials is None or client.renewed:
+            return False
+        clients: dict[int | None, PyGithubClient] = self._local.__dict__.setdefault("clients", {})
+        if clients.get(key) is client:
+            del clients[key]
+        self._local.__dict__.setdefault("renew", set()).add(key)
+        return True
 
     def _budget(self, key: int | None) -> WriteBudget:
         with self._lock:
@@ -112,7 +188,15 @@ class PyGithubFactory(GitHubFactory):
         with self._lock:
             known = self._bot_login
         if known is None:
-            known = f"{integration.get_app().slug}[bot]"
+            try:
+                slug = integration.get_app().slug
+            except GithubException as error:
+                if error.status == 401:
+                    raise _token_refused(error, 0) from None
+                raise (translated(error, "reading the App") or error) from None
+            except requests.RequestException as error:
+                raise (translated(error, "reading the App") or error) from None
+            known = f"{slug}[bot]"
             with self._lock:
                 self._bot_login = known
         return known
@@ -122,13 +206,53 @@ class PyGithubFactory(GitHubFactory):
         if integration is not None:
             if installation_id is None:
                 raise PullRequestGone("App mode needs the installation of the event")
-            # AppInstallationAuth renews its token by itself shortly before it expires.
-            return integration.get_github_for_installation(installation_id)
+            # AppInstallationAuth renews its token by itself shortly before it expires. Asked for
+            # here, so that a refusal says whose: the App's (its id or key) or the installation's.
+            github = integration.get_github_for_installation(installation_id)
+            auth = github.requester.auth
+            try:
+                if auth is not None:
+                    auth.token  # noqa: B018 - the property asks GitHub for the token
+            except GithubException as error:
+                raise _token_refused(error, installation_id) from None
+            except requests.RequestException as error:
+                raise (translated(error, "asking for an installation token") or error) from None
+            return github
         if self.settings.github_token is None:
-            raise RuntimeError(
+            raise NoCredentials(
                 "no GitHub credentials: set PERFBOT_APP_ID + PERFBOT_PRIVATE_KEY or PERFBOT_GITHUB_TOKEN"
             )
         return Github(auth=Auth.Token(self.settings.github_token), **self._common)
+
+
+def _token_refused(error: GithubException, installation_id: int) -> Exception:
+    if error.status == 401:
+        return BadCredentials(f"GitHub refused the App's credentials (401 {_message(error)}): check "
+                              "PERFBOT_APP_ID and PERFBOT_PRIVATE_KEY")
+    if error.status in (403, 404):
+        return Gone(f"the App's installation {installation_id} is gone or suspended ({error.status})")
+    return translated(error, "asking for an installation token") or error
+
+
+def _classified(method):
+    """A `PyGithubClient` method whose PyGithub and requests errors become the service's kinds."""
+
+    @functools.wraps(method)
+    def wrapper(self, *args, **kwargs):
+        try:
+            result = method(self, *args, **kwargs)
+        except _SERVICE_ERRORS:
+            raise
+        except GithubException as error:
+            if error.status == 401:
+                raise self._unauthorized(error, method.__name__) from error
+            raise (translated(error, method.__name__) or error) from error
+        except requests.RequestException as error:
+            raise (translated(error, method.__name__) or error) from error
+        self.renewed = False
+        return result
+
+    return wrapper
 
 
 def _gone_on_404(method):
@@ -144,11 +268,20 @@ def _gone_on_404(method):
 
 class PyGithubClient(GitHub):
     def __init__(self, github: Github, app_mode: bool, budget: WriteBudget, app_id: int | None = None,
-                 bot_login: Callable[[], str | None] = lambda: None, timeout: int = 30):
+                 bot_login: Callable[[], str | None] = lambda: None, timeout: int = 30,
+                 refused: Callable[[PyGithubClient], bool] = lambda _: False, renewed: bool = False):
         # Lazy: a repository handle costs no request; attributes are fetched when read.
         self.github, self.app_mode, self.budget = github.withLazy(True), app_mode, budget
         self.app_id, self._bot_login, self.timeout = app_id, bot_login, timeout
         self._login: str | None = None
+        self._refused = refused
+        self.renewed = renewed  # made to replace a client whose token GitHub refused
+
+    def _unauthorized(self, error: GithubException, what: str) -> Exception:
+        if self._refused(self):
+            return Transient(f"GitHub refused the installation token ({what}: 401); a new one is asked for")
+        who = "the App's installation token" if self.app_mode else "PERFBOT_GITHUB_TOKEN"
+        return BadCredentials(f"GitHub refused {who} ({what}: 401 {_message(error)})")
 
     def _repo(self, repo: str) -> GhRepository:
         return self.github.get_repo(repo)
@@ -428,3 +561,14 @@ def _refusal(error: GithubException) -> Exception:
     if error.status in _REFUSED:
         return DispatchRefused(error.status, str(message or "refused"))
     return error
+
+
+def _classify_methods(cls: type) -> None:
+    for name, value in list(vars(cls).items()):
+        if callable(value) and not name.startswith("_") and not getattr(value, "_classified", False):
+            wrapped = _classified(value)
+            wrapped._classified = True
+            setattr(cls, name, wrapped)
+
+
+_classify_methods(PyGithubClient)

@@ -3,17 +3,22 @@
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable
+import functools
+import sqlite3
+from collections.abc import Callable, Iterator
 
 from huey import RedisHuey, crontab
 from huey.api import Huey
 from huey.consumer import Consumer
+from huey.exceptions import RetryTask
 from huey.storage import SqliteStorage
+from redis.exceptions import RedisError
 
+from bot.service.failures import QueueUnavailable, RetryLater
 from bot.service.ports import Queue
 
 from .job_serializer import JsonSerializer
-from .sqlite_files import AUTOCHECKPOINT_PAGES, WriterLock, lock_file_beside
+from .sqlite_files import AUTOCHECKPOINT_PAGES, ReadOnlyStorage, WriterLock, check_writable, lock_file_beside
 
 PROCESS_TASK = "perfbot.process_delivery"
 SWEEP_TASK = "perfbot.requeue_stale"
@@ -41,10 +46,12 @@ class WalNormalSqliteStorage(SqliteStorage):
 
     def __init__(self, name: str = "huey", filename: str = "huey.db", **kwargs):
         self._writers = WriterLock(lock_file_beside(filename))  # before huey creates its tables
+        self._file = filename
         super().__init__(name, filename=filename, **kwargs)
 
     @contextlib.contextmanager
     def db(self, commit=False, close=False):
+        check_writable(self._file)  # before the connection is touched (sqlite_files: SIGBUS)
         with self._writers if commit else contextlib.nullcontext(), super().db(commit, close) as cursor:
             yield cursor
 
@@ -58,14 +65,17 @@ class WalNormalSqliteStorage(SqliteStorage):
 class HueyQueue(Queue):
     """Enqueue delivery ids; a consumer (in-process or `perfbot worker`) runs ``process`` on them.
 
-    A job that raises is retried by huey ``retries`` times; a job lost with its worker (crash,
-    kill -9) stays pending in the store, and the minutely sweep enqueues it again.
+    The job decides itself whether a failed attempt is tried again (`bot.service.jobs`): it raises
+    `RetryLater`, which becomes huey's scheduled retry, and never anything else. A job lost with
+    its worker (crash, kill -9) stays pending in the store, and the sweep enqueues it again.
+    ``retry_delay`` replaces every retry's wait (tests: 0 retries at once).
     """
 
-    def __init__(self, url: str, retries: int = 5, retry_delay: float = 10.0):
+    def __init__(self, url: str, retry_delay: float | None = None):
         self.url = url
-        self.huey = build_huey(url)
-        self._retries, self._retry_delay = retries, retry_delay
+        with _unavailable_as_such():  # the embedded queue creates its tables here
+            self.huey = build_huey(url)
+        self._retry_delay = retry_delay
         self._task = None
 
     @property
@@ -76,9 +86,7 @@ class HueyQueue(Queue):
              hourly: Callable[[], object] | None = None) -> None:
         """Register the job functions (they need services that need this queue): each delivery,
         the minutely sweep, and the hourly task (scheduled benchmarks)."""
-        self._task = self.huey.task(retries=self._retries, retry_delay=self._retry_delay, name=PROCESS_TASK)(
-            process
-        )
+        self._task = self.huey.task(name=PROCESS_TASK)(_retried_later(process, self._retry_delay))
         self.huey.periodic_task(crontab(minute="*"), name=SWEEP_TASK)(sweep)
         if hourly is not None:
             self.huey.periodic_task(crontab(minute="7"), name=SCHEDULE_TASK)(hourly)
@@ -86,17 +94,20 @@ class HueyQueue(Queue):
     def enqueue(self, delivery_id: int) -> None:
         if self._task is None:
             raise RuntimeError("HueyQueue.bind() must be called before enqueue()")
-        self._task(delivery_id)
+        with _unavailable_as_such():
+            self._task(delivery_id)
 
     def pending(self) -> int:
-        return self.huey.pending_count()
+        with _unavailable_as_such():
+            return self.huey.pending_count()
 
     def ping(self) -> None:
         storage = self.huey.storage
-        if hasattr(storage, "conn") and hasattr(storage.conn, "ping"):
-            storage.conn.ping()
-        else:
-            storage.queue_size()
+        with _unavailable_as_such():
+            if hasattr(storage, "conn") and hasattr(storage.conn, "ping"):
+                storage.conn.ping()
+            else:
+                storage.queue_size()
 
     def consumer(self, workers: int = 2, in_process: bool = False, periodic: bool = True) -> Consumer:
         """A consumer on ``workers`` threads; ``periodic``: it also enqueues the periodic tasks when
@@ -107,6 +118,26 @@ class HueyQueue(Queue):
         # SQLite queue. Redis dequeues block instead, so the cap only matters for SQLite.
         return cls(self.huey, workers=workers, worker_type="thread", periodic=periodic,
                    check_worker_health=True, scheduler_interval=1, initial_delay=0.05, max_delay=0.25)
+
+
+def _retried_later(process: Callable[[int], object], delay: float | None) -> Callable[[int], object]:
+    @functools.wraps(process)
+    def job(delivery_id: int) -> object:
+        try:
+            return process(delivery_id)
+        except RetryLater as retry:
+            raise RetryTask(delay=retry.delay_s if delay is None else delay) from None
+
+    return job
+
+
+@contextlib.contextmanager
+def _unavailable_as_such() -> Iterator[None]:
+    """Redis down or restarting, or the queue's file locked, full or read-only: `QueueUnavailable`."""
+    try:
+        yield
+    except (RedisError, sqlite3.Error, OSError, ReadOnlyStorage) as error:
+        raise QueueUnavailable(f"the queue is unavailable: {type(error).__name__}: {error}") from error
 
 
 class InProcessConsumer(Consumer):

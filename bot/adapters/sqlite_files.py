@@ -12,6 +12,14 @@ database and syncs it to disk, inside its commit and so inside the lock: one suc
 others up for 300 ms. `perfbot serve`'s master checkpoints every second instead (`WalCheckpoints`),
 without waiting for anyone, and writers checkpoint themselves only past `AUTOCHECKPOINT_PAGES`,
 which bounds the WAL where nothing else checkpoints it.
+
+SQLite maps the WAL index (the ``-shm`` file) into memory, and the kernel kills a process with
+SIGBUS when it writes to a mapped page of a file that became immutable or whose filesystem went
+read-only: every connection, readers too, writes there. So each use of a connection first checks
+that the WAL index can still be written (`check_writable`: one `access` call) and refuses with
+`ReadOnlyStorage` instead; once it is writable again the same connections carry on. The database
+and its WAL are written with write(2), whose errors SQLite reports as errors (the store's
+`StorageUnavailable`), so they need no check of their own.
 """
 
 from __future__ import annotations
@@ -24,6 +32,8 @@ import threading
 import time
 from collections.abc import Sequence
 from pathlib import Path
+
+from bot.service.failures import StorageUnavailable
 
 log = logging.getLogger("perfbot.sqlite")
 
@@ -47,6 +57,9 @@ class WriterLock:
         try:
             if self.path is not None:
                 fcntl.flock(self._descriptor(self.path), fcntl.LOCK_EX)
+        except OSError as error:
+            self._threads.release()
+            raise ReadOnlyStorage(f"the writer lock {self.path} cannot be taken: {error}") from error
         except BaseException:
             self._threads.release()
             raise
@@ -72,6 +85,20 @@ def lock_file_beside(database: str) -> str:
     return f"{database}.lock"
 
 
+class ReadOnlyStorage(StorageUnavailable):
+    """A SQLite file (or its folder) cannot be written: made immutable or read-only, or on a
+    filesystem mounted read-only. Touching its memory-mapped WAL index now could kill the process."""
+
+
+def check_writable(database: str) -> None:
+    """Raise `ReadOnlyStorage` when the WAL index of ``database`` exists and cannot be written by
+    this process (immutable, read-only, or on a filesystem mounted read-only)."""
+    index = f"{database}-shm"
+    if not os.access(index, os.W_OK) and os.path.lexists(index):
+        raise ReadOnlyStorage(f"{database} cannot be written: its WAL index is read-only, immutable, "
+                              "or on a read-only filesystem")
+
+
 class WalCheckpoints:
     """PASSIVE checkpoints of ``paths``, at most every ``interval_s``, for a supervising process
     that writes nothing itself: a passive checkpoint neither waits for nor blocks the writers."""
@@ -91,7 +118,12 @@ class WalCheckpoints:
 
 def checkpoint(path: str) -> None:
     """Copy what ``path``'s WAL holds into the database, as far as its readers allow; a file not
-    yet created is left alone (opening it would create an empty database)."""
+    yet created, or one that cannot be written now, is left alone (opening it would create an empty
+    database; touching a read-only one's WAL index could kill the server's master)."""
+    try:
+        check_writable(path)
+    except ReadOnlyStorage:
+        return
     try:
         connection = sqlite3.connect(f"{Path(path).absolute().as_uri()}?mode=rw", uri=True)
     except sqlite3.OperationalError:

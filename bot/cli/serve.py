@@ -60,8 +60,14 @@ def run_serve(args: argparse.Namespace) -> int:
     for name in ("port", "workers", "threads", "consumers", "consumer_threads"):
         if getattr(args, name) < (0 if name == "port" else 1):
             raise UsageError(f"--{name.replace('_', '-')} must be positive")
-    server.serve(settings, args.host, args.port, args.workers, args.threads, args.consumers,
-                 args.consumer_threads)
+    from bot.service.failures import StorageUnavailable
+
+    try:
+        server.serve(settings, args.host, args.port, args.workers, args.threads, args.consumers,
+                     args.consumer_threads)
+    except StorageUnavailable as error:  # at start-up, before anything was served
+        log.error("perfbot serve cannot start: %s", error)
+        return 1
     return 0
 
 
@@ -73,5 +79,7 @@ def run_worker(args: argparse.Namespace) -> int:
     logs.configure(settings.log_level)
     if args.threads < 1:
         raise UsageError("--threads must be positive")
-    worker.run_forever(bootstrap.build(settings), workers=args.threads, periodic=args.periodic)
-    return 0
+    runtime = worker.when_storage_is_there(lambda: bootstrap.build(settings))
+    if runtime is None:  # told to stop while it waited
+        return 0
+    return worker.run_forever(runtime, workers=args.threads, periodic=args.periodic)

@@ -1,11 +1,19 @@
-"""Accept a verified webhook: decide whether it is work, claim its GUID once, enqueue it."""
+"""Accept a verified webhook: decide whether it is work, claim its GUID once, enqueue it.
+
+What is acknowledged is stored: a delivery the database cannot take now is refused as
+`UNAVAILABLE` (the web answers 503 with Retry-After), never acknowledged and lost. One stored but
+not enqueued (the queue is down) is acknowledged: the sweep enqueues it when the queue is back."""
 
 from __future__ import annotations
 
 import logging
+import threading
+import time
+from collections.abc import Callable
 from enum import Enum
 
-from .events import MalformedPayload
+from .events import CommandEvent, Event, MalformedPayload, PullRequestEvent, WorkflowRunEvent
+from .failures import StorageUnavailable, Transient
 from .ports import Queue
 from .router import Router
 from .storage import Store
@@ -13,11 +21,46 @@ from .storage import Store
 log = logging.getLogger("perfbot.intake")
 
 
+class Storing:
+    """Whether this process's intake could store its last delivery: `/healthz` reports a replica
+    whose intake just failed to as down even when its own small probe write still fits (a disk
+    with room for one row but not for a payload)."""
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic):
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._refused_at: float | None = None
+        self._stored_at: float | None = None
+        self._reason = ""
+
+    def stored(self) -> None:
+        with self._lock:
+            self._stored_at = self._clock()
+
+    def refused(self, reason: str) -> None:
+        with self._lock:
+            self._refused_at, self._reason = self._clock(), reason
+
+    def failing(self, within_s: float) -> str | None:
+        """Why the last delivery could not be stored, if it was refused within ``within_s`` and
+        none was stored since; else None."""
+        with self._lock:
+            if self._refused_at is None or self._clock() - self._refused_at > within_s:
+                return None
+            if self._stored_at is not None and self._stored_at >= self._refused_at:
+                return None
+            return self._reason
+
+
+STORING = Storing()  # this process's
+
+
 class Outcome(Enum):
     QUEUED = "queued"
     DUPLICATE = "duplicate"
     IGNORED = "ignored"
     MALFORMED = "malformed"  # an event the bot acts on, but not in the shape GitHub sends
+    UNAVAILABLE = "unavailable"  # the database cannot store it now: not acknowledged
 
 
 def accept(
@@ -45,12 +88,35 @@ def accept(
         return Outcome.MALFORMED
     if wanted is None:
         return Outcome.IGNORED
-    delivery_id = store.deliveries.claim(hook_id, guid, event, action, body)
+    repo = getattr(getattr(wanted, "repo", None), "full_name", None)
+    try:
+        delivery_id = store.deliveries.claim(hook_id, guid, event, action, body, repo, subject(store, wanted))
+    except StorageUnavailable as error:
+        log.error("delivery refused: it cannot be stored now (%s)", error,
+                  extra={"event": event, "action": action})
+        STORING.refused(str(error))
+        return Outcome.UNAVAILABLE
+    STORING.stored()
     if delivery_id is None:
         log.info("duplicate delivery ignored", extra={"event": event, "action": action})
         return Outcome.DUPLICATE
     try:
         queue.enqueue(delivery_id)
+    except Transient as error:
+        log.warning("delivery stored but not enqueued; the sweep will enqueue it (%s)", error,
+                    extra={"delivery_id": delivery_id})
     except Exception:
-        log.exception("enqueue failed; the sweep will retry", extra={"delivery_id": delivery_id})
+        log.exception("enqueue failed; the sweep will enqueue it", extra={"delivery_id": delivery_id})
     return Outcome.QUEUED
+
+
+def subject(store: Store, event: Event) -> str | None:
+    """The pull request a delivery acts on, ``owner/name#number`` (a benchmark run's, through its
+    request), of which the worker processes one delivery at a time; None for the others."""
+    if isinstance(event, (PullRequestEvent, CommandEvent)):
+        return f"{event.repo.full_name}#{event.number}"
+    if isinstance(event, WorkflowRunEvent):
+        request = store.benchmarks.get(event.correlation_id)
+        if request is not None and request.number is not None:
+            return f"{request.repo}#{request.number}"
+    return None

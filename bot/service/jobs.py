@@ -1,12 +1,17 @@
-"""Process one stored delivery exactly once, and re-enqueue deliveries lost to a crash."""
+"""Process one stored delivery exactly once, under a lease that follows its worker; decide once
+what a failure means (`failures`); enqueue again what a crash or a queue outage lost."""
 
 from __future__ import annotations
 
 import json
 import logging
+import time
+from dataclasses import dataclass, field
+from datetime import timedelta
 
-from . import notes
-from .events import MalformedPayload
+from . import failures, leases, notes
+from .failures import Kind, RetryLater, StorageUnavailable, SubjectBusy
+from .leases import LEASE_S
 from .logs import current_delivery
 from .records import Delivery
 from .router import Router
@@ -14,50 +19,113 @@ from .services import Services
 
 log = logging.getLogger("perfbot.jobs")
 
-LEASE_S = 600.0  # a worker that has not finished a delivery in this long is presumed dead
-MAX_ATTEMPTS = 6
+MAX_ATTEMPTS = 6  # with the backoff: tried over about five minutes (longer where GitHub asks)
+# A pending delivery nobody holds is enqueued again this long after it was due (received, its retry
+# time, or the last time it was enqueued again): its job was lost (a queue outage at intake, a disk
+# full when its retry was scheduled, Redis restarted, a crash between dequeue and start). Sooner when
+# the queue is empty, since then nothing can still be on its way; a copy of a job that was not lost
+# after all finds its delivery done, or held, and does nothing.
+UNQUEUED_S = 120.0
+UNQUEUED_IDLE_S = 10.0
+STORAGE_RETRY_S = 10.0  # a job that found the database unavailable before it could start
+SUBJECT_BUSY_S = 2.0  # a job whose pull request another worker is processing: soon, not counted
 PAYLOAD_KEPT_S = 2 * 86_400  # long enough to debug a failed delivery
 DEDUPE_WINDOW_S = 35 * 86_400  # GitHub lets a delivery be redelivered for up to 30 days
 # Work keys outlive the delivery window: a signed body can be replayed any time. A benchmark request
 # needs none of them to stay single (its correlation id is unique), so they may go eventually.
 WORK_KEPT_S = 400 * 86_400
+CONSUMERS_KEPT_S = 86_400  # a consumer not heard of in a day is forgotten
 
 
-def process(delivery_id: int, services: Services, router: Router) -> str:
-    """Run the handlers of a delivery; 'done', 'failed', or 'skipped' (done or held elsewhere).
-
-    An exception leaves the delivery pending, released for the next attempt, and propagates so
-    that the queue retries it; after `MAX_ATTEMPTS` it is marked failed for good.
-    """
-    store = services.store
-    delivery = store.deliveries.start(delivery_id, services.now(), LEASE_S)
+def process(delivery_id: int, services: Services, router: Router, owner: str | None = None) -> str:
+    """Run the pipeline of a delivery: 'done', 'failed' (for good), or 'skipped' (done, or held
+    by a live worker). A failed attempt worth another is released and `RetryLater` raised, which
+    the queue turns into a retry after the backoff."""
+    owner = owner or leases.owner_id()
+    try:
+        delivery = services.store.deliveries.start(delivery_id, services.now(), LEASE_S, owner)
+    except StorageUnavailable as error:
+        _complain(f"cannot take delivery {delivery_id}; trying again in {STORAGE_RETRY_S:.0f} s: {error}")
+        raise RetryLater(STORAGE_RETRY_S) from None
+    except SubjectBusy:  # one delivery of a pull request at a time: no attempt was counted
+        raise RetryLater(SUBJECT_BUSY_S) from None
     if delivery is None:
         return "skipped"
     token = current_delivery.set(delivery.guid)
+    leases.RUNNING.add(delivery_id)
     try:
-        router.dispatch(delivery.event, json.loads(delivery.payload), services)
-    except MalformedPayload as error:  # a payload without the fields its event must have
-        return _failed(services, delivery, MAX_ATTEMPTS, error)
-    except Exception as error:
-        return _failed(services, delivery, delivery.attempts, error)
+        try:
+            router.dispatch(delivery.event, json.loads(delivery.payload), services)
+        except Exception as error:
+            return _failed(services, delivery, owner, error)
+        _record(lambda: _finished(services, delivery, owner))
+        return "done"
     finally:
+        leases.RUNNING.discard(delivery_id)
         current_delivery.reset(token)
-    store.deliveries.finish(delivery_id, "done")
-    return "done"
 
 
-def _failed(services: Services, delivery: Delivery, attempts: int, error: Exception) -> str:
-    """Release the delivery for its next attempt (re-raising, so that the queue retries), or, after
-    the last, mark it failed and leave a note on its pull request."""
-    message = f"{type(error).__name__}: {error}"
-    if attempts >= MAX_ATTEMPTS:
-        log.error("delivery failed for good", exc_info=error, extra={"attempts": attempts})
-        services.store.deliveries.finish(delivery.id, "failed", message[:2000])
+def _finished(services: Services, delivery: Delivery, owner: str) -> None:
+    if not services.store.deliveries.finish(delivery.id, "done", owner=owner):
+        log.warning("a delivery was finished after its lease had run out", extra=_context(delivery))
+
+
+def _failed(services: Services, delivery: Delivery, owner: str, error: Exception) -> str:
+    """Record and log the failed attempt once, as its kind says; 'failed', or `RetryLater`."""
+    kind = failures.classify(error)
+    message = failures.describe(error)[:2000]
+    context = {**_context(delivery), "failure": kind.value}
+    deliveries = services.store.deliveries
+    if kind is Kind.PERMANENT:
+        log.error("delivery failed for good, not retried: %s (%s)", message, failures.hint(error),
+                  extra=context)
+        _record(lambda: deliveries.finish(delivery.id, "failed", message, owner, kind.value))
+        return "failed"
+    # A bug's traceback is logged the first time it happens to the delivery, not at every attempt.
+    traceback = error if kind is Kind.BUG and message != delivery.error else None
+    if delivery.attempts >= MAX_ATTEMPTS:
+        log.error("delivery failed for good after %d attempts: %s", delivery.attempts, message,
+                  exc_info=traceback, extra=context)
+        _record(lambda: deliveries.finish(delivery.id, "failed", message, owner, kind.value))
         notes.delivery_failed(delivery.event, _payload(delivery), services, error)
         return "failed"
-    log.warning("delivery failed; will retry", exc_info=error, extra={"attempts": attempts})
-    services.store.deliveries.release(delivery.id, message)
-    raise error
+    delay = failures.backoff(delivery.attempts, getattr(error, "retry_after", None))
+    log.warning("delivery attempt %d of %d failed (%s), next in %.0f s: %s", delivery.attempts, MAX_ATTEMPTS,
+                kind.value, delay, message, exc_info=traceback, extra=context)
+    retry_at = services.now() + timedelta(seconds=delay)
+    _record(lambda: deliveries.release(delivery.id, message, retry_at, owner, kind.value))
+    raise RetryLater(delay)
+
+
+def _context(delivery: Delivery) -> dict[str, object]:
+    return {"event": delivery.event, "action": delivery.action, "attempt": delivery.attempts,
+            "max_attempts": MAX_ATTEMPTS}
+
+
+def _record(write) -> None:
+    """A write of a job's outcome that may find the database gone: its lease then runs out, and
+    the delivery is taken again (handlers are idempotent)."""
+    try:
+        write()
+    except StorageUnavailable as error:
+        _complain(f"could not record a delivery's outcome; it will be taken again: {error}")
+
+
+@dataclass
+class _Complaints:
+    """One warning about the database being away per `every_s`, not one per job."""
+
+    every_s: float = 10.0
+    last: float = field(default=-1e9)
+
+    def __call__(self, text: str) -> None:
+        now = time.monotonic()
+        if now - self.last >= self.every_s:
+            self.last = now
+            log.warning(text)
+
+
+_complain = _Complaints()
 
 
 def _payload(delivery: Delivery) -> dict:
@@ -68,8 +136,31 @@ def _payload(delivery: Delivery) -> dict:
     return payload if isinstance(payload, dict) else {}
 
 
-def requeue_stale(services: Services, older_than_s: float = LEASE_S) -> int:
-    """Enqueue again every pending delivery nobody finished within ``older_than_s``."""
+# ------------------------------------------------------------------ lost work
+
+
+def take_over(services: Services, owner: str | None = None) -> list[int]:
+    """Release the leases of dead workers of this host (a consumer killed and restarted, a server
+    started again after a crash) and enqueue their deliveries at once; the ids."""
+    me = owner or leases.owner_id()
+    taken: list[int] = []
+    for holder in services.store.deliveries.holders():
+        if holder != me and leases.is_dead(holder):
+            released = services.store.deliveries.release_holder(holder, services.now())
+            if released:
+                log.warning("took over the deliveries of a dead worker",
+                            extra={"worker": holder, "deliveries": len(released)})
+            taken += released
+    for delivery_id in taken:
+        services.queue.enqueue(delivery_id)
+    return taken
+
+
+def requeue_stale(services: Services, older_than_s: float | None = None) -> int:
+    """Enqueue again every pending delivery that nobody holds and nobody took in time, and those
+    whose lease ran out (their worker died elsewhere); how many."""
+    if older_than_s is None:
+        older_than_s = UNQUEUED_IDLE_S if services.queue.pending() == 0 else UNQUEUED_S
     stale = services.store.deliveries.stale(services.now(), older_than_s)
     for delivery_id in stale:
         services.queue.enqueue(delivery_id)
@@ -79,8 +170,57 @@ def requeue_stale(services: Services, older_than_s: float = LEASE_S) -> int:
 
 
 def housekeeping(services: Services) -> None:
-    """The minutely sweep: re-enqueue lost deliveries, shed old payloads, forget old GUIDs and work
-    keys."""
-    requeue_stale(services)
-    services.store.deliveries.prune(services.now(), PAYLOAD_KEPT_S, DEDUPE_WINDOW_S)
-    services.store.work.prune(services.now(), WORK_KEPT_S)
+    """The minutely sweep: take over dead workers' deliveries, re-enqueue lost ones, shed old
+    payloads, forget old GUIDs, work keys and consumers."""
+    taken = take_over(services)
+    requeued = requeue_stale(services)
+    now = services.now()
+    forgotten = services.store.deliveries.prune(now, PAYLOAD_KEPT_S, DEDUPE_WINDOW_S)
+    services.store.work.prune(now, WORK_KEPT_S)
+    services.store.liveness.forget(now - timedelta(seconds=CONSUMERS_KEPT_S))
+    log.info("sweep", extra={"taken_over": len(taken), "requeued": requeued, "forgotten": forgotten})
+
+
+# ------------------------------------------------------------------ a consumer's duties
+
+
+class ConsumerDuties:
+    """What a queue consumer process does besides running jobs: at start, take over the dead
+    workers' deliveries (and with ``periodic``, sweep once); then, every heartbeat, renew the
+    leases of the jobs it runs and say it is alive (`/healthz` reports consumers that are not).
+    The periodic consumer also looks for lost work at every heartbeat, not only at the minutely
+    sweep: a Redis restarted empty or a queue outage at intake costs under a minute."""
+
+    def __init__(self, services: Services, threads: int, periodic: bool):
+        self.services, self.threads, self.periodic = services, threads, periodic
+        self.owner = leases.owner_id()
+        self.started_at = services.now()
+        self._heartbeat = leases.Heartbeat(self.beat)
+
+    def start(self) -> ConsumerDuties:
+        self._alive()
+        take_over(self.services, self.owner)
+        if self.periodic:
+            housekeeping(self.services)
+        self._heartbeat.start()
+        return self
+
+    def beat(self) -> None:
+        running = leases.RUNNING.renewable()
+        if running:
+            self.services.store.deliveries.renew(self.owner, running, self.services.now(), LEASE_S)
+        self._alive()
+        if self.periodic:
+            take_over(self.services, self.owner)
+            requeue_stale(self.services)
+
+    def _alive(self) -> None:
+        self.services.store.liveness.beat(self.owner, self.services.now(), self.started_at, self.periodic,
+                                          self.threads)
+
+    def stop(self) -> None:
+        self._heartbeat.stop()
+        try:
+            self.services.store.liveness.stopped(self.owner)
+        except StorageUnavailable as error:
+            log.warning("could not record that this consumer stopped: %s", error)

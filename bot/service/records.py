@@ -19,6 +19,7 @@ class Delivery:
     action: str | None
     payload: bytes
     attempts: int = 0
+    error: str | None = None  # what the last attempt failed with
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,7 @@
 """The durable state the service keeps, as one small port per aggregate: deliveries, watched
-repositories, reviews, benchmarks, work keys with approvals and acknowledgements, and the
-dashboard's merges. `Store` bundles them; `bot.adapters.store.sql.SqlStore` implements them all
-over one database.
+repositories, reviews, benchmarks, work keys with approvals and acknowledgements, the
+dashboard's merges, and the liveness of the database and of the queue consumers. `Store` bundles
+them; `bot.adapters.store.sql.SqlStore` implements them all over one database.
 
 Every check-then-act decision is one call here, so that the database makes it atomic: a delivery
 is claimed once, a work key once, a benchmark admitted under its rules in one transaction.
@@ -33,34 +33,126 @@ class Admission:
     pr_last: datetime | None
 
 
+@dataclass(frozen=True, kw_only=True)
+class FailedDelivery:
+    """A delivery that perfbot gave up on, as the dashboard and `/healthz` show it."""
+
+    id: int
+    guid: str
+    event: str
+    action: str | None
+    repo: str | None
+    failure: str | None  # permanent | transient | bug (None: failed before failures had kinds)
+    error: str | None
+    attempts: int
+    finished_at: datetime | None
+
+
+@dataclass(frozen=True, kw_only=True)
+class DeliveryHealth:
+    """How deliveries fare: those failed since a moment, those waiting for a retry, and how long
+    the oldest one waiting to be processed has waited (None: none waits)."""
+
+    failed: int
+    retrying: int
+    oldest_pending_s: float | None
+    last_failure: FailedDelivery | None
+
+
 class Deliveries(ABC):
-    """Webhook deliveries: claimed once per (hook, GUID), leased to one worker at a time."""
+    """Webhook deliveries: claimed once per (hook, GUID), leased to one worker at a time.
+
+    A lease has an owner (`bot.service.leases.owner_id`) and an expiry, renewed by the owner's
+    heartbeat; one that ran out, or whose owner is known to be dead, can be taken again. A
+    released delivery (a failed attempt waiting for its retry) has no owner and is due at its
+    retry time. Every method raises `bot.service.failures.StorageUnavailable` when the database
+    cannot be reached or written."""
 
     @abstractmethod
-    def claim(self, hook_id: str, guid: str, event: str, action: str | None, payload: bytes) -> int | None:
-        """Record a new delivery; None when (hook_id, guid) was seen before."""
+    def claim(self, hook_id: str, guid: str, event: str, action: str | None, payload: bytes,
+              repo: str | None = None, subject: str | None = None) -> int | None:
+        """Record a new delivery; None when (hook_id, guid) was seen before. ``subject``: what it
+        acts on (a pull request), of which one delivery is processed at a time."""
 
     @abstractmethod
-    def start(self, delivery_id: int, now: datetime, lease_s: float) -> Delivery | None:
-        """Take a pending delivery for processing; None when done or held by another worker."""
+    def start(self, delivery_id: int, now: datetime, lease_s: float, owner: str = "") -> Delivery | None:
+        """Take a pending delivery for processing under ``owner``'s lease of ``lease_s``; None
+        when it is done, or held by a lease that has not run out. `SubjectBusy` (and nothing
+        taken) while another delivery of its subject is held by a lease that has not run out."""
 
     @abstractmethod
-    def finish(self, delivery_id: int, status: str, error: str | None = None) -> None: ...
+    def renew(self, owner: str, delivery_ids: list[int], now: datetime, lease_s: float) -> int:
+        """Extend ``owner``'s leases on ``delivery_ids`` to ``now + lease_s``; how many it holds."""
 
     @abstractmethod
-    def release(self, delivery_id: int, error: str) -> None:
-        """Give a failed attempt back so that a retry can take it."""
+    def finish(self, delivery_id: int, status: str, error: str | None = None, owner: str | None = None,
+               failure: str | None = None) -> bool:
+        """Mark a delivery done or failed (``failure``: its kind); with ``owner``, only while
+        ``owner`` still holds it. Whether it was marked."""
+
+    @abstractmethod
+    def release(self, delivery_id: int, error: str, retry_at: datetime | None = None,
+                owner: str | None = None, failure: str | None = None) -> None:
+        """Give a failed attempt back so that a retry can take it (due at ``retry_at``)."""
+
+    @abstractmethod
+    def holders(self) -> list[str]:
+        """The owners of the leases on pending deliveries."""
+
+    @abstractmethod
+    def release_holder(self, owner: str, now: datetime) -> list[int]:
+        """Release every lease ``owner`` holds (it is dead); the deliveries released."""
 
     @abstractmethod
     def stale(self, now: datetime, older_than_s: float) -> list[int]:
-        """Pending deliveries that nobody finished in time (lost to a crash): to enqueue again."""
+        """Pending deliveries nobody took in time (lost to a crash or a queue outage), to enqueue
+        again: those whose lease ran out, and those not held and due (received, their retry time,
+        or the last time this found them) more than ``older_than_s`` ago."""
 
     @abstractmethod
     def counts(self) -> dict[str, int]: ...
 
     @abstractmethod
+    def health(self, now: datetime, since: datetime) -> DeliveryHealth: ...
+
+    @abstractmethod
+    def failures(self, limit: int, repos: frozenset[str] | None = None) -> list[FailedDelivery]:
+        """The newest failed deliveries, at most ``limit``, of ``repos`` only (None: any)."""
+
+    @abstractmethod
     def prune(self, now: datetime, drop_payload_after_s: float, forget_after_s: float) -> int:
         """Empty the payloads of finished deliveries, then forget them (the dedupe window ends)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class ConsumerSeen:
+    owner: str
+    started_at: datetime
+    seen_at: datetime
+    periodic: bool
+    threads: int
+
+
+class Liveness(ABC):
+    """What `/healthz` asks of the database besides the deliveries: whether it takes a write now,
+    and which queue consumers are running (each one's heartbeat records it)."""
+
+    @abstractmethod
+    def probe(self, now: datetime) -> None:
+        """Write one row; `StorageUnavailable` when the database does not take it."""
+
+    @abstractmethod
+    def beat(self, owner: str, now: datetime, started_at: datetime, periodic: bool, threads: int) -> None: ...
+
+    @abstractmethod
+    def stopped(self, owner: str) -> None: ...
+
+    @abstractmethod
+    def consumers(self, seen_since: datetime) -> list[ConsumerSeen]: ...
+
+    @abstractmethod
+    def forget(self, seen_before: datetime) -> int:
+        """Forget consumers not seen since ``seen_before`` (dead ones)."""
 
 
 class Installations(ABC):
@@ -177,6 +269,7 @@ class Store(ABC):
     benchmarks: Benchmarks
     work: WorkLog
     dashboard: DashboardStore
+    liveness: Liveness
 
     @abstractmethod
     def ping(self) -> None:

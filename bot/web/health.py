@@ -1,31 +1,91 @@
-"""`GET /healthz` (database and queue reachable) and `GET /metrics` (Prometheus text)."""
+"""`GET /healthz`, which tells a load balancer the truth, and `GET /metrics` (Prometheus text).
+
+- **down** (503): this replica cannot store deliveries (the database does not take a write, or its
+  intake could not store the last delivery in the last 10 s and none since), so
+  its intake answers 503 too; a load balancer should send deliveries elsewhere.
+- **degraded** (200): it stores deliveries, but something needs a person: the queue cannot be
+  reached (stored deliveries wait for it), no queue consumer has been heard from, deliveries
+  failed for good in the last hour or wait for a retry, or the oldest waiting one is late.
+- **ok** (200).
+
+The answer names no repository (it is public): failures are counted, the last one by its kind
+and what to do about it; signed-in maintainers see the failed deliveries on the dashboard.
+"""
 
 from __future__ import annotations
 
 import logging
+from datetime import timedelta
 
 from flask import Blueprint, Response, jsonify
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+
+from bot.service import failures, intake
+from bot.service.leases import HEARTBEAT_S
 
 from . import state
 
 bp = Blueprint("health", __name__)
 log = logging.getLogger("perfbot.health")
 
+FAILURES_WINDOW = timedelta(hours=1)
+CONSUMER_SILENT = timedelta(seconds=3 * HEARTBEAT_S)  # three heartbeats missed: not running
+LATE_S = 600.0  # a delivery waiting this long is stuck, not queued
+REFUSED_S = 10.0  # an intake that could not store a delivery this recently is down, whatever the probe says
+
 
 @bp.get("/healthz")
 def healthz() -> tuple[Response, int]:
     services = state.current().services
-    checks = {"database": services.store.ping, "queue": services.queue.ping}
-    report, healthy = {}, True
-    for name, check in checks.items():
-        try:
-            check()
-            report[name] = "ok"
-        except Exception as error:  # any failure to reach it is the answer, not a crash
-            log.warning("%s unreachable", name, exc_info=error)
-            report[name], healthy = f"unreachable: {type(error).__name__}", False
-    return jsonify({"status": "ok" if healthy else "degraded", **report}), 200 if healthy else 503
+    now = services.now()
+    report: dict[str, object] = {}
+    problems: list[str] = []
+    try:
+        services.store.liveness.probe(now)
+        report["database"] = "ok"
+    except Exception as error:  # any failure to write is the answer, not a crash
+        log.warning("health: the database does not take writes: %s", error)
+        report["database"] = f"cannot write: {failures.describe(error)[:300]}"
+        return jsonify({"status": "down", **report}), 503
+    refused = intake.STORING.failing(REFUSED_S)
+    if refused is not None:
+        report["database"] = f"the last delivery could not be stored: {refused[:300]}"
+        return jsonify({"status": "down", **report}), 503
+    try:
+        services.queue.ping()
+        report["queue"] = "ok"
+    except Exception as error:
+        report["queue"] = f"unreachable: {failures.describe(error)[:300]}"
+        problems.append("queue")
+    try:
+        consumers = services.store.liveness.consumers(now - CONSUMER_SILENT)
+        deliveries = services.store.deliveries.health(now, now - FAILURES_WINDOW)
+    except Exception as error:  # the database went away between the probe and these reads
+        report["database"] = f"cannot read: {failures.describe(error)[:300]}"
+        return jsonify({"status": "down", **report}), 503
+    report["consumers"] = len(consumers)
+    if not consumers:
+        problems.append("consumers")
+    report["deliveries"] = _deliveries(deliveries)
+    if deliveries.failed or deliveries.retrying or (deliveries.oldest_pending_s or 0) > LATE_S:
+        problems.append("deliveries")
+    status = "degraded" if problems else "ok"
+    return jsonify({"status": status, "problems": problems, **report}), 200
+
+
+def _deliveries(health) -> dict[str, object]:
+    found: dict[str, object] = {
+        "failed_last_hour": health.failed,
+        "retrying": health.retrying,
+        "oldest_waiting_s": None if health.oldest_pending_s is None else round(health.oldest_pending_s, 1),
+    }
+    last = health.last_failure
+    if last is not None:
+        kind = (last.error or "").split(":", 1)[0]
+        found["last_failure"] = {"event": last.event, "failure": last.failure, "error": kind,
+                                 "hint": failures.hint_for(kind),
+                                 "at": last.finished_at.isoformat() if last.finished_at else None}
+    return found
 
 
 @bp.get("/metrics")

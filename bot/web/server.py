@@ -1,12 +1,20 @@
 """Run the app under gunicorn from Python (for `perfbot serve`). gunicorn's master also supervises
 the queue consumer processes when the queue is the embedded SQLite file (`consumers`), and
-checkpoints the SQLite files that its workers and consumers write."""
+checkpoints the SQLite files that its workers and consumers write.
+
+A web worker that boots while the database (or the queue's file) cannot be used does not fail
+its boot, which would make gunicorn's master give up and exit: it serves `Unavailable` (503 with
+Retry-After) and builds the real app at a request once storage is back."""
 
 from __future__ import annotations
 
 import gc
+import json
 import logging
 import sys
+import threading
+import time
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from flask import Flask
@@ -14,6 +22,7 @@ from gunicorn.app.base import BaseApplication
 from gunicorn.arbiter import Arbiter
 
 from bot import bootstrap
+from bot.service.failures import Transient
 from bot.settings import Settings
 
 from .app import create_app
@@ -35,8 +44,15 @@ class PerfbotServer(BaseApplication):
         for key, value in self.options.items():
             self.cfg.set(key, value)
 
-    def load(self) -> Flask:
+    def load(self) -> Flask | Unavailable:
         """In each worker process, after the fork: its own connections, queue and app."""
+        try:
+            return self._build()
+        except Transient as error:  # the database or the queue's file: down, full, read-only
+            log.error("web worker started without storage; answering 503 until it is back: %s", error)
+            return Unavailable(self._build, str(error))
+
+    def _build(self) -> Flask:
         self.runtime = bootstrap.build(self.settings)
         return create_app(self.settings, self.runtime.services, self.runtime.router, self.runtime.sessions)
 
@@ -46,6 +62,45 @@ class PerfbotServer(BaseApplication):
         except RuntimeError as error:  # gunicorn's own start-up errors, reported as it does
             print(f"\nError: {error}\n", file=sys.stderr)
             sys.exit(1)
+
+
+class Unavailable:
+    """A WSGI app answering 503 with Retry-After to every request, and trying to build the real
+    app again at a request at most every `RETRY_S`; once built, every request goes to it."""
+
+    RETRY_S = 2.0
+
+    def __init__(self, build: Callable[[], Flask], reason: str, clock: Callable[[], float] = time.monotonic):
+        self._build, self.reason, self._clock = build, reason, clock
+        self._lock = threading.Lock()
+        self._app: Flask | None = None
+        self._next_try = clock() + self.RETRY_S
+
+    def __call__(self, environ: dict, start_response: Callable) -> Iterable[bytes]:
+        app = self._app or self._try()
+        if app is not None:
+            return app(environ, start_response)
+        body = json.dumps({"status": "down", "database": f"unavailable: {self.reason}",
+                           "message": "perfbot cannot use its storage right now"}).encode()
+        start_response("503 SERVICE UNAVAILABLE", [("Content-Type", "application/json"),
+                                                    ("Content-Length", str(len(body))),
+                                                    ("Retry-After", str(int(self.RETRY_S) + 1))])
+        return [body]
+
+    def _try(self) -> Flask | None:
+        if not self._lock.acquire(blocking=False):
+            return None  # another thread is trying
+        try:
+            if self._app is None and self._clock() >= self._next_try:
+                self._next_try = self._clock() + self.RETRY_S
+                try:
+                    self._app = self._build()
+                    log.info("storage is back; the web worker serves again")
+                except Transient as error:
+                    self.reason = str(error)
+            return self._app
+        finally:
+            self._lock.release()
 
 
 class SupervisingArbiter(Arbiter):

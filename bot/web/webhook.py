@@ -18,6 +18,7 @@ bp = Blueprint("webhook", __name__)
 log = logging.getLogger("perfbot.webhook")
 
 MAX_BODY = 25 * 1024 * 1024  # GitHub never sends more than 25 MB
+RETRY_AFTER_S = 30  # when the database cannot store a delivery: worth asking again this much later
 _GUID_MAX, _EVENT_MAX = 80, 80
 
 
@@ -86,6 +87,10 @@ def _dispatch(
         body=body,
     )
     log.info("delivery %s", outcome.value, extra={"event": event, "action": payload.get("action")})
+    if outcome is intake.Outcome.UNAVAILABLE:  # not stored: GitHub (or whoever sent it) must send it again
+        refused = _answer(503, "perfbot cannot store deliveries right now; send it again later")
+        refused[0].headers["Retry-After"] = str(RETRY_AFTER_S)
+        return _outcome(app_state, "unavailable", refused, started)
     if outcome is intake.Outcome.MALFORMED:
         refused = _answer(400, f"the {event} payload does not have the shape GitHub's schema gives it")
         return _outcome(app_state, "bad_payload", refused, started)

@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 
 from bot.adapters.job_serializer import JsonSerializer
 from bot.adapters.queue import HueyQueue
+from bot.service.failures import RetryLater
 from tests.support.github_emulator import wait_for
 
 
@@ -52,7 +53,7 @@ def test_a_queued_job_is_a_json_object_naming_the_task_and_the_delivery(tmp_path
     (raw,) = queue.huey.storage.enqueued_items()
     message = json.loads(raw)
     assert message["name"].endswith(".perfbot.process_delivery")  # huey prefixes the binding module
-    assert (message["args"], message["retries"], message["eta"]) == ([42], 5, None)
+    assert (message["args"], message["retries"], message["eta"]) == ([42], 0, None)
 
 
 def test_a_pickled_payload_in_the_queue_is_refused_and_the_next_job_still_runs(queue_url, tmp_path):
@@ -67,7 +68,7 @@ def test_a_pickled_payload_in_the_queue_is_refused_and_the_next_job_still_runs(q
 
 
 def test_a_retry_scheduled_for_later_keeps_its_time_and_runs(tmp_path):
-    queue = HueyQueue(f"sqlite:///{tmp_path / 'q.db'}", retries=1, retry_delay=0.3)
+    queue = HueyQueue(f"sqlite:///{tmp_path / 'q.db'}")
     attempts: list[int] = []
     lock = threading.Lock()
 
@@ -75,7 +76,7 @@ def test_a_retry_scheduled_for_later_keeps_its_time_and_runs(tmp_path):
         with lock:
             attempts.append(delivery_id)
         if len(attempts) == 1:
-            raise RuntimeError("GitHub said 502")
+            raise RetryLater(0.3)
 
     queue.bind(flaky, lambda: None)
     queue.enqueue(9)

@@ -8,6 +8,7 @@ import time
 import pytest
 
 from bot.adapters.queue import HueyQueue, build_huey
+from bot.service.failures import RetryLater
 from tests.support.github_emulator import wait_for
 
 
@@ -58,14 +59,16 @@ def test_the_redis_queue_delivers_each_job(redis_url):
     assert run_through(queue) == [1, 2, 3]
 
 
-def test_a_failing_job_is_retried_by_the_queue(tmp_path):
-    queue = HueyQueue(f"sqlite:///{tmp_path / 'q.db'}", retries=2, retry_delay=0)
+def test_a_job_that_asks_for_a_retry_runs_again_and_one_that_raises_does_not(tmp_path):
+    queue = HueyQueue(f"sqlite:///{tmp_path / 'q.db'}")
     attempts: list[int] = []
 
     def flaky(delivery_id: int) -> None:
         attempts.append(delivery_id)
-        if len(attempts) < 2:
-            raise RuntimeError("GitHub said 502")
+        if len(attempts) == 1:
+            raise RetryLater(0.0)  # the job decided: another attempt
+        if len(attempts) == 2:
+            raise RuntimeError("not a retry: the queue runs it no more")
 
     queue.bind(flaky, lambda: None)
     queue.enqueue(1)
@@ -73,6 +76,9 @@ def test_a_failing_job_is_retried_by_the_queue(tmp_path):
     consumer.start()
     try:
         assert wait_for(lambda: len(attempts) == 2)
+        queue.enqueue(2)
+        assert wait_for(lambda: len(attempts) == 3)
+        assert not wait_for(lambda: len(attempts) > 3, timeout=1.5)
     finally:
         consumer.stop(graceful=True)
 

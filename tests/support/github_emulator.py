@@ -113,6 +113,7 @@ class Fault:
     headers: dict[str, str]
     body: dict
     after: bool  # do the work, then answer the fault (the client cannot tell it happened)
+    delay_s: float = 0.0  # `slow`: answer normally, this much later (a client's timeout runs out)
 
 
 @dataclass
@@ -260,6 +261,10 @@ class GitHubEmulator:
             )
         )
 
+    def slow(self, method: str, path: str, seconds: float, times: int = 1) -> None:
+        """Answer the next ``times`` matching requests ``seconds`` late (then as usual)."""
+        self.faults.append(Fault(method.upper(), re.compile(path), 0, times, {}, {}, False, seconds))
+
     # what tests look at
 
     def comments_on(self, repo: str, number: int) -> list[dict]:
@@ -349,6 +354,9 @@ class GitHubEmulator:
             match = pattern.fullmatch(request.path)
             if method == request.method and match:
                 fault = self._fault(request)
+                if fault is not None and fault.delay_s:
+                    time.sleep(fault.delay_s)
+                    fault = None
                 if fault is not None and not fault.after:
                     return _json(fault.status, fault.body, fault.headers)
                 if not self._authorized(request, handler):

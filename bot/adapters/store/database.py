@@ -1,5 +1,7 @@
 """One database shared by the store's aggregates: the engine (SQLite with WAL, or PostgreSQL),
-short transactions, and the writer lock that queues SQLite's writers across threads and processes."""
+short transactions, and the writer lock that queues SQLite's writers across threads and processes.
+A database that cannot be reached or written raises the service's `StorageUnavailable`, whatever
+the driver's own error was."""
 
 from __future__ import annotations
 
@@ -8,9 +10,12 @@ from contextlib import contextmanager, nullcontext
 from datetime import UTC, datetime
 
 from sqlalchemy import URL, Connection, Engine, Table, create_engine, event, make_url, text
+from sqlalchemy.exc import DBAPIError, OperationalError
 from sqlalchemy.orm import Session, sessionmaker
 
-from ..sqlite_files import AUTOCHECKPOINT_PAGES, WriterLock, lock_file_beside
+from bot.service.failures import StorageUnavailable
+
+from ..sqlite_files import AUTOCHECKPOINT_PAGES, WriterLock, check_writable, lock_file_beside
 from .tables import Base
 
 
@@ -67,20 +72,49 @@ class Database:
         self.dialect = engine.dialect.name
         self._sessions = sessionmaker(engine, expire_on_commit=False)
         self._writer = _writer_lock(engine)
+        self._file = sqlite_file(engine.url) if self.dialect == "sqlite" else None
 
     @contextmanager
     def session(self) -> Iterator[Session]:
-        with self._writer, self._sessions.begin() as session:
+        with self.usable(), self._writer, self._sessions.begin() as session:
             yield session
 
     @contextmanager
     def transaction(self) -> Iterator[Connection]:
-        with self._writer, self.engine.begin() as connection:
+        with self.usable(), self._writer, self.engine.begin() as connection:
             yield connection
 
     def ping(self) -> None:
-        with self.engine.connect() as connection:
+        with self.usable(), self.engine.connect() as connection:
             connection.execute(text("SELECT 1"))
+
+    @contextmanager
+    def usable(self) -> Iterator[None]:
+        """Refuse before any connection is touched (opened, used or closed) while the SQLite file
+        cannot be written: its WAL index would SIGBUS the process (`sqlite_files`)."""
+        if self._file is not None:
+            check_writable(self._file)
+        with _unavailable_as_such():
+            yield
+
+
+@contextmanager
+def _unavailable_as_such() -> Iterator[None]:
+    """The driver's errors of a database that is down, restarting, locked, full or read-only as
+    `StorageUnavailable` (transient: the caller may try again); a broken constraint stays itself."""
+    try:
+        yield
+    except OperationalError as error:
+        raise StorageUnavailable(f"the database is unavailable: {_first_line(error.orig)}") from error
+    except DBAPIError as error:
+        if not error.connection_invalidated:
+            raise
+        raise StorageUnavailable(f"the database connection broke: {_first_line(error.orig)}") from error
+
+
+def _first_line(error: BaseException | None) -> str:
+    text = str(error or "").strip()
+    return text.splitlines()[0] if text else type(error).__name__
 
 
 def _writer_lock(engine: Engine) -> WriterLock | nullcontext:

@@ -1,19 +1,23 @@
-"""The `Deliveries` port over SQL: each delivery claimed once, leased to one worker at a time."""
+"""The `Deliveries` port over SQL: each delivery claimed once, leased to one worker at a time
+under a lease its owner renews; failures kept with their kind for `/healthz` and the dashboard."""
 
 from __future__ import annotations
 
 from datetime import timedelta
 
-from sqlalchemy import bindparam, delete, func, insert, or_, select, update
+from sqlalchemy import and_, bindparam, delete, exists, func, insert, or_, select, text, update
 from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import aliased
 
+from bot.service.failures import SubjectBusy
 from bot.service.records import Delivery
-from bot.service.storage import Deliveries
+from bot.service.storage import Deliveries, DeliveryHealth, FailedDelivery
 
-from .database import Database, now, table
+from .database import Database, now, table, utc
 from .tables import DeliveryRow
 
 PENDING, DONE, FAILED = "pending", "done", "failed"
+UNNAMED = "a worker that gave no name"  # holds its lease until it runs out: never judged dead
 
 # The statements of the per-delivery hot path, built once (building them costs more than SQLite).
 _CLAIM = insert(table(DeliveryRow)).returning(DeliveryRow.id)
@@ -22,9 +26,13 @@ _START = (
     .where(
         DeliveryRow.id == bindparam("delivery_id"),
         DeliveryRow.status == PENDING,
-        or_(DeliveryRow.started_at.is_(None), DeliveryRow.started_at < bindparam("expired")),
+        # Not held, or held under a lease that ran out. A released delivery (no owner) may be
+        # taken before its retry time: only the sweep waits for that.
+        or_(DeliveryRow.lease_owner.is_(None), DeliveryRow.lease_expires_at.is_(None),
+            DeliveryRow.lease_expires_at < bindparam("now")),
     )
-    .values(started_at=bindparam("now"), attempts=DeliveryRow.attempts + 1)
+    .values(started_at=bindparam("now"), attempts=DeliveryRow.attempts + 1,
+            lease_owner=bindparam("owner"), lease_expires_at=bindparam("expires"))
     .returning(
         DeliveryRow.id,
         DeliveryRow.hook_id,
@@ -33,42 +41,121 @@ _START = (
         DeliveryRow.action,
         DeliveryRow.payload,
         DeliveryRow.attempts,
+        DeliveryRow.error,
     )
 )
+_SUBJECT = select(DeliveryRow.subject).where(DeliveryRow.id == bindparam("delivery_id"))
+_SUBJECT_HELD = (
+    select(DeliveryRow.id)
+    .where(DeliveryRow.subject == bindparam("subject"), DeliveryRow.status == PENDING,
+           DeliveryRow.id != bindparam("delivery_id"), DeliveryRow.lease_owner.is_not(None),
+           DeliveryRow.lease_expires_at >= bindparam("now"))
+    .limit(1)
+)
+# Two starts of one subject's deliveries must not both find the other not held: on PostgreSQL a
+# transaction-scoped advisory lock on the subject serializes them (SQLite has one writer at a time).
+_LOCK_SUBJECT = text("SELECT pg_advisory_xact_lock(hashtext(:subject))")
+_OTHER = aliased(DeliveryRow)
+# SQLite, where one writer at a time makes it safe: the start and the subject's check in one statement.
+_START_UNLESS_BUSY = _START.where(or_(DeliveryRow.subject.is_(None), ~exists().where(
+    _OTHER.subject == DeliveryRow.subject, _OTHER.status == PENDING, _OTHER.id != DeliveryRow.id,
+    _OTHER.lease_owner.is_not(None), _OTHER.lease_expires_at >= bindparam("now"))))
+_STARTABLE = select(DeliveryRow.subject).where(
+    DeliveryRow.id == bindparam("delivery_id"), DeliveryRow.status == PENDING,
+    or_(DeliveryRow.lease_owner.is_(None), DeliveryRow.lease_expires_at.is_(None),
+        DeliveryRow.lease_expires_at < bindparam("now")))
 _FINISH = (
     update(table(DeliveryRow))
-    .where(DeliveryRow.id == bindparam("delivery_id"))
-    .values(status=bindparam("status"), finished_at=bindparam("now"), error=bindparam("error"))
+    .where(DeliveryRow.id == bindparam("delivery_id"), DeliveryRow.status == PENDING)
+    .values(status=bindparam("status"), finished_at=bindparam("now"), error=bindparam("error"),
+            failure=bindparam("failure"), lease_expires_at=None)
 )
+_FINISH_HELD = _FINISH.where(DeliveryRow.lease_owner == bindparam("owner"))
 
 
 class SqlDeliveries(Deliveries):
     def __init__(self, db: Database):
         self.db = db
 
-    def claim(self, hook_id, guid, event, action, payload) -> int | None:
+    def claim(self, hook_id, guid, event, action, payload, repo=None, subject=None) -> int | None:
         values = dict(hook_id=hook_id, guid=guid, event=event, action=action, payload=payload,
-                      status=PENDING, attempts=0, received_at=now())
+                      status=PENDING, attempts=0, received_at=now(), repo=repo, subject=subject)
         try:
             with self.db.transaction() as connection:
                 return connection.execute(_CLAIM, values).scalar_one()
         except IntegrityError:
             return None
 
-    def start(self, delivery_id, now, lease_s) -> Delivery | None:
-        values = dict(delivery_id=delivery_id, now=now, expired=now - timedelta(seconds=lease_s))
+    def start(self, delivery_id, now, lease_s, owner="") -> Delivery | None:
+        values = dict(delivery_id=delivery_id, now=now, owner=owner or UNNAMED,
+                      expires=now + timedelta(seconds=lease_s))
         with self.db.transaction() as connection:
-            row = connection.execute(_START, values).one_or_none()
-        return None if row is None else Delivery(*row)
+            if self.db.dialect == "postgresql":
+                subject = connection.execute(_SUBJECT, {"delivery_id": delivery_id}).scalar_one_or_none()
+                if subject is not None:
+                    connection.execute(_LOCK_SUBJECT, {"subject": subject})
+                    self._refuse_if_busy(connection, subject, delivery_id, now)
+                row = connection.execute(_START, values).one_or_none()
+            else:
+                row = connection.execute(_START_UNLESS_BUSY, values).one_or_none()
+                if row is None:  # done, held, or its subject busy: only the last is worth a retry
+                    startable = {"delivery_id": delivery_id, "now": now}
+                    subject = connection.execute(_STARTABLE, startable).scalar_one_or_none()
+                    if subject is not None:
+                        self._refuse_if_busy(connection, subject, delivery_id, now)
+        if row is None:
+            return None
+        return Delivery(id=row.id, hook_id=row.hook_id, guid=row.guid, event=row.event, action=row.action,
+                        payload=row.payload, attempts=row.attempts, error=row.error)
 
-    def finish(self, delivery_id, status, error=None) -> None:
+    @staticmethod
+    def _refuse_if_busy(connection, subject, delivery_id, now) -> None:
+        held = {"subject": subject, "delivery_id": delivery_id, "now": now}
+        if connection.execute(_SUBJECT_HELD, held).first() is not None:
+            raise SubjectBusy(subject)
+
+    def renew(self, owner, delivery_ids, now, lease_s) -> int:
+        if not delivery_ids:
+            return 0
+        statement = (
+            update(DeliveryRow)
+            .where(DeliveryRow.id.in_(delivery_ids), DeliveryRow.lease_owner == owner,
+                   DeliveryRow.status == PENDING)
+            .values(lease_expires_at=now + timedelta(seconds=lease_s))
+        )
         with self.db.transaction() as connection:
-            connection.execute(_FINISH, dict(delivery_id=delivery_id, status=status, now=now(), error=error))
+            return connection.execute(statement).rowcount
 
-    def release(self, delivery_id, error) -> None:
+    def finish(self, delivery_id, status, error=None, owner=None, failure=None) -> bool:
+        values = dict(delivery_id=delivery_id, status=status, now=now(), error=error, failure=failure)
+        statement = _FINISH if owner is None else _FINISH_HELD
+        if owner is not None:
+            values["owner"] = owner
+        with self.db.transaction() as connection:
+            return connection.execute(statement, values).rowcount == 1
+
+    def release(self, delivery_id, error, retry_at=None, owner=None, failure=None) -> None:
+        held = [DeliveryRow.lease_owner == owner] if owner is not None else []
+        statement = (
+            update(DeliveryRow)
+            .where(DeliveryRow.id == delivery_id, DeliveryRow.status == PENDING, *held)
+            .values(lease_owner=None, lease_expires_at=retry_at or now(), error=error[:2000], failure=failure)
+        )
+        with self.db.transaction() as connection:
+            connection.execute(statement)
+
+    def holders(self) -> list[str]:
+        query = (select(DeliveryRow.lease_owner).distinct()
+                 .where(DeliveryRow.status == PENDING, DeliveryRow.lease_owner.is_not(None)))
         with self.db.session() as session:
-            session.execute(update(DeliveryRow).where(DeliveryRow.id == delivery_id)
-                            .values(started_at=None, error=error[:2000]))
+            return sorted(session.scalars(query))
+
+    def release_holder(self, owner, now) -> list[int]:
+        held = and_(DeliveryRow.status == PENDING, DeliveryRow.lease_owner == owner)
+        statement = (update(DeliveryRow).where(held)
+                     .values(lease_owner=None, lease_expires_at=now).returning(DeliveryRow.id))
+        with self.db.transaction() as connection:
+            return sorted(connection.execute(statement).scalars())
 
     def stale(self, now, older_than_s) -> list[int]:
         cutoff = now - timedelta(seconds=older_than_s)
@@ -77,14 +164,25 @@ class SqlDeliveries(Deliveries):
             .where(
                 DeliveryRow.status == PENDING,
                 or_(
-                    DeliveryRow.started_at < cutoff,
-                    DeliveryRow.started_at.is_(None) & (DeliveryRow.received_at < cutoff),
+                    # held under a lease nobody renewed: its worker died elsewhere
+                    DeliveryRow.lease_owner.is_not(None) & (DeliveryRow.lease_expires_at < now),
+                    # released for a retry that should have been taken by now
+                    DeliveryRow.lease_owner.is_(None) & (DeliveryRow.lease_expires_at < cutoff),
+                    # never taken (before leases had owners: taken at started_at)
+                    DeliveryRow.lease_expires_at.is_(None)
+                    & func.coalesce(DeliveryRow.started_at, DeliveryRow.received_at).__lt__(cutoff),
                 ),
             )
             .order_by(DeliveryRow.id)
         )
-        with self.db.session() as session:
-            return list(session.scalars(query))
+        with self.db.transaction() as connection:
+            found = list(connection.execute(query).scalars())
+            # Those nobody holds are due again only after another `older_than_s`: a backlog is
+            # not flooded with copies of its own jobs at every sweep.
+            if found:
+                unheld = and_(DeliveryRow.id.in_(found), DeliveryRow.lease_owner.is_(None))
+                connection.execute(update(DeliveryRow).where(unheld).values(lease_expires_at=now))
+            return found
 
     def prune(self, now, drop_payload_after_s, forget_after_s) -> int:
         finished = DeliveryRow.status != PENDING
@@ -107,3 +205,31 @@ class SqlDeliveries(Deliveries):
         query = select(DeliveryRow.status, func.count()).group_by(DeliveryRow.status)
         with self.db.session() as session:
             return {status: count for status, count in session.execute(query)}
+
+    def health(self, now, since) -> DeliveryHealth:
+        failed = select(func.count()).where(DeliveryRow.status == FAILED, DeliveryRow.finished_at >= since)
+        retrying = select(func.count()).where(DeliveryRow.status == PENDING, DeliveryRow.attempts > 0,
+                                              DeliveryRow.lease_owner.is_(None))
+        oldest = select(func.min(DeliveryRow.received_at)).where(DeliveryRow.status == PENDING)
+        with self.db.session() as session:
+            counts = session.execute(select(failed.scalar_subquery(), retrying.scalar_subquery())).one()
+            oldest_at = utc(session.scalar(oldest))
+        last = self.failures(1)
+        return DeliveryHealth(
+            failed=counts[0], retrying=counts[1],
+            oldest_pending_s=None if oldest_at is None else max(0.0, (now - oldest_at).total_seconds()),
+            last_failure=last[0] if last and last[0].finished_at and last[0].finished_at >= since else None,
+        )
+
+    def failures(self, limit, repos=None) -> list[FailedDelivery]:
+        query = select(DeliveryRow.id, DeliveryRow.guid, DeliveryRow.event, DeliveryRow.action,
+                       DeliveryRow.repo, DeliveryRow.failure, DeliveryRow.error, DeliveryRow.attempts,
+                       DeliveryRow.finished_at).where(DeliveryRow.status == FAILED)
+        if repos is not None:
+            query = query.where(DeliveryRow.repo.in_(sorted(repos)))
+        query = query.order_by(DeliveryRow.finished_at.desc(), DeliveryRow.id.desc()).limit(limit)
+        with self.db.session() as session:
+            rows = session.execute(query).all()
+        return [FailedDelivery(id=r.id, guid=r.guid, event=r.event, action=r.action, repo=r.repo,
+                               failure=r.failure, error=r.error, attempts=r.attempts,
+                               finished_at=utc(r.finished_at)) for r in rows]

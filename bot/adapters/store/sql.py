@@ -13,6 +13,7 @@ from .dashboard import SqlDashboard
 from .database import Database, make_engine, sqlite_file
 from .deliveries import SqlDeliveries
 from .installations import SqlInstallations
+from .liveness import SqlLiveness
 from .reviews import SqlReviews
 from .work import SqlWorkLog
 
@@ -29,13 +30,15 @@ class SqlStore(Store):
         self.benchmarks = SqlBenchmarks(self.db)
         self.work = SqlWorkLog(self.db)
         self.dashboard = SqlDashboard(self.db)
+        self.liveness = SqlLiveness(self.db)
 
     @classmethod
     def connect(cls, url: str, migrate_schema: bool = True) -> SqlStore:
-        engine = make_engine(url)
+        store = cls(make_engine(url))
         if migrate_schema:
-            migrate.upgrade(engine)
-        return cls(engine)
+            with store.db.usable():  # a database down or read-only: StorageUnavailable, no SIGBUS
+                migrate.upgrade(store.engine)
+        return store
 
     def ping(self) -> None:
         self.db.ping()

@@ -46,6 +46,36 @@ class DeliveryRow(Base):
     started_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     error: Mapped[str | None] = mapped_column(Text)
+    # The lease (bot.service.leases): who holds the delivery now and until when; once it is
+    # finished, who finished it. A released one has no owner and is due at lease_expires_at.
+    lease_owner: Mapped[str | None] = mapped_column(String(120))
+    lease_expires_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    repo: Mapped[str | None] = mapped_column(String(200))  # owner/name, when the event names one
+    # What the delivery acts on (a pull request: owner/name#number): one delivery of a subject is
+    # processed at a time, so that two pushes in a row never race to create one sticky comment.
+    subject: Mapped[str | None] = mapped_column(String(220), index=True)
+    failure: Mapped[str | None] = mapped_column(String(16))  # permanent | transient | bug
+
+
+class ConsumerRow(Base):
+    """A queue consumer process that is running, as its heartbeat last said."""
+
+    __tablename__ = "consumers"
+
+    owner: Mapped[str] = mapped_column(String(120), primary_key=True)
+    started_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    seen_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), index=True)
+    periodic: Mapped[bool] = mapped_column(Boolean)
+    threads: Mapped[int] = mapped_column(Integer)
+
+
+class WriteProbeRow(Base):
+    """One row that `/healthz` rewrites, to know that the database takes writes."""
+
+    __tablename__ = "write_probes"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
+    written_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
 
 
 class RepositoryRow(Base):

@@ -1,0 +1,26 @@
+"""The deliveries perfbot gave up on, as a signed-in maintainer may see them: those of the
+repositories they can write to (asked through the API, as triage is)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..services import Services
+from ..storage import FailedDelivery
+from . import access
+
+SCANNED = 200  # the newest failures looked at for one page
+
+
+@dataclass(frozen=True)
+class FailedDeliveries:
+    shown: list[FailedDelivery]
+    elsewhere: int  # failures of repositories this user cannot write to, or of none (installations)
+
+
+def failed_for(services: Services, login: str, limit: int = 50) -> FailedDeliveries:
+    found = services.store.deliveries.failures(SCANNED)
+    repos = sorted({f.repo for f in found if f.repo})
+    writable = {repo for repo in repos if access.may_triage(services, repo, login)}
+    mine = [f for f in found if f.repo in writable]
+    return FailedDeliveries(shown=mine[:limit], elsewhere=len(found) - len(mine))

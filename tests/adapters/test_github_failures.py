@@ -1,0 +1,139 @@
+"""The GitHub client says what kind each of GitHub's failures is, against the API emulator (every
+request validated against GitHub's REST description): 5xx, timeouts and rate limits transient,
+refused credentials and deleted repositories permanent, a refused installation token renewed."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import rsa
+
+from bot.adapters.github_client import PyGithubFactory, retry_policy
+from bot.service import failures
+from bot.service.ports import PullRequestGone
+from bot.settings import Settings
+
+REPO, NUMBER, SHA, TOKEN, APP_ID = "Codertocat/Hello-World", 7, "a" * 40, "ghp_test", 4711
+MARKER = "<!-- perfbot:test -->"
+SECONDARY = {"message": "You have exceeded a secondary rate limit. Please wait a few minutes before you try again.",
+             "documentation_url": "https://docs.github.com/rest/overview/rate-limits-for-the-rest-api"}
+
+
+@pytest.fixture(scope="module")
+def app_key() -> tuple[str, str]:
+    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    private = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                                serialization.NoEncryption()).decode()
+    public = key.public_key().public_bytes(serialization.Encoding.PEM,
+                                           serialization.PublicFormat.SubjectPublicKeyInfo).decode()
+    return private, public
+
+
+@pytest.fixture
+def github(emulator):
+    emulator.add_repo(REPO, "master")
+    emulator.add_pull(REPO, NUMBER, SHA, "diff --git a/x b/x\n")
+    emulator.tokens.add(TOKEN)
+    return emulator
+
+
+def client(emulator, token: str | None = TOKEN, timeout: int = 30, retries: int = 2):
+    settings = Settings(github_token=token, github_api_url=emulator.base_url)
+    factory = PyGithubFactory(settings, retry=retry_policy(total=retries, backoff=0, secondary_wait=1),
+                              timeout=timeout)
+    return factory.for_installation(None)
+
+
+def app_client(emulator, app_key, private_key: str | None = None):
+    emulator.app_id, emulator.app_public_key = APP_ID, app_key[1]
+    settings = Settings(app_id=APP_ID, private_key=private_key or app_key[0], github_api_url=emulator.base_url)
+    factory = PyGithubFactory(settings, retry=retry_policy(total=2, backoff=0, secondary_wait=1))
+    return factory
+
+
+def test_a_5xx_that_lasts_is_transient_and_one_that_passes_is_retried_inside_the_request(github):
+    github.fail("GET", rf"/pulls/{NUMBER}$", 502, times=1)
+    assert client(github).pull(REPO, NUMBER).head_sha == SHA
+    github.fail("GET", rf"/pulls/{NUMBER}$", 503, times=10)
+    with pytest.raises(failures.Transient):
+        client(github).pull(REPO, NUMBER)
+
+
+def test_a_write_that_got_a_5xx_is_transient_and_its_retry_finds_what_it_made(github):
+    github.fail("POST", rf"/issues/{NUMBER}/comments$", 502, after=True)  # made, then answered 502
+    with pytest.raises(failures.Transient, match="502"):
+        client(github).upsert_comment(REPO, NUMBER, MARKER, f"{MARKER}\nfirst")
+    client(github).upsert_comment(REPO, NUMBER, MARKER, f"{MARKER}\nfirst")
+    assert len(github.comments_on(REPO, NUMBER)) == 1
+
+
+def test_a_timeout_that_lasts_is_transient(github):
+    github.slow("GET", rf"/pulls/{NUMBER}$", seconds=2.5, times=5)
+    started = time.monotonic()
+    with pytest.raises(failures.Transient, match="could not be reached|retries ran out"):
+        client(github, timeout=1, retries=1).pull(REPO, NUMBER)
+    assert time.monotonic() - started < 10
+
+
+def test_a_secondary_rate_limit_is_waited_out_as_retry_after_says(github):
+    github.fail("GET", rf"/pulls/{NUMBER}$", 403, headers={"Retry-After": "1"}, body=SECONDARY)
+    started = time.monotonic()
+    assert client(github).pull(REPO, NUMBER).head_sha == SHA
+    assert time.monotonic() - started >= 1.0
+    waited = [r for r in github.requests if r.path.endswith(f"/pulls/{NUMBER}")]
+    assert [r.status for r in waited] == [403, 200]
+
+
+def test_a_rate_limit_longer_than_a_request_waits_is_transient_with_the_wait(github):
+    reset = int(time.time()) + 600
+    github.fail("GET", rf"/pulls/{NUMBER}$", 403, times=3, body={"message": "API rate limit exceeded for user."},
+                headers={"X-RateLimit-Remaining": "0", "X-RateLimit-Reset": str(reset)})
+    with pytest.raises(failures.Transient) as raised:
+        client(github).pull(REPO, NUMBER)
+    assert 500 < raised.value.retry_after <= 602
+
+
+def test_refused_credentials_and_none_are_permanent(github):
+    with pytest.raises(failures.BadCredentials, match="PERFBOT_GITHUB_TOKEN"):
+        client(github, token="ghp_revoked").pull(REPO, NUMBER)
+    with pytest.raises(failures.NoCredentials, match="PERFBOT_APP_ID"):
+        client(github, token=None)
+
+
+def test_a_deleted_repository_is_permanent(github):
+    with pytest.raises(failures.Gone):
+        client(github).default_branch("Codertocat/deleted")
+    with pytest.raises(PullRequestGone):
+        client(github).pull("Codertocat/deleted", NUMBER)
+
+
+def test_an_installation_token_refused_once_is_renewed(github, app_key):
+    factory = app_client(github, app_key)
+    github.tokens.add("placeholder-so-that-auth-is-enforced")
+    first = factory.for_installation(1)
+    github.fail("GET", rf"/pulls/{NUMBER}$", 401, body={"message": "Bad credentials"})
+    with pytest.raises(failures.Transient, match="new one"):
+        first.pull(REPO, NUMBER)
+    renewed = factory.for_installation(1)
+    assert renewed is not first and renewed.pull(REPO, NUMBER).head_sha == SHA
+    assert len(github.issued_tokens) == 2
+
+
+def test_an_installation_token_refused_twice_running_is_permanent(github, app_key):
+    factory = app_client(github, app_key)
+    github.tokens.add("placeholder-so-that-auth-is-enforced")
+    github.fail("GET", rf"/pulls/{NUMBER}$", 401, times=2, body={"message": "Bad credentials"})
+    with pytest.raises(failures.Transient):
+        factory.for_installation(1).pull(REPO, NUMBER)
+    with pytest.raises(failures.BadCredentials):
+        factory.for_installation(1).pull(REPO, NUMBER)
+
+
+def test_an_app_whose_key_github_refuses_is_permanent_at_once(github, app_key):
+    other = rsa.generate_private_key(public_exponent=65537, key_size=2048).private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()).decode()
+    factory = app_client(github, app_key, private_key=other)
+    with pytest.raises(failures.BadCredentials, match="PERFBOT_PRIVATE_KEY"):
+        factory.for_installation(1)

@@ -1,0 +1,128 @@
+"""`/healthz` tells the truth: down (503) while the database takes no write, degraded (200) when
+the queue is unreachable, no consumer is running or deliveries fail; and the intake refuses with
+503 and Retry-After exactly while it cannot store, and accepts again by itself."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from datetime import UTC, datetime
+
+import pytest
+
+from bot.bootstrap import build
+from bot.service import failures, intake
+from bot.settings import Settings
+from bot.web.app import create_app
+from tests.service.fakes import FakeGitHubFactory
+from tests.support import github_data
+from tests.web.helpers import SECRET, deliver
+
+PRIVATE_REPO = "Codertocat/Hello-World"
+
+
+def make(tmp_path, queue_url: str | None = None):
+    settings = Settings(webhook_secrets=(SECRET,), database_url=f"sqlite:///{tmp_path / 'perfbot.db'}",
+                        queue_url=queue_url or f"sqlite:///{tmp_path / 'queue.db'}")
+    runtime = build(settings, github=FakeGitHubFactory())
+    intake.STORING.stored()  # what earlier tests in this process left
+    return create_app(settings, runtime.services).test_client(), runtime
+
+
+@pytest.fixture
+def bot(tmp_path):
+    client, runtime = make(tmp_path)
+    yield client, runtime
+    runtime.close()
+
+
+def consumer_seen(runtime) -> None:
+    now = datetime.now(UTC)
+    runtime.store.liveness.beat("a-consumer", now, now, True, 4)
+
+
+def health(client):
+    response = client.get("/healthz")
+    return response.status_code, response.get_json()
+
+
+def installation(n: int) -> dict:
+    payload = github_data.installation_event("installation_repositories", "added")
+    payload["repositories_added"] = [{**payload["repositories_added"][0], "id": 10_000 + n,
+                                      "full_name": f"octo/r{n}", "name": f"r{n}"}]
+    return payload
+
+
+def test_healthy_when_the_database_takes_writes_and_a_consumer_runs(bot):
+    client, runtime = bot
+    consumer_seen(runtime)
+    status, body = health(client)
+    assert (status, body["status"], body["database"], body["queue"], body["consumers"]) == (200, "ok", "ok", "ok", 1)
+
+
+def test_degraded_but_in_rotation_without_a_consumer(bot):
+    client, _ = bot
+    status, body = health(client)
+    assert (status, body["status"], body["problems"]) == (200, "degraded", ["consumers"])
+
+
+def test_degraded_with_failed_deliveries_named_by_kind_and_hint_not_by_repository(bot):
+    client, runtime = bot
+    consumer_seen(runtime)
+    delivery = runtime.store.deliveries.claim("1", "g", "pull_request", "opened", b"{}", PRIVATE_REPO)
+    runtime.store.deliveries.start(delivery, datetime.now(UTC), 60, "w")
+    error = failures.describe(failures.NoCredentials("no GitHub credentials: set PERFBOT_APP_ID ..."))
+    runtime.store.deliveries.finish(delivery, "failed", error, "w", "permanent")
+    status, body = health(client)
+    assert (status, body["status"], body["problems"]) == (200, "degraded", ["deliveries"])
+    last = body["deliveries"]["last_failure"]
+    assert (last["failure"], last["error"], last["hint"]) == ("permanent", "NoCredentials", failures.NoCredentials.hint)
+    assert body["deliveries"]["failed_last_hour"] == 1
+    assert PRIVATE_REPO not in json.dumps(body)
+
+
+def test_degraded_when_the_queue_is_unreachable_and_deliveries_are_still_stored(tmp_path):
+    client, runtime = make(tmp_path, queue_url="redis://127.0.0.1:1/0")
+    try:
+        consumer_seen(runtime)
+        status, body = health(client)
+        assert (status, body["status"], body["problems"]) == (200, "degraded", ["queue"])
+        assert body["queue"].startswith("unreachable: QueueUnavailable")
+        assert deliver(client, "installation_repositories", installation(1)).status_code == 202
+        assert runtime.store.deliveries.counts() == {"pending": 1}, "stored: the sweep enqueues it later"
+    finally:
+        runtime.close()
+
+
+def test_down_and_refusing_deliveries_while_the_files_cannot_be_written_then_back_by_itself(bot, tmp_path):
+    client, runtime = bot
+    consumer_seen(runtime)
+    assert deliver(client, "installation_repositories", installation(1)).status_code == 202
+    files = sorted(str(p) for p in tmp_path.iterdir() if p.is_file())
+    if subprocess.run(["chattr", "+i", *files], capture_output=True).returncode != 0:
+        pytest.skip("chattr +i is not possible here (needs root and an ext4-like filesystem)")
+    try:
+        status, body = health(client)
+        assert (status, body["status"]) == (503, "down")
+        assert body["database"].startswith("cannot write: ReadOnlyStorage")
+        refused = deliver(client, "installation_repositories", installation(2))
+        assert (refused.status_code, refused.headers["Retry-After"]) == (503, "30")
+    finally:
+        subprocess.run(["chattr", "-i", *files], check=True)
+    assert deliver(client, "installation_repositories", installation(3)).status_code == 202
+    assert health(client)[0] == 200
+    assert runtime.store.deliveries.counts() == {"pending": 2}, "the refused one was never acknowledged"
+
+
+def test_down_while_the_intake_just_failed_to_store_though_a_small_write_still_fits(bot):
+    client, runtime = bot
+    consumer_seen(runtime)
+    intake.STORING.refused("database or disk is full")
+    try:
+        status, body = health(client)
+        assert (status, body["status"]) == (503, "down")
+        assert body["database"] == "the last delivery could not be stored: database or disk is full"
+        assert deliver(client, "installation_repositories", installation(4)).status_code == 202
+        assert health(client)[0] == 200, "stored again: up by itself"
+    finally:
+        intake.STORING.stored()
