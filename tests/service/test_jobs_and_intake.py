@@ -9,7 +9,7 @@ import pytest
 from sqlalchemy.orm import Session
 
 from bot.adapters.store.tables import DeliveryRow
-from bot.service import intake, jobs
+from bot.service import failures, intake, jobs
 from bot.service.router import Pipeline, Router
 from bot.service.routes import ROUTER
 from bot.service.services import Services
@@ -108,9 +108,10 @@ def test_processing_runs_the_handler_once_even_when_the_job_runs_twice(make):
 def test_a_failed_attempt_is_released_for_the_retry_then_succeeds(make):
     services, recorder = make(), Recorder(failures=1)
     accept(services, recorder)
-    with pytest.raises(RuntimeError):
+    with pytest.raises(failures.RetryLater):  # the queue runs it again once the backoff has passed
         jobs.process(1, services, recorder.router)
     assert stored(services, 1).status == "pending"
+    later(services, seconds=60)
     assert jobs.process(1, services, recorder.router) == "done"
 
 
@@ -118,8 +119,9 @@ def test_a_delivery_failing_every_attempt_is_marked_failed_for_good(make):
     services, recorder = make(), Recorder(failures=100)
     accept(services, recorder)
     for _ in range(jobs.MAX_ATTEMPTS - 1):
-        with pytest.raises(RuntimeError):
+        with pytest.raises(failures.RetryLater):
             jobs.process(1, services, recorder.router)
+        later(services, seconds=600)
     assert jobs.process(1, services, recorder.router) == "failed"
     assert stored(services, 1).error.startswith("RuntimeError")
 

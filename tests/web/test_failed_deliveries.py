@@ -33,7 +33,7 @@ def dash(tmp_path, emulator):
         delivery = runtime.store.deliveries.claim("1", guid, "pull_request", "opened", b"{}", repo)
         runtime.store.deliveries.start(delivery, datetime.now(UTC), 60, "w")
         runtime.store.deliveries.finish(delivery, "failed", error, "w", "permanent")
-    yield create_app(settings, runtime.services).test_client(), emulator
+    yield create_app(settings, runtime.services, sessions=runtime.sessions).test_client(), emulator
     runtime.close()
 
 

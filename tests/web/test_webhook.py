@@ -178,21 +178,6 @@ def test_a_chunked_body_over_25_mb_without_content_length_gets_413(client, runti
     assert response.status_code == 413 and stored(runtime) == 0
 
 
-def test_healthz_reports_database_and_queue(client):
-    response = client.get("/healthz")
-    assert response.status_code == 200
-    assert response.json == {"status": "ok", "database": "ok", "queue": "ok"}
-
-
-def test_healthz_is_503_when_the_database_is_down(client, runtime, monkeypatch):
-    def down():
-        raise ConnectionError("database unreachable")
-
-    monkeypatch.setattr(runtime.store, "ping", down)
-    response = client.get("/healthz")
-    assert response.status_code == 503 and response.json["database"].startswith("unreachable")
-
-
 def test_metrics_count_outcomes_and_stored_deliveries(client, opened):
     deliver(client, "pull_request", opened)
     deliver(client, "ping", {})
