@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import logging
+import threading
 import time
 from dataclasses import dataclass, field
 from datetime import timedelta
@@ -113,15 +114,20 @@ def _record(write) -> None:
 
 @dataclass
 class _Complaints:
-    """One warning about the database being away per `every_s`, not one per job."""
+    """One warning about the database being away per `every_s`, not one per job (the consumer's
+    threads share it: the lock makes the check and the update one step)."""
 
     every_s: float = 10.0
     last: float = field(default=-1e9)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def __call__(self, text: str) -> None:
         now = time.monotonic()
-        if now - self.last >= self.every_s:
-            self.last = now
+        with self._lock:
+            due = now - self.last >= self.every_s
+            if due:
+                self.last = now
+        if due:
             log.warning(text)
 
 
