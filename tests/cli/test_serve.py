@@ -97,7 +97,13 @@ def test_of_several_consumers_one_alone_runs_the_periodic_tasks_and_so_does_the_
         [periodic] = server.periodic_consumers()
         others = set(server.consumers()) - {periodic}
         os.kill(periodic, signal.SIGKILL)
-        assert wait_for(lambda: len(server.consumers()) == 3 and periodic not in server.consumers(), timeout=30)
+
+        def replaced() -> bool:
+            # Linux's children listing may miss a child started meanwhile: wait for a whole picture.
+            now = server.consumers()
+            return len(now) == 3 and periodic not in now and len(server.periodic_consumers()) == 1
+
+        assert wait_for(replaced, timeout=30), (server.children(), server.periodic_consumers())
         [replacement] = server.periodic_consumers()
         assert replacement != periodic
         left = server.consumers()

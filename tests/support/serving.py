@@ -44,12 +44,17 @@ class Served:
         return children(self.process.pid)
 
     def consumers(self) -> list[int]:
-        return [pid for pid, command in self.children().items() if " -m bot worker " in f"{command} "]
+        return _consumers(self.children())
 
     def periodic_consumers(self) -> list[int]:
-        """The consumers that run the periodic tasks."""
+        """The consumers that run the periodic tasks, read from one listing of the children (two
+        listings taken while the master starts one could disagree)."""
         commands = self.children()
-        return [pid for pid in self.consumers() if "--no-periodic" not in commands.get(pid, "--no-periodic")]
+        return [pid for pid in _consumers(commands) if "--no-periodic" not in commands[pid]]
+
+
+def _consumers(commands: dict[int, str]) -> list[int]:
+    return [pid for pid, command in commands.items() if " -m bot worker " in f"{command} "]
 
 
 @contextmanager
