@@ -3,6 +3,7 @@ docs/statistics.md says (the mutants of `make mutation` that the broader tests l
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 
@@ -223,3 +224,103 @@ def test_a_diagnostic_is_adjusted_in_a_family_of_its_own_and_an_error_stays_an_e
     other = {**FINGERPRINT, "driver": "580.00"}
     broken = document({"cycle_ms": ("ms", "lower", [19.0, 19.1, 19.2], [])}, head_fingerprint=other, failed={"head": 3})
     assert stats.decide(results.load(json.dumps(broken))).verdict == "error"
+
+
+def test_two_rounds_in_all_can_show_a_fixed_transform_and_values_below_one_count():
+    assert stats._lockstep(([0.5], [0.25]), ([0.2], [0.1]))  # one round a side, every value below 1
+    assert stats._lockstep(([0.5, 0.4], [0.25, 0.3]), ([2.0, 2.5], [4.0, 1 / 0.3]))  # the inverse
+
+
+def test_heading_worse_at_exactly_the_minimum_effect_and_never_at_no_change():
+    def judged(ratio, better):
+        return stats.MetricJudgement("m", "", better, estimate(ratio, (1.0, 1.1)), 0.5, "inconclusive", "")
+    assert stats._heading_worse(judged(1.5, "lower"), stats.Settings(min_effect=0.5))  # 1.5 - 1 is exact
+    assert not stats._heading_worse(judged(1.0, "lower"), stats.Settings(min_effect=0.0))
+    assert not stats._heading_worse(judged(1.0, "higher"), stats.Settings(min_effect=0.0))
+
+
+def test_extra_rounds_from_two_rounds_a_side_follow_the_model_not_the_floor():
+    found = stats.estimate([10.0, 10.3], [10.2, 10.6])
+    needed = model.rounds_to_decide(found.fit, 0.02, 0.01, 0.95, 2, 2 + stats.MAX_EXTRA_ROUNDS)
+    assert 1 < needed - 2 < stats.MAX_EXTRA_ROUNDS  # neither the floor nor the cap
+    assert stats.extra_rounds(found, 0.02, 0.01, 0.95) == needed - 2
+    in_family = stats.classify("m", "ms", "lower", found, 0.5, stats.Settings(), family=2)
+    tighter = model.rounds_to_decide(found.fit, 0.02, 0.005, 0.95, 2, 2 + stats.MAX_EXTRA_ROUNDS)
+    assert in_family.extra_rounds == tighter - 2 > needed - 2  # the family's level asks for more
+
+
+def test_a_model_that_already_decides_still_asks_for_one_more_round_not_two():
+    found = stats.estimate([10.0, 10.01, 9.99, 10.02, 9.98], [10.1, 10.12, 10.09, 10.11, 10.1])
+    assert model.rounds_to_decide(found.fit, 0.02, 0.01, 0.95, 5, 5 + stats.MAX_EXTRA_ROUNDS) - 5 <= 1
+    assert stats.extra_rounds(found, 0.02, 0.01, 0.95) == 1
+
+
+def test_a_ratio_past_e_to_the_700_has_no_model_and_extra_rounds_fall_back_to_the_floor():
+    far = math.exp(700.5)
+    found = stats.estimate([1.0, 1.1, 0.9], [far, far * 1.1, far * 0.9])
+    assert found.fit is None and found.ratio == pytest.approx(far)
+    assert stats.extra_rounds(found, 0.02, 0.01, 0.95) == 1
+
+
+def test_the_same_p_value_alone_does_not_make_two_metrics_one_hypothesis():
+    values = {"a": ([10.0, 10.2, 9.9], [10.1, 10.4, 10.0]), "b": ([5.0, 5.3, 4.8], [5.2, 5.1, 5.6])}
+    same_p = {n: stats.estimate(*v) for n, v in values.items()}
+    same_p["b"] = dataclasses.replace(same_p["b"], fit=same_p["a"].fit)
+    adjusted, hypotheses = stats.family_adjusted(["a", "b"], same_p, values)
+    assert hypotheses == 2 and adjusted["a"] == adjusted["b"] == min(1.0, 2 * same_p["a"].p_value)
+
+
+def test_exclusions_for_sides_of_different_sizes_are_used():
+    head = [*QUIET, 10.0]
+    marks = (np.zeros(5, dtype=bool), np.array([False] * 5 + [True]))
+    assert stats.estimate(QUIET, head, exclude=marks).outliers == (0, 1)
+
+
+def test_outliers_are_found_among_values_below_one():
+    base, head = [v / 100 for v in QUIET], [v / 100 for v in [*QUIET[:4], 15.0]]
+    assert stats.outliers(base, head)[1].tolist() == [False, False, False, False, True]
+    assert stats.outliers(head, base)[0].tolist() == [False, False, False, False, True]
+
+
+def test_a_metric_without_a_change_sorts_after_one_with_a_change_at_the_same_verdict():
+    without = stats.MetricJudgement("a", "", "lower", dataclasses.replace(estimate(1.0, (1.0, 1.1)), ratio=None),
+                                    0.5, "inconclusive", "")
+    changed = stats.MetricJudgement("b", "", "lower", estimate(1.5, (1.0, 2.0)), 0.5, "inconclusive", "")
+    assert [m.name for m in sorted([without, changed], key=stats._report_order)] == ["b", "a"]
+
+
+def test_only_a_diagnostics_claim_is_noted_as_explaining_not_deciding():
+    def judged(name, role, verdict):
+        return stats.MetricJudgement(name, "", "lower", estimate(1.5, (1.4, 1.6)), 0.001, verdict, "", role=role)
+    notes = stats._metric_notes([judged("cycle_ms", "primary", "regression"),
+                                 judged("allreduce_us", "diagnostic", "unchanged")])
+    assert not any("is a diagnostic" in n for n in notes)
+    notes = stats._metric_notes([judged("cycle_ms", "primary", "unchanged"),
+                                 judged("allreduce_us", "diagnostic", "regression")])
+    assert [n for n in notes if "is a diagnostic" in n] == [
+        "allreduce_us is a diagnostic: its regression explains, the verdict follows the primary metrics"]
+
+
+@pytest.mark.parametrize(("changed", "more"), [(1, ""), (2, " (and 1 more)"), (3, " (and 2 more)")])
+def test_a_drift_warning_names_the_first_setting_and_counts_the_others(changed, more):
+    from bot.core.judge import results
+    from tests.core.judge.results_data import FINGERPRINT, document
+    after = {"gpus": [{"power.limit": "500.00", "clocks.max.sm": "1500", "name": "NVIDIA H100"}][:1]}
+    keys = ["power.limit", "clocks.max.sm", "name"][:changed]
+    after["gpus"] = [{k: after["gpus"][0][k] for k in keys}]
+    fp = {**FINGERPRINT, "after": after}
+    doc = document({"cycle_ms": ("ms", "lower", [19.0, 19.1, 19.2], [19.0, 19.1, 19.2])}, head_fingerprint=fp)
+    [warning] = [w for w in stats.decide(results.load(json.dumps(doc))).warnings if "changed during the run" in w]
+    assert warning.endswith(more if more else "500.00")
+
+
+def test_a_long_error_is_cut_to_200_characters_in_the_notes():
+    from bot.core.judge import results
+    from tests.core.judge.results_data import document
+    long = "x" * 300
+    doc = document({"cycle_ms": ("ms", "lower", [19.0, 19.1, 19.2], [19.0, 19.1, 19.2])}, failed={"head": 1},
+                   error=long)
+    doc["status"], doc["error"] = "failed", long
+    notes = stats.decide(results.load(json.dumps(doc))).notes
+    assert f"the run did not complete (status failed): {'x' * 200}" in notes
+    assert f"1 of 4 head rounds failed and were left out (first: {'x' * 200})" in notes
