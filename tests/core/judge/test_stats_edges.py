@@ -324,3 +324,14 @@ def test_a_long_error_is_cut_to_200_characters_in_the_notes():
     notes = stats.decide(results.load(json.dumps(doc))).notes
     assert f"the run did not complete (status failed): {'x' * 200}" in notes
     assert f"1 of 4 head rounds failed and were left out (first: {'x' * 200})" in notes
+
+
+def test_a_lone_metric_is_judged_as_a_family_of_one():
+    base, head = [10.0, 10.3], [10.2, 10.6]
+    assert stats.judge(base, head).extra_rounds == stats.extra_rounds(stats.estimate(base, head), 0.02, 0.01, 0.95)
+
+
+def test_neighbouring_rounds_count_in_the_outliers_deviation():
+    """Rounds that alternate 10, 12: only neighbours differ, so without their pairs the deviation
+    would halve and a head round of 22 would look far."""
+    assert not stats.outliers([10.0, 12.0, 10.0, 12.0, 10.0], [10.0, 12.0, 10.0, 12.0, 22.0])[1].any()
