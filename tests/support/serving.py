@@ -90,6 +90,7 @@ def served(cwd: Path, env: dict[str, str], start_timeout: float = 60, args: Sequ
         if process.poll() is None:
             process.send_signal(signal.SIGTERM)
         output, _ = process.communicate(timeout=30)
+        print(output)  # pytest shows what a test printed only when it fails: the server's log then
     assert process.returncode == 0, output
     assert wait_for(lambda: not any(alive(pid) for pid in left), timeout=10), (
         f"still running after perfbot serve exited: {[left[pid] for pid in left if alive(pid)]}\n{output}"
