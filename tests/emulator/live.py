@@ -6,15 +6,36 @@ from dataclasses import dataclass
 
 from bot.adapters.github_client import PyGithubFactory, retry_policy
 from bot.bootstrap import Runtime, build
+from bot.core.config.schema import CONFIG_PATH
 from bot.settings import Settings
 from bot.web.app import create_app
-from tests.support.github_emulator import GitHubEmulator, wait_for
+from tests.support.github_emulator import GitHubEmulator, RepoState, wait_for
 from tests.web.helpers import SECRET, deliver
 
 REPO = "Codertocat/Hello-World"
 DEFAULT_BRANCH = "master"
 APP_ID = 4711
 TOKEN = "ghp_perfbot_test_token"
+BRANCH_HEAD = "f" * 40
+
+
+def trust_app(emulator: GitHubEmulator, app_key: tuple[str, str]) -> None:
+    """The emulator takes the App's JSON web tokens (signed with ``app_key``) and, holding a token
+    of its own, refuses requests that carry none."""
+    emulator.app_id, emulator.app_public_key = APP_ID, app_key[1]
+    emulator.tokens.add("placeholder-so-that-auth-is-enforced")
+
+
+def add_repository(emulator: GitHubEmulator, config: str, permissions: dict[str, str],
+                   head: str = BRANCH_HEAD) -> RepoState:
+    """`REPO` with ``config`` as its perfbot config on the default branch at ``head``, the benchmark
+    workflow, and ``permissions`` (login -> role)."""
+    state = emulator.add_repo(REPO, DEFAULT_BRANCH)
+    state.files[(DEFAULT_BRANCH, CONFIG_PATH)] = config
+    state.branches[DEFAULT_BRANCH] = head
+    state.permissions.update(permissions)
+    emulator.add_workflow(REPO)
+    return state
 
 
 @dataclass
@@ -56,7 +77,7 @@ def start(
     workers: int = 2,
 ) -> LiveBot:
     if app_key is not None:
-        emulator.app_id, emulator.app_public_key = APP_ID, app_key[1]
+        trust_app(emulator, app_key)
         settings = Settings(app_id=APP_ID, private_key=app_key[0])
     else:
         emulator.tokens.add(TOKEN)
@@ -70,8 +91,6 @@ def start(
             "queue_url": queue_url,
         }
     )
-    if app_key is not None:
-        emulator.tokens.add("placeholder-so-that-auth-is-enforced")
     github = PyGithubFactory(settings, retry=retry_policy(total=4, backoff=0.05, secondary_wait=1))
     runtime = build(settings, github=github, retry_delay=0)
     consumer = runtime.start_consumer(workers)

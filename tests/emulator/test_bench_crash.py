@@ -15,7 +15,6 @@ from sqlalchemy import update
 
 from bot.adapters.store.tables import DeliveryRow
 from bot.bootstrap import build
-from bot.core.config.schema import CONFIG_PATH
 from bot.service import jobs
 from bot.settings import Settings
 from bot.web.app import create_app
@@ -32,13 +31,8 @@ pytestmark = pytest.mark.slow
 
 
 def test_a_worker_killed_between_dispatch_and_its_record_dispatches_exactly_once(emulator, app_key, tmp_path):
-    emulator.app_id, emulator.app_public_key = live.APP_ID, app_key[1]
-    emulator.tokens.add("placeholder-so-that-auth-is-enforced")
-    state = emulator.add_repo(live.REPO, live.DEFAULT_BRANCH)
-    state.files[(live.DEFAULT_BRANCH, CONFIG_PATH)] = diffs.BASE_CONFIG
-    state.branches[live.DEFAULT_BRANCH] = "f" * 40
-    state.permissions["maintainer"] = "write"
-    emulator.add_workflow(live.REPO)
+    live.trust_app(emulator, app_key)
+    live.add_repository(emulator, diffs.BASE_CONFIG, {"maintainer": "write"})
     emulator.add_pull(live.REPO, NUMBER, HEAD_SHA, diffs.HIGH, base_sha=BASE_SHA)
     posted = emulator.add_comment(live.REPO, NUMBER, "/bench", "maintainer")
     database, queue = f"sqlite:///{tmp_path / 'perfbot.db'}", f"sqlite:///{tmp_path / 'queue.db'}"

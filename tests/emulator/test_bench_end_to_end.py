@@ -13,7 +13,6 @@ import pytest
 from sqlalchemy import text
 
 from bot.core.bench import contract
-from bot.core.config.schema import CONFIG_PATH
 from bot.core.render.comment import MARKER
 from tests.core.bench.zips import archive, bomb
 from tests.core.judge.results_data import BASE_SHA, EAGLE3, HEAD_SHA, document
@@ -29,16 +28,11 @@ CONFIG = diffs.BASE_CONFIG + """bench:
   dispatch:
     cooldown: {user: 0, pr: 0}
 """
-BRANCH_HEAD = "f" * 40
 
 
 @pytest.fixture
 def bot(emulator, database_url, tmp_path, app_key):
-    state = emulator.add_repo(live.REPO, live.DEFAULT_BRANCH)
-    state.files[(live.DEFAULT_BRANCH, CONFIG_PATH)] = CONFIG
-    state.branches[live.DEFAULT_BRANCH] = BRANCH_HEAD
-    state.permissions.update({"maintainer": "write", "visitor": "read", "octocat": "read"})
-    emulator.add_workflow(live.REPO)
+    live.add_repository(emulator, CONFIG, {"maintainer": "write", "visitor": "read", "octocat": "read"})
     emulator.add_pull(live.REPO, NUMBER, HEAD_SHA, diffs.HIGH, base_sha=BASE_SHA, base_ref=live.DEFAULT_BRANCH)
     running = live.start(emulator, database_url, f"sqlite:///{tmp_path / 'queue.db'}", app_key)
     yield running
@@ -323,11 +317,7 @@ def test_a_review_body_command_is_answered_by_replies(bot, emulator):
 
 
 def test_token_mode_follows_the_benchmark_with_a_commit_status(emulator, database_url, tmp_path):
-    state = emulator.add_repo(live.REPO, live.DEFAULT_BRANCH)
-    state.files[(live.DEFAULT_BRANCH, CONFIG_PATH)] = CONFIG
-    state.branches[live.DEFAULT_BRANCH] = BRANCH_HEAD
-    state.permissions["maintainer"] = "write"
-    emulator.add_workflow(live.REPO)
+    live.add_repository(emulator, CONFIG, {"maintainer": "write"})
     emulator.add_pull(live.REPO, NUMBER, HEAD_SHA, diffs.HIGH, base_sha=BASE_SHA)
     bot = live.start(emulator, database_url, f"sqlite:///{tmp_path / 'queue.db'}", app_key=None)
     try:

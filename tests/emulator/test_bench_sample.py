@@ -17,7 +17,6 @@ from pathlib import Path
 import git
 import pytest
 
-from bot.core.config.schema import CONFIG_PATH
 from bot.core.judge import quantities, results, stats
 from examples.sample_repo import PERFBOT_YML, build
 from tests.emulator import live
@@ -39,11 +38,7 @@ def sample(tmp_path, monkeypatch):
 
 @pytest.fixture
 def bot(emulator, tmp_path, app_key, sample):
-    state = emulator.add_repo(live.REPO, live.DEFAULT_BRANCH)
-    state.files[(live.DEFAULT_BRANCH, CONFIG_PATH)] = PERFBOT_YML
-    state.branches[live.DEFAULT_BRANCH] = sample["head"]
-    state.permissions.update({"octocat": "write", "maintainer": "maintain"})
-    emulator.add_workflow(live.REPO)
+    live.add_repository(emulator, PERFBOT_YML, {"octocat": "write", "maintainer": "maintain"}, head=sample["head"])
     diff = git.Repo(sample["path"]).git.diff(sample["before_slow"], sample["slow"]) + "\n"
     emulator.add_pull(live.REPO, NUMBER, sample["slow"], diff, base_sha=sample["before_slow"],
                       base_ref=live.DEFAULT_BRANCH)

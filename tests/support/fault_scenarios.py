@@ -14,7 +14,6 @@ from pathlib import Path
 
 from bot.adapters.github_client import PyGithubFactory, retry_policy
 from bot.bootstrap import build
-from bot.core.config.schema import CONFIG_PATH
 from bot.core.render.comment import MARKER
 from bot.settings import Settings
 from bot.web.app import create_app
@@ -225,13 +224,8 @@ class MidJob:
 
 
 def _app_repository(emulator: GitHubEmulator, app_key: tuple[str, str]) -> None:
-    emulator.app_id, emulator.app_public_key = live.APP_ID, app_key[1]
-    emulator.tokens.add("placeholder-so-that-auth-is-enforced")
-    state = emulator.add_repo(live.REPO, live.DEFAULT_BRANCH)
-    state.files[(live.DEFAULT_BRANCH, CONFIG_PATH)] = diffs.BASE_CONFIG
-    state.branches[live.DEFAULT_BRANCH] = "f" * 40
-    state.permissions["maintainer"] = "write"
-    emulator.add_workflow(live.REPO)
+    live.trust_app(emulator, app_key)
+    live.add_repository(emulator, diffs.BASE_CONFIG, {"maintainer": "write"})
 
 
 def _app_env(emulator: GitHubEmulator, app_key: tuple[str, str], **more: str) -> dict[str, str]:

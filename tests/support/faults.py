@@ -237,20 +237,27 @@ class Server:
         wait_for(lambda: not any(Path(f"/proc/{pid}").exists() for pid in family), timeout=30)
 
     def stop(self) -> int:
-        if self.process is None or self.process.poll() is not None:
-            return self.process.returncode if self.process else 0
-        self.process.send_signal(signal.SIGTERM)
         try:
-            return self.process.wait(60)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            return self.process.wait()
+            return terminate(self.process)
         finally:
             self._log.flush()
 
     def log(self) -> str:
         self._log.flush()
         return self.log_path.read_text(errors="replace")
+
+
+def terminate(process: subprocess.Popen | None) -> int:
+    """Stop ``process`` with SIGTERM, as a supervisor would, killing it after 60 s; its exit status
+    (0 for one never started)."""
+    if process is None or process.poll() is not None:
+        return process.returncode if process else 0
+    process.send_signal(signal.SIGTERM)
+    try:
+        return process.wait(60)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        return process.wait()
 
 
 def answers(base: str) -> bool:
@@ -292,14 +299,7 @@ class Worker:
         return self
 
     def stop(self) -> int:
-        if self.process is None or self.process.poll() is not None:
-            return self.process.returncode if self.process else 0
-        self.process.send_signal(signal.SIGTERM)
-        try:
-            return self.process.wait(60)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            return self.process.wait()
+        return terminate(self.process)
 
     def log(self) -> str:
         self._log.flush()
