@@ -287,9 +287,11 @@ def test_a_python_without_torch_is_named_with_why(target, tmp_path):
 
 
 @pytest.mark.slow
-def test_perfbot_s_environment_is_made_once_per_lock_and_then_reused(target, tmp_path):
-    """The install step as on a persistent self-hosted runner: the first job makes the environment in
-    the runner's tool cache, the next uses it as it is (no pip), and a changed lock makes another."""
+def test_perfbot_s_environment_is_made_per_job_from_downloads_kept_per_lock_and_checked_by_hash(target, tmp_path):
+    """The install step as on a persistent self-hosted runner: the first job downloads the locked
+    files into the runner's tool cache, every job makes its own environment from them (one that the
+    code under test rewrote is never used again), kept files that no longer match the locks' hashes
+    are downloaded again, and a changed lock has files of its own."""
     source = tmp_path / "perfbot-source"
     source.mkdir()
     for name in ("pyproject.toml", "README.md", "LICENSE", "requirements", "bot"):
@@ -297,36 +299,54 @@ def test_perfbot_s_environment_is_made_once_per_lock_and_then_reused(target, tmp
         copy(ROOT / name, source / name, **({"ignore": shutil.ignore_patterns("__pycache__")}
                                             if (ROOT / name).is_dir() else {}))
     install = next(step for step in ACTION["runs"]["steps"] if step.get("id") == "install")
+    cache = tmp_path / "tool-cache" / "perfbot"
 
-    def install_once(folder: str) -> tuple[subprocess.CompletedProcess, Runner]:
+    def install_once(folder: str) -> tuple[subprocess.CompletedProcess, Path]:
         (tmp_path / folder).mkdir()
         runner = Runner(tmp_path / folder, {**target, "correlation-id": "c", "install": "true",
                                             "python": sys.executable}, action_path=source)
         runner.tool_cache = tmp_path / "tool-cache"  # the runner's, shared by its jobs
-        return runner.run_step(install), runner
+        done = runner.run_step(install)
+        return done, Path(runner.steps["install"].get("perfbot", "-"))
 
-    first, runner = install_once("job1")
+    def works(perfbot: Path) -> subprocess.CompletedProcess:
+        return subprocess.run([perfbot, "bench", "--help"], capture_output=True, text=True)
+
+    first, perfbot = install_once("job1")
     assert first.returncode == 0, first.stderr
-    perfbot = Path(runner.steps["install"]["perfbot"])
-    venv = perfbot.parent.parent
-    assert venv.parent == tmp_path / "tool-cache" / "perfbot" and "perfbot: made its environment" in first.stdout
-    assert subprocess.run([perfbot, "bench", "--help"], capture_output=True).returncode == 0
-    made = (venv / ".complete").stat().st_mtime_ns
+    [wheels] = [p for p in cache.iterdir() if p.name.startswith("wheels-")]
+    assert first.stdout.strip() == f"perfbot: downloaded its dependencies into {wheels}"
+    assert perfbot.is_relative_to(tmp_path / "job1" / "runner-temp") and works(perfbot).returncode == 0
+    kept = (wheels / ".complete").stat().st_mtime_ns
+    # The code under test, run as the runner's user, rewrites the perfbot it was benchmarked by.
+    [planted] = (perfbot.parent.parent / "lib").glob("python*/site-packages/bot/__init__.py")
+    planted.write_text("raise SystemExit('a rewritten perfbot')\n")
+    assert works(perfbot).returncode != 0
 
-    second, runner = install_once("job2")
+    second, perfbot = install_once("job2")
     assert second.returncode == 0, second.stderr
-    assert runner.steps["install"]["perfbot"] == str(perfbot)
-    assert second.stdout.strip() == f"perfbot: using its environment {venv} (made for this version, lock and Python)"
-    assert (venv / ".complete").stat().st_mtime_ns == made
+    assert second.stdout.strip() == (f"perfbot: installed its dependencies from {wheels} "
+                                     "(checked against the locks' hashes)")
+    assert perfbot.is_relative_to(tmp_path / "job2" / "runner-temp") and works(perfbot).returncode == 0
+    assert (wheels / ".complete").stat().st_mtime_ns == kept
 
-    # Another lock (here one pip refuses, so that the new environment fails fast) is another key.
+    # A kept file rewritten: pip refuses it by its hash, and the step downloads the lock again.
+    [smmap] = wheels.glob("smmap-*.whl")
+    smmap.write_bytes(smmap.read_bytes() + b"\0")
+    third, perfbot = install_once("job3")
+    assert third.returncode == 0, third.stderr
+    assert "do not install as the locks' hashes say; downloading them again" in third.stdout
+    assert third.stdout.strip().endswith(f"perfbot: downloaded its dependencies into {wheels}")
+    assert works(perfbot).returncode == 0
+
+    # Another lock (here one pip refuses, so that it fails fast) is another key, another folder.
     with (source / "requirements" / "runner.txt").open("a") as lock:
         lock.write("six==1.17.0 --hash=sha256:" + "0" * 64 + "\n")
-    third, runner = install_once("job3")
-    assert third.returncode != 0 and "using its environment" not in third.stdout
-    assert "HASHES" in third.stderr
-    assert len([p for p in venv.parent.iterdir() if p.name.startswith("venv-")]) == 2
-    assert (venv / ".complete").stat().st_mtime_ns == made  # the first is left as it was
+    fourth, _ = install_once("job4")
+    assert fourth.returncode != 0 and "installed its dependencies" not in fourth.stdout
+    assert "HASHES" in fourth.stderr
+    assert len([p for p in cache.iterdir() if p.name.startswith("wheels-")]) == 2
+    assert (wheels / ".complete").exists()  # the first lock's files are left as they were
 
 
 def test_every_action_it_uses_is_pinned_by_a_full_commit_sha_with_its_version():
