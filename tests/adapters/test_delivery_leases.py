@@ -164,3 +164,28 @@ def test_a_lease_taken_without_a_name_still_keeps_others_out_until_it_runs_out(s
     assert store.deliveries.start(delivery, NOW, LEASE) is not None
     assert store.deliveries.start(delivery, at(30), LEASE, "other") is None
     assert store.deliveries.start(delivery, at(61), LEASE, "other").attempts == 2
+
+
+def test_a_delivery_waiting_for_its_pull_request_is_not_enqueued_again_while_another_holds_it(store):
+    """Its own retry follows it (`SUBJECT_BUSY_S`): a sweep's copy would start another chain of
+    retries at every sweep for as long as the other one runs."""
+    now = datetime.now(UTC)
+    first = store.deliveries.claim("9", "push-1", "pull_request", "opened", b"{}", "octo/a", "octo/a#7")
+    waiting = store.deliveries.claim("9", "push-2", "pull_request", "synchronize", b"{}", "octo/a", "octo/a#7")
+    store.deliveries.start(first, now, LEASE, "one")
+    with pytest.raises(SubjectBusy):
+        store.deliveries.start(waiting, now, LEASE, "two")
+    later = now + timedelta(seconds=40)  # the first one's lease runs until 60 s
+    assert store.deliveries.stale(later, 30) == []
+    store.deliveries.finish(first, "done", owner="one")
+    assert store.deliveries.stale(later, 30) == [waiting], "its turn came: if its retry was lost, the sweep's copy"
+
+
+def test_a_finished_delivery_is_not_started_again_nor_told_to_wait_for_its_pull_request(store):
+    now = datetime.now(UTC)
+    done = store.deliveries.claim("9", "push-1", "pull_request", "opened", b"{}", "octo/a", "octo/a#7")
+    store.deliveries.start(done, now, LEASE, "one")
+    store.deliveries.finish(done, "done", owner="one")
+    holder = store.deliveries.claim("9", "push-2", "pull_request", "synchronize", b"{}", "octo/a", "octo/a#7")
+    store.deliveries.start(holder, now, LEASE, "two")
+    assert store.deliveries.start(done, now, LEASE, "three") is None  # a copy of it ends, it does not poll

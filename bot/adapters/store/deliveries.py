@@ -44,7 +44,6 @@ _START = (
         DeliveryRow.error,
     )
 )
-_SUBJECT = select(DeliveryRow.subject).where(DeliveryRow.id == bindparam("delivery_id"))
 _SUBJECT_HELD = (
     select(DeliveryRow.id)
     .where(DeliveryRow.subject == bindparam("subject"), DeliveryRow.status == PENDING,
@@ -57,9 +56,11 @@ _SUBJECT_HELD = (
 _LOCK_SUBJECT = text("SELECT pg_advisory_xact_lock(hashtext(:subject))")
 _OTHER = aliased(DeliveryRow)
 # SQLite, where one writer at a time makes it safe: the start and the subject's check in one statement.
-_START_UNLESS_BUSY = _START.where(or_(DeliveryRow.subject.is_(None), ~exists().where(
+# Its pull request is free: no other delivery of it is held under a live lease.
+_SUBJECT_FREE = or_(DeliveryRow.subject.is_(None), ~exists().where(
     _OTHER.subject == DeliveryRow.subject, _OTHER.status == PENDING, _OTHER.id != DeliveryRow.id,
-    _OTHER.lease_owner.is_not(None), _OTHER.lease_expires_at >= bindparam("now"))))
+    _OTHER.lease_owner.is_not(None), _OTHER.lease_expires_at >= bindparam("now")))
+_START_UNLESS_BUSY = _START.where(_SUBJECT_FREE)
 _STARTABLE = select(DeliveryRow.subject).where(
     DeliveryRow.id == bindparam("delivery_id"), DeliveryRow.status == PENDING,
     or_(DeliveryRow.lease_owner.is_(None), DeliveryRow.lease_expires_at.is_(None),
@@ -91,11 +92,13 @@ class SqlDeliveries(Deliveries):
                       expires=now + timedelta(seconds=lease_s))
         with self.db.transaction() as connection:
             if self.db.dialect == "postgresql":
-                subject = connection.execute(_SUBJECT, {"delivery_id": delivery_id}).scalar_one_or_none()
-                if subject is not None:
-                    connection.execute(_LOCK_SUBJECT, {"subject": subject})
-                    self._refuse_if_busy(connection, subject, delivery_id, now)
-                row = connection.execute(_START, values).one_or_none()
+                # Only one that could start waits for its pull request: a finished or held one's
+                # copy ends here rather than polling until the pull request is free.
+                candidate = connection.execute(_STARTABLE, {"delivery_id": delivery_id, "now": now}).first()
+                if candidate is not None and candidate.subject is not None:
+                    connection.execute(_LOCK_SUBJECT, {"subject": candidate.subject})
+                    self._refuse_if_busy(connection, candidate.subject, delivery_id, now)
+                row = connection.execute(_START, values).one_or_none() if candidate is not None else None
             else:
                 row = connection.execute(_START_UNLESS_BUSY, values).one_or_none()
                 if row is None:  # done, held, or its subject busy: only the last is worth a retry
@@ -172,11 +175,14 @@ class SqlDeliveries(Deliveries):
                     DeliveryRow.lease_expires_at.is_(None)
                     & func.coalesce(DeliveryRow.started_at, DeliveryRow.received_at).__lt__(cutoff),
                 ),
+                # one waiting for its pull request has its own retry (`SubjectBusy`): a copy would
+                # start another chain of them at every sweep for as long as the other one runs
+                _SUBJECT_FREE,
             )
             .order_by(DeliveryRow.id)
         )
         with self.db.transaction() as connection:
-            found = list(connection.execute(query).scalars())
+            found = list(connection.execute(query, {"now": now}).scalars())
             # Those nobody holds are due again only after another `older_than_s`: a backlog is
             # not flooded with copies of its own jobs at every sweep.
             if found:
