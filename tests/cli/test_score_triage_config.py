@@ -374,3 +374,13 @@ def test_config_validate_names_no_model_of_the_code(tmp_path, capsys, text, prob
     code, _, err = run(capsys, "config", "validate", str(cfg))
     assert code == 2 and err.splitlines() == [f"{cfg}: {problem}"]
     assert "Config" not in err and "instance of" not in err
+
+
+@pytest.mark.parametrize("value,shown", [("[1]", "[1]"), ("{a: 1}", "{'a': 1}")])
+def test_config_validate_reports_a_profile_that_is_not_a_name_as_the_schema_does(tmp_path, capsys, value, shown):
+    cfg = tmp_path / "perfbot.yml"
+    cfg.write_text(f"risk: {{profile: {value}}}\n")
+    code, out, err = run(capsys, "config", "validate", str(cfg))
+    assert code == 2 and out == ""
+    assert err.splitlines() == [
+        f"{cfg}: risk.profile: {shown} is not allowed (expected 'auto', 'generic', 'sglang' or 'vllm')"]
