@@ -21,10 +21,12 @@ from urllib.parse import urlsplit
 
 from bot import __version__
 
+from .measure_options import positive_float
 from .parsing import UsageError
 
 MAX_PAYLOAD = 25 * 2**20  # GitHub sends no larger delivery
 USER_AGENT = f"GitHub-Hookshot/perfbot-deliver-{__version__}"
+MAX_TIMEOUT = 24 * 3600  # socket.settimeout overflows from about 1e10 s; no answer is worth a day
 
 
 def setup(subparsers) -> None:
@@ -45,12 +47,14 @@ def setup(subparsers) -> None:
     parser.add_argument("--delivery", metavar="GUID",
                         help="X-GitHub-Delivery (default: a new UUID; repeat one to test deduplication)")
     parser.add_argument("--hook-id", default="1", metavar="ID", help="X-GitHub-Hook-ID (default 1)")
-    parser.add_argument("--timeout", type=float, default=30, metavar="SECONDS",
+    parser.add_argument("--timeout", type=positive_float, default=30, metavar="SECONDS",
                         help="how long to wait for the answer (default 30)")
     parser.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.timeout > MAX_TIMEOUT:
+        raise UsageError(f"--timeout {args.timeout:g}: expected at most {MAX_TIMEOUT} seconds (a day)")
     target = _url(args.to)
     secret = _secret(args.secret)
     body, payload = _body(args.payload, args.action)

@@ -146,3 +146,29 @@ def test_mistakes_are_one_line_and_exit_2(tmp_path, monkeypatch, capsys, content
     assert main(args + (["--secret", secret] if secret else [])) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and message in err and "Traceback" not in err, err
+
+
+@pytest.mark.parametrize("timeout,message", [
+    ("-1", "argument --timeout: expected a positive number, got -1"),
+    ("0", "argument --timeout: expected a positive number, got 0"),
+    ("nan", "argument --timeout: expected a finite number, got nan"),
+    ("inf", "argument --timeout: expected a finite number, got inf"),
+    ("soon", "argument --timeout: invalid positive_float value: 'soon'"),
+])
+def test_a_timeout_that_is_no_positive_number_of_seconds_is_one_line_and_exit_2(tmp_path, capsys, timeout, message):
+    path = tmp_path / "payload.json"
+    path.write_text('{"zen": "x"}')
+    args = ["deliver", "ping", str(path), "--to", f"http://127.0.0.1:{free_port()}/webhook", "--secret", SECRET]
+    assert main([*args, "--timeout", timeout]) == 2
+    err = capsys.readouterr().err
+    assert err == f"perfbot: error: deliver: {message} (see 'perfbot deliver --help')\n"
+
+
+def test_a_timeout_of_more_than_a_day_is_one_line_and_exit_2(tmp_path, capsys):
+    path = tmp_path / "payload.json"
+    path.write_text('{"zen": "x"}')
+    args = ["deliver", "ping", str(path), "--to", f"http://127.0.0.1:{free_port()}/webhook", "--secret", SECRET]
+    assert main([*args, "--timeout", "1e10"]) == 2  # socket.settimeout raises OverflowError for it
+    assert capsys.readouterr().err == "perfbot: error: --timeout 1e+10: expected at most 86400 seconds (a day)\n"
+    assert main([*args, "--timeout", "86400"]) == 2  # accepted: the port is closed, so it cannot reach it
+    assert "cannot reach http://127.0.0.1:" in capsys.readouterr().err
