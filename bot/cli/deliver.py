@@ -81,7 +81,10 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _url(text: str) -> str:
-    parts = urlsplit(text)
+    try:
+        parts = urlsplit(text)
+    except ValueError as error:  # an unclosed or misused [ ] around the host
+        raise UsageError(f"--to {text}: not a valid URL ({error})") from None
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise UsageError(f"--to {text}: expected an http:// or https:// URL, e.g. http://127.0.0.1:8000/webhook")
     return text

@@ -172,3 +172,14 @@ def test_a_timeout_of_more_than_a_day_is_one_line_and_exit_2(tmp_path, capsys):
     assert capsys.readouterr().err == "perfbot: error: --timeout 1e+10: expected at most 86400 seconds (a day)\n"
     assert main([*args, "--timeout", "86400"]) == 2  # accepted: the port is closed, so it cannot reach it
     assert "cannot reach http://127.0.0.1:" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("target,reason", [
+    ("http://[::1", "Invalid IPv6 URL"), ("http://[::1/webhook", "Invalid IPv6 URL"),
+    ("https://[127.0.0.1]/webhook", "An IPv4 address cannot be in brackets"),
+])
+def test_a_url_that_urlsplit_refuses_is_one_line_and_exit_2(tmp_path, capsys, target, reason):
+    path = tmp_path / "payload.json"
+    path.write_text('{"zen": "x"}')
+    assert main(["deliver", "ping", str(path), "--to", target, "--secret", SECRET]) == 2
+    assert capsys.readouterr().err == f"perfbot: error: --to {target}: not a valid URL ({reason})\n"
