@@ -12,6 +12,7 @@ import hashlib
 import hmac
 import json
 import os
+import re
 import sys
 import time
 import uuid
@@ -26,6 +27,7 @@ from .parsing import UsageError
 
 MAX_PAYLOAD = 25 * 2**20  # GitHub sends no larger delivery
 USER_AGENT = f"GitHub-Hookshot/perfbot-deliver-{__version__}"
+HEADER_VALUE = re.compile(r"[!-~]+")  # printable ASCII, no space: what an event name or an id holds
 MAX_TIMEOUT = 24 * 3600  # socket.settimeout overflows from about 1e10 s; no answer is worth a day
 
 
@@ -55,6 +57,8 @@ def setup(subparsers) -> None:
 def run(args: argparse.Namespace) -> int:
     if args.timeout > MAX_TIMEOUT:
         raise UsageError(f"--timeout {args.timeout:g}: expected at most {MAX_TIMEOUT} seconds (a day)")
+    for name, value in (("EVENT", args.event), ("--delivery", args.delivery), ("--hook-id", args.hook_id)):
+        _header_value(name, value)
     target = _url(args.to)
     secret = _secret(args.secret)
     body, payload = _body(args.payload, args.action)
@@ -88,6 +92,14 @@ def _url(text: str) -> str:
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise UsageError(f"--to {text}: expected an http:// or https:// URL, e.g. http://127.0.0.1:8000/webhook")
     return text
+
+
+def _header_value(name: str, value: str | None) -> None:
+    """Refuse what http.client would refuse with a traceback (a newline, a character beyond
+    Latin-1) or send as a header no GitHub delivery has (a space, a control character, nothing)."""
+    if value is not None and not HEADER_VALUE.fullmatch(value):
+        raise UsageError(f"{name} {value!r}: expected printable ASCII characters, no spaces "
+                         "(it is an HTTP header's value)")
 
 
 def _secret(given: str | None) -> str:

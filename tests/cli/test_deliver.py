@@ -183,3 +183,25 @@ def test_a_url_that_urlsplit_refuses_is_one_line_and_exit_2(tmp_path, capsys, ta
     path.write_text('{"zen": "x"}')
     assert main(["deliver", "ping", str(path), "--to", target, "--secret", SECRET]) == 2
     assert capsys.readouterr().err == f"perfbot: error: --to {target}: not a valid URL ({reason})\n"
+
+
+@pytest.mark.parametrize("args,shown", [
+    (["ping\nX-Evil: 1"], "EVENT 'ping\\nX-Evil: 1'"),
+    (["pull request"], "EVENT 'pull request'"),
+    (["pull\N{EURO SIGN}"], "EVENT 'pull\N{EURO SIGN}'"),
+    ([""], "EVENT ''"),
+    (["ping", "--delivery", "d-1\r\nX-Evil: 1"], "--delivery 'd-1\\r\\nX-Evil: 1'"),
+    (["ping", "--delivery", "d 1"], "--delivery 'd 1'"),
+    (["ping", "--delivery", "d\x00"], "--delivery 'd\\x00'"),
+    (["ping", "--hook-id", "1\n2"], "--hook-id '1\\n2'"),
+    (["ping", "--hook-id", "\N{LINE SEPARATOR}"], "--hook-id '\\u2028'"),
+    (["ping", "--hook-id", ""], "--hook-id ''"),
+])
+def test_a_header_value_that_is_not_printable_ascii_is_one_line_and_exit_2(tmp_path, capsys, args, shown):
+    path = tmp_path / "payload.json"
+    path.write_text('{"zen": "x"}')
+    event, *options = args
+    target = f"http://127.0.0.1:{free_port()}/webhook"
+    assert main(["deliver", event, str(path), "--to", target, "--secret", SECRET, *options]) == 2
+    assert capsys.readouterr().err == (
+        f"perfbot: error: {shown}: expected printable ASCII characters, no spaces (it is an HTTP header's value)\n")
