@@ -85,6 +85,8 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _url(text: str) -> str:
+    if not text.isprintable():  # a newline would split the error message, or the request line
+        raise UsageError(f"--to {text!r}: a URL holds no control characters")
     try:
         parts = urlsplit(text)
     except ValueError as error:  # an unclosed or misused [ ] around the host

@@ -205,3 +205,12 @@ def test_a_header_value_that_is_not_printable_ascii_is_one_line_and_exit_2(tmp_p
     assert main(["deliver", event, str(path), "--to", target, "--secret", SECRET, *options]) == 2
     assert capsys.readouterr().err == (
         f"perfbot: error: {shown}: expected printable ASCII characters, no spaces (it is an HTTP header's value)\n")
+
+
+@pytest.mark.parametrize("tail", ["\nX-Evil: 1", "\t", "\x7f", "\N{LINE SEPARATOR}"])
+def test_a_url_with_a_control_character_is_one_line_and_exit_2(tmp_path, capsys, tail):
+    path = tmp_path / "payload.json"
+    path.write_text('{"zen": "x"}')
+    target = f"http://127.0.0.1:{free_port()}/webhook{tail}"
+    assert main(["deliver", "ping", str(path), "--to", target, "--secret", SECRET]) == 2
+    assert capsys.readouterr().err == f"perfbot: error: --to {target!r}: a URL holds no control characters\n"
