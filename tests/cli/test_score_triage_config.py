@@ -306,10 +306,14 @@ def test_config_rules_profile_auto_looks_at_the_repository(git_builder, capsys, 
     assert any(r["id"].startswith("sglang.") for r in json.loads(out))
 
 
-@pytest.mark.parametrize("limit", ["-1", "0", "two"])
-def test_triage_refuses_a_limit_that_is_not_a_positive_number(capsys, limit):
+@pytest.mark.parametrize("limit,message", [
+    ("-1", "argument --limit: expected a positive integer, got -1"),
+    ("0", "argument --limit: expected a positive integer, got 0"),
+    ("two", "argument --limit: invalid positive_int value: 'two'"),
+])
+def test_triage_refuses_a_limit_that_is_not_a_positive_number(capsys, limit, message):
     code, out, err = run(capsys, "triage", "HEAD~1..HEAD", "--limit", limit)
-    assert_one_line_error(code, err, "--limit", repr(limit))
+    assert_one_line_error(code, err, message)
     assert out == ""
 
 
