@@ -101,17 +101,6 @@ def print_json(data: object) -> None:
     sys.stdout.write("\n")
 
 
-def positive(text: str) -> int:
-    """An argparse type: a whole number of at least 1."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r}: a whole number is expected") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{text!r}: a number of at least 1 is expected")
-    return value
-
-
 def percentage(text: str) -> float:
     """An argparse type: a percentage from 0 (inclusive) to 100, a trailing % allowed."""
     value = _number(text)

@@ -83,7 +83,8 @@ def _rule_ids(config: RepoConfig | None, text: bytes) -> RuleIds:
     raw = data.get("risk") if isinstance(data, dict) else None
     if not isinstance(raw, dict):
         return "auto", [], [], []
-    profile = str(raw["profile"]) if raw.get("profile") in profiles.PROFILES else "auto"
+    given = raw.get("profile")  # any YAML value: a list or a mapping cannot be a key of PROFILES
+    profile = given if isinstance(given, str) and given in profiles.PROFILES else "auto"
     rules, disable, weights = raw.get("rules"), raw.get("disable"), raw.get("weights")
     rules = rules if isinstance(rules, list) else []
     disable = disable if isinstance(disable, list) else []

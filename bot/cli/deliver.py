@@ -12,6 +12,7 @@ import hashlib
 import hmac
 import json
 import os
+import re
 import sys
 import time
 import uuid
@@ -21,10 +22,13 @@ from urllib.parse import urlsplit
 
 from bot import __version__
 
+from .measure_options import positive_float
 from .parsing import UsageError
 
 MAX_PAYLOAD = 25 * 2**20  # GitHub sends no larger delivery
 USER_AGENT = f"GitHub-Hookshot/perfbot-deliver-{__version__}"
+HEADER_VALUE = re.compile(r"[!-~]+")  # printable ASCII, no space: what an event name or an id holds
+MAX_TIMEOUT = 24 * 3600  # socket.settimeout overflows from about 1e10 s; no answer is worth a day
 
 
 def setup(subparsers) -> None:
@@ -45,12 +49,16 @@ def setup(subparsers) -> None:
     parser.add_argument("--delivery", metavar="GUID",
                         help="X-GitHub-Delivery (default: a new UUID; repeat one to test deduplication)")
     parser.add_argument("--hook-id", default="1", metavar="ID", help="X-GitHub-Hook-ID (default 1)")
-    parser.add_argument("--timeout", type=float, default=30, metavar="SECONDS",
+    parser.add_argument("--timeout", type=positive_float, default=30, metavar="SECONDS",
                         help="how long to wait for the answer (default 30)")
     parser.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.timeout > MAX_TIMEOUT:
+        raise UsageError(f"--timeout {args.timeout:g}: expected at most {MAX_TIMEOUT} seconds (a day)")
+    for name, value in (("EVENT", args.event), ("--delivery", args.delivery), ("--hook-id", args.hook_id)):
+        _header_value(name, value)
     target = _url(args.to)
     secret = _secret(args.secret)
     body, payload = _body(args.payload, args.action)
@@ -77,10 +85,23 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _url(text: str) -> str:
-    parts = urlsplit(text)
+    if not text.isprintable():  # a newline would split the error message, or the request line
+        raise UsageError(f"--to {text!r}: a URL holds no control characters")
+    try:
+        parts = urlsplit(text)
+    except ValueError as error:  # an unclosed or misused [ ] around the host
+        raise UsageError(f"--to {text}: not a valid URL ({error})") from None
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise UsageError(f"--to {text}: expected an http:// or https:// URL, e.g. http://127.0.0.1:8000/webhook")
     return text
+
+
+def _header_value(name: str, value: str | None) -> None:
+    """Refuse what http.client would refuse with a traceback (a newline, a character beyond
+    Latin-1) or send as a header no GitHub delivery has (a space, a control character, nothing)."""
+    if value is not None and not HEADER_VALUE.fullmatch(value):
+        raise UsageError(f"{name} {value!r}: expected printable ASCII characters, no spaces "
+                         "(it is an HTTP header's value)")
 
 
 def _secret(given: str | None) -> str:

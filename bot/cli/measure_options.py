@@ -6,6 +6,7 @@ drift apart in names, types or defaults."""
 from __future__ import annotations
 
 import argparse
+import math
 
 
 def positive_int(text: str) -> int:
@@ -24,6 +25,8 @@ def non_negative_int(text: str) -> int:
 
 def positive_float(text: str) -> float:
     value = float(text)
+    if not math.isfinite(value):  # float() takes nan and inf; no count of seconds is either
+        raise argparse.ArgumentTypeError(f"expected a finite number, got {text}")
     if not value > 0:
         raise argparse.ArgumentTypeError(f"expected a positive number, got {text}")
     return value

@@ -12,7 +12,8 @@ from bot.core.render import risk as render_risk
 from bot.core.risk import profiles, ruleset, triage
 from bot.runner.progress import Progress
 
-from .common import add_risk_options, emit, fails, load_config, positive, with_profile
+from .common import add_risk_options, emit, fails, load_config, with_profile
+from .measure_options import positive_int
 
 
 def setup(subparsers) -> None:
@@ -23,7 +24,7 @@ def setup(subparsers) -> None:
     parser.add_argument("range", metavar="BASE..HEAD")
     parser.add_argument("--repo", default=".", metavar="PATH",
                         help="the git repository (default: the current directory)")
-    parser.add_argument("--limit", type=positive, metavar="N", help="show only the N most suspicious")
+    parser.add_argument("--limit", type=positive_int, metavar="N", help="show only the N most suspicious")
     parser.add_argument("--no-files", action="store_true", help="text format: omit file lists")
     parser.add_argument("--quiet", action="store_true", help="no progress on standard error")
     add_risk_options(parser)

@@ -69,6 +69,7 @@ def test_the_suites_come_from_the_config_at_the_base_revision(repo, tmp_path):
     (["--suite", "sglang-eagle3"], "suite 'sglang-eagle3' needs bench.suites.sglang-eagle3"),
     (["--suite", "command", "--command", "true", "--rounds", "0"], "expected a positive integer"),
     (["--suite", "command", "--command", "true", "--timeout", "-3"], "expected a positive number"),
+    (["--suite", "command", "--command", "true", "--timeout", "inf"], "expected a finite number"),
 ])
 def test_bad_arguments_exit_2_with_one_line(repo, tmp_path, capsys, args, message):
     builder, base, head = repo

@@ -146,3 +146,71 @@ def test_mistakes_are_one_line_and_exit_2(tmp_path, monkeypatch, capsys, content
     assert main(args + (["--secret", secret] if secret else [])) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and message in err and "Traceback" not in err, err
+
+
+@pytest.mark.parametrize("timeout,message", [
+    ("-1", "argument --timeout: expected a positive number, got -1"),
+    ("0", "argument --timeout: expected a positive number, got 0"),
+    ("nan", "argument --timeout: expected a finite number, got nan"),
+    ("inf", "argument --timeout: expected a finite number, got inf"),
+    ("soon", "argument --timeout: invalid positive_float value: 'soon'"),
+])
+def test_a_timeout_that_is_no_positive_number_of_seconds_is_one_line_and_exit_2(tmp_path, capsys, timeout, message):
+    path = tmp_path / "payload.json"
+    path.write_text('{"zen": "x"}')
+    args = ["deliver", "ping", str(path), "--to", f"http://127.0.0.1:{free_port()}/webhook", "--secret", SECRET]
+    assert main([*args, "--timeout", timeout]) == 2
+    err = capsys.readouterr().err
+    assert err == f"perfbot: error: deliver: {message} (see 'perfbot deliver --help')\n"
+
+
+def test_a_timeout_of_more_than_a_day_is_one_line_and_exit_2(tmp_path, capsys):
+    path = tmp_path / "payload.json"
+    path.write_text('{"zen": "x"}')
+    args = ["deliver", "ping", str(path), "--to", f"http://127.0.0.1:{free_port()}/webhook", "--secret", SECRET]
+    assert main([*args, "--timeout", "1e10"]) == 2  # socket.settimeout raises OverflowError for it
+    assert capsys.readouterr().err == "perfbot: error: --timeout 1e+10: expected at most 86400 seconds (a day)\n"
+    assert main([*args, "--timeout", "86400"]) == 2  # accepted: the port is closed, so it cannot reach it
+    assert "cannot reach http://127.0.0.1:" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("target,reason", [
+    ("http://[::1", "Invalid IPv6 URL"), ("http://[::1/webhook", "Invalid IPv6 URL"),
+    ("https://[127.0.0.1]/webhook", "An IPv4 address cannot be in brackets"),
+])
+def test_a_url_that_urlsplit_refuses_is_one_line_and_exit_2(tmp_path, capsys, target, reason):
+    path = tmp_path / "payload.json"
+    path.write_text('{"zen": "x"}')
+    assert main(["deliver", "ping", str(path), "--to", target, "--secret", SECRET]) == 2
+    assert capsys.readouterr().err == f"perfbot: error: --to {target}: not a valid URL ({reason})\n"
+
+
+@pytest.mark.parametrize("args,shown", [
+    (["ping\nX-Evil: 1"], "EVENT 'ping\\nX-Evil: 1'"),
+    (["pull request"], "EVENT 'pull request'"),
+    (["pull\N{EURO SIGN}"], "EVENT 'pull\N{EURO SIGN}'"),
+    ([""], "EVENT ''"),
+    (["ping", "--delivery", "d-1\r\nX-Evil: 1"], "--delivery 'd-1\\r\\nX-Evil: 1'"),
+    (["ping", "--delivery", "d 1"], "--delivery 'd 1'"),
+    (["ping", "--delivery", "d\x00"], "--delivery 'd\\x00'"),
+    (["ping", "--hook-id", "1\n2"], "--hook-id '1\\n2'"),
+    (["ping", "--hook-id", "\N{LINE SEPARATOR}"], "--hook-id '\\u2028'"),
+    (["ping", "--hook-id", ""], "--hook-id ''"),
+])
+def test_a_header_value_that_is_not_printable_ascii_is_one_line_and_exit_2(tmp_path, capsys, args, shown):
+    path = tmp_path / "payload.json"
+    path.write_text('{"zen": "x"}')
+    event, *options = args
+    target = f"http://127.0.0.1:{free_port()}/webhook"
+    assert main(["deliver", event, str(path), "--to", target, "--secret", SECRET, *options]) == 2
+    assert capsys.readouterr().err == (
+        f"perfbot: error: {shown}: expected printable ASCII characters, no spaces (it is an HTTP header's value)\n")
+
+
+@pytest.mark.parametrize("tail", ["\nX-Evil: 1", "\t", "\x7f", "\N{LINE SEPARATOR}"])
+def test_a_url_with_a_control_character_is_one_line_and_exit_2(tmp_path, capsys, tail):
+    path = tmp_path / "payload.json"
+    path.write_text('{"zen": "x"}')
+    target = f"http://127.0.0.1:{free_port()}/webhook{tail}"
+    assert main(["deliver", "ping", str(path), "--to", target, "--secret", SECRET]) == 2
+    assert capsys.readouterr().err == f"perfbot: error: --to {target!r}: a URL holds no control characters\n"

@@ -306,10 +306,14 @@ def test_config_rules_profile_auto_looks_at_the_repository(git_builder, capsys, 
     assert any(r["id"].startswith("sglang.") for r in json.loads(out))
 
 
-@pytest.mark.parametrize("limit", ["-1", "0", "two"])
-def test_triage_refuses_a_limit_that_is_not_a_positive_number(capsys, limit):
+@pytest.mark.parametrize("limit,message", [
+    ("-1", "argument --limit: expected a positive integer, got -1"),
+    ("0", "argument --limit: expected a positive integer, got 0"),
+    ("two", "argument --limit: invalid positive_int value: 'two'"),
+])
+def test_triage_refuses_a_limit_that_is_not_a_positive_number(capsys, limit, message):
     code, out, err = run(capsys, "triage", "HEAD~1..HEAD", "--limit", limit)
-    assert_one_line_error(code, err, "--limit", repr(limit))
+    assert_one_line_error(code, err, message)
     assert out == ""
 
 
@@ -374,3 +378,13 @@ def test_config_validate_names_no_model_of_the_code(tmp_path, capsys, text, prob
     code, _, err = run(capsys, "config", "validate", str(cfg))
     assert code == 2 and err.splitlines() == [f"{cfg}: {problem}"]
     assert "Config" not in err and "instance of" not in err
+
+
+@pytest.mark.parametrize("value,shown", [("[1]", "[1]"), ("{a: 1}", "{'a': 1}")])
+def test_config_validate_reports_a_profile_that_is_not_a_name_as_the_schema_does(tmp_path, capsys, value, shown):
+    cfg = tmp_path / "perfbot.yml"
+    cfg.write_text(f"risk: {{profile: {value}}}\n")
+    code, out, err = run(capsys, "config", "validate", str(cfg))
+    assert code == 2 and out == ""
+    assert err.splitlines() == [
+        f"{cfg}: risk.profile: {shown} is not allowed (expected 'auto', 'generic', 'sglang' or 'vllm')"]
