@@ -19,9 +19,9 @@ import subprocess
 import time
 from pathlib import Path
 
-from .rounds import RoundResult, child_env, read_text
+from .rounds import RoundResult, child_env, parsed, read_text
 from .scope import Scope, strategy
-from .suites.base import Output, RoundContext, RoundFailed, Suite
+from .suites.base import Output, RoundContext, Suite
 
 _POLL = 0.02
 
@@ -51,7 +51,7 @@ class Worker:
         return self.process.poll() is None
 
     def serve(self, context: RoundContext, timeout: float) -> RoundResult:
-        """One round in this worker: ok only if the suite reads finite metrics from what it wrote."""
+        """One round in this worker, judged as a fresh round is (`rounds.parsed`) from what it wrote."""
         began = time.monotonic()
         context.out_dir.mkdir(parents=True, exist_ok=True)
         request, done = self.suite.worker_request(context)
@@ -69,12 +69,7 @@ class Worker:
                 self.stop()
                 return self._failed(f"timed out after {timeout:g}s in the worker, which was killed", began)
             time.sleep(_POLL)
-        try:
-            measurement = self.suite.parse(context, [Output(self.suite.name, 0, "", "")])
-        except RoundFailed as failure:
-            return RoundResult(False, str(failure), seconds=time.monotonic() - began)
-        return RoundResult(True, None, measurement.values, measurement.declarations, time.monotonic() - began,
-                           measurement.spread)
+        return parsed(self.suite, context, [Output(self.suite.name, 0, "", "")], began)
 
     def _failed(self, why: str, began: float) -> RoundResult:
         tail = [line.strip() for line in read_text(self.log).splitlines() if line.strip()]
