@@ -14,6 +14,7 @@ processes for that reason.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import subprocess
 import time
@@ -77,11 +78,18 @@ class Worker:
                            seconds=time.monotonic() - began)
 
     def stop(self) -> None:
-        """Ask the worker to finish, then end whatever is left of its session."""
+        """Ask the worker to finish, then end whatever is left of its session. Its input is closed
+        whether or not it was still alive, so a dead worker's pipe is not left open."""
+        stdin = self.process.stdin
         try:
-            if self.process.stdin is not None and self.alive:
-                self.process.stdin.write(b"stop\n")
-                self.process.stdin.close()
+            try:
+                if stdin is not None and self.alive:
+                    stdin.write(b"stop\n")
+                    stdin.flush()
+            finally:
+                if stdin is not None:
+                    with contextlib.suppress(OSError):
+                        stdin.close()
             self.process.wait(timeout=10)
         except (OSError, subprocess.TimeoutExpired):
             pass

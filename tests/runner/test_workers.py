@@ -1,9 +1,10 @@
-"""A worker's round is judged as a fresh one."""
+"""A worker's round is judged as a fresh one; a worker that has died leaks nothing."""
 
 from __future__ import annotations
 
 import json
 import sys
+import time
 from pathlib import Path
 
 from bot.core.config.schema import MetricDeclaration
@@ -79,3 +80,13 @@ def test_a_worker_s_round_without_metrics_fails_as_a_fresh_round_does(tmp_path):
         worker.stop()
     assert (fresh.ok, fresh.error) == (False, "the suite reported no metrics")
     assert (served.ok, served.error, served.metrics) == (fresh.ok, fresh.error, {})
+
+
+def test_stopping_a_worker_that_has_died_closes_its_input(tmp_path):
+    worker = started(JsonSuite({"t": 1.0}, serve="raise SystemExit(3)"), tmp_path)
+    deadline = time.monotonic() + 30
+    while worker.alive and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert not worker.alive
+    worker.stop()
+    assert worker.process.stdin is not None and worker.process.stdin.closed
