@@ -6,7 +6,7 @@ namespace where the machine allows one, so that nothing it starts outlives it) i
 worktree, with the environment a round gets (`rounds.child_env`), and reads one JSON request per
 round on standard input; a round is done when the suite's output file appears, and failed when the
 worker exits or the round's deadline passes (the whole scope is ended, and the side's later rounds
-run in fresh processes again). What a
+run in fresh processes again; so do all of them where the worker cannot start). What a
 worker cannot see, every fresh round still does: process start-up, a new CUDA context and
 communicator; `bench` runs the first pair and the pair that completes the minimum in fresh
 processes for that reason.

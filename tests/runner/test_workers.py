@@ -1,16 +1,23 @@
-"""A worker's round is judged as a fresh one; a worker that has died leaks nothing."""
+"""A worker's round is judged as a fresh one; a worker that cannot start or has died leaves its
+side to fresh processes, and leaks nothing."""
 
 from __future__ import annotations
 
+import io
 import json
 import sys
 import time
 from pathlib import Path
 
-from bot.core.config.schema import MetricDeclaration
-from bot.runner import workers
+import pytest
+
+from bot.core.config.schema import BenchConfig, CommandSuite, MetricDeclaration
+from bot.runner import bench, fingerprint, workers
+from bot.runner.progress import Progress
 from bot.runner.rounds import run_round
+from bot.runner.scope import ScopeError
 from bot.runner.suites.base import Command, Measurement, Output, RoundContext, RoundFailed, Suite
+from bot.runner.suites.command import CommandBench
 
 RESULT = "result.json"
 # Writes what $PERFBOT_VALUES says (a JSON object of metrics) to the round's result file.
@@ -90,3 +97,42 @@ def test_stopping_a_worker_that_has_died_closes_its_input(tmp_path):
     assert not worker.alive
     worker.stop()
     assert worker.process.stdin is not None and worker.process.stdin.closed
+
+
+@pytest.fixture
+def no_torch_probe(monkeypatch):
+    monkeypatch.setattr(fingerprint, "python_stack", lambda python: {"torch": "(not probed in these tests)"})
+
+
+def no_such_interpreter(monkeypatch):
+    monkeypatch.setattr(CommandBench, "worker_command",
+                        lambda self, context: Command("serve", ("/nonexistent/perfbot-python", "serve.py")))
+
+
+def no_scope(monkeypatch):
+    monkeypatch.setattr(CommandBench, "worker_command", lambda self, context: Command("serve", ("true",)))
+
+    def refused():
+        raise ScopeError("PERFBOT_ROUND_SCOPE=pid-namespace: this machine refuses PID namespaces")
+    monkeypatch.setattr(workers, "strategy", refused)
+
+
+@pytest.mark.parametrize("break_worker", [no_such_interpreter, no_scope])
+def test_a_worker_that_cannot_start_leaves_its_side_to_fresh_processes(bench_repo, tmp_path, monkeypatch,
+                                                                        no_torch_probe, break_worker):
+    break_worker(monkeypatch)
+    repo, base, head = bench_repo
+    config = BenchConfig(suites={"quick": CommandSuite(kind="command", command="bash bench.sh")})
+    opts = bench.BenchOptions(repo=repo, base=base, head=head, suites=["quick"], out=tmp_path / "results.json",
+                              rounds=3, warmup=1)
+    stream = io.StringIO()
+    (outcome,) = bench.run(opts, config, Progress(stream))
+    data = json.loads(outcome.path.read_text())
+    assert outcome.status == "complete", [r["error"] for r in data["rounds"]]
+    assert all(w["ok"] for w in data["warmups"]) and len(data["warmups"]) == 2
+    assert [r["process"] for r in data["rounds"]] == ["fresh"] * 6
+    said = stream.getvalue()
+    for side in ("base", "head"):
+        assert f"quick: the worker of {side} could not start" in said, said
+    assert said.count("could not start") == 2, said  # once per side, not once per round
+    assert "rounds run in fresh processes" in said
