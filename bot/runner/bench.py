@@ -264,7 +264,7 @@ def warm_up(p: Plan, suite: Suite, trees: dict[str, Path], scratch: Path, result
         began = progress.round_started(suite.name, "warm-up", number // 2 + 1, p.warmup, side,
                                        sha_of(p, side), len(order) - number)
         outcome = run_one(p, suite, context(trees, scratch, suite, side, -1 - number),
-                          serving(workers, suite, trees, scratch, side))
+                          serving(workers, suite, trees, scratch, side, progress))
         progress.round_finished(began, outcome.ok, outcome.error)
         results.add_warmup(side, outcome.ok, outcome.error, outcome.seconds)
         if not outcome.ok and options.stop_on_failure:
@@ -283,7 +283,7 @@ def measure(p: Plan, suite: Suite, trees: dict[str, Path], scratch: Path, result
         for position, side in enumerate(pair_order(pair)):
             began = progress.round_started(suite.name, "round", done + 1, planned, side, sha_of(p, side),
                                            2 * (planned - done) - position)
-            worker = None if fresh else serving(workers, suite, trees, scratch, side)
+            worker = None if fresh else serving(workers, suite, trees, scratch, side, progress)
             outcome = run_one(p, suite, context(trees, scratch, suite, side, done), worker)
             progress.round_finished(began, outcome.ok, outcome.error)
             results.add_round(side, done, outcome.ok, outcome.error, outcome.metrics, outcome.declarations,
@@ -309,12 +309,18 @@ def stop_workers(workers: dict[str, Worker | None]) -> None:
 
 
 def serving(workers: dict[str, Worker | None], suite: Suite, trees: dict[str, Path], scratch: Path,
-            side: str) -> Worker | None:
-    """The side's worker, started on first use; None where the suite has none or it died."""
+            side: str, progress: Progress) -> Worker | None:
+    """The side's worker, started on first use; None where the suite has none, it could not start
+    (which ``progress`` is told once) or it died."""
     if side not in workers:
         folder = scratch / "workers" / suite.name / side
         folder.mkdir(parents=True, exist_ok=True)
-        workers[side] = Worker.start(suite, RoundContext(trees[side], folder, side, -1))
+        try:
+            workers[side] = Worker.start(suite, RoundContext(trees[side], folder, side, -1))
+        except (OSError, scope.ScopeError) as error:
+            workers[side] = None  # as if it had died: the side's rounds run in fresh processes
+            progress.say(f"{suite.name}: the worker of {side} could not start ({error}); its rounds run in "
+                         f"fresh processes")
     worker = workers[side]
     if worker is not None and not worker.alive:
         workers[side] = worker = None  # it died: the side's later rounds run in fresh processes

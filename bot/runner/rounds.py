@@ -71,11 +71,20 @@ def run_round(suite: Suite, context: RoundContext, timeout: float) -> RoundResul
             outputs.append(output)
             if output.returncode != 0:
                 raise RoundFailed(describe_failure(output, timeout))
-        measurement = suite.parse(context, outputs)
+        return parsed(suite, context, outputs, began)
     except RoundFailed as failure:
         return RoundResult(False, str(failure), seconds=time.monotonic() - began)
     except OSError as error:
         return RoundResult(False, f"could not start the benchmark: {error}", seconds=time.monotonic() - began)
+
+
+def parsed(suite: Suite, context: RoundContext, outputs: list[Output], began: float) -> RoundResult:
+    """The round's result from what its processes (or its worker) left: ok only if the suite reads
+    metrics from it, and at least one; ``began``: when the round started (`time.monotonic`)."""
+    try:
+        measurement = suite.parse(context, outputs)
+    except RoundFailed as failure:
+        return RoundResult(False, str(failure), seconds=time.monotonic() - began)
     if not measurement.values:
         return RoundResult(False, "the suite reported no metrics", seconds=time.monotonic() - began)
     return RoundResult(True, None, measurement.values, measurement.declarations, time.monotonic() - began,

@@ -6,7 +6,7 @@ namespace where the machine allows one, so that nothing it starts outlives it) i
 worktree, with the environment a round gets (`rounds.child_env`), and reads one JSON request per
 round on standard input; a round is done when the suite's output file appears, and failed when the
 worker exits or the round's deadline passes (the whole scope is ended, and the side's later rounds
-run in fresh processes again). What a
+run in fresh processes again; so do all of them where the worker cannot start). What a
 worker cannot see, every fresh round still does: process start-up, a new CUDA context and
 communicator; `bench` runs the first pair and the pair that completes the minimum in fresh
 processes for that reason.
@@ -14,14 +14,15 @@ processes for that reason.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import subprocess
 import time
 from pathlib import Path
 
-from .rounds import RoundResult, child_env, read_text
+from .rounds import RoundResult, child_env, parsed, read_text
 from .scope import Scope, strategy
-from .suites.base import Output, RoundContext, RoundFailed, Suite
+from .suites.base import Output, RoundContext, Suite
 
 _POLL = 0.02
 
@@ -51,7 +52,7 @@ class Worker:
         return self.process.poll() is None
 
     def serve(self, context: RoundContext, timeout: float) -> RoundResult:
-        """One round in this worker: ok only if the suite reads finite metrics from what it wrote."""
+        """One round in this worker, judged as a fresh round is (`rounds.parsed`) from what it wrote."""
         began = time.monotonic()
         context.out_dir.mkdir(parents=True, exist_ok=True)
         request, done = self.suite.worker_request(context)
@@ -69,12 +70,7 @@ class Worker:
                 self.stop()
                 return self._failed(f"timed out after {timeout:g}s in the worker, which was killed", began)
             time.sleep(_POLL)
-        try:
-            measurement = self.suite.parse(context, [Output(self.suite.name, 0, "", "")])
-        except RoundFailed as failure:
-            return RoundResult(False, str(failure), seconds=time.monotonic() - began)
-        return RoundResult(True, None, measurement.values, measurement.declarations, time.monotonic() - began,
-                           measurement.spread)
+        return parsed(self.suite, context, [Output(self.suite.name, 0, "", "")], began)
 
     def _failed(self, why: str, began: float) -> RoundResult:
         tail = [line.strip() for line in read_text(self.log).splitlines() if line.strip()]
@@ -82,11 +78,18 @@ class Worker:
                            seconds=time.monotonic() - began)
 
     def stop(self) -> None:
-        """Ask the worker to finish, then end whatever is left of its session."""
+        """Ask the worker to finish, then end whatever is left of its session. Its input is closed
+        whether or not it was still alive, so a dead worker's pipe is not left open."""
+        stdin = self.process.stdin
         try:
-            if self.process.stdin is not None and self.alive:
-                self.process.stdin.write(b"stop\n")
-                self.process.stdin.close()
+            try:
+                if stdin is not None and self.alive:
+                    stdin.write(b"stop\n")
+                    stdin.flush()
+            finally:
+                if stdin is not None:
+                    with contextlib.suppress(OSError):
+                        stdin.close()
             self.process.wait(timeout=10)
         except (OSError, subprocess.TimeoutExpired):
             pass
