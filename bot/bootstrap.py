@@ -75,7 +75,7 @@ def build(
         lambda: jobs.housekeeping(services),
         lambda: benchmarks.scheduled(services),
     )
-    return Runtime(settings, services, router, store, queue, SqlSessionStore(store.engine))
+    return Runtime(settings, services, router, store, queue, SqlSessionStore(store.db))
 
 
 def sign_in(settings: Settings) -> GitHubSignIn | None:

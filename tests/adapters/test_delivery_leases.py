@@ -189,3 +189,34 @@ def test_a_finished_delivery_is_not_started_again_nor_told_to_wait_for_its_pull_
     holder = store.deliveries.claim("9", "push-2", "pull_request", "synchronize", b"{}", "octo/a", "octo/a#7")
     store.deliveries.start(holder, now, LEASE, "two")
     assert store.deliveries.start(done, now, LEASE, "three") is None  # a copy of it ends, it does not poll
+
+
+def test_the_dashboards_sessions_are_refused_as_the_rest_of_the_store_is(tmp_path, chattr):
+    """Read while the file is immutable, a session would touch its WAL index: SIGBUS."""
+    from bot.adapters.store.sessions import SqlSessionStore
+    from bot.service.dashboard.sessions import DashboardSession
+
+    store = SqlStore.connect(f"sqlite:///{tmp_path / 'perfbot.db'}")
+    sessions = SqlSessionStore(store.db)
+    try:
+        sessions.create("k", DashboardSession(login="octocat", private_repos=frozenset({"octo/a"}), created_at=NOW,
+                                              checked_at=NOW, expires_at=at(3600)))
+        files = sorted(str(p) for p in tmp_path.iterdir())
+        chattr("+i", *files)
+        with pytest.raises(ReadOnlyStorage):
+            sessions.get("k")
+        with pytest.raises(ReadOnlyStorage):
+            sessions.delete("k")
+        chattr("-i", *files)
+        assert sessions.get("k").login == "octocat"
+    finally:
+        store.engine.dispose()
+
+
+def test_a_session_store_on_a_database_that_is_down_is_storage_unavailable():
+    from bot.adapters.store.sessions import SqlSessionStore
+
+    store = SqlStore.connect("postgresql+psycopg://perfbot:perfbot@127.0.0.1:1/none", migrate_schema=False)
+    with pytest.raises(StorageUnavailable, match="unavailable"):
+        SqlSessionStore(store.db).get("k")
+    store.engine.dispose()

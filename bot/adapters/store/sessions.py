@@ -4,41 +4,28 @@ the rest of the store (table `dashboard_sessions`), one short transaction per ca
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
-from contextlib import AbstractContextManager, contextmanager, nullcontext
 from datetime import UTC, datetime
 
-from sqlalchemy import Connection, Engine, delete, insert, select, update
+from sqlalchemy import delete, insert, select, update
 
 from bot.service.dashboard.sessions import DashboardSession, SessionStore
 
-from ..sqlite_files import WriterLock, lock_file_beside
-from .sql import sqlite_file
+from .database import Database
 from .tables import DashboardSessionRow as Row
 
 
 class SqlSessionStore(SessionStore):
-    def __init__(self, engine: Engine):
-        self.engine = engine
-        # As `SqlStore` does: SQLite's writers (of every process) queue on a lock file beside it.
-        self._writer: AbstractContextManager[object] = nullcontext()
-        if engine.dialect.name == "sqlite":
-            database = sqlite_file(engine.url)
-            self._writer = WriterLock(lock_file_beside(database) if database else None)
-
-    @contextmanager
-    def _transaction(self) -> Iterator[Connection]:
-        with self._writer, self.engine.begin() as connection:
-            yield connection
+    def __init__(self, db: Database):
+        self.db = db
 
     def create(self, key: str, session: DashboardSession) -> None:
-        with self._transaction() as connection:
+        with self.db.transaction() as connection:
             connection.execute(insert(Row).values(
                 key=key, login=session.login, private_repos=json.dumps(sorted(session.private_repos)),
                 created_at=session.created_at, checked_at=session.checked_at, expires_at=session.expires_at))
 
     def get(self, key: str) -> DashboardSession | None:
-        with self.engine.connect() as connection:
+        with self.db.usable(), self.db.engine.connect() as connection:
             row = connection.execute(select(Row).where(Row.key == key)).one_or_none()
         if row is None:
             return None
@@ -47,16 +34,16 @@ class SqlSessionStore(SessionStore):
                                 expires_at=_utc(row.expires_at))
 
     def recheck(self, key: str, private_repos: frozenset[str], checked_at: datetime) -> None:
-        with self._transaction() as connection:
+        with self.db.transaction() as connection:
             connection.execute(update(Row).where(Row.key == key).values(
                 private_repos=json.dumps(sorted(private_repos)), checked_at=checked_at))
 
     def delete(self, key: str) -> None:
-        with self._transaction() as connection:
+        with self.db.transaction() as connection:
             connection.execute(delete(Row).where(Row.key == key))
 
     def delete_expired(self, now: datetime) -> int:
-        with self._transaction() as connection:
+        with self.db.transaction() as connection:
             return connection.execute(delete(Row).where(Row.expires_at <= now)).rowcount
 
 
