@@ -298,15 +298,16 @@ _KEEP_PARENTHESES = frozenset({"assert", "with", "async", "except", "def", "clas
 
 def _canonical(tokens: list[_Token], python: bool) -> list[object]:
     """What two sides of a hunk must share to be the same code: the tokens' keys once what
-    formatters change is undone on both (line continuations, optional trailing commas, the quotes
-    of plain strings; in Python, redundant parentheses around a statement part and the order of
+    formatters change is undone on both (optional trailing commas; in Python, line continuations,
+    the quotes of plain strings, redundant parentheses around a statement part and the order of
     a block of imports; in C-like files, the order of a block of includes). Every step maps only
     forms that mean the same thing onto each other, so two sides that stay different here may
     still be the same code, never the reverse."""
     pairs = _pairs(tokens)
     heads = _statement_heads(tokens, python)
     owner = _statement_of(tokens, heads)
-    drop = {index for index, token in enumerate(tokens) if token.text == "\\"}
+    # A backslash continues a Python line; elsewhere it may join a shell command or a macro.
+    drop = {index for index, token in enumerate(tokens) if python and token.text == "\\"}
     for opener, closer in pairs.items():
         if closer - 1 > opener and tokens[closer - 1].text == "," and \
                 _optional_comma(tokens, opener, closer, python):
@@ -344,7 +345,7 @@ def _canonical(tokens: list[_Token], python: bool) -> list[object]:
 
 def _key(token: _Token, python: bool) -> tuple[int, str]:
     column, text = token.key(python)
-    if token.kind == "string":
+    if python and token.kind == "string":  # elsewhere 'a' may be a char, or a shell's literal
         plain = _PLAIN_STRING.match(text)
         if plain:  # 'x' and "x" are one string when neither quote nor escape is inside
             text = f'{plain[1]}"{plain[2]}"'
