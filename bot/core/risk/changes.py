@@ -288,6 +288,11 @@ def _code(hunk: Hunk, lexer: re.Pattern[str], side: str) -> list[_Token]:
 
 # Python keywords: a bracket after one of them opens a display or a group, not a call.
 _KEYWORDS = frozenset(keyword.kwlist)
+# Soft keywords a bracket can follow: `match (x,):` and `case (a,):` take a one-element tuple, yet
+# `match(x,)` and `match[a,]` may be a call and a subscript of a name, so a lone comma after one
+# stays. (`_` and `type` are soft keywords too, but a bracket right after either is a call's or
+# a subscript's; after a `.`, so is one after `match` or `case`.)
+_SOFT_KEYWORDS = frozenset(keyword.softkwlist) - {"_", "type"}
 _CLOSERS = {"(": ")", "[": "]", "{": "}"}
 _PLAIN_STRING = re.compile(r"""^([rRbBuUfF]{0,2})'([^'"\\\n]*)'$""")
 # Statements whose parenthesised parts may hold a tuple that the parentheses make (assert (a, b)
@@ -409,6 +414,9 @@ def _optional_comma(tokens: list[_Token], opener: int, closer: int, python: bool
     if bracket == "{":
         return True
     before = tokens[opener - 1] if opener > 0 else None
+    if before is not None and before.text in _SOFT_KEYWORDS and before.kind == "name" and \
+            (opener < 2 or tokens[opener - 2].text != "."):
+        return False
     called = before is not None and (before.text in (")", "]") or (
         before.kind == "name" and before.text not in _KEYWORDS))
     if bracket == "[":

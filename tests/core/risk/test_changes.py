@@ -49,6 +49,10 @@ def test_changes_that_cannot_alter_behaviour_are_cosmetic(removed, added):
     (["    for (k, v) in (items):"], ["    for k, v in items:"]),
     (["    foo(a, b)"], ["    foo(", "        a,", "        b,", "    )"]),  # a trailing comma
     (["    x = [1, 2]"], ["    x = [1, 2,]"]),
+    (["    y = re.match(p, s,)"], ["    y = re.match(p, s)"]),
+    (["    y = re.match(p,)"], ["    y = re.match(p)"]),  # a method named like a soft keyword
+    (["    y = type(x,)"], ["    y = type(x)"]),  # soft keywords that are calls before a bracket
+    (["    y = _('m',)"], ["    y = _('m')"]),
     (["    x = {'k': 1}"], ['    x = {"k": 1,}']),  # quotes of a plain string
     (["    total = a + \\", "        b"], ["    total = a + b"]),  # a line continuation
     (["    from engine.comm import all_reduce"], ["    from engine.comm import (", "        all_reduce,", "    )"]),
@@ -84,6 +88,9 @@ def test_a_signature_gaining_a_trailing_comma_and_a_blank_line_after_a_docstring
     ("engine/worker.py", ["    import torch"], ["    import numpy"]),
     ("engine/worker.py", ["    from a import x"], ["    from b import x"]),
     ("engine/worker.py", ["    import torch", "    y = 1"], ["    y = 1", "    import torch"]),  # moved past code
+    ("engine/worker.py", ["    match (x,):"], ["    match (x):"]),  # a tuple subject (soft keywords)
+    ("engine/worker.py", ["    match x:", "        case (a,):"], ["    match x:", "        case (a):"]),
+    ("engine/worker.py", ["    y = match[a,]"], ["    y = match[a]"]),  # a variable named match
     # Outside Python, quotes and backslashes mean something: a char is no string, a shell
     # expands only in double quotes, a continuation joins lines into one command or macro.
     ("csrc/attention/attention_kernels.cu", ["  if (c == 'a') {"], ['  if (c == "a") {']),
