@@ -288,6 +288,11 @@ def _code(hunk: Hunk, lexer: re.Pattern[str], side: str) -> list[_Token]:
 
 # Python keywords: a bracket after one of them opens a display or a group, not a call.
 _KEYWORDS = frozenset(keyword.kwlist)
+# Soft keywords a bracket can follow: `match (x,):` and `case (a,):` take a one-element tuple, yet
+# `match(x,)` and `match[a,]` may be a call and a subscript of a name, so a lone comma after one
+# stays. (`_` and `type` are soft keywords too, but a bracket right after either is a call's or
+# a subscript's; after a `.`, so is one after `match` or `case`.)
+_SOFT_KEYWORDS = frozenset(keyword.softkwlist) - {"_", "type"}
 _CLOSERS = {"(": ")", "[": "]", "{": "}"}
 _PLAIN_STRING = re.compile(r"""^([rRbBuUfF]{0,2})'([^'"\\\n]*)'$""")
 # Statements whose parenthesised parts may hold a tuple that the parentheses make (assert (a, b)
@@ -298,15 +303,16 @@ _KEEP_PARENTHESES = frozenset({"assert", "with", "async", "except", "def", "clas
 
 def _canonical(tokens: list[_Token], python: bool) -> list[object]:
     """What two sides of a hunk must share to be the same code: the tokens' keys once what
-    formatters change is undone on both (line continuations, optional trailing commas, the quotes
-    of plain strings; in Python, redundant parentheses around a statement part and the order of
+    formatters change is undone on both (optional trailing commas; in Python, line continuations,
+    the quotes of plain strings, redundant parentheses around a statement part and the order of
     a block of imports; in C-like files, the order of a block of includes). Every step maps only
     forms that mean the same thing onto each other, so two sides that stay different here may
     still be the same code, never the reverse."""
     pairs = _pairs(tokens)
     heads = _statement_heads(tokens, python)
     owner = _statement_of(tokens, heads)
-    drop = {index for index, token in enumerate(tokens) if token.text == "\\"}
+    # A backslash continues a Python line; elsewhere it may join a shell command or a macro.
+    drop = {index for index, token in enumerate(tokens) if python and token.text == "\\"}
     for opener, closer in pairs.items():
         if closer - 1 > opener and tokens[closer - 1].text == "," and \
                 _optional_comma(tokens, opener, closer, python):
@@ -344,7 +350,7 @@ def _canonical(tokens: list[_Token], python: bool) -> list[object]:
 
 def _key(token: _Token, python: bool) -> tuple[int, str]:
     column, text = token.key(python)
-    if token.kind == "string":
+    if python and token.kind == "string":  # elsewhere 'a' may be a char, or a shell's literal
         plain = _PLAIN_STRING.match(text)
         if plain:  # 'x' and "x" are one string when neither quote nor escape is inside
             text = f'{plain[1]}"{plain[2]}"'
@@ -408,6 +414,9 @@ def _optional_comma(tokens: list[_Token], opener: int, closer: int, python: bool
     if bracket == "{":
         return True
     before = tokens[opener - 1] if opener > 0 else None
+    if before is not None and before.text in _SOFT_KEYWORDS and before.kind == "name" and \
+            (opener < 2 or tokens[opener - 2].text != "."):
+        return False
     called = before is not None and (before.text in (")", "]") or (
         before.kind == "name" and before.text not in _KEYWORDS))
     if bracket == "[":

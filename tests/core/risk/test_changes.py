@@ -49,6 +49,10 @@ def test_changes_that_cannot_alter_behaviour_are_cosmetic(removed, added):
     (["    for (k, v) in (items):"], ["    for k, v in items:"]),
     (["    foo(a, b)"], ["    foo(", "        a,", "        b,", "    )"]),  # a trailing comma
     (["    x = [1, 2]"], ["    x = [1, 2,]"]),
+    (["    y = re.match(p, s,)"], ["    y = re.match(p, s)"]),
+    (["    y = re.match(p,)"], ["    y = re.match(p)"]),  # a method named like a soft keyword
+    (["    y = type(x,)"], ["    y = type(x)"]),  # soft keywords that are calls before a bracket
+    (["    y = _('m',)"], ["    y = _('m')"]),
     (["    x = {'k': 1}"], ['    x = {"k": 1,}']),  # quotes of a plain string
     (["    total = a + \\", "        b"], ["    total = a + b"]),  # a line continuation
     (["    from engine.comm import all_reduce"], ["    from engine.comm import (", "        all_reduce,", "    )"]),
@@ -73,20 +77,31 @@ def test_a_signature_gaining_a_trailing_comma_and_a_blank_line_after_a_docstring
     assert kinds(text) == ["cosmetic", "cosmetic"]
 
 
-@pytest.mark.parametrize(("removed", "added"), [
-    (["    x = (a,)"], ["    x = (a)"]),  # a one-element tuple is not its element
-    (["    x[a,] = 1"], ["    x[a] = 1"]),
-    (["    f((a, b))"], ["    f(a, b)"]),  # one argument, or two
-    (["    y = (a + b) * c"], ["    y = a + b * c"]),  # precedence
-    (["    assert (a, 'm')"], ["    assert a, 'm'"]),  # a tuple is always true
-    (["    y = v in (a, b)"], ["    y = v in a, b"]),
-    (["    y = c if d else (a, b)"], ["    y = c if d else a, b"]),
-    (["    import torch"], ["    import numpy"]),
-    (["    from a import x"], ["    from b import x"]),
-    (["    import torch", "    y = 1"], ["    y = 1", "    import torch"]),  # moved past code
+@pytest.mark.parametrize(("path", "removed", "added"), [
+    ("engine/worker.py", ["    x = (a,)"], ["    x = (a)"]),  # a one-element tuple is not its element
+    ("engine/worker.py", ["    x[a,] = 1"], ["    x[a] = 1"]),
+    ("engine/worker.py", ["    f((a, b))"], ["    f(a, b)"]),  # one argument, or two
+    ("engine/worker.py", ["    y = (a + b) * c"], ["    y = a + b * c"]),  # precedence
+    ("engine/worker.py", ["    assert (a, 'm')"], ["    assert a, 'm'"]),  # a tuple is always true
+    ("engine/worker.py", ["    y = v in (a, b)"], ["    y = v in a, b"]),
+    ("engine/worker.py", ["    y = c if d else (a, b)"], ["    y = c if d else a, b"]),
+    ("engine/worker.py", ["    import torch"], ["    import numpy"]),
+    ("engine/worker.py", ["    from a import x"], ["    from b import x"]),
+    ("engine/worker.py", ["    import torch", "    y = 1"], ["    y = 1", "    import torch"]),  # moved past code
+    ("engine/worker.py", ["    match (x,):"], ["    match (x):"]),  # a tuple subject (soft keywords)
+    ("engine/worker.py", ["    match x:", "        case (a,):"], ["    match x:", "        case (a):"]),
+    ("engine/worker.py", ["    y = match[a,]"], ["    y = match[a]"]),  # a variable named match
+    # Outside Python, quotes and backslashes mean something: a char is no string, a shell
+    # expands only in double quotes, a continuation joins lines into one command or macro.
+    ("csrc/attention/attention_kernels.cu", ["  if (c == 'a') {"], ['  if (c == "a") {']),
+    ("src/lexer.rs", ["    let c = 'a';"], ['    let c = "a";']),
+    ("scripts/run.sh", ["echo '$HOME'"], ['echo "$HOME"']),
+    ("scripts/run.sh", ["python run.py \\", "  --fast"], ["python run.py", "  --fast"]),
+    ("csrc/ops.h", ["#define A(x) \\", "  (x)"], ["#define A(x)", "  (x)"]),
 ])
-def test_what_formatters_never_do_is_not_cosmetic(removed, added):
-    assert kinds(file_diff("engine/worker.py", removed, added)) == [None]
+def test_what_formatters_never_do_is_not_cosmetic(path, removed, added):
+    context = {} if path.endswith(".py") else {"before": ("{",), "after": ("}",)}
+    assert kinds(file_diff(path, removed, added, **context)) == [None]
 
 
 def test_includes_in_another_order_are_cosmetic_in_c_like_files():

@@ -119,8 +119,8 @@ def test_dependency_pins_fire_in_manifests_only():
     assert "dependency.runtime" in rules_fired(manifest) and "dependency.kernels" not in rules_fired(manifest)
     assert "dependency.kernels" in rules_fired(added)
     assert "dependency.kernels" not in rules_fired(code)
-    assert "dependency.cuda" in rules_fired(docker) or "dependency.runtime" in rules_fired(docker)
-    assert rules_fired(unread) & {"dependency.kernels", "dependency.runtime"}
+    assert "dependency.runtime" in rules_fired(docker) and "dependency.cuda" not in rules_fired(docker)
+    assert "dependency.runtime" in rules_fired(unread) and "dependency.kernels" not in rules_fired(unread)
 
 
 def test_a_pin_of_a_look_alike_package_does_not_fire():
@@ -356,3 +356,12 @@ def test_changed_imports_alone_are_set_up_code_and_the_reason_names_a_step_chang
     both = score(text)
     nccl = next(s for s in both.signals if s.rule == "path.pynccl")
     assert (nccl.weight, nccl.function, nccl.line) == (40, "all_reduce", 41)
+
+
+def test_a_char_turned_string_in_a_cuda_kernel_is_code_not_formatting():
+    path = "csrc/attention/attention_kernels.cu"
+    context = ("{", "}")
+    char = score(file_diff(path, ["  if (c == 'a') {"], ['  if (c == "a") {'], context=context))
+    comment = score(file_diff(path, ["  if (c == 'a') {  // old"], ["  if (c == 'a') {  // new"], context=context))
+    assert char.score > 0 and char.files[0].code_lines > 0
+    assert (comment.score, comment.level, comment.signals) == (0, "none", [])
