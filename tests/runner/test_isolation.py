@@ -131,7 +131,7 @@ def test_the_installed_perfbot_is_its_own_venv_made_and_filled_by_the_real_venv_
     runner, steps, upload, markers = run_action(hijacked, tmp_path, install="true", python=sys.executable,
                                                 **{"engine-python": str(engine_python(tmp_path))})
     venv = Path(runner.steps["install"]["perfbot"]).parent.parent
-    assert venv.parent == runner.tool_cache / "perfbot"
+    assert venv == runner.temp / "perfbot-venv"  # the job's own: none kept for later jobs
     assert "include-system-site-packages = false" in (venv / "pyvenv.cfg").read_text()
     assert not list(venv.glob("lib/python*/site-packages/torch"))
     assert_nothing_was_hijacked(runner, steps, upload, markers)
