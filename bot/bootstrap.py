@@ -67,15 +67,19 @@ def build(
     replaces the PyGithub factory (tests), ``retry_delay`` every retry's wait (tests; by default
     the jobs' backoff)."""
     store = SqlStore.connect(settings.database_url)
-    queue = HueyQueue(settings.resolved_queue_url, retry_delay=retry_delay)
-    services = Services(store=store, github=github or PyGithubFactory(settings), queue=queue,
-                        sign_in=sign_in(settings))
-    queue.bind(
-        lambda delivery_id: jobs.process(delivery_id, services, router),
-        lambda: jobs.housekeeping(services),
-        lambda: benchmarks.scheduled(services),
-    )
-    return Runtime(settings, services, router, store, queue, SqlSessionStore(store.db))
+    try:  # a failed start leaves no connection open: the callers try again, each with a new engine
+        queue = HueyQueue(settings.resolved_queue_url, retry_delay=retry_delay)
+        services = Services(store=store, github=github or PyGithubFactory(settings), queue=queue,
+                            sign_in=sign_in(settings))
+        queue.bind(
+            lambda delivery_id: jobs.process(delivery_id, services, router),
+            lambda: jobs.housekeeping(services),
+            lambda: benchmarks.scheduled(services),
+        )
+        return Runtime(settings, services, router, store, queue, SqlSessionStore(store.db))
+    except BaseException:
+        store.engine.dispose()
+        raise
 
 
 def sign_in(settings: Settings) -> GitHubSignIn | None:
