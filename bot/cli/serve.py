@@ -6,6 +6,8 @@ from __future__ import annotations
 import argparse
 import logging
 
+from bot.errors import UserError
+
 from .common import UsageError
 
 log = logging.getLogger("perfbot.serve")
@@ -60,6 +62,7 @@ def run_serve(args: argparse.Namespace) -> int:
     for name in ("port", "workers", "threads", "consumers", "consumer_threads"):
         if getattr(args, name) < (0 if name == "port" else 1):
             raise UsageError(f"--{name.replace('_', '-')} must be positive")
+    from bot.bootstrap import SchemaNotMigrated
     from bot.service.failures import StorageUnavailable
 
     try:
@@ -68,6 +71,8 @@ def run_serve(args: argparse.Namespace) -> int:
     except StorageUnavailable as error:  # at start-up, before anything was served
         log.error("perfbot serve cannot start: %s", error)
         return 1
+    except SchemaNotMigrated as error:  # waiting would not help: exit 2, as for bad settings
+        raise UserError(str(error)) from None
     return 0
 
 
@@ -79,7 +84,10 @@ def run_worker(args: argparse.Namespace) -> int:
     logs.configure(settings.log_level)
     if args.threads < 1:
         raise UsageError("--threads must be positive")
-    runtime = worker.when_storage_is_there(lambda: bootstrap.build(settings))
+    try:
+        runtime = worker.when_storage_is_there(lambda: bootstrap.build(settings))
+    except bootstrap.SchemaNotMigrated as error:  # not tried again: waiting would not help
+        raise UserError(str(error)) from None
     if runtime is None:  # told to stop while it waited
         return 0
     return worker.run_forever(runtime, workers=args.threads, periodic=args.periodic)

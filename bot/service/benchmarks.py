@@ -60,14 +60,14 @@ def resume(services: Services, github: GitHub, request: BenchRequest, bench: Ben
         log.info("benchmark requested before; not dispatched again", extra={
             "repo": request.repo, "correlation_id": request.correlation_id, "status": request.status})
         return request
-    return publish_check(services, github, _dispatch(services, github, request, bench, default_branch), bench,
-                         changed=True)
+    return publish_check(services, github, _dispatch(services, github, request, bench, default_branch), bench)
 
 
 def _dispatch(services: Services, github: GitHub, request: BenchRequest, bench: BenchConfig,
               default_branch: str) -> BenchRequest:
-    """Send the request to GitHub; its new state (running, or failed), stored with its check run.
-    Only ``dispatching`` is stored before the dispatch: a retry must know it may have been sent."""
+    """Send the request to GitHub; its new state (running, or failed), stored before its check run
+    is published: a check run GitHub refuses (no Checks: write, a 5xx) must not leave the request
+    dispatching (a retry must know it may have been sent, so ``dispatching`` is stored before)."""
     workflow = bench.dispatch.workflow
     run = None
     if request.status == contract.DISPATCHING:  # sent before, then lost: did it reach GitHub?
@@ -82,15 +82,15 @@ def _dispatch(services: Services, github: GitHub, request: BenchRequest, bench: 
         except DispatchRefused as refused:
             log.warning("dispatch refused", extra={"repo": request.repo, "status": refused.status,
                                                    "correlation_id": request.correlation_id})
-            return replace(request, status=contract.FAILED, completed_at=services.now(),
-                           error=_refusal_text(refused, workflow))
+            return _save(services, replace(request, status=contract.FAILED, completed_at=services.now(),
+                                           error=_refusal_text(refused, workflow)))
         if run is None:  # no run details (older GitHub Enterprise Server): its list names it
             run = github.find_run(request.repo, workflow, request.correlation_id)
     running = replace(request, status=contract.RUNNING, run_id=run.id if run else None,
                       run_url=run.html_url if run else None)
     log.info("benchmark dispatched", extra={"repo": request.repo, "correlation_id": request.correlation_id,
                                             "run_id": running.run_id, "trigger": request.trigger})
-    return running
+    return _save(services, running)
 
 
 def _look_for_run(github: GitHub, repo: str, workflow: str, correlation_id: str) -> WorkflowRun | None:
@@ -116,17 +116,16 @@ def _save(services: Services, request: BenchRequest) -> BenchRequest:
     return request
 
 
-def publish_check(services: Services, github: GitHub, request: BenchRequest, bench: BenchConfig,
-                  changed: bool = False) -> BenchRequest:
-    """Show where the request stands in its check run on the head commit, and store the request
-    once: when its check run is new, or when ``changed`` (a state not stored yet). The request,
-    with its check run's id."""
+def publish_check(services: Services, github: GitHub, request: BenchRequest,
+                  bench: BenchConfig) -> BenchRequest:
+    """Show where the request, as stored, stands in its check run on the head commit; the request,
+    with its check run's id (stored when it is new: the only write here)."""
     results = services.store.benchmarks.results(request.id) if request.id is not None else []
     check = bench_report.check(request_section(request, results), request.correlation_id, bench.dispatch.gate)
     check_run_id = github.publish_check(request.repo, check, request.check_run_id)
     if check_run_id is not None and check_run_id != request.check_run_id:
-        request, changed = replace(request, check_run_id=check_run_id), True
-    return _save(services, request) if changed else request
+        request = _save(services, replace(request, check_run_id=check_run_id))
+    return request
 
 
 def stop(services: Services, github: GitHub, request: BenchRequest, status: str,
@@ -139,10 +138,11 @@ def stop(services: Services, github: GitHub, request: BenchRequest, status: str,
         run_id = run.id if run else None
     if run_id is not None:
         github.cancel_run(request.repo, run_id)
-    stopped = replace(request, status=status, run_id=run_id, completed_at=services.now())
+    # stored before its check run is published: a refused check run must not leave it active
+    stopped = _save(services, replace(request, status=status, run_id=run_id, completed_at=services.now()))
     log.info("benchmark stopped", extra={"repo": request.repo, "correlation_id": request.correlation_id,
                                          "status": status})
-    return publish_check(services, github, stopped, bench, changed=True)
+    return publish_check(services, github, stopped, bench)
 
 
 def active(services: Services, repo: str, number: int) -> list[BenchRequest]:

@@ -11,12 +11,13 @@ import sqlite3
 import subprocess
 import time
 
+import pytest
 import requests
 
 from bot.cli.main import main
 from bot.web.signature import sign
 from tests.support.fixtures import redis_url  # noqa: F401, F811  (a fixture)
-from tests.support.serving import PERFBOT, alive, environment, served, serving
+from tests.support.serving import PERFBOT, alive, environment, free_port, served, serving
 from tests.web.helpers import SECRET, headers
 
 
@@ -161,3 +162,18 @@ def test_perfbot_worker_consumes_deliveries_from_redis_and_stops_on_sigterm(tmp_
     assert {r.full_name for r in runtime.store.installations.repositories()} == {
         r["full_name"] for r in payload["repositories"]
     }
+
+
+@pytest.mark.parametrize("verb", ["serve", "worker"])
+def test_a_database_whose_schema_cannot_be_migrated_exits_2_with_one_line_saying_so(tmp_path, verb):
+    from tests.adapters.test_bootstrap import sqlite_with_a_conflicting_column
+
+    env = environment(PERFBOT_WEBHOOK_SECRET="s3cret", PERFBOT_DATABASE_URL=sqlite_with_a_conflicting_column(tmp_path))
+    try:  # not tried again and again as if the database were away
+        done = subprocess.run([*PERFBOT, verb, "--port", str(free_port())] if verb == "serve" else [*PERFBOT, verb],
+                              cwd=tmp_path, env=env, capture_output=True, text=True, timeout=20)
+    except subprocess.TimeoutExpired as expired:
+        pytest.fail(f"perfbot {verb} kept trying: {expired.stderr!r}")
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.strip().splitlines()[-1] == (
+        "perfbot: error: the database's schema could not be migrated: duplicate column name: subject")

@@ -554,3 +554,66 @@ def test_a_run_of_another_workflow_with_the_requests_name_is_not_its_run(service
     assert (stored.status, stored.run_id) == ("running", None)
     send(services, "workflow_run", workflow_run(github, run_id))  # the real run
     assert services.store.benchmarks.get(request.correlation_id).status == "completed"
+
+
+# ---------------------------------------------------------------- a check run GitHub refuses
+
+
+class CheckRefused(Exception):
+    """What publishing a check run raises when GitHub says no (no Checks: write, a 5xx)."""
+
+
+def refuse_bench_checks(github: FakeGitHub, monkeypatch) -> None:
+    publish = github.publish_check
+
+    def refusing(repo, check, check_run_id=None):
+        if check.name == "perfbot / bench":
+            raise CheckRefused("403 Resource not accessible by integration")
+        return publish(repo, check, check_run_id)
+
+    monkeypatch.setattr(github, "publish_check", refusing)
+
+
+def stored(services: Services) -> list[str]:
+    return [r.status for r in services.store.benchmarks.for_pull(REPO, NUMBER)]
+
+
+def test_a_dispatched_request_is_stored_running_though_its_check_run_is_refused(services, github, monkeypatch):
+    refuse_bench_checks(github, monkeypatch)
+    with pytest.raises(CheckRefused):
+        send(services, "issue_comment", comment("/bench"))
+    [request] = services.store.benchmarks.for_pull(REPO, NUMBER)
+    assert (request.status, request.run_id) == ("running", github.dispatches[0]["run_id"])
+    send(services, "issue_comment", comment("/bench"))  # the delivery again: the request is running
+    assert len(github.dispatches) == 1 and github.count("find_run") == 0, "nothing looks for the run again"
+
+
+def test_a_refused_dispatch_is_stored_failed_though_its_check_run_is_refused(services, github, monkeypatch):
+    github.workflows.clear()
+    refuse_bench_checks(github, monkeypatch)
+    with pytest.raises(CheckRefused):
+        send(services, "issue_comment", comment("/bench"))
+    assert stored(services) == ["failed"]
+    assert benchmarks.active(services, REPO, NUMBER) == []
+
+
+def test_a_cancelled_request_is_stored_cancelled_though_its_check_run_is_refused(services, github, monkeypatch):
+    send(services, "issue_comment", comment("/bench", comment_id=1))
+    refuse_bench_checks(github, monkeypatch)
+    with pytest.raises(CheckRefused):
+        send(services, "issue_comment", comment("/bench cancel", comment_id=2))
+    assert stored(services) == ["cancelled"]
+    assert benchmarks.active(services, REPO, NUMBER) == []
+
+
+def test_a_superseded_request_is_stored_superseded_though_its_check_run_is_refused(services, github, monkeypatch):
+    send(services, "issue_comment", comment("/bench"))
+    refuse_bench_checks(github, monkeypatch)
+    github.heads[(REPO, NUMBER)] = NEW_HEAD
+    github.diffs[(REPO, NUMBER)] = diffs.COLD
+    with pytest.raises(CheckRefused):
+        send(services, "pull_request", pull_request("synchronize", NEW_HEAD))
+    assert stored(services) == ["superseded"]
+    assert benchmarks.active(services, REPO, NUMBER) == []
+    [run] = github.runs.values()
+    assert run["run"].conclusion == "cancelled" and github.count("cancel_run") == 1

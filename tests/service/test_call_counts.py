@@ -108,15 +108,19 @@ def test_a_redelivered_push_writes_nothing_new(services, github, event):
     assert counted["upsert_comment"] == 1 and counted["dispatch"] == 0
 
 
-def test_a_dispatch_records_its_request_then_updates_it_twice(services, github, monkeypatch):
+def test_a_dispatch_records_its_request_then_updates_it_three_times(services, github, monkeypatch):
     """Recorded (requested), then dispatching before GitHub hears of it (a retry must know it may have
-    been sent), then running with its run and its check run: no write more."""
+    been sent), then running with its run before its check run is published (a check run GitHub refuses
+    must not leave it dispatching), then its new check run's id: no write more. A stop of a request
+    whose check run is known writes once."""
     updates: list[str] = []
     update = services.store.benchmarks.update
     monkeypatch.setattr(services.store.benchmarks, "update", lambda request: (updates.append(request.status),
                                                                              update(request)))
     send(services, "pull_request", pull_request("opened"))
     send(services, "issue_comment", comment("/bench sglang-eagle3"))
-    assert updates == ["dispatching", "running"]
+    assert updates == ["dispatching", "running", "running"]
     [request] = services.store.benchmarks.for_pull(REPO, NUMBER)
     assert request.run_id is not None and request.check_run_id is not None
+    send(services, "issue_comment", comment("/bench cancel", comment_id=502))
+    assert updates[3:] == ["cancelled"]
