@@ -144,14 +144,16 @@ def interpreter(name: str, where: str = "") -> str:
 
 
 def run(options: BenchOptions, config: BenchConfig, progress: Progress,
-        base_tree: Path | None = None, head_tree: Path | None = None) -> list[SuiteOutcome]:
+        base_tree: Path | None = None, head_tree: Path | None = None,
+        planned: Plan | None = None) -> list[SuiteOutcome]:
     """Benchmark every suite; the results files are written as rounds finish.
 
     ``base_tree`` / ``head_tree``: worktrees of ``options.base`` / ``options.head`` that the caller
     made and keeps (a bisection keeps GOOD's across runs, and checks each before and after its
-    rounds); the sides it does not give are checked out here.
+    rounds); the sides it does not give are checked out here. ``planned``: `plan` of these
+    ``options`` and ``config``, where the caller made it already (a bisection, for its suite).
     """
-    p = plan(options, config)
+    p = planned if planned is not None else plan(options, config)
     progress.say(f"fingerprinting the machine (base {p.base_sha[:10]}, head {p.head_sha[:10]}); every "
                  f"benchmark process runs in a scope of its own: {scope.strategy().name}")
     machine = fingerprint.machine(p.suites[0].python)

@@ -173,14 +173,16 @@ class _Runner:
         # Only the confirmation's kernels are reported (the culprit against its parent): the other
         # runs skip the profiled pass, whatever the suite's config says.
         options = _bench_options(self.options, base, head, path, None if label == "confirm" else False)
-        suite = bench.plan(options, self.config.bench).suites[0]
+        planned = bench.plan(options, self.config.bench)  # once: the run below is given it
+        suite = planned.suites[0]
         with Worktrees(self.kept.repo, self.kept.root) as scratch:
             trees = {"base": self.good_tree() if base == self.good else scratch.add("base", base),
                      "head": scratch.add("head", head)}
             shas = {"base": base, "head": head}
             for side, tree in trees.items():
                 self.verified(tree, shas[side], suite, "before the rounds")
-            outcome = bench.run(options, self.config.bench, self.progress, trees["base"], trees["head"])[0]
+            outcome = bench.run(options, self.config.bench, self.progress, trees["base"], trees["head"],
+                                planned)[0]
             try:
                 for side, tree in trees.items():
                     self.verified(tree, shas[side], suite, "after the rounds")
