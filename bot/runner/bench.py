@@ -30,8 +30,6 @@ from .rounds import RoundResult, child_env, describe_failure, run_command, run_r
 from .schedule import pair_order, warmup_order
 from .suites import Suite, make_suite
 from .suites.base import RoundContext
-from .suites.sglang_eagle3 import SglangEagle3Bench
-from .suites.verify_step import VerifyStepBench
 from .workers import Worker
 from .worktrees import Worktrees
 
@@ -146,14 +144,16 @@ def interpreter(name: str, where: str = "") -> str:
 
 
 def run(options: BenchOptions, config: BenchConfig, progress: Progress,
-        base_tree: Path | None = None, head_tree: Path | None = None) -> list[SuiteOutcome]:
+        base_tree: Path | None = None, head_tree: Path | None = None,
+        planned: Plan | None = None) -> list[SuiteOutcome]:
     """Benchmark every suite; the results files are written as rounds finish.
 
     ``base_tree`` / ``head_tree``: worktrees of ``options.base`` / ``options.head`` that the caller
     made and keeps (a bisection keeps GOOD's across runs, and checks each before and after its
-    rounds); the sides it does not give are checked out here.
+    rounds); the sides it does not give are checked out here. ``planned``: `plan` of these
+    ``options`` and ``config``, where the caller made it already (a bisection, for its suite).
     """
-    p = plan(options, config)
+    p = planned if planned is not None else plan(options, config)
     progress.say(f"fingerprinting the machine (base {p.base_sha[:10]}, head {p.head_sha[:10]}); every "
                  f"benchmark process runs in a scope of its own: {scope.strategy().name}")
     machine = fingerprint.machine(p.suites[0].python)
@@ -170,15 +170,14 @@ def run(options: BenchOptions, config: BenchConfig, progress: Progress,
     return outcomes
 
 
-TORCH_SUITES = (VerifyStepBench, SglangEagle3Bench)
-
-
 def check_torch(suites: list[Suite], machine: dict) -> None:
-    """Refuse at once a suite that runs torch in an interpreter without it, instead of failing every
-    round; ``machine``: the fingerprint, which asked the first suite's interpreter already."""
+    """Refuse at once a suite that runs torch (`Suite.needs_torch`) in an interpreter without it,
+    instead of failing every round; ``machine``: the fingerprint, which asked the first suite's
+    interpreter already. ``suites``: as `plan` made them, each with its interpreter."""
     for suite in suites:
-        if not isinstance(suite, TORCH_SUITES) or suite.python is None:
+        if not suite.needs_torch:
             continue
+        assert suite.python is not None  # `plan` gives every suite one (the engine's by default)
         stack = machine if suite.python == suites[0].python else fingerprint.python_stack(suite.python)
         if "torch" not in stack:
             why = stack.get("torch_error") or "it did not answer perfbot's probe"

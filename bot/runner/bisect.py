@@ -101,11 +101,9 @@ def bisect(options: BisectOptions, config: RepoConfig, progress: Progress) -> Bi
             if isinstance(step, bisection.Probe):
                 suspect = suspects[step.sha]
                 progress.say(f"bisect: probe {step.sha[:10]} ({suspect.subject[:60]}): {step.reason}")
-                judged, path = runner.metric(good, step.sha, chosen.name, f"probe-{len(known)}")
-                outcome, why = bisect_report.judge_probe(judged, chosen)
+                outcome, why = runner.against_good(step.sha, chosen, "probe", f"probe-{len(known)}",
+                                                   measurements)
                 known[step.sha] = outcome
-                measurements.append(bisect_report.measurement("probe", good, step.sha, judged, outcome,
-                                                              why, path))
                 progress.say(f"bisect:   {outcome}: {chosen.name} {why}" if outcome != "skipped"
                              else f"bisect:   {outcome}: {why}")
                 continue
@@ -173,14 +171,16 @@ class _Runner:
         # Only the confirmation's kernels are reported (the culprit against its parent): the other
         # runs skip the profiled pass, whatever the suite's config says.
         options = _bench_options(self.options, base, head, path, None if label == "confirm" else False)
-        suite = bench.plan(options, self.config.bench).suites[0]
+        planned = bench.plan(options, self.config.bench)  # once: the run below is given it
+        suite = planned.suites[0]
         with Worktrees(self.kept.repo, self.kept.root) as scratch:
             trees = {"base": self.good_tree() if base == self.good else scratch.add("base", base),
                      "head": scratch.add("head", head)}
             shas = {"base": base, "head": head}
             for side, tree in trees.items():
                 self.verified(tree, shas[side], suite, "before the rounds")
-            outcome = bench.run(options, self.config.bench, self.progress, trees["base"], trees["head"])[0]
+            outcome = bench.run(options, self.config.bench, self.progress, trees["base"], trees["head"],
+                                planned)[0]
             try:
                 for side, tree in trees.items():
                     self.verified(tree, shas[side], suite, "after the rounds")
@@ -213,15 +213,22 @@ class _Runner:
             rechecked.append(sha)
             self.progress.say(f"bisect: the confirmation contradicts the probes; measuring {sha[:10]} "
                               f"against GOOD again")
-            judged, path = self.metric(self.good, sha, chosen.name, f"{RECHECK}-{len(rechecked)}")
-            outcome, why = bisect_report.judge_probe(judged, chosen)
-            measurements.append(bisect_report.measurement(RECHECK, self.good, sha, judged, outcome, why,
-                                                          path))
+            outcome, why = self.against_good(sha, chosen, RECHECK, f"{RECHECK}-{len(rechecked)}",
+                                             measurements)
             self.progress.say(f"bisect:   {outcome}: {why}")
             if outcome in ("ok", "bad") and outcome != known.get(sha):
                 known[sha] = outcome
                 return True
         return False
+
+    def against_good(self, sha: str, chosen: stats.MetricJudgement, purpose: str, label: str,
+                     measurements: list[Measurement]) -> tuple[bisection.Outcome, str]:
+        """Measure ``sha`` against GOOD on the chosen metric (a probe, or a probe again), judge it
+        against the reference and add it to ``measurements``: its outcome, and why."""
+        judged, path = self.metric(self.good, sha, chosen.name, label)
+        outcome, why = bisect_report.judge_probe(judged, chosen)
+        measurements.append(bisect_report.measurement(purpose, self.good, sha, judged, outcome, why, path))
+        return outcome, why
 
     def confirm(self, culprit: str, parent: str, chosen: stats.MetricJudgement,
                 measurements: list[Measurement]) -> Measurement:

@@ -14,6 +14,9 @@ from bot.core.judge import stats
 from bot.runner import bench, fingerprint
 from bot.runner.progress import Progress
 from bot.runner.suites.base import SuiteError
+from bot.runner.suites.command import CommandBench
+from bot.runner.suites.sglang_eagle3 import SglangEagle3Bench
+from bot.runner.suites.verify_step import VerifyStepBench
 
 
 @pytest.fixture(autouse=True)
@@ -175,3 +178,27 @@ def test_a_run_the_results_file_cannot_record_is_refused_before_any_round(bench_
                                                r"fingerprint: more than 5000 values$"):
         run(repo, base, head, tmp_path, rounds=1, warmup=0)
     assert not list((tmp_path / "out").glob("*.json"))
+
+
+class TorchCommandBench(CommandBench):
+    """A suite of no built-in kind whose rounds import torch."""
+
+    needs_torch = True
+
+
+def test_every_suite_that_needs_torch_is_checked_for_it_whatever_its_class(tmp_path):
+    config = CommandSuite(kind="command", command="true")
+    plain, torch_suite = CommandBench("plain", config), TorchCommandBench("mine", config)
+    plain.python = torch_suite.python = str(tmp_path / "python")
+    bench.check_torch([plain], {})  # a suite that does not need torch is not asked about it
+    with pytest.raises(bench.BenchError) as refused:
+        bench.check_torch([plain, torch_suite], {})
+    assert str(refused.value) == (
+        f"{tmp_path / 'python'}: this interpreter cannot import torch (it did not answer perfbot's probe), "
+        "and suite 'mine' runs torch: name the engine's interpreter with --python (the action's "
+        "engine-python) or bench.python")
+    bench.check_torch([plain, torch_suite], {"torch": "2.5.0"})
+
+
+def test_the_built_in_torch_suites_say_they_need_torch_and_the_command_suite_does_not():
+    assert VerifyStepBench.needs_torch and SglangEagle3Bench.needs_torch and not CommandBench.needs_torch

@@ -6,8 +6,10 @@ from __future__ import annotations
 import io
 import shutil
 import sys
+from collections import Counter
 
 from bot.core.config.schema import load as load_config
+from bot.runner import bench
 from bot.runner.bisect import BisectOptions, bisect
 from bot.runner.progress import Progress
 
@@ -48,3 +50,25 @@ def test_a_named_metric_is_bisected_on_and_said_to_be_the_one_asked_for(git_buil
     report, progress = run(git_builder, tmp_path, metric="other_ms")
     assert report.metric == "other_ms"
     assert "bisect: bisecting on other_ms (--metric), +400.0% from GOOD to BAD" in progress
+
+
+def test_each_run_of_the_bisection_is_planned_once(git_builder, tmp_path, monkeypatch):
+    """The suite a run's worktrees are checked with is the one it measures with: `bench.run` is
+    given the run's plan, not left to make it again (repository, revisions, interpreter)."""
+    planned, runs = Counter(), Counter()
+    plan, run_bench = bench.plan, bench.run
+
+    def counted_plan(options, config):
+        planned[options.out.name] += 1
+        return plan(options, config)
+
+    def counted_run(options, *args, **kwargs):
+        runs[options.out.name] += 1
+        return run_bench(options, *args, **kwargs)
+
+    monkeypatch.setattr(bench, "plan", counted_plan)
+    monkeypatch.setattr(bench, "run", counted_run)
+    report, _ = run(git_builder, tmp_path)
+    assert report.culprit is not None
+    assert any(name.startswith("probe-") for name in runs), runs  # the reference, probes, confirmation
+    assert planned == runs + Counter({"unused.json": 1})  # and the settings, once, without a run

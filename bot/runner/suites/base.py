@@ -78,6 +78,7 @@ class Suite(ABC):
     timeout: float | None = None
     python: str | None = None  # the engine's interpreter, which its processes run
     pass_env: tuple[str, ...] = ()  # the config's additions to the allow-listed environment
+    needs_torch: bool = False  # its rounds import torch: `perfbot bench run` refuses an interpreter without
 
     @property
     @abstractmethod

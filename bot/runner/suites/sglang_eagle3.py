@@ -49,6 +49,7 @@ METRICS = {
 
 class SglangEagle3Bench(BuiltInSuite):
     METRICS = METRICS
+    needs_torch = True
     config: SglangEagle3Suite
 
     def round_commands(self, context: RoundContext) -> list[Command]:

@@ -38,6 +38,7 @@ FOLLOW_THE_MODE = ("cycle_ms", "tok_s")
 
 class VerifyStepBench(BuiltInSuite):
     METRICS = METRICS
+    needs_torch = True
     config: VerifyStepSuite
 
     def round_commands(self, context: RoundContext) -> list[Command]:
