@@ -33,7 +33,7 @@ def when_storage_is_there(start: Callable[[], T]) -> T | None:
     """``start()``, again and again while the database or the queue is unavailable (one line per
     attempt, waiting longer each time up to 15 s): a worker started while PostgreSQL restarts
     waits for it rather than exiting; anything else, a schema that cannot be migrated among them
-    (`bot.bootstrap.SchemaNotMigrated`), is raised at once. None when told to stop meanwhile."""
+    (`SchemaNotMigrated`), is raised at once. None when told to stop meanwhile."""
     _stop_on_signals()
     for attempt in itertools.count():
         try:

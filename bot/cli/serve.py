@@ -62,8 +62,7 @@ def run_serve(args: argparse.Namespace) -> int:
     for name in ("port", "workers", "threads", "consumers", "consumer_threads"):
         if getattr(args, name) < (0 if name == "port" else 1):
             raise UsageError(f"--{name.replace('_', '-')} must be positive")
-    from bot.bootstrap import SchemaNotMigrated
-    from bot.service.failures import StorageUnavailable
+    from bot.service.failures import SchemaNotMigrated, StorageUnavailable
 
     try:
         server.serve(settings, args.host, args.port, args.workers, args.threads, args.consumers,
@@ -79,6 +78,7 @@ def run_serve(args: argparse.Namespace) -> int:
 def run_worker(args: argparse.Namespace) -> int:
     from bot import bootstrap, worker
     from bot.service import logs
+    from bot.service.failures import SchemaNotMigrated
 
     settings = _settings()
     logs.configure(settings.log_level)
@@ -86,7 +86,7 @@ def run_worker(args: argparse.Namespace) -> int:
         raise UsageError("--threads must be positive")
     try:
         runtime = worker.when_storage_is_there(lambda: bootstrap.build(settings))
-    except bootstrap.SchemaNotMigrated as error:  # not tried again: waiting would not help
+    except SchemaNotMigrated as error:  # not tried again: waiting would not help
         raise UserError(str(error)) from None
     if runtime is None:  # told to stop while it waited
         return 0

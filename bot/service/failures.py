@@ -68,6 +68,12 @@ class StorageUnavailable(Transient):
     or made read-only. Nothing was stored by the call that raised it."""
 
 
+class SchemaNotMigrated(Exception):  # noqa: N818 - a state of the database, as StorageUnavailable
+    """The database answered, but its schema could not be brought to this version's: a migration
+    failed on what it found there (a column or table already there, a revision this version does
+    not know, no right to create tables). Not `Transient`: waiting would not help, a person must."""
+
+
 class QueueUnavailable(Transient):
     """The queue cannot take or hand out jobs now."""
 

@@ -12,7 +12,7 @@ from sqlalchemy.pool import Pool
 
 from bot import bootstrap
 from bot.adapters.store.database import make_engine
-from bot.service.failures import QueueUnavailable, StorageUnavailable, Transient
+from bot.service.failures import QueueUnavailable, SchemaNotMigrated, StorageUnavailable, Transient
 from bot.settings import Settings
 
 
@@ -68,7 +68,7 @@ def test_a_migration_that_fails_on_the_schema_it_finds_is_no_unavailable_databas
                                                                                   start):
     settings = Settings.from_env({"PERFBOT_DATABASE_URL": sqlite_with_a_conflicting_column(tmp_path),
                                   "PERFBOT_QUEUE_URL": f"sqlite:///{tmp_path / 'huey.db'}"})
-    with pytest.raises(bootstrap.SchemaNotMigrated) as raised:
+    with pytest.raises(SchemaNotMigrated) as raised:
         start(settings)
     assert not isinstance(raised.value, Transient), "waiting would not help: not tried again"
     assert str(raised.value) == "the database's schema could not be migrated: duplicate column name: subject"
@@ -89,5 +89,5 @@ def test_a_database_newer_than_this_version_cannot_be_migrated(tmp_path):
     with engine.begin() as connection:
         connection.execute(text("UPDATE alembic_version SET version_num = '9999'"))
     engine.dispose()
-    with pytest.raises(bootstrap.SchemaNotMigrated, match="could not be migrated: .*9999"):
+    with pytest.raises(SchemaNotMigrated, match="could not be migrated: .*9999"):
         bootstrap.migrate(Settings.from_env({"PERFBOT_DATABASE_URL": url}))

@@ -34,10 +34,17 @@ class SqlStore(Store):
 
     @classmethod
     def connect(cls, url: str, migrate_schema: bool = True) -> SqlStore:
+        """The store on ``url``, its schema migrated unless ``migrate_schema`` is false:
+        `StorageUnavailable` when the database cannot be used now, `SchemaNotMigrated` when a
+        migration failed on the schema it found; no connection left open by either."""
         store = cls(make_engine(url))
         if migrate_schema:
-            with store.db.usable():  # a database down or read-only: StorageUnavailable, no SIGBUS
-                migrate.upgrade(store.engine)
+            try:
+                with store.db.usable():  # a database down or read-only: StorageUnavailable, no SIGBUS
+                    migrate.upgrade(store.engine)
+            except BaseException:
+                store.engine.dispose()
+                raise
         return store
 
     def ping(self) -> None:
