@@ -61,7 +61,7 @@ MAX_EXTRA_ROUNDS = 1000
 OUTLIER_MADS = 5.0
 OUTLIER_SHARE = 0.2
 # Above this many rounds a side, Shamos' deviation is taken over this many of its rounds, evenly
-# spaced in value order (every pair of 10,000 rounds would take an n x n matrix: ~800 MB a metric).
+# spaced in value order (every pair of n rounds takes n x n matrices: 5,000 rounds, ~600 MB a metric).
 SPREAD_ROUNDS = 500
 # The median |x - y| of two draws of a normal distribution, in standard deviations: sqrt(2) x 0.6745.
 _PAIR_TO_SD = math.sqrt(2) * float(scipy_stats.norm.ppf(0.75))
@@ -555,12 +555,14 @@ def _spread_sample(side: np.ndarray) -> np.ndarray:
     blind to the order the rounds ran in."""
     if side.size <= SPREAD_ROUNDS:
         return side
-    return np.sort(side)[np.linspace(0, side.size - 1, SPREAD_ROUNDS).round().astype(int)]
+    quantiles: np.ndarray = np.sort(side)[np.linspace(0, side.size - 1, SPREAD_ROUNDS).round().astype(int)]
+    return quantiles
 
 
 def _pair_differences(side: np.ndarray) -> np.ndarray:
     """``|x - y|`` for every pair of two of the side's values."""
-    return np.abs(side[:, None] - side[None, :])[np.triu_indices(side.size, 1)]
+    differences: np.ndarray = np.abs(side[:, None] - side[None, :])[np.triu_indices(side.size, 1)]
+    return differences
 
 
 def _trim(base: np.ndarray, head: np.ndarray, base_se: np.ndarray | None, head_se: np.ndarray | None,
