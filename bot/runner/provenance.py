@@ -99,7 +99,7 @@ def verify(tree: Path, sha: str, suite: Suite, when: str) -> Checked:
             imported.append(name)
         else:
             raise ProvenanceError(
-                f"{suite.python or 'python'} imports {name} from {where}, not from the worktree of "
+                f"{_python(suite)} imports {name} from {where}, not from the worktree of "
                 f"{sha[:10]} ({tree}) {when}: every run would measure that copy (an installed or "
                 f"editable package shadows the checkout); uninstall it, or put the checkout's own "
                 f"folder first on the path in the suite's env (PYTHONPATH)")
@@ -129,10 +129,10 @@ def _resolve(tree: Path, packages: list[str], suite: Suite) -> dict[str, str | N
         extra = next(iter(suite.round_commands(context)), None)
         env = child_env(extra.env if extra else {}, context, suite.python, suite.pass_env)
         try:
-            done = subprocess.run([suite.python or "python3", "-c", _FIND, *packages], cwd=tree, env=env,
+            done = subprocess.run([_python(suite), "-c", _FIND, *packages], cwd=tree, env=env,
                                   capture_output=True, text=True, timeout=_TIMEOUT, check=False)
         except (OSError, subprocess.TimeoutExpired) as error:
-            raise ProvenanceError(f"cannot ask {suite.python} where it imports {', '.join(packages)} "
+            raise ProvenanceError(f"cannot ask {_python(suite)} where it imports {', '.join(packages)} "
                                   f"from: {error}") from None
     try:
         found = json.loads(done.stdout.strip().splitlines()[-1]) if done.stdout.strip() else None
@@ -140,6 +140,11 @@ def _resolve(tree: Path, packages: list[str], suite: Suite) -> dict[str, str | N
         found = None
     if done.returncode != 0 or not isinstance(found, dict):
         last = (done.stderr.strip().splitlines() or ["no output"])[-1][:300]
-        raise ProvenanceError(f"cannot ask {suite.python} where it imports {', '.join(packages)} from: "
+        raise ProvenanceError(f"cannot ask {_python(suite)} where it imports {', '.join(packages)} from: "
                               f"{last}")
     return {name: value if isinstance(value, str) else None for name, value in found.items()}
+
+
+def _python(suite: Suite) -> str:
+    """The interpreter that answers for the suite: its own, or python3 on PATH."""
+    return suite.python or "python3"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shutil
+import subprocess
 import sys
 
 import pytest
@@ -86,3 +87,36 @@ def test_an_interpreter_that_cannot_answer_is_an_error(checkout, tmp_path):
     broken.python = str(tmp_path / "no-such-python")
     with pytest.raises(provenance.ProvenanceError, match="cannot ask .*no-such-python where it imports engine"):
         provenance.verify(tree, sha, broken, "before the rounds")
+
+
+def test_without_a_python_of_its_own_the_messages_name_python3_the_interpreter_asked(
+        git_builder, tmp_path, monkeypatch):
+    """A suite with no python runs python3 on PATH: the refusals say so, never "None"."""
+    sha = git_builder.commit("layout", {"python/engine/__init__.py": "", "README.md": "x\n"})
+    tree = tmp_path / "tree"
+    git_builder.git("worktree", "add", "-q", "--detach", str(tree), sha)
+    default = suite()
+    default.python = None
+    elsewhere = tmp_path / "main" / "python" / "engine"
+    elsewhere.mkdir(parents=True)
+    (elsewhere / "__init__.py").write_text("")
+    shadowed = suite({"PYTHONPATH": str(elsewhere.parent)})
+    shadowed.python = None
+    with pytest.raises(provenance.ProvenanceError, match=r"^python3 imports engine from "):
+        provenance.verify(tree, sha, shadowed, "before the rounds")
+
+    def unstartable(*args, **kwargs):
+        raise OSError("exec format error")
+
+    monkeypatch.setattr(provenance.subprocess, "run", unstartable)
+    with pytest.raises(provenance.ProvenanceError,
+                       match="^cannot ask python3 where it imports engine from: exec format error$"):
+        provenance.verify(tree, sha, default, "before the rounds")
+
+    def failing(command, **kwargs):
+        return subprocess.CompletedProcess(command, 1, "", "Traceback...\nImportError: broken site\n")
+
+    monkeypatch.setattr(provenance.subprocess, "run", failing)
+    with pytest.raises(provenance.ProvenanceError,
+                       match="^cannot ask python3 where it imports engine from: ImportError: broken site$"):
+        provenance.verify(tree, sha, default, "before the rounds")

@@ -219,8 +219,8 @@ def _confirmed(confirmation: Measurement) -> str:
         return ("likely, not confirmed: the run against its parent leaned towards the regression "
                 "but did not decide it (more rounds would)")
     if confirmation.verdict == "regression":
-        return ("NOT confirmed: against its parent it regressed less than halfway to BAD, so "
-                "another commit carries most of the regression")
+        return ("NOT confirmed: it regressed against its parent, but its measured change is less "
+                "than halfway to BAD's; another commit may carry part of the regression")
     return "NOT confirmed against its parent"
 
 

@@ -319,7 +319,7 @@ class BenchConfig(_Strict):
 
 def reaches(level: str, trigger: TriggerLevel) -> bool:
     """Whether a risk ``level`` ('none' ... 'high') is at or above a dispatch ``trigger`` level."""
-    return trigger != "never" and LEVELS.index(level) >= LEVELS.index(trigger)
+    return trigger != "never" and vocabulary.reaches(level, trigger)
 
 
 class RepoConfig(_Strict):

@@ -60,6 +60,9 @@ TRIM_ROUNDS = 5
 MAX_EXTRA_ROUNDS = 1000
 OUTLIER_MADS = 5.0
 OUTLIER_SHARE = 0.2
+# Above this many rounds a side, Shamos' deviation is taken over this many of its rounds, evenly
+# spaced in value order (every pair of n rounds takes n x n matrices: 5,000 rounds, ~600 MB a metric).
+SPREAD_ROUNDS = 500
 # The median |x - y| of two draws of a normal distribution, in standard deviations: sqrt(2) x 0.6745.
 _PAIR_TO_SD = math.sqrt(2) * float(scipy_stats.norm.ppf(0.75))
 _LOCKSTEP = 1e-9  # log-scale tolerance for two metrics that are fixed transforms of each other
@@ -526,7 +529,9 @@ def outliers(base: Sequence[float] | np.ndarray, head: Sequence[float] | np.ndar
     a side's median, one of its own values, cannot shrink it as it shrinks a MAD of a few rounds).
     Each side's own center keeps a large true change from hiding an outlier: around the median of
     both sides pooled, a shift makes the values bimodal and the deviation swells with it. On the
-    log scale a metric and its inverse (``tok_s`` of ``cycle_ms``) lose the same rounds.
+    log scale a metric and its inverse (``tok_s`` of ``cycle_ms``) lose the same rounds. Above
+    `SPREAD_ROUNDS` rounds a side the deviation is taken over that many of its rounds (see
+    `_spread_sample`); every round is still tested against it.
     """
     b, h = np.asarray(base, dtype=float), np.asarray(head, dtype=float)
     none = np.zeros(b.shape, dtype=bool), np.zeros(h.shape, dtype=bool)
@@ -535,14 +540,29 @@ def outliers(base: Sequence[float] | np.ndarray, head: Sequence[float] | np.ndar
         return none
     with np.errstate(all="ignore"):
         logs = [np.log(side) for side in (b, h)]
-        pairs = np.concatenate([np.abs(side[:, None] - side[None, :])[np.triu_indices(side.size, 1)]
-                                for side in logs])
+        pairs = np.concatenate([_pair_differences(_spread_sample(side)) for side in logs])
         spread = float(np.median(pairs)) / _PAIR_TO_SD
         far = [np.abs(side - np.median(side)) > OUTLIER_MADS * spread for side in logs]
     dropped = sum(int(f.sum()) for f in far)
     if not math.isfinite(spread) or spread == 0 or dropped > OUTLIER_SHARE * (b.size + h.size):
         return none
     return far[0], far[1]
+
+
+def _spread_sample(side: np.ndarray) -> np.ndarray:
+    """The side itself up to `SPREAD_ROUNDS` values; above, `SPREAD_ROUNDS` of its values evenly
+    spaced in sorted order (its quantiles, from the least to the greatest): deterministic, and
+    blind to the order the rounds ran in."""
+    if side.size <= SPREAD_ROUNDS:
+        return side
+    quantiles: np.ndarray = np.sort(side)[np.linspace(0, side.size - 1, SPREAD_ROUNDS).round().astype(int)]
+    return quantiles
+
+
+def _pair_differences(side: np.ndarray) -> np.ndarray:
+    """``|x - y|`` for every pair of two of the side's values."""
+    differences: np.ndarray = np.abs(side[:, None] - side[None, :])[np.triu_indices(side.size, 1)]
+    return differences
 
 
 def _trim(base: np.ndarray, head: np.ndarray, base_se: np.ndarray | None, head_se: np.ndarray | None,

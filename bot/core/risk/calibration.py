@@ -12,9 +12,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
-from bot.core.config.schema import LEVELS
+from bot.core.vocabulary import FLAGGED_LEVELS, LEVELS
 
-FLAGGED_LEVELS = ("medium", "high")
 REGRESSED_STATES = ("confirmed", "reverted", "fixed")
 CLEARED_STATES = ("false_alarm",)
 CLEAR_VERDICTS = {"regression": True, "improvement": False, "unchanged": False}

@@ -152,9 +152,9 @@ def test_a_confirmation_short_of_halfway_is_not_confirmed_and_the_probes_that_le
             bisect_report.Measurement("probe", GOOD, SECOND, "ok", "regression", 1.2, (1.1, 1.3), 0.001,
                                       "probe.json", "short")]
     report = conclude(bisection.Culprit(SECOND, FIRST, 3), runs, short)
-    assert report.conclusion.endswith("+10.0% against its parent, NOT confirmed: against its parent it "
-                                      "regressed less than halfway to BAD, so another commit carries most "
-                                      "of the regression")
+    assert report.conclusion.endswith("+10.0% against its parent, NOT confirmed: it regressed against "
+                                      "its parent, but its measured change is less than halfway to BAD's; "
+                                      "another commit may carry part of the regression")
     assert report.notes == (
         f"probe {SECOND[:10]} regressed +20.0% against {GOOD[:10]}, short of halfway to BAD: counted ok "
         "(the regression may come in steps)",

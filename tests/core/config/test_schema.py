@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import json
+from typing import get_args
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from bot.core import vocabulary
 from bot.core.config import schema as config
 from bot.core.config.schema import ConfigError
 from bot.core.risk import profiles, ruleset
@@ -139,3 +141,15 @@ def test_the_dispatch_section_has_defaults_and_says_what_is_wrong():
 def test_reaches_compares_risk_levels_and_never_reaches_nothing():
     assert config.reaches("high", "medium") and config.reaches("medium", "medium")
     assert not config.reaches("low", "medium") and not config.reaches("high", "never")
+
+
+def test_reaches_is_the_vocabulary_s_order_with_never_reaching_nothing():
+    """Every risk level against every trigger, against the rule as the schema once spelled it out."""
+    def spelled_out(level, trigger):
+        return trigger != "never" and config.LEVELS.index(level) >= config.LEVELS.index(trigger)
+
+    triggers = get_args(config.TriggerLevel)
+    assert set(triggers) == {*config.LEVELS[1:], "never"}
+    for level in vocabulary.LEVELS:
+        for trigger in triggers:
+            assert config.reaches(level, trigger) == spelled_out(level, trigger), (level, trigger)

@@ -81,3 +81,59 @@ def test_a_derived_metric_leaves_out_the_rounds_its_source_leaves_out():
     assert masks["cycle_ms"] is masks["tok_s"]  # one group: one set of exclusions
     assert masks["cycle_ms"][0].tolist() == [False, False, False, False, True, False]
     assert not masks["accept_length"][0].any()  # not derived from the cycle: its own
+
+
+def _exact_outliers(base, head):
+    """`stats.outliers` with Shamos' deviation over every pair of rounds, as it was computed for any
+    number of rounds (an n×n matrix per side)."""
+    logs = [np.log(np.asarray(side, dtype=float)) for side in (base, head)]
+    pairs = np.concatenate([np.abs(side[:, None] - side[None, :])[np.triu_indices(side.size, 1)]
+                            for side in logs])
+    spread = float(np.median(pairs)) / stats._PAIR_TO_SD
+    far = [np.abs(side - np.median(side)) > stats.OUTLIER_MADS * spread for side in logs]
+    if spread == 0 or sum(int(f.sum()) for f in far) > stats.OUTLIER_SHARE * (logs[0].size + logs[1].size):
+        return np.zeros(logs[0].shape, bool), np.zeros(logs[1].shape, bool)
+    return far[0], far[1]
+
+
+def _quiet_rounds(rng, count):
+    """Rounds with 1% noise, none beyond 3 deviations: far from the 5-deviation line for any
+    estimate of the deviation within a factor of 1.5 of the exact one."""
+    return 100.0 * np.exp(0.01 * np.clip(rng.normal(size=count), -3, 3))
+
+
+def test_up_to_the_cap_the_deviation_is_taken_over_every_pair_of_rounds():
+    rng = np.random.default_rng(11)
+    for count in (5, 37, stats.SPREAD_ROUNDS):
+        base, head = np.exp(rng.standard_t(3, size=count)), np.exp(rng.standard_t(3, size=count) + 0.1)
+        got, want = stats.outliers(base, head), _exact_outliers(base, head)
+        assert got[0].tolist() == want[0].tolist() and got[1].tolist() == want[1].tolist()
+
+
+def test_many_rounds_are_judged_in_bounded_memory_and_still_lose_a_planted_outlier():
+    """Results files come from outside (up to `results.MAX_ROUNDS` rounds): Shamos' deviation over
+    every pair of 5,000 rounds a side took an n×n matrix per side (about 600 MB and 2 s a metric).
+    Above `stats.SPREAD_ROUNDS` rounds a side the deviation comes from a subsample; every round is
+    still tested against it."""
+    import tracemalloc
+
+    rng = np.random.default_rng(5)
+    base, head = _quiet_rounds(rng, 5000), _quiet_rounds(rng, 5000) * 1.1
+    base[1234], head[4321] = 150.0, 60.0
+    tracemalloc.start()
+    try:
+        far_base, far_head = stats.outliers(base, head)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 50 * 2**20, f"{peak / 2**20:.0f} MiB"
+    assert np.flatnonzero(far_base).tolist() == [1234] and np.flatnonzero(far_head).tolist() == [4321]
+
+
+def test_above_the_cap_the_subsampled_deviation_finds_what_every_pair_finds():
+    rng = np.random.default_rng(7)
+    base, head = _quiet_rounds(rng, 1500), _quiet_rounds(rng, 900) * 0.8
+    base[[3, 700]], head[[10, 11, 899]] = 120.0, (70.0, 95.0, 60.0)
+    got, want = stats.outliers(base, head), _exact_outliers(base, head)
+    assert want[0].sum() == 2 and want[1].sum() == 3
+    assert got[0].tolist() == want[0].tolist() and got[1].tolist() == want[1].tolist()

@@ -53,3 +53,11 @@ def test_no_outcomes_give_empty_figures_not_errors():
     result = calibrate([])
     assert (result.precision, result.recall, result.missed) == (None, None, 0)
     assert all(row.precision is None for row in result.levels)
+
+
+def test_the_flagged_levels_are_the_vocabulary_s():
+    """Calibration counts as flagged what the PR labels and the dashboard flags: one definition."""
+    from bot.core import vocabulary
+    from bot.core.risk import calibration
+
+    assert calibration.FLAGGED_LEVELS is vocabulary.FLAGGED_LEVELS
