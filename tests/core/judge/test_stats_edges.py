@@ -335,3 +335,11 @@ def test_neighbouring_rounds_count_in_the_outliers_deviation():
     """Rounds that alternate 10, 12: only neighbours differ, so without their pairs the deviation
     would halve and a head round of 22 would look far."""
     assert not stats.outliers([10.0, 12.0, 10.0, 12.0, 10.0], [10.0, 12.0, 10.0, 12.0, 22.0])[1].any()
+
+
+def test_above_500_rounds_the_spread_is_taken_over_500_quantiles_from_the_least_to_the_greatest():
+    assert stats.SPREAD_ROUNDS == 500
+    side = np.arange(1000.0)[::-1]  # in run order, not value order
+    sample = stats._spread_sample(side)
+    assert sample.size == 500 and (sample[0], sample[-1]) == (0.0, 999.0) and np.all(np.diff(sample) > 0)
+    assert np.array_equal(stats._spread_sample(side[:500]), side[:500])  # up to 500: every round, as it is
