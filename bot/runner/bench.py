@@ -177,11 +177,11 @@ def check_torch(suites: list[Suite], machine: dict) -> None:
     for suite in suites:
         if not suite.needs_torch:
             continue
-        assert suite.python is not None  # `plan` gives every suite one (the engine's by default)
-        stack = machine if suite.python == suites[0].python else fingerprint.python_stack(suite.python)
+        python = suite.python or "python3"  # `plan` gives every suite one; else what its commands run
+        stack = machine if suite.python == suites[0].python else fingerprint.python_stack(python)
         if "torch" not in stack:
             why = stack.get("torch_error") or "it did not answer perfbot's probe"
-            raise BenchError(f"{suite.python}: this interpreter cannot import torch ({why}), and suite "
+            raise BenchError(f"{python}: this interpreter cannot import torch ({why}), and suite "
                              f"'{suite.name}' runs torch: name the engine's interpreter with --python (the "
                              f"action's engine-python) or bench.python")
 
