@@ -90,26 +90,23 @@ def _gather(services: Services, github: GitHub, event: CommandEvent, command: gr
     facts = policy.Facts(
         pull=pull, login=event.login, permission=github.permission(repo, event.login),
         approved=pull.fork and store.work.approved(repo, pull.number, pull.head_sha),
-        seen_head=_seen_head(services, event, pull, command), active=None, user_last=None, pr_last=None,
+        seen=_seen(services, event, pull, command), active=None, user_last=None, pr_last=None,
         now=services.now())
     return _Snapshot(event=event, github=github, pull=pull, config=config, config_error=config_error,
                      facts=facts)
 
 
-def _seen_head(services: Services, event: CommandEvent, pull: PullInfo,
-               command: grammar.Command) -> str | None:
-    """The head the command's author read: a review's commit; the head the comment names; else the
-    head, if it was pushed before the comment was written (by GitHub's clocks)."""
+def _seen(services: Services, event: CommandEvent, pull: PullInfo, command: grammar.Command) -> policy.Seen:
+    """What tells which head the author of an approval read: a review's commit, else the pushes
+    perfbot recorded before the comment was written (by GitHub's clocks)."""
     if not isinstance(command, grammar.Approve):
-        return pull.head_sha
+        return policy.Seen()
     if event.commit_id is not None:
-        return event.commit_id
-    if command.sha is not None:
-        return pull.head_sha if pull.head_sha.startswith(command.sha) else None
-    pushed = services.store.work.head_pushed_at(pull.repo, pull.number, pull.head_sha)
-    if pushed is None or event.created_at is None or not pushed < event.created_at:
-        return None
-    return pull.head_sha
+        return policy.Seen(reviewed=event.commit_id)
+    if event.created_at is None:
+        return policy.Seen()
+    pushes = services.store.work.pushes_before(pull.repo, pull.number, event.created_at)
+    return policy.Seen(pushes=tuple(policy.Push(sha, at) for sha, at in pushes))
 
 
 def _decide(services: Services, snapshot: _Snapshot, command: grammar.Command) -> policy.Decision:

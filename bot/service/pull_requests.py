@@ -54,7 +54,7 @@ def handle(event: PullRequestEvent, services: Services) -> None:
 def _pushed(event: PullRequestEvent, services: Services) -> None:
     store, repo, number = services.store, event.repo.full_name, event.number
     if event.action in _NEW_HEADS:
-        store.work.saw_head(repo, number, event.head_sha, event.updated_at or services.now())
+        store.work.record_push(repo, number, event.head_sha, event.updated_at or services.now())
     github = services.github.for_installation(event.repo.installation_id)
     try:
         pull = github.pull(repo, number)

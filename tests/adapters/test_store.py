@@ -6,7 +6,7 @@ from __future__ import annotations
 import threading
 import time
 from dataclasses import replace
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime, timedelta, timezone
 
 from sqlalchemy import inspect, text
 
@@ -95,11 +95,28 @@ def test_merges_are_listed_newest_first_with_their_risk(store):
     assert merges[1].merged_at == old
 
 
-def test_the_first_push_of_a_head_is_remembered(store):
-    store.work.saw_head("o/a", 3, "a" * 40, NOW)
-    store.work.saw_head("o/a", 3, "a" * 40, NOW + timedelta(hours=1))  # a replay, or a reopen
-    assert store.work.head_pushed_at("o/a", 3, "a" * 40) == NOW
-    assert store.work.head_pushed_at("o/a", 3, "b" * 40) is None
+def test_every_push_of_a_head_is_kept_in_order(store):
+    """A commit pushed again is a later push (an approval's comment between them was written on the
+    other head); the same push delivered twice is one; a time with another offset is the same instant."""
+    x, r = "c" * 40, "a" * 40
+    store.work.record_push("o/a", 3, x, NOW)
+    store.work.record_push("o/a", 3, r, NOW + timedelta(minutes=1))
+    store.work.record_push("o/a", 3, x, NOW + timedelta(minutes=3))
+    store.work.record_push("o/a", 3, x, NOW + timedelta(minutes=3))  # a redelivery of the same event
+    store.work.record_push("o/a", 4, "d" * 40, NOW)  # another pull request
+    plus_two = timezone(timedelta(hours=2))
+    comment_at = (NOW + timedelta(minutes=2)).astimezone(plus_two)
+    assert store.work.pushes_before("o/a", 3, comment_at) == [(x, NOW), (r, NOW + timedelta(minutes=1))]
+    assert store.work.pushes_before("o/a", 3, NOW + timedelta(minutes=4)) == [
+        (x, NOW), (r, NOW + timedelta(minutes=1)), (x, NOW + timedelta(minutes=3))]
+    assert store.work.pushes_before("o/a", 3, NOW) == [], "a push at the comment's second is not before it"
+
+
+def test_pushes_of_one_second_keep_the_order_they_were_recorded_in(store):
+    for sha in ("e" * 40, "c" * 40, "a" * 40):
+        store.work.record_push("o/a", 3, sha, NOW)
+    assert [sha for sha, _ in store.work.pushes_before("o/a", 3, NOW + timedelta(seconds=1))] == [
+        "e" * 40, "c" * 40, "a" * 40]
 
 
 def test_migrating_twice_changes_nothing(store):

@@ -188,15 +188,71 @@ def test_a_push_between_an_approval_and_its_processing_is_not_approved(services,
     assert github.dispatches == []
 
 
-def test_an_approval_of_a_head_nobody_saw_pushed_must_name_it(services, github):
-    fork(github)  # opened before the bot was installed: no push time is known
+def test_an_approval_of_a_head_nobody_saw_pushed_must_name_it_in_full(services, github):
+    fork(github)  # opened before the bot was installed: no push is known
     send(services, "issue_comment", comment("/bench approve", comment_id=2))
-    assert reactions(github, 2) == ["confused"] and github.dispatches == []
     send(services, "issue_comment", comment(f"/bench approve {HEAD_SHA[:7]}", comment_id=3))
-    send(services, "issue_comment", comment(f"/bench approve {NEW_HEAD[:12]}", comment_id=4))
-    assert reactions(github, 3) == ["eyes", "+1"] and reactions(github, 4) == ["confused"]
+    assert reactions(github, 2) == reactions(github, 3) == ["confused"] and github.dispatches == []
+    assert all(f"/bench approve {HEAD_SHA}" in reply for reply in replies(github))
+    send(services, "issue_comment", comment(f"/bench approve {HEAD_SHA}", comment_id=4))
+    assert reactions(github, 4) == ["eyes", "+1"]
     send(services, "issue_comment", comment("/bench", comment_id=5))
     assert len(github.dispatches) == 1
+
+
+def push(services: Services, github: FakeGitHub, sha: str, minute: int) -> None:
+    """The fork pushes ``sha`` at ``minute``, and perfbot processes the push."""
+    github.heads[(REPO, NUMBER)] = sha
+    send(services, "pull_request", pull_request("synchronize", sha, minute=minute))
+
+
+def test_an_older_head_pushed_again_before_the_approval_is_processed_is_not_approved(services, github):
+    """The fork pushed X, then R; the maintainer read R and approved; X is pushed again in the
+    second before perfbot gets to the approval. X's first push was before the comment, but the head
+    the maintainer read was R."""
+    fork(github)
+    unread, read = "c" * 40, HEAD_SHA
+    push(services, github, unread, minute=0)
+    push(services, github, read, minute=1)
+    github.heads[(REPO, NUMBER)] = unread  # pushed at minute 3, not yet processed
+    send(services, "issue_comment", comment("/bench approve", comment_id=2, minute=2))
+    assert not services.store.work.approved(REPO, NUMBER, unread)
+    assert reactions(github, 2) == ["confused"] and f"/bench approve {unread}" in replies(github)[-1]
+    send(services, "pull_request", pull_request("synchronize", unread, minute=3))
+    send(services, "issue_comment", comment("/bench", comment_id=3, minute=4))
+    assert github.dispatches == []
+
+
+def test_an_approval_naming_a_prefix_is_not_taken_by_a_commit_ground_to_share_it(services, github):
+    """The maintainer approves the 7-hex prefix of the head they read; the fork pushes a commit
+    ground to share that prefix in the second before perfbot gets to the approval."""
+    fork(github)
+    read, ground = "abcdef1" + "0" * 33, "abcdef1" + "9" * 33
+    push(services, github, read, minute=0)
+    github.heads[(REPO, NUMBER)] = ground  # pushed at minute 2, not yet processed
+    send(services, "issue_comment", comment(f"/bench approve {read[:7]}", comment_id=2, minute=1))
+    assert not services.store.work.approved(REPO, NUMBER, ground)
+    assert services.store.work.approved(REPO, NUMBER, read), "the full sha of the push the prefix named"
+    send(services, "pull_request", pull_request("synchronize", ground, minute=2))
+    send(services, "issue_comment", comment("/bench", comment_id=3, minute=3))
+    assert github.dispatches == []
+
+
+def test_a_prefix_that_names_no_push_or_several_is_refused_with_the_full_sha(services, github):
+    fork(github)
+    first, second = "abcdef1" + "0" * 33, "abcdef1" + "9" * 33
+    push(services, github, first, minute=0)
+    push(services, github, second, minute=1)
+    send(services, "issue_comment", comment("/bench approve abcdef1", comment_id=2, minute=2))
+    send(services, "issue_comment", comment("/bench approve 1234567", comment_id=3, minute=2))
+    assert reactions(github, 2) == reactions(github, 3) == ["confused"]
+    ambiguous, unmatched = replies(github)[-2:]
+    assert "abcdef1" in ambiguous and f"/bench approve {second}" in ambiguous
+    assert "1234567" in unmatched and f"/bench approve {second}" in unmatched
+    assert not services.store.work.approved(REPO, NUMBER, first)
+    assert not services.store.work.approved(REPO, NUMBER, second)
+    send(services, "issue_comment", comment(f"/bench approve {second}", comment_id=4, minute=3))
+    assert services.store.work.approved(REPO, NUMBER, second)
 
 
 def test_an_approval_in_a_review_binds_to_the_reviewed_commit(services, github):
