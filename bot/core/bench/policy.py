@@ -108,11 +108,8 @@ Decision = Refuse | Dispatch | ShowHelp | CancelRun | ApproveHead | Acknowledge
 
 def decide(command: grammar.Command, facts: Facts, bench: BenchConfig) -> Decision:
     """What to do about ``command``."""
-    if isinstance(command, grammar.Help):
-        return ShowHelp()
-    if facts.permission not in WRITE:
-        return Refuse("only people with write access to this repository can start benchmarks",
-                      "ask a maintainer to comment /bench for you")
+    if isinstance(command, grammar.Help) or facts.permission not in WRITE:
+        return without_write(command)
     if not facts.pull.open:
         return Refuse("this pull request is closed", "reopen it to benchmark it")
     if isinstance(command, grammar.Invalid):
@@ -126,6 +123,15 @@ def decide(command: grammar.Command, facts: Facts, bench: BenchConfig) -> Decisi
             return Refuse("no benchmark of this pull request is running", "comment /bench to start one")
         return CancelRun()
     return _run(command, facts, bench)
+
+
+def without_write(command: grammar.Command) -> ShowHelp | Refuse:
+    """The answer to someone without write access, which the command alone decides: help is for
+    everyone, everything else is refused (nothing else needs to be read for it)."""
+    if isinstance(command, grammar.Help):
+        return ShowHelp()
+    return Refuse("only people with write access to this repository can start benchmarks",
+                  "ask a maintainer to comment /bench for you")
 
 
 def _approve(command: grammar.Approve, facts: Facts) -> Decision:

@@ -82,6 +82,12 @@ def test_help_is_for_everyone():
     assert policy.decide(grammar.Help(), facts(permission="none"), CONFIG) == policy.ShowHelp()
 
 
+@pytest.mark.parametrize("command", [grammar.Run(), grammar.Approve(), grammar.Cancel(), grammar.Ack("x"),
+                                     grammar.Invalid("x"), grammar.Help()])
+def test_the_answer_to_someone_without_write_access_needs_no_other_fact(command):
+    assert policy.without_write(command) == policy.decide(command, facts(permission="read"), CONFIG)
+
+
 def test_a_closed_pull_request_is_not_benchmarked():
     decision = policy.decide(grammar.Run(), facts(pull={"open": False}), CONFIG)
     assert isinstance(decision, policy.Refuse) and "closed" in decision.reason
