@@ -25,7 +25,8 @@ Decision = TypeVar("Decision")
 class Admission:
     """What a `/bench` decision depends on that concurrent commands change, read inside the
     admission's transaction: the command's own request if a replay recorded it already, the pull
-    request's active requests, and the last accepted `/bench` of the asker and of the pull request."""
+    request's active requests, and the last accepted `/bench` of the asker and of the pull request
+    (one that failed before it reached GitHub is not counted: it never ran)."""
 
     existing: BenchRequest | None
     active: tuple[BenchRequest, ...]
@@ -200,6 +201,13 @@ class Benchmarks(ABC):
         """Decide on a `/bench` and record what it starts in one transaction that no other
         admission interleaves with: ``decide`` gets the `Admission` facts as they are now and says
         what to do and which request (if any) to record; the decision, and the stored request."""
+
+    @abstractmethod
+    def release(self, correlation_id: str, error: str, now: datetime) -> BenchRequest | None:
+        """End a request that was never seen to reach GitHub (requested, or dispatching without a
+        run), because the delivery that was to dispatch it failed for good: ``failed`` with
+        ``error``, in one conditional update. The released request; None when there is none, or
+        it moved on (a run was found, it was cancelled)."""
 
     @abstractmethod
     def get(self, correlation_id: str) -> BenchRequest | None: ...

@@ -207,6 +207,23 @@ def test_a_completed_request_stores_its_results_and_points_once(store):
     assert [(m, s, v) for m, s, v, _ in points] == [("step_ms", "a" * 40, 12.0)] and points[0][3]
 
 
+def test_a_request_that_never_reached_github_is_released_once_and_not_counted_by_the_cooldowns(store):
+    store.benchmarks.open(_request("pb-requested"))
+    store.benchmarks.open(_request("pb-dispatching", created_at=NOW + timedelta(minutes=1), status="dispatching"))
+    store.benchmarks.open(_request("pb-running", number=8, status="running", run_id=5))
+    later = NOW + timedelta(minutes=5)
+    for correlation_id in ("pb-requested", "pb-dispatching"):
+        released = store.benchmarks.release(correlation_id, "perfbot gave up", later)
+        assert (released.status, released.error, released.completed_at) == ("failed", "perfbot gave up", later)
+        assert store.benchmarks.release(correlation_id, "again", later) is None, "released once"
+    assert store.benchmarks.release("pb-running", "no", later) is None, "a request with a run is left as it is"
+    assert store.benchmarks.release("pb-unknown", "no", later) is None
+    assert store.benchmarks.get("pb-running").status == "running"
+    seen, _ = store.benchmarks.admit("pb-new", "o/r", 7, "maintainer", lambda now: (now, None))
+    assert seen.active == () and seen.pr_last is None, "neither ran"
+    assert seen.user_last == NOW, "the running one, on another pull request, counts"
+
+
 def test_work_keys_approvals_and_acks(store):
     assert store.work.claim("reply:o/r:1") and not store.work.claim("reply:o/r:1")
     assert store.work.done("reply:o/r:1") and not store.work.done("reply:o/r:2")

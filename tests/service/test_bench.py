@@ -14,6 +14,7 @@ from bot.core.bench import contract
 from bot.core.pulls import PullInfo
 from bot.core.render.comment import MARKER
 from bot.service import benchmarks, failures, intake, jobs
+from bot.service.commands import REPLY_MARKER
 from bot.service.records import Repository
 from bot.service.routes import ROUTER
 from bot.service.services import Services
@@ -563,6 +564,64 @@ def test_a_delivery_that_fails_its_last_attempt_leaves_a_note_on_the_pull_reques
     assert jobs.process(1, services, ROUTER) == "failed"
     [note] = replies(github)
     assert "could not process a `issue_comment` event" in note and "RuntimeError" in note
+
+
+def bench_that_fails_for_good(services: Services, github: FakeGitHub, monkeypatch, how: str) -> None:
+    """A maintainer's `/bench` (comment 501) whose delivery fails for good after its request was
+    recorded: ``permanent``: GitHub says the repository is gone when perfbot reacts to the comment
+    (the request is still requested); ``attempts``: every dispatch fails, `jobs.MAX_ATTEMPTS` times
+    (the request is dispatching). GitHub works again afterwards."""
+    payload = comment("/bench")
+    intake.accept(services.store, services.queue, ROUTER, hook_id="1", guid="g-501", event="issue_comment",
+                  payload=payload, body=json.dumps(payload).encode())
+    [delivery_id] = services.queue.jobs[-1:]
+    clock = [datetime.now(UTC)]
+    services.now = lambda: clock[0]
+    monkeypatch.setattr(benchmarks, "FIND_WAIT_S", 0)
+    with monkeypatch.context() as broken:
+        if how == "permanent":
+            def gone(repo, comment_id, content):
+                raise failures.Gone("404 the repository is gone")
+            broken.setattr(github, "react", gone)
+        else:
+            def refused(repo, workflow, ref, inputs):
+                raise failures.Transient("GitHub said 502")
+            broken.setattr(github, "dispatch", refused)
+            for _ in range(jobs.MAX_ATTEMPTS - 1):
+                with pytest.raises(failures.RetryLater):
+                    jobs.process(delivery_id, services, ROUTER)
+                clock[0] += timedelta(minutes=10)
+        assert jobs.process(delivery_id, services, ROUTER) == "failed"
+    clock[0] += timedelta(minutes=1)
+    assert github.dispatches == []
+
+
+@pytest.mark.parametrize("how", ["permanent", "attempts"])
+def test_a_bench_whose_delivery_failed_for_good_does_not_block_the_next_one(services, github, monkeypatch, how):
+    bench_that_fails_for_good(services, github, monkeypatch, how)
+    [request] = services.store.benchmarks.for_pull(REPO, NUMBER)
+    assert request.status == "failed" and benchmarks.active(services, REPO, NUMBER) == []
+    send(services, "issue_comment", comment("/bench", comment_id=502))
+    assert len(github.dispatches) == 1 and reactions(github, 502) == ["eyes", "rocket"]
+
+
+@pytest.mark.parametrize("how", ["permanent", "attempts"])
+def test_a_bench_whose_delivery_failed_for_good_is_said_on_the_pull_request(services, github, monkeypatch, how):
+    bench_that_fails_for_good(services, github, monkeypatch, how)
+    [note] = replies(github)
+    assert "could not be started" in note and "`/bench`" in note
+    assert note.startswith(REPLY_MARKER), "the note is never read as a command"
+
+
+def test_the_cooldowns_do_not_count_a_bench_that_never_dispatched(services, github, monkeypatch):
+    github.files[(REPO, ".github/perfbot.yml", "main")] = CONFIG.replace("user: 0, pr: 0", "user: 600, pr: 600")
+    bench_that_fails_for_good(services, github, monkeypatch, "permanent")
+    send(services, "issue_comment", comment("/bench cancel", comment_id=502))
+    send(services, "issue_comment", comment("/bench", comment_id=503))
+    assert len(github.dispatches) == 1 and reactions(github, 503) == ["eyes", "rocket"]
+    send(services, "issue_comment", comment("/bench cancel", comment_id=504))
+    send(services, "issue_comment", comment("/bench", comment_id=505))  # the one that ran counts
+    assert len(github.dispatches) == 1 and "10 min" in replies(github)[-1]
 
 
 # ---------------------------------------------------------------- the bot never answers itself
