@@ -1,7 +1,9 @@
-"""The `/bench` pipeline: comments and review bodies that hold a command. One snapshot (the pull
-request now, the default branch's config, the author's permission, what the store knows), one
-decision of the core (`bot.core.bench.policy`), then the answer: a reaction (eyes, then rocket once
-dispatched), or `confused` and one short reply that says why and what to do.
+"""The `/bench` pipeline: comments and review bodies that hold a command. The author's permission
+first: someone without write access is answered from that alone, once per pull request, so that a
+stranger's comments cost one read each. Else one snapshot (the pull request now, the default
+branch's config, what the store knows), one decision of the core (`bot.core.bench.policy`), then the
+answer: a reaction (eyes, then rocket once dispatched), or `confused` and one short reply that says
+why and what to do.
 
 Only new comments count: edits and deletions are not routed here. The bot never acts on its own
 comments (its login, and the marker every reply of its carries), nor on any bot's. Each comment is
@@ -17,7 +19,7 @@ from dataclasses import dataclass, replace
 
 from bot.core.bench import contract, policy
 from bot.core.commands import grammar
-from bot.core.config.schema import RepoConfig
+from bot.core.config.schema import BenchConfig, RepoConfig
 from bot.core.pulls import PullInfo
 from bot.core.render import bench as render_bench
 
@@ -73,43 +75,65 @@ def handle(event: CommandEvent, services: Services) -> None:
         log.info("the bot's own comment; ignored", extra={"repo": repo, "pr": number})
         return
     try:
-        snapshot = _gather(services, github, event, command)
+        permission = github.permission(repo, event.login)  # first: a stranger costs this read alone
+        if permission not in policy.WRITE:
+            _without_write(services, github, event, command)
+            services.store.work.claim(done)
+            return
+        snapshot = _gather(services, github, event, command, permission)
     except PullRequestGone:
         return
-    if isinstance(command, grammar.Run) and snapshot.facts.permission in policy.WRITE and snapshot.pull.open:
+    if isinstance(command, grammar.Run) and snapshot.pull.open:
         _admit(services, snapshot, command)
     else:
         _apply(services, snapshot, _decide(services, snapshot, command))
     services.store.work.claim(done)
 
 
-def _gather(services: Services, github: GitHub, event: CommandEvent, command: grammar.Command) -> _Snapshot:
+def _without_write(services: Services, github: GitHub, event: CommandEvent, command: grammar.Command) -> None:
+    """Answer someone without write access from their permission alone: the first time on this pull
+    request, a reaction and one reply (help, or why not), so that nobody can make the bot comment in
+    a loop; after that, nothing."""
+    repo, number = event.repo.full_name, event.number
+    decision = policy.without_write(command)
+    log.info("command", extra={"repo": repo, "pr": number, "user": event.login,
+                               "decision": type(decision).__name__})
+    if not services.store.work.claim(f"told:{repo}:{number}:{event.login}"):
+        return
+    if isinstance(decision, policy.ShowHelp):
+        config, _ = repo_config.read(github, repo, event.repo.default_branch)
+        _react(github, event, "eyes")
+        _reply(services, github, event, _help(config.bench))
+    else:
+        _react(github, event, "confused")
+        _reply(services, github, event, render_bench.refusal_reply(decision.reason, decision.hint))
+
+
+def _gather(services: Services, github: GitHub, event: CommandEvent, command: grammar.Command,
+            permission: str) -> _Snapshot:
     repo, store = event.repo.full_name, services.store
     pull = github.pull(repo, event.number)
     config, config_error = repo_config.read(github, repo, event.repo.default_branch)
     facts = policy.Facts(
-        pull=pull, login=event.login, permission=github.permission(repo, event.login),
+        pull=pull, login=event.login, permission=permission,
         approved=pull.fork and store.work.approved(repo, pull.number, pull.head_sha),
-        seen_head=_seen_head(services, event, pull, command), active=None, user_last=None, pr_last=None,
+        seen=_seen(services, event, pull, command), active=None, user_last=None, pr_last=None,
         now=services.now())
     return _Snapshot(event=event, github=github, pull=pull, config=config, config_error=config_error,
                      facts=facts)
 
 
-def _seen_head(services: Services, event: CommandEvent, pull: PullInfo,
-               command: grammar.Command) -> str | None:
-    """The head the command's author read: a review's commit; the head the comment names; else the
-    head, if it was pushed before the comment was written (by GitHub's clocks)."""
+def _seen(services: Services, event: CommandEvent, pull: PullInfo, command: grammar.Command) -> policy.Seen:
+    """What tells which head the author of an approval read: a review's commit, else the pushes
+    perfbot recorded before the comment was written (by GitHub's clocks)."""
     if not isinstance(command, grammar.Approve):
-        return pull.head_sha
+        return policy.Seen()
     if event.commit_id is not None:
-        return event.commit_id
-    if command.sha is not None:
-        return pull.head_sha if pull.head_sha.startswith(command.sha) else None
-    pushed = services.store.work.head_pushed_at(pull.repo, pull.number, pull.head_sha)
-    if pushed is None or event.created_at is None or not pushed < event.created_at:
-        return None
-    return pull.head_sha
+        return policy.Seen(reviewed=event.commit_id)
+    if event.created_at is None:
+        return policy.Seen()
+    pushes = services.store.work.pushes_before(pull.repo, pull.number, event.created_at)
+    return policy.Seen(pushes=tuple(policy.Push(sha, at) for sha, at in pushes))
 
 
 def _decide(services: Services, snapshot: _Snapshot, command: grammar.Command) -> policy.Decision:
@@ -143,7 +167,7 @@ def _admit(services: Services, snapshot: _Snapshot, command: grammar.Run) -> Non
     if isinstance(decision, _Replay):
         _dispatched(services, snapshot, decision.request)
     elif request is not None:
-        _react(snapshot, "eyes")
+        _react(snapshot.github, snapshot.event, "eyes")
         for older in benchmarks.active(services, snapshot.repo, pull.number):
             if older.head_sha != pull.head_sha:
                 benchmarks.stop(services, snapshot.github, older, contract.SUPERSEDED, snapshot.config.bench)
@@ -157,9 +181,9 @@ def _dispatched(services: Services, snapshot: _Snapshot, request: BenchRequest) 
     request = benchmarks.resume(services, snapshot.github, request, snapshot.config.bench,
                                 snapshot.event.repo.default_branch)
     if request.status == contract.RUNNING:
-        _react(snapshot, "rocket")
+        _react(snapshot.github, snapshot.event, "rocket")
     elif request.status == contract.FAILED:
-        _react(snapshot, "confused")
+        _react(snapshot.github, snapshot.event, "confused")
     _show(services, snapshot)
 
 
@@ -174,48 +198,46 @@ def _show(services: Services, snapshot: _Snapshot) -> None:
 
 
 def _apply(services: Services, snapshot: _Snapshot, decision: policy.Decision) -> None:
-    event, pull, store = snapshot.event, snapshot.pull, services.store
+    event, pull, store, github = snapshot.event, snapshot.pull, services.store, snapshot.github
     log.info("command", extra={"repo": snapshot.repo, "pr": pull.number, "user": event.login,
                                "decision": type(decision).__name__})
-    outsider = snapshot.facts.permission not in policy.WRITE
     if isinstance(decision, policy.Refuse):
-        _react(snapshot, "confused")
-        _reply(services, snapshot, render_bench.refusal_reply(decision.reason, decision.hint), outsider)
+        _react(github, event, "confused")
+        _reply(services, github, event, render_bench.refusal_reply(decision.reason, decision.hint))
         return
-    _react(snapshot, "eyes")
+    _react(github, event, "eyes")
     if isinstance(decision, policy.ShowHelp):
-        bench = snapshot.config.bench
-        _reply(services, snapshot, render_bench.help_reply(contract.default_suites(bench),
-                                                           contract.known_suites(bench),
-                                                           bench.dispatch.max_rounds), outsider)
+        _reply(services, github, event, _help(snapshot.config.bench))
     elif isinstance(decision, policy.ApproveHead):
         store.work.approve(snapshot.repo, pull.number, decision.head_sha, event.login)
-        _react(snapshot, "+1")
+        _react(github, event, "+1")
         if not decision.current:
-            _reply(services, snapshot, render_bench.stale_approval_reply(decision.head_sha, pull.head_sha),
-                   outsider)
+            _reply(services, github, event,
+                   render_bench.stale_approval_reply(decision.head_sha, pull.head_sha))
     elif isinstance(decision, policy.Acknowledge):
         store.work.add_ack(Ack(repo=snapshot.repo, number=pull.number, head_sha=decision.head_sha,
                                user=event.login, reason=decision.reason, comment_id=event.comment_id,
                                created_at=services.now()), f"ack:{snapshot.repo}:{event.subject}")
-        _react(snapshot, "+1")
+        _react(github, event, "+1")
     elif isinstance(decision, policy.CancelRun):
         for request in benchmarks.active(services, snapshot.repo, pull.number):
-            benchmarks.stop(services, snapshot.github, request, contract.CANCELLED, snapshot.config.bench)
-        _react(snapshot, "+1")
+            benchmarks.stop(services, github, request, contract.CANCELLED, snapshot.config.bench)
+        _react(github, event, "+1")
         _show(services, snapshot)
 
 
-def _react(snapshot: _Snapshot, content: str) -> None:
-    if snapshot.event.comment_id is not None:
-        snapshot.github.react(snapshot.repo, snapshot.event.comment_id, content)
+def _help(bench: BenchConfig) -> str:
+    return render_bench.help_reply(contract.default_suites(bench), contract.known_suites(bench),
+                                   bench.dispatch.max_rounds)
 
 
-def _reply(services: Services, snapshot: _Snapshot, body: str, once_per_person: bool) -> None:
-    """One reply per command; to someone without write access, one per pull request, so that
-    nobody can make the bot comment in a loop. Every reply carries the marker."""
-    store, repo, number = services.store, snapshot.repo, snapshot.pull.number
-    if once_per_person and not store.work.claim(f"told:{repo}:{number}:{snapshot.event.login}"):
-        return
-    if store.work.claim(f"reply:{repo}:{snapshot.event.subject}"):
-        snapshot.github.reply(repo, number, f"{REPLY_MARKER}\n{body}")
+def _react(github: GitHub, event: CommandEvent, content: str) -> None:
+    if event.comment_id is not None:
+        github.react(event.repo.full_name, event.comment_id, content)
+
+
+def _reply(services: Services, github: GitHub, event: CommandEvent, body: str) -> None:
+    """One reply per command, carrying the marker that keeps every reply from being read as one."""
+    repo = event.repo.full_name
+    if services.store.work.claim(f"reply:{repo}:{event.subject}"):
+        github.reply(repo, event.number, f"{REPLY_MARKER}\n{body}")

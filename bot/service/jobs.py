@@ -80,22 +80,33 @@ def _failed(services: Services, delivery: Delivery, owner: str, error: Exception
     if kind is Kind.PERMANENT:
         log.error("delivery failed for good, not retried: %s (%s)", message, failures.hint(error),
                   extra=context)
-        _record(lambda: deliveries.finish(delivery.id, "failed", message, owner, kind.value))
-        return "failed"
+        return _gave_up(services, delivery, owner, error, kind, retried=False)
     # A bug's traceback is logged the first time it happens to the delivery, not at every attempt.
     traceback = error if kind is Kind.BUG and message != delivery.error else None
     if delivery.attempts >= MAX_ATTEMPTS:
         log.error("delivery failed for good after %d attempts: %s", delivery.attempts, message,
                   exc_info=traceback, extra=context)
-        _record(lambda: deliveries.finish(delivery.id, "failed", message, owner, kind.value))
-        notes.delivery_failed(delivery.event, _payload(delivery), services, error)
-        return "failed"
+        return _gave_up(services, delivery, owner, error, kind, retried=True)
     delay = failures.backoff(delivery.attempts, getattr(error, "retry_after", None))
     log.warning("delivery attempt %d of %d failed (%s), next in %.0f s: %s", delivery.attempts, MAX_ATTEMPTS,
                 kind.value, delay, message, exc_info=traceback, extra=context)
     retry_at = services.now() + timedelta(seconds=delay)
     _record(lambda: deliveries.release(delivery.id, message, retry_at, owner, kind.value))
     raise RetryLater(delay)
+
+
+def _gave_up(services: Services, delivery: Delivery, owner: str, error: Exception, kind: Kind,
+             retried: bool) -> str:
+    """A delivery that failed for good: the benchmark request it was to dispatch is released
+    first, while its lease still keeps the pull request's other deliveries away; then the delivery
+    is marked failed, and the pull request told (a request released always is; else only after
+    every attempt failed, not when the failure was permanent)."""
+    payload = _payload(delivery)
+    released = notes.release(delivery.event, payload, services, error)
+    message = failures.describe(error)[:2000]
+    _record(lambda: services.store.deliveries.finish(delivery.id, "failed", message, owner, kind.value))
+    notes.delivery_failed(delivery.event, payload, services, error, released, retried)
+    return "failed"
 
 
 def _context(delivery: Delivery) -> dict[str, object]:

@@ -27,7 +27,7 @@ from .services import Services
 
 log = logging.getLogger("perfbot.review")
 
-_NEW_HEADS = ("opened", "synchronize", "reopened")  # the actions that may bring a new head
+NEW_HEADS = ("opened", "synchronize", "reopened")  # the actions that may bring a new head
 
 
 def wants(event: PullRequestEvent) -> bool:
@@ -53,8 +53,8 @@ def handle(event: PullRequestEvent, services: Services) -> None:
 
 def _pushed(event: PullRequestEvent, services: Services) -> None:
     store, repo, number = services.store, event.repo.full_name, event.number
-    if event.action in _NEW_HEADS:
-        store.work.saw_head(repo, number, event.head_sha, event.updated_at or services.now())
+    if event.action in NEW_HEADS:
+        store.work.record_push(repo, number, event.head_sha, event.updated_at or services.now())
     github = services.github.for_installation(event.repo.installation_id)
     try:
         pull = github.pull(repo, number)
@@ -65,7 +65,7 @@ def _pushed(event: PullRequestEvent, services: Services) -> None:
         log.info("superseded by a newer push; skipped", extra={"repo": repo, "pr": number})
         return
     older = [r for r in benchmarks.active(services, repo, number)
-             if r.head_sha != pull.head_sha and event.action in _NEW_HEADS]
+             if r.head_sha != pull.head_sha and event.action in NEW_HEADS]
     reviewed = pull.open and not (pull.draft or event.draft)  # a ready_for_review event follows
     if not reviewed and not older:
         return
@@ -74,7 +74,7 @@ def _pushed(event: PullRequestEvent, services: Services) -> None:
     review = None
     if reviewed:
         review = reviewing.review(github, pull, event.repo.default_branch, config, config_error, stored)
-    auto = review is not None and event.action in _NEW_HEADS and _benchmark_now(github, pull, review.level,
+    auto = review is not None and event.action in NEW_HEADS and _benchmark_now(github, pull, review.level,
                                                                                 config)
     for request in older:
         benchmarks.stop(services, github, request, contract.SUPERSEDED, config.bench)

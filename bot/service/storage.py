@@ -25,7 +25,8 @@ Decision = TypeVar("Decision")
 class Admission:
     """What a `/bench` decision depends on that concurrent commands change, read inside the
     admission's transaction: the command's own request if a replay recorded it already, the pull
-    request's active requests, and the last accepted `/bench` of the asker and of the pull request."""
+    request's active requests, and the last accepted `/bench` of the asker and of the pull request
+    (one that failed before it reached GitHub is not counted: it never ran)."""
 
     existing: BenchRequest | None
     active: tuple[BenchRequest, ...]
@@ -202,6 +203,13 @@ class Benchmarks(ABC):
         what to do and which request (if any) to record; the decision, and the stored request."""
 
     @abstractmethod
+    def release(self, correlation_id: str, error: str, now: datetime) -> BenchRequest | None:
+        """End a request that was never seen to reach GitHub (requested, or dispatching without a
+        run), because the delivery that was to dispatch it failed for good: ``failed`` with
+        ``error``, in one conditional update. The released request; None when there is none, or
+        it moved on (a run was found, it was cancelled)."""
+
+    @abstractmethod
     def get(self, correlation_id: str) -> BenchRequest | None: ...
 
     @abstractmethod
@@ -223,7 +231,7 @@ class Benchmarks(ABC):
 
 
 class WorkLog(ABC):
-    """Work keys (each piece of work done once), the heads of pull requests, fork approvals and
+    """Work keys (each piece of work done once), the pushes of pull requests, fork approvals and
     acknowledgements."""
 
     @abstractmethod
@@ -244,17 +252,18 @@ class WorkLog(ABC):
     def acks(self, repo: str, number: int) -> list[Ack]: ...
 
     @abstractmethod
-    def saw_head(self, repo: str, number: int, head_sha: str, pushed_at: datetime) -> None:
-        """Remember when ``head_sha`` became the pull request's head, by GitHub's clock (the first
-        time counts)."""
+    def record_push(self, repo: str, number: int, head_sha: str, pushed_at: datetime) -> None:
+        """Record that ``head_sha`` was pushed to the pull request at ``pushed_at`` (GitHub's clock):
+        every push is kept, a commit pushed again included; the same push recorded twice, once."""
 
     @abstractmethod
-    def head_pushed_at(self, repo: str, number: int, head_sha: str) -> datetime | None:
-        """When ``head_sha`` became the pull request's head; None when no event said so."""
+    def pushes_before(self, repo: str, number: int, before: datetime) -> list[tuple[str, datetime]]:
+        """The pushes of the pull request strictly before ``before`` (GitHub's clock), as (head sha,
+        pushed at), oldest first: by their time, then in the order they were recorded."""
 
     @abstractmethod
     def approve(self, repo: str, number: int, head_sha: str, by: str) -> None:
-        """Pin a maintainer's approval to one head commit of a pull request (idempotent)."""
+        """Pin a maintainer's approval to one head commit (a full sha) of a pull request (idempotent)."""
 
     @abstractmethod
     def approved(self, repo: str, number: int, head_sha: str) -> bool: ...

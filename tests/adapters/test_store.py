@@ -6,7 +6,7 @@ from __future__ import annotations
 import threading
 import time
 from dataclasses import replace
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime, timedelta, timezone
 
 from sqlalchemy import inspect, text
 
@@ -95,11 +95,28 @@ def test_merges_are_listed_newest_first_with_their_risk(store):
     assert merges[1].merged_at == old
 
 
-def test_the_first_push_of_a_head_is_remembered(store):
-    store.work.saw_head("o/a", 3, "a" * 40, NOW)
-    store.work.saw_head("o/a", 3, "a" * 40, NOW + timedelta(hours=1))  # a replay, or a reopen
-    assert store.work.head_pushed_at("o/a", 3, "a" * 40) == NOW
-    assert store.work.head_pushed_at("o/a", 3, "b" * 40) is None
+def test_every_push_of_a_head_is_kept_in_order(store):
+    """A commit pushed again is a later push (an approval's comment between them was written on the
+    other head); the same push delivered twice is one; a time with another offset is the same instant."""
+    x, r = "c" * 40, "a" * 40
+    store.work.record_push("o/a", 3, x, NOW)
+    store.work.record_push("o/a", 3, r, NOW + timedelta(minutes=1))
+    store.work.record_push("o/a", 3, x, NOW + timedelta(minutes=3))
+    store.work.record_push("o/a", 3, x, NOW + timedelta(minutes=3))  # a redelivery of the same event
+    store.work.record_push("o/a", 4, "d" * 40, NOW)  # another pull request
+    plus_two = timezone(timedelta(hours=2))
+    comment_at = (NOW + timedelta(minutes=2)).astimezone(plus_two)
+    assert store.work.pushes_before("o/a", 3, comment_at) == [(x, NOW), (r, NOW + timedelta(minutes=1))]
+    assert store.work.pushes_before("o/a", 3, NOW + timedelta(minutes=4)) == [
+        (x, NOW), (r, NOW + timedelta(minutes=1)), (x, NOW + timedelta(minutes=3))]
+    assert store.work.pushes_before("o/a", 3, NOW) == [], "a push at the comment's second is not before it"
+
+
+def test_pushes_of_one_second_keep_the_order_they_were_recorded_in(store):
+    for sha in ("e" * 40, "c" * 40, "a" * 40):
+        store.work.record_push("o/a", 3, sha, NOW)
+    assert [sha for sha, _ in store.work.pushes_before("o/a", 3, NOW + timedelta(seconds=1))] == [
+        "e" * 40, "c" * 40, "a" * 40]
 
 
 def test_migrating_twice_changes_nothing(store):
@@ -188,6 +205,23 @@ def test_a_completed_request_stores_its_results_and_points_once(store):
     with store.engine.connect() as connection:
         points = connection.execute(text("select metric, sha, value, result_id from metric_points")).fetchall()
     assert [(m, s, v) for m, s, v, _ in points] == [("step_ms", "a" * 40, 12.0)] and points[0][3]
+
+
+def test_a_request_that_never_reached_github_is_released_once_and_not_counted_by_the_cooldowns(store):
+    store.benchmarks.open(_request("pb-requested"))
+    store.benchmarks.open(_request("pb-dispatching", created_at=NOW + timedelta(minutes=1), status="dispatching"))
+    store.benchmarks.open(_request("pb-running", number=8, status="running", run_id=5))
+    later = NOW + timedelta(minutes=5)
+    for correlation_id in ("pb-requested", "pb-dispatching"):
+        released = store.benchmarks.release(correlation_id, "perfbot gave up", later)
+        assert (released.status, released.error, released.completed_at) == ("failed", "perfbot gave up", later)
+        assert store.benchmarks.release(correlation_id, "again", later) is None, "released once"
+    assert store.benchmarks.release("pb-running", "no", later) is None, "a request with a run is left as it is"
+    assert store.benchmarks.release("pb-unknown", "no", later) is None
+    assert store.benchmarks.get("pb-running").status == "running"
+    seen, _ = store.benchmarks.admit("pb-new", "o/r", 7, "maintainer", lambda now: (now, None))
+    assert seen.active == () and seen.pr_last is None, "neither ran"
+    assert seen.user_last == NOW, "the running one, on another pull request, counts"
 
 
 def test_work_keys_approvals_and_acks(store):

@@ -89,3 +89,26 @@ def test_a_merge_reads_no_diff_for_the_dashboard(bot, emulator, merged_level):
     [merge] = bot.runtime.store.dashboard.merges()
     assert merge.level == merged_level and merge.reasons
     assert counted(emulator, before) == Counter(config=1), "the config decides the merge's benchmark"
+
+
+def requests_since(emulator, since: int) -> Counter:
+    """Every request about the repository since ``since``, by method and path (ids as N); the App's
+    identity and installation token are asked once per process and thread, not per delivery."""
+    return Counter(r.method + " " + re.sub(r"/\d+", "/N", r.path) for r in emulator.requests[since:]
+                   if r.path.startswith("/repos/"))
+
+
+def test_a_bench_by_someone_without_write_access_costs_one_read(bot, emulator):
+    """The permission is asked first, and nothing else is read before the refusal; the first refusal
+    on a pull request is answered (a reaction and one reply), the next ones are not answered again."""
+    opened(bot, emulator)
+    before = len(emulator.requests)
+    say(bot, emulator, "/bench", login="visitor")
+    permission = f"GET /repos/{live.REPO}/collaborators/visitor/permission"
+    assert requests_since(emulator, before) == Counter({
+        permission: 1, f"POST /repos/{live.REPO}/issues/comments/N/reactions": 1,
+        f"POST /repos/{live.REPO}/issues/N/comments": 1})
+    for body in ("/bench", "/bench approve", "/bench sglang-eagle3"):
+        before = len(emulator.requests)
+        say(bot, emulator, body, login="visitor")
+        assert requests_since(emulator, before) == Counter({permission: 1}), body

@@ -14,6 +14,7 @@ from bot.core.bench import contract
 from bot.core.pulls import PullInfo
 from bot.core.render.comment import MARKER
 from bot.service import benchmarks, failures, intake, jobs
+from bot.service.commands import REPLY_MARKER
 from bot.service.records import Repository
 from bot.service.routes import ROUTER
 from bot.service.services import Services
@@ -142,7 +143,7 @@ def test_a_read_only_user_gets_one_reply_and_no_gpu_work(services, github):
     send(services, "issue_comment", comment("/bench", login="visitor", comment_id=2))
     send(services, "issue_comment", comment("/bench help", login="visitor", comment_id=3))
     assert github.dispatches == []
-    assert reactions(github, 1) == reactions(github, 2) == ["confused"]
+    assert reactions(github, 1) == ["confused"] and reactions(github, 2) == reactions(github, 3) == []
     [reply] = replies(github)
     assert "Not started:" in reply and "write access" in reply
 
@@ -188,15 +189,71 @@ def test_a_push_between_an_approval_and_its_processing_is_not_approved(services,
     assert github.dispatches == []
 
 
-def test_an_approval_of_a_head_nobody_saw_pushed_must_name_it(services, github):
-    fork(github)  # opened before the bot was installed: no push time is known
+def test_an_approval_of_a_head_nobody_saw_pushed_must_name_it_in_full(services, github):
+    fork(github)  # opened before the bot was installed: no push is known
     send(services, "issue_comment", comment("/bench approve", comment_id=2))
-    assert reactions(github, 2) == ["confused"] and github.dispatches == []
     send(services, "issue_comment", comment(f"/bench approve {HEAD_SHA[:7]}", comment_id=3))
-    send(services, "issue_comment", comment(f"/bench approve {NEW_HEAD[:12]}", comment_id=4))
-    assert reactions(github, 3) == ["eyes", "+1"] and reactions(github, 4) == ["confused"]
+    assert reactions(github, 2) == reactions(github, 3) == ["confused"] and github.dispatches == []
+    assert all(f"/bench approve {HEAD_SHA}" in reply for reply in replies(github))
+    send(services, "issue_comment", comment(f"/bench approve {HEAD_SHA}", comment_id=4))
+    assert reactions(github, 4) == ["eyes", "+1"]
     send(services, "issue_comment", comment("/bench", comment_id=5))
     assert len(github.dispatches) == 1
+
+
+def push(services: Services, github: FakeGitHub, sha: str, minute: int) -> None:
+    """The fork pushes ``sha`` at ``minute``, and perfbot processes the push."""
+    github.heads[(REPO, NUMBER)] = sha
+    send(services, "pull_request", pull_request("synchronize", sha, minute=minute))
+
+
+def test_an_older_head_pushed_again_before_the_approval_is_processed_is_not_approved(services, github):
+    """The fork pushed X, then R; the maintainer read R and approved; X is pushed again in the
+    second before perfbot gets to the approval. X's first push was before the comment, but the head
+    the maintainer read was R."""
+    fork(github)
+    unread, read = "c" * 40, HEAD_SHA
+    push(services, github, unread, minute=0)
+    push(services, github, read, minute=1)
+    github.heads[(REPO, NUMBER)] = unread  # pushed at minute 3, not yet processed
+    send(services, "issue_comment", comment("/bench approve", comment_id=2, minute=2))
+    assert not services.store.work.approved(REPO, NUMBER, unread)
+    assert reactions(github, 2) == ["confused"] and f"/bench approve {unread}" in replies(github)[-1]
+    send(services, "pull_request", pull_request("synchronize", unread, minute=3))
+    send(services, "issue_comment", comment("/bench", comment_id=3, minute=4))
+    assert github.dispatches == []
+
+
+def test_an_approval_naming_a_prefix_is_not_taken_by_a_commit_ground_to_share_it(services, github):
+    """The maintainer approves the 7-hex prefix of the head they read; the fork pushes a commit
+    ground to share that prefix in the second before perfbot gets to the approval."""
+    fork(github)
+    read, ground = "abcdef1" + "0" * 33, "abcdef1" + "9" * 33
+    push(services, github, read, minute=0)
+    github.heads[(REPO, NUMBER)] = ground  # pushed at minute 2, not yet processed
+    send(services, "issue_comment", comment(f"/bench approve {read[:7]}", comment_id=2, minute=1))
+    assert not services.store.work.approved(REPO, NUMBER, ground)
+    assert services.store.work.approved(REPO, NUMBER, read), "the full sha of the push the prefix named"
+    send(services, "pull_request", pull_request("synchronize", ground, minute=2))
+    send(services, "issue_comment", comment("/bench", comment_id=3, minute=3))
+    assert github.dispatches == []
+
+
+def test_a_prefix_that_names_no_push_or_several_is_refused_with_the_full_sha(services, github):
+    fork(github)
+    first, second = "abcdef1" + "0" * 33, "abcdef1" + "9" * 33
+    push(services, github, first, minute=0)
+    push(services, github, second, minute=1)
+    send(services, "issue_comment", comment("/bench approve abcdef1", comment_id=2, minute=2))
+    send(services, "issue_comment", comment("/bench approve 1234567", comment_id=3, minute=2))
+    assert reactions(github, 2) == reactions(github, 3) == ["confused"]
+    ambiguous, unmatched = replies(github)[-2:]
+    assert "abcdef1" in ambiguous and f"/bench approve {second}" in ambiguous
+    assert "1234567" in unmatched and f"/bench approve {second}" in unmatched
+    assert not services.store.work.approved(REPO, NUMBER, first)
+    assert not services.store.work.approved(REPO, NUMBER, second)
+    send(services, "issue_comment", comment(f"/bench approve {second}", comment_id=4, minute=3))
+    assert services.store.work.approved(REPO, NUMBER, second)
 
 
 def test_an_approval_in_a_review_binds_to_the_reviewed_commit(services, github):
@@ -507,6 +564,64 @@ def test_a_delivery_that_fails_its_last_attempt_leaves_a_note_on_the_pull_reques
     assert jobs.process(1, services, ROUTER) == "failed"
     [note] = replies(github)
     assert "could not process a `issue_comment` event" in note and "RuntimeError" in note
+
+
+def bench_that_fails_for_good(services: Services, github: FakeGitHub, monkeypatch, how: str) -> None:
+    """A maintainer's `/bench` (comment 501) whose delivery fails for good after its request was
+    recorded: ``permanent``: GitHub says the repository is gone when perfbot reacts to the comment
+    (the request is still requested); ``attempts``: every dispatch fails, `jobs.MAX_ATTEMPTS` times
+    (the request is dispatching). GitHub works again afterwards."""
+    payload = comment("/bench")
+    intake.accept(services.store, services.queue, ROUTER, hook_id="1", guid="g-501", event="issue_comment",
+                  payload=payload, body=json.dumps(payload).encode())
+    [delivery_id] = services.queue.jobs[-1:]
+    clock = [datetime.now(UTC)]
+    services.now = lambda: clock[0]
+    monkeypatch.setattr(benchmarks, "FIND_WAIT_S", 0)
+    with monkeypatch.context() as broken:
+        if how == "permanent":
+            def gone(repo, comment_id, content):
+                raise failures.Gone("404 the repository is gone")
+            broken.setattr(github, "react", gone)
+        else:
+            def refused(repo, workflow, ref, inputs):
+                raise failures.Transient("GitHub said 502")
+            broken.setattr(github, "dispatch", refused)
+            for _ in range(jobs.MAX_ATTEMPTS - 1):
+                with pytest.raises(failures.RetryLater):
+                    jobs.process(delivery_id, services, ROUTER)
+                clock[0] += timedelta(minutes=10)
+        assert jobs.process(delivery_id, services, ROUTER) == "failed"
+    clock[0] += timedelta(minutes=1)
+    assert github.dispatches == []
+
+
+@pytest.mark.parametrize("how", ["permanent", "attempts"])
+def test_a_bench_whose_delivery_failed_for_good_does_not_block_the_next_one(services, github, monkeypatch, how):
+    bench_that_fails_for_good(services, github, monkeypatch, how)
+    [request] = services.store.benchmarks.for_pull(REPO, NUMBER)
+    assert request.status == "failed" and benchmarks.active(services, REPO, NUMBER) == []
+    send(services, "issue_comment", comment("/bench", comment_id=502))
+    assert len(github.dispatches) == 1 and reactions(github, 502) == ["eyes", "rocket"]
+
+
+@pytest.mark.parametrize("how", ["permanent", "attempts"])
+def test_a_bench_whose_delivery_failed_for_good_is_said_on_the_pull_request(services, github, monkeypatch, how):
+    bench_that_fails_for_good(services, github, monkeypatch, how)
+    [note] = replies(github)
+    assert "could not be started" in note and "`/bench`" in note
+    assert note.startswith(REPLY_MARKER), "the note is never read as a command"
+
+
+def test_the_cooldowns_do_not_count_a_bench_that_never_dispatched(services, github, monkeypatch):
+    github.files[(REPO, ".github/perfbot.yml", "main")] = CONFIG.replace("user: 0, pr: 0", "user: 600, pr: 600")
+    bench_that_fails_for_good(services, github, monkeypatch, "permanent")
+    send(services, "issue_comment", comment("/bench cancel", comment_id=502))
+    send(services, "issue_comment", comment("/bench", comment_id=503))
+    assert len(github.dispatches) == 1 and reactions(github, 503) == ["eyes", "rocket"]
+    send(services, "issue_comment", comment("/bench cancel", comment_id=504))
+    send(services, "issue_comment", comment("/bench", comment_id=505))  # the one that ran counts
+    assert len(github.dispatches) == 1 and "10 min" in replies(github)[-1]
 
 
 # ---------------------------------------------------------------- the bot never answers itself

@@ -124,3 +124,15 @@ def test_a_dispatch_records_its_request_then_updates_it_three_times(services, gi
     assert request.run_id is not None and request.check_run_id is not None
     send(services, "issue_comment", comment("/bench cancel", comment_id=502))
     assert updates[3:] == ["cancelled"]
+
+
+def test_a_bench_by_someone_without_write_access_reads_only_the_permission(services, github):
+    """A stranger's comments cost perfbot one read each: the permission, asked first. The first one
+    on a pull request is answered (a reaction and one reply); the next ones are not answered again."""
+    github.permissions[(REPO, "visitor")] = "read"
+    send(services, "issue_comment", comment("/bench", login="visitor", comment_id=1))
+    assert calls(github) == Counter(own_login=1, permission=1, react=1, reply=1)
+    for comment_id, body in ((2, "/bench"), (3, "/bench approve"), (4, "/bench cancel"), (5, "/bench help")):
+        before = len(github.calls)
+        send(services, "issue_comment", comment(body, login="visitor", comment_id=comment_id))
+        assert calls(github, before) == Counter(own_login=1, permission=1), body

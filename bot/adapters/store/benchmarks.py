@@ -1,4 +1,5 @@
-"""The `Benchmarks` port over SQL: requests, their admission, results and history points.
+"""The `Benchmarks` port over SQL: requests, their admission and release, results and history
+points.
 
 An admission is one transaction that no other admission to the same repository interleaves with:
 on SQLite the writer lock already queues every writer, on PostgreSQL a transaction-scoped advisory
@@ -10,7 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 
-from sqlalchemy import func, select, text
+from sqlalchemy import and_, func, not_, select, text, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
@@ -61,6 +62,17 @@ class SqlBenchmarks(Benchmarks):
             session.add(row)
             session.flush()
             return decision, _record(row)
+
+    def release(self, correlation_id, error, now) -> BenchRequest | None:
+        with self.db.session() as session:
+            released = session.connection().execute(
+                update(BenchRequestRow)
+                .where(BenchRequestRow.correlation_id == correlation_id, _NEVER_RAN_YET)
+                .values(status=contract.FAILED, error=error[:4000], completed_at=now, updated_at=now)
+            ).rowcount
+            if not released:
+                return None
+            return _record(session.scalars(_by_correlation(correlation_id)).one())
 
     def get(self, correlation_id) -> BenchRequest | None:
         with self.db.session() as session:
@@ -121,9 +133,18 @@ def _lock_key(repo: str) -> int:
     return int.from_bytes(hashlib.sha256(f"perfbot-admit:{repo}".encode()).digest()[:8], "big", signed=True)
 
 
+# A request not known to have reached GitHub: recorded, or sent without a run found yet.
+_NEVER_RAN_YET = and_(BenchRequestRow.status.in_((contract.REQUESTED, contract.DISPATCHING)),
+                      BenchRequestRow.run_id.is_(None))
+# A request that ended before GitHub ran it: its dispatch refused, or released (`release`).
+_NEVER_RAN = and_(BenchRequestRow.status == contract.FAILED, BenchRequestRow.run_id.is_(None))
+
+
 def _last_command(session: Session, repo: str, *, user: str | None = None, number: int | None = None):
+    """When the last `/bench` that may have run was accepted (the cooldowns' start): one that
+    ended before it reached GitHub is not counted."""
     query = select(func.max(BenchRequestRow.created_at)).where(
-        BenchRequestRow.repo == repo, BenchRequestRow.trigger == "command")
+        BenchRequestRow.repo == repo, BenchRequestRow.trigger == "command", not_(_NEVER_RAN))
     if user is not None:
         query = query.where(BenchRequestRow.requested_by == user)
     if number is not None:

@@ -111,12 +111,15 @@ class ReviewRow(Base):
     reasons: Mapped[str | None] = mapped_column(Text)  # JSON list of {rule, weight, reason}
 
 
-class PullHeadRow(Base):
-    """When each head commit of a pull request was pushed, by GitHub's clock (the event that
-    announced it): an approval binds to the head that was current when its comment was written."""
+class PullPushRow(Base):
+    """Every push of a pull request's head, at GitHub's time of the event that announced it, in the
+    order perfbot recorded them (``id``): an approval binds to the head last pushed before its
+    comment was written. A head pushed again is a new row; the same event delivered twice is not."""
 
-    __tablename__ = "pull_heads"
-    __table_args__ = (UniqueConstraint("repo", "number", "head_sha", name="uq_pull_heads_pr_sha"),)
+    __tablename__ = "pull_pushes"
+    __table_args__ = (
+        UniqueConstraint("repo", "number", "pushed_at", "head_sha", name="uq_pull_pushes_push"),
+    )
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
     repo: Mapped[str] = mapped_column(String(200))

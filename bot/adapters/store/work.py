@@ -1,9 +1,9 @@
-"""The `WorkLog` port over SQL: work keys, the heads of pull requests and when they were pushed,
-fork approvals, acknowledgements."""
+"""The `WorkLog` port over SQL: work keys, every push of a pull request's head and when it was
+pushed, fork approvals, acknowledgements."""
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 
 from sqlalchemy import delete, select
 from sqlalchemy.exc import IntegrityError
@@ -12,7 +12,7 @@ from bot.service.records import Ack
 from bot.service.storage import WorkLog
 
 from .database import Database, now, utc
-from .tables import AckRow, ApprovalRow, PullHeadRow, WorkKeyRow
+from .tables import AckRow, ApprovalRow, PullPushRow, WorkKeyRow
 
 
 class SqlWorkLog(WorkLog):
@@ -53,18 +53,21 @@ class SqlWorkLog(WorkLog):
                         comment_id=r.comment_id, created_at=utc(r.created_at) or now())
                     for r in session.scalars(query)]
 
-    def saw_head(self, repo, number, head_sha, pushed_at) -> None:
+    def record_push(self, repo, number, head_sha, pushed_at) -> None:
         try:
             with self.db.session() as session:
-                session.add(PullHeadRow(repo=repo, number=number, head_sha=head_sha, pushed_at=pushed_at))
+                session.add(PullPushRow(repo=repo, number=number, head_sha=head_sha,
+                                        pushed_at=_utc(pushed_at)))
         except IntegrityError:
-            pass  # seen before: the first push of a commit is the one that counts
+            pass  # the same push again: a replayed or redelivered event
 
-    def head_pushed_at(self, repo, number, head_sha):
-        query = select(PullHeadRow.pushed_at).where(
-            PullHeadRow.repo == repo, PullHeadRow.number == number, PullHeadRow.head_sha == head_sha)
+    def pushes_before(self, repo, number, before) -> list[tuple[str, datetime]]:
+        query = (select(PullPushRow.head_sha, PullPushRow.pushed_at)
+                 .where(PullPushRow.repo == repo, PullPushRow.number == number,
+                        PullPushRow.pushed_at < _utc(before))
+                 .order_by(PullPushRow.pushed_at, PullPushRow.id))
         with self.db.session() as session:
-            return utc(session.scalar(query))
+            return [(sha, utc(at) or at) for sha, at in session.execute(query)]
 
     def approve(self, repo, number, head_sha, by) -> None:
         try:
@@ -79,3 +82,9 @@ class SqlWorkLog(WorkLog):
             ApprovalRow.repo == repo, ApprovalRow.number == number, ApprovalRow.head_sha == head_sha)
         with self.db.session() as session:
             return session.scalar(query) is not None
+
+
+def _utc(value: datetime) -> datetime:
+    """``value`` in UTC (a naive one is taken as UTC): SQLite keeps no offset, so a time stored or
+    compared with another offset would be read hours off."""
+    return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)

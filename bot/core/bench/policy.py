@@ -3,9 +3,11 @@ of a merge commit and on a scheduled run, from facts the service gathered.
 
 Permission comes from GitHub's collaborator-permission API (write, maintain or admin), never from a
 comment's ``author_association``. A pull request from a fork runs on the GPU runners only after a
-maintainer's `/bench approve` of its current head commit, the head that maintainer read (a review's
-commit, the head named in the comment, or the head that was current when the comment was written);
-a new push needs a new approval.
+maintainer's `/bench approve` of its current head commit, the head that maintainer read (`Seen`: a
+review's commit, the full SHA the comment names, the one push before the comment that a shorter SHA
+names, or the head last pushed before the comment was written); a new push needs a new approval.
+An approval is always of a full SHA: a prefix only picks among the heads pushed before the comment,
+so that a commit ground to share it and pushed later is never the one approved.
 """
 
 from __future__ import annotations
@@ -30,6 +32,24 @@ class Active:
 
 
 @dataclass(frozen=True)
+class Push:
+    """A head pushed to the pull request, at GitHub's time of the event that announced it."""
+
+    head_sha: str
+    at: datetime
+
+
+@dataclass(frozen=True)
+class Seen:
+    """What tells which head the author of an approval read: the commit of the review it came in,
+    else the pull request's pushes before the comment was written, oldest first (by their time,
+    then in the order they were recorded); none when the comment's time is unknown."""
+
+    reviewed: str | None = None
+    pushes: tuple[Push, ...] = ()
+
+
+@dataclass(frozen=True)
 class Facts:
     """Everything a decision on a command depends on; ``now`` is the caller's clock."""
 
@@ -37,7 +57,7 @@ class Facts:
     login: str
     permission: str
     approved: bool  # a maintainer approved the current head (fork pull requests)
-    seen_head: str | None  # the head the command's author read (None: a newer push came after it)
+    seen: Seen  # what tells which head the author of an approval read
     active: Active | None
     user_last: datetime | None  # the asker's last accepted /bench in the repository
     pr_last: datetime | None  # the last accepted /bench on the pull request
@@ -88,17 +108,14 @@ Decision = Refuse | Dispatch | ShowHelp | CancelRun | ApproveHead | Acknowledge
 
 def decide(command: grammar.Command, facts: Facts, bench: BenchConfig) -> Decision:
     """What to do about ``command``."""
-    if isinstance(command, grammar.Help):
-        return ShowHelp()
-    if facts.permission not in WRITE:
-        return Refuse("only people with write access to this repository can start benchmarks",
-                      "ask a maintainer to comment /bench for you")
+    if isinstance(command, grammar.Help) or facts.permission not in WRITE:
+        return without_write(command)
     if not facts.pull.open:
         return Refuse("this pull request is closed", "reopen it to benchmark it")
     if isinstance(command, grammar.Invalid):
         return Refuse(command.problem, "comment /bench help to see what /bench understands")
     if isinstance(command, grammar.Approve):
-        return _approve(facts)
+        return _approve(command, facts)
     if isinstance(command, grammar.Ack):
         return Acknowledge(facts.pull.head_sha, command.reason)
     if isinstance(command, grammar.Cancel):
@@ -108,14 +125,52 @@ def decide(command: grammar.Command, facts: Facts, bench: BenchConfig) -> Decisi
     return _run(command, facts, bench)
 
 
-def _approve(facts: Facts) -> Decision:
+def without_write(command: grammar.Command) -> ShowHelp | Refuse:
+    """The answer to someone without write access, which the command alone decides: help is for
+    everyone, everything else is refused (nothing else needs to be read for it)."""
+    if isinstance(command, grammar.Help):
+        return ShowHelp()
+    return Refuse("only people with write access to this repository can start benchmarks",
+                  "ask a maintainer to comment /bench for you")
+
+
+def _approve(command: grammar.Approve, facts: Facts) -> Decision:
     """An approval binds to the head its author read, never to the head at processing time: a push
     between the comment and its processing must not be approved unread."""
-    if facts.seen_head is None:
-        return Refuse(f"the head {facts.pull.head_sha[:12]} is not the commit this approval was written for "
-                      "(it was pushed after the comment, or the comment names another commit)",
-                      f"read the new head, then comment /bench approve {facts.pull.head_sha[:12]}")
-    return ApproveHead(facts.seen_head, current=facts.seen_head == facts.pull.head_sha)
+    seen = seen_head(command.sha, facts.seen, facts.pull.head_sha)
+    if isinstance(seen, Refuse):
+        return seen
+    return ApproveHead(seen, current=seen == facts.pull.head_sha)
+
+
+def seen_head(named: str | None, seen: Seen, head: str) -> str | Refuse:
+    """The full SHA of the head the approver read: the review's commit; the SHA the comment names,
+    if in full; else the one push before the comment whose SHA starts with the one named; else the
+    head last pushed before the comment, if that is still the head. Anything less certain is
+    refused, with the full SHA of the head to name instead."""
+    hint = f"read the head, then comment /bench approve {head}"
+    if seen.reviewed is not None:
+        return seen.reviewed
+    if named is not None and contract.SHA.fullmatch(named):
+        return named
+    if named is not None:
+        matches = sorted({push.head_sha for push in seen.pushes if push.head_sha.startswith(named)})
+        if len(matches) == 1:
+            return matches[0]
+        if matches:
+            return Refuse(f"{named} is the start of {len(matches)} commits pushed to this pull request", hint)
+        return Refuse(f"no commit pushed to this pull request before your comment starts with {named}", hint)
+    if not seen.pushes:
+        return Refuse("perfbot knows of no push of this pull request before your comment, so it cannot tell "
+                      "which head you read", hint)
+    last = seen.pushes[-1]
+    if len({push.head_sha for push in seen.pushes if push.at == last.at}) > 1:
+        return Refuse("several commits were pushed in the same second before your comment, so perfbot "
+                      "cannot tell which head you read", hint)
+    if last.head_sha != head:
+        return Refuse(f"the head {head[:12]} is not the one this pull request had when your comment was "
+                      f"written ({last.head_sha[:12]}): it was pushed after the comment", hint)
+    return last.head_sha
 
 
 def _run(command: grammar.Run, facts: Facts, bench: BenchConfig) -> Decision:

@@ -5,6 +5,8 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from bot.core.bench import contract, policy
 from bot.core.commands import grammar
@@ -17,6 +19,12 @@ CONFIG = load("bench:\n  suites:\n    quick: {kind: command, command: 'true'}\n"
               "  dispatch: {max_rounds: 20, cooldown: {user: 600, pr: 60}}\n").bench
 
 
+def pushed(*shas: str, same_second: bool = False) -> policy.Seen:
+    """``shas`` pushed one a minute (or all in one second) before the comment, oldest first."""
+    times = [NOW - timedelta(minutes=1 if same_second else len(shas) - i) for i in range(len(shas))]
+    return policy.Seen(pushes=tuple(policy.Push(sha, at) for sha, at in zip(shas, times, strict=True)))
+
+
 def facts(**changes) -> policy.Facts:
     """The facts of a maintainer's command on an open pull request of the repository itself;
     ``pull={"fork": True}`` makes it come from a fork."""
@@ -26,7 +34,7 @@ def facts(**changes) -> policy.Facts:
     if wanted.pop("fork", False):
         wanted["head_repo"] = "stranger/r"
     base = dict(pull=PullInfo(**{**pull, **wanted}), login="maintainer", permission="write", approved=False,
-                seen_head=HEAD, active=None, user_last=None, pr_last=None, now=NOW)
+                seen=pushed(HEAD), active=None, user_last=None, pr_last=None, now=NOW)
     return policy.Facts(**{**base, **changes})
 
 
@@ -74,6 +82,12 @@ def test_help_is_for_everyone():
     assert policy.decide(grammar.Help(), facts(permission="none"), CONFIG) == policy.ShowHelp()
 
 
+@pytest.mark.parametrize("command", [grammar.Run(), grammar.Approve(), grammar.Cancel(), grammar.Ack("x"),
+                                     grammar.Invalid("x"), grammar.Help()])
+def test_the_answer_to_someone_without_write_access_needs_no_other_fact(command):
+    assert policy.without_write(command) == policy.decide(command, facts(permission="read"), CONFIG)
+
+
 def test_a_closed_pull_request_is_not_benchmarked():
     decision = policy.decide(grammar.Run(), facts(pull={"open": False}), CONFIG)
     assert isinstance(decision, policy.Refuse) and "closed" in decision.reason
@@ -89,10 +103,67 @@ def test_a_fork_needs_an_approval_of_its_current_head():
 
 def test_an_approval_binds_to_the_head_its_author_read():
     older = "c" * 40
-    assert policy.decide(grammar.Approve(), facts(seen_head=older), CONFIG) == policy.ApproveHead(older, False)
-    refused = policy.decide(grammar.Approve(), facts(seen_head=None), CONFIG)
-    assert isinstance(refused, policy.Refuse) and f"/bench approve {HEAD[:12]}" in refused.hint
-    assert not refused.hint.startswith("/bench"), "a reply's line must never read as a command"
+    reviewed = policy.Seen(reviewed=older)
+    assert policy.decide(grammar.Approve(), facts(seen=reviewed), CONFIG) == policy.ApproveHead(older, False)
+    assert policy.decide(grammar.Approve(), facts(seen=pushed(older, HEAD)), CONFIG) == policy.ApproveHead(HEAD)
+    for seen in (pushed(HEAD, older), policy.Seen()):  # the head came after the comment; nothing known
+        refused = policy.decide(grammar.Approve(), facts(seen=seen), CONFIG)
+        assert isinstance(refused, policy.Refuse) and f"/bench approve {HEAD}" in refused.hint
+        assert not refused.hint.startswith("/bench"), "a reply's line must never read as a command"
+
+
+def test_an_older_head_pushed_again_after_the_comment_is_not_the_one_read():
+    """X, then R before the comment; X again after it (not among the pushes before): R was read."""
+    unread, read = "c" * 40, HEAD
+    refused = policy.decide(grammar.Approve(), facts(seen=pushed(unread, read), pull={"head_sha": unread}), CONFIG)
+    assert isinstance(refused, policy.Refuse) and f"({read[:12]})" in refused.reason
+    assert f"/bench approve {unread}" in refused.hint
+
+
+def test_pushes_in_the_same_second_before_the_comment_do_not_say_which_was_read():
+    refused = policy.decide(grammar.Approve(), facts(seen=pushed("c" * 40, HEAD, same_second=True)), CONFIG)
+    assert isinstance(refused, policy.Refuse) and "same second" in refused.reason
+    assert policy.decide(grammar.Approve(), facts(seen=pushed(HEAD, HEAD, same_second=True)), CONFIG) == \
+        policy.ApproveHead(HEAD)
+
+
+def test_a_named_sha_binds_in_full_and_a_prefix_picks_one_push_before_the_comment():
+    ground = HEAD[:7] + "0" * 33
+    approve = policy.decide
+    assert approve(grammar.Approve(HEAD), facts(seen=policy.Seen()), CONFIG) == policy.ApproveHead(HEAD)
+    assert approve(grammar.Approve(HEAD[:7]), facts(seen=pushed(HEAD)), CONFIG) == policy.ApproveHead(HEAD)
+    later = approve(grammar.Approve(HEAD[:7]), facts(seen=pushed(ground), pull={"head_sha": HEAD}), CONFIG)
+    assert later == policy.ApproveHead(ground, current=False), "the push the prefix named, not the head now"
+    for seen, why in ((pushed(ground, HEAD), "is the start of 2 commits"), (pushed("c" * 40), "starts with")):
+        refused = approve(grammar.Approve(HEAD[:7]), facts(seen=seen), CONFIG)
+        assert isinstance(refused, policy.Refuse) and why in refused.reason
+        assert f"/bench approve {HEAD}" in refused.hint
+        assert grammar.find(f"{refused.reason}.\n\n{refused.hint}.") is None
+
+
+HEX = st.text("0123456789abcdef", min_size=40, max_size=40)
+
+
+@given(named=st.one_of(st.none(), st.text("0123456789abcdef", min_size=7, max_size=40)),
+       pushes=st.lists(st.tuples(HEX, st.integers(0, 5)), max_size=6), head=HEX)
+def test_an_approval_is_of_a_full_sha_the_comment_named_or_pushed_before_it(named, pushes, head):
+    """Whatever the comment names and whatever was pushed before it: what is approved is the full
+    SHA named, or one push before the comment (the one a prefix names, alone), never another head."""
+    seen = policy.Seen(pushes=tuple(policy.Push(sha, NOW - timedelta(seconds=10 - s))
+                                    for sha, s in sorted(pushes, key=lambda p: p[1])))
+    decision = policy.decide(grammar.Approve(named), facts(seen=seen, pull={"head_sha": head}), CONFIG)
+    if isinstance(decision, policy.Refuse):
+        assert f"/bench approve {head}" in decision.hint
+        return
+    assert isinstance(decision, policy.ApproveHead) and contract.SHA.fullmatch(decision.head_sha)
+    assert decision.current == (decision.head_sha == head)
+    if named is not None and len(named) == 40:
+        assert decision.head_sha == named
+    elif named is not None:
+        assert [p.head_sha for p in seen.pushes if p.head_sha.startswith(named)] != []
+        assert {p.head_sha for p in seen.pushes if p.head_sha.startswith(named)} == {decision.head_sha}
+    else:
+        assert decision.head_sha == seen.pushes[-1].head_sha == head
 
 
 @pytest.mark.parametrize("command", [grammar.Invalid("x"), grammar.Cancel(), grammar.Run(("nope",))])
