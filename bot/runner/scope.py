@@ -142,11 +142,15 @@ def _strategy(asked: str) -> Strategy:
             raise ScopeError(f"{STRATEGY_VARIABLE}={asked}: needs Linux and /proc")
         return Strategy("session")
     if asked in ("auto", "pid-namespace"):
-        found = [(command, _works(command)) for command in _unshare_commands()]
-        for want_read_only in (True, False):  # a namespace whose init can make folders read-only first
-            for command, (runs, read_only) in found:
-                if runs and read_only >= want_read_only:
-                    return Strategy("pid-namespace", command, read_only)
+        fallback = None  # a namespace whose init cannot make folders read-only: only if none can
+        for command in _unshare_commands():
+            runs, read_only = _works(command)
+            if runs and read_only:
+                return Strategy("pid-namespace", command, read_only=True)
+            if runs and fallback is None:
+                fallback = Strategy("pid-namespace", command)
+        if fallback is not None:
+            return fallback
         if asked == "pid-namespace":
             raise ScopeError(f"{STRATEGY_VARIABLE}=pid-namespace: this machine refuses PID namespaces "
                              f"(unshare --pid failed)")
