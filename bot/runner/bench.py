@@ -5,6 +5,11 @@ the suite's set-up in each, run the warm-up rounds (not counted), then counted r
 until `adaptive.should_continue` says stop, each round a fresh process under a timeout, and last,
 where the suite profiles (`Suite.profiles`), one un-timed profiled pass per side (`profiling`). The
 results file is rewritten after every round, so an interrupted run still leaves what it measured.
+
+No side's processes may change what the other side runs (`integrity`): each gets the other's
+worktree read-only where its scope can, and before each of a side's set-ups, rounds and passes its
+tree and the engine's import path are checked against what they held after its last one. A change
+ends the run: every round it measured is discarded, and the results file says why (``failed``).
 """
 
 from __future__ import annotations
@@ -23,7 +28,8 @@ from bot.core.config.schema import BenchConfig
 from bot.core.judge.results import SIDES, Revision, problem
 from bot.core.render import rounds as rounds_summary
 
-from . import adaptive, fingerprint, profiling, scope
+from . import adaptive, fingerprint, integrity, profiling, scope
+from .integrity import Guard, TreeChanged
 from .progress import Progress
 from .results import ResultsFile, out_path
 from .rounds import RoundResult, child_env, describe_failure, run_command, run_round
@@ -68,6 +74,7 @@ class SuiteOutcome:
     ok_rounds: int
     failed_rounds: int
     error: str | None = None
+    tampered: bool = False  # a side's tree or the engine changed: nothing of the run is trusted
 
 
 @dataclass
@@ -154,20 +161,38 @@ def run(options: BenchOptions, config: BenchConfig, progress: Progress,
     ``options`` and ``config``, where the caller made it already (a bisection, for its suite).
     """
     p = planned if planned is not None else plan(options, config)
+    contained = scope.strategy()
+    fenced = "; the other side's worktree and perfbot's files are read-only to it" * contained.read_only
     progress.say(f"fingerprinting the machine (base {p.base_sha[:10]}, head {p.head_sha[:10]}); every "
-                 f"benchmark process runs in a scope of its own: {scope.strategy().name}")
+                 f"benchmark process runs in a scope of its own: {contained.name}{fenced}")
     machine = fingerprint.machine(p.suites[0].python)
     check_torch(p.suites, machine)
     outcomes = []
     with Worktrees(p.repo) as scratch:
         trees = {"base": base_tree or scratch.add("base", p.base_sha),
                  "head": head_tree or scratch.add("head", p.head_sha)}
+        guard = new_guard(p, trees, scratch.root)
+        progress.say(f"each side's worktree and the engine's import path ({len(guard.shared)} folders) are "
+                     f"checked before every round")
         for suite in p.suites:
-            outcome = run_suite(p, suite, trees, scratch.root, machine, options, progress)
+            outcome = run_suite(p, suite, guard, scratch.root, machine, options, progress)
             outcomes.append(outcome)
-            if options.stop_on_failure and outcome.failed_rounds:
+            if outcome.tampered or (options.stop_on_failure and outcome.failed_rounds):
                 break
     return outcomes
+
+
+def new_guard(p: Plan, trees: dict[str, Path], scratch: Path) -> Guard:
+    """The run's `Guard`: the two worktrees, and every folder the suites' interpreters import
+    from (asked with the rounds' environment); perfbot's own files are read-only to every round."""
+    engine: set[Path] = set()
+    for suite in p.suites:
+        if suite.python:
+            env = child_env({}, None, suite.python, suite.pass_env)
+            engine.update(integrity.import_path(suite.python, env, [*trees.values(), scratch]))
+    own = integrity.perfbot_files(engine)
+    kept = [*trees.values(), scratch]
+    return Guard(trees, sorted(engine), fences=[path for path in own if not integrity.holds(path, kept)])
 
 
 def check_torch(suites: list[Suite], machine: dict) -> None:
@@ -186,26 +211,34 @@ def check_torch(suites: list[Suite], machine: dict) -> None:
                              f"action's engine-python) or bench.python")
 
 
-def run_suite(p: Plan, suite: Suite, trees: dict[str, Path], scratch: Path, machine: dict,
+def run_suite(p: Plan, suite: Suite, guard: Guard, scratch: Path, machine: dict,
               options: BenchOptions, progress: Progress) -> SuiteOutcome:
     """One suite's set-up, warm-ups and rounds; ``scratch``: this run's folder for their outputs."""
     results = new_results(p, suite, machine, options)
     workers: dict[str, Worker | None] = {}
     gpus = bool(machine.get("gpus"))
+    tampered = None
     try:
-        stopped = set_up(suite, trees, scratch, p.round_timeout(suite), progress) or \
-            warm_up(p, suite, trees, scratch, results, options, progress, workers) or \
-            measure(p, suite, trees, scratch, results, options, progress, workers)
+        stopped = set_up(suite, guard, scratch, p.round_timeout(suite), progress) or \
+            warm_up(p, suite, guard, scratch, results, options, progress, workers) or \
+            measure(p, suite, guard, scratch, results, options, progress, workers)
         stop_workers(workers)
         profiles = options.profile if options.profile is not None else suite.profiles(gpus)
         if not stopped and any(r.ok for r in results.rounds) and profiles:
-            profile(p, suite, trees, scratch, results, progress)
+            profile(p, suite, guard, scratch, results, progress)
+        guard.check_shared()  # what the last round left in the engine, before this suite's verdict
+    except TreeChanged as error:
+        tampered = str(error)
+        progress.say(f"{suite.name}: {tampered}")
     except KeyboardInterrupt:
         finish(results, "stopped", "interrupted before the rounds were done")
         raise
     finally:
         stop_workers(workers)
-    if stopped:
+    if tampered:
+        results.discard(tampered)
+        finish(results, "failed", tampered)
+    elif stopped:
         finish(results, "stopped", stopped)
     elif not any(r.ok for r in results.rounds):
         finish(results, "failed", "no round was measured successfully")
@@ -213,7 +246,8 @@ def run_suite(p: Plan, suite: Suite, trees: dict[str, Path], scratch: Path, mach
         finish(results, "complete")
     append_summary(options.summary_path, results)
     ok = sum(r.ok for r in results.rounds)
-    return SuiteOutcome(suite.name, results.path, results.status, ok, len(results.rounds) - ok, results.error)
+    return SuiteOutcome(suite.name, results.path, results.status, ok, len(results.rounds) - ok, results.error,
+                        tampered=tampered is not None)
 
 
 def new_results(p: Plan, suite: Suite, machine: dict, options: BenchOptions) -> ResultsFile:
@@ -239,22 +273,26 @@ def finish(results: ResultsFile, status: str, error: str | None = None) -> None:
     results.finish(status, error, after=fingerprint.clocks())
 
 
-def set_up(suite: Suite, trees: dict[str, Path], scratch: Path, timeout: float,
-           progress: Progress) -> str | None:
-    """Run the suite's set-up in each worktree; a failure stops the suite (every round would fail)."""
-    for side, tree in trees.items():
+def set_up(suite: Suite, guard: Guard, scratch: Path, timeout: float, progress: Progress) -> str | None:
+    """Run the suite's set-up in each worktree; a failure stops the suite (every round would fail).
+    A set-up may install into the engine: what its import path holds afterwards is the reference."""
+    for side, tree in guard.trees.items():
+        guard.check_tree(side)
         for command in suite.setup_commands(tree):
             progress.say(f"{suite.name}: set-up in {side} ({command.name})")
             logs = scratch / f"setup-{suite.name}-{side}"
             logs.mkdir(exist_ok=True)
             output = run_command(command, tree, child_env(command.env, None, suite.python, suite.pass_env),
-                                 time.monotonic() + timeout, logs / command.name)
+                                 time.monotonic() + timeout, logs / command.name, guard.fence(side))
             if output.returncode != 0:
+                guard.seal(side)
                 return f"set-up in {side} failed: {describe_failure(output, timeout)}"
+        guard.seal(side)
+    guard.seal_shared()
     return None
 
 
-def warm_up(p: Plan, suite: Suite, trees: dict[str, Path], scratch: Path, results: ResultsFile,
+def warm_up(p: Plan, suite: Suite, guard: Guard, scratch: Path, results: ResultsFile,
             options: BenchOptions, progress: Progress, workers: dict[str, Worker | None]) -> str | None:
     """The uncounted rounds; where the suite has a worker, the worker serves them, so that its
     start-up is paid by a round that was going to be thrown away."""
@@ -262,8 +300,10 @@ def warm_up(p: Plan, suite: Suite, trees: dict[str, Path], scratch: Path, result
     for number, side in enumerate(order):
         began = progress.round_started(suite.name, "warm-up", number // 2 + 1, p.warmup, side,
                                        sha_of(p, side), len(order) - number)
-        outcome = run_one(p, suite, context(trees, scratch, suite, side, -1 - number),
-                          serving(workers, suite, trees, scratch, side, progress))
+        take_turn(guard, workers, side)
+        worker = serving(workers, suite, guard, scratch, side, progress)
+        outcome = run_one(p, suite, context(guard, scratch, suite, side, -1 - number), worker)
+        guard.seal(side)
         progress.round_finished(began, outcome.ok, outcome.error)
         results.add_warmup(side, outcome.ok, outcome.error, outcome.seconds)
         if not outcome.ok and options.stop_on_failure:
@@ -271,7 +311,7 @@ def warm_up(p: Plan, suite: Suite, trees: dict[str, Path], scratch: Path, result
     return None
 
 
-def measure(p: Plan, suite: Suite, trees: dict[str, Path], scratch: Path, results: ResultsFile,
+def measure(p: Plan, suite: Suite, guard: Guard, scratch: Path, results: ResultsFile,
             options: BenchOptions, progress: Progress, workers: dict[str, Worker | None]) -> str | None:
     done, pair = 0, 0
     while adaptive.should_continue(samples(results), done, p.rounds, p.max_rounds):
@@ -282,8 +322,10 @@ def measure(p: Plan, suite: Suite, trees: dict[str, Path], scratch: Path, result
         for position, side in enumerate(pair_order(pair)):
             began = progress.round_started(suite.name, "round", done + 1, planned, side, sha_of(p, side),
                                            2 * (planned - done) - position)
-            worker = None if fresh else serving(workers, suite, trees, scratch, side, progress)
-            outcome = run_one(p, suite, context(trees, scratch, suite, side, done), worker)
+            take_turn(guard, workers, side)
+            worker = None if fresh else serving(workers, suite, guard, scratch, side, progress)
+            outcome = run_one(p, suite, context(guard, scratch, suite, side, done), worker)
+            guard.seal(side)
             progress.round_finished(began, outcome.ok, outcome.error)
             results.add_round(side, done, outcome.ok, outcome.error, outcome.metrics, outcome.declarations,
                               outcome.spread, outcome.seconds, "worker" if worker is not None else "fresh")
@@ -291,6 +333,20 @@ def measure(p: Plan, suite: Suite, trees: dict[str, Path], scratch: Path, result
                 return f"round {done} on {side} failed: {outcome.error}"
         done, pair = done + 1, pair + 1
     return None
+
+
+def take_turn(guard: Guard, workers: dict[str, Worker | None], side: str) -> None:
+    """Before a round of ``side``: its tree and the engine's import path are as they were left
+    (`TreeChanged` if not). Where the scope cannot make this side's tree read-only to the other
+    side, the other side's worker, which would live through the round, is stopped first (it starts
+    again when its side needs it)."""
+    if not scope.strategy().read_only:
+        for other in SIDES:
+            worker = workers.get(other)
+            if other != side and worker is not None:
+                worker.stop()
+                del workers[other]
+    guard.check(side)
 
 
 def run_one(p: Plan, suite: Suite, round_context: RoundContext, worker: Worker | None) -> RoundResult:
@@ -307,7 +363,7 @@ def stop_workers(workers: dict[str, Worker | None]) -> None:
             workers[side] = None
 
 
-def serving(workers: dict[str, Worker | None], suite: Suite, trees: dict[str, Path], scratch: Path,
+def serving(workers: dict[str, Worker | None], suite: Suite, guard: Guard, scratch: Path,
             side: str, progress: Progress) -> Worker | None:
     """The side's worker, started on first use; None where the suite has none, it could not start
     (which ``progress`` is told once) or it died."""
@@ -315,7 +371,8 @@ def serving(workers: dict[str, Worker | None], suite: Suite, trees: dict[str, Pa
         folder = scratch / "workers" / suite.name / side
         folder.mkdir(parents=True, exist_ok=True)
         try:
-            workers[side] = Worker.start(suite, RoundContext(trees[side], folder, side, -1))
+            workers[side] = Worker.start(suite, RoundContext(guard.trees[side], folder, side, -1,
+                                                             guard.fence(side)))
         except (OSError, scope.ScopeError) as error:
             workers[side] = None  # as if it had died: the side's rounds run in fresh processes
             progress.say(f"{suite.name}: the worker of {side} could not start ({error}); its rounds run in "
@@ -326,15 +383,17 @@ def serving(workers: dict[str, Worker | None], suite: Suite, trees: dict[str, Pa
     return worker
 
 
-def profile(p: Plan, suite: Suite, trees: dict[str, Path], scratch: Path, results: ResultsFile,
+def profile(p: Plan, suite: Suite, guard: Guard, scratch: Path, results: ResultsFile,
             progress: Progress) -> None:
     """One un-timed profiled pass per side, after every timed round: its kernels explain the
     verdict and never enter it. A pass that fails leaves that side without a profile, saying why."""
     for side in SIDES:
         progress.say(f"{suite.name}: profiled pass of {side} ({sha_of(p, side)[:10]}), not timed")
         began = time.monotonic()
-        outcome = profiling.profile_side(suite, context(trees, scratch, suite, side, -100),
+        guard.check(side)
+        outcome = profiling.profile_side(suite, context(guard, scratch, suite, side, -100),
                                          p.round_timeout(suite))
+        guard.seal(side)
         progress.round_finished(began, outcome.profile is not None, outcome.error, counted=False)
         if outcome.profile is not None:
             results.set_profile(side, outcome.profile)
@@ -353,14 +412,15 @@ def samples(results: ResultsFile) -> dict[str, adaptive.MetricSamples]:
             for name, spec in measured.metrics.items()}
 
 
-def context(trees: dict[str, Path], scratch: Path, suite: Suite, side: str, index: int) -> RoundContext:
+def context(guard: Guard, scratch: Path, suite: Suite, side: str, index: int) -> RoundContext:
     """A round's context, with a folder made for it just now: nothing an earlier round (of the other
-    side, say) left where it would be found can pass for this round's output."""
+    side, say) left where it would be found can pass for this round's output; and what it must not
+    change (`Guard.fence`)."""
     label = f"{index}" if index >= 0 else "profile" if index == -100 else f"warmup{-index}"
     parent = scratch / "rounds" / suite.name
     parent.mkdir(parents=True, exist_ok=True)
     out_dir = Path(tempfile.mkdtemp(prefix=f"{side}-{label}-", dir=parent))
-    return RoundContext(trees[side], out_dir, side, index)
+    return RoundContext(guard.trees[side], out_dir, side, index, guard.fence(side))
 
 
 def sha_of(p: Plan, side: str) -> str:

@@ -4,10 +4,11 @@ A suite runs the code of the revision under test, which on a pull request is the
 the variables a GPU program needs (paths, locale, CUDA/NCCL/NVIDIA and engine settings) and those
 the config's ``bench.pass_env`` names, and nothing else of the runner's environment: no ``GITHUB_*``
 file commands or tokens, no ``ACTIONS_*`` runtime tokens, no credentials. A variable that looks like
-a secret, by its name (`secret_like`) or by its value (`secret_value`), is dropped even when its
-prefix is allowed; only a name listed exactly in ``bench.pass_env`` passes one. The one runner
-variable every process gets is ``RUNNER_TRACKING_ID``: the runner kills, after the job, every
-process whose environment carries it, so a benchmark's leftovers cannot outlive the job.
+a secret, by its name (`secret_like`) or by its value (`secret_value`: one of the `VALUE_SHAPES`,
+anywhere in it), is dropped even when its prefix is allowed; only a name listed exactly in
+``bench.pass_env`` passes one. The one runner variable every process gets is
+``RUNNER_TRACKING_ID``: the runner kills, after the job, every process whose environment carries
+it, so a benchmark's leftovers cannot outlive the job.
 """
 
 from __future__ import annotations
@@ -30,17 +31,38 @@ PRIVATE_NAMES = frozenset({"PERFBOT_BENCH_OUT", "PERFBOT_BENCH_SUMMARY"})
 # Words that make a name a secret's wherever they stand in it (``SGLANG_HFTOKEN``, ``DB_PASSWORD1``).
 _SECRET_PARTS = re.compile(
     r"TOKEN|SECRET|PASSWORD|PASSWD|PASSPHRASE|CREDENTIAL|COOKIE|AUTH|BEARER|APIKEY|API_KEY|PRIVATE_?KEY"
-    r"|ACCESS_?KEY|SIGNING_?KEY|SESSION_?KEY|CLIENT_?KEY|SECRET_?KEY|ENCRYPTION_?KEY", re.IGNORECASE)
+    r"|ACCESS_?KEY|SIGNING_?KEY|SESSION_?KEY|CLIENT_?KEY|SECRET_?KEY|ENCRYPTION_?KEY|WEBHOOK", re.IGNORECASE)
 # Short words that are a secret's only as a whole word of the name (``*_PASS``, ``*_KEY``, ``*_DSN``):
 # ``BYPASS``, ``NCCL_IB_PKEY`` or ``COMPASS`` stay.
 _SECRET_WORDS = frozenset({"PASS", "PWD", "PW", "KEY", "KEYS", "DSN", "JWT", "JWK", "CREDS", "SIG", "SAS",
                            "OTP", "CERT", "PEM", "P12", "PFX", "KEYTAB", "NETRC", "HTPASSWD"})
-# A URL whose authority has a user part (``scheme://user:password@host``, ``https://token@host``).
-_URL_WITH_USER = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^/?#\s@]+@")
-# A JSON Web Token: three base64url parts, the first two JSON objects (``eyJ`` is ``{"``).
-_JWT = re.compile(r"eyJ[A-Za-z0-9_-]{4,}\.eyJ[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]*")
-# A PEM block: a private key or certificate pasted into a variable.
-_PEM = re.compile(r"-----BEGIN [A-Z0-9 ]+-----")
+# What a credential looks like whatever the variable's name, each with what it is: a value that
+# holds one anywhere never passes a prefix. Each shape has a test that a generated credential of
+# its shape, embedded in a longer value, is caught (tests/runner/test_environment.py).
+_SHAPES = (
+    # ``scheme://user:password@host``, ``https://token@host``
+    ("a URL with a user part", r"[A-Za-z][A-Za-z0-9+.-]*://[^/?#\s@]+@"),
+    # three base64url parts, the first two JSON objects (``eyJ`` is ``{"``)
+    ("a JSON Web Token", r"eyJ[A-Za-z0-9_-]{4,}\.eyJ[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]*"),
+    ("a PEM block (a private key or certificate)", r"-----BEGIN [A-Z0-9 ]+-----"),
+    # ghp_ (personal), gho_ (OAuth), ghu_ (user-to-server), ghs_ (server-to-server), ghr_ (refresh)
+    ("a GitHub token", r"(?<![A-Za-z0-9])gh[pousr]_[A-Za-z0-9]{30,}"),
+    ("a GitHub fine-grained token", r"(?<![A-Za-z0-9])github_pat_[A-Za-z0-9_]{30,}"),
+    ("a Hugging Face token", r"(?<![A-Za-z0-9])hf_[A-Za-z0-9]{30,}"),
+    ("an AWS access key id", r"(?<![A-Z0-9])(?:AKIA|ASIA|ABIA|ACCA|AGPA|AIDA|AIPA|ANPA|ANVA|APKA|AROA"
+                             r"|A3T[A-Z0-9])[A-Z2-7]{16}(?![A-Z0-9])"),
+    ("a presigned S3 or GCS URL", r"(?i)[?&](?:X-Amz-Signature|X-Amz-Credential|X-Amz-Security-Token"
+                                  r"|X-Goog-Signature|X-Goog-Credential)="),
+    ("an Azure shared access signature", r"(?i)[?&]sig=[A-Za-z0-9%+/=]{8,}"),
+    ("an OpenAI-style API key (sk-...)", r"(?<![A-Za-z0-9])sk-[A-Za-z0-9_-]{20,}"),
+    ("a Slack token", r"(?<![A-Za-z0-9])xox[abposre]-[A-Za-z0-9-]{10,}"),
+    ("a Slack webhook", r"(?i)hooks\.slack\.com/(?:services|workflows|triggers)/"),
+    # an Authorization header's value: ``Bearer`` and a token, ``Basic`` and base64 (which has a
+    # capital, a digit or padding: ``basic throughput`` is prose)
+    ("an HTTP Authorization value", r"(?i:(?<![A-Za-z0-9])bearer)\s+[A-Za-z0-9._~+/-]{8,}"
+                                    r"|(?i:(?<![A-Za-z0-9])basic)\s+(?=[A-Za-z0-9+/]*[A-Z0-9+/=])[A-Za-z0-9+/]{8,}"),
+)
+VALUE_SHAPES: tuple[tuple[str, re.Pattern[str]], ...] = tuple((what, re.compile(p)) for what, p in _SHAPES)
 
 
 def secret_like(name: str) -> bool:
@@ -50,10 +72,14 @@ def secret_like(name: str) -> bool:
     return any(word.upper() in _SECRET_WORDS for word in re.split(r"[^A-Za-z0-9]+", name))
 
 
+def secret_shape(value: str) -> str | None:
+    """What credential ``value`` holds (one of `VALUE_SHAPES`), or None."""
+    return next((what for what, shape in VALUE_SHAPES if shape.search(value)), None)
+
+
 def secret_value(value: str) -> bool:
-    """Whether a value carries a credential whatever the name: a URL with a user (and password) in
-    it, a JSON Web Token, a PEM block."""
-    return bool(_URL_WITH_USER.search(value) or _JWT.search(value) or _PEM.search(value))
+    """Whether a value carries a credential whatever the name (`VALUE_SHAPES`)."""
+    return secret_shape(value) is not None
 
 
 def benchmark_env(passed: Iterable[str] = (), environ: Mapping[str, str] | None = None) -> dict[str, str]:

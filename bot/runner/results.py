@@ -90,6 +90,13 @@ class ResultsFile:
         self.profile_errors[side] = error
         self.write()
 
+    def discard(self, why: str) -> None:
+        """Take back every round measured: something the run cannot trust (a side's code changed
+        by the other side) may have made any of them; each keeps its place, failed, saying why."""
+        self.rounds = [Round(side=r.side, index=r.index, ok=False, error=f"discarded: {why}",
+                             seconds=r.seconds, process=r.process) for r in self.rounds]
+        self.write()
+
     def finish(self, status: str, error: str | None = None, after: dict[str, Any] | None = None) -> None:
         """End the run; ``after``: the machine's readings at the end, added to both fingerprints."""
         if after is not None:

@@ -2,7 +2,8 @@
 
 Every process runs in a scope of its own (`bot.runner.scope`: a PID namespace where the machine
 allows one), so a timeout kills it with everything it started (the ranks of a tensor-parallel
-benchmark included), and nothing it started outlives it, even a process that left its session.
+benchmark included), and nothing it started outlives it, even a process that left its session;
+where the scope has mounts of its own, what the round's context names read-only is read-only to it.
 Output goes to files in the round's folder, never to a pipe that a chatty benchmark could fill.
 """
 
@@ -67,7 +68,7 @@ def run_round(suite: Suite, context: RoundContext, timeout: float) -> RoundResul
         for number, command in enumerate(suite.round_commands(context)):
             env = child_env(command.env, context, suite.python, suite.pass_env)
             output = run_command(command, context.worktree, env, deadline,
-                                 context.out_dir / f"{number}-{command.name}")
+                                 context.out_dir / f"{number}-{command.name}", context.read_only)
             outputs.append(output)
             if output.returncode != 0:
                 raise RoundFailed(describe_failure(output, timeout))
@@ -91,13 +92,15 @@ def parsed(suite: Suite, context: RoundContext, outputs: list[Output], began: fl
                        measurement.spread)
 
 
-def run_command(command: Command, cwd: Path, env: dict[str, str], deadline: float, log_stem: Path) -> Output:
+def run_command(command: Command, cwd: Path, env: dict[str, str], deadline: float, log_stem: Path,
+                read_only: tuple[Path, ...] = ()) -> Output:
     """Run one process until it exits or the deadline passes, then end its scope: whatever it
-    started, in whatever session, is killed before this returns."""
+    started, in whatever session, is killed before this returns. ``read_only``: folders it may
+    not change, where its scope can see to it."""
     stdout_path, stderr_path = log_stem.with_suffix(".stdout"), log_stem.with_suffix(".stderr")
     scope = Scope(strategy())
     with stdout_path.open("wb") as stdout, stderr_path.open("wb") as stderr:
-        process = scope.popen(command.argv, cwd, env, stdout, stderr)
+        process = scope.popen(command.argv, cwd, env, stdout, stderr, read_only=read_only)
         try:
             process.wait(timeout=max(deadline - time.monotonic(), 0.01))
         except subprocess.TimeoutExpired:

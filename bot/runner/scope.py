@@ -7,10 +7,14 @@ chosen once per perfbot process (`strategy`):
 
 - ``pid-namespace`` (where the kernel allows it: root, or unprivileged user namespaces): the command
   runs under a small init of its own as the first process of a new PID namespace, with a fresh
-  ``/proc`` (``unshare --pid --fork --kill-child --mount-proc``, with ``--user --map-current-user``
-  when perfbot is not root). When the command exits, the init exits, and the kernel kills every
-  process left in the namespace; none of them can see, signal or trace perfbot or anything else
-  outside it.
+  ``/proc`` (``unshare --pid --fork --kill-child --mount-proc``, with ``--user --map-current-user
+  --keep-caps`` when perfbot is not root). When the command exits, the init exits, and the kernel
+  kills every process left in the namespace; none of them can see, signal or trace perfbot or
+  anything else outside it. The namespace has mounts of its own (``--mount-proc``), and the init
+  first makes the folders the command must not change (the other side's worktree, perfbot's own
+  files: `bot.runner.integrity.fenced`) read-only there, then drops every capability, so that a
+  command that is not root cannot make them writable again (`Strategy.read_only`; where the kernel
+  refuses those mounts, the namespace still runs, without them).
 - ``processes`` (the fallback, where namespaces are refused: a container without ``CAP_SYS_ADMIN``,
   user namespaces disabled; or asked for with ``PERFBOT_ROUND_SCOPE=processes``): while the command
   runs, perfbot is a child subreaper (``PR_SET_CHILD_SUBREAPER``), so a process of the round whose
@@ -31,12 +35,14 @@ import contextlib
 import ctypes
 import errno
 import functools
+import json
 import os
 import secrets
 import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Iterable, Sequence
@@ -54,15 +60,44 @@ _REAP_SECONDS = 10
 _PR_SET_CHILD_SUBREAPER = 36
 _PROC = Path("/proc")
 
-# The init of a command's PID namespace: starts the command, reaps every orphan of the namespace
-# (an init's duty), and when the command ends writes how it ended (``os.waitstatus_to_exitcode``) to
-# the descriptor perfbot gave it and exits, which ends the namespace and everything left in it. The
-# command is its child, not PID 1 itself, so that it keeps the signal behaviour it has elsewhere.
+# The init of a command's PID namespace: makes the folders it is given read-only in the namespace's
+# own mounts, gives up every capability it had for that, starts the command, reaps every orphan of
+# the namespace (an init's duty), and when the command ends writes how it ended
+# (``os.waitstatus_to_exitcode``) to the descriptor perfbot gave it and exits, which ends the
+# namespace and everything left in it. The command is its child, not PID 1 itself, so that it keeps
+# the signal behaviour it has elsewhere. Each folder is bound onto itself with everything mounted
+# under it, then every mount there is remounted read-only with the flags it had (a user namespace
+# may not clear nosuid, nodev, noexec or an atime flag of a mount it did not make).
 _INIT = r"""
-import os, signal, sys
+import ctypes, json, os, signal, sys
 signal.signal(signal.SIGINT, signal.SIG_DFL)  # an init ignores what it does not handle
-report, lc_ctype, argv = int(sys.argv[1]), sys.argv[2], sys.argv[3:]
+report, lc_ctype, protect, argv = int(sys.argv[1]), sys.argv[2], json.loads(sys.argv[3]), sys.argv[4:]
 os.set_inheritable(report, False)
+libc = ctypes.CDLL(None, use_errno=True)
+def refuse(what):
+    os.write(report, what.encode())
+    os._exit(127)
+def mounts_at_or_under(path):
+    with open("/proc/self/mountinfo", "rb") as table:
+        points = [line.split()[4].decode("unicode_escape").encode("latin-1").decode() for line in table]
+    return [p for p in points if p == path or p.startswith(path.rstrip("/") + "/")]
+KEPT = ((os.ST_NOSUID, 2), (os.ST_NODEV, 4), (os.ST_NOEXEC, 8), (os.ST_NOATIME, 1024),
+        (os.ST_NODIRATIME, 2048), (os.ST_RELATIME, 1 << 21))
+for path in protect:
+    if libc.mount(path.encode(), path.encode(), None, 4096 | 16384, None) != 0:  # MS_BIND | MS_REC
+        refuse(f"mount {ctypes.get_errno()} {path}")
+    for point in mounts_at_or_under(path):
+        flags, kept = 32 | 4096 | 1, os.statvfs(point).f_flag  # MS_REMOUNT | MS_BIND | MS_RDONLY
+        flags |= sum(bit for have, bit in KEPT if kept & have)
+        if not kept & (os.ST_NOATIME | os.ST_RELATIME):
+            flags |= 1 << 24  # MS_STRICTATIME: the atime rule it had
+        if libc.mount(None, point.encode(), None, flags, None) != 0:
+            refuse(f"mount {ctypes.get_errno()} {point}")
+class Header(ctypes.Structure):
+    _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
+libc.prctl(47, 4, 0, 0, 0)  # PR_CAP_AMBIENT_CLEAR_ALL: the command inherits no capability
+if libc.capset(ctypes.byref(Header(0x20080522, 0)), ctypes.byref((ctypes.c_uint32 * 6)())) != 0:
+    refuse(f"capset {ctypes.get_errno()} -")
 if lc_ctype == "-":
     os.environ.pop("LC_CTYPE", None)  # set by Python's locale coercion, not by perfbot
 else:
@@ -70,8 +105,7 @@ else:
 try:
     child = os.posix_spawnp(argv[0], argv, os.environ)
 except OSError as error:
-    os.write(report, f"spawn {error.errno}".encode())
-    os._exit(127)
+    refuse(f"spawn {error.errno}")
 while True:
     pid, status = os.wait()
     if pid == child:
@@ -86,10 +120,12 @@ class ScopeError(RuntimeError):
 
 @dataclass(frozen=True)
 class Strategy:
-    """How commands are contained: ``name``, and for a PID namespace the ``unshare`` command line."""
+    """How commands are contained: ``name``; for a PID namespace the ``unshare`` command line, and
+    whether its init can make folders read-only there (`Scope.popen`'s ``read_only``)."""
 
     name: str
     unshare: tuple[str, ...] = ()
+    read_only: bool = False
 
 
 def strategy() -> Strategy:
@@ -106,9 +142,15 @@ def _strategy(asked: str) -> Strategy:
             raise ScopeError(f"{STRATEGY_VARIABLE}={asked}: needs Linux and /proc")
         return Strategy("session")
     if asked in ("auto", "pid-namespace"):
+        fallback = None  # a namespace whose init cannot make folders read-only: only if none can
         for command in _unshare_commands():
-            if _works(command):
-                return Strategy("pid-namespace", command)
+            runs, read_only = _works(command)
+            if runs and read_only:
+                return Strategy("pid-namespace", command, read_only=True)
+            if runs and fallback is None:
+                fallback = Strategy("pid-namespace", command)
+        if fallback is not None:
+            return fallback
         if asked == "pid-namespace":
             raise ScopeError(f"{STRATEGY_VARIABLE}=pid-namespace: this machine refuses PID namespaces "
                              f"(unshare --pid failed)")
@@ -116,22 +158,42 @@ def _strategy(asked: str) -> Strategy:
 
 
 def _unshare_commands() -> list[tuple[str, ...]]:
+    """The ``unshare`` lines to try, best first. In a user namespace, ``--keep-caps`` lets the init
+    keep the capabilities the namespace gives it, to mount; it drops them before the command runs."""
     unshare = shutil.which("unshare")
     if unshare is None:
         return []
     namespace = (unshare, "--pid", "--fork", "--kill-child", "--mount-proc")
-    as_ourselves = (unshare, "--user", "--map-current-user", *namespace[1:])
+    as_ourselves = (unshare, "--user", "--map-current-user", "--keep-caps", *namespace[1:])
     return [namespace, as_ourselves] if os.geteuid() == 0 else [as_ourselves]
 
 
-def _works(command: tuple[str, ...]) -> bool:
-    """Whether a command runs under this ``unshare`` line and sees itself as PID 1's child there."""
-    try:
-        done = subprocess.run([*command, sys.executable, "-I", "-S", "-c", "import os; print(os.getppid())"],
-                              capture_output=True, text=True, timeout=30, stdin=subprocess.DEVNULL)
-    except (OSError, subprocess.TimeoutExpired):
-        return False
-    return done.returncode == 0 and done.stdout.strip() == "0"
+# Run under the init with a folder made read-only: PID 1 is its parent, and it cannot write there.
+_PROBE = ("import os, sys\n"
+          "try:\n    open(os.path.join(sys.argv[1], 'probe'), 'w').close()\n    print(os.getppid(), 'rw')\n"
+          "except OSError:\n    print(os.getppid(), 'ro')\n")
+
+
+def _works(command: tuple[str, ...]) -> tuple[bool, bool]:
+    """Whether a command runs under this ``unshare`` line as the namespace init's child, and whether
+    that init can make a folder read-only there."""
+    with tempfile.TemporaryDirectory(prefix="perfbot-scope-") as folder:
+        for protect in ([folder], []):
+            read, write = os.pipe()
+            try:
+                done = subprocess.run(
+                    [*command, sys.executable, "-I", "-S", "-c", _INIT, str(write), "-", json.dumps(protect),
+                     sys.executable, "-I", "-S", "-c", _PROBE, folder],
+                    capture_output=True, text=True, timeout=30, stdin=subprocess.DEVNULL, pass_fds=(write,))
+            except (OSError, subprocess.TimeoutExpired):
+                return False, False
+            finally:
+                os.close(read)
+                os.close(write)
+            answer = done.stdout.split()
+            if done.returncode == 0 and answer[:1] == ["1"]:
+                return True, answer[1:] == ["ro"] and bool(protect)
+    return False, False
 
 
 @dataclass
@@ -147,8 +209,9 @@ class Scope:
     _ended: bool = False
 
     def popen(self, argv: Sequence[str], cwd: Path, env: dict[str, str], stdout: IO[bytes], stderr: IO[bytes],
-              stdin: int = subprocess.DEVNULL) -> subprocess.Popen:
-        """Start ``argv`` in this scope: its own session, the scope's token in its environment."""
+              stdin: int = subprocess.DEVNULL, read_only: Sequence[Path] = ()) -> subprocess.Popen:
+        """Start ``argv`` in this scope: its own session, the scope's token in its environment;
+        ``read_only``: folders it may read but not change, where the strategy can (`Strategy.read_only`)."""
         env = {**env, SCOPE_VARIABLE: self.token}
         _check_runnable(argv[0], cwd, env)
         self._before = frozenset(_children_of(os.getpid(), _table()))
@@ -158,8 +221,9 @@ class Scope:
             self._report, write = os.pipe()
             pass_fds = (write,)
             lc_ctype = "-" if "LC_CTYPE" not in env else "=" + env["LC_CTYPE"]
+            protect = [os.path.realpath(p) for p in read_only if self.strategy.read_only and os.path.isdir(p)]
             command = [*self.strategy.unshare, sys.executable, "-I", "-S", "-c", _INIT, str(write), lc_ctype,
-                       *argv]
+                       json.dumps(protect), *argv]
         if self.strategy.name != "session":
             _subreaper(True)
         try:
@@ -187,6 +251,9 @@ class Scope:
         if self._said.startswith("spawn "):
             code = int(self._said.split()[1])
             raise OSError(code, os.strerror(code))
+        if self._said.startswith(("mount ", "capset ")):  # the init could not fence the command in
+            what, number, path = self._said.split(" ", 2)
+            raise OSError(int(number), f"{os.strerror(int(number))} ({what} in the round's namespace)", path)
         try:
             return int(self._said)
         except ValueError:  # the init itself was killed: what unshare says is all there is
@@ -208,7 +275,7 @@ class Scope:
                 with os.fdopen(self._report, "rb") as report:
                     self._report = None
                     try:
-                        self._said = (report.read(64) or b"").decode(errors="replace")
+                        self._said = (report.read(4096) or b"").decode(errors="replace")
                     except BlockingIOError:
                         self._said = ""
 

@@ -3,7 +3,8 @@ can (`Suite.worker_command`), so that a round pays for its measurement and not f
 
 A worker starts in a scope of its own (`bot.runner.scope`, as every benchmark command does: a PID
 namespace where the machine allows one, so that nothing it starts outlives it) in the side's
-worktree, with the environment a round gets (`rounds.child_env`), and reads one JSON request per
+worktree, with the environment and read-only folders a round gets (`rounds.child_env`,
+`RoundContext.read_only`), and reads one JSON request per
 round on standard input; a round is done when the suite's output file appears, and failed when the
 worker exits or the round's deadline passes (the whole scope is ended, and the side's later rounds
 run in fresh processes again; so do all of them where the worker cannot start). What a
@@ -44,7 +45,7 @@ class Worker:
         with log.open("wb") as output:
             process = scope.popen(command.argv, context.worktree,
                                   child_env(command.env, context, suite.python, suite.pass_env),
-                                  output, output, stdin=subprocess.PIPE)
+                                  output, output, stdin=subprocess.PIPE, read_only=context.read_only)
         return cls(suite, process, log, scope)
 
     @property

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import base64
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from bot.core.config import schema
 from bot.runner import fingerprint
-from bot.runner.environment import KEPT_PREFIXES, benchmark_env
+from bot.runner.environment import KEPT_PREFIXES, VALUE_SHAPES, benchmark_env, secret_shape, secret_value
 
 RUNNER = {
     "PATH": "/usr/bin", "HOME": "/home/runner", "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8", "TMPDIR": "/tmp/job",
@@ -118,3 +120,107 @@ def test_no_url_with_credentials_passes_whatever_its_name(scheme, user, host, pa
 def test_a_url_without_a_user_part_passes(host, path):
     assert benchmark_env(environ={"SGLANG_ENDPOINT": f"http://{host}{path}"}) == \
         {"SGLANG_ENDPOINT": f"http://{host}{path}"}
+
+
+# A generator for each of `VALUE_SHAPES`, in the form the service issues (lengths and alphabets as
+# documented, or as seen): every shape must have one (`test_every_value_shape_has_a_generator`).
+ALNUM = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
+B64URL = ALNUM + "-_"
+
+
+def chars(alphabet: str, low: int, high: int | None = None) -> st.SearchStrategy[str]:
+    return st.text(alphabet, min_size=low, max_size=high if high is not None else low)
+
+
+CREDENTIALS = {
+    "a URL with a user part": st.builds("{}://{}:{}@{}/{}".format, st.sampled_from(["https", "s3", "postgresql",
+                                                                                    "redis"]),
+                                        chars(ALNUM, 1, 12), chars(ALNUM, 1, 24), chars("abcdefgh.", 1, 12),
+                                        chars(ALNUM, 0, 8)),
+    "a JSON Web Token": st.builds("eyJ{}.eyJ{}.{}".format, chars(B64URL, 10, 40), chars(B64URL, 10, 80),
+                                  chars(B64URL, 0, 43)),
+    "a PEM block (a private key or certificate)": st.builds(
+        lambda kind: "-----BEGIN " + kind + "-----\nMIIE", st.sampled_from(["PRIVATE KEY", "RSA PRIVATE KEY",
+                                                                           "CERTIFICATE", "OPENSSH PRIVATE KEY"])),
+    "a GitHub token": st.builds("gh{}_{}".format, st.sampled_from("pousr"), chars(ALNUM, 36)),
+    "a GitHub fine-grained token": st.builds("github_pat_{}_{}".format, chars(ALNUM, 22), chars(ALNUM, 59)),
+    "a Hugging Face token": st.builds("hf_{}".format, chars(ALNUM[:52], 34)),
+    "an AWS access key id": st.builds("{}{}".format, st.sampled_from(["AKIA", "ASIA"]),
+                                      chars("ABCDEFGHIJKLMNOPQRSTUVWXYZ234567", 16)),
+    "a presigned S3 or GCS URL": st.builds(
+        "https://{}.s3.amazonaws.com/{}?X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-{}={}".format,
+        chars("abcdefgh", 3, 10), chars(ALNUM, 1, 10), st.sampled_from(["Credential", "Signature"]),
+        chars("0123456789abcdef", 64)),
+    "an Azure shared access signature": st.builds(
+        "https://{}.blob.core.windows.net/{}?sv=2022-11-02&ss=b&srt=o&sp=r&se=2030-01-01&sig={}%3D".format,
+        chars("abcdefgh", 3, 10), chars(ALNUM, 1, 10), chars(ALNUM + "%", 20, 44)),
+    "an OpenAI-style API key (sk-...)": st.builds("sk-{}{}".format, st.sampled_from(["", "proj-", "ant-api03-"]),
+                                                  chars(B64URL, 20, 90)),
+    "a Slack token": st.builds("xox{}-{}-{}".format, st.sampled_from("bpar"), chars("0123456789", 10, 13),
+                               chars(ALNUM, 24)),
+    "a Slack webhook": st.builds("https://hooks.slack.com/services/T{}/B{}/{}".format, chars(ALNUM[:26], 8),
+                                 chars(ALNUM[:26], 8), chars(ALNUM, 24)),
+    "an HTTP Authorization value": st.one_of(
+        st.builds("Bearer {}".format, chars(B64URL + ".", 8, 60)),
+        st.builds(lambda user, word: "Basic " + base64.b64encode(f"{user}:{word}".encode()).decode(),
+                  chars(ALNUM, 3, 12), chars(ALNUM, 6, 20))),
+}
+# What may stand around a credential in a value: nothing, or anything up to a separator.
+SEPARATORS = st.sampled_from([" ", "=", ":", ",", ";", "'", '"', "\n", "&", "|", "(", ")"])
+AROUND = st.tuples(st.one_of(st.just(""), st.tuples(st.text(max_size=12), SEPARATORS).map("".join)),
+                   st.one_of(st.just(""), st.tuples(SEPARATORS, st.text(max_size=12)).map("".join)))
+
+
+def test_every_value_shape_has_a_generator():
+    assert set(CREDENTIALS) == {what for what, _ in VALUE_SHAPES}
+
+
+@pytest.mark.parametrize("what", sorted(CREDENTIALS))
+@given(data=st.data())
+def test_a_credential_of_each_shape_is_caught_wherever_it_stands_in_a_value(what, data):
+    credential = data.draw(CREDENTIALS[what], label="credential")
+    assert secret_shape(credential) == what
+    before, after = data.draw(AROUND, label="around")
+    value = before + credential + after
+    assert secret_value(value)
+    # Under a kept prefix and a name that says nothing (SGLANG_GH=ghp_…, VLLM_HF=hf_…): never passed,
+    # never recorded.
+    environ = {"SGLANG_GH": value, "VLLM_HF": value, "NCCL_ALGO": "Ring"}
+    assert benchmark_env(["SGLANG_*"], environ=environ) == {"NCCL_ALGO": "Ring"}
+    assert fingerprint.env_vars(environ) == {"NCCL_ALGO": "Ring"}
+
+
+# Values of the GPU stack's settings: never taken for credentials.
+WORD = st.from_regex(r"[A-Za-z][a-z0-9_]{0,15}", fullmatch=True)
+SETTINGS = st.one_of(
+    st.integers(min_value=-1, max_value=2**40).map(str),
+    st.lists(st.integers(0, 15).map(str), min_size=1, max_size=8).map(",".join),  # device lists
+    st.lists(st.tuples(WORD, st.one_of(WORD, st.sampled_from(["True", "False"]), st.integers(0, 4096).map(str))),
+             min_size=1, max_size=4).map(lambda pairs: ",".join(f"{k}:{v}" for k, v in pairs)),  # allocator
+    st.lists(st.sampled_from(["Ring", "Tree", "NVLS", "NVLSTree", "CollnetDirect", "LL", "LL128", "Simple"]),
+             min_size=1, max_size=3).map(",".join),
+    st.from_regex(r"\^?(eth|ib|docker|lo|enp)[0-9]{0,2}(,\^?(eth|ib|lo)[0-9]?){0,2}", fullmatch=True),
+    st.lists(WORD, min_size=1, max_size=5).map(lambda parts: "/" + "/".join(parts)),  # paths
+    st.from_regex(r"[0-9]\.[0-9](\+PTX)?(;[0-9]\.[0-9](\+PTX)?){0,3}", fullmatch=True),  # arch lists
+    st.from_regex(r"https?://[a-z]{1,10}(\.[a-z]{1,10}){0,2}(:[0-9]{2,5})?(/[a-z0-9_]{1,8}){0,3}", fullmatch=True),
+    st.sampled_from(["INFO", "WARN", "TRACE", "expandable_segments:True", "LAZY", "EAGER", "FLASHINFER",
+                     "spawn", "basic throughput", "token budget", "bearer", "Basic", "sk-1", "hf_transfer",
+                     "AKIA", "ghp_", "sig", "PIX", "SYS", "NVL"]),
+)
+
+
+@given(value=SETTINGS)
+def test_the_gpu_stack_s_settings_are_never_taken_for_credentials(value):
+    assert secret_shape(value) is None
+    environ = {"PYTORCH_CUDA_ALLOC_CONF": value, "SGLANG_SETTING": value}
+    assert benchmark_env(environ=environ) == environ
+
+
+@pytest.mark.parametrize(("name", "value"), [
+    ("NCCL_ALGO", "Ring"), ("CUDA_VISIBLE_DEVICES", "0,1"), ("PYTORCH_CUDA_ALLOC_CONF", "expandable_segments:True"),
+    ("NCCL_SOCKET_IFNAME", "^docker0,lo"), ("TORCH_CUDA_ARCH_LIST", "8.0;9.0+PTX"), ("NCCL_DEBUG", "INFO"),
+    ("SGLANG_TORCH_PROFILER_DIR", "/tmp/profiles"), ("VLLM_ATTENTION_BACKEND", "FLASHINFER"),
+])
+def test_the_settings_the_review_named_pass_and_are_recorded_as_they_are(name, value):
+    assert benchmark_env(environ={name: value}) == {name: value}
+    assert fingerprint.env_vars({name: value}) == {name: value}

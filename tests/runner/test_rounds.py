@@ -12,9 +12,10 @@ from bot.runner.suites.command import CommandBench
 from .processes import running_with
 
 
-def round_of(tmp_path, command: str, timeout: float = 30):
+def round_of(tmp_path, command: str, timeout: float = 30, read_only: tuple = ()):
     suite = CommandBench("cmd", CommandSuite(kind="command", command=command))
-    return run_round(suite, RoundContext(tmp_path, tmp_path / "round", "head", 0), timeout)
+    tmp_path.mkdir(exist_ok=True)
+    return run_round(suite, RoundContext(tmp_path, tmp_path / "round", "head", 0, read_only), timeout)
 
 
 def test_a_round_that_prints_metrics_is_measured(tmp_path):

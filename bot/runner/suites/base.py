@@ -52,12 +52,15 @@ class Output:
 
 @dataclass(frozen=True)
 class RoundContext:
-    """Where a round runs and writes: the revision's worktree and a fresh folder of its own."""
+    """Where a round runs and writes: the revision's worktree and a fresh folder of its own; and
+    what its processes may read but not change, where their scope can see to it (the other side's
+    worktree, perfbot's own files: `bot.runner.integrity.fenced`)."""
 
     worktree: Path
     out_dir: Path
     side: str
     index: int
+    read_only: tuple[Path, ...] = ()
 
 
 @dataclass
