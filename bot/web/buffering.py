@@ -48,11 +48,13 @@ class Protocol(ASGIProtocol):
     request's headers stayed open for good. gunicorn cancels it once the headers are in."""
 
     _keepalive_handle: asyncio.TimerHandle | None  # gunicorn's: the deadline of the request awaited
+    _request_ready: asyncio.Event | None  # gunicorn's: set once a request's headers are in
 
     def connection_made(self, transport: Any) -> None:
         super().connection_made(transport)
         self.worker.connections.add(self)
-        self._arm_keepalive_timer()
+        if self._request_ready is not None:  # HTTP/1 (an HTTP/2 connection has deadlines of its own)
+            self._arm_keepalive_timer()
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.worker.connections.discard(self)
@@ -160,7 +162,10 @@ async def read_body(scope: Scope, receive: Receive) -> bytes | Reply | None:
 def _content_length(scope: Scope) -> int | None:
     for name, value in scope["headers"]:
         if name == b"content-length":
-            return int(value)  # gunicorn answered 400 to one that is not a number
+            try:
+                return int(value)
+            except ValueError:  # gunicorn answers 400 to such a request before it gets here
+                return None
     return None
 
 

@@ -128,6 +128,12 @@ def test_a_declared_body_over_the_cap_is_refused_with_413_before_any_of_it_is_re
     assert (status, app.calls, headers[b"connection"]) == (413, 0, b"close")
 
 
+def test_a_content_length_that_is_no_number_is_left_to_the_body_itself():
+    sent = call(echo_app(), scope(headers=[(b"content-length", b"ten")]), [{"type": "http.request", "body": b"{}"}])
+    status, _, raw = answer(sent)
+    assert (status, json.loads(raw)["length"]) == (200, 2)
+
+
 def test_a_chunked_body_that_grows_over_the_cap_is_refused_with_413():
     app = Recorder()
     piece = b"x" * (1024 * 1024)
