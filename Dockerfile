@@ -9,8 +9,11 @@
 # Debian's own python3 on Debian's slim image: the server only, installed from the hashed lock
 # (requirements/server.txt): no torch and no git (the server never runs it); NumPy and SciPy are
 # there because the server judges the runners' results and finds the dashboard's change points.
-# BASE is an argument so that CI can build on the same distribution made with debootstrap.
-ARG BASE=debian:bookworm-slim
+# BASE is an argument so that CI can build on the same distribution made with debootstrap. The
+# default is pinned by digest (the multi-platform index of Debian's dated bookworm-20260918-slim, as
+# the Docker Official Images' repo-info records it): a tag alone can be moved to other contents.
+# Bump both together to take a newer Debian point release (docs/deployment.md).
+ARG BASE=debian:bookworm-20260918-slim@sha256:3783cc01769c7b2b1b83a5c5ad96c815348e28ed7da68e2e3687004faa906251
 
 FROM ${BASE} AS build
 RUN apt-get update \

@@ -11,7 +11,9 @@
 # python3.12 on Ubuntu 24.04). perfbot's environment never sees the engine's packages, nor the
 # engine perfbot's: the action runs the suites with the engine's interpreter (its `engine-python`
 # input or the config's bench.python). With this image, give the action `install: false`.
-ARG RUNNER_IMAGE=ghcr.io/actions/actions-runner:2.334.0
+# The default is pinned by digest (what the tag 2.334.0 resolved to): a tag alone can be moved to
+# other contents, a digest names them. Bump the tag and the digest together.
+ARG RUNNER_IMAGE=ghcr.io/actions/actions-runner:2.334.0@sha256:b6614fce332517f74d0a76e7c762fb08e4f2ff13dcf333183397c8a5725b6e8e
 FROM ${RUNNER_IMAGE}
 ARG PYTHON=python3.11
 

@@ -109,6 +109,11 @@ class Settings:
             raise SettingsError(
                 "PERFBOT_SESSION_SECRET is required for dashboard sign-in (PERFBOT_OAUTH_CLIENT_ID)"
             )
+        if self.oauth_client_id and not self.public_url:
+            raise SettingsError(
+                "PERFBOT_PUBLIC_URL is required for dashboard sign-in (PERFBOT_OAUTH_CLIENT_ID): "
+                "GitHub sends the sign-in back to it"
+            )
         if self.session_secret is not None and len(self.session_secret) < MIN_SESSION_SECRET:
             raise SettingsError(
                 f"PERFBOT_SESSION_SECRET: expected at least {MIN_SESSION_SECRET} characters"

@@ -40,6 +40,8 @@ def test_token_mode_and_an_enterprise_api_url():
         ({"PERFBOT_PRIVATE_KEY_PATH": "/nonexistent/key.pem"}, "cannot read"),
         ({"PERFBOT_OAUTH_CLIENT_ID": "Iv1.x"}, "must be set together"),
         ({"PERFBOT_OAUTH_CLIENT_ID": "Iv1.x", "PERFBOT_OAUTH_CLIENT_SECRET": "s"}, "PERFBOT_SESSION_SECRET"),
+        ({"PERFBOT_OAUTH_CLIENT_ID": "Iv1.x", "PERFBOT_OAUTH_CLIENT_SECRET": "s", "PERFBOT_SESSION_SECRET": "k" * 32},
+         "PERFBOT_PUBLIC_URL is required"),
         ({"PERFBOT_SESSION_SECRET": "short"}, "at least 32"),
         ({"PERFBOT_DASHBOARD_ANONYMOUS": "everyone"}, "PERFBOT_DASHBOARD_ANONYMOUS"),
         ({"PERFBOT_PUBLIC_URL": "perfbot.example"}, "PERFBOT_PUBLIC_URL"),
@@ -60,6 +62,7 @@ def test_dashboard_sign_in_is_on_with_the_app_client_and_a_session_secret():
     settings = Settings.from_env({
         "PERFBOT_OAUTH_CLIENT_ID": "Iv1.x", "PERFBOT_OAUTH_CLIENT_SECRET": "s", "PERFBOT_SESSION_SECRET": "k" * 32,
         "PERFBOT_GITHUB_WEB_URL": "https://ghe.example/", "PERFBOT_DASHBOARD_ANONYMOUS": "None",
+        "PERFBOT_PUBLIC_URL": "https://perfbot.example",
     })
     assert settings.sign_in_enabled and settings.github_web_url == "https://ghe.example"
     assert settings.dashboard_anonymous == "none" and Settings.from_env({}).dashboard_anonymous == "public"

@@ -22,6 +22,9 @@ def create_app(settings: Settings, services: Services, router: Router = ROUTER,
     and the store of the dashboard's sessions, which sign-in needs."""
     if services.sign_in is not None and sessions is None:
         raise ValueError("dashboard sign-in needs a session store (bot.bootstrap.build makes one)")
+    if services.sign_in is not None and not settings.public_url:
+        # Never the request's Host header, which any client sets (Settings.checked says so at start-up).
+        raise ValueError("dashboard sign-in needs the server's public URL (PERFBOT_PUBLIC_URL)")
     logs.configure(settings.log_level)
     app = Flask("perfbot")
     app.config["MAX_CONTENT_LENGTH"] = webhook.MAX_BODY

@@ -1,6 +1,8 @@
 """Run the app under gunicorn from Python (for `perfbot serve`). gunicorn's master also supervises
 the queue consumer processes when the queue is the embedded SQLite file (`consumers`), and
-checkpoints the SQLite files that its workers and consumers write.
+checkpoints the SQLite files that its workers and consumers write. Its workers are
+`buffering.Worker`s: an event loop reads each request whole, and only then does one of the
+worker's threads run the app, so that slow or idle clients hold no thread.
 
 A web worker that boots while the database (or the queue's file) cannot be used does not fail
 its boot, which would make gunicorn's master give up and exit: it serves `Unavailable` (503 with
@@ -25,6 +27,7 @@ from bot import bootstrap
 from bot.service.failures import Transient
 from bot.settings import Settings
 
+from . import buffering
 from .app import create_app
 from .consumers import ConsumerProcesses, worker_commands
 
@@ -139,8 +142,9 @@ def serve(settings: Settings, host: str, port: int, workers: int, threads: int, 
     """Serve until SIGTERM; on the embedded queue with ``consumers`` consumer processes of
     ``consumer_threads`` threads each."""
     bootstrap.migrate(settings)
-    options = {"bind": f"{host}:{port}", "workers": workers, "worker_class": "gthread", "threads": threads,
-               "timeout": 60, "graceful_timeout": 20, "keepalive": 5, "accesslog": None,
+    # keepalive is also the time a connection has to send a request's headers (buffering.Protocol).
+    options = {"bind": f"{host}:{port}", "workers": workers, "worker_class": buffering.Worker,
+               "threads": threads, "timeout": 60, "graceful_timeout": 20, "keepalive": 5, "accesslog": None,
                "post_worker_init": _tune_collector}
     supervised = None
     if settings.queue_embedded:  # with Redis, `perfbot worker` processes run elsewhere

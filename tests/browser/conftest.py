@@ -18,7 +18,7 @@ from tests.support import dashboard_data, github_data
 from tests.support.fixtures import *  # noqa: F403
 from tests.support.github_emulator import GitHubEmulator
 from tests.support.missing import importorskip, skip_or_fail
-from tests.support.serving import environment, serving
+from tests.support.serving import environment, free_port, serving
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
@@ -67,13 +67,15 @@ def github():
 
 @pytest.fixture(scope="module")
 def server(scratch_database, dataset, github, tmp_path_factory) -> str:
+    port = free_port()  # sign-in needs the server's public URL, so the port is chosen first
     env = environment(
+        PERFBOT_PUBLIC_URL=f"http://127.0.0.1:{port}",
         PERFBOT_WEBHOOK_SECRET="browser-tests", PERFBOT_DATABASE_URL=scratch_database,
         PERFBOT_GITHUB_TOKEN="ghp_browsertests", PERFBOT_GITHUB_API_URL=github.base_url,
         PERFBOT_GITHUB_WEB_URL=github.base_url, PERFBOT_OAUTH_CLIENT_ID=CLIENT_ID,
         PERFBOT_OAUTH_CLIENT_SECRET=CLIENT_SECRET, PERFBOT_SESSION_SECRET="b" * 48, PERFBOT_LOG_LEVEL="WARNING",
     )
-    with serving(tmp_path_factory.mktemp("serve"), env) as base:
+    with serving(tmp_path_factory.mktemp("serve"), env, port=port) as base:
         yield base
 
 

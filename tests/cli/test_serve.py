@@ -125,6 +125,20 @@ def test_serve_without_a_webhook_secret_exits_2_with_one_line(tmp_path, monkeypa
     assert err.strip().splitlines()[-1].startswith("perfbot: error: PERFBOT_WEBHOOK_SECRET")
 
 
+def test_sign_in_without_a_public_url_exits_2_with_one_line_before_serving(tmp_path):
+    env = environment(PERFBOT_WEBHOOK_SECRET="s3cret", PERFBOT_OAUTH_CLIENT_ID="Iv1.x",
+                      PERFBOT_OAUTH_CLIENT_SECRET="client-secret", PERFBOT_SESSION_SECRET="k" * 32)
+    try:  # before, it served, and took sign-in's callback address from each request's Host header
+        done = subprocess.run([*PERFBOT, "serve", "--port", str(free_port())], cwd=tmp_path, env=env,
+                              capture_output=True, text=True, timeout=20)
+    except subprocess.TimeoutExpired as expired:
+        pytest.fail(f"perfbot serve started: {expired.stderr!r}")
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.strip().splitlines() == [
+        "perfbot: error: PERFBOT_PUBLIC_URL is required for dashboard sign-in (PERFBOT_OAUTH_CLIENT_ID): "
+        "GitHub sends the sign-in back to it"]
+
+
 def test_a_malformed_queue_url_exits_2(tmp_path, monkeypatch, capsys):
     clear_settings(monkeypatch)
     monkeypatch.setenv("PERFBOT_QUEUE_URL", "amqp://x")

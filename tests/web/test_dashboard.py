@@ -38,7 +38,7 @@ def make(database_url, tmp_path, emulator, anonymous: str = "public") -> Dashboa
         webhook_secrets=(SECRET,), database_url=database_url, queue_url=f"sqlite:///{tmp_path / 'queue.db'}",
         github_token="ghp_dashboardtest", github_api_url=emulator.base_url, github_web_url=emulator.base_url,
         oauth_client_id=CLIENT_ID, oauth_client_secret=CLIENT_SECRET, session_secret="s" * 40,
-        dashboard_anonymous=anonymous,
+        public_url="http://localhost", dashboard_anonymous=anonymous,
     )
     runtime = build(settings)
     data = dashboard_data.fill(runtime.store.engine, repos=2, merges_per_repo=60)

@@ -23,7 +23,8 @@ def dash(tmp_path, emulator):
     settings = Settings(webhook_secrets=(SECRET,), database_url=f"sqlite:///{tmp_path / 'perfbot.db'}",
                         queue_url=f"sqlite:///{tmp_path / 'queue.db'}", github_token="ghp_failedtest",
                         github_api_url=emulator.base_url, github_web_url=emulator.base_url,
-                        oauth_client_id=CLIENT_ID, oauth_client_secret=CLIENT_SECRET, session_secret="s" * 40)
+                        oauth_client_id=CLIENT_ID, oauth_client_secret=CLIENT_SECRET, session_secret="s" * 40,
+                        public_url="http://localhost")
     runtime = build(settings)
     emulator.add_oauth_app(CLIENT_ID, CLIENT_SECRET)
     emulator.add_repo(MINE).permissions["maintainer"] = "write"

@@ -75,7 +75,12 @@ def sign_out() -> ResponseReturnValue:
 
 
 def callback_url() -> str:
-    base = state.current().settings.public_url or request.host_url.rstrip("/")
+    """Where GitHub sends the sign-in back: under PERFBOT_PUBLIC_URL, which sign-in requires
+    (`Settings.checked`, `create_app`), never under the request's Host header, which the client
+    writes: a forged one would have GitHub send the authorization code to another host."""
+    base = state.current().settings.public_url
+    if base is None:
+        abort(404, "sign-in is not configured on this server")
     return f"{base}/signin/callback"
 
 
