@@ -145,7 +145,10 @@ def serve(settings: Settings, host: str, port: int, workers: int, threads: int, 
     # keepalive is also the time a connection has to send a request's headers (buffering.Protocol).
     options = {"bind": f"{host}:{port}", "workers": workers, "worker_class": buffering.Worker,
                "threads": threads, "timeout": 60, "graceful_timeout": 20, "keepalive": 5, "accesslog": None,
-               "post_worker_init": _tune_collector}
+               "post_worker_init": _tune_collector,
+               # gunicorn's control socket is one path per user ($HOME/.gunicorn): a second server
+               # would take it over, and perfbot is stopped by signals, never through it.
+               "control_socket_disable": True}
     supervised = None
     if settings.queue_embedded:  # with Redis, `perfbot worker` processes run elsewhere
         supervised = ConsumerProcesses(worker_commands(consumers, consumer_threads))

@@ -191,3 +191,15 @@ def test_a_database_whose_schema_cannot_be_migrated_exits_2_with_one_line_saying
     assert done.returncode == 2, done.stderr
     assert done.stderr.strip().splitlines()[-1] == (
         "perfbot: error: the database's schema could not be migrated: duplicate column name: subject")
+
+
+def test_serve_opens_no_control_socket_that_a_second_server_would_share(tmp_path):
+    """gunicorn 27 opens an arbiter control socket at $HOME/.gunicorn/gunicorn.ctl by default: one
+    path for every server of a user, through which anyone with access can stop or reconfigure it.
+    perfbot serve never uses it."""
+    home = tmp_path / "home"
+    home.mkdir()
+    env = {**environment(PERFBOT_WEBHOOK_SECRET="s3cret"), "HOME": str(home)}
+    env.pop("XDG_RUNTIME_DIR", None)
+    with serving(tmp_path, env):
+        assert not (home / ".gunicorn").exists()
