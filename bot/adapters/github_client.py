@@ -29,8 +29,15 @@ from github.Repository import Repository as GhRepository
 from bot.core.bench import contract
 from bot.core.checks import Check, commit_state
 from bot.core.pulls import PullInfo
-from bot.service.failures import BadCredentials, Gone, NoCredentials, Permanent, Transient
-from bot.service.ports import ArtifactUnavailable, DispatchRefused, GitHub, GitHubFactory, PullRequestGone
+from bot.service.failures import BadCredentials, Gone, InstallationGone, NoCredentials, Permanent, Transient
+from bot.service.ports import (
+    ArtifactInvalid,
+    ArtifactUnavailable,
+    DispatchRefused,
+    GitHub,
+    GitHubFactory,
+    PullRequestGone,
+)
 from bot.service.records import ArtifactRef, WorkflowRun
 from bot.settings import Settings
 
@@ -63,7 +70,7 @@ def retry_policy(total: int = 5, backoff: float = 1.0, secondary_wait: float = 6
                      max_rate_limit_wait=MAX_WAIT_IN_REQUEST_S)
 
 
-_SERVICE_ERRORS = (Permanent, Transient, PullRequestGone, DispatchRefused, ArtifactUnavailable)
+_SERVICE_ERRORS = (Permanent, Transient, ArtifactUnavailable)
 _PERMANENT_STATUSES = (400, 403, 404, 410, 422)  # asked again, GitHub answers the same
 
 
@@ -205,7 +212,7 @@ class PyGithubFactory(GitHubFactory):
         integration = self._integration()
         if integration is not None:
             if installation_id is None:
-                raise PullRequestGone("App mode needs the installation of the event")
+                raise InstallationGone("App mode needs the installation of the event")
             # AppInstallationAuth renews its token by itself shortly before it expires. Asked for
             # here, so that a refusal says whose: the App's (its id or key) or the installation's.
             github = integration.get_github_for_installation(installation_id)
@@ -230,7 +237,8 @@ def _token_refused(error: GithubException, installation_id: int) -> Exception:
         return BadCredentials(f"GitHub refused the App's credentials (401 {_message(error)}): check "
                               "PERFBOT_APP_ID and PERFBOT_PRIVATE_KEY")
     if error.status in (403, 404):
-        return Gone(f"the App's installation {installation_id} is gone or suspended ({error.status})")
+        return InstallationGone(f"the App's installation {installation_id} is gone or suspended "
+                                f"({error.status})")
     return translated(error, "asking for an installation token") or error
 
 
@@ -520,23 +528,33 @@ class PyGithubClient(GitHub):
         status, headers, body = self.github.requester.requestJson("GET", url)
         location = {k.lower(): v for k, v in headers.items()}.get("location")
         if status != 302 or not location:
-            raise ValueError(f"GitHub answered {status} instead of the artifact's download address")
+            raise ArtifactInvalid(f"GitHub answered {status} instead of the artifact's download address")
         try:
             with requests.get(location, stream=True, timeout=self.timeout, allow_redirects=True) as response:
                 if response.status_code >= 400:
                     raise ArtifactUnavailable(f"the artifact's storage answered {response.status_code}")
-                declared = int(response.headers.get("Content-Length") or 0)
+                declared = _content_length(response.headers)
                 if declared > max_bytes:
-                    raise ValueError(f"the artifact is {declared:,} bytes; at most {max_bytes:,} are read")
+                    raise ArtifactInvalid(f"the artifact is {declared:,} bytes; "
+                                          f"at most {max_bytes:,} are read")
                 content = bytearray()
                 for chunk in response.iter_content(_DOWNLOAD_CHUNK):
                     content += chunk
                     if len(content) > max_bytes:
-                        raise ValueError(f"the artifact is larger than {max_bytes:,} bytes")
+                        raise ArtifactInvalid(f"the artifact is larger than {max_bytes:,} bytes")
         except requests.RequestException as error:
             # The message of a requests error quotes the address, and the address is a credential.
             raise ArtifactUnavailable(f"the artifact's download broke off ({type(error).__name__})") from None
         return bytes(content)
+
+
+def _content_length(headers: Any) -> int:
+    """The size the artifact's storage declares (0 when it declares none: the read is capped anyway)."""
+    try:
+        return int(headers.get("Content-Length") or 0)
+    except ValueError:
+        raise ArtifactInvalid("the artifact's storage declared a length that is not a number") from None
+
 
 def _workflow_run(run: dict) -> WorkflowRun:
     return WorkflowRun(id=run["id"], html_url=run.get("html_url", ""), status=run.get("status", ""),

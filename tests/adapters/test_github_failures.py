@@ -12,7 +12,8 @@ from cryptography.hazmat.primitives.asymmetric import rsa
 
 from bot.adapters.github_client import PyGithubFactory, retry_policy
 from bot.service import failures
-from bot.service.ports import PullRequestGone
+from bot.service.failures import Kind
+from bot.service.ports import ArtifactInvalid, PullRequestGone
 from bot.settings import Settings
 
 REPO, NUMBER, SHA, TOKEN, APP_ID = "Codertocat/Hello-World", 7, "a" * 40, "ghp_test", 4711
@@ -105,8 +106,9 @@ def test_refused_credentials_and_none_are_permanent(github):
 def test_a_deleted_repository_is_permanent(github):
     with pytest.raises(failures.Gone):
         client(github).default_branch("Codertocat/deleted")
-    with pytest.raises(PullRequestGone):
+    with pytest.raises(PullRequestGone) as raised:
         client(github).pull("Codertocat/deleted", NUMBER)
+    assert isinstance(raised.value, failures.Gone)  # what treats every kind of gone alike catches the base
 
 
 def test_an_installation_token_refused_once_is_renewed(github, app_key):
@@ -137,3 +139,29 @@ def test_an_app_whose_key_github_refuses_is_permanent_at_once(github, app_key):
     factory = app_client(github, app_key, private_key=other)
     with pytest.raises(failures.BadCredentials, match="PERFBOT_PRIVATE_KEY"):
         factory.for_installation(1)
+
+
+def test_app_mode_without_an_installation_is_an_installation_gone(github, app_key):
+    with pytest.raises(failures.InstallationGone, match="needs the installation") as raised:
+        app_client(github, app_key).for_installation(None)
+    assert not isinstance(raised.value, PullRequestGone)
+    assert failures.classify(raised.value) is Kind.PERMANENT
+    assert failures.hint_for(type(raised.value).__name__) == failures.Gone.hint
+
+
+@pytest.mark.parametrize("status, message", [(404, "Not Found"), (403, "This installation has been suspended")])
+def test_an_installation_uninstalled_or_suspended_is_an_installation_gone(github, app_key, status, message):
+    github.fail("POST", r"/app/installations/1/access_tokens$", status, body={"message": message})
+    with pytest.raises(failures.InstallationGone, match=rf"installation 1 is gone or suspended \({status}\)"):
+        app_client(github, app_key).for_installation(1)
+
+
+def test_an_artifact_over_the_cap_or_without_a_download_address_is_invalid_for_good(github):
+    uploaded = github.upload_artifact(REPO, 1, "perfbot-results-pb-1", b"PK zip bytes")
+    assert client(github).download_artifact(REPO, uploaded["id"], 100) == b"PK zip bytes"
+    with pytest.raises(ArtifactInvalid, match="at most 5 are read") as raised:
+        client(github).download_artifact(REPO, uploaded["id"], 5)
+    assert failures.classify(raised.value) is Kind.PERMANENT
+    uploaded["expired"] = True  # GitHub answers 410 instead of a download address
+    with pytest.raises(ArtifactInvalid, match="answered 410"):
+        client(github).download_artifact(REPO, uploaded["id"], 100)
