@@ -1,44 +1,43 @@
 """The service's `GitHub` port over PyGithub: App or token auth, retries, a write budget, and
-GitHub's failures translated into the service's kinds (`bot.service.failures`) at the edge:
-permanent (no or refused credentials, a repository or installation gone, a request GitHub will
-always refuse), transient (5xx, timeouts, broken connections, rate limits with their wait, an
-installation token refused once: a new one is asked for). Anything else is left as it is (a bug)."""
+GitHub's failures translated into the service's kinds at the edge: every public method of the
+client is `classified` (the kinds themselves are decided in `github_errors`)."""
 
 from __future__ import annotations
 
 import functools
 import threading
-import time
 from collections.abc import Callable
 from typing import Any
 from urllib.parse import quote
 
 import requests
-from github import (
-    Auth,
-    Github,
-    GithubException,
-    GithubIntegration,
-    GithubRetry,
-    RateLimitExceededException,
-    UnknownObjectException,
-)
-from github.GithubException import RateLimitExceededExceedsMaxWait
+from github import Auth, Github, GithubException, GithubIntegration, GithubRetry, RateLimitExceededException
 from github.Repository import Repository as GhRepository
 
 from bot.core.bench import contract
 from bot.core.checks import Check, commit_state
 from bot.core.pulls import PullInfo
-from bot.service.failures import BadCredentials, Gone, NoCredentials, Permanent, Transient
-from bot.service.ports import ArtifactUnavailable, DispatchRefused, GitHub, GitHubFactory, PullRequestGone
+from bot.service.failures import Gone, InstallationGone, NoCredentials
+from bot.service.ports import (
+    ArtifactInvalid,
+    ArtifactUnavailable,
+    DispatchRefused,
+    GitHub,
+    GitHubFactory,
+    PullRequestGone,
+)
 from bot.service.records import ArtifactRef, WorkflowRun
 from bot.settings import Settings
 
 from .github_budget import WriteBudget
+from .github_errors import APP, INSTALLATION_TOKEN, PERSONAL_TOKEN, Answer, answer, translating
 
 DIFF_MEDIA_TYPE = "application/vnd.github.diff"
-_TOO_LARGE = (406, 422)  # what GitHub answers when a diff is too big to render
-_REFUSED = (403, 404, 422)  # a dispatch GitHub will not accept, however often it is sent
+_TOO_LARGE = (Answer.NOT_ACCEPTABLE, Answer.INVALID)  # what GitHub answers when a diff is too big to render
+_REFUSED = (Answer.FORBIDDEN, Answer.NOT_FOUND, Answer.INVALID)  # a dispatch GitHub will never accept
+_UNKNOWN_KEY = (Answer.MALFORMED, Answer.INVALID)  # a body with a key this GitHub does not know
+_NOTHING_TO_CANCEL = (Answer.NOT_FOUND, Answer.CONFLICT)  # a run gone, or finished already
+_INSTALLATION_GONE = (Answer.FORBIDDEN, Answer.NOT_FOUND)  # asking for its token: suspended, or uninstalled
 _RUNS_SCANNED = 100  # the newest dispatched runs of the workflow searched for a correlation id
 _DOWNLOAD_CHUNK = 1 << 16
 
@@ -61,55 +60,6 @@ MAX_WAIT_IN_REQUEST_S = 60.0
 def retry_policy(total: int = 5, backoff: float = 1.0, secondary_wait: float = 60.0) -> SafeRetry:
     return SafeRetry(total=total, backoff_factor=backoff, secondary_rate_wait=secondary_wait,
                      max_rate_limit_wait=MAX_WAIT_IN_REQUEST_S)
-
-
-_SERVICE_ERRORS = (Permanent, Transient, PullRequestGone, DispatchRefused, ArtifactUnavailable)
-_PERMANENT_STATUSES = (400, 403, 404, 410, 422)  # asked again, GitHub answers the same
-
-
-def translated(error: Exception, what: str) -> Exception | None:
-    """The service's kind of a PyGithub or requests error met while doing ``what``; None for
-    one that is neither permanent nor transient (a bug: left as it is). A 401 is not decided
-    here (it depends on who was refused)."""
-    if isinstance(error, RateLimitExceededException):
-        wait = error.wait if isinstance(error, RateLimitExceededExceedsMaxWait) else None
-        wait = wait or _retry_after(error.headers) or 60.0
-        return Transient(f"GitHub's rate limit ({what}): waiting {wait:.0f} s", retry_after=wait)
-    if isinstance(error, GithubException):
-        message = _message(error)
-        if error.status == 429 or error.status == 408 or error.status >= 500:
-            return Transient(f"GitHub answered {error.status} ({what}): {message}",
-                             retry_after=_retry_after(error.headers))
-        if error.status in (404, 410):
-            return Gone(f"GitHub answered {error.status} ({what}): {message}")
-        if error.status in _PERMANENT_STATUSES:
-            return Permanent(f"GitHub refused ({what}): {error.status} {message}",
-                             hint=f"GitHub answered {error.status}; asked again it would answer the same")
-        return None
-    if isinstance(error, requests.exceptions.RetryError):
-        return Transient(f"GitHub kept failing ({what}); the client's retries ran out")
-    if isinstance(error, requests.RequestException):
-        return Transient(f"GitHub could not be reached ({what}): {type(error).__name__}")
-    return None
-
-
-def _message(error: GithubException) -> str:
-    data = error.data
-    message = data.get("message") if isinstance(data, dict) else data
-    return " ".join(str(message or "").split())[:200]
-
-
-def _retry_after(headers: Any) -> float | None:
-    """Seconds GitHub asked us to wait: Retry-After, else the rate limit's reset time."""
-    found = {str(k).lower(): v for k, v in (headers or {}).items()}
-    try:
-        if "retry-after" in found:
-            return max(0.0, float(found["retry-after"]))
-        if found.get("x-ratelimit-remaining") == "0" and "x-ratelimit-reset" in found:
-            return max(0.0, float(found["x-ratelimit-reset"]) - time.time())
-    except ValueError:
-        return None
-    return None
 
 
 class PyGithubFactory(GitHubFactory):
@@ -188,14 +138,8 @@ class PyGithubFactory(GitHubFactory):
         with self._lock:
             known = self._bot_login
         if known is None:
-            try:
+            with translating("reading the App", APP):
                 slug = integration.get_app().slug
-            except GithubException as error:
-                if error.status == 401:
-                    raise _token_refused(error, 0) from None
-                raise (translated(error, "reading the App") or error) from None
-            except requests.RequestException as error:
-                raise (translated(error, "reading the App") or error) from None
             known = f"{slug}[bot]"
             with self._lock:
                 self._bot_login = known
@@ -205,18 +149,20 @@ class PyGithubFactory(GitHubFactory):
         integration = self._integration()
         if integration is not None:
             if installation_id is None:
-                raise PullRequestGone("App mode needs the installation of the event")
+                raise InstallationGone("App mode needs the installation of the event")
             # AppInstallationAuth renews its token by itself shortly before it expires. Asked for
             # here, so that a refusal says whose: the App's (its id or key) or the installation's.
             github = integration.get_github_for_installation(installation_id)
             auth = github.requester.auth
-            try:
-                if auth is not None:
-                    auth.token  # noqa: B018 - the property asks GitHub for the token
-            except GithubException as error:
-                raise _token_refused(error, installation_id) from None
-            except requests.RequestException as error:
-                raise (translated(error, "asking for an installation token") or error) from None
+            with translating("asking for an installation token", APP):
+                try:
+                    if auth is not None:
+                        auth.token  # noqa: B018 - the property asks GitHub for the token
+                except GithubException as error:
+                    if answer(error) in _INSTALLATION_GONE:
+                        raise InstallationGone(f"the App's installation {installation_id} is gone or "
+                                               f"suspended ({error.status})") from error
+                    raise
             return github
         if self.settings.github_token is None:
             raise NoCredentials(
@@ -225,44 +171,27 @@ class PyGithubFactory(GitHubFactory):
         return Github(auth=Auth.Token(self.settings.github_token), **self._common)
 
 
-def _token_refused(error: GithubException, installation_id: int) -> Exception:
-    if error.status == 401:
-        return BadCredentials(f"GitHub refused the App's credentials (401 {_message(error)}): check "
-                              "PERFBOT_APP_ID and PERFBOT_PRIVATE_KEY")
-    if error.status in (403, 404):
-        return Gone(f"the App's installation {installation_id} is gone or suspended ({error.status})")
-    return translated(error, "asking for an installation token") or error
-
-
-def _classified(method):
-    """A `PyGithubClient` method whose PyGithub and requests errors become the service's kinds."""
+def classified(method: Callable | None = None, *, not_found: type[Gone] | None = None) -> Any:
+    """A `PyGithubClient` method run in `translating`: GitHub's failures leave it as the service's
+    kinds. ``not_found``: what a 404 to it means (`PullRequestGone`: the pull request, or its
+    repository, is gone); by default a plain `Gone`. A success shows that a client made to replace
+    one whose token GitHub refused works."""
+    if method is None:
+        return functools.partial(classified, not_found=not_found)
 
     @functools.wraps(method)
-    def wrapper(self, *args, **kwargs):
-        try:
-            result = method(self, *args, **kwargs)
-        except _SERVICE_ERRORS:
-            raise
-        except GithubException as error:
-            if error.status == 401:
-                raise self._unauthorized(error, method.__name__) from error
-            raise (translated(error, method.__name__) or error) from error
-        except requests.RequestException as error:
-            raise (translated(error, method.__name__) or error) from error
+    def wrapper(self: PyGithubClient, *args: Any, **kwargs: Any) -> Any:
+        with translating(method.__name__, self._whose, renew=lambda: self._refused(self)):
+            try:
+                result = method(self, *args, **kwargs)
+            except GithubException as error:
+                if not_found is not None and answer(error) is Answer.NOT_FOUND:
+                    raise not_found(f"{method.__name__}: 404 from GitHub") from error
+                raise
         self.renewed = False
         return result
 
-    return wrapper
-
-
-def _gone_on_404(method):
-    @functools.wraps(method)
-    def wrapper(self, *args, **kwargs):
-        try:
-            return method(self, *args, **kwargs)
-        except UnknownObjectException as error:
-            raise PullRequestGone(f"{method.__name__}: 404 from GitHub") from error
-
+    wrapper.classified = True  # type: ignore[attr-defined]  # what the tests look for on each method
     return wrapper
 
 
@@ -277,16 +206,15 @@ class PyGithubClient(GitHub):
         self._refused = refused
         self.renewed = renewed  # made to replace a client whose token GitHub refused
 
-    def _unauthorized(self, error: GithubException, what: str) -> Exception:
-        if self._refused(self):
-            return Transient(f"GitHub refused the installation token ({what}: 401); a new one is asked for")
-        who = "the App's installation token" if self.app_mode else "PERFBOT_GITHUB_TOKEN"
-        return BadCredentials(f"GitHub refused {who} ({what}: 401 {_message(error)})")
+    @property
+    def _whose(self) -> str:
+        """Whose credentials this client's requests carry (what a 401 to them means)."""
+        return INSTALLATION_TOKEN if self.app_mode else PERSONAL_TOKEN
 
     def _repo(self, repo: str) -> GhRepository:
         return self.github.get_repo(repo)
 
-    @_gone_on_404
+    @classified(not_found=PullRequestGone)
     def pull_diff(self, repo: str, number: int) -> str:
         url = f"{self._repo(repo).url}/pulls/{number}"
         try:
@@ -294,7 +222,7 @@ class PyGithubClient(GitHub):
                 "GET", url, headers={"Accept": DIFF_MEDIA_TYPE}
             )
         except GithubException as error:
-            if error.status in _TOO_LARGE:
+            if answer(error) in _TOO_LARGE:
                 return self._diff_from_files(repo, number)
             raise
         return data["data"]
@@ -309,16 +237,19 @@ class PyGithubClient(GitHub):
             sections.append(f"diff --git a/{old} b/{f.filename}\n--- {minus}\n+++ {plus}\n{f.patch or ''}\n")
         return "".join(sections)
 
+    @classified
     def read_file(self, repo: str, path: str, ref: str) -> str | None:
         try:
             content = self._repo(repo).get_contents(path, ref=ref)
-        except UnknownObjectException:
-            return None
+        except GithubException as error:
+            if answer(error) is Answer.NOT_FOUND:
+                return None
+            raise
         if isinstance(content, list) or content.type != "file":
             return None
         return content.decoded_content.decode("utf-8", errors="replace")
 
-    @_gone_on_404
+    @classified(not_found=PullRequestGone)
     def upsert_comment(self, repo: str, number: int, marker: str, body: str,
                        create: bool = True) -> int | None:
         issue = self._repo(repo).get_issue(number)
@@ -345,6 +276,7 @@ class PyGithubClient(GitHub):
             return comment.user.type == "Bot" and comment.user.login == self._bot_login()
         return comment.user.login == self.own_login()
 
+    @classified
     def own_login(self) -> str | None:
         if self.app_mode:
             return self._bot_login()
@@ -352,7 +284,7 @@ class PyGithubClient(GitHub):
             self._login = self.github.get_user().login
         return self._login
 
-    @_gone_on_404
+    @classified(not_found=PullRequestGone)
     def publish_check(self, repo: str, check: Check, check_run_id: int | None = None) -> int | None:
         if not self.app_mode:
             self._commit_status(repo, check)
@@ -397,7 +329,7 @@ class PyGithubClient(GitHub):
         self.github.requester.requestJsonAndCheck(
             "POST", f"{self._repo(repo).url}/statuses/{check.head_sha}", input=status)
 
-    @_gone_on_404
+    @classified(not_found=PullRequestGone)
     def sync_labels(self, repo: str, number: int, prefix: str, wanted: str | None) -> None:
         issue = self._repo(repo).get_issue(number)
         names = [label.name for label in issue.get_labels()]
@@ -414,7 +346,7 @@ class PyGithubClient(GitHub):
 
     # benchmarks
 
-    @_gone_on_404
+    @classified(not_found=PullRequestGone)
     def pull(self, repo: str, number: int) -> PullInfo:
         _, data = self.github.requester.requestJsonAndCheck("GET", f"{self._repo(repo).url}/pulls/{number}")
         head_repo = (data["head"].get("repo") or {}).get("full_name")
@@ -424,24 +356,29 @@ class PyGithubClient(GitHub):
                         head_repo=head_repo,
                         author=(data.get("user") or {}).get("login", ""), html_url=data["html_url"])
 
+    @classified
     def permission(self, repo: str, login: str) -> str:
         try:
             return self._repo(repo).get_collaborator_permission(login)
-        except UnknownObjectException:  # not a collaborator, or no such user
-            return "none"
+        except GithubException as error:
+            if answer(error) is Answer.NOT_FOUND:  # not a collaborator, or no such user
+                return "none"
+            raise
 
+    @classified
     def react(self, repo: str, comment_id: int, content: str) -> None:
         self.budget.take()
         url = f"{self._repo(repo).url}/issues/comments/{comment_id}/reactions"
         self.github.requester.requestJsonAndCheck("POST", url, input={"content": content})
 
-    @_gone_on_404
+    @classified(not_found=PullRequestGone)
     def reply(self, repo: str, number: int, body: str) -> int:
         self.budget.take()
         _, data = self.github.requester.requestJsonAndCheck(
             "POST", f"{self._repo(repo).url}/issues/{number}/comments", input={"body": body})
         return data["id"]
 
+    @classified
     def default_branch(self, repo: str) -> tuple[str, str]:
         url = self._repo(repo).url
         _, data = self.github.requester.requestJsonAndCheck("GET", url)
@@ -449,11 +386,13 @@ class PyGithubClient(GitHub):
         _, head = self.github.requester.requestJsonAndCheck("GET", f"{url}/branches/{quote(branch, safe='')}")
         return branch, head["commit"]["sha"]
 
+    @classified
     def first_parent(self, repo: str, sha: str) -> str | None:
         _, data = self.github.requester.requestJsonAndCheck("GET", f"{self._repo(repo).url}/commits/{sha}")
         parents = data.get("parents") or []
         return parents[0]["sha"] if parents else None
 
+    @classified
     def dispatch(self, repo: str, workflow: str, ref: str, inputs: dict[str, str]) -> WorkflowRun | None:
         """Ask for the run's details first; GitHub Enterprise Server versions that do not know
         ``return_run_details`` refuse the key, and are asked again without it."""
@@ -462,7 +401,7 @@ class PyGithubClient(GitHub):
         try:
             data = self._dispatch(url, body)
         except GithubException as error:
-            if error.status not in (400, 422) or "return_run_details" not in str(error.data):
+            if answer(error) not in _UNKNOWN_KEY or "return_run_details" not in str(error.data):
                 raise _refusal(error) from error
             del body["return_run_details"]
             try:
@@ -486,33 +425,39 @@ class PyGithubClient(GitHub):
                                        "try again in a few minutes") from None
         return data
 
+    @classified
     def find_run(self, repo: str, workflow: str, correlation_id: str) -> WorkflowRun | None:
         url = f"{self._repo(repo).url}/actions/workflows/{quote(workflow, safe='')}/runs"
         try:
             _, data = self.github.requester.requestJsonAndCheck(
                 "GET", url, parameters={"event": "workflow_dispatch", "per_page": _RUNS_SCANNED})
-        except UnknownObjectException:  # no such workflow (any more): no such run either
-            return None
+        except GithubException as error:
+            if answer(error) is Answer.NOT_FOUND:  # no such workflow (any more): no such run either
+                return None
+            raise
         for run in data.get("workflow_runs") or []:
             if contract.correlation_in((run.get("display_title") or "").split("\n")[0]) == correlation_id:
                 return _workflow_run(run)
         return None
 
+    @classified
     def cancel_run(self, repo: str, run_id: int) -> None:
         self.budget.take()
         try:
             url = f"{self._repo(repo).url}/actions/runs/{run_id}/cancel"
             self.github.requester.requestJsonAndCheck("POST", url)
         except GithubException as error:
-            if error.status not in (404, 409):  # gone, or finished already: nothing to cancel
+            if answer(error) not in _NOTHING_TO_CANCEL:
                 raise
 
+    @classified
     def artifacts(self, repo: str, run_id: int) -> list[ArtifactRef]:
         _, data = self.github.requester.requestJsonAndCheck(
             "GET", f"{self._repo(repo).url}/actions/runs/{run_id}/artifacts", parameters={"per_page": 100})
         return [ArtifactRef(a["id"], a["name"], a.get("size_in_bytes") or 0, bool(a.get("expired")))
                 for a in data.get("artifacts") or []]
 
+    @classified
     def download_artifact(self, repo: str, artifact_id: int, max_bytes: int) -> bytes:
         """GitHub answers with a redirect to a short-lived storage URL, fetched without our
         credentials (it is another host, and the URL itself grants access), size-capped."""
@@ -520,23 +465,33 @@ class PyGithubClient(GitHub):
         status, headers, body = self.github.requester.requestJson("GET", url)
         location = {k.lower(): v for k, v in headers.items()}.get("location")
         if status != 302 or not location:
-            raise ValueError(f"GitHub answered {status} instead of the artifact's download address")
+            raise ArtifactInvalid(f"GitHub answered {status} instead of the artifact's download address")
         try:
             with requests.get(location, stream=True, timeout=self.timeout, allow_redirects=True) as response:
                 if response.status_code >= 400:
                     raise ArtifactUnavailable(f"the artifact's storage answered {response.status_code}")
-                declared = int(response.headers.get("Content-Length") or 0)
+                declared = _content_length(response.headers)
                 if declared > max_bytes:
-                    raise ValueError(f"the artifact is {declared:,} bytes; at most {max_bytes:,} are read")
+                    raise ArtifactInvalid(f"the artifact is {declared:,} bytes; "
+                                          f"at most {max_bytes:,} are read")
                 content = bytearray()
                 for chunk in response.iter_content(_DOWNLOAD_CHUNK):
                     content += chunk
                     if len(content) > max_bytes:
-                        raise ValueError(f"the artifact is larger than {max_bytes:,} bytes")
+                        raise ArtifactInvalid(f"the artifact is larger than {max_bytes:,} bytes")
         except requests.RequestException as error:
             # The message of a requests error quotes the address, and the address is a credential.
             raise ArtifactUnavailable(f"the artifact's download broke off ({type(error).__name__})") from None
         return bytes(content)
+
+
+def _content_length(headers: Any) -> int:
+    """The size the artifact's storage declares (0 when it declares none: the read is capped anyway)."""
+    try:
+        return int(headers.get("Content-Length") or 0)
+    except ValueError:
+        raise ArtifactInvalid("the artifact's storage declared a length that is not a number") from None
+
 
 def _workflow_run(run: dict) -> WorkflowRun:
     return WorkflowRun(id=run["id"], html_url=run.get("html_url", ""), status=run.get("status", ""),
@@ -558,17 +513,6 @@ def _refusal(error: GithubException) -> Exception:
     message = error.data.get("message") if isinstance(error.data, dict) else None
     if isinstance(error, RateLimitExceededException):
         return DispatchRefused(error.status, "GitHub's rate limit for starting workflows was reached")
-    if error.status in _REFUSED:
+    if answer(error) in _REFUSED:
         return DispatchRefused(error.status, str(message or "refused"))
     return error
-
-
-def _classify_methods(cls: type) -> None:
-    for name, value in list(vars(cls).items()):
-        if callable(value) and not name.startswith("_") and not getattr(value, "_classified", False):
-            wrapped = _classified(value)
-            wrapped._classified = True
-            setattr(cls, name, wrapped)
-
-
-_classify_methods(PyGithubClient)

@@ -10,8 +10,10 @@
   odd answer). It is tried again too, in case the cause was passing, and its traceback is logged
   once, not at every attempt.
 
-The adapters translate what they know into `Permanent` and `Transient`; whatever they do not
-know stays a bug. Nothing here imports an adapter.
+The adapters translate what they know into `Permanent` and `Transient`; the failures the ports
+name (`PullRequestGone`, `DispatchRefused`, `ArtifactInvalid` in `bot.service.ports`) are kinds of
+`Permanent`, so their class says their kind. Whatever the adapters do not know stays a bug. Nothing
+here imports an adapter.
 """
 
 from __future__ import annotations
@@ -19,7 +21,6 @@ from __future__ import annotations
 from enum import Enum
 
 from .events import MalformedPayload
-from .ports import DispatchRefused, PullRequestGone
 
 FIRST_RETRY_S = 10.0  # the wait before the second attempt; doubled for each one after
 MAX_RETRY_S = 900.0  # no wait is longer, whatever a Retry-After says (PyGithub's own cap)
@@ -52,7 +53,16 @@ class BadCredentials(Permanent):
 
 
 class Gone(Permanent):
+    """What was asked about no longer exists on GitHub. Its kinds say what: `InstallationGone`
+    here, `PullRequestGone` (a port's answer) in `bot.service.ports`; a plain `Gone` is anything
+    else (a repository, a commit)."""
+
     hint = "GitHub no longer has what the event was about (deleted, transferred or uninstalled)"
+
+
+class InstallationGone(Gone):
+    """The App's installation is not there to act as: uninstalled, suspended, or none was named
+    (an event from App mode without an installation)."""
 
 
 class Transient(Exception):
@@ -92,7 +102,7 @@ class RetryLater(Exception):  # noqa: N818 - an instruction to the queue, not an
 
 
 def classify(error: BaseException) -> Kind:
-    if isinstance(error, (Permanent, MalformedPayload, PullRequestGone, DispatchRefused)):
+    if isinstance(error, (Permanent, MalformedPayload)):
         return Kind.PERMANENT
     if isinstance(error, Transient):
         return Kind.TRANSIENT
@@ -105,16 +115,12 @@ def hint(error: BaseException) -> str:
         return error.hint
     if isinstance(error, MalformedPayload):
         return "the payload does not have the shape GitHub's schema gives its event"
-    if isinstance(error, PullRequestGone):
-        return Gone.hint
-    if isinstance(error, DispatchRefused):
-        return "GitHub refused to start the benchmark workflow"
     return "see the server's log"
 
 
 def hint_for(error_type: str) -> str | None:
     """The hint of a permanent failure by its exception's name, as stored (``NoCredentials``)."""
-    for kind in (NoCredentials, BadCredentials, Gone, Permanent):
+    for kind in (NoCredentials, BadCredentials, InstallationGone, Gone, Permanent):
         if kind.__name__ == error_type:
             return kind.hint
     if error_type == MalformedPayload.__name__:

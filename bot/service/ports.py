@@ -1,5 +1,6 @@
 """The interfaces the service layer needs from the outside world besides its store
-(`bot.service.storage`): GitHub, the queue and the dashboard's sign-in."""
+(`bot.service.storage`): GitHub, the queue and the dashboard's sign-in; and the failures GitHub's
+port names, each a kind of `bot.service.failures` (`Permanent`) but `ArtifactUnavailable`."""
 
 from __future__ import annotations
 
@@ -8,25 +9,35 @@ from abc import ABC, abstractmethod
 from bot.core.checks import Check
 from bot.core.pulls import PullInfo
 
+from .failures import Gone, Permanent
 from .records import ArtifactRef, WorkflowRun
 
 
-class PullRequestGone(Exception):
+class PullRequestGone(Gone):
     """The pull request or repository no longer exists (deleted, transferred, access lost)."""
 
 
-class DispatchRefused(Exception):
+class DispatchRefused(Permanent):
     """GitHub refused to start the benchmark workflow for good (no such workflow, bad inputs, no
     permission); ``status`` is its HTTP status. Waiting and retrying would not help."""
+
+    hint = "GitHub refused to start the benchmark workflow"
 
     def __init__(self, status: int, message: str):
         super().__init__(f"{status} {message}")
         self.status, self.message = status, message
 
 
+class ArtifactInvalid(Permanent):
+    """GitHub's answer for a run's artifact is not one to download: no download address, or more
+    bytes than the cap. Asked again, it answers the same."""
+
+    hint = "the run's artifact could not be downloaded as GitHub offered it"
+
+
 class ArtifactUnavailable(Exception):
     """A run's artifact could not be downloaded (its storage answered an error, or broke off); the
-    message never carries the signed download address."""
+    message never carries the signed download address. No kind: tried again, as a bug is."""
 
 
 class GitHub(ABC):
@@ -102,15 +113,16 @@ class GitHub(ABC):
 
     @abstractmethod
     def download_artifact(self, repo: str, artifact_id: int, max_bytes: int) -> bytes:
-        """The artifact's zip archive; `ValueError` when it is larger than ``max_bytes``,
-        `ArtifactUnavailable` when its storage does not hand it over."""
+        """The artifact's zip archive; `ArtifactInvalid` when GitHub offers no download or it is
+        larger than ``max_bytes``, `ArtifactUnavailable` when its storage does not hand it over."""
 
 
 class GitHubFactory(ABC):
     @abstractmethod
     def for_installation(self, installation_id: int | None) -> GitHub:
         """A client for one installation (or the token), for the calling thread alone: clients
-        are never shared between threads (an HTTP connection answers one request at a time)."""
+        are never shared between threads (an HTTP connection answers one request at a time).
+        `InstallationGone` when there is no such installation (or none was named, in App mode)."""
 
 
 class SignIn(ABC):

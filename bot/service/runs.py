@@ -25,7 +25,7 @@ from bot.core.text import clip, printable
 from . import benchmarks, repo_config, reviewing, sticky
 from .bench_section import SHOWN_TRIGGERS
 from .events import WorkflowRunEvent
-from .ports import GitHub, PullRequestGone
+from .ports import ArtifactInvalid, GitHub, PullRequestGone
 from .records import BenchRequest, BenchResult, MetricPoint
 from .services import Services
 from .storage import Store
@@ -168,7 +168,7 @@ def _judged(github: GitHub, request: BenchRequest, subject: str) -> tuple[list[s
     try:
         data = github.download_artifact(request.repo, found.id, MAX_DOWNLOAD)
         content = results_artifact.read(data)
-    except (ValueError, results_artifact.ArtifactError) as error:
+    except (ArtifactInvalid, results_artifact.ArtifactError) as error:
         return [clip(printable(str(error)), 300)], nothing
     return [], judging.judge(content, request.base_sha, request.head_sha, request.suites, subject)
 

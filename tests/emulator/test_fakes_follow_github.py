@@ -13,7 +13,7 @@ from bot.adapters.github_client import PyGithubFactory, retry_policy
 from bot.core.checks import Check
 from bot.core.config.schema import CONFIG_PATH
 from bot.core.render.comment import MARKER
-from bot.service.ports import DispatchRefused, GitHub, PullRequestGone
+from bot.service.ports import ArtifactInvalid, DispatchRefused, GitHub, PullRequestGone
 from bot.settings import Settings
 from tests.emulator import live
 from tests.service import diffs
@@ -249,7 +249,7 @@ def test_artifacts_are_listed_and_downloaded_up_to_a_cap(side):
     [artifact] = side.github.artifacts(REPO, run.id)
     assert (artifact.name, artifact.size, artifact.expired) == ("perfbot-results-pb-1", 12, False)
     assert side.github.download_artifact(REPO, artifact.id, 100) == b"PK zip bytes"
-    with pytest.raises(ValueError):
+    with pytest.raises(ArtifactInvalid):
         side.github.download_artifact(REPO, artifact.id, 5)
 
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass, replace
 from bot.core.bench import contract
 from bot.core.checks import Check
 from bot.core.pulls import PullInfo
-from bot.service.ports import DispatchRefused, GitHub, GitHubFactory, PullRequestGone, Queue
+from bot.service.ports import ArtifactInvalid, DispatchRefused, GitHub, GitHubFactory, PullRequestGone, Queue
 from bot.service.records import ArtifactRef, WorkflowRun
 
 BOT_LOGIN = "perfbot[bot]"
@@ -194,9 +194,9 @@ class FakeGitHub(GitHub):
             for ref, data in items:
                 if ref.id == artifact_id:
                     if len(data) > max_bytes:
-                        raise ValueError(f"the artifact is larger than {max_bytes:,} bytes")
+                        raise ArtifactInvalid(f"the artifact is larger than {max_bytes:,} bytes")
                     return data
-        raise ValueError("no such artifact")
+        raise ArtifactInvalid("no such artifact")
 
     # what tests arrange
 

@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 from bot.service import failures
 from bot.service.events import MalformedPayload
 from bot.service.failures import Kind
-from bot.service.ports import DispatchRefused, PullRequestGone
+from bot.service.ports import ArtifactInvalid, ArtifactUnavailable, DispatchRefused, PullRequestGone
 
 
 @pytest.mark.parametrize(("error", "kind"), [
@@ -18,7 +18,9 @@ from bot.service.ports import DispatchRefused, PullRequestGone
     (failures.Gone("404"), Kind.PERMANENT),
     (MalformedPayload("pull_request.number: Field required"), Kind.PERMANENT),
     (PullRequestGone("gone"), Kind.PERMANENT),
+    (failures.InstallationGone("App mode needs the installation of the event"), Kind.PERMANENT),
     (DispatchRefused(422, "no such input"), Kind.PERMANENT),
+    (ArtifactInvalid("the artifact is 12 bytes; at most 5 are read"), Kind.PERMANENT),
     (failures.Transient("GitHub answered 502"), Kind.TRANSIENT),
     (failures.StorageUnavailable("database is locked"), Kind.TRANSIENT),
     (failures.QueueUnavailable("Redis is restarting"), Kind.TRANSIENT),
@@ -26,6 +28,8 @@ from bot.service.ports import DispatchRefused, PullRequestGone
     (KeyError("number"), Kind.BUG),
     (TypeError("'NoneType' object is not subscriptable"), Kind.BUG),
     (RuntimeError("anything else"), Kind.BUG),
+    # Tried again with its traceback logged once, as before it had a name.
+    (ArtifactUnavailable("the artifact's storage answered 503"), Kind.BUG),
 ])
 def test_each_failure_has_one_kind(error, kind):
     assert failures.classify(error) is kind
@@ -52,6 +56,12 @@ def test_a_permanent_failure_says_what_to_do_without_naming_a_repository():
     assert failures.hint_for("NoCredentials") == failures.NoCredentials.hint
     assert failures.hint_for("BadCredentials") == failures.BadCredentials.hint
     assert failures.hint_for("KeyError") is None
+
+
+def test_each_kind_of_gone_says_so_and_the_port_failures_keep_their_hints():
+    assert failures.hint(PullRequestGone("x")) == failures.hint(failures.InstallationGone("x")) == failures.Gone.hint
+    assert failures.hint(DispatchRefused(404, "Not Found")) == "GitHub refused to start the benchmark workflow"
+    assert failures.hint_for("InstallationGone") == failures.hint_for("Gone") == failures.Gone.hint
 
 
 def test_a_failure_is_described_on_one_line():

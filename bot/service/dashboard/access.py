@@ -12,7 +12,8 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 
-from ..ports import GitHub, PullRequestGone
+from ..failures import Gone
+from ..ports import GitHub
 from ..services import Services
 
 WRITE_PERMISSIONS = ("admin", "maintain", "write")
@@ -56,7 +57,7 @@ def permission(services: Services, repo: str, login: str) -> str:
     'none' when GitHub cannot be asked (the App is not installed there, GitHub is down)."""
     try:
         return _client(services, repo).permission(repo, login)
-    except PullRequestGone:
+    except Gone:  # the repository, or the App's installation on it
         return "none"
     except Exception as error:  # an unreachable GitHub denies access; it must not crash the page
         log.warning("permission check failed", extra={"repo": repo, "user": login}, exc_info=error)
