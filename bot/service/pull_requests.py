@@ -20,14 +20,14 @@ from bot.core.pulls import PullInfo
 from bot.core.review import plan as review_plan
 
 from . import benchmarks, repo_config, reviewing, sticky
-from .events import PullRequestEvent
+from .events import PullRequestAction, PullRequestEvent
 from .ports import GitHub, PullRequestGone
 from .records import Merge, Review
 from .services import Services
 
 log = logging.getLogger("perfbot.review")
 
-NEW_HEADS = ("opened", "synchronize", "reopened")  # the actions that may bring a new head
+NEW_HEADS: tuple[PullRequestAction, ...] = ("opened", "synchronize", "reopened")  # may bring a new head
 
 
 def wants(event: PullRequestEvent) -> bool:
@@ -39,9 +39,8 @@ def wants(event: PullRequestEvent) -> bool:
 
 
 def handle(event: PullRequestEvent, services: Services) -> None:
-    repository = event.repo.record()
-    if repository is not None:  # learn the repository and its visibility from every event about it
-        services.store.installations.add(event.repo.installation_id, [repository])
+    if event.repo.record is not None:  # learn the repository and its visibility from every event about it
+        services.store.installations.add(event.repo.installation_id, [event.repo.record])
     if event.action == "closed":
         _closed(event, services)
     else:
