@@ -18,6 +18,7 @@ from bot.core.bench import contract, policy
 from bot.core.config.schema import RepoConfig
 from bot.core.pulls import PullInfo
 from bot.core.review import plan as review_plan
+from bot.core.vocabulary import Level
 
 from . import benchmarks, repo_config, reviewing, sticky
 from .events import PullRequestAction, PullRequestEvent
@@ -89,7 +90,7 @@ def _pushed(event: PullRequestEvent, services: Services) -> None:
         log.info("reviewed", extra={"repo": repo, "pr": number, "score": review.score, "risk": review.level})
 
 
-def _benchmark_now(github: GitHub, pull: PullInfo, level: str, config: RepoConfig) -> bool:
+def _benchmark_now(github: GitHub, pull: PullInfo, level: Level, config: RepoConfig) -> bool:
     """Whether the head is benchmarked without asking; the author's permission is asked only when
     everything else says yes."""
     if not policy.auto_candidate(level, pull, config.bench):

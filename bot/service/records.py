@@ -7,6 +7,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from bot.core.vocabulary import Level, Trigger
+
 
 @dataclass(frozen=True)
 class Delivery:
@@ -41,7 +43,7 @@ class Review:
     number: int
     head_sha: str
     score: int
-    level: str
+    level: Level
     comment_id: int | None = None
     check_run_id: int | None = None
     blocks: tuple[str, ...] = ()
@@ -59,7 +61,7 @@ class Merge:
     merge_sha: str | None
     head_sha: str
     score: int | None
-    level: str | None
+    level: Level | None
     merged_at: datetime | None
     author: str | None = None
     url: str | None = None
@@ -107,7 +109,7 @@ class BenchRequest:
     suites: tuple[str, ...]
     rounds: int | None = None
     max_rounds: int | None = None
-    trigger: str  # command | auto | merge | schedule
+    trigger: Trigger
     requested_by: str | None = None
     comment_id: int | None = None
     status: str

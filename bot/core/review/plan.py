@@ -16,7 +16,7 @@ from bot.core.render import comment as render_comment
 from bot.core.risk import diff as diffs
 from bot.core.risk import ruleset
 from bot.core.risk.scoring import RiskReport, Signal, score
-from bot.core.vocabulary import FLAGGED_LEVELS, reaches
+from bot.core.vocabulary import FLAGGED_LEVELS, Level, reaches
 
 CHECK_NAME = "perfbot / risk"
 LABEL_PREFIX = "perf-risk: "
@@ -51,7 +51,7 @@ class ReviewPlan:
 
     head_sha: str
     score: int
-    level: str
+    level: Level
     blocks: tuple[str, ...]
     wants_comment: bool
     check: Check
@@ -71,7 +71,7 @@ def assess(facts: PullFacts) -> tuple[RiskReport, str | None]:
     return score(parsed, rules), problem
 
 
-def worth_a_comment(level: str, threshold: str, news: bool) -> bool:
+def worth_a_comment(level: Level, threshold: Level, news: bool) -> bool:
     """Quiet by default: a new comment only from the config's level up (medium unless set), or
     when there is ``news`` (a benchmark, a config problem); below it the check run says enough."""
     return news or reaches(level, threshold)
