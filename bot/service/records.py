@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from bot.core.review.record import Reason as Reason  # the reasons of a review, as the core lists them
 from bot.core.vocabulary import Level, Trigger
 
 
@@ -22,15 +23,6 @@ class Delivery:
     payload: bytes
     attempts: int = 0
     error: str | None = None  # what the last attempt failed with
-
-
-@dataclass(frozen=True)
-class Reason:
-    """One rule that raised a pull request's risk, as the review listed it."""
-
-    rule: str
-    weight: float
-    text: str
 
 
 @dataclass(frozen=True, kw_only=True)
