@@ -30,6 +30,6 @@ ACTIVE = (REQUESTED, DISPATCHING, RUNNING)
 OUTDATED = "outdated"  # shown, never stored: the newest benchmark measured an earlier head
 
 
-def reaches(level: str, threshold: str) -> bool:
+def reaches(level: Level, threshold: Level) -> bool:
     """Whether risk ``level`` is at or above ``threshold`` (both levels)."""
     return LEVELS.index(level) >= LEVELS.index(threshold)

@@ -192,8 +192,8 @@ def _show(services: Services, snapshot: _Snapshot) -> None:
     above it, if the store had none)."""
     pull = snapshot.pull
     fresh = reviewing.missing(services, snapshot.github, snapshot.repo, pull.number,
-                              snapshot.event.repo.default_branch, pull, (snapshot.config,
-                                                                         snapshot.config_error))
+                              snapshot.event.repo.default_branch, pull,
+                              repo_config.ConfigRead(snapshot.config, snapshot.config_error))
     sticky.write(services, snapshot.github, snapshot.repo, pull.number, pull.head_sha, fresh)
 
 

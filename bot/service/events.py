@@ -8,9 +8,10 @@ names the field: a signed body of the wrong shape is refused, never half-process
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -27,27 +28,28 @@ class MalformedPayload(ValueError):
     """A handled event's payload does not have the fields (or field types) GitHub's schema says."""
 
 
+# The actions the bot acts on, by event: each is the one list of its event's actions (`KINDS` reads them).
+PullRequestAction = Literal["opened", "synchronize", "reopened", "ready_for_review", "edited", "closed"]
+WorkflowRunAction = Literal["requested", "in_progress", "completed"]
+InstallationAction = Literal["created", "unsuspend", "new_permissions_accepted", "deleted", "suspend"]
+InstallationRepositoriesAction = Literal["added", "removed"]
+
+
 @dataclass(frozen=True, kw_only=True)
 class Repo:
     """The repository an event is about, and the installation it came through."""
 
-    id: int | None
     full_name: str
     default_branch: str
-    private: bool | None
     installation_id: int | None
-
-    def record(self) -> Repository | None:
-        """The repository as the store keeps it (None when the payload did not give its id)."""
-        return None if self.id is None else Repository(self.id, self.full_name, self.installation_id,
-                                                       self.private)
+    record: Repository | None  # as the store keeps it (with its visibility); None: the payload gave no id
 
 
 @dataclass(frozen=True, kw_only=True)
 class PullRequestEvent:
     """`pull_request`: opened, synchronize, reopened, ready_for_review, edited, closed."""
 
-    action: str
+    action: PullRequestAction
     repo: Repo
     number: int
     head_sha: str
@@ -84,7 +86,7 @@ class CommandEvent:
 class WorkflowRunEvent:
     """`workflow_run` of a dispatched run whose name carries a correlation id."""
 
-    action: str
+    action: WorkflowRunAction
     repo: Repo
     run_id: int
     run_attempt: int
@@ -96,23 +98,20 @@ class WorkflowRunEvent:
 
 @dataclass(frozen=True, kw_only=True)
 class InstallationEvent:
-    action: str
+    action: InstallationAction
     installation_id: int
     repositories: tuple[Repository, ...] | None  # None: the payload did not list them
 
 
 @dataclass(frozen=True, kw_only=True)
 class InstallationRepositoriesEvent:
-    action: str
+    action: InstallationRepositoriesAction
     installation_id: int
     added: tuple[Repository, ...]
     removed: tuple[int, ...]
 
 
 Event = PullRequestEvent | CommandEvent | WorkflowRunEvent | InstallationEvent | InstallationRepositoriesEvent
-
-PULL_REQUEST_ACTIONS = ("opened", "synchronize", "reopened", "ready_for_review", "edited", "closed")
-INSTALLATION_ACTIONS = ("created", "unsuspend", "new_permissions_accepted", "deleted", "suspend")
 
 
 # ---------------------------------------------------------------- the payloads' shapes
@@ -167,7 +166,7 @@ class _Changes(_Shape):
 
 
 class _PullRequestPayload(_Shape):
-    action: str
+    action: PullRequestAction
     pull_request: _PullRequest
     repository: _Repository
     installation: _Installation | None = None
@@ -225,20 +224,20 @@ class _WorkflowRun(_Shape):
 
 
 class _WorkflowRunPayload(_Shape):
-    action: str
+    action: WorkflowRunAction
     workflow_run: _WorkflowRun
     repository: _Repository
     installation: _Installation | None = None
 
 
 class _InstallationPayload(_Shape):
-    action: str
+    action: InstallationAction
     installation: _Installation
     repositories: list[_ListedRepository] | None = None
 
 
 class _InstallationRepositoriesPayload(_Shape):
-    action: str
+    action: InstallationRepositoriesAction
     installation: _Installation
     repositories_added: list[_ListedRepository] = []
     repositories_removed: list[_ListedRepository] = []
@@ -250,43 +249,29 @@ class _InstallationRepositoriesPayload(_Shape):
 def parse(event: str, payload: dict[str, Any]) -> Event | None:
     """The typed event of a delivery, or None when the bot does not act on this event or action;
     `MalformedPayload` when it would, but the payload is not what GitHub sends."""
-    action = payload.get("action")
+    kind = KINDS.get(event)
+    if kind is None or payload.get("action") not in kind.actions:
+        return None
     try:
-        if event == "pull_request" and action in PULL_REQUEST_ACTIONS:
-            return _pull_request(_PullRequestPayload.model_validate(payload))
-        if event == "issue_comment" and action == "created":
-            return _comment(payload)
-        if event == "pull_request_review" and action == "submitted":
-            return _review(payload)
-        if event == "workflow_run" and action in ("requested", "in_progress", "completed"):
-            return _workflow_run(payload)
-        if event == "installation" and action in INSTALLATION_ACTIONS:
-            parsed = _InstallationPayload.model_validate(payload)
-            listed = None if parsed.repositories is None else _repositories(parsed.repositories,
-                                                                            parsed.installation)
-            return InstallationEvent(action=parsed.action, installation_id=parsed.installation.id,
-                                     repositories=listed)
-        if event == "installation_repositories" and action in ("added", "removed"):
-            changed = _InstallationRepositoriesPayload.model_validate(payload)
-            return InstallationRepositoriesEvent(
-                action=changed.action, installation_id=changed.installation.id,
-                added=_repositories(changed.repositories_added, changed.installation),
-                removed=tuple(r.id for r in changed.repositories_removed))
+        return kind.parse(payload)
     except ValidationError as error:
         raise MalformedPayload(_first_problem(event, error)) from None
-    return None
 
 
 def _repo(repository: _Repository, installation: _Installation | None) -> Repo:
-    return Repo(id=repository.id, full_name=repository.full_name, default_branch=repository.default_branch,
-                private=repository.private, installation_id=installation.id if installation else None)
+    installation_id = installation.id if installation else None
+    record = None if repository.id is None else Repository(
+        repository.id, repository.full_name, installation_id, repository.private)
+    return Repo(full_name=repository.full_name, default_branch=repository.default_branch,
+                installation_id=installation_id, record=record)
 
 
 def _repositories(items: list[_ListedRepository], installation: _Installation) -> tuple[Repository, ...]:
     return tuple(Repository(r.id, r.full_name, installation.id, r.private) for r in items)
 
 
-def _pull_request(parsed: _PullRequestPayload) -> PullRequestEvent:
+def _pull_request(payload: dict[str, Any]) -> PullRequestEvent:
+    parsed = _PullRequestPayload.model_validate(payload)
     pr = parsed.pull_request
     return PullRequestEvent(
         action=parsed.action, repo=_repo(parsed.repository, parsed.installation), number=pr.number,
@@ -351,7 +336,47 @@ def _workflow_run(payload: dict[str, Any]) -> WorkflowRunEvent | None:
         conclusion=found.conclusion, html_url=found.html_url)
 
 
+def _installation(payload: dict[str, Any]) -> InstallationEvent:
+    parsed = _InstallationPayload.model_validate(payload)
+    listed = None if parsed.repositories is None else _repositories(parsed.repositories, parsed.installation)
+    return InstallationEvent(action=parsed.action, installation_id=parsed.installation.id,
+                             repositories=listed)
+
+
+def _installation_repositories(payload: dict[str, Any]) -> InstallationRepositoriesEvent:
+    changed = _InstallationRepositoriesPayload.model_validate(payload)
+    return InstallationRepositoriesEvent(
+        action=changed.action, installation_id=changed.installation.id,
+        added=_repositories(changed.repositories_added, changed.installation),
+        removed=tuple(r.id for r in changed.repositories_removed))
+
+
 def _first_problem(event: str, error: ValidationError) -> str:
     problem = error.errors(include_url=False)[0]
     where = ".".join(str(part) for part in problem["loc"]) or "(the payload)"
     return f"{event} payload: {where}: {problem['msg']}"
+
+
+# ---------------------------------------------------------------- the events the bot acts on
+
+
+@dataclass(frozen=True)
+class Kind:
+    """How the bot reads one GitHub event: the typed event it becomes, the actions it is acted on
+    for (any other is not parsed), and its parser."""
+
+    type: type[Event]
+    actions: tuple[str, ...]  # a tuple: an unhashable "action" of a hostile payload is just not one of them
+    parse: Callable[[dict[str, Any]], Event | None]
+
+
+# The one table of GitHub event names: `parse` reads it, and so does the router (what the App subscribes to).
+KINDS: Mapping[str, Kind] = {
+    "pull_request": Kind(PullRequestEvent, get_args(PullRequestAction), _pull_request),
+    "issue_comment": Kind(CommandEvent, ("created",), _comment),
+    "pull_request_review": Kind(CommandEvent, ("submitted",), _review),
+    "workflow_run": Kind(WorkflowRunEvent, get_args(WorkflowRunAction), _workflow_run),
+    "installation": Kind(InstallationEvent, get_args(InstallationAction), _installation),
+    "installation_repositories": Kind(InstallationRepositoriesEvent,
+                                      get_args(InstallationRepositoriesAction), _installation_repositories),
+}

@@ -1,33 +1,39 @@
-"""The `pull_request` pipeline: one snapshot per delivery, pure decisions, one application.
+"""The `pull_request` pipeline: for a push and for a close, gather one snapshot (each fact read once,
+and only the facts a decision needs), decide in the core, apply the plan.
 
 A push (opened, synchronize, reopened; a draft made ready; a base changed) reads the pull request
-once, the default branch's config once and the diff once; the core plans the review
-(`bot.core.review.plan`) and whether to benchmark the head (`bot.core.bench.policy`, which asks for
-the author's permission only when the risk could start a run); then older heads' benchmarks are
-superseded, the check run and label published, an automatic benchmark started, and the sticky
-comment written once from what is now stored. A close cancels the pull request's benchmarks, records
-a merge for the dashboard (from the stored review, without asking GitHub again) and benchmarks a
-risky merge commit for the default branch's history.
+once, the default branch's config once and the diff once, and the author's permission only when
+the head's risk could start an automatic run; the core plans the review (`bot.core.review.plan`)
+and what happens to the pull request's benchmarks (`bot.core.bench.pull_request`); then the check
+run and label are published, older heads' benchmarks superseded, an automatic benchmark started,
+and the sticky comment written once from what is now stored. A close cancels the pull request's
+benchmarks, records a merge for the dashboard with the risk of the published review
+(`bot.core.review.record`, without asking GitHub again) and benchmarks a risky merge commit for
+the default branch's history.
 """
 
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 
-from bot.core.bench import contract, policy
-from bot.core.config.schema import RepoConfig
+from bot.core.bench import contract
+from bot.core.bench import pull_request as bench_plan
+from bot.core.config.schema import BenchConfig
 from bot.core.pulls import PullInfo
 from bot.core.review import plan as review_plan
+from bot.core.review import record
 
 from . import benchmarks, repo_config, reviewing, sticky
-from .events import PullRequestEvent
+from .events import PullRequestAction, PullRequestEvent
 from .ports import GitHub, PullRequestGone
-from .records import Merge, Review
+from .records import BenchRequest, Merge, Review
+from .repo_config import ConfigRead
 from .services import Services
 
 log = logging.getLogger("perfbot.review")
 
-NEW_HEADS = ("opened", "synchronize", "reopened")  # the actions that may bring a new head
+NEW_HEADS: tuple[PullRequestAction, ...] = ("opened", "synchronize", "reopened")  # may bring a new head
 
 
 def wants(event: PullRequestEvent) -> bool:
@@ -39,131 +45,218 @@ def wants(event: PullRequestEvent) -> bool:
 
 
 def handle(event: PullRequestEvent, services: Services) -> None:
-    repository = event.repo.record()
-    if repository is not None:  # learn the repository and its visibility from every event about it
-        services.store.installations.add(event.repo.installation_id, [repository])
+    if event.repo.record is not None:  # learn the repository and its visibility from every event about it
+        services.store.installations.add(event.repo.installation_id, [event.repo.record])
     if event.action == "closed":
-        _closed(event, services)
+        closed = _gather_close(event, services)
+        if closed is not None:
+            _apply_close(services, closed, _decide_close(closed))
     else:
-        _pushed(event, services)
+        if event.action in NEW_HEADS:  # every push is kept: an approval binds to one pushed before it
+            services.store.work.record_push(event.repo.full_name, event.number, event.head_sha,
+                                            event.updated_at or services.now())
+        pushed = _gather_push(event, services)
+        if pushed is not None:
+            _apply_push(services, pushed, _decide_push(pushed))
+
+
+def _facts(html_url: str, head_sha: str, default_branch: str, config: ConfigRead,
+           diff: str) -> review_plan.PullFacts:
+    return review_plan.PullFacts(html_url=html_url, head_sha=head_sha, default_branch=default_branch,
+                                 diff=diff, config=config.config, config_error=config.problem)
+
+
+def _runs(requests: tuple[BenchRequest, ...]) -> tuple[bench_plan.Run, ...]:
+    return tuple(bench_plan.Run(r.correlation_id, r.head_sha, r.status) for r in requests)
+
+
+def _stop(services: Services, github: GitHub, requests: tuple[BenchRequest, ...], stop: tuple[str, ...],
+          status: str, bench: BenchConfig) -> None:
+    for request in requests:
+        if request.correlation_id in stop:
+            benchmarks.stop(services, github, request, status, bench)
+
+
+def _start(services: Services, github: GitHub, event: PullRequestEvent, start: bench_plan.Start,
+           bench: BenchConfig) -> None:
+    request = benchmarks.new_request(
+        services, key=start.key, repo=event.repo.full_name, installation_id=event.repo.installation_id,
+        number=start.number, base_sha=start.base_sha, head_sha=start.head_sha, suites=start.suites,
+        trigger=start.trigger, requested_by=start.requested_by)
+    benchmarks.start(services, github, request, bench, event.repo.default_branch)
 
 
 # ---------------------------------------------------------------- a push
 
 
-def _pushed(event: PullRequestEvent, services: Services) -> None:
-    store, repo, number = services.store, event.repo.full_name, event.number
-    if event.action in NEW_HEADS:
-        store.work.record_push(repo, number, event.head_sha, event.updated_at or services.now())
+@dataclass(frozen=True, kw_only=True)
+class _Push:
+    """What a push's decisions read, each read once."""
+
+    event: PullRequestEvent
+    github: GitHub
+    pull: PullInfo
+    requests: tuple[BenchRequest, ...]  # the pull request's benchmarks
+    config: ConfigRead
+    stored: Review | None
+    facts: review_plan.PullFacts | None  # None: the head is not reviewed (a draft, or closed)
+    risk: review_plan.Assessment | None
+    author_permission: str | None  # None: not asked (the risk cannot start a run)
+
+    @property
+    def new_head(self) -> bool:
+        return self.event.action in NEW_HEADS
+
+
+@dataclass(frozen=True)
+class _PushPlan:
+    review: review_plan.ReviewPlan | None
+    runs: bench_plan.PushRuns
+
+
+def _gather_push(event: PullRequestEvent, services: Services) -> _Push | None:
+    """The push's snapshot; None when there is nothing to do (the pull request is gone, a newer
+    push superseded this one, or there is no head to review and no run to stop)."""
+    repo, number, branch = event.repo.full_name, event.number, event.repo.default_branch
     github = services.github.for_installation(event.repo.installation_id)
     try:
         pull = github.pull(repo, number)
     except PullRequestGone:
         log.info("pull request gone; dropped", extra={"repo": repo, "pr": number})
-        return
+        return None
     if pull.head_sha != event.head_sha:
         log.info("superseded by a newer push; skipped", extra={"repo": repo, "pr": number})
-        return
-    older = [r for r in benchmarks.active(services, repo, number)
-             if r.head_sha != pull.head_sha and event.action in NEW_HEADS]
-    reviewed = pull.open and not (pull.draft or event.draft)  # a ready_for_review event follows
-    if not reviewed and not older:
-        return
-    config, config_error = repo_config.read(github, repo, event.repo.default_branch)
-    stored = store.reviews.get(repo, number)
-    review = None
-    if reviewed:
-        review = reviewing.review(github, pull, event.repo.default_branch, config, config_error, stored)
-    auto = review is not None and event.action in NEW_HEADS and _benchmark_now(github, pull, review.level,
-                                                                                config)
-    for request in older:
-        benchmarks.stop(services, github, request, contract.SUPERSEDED, config.bench)
-    if auto:
-        key = contract.work_key("auto", repo, f"{number}:{pull.head_sha}")
-        request = benchmarks.new_request(
-            services, key=key, repo=repo, installation_id=event.repo.installation_id, number=number,
-            base_sha=pull.base_sha, head_sha=pull.head_sha, suites=contract.default_suites(config.bench),
-            trigger="auto")
-        benchmarks.start(services, github, request, config.bench, event.repo.default_branch)
-    sticky.write(services, github, repo, number, pull.head_sha, review)
+        return None
+    new_head = event.action in NEW_HEADS
+    requests = tuple(services.store.benchmarks.for_pull(repo, number))
+    reviewed = review_plan.reviewed(pull, event.draft)
+    if not reviewed and not bench_plan.superseded(new_head, pull.head_sha, _runs(requests)):
+        return None
+    config = repo_config.read(github, repo, branch)
+    diff = github.pull_diff(repo, number) if reviewed else None
+    facts = _facts(pull.html_url, pull.head_sha, branch, config, diff) if diff is not None else None
+    risk = review_plan.assess(facts) if facts is not None else None  # asking the author depends on it
+    asks = bench_plan.asks_author(new_head, risk.level if risk else None, pull, config.config.bench)
+    return _Push(event=event, github=github, pull=pull, requests=requests, config=config,
+                 stored=services.store.reviews.get(repo, number), facts=facts, risk=risk,
+                 author_permission=github.permission(repo, pull.author) if asks else None)
+
+
+def _decide_push(push: _Push) -> _PushPlan:
+    review = review_plan.plan(push.facts, push.risk) if push.facts is not None else None
+    runs = bench_plan.on_push(bench_plan.Push(
+        new_head=push.new_head, pull=push.pull, level=review.level if review is not None else None,
+        runs=_runs(push.requests), author_permission=push.author_permission),
+        push.config.config.bench)
+    return _PushPlan(review, runs)
+
+
+def _apply_push(services: Services, push: _Push, plan: _PushPlan) -> None:
+    """Publish the review, stop the superseded runs, start the automatic one, then write the sticky
+    comment once from what is now stored."""
+    event, github, pull, bench = push.event, push.github, push.pull, push.config.config.bench
+    review = reviewing.publish(github, push.stored, pull, plan.review) if plan.review is not None else None
+    _stop(services, github, push.requests, plan.runs.stop, contract.SUPERSEDED, bench)
+    if plan.runs.start is not None:
+        _start(services, github, event, plan.runs.start, bench)
+    sticky.write(services, github, pull.repo, pull.number, pull.head_sha, review)
     if review is not None:
-        log.info("reviewed", extra={"repo": repo, "pr": number, "score": review.score, "risk": review.level})
-
-
-def _benchmark_now(github: GitHub, pull: PullInfo, level: str, config: RepoConfig) -> bool:
-    """Whether the head is benchmarked without asking; the author's permission is asked only when
-    everything else says yes."""
-    if not policy.auto_candidate(level, pull, config.bench):
-        return False
-    return policy.auto(level, github.permission(pull.repo, pull.author), pull.fork, config.bench)
+        log.info("reviewed", extra={"repo": pull.repo, "pr": pull.number, "score": review.score,
+                                    "risk": review.level})
 
 
 # ---------------------------------------------------------------- a close
 
 
-def _closed(event: PullRequestEvent, services: Services) -> None:
-    store, repo, number = services.store, event.repo.full_name, event.number
-    running = benchmarks.active(services, repo, number)
-    stored = store.reviews.get(repo, number)
+@dataclass(frozen=True, kw_only=True)
+class _Close:
+    """What a close's decisions read, each read once."""
+
+    event: PullRequestEvent
+    github: GitHub
+    requests: tuple[BenchRequest, ...]  # the pull request's benchmarks
+    published: record.Published | None  # the stored review of the closed head
+    runs: bench_plan.Close
+    config: ConfigRead | None  # None: no decision needs it
+    facts: review_plan.PullFacts | None  # the merged head's, to score it now; None: not needed, or gone
+
+
+@dataclass(frozen=True)
+class _ClosePlan:
+    merge: record.Risk | None  # None: not merged
+    runs: bench_plan.CloseRuns | None  # None: nothing to stop, nothing to start
+
+
+def _gather_close(event: PullRequestEvent, services: Services) -> _Close | None:
+    """The close's snapshot; None when there is nothing to cancel and nothing to record (then
+    nothing is asked of GitHub)."""
+    repo, number, branch = event.repo.full_name, event.number, event.repo.default_branch
+    requests = tuple(services.store.benchmarks.for_pull(repo, number))
+    stored = services.store.reviews.get(repo, number)
     reviewed = stored if stored is not None and stored.head_sha == event.head_sha else None
-    merged = event.merged
-    level = reviewed.level if reviewed is not None else None
-    if not running and not merged:
-        return  # nothing to cancel, nothing to record: no need to ask GitHub anything
+    runs = bench_plan.Close(repo=repo, number=number, merged=event.merged, merge_sha=event.merge_commit_sha,
+                            level=reviewed.level if reviewed is not None else None, runs=_runs(requests))
+    if not bench_plan.close_acts(runs):
+        return None
+    published = None if reviewed is None else record.Published(
+        risk=record.Risk(score=reviewed.score, level=reviewed.level, reasons=reviewed.reasons),
+        complete=bool(reviewed.blocks))
+    scores = event.merged and record.scores_merge(published)
     github = services.github.for_installation(event.repo.installation_id)
-    config: RepoConfig | None = None
+    needs_config = scores or bench_plan.close_needs_config(runs)
+    config = repo_config.read(github, repo, branch) if needs_config else None
+    facts = _merged_head(github, event, config) if scores and config is not None else None
+    return _Close(event=event, github=github, requests=requests, published=published, runs=runs,
+                  config=config, facts=facts)
+
+
+def _merged_head(github: GitHub, event: PullRequestEvent, config: ConfigRead) -> review_plan.PullFacts | None:
+    """The facts to score the merged head with; None when its diff is gone (then the merge is
+    recorded with what is known)."""
     try:
-        if merged:
-            config = _record_merge(services, github, event, reviewed)
-        if not running and level in (None, "none"):
-            return
-        if config is None:
-            config, _ = repo_config.read(github, repo, event.repo.default_branch)
-        for request in running:
-            benchmarks.stop(services, github, request, contract.CANCELLED, config.bench)
-        merge_sha = event.merge_commit_sha
-        if merged and merge_sha and contract.SHA.fullmatch(merge_sha) and policy.on_merge(level,
-                                                                                          config.bench):
-            _benchmark_merge(services, github, event, merge_sha, config)
+        diff = github.pull_diff(event.repo.full_name, event.number)
     except PullRequestGone:
-        log.info("repository gone; closed pull request left as it is", extra={"repo": repo, "pr": number})
+        return None
+    return _facts(event.html_url, event.head_sha, event.repo.default_branch, config, diff)
 
 
-def _record_merge(services: Services, github: GitHub, event: PullRequestEvent,
-                  reviewed: Review | None) -> RepoConfig | None:
-    """Record the merge with the risk maintainers saw (the published review of the merged head), or
-    with a scoring now when there was none; the config, if it had to be read for that."""
-    score, level = (reviewed.score, reviewed.level) if reviewed is not None else (None, None)
-    reasons = reviewed.reasons if reviewed is not None else ()
-    config = None
-    if reviewed is None or not reviewed.blocks:  # no review of this head (or one stored before reasons were)
-        try:
-            config, config_error = repo_config.read(github, event.repo.full_name, event.repo.default_branch)
-            plan = review_plan.plan(review_plan.PullFacts(
-                html_url=event.html_url, head_sha=event.head_sha, default_branch=event.repo.default_branch,
-                diff=github.pull_diff(event.repo.full_name, event.number), config=config,
-                config_error=config_error))
-            reasons = reviewing.reasons(plan)
-            if reviewed is None:
-                score, level = plan.score, plan.level
-        except PullRequestGone:
-            pass
-    services.store.dashboard.record_merge(Merge(
-        repo=event.repo.full_name, number=event.number, title=event.title, merge_sha=event.merge_commit_sha,
-        head_sha=event.head_sha, score=score, level=level, merged_at=event.merged_at, author=event.author,
-        url=event.html_url, reasons=reasons))
-    log.info("merge recorded", extra={"repo": event.repo.full_name, "pr": event.number, "level": level})
-    return config
+def _decide_close(close: _Close) -> _ClosePlan:
+    scored = review_plan.plan(close.facts).risk if close.facts is not None else None
+    merge = record.merge_risk(close.published, scored) if close.event.merged else None
+    runs = None
+    if close.config is not None and bench_plan.close_needs_config(close.runs):
+        runs = bench_plan.on_close(close.runs, close.config.config.bench)
+    return _ClosePlan(merge, runs)
 
 
-def _benchmark_merge(services: Services, github: GitHub, event: PullRequestEvent, merge_sha: str,
-                     config: RepoConfig) -> None:
-    """A run of the merge commit against its first parent, for the default branch's history."""
-    parent = github.first_parent(event.repo.full_name, merge_sha)
-    if parent is None:
+def _apply_close(services: Services, close: _Close, plan: _ClosePlan) -> None:
+    """Record the merge, cancel the pull request's runs, then benchmark the merge commit."""
+    event, github = close.event, close.github
+    if plan.merge is not None:
+        risk, repo = plan.merge, event.repo.full_name
+        services.store.dashboard.record_merge(Merge(
+            repo=repo, number=event.number, title=event.title, merge_sha=event.merge_commit_sha,
+            head_sha=event.head_sha, score=risk.score, level=risk.level, merged_at=event.merged_at,
+            author=event.author, url=event.html_url, reasons=risk.reasons))
+        log.info("merge recorded", extra={"repo": repo, "pr": event.number, "level": risk.level})
+    if plan.runs is None or close.config is None:
         return
-    request = benchmarks.new_request(
-        services, key=contract.work_key("merge", event.repo.full_name, merge_sha), repo=event.repo.full_name,
-        installation_id=event.repo.installation_id, number=None, base_sha=parent, head_sha=merge_sha,
-        suites=contract.default_suites(config.bench), trigger="merge", requested_by=f"#{event.number}")
-    benchmarks.start(services, github, request, config.bench, event.repo.default_branch)
+    bench = close.config.config.bench
+    try:
+        _stop(services, github, close.requests, plan.runs.cancel, contract.CANCELLED, bench)
+        if plan.runs.benchmark_merge:
+            _benchmark_merge(services, close, bench)
+    except PullRequestGone:
+        log.info("repository gone; closed pull request left as it is",
+                 extra={"repo": event.repo.full_name, "pr": event.number})
+
+
+def _benchmark_merge(services: Services, close: _Close, bench: BenchConfig) -> None:
+    """The merge commit's run, gathered, decided and applied on its own: its first parent is read
+    only once the merge is recorded and the runs are cancelled, so that a merge commit GitHub does
+    not find (it answers 422, for good) costs neither."""
+    merge_sha = close.runs.merge_sha
+    parent = close.github.first_parent(close.runs.repo, merge_sha) if merge_sha is not None else None
+    start = bench_plan.merge_run(close.runs, parent, bench)
+    if start is not None:
+        _start(services, close.github, close.event, start, bench)

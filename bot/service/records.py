@@ -7,6 +7,9 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from bot.core.review.record import Reason as Reason  # the reasons of a review, as the core lists them
+from bot.core.vocabulary import Level, Trigger
+
 
 @dataclass(frozen=True)
 class Delivery:
@@ -22,15 +25,6 @@ class Delivery:
     error: str | None = None  # what the last attempt failed with
 
 
-@dataclass(frozen=True)
-class Reason:
-    """One rule that raised a pull request's risk, as the review listed it."""
-
-    rule: str
-    weight: float
-    text: str
-
-
 @dataclass(frozen=True, kw_only=True)
 class Review:
     """The last risk review published on a pull request, with what the sticky comment is composed
@@ -41,7 +35,7 @@ class Review:
     number: int
     head_sha: str
     score: int
-    level: str
+    level: Level
     comment_id: int | None = None
     check_run_id: int | None = None
     blocks: tuple[str, ...] = ()
@@ -59,7 +53,7 @@ class Merge:
     merge_sha: str | None
     head_sha: str
     score: int | None
-    level: str | None
+    level: Level | None
     merged_at: datetime | None
     author: str | None = None
     url: str | None = None
@@ -107,7 +101,7 @@ class BenchRequest:
     suites: tuple[str, ...]
     rounds: int | None = None
     max_rounds: int | None = None
-    trigger: str  # command | auto | merge | schedule
+    trigger: Trigger
     requested_by: str | None = None
     comment_id: int | None = None
     status: str

@@ -3,6 +3,8 @@ head: a pull request must not lower its own risk or reach the GPU runners by edi
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 from bot.core.config import source as config_source
 from bot.core.config.schema import RepoConfig
 from bot.core.config.source import ConfigSource
@@ -10,7 +12,15 @@ from bot.core.config.source import ConfigSource
 from .ports import GitHub
 
 
-def read(github: GitHub, repo: str, default_branch: str) -> tuple[RepoConfig, str | None]:
+class ConfigRead(NamedTuple):
     """The config in force, and why the repository's own could not be used (then: the defaults)."""
+
+    config: RepoConfig
+    problem: str | None = None
+
+
+def read(github: GitHub, repo: str, default_branch: str) -> ConfigRead:
+    """The config in force on the default branch (one read of GitHub)."""
     source = ConfigSource.default_branch(default_branch)
-    return config_source.read_or_defaults(github.read_file(repo, source.path, default_branch), source)
+    text = github.read_file(repo, source.path, default_branch)
+    return ConfigRead(*config_source.read_or_defaults(text, source))

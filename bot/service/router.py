@@ -21,17 +21,18 @@ class Pipeline:
 
 
 class Router:
-    """The pipelines by event kind, and the GitHub event names they are parsed from."""
+    """The pipelines by event kind; ``parse`` and ``kinds`` (the GitHub event names, and the kind of
+    event each is parsed into) are `bot.service.events`' unless a test brings its own."""
 
-    def __init__(self, pipelines: Mapping[type, Pipeline], event_names: Mapping[str, type],
-                 parse: Callable[[str, dict], Any] = events.parse):
+    def __init__(self, pipelines: Mapping[type, Pipeline], *,
+                 parse: Callable[[str, dict], Any] = events.parse, kinds: Mapping[str, type] | None = None):
         self._pipelines = dict(pipelines)
-        self._names = dict(event_names)
+        self._kinds = dict(kinds) if kinds is not None else {name: k.type for name, k in events.KINDS.items()}
         self._parse = parse
 
     def events(self) -> set[str]:
         """Every GitHub event some pipeline acts on (what the App subscribes to)."""
-        return set(self._names)
+        return {name for name, kind in self._kinds.items() if kind in self._pipelines}
 
     def accept(self, event: str, payload: dict) -> Event | None:
         """The parsed event when a pipeline wants the delivery, else None; `MalformedPayload`

@@ -10,20 +10,11 @@ from .events import (
 )
 from .router import Pipeline, Router
 
-ROUTER = Router(
-    {
-        PullRequestEvent: Pipeline(pull_requests.wants, pull_requests.handle),
-        CommandEvent: Pipeline(commands.wants, commands.handle),
-        WorkflowRunEvent: Pipeline(runs.wants, runs.handle),
-        InstallationEvent: Pipeline(installations.wants, installations.on_installation),
-        InstallationRepositoriesEvent: Pipeline(installations.wants, installations.on_repositories),
-    },
-    {
-        "pull_request": PullRequestEvent,
-        "issue_comment": CommandEvent,
-        "pull_request_review": CommandEvent,
-        "workflow_run": WorkflowRunEvent,
-        "installation": InstallationEvent,
-        "installation_repositories": InstallationRepositoriesEvent,
-    },
-)
+# The GitHub event names each kind is parsed from are `bot.service.events.KINDS`'.
+ROUTER = Router({
+    PullRequestEvent: Pipeline(pull_requests.wants, pull_requests.handle),
+    CommandEvent: Pipeline(commands.wants, commands.handle),
+    WorkflowRunEvent: Pipeline(runs.wants, runs.handle),
+    InstallationEvent: Pipeline(installations.wants, installations.on_installation),
+    InstallationRepositoriesEvent: Pipeline(installations.wants, installations.on_repositories),
+})

@@ -80,7 +80,7 @@ def _started(event: WorkflowRunEvent, services: Services, request: BenchRequest)
     """Link the run when the dispatch could not name it."""
     github = services.github.for_installation(request.installation_id)
     config = repo_config.read(github, request.repo, event.repo.default_branch)
-    if not _same_workflow(event, config[0]):
+    if not _same_workflow(event, config.config):
         return
     running = replace(request, status=contract.RUNNING, run_id=event.run_id, run_url=event.html_url)
     services.store.benchmarks.update(running)
@@ -97,7 +97,7 @@ def _completed(event: WorkflowRunEvent, services: Services, request: BenchReques
         return
     github = services.github.for_installation(request.installation_id)
     config = repo_config.read(github, request.repo, event.repo.default_branch)
-    if not _same_workflow(event, config[0]):
+    if not _same_workflow(event, config.config):
         return
     request = replace(request, run_id=event.run_id, run_url=event.html_url or request.run_url)
     finished, results, points = _outcome(github, request, event.conclusion, services.now())
@@ -108,11 +108,11 @@ def _completed(event: WorkflowRunEvent, services: Services, request: BenchReques
     _show(services, github, finished, config, event.repo.default_branch)
 
 
-def _show(services: Services, github: GitHub, request: BenchRequest, config: tuple[RepoConfig, str | None],
+def _show(services: Services, github: GitHub, request: BenchRequest, config: repo_config.ConfigRead,
           default_branch: str) -> None:
     """The request's check run, and for a pull request the sticky comment's benchmark section."""
     try:
-        request = benchmarks.publish_check(services, github, request, config[0].bench)
+        request = benchmarks.publish_check(services, github, request, config.config.bench)
     except PullRequestGone:  # stored: the dashboard has it, though GitHub no longer shows the repository
         log.info("repository gone; run not shown", extra={"repo": request.repo, "run_id": request.run_id})
         return

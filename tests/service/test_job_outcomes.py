@@ -55,7 +55,7 @@ def services(sqlite_store):
 
 
 def deliver(services, handler, guid="g-1") -> int:
-    router = Router({PullRequestEvent: Pipeline(lambda _: True, handler)}, {"pull_request": PullRequestEvent})
+    router = Router({PullRequestEvent: Pipeline(lambda _: True, handler)})
     payload = github_data.pull_request("opened", number=7)
     outcome = intake.accept(services.store, services.queue, router, hook_id="1", guid=guid, event="pull_request",
                             payload=payload, body=json.dumps(payload).encode())
@@ -140,7 +140,7 @@ def test_a_job_that_finds_the_database_away_asks_to_run_later(services, monkeypa
 def test_a_delivery_stored_while_the_queue_was_down_is_enqueued_by_the_sweep_once_it_is_idle(services):
     services.queue.down = True
     handler = Failing()
-    router = Router({PullRequestEvent: Pipeline(lambda _: True, handler)}, {"pull_request": PullRequestEvent})
+    router = Router({PullRequestEvent: Pipeline(lambda _: True, handler)})
     payload = github_data.pull_request("opened", number=7)
     outcome = intake.accept(services.store, services.queue, router, hook_id="1", guid="g", event="pull_request",
                             payload=payload, body=json.dumps(payload).encode())
@@ -158,7 +158,7 @@ def test_a_delivery_the_database_cannot_store_is_refused_not_acknowledged(servic
         raise failures.StorageUnavailable("database or disk is full")
 
     monkeypatch.setattr(services.store.deliveries, "claim", full)
-    router = Router({PullRequestEvent: Pipeline(lambda _: True, Failing())}, {"pull_request": PullRequestEvent})
+    router = Router({PullRequestEvent: Pipeline(lambda _: True, Failing())})
     payload = github_data.pull_request("opened", number=7)
     try:
         outcome = intake.accept(services.store, services.queue, router, hook_id="1", guid="g",

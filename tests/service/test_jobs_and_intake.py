@@ -23,7 +23,7 @@ class Recorder:
         self.calls: list[dict] = []
         self.failures = failures
         self.router = Router({dict: Pipeline(lambda event: event.get("action") == "opened", self)},
-                             {"pull_request": dict}, parse=lambda event, payload: payload)
+                             parse=lambda event, payload: payload, kinds={"pull_request": dict})
 
     def __call__(self, payload, services):
         self.calls.append(payload)

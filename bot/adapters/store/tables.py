@@ -19,6 +19,8 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
+from bot.core.vocabulary import Level, Trigger
+
 
 class Base(DeclarativeBase):
     pass
@@ -101,7 +103,7 @@ class ReviewRow(Base):
     number: Mapped[int] = mapped_column(Integer)
     head_sha: Mapped[str] = mapped_column(String(64))
     score: Mapped[int] = mapped_column(Integer)
-    level: Mapped[str] = mapped_column(String(16))
+    level: Mapped[Level] = mapped_column(String(16))
     comment_id: Mapped[int | None] = mapped_column(BigInteger)
     updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
     # What the sticky comment is composed from without asking GitHub again or scoring again.
@@ -154,7 +156,7 @@ class MergeRow(Base):
     merge_sha: Mapped[str | None] = mapped_column(String(64))
     head_sha: Mapped[str] = mapped_column(String(64))
     score: Mapped[int | None] = mapped_column(Integer)
-    level: Mapped[str | None] = mapped_column(String(16))
+    level: Mapped[Level | None] = mapped_column(String(16))
     merged_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     flagged: Mapped[bool] = mapped_column(Boolean, default=False)
     author: Mapped[str | None] = mapped_column(String(100))
@@ -189,7 +191,7 @@ class BenchRequestRow(Base):
     suites: Mapped[str] = mapped_column(Text)  # JSON list of suite names
     rounds: Mapped[int | None] = mapped_column(Integer)
     max_rounds: Mapped[int | None] = mapped_column(Integer)
-    trigger: Mapped[str] = mapped_column(String(16))  # command | auto | merge | schedule
+    trigger: Mapped[Trigger] = mapped_column(String(16))
     requested_by: Mapped[str | None] = mapped_column(String(100))
     comment_id: Mapped[int | None] = mapped_column(BigInteger)  # the /bench comment, for reactions
     status: Mapped[str] = mapped_column(String(16), index=True)

@@ -19,6 +19,7 @@ from bot.core.bench import contract
 from bot.core.commands import grammar
 from bot.core.config.schema import BenchConfig, reaches
 from bot.core.pulls import PullInfo
+from bot.core.vocabulary import Level
 
 WRITE = ("admin", "write")  # GitHub's `permission`: maintain reads as write, triage as read
 
@@ -222,20 +223,20 @@ def _duration(value: int | timedelta) -> str:
     return f"{-(-seconds // 3600)} h"
 
 
-def auto_candidate(level: str, pull: PullInfo, bench: BenchConfig) -> bool:
+def auto_candidate(level: Level, pull: PullInfo, bench: BenchConfig) -> bool:
     """Whether a push may be benchmarked without asking, before asking GitHub who its author is:
     an open, ready pull request of the repository itself whose risk reaches the configured level."""
     return (pull.open and not pull.draft and not pull.fork and bool(pull.author)
             and reaches(level, bench.dispatch.auto))
 
 
-def auto(level: str, author_permission: str, fork: bool, bench: BenchConfig) -> bool:
+def auto(level: Level, author_permission: str, fork: bool, bench: BenchConfig) -> bool:
     """Whether a push is benchmarked without asking: the risk reaches the configured level and the
     author is trusted (write access, and not from a fork, whose pushes nobody has read yet)."""
     return reaches(level, bench.dispatch.auto) and author_permission in WRITE and not fork
 
 
-def on_merge(level: str | None, bench: BenchConfig) -> bool:
+def on_merge(level: Level | None, bench: BenchConfig) -> bool:
     """Whether a merge commit is benchmarked against its first parent for the default branch's history."""
     return level is not None and reaches(level, bench.dispatch.on_merge)
 

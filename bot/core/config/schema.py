@@ -109,7 +109,7 @@ class Thresholds(_Strict):
             raise ValueError("thresholds must satisfy low <= medium <= high")
         return self
 
-    def level(self, score: int) -> str:
+    def level(self, score: int) -> vocabulary.Level:
         if score >= self.high:
             return "high"
         if score >= self.medium:
@@ -317,7 +317,7 @@ class BenchConfig(_Strict):
     dispatch: DispatchConfig = DispatchConfig()
 
 
-def reaches(level: str, trigger: TriggerLevel) -> bool:
+def reaches(level: vocabulary.Level, trigger: TriggerLevel) -> bool:
     """Whether a risk ``level`` ('none' ... 'high') is at or above a dispatch ``trigger`` level."""
     return trigger != "never" and vocabulary.reaches(level, trigger)
 

@@ -1,9 +1,11 @@
-"""The decisions of a pull request's risk review, made without I/O: `plan` scores the diff under the
-default branch's config, renders the review once and says what to publish.
+"""The decisions of a pull request's risk review, made without I/O: whether a head is reviewed,
+`assess` scores the diff under the default branch's config, `plan` renders the review once and says
+what to publish.
 
-`bot.service.pull_requests` gathers the facts (`PullFacts`) and applies the `ReviewPlan`: it
-publishes the check run, syncs the label, stores the review (with its rendered blocks, from which
-`bot.core.review.sticky` composes the sticky comment) and writes the comment once.
+`bot.service.pull_requests` gathers the facts (`PullFacts`, and the assessment, on which asking for
+the author's permission depends) and applies the `ReviewPlan`: it publishes the check run, syncs the
+label, stores the review (with its rendered blocks, from which `bot.core.review.sticky` composes the
+sticky comment) and writes the comment once.
 """
 
 from __future__ import annotations
@@ -12,11 +14,13 @@ from dataclasses import dataclass
 
 from bot.core.checks import Check
 from bot.core.config.schema import ConfigError, RepoConfig
+from bot.core.pulls import PullInfo
 from bot.core.render import comment as render_comment
+from bot.core.review.record import Reason, Risk
 from bot.core.risk import diff as diffs
 from bot.core.risk import ruleset
 from bot.core.risk.scoring import RiskReport, Signal, score
-from bot.core.vocabulary import FLAGGED_LEVELS, reaches
+from bot.core.vocabulary import FLAGGED_LEVELS, Level, reaches
 
 CHECK_NAME = "perfbot / risk"
 LABEL_PREFIX = "perf-risk: "
@@ -37,6 +41,19 @@ class PullFacts:
 
 
 @dataclass(frozen=True)
+class Assessment:
+    """The diff's risk under the config, and the config problem to tell the reader, if any (the
+    built-in defaults were used instead)."""
+
+    report: RiskReport
+    config_problem: str | None
+
+    @property
+    def level(self) -> Level:
+        return self.report.level
+
+
+@dataclass(frozen=True)
 class Label:
     """The one label starting with ``prefix`` the pull request should carry; None: none."""
 
@@ -51,35 +68,46 @@ class ReviewPlan:
 
     head_sha: str
     score: int
-    level: str
+    level: Level
     blocks: tuple[str, ...]
     wants_comment: bool
     check: Check
     label: Label
-    signals: tuple[Signal, ...]  # heaviest first
+    reasons: tuple[Reason, ...]  # heaviest first
+
+    @property
+    def risk(self) -> Risk:
+        return Risk(score=self.score, level=self.level, reasons=self.reasons)
 
 
-def assess(facts: PullFacts) -> tuple[RiskReport, str | None]:
-    """The diff's risk under the config, and the config problem to tell the reader, if any (the
-    built-in defaults were used instead)."""
+def reviewed(pull: PullInfo, draft: bool = False) -> bool:
+    """Whether the pull request's head gets a review: open and ready (``draft``: the event said it
+    was a draft; the `ready_for_review` event that follows reviews it)."""
+    return pull.open and not (pull.draft or draft)
+
+
+def assess(facts: PullFacts) -> Assessment:
+    """The diff's risk under the config, and the config problem to tell the reader, if any."""
     parsed = diffs.parse(facts.diff)
     paths = [f.path for f in parsed.files]
     try:
         rules, problem = ruleset.build(facts.config, paths), facts.config_error
     except ConfigError as error:  # valid YAML and schema, but e.g. disables a rule that does not exist
         rules, problem = ruleset.build(RepoConfig(), paths), str(error)
-    return score(parsed, rules), problem
+    return Assessment(score(parsed, rules), problem)
 
 
-def worth_a_comment(level: str, threshold: str, news: bool) -> bool:
+def worth_a_comment(level: Level, threshold: Level, news: bool) -> bool:
     """Quiet by default: a new comment only from the config's level up (medium unless set), or
     when there is ``news`` (a benchmark, a config problem); below it the check run says enough."""
     return news or reaches(level, threshold)
 
 
-def plan(facts: PullFacts) -> ReviewPlan:
-    """Everything to publish about the pull request's risk."""
-    report, config_error = assess(facts)
+def plan(facts: PullFacts, assessed: Assessment | None = None) -> ReviewPlan:
+    """Everything to publish about the pull request's risk (``assessed``: `assess` of the same
+    facts, when it was needed before)."""
+    assessed = assessed if assessed is not None else assess(facts)
+    report, config_error = assessed.report, assessed.config_problem
     pull = render_comment.PullContext(facts.html_url, facts.head_sha, facts.default_branch, config_error)
     blocks = render_comment.review_blocks(report, pull)
     labelled = report.level in FLAGGED_LEVELS
@@ -90,5 +118,9 @@ def plan(facts: PullFacts) -> ReviewPlan:
                     title=f"Performance risk: {report.level} ({report.score}/100)",
                     summary=render_comment.fit_review(blocks)),
         label=Label(LABEL_PREFIX, LABEL_PREFIX + report.level if labelled else None),
-        signals=tuple(report.signals[:MAX_REASONS]),
+        reasons=tuple(_reason(s) for s in report.signals[:MAX_REASONS]),
     )
+
+
+def _reason(signal: Signal) -> Reason:
+    return Reason(signal.rule, signal.weight, signal.sentence())

@@ -40,6 +40,7 @@ from bot.core.config.schema import CONFIG_PATH, Rule
 from bot.core.risk import changes, manifests
 from bot.core.risk.diff import FileChange, Hunk, ParsedDiff
 from bot.core.risk.ruleset import RuleSet
+from bot.core.vocabulary import Level
 
 SourceLookup = Callable[[str], list[str] | None]
 # What a match over a file's joined hunks carries besides where it is and what it matched: the
@@ -224,7 +225,7 @@ class FileRisk:
 @dataclass(slots=True)
 class RiskReport:
     score: int
-    level: str
+    level: Level
     profile: str
     files: list[FileRisk]
     signals: list[Signal]

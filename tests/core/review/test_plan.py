@@ -6,7 +6,9 @@ import pytest
 
 from bot.core.config.schema import ConfigError, RepoConfig
 from bot.core.config.schema import load as load_config
+from bot.core.pulls import PullInfo
 from bot.core.render.comment import MARKER
+from bot.core.review import plan as review_plan
 from bot.core.review import sticky
 from bot.core.review.plan import CHECK_NAME, LABEL_PREFIX, PullFacts, assess, plan
 from bot.core.risk import ruleset
@@ -50,15 +52,33 @@ def test_a_config_that_failed_to_load_is_reported_and_the_defaults_are_used():
 
 def test_a_config_naming_an_unknown_rule_is_reported_and_scored_with_the_defaults():
     broken = load_config("risk:\n  disable: [no.such-rule]\n", "test")
-    report, problem = assess(PullFacts(html_url=URL, head_sha=SHA, default_branch="main", diff=diffs.MEDIUM,
-                                       config=broken))
-    defaults, none = assess(PullFacts(html_url=URL, head_sha=SHA, default_branch="main", diff=diffs.MEDIUM,
-                                      config=RepoConfig()))
-    assert problem and "no.such-rule" in problem and none is None
-    assert (report.score, report.level) == (defaults.score, defaults.level)
+    broken_one = assess(PullFacts(html_url=URL, head_sha=SHA, default_branch="main", diff=diffs.MEDIUM,
+                                  config=broken))
+    defaults = assess(PullFacts(html_url=URL, head_sha=SHA, default_branch="main", diff=diffs.MEDIUM,
+                                config=RepoConfig()))
+    problem = broken_one.config_problem
+    assert problem and "no.such-rule" in problem and defaults.config_problem is None
+    assert (broken_one.report.score, broken_one.level) == (defaults.report.score, defaults.level)
     with pytest.raises(ConfigError):
         ruleset.build(broken, [])
 
 
 def test_the_default_branch_config_changes_the_score():
     assert plan(facts(diffs.MEDIUM, config=diffs.CONFIG_LOWERING)).level == "low"
+
+
+
+def test_the_plan_renders_the_assessment_it_is_given_and_scores_nothing_again(monkeypatch):
+    """The push flow scores the diff once in its snapshot (asking the author depends on the risk)."""
+    given = facts(diffs.HIGH)
+    assessed, expected = assess(given), plan(given)
+    monkeypatch.setattr(review_plan, "score", lambda *_: pytest.fail("the diff was scored again"))
+    assert plan(given, assessed) == expected and assessed.level == "high"
+
+
+@pytest.mark.parametrize("is_open,draft,draft_event,expected", [
+    (True, False, False, True), (False, False, False, False), (True, True, False, False), (True, False, True, False)])
+def test_only_an_open_ready_head_is_reviewed(is_open, draft, draft_event, expected):
+    pull = PullInfo(repo="o/r", number=7, open=is_open, draft=draft, head_sha=SHA, base_sha="b" * 40,
+                    head_repo="o/r", author="a", html_url=URL)
+    assert review_plan.reviewed(pull, draft_event) is expected
