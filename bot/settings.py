@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from sqlalchemy.engine import make_url
+from sqlalchemy.exc import ArgumentError
 
 DEFAULT_API_URL = "https://api.github.com"
 DEFAULT_WEB_URL = "https://github.com"
@@ -81,7 +82,7 @@ class Settings:
             private_key=_private_key(env),
             github_token=env.get("PERFBOT_GITHUB_TOKEN") or None,
             github_api_url=(env.get("PERFBOT_GITHUB_API_URL") or DEFAULT_API_URL).rstrip("/"),
-            database_url=env.get("PERFBOT_DATABASE_URL") or DEFAULT_DATABASE_URL,
+            database_url=_database_url(env.get("PERFBOT_DATABASE_URL") or DEFAULT_DATABASE_URL),
             queue_url=env.get("PERFBOT_QUEUE_URL") or None,
             writes_per_minute=_int(env, "PERFBOT_WRITES_PER_MINUTE") or 80,
             log_level=(env.get("PERFBOT_LOG_LEVEL") or "INFO").upper(),
@@ -128,6 +129,30 @@ class Settings:
             if url is not None and not url.startswith(("https://", "http://")):
                 raise SettingsError(f"{name}: expected an http(s):// URL, got {url!r}")
         return self
+
+
+# The databases perfbot stores in, with the driver it installs for each.
+_DATABASES = {"sqlite": ("pysqlite",), "postgresql": ("psycopg",)}
+
+
+def _database_url(text: str) -> str:
+    """``text`` as a URL SQLAlchemy opens with a driver perfbot installs: a bare ``postgresql://``
+    (or ``postgres://``) is given psycopg, which SQLAlchemy would otherwise take to mean psycopg2."""
+    try:
+        url = make_url(text)
+    except ArgumentError:
+        raise SettingsError(f"PERFBOT_DATABASE_URL: not a database URL: {text[:80]!r}") from None
+    backend = "postgresql" if url.drivername in ("postgres", "postgresql") else url.get_backend_name()
+    if backend not in _DATABASES:
+        raise SettingsError(f"PERFBOT_DATABASE_URL: perfbot stores in SQLite (sqlite:///FILE) or PostgreSQL "
+                            f"(postgresql+psycopg://...), not {backend}")
+    if backend == "postgresql" and url.drivername in ("postgres", "postgresql"):
+        return url.set(drivername="postgresql+psycopg").render_as_string(hide_password=False)
+    if url.get_driver_name() not in _DATABASES[backend]:
+        expected = "sqlite:///FILE" if backend == "sqlite" else "postgresql+psycopg://..."
+        raise SettingsError(f"PERFBOT_DATABASE_URL: the {url.get_driver_name()} driver is not installed; "
+                            f"expected {expected}")
+    return text
 
 
 def queue_file_beside(database_url: str) -> str:

@@ -45,11 +45,25 @@ def test_token_mode_and_an_enterprise_api_url():
         ({"PERFBOT_SESSION_SECRET": "short"}, "at least 32"),
         ({"PERFBOT_DASHBOARD_ANONYMOUS": "everyone"}, "PERFBOT_DASHBOARD_ANONYMOUS"),
         ({"PERFBOT_PUBLIC_URL": "perfbot.example"}, "PERFBOT_PUBLIC_URL"),
+        ({"PERFBOT_DATABASE_URL": "mysql://u@db/perfbot"}, "PERFBOT_DATABASE_URL: perfbot stores in SQLite"),
+        ({"PERFBOT_DATABASE_URL": "::not a url"}, "PERFBOT_DATABASE_URL: not a database URL"),
+        ({"PERFBOT_DATABASE_URL": "postgresql+asyncpg://db/perfbot"}, "postgresql\\+psycopg"),
+        ({"PERFBOT_QUEUE_URL": "sqlite:///::"}, None),
     ],
 )
 def test_malformed_settings_name_the_variable(env, message):
+    if message is None:  # accepted: a file name may hold colons
+        Settings.from_env(env)
+        return
     with pytest.raises(SettingsError, match=message):
         Settings.from_env(env)
+
+
+@pytest.mark.parametrize("url", ["postgresql://u:p@db/perfbot", "postgres://u:p@db/perfbot",
+                                 "postgresql+psycopg://u:p@db/perfbot"])
+def test_a_postgresql_url_without_a_driver_uses_the_installed_one(url):
+    """SQLAlchemy reads a bare postgresql:// as psycopg2, which perfbot does not install."""
+    assert Settings.from_env({"PERFBOT_DATABASE_URL": url}).database_url == "postgresql+psycopg://u:p@db/perfbot"
 
 
 def test_the_queue_file_sits_beside_a_sqlite_database():

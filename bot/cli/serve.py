@@ -55,13 +55,15 @@ def run_serve(args: argparse.Namespace) -> int:
     from bot.service import logs
     from bot.web import server
 
+    if not 0 <= args.port <= 65535:
+        raise UsageError("--port must be from 0 to 65535")
+    for name in ("workers", "threads", "consumers", "consumer_threads"):
+        if getattr(args, name) < 1:
+            raise UsageError(f"--{name.replace('_', '-')} must be positive")
     settings = _settings()
     logs.configure(settings.log_level)
     if not settings.webhook_secrets:
         raise UsageError("PERFBOT_WEBHOOK_SECRET is not set: it must match the App's webhook secret")
-    for name in ("port", "workers", "threads", "consumers", "consumer_threads"):
-        if getattr(args, name) < (0 if name == "port" else 1):
-            raise UsageError(f"--{name.replace('_', '-')} must be positive")
     from bot.service.failures import SchemaNotMigrated, StorageUnavailable
 
     try:

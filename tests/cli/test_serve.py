@@ -139,6 +139,30 @@ def test_sign_in_without_a_public_url_exits_2_with_one_line_before_serving(tmp_p
         "GitHub sends the sign-in back to it"]
 
 
+@pytest.mark.parametrize("args,message", [
+    (["--port", "99999"], "--port must be from 0 to 65535"),
+    (["--port", "-1"], "--port must be from 0 to 65535"),
+    (["--workers", "0"], "--workers must be positive"),
+])
+def test_a_serve_option_out_of_range_exits_2_with_one_line(tmp_path, monkeypatch, capsys, args, message):
+    clear_settings(monkeypatch)
+    monkeypatch.setenv("PERFBOT_WEBHOOK_SECRET", "s3cret")
+    monkeypatch.chdir(tmp_path)
+    assert main(["serve", *args]) == 2
+    assert capsys.readouterr().err.strip().splitlines() == [f"perfbot: error: {message}"]
+
+
+@pytest.mark.parametrize("url", ["mysql://u@db/perfbot", "::not a url"])
+def test_a_database_url_perfbot_cannot_use_exits_2_with_one_line(tmp_path, monkeypatch, capsys, url):
+    clear_settings(monkeypatch)
+    monkeypatch.setenv("PERFBOT_WEBHOOK_SECRET", "s3cret")
+    monkeypatch.setenv("PERFBOT_DATABASE_URL", url)
+    monkeypatch.chdir(tmp_path)
+    assert main(["serve"]) == 2
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("perfbot: error: PERFBOT_DATABASE_URL: "), lines
+
+
 def test_a_malformed_queue_url_exits_2(tmp_path, monkeypatch, capsys):
     clear_settings(monkeypatch)
     monkeypatch.setenv("PERFBOT_QUEUE_URL", "amqp://x")
