@@ -24,13 +24,14 @@ and its WAL are written with write(2), whose errors SQLite reports as errors (th
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import logging
 import os
 import sqlite3
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from bot.service.failures import StorageUnavailable
@@ -41,31 +42,59 @@ AUTOCHECKPOINT_PAGES = 10_000  # 40 MB of 4 KiB pages; SQLite's default is 1,000
 
 
 class WriterLock:
-    """A context manager: a thread lock, then ``flock`` on ``path`` (a file of its own beside the
-    database, never the database: closing any descriptor of that file would drop the locks SQLite
-    holds on it). ``path`` None (an in-memory database) locks among threads only. Not to be held
-    across a fork: the child's copy of the thread lock would stay taken."""
+    """A thread lock, then ``flock`` on ``path`` (a file of its own beside the database, never the
+    database: closing any descriptor of that file would drop the locks SQLite holds on it).
+    ``path`` None (an in-memory database) locks among threads only. Not to be held across a fork:
+    the child's copy of the thread lock would stay taken.
+
+    As a context manager it waits as long as it takes; `within` gives up after a while with
+    `FileLocked`, for a caller with a deadline (the intake) queued behind a writer that waits on
+    someone else (a consumer waiting out a backup's lock)."""
 
     def __init__(self, path: str | None):
         self.path = path
+        self._name = os.path.basename(path) if path else "the database"  # errors reach /healthz: no path
         self._threads = threading.Lock()
         self._fd = -1
         self._fd_pid = 0
 
     def __enter__(self) -> WriterLock:
-        self._threads.acquire()
-        try:
-            if self.path is not None:
-                fcntl.flock(self._descriptor(self.path), fcntl.LOCK_EX)
-        except OSError as error:
-            self._threads.release()
-            raise ReadOnlyStorage(f"the writer lock {self.path} cannot be taken: {error}") from error
-        except BaseException:
-            self._threads.release()
-            raise
+        self.acquire(None)
         return self
 
     def __exit__(self, *exc_info: object) -> None:
+        self.release()
+
+    @contextlib.contextmanager
+    def within(self, timeout_s: float) -> Iterator[None]:
+        self.acquire(timeout_s)
+        try:
+            yield
+        finally:
+            self.release()
+
+    def acquire(self, timeout_s: float | None) -> None:
+        """Take the lock, waiting at most ``timeout_s`` (None: as long as it takes)."""
+        deadline = None if timeout_s is None else time.monotonic() + timeout_s
+        if not self._threads.acquire(timeout=-1 if timeout_s is None else max(0.0, timeout_s)):
+            raise FileLocked(f"{self._name}: another thread of this process holds or awaits its writer lock")
+        if self.path is None:
+            return
+        try:
+            descriptor = self._descriptor(self.path)
+            left = None if deadline is None else deadline - time.monotonic()
+            taken = _flock(descriptor, left, self._threads)
+        except OSError as error:
+            self._threads.release()
+            problem = error.strerror or type(error).__name__
+            raise ReadOnlyStorage(f"the writer lock {self._name} cannot be taken: {problem}") from error
+        except BaseException:
+            self._threads.release()
+            raise
+        if not taken:  # the waiter holds the thread lock now, and lets go of both when it gets the file
+            raise FileLocked(f"{self._name}: another process holds its writer lock")
+
+    def release(self) -> None:
         try:
             if self.path is not None:
                 fcntl.flock(self._fd, fcntl.LOCK_UN)
@@ -81,8 +110,65 @@ class WriterLock:
         return self._fd
 
 
+def _flock(descriptor: int, timeout_s: float | None, threads: threading.Lock) -> bool:
+    """``flock`` ``descriptor`` exclusively within ``timeout_s`` (None: however long it takes);
+    False when that ran out. The kernel has no timed ``flock``: a caller that may give up waits on
+    a thread of its own (`_FlockWaiter`), still woken by the kernel as soon as the lock is free."""
+    if timeout_s is None:
+        fcntl.flock(descriptor, fcntl.LOCK_EX)
+        return True
+    try:
+        fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        return True
+    except BlockingIOError:
+        pass
+    return _FlockWaiter(descriptor, threads).wait(timeout_s)
+
+
+class _FlockWaiter:
+    """A thread blocked in ``flock`` for a caller that holds ``threads`` (the process's thread
+    lock, which keeps every other thread off the descriptor). If the caller gives up first, the
+    waiter takes over that thread lock: when the file lock comes it lets go of both at once."""
+
+    def __init__(self, descriptor: int, threads: threading.Lock):
+        self._descriptor, self._threads = descriptor, threads
+        self._state = threading.Condition()
+        self._done, self._abandoned = False, False
+        self._error: OSError | None = None
+        threading.Thread(target=self._run, name="perfbot-writer-lock", daemon=True).start()
+
+    def wait(self, timeout_s: float) -> bool:
+        with self._state:
+            if not self._state.wait_for(lambda: self._done, max(0.0, timeout_s)):
+                self._abandoned = True
+                return False
+        if self._error is not None:  # the caller releases the thread lock
+            raise self._error
+        return True
+
+    def _run(self) -> None:
+        error = None
+        try:
+            fcntl.flock(self._descriptor, fcntl.LOCK_EX)
+        except OSError as failed:
+            error = failed
+        with self._state:
+            if not self._abandoned:
+                self._done, self._error = True, error
+                self._state.notify_all()
+                return
+        if error is None:
+            fcntl.flock(self._descriptor, fcntl.LOCK_UN)
+        self._threads.release()
+
+
 def lock_file_beside(database: str) -> str:
     return f"{database}.lock"
+
+
+class FileLocked(StorageUnavailable):
+    """A SQLite file's writer lock was not free within the caller's deadline: another writer holds
+    it, or waits itself for someone outside perfbot (a backup, a `sqlite3` shell) to let go."""
 
 
 class ReadOnlyStorage(StorageUnavailable):
@@ -95,8 +181,8 @@ def check_writable(database: str) -> None:
     this process (immutable, read-only, or on a filesystem mounted read-only)."""
     index = f"{database}-shm"
     if not os.access(index, os.W_OK) and os.path.lexists(index):
-        raise ReadOnlyStorage(f"{database} cannot be written: its WAL index is read-only, immutable, "
-                              "or on a read-only filesystem")
+        raise ReadOnlyStorage(f"{os.path.basename(database)} cannot be written: its WAL index is read-only, "
+                              "immutable, or on a read-only filesystem")
 
 
 class WalCheckpoints:

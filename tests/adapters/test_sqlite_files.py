@@ -1,6 +1,7 @@
 """SQLite files shared by processes: one writer at a time across processes (fork included), the
 store and the queue written by two processes at once without "database is locked", checkpoints
-left to the supervising process."""
+left to the supervising process; a caller with a deadline (the intake) gives up on a file that
+another process holds locked by then, and the files are usable again once it lets go."""
 
 from __future__ import annotations
 
@@ -12,9 +13,14 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 
+import pytest
+
 from bot.adapters.queue import HueyQueue
-from bot.adapters.sqlite_files import AUTOCHECKPOINT_PAGES, WalCheckpoints, WriterLock, checkpoint
+from bot.adapters.sqlite_files import AUTOCHECKPOINT_PAGES, FileLocked, WalCheckpoints, WriterLock, checkpoint
 from bot.adapters.store.sql import SqlStore, sqlite_file
+from bot.service import deadline
+from bot.service.failures import QueueUnavailable, StorageUnavailable
+from tests.support.sqlite_locks import write_locked, writer_lock_held
 
 
 def take_when_told(lock: WriterLock, go: multiprocessing.Event, acquired) -> None:
@@ -125,3 +131,48 @@ def test_the_file_of_a_database_url():
     assert sqlite_file("sqlite://") is None
     assert sqlite_file("sqlite:///:memory:") is None
     assert sqlite_file("postgresql+psycopg://u:p@db/perfbot") is None
+
+
+def test_a_call_with_a_deadline_gives_up_on_a_database_another_process_holds_locked(tmp_path):
+    store = SqlStore.connect(f"sqlite:///{tmp_path / 'perfbot.db'}")
+    try:
+        with write_locked(tmp_path / "perfbot.db") as still_locked:
+            with deadline.within(0.5), pytest.raises(StorageUnavailable, match="perfbot.db is unavailable: .*locked"):
+                store.deliveries.claim("1", "during", "ping", None, b"{}")
+            assert still_locked(), "given up while the lock was held, not served once it was let go"
+        store.deliveries.claim("1", "after", "ping", None, b"{}")
+        assert store.deliveries.counts() == {"pending": 1}
+    finally:
+        store.engine.dispose()
+
+
+def test_a_call_with_a_deadline_gives_up_behind_another_processs_writer_and_the_lock_works_after(tmp_path):
+    """The other process's writer (a consumer waiting out a backup's lock, say) holds perfbot's own
+    writer lock: the intake must not queue behind it past its deadline."""
+    store = SqlStore.connect(f"sqlite:///{tmp_path / 'perfbot.db'}")
+    try:
+        with writer_lock_held(tmp_path / "perfbot.db") as still_locked:
+            with deadline.within(0.5), pytest.raises(FileLocked, match="^perfbot.db.lock: another process"):
+                store.deliveries.claim("1", "during", "ping", None, b"{}")
+            with deadline.within(0.1), pytest.raises(FileLocked):  # its waiter still queues for this process
+                store.deliveries.claim("1", "during", "ping", None, b"{}")
+            assert still_locked(), "given up while the lock was held, not served once it was let go"
+        store.deliveries.claim("1", "after", "ping", None, b"{}")  # the waiter let go of both locks
+        assert store.deliveries.counts() == {"pending": 1}
+    finally:
+        store.engine.dispose()
+
+
+def test_the_queue_gives_up_on_its_locked_file_by_the_deadline_and_its_probe_writes(tmp_path):
+    queue = HueyQueue(f"sqlite:///{tmp_path / 'perfbot.queue.db'}")
+    queue.bind(lambda _: None, lambda: None)
+    with write_locked(tmp_path / "perfbot.queue.db") as still_locked:
+        with deadline.within(0.5), pytest.raises(QueueUnavailable, match="perfbot.queue.db is unavailable: .*locked"):
+            queue.enqueue(1)
+        with deadline.within(0.5), pytest.raises(QueueUnavailable, match="locked"):
+            queue.ping()  # a read would pass: the probe writes
+        assert queue.pending() == 0, "reads go on meanwhile"
+        assert still_locked(), "given up while the lock was held, not served once it was let go"
+    queue.enqueue(1)
+    queue.ping()
+    assert queue.pending() == 1
