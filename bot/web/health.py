@@ -21,7 +21,6 @@ and what to do about it; signed-in maintainers see the failed deliveries on the 
 from __future__ import annotations
 
 import logging
-from datetime import timedelta
 
 from flask import Blueprint, Response, jsonify
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
@@ -34,8 +33,8 @@ from . import state
 bp = Blueprint("health", __name__)
 log = logging.getLogger("perfbot.health")
 
-FAILURES_WINDOW = timedelta(hours=1)
-CONSUMER_SILENT = timedelta(seconds=3 * HEARTBEAT_S)  # three heartbeats missed: not running
+FAILURES_WINDOW_S = 3_600.0
+CONSUMER_SILENT_S = 3 * HEARTBEAT_S  # three heartbeats missed: not running (by the database's clock)
 LATE_S = 600.0  # a delivery waiting this long is stuck, not queued
 REFUSED_S = 10.0  # an intake that could not store a delivery this recently is down, whatever the probe says
 PROBE_S = 1.0  # each: the database's write probe, the queue's, the reads (Docker's check waits 4 s)
@@ -44,12 +43,11 @@ PROBE_S = 1.0  # each: the database's write probe, the queue's, the reads (Docke
 @bp.get("/healthz")
 def healthz() -> tuple[Response, int]:
     services = state.current().services
-    now = services.now()
     report: dict[str, object] = {}
     problems: list[str] = []
     try:
         with deadline.within(PROBE_S):
-            services.store.liveness.probe(now)
+            services.store.liveness.probe()
         report["database"] = "ok"
     except Exception as error:  # any failure to write is the answer, not a crash
         log.warning("health: the database does not take writes: %s", error)
@@ -68,8 +66,8 @@ def healthz() -> tuple[Response, int]:
         problems.append("queue")
     try:
         with deadline.within(PROBE_S):
-            consumers = services.store.liveness.consumers(now - CONSUMER_SILENT)
-            deliveries = services.store.deliveries.health(now, now - FAILURES_WINDOW)
+            consumers = services.store.liveness.consumers(CONSUMER_SILENT_S)
+            deliveries = services.store.deliveries.health(FAILURES_WINDOW_S)
     except Exception as error:  # the database went away between the probe and these reads
         report["database"] = f"cannot read: {failures.describe(error)[:300]}"
         return jsonify({"status": "down", **report}), 503

@@ -10,7 +10,6 @@ import shutil
 import sqlite3
 import threading
 import time
-from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -72,7 +71,7 @@ def write_deliveries(url: str, queue_url: str, first: int, count: int) -> None:
         delivery_id = store.deliveries.claim("1", f"guid-{n}", "installation", "created", b"x" * 3000)
         queue.enqueue(delivery_id)
         queue.huey.storage.dequeue()
-        store.deliveries.start(delivery_id, datetime.now(UTC), 600)
+        store.deliveries.start(delivery_id, 600)
         store.deliveries.finish(delivery_id, "done")
 
 

@@ -60,6 +60,7 @@ def sqlite_file(url: str | URL) -> str | None:
 
 
 def now() -> datetime:
+    """This process's clock: for what no other process compares (never a lease: `clock.db_now`)."""
     return datetime.now(UTC)
 
 
