@@ -20,7 +20,14 @@ from bot.service.failures import QueueUnavailable, RetryLater, StorageUnavailabl
 from bot.service.ports import Queue
 
 from .job_serializer import JsonSerializer
-from .sqlite_files import AUTOCHECKPOINT_PAGES, FileLocked, WriterLock, check_writable, lock_file_beside
+from .sqlite_files import (
+    AUTOCHECKPOINT_PAGES,
+    FileLocked,
+    GuardedConnection,
+    WriterLock,
+    check_writable,
+    lock_file_beside,
+)
 
 PROCESS_TASK = "perfbot.process_delivery"
 SWEEP_TASK = "perfbot.requeue_stale"
@@ -36,7 +43,7 @@ def build_huey(url: str) -> Huey:
         return RedisHuey("perfbot", url=url, results=False, serializer=JsonSerializer())
     if url.startswith("sqlite:///"):
         return Huey("perfbot", storage_class=WalNormalSqliteStorage, filename=url.removeprefix("sqlite:///"),
-                    timeout=WAIT_S, results=False, serializer=JsonSerializer())
+                    timeout=WAIT_S, results=False, serializer=JsonSerializer(), factory=GuardedConnection)
     raise ValueError(f"unsupported queue URL {url.split(':', 1)[0]}:... (expected redis:// or sqlite:///)")
 
 

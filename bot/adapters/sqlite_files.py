@@ -9,17 +9,27 @@ wakes the next writer as soon as the last one is done.
 
 A writer that commits past SQLite's auto-checkpoint threshold also copies the WAL into the
 database and syncs it to disk, inside its commit and so inside the lock: one such commit held the
-others up for 300 ms. `perfbot serve`'s master checkpoints every second instead (`WalCheckpoints`),
-without waiting for anyone, and writers checkpoint themselves only past `AUTOCHECKPOINT_PAGES`,
-which bounds the WAL where nothing else checkpoints it.
+others up for 300 ms. A process that `perfbot serve`'s master keeps running checkpoints every
+second instead (`WalCheckpoints`), without waiting for anyone, and writers checkpoint themselves
+only past `AUTOCHECKPOINT_PAGES`, which bounds the WAL where nothing else checkpoints it.
 
 SQLite maps the WAL index (the ``-shm`` file) into memory, and the kernel kills a process with
 SIGBUS when it writes to a mapped page of a file that became immutable or whose filesystem went
-read-only: every connection, readers too, writes there. So each use of a connection first checks
-that the WAL index can still be written (`check_writable`: one `access` call) and refuses with
-`ReadOnlyStorage` instead; once it is writable again the same connections carry on. The database
-and its WAL are written with write(2), whose errors SQLite reports as errors (the store's
-`StorageUnavailable`), so they need no check of their own.
+read-only (making a file immutable flushes its pages and write-protects them: the next write to
+any of them faults): every connection, readers too, writes there. So every statement and commit
+first checks that the WAL index can still be written (`GuardedConnection`, `check_writable`: one
+`access` call) and refuses with `ReadOnlyStorage` instead; once it is writable again the same
+connections carry on. The database and its WAL are written with write(2), whose errors SQLite
+reports as errors (the store's `StorageUnavailable`), so they need no check of their own.
+
+That narrows the danger; it cannot remove it. A file made immutable between the check and
+SQLite's write of the index inside the statement or commit that follows (a commit writes its WAL
+frames first, then the index: the ``-shm`` file made immutable before the ``-wal`` one, as
+``chattr +i`` on both does, falls in that gap) still kills the process running it. That can be a
+web worker (gunicorn starts another), a queue consumer (the server starts another, which takes
+its deliveries over at once) or the checkpointer (`WalCheckpoints` starts another); never the
+master, which opens none of the files. Nothing acknowledged is lost: a delivery is acknowledged
+only once its commit returned.
 """
 
 from __future__ import annotations
@@ -28,9 +38,13 @@ import contextlib
 import fcntl
 import logging
 import os
+import signal
 import sqlite3
+import subprocess
+import sys
 import threading
 import time
+import urllib.parse
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
@@ -176,6 +190,74 @@ class ReadOnlyStorage(StorageUnavailable):
     filesystem mounted read-only. Touching its memory-mapped WAL index now could kill the process."""
 
 
+class GuardedConnection(sqlite3.Connection):
+    """A sqlite3 connection (``sqlite3.connect(..., factory=GuardedConnection)``) that calls
+    `check_writable` right before each statement it runs and each commit: SQLite writes the mapped
+    WAL index only inside those, so a file made immutable can kill the process only if that happens
+    between the check and the statement's own run in C, microseconds, rather than anywhere in a
+    transaction and the Python around it. Rollback and close are not checked: a rollback of what
+    never reached the WAL writes nothing there, and both must let go of SQLite's locks."""
+
+    def __init__(self, database, *args, **kwargs):
+        super().__init__(database, *args, **kwargs)
+        self.guarded = _file_of(database, bool(kwargs.get("uri")))
+
+    def check(self) -> None:
+        if self.guarded is not None:
+            check_writable(self.guarded)
+
+    def cursor(self, factory=None):
+        return super().cursor(factory or GuardedCursor)
+
+    def execute(self, *args):  # sqlite3 runs these on a cursor of its own, not through cursor()
+        self.check()
+        return super().execute(*args)
+
+    def executemany(self, *args):
+        self.check()
+        return super().executemany(*args)
+
+    def executescript(self, *args):
+        self.check()
+        return super().executescript(*args)
+
+    def commit(self) -> None:
+        self.check()
+        super().commit()
+
+
+class GuardedCursor(sqlite3.Cursor):
+    """A cursor of a `GuardedConnection`: each statement checked as the connection's are."""
+
+    def execute(self, *args):
+        self._check()
+        return super().execute(*args)
+
+    def executemany(self, *args):
+        self._check()
+        return super().executemany(*args)
+
+    def executescript(self, *args):
+        self._check()
+        return super().executescript(*args)
+
+    def _check(self) -> None:
+        connection = self.connection
+        if isinstance(connection, GuardedConnection):
+            connection.check()
+
+
+def _file_of(database: object, uri: bool) -> str | None:
+    """The file of a database as sqlite3.connect was given it; None in memory."""
+    name = os.fsdecode(database) if isinstance(database, (str, bytes, os.PathLike)) else ""
+    if uri:
+        parsed = urllib.parse.urlsplit(name)
+        if parsed.scheme != "file" or dict(urllib.parse.parse_qsl(parsed.query)).get("mode") == "memory":
+            return None
+        name = urllib.parse.unquote(parsed.path)
+    return None if name in ("", ":memory:") else name
+
+
 def check_writable(database: str) -> None:
     """Raise `ReadOnlyStorage` when the WAL index of ``database`` exists and cannot be written by
     this process (immutable, read-only, or on a filesystem mounted read-only)."""
@@ -186,20 +268,57 @@ def check_writable(database: str) -> None:
 
 
 class WalCheckpoints:
-    """PASSIVE checkpoints of ``paths``, at most every ``interval_s``, for a supervising process
-    that writes nothing itself: a passive checkpoint neither waits for nor blocks the writers."""
+    """PASSIVE checkpoints of ``paths`` every ``interval_s`` (a passive checkpoint neither waits
+    for nor blocks the writers), for a supervising process that writes nothing itself: `perfbot
+    serve`'s master. They run in a process of their own (`python -m bot.adapters.sqlite_files`):
+    a checkpoint writes the WAL index, and a file made immutable in the middle of one would kill
+    with SIGBUS the process running it, which must not be the master. `run_if_due`, called from
+    the master's loop, starts that process, and another once it died; it exits with the master."""
 
     def __init__(self, paths: Sequence[str], interval_s: float = 1.0):
         self.paths, self.interval_s = list(paths), interval_s
         self._next = 0.0
+        self._process: subprocess.Popen | None = None
 
     def run_if_due(self) -> None:
         now = time.monotonic()
-        if now < self._next:
+        if not self.paths or now < self._next:
             return
         self._next = now + self.interval_s
-        for path in self.paths:
+        if self._process is not None:
+            if self._process.poll() is None:
+                return
+            log.error("the WAL checkpointer exited (%s); starting another", _status(self._process.returncode),
+                      extra={"pid": self._process.pid})
+        command = [sys.executable, "-m", __name__, "--every", str(self.interval_s), *self.paths]
+        self._process = subprocess.Popen(command, stdin=subprocess.DEVNULL)
+
+    @property
+    def pid(self) -> int | None:
+        return None if self._process is None else self._process.pid
+
+    def stop(self) -> None:
+        if self._process is not None and self._process.poll() is None:
+            self._process.terminate()
+            self._process.wait(10)
+
+
+def _status(returncode: int) -> str:
+    if returncode >= 0:  # 0 too when gunicorn's reaping took the status first
+        return f"exit {returncode}"
+    try:
+        return f"killed by {signal.Signals(-returncode).name}"
+    except ValueError:
+        return f"killed by signal {-returncode}"
+
+
+def checkpoint_every(paths: Sequence[str], interval_s: float) -> None:
+    """Checkpoint ``paths`` every ``interval_s`` until the process that started this one is gone."""
+    parent = os.getppid()
+    while os.getppid() == parent:
+        for path in paths:
             checkpoint(path)
+        time.sleep(interval_s)
 
 
 def checkpoint(path: str) -> None:
@@ -211,12 +330,28 @@ def checkpoint(path: str) -> None:
     except ReadOnlyStorage:
         return
     try:
-        connection = sqlite3.connect(f"{Path(path).absolute().as_uri()}?mode=rw", uri=True)
+        connection = sqlite3.connect(f"{Path(path).absolute().as_uri()}?mode=rw", uri=True,
+                                     factory=GuardedConnection)
     except sqlite3.OperationalError:
         return  # not there yet
     try:
         connection.execute("PRAGMA wal_checkpoint(PASSIVE)")
+    except ReadOnlyStorage:
+        pass  # made read-only since the check above: next time
     except sqlite3.Error as error:  # another checkpoint, or recovery, in progress: next time
         log.debug("checkpoint skipped", extra={"path": path, "error": str(error)})
     finally:
         connection.close()
+
+
+def main(argv: Sequence[str]) -> int:
+    """``--every SECONDS PATH...``: `WalCheckpoints`' process."""
+    if len(argv) < 3 or argv[0] != "--every":
+        print("usage: python -m bot.adapters.sqlite_files --every SECONDS PATH...", file=sys.stderr)
+        return 2
+    checkpoint_every(argv[2:], float(argv[1]))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

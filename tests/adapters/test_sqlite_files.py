@@ -6,8 +6,10 @@ another process holds locked by then, and the files are usable again once it let
 from __future__ import annotations
 
 import multiprocessing
-import shutil
-import sqlite3
+import os
+import signal
+import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -19,6 +21,7 @@ from bot.adapters.sqlite_files import AUTOCHECKPOINT_PAGES, FileLocked, WalCheck
 from bot.adapters.store.sql import SqlStore, sqlite_file
 from bot.service import deadline
 from bot.service.failures import QueueUnavailable, StorageUnavailable
+from tests.support.github_emulator import wait_for
 from tests.support.sqlite_locks import write_locked, writer_lock_held
 
 
@@ -98,10 +101,15 @@ def test_connections_leave_the_checkpoints_to_the_supervisor_up_to_a_bound(tmp_p
 
 
 def rows_in_the_database_file_alone(database: Path, copy: Path) -> int:
-    """Deliveries in ``database`` as its file holds them, without what is still in its WAL."""
-    shutil.copyfile(database, copy)
-    with sqlite3.connect(copy) as connection:
-        return connection.execute("SELECT count(*) FROM deliveries").fetchone()[0]
+    """Deliveries in ``database`` as its file holds them, without what is still in its WAL. Copied
+    by another process: closing a descriptor of the file here would drop this process's SQLite
+    locks on it, and the checkpointer, finding none, would delete the WAL index under them."""
+    script = ("import shutil, sqlite3, sys\n"
+              "shutil.copyfile(sys.argv[1], sys.argv[2])\n"
+              "print(sqlite3.connect(sys.argv[2]).execute('SELECT count(*) FROM deliveries').fetchone()[0])")
+    counted = subprocess.run([sys.executable, "-c", script, str(database), str(copy)], capture_output=True,
+                             text=True, check=True)
+    return int(counted.stdout)
 
 
 def test_a_checkpoint_moves_the_wal_into_the_database_file(tmp_path):
@@ -111,12 +119,29 @@ def test_a_checkpoint_moves_the_wal_into_the_database_file(tmp_path):
     for n in range(5):
         store.deliveries.claim("1", f"g-{n}", "ping", None, b"{}")
     assert rows_in_the_database_file_alone(database, tmp_path / "before.db") == 0
-    checkpoints = WalCheckpoints([str(database)], interval_s=3600)
-    checkpoints.run_if_due()
+    checkpoint(str(database))
     assert rows_in_the_database_file_alone(database, tmp_path / "after.db") == 5
-    store.deliveries.claim("1", "g-late", "ping", None, b"{}")
-    checkpoints.run_if_due()  # not due for an hour
-    assert rows_in_the_database_file_alone(database, tmp_path / "again.db") == 5
+
+
+def test_the_checkpoints_run_in_a_process_of_their_own_started_again_when_it_dies(tmp_path):
+    """Not in the master's: a file made immutable mid-checkpoint would SIGBUS whoever runs it."""
+    database = tmp_path / "perfbot.db"
+    store = SqlStore.connect(f"sqlite:///{database}")
+    checkpoint(str(database))  # the schema
+    store.deliveries.claim("1", "g-1", "ping", None, b"{}")
+    checkpoints = WalCheckpoints([str(database)], interval_s=0.05)
+    try:
+        checkpoints.run_if_due()
+        first = checkpoints.pid
+        assert first is not None and first != os.getpid()
+        assert wait_for(lambda: rows_in_the_database_file_alone(database, tmp_path / "copy.db") == 1, timeout=30)
+        os.kill(first, signal.SIGBUS)
+        assert wait_for(lambda: (checkpoints.run_if_due(), checkpoints.pid)[1] != first, timeout=30)
+        store.deliveries.claim("1", "g-2", "ping", None, b"{}")
+        assert wait_for(lambda: rows_in_the_database_file_alone(database, tmp_path / "copy.db") == 2, timeout=30)
+    finally:
+        checkpoints.stop()
+        store.engine.dispose()
 
 
 def test_a_checkpoint_of_a_file_not_yet_made_makes_none(tmp_path):

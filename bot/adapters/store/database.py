@@ -22,7 +22,13 @@ from sqlalchemy.orm import Session, sessionmaker
 from bot.service import deadline
 from bot.service.failures import StorageUnavailable
 
-from ..sqlite_files import AUTOCHECKPOINT_PAGES, WriterLock, check_writable, lock_file_beside
+from ..sqlite_files import (
+    AUTOCHECKPOINT_PAGES,
+    GuardedConnection,
+    WriterLock,
+    check_writable,
+    lock_file_beside,
+)
 from .tables import Base
 
 WAIT_S = 30.0  # the longest any call waits for a locked SQLite file; the intake's deadline is far shorter
@@ -36,7 +42,8 @@ def table(row: type[Base]) -> Table:
 def make_engine(url: str) -> Engine:
     """An engine for ``url``; SQLite gets WAL, and threads share its connections."""
     if url.startswith("sqlite"):
-        engine = create_engine(url, connect_args={"timeout": WAIT_S, "check_same_thread": False})
+        engine = create_engine(url, connect_args={"timeout": WAIT_S, "check_same_thread": False,
+                                                  "factory": GuardedConnection})
         event.listen(engine, "connect", _sqlite_pragmas)
         return engine
     return create_engine(url, pool_pre_ping=True, pool_size=10, max_overflow=20)
