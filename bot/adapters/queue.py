@@ -67,13 +67,12 @@ class WalNormalSqliteStorage(SqliteStorage):
         for the writer lock, for the connection (one, shared by the threads), and SQLite's busy
         timeout. The file is checked once the locks are held, before the connection is touched
         (`sqlite_files`: SIGBUS)."""
-        wait_s = deadline.left(self._timeout)
-        with self._writers.within(wait_s) if commit else contextlib.nullcontext():
-            if not self.lock.acquire(timeout=wait_s):
-                raise FileLocked(f"{self._file}: another thread of this process is using the queue")
+        with self._writers.within(deadline.left(self._timeout)) if commit else contextlib.nullcontext():
+            if not self.lock.acquire(timeout=deadline.left(self._timeout)):
+                raise FileLocked(f"{os.path.basename(self._file)}: another thread of this process uses it")
             try:
                 check_writable(self._file)
-                with self._used(self.conn, wait_s, commit, close) as cursor:
+                with self._used(self.conn, deadline.left(self._timeout), commit, close) as cursor:
                     yield cursor
             finally:
                 self.lock.release()

@@ -200,3 +200,73 @@ def test_the_queue_gives_up_on_its_locked_file_by_the_deadline_and_its_probe_wri
     queue.enqueue(1)
     queue.ping()
     assert queue.pending() == 1
+
+
+# ------------------------------------------------------------------ files made immutable mid-use
+
+_MADE_IMMUTABLE_AFTER_ITS_FIRST_CHECK = """
+import subprocess, sys
+from pathlib import Path
+folder = Path(sys.argv[1])
+
+def immutable_after_the_check(module):
+    real = module.check_writable
+    def check(path):
+        real(path)
+        module.check_writable = real  # once: the rest of the work is checked as it would be
+        subprocess.run(["chattr", "+i", *sorted(str(p) for p in folder.iterdir() if ".db" in p.name)], check=True)
+    module.check_writable = check
+"""
+
+
+def survives(tmp_path: Path, chattr, work: str) -> tuple[int, str]:
+    """Run ``work`` in a process of its own, whose SQLite files in ``tmp_path`` are made immutable
+    right after the first check it makes (the worst moment it can happen); its exit status (-7:
+    killed by SIGBUS) and output."""
+    chattr("-i", str(tmp_path))  # the fixture skips where chattr is impossible, and clears what is set
+    script = _MADE_IMMUTABLE_AFTER_ITS_FIRST_CHECK + work
+    try:
+        ran = subprocess.run([sys.executable, "-c", script, str(tmp_path)], capture_output=True, text=True,
+                             timeout=60)
+    finally:
+        subprocess.run(["chattr", "-i", *map(str, tmp_path.iterdir())], capture_output=True)
+    return ran.returncode, ran.stdout + ran.stderr
+
+
+def test_a_file_made_immutable_during_a_transaction_is_refused_at_its_next_statement_not_written(tmp_path, chattr):
+    returncode, output = survives(tmp_path, chattr, """
+from bot.adapters.store import database
+from bot.adapters.store.sql import SqlStore
+from bot.service.failures import StorageUnavailable
+store = SqlStore.connect(f"sqlite:///{folder / 'perfbot.db'}")
+store.deliveries.claim("1", "before", "ping", None, b"{}")
+immutable_after_the_check(database)
+try:
+    store.deliveries.claim("1", "during", "ping", None, b"{}")
+except StorageUnavailable as refused:
+    print("refused:", refused, flush=True)
+import os
+os._exit(0)  # not the interpreter's exit: closing the last connection to a file checkpoints it (documented)
+""")
+    assert returncode == 0, f"exit {returncode} (-7: SIGBUS)\n{output}"
+    assert "refused: perfbot.db cannot be written" in output
+
+
+def test_the_masters_checkpoints_never_touch_a_file_that_becomes_immutable(tmp_path, chattr):
+    returncode, output = survives(tmp_path, chattr, """
+import time
+from bot.adapters import sqlite_files
+from bot.adapters.store.sql import SqlStore
+store = SqlStore.connect(f"sqlite:///{folder / 'perfbot.db'}")
+store.deliveries.claim("1", "before", "ping", None, b"{}")
+immutable_after_the_check(sqlite_files)
+checkpoints = sqlite_files.WalCheckpoints([str(folder / "perfbot.db")], interval_s=0.05)
+checkpoints.run_if_due()
+time.sleep(0.5)
+if hasattr(checkpoints, "stop"):
+    checkpoints.stop()
+print("the master is up")
+""")
+    assert returncode == 0, f"exit {returncode} (-7: SIGBUS)\n{output}"
+    assert "the master is up" in output
+

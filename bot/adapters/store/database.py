@@ -93,16 +93,14 @@ class Database:
 
     @contextmanager
     def session(self) -> Iterator[Session]:
-        wait_s = deadline.left(WAIT_S)
-        with self._writing(wait_s), self.usable(), self._sessions.begin() as session:
-            self._busy_timeout(session.connection(), wait_s)
+        with self._writing(deadline.left(WAIT_S)), self.usable(), self._sessions.begin() as session:
+            self._busy_timeout(session.connection(), deadline.left(WAIT_S))  # what the lock left
             yield session
 
     @contextmanager
     def transaction(self) -> Iterator[Connection]:
-        wait_s = deadline.left(WAIT_S)
-        with self._writing(wait_s), self.usable(), self.engine.begin() as connection:
-            self._busy_timeout(connection, wait_s)
+        with self._writing(deadline.left(WAIT_S)), self.usable(), self.engine.begin() as connection:
+            self._busy_timeout(connection, deadline.left(WAIT_S))  # what the lock left
             yield connection
 
     def ping(self) -> None:
