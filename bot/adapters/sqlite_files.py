@@ -28,7 +28,7 @@ frames first, then the index: the ``-shm`` file made immutable before the ``-wal
 ``chattr +i`` on both does, falls in that gap) still kills the process running it. That can be a
 web worker (gunicorn starts another), a queue consumer (the server starts another, which takes
 its deliveries over at once) or the checkpointer (`WalCheckpoints` starts another); never the
-master, which opens none of the files. Nothing acknowledged is lost: a delivery is acknowledged
+master, which opens none of the files once it serves. Nothing acknowledged is lost: a delivery is acknowledged
 only once its commit returned.
 """
 
