@@ -312,6 +312,8 @@ def roles(servers: list[Server], workers: list[Worker]) -> dict[str, list[int]]:
     for n, server in enumerate(servers, 1):
         found[f"serve {n} master"].append(server.process.pid)
         for pid, command in children(server.process.pid).items():
+            if "bot.adapters.sqlite_files" in command:
+                continue  # the WAL checkpointer (SQLite only)
             role = "consumer" if " -m bot worker" in command else "web worker"
             found[f"serve {n} {role}"].append(pid)
     for n, worker in enumerate(workers, 1):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import os
 import sqlite3
 from collections.abc import Callable, Iterator
 
@@ -14,15 +15,25 @@ from huey.exceptions import RetryTask
 from huey.storage import SqliteStorage
 from redis.exceptions import RedisError
 
-from bot.service.failures import QueueUnavailable, RetryLater
+from bot.service import deadline
+from bot.service.failures import QueueUnavailable, RetryLater, StorageUnavailable
 from bot.service.ports import Queue
 
 from .job_serializer import JsonSerializer
-from .sqlite_files import AUTOCHECKPOINT_PAGES, ReadOnlyStorage, WriterLock, check_writable, lock_file_beside
+from .sqlite_files import (
+    AUTOCHECKPOINT_PAGES,
+    FileLocked,
+    GuardedConnection,
+    WriterLock,
+    check_writable,
+    lock_file_beside,
+)
 
 PROCESS_TASK = "perfbot.process_delivery"
 SWEEP_TASK = "perfbot.requeue_stale"
 SCHEDULE_TASK = "perfbot.scheduled_benchmarks"
+WAIT_S = 30.0  # the longest any call waits for the queue's locked file; the intake's deadline is far shorter
+PROBE_KEY = "perfbot:probe"  # what `/healthz` writes to the queue's file (huey's key-value table)
 
 
 def build_huey(url: str) -> Huey:
@@ -32,7 +43,7 @@ def build_huey(url: str) -> Huey:
         return RedisHuey("perfbot", url=url, results=False, serializer=JsonSerializer())
     if url.startswith("sqlite:///"):
         return Huey("perfbot", storage_class=WalNormalSqliteStorage, filename=url.removeprefix("sqlite:///"),
-                    timeout=30, results=False, serializer=JsonSerializer())
+                    timeout=WAIT_S, results=False, serializer=JsonSerializer(), factory=GuardedConnection)
     raise ValueError(f"unsupported queue URL {url.split(':', 1)[0]}:... (expected redis:// or sqlite:///)")
 
 
@@ -47,18 +58,61 @@ class WalNormalSqliteStorage(SqliteStorage):
     def __init__(self, name: str = "huey", filename: str = "huey.db", **kwargs):
         self._writers = WriterLock(lock_file_beside(filename))  # before huey creates its tables
         self._file = filename
+        self._busy_ms: int | None = None
         super().__init__(name, filename=filename, **kwargs)
 
     @contextlib.contextmanager
     def db(self, commit=False, close=False):
-        check_writable(self._file)  # before the connection is touched (sqlite_files: SIGBUS)
-        with self._writers if commit else contextlib.nullcontext(), super().db(commit, close) as cursor:
+        """huey's own, but no wait is longer than the caller's deadline (`bot.service.deadline`):
+        for the writer lock, for the connection (one, shared by the threads), and SQLite's busy
+        timeout. The file is checked once the locks are held, before the connection is touched
+        (`sqlite_files`: SIGBUS)."""
+        with self._writers.within(deadline.left(self._timeout)) if commit else contextlib.nullcontext():
+            if not self.lock.acquire(timeout=deadline.left(self._timeout)):
+                raise FileLocked(f"{os.path.basename(self._file)}: another thread of this process uses it")
+            try:
+                check_writable(self._file)
+                with self._used(self.conn, deadline.left(self._timeout), commit, close) as cursor:
+                    yield cursor
+            finally:
+                self.lock.release()
+
+    @contextlib.contextmanager
+    def _used(self, conn, wait_s: float, commit: bool, close: bool):
+        wanted = max(1, int(wait_s * 10)) * 100
+        if wanted != self._busy_ms:
+            conn.execute(f"pragma busy_timeout={wanted}")
+            self._busy_ms = wanted
+        cursor = conn.cursor()
+        try:
+            if commit:
+                cursor.execute(self.begin_sql)
             yield cursor
+        except Exception:
+            if commit:
+                conn.rollback()
+            raise
+        else:
+            if commit:
+                conn.commit()
+        finally:
+            cursor.close()
+            if close:
+                conn.close()
+                self._conn = None
+
+    def close(self):
+        """Only under the checks of `db` (closing the last connection to the file checkpoints it)."""
+        if self._conn is None:
+            return False
+        with self.db(close=True):
+            return True
 
     def _create_connection(self):
         connection = super()._create_connection()
         connection.execute("pragma synchronous=1")
         connection.execute(f"pragma wal_autocheckpoint={AUTOCHECKPOINT_PAGES}")
+        self._busy_ms = None
         return connection
 
 
@@ -73,7 +127,8 @@ class HueyQueue(Queue):
 
     def __init__(self, url: str, retry_delay: float | None = None):
         self.url = url
-        with _unavailable_as_such():  # the embedded queue creates its tables here
+        self.name = os.path.basename(url.removeprefix("sqlite:///")) if self.embedded else "Redis"
+        with self._unavailable():  # the embedded queue creates its tables here
             self.huey = build_huey(url)
         self._retry_delay = retry_delay
         self._task = None
@@ -81,6 +136,16 @@ class HueyQueue(Queue):
     @property
     def embedded(self) -> bool:
         return not self.url.startswith(("redis://", "rediss://"))
+
+    @contextlib.contextmanager
+    def _unavailable(self) -> Iterator[None]:
+        """Redis down or restarting, or the queue's file locked, full or read-only: `QueueUnavailable`,
+        naming the file (its name only: `/healthz` is public)."""
+        try:
+            yield
+        except (RedisError, sqlite3.Error, OSError, StorageUnavailable) as error:
+            problem = f"{type(error).__name__}: {error}"
+            raise QueueUnavailable(f"the queue {self.name} is unavailable: {problem}") from error
 
     def bind(self, process: Callable[[int], object], sweep: Callable[[], object],
              hourly: Callable[[], object] | None = None) -> None:
@@ -94,20 +159,22 @@ class HueyQueue(Queue):
     def enqueue(self, delivery_id: int) -> None:
         if self._task is None:
             raise RuntimeError("HueyQueue.bind() must be called before enqueue()")
-        with _unavailable_as_such():
+        with self._unavailable():
             self._task(delivery_id)
 
     def pending(self) -> int:
-        with _unavailable_as_such():
+        with self._unavailable():
             return self.huey.pending_count()
 
     def ping(self) -> None:
+        """Redis answers; the SQLite file takes a write (a read would pass while another process
+        holds its write lock, and would not write the WAL index `sqlite_files` guards)."""
         storage = self.huey.storage
-        with _unavailable_as_such():
-            if hasattr(storage, "conn") and hasattr(storage.conn, "ping"):
-                storage.conn.ping()
+        with self._unavailable():
+            if self.embedded:
+                storage.put_data(PROBE_KEY, b"1")
             else:
-                storage.queue_size()
+                storage.conn.ping()
 
     def consumer(self, workers: int = 2, in_process: bool = False, periodic: bool = True) -> Consumer:
         """A consumer on ``workers`` threads; ``periodic``: it also enqueues the periodic tasks when
@@ -131,13 +198,6 @@ def _retried_later(process: Callable[[int], object], delay: float | None) -> Cal
     return job
 
 
-@contextlib.contextmanager
-def _unavailable_as_such() -> Iterator[None]:
-    """Redis down or restarting, or the queue's file locked, full or read-only: `QueueUnavailable`."""
-    try:
-        yield
-    except (RedisError, sqlite3.Error, OSError, ReadOnlyStorage) as error:
-        raise QueueUnavailable(f"the queue is unavailable: {type(error).__name__}: {error}") from error
 
 
 class InProcessConsumer(Consumer):

@@ -2,7 +2,9 @@
 
 What is acknowledged is stored: a delivery the database cannot take now is refused as
 `UNAVAILABLE` (the web answers 503 with Retry-After), never acknowledged and lost. One stored but
-not enqueued (the queue is down) is acknowledged: the sweep enqueues it when the queue is back."""
+not enqueued (the queue is down, or its file locked) is acknowledged: the sweep enqueues it when
+the queue is back. Either way the answer comes within `WAIT_S` of storage waits (`deadline`),
+whoever holds the database or the queue's file, long before GitHub gives up on it (10 s)."""
 
 from __future__ import annotations
 
@@ -12,6 +14,7 @@ import time
 from collections.abc import Callable
 from enum import Enum
 
+from . import deadline
 from .events import CommandEvent, Event, MalformedPayload, PullRequestEvent, WorkflowRunEvent
 from .failures import StorageUnavailable, Transient
 from .ports import Queue
@@ -19,6 +22,8 @@ from .router import Router
 from .storage import Store
 
 log = logging.getLogger("perfbot.intake")
+
+WAIT_S = 3.0  # all storage waits of one delivery together (its claim, then its enqueue)
 
 
 class Storing:
@@ -88,6 +93,12 @@ def accept(
         return Outcome.MALFORMED
     if wanted is None:
         return Outcome.IGNORED
+    with deadline.within(WAIT_S):
+        return _store_and_enqueue(store, queue, wanted, hook_id, guid, event, action, body)
+
+
+def _store_and_enqueue(store: Store, queue: Queue, wanted: Event, hook_id: str, guid: str, event: str,
+                       action: str | None, body: bytes) -> Outcome:
     repo = getattr(getattr(wanted, "repo", None), "full_name", None)
     try:
         delivery_id = store.deliveries.claim(hook_id, guid, event, action, body, repo, subject(store, wanted))

@@ -44,7 +44,7 @@ def process(delivery_id: int, services: Services, router: Router, owner: str | N
     the queue turns into a retry after the backoff."""
     owner = owner or leases.owner_id()
     try:
-        delivery = services.store.deliveries.start(delivery_id, services.now(), LEASE_S, owner)
+        delivery = services.store.deliveries.start(delivery_id, LEASE_S, owner)
     except StorageUnavailable as error:
         _complain(f"cannot take delivery {delivery_id}; trying again in {STORAGE_RETRY_S:.0f} s: {error}")
         raise RetryLater(STORAGE_RETRY_S) from None
@@ -163,7 +163,7 @@ def take_over(services: Services, owner: str | None = None) -> list[int]:
     taken: list[int] = []
     for holder in services.store.deliveries.holders():
         if holder != me and leases.is_dead(holder):
-            released = services.store.deliveries.release_holder(holder, services.now())
+            released = services.store.deliveries.release_holder(holder)
             if released:
                 log.warning("took over the deliveries of a dead worker",
                             extra={"worker": holder, "deliveries": len(released)})
@@ -178,7 +178,7 @@ def requeue_stale(services: Services, older_than_s: float | None = None) -> int:
     whose lease ran out (their worker died elsewhere); how many."""
     if older_than_s is None:
         older_than_s = UNQUEUED_IDLE_S if services.queue.pending() == 0 else UNQUEUED_S
-    stale = services.store.deliveries.stale(services.now(), older_than_s)
+    stale = services.store.deliveries.stale(older_than_s)
     for delivery_id in stale:
         services.queue.enqueue(delivery_id)
     if stale:
@@ -194,7 +194,7 @@ def housekeeping(services: Services) -> None:
     now = services.now()
     forgotten = services.store.deliveries.prune(now, PAYLOAD_KEPT_S, DEDUPE_WINDOW_S)
     services.store.work.prune(now, WORK_KEPT_S)
-    services.store.liveness.forget(now - timedelta(seconds=CONSUMERS_KEPT_S))
+    services.store.liveness.forget(CONSUMERS_KEPT_S)
     log.info("sweep", extra={"taken_over": len(taken), "requeued": requeued, "forgotten": forgotten})
 
 
@@ -225,15 +225,14 @@ class ConsumerDuties:
     def beat(self) -> None:
         running = leases.RUNNING.renewable()
         if running:
-            self.services.store.deliveries.renew(self.owner, running, self.services.now(), LEASE_S)
+            self.services.store.deliveries.renew(self.owner, running, LEASE_S)
         self._alive()
         if self.periodic:
             take_over(self.services, self.owner)
             requeue_stale(self.services)
 
     def _alive(self) -> None:
-        self.services.store.liveness.beat(self.owner, self.services.now(), self.started_at, self.periodic,
-                                          self.threads)
+        self.services.store.liveness.beat(self.owner, self.started_at, self.periodic, self.threads)
 
     def stop(self) -> None:
         self._heartbeat.stop()

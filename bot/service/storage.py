@@ -66,8 +66,9 @@ class Deliveries(ABC):
     A lease has an owner (`bot.service.leases.owner_id`) and an expiry, renewed by the owner's
     heartbeat; one that ran out, or whose owner is known to be dead, can be taken again. A
     released delivery (a failed attempt waiting for its retry) has no owner and is due at its
-    retry time. Every method raises `bot.service.failures.StorageUnavailable` when the database
-    cannot be reached or written."""
+    retry time. Leases are given, renewed and judged by the database's clock, never the caller's
+    (workers' clocks may disagree by more than a lease): no method takes a "now". Every method
+    raises `bot.service.failures.StorageUnavailable` when the database cannot be reached or written."""
 
     @abstractmethod
     def claim(self, hook_id: str, guid: str, event: str, action: str | None, payload: bytes,
@@ -76,14 +77,14 @@ class Deliveries(ABC):
         acts on (a pull request), of which one delivery is processed at a time."""
 
     @abstractmethod
-    def start(self, delivery_id: int, now: datetime, lease_s: float, owner: str = "") -> Delivery | None:
+    def start(self, delivery_id: int, lease_s: float, owner: str = "") -> Delivery | None:
         """Take a pending delivery for processing under ``owner``'s lease of ``lease_s``; None
         when it is done, or held by a lease that has not run out. `SubjectBusy` (and nothing
         taken) while another delivery of its subject is held by a lease that has not run out."""
 
     @abstractmethod
-    def renew(self, owner: str, delivery_ids: list[int], now: datetime, lease_s: float) -> int:
-        """Extend ``owner``'s leases on ``delivery_ids`` to ``now + lease_s``; how many it holds."""
+    def renew(self, owner: str, delivery_ids: list[int], lease_s: float) -> int:
+        """Extend ``owner``'s leases on ``delivery_ids`` to ``lease_s`` from now; how many it holds."""
 
     @abstractmethod
     def finish(self, delivery_id: int, status: str, error: str | None = None, owner: str | None = None,
@@ -94,18 +95,19 @@ class Deliveries(ABC):
     @abstractmethod
     def release(self, delivery_id: int, error: str, retry_at: datetime | None = None,
                 owner: str | None = None, failure: str | None = None) -> None:
-        """Give a failed attempt back so that a retry can take it (due at ``retry_at``)."""
+        """Give a failed attempt back so that a retry can take it (due at ``retry_at``, a moment on
+        this process's clock: the database keeps what is left until then, on its own)."""
 
     @abstractmethod
     def holders(self) -> list[str]:
         """The owners of the leases on pending deliveries."""
 
     @abstractmethod
-    def release_holder(self, owner: str, now: datetime) -> list[int]:
+    def release_holder(self, owner: str) -> list[int]:
         """Release every lease ``owner`` holds (it is dead); the deliveries released."""
 
     @abstractmethod
-    def stale(self, now: datetime, older_than_s: float) -> list[int]:
+    def stale(self, older_than_s: float) -> list[int]:
         """Pending deliveries nobody took in time (lost to a crash or a queue outage), to enqueue
         again: those whose lease ran out, and those not held and due (received, their retry time,
         or the last time this found them) more than ``older_than_s`` ago."""
@@ -114,7 +116,8 @@ class Deliveries(ABC):
     def counts(self) -> dict[str, int]: ...
 
     @abstractmethod
-    def health(self, now: datetime, since: datetime) -> DeliveryHealth: ...
+    def health(self, failed_within_s: float) -> DeliveryHealth:
+        """Failures within the last ``failed_within_s``, retries waiting, and the oldest's wait."""
 
     @abstractmethod
     def failures(self, limit: int, repos: frozenset[str] | None = None) -> list[FailedDelivery]:
@@ -136,24 +139,24 @@ class ConsumerSeen:
 
 class Liveness(ABC):
     """What `/healthz` asks of the database besides the deliveries: whether it takes a write now,
-    and which queue consumers are running (each one's heartbeat records it)."""
+    and which queue consumers are running (each one's heartbeat records it, by the database's clock)."""
 
     @abstractmethod
-    def probe(self, now: datetime) -> None:
+    def probe(self) -> None:
         """Write one row; `StorageUnavailable` when the database does not take it."""
 
     @abstractmethod
-    def beat(self, owner: str, now: datetime, started_at: datetime, periodic: bool, threads: int) -> None: ...
+    def beat(self, owner: str, started_at: datetime, periodic: bool, threads: int) -> None: ...
 
     @abstractmethod
     def stopped(self, owner: str) -> None: ...
 
     @abstractmethod
-    def consumers(self, seen_since: datetime) -> list[ConsumerSeen]: ...
+    def consumers(self, seen_within_s: float) -> list[ConsumerSeen]: ...
 
     @abstractmethod
-    def forget(self, seen_before: datetime) -> int:
-        """Forget consumers not seen since ``seen_before`` (dead ones)."""
+    def forget(self, unseen_for_s: float) -> int:
+        """Forget consumers not seen for ``unseen_for_s`` (dead ones)."""
 
 
 class Installations(ABC):

@@ -13,6 +13,7 @@ from sqlalchemy import inspect, text
 from bot.adapters.store import migrate
 from bot.adapters.store.sql import SqlStore
 from bot.service.records import Ack, BenchRequest, BenchResult, Merge, MetricPoint, Reason, Repository, Review
+from tests.support.db_time import elapse
 
 NOW = datetime(2030, 1, 1, tzinfo=UTC)
 
@@ -32,12 +33,15 @@ def test_a_claim_outlives_the_process_that_made_it(database_url):
 
 def test_a_started_delivery_is_leased_until_finished_or_expired(store):
     delivery_id = store.deliveries.claim("9", "g", "pull_request", "opened", b'{"a": 1}')
-    delivery = store.deliveries.start(delivery_id, NOW, 60)
+    delivery = store.deliveries.start(delivery_id, 60)
     assert (delivery.payload, delivery.attempts, delivery.event) == (b'{"a": 1}', 1, "pull_request")
-    assert store.deliveries.start(delivery_id, NOW + timedelta(seconds=30), 60) is None
-    assert store.deliveries.start(delivery_id, NOW + timedelta(seconds=61), 60).attempts == 2
+    elapse(store, 30)
+    assert store.deliveries.start(delivery_id, 60) is None
+    elapse(store, 31)
+    assert store.deliveries.start(delivery_id, 60).attempts == 2
     store.deliveries.finish(delivery_id, "done")
-    assert store.deliveries.start(delivery_id, NOW + timedelta(days=1), 60) is None
+    elapse(store, 86_400)
+    assert store.deliveries.start(delivery_id, 60) is None
     assert store.deliveries.counts() == {"done": 1}
 
 
@@ -45,13 +49,14 @@ def test_released_and_abandoned_deliveries_are_found_by_the_sweep(store):
     abandoned = store.deliveries.claim("9", "a", "pull_request", "opened", b"{}")
     released = store.deliveries.claim("9", "b", "pull_request", "opened", b"{}")
     finished = store.deliveries.claim("9", "c", "pull_request", "opened", b"{}")
-    start = datetime.now(UTC)
-    store.deliveries.start(abandoned, start, 60)
-    store.deliveries.start(released, start, 60)
+    store.deliveries.start(abandoned, 60)
+    store.deliveries.start(released, 60)
     store.deliveries.release(released, "RuntimeError: boom")
     store.deliveries.finish(finished, "done")
-    assert store.deliveries.stale(start + timedelta(seconds=10), 60) == []
-    assert store.deliveries.stale(start + timedelta(hours=1), 60) == [abandoned, released]
+    elapse(store, 10)
+    assert store.deliveries.stale(60) == []
+    elapse(store, 3600)
+    assert store.deliveries.stale(60) == [abandoned, released]
 
 
 def test_installation_events_keep_the_repository_list(store):
@@ -141,7 +146,7 @@ def test_old_finished_deliveries_shed_their_payload_then_are_forgotten(store):
     assert store.deliveries.claim("9", "old", "pull_request", "opened", b"{}") is None, "still deduplicated"
     assert store.deliveries.prune(later + timedelta(days=40), 86_400, 30 * 86_400) == 1
     assert store.deliveries.claim("9", "old", "pull_request", "opened", b"{}") is not None
-    assert store.deliveries.start(pending, later, 60) is not None
+    assert store.deliveries.start(pending, 60) is not None
 
 
 def test_the_migrations_build_exactly_the_tables_the_models_declare(store):

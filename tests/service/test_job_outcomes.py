@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import logging
-from datetime import UTC, datetime, timedelta
 
 import pytest
 
@@ -18,6 +17,7 @@ from bot.service.router import Pipeline, Router
 from bot.service.services import Services
 from tests.service.fakes import FakeGitHubFactory
 from tests.support import github_data
+from tests.support.db_time import elapse
 
 
 class RecordingQueue(Queue):
@@ -147,8 +147,7 @@ def test_a_delivery_stored_while_the_queue_was_down_is_enqueued_by_the_sweep_onc
     assert outcome is intake.Outcome.QUEUED, "stored: acknowledged"
     services.queue.down = False
     assert jobs.requeue_stale(services) == 0, "not yet: it may still be on its way"
-    later = datetime.now(UTC) + timedelta(seconds=jobs.UNQUEUED_IDLE_S + 1)
-    services.now = lambda: later
+    elapse(services.store, jobs.UNQUEUED_IDLE_S + 1)
     assert jobs.requeue_stale(services) == 1
     assert services.queue.jobs == [1]
 
@@ -171,9 +170,9 @@ def test_a_delivery_the_database_cannot_store_is_refused_not_acknowledged(servic
 
 def test_a_delivery_of_a_pull_request_another_worker_is_processing_waits_its_turn(services):
     first, second = deliver(services, Failing(), guid="push-1"), deliver(services, Failing(), guid="push-2")
-    services.store.deliveries.start(first, datetime.now(UTC), jobs.LEASE_S, "another-worker")
+    services.store.deliveries.start(first, jobs.LEASE_S, "another-worker")
     with pytest.raises(RetryLater) as later:
         run(services, second)
     assert later.value.delay_s == jobs.SUBJECT_BUSY_S
     services.store.deliveries.finish(first, "done", owner="another-worker")
-    assert services.store.deliveries.start(second, datetime.now(UTC), 60, "x").attempts == 1, "not counted"
+    assert services.store.deliveries.start(second, 60, "x").attempts == 1, "not counted"

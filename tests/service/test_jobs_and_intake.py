@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 
 import pytest
 from sqlalchemy.orm import Session
@@ -14,6 +14,7 @@ from bot.service.router import Pipeline, Router
 from bot.service.routes import ROUTER
 from bot.service.services import Services
 from tests.service.fakes import FakeGitHubFactory, FakeQueue
+from tests.support.db_time import elapse
 
 
 class Recorder:
@@ -35,7 +36,7 @@ class Recorder:
 @pytest.fixture
 def make(sqlite_store):
     def make(queue: FakeQueue | None = None) -> Services:
-        # The store stamps deliveries with the real clock: the services' clock starts there.
+        # The database stamps deliveries with its own clock: the services' clock starts at the true time.
         start = datetime.now(UTC)
         return Services(
             store=sqlite_store, github=FakeGitHubFactory(), queue=queue or FakeQueue(), now=lambda: start
@@ -45,8 +46,9 @@ def make(sqlite_store):
 
 
 def later(services: Services, seconds: float) -> None:
-    moved = services.now() + timedelta(seconds=seconds)
-    services.now = lambda: moved
+    """``seconds`` pass for what the database judges by its own clock (leases, stale deliveries,
+    and the rest it stamped), as they pass for the services' clock, which stays where it is."""
+    elapse(services.store, seconds)
 
 
 def stored(services: Services, delivery_id: int) -> DeliveryRow | None:
@@ -129,7 +131,7 @@ def test_a_delivery_failing_every_attempt_is_marked_failed_for_good(make):
 def test_a_delivery_held_by_a_live_worker_is_not_taken_twice(make):
     services, recorder = make(), Recorder()
     accept(services, recorder)
-    assert services.store.deliveries.start(1, services.now(), jobs.LEASE_S) is not None
+    assert services.store.deliveries.start(1, jobs.LEASE_S) is not None
     assert jobs.process(1, services, recorder.router) == "skipped"
     later(services, seconds=jobs.LEASE_S + 1)
     assert jobs.process(1, services, recorder.router) == "done"

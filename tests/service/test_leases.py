@@ -8,7 +8,6 @@ import logging
 import subprocess
 import sys
 import threading
-from datetime import UTC, datetime
 
 import pytest
 
@@ -98,10 +97,9 @@ def test_the_deliveries_of_a_dead_worker_are_taken_over_and_enqueued_at_once(sql
     dead = leases._owner_of(child.pid)
     child.kill()
     child.wait()
-    now = datetime.now(UTC)
-    sqlite_store.deliveries.start(claimed[0], now, leases.LEASE_S, dead)
-    sqlite_store.deliveries.start(claimed[1], now, leases.LEASE_S, dead)
-    sqlite_store.deliveries.start(claimed[2], now, leases.LEASE_S, leases.owner_id())  # alive: this test
+    sqlite_store.deliveries.start(claimed[0], leases.LEASE_S, dead)
+    sqlite_store.deliveries.start(claimed[1], leases.LEASE_S, dead)
+    sqlite_store.deliveries.start(claimed[2], leases.LEASE_S, leases.owner_id())  # alive: this test
     assert jobs.take_over(services, owner="a consumer started in the dead one's place") == claimed[:2]
     assert services.queue.jobs == claimed[:2]
     assert sqlite_store.deliveries.holders() == [leases.owner_id()]

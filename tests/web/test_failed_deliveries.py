@@ -3,7 +3,6 @@ write to (asked through the emulated API), never to anonymous viewers."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
@@ -32,7 +31,7 @@ def dash(tmp_path, emulator):
     for guid, repo, error in ((
             "g-mine", MINE, "NoCredentials: no GitHub credentials <script>"), ("g-theirs", THEIRS, "KeyError: 'x'")):
         delivery = runtime.store.deliveries.claim("1", guid, "pull_request", "opened", b"{}", repo)
-        runtime.store.deliveries.start(delivery, datetime.now(UTC), 60, "w")
+        runtime.store.deliveries.start(delivery, 60, "w")
         runtime.store.deliveries.finish(delivery, "failed", error, "w", "permanent")
     yield create_app(settings, runtime.services, sessions=runtime.sessions).test_client(), emulator
     runtime.close()

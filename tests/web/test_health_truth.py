@@ -6,16 +6,20 @@ from __future__ import annotations
 
 import json
 import subprocess
-from datetime import UTC, datetime
+from dataclasses import replace
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
 from bot.bootstrap import build
-from bot.service import failures, intake
+from bot.service import failures, intake, jobs, leases
+from bot.service.services import Services
 from bot.settings import Settings
+from bot.web import health as health_module
 from bot.web.app import create_app
 from tests.service.fakes import FakeGitHubFactory
 from tests.support import github_data
+from tests.support.sqlite_locks import write_locked
 from tests.web.helpers import SECRET, deliver
 
 PRIVATE_REPO = "Codertocat/Hello-World"
@@ -37,8 +41,7 @@ def bot(tmp_path):
 
 
 def consumer_seen(runtime) -> None:
-    now = datetime.now(UTC)
-    runtime.store.liveness.beat("a-consumer", now, now, True, 4)
+    runtime.store.liveness.beat("a-consumer", datetime.now(UTC), True, 4)
 
 
 def health(client):
@@ -70,7 +73,7 @@ def test_degraded_with_failed_deliveries_named_by_kind_and_hint_not_by_repositor
     client, runtime = bot
     consumer_seen(runtime)
     delivery = runtime.store.deliveries.claim("1", "g", "pull_request", "opened", b"{}", PRIVATE_REPO)
-    runtime.store.deliveries.start(delivery, datetime.now(UTC), 60, "w")
+    runtime.store.deliveries.start(delivery, 60, "w")
     error = failures.describe(failures.NoCredentials("no GitHub credentials: set PERFBOT_APP_ID ..."))
     runtime.store.deliveries.finish(delivery, "failed", error, "w", "permanent")
     status, body = health(client)
@@ -87,7 +90,7 @@ def test_degraded_when_the_queue_is_unreachable_and_deliveries_are_still_stored(
         consumer_seen(runtime)
         status, body = health(client)
         assert (status, body["status"], body["problems"]) == (200, "degraded", ["queue"])
-        assert body["queue"].startswith("unreachable: QueueUnavailable")
+        assert body["queue"].startswith("unavailable: QueueUnavailable: the queue Redis is unavailable")
         assert deliver(client, "installation_repositories", installation(1)).status_code == 202
         assert runtime.store.deliveries.counts() == {"pending": 1}, "stored: the sweep enqueues it later"
     finally:
@@ -126,3 +129,61 @@ def test_down_while_the_intake_just_failed_to_store_though_a_small_write_still_f
         assert health(client)[0] == 200, "stored again: up by itself"
     finally:
         intake.STORING.stored()
+
+
+def test_a_locked_database_is_answered_503_before_github_gives_up_and_health_says_down(bot, tmp_path):
+    client, runtime = bot
+    consumer_seen(runtime)
+    with write_locked(tmp_path / "perfbot.db") as still_locked:
+        refused = deliver(client, "installation_repositories", installation(5))
+        assert (refused.status_code, refused.headers.get("Retry-After")) == (503, "30")
+        assert still_locked(), "answered while the lock was held, not after it was let go"
+        status, body = health(client)
+        assert (status, body["status"]) == (503, "down")
+        assert body["database"].startswith("cannot write: StorageUnavailable: the database perfbot.db is unavailable")
+        assert "locked" in body["database"], body
+        assert still_locked()
+    assert deliver(client, "installation_repositories", installation(6)).status_code == 202
+    assert runtime.store.deliveries.counts() == {"pending": 1}, "the refused one was never stored"
+
+
+def test_a_locked_queue_file_stores_the_delivery_answers_in_time_and_health_names_the_file(bot, tmp_path):
+    client, runtime = bot
+    consumer_seen(runtime)
+    with write_locked(tmp_path / "queue.db") as still_locked:
+        stored = deliver(client, "installation_repositories", installation(7))
+        assert stored.status_code == 202, "stored: the sweep enqueues it once the queue takes it"
+        assert still_locked(), "answered while the lock was held, not after it was let go"
+        status, body = health(client)
+        assert (status, body["status"], body["problems"]) == (200, "degraded", ["queue"])
+        assert body["queue"].startswith("unavailable: QueueUnavailable: the queue queue.db is unavailable"), body
+        assert "locked" in body["queue"], body
+        assert body["database"] == "ok"
+        assert still_locked()
+        assert runtime.queue.pending() == 0, "not enqueued while the file was locked"
+    assert runtime.store.deliveries.counts() == {"pending": 1}
+    assert jobs.requeue_stale(runtime.services, older_than_s=0) == 1
+    assert runtime.queue.pending() == 1
+    assert health(client)[1]["status"] == "ok"
+
+
+def clock_off(runtime, seconds: float) -> Services:
+    """This process's services with a clock ``seconds`` off the true time (another machine's)."""
+    return replace(runtime.services, now=lambda: datetime.now(UTC) + timedelta(seconds=seconds))
+
+
+def test_a_consumer_whose_clock_runs_behind_is_still_heard_from(bot):
+    client, runtime = bot
+    jobs.ConsumerDuties(clock_off(runtime, -(3 * leases.HEARTBEAT_S + 1)), threads=2, periodic=False).beat()
+    status, body = health(client)
+    assert (status, body["status"], body["consumers"]) == (200, "ok", 1)
+
+
+def test_a_replica_whose_clock_runs_ahead_does_not_call_a_delivery_received_a_moment_ago_late(bot):
+    client, runtime = bot
+    consumer_seen(runtime)
+    assert deliver(client, "installation_repositories", installation(8)).status_code == 202
+    runtime.services.now = lambda: datetime.now(UTC) + timedelta(seconds=health_module.LATE_S + 60)
+    status, body = health(client)
+    assert (status, body["status"]) == (200, "ok"), body
+    assert body["deliveries"]["oldest_waiting_s"] < health_module.LATE_S

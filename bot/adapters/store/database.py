@@ -1,22 +1,37 @@
 """One database shared by the store's aggregates: the engine (SQLite with WAL, or PostgreSQL),
 short transactions, and the writer lock that queues SQLite's writers across threads and processes.
 A database that cannot be reached or written raises the service's `StorageUnavailable`, whatever
-the driver's own error was."""
+the driver's own error was.
+
+How long a call waits for a SQLite file that someone else is writing (a backup, a `sqlite3` shell
+inside a transaction, another writer waiting on those) is the caller's to say: the intake and
+`/healthz` run under a short `bot.service.deadline`, which bounds both the wait for the writer
+lock and SQLite's busy timeout; any other call (a consumer's) waits up to `WAIT_S`."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
-from contextlib import contextmanager, nullcontext
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from datetime import UTC, datetime
 
 from sqlalchemy import URL, Connection, Engine, Table, create_engine, event, make_url, text
 from sqlalchemy.exc import DBAPIError, OperationalError
 from sqlalchemy.orm import Session, sessionmaker
 
+from bot.service import deadline
 from bot.service.failures import StorageUnavailable
 
-from ..sqlite_files import AUTOCHECKPOINT_PAGES, WriterLock, check_writable, lock_file_beside
+from ..sqlite_files import (
+    AUTOCHECKPOINT_PAGES,
+    GuardedConnection,
+    WriterLock,
+    check_writable,
+    lock_file_beside,
+)
 from .tables import Base
+
+WAIT_S = 30.0  # the longest any call waits for a locked SQLite file; the intake's deadline is far shorter
 
 
 def table(row: type[Base]) -> Table:
@@ -25,9 +40,10 @@ def table(row: type[Base]) -> Table:
 
 
 def make_engine(url: str) -> Engine:
-    """An engine for ``url``; SQLite gets WAL and a busy timeout so threads can share it."""
+    """An engine for ``url``; SQLite gets WAL, and threads share its connections."""
     if url.startswith("sqlite"):
-        engine = create_engine(url, connect_args={"timeout": 30, "check_same_thread": False})
+        engine = create_engine(url, connect_args={"timeout": WAIT_S, "check_same_thread": False,
+                                                  "factory": GuardedConnection})
         event.listen(engine, "connect", _sqlite_pragmas)
         return engine
     return create_engine(url, pool_pre_ping=True, pool_size=10, max_overflow=20)
@@ -38,7 +54,6 @@ def _sqlite_pragmas(dbapi_connection, _record) -> None:
     cursor.execute("PRAGMA journal_mode=WAL")
     cursor.execute("PRAGMA synchronous=NORMAL")
     cursor.execute(f"PRAGMA wal_autocheckpoint={AUTOCHECKPOINT_PAGES}")
-    cursor.execute("PRAGMA busy_timeout=30000")
     cursor.close()
 
 
@@ -52,6 +67,7 @@ def sqlite_file(url: str | URL) -> str | None:
 
 
 def now() -> datetime:
+    """This process's clock: for what no other process compares (never a lease: `clock.db_now`)."""
     return datetime.now(UTC)
 
 
@@ -73,15 +89,18 @@ class Database:
         self._sessions = sessionmaker(engine, expire_on_commit=False)
         self._writer = _writer_lock(engine)
         self._file = sqlite_file(engine.url) if self.dialect == "sqlite" else None
+        self.name = os.path.basename(self._file) if self._file else self.dialect  # says which, not where
 
     @contextmanager
     def session(self) -> Iterator[Session]:
-        with self.usable(), self._writer, self._sessions.begin() as session:
+        with self._writing(deadline.left(WAIT_S)), self.usable(), self._sessions.begin() as session:
+            self._busy_timeout(session.connection(), deadline.left(WAIT_S))  # what the lock left
             yield session
 
     @contextmanager
     def transaction(self) -> Iterator[Connection]:
-        with self.usable(), self._writer, self.engine.begin() as connection:
+        with self._writing(deadline.left(WAIT_S)), self.usable(), self.engine.begin() as connection:
+            self._busy_timeout(connection, deadline.left(WAIT_S))  # what the lock left
             yield connection
 
     def ping(self) -> None:
@@ -91,25 +110,42 @@ class Database:
     @contextmanager
     def usable(self) -> Iterator[None]:
         """Refuse before any connection is touched (opened, used or closed) while the SQLite file
-        cannot be written: its WAL index would SIGBUS the process (`sqlite_files`)."""
+        cannot be written: its WAL index would SIGBUS the process (`sqlite_files`). Called once
+        the writer lock is held, so that the check is as close to the use as it can be."""
         if self._file is not None:
             check_writable(self._file)
-        with _unavailable_as_such():
+        with _unavailable_as_such(self.name):
             yield
+
+    def _writing(self, wait_s: float) -> AbstractContextManager[object]:
+        if isinstance(self._writer, WriterLock):
+            return self._writer.within(wait_s)
+        return self._writer
+
+    def _busy_timeout(self, connection: Connection, wait_s: float) -> None:
+        """SQLite waits for another process's write lock at most ``wait_s`` (in 100 ms steps: a
+        pooled connection keeps its setting, and most calls ask for the same as the last)."""
+        if self.dialect != "sqlite":
+            return
+        wanted = max(1, int(wait_s * 10)) * 100
+        if connection.info.get("busy_timeout_ms") != wanted:
+            connection.exec_driver_sql(f"PRAGMA busy_timeout={wanted}")
+            connection.info["busy_timeout_ms"] = wanted
 
 
 @contextmanager
-def _unavailable_as_such() -> Iterator[None]:
+def _unavailable_as_such(name: str) -> Iterator[None]:
     """The driver's errors of a database that is down, restarting, locked, full or read-only as
     `StorageUnavailable` (transient: the caller may try again); a broken constraint stays itself."""
     try:
         yield
     except OperationalError as error:
-        raise StorageUnavailable(f"the database is unavailable: {_first_line(error.orig)}") from error
+        raise StorageUnavailable(f"the database {name} is unavailable: {_first_line(error.orig)}") from error
     except DBAPIError as error:
         if not error.connection_invalidated:
             raise
-        raise StorageUnavailable(f"the database connection broke: {_first_line(error.orig)}") from error
+        problem = _first_line(error.orig)
+        raise StorageUnavailable(f"the database {name} connection broke: {problem}") from error
 
 
 def _first_line(error: BaseException | None) -> str:

@@ -1,11 +1,15 @@
 """The `Deliveries` port over SQL: each delivery claimed once, leased to one worker at a time
-under a lease its owner renews; failures kept with their kind for `/healthz` and the dashboard."""
+under a lease its owner renews; failures kept with their kind for `/healthz` and the dashboard.
+
+Every time a lease is judged or written by (taken, renewed, run out, released, found stale, how
+long the oldest waits) is the database's (`db_now`), never a caller's: the workers' clocks may
+disagree by more than a lease."""
 
 from __future__ import annotations
 
 from datetime import timedelta
 
-from sqlalchemy import and_, bindparam, delete, exists, func, insert, or_, select, text, update
+from sqlalchemy import Float, and_, bindparam, delete, exists, func, insert, or_, select, text, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import aliased
 
@@ -13,14 +17,17 @@ from bot.service.failures import SubjectBusy
 from bot.service.records import Delivery
 from bot.service.storage import Deliveries, DeliveryHealth, FailedDelivery
 
+from .clock import db_now
 from .database import Database, now, table, utc
 from .tables import DeliveryRow
 
 PENDING, DONE, FAILED = "pending", "done", "failed"
 UNNAMED = "a worker that gave no name"  # holds its lease until it runs out: never judged dead
+_NOW = db_now()
+_LEASE_ENDS = db_now(bindparam("lease_s", type_=Float))
 
 # The statements of the per-delivery hot path, built once (building them costs more than SQLite).
-_CLAIM = insert(table(DeliveryRow)).returning(DeliveryRow.id)
+_CLAIM = insert(table(DeliveryRow)).values(received_at=_NOW).returning(DeliveryRow.id)
 _START = (
     update(table(DeliveryRow))
     .where(
@@ -29,10 +36,10 @@ _START = (
         # Not held, or held under a lease that ran out. A released delivery (no owner) may be
         # taken before its retry time: only the sweep waits for that.
         or_(DeliveryRow.lease_owner.is_(None), DeliveryRow.lease_expires_at.is_(None),
-            DeliveryRow.lease_expires_at < bindparam("now")),
+            DeliveryRow.lease_expires_at < _NOW),
     )
-    .values(started_at=bindparam("now"), attempts=DeliveryRow.attempts + 1,
-            lease_owner=bindparam("owner"), lease_expires_at=bindparam("expires"))
+    .values(started_at=_NOW, attempts=DeliveryRow.attempts + 1,
+            lease_owner=bindparam("owner"), lease_expires_at=_LEASE_ENDS)
     .returning(
         DeliveryRow.id,
         DeliveryRow.hook_id,
@@ -48,7 +55,7 @@ _SUBJECT_HELD = (
     select(DeliveryRow.id)
     .where(DeliveryRow.subject == bindparam("subject"), DeliveryRow.status == PENDING,
            DeliveryRow.id != bindparam("delivery_id"), DeliveryRow.lease_owner.is_not(None),
-           DeliveryRow.lease_expires_at >= bindparam("now"))
+           DeliveryRow.lease_expires_at >= _NOW)
     .limit(1)
 )
 # Two starts of one subject's deliveries must not both find the other not held: on PostgreSQL a
@@ -59,16 +66,16 @@ _OTHER = aliased(DeliveryRow)
 # Its pull request is free: no other delivery of it is held under a live lease.
 _SUBJECT_FREE = or_(DeliveryRow.subject.is_(None), ~exists().where(
     _OTHER.subject == DeliveryRow.subject, _OTHER.status == PENDING, _OTHER.id != DeliveryRow.id,
-    _OTHER.lease_owner.is_not(None), _OTHER.lease_expires_at >= bindparam("now")))
+    _OTHER.lease_owner.is_not(None), _OTHER.lease_expires_at >= _NOW))
 _START_UNLESS_BUSY = _START.where(_SUBJECT_FREE)
 _STARTABLE = select(DeliveryRow.subject).where(
     DeliveryRow.id == bindparam("delivery_id"), DeliveryRow.status == PENDING,
     or_(DeliveryRow.lease_owner.is_(None), DeliveryRow.lease_expires_at.is_(None),
-        DeliveryRow.lease_expires_at < bindparam("now")))
+        DeliveryRow.lease_expires_at < _NOW))
 _FINISH = (
     update(table(DeliveryRow))
     .where(DeliveryRow.id == bindparam("delivery_id"), DeliveryRow.status == PENDING)
-    .values(status=bindparam("status"), finished_at=bindparam("now"), error=bindparam("error"),
+    .values(status=bindparam("status"), finished_at=_NOW, error=bindparam("error"),
             failure=bindparam("failure"), lease_expires_at=None)
 )
 _FINISH_HELD = _FINISH.where(DeliveryRow.lease_owner == bindparam("owner"))
@@ -80,57 +87,56 @@ class SqlDeliveries(Deliveries):
 
     def claim(self, hook_id, guid, event, action, payload, repo=None, subject=None) -> int | None:
         values = dict(hook_id=hook_id, guid=guid, event=event, action=action, payload=payload,
-                      status=PENDING, attempts=0, received_at=now(), repo=repo, subject=subject)
+                      status=PENDING, attempts=0, repo=repo, subject=subject)
         try:
             with self.db.transaction() as connection:
                 return connection.execute(_CLAIM, values).scalar_one()
         except IntegrityError:
             return None
 
-    def start(self, delivery_id, now, lease_s, owner="") -> Delivery | None:
-        values = dict(delivery_id=delivery_id, now=now, owner=owner or UNNAMED,
-                      expires=now + timedelta(seconds=lease_s))
+    def start(self, delivery_id, lease_s, owner="") -> Delivery | None:
+        values = dict(delivery_id=delivery_id, owner=owner or UNNAMED, lease_s=float(lease_s))
         with self.db.transaction() as connection:
             if self.db.dialect == "postgresql":
                 # Only one that could start waits for its pull request: a finished or held one's
                 # copy ends here rather than polling until the pull request is free.
-                candidate = connection.execute(_STARTABLE, {"delivery_id": delivery_id, "now": now}).first()
+                candidate = connection.execute(_STARTABLE, {"delivery_id": delivery_id}).first()
                 if candidate is not None and candidate.subject is not None:
                     connection.execute(_LOCK_SUBJECT, {"subject": candidate.subject})
-                    self._refuse_if_busy(connection, candidate.subject, delivery_id, now)
+                    self._refuse_if_busy(connection, candidate.subject, delivery_id)
                 row = connection.execute(_START, values).one_or_none() if candidate is not None else None
             else:
                 row = connection.execute(_START_UNLESS_BUSY, values).one_or_none()
                 if row is None:  # done, held, or its subject busy: only the last is worth a retry
-                    startable = {"delivery_id": delivery_id, "now": now}
+                    startable = {"delivery_id": delivery_id}
                     subject = connection.execute(_STARTABLE, startable).scalar_one_or_none()
                     if subject is not None:
-                        self._refuse_if_busy(connection, subject, delivery_id, now)
+                        self._refuse_if_busy(connection, subject, delivery_id)
         if row is None:
             return None
         return Delivery(id=row.id, hook_id=row.hook_id, guid=row.guid, event=row.event, action=row.action,
                         payload=row.payload, attempts=row.attempts, error=row.error)
 
     @staticmethod
-    def _refuse_if_busy(connection, subject, delivery_id, now) -> None:
-        held = {"subject": subject, "delivery_id": delivery_id, "now": now}
+    def _refuse_if_busy(connection, subject, delivery_id) -> None:
+        held = {"subject": subject, "delivery_id": delivery_id}
         if connection.execute(_SUBJECT_HELD, held).first() is not None:
             raise SubjectBusy(subject)
 
-    def renew(self, owner, delivery_ids, now, lease_s) -> int:
+    def renew(self, owner, delivery_ids, lease_s) -> int:
         if not delivery_ids:
             return 0
         statement = (
             update(DeliveryRow)
             .where(DeliveryRow.id.in_(delivery_ids), DeliveryRow.lease_owner == owner,
                    DeliveryRow.status == PENDING)
-            .values(lease_expires_at=now + timedelta(seconds=lease_s))
+            .values(lease_expires_at=db_now(float(lease_s)))
         )
         with self.db.transaction() as connection:
             return connection.execute(statement).rowcount
 
     def finish(self, delivery_id, status, error=None, owner=None, failure=None) -> bool:
-        values = dict(delivery_id=delivery_id, status=status, now=now(), error=error, failure=failure)
+        values = dict(delivery_id=delivery_id, status=status, error=error, failure=failure)
         statement = _FINISH if owner is None else _FINISH_HELD
         if owner is not None:
             values["owner"] = owner
@@ -138,11 +144,13 @@ class SqlDeliveries(Deliveries):
             return connection.execute(statement, values).rowcount == 1
 
     def release(self, delivery_id, error, retry_at=None, owner=None, failure=None) -> None:
+        # ``retry_at`` is on the caller's clock: what is left until then is added to the database's.
+        wait_s = 0.0 if retry_at is None else (retry_at - now()).total_seconds()
         held = [DeliveryRow.lease_owner == owner] if owner is not None else []
         statement = (
             update(DeliveryRow)
             .where(DeliveryRow.id == delivery_id, DeliveryRow.status == PENDING, *held)
-            .values(lease_owner=None, lease_expires_at=retry_at or now(), error=error[:2000], failure=failure)
+            .values(lease_owner=None, lease_expires_at=db_now(wait_s), error=error[:2000], failure=failure)
         )
         with self.db.transaction() as connection:
             connection.execute(statement)
@@ -153,22 +161,22 @@ class SqlDeliveries(Deliveries):
         with self.db.session() as session:
             return sorted(session.scalars(query))
 
-    def release_holder(self, owner, now) -> list[int]:
+    def release_holder(self, owner) -> list[int]:
         held = and_(DeliveryRow.status == PENDING, DeliveryRow.lease_owner == owner)
         statement = (update(DeliveryRow).where(held)
-                     .values(lease_owner=None, lease_expires_at=now).returning(DeliveryRow.id))
+                     .values(lease_owner=None, lease_expires_at=_NOW).returning(DeliveryRow.id))
         with self.db.transaction() as connection:
             return sorted(connection.execute(statement).scalars())
 
-    def stale(self, now, older_than_s) -> list[int]:
-        cutoff = now - timedelta(seconds=older_than_s)
+    def stale(self, older_than_s) -> list[int]:
+        cutoff = db_now(-float(older_than_s))
         query = (
             select(DeliveryRow.id)
             .where(
                 DeliveryRow.status == PENDING,
                 or_(
                     # held under a lease nobody renewed: its worker died elsewhere
-                    DeliveryRow.lease_owner.is_not(None) & (DeliveryRow.lease_expires_at < now),
+                    DeliveryRow.lease_owner.is_not(None) & (DeliveryRow.lease_expires_at < _NOW),
                     # released for a retry that should have been taken by now
                     DeliveryRow.lease_owner.is_(None) & (DeliveryRow.lease_expires_at < cutoff),
                     # never taken (before leases had owners: taken at started_at)
@@ -182,12 +190,12 @@ class SqlDeliveries(Deliveries):
             .order_by(DeliveryRow.id)
         )
         with self.db.transaction() as connection:
-            found = list(connection.execute(query, {"now": now}).scalars())
+            found = list(connection.execute(query).scalars())
             # Those nobody holds are due again only after another `older_than_s`: a backlog is
             # not flooded with copies of its own jobs at every sweep.
             if found:
                 unheld = and_(DeliveryRow.id.in_(found), DeliveryRow.lease_owner.is_(None))
-                connection.execute(update(DeliveryRow).where(unheld).values(lease_expires_at=now))
+                connection.execute(update(DeliveryRow).where(unheld).values(lease_expires_at=_NOW))
             return found
 
     def prune(self, now, drop_payload_after_s, forget_after_s) -> int:
@@ -212,19 +220,21 @@ class SqlDeliveries(Deliveries):
         with self.db.session() as session:
             return {status: count for status, count in session.execute(query)}
 
-    def health(self, now, since) -> DeliveryHealth:
+    def health(self, failed_within_s) -> DeliveryHealth:
+        since = db_now(-float(failed_within_s))
         failed = select(func.count()).where(DeliveryRow.status == FAILED, DeliveryRow.finished_at >= since)
         retrying = select(func.count()).where(DeliveryRow.status == PENDING, DeliveryRow.attempts > 0,
                                               DeliveryRow.lease_owner.is_(None))
         oldest = select(func.min(DeliveryRow.received_at)).where(DeliveryRow.status == PENDING)
         with self.db.session() as session:
-            counts = session.execute(select(failed.scalar_subquery(), retrying.scalar_subquery())).one()
-            oldest_at = utc(session.scalar(oldest))
-        last = self.failures(1)
+            row = session.execute(select(failed.scalar_subquery(), retrying.scalar_subquery(),
+                                         oldest.scalar_subquery(), since, _NOW)).one()
+        oldest_at, since_at, now_at = utc(row[2]), utc(row[3]) or row[3], utc(row[4]) or row[4]
+        last = next(iter(self.failures(1)), None)
         return DeliveryHealth(
-            failed=counts[0], retrying=counts[1],
-            oldest_pending_s=None if oldest_at is None else max(0.0, (now - oldest_at).total_seconds()),
-            last_failure=last[0] if last and last[0].finished_at and last[0].finished_at >= since else None,
+            failed=row[0], retrying=row[1],
+            oldest_pending_s=None if oldest_at is None else max(0.0, (now_at - oldest_at).total_seconds()),
+            last_failure=last if last and last.finished_at and last.finished_at >= since_at else None,
         )
 
     def failures(self, limit, repos=None) -> list[FailedDelivery]:
