@@ -3,6 +3,7 @@ embedded queue in a process it supervises; bad settings exit 2."""
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import shutil
@@ -14,6 +15,7 @@ import time
 import pytest
 import requests
 
+from bot.adapters.sqlite_files import lock_file_beside
 from bot.cli.main import main
 from bot.web.signature import sign
 from tests.support.fixtures import redis_url  # noqa: F401, F811  (a fixture)
@@ -67,8 +69,14 @@ def test_serve_consumes_the_embedded_queue_in_a_process_of_its_own_and_restarts_
         deliver(server.base, 1)
         assert wait_for(lambda: store.deliveries.counts() == {"done": 1}, timeout=60)
 
-        # Frozen, the consumer takes nothing: the web worker only accepts and enqueues.
-        os.kill(consumer, signal.SIGSTOP)
+        # Frozen, the consumer takes nothing: the web worker only accepts and enqueues. It is frozen
+        # while the test holds the database's writer lock, never inside one of its own writes
+        # (its heartbeat, the sweep): a process stopped there would hold the lock, and the intake
+        # rightly answers 503 after its deadline.
+        with open(lock_file_beside(str(tmp_path / "perfbot.db")), "a+") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            os.kill(consumer, signal.SIGSTOP)
+            fcntl.flock(lock, fcntl.LOCK_UN)
         deliver(server.base, 2)
         time.sleep(1)
         assert store.deliveries.counts() == {"done": 1, "pending": 1}
