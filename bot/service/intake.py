@@ -17,9 +17,9 @@ from enum import Enum
 from . import deadline
 from .events import CommandEvent, Event, MalformedPayload, PullRequestEvent, WorkflowRunEvent
 from .failures import StorageUnavailable, Transient
-from .ports import Queue
+from .ports.queue import Queue
+from .ports.store import Store
 from .router import Router
-from .storage import Store
 
 log = logging.getLogger("perfbot.intake")
 

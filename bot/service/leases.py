@@ -7,8 +7,8 @@ leases every `HEARTBEAT_S`, so a job slower than the lease (a review waiting out
 is never taken by a second worker. A process that dies stops renewing: its leases run out after
 `LEASE_S` wherever it ran, and at once where a process on the same host and namespace can see it
 is gone (`is_dead`), which every consumer checks when it starts and at every sweep. Leases are
-given, renewed and judged by the database's clock (`bot.service.storage.Deliveries`), so the
-workers' own clocks need not agree.
+given, renewed and judged by the database's clock (`bot.service.ports.store.Deliveries`), so
+the workers' own clocks need not agree.
 """
 
 from __future__ import annotations

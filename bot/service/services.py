@@ -6,8 +6,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
-from .ports import GitHubFactory, Queue, SignIn
-from .storage import Store
+from .ports.github import GitHubFactory
+from .ports.queue import Queue
+from .ports.sign_in import SignIn
+from .ports.store import Store
 
 
 def utc_now() -> datetime:

@@ -304,7 +304,7 @@ def test_a_database_that_is_down_is_storage_unavailable():
 def test_the_dashboards_sessions_are_refused_as_the_rest_of_the_store_is(tmp_path, chattr):
     """Read while the file is immutable, a session would touch its WAL index: SIGBUS."""
     from bot.adapters.store.sessions import SqlSessionStore
-    from bot.service.dashboard.sessions import DashboardSession
+    from bot.service.ports.sessions import DashboardSession
 
     store = SqlStore.connect(f"sqlite:///{tmp_path / 'perfbot.db'}")
     sessions = SqlSessionStore(store.db)

@@ -12,7 +12,7 @@ import pytest
 from bot.service import failures, intake, jobs
 from bot.service.events import PullRequestEvent
 from bot.service.failures import RetryLater
-from bot.service.ports import Queue
+from bot.service.ports.queue import Queue
 from bot.service.router import Pipeline, Router
 from bot.service.services import Services
 from tests.service.fakes import FakeGitHubFactory
