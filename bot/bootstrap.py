@@ -15,7 +15,7 @@ from bot.adapters.sqlite_files import WalCheckpoints
 from bot.adapters.store.sessions import SqlSessionStore
 from bot.adapters.store.sql import SqlStore, sqlite_file
 from bot.service import benchmarks, jobs
-from bot.service.ports import GitHubFactory
+from bot.service.ports.github import GitHubFactory
 from bot.service.router import Router
 from bot.service.routes import ROUTER
 from bot.service.services import Services

@@ -18,7 +18,7 @@ from bot.core.bench import contract
 from bot.core.checks import Check, commit_state
 from bot.core.pulls import PullInfo
 from bot.service.failures import Gone, InstallationGone, NoCredentials
-from bot.service.ports import (
+from bot.service.ports.github import (
     ArtifactInvalid,
     ArtifactUnavailable,
     DispatchRefused,

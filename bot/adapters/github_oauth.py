@@ -9,7 +9,7 @@ from urllib.parse import urlencode
 
 import requests
 
-from bot.service.ports import SignIn, SignInFailed
+from bot.service.ports.sign_in import SignIn, SignInFailed
 
 
 class GitHubSignIn(SignIn):

@@ -17,7 +17,7 @@ from redis.exceptions import RedisError
 
 from bot.service import deadline
 from bot.service.failures import QueueUnavailable, RetryLater, StorageUnavailable
-from bot.service.ports import Queue
+from bot.service.ports.queue import Queue
 
 from .job_serializer import JsonSerializer
 from .sqlite_files import (

@@ -9,8 +9,8 @@ from bot.core.bench import contract
 from bot.core.render.bench import BenchSection, SuiteResult
 from bot.core.vocabulary import OUTDATED, PULL_REQUEST_TRIGGERS
 
+from .ports.store import Store
 from .records import BenchRequest, BenchResult
-from .storage import Store
 
 SHOWN_TRIGGERS = PULL_REQUEST_TRIGGERS  # merge and schedule runs belong to the default branch
 

@@ -22,7 +22,7 @@ from bot.core.config.schema import BenchConfig
 
 from . import repo_config
 from .bench_section import request_section
-from .ports import DispatchRefused, GitHub
+from .ports.github import DispatchRefused, GitHub
 from .records import BenchRequest, WorkflowRun
 from .services import Services
 

@@ -25,10 +25,10 @@ from bot.core.render import bench as render_bench
 
 from . import benchmarks, repo_config, reviewing, sticky
 from .events import CommandEvent
-from .ports import GitHub, PullRequestGone
+from .ports.github import GitHub, PullRequestGone
+from .ports.store import Admission
 from .records import Ack, BenchRequest
 from .services import Services
-from .storage import Admission
 
 log = logging.getLogger("perfbot.commands")
 

@@ -11,9 +11,9 @@
   once, not at every attempt.
 
 The adapters translate what they know into `Permanent` and `Transient`; the failures the ports
-name (`PullRequestGone`, `DispatchRefused`, `ArtifactInvalid` in `bot.service.ports`) are kinds of
-`Permanent`, so their class says their kind. Whatever the adapters do not know stays a bug. Nothing
-here imports an adapter.
+name (`PullRequestGone`, `DispatchRefused`, `ArtifactInvalid` in `bot.service.ports.github`) are
+kinds of `Permanent`, so their class says their kind. Whatever the adapters do not know stays a
+bug. Nothing here imports an adapter.
 """
 
 from __future__ import annotations
@@ -54,8 +54,8 @@ class BadCredentials(Permanent):
 
 class Gone(Permanent):
     """What was asked about no longer exists on GitHub. Its kinds say what: `InstallationGone`
-    here, `PullRequestGone` (a port's answer) in `bot.service.ports`; a plain `Gone` is anything
-    else (a repository, a commit)."""
+    here, `PullRequestGone` (a port's answer) in `bot.service.ports.github`; a plain `Gone` is
+    anything else (a repository, a commit)."""
 
     hint = "GitHub no longer has what the event was about (deleted, transferred or uninstalled)"
 

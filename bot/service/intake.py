@@ -9,55 +9,18 @@ whoever holds the database or the queue's file, long before GitHub gives up on i
 from __future__ import annotations
 
 import logging
-import threading
-import time
-from collections.abc import Callable
 from enum import Enum
 
 from . import deadline
 from .events import CommandEvent, Event, MalformedPayload, PullRequestEvent, WorkflowRunEvent
 from .failures import StorageUnavailable, Transient
-from .ports import Queue
+from .ports.store import Store
 from .router import Router
-from .storage import Store
+from .services import Services
 
 log = logging.getLogger("perfbot.intake")
 
 WAIT_S = 3.0  # all storage waits of one delivery together (its claim, then its enqueue)
-
-
-class Storing:
-    """Whether this process's intake could store its last delivery: `/healthz` reports a replica
-    whose intake just failed to as down even when its own small probe write still fits (a disk
-    with room for one row but not for a payload)."""
-
-    def __init__(self, clock: Callable[[], float] = time.monotonic):
-        self._clock = clock
-        self._lock = threading.Lock()
-        self._refused_at: float | None = None
-        self._stored_at: float | None = None
-        self._reason = ""
-
-    def stored(self) -> None:
-        with self._lock:
-            self._stored_at = self._clock()
-
-    def refused(self, reason: str) -> None:
-        with self._lock:
-            self._refused_at, self._reason = self._clock(), reason
-
-    def failing(self, within_s: float) -> str | None:
-        """Why the last delivery could not be stored, if it was refused within ``within_s`` and
-        none was stored since; else None."""
-        with self._lock:
-            if self._refused_at is None or self._clock() - self._refused_at > within_s:
-                return None
-            if self._stored_at is not None and self._stored_at >= self._refused_at:
-                return None
-            return self._reason
-
-
-STORING = Storing()  # this process's
 
 
 class Outcome(Enum):
@@ -69,8 +32,7 @@ class Outcome(Enum):
 
 
 def accept(
-    store: Store,
-    queue: Queue,
+    services: Services,
     router: Router,
     *,
     hook_id: str,
@@ -82,7 +44,8 @@ def accept(
     """Queue the delivery unless no handler wants it or (hook_id, guid) was already claimed.
 
     A delivery claimed but not enqueued (the queue was down) stays pending in the store, and the
-    stale-delivery sweep enqueues it later, so claiming first never loses work.
+    stale-delivery sweep enqueues it later, so claiming first never loses work. Whether it could be
+    stored is kept in ``services.storing`` for `/healthz`.
     """
     action = payload.get("action") if isinstance(payload.get("action"), str) else None
     try:
@@ -94,20 +57,21 @@ def accept(
     if wanted is None:
         return Outcome.IGNORED
     with deadline.within(WAIT_S):
-        return _store_and_enqueue(store, queue, wanted, hook_id, guid, event, action, body)
+        return _store_and_enqueue(services, wanted, hook_id, guid, event, action, body)
 
 
-def _store_and_enqueue(store: Store, queue: Queue, wanted: Event, hook_id: str, guid: str, event: str,
+def _store_and_enqueue(services: Services, wanted: Event, hook_id: str, guid: str, event: str,
                        action: str | None, body: bytes) -> Outcome:
     repo = getattr(getattr(wanted, "repo", None), "full_name", None)
+    store, queue = services.store, services.queue
     try:
         delivery_id = store.deliveries.claim(hook_id, guid, event, action, body, repo, subject(store, wanted))
     except StorageUnavailable as error:
         log.error("delivery refused: it cannot be stored now (%s)", error,
                   extra={"event": event, "action": action})
-        STORING.refused(str(error))
+        services.storing.refused(str(error))
         return Outcome.UNAVAILABLE
-    STORING.stored()
+    services.storing.stored()
     if delivery_id is None:
         log.info("duplicate delivery ignored", extra={"event": event, "action": action})
         return Outcome.DUPLICATE

@@ -53,7 +53,7 @@ def process(delivery_id: int, services: Services, router: Router, owner: str | N
     if delivery is None:
         return "skipped"
     token = current_delivery.set(delivery.guid)
-    leases.RUNNING.add(delivery_id)
+    services.running.add(delivery_id)
     try:
         try:
             router.dispatch(delivery.event, json.loads(delivery.payload), services)
@@ -62,7 +62,7 @@ def process(delivery_id: int, services: Services, router: Router, owner: str | N
         _record(lambda: _finished(services, delivery, owner))
         return "done"
     finally:
-        leases.RUNNING.discard(delivery_id)
+        services.running.discard(delivery_id)
         current_delivery.reset(token)
 
 
@@ -223,7 +223,7 @@ class ConsumerDuties:
         return self
 
     def beat(self) -> None:
-        running = leases.RUNNING.renewable()
+        running = self.services.running.renewable()
         if running:
             self.services.store.deliveries.renew(self.owner, running, LEASE_S)
         self._alive()

@@ -7,8 +7,8 @@ leases every `HEARTBEAT_S`, so a job slower than the lease (a review waiting out
 is never taken by a second worker. A process that dies stops renewing: its leases run out after
 `LEASE_S` wherever it ran, and at once where a process on the same host and namespace can see it
 is gone (`is_dead`), which every consumer checks when it starts and at every sweep. Leases are
-given, renewed and judged by the database's clock (`bot.service.storage.Deliveries`), so the
-workers' own clocks need not agree.
+given, renewed and judged by the database's clock (`bot.service.ports.store.Deliveries`), so
+the workers' own clocks need not agree.
 """
 
 from __future__ import annotations
@@ -63,7 +63,8 @@ def is_dead(owner: str) -> bool:
 
 class Running:
     """The deliveries this process is working on now (the heartbeat renews their leases only, so
-    that one whose job ended without being marked runs out and is taken again)."""
+    that one whose job ended without being marked runs out and is taken again). One per process, in
+    its `Services`: every consumer thread of it adds what it works on."""
 
     def __init__(self, clock: Callable[[], float] = time.monotonic):
         self._clock = clock
@@ -93,9 +94,6 @@ class Running:
             log.error("a job has run for over %.0f s; its lease is no longer renewed", MAX_JOB_S,
                       extra={"delivery_id": delivery_id})
         return sorted(renewable)
-
-
-RUNNING = Running()  # of this process: every consumer thread of it adds what it works on
 
 
 class Heartbeat:

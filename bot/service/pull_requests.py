@@ -26,7 +26,7 @@ from bot.core.review import record
 
 from . import benchmarks, repo_config, reviewing, sticky
 from .events import PullRequestAction, PullRequestEvent
-from .ports import GitHub, PullRequestGone
+from .ports.github import GitHub, PullRequestGone
 from .records import BenchRequest, Merge, Review
 from .repo_config import ConfigRead
 from .services import Services

@@ -9,7 +9,7 @@ from bot.core.config import source as config_source
 from bot.core.config.schema import RepoConfig
 from bot.core.config.source import ConfigSource
 
-from .ports import GitHub
+from .ports.github import GitHub
 
 
 class ConfigRead(NamedTuple):

@@ -14,7 +14,7 @@ from bot.core.pulls import PullInfo
 from bot.core.review import plan as reviewing
 
 from . import repo_config
-from .ports import GitHub
+from .ports.github import GitHub
 from .records import Review
 from .repo_config import ConfigRead
 from .services import Services

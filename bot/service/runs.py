@@ -25,10 +25,10 @@ from bot.core.text import clip, printable
 from . import benchmarks, repo_config, reviewing, sticky
 from .bench_section import SHOWN_TRIGGERS
 from .events import WorkflowRunEvent
-from .ports import ArtifactInvalid, GitHub, PullRequestGone
+from .ports.github import ArtifactInvalid, GitHub, PullRequestGone
+from .ports.store import Store
 from .records import BenchRequest, BenchResult, MetricPoint
 from .services import Services
-from .storage import Store
 
 log = logging.getLogger("perfbot.runs")
 

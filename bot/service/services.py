@@ -1,4 +1,5 @@
-"""The bundle of ports a handler works with; `bot.bootstrap` fills it with the real adapters."""
+"""The bundle a handler works with: the ports, which `bot.bootstrap` fills with the real adapters,
+and what one process keeps of its own."""
 
 from __future__ import annotations
 
@@ -6,8 +7,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
-from .ports import GitHubFactory, Queue, SignIn
-from .storage import Store
+from .leases import Running
+from .ports.github import GitHubFactory
+from .ports.queue import Queue
+from .ports.sign_in import SignIn
+from .ports.store import Store
+from .storing import Storing
 
 
 def utc_now() -> datetime:
@@ -16,8 +21,16 @@ def utc_now() -> datetime:
 
 @dataclass
 class Services:
+    """What a handler works with: the ports, and what its process keeps of its own (``storing``,
+    ``running``). `bot.bootstrap.build` makes one per process (in each gunicorn worker, after the
+    fork; in each consumer process), so no two processes, and no two tests, share those; the
+    process's threads do, each part behind its own lock. `dataclasses.replace` keeps them: the same
+    process, with another clock, say."""
+
     store: Store
     github: GitHubFactory
     queue: Queue
     now: Callable[[], datetime] = field(default=utc_now)
     sign_in: SignIn | None = None  # None: dashboard sign-in is not configured
+    storing: Storing = field(default_factory=Storing)  # whether its intake stored the last delivery
+    running: Running = field(default_factory=Running)  # the deliveries its consumer threads work on

@@ -10,7 +10,7 @@ from dataclasses import replace
 from bot.core.review import sticky
 
 from .bench_section import pull_section
-from .ports import GitHub, PullRequestGone
+from .ports.github import GitHub, PullRequestGone
 from .records import Review
 from .services import Services
 

@@ -6,7 +6,7 @@ from flask import Flask, Response, jsonify
 from werkzeug.exceptions import HTTPException
 
 from bot.service import logs
-from bot.service.dashboard.sessions import SessionStore
+from bot.service.ports.sessions import SessionStore
 from bot.service.router import Router
 from bot.service.routes import ROUTER
 from bot.service.services import Services

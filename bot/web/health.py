@@ -25,7 +25,7 @@ import logging
 from flask import Blueprint, Response, jsonify
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
-from bot.service import deadline, failures, intake
+from bot.service import deadline, failures
 from bot.service.leases import HEARTBEAT_S
 
 from . import state
@@ -53,7 +53,7 @@ def healthz() -> tuple[Response, int]:
         log.warning("health: the database does not take writes: %s", error)
         report["database"] = f"cannot write: {failures.describe(error)[:300]}"
         return jsonify({"status": "down", **report}), 503
-    refused = intake.STORING.failing(REFUSED_S)
+    refused = services.storing.failing(REFUSED_S)
     if refused is not None:
         report["database"] = f"the last delivery could not be stored: {refused[:300]}"
         return jsonify({"status": "down", **report}), 503

@@ -7,8 +7,8 @@ from collections.abc import Iterator
 from prometheus_client import CollectorRegistry, Counter, Histogram
 from prometheus_client.core import GaugeMetricFamily
 
-from bot.service.ports import Queue
-from bot.service.storage import Store
+from bot.service.ports.queue import Queue
+from bot.service.ports.store import Store
 
 
 class Metrics:

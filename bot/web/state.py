@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from flask import Flask, current_app
 
-from bot.service.dashboard.sessions import SessionStore
+from bot.service.ports.sessions import SessionStore
 from bot.service.router import Router
 from bot.service.services import Services
 from bot.settings import Settings

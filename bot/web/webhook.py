@@ -77,8 +77,7 @@ def _dispatch(
         return _outcome(app_state, "ping", _answer(200, "pong"), started)
     hook_id = request.headers.get("X-GitHub-Hook-ID", "")[:40]
     outcome = intake.accept(
-        app_state.services.store,
-        app_state.services.queue,
+        app_state.services,
         app_state.router,
         hook_id=hook_id,
         guid=guid,

@@ -10,7 +10,7 @@ import pytest
 from sqlalchemy import insert
 
 from bot.adapters.store.tables import AckRow, Base, BenchResultRow, MetricPointRow
-from bot.service.dashboard.ports import MergeQuery, TriageEvent
+from bot.service.ports.dashboard import MergeQuery, TriageEvent
 from bot.service.records import Merge, Reason, Repository
 
 T0 = datetime(2026, 3, 1, 12, tzinfo=UTC)

@@ -5,6 +5,7 @@ database's clock whatever the workers' own say; failures kept with their kind; t
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -233,14 +234,32 @@ def test_a_worker_whose_clock_runs_behind_holds_its_lease_for_all_of_it(store):
 
 def test_a_heartbeat_whose_clock_runs_behind_still_renews_for_a_whole_lease(store):
     delivery, seen = claim(store), []
-    behind, second = worker(store, -(leases.LEASE_S + 1)), Job()
+    this, second = worker(store), Job()
+    behind = replace(this, now=lambda: datetime.now(UTC) - timedelta(seconds=leases.LEASE_S + 1))
 
     def meanwhile() -> None:
         jobs.ConsumerDuties(behind, threads=1, periodic=False).beat()  # renews what this process runs
         seen.append(jobs.process(delivery, worker(store), second, owner="host/ns/2.2"))
 
-    jobs.process(delivery, worker(store), Job(meanwhile), owner=leases.owner_id())
+    jobs.process(delivery, this, Job(meanwhile), owner=leases.owner_id())
     assert (seen, second.ran) == (["skipped"], 0)
+
+
+def test_a_consumer_renews_the_jobs_of_its_own_services_only(store, monkeypatch):
+    """What a process runs is its `Services`' (`bootstrap.build` makes one per process), not a
+    module's: a second one in the same interpreter (a test, another app) renews none of it."""
+    delivery, renewed = claim(store), []
+    renew = store.deliveries.renew
+    monkeypatch.setattr(store.deliveries, "renew",
+                        lambda owner, ids, lease_s: renewed.append(list(ids)) or renew(owner, ids, lease_s))
+    this, other = worker(store), worker(store)
+
+    def meanwhile() -> None:
+        jobs.ConsumerDuties(other, threads=1, periodic=False).beat()
+        jobs.ConsumerDuties(this, threads=1, periodic=False).beat()
+
+    jobs.process(delivery, this, Job(meanwhile), owner=leases.owner_id())
+    assert renewed == [[delivery]], "renewed once, by the consumer of the services that run it"
 
 
 def test_a_sweep_whose_clock_runs_ahead_finds_no_live_lease_stale(store):
@@ -304,7 +323,7 @@ def test_a_database_that_is_down_is_storage_unavailable():
 def test_the_dashboards_sessions_are_refused_as_the_rest_of_the_store_is(tmp_path, chattr):
     """Read while the file is immutable, a session would touch its WAL index: SIGBUS."""
     from bot.adapters.store.sessions import SqlSessionStore
-    from bot.service.dashboard.sessions import DashboardSession
+    from bot.service.ports.sessions import DashboardSession
 
     store = SqlStore.connect(f"sqlite:///{tmp_path / 'perfbot.db'}")
     sessions = SqlSessionStore(store.db)

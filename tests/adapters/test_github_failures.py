@@ -22,7 +22,7 @@ from bot.core.checks import Check
 from bot.service import failures
 from bot.service.dashboard import access
 from bot.service.failures import Kind
-from bot.service.ports import ArtifactInvalid, GitHub, PullRequestGone
+from bot.service.ports.github import ArtifactInvalid, GitHub, PullRequestGone
 from bot.service.services import Services
 from bot.settings import Settings
 from tests.service.fakes import FakeQueue

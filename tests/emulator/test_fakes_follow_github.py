@@ -13,7 +13,7 @@ from bot.adapters.github_client import PyGithubFactory, retry_policy
 from bot.core.checks import Check
 from bot.core.config.schema import CONFIG_PATH
 from bot.core.render.comment import MARKER
-from bot.service.ports import ArtifactInvalid, DispatchRefused, GitHub, PullRequestGone
+from bot.service.ports.github import ArtifactInvalid, DispatchRefused, GitHub, PullRequestGone
 from bot.settings import Settings
 from tests.emulator import live
 from tests.service import diffs

@@ -14,7 +14,8 @@ from dataclasses import dataclass, replace
 from bot.core.bench import contract
 from bot.core.checks import Check
 from bot.core.pulls import PullInfo
-from bot.service.ports import ArtifactInvalid, DispatchRefused, GitHub, GitHubFactory, PullRequestGone, Queue
+from bot.service.ports.github import ArtifactInvalid, DispatchRefused, GitHub, GitHubFactory, PullRequestGone
+from bot.service.ports.queue import Queue
 from bot.service.records import ArtifactRef, WorkflowRun
 
 BOT_LOGIN = "perfbot[bot]"

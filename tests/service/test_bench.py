@@ -359,7 +359,7 @@ def test_a_review_body_can_hold_the_command(services, github):
 def test_comments_without_the_command_are_not_even_queued(services):
     def accept(body: str) -> intake.Outcome:
         payload = comment(body)
-        return intake.accept(services.store, services.queue, ROUTER, hook_id="1", guid=body, event="issue_comment",
+        return intake.accept(services, ROUTER, hook_id="1", guid=body, event="issue_comment",
                              payload=payload, body=json.dumps(payload).encode())
 
     assert accept("LGTM") is intake.Outcome.IGNORED
@@ -547,7 +547,7 @@ def test_the_schedule_benchmarks_the_default_branch_once_per_slot(services, gith
 
 def test_a_delivery_that_fails_its_last_attempt_leaves_a_note_on_the_pull_request(services, github, monkeypatch):
     payload = comment("/bench")
-    intake.accept(services.store, services.queue, ROUTER, hook_id="1", guid="g", event="issue_comment",
+    intake.accept(services, ROUTER, hook_id="1", guid="g", event="issue_comment",
                   payload=payload, body=json.dumps(payload).encode())
 
     def broken(repo, login):
@@ -572,7 +572,7 @@ def bench_that_fails_for_good(services: Services, github: FakeGitHub, monkeypatc
     (the request is still requested); ``attempts``: every dispatch fails, `jobs.MAX_ATTEMPTS` times
     (the request is dispatching). GitHub works again afterwards."""
     payload = comment("/bench")
-    intake.accept(services.store, services.queue, ROUTER, hook_id="1", guid="g-501", event="issue_comment",
+    intake.accept(services, ROUTER, hook_id="1", guid="g-501", event="issue_comment",
                   payload=payload, body=json.dumps(payload).encode())
     [delivery_id] = services.queue.jobs[-1:]
     clock = [datetime.now(UTC)]

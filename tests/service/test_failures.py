@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 from bot.service import failures
 from bot.service.events import MalformedPayload
 from bot.service.failures import Kind
-from bot.service.ports import ArtifactInvalid, ArtifactUnavailable, DispatchRefused, PullRequestGone
+from bot.service.ports.github import ArtifactInvalid, ArtifactUnavailable, DispatchRefused, PullRequestGone
 
 
 @pytest.mark.parametrize(("error", "kind"), [

@@ -12,7 +12,7 @@ import pytest
 from bot.service import failures, intake, jobs
 from bot.service.events import PullRequestEvent
 from bot.service.failures import RetryLater
-from bot.service.ports import Queue
+from bot.service.ports.queue import Queue
 from bot.service.router import Pipeline, Router
 from bot.service.services import Services
 from tests.service.fakes import FakeGitHubFactory
@@ -57,7 +57,7 @@ def services(sqlite_store):
 def deliver(services, handler, guid="g-1") -> int:
     router = Router({PullRequestEvent: Pipeline(lambda _: True, handler)})
     payload = github_data.pull_request("opened", number=7)
-    outcome = intake.accept(services.store, services.queue, router, hook_id="1", guid=guid, event="pull_request",
+    outcome = intake.accept(services, router, hook_id="1", guid=guid, event="pull_request",
                             payload=payload, body=json.dumps(payload).encode())
     assert outcome is intake.Outcome.QUEUED
     services.router = router
@@ -142,7 +142,7 @@ def test_a_delivery_stored_while_the_queue_was_down_is_enqueued_by_the_sweep_onc
     handler = Failing()
     router = Router({PullRequestEvent: Pipeline(lambda _: True, handler)})
     payload = github_data.pull_request("opened", number=7)
-    outcome = intake.accept(services.store, services.queue, router, hook_id="1", guid="g", event="pull_request",
+    outcome = intake.accept(services, router, hook_id="1", guid="g", event="pull_request",
                             payload=payload, body=json.dumps(payload).encode())
     assert outcome is intake.Outcome.QUEUED, "stored: acknowledged"
     services.queue.down = False
@@ -159,13 +159,10 @@ def test_a_delivery_the_database_cannot_store_is_refused_not_acknowledged(servic
     monkeypatch.setattr(services.store.deliveries, "claim", full)
     router = Router({PullRequestEvent: Pipeline(lambda _: True, Failing())})
     payload = github_data.pull_request("opened", number=7)
-    try:
-        outcome = intake.accept(services.store, services.queue, router, hook_id="1", guid="g",
-                                event="pull_request", payload=payload, body=json.dumps(payload).encode())
-        assert outcome is intake.Outcome.UNAVAILABLE
-        assert intake.STORING.failing(within_s=10) == "database or disk is full"
-    finally:
-        intake.STORING.stored()  # this process's record: leave it clean for the tests after
+    outcome = intake.accept(services, router, hook_id="1", guid="g",
+                            event="pull_request", payload=payload, body=json.dumps(payload).encode())
+    assert outcome is intake.Outcome.UNAVAILABLE
+    assert services.storing.failing(within_s=10) == "database or disk is full"
 
 
 def test_a_delivery_of_a_pull_request_another_worker_is_processing_waits_its_turn(services):

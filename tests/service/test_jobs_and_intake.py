@@ -59,8 +59,7 @@ def stored(services: Services, delivery_id: int) -> DeliveryRow | None:
 def accept(services, recorder, guid="g-1", hook="9", action="opened"):
     payload = {"action": action}
     return intake.accept(
-        services.store,
-        services.queue,
+        services,
         recorder.router,
         hook_id=hook,
         guid=guid,
@@ -140,7 +139,7 @@ def test_a_delivery_held_by_a_live_worker_is_not_taken_twice(make):
 def test_a_payload_missing_its_fields_fails_at_once_without_retries(make):
     services = make()
     body = b'{"action": "opened", "pull_request": {"number": 7}}'
-    assert intake.accept(services.store, services.queue, ROUTER, hook_id="1", guid="g", event="pull_request",
+    assert intake.accept(services, ROUTER, hook_id="1", guid="g", event="pull_request",
                          payload=json.loads(body), body=body) is intake.Outcome.MALFORMED
     delivery_id = services.store.deliveries.claim("1", "g", "pull_request", "opened", body)  # stored before
     assert jobs.process(delivery_id, services, ROUTER) == "failed"

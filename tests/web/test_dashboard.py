@@ -14,7 +14,7 @@ import requests
 from sqlalchemy import text
 
 from bot.bootstrap import build
-from bot.service.dashboard.ports import MergeQuery
+from bot.service.ports.dashboard import MergeQuery
 from bot.settings import Settings
 from bot.web.app import create_app
 from tests.support import dashboard_data

@@ -12,7 +12,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from bot.bootstrap import build
-from bot.service import failures, intake, jobs, leases
+from bot.service import failures, jobs, leases
 from bot.service.services import Services
 from bot.settings import Settings
 from bot.web import health as health_module
@@ -29,7 +29,6 @@ def make(tmp_path, queue_url: str | None = None):
     settings = Settings(webhook_secrets=(SECRET,), database_url=f"sqlite:///{tmp_path / 'perfbot.db'}",
                         queue_url=queue_url or f"sqlite:///{tmp_path / 'queue.db'}")
     runtime = build(settings, github=FakeGitHubFactory())
-    intake.STORING.stored()  # what earlier tests in this process left
     return create_app(settings, runtime.services).test_client(), runtime
 
 
@@ -120,15 +119,34 @@ def test_down_and_refusing_deliveries_while_the_files_cannot_be_written_then_bac
 def test_down_while_the_intake_just_failed_to_store_though_a_small_write_still_fits(bot):
     client, runtime = bot
     consumer_seen(runtime)
-    intake.STORING.refused("database or disk is full")
+    runtime.services.storing.refused("database or disk is full")
+    status, body = health(client)
+    assert (status, body["status"]) == (503, "down")
+    assert body["database"] == "the last delivery could not be stored: database or disk is full"
+    assert deliver(client, "installation_repositories", installation(4)).status_code == 202
+    assert health(client)[0] == 200, "stored again: up by itself"
+
+
+def test_an_intake_that_failed_to_store_makes_only_its_own_app_down(bot, tmp_path, monkeypatch):
+    """What an intake last stored is its process's `Services`' (built once per process, after
+    gunicorn forks): a second app in the same interpreter reports on its own intake."""
+    client, runtime = bot
+    other_dir = tmp_path / "other"
+    other_dir.mkdir()
+    other_client, other = make(other_dir)
     try:
-        status, body = health(client)
-        assert (status, body["status"]) == (503, "down")
-        assert body["database"] == "the last delivery could not be stored: database or disk is full"
-        assert deliver(client, "installation_repositories", installation(4)).status_code == 202
-        assert health(client)[0] == 200, "stored again: up by itself"
+        consumer_seen(runtime)
+        consumer_seen(other)
+
+        def full(*_args, **_kw):
+            raise failures.StorageUnavailable("database or disk is full")
+
+        monkeypatch.setattr(other.store.deliveries, "claim", full)
+        assert deliver(other_client, "installation_repositories", installation(6)).status_code == 503
+        assert health(other_client)[0] == 503
+        assert health(client)[0] == 200, "this app's intake stored all it was given"
     finally:
-        intake.STORING.stored()
+        other.close()
 
 
 def test_a_locked_database_is_answered_503_before_github_gives_up_and_health_says_down(bot, tmp_path):

@@ -16,8 +16,8 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from bot.core.bench import contract
+from bot.service.ports.store import Admission, Benchmarks
 from bot.service.records import BenchRequest, BenchResult
-from bot.service.storage import Admission, Benchmarks
 
 from .database import Database, now, utc
 from .tables import BenchRequestRow, BenchResultRow, MetricPointRow, WorkKeyRow

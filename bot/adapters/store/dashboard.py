@@ -20,7 +20,7 @@ from sqlalchemy.orm import Session
 
 from bot.core.history.outcome import Measured, merge_outcome
 from bot.core.vocabulary import FLAGGED_LEVELS
-from bot.service.dashboard.ports import (
+from bot.service.ports.dashboard import (
     BenchOutcome,
     DashboardStore,
     FlaggedMerge,

@@ -14,8 +14,8 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import aliased
 
 from bot.service.failures import SubjectBusy
+from bot.service.ports.store import Deliveries, DeliveryHealth, FailedDelivery
 from bot.service.records import Delivery
-from bot.service.storage import Deliveries, DeliveryHealth, FailedDelivery
 
 from .clock import db_now
 from .database import Database, now, table, utc

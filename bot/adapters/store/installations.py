@@ -6,8 +6,8 @@ from sqlalchemy import Connection, delete, select
 from sqlalchemy.dialects.postgresql import insert as postgresql_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
+from bot.service.ports.store import Installations
 from bot.service.records import Repository
-from bot.service.storage import Installations
 
 from .database import Database, now, table
 from .tables import RepositoryRow

@@ -6,7 +6,7 @@ from __future__ import annotations
 from sqlalchemy import delete, insert, select, update
 from sqlalchemy.exc import IntegrityError
 
-from bot.service.storage import ConsumerSeen, Liveness
+from bot.service.ports.store import ConsumerSeen, Liveness
 
 from .clock import db_now
 from .database import Database, utc

@@ -8,8 +8,8 @@ import json
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from bot.service.ports.store import Reviews
 from bot.service.records import Reason, Review
-from bot.service.storage import Reviews
 
 from .database import Database, now
 from .tables import ReviewRow

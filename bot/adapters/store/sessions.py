@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 
 from sqlalchemy import delete, insert, select, update
 
-from bot.service.dashboard.sessions import DashboardSession, SessionStore
+from bot.service.ports.sessions import DashboardSession, SessionStore
 
 from .database import Database
 from .tables import DashboardSessionRow as Row

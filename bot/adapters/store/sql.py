@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from sqlalchemy import Engine
 
-from bot.service.storage import Store
+from bot.service.ports.store import Store
 
 from . import migrate
 from .benchmarks import SqlBenchmarks

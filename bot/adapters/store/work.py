@@ -8,8 +8,8 @@ from datetime import UTC, datetime, timedelta
 from sqlalchemy import delete, select
 from sqlalchemy.exc import IntegrityError
 
+from bot.service.ports.store import WorkLog
 from bot.service.records import Ack
-from bot.service.storage import WorkLog
 
 from .database import Database, now, utc
 from .tables import AckRow, ApprovalRow, PullPushRow, WorkKeyRow

@@ -13,7 +13,7 @@ import logging
 from dataclasses import dataclass
 
 from ..failures import Gone
-from ..ports import GitHub
+from ..ports.github import GitHub
 from ..services import Services
 
 WRITE_PERMISSIONS = ("admin", "maintain", "write")

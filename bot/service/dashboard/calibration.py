@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from bot.core.risk.calibration import Calibration, Outcome, calibrate, regressed
 
-from ..storage import Store
+from ..ports.store import Store
 
 
 def calibration(store: Store, visible: frozenset[str] | None) -> tuple[Calibration, dict[str, Calibration]]:

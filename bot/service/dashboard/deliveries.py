@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..ports.store import FailedDelivery
 from ..services import Services
-from ..storage import FailedDelivery
 from . import access
 
 SCANNED = 200  # the newest failures looked at for one page

@@ -10,8 +10,8 @@ from typing import Any
 
 from bot.core.history import attribution, changepoints
 
-from ..storage import Store
-from .ports import Landed, Point, SeriesKey
+from ..ports.dashboard import Landed, Point, SeriesKey
+from ..ports.store import Store
 
 DEFAULT_POINTS = 1_000
 MAX_POINTS = 10_000

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import unicodedata
 
+from ..ports.dashboard import TRIAGE_STATES, TriageEvent
 from ..services import Services
 from . import access
-from .ports import TRIAGE_STATES, TriageEvent
 
 MAX_NOTE = 2_000
 MAX_NUMBER = 2**31 - 1

@@ -13,7 +13,7 @@ from werkzeug.exceptions import NotFound, Unauthorized
 from bot.service.dashboard import calibration as calibrations
 from bot.service.dashboard import history as histories
 from bot.service.dashboard import triage as triages
-from bot.service.dashboard.ports import MergeDetail, MergePage, SeriesKey
+from bot.service.ports.dashboard import MergeDetail, MergePage, SeriesKey
 
 from .. import state
 from . import params, viewer

@@ -17,7 +17,7 @@ from bot.service.dashboard import calibration as calibrations
 from bot.service.dashboard import history as histories
 from bot.service.dashboard import triage as triages
 from bot.service.dashboard.history import History
-from bot.service.dashboard.ports import LEVELS, SORTS, STATES, TRIAGE_STATES, VERDICTS, MergeDetail
+from bot.service.ports.dashboard import LEVELS, SORTS, STATES, TRIAGE_STATES, VERDICTS, MergeDetail
 
 from .. import state
 from . import api, params, viewer

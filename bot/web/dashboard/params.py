@@ -14,8 +14,8 @@ from werkzeug.exceptions import BadRequest
 from werkzeug.routing import IntegerConverter
 
 from bot.service.dashboard.history import DEFAULT_POINTS, MAX_POINTS
-from bot.service.dashboard.ports import LEVELS, SORTS, STATES, VERDICTS, MergeQuery
 from bot.service.dashboard.triage import MAX_NUMBER
+from bot.service.ports.dashboard import LEVELS, SORTS, STATES, VERDICTS, MergeQuery
 
 REPO = re.compile(r"^[A-Za-z0-9_.-]{1,100}/[A-Za-z0-9_.-]{1,100}$")
 NAME = re.compile(r"^[A-Za-z0-9_.:/@+-]{1,100}$")  # a suite or metric name, as results files allow

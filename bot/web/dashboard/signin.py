@@ -15,7 +15,7 @@ from flask import Blueprint, abort, redirect, request, session, url_for
 from flask.typing import ResponseReturnValue
 
 from bot.service.dashboard import sessions as dashboard_sessions
-from bot.service.ports import SignInFailed
+from bot.service.ports.sign_in import SignInFailed
 
 from .. import state
 from . import viewer

@@ -1,6 +1,6 @@
-"""The interfaces the service layer needs from the outside world besides its store
-(`bot.service.storage`): GitHub, the queue and the dashboard's sign-in; and the failures GitHub's
-port names, each a kind of `bot.service.failures` (`Permanent`) but `ArtifactUnavailable`."""
+"""GitHub as the service sees it: the calls it makes for one installation (`GitHub`), the factory
+that hands each thread its own client (`GitHubFactory`), and the failures the port names, each a
+kind of `bot.service.failures` (`Permanent`) but `ArtifactUnavailable`."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ from abc import ABC, abstractmethod
 from bot.core.checks import Check
 from bot.core.pulls import PullInfo
 
-from .failures import Gone, Permanent
-from .records import ArtifactRef, WorkflowRun
+from ..failures import Gone, Permanent
+from ..records import ArtifactRef, WorkflowRun
 
 
 class PullRequestGone(Gone):
@@ -123,33 +123,3 @@ class GitHubFactory(ABC):
         """A client for one installation (or the token), for the calling thread alone: clients
         are never shared between threads (an HTTP connection answers one request at a time).
         `InstallationGone` when there is no such installation (or none was named, in App mode)."""
-
-
-class SignIn(ABC):
-    """Sign-in to the dashboard through the GitHub App's user authorization (OAuth web flow)."""
-
-    @abstractmethod
-    def authorize_url(self, state: str, redirect_uri: str) -> str:
-        """Where to send the browser to ask GitHub who the user is."""
-
-    @abstractmethod
-    def login_for(self, code: str, redirect_uri: str) -> str:
-        """The login of the user who authorized, from the code GitHub sent back;
-        `SignInFailed` when GitHub refuses the code."""
-
-
-class SignInFailed(Exception):
-    """GitHub did not confirm the sign-in (a bad, used or expired code, or GitHub unreachable)."""
-
-
-class Queue(ABC):
-    @abstractmethod
-    def enqueue(self, delivery_id: int) -> None: ...
-
-    @abstractmethod
-    def pending(self) -> int:
-        """Jobs waiting to be taken (not those running)."""
-
-    @abstractmethod
-    def ping(self) -> None:
-        """Raise when the queue cannot be reached."""

@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TypeVar
 
-from .dashboard.ports import DashboardStore
-from .records import Ack, BenchRequest, BenchResult, Delivery, MetricPoint, Repository, Review
+from ..records import Ack, BenchRequest, BenchResult, Delivery, MetricPoint, Repository, Review
+from .dashboard import DashboardStore
 
 Decision = TypeVar("Decision")
 
