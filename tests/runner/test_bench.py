@@ -9,7 +9,8 @@ import sys
 import git
 import pytest
 
-from bot.core.config.schema import BenchConfig, CommandSuite
+from bot.core.config.schema import BenchConfig
+from bot.core.config.suite_kinds.command import CommandSuite
 from bot.core.judge import stats
 from bot.runner import bench, fingerprint
 from bot.runner.progress import Progress

@@ -9,7 +9,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from bot.core.config.schema import CommandSuite, MetricDeclaration
+from bot.core.config.schema import MetricDeclaration
+from bot.core.config.suite_kinds.command import CommandSuite
 from bot.runner.suites.base import Output, RoundContext, RoundFailed
 from bot.runner.suites.command import CommandBench, parse_json, parse_lines
 

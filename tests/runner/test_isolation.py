@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.core.config.schema import VerifyStepSuite
+from bot.core.config.suite_kinds.verify_step import VerifyStepSuite
 from bot.runner import fingerprint
 from bot.runner.rounds import run_round
 from bot.runner.suites.base import RoundContext

@@ -10,7 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from bot.core.config.schema import BenchConfig, CommandSuite, VerifyStepSuite
+from bot.core.config.schema import BenchConfig
+from bot.core.config.suite_kinds.command import CommandSuite
+from bot.core.config.suite_kinds.verify_step import VerifyStepSuite
 from bot.core.judge import profile, results, stats
 from bot.core.render import compare as render_compare
 from bot.runner import bench, fingerprint

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 
-from bot.core.config.schema import CommandSuite
+from bot.core.config.suite_kinds.command import CommandSuite
 from bot.runner.rounds import child_env, run_round
 from bot.runner.suites.base import RoundContext
 from bot.runner.suites.command import CommandBench

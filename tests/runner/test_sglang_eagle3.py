@@ -8,7 +8,7 @@ import textwrap
 
 import pytest
 
-from bot.core.config.schema import SglangEagle3Suite
+from bot.core.config.suite_kinds.sglang_eagle3 import SglangEagle3Suite
 from bot.runner.rounds import run_round
 from bot.runner.suites.base import RoundContext, RoundFailed
 from bot.runner.suites.sglang_eagle3 import SglangEagle3Bench, derive, last_case

@@ -98,7 +98,7 @@ def test_a_graph_mode_that_cannot_run_on_the_device_is_refused_before_any_rank_s
 
 
 def test_the_suite_declares_the_mode_its_round_ran_in_and_keeps_the_spread(tmp_path):
-    from bot.core.config.schema import VerifyStepSuite
+    from bot.core.config.suite_kinds.verify_step import VerifyStepSuite
     from bot.runner.suites.base import RoundContext
     from bot.runner.suites.verify_step import RESULT_FILE, VerifyStepBench
 
@@ -119,7 +119,7 @@ def test_the_suite_declares_the_mode_its_round_ran_in_and_keeps_the_spread(tmp_p
 def test_a_graph_mode_without_cuda_graphs_is_a_config_error():
     from pydantic import ValidationError
 
-    from bot.core.config.schema import VerifyStepSuite
+    from bot.core.config.suite_kinds.verify_step import VerifyStepSuite
 
     with pytest.raises(ValidationError, match="graph: full needs CUDA graphs"):
         VerifyStepSuite(kind="verify-step", graph="full", cuda_graphs=False)

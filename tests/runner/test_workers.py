@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from bot.core.config.schema import BenchConfig, CommandSuite, MetricDeclaration
+from bot.core.config.schema import BenchConfig, MetricDeclaration
+from bot.core.config.suite_kinds.command import CommandSuite
 from bot.runner import bench, fingerprint, workers
 from bot.runner.progress import Progress
 from bot.runner.rounds import run_round

@@ -1,4 +1,9 @@
-"""The interface every suite implements: commands to run per round, and how to read their metrics."""
+"""The interface every suite implements: commands to run per round, and how to read their metrics.
+
+A suite's class is the runner's half of its kind (``class VerifyStepBench(BuiltInSuite,
+kind="verify-step")``): it is registered in `RUNNERS` under the kind's name, which must be a kind
+of `bot.core.config.suite_kinds`, the core's half (options, metrics, built-in or not).
+"""
 
 from __future__ import annotations
 
@@ -6,8 +11,10 @@ import math
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, ClassVar
 
-from bot.core.config.schema import MetricDeclaration
+from bot.core.config import suite_kinds
+from bot.core.config.suite_kinds.base import MetricDeclaration, SuiteKind
 from bot.core.judge.profile import Profile
 
 PROFILE_DIR = "profile"  # the folder of a profiled pass's traces, inside its round folder
@@ -77,11 +84,30 @@ class Measurement:
 class Suite(ABC):
     """A benchmark adapter. Rounds run in fresh processes; the suite never keeps state between them."""
 
+    KIND: ClassVar[type[SuiteKind]]  # the core's half of the kind this class runs
     name: str
     timeout: float | None = None
     python: str | None = None  # the engine's interpreter, which its processes run
     pass_env: tuple[str, ...] = ()  # the config's additions to the allow-listed environment
     needs_torch: bool = False  # its rounds import torch: `perfbot bench run` refuses an interpreter without
+
+    def __init_subclass__(cls, kind: str | None = None, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if kind is None:
+            return  # a base of other suites
+        core = suite_kinds.get(kind)
+        if core is None:
+            raise TypeError(f"{cls.__qualname__} runs suite kind {kind!r}, which bot.core.config.suite_kinds "
+                            f"does not know")
+        if kind in RUNNERS:
+            raise TypeError(f"suite kind {kind!r} has two runners ({RUNNERS[kind].__qualname__}, "
+                            f"{cls.__qualname__})")
+        cls.KIND = core
+        RUNNERS[kind] = cls
+
+    def __init__(self, name: str, config: Any):
+        """A suite called ``name``, set up from its options (``config``: its kind's options model)."""
+        self.name, self.config, self.timeout, self.profile = name, config, config.timeout, config.profile
 
     @property
     @abstractmethod
@@ -147,14 +173,15 @@ def finite(name: str, value: object) -> float:
 
 
 class BuiltInSuite(Suite):
-    """A suite whose metrics are fixed by the benchmark it runs (``METRICS``), set up from its config."""
+    """A suite whose metrics are fixed by the benchmark it runs (its kind's), set up from its config."""
 
-    METRICS: dict[str, MetricDeclaration] = {}
-
-    def __init__(self, name: str, config):
-        self.name, self.config, self.timeout = name, config, config.timeout
-        self.python, self.profile = config.python, config.profile
+    def __init__(self, name: str, config: Any):
+        super().__init__(name, config)
+        self.python = config.python
 
     @property
     def metrics(self) -> dict[str, MetricDeclaration]:
-        return dict(self.METRICS)
+        return self.KIND.declarations()
+
+
+RUNNERS: dict[str, type[Suite]] = {}  # the runner's half of every kind, by name, as its module registers it
