@@ -35,7 +35,7 @@ from .results import ResultsFile, out_path
 from .rounds import RoundResult, child_env, describe_failure, run_command, run_round
 from .schedule import pair_order, warmup_order
 from .suites import Suite, make_suite
-from .suites.base import RoundContext
+from .suites.base import PROFILED_PASS, WORKER_START, RoundContext, RoundId
 from .workers import Worker
 from .worktrees import Worktrees
 
@@ -284,7 +284,7 @@ def set_up(suite: Suite, guard: Guard, scratch: Path, timeout: float, progress: 
             logs.mkdir(exist_ok=True)
             output = run_command(command, tree, child_env(command.env, None, suite.python, suite.pass_env),
                                  time.monotonic() + timeout, logs / command.name, guard.fence(side))
-            if output.returncode != 0:
+            if not output.ok:
                 guard.seal(side)
                 return f"set-up in {side} failed: {describe_failure(output, timeout)}"
         guard.seal(side)
@@ -302,7 +302,8 @@ def warm_up(p: Plan, suite: Suite, guard: Guard, scratch: Path, results: Results
                                        sha_of(p, side), len(order) - number)
         take_turn(guard, workers, side)
         worker = serving(workers, suite, guard, scratch, side, progress)
-        outcome = run_one(p, suite, context(guard, scratch, suite, side, -1 - number), worker)
+        warmup = context(guard, scratch, suite, side, RoundId("warmup", number + 1))
+        outcome = run_one(p, suite, warmup, worker)
         guard.seal(side)
         progress.round_finished(began, outcome.ok, outcome.error)
         results.add_warmup(side, outcome.ok, outcome.error, outcome.seconds)
@@ -324,7 +325,8 @@ def measure(p: Plan, suite: Suite, guard: Guard, scratch: Path, results: Results
                                            2 * (planned - done) - position)
             take_turn(guard, workers, side)
             worker = None if fresh else serving(workers, suite, guard, scratch, side, progress)
-            outcome = run_one(p, suite, context(guard, scratch, suite, side, done), worker)
+            counted = context(guard, scratch, suite, side, RoundId("counted", done))
+            outcome = run_one(p, suite, counted, worker)
             guard.seal(side)
             progress.round_finished(began, outcome.ok, outcome.error)
             results.add_round(side, done, outcome.ok, outcome.error, outcome.metrics, outcome.declarations,
@@ -371,7 +373,7 @@ def serving(workers: dict[str, Worker | None], suite: Suite, guard: Guard, scrat
         folder = scratch / "workers" / suite.name / side
         folder.mkdir(parents=True, exist_ok=True)
         try:
-            workers[side] = Worker.start(suite, RoundContext(guard.trees[side], folder, side, -1,
+            workers[side] = Worker.start(suite, RoundContext(guard.trees[side], folder, side, WORKER_START,
                                                              guard.fence(side)))
         except (OSError, scope.ScopeError) as error:
             workers[side] = None  # as if it had died: the side's rounds run in fresh processes
@@ -391,7 +393,7 @@ def profile(p: Plan, suite: Suite, guard: Guard, scratch: Path, results: Results
         progress.say(f"{suite.name}: profiled pass of {side} ({sha_of(p, side)[:10]}), not timed")
         began = time.monotonic()
         guard.check(side)
-        outcome = profiling.profile_side(suite, context(guard, scratch, suite, side, -100),
+        outcome = profiling.profile_side(suite, context(guard, scratch, suite, side, PROFILED_PASS),
                                          p.round_timeout(suite))
         guard.seal(side)
         progress.round_finished(began, outcome.profile is not None, outcome.error, counted=False)
@@ -412,15 +414,14 @@ def samples(results: ResultsFile) -> dict[str, adaptive.MetricSamples]:
             for name, spec in measured.metrics.items()}
 
 
-def context(guard: Guard, scratch: Path, suite: Suite, side: str, index: int) -> RoundContext:
+def context(guard: Guard, scratch: Path, suite: Suite, side: str, round_: RoundId) -> RoundContext:
     """A round's context, with a folder made for it just now: nothing an earlier round (of the other
     side, say) left where it would be found can pass for this round's output; and what it must not
     change (`Guard.fence`)."""
-    label = f"{index}" if index >= 0 else "profile" if index == -100 else f"warmup{-index}"
     parent = scratch / "rounds" / suite.name
     parent.mkdir(parents=True, exist_ok=True)
-    out_dir = Path(tempfile.mkdtemp(prefix=f"{side}-{label}-", dir=parent))
-    return RoundContext(guard.trees[side], out_dir, side, index, guard.fence(side))
+    out_dir = Path(tempfile.mkdtemp(prefix=f"{side}-{round_.label}-", dir=parent))
+    return RoundContext(guard.trees[side], out_dir, side, round_, guard.fence(side))
 
 
 def sha_of(p: Plan, side: str) -> str:

@@ -99,11 +99,11 @@ def test_a_graph_mode_that_cannot_run_on_the_device_is_refused_before_any_rank_s
 
 def test_the_suite_declares_the_mode_its_round_ran_in_and_keeps_the_spread(tmp_path):
     from bot.core.config.suite_kinds.verify_step import VerifyStepSuite
-    from bot.runner.suites.base import RoundContext
+    from bot.runner.suites.base import RoundContext, RoundId
     from bot.runner.suites.verify_step import RESULT_FILE, VerifyStepBench
 
     suite = VerifyStepBench("verify-step", VerifyStepSuite(kind="verify-step", graph="piecewise"))
-    context = RoundContext(tmp_path, tmp_path, "base", 0)
+    context = RoundContext(tmp_path, tmp_path, "base", RoundId("counted", 0))
     assert suite.round_commands(context)[0].argv[-2:] == ("--graph", "piecewise")
     metrics = {"cycle_ms": 9.7, "tok_s": 185.0, "draft_ms": 0.27, "verify_piecewise_ms": 9.2}
     (tmp_path / RESULT_FILE).write_text(json.dumps({

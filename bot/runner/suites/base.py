@@ -11,7 +11,7 @@ import math
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
 from bot.core.config import suite_kinds
 from bot.core.config.suite_kinds.base import MetricDeclaration, SuiteKind
@@ -49,24 +49,76 @@ class Command:
 
 @dataclass(frozen=True)
 class Output:
-    """What one command left behind: its exit status and the tail of its output."""
+    """What one command left behind: how it ended and the tail of its output. ``returncode`` is its
+    exit status (negative: the signal that killed it), None where it did not end by itself: it ran
+    past the deadline and was killed (`timed_out`)."""
 
     name: str
-    returncode: int
+    returncode: int | None
     stdout: str
     stderr: str
+
+    @property
+    def timed_out(self) -> bool:
+        return self.returncode is None
+
+    @property
+    def ok(self) -> bool:
+        return self.returncode == 0
+
+
+RoundKind = Literal["warmup", "counted", "profiled", "worker"]
+# What the profiled pass's processes see as PERFBOT_ROUND (docs/runner.md): no round's number.
+PROFILED_ROUND = -100
+
+
+@dataclass(frozen=True)
+class RoundId:
+    """Which round a context is for: a warm-up (``number``: the run's warm-ups of both sides in
+    order, from 1), a counted round (``number``: its index in the results file, from 0), the
+    profiled pass, or the start of a worker (which then serves rounds, each with its own context)."""
+
+    kind: RoundKind
+    number: int = 0
+
+    def __post_init__(self) -> None:
+        if self.number < (1 if self.kind == "warmup" else 0):
+            raise ValueError(f"a {self.kind} round numbered {self.number}")
+
+    @property
+    def variable(self) -> str:
+        """``PERFBOT_ROUND`` of its processes: a counted round's number, a warm-up's negated
+        (-1, -2, ...), `PROFILED_ROUND` for the profiled pass; -1 for a worker, as ever."""
+        if self.kind == "counted":
+            return str(self.number)
+        if self.kind == "warmup":
+            return str(-self.number)
+        return str(PROFILED_ROUND) if self.kind == "profiled" else "-1"
+
+    @property
+    def label(self) -> str:
+        """How its folder's name starts after the side's: ``3``, ``warmup1``, ``profile``, ``worker``."""
+        if self.kind == "counted":
+            return str(self.number)
+        if self.kind == "warmup":
+            return f"warmup{self.number}"
+        return "profile" if self.kind == "profiled" else "worker"
+
+
+PROFILED_PASS = RoundId("profiled")
+WORKER_START = RoundId("worker")
 
 
 @dataclass(frozen=True)
 class RoundContext:
-    """Where a round runs and writes: the revision's worktree and a fresh folder of its own; and
-    what its processes may read but not change, where their scope can see to it (the other side's
-    worktree, perfbot's own files: `bot.runner.integrity.fenced`)."""
+    """Where a round runs and writes: the revision's worktree and a fresh folder of its own, and
+    which round it is; and what its processes may read but not change, where their scope can see to
+    it (the other side's worktree, perfbot's own files: `bot.runner.integrity.fenced`)."""
 
     worktree: Path
     out_dir: Path
     side: str
-    index: int
+    round: RoundId
     read_only: tuple[Path, ...] = ()
 
 
