@@ -30,6 +30,7 @@ from bot.core.render import rounds as rounds_summary
 
 from . import adaptive, fingerprint, integrity, profiling, scope
 from .integrity import Guard, TreeChanged
+from .options import MeasureOptions
 from .progress import Progress
 from .results import ResultsFile, out_path
 from .rounds import RoundResult, child_env, describe_failure, run_command, run_round
@@ -46,22 +47,15 @@ class BenchError(ValueError):
 
 @dataclass
 class BenchOptions:
-    repo: Path
     base: str
     head: str | None
     suites: list[str]
     out: Path
-    rounds: int | None = None
-    warmup: int | None = None
-    max_rounds: int | None = None
-    timeout: float | None = None
+    measure: MeasureOptions = field(default_factory=MeasureOptions)
     aa: bool = False
-    command: str | None = None
     stop_on_failure: bool = False
-    allow_dirty: bool = False
     repo_name: str | None = None
     summary_path: Path | None = None
-    python: str | None = None
     profile: bool | None = None  # None: as each suite's config says (`Suite.profiles`)
     written: dict[Path, str] = field(default_factory=dict)  # the results files' SHA-256, as written
 
@@ -99,10 +93,11 @@ class Plan:
 
 def plan(options: BenchOptions, config: BenchConfig) -> Plan:
     """Check everything the user named (repository, revisions, suites, options); raise before running."""
-    repo = GitRepo.open(options.repo)
+    measure = options.measure
+    repo = GitRepo.open(measure.repo)
     if repo.bare:
-        raise BenchError(f"{options.repo}: a bare repository has no work tree to benchmark from")
-    if not options.allow_dirty and repo.is_dirty(untracked_files=False):
+        raise BenchError(f"{measure.repo}: a bare repository has no work tree to benchmark from")
+    if not measure.allow_dirty and repo.is_dirty(untracked_files=False):
         raise BenchError(f"{repo.work_tree}: the work tree has uncommitted changes "
                          f"(commit or stash them, or pass --allow-dirty)")
     base_sha = repo.resolve(options.base)
@@ -120,17 +115,17 @@ def plan(options: BenchOptions, config: BenchConfig) -> Plan:
         scope.strategy()
     except scope.ScopeError as error:
         raise BenchError(str(error)) from None
-    engine = interpreter(options.python or config.python or DEFAULT_PYTHON)
-    suites = [make_suite(name, config, options.command, engine) for name in dict.fromkeys(options.suites)]
+    engine = interpreter(measure.python or config.python or DEFAULT_PYTHON)
+    suites = [make_suite(name, config, measure.command, engine) for name in dict.fromkeys(options.suites)]
     for suite in suites:
         if suite.python and suite.python != engine:
             suite.python = interpreter(suite.python, f"suite '{suite.name}': ")
-    rounds = options.rounds or config.rounds
-    max_rounds = max(options.max_rounds or config.max_rounds or rounds, rounds)
-    warmup = config.warmup if options.warmup is None else options.warmup
+    rounds = measure.rounds or config.rounds
+    max_rounds = max(measure.max_rounds or config.max_rounds or rounds, rounds)
+    warmup = config.warmup if measure.warmup is None else measure.warmup
     paths = {s.name: out_path(options.out, s.name, len(suites) > 1) for s in suites}
     return Plan(repo, base_sha, head_sha, suites, rounds, warmup, max_rounds,
-                options.timeout or config.timeout, paths, timeout_given=options.timeout is not None)
+                measure.timeout or config.timeout, paths, timeout_given=measure.timeout is not None)
 
 
 DEFAULT_PYTHON = "python3"

@@ -16,12 +16,14 @@ from bot.core.config.suite_kinds.verify_step import VerifyStepSuite
 from bot.core.judge import profile, results, stats
 from bot.core.render import compare as render_compare
 from bot.runner import bench, fingerprint, profiling
+from bot.runner.options import MeasureOptions
 from bot.runner.progress import Progress
 from bot.runner.suites.base import PROFILED_PASS, RoundContext
 from bot.runner.suites.command import CommandBench
 from tests.core.judge.profile_data import FILL
 from tests.support.missing import importorskip
 
+from .test_bench import MEASURE
 from .test_scope import wait_until_gone
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -43,8 +45,9 @@ def no_torch_probe(monkeypatch):
 
 
 def run(repo, base, head, tmp_path, config, **options):
-    opts = bench.BenchOptions(repo=repo, base=base, head=head, suites=[next(iter(config.suites))],
-                              out=tmp_path / "out" / "results.json", **options)
+    measure = MeasureOptions(repo=repo, **{key: options.pop(key) for key in MEASURE & set(options)})
+    opts = bench.BenchOptions(base=base, head=head, suites=[next(iter(config.suites))],
+                              out=tmp_path / "out" / "results.json", measure=measure, **options)
     stream = io.StringIO()
     (outcome,) = bench.run(opts, config, Progress(stream))
     return outcome, stream.getvalue()

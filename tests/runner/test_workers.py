@@ -14,6 +14,7 @@ import pytest
 from bot.core.config.schema import BenchConfig, MetricDeclaration
 from bot.core.config.suite_kinds.command import CommandSuite
 from bot.runner import bench, fingerprint, workers
+from bot.runner.options import MeasureOptions
 from bot.runner.progress import Progress
 from bot.runner.rounds import run_round
 from bot.runner.scope import ScopeError
@@ -133,8 +134,8 @@ def test_a_worker_that_cannot_start_leaves_its_side_to_fresh_processes(bench_rep
     break_worker(monkeypatch)
     repo, base, head = bench_repo
     config = BenchConfig(suites={"quick": CommandSuite(kind="command", command="bash bench.sh")})
-    opts = bench.BenchOptions(repo=repo, base=base, head=head, suites=["quick"], out=tmp_path / "results.json",
-                              rounds=3, warmup=1)
+    opts = bench.BenchOptions(base=base, head=head, suites=["quick"], out=tmp_path / "results.json",
+                              measure=MeasureOptions(repo=repo, rounds=3, warmup=1))
     stream = io.StringIO()
     (outcome,) = bench.run(opts, config, Progress(stream))
     data = json.loads(outcome.path.read_text())
