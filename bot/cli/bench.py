@@ -75,13 +75,12 @@ def run_bench(args: argparse.Namespace) -> int:
     summary = args.summary or os.environ.get("PERFBOT_BENCH_SUMMARY") or os.environ.get("GITHUB_STEP_SUMMARY")
     out = args.out or os.environ.get("PERFBOT_BENCH_OUT") or "results.json"
     options = bench.BenchOptions(
-        repo=Path(args.repo), base=args.base, head=args.head, suites=args.suites or [], out=Path(out),
-        rounds=args.rounds, warmup=args.warmup, max_rounds=args.max_rounds, timeout=args.timeout, aa=args.aa,
-        command=args.command, stop_on_failure=args.stop_on_failure, allow_dirty=args.allow_dirty,
+        base=args.base, head=args.head, suites=args.suites or [], out=Path(out),
+        measure=measure_options.from_args(args), aa=args.aa, stop_on_failure=args.stop_on_failure,
         repo_name=args.repo_name or os.environ.get("GITHUB_REPOSITORY"),
-        summary_path=Path(summary) if summary else None, python=args.python, profile=args.profile)
+        summary_path=Path(summary) if summary else None, profile=args.profile)
     try:
-        config = bench_config(args.config, options)
+        config = bench_config(args.config, options.measure.repo, options.base)
         stop_on_sigterm()
         try:
             outcomes = bench.run(options, config.bench, Progress(enabled=not args.quiet))
@@ -122,13 +121,13 @@ def run_report(args: argparse.Namespace) -> int:
     return 0
 
 
-def bench_config(name: str | None, options: bench.BenchOptions) -> RepoConfig:
-    """``--config``, else the config committed at the base revision: never the head's, so that the
+def bench_config(name: str | None, repo_path: Path, base: str) -> RepoConfig:
+    """``--config``, else the config committed at the ``base`` revision: never the head's, so that the
     change under test cannot change how it is benchmarked (docs/configuration.md)."""
     if name is not None:
         return load_config(name)
-    repo = GitRepo.open(options.repo)
-    source = ConfigSource.at_revision(repo.resolve(options.base))
+    repo = GitRepo.open(repo_path)
+    source = ConfigSource.at_revision(repo.resolve(base))
     return load_config(None, repo.config_text(source), source)
 
 

@@ -44,12 +44,10 @@ def setup(subparsers) -> None:
 
 def run(args: argparse.Namespace) -> int:
     options = BisectOptions(
-        repo=Path(args.repo), good=args.good, bad=args.bad, suite=args.suite, out=Path(args.out),
-        metric=args.metric, rounds=args.rounds, max_rounds=args.max_rounds, warmup=args.warmup,
-        timeout=args.timeout, command=args.command, allow_dirty=args.allow_dirty, python=args.python,
-        min_effect=args.min_effect / 100, alpha=args.alpha)
-    config = bench_config(args.config, bench.BenchOptions(repo=options.repo, base=args.good, head=None,
-                                                          suites=[], out=options.out))
+        good=args.good, bad=args.bad, suite=args.suite, out=Path(args.out),
+        measure=measure_options.from_args(args), metric=args.metric, min_effect=args.min_effect / 100,
+        alpha=args.alpha)
+    config = bench_config(args.config, options.measure.repo, options.good)
     stop_on_sigterm()
     try:
         report = bisect(options, config, Progress(enabled=not args.quiet))

@@ -1,12 +1,16 @@
 """The options `perfbot bench run` and `perfbot bisect` share (asv's `common_args` is the model):
 which repository, how many rounds and how long each may take, the `command` suite's command, the
 config, a dirty work tree, the engine's interpreter. One definition, so that the two verbs never
-drift apart in names, types or defaults."""
+drift apart in names, types or defaults; `from_args` reads them into the one `MeasureOptions` both
+verbs' options hold (the config is read by the verbs themselves)."""
 
 from __future__ import annotations
 
 import argparse
 import math
+from pathlib import Path
+
+from bot.runner.options import MeasureOptions
 
 
 def positive_int(text: str) -> int:
@@ -50,3 +54,10 @@ def add(parser: argparse.ArgumentParser, *, config_from: str, runs: str = "side"
     parser.add_argument("--python", metavar="PATH",
                         help="the engine's interpreter, which the suites run and the fingerprint asks for "
                              "versions (default: bench.python, else python3 on PATH)")
+
+
+def from_args(args: argparse.Namespace) -> MeasureOptions:
+    """The shared options as `add` parsed them."""
+    return MeasureOptions(repo=Path(args.repo), rounds=args.rounds, warmup=args.warmup,
+                          max_rounds=args.max_rounds, timeout=args.timeout, command=args.command,
+                          allow_dirty=args.allow_dirty, python=args.python)

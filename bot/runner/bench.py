@@ -30,12 +30,13 @@ from bot.core.render import rounds as rounds_summary
 
 from . import adaptive, fingerprint, integrity, profiling, scope
 from .integrity import Guard, TreeChanged
+from .options import MeasureOptions
 from .progress import Progress
 from .results import ResultsFile, out_path
 from .rounds import RoundResult, child_env, describe_failure, run_command, run_round
 from .schedule import pair_order, warmup_order
 from .suites import Suite, make_suite
-from .suites.base import RoundContext
+from .suites.base import PROFILED_PASS, WORKER_START, RoundContext, RoundId
 from .workers import Worker
 from .worktrees import Worktrees
 
@@ -46,22 +47,15 @@ class BenchError(ValueError):
 
 @dataclass
 class BenchOptions:
-    repo: Path
     base: str
     head: str | None
     suites: list[str]
     out: Path
-    rounds: int | None = None
-    warmup: int | None = None
-    max_rounds: int | None = None
-    timeout: float | None = None
+    measure: MeasureOptions = field(default_factory=MeasureOptions)
     aa: bool = False
-    command: str | None = None
     stop_on_failure: bool = False
-    allow_dirty: bool = False
     repo_name: str | None = None
     summary_path: Path | None = None
-    python: str | None = None
     profile: bool | None = None  # None: as each suite's config says (`Suite.profiles`)
     written: dict[Path, str] = field(default_factory=dict)  # the results files' SHA-256, as written
 
@@ -99,10 +93,11 @@ class Plan:
 
 def plan(options: BenchOptions, config: BenchConfig) -> Plan:
     """Check everything the user named (repository, revisions, suites, options); raise before running."""
-    repo = GitRepo.open(options.repo)
+    measure = options.measure
+    repo = GitRepo.open(measure.repo)
     if repo.bare:
-        raise BenchError(f"{options.repo}: a bare repository has no work tree to benchmark from")
-    if not options.allow_dirty and repo.is_dirty(untracked_files=False):
+        raise BenchError(f"{measure.repo}: a bare repository has no work tree to benchmark from")
+    if not measure.allow_dirty and repo.is_dirty(untracked_files=False):
         raise BenchError(f"{repo.work_tree}: the work tree has uncommitted changes "
                          f"(commit or stash them, or pass --allow-dirty)")
     base_sha = repo.resolve(options.base)
@@ -120,17 +115,17 @@ def plan(options: BenchOptions, config: BenchConfig) -> Plan:
         scope.strategy()
     except scope.ScopeError as error:
         raise BenchError(str(error)) from None
-    engine = interpreter(options.python or config.python or DEFAULT_PYTHON)
-    suites = [make_suite(name, config, options.command, engine) for name in dict.fromkeys(options.suites)]
+    engine = interpreter(measure.python or config.python or DEFAULT_PYTHON)
+    suites = [make_suite(name, config, measure.command, engine) for name in dict.fromkeys(options.suites)]
     for suite in suites:
         if suite.python and suite.python != engine:
             suite.python = interpreter(suite.python, f"suite '{suite.name}': ")
-    rounds = options.rounds or config.rounds
-    max_rounds = max(options.max_rounds or config.max_rounds or rounds, rounds)
-    warmup = config.warmup if options.warmup is None else options.warmup
+    rounds = measure.rounds or config.rounds
+    max_rounds = max(measure.max_rounds or config.max_rounds or rounds, rounds)
+    warmup = config.warmup if measure.warmup is None else measure.warmup
     paths = {s.name: out_path(options.out, s.name, len(suites) > 1) for s in suites}
     return Plan(repo, base_sha, head_sha, suites, rounds, warmup, max_rounds,
-                options.timeout or config.timeout, paths, timeout_given=options.timeout is not None)
+                measure.timeout or config.timeout, paths, timeout_given=measure.timeout is not None)
 
 
 DEFAULT_PYTHON = "python3"
@@ -284,7 +279,7 @@ def set_up(suite: Suite, guard: Guard, scratch: Path, timeout: float, progress: 
             logs.mkdir(exist_ok=True)
             output = run_command(command, tree, child_env(command.env, None, suite.python, suite.pass_env),
                                  time.monotonic() + timeout, logs / command.name, guard.fence(side))
-            if output.returncode != 0:
+            if not output.ok:
                 guard.seal(side)
                 return f"set-up in {side} failed: {describe_failure(output, timeout)}"
         guard.seal(side)
@@ -302,7 +297,8 @@ def warm_up(p: Plan, suite: Suite, guard: Guard, scratch: Path, results: Results
                                        sha_of(p, side), len(order) - number)
         take_turn(guard, workers, side)
         worker = serving(workers, suite, guard, scratch, side, progress)
-        outcome = run_one(p, suite, context(guard, scratch, suite, side, -1 - number), worker)
+        warmup = context(guard, scratch, suite, side, RoundId("warmup", number + 1))
+        outcome = run_one(p, suite, warmup, worker)
         guard.seal(side)
         progress.round_finished(began, outcome.ok, outcome.error)
         results.add_warmup(side, outcome.ok, outcome.error, outcome.seconds)
@@ -324,7 +320,8 @@ def measure(p: Plan, suite: Suite, guard: Guard, scratch: Path, results: Results
                                            2 * (planned - done) - position)
             take_turn(guard, workers, side)
             worker = None if fresh else serving(workers, suite, guard, scratch, side, progress)
-            outcome = run_one(p, suite, context(guard, scratch, suite, side, done), worker)
+            counted = context(guard, scratch, suite, side, RoundId("counted", done))
+            outcome = run_one(p, suite, counted, worker)
             guard.seal(side)
             progress.round_finished(began, outcome.ok, outcome.error)
             results.add_round(side, done, outcome.ok, outcome.error, outcome.metrics, outcome.declarations,
@@ -371,7 +368,7 @@ def serving(workers: dict[str, Worker | None], suite: Suite, guard: Guard, scrat
         folder = scratch / "workers" / suite.name / side
         folder.mkdir(parents=True, exist_ok=True)
         try:
-            workers[side] = Worker.start(suite, RoundContext(guard.trees[side], folder, side, -1,
+            workers[side] = Worker.start(suite, RoundContext(guard.trees[side], folder, side, WORKER_START,
                                                              guard.fence(side)))
         except (OSError, scope.ScopeError) as error:
             workers[side] = None  # as if it had died: the side's rounds run in fresh processes
@@ -391,7 +388,7 @@ def profile(p: Plan, suite: Suite, guard: Guard, scratch: Path, results: Results
         progress.say(f"{suite.name}: profiled pass of {side} ({sha_of(p, side)[:10]}), not timed")
         began = time.monotonic()
         guard.check(side)
-        outcome = profiling.profile_side(suite, context(guard, scratch, suite, side, -100),
+        outcome = profiling.profile_side(suite, context(guard, scratch, suite, side, PROFILED_PASS),
                                          p.round_timeout(suite))
         guard.seal(side)
         progress.round_finished(began, outcome.profile is not None, outcome.error, counted=False)
@@ -412,15 +409,14 @@ def samples(results: ResultsFile) -> dict[str, adaptive.MetricSamples]:
             for name, spec in measured.metrics.items()}
 
 
-def context(guard: Guard, scratch: Path, suite: Suite, side: str, index: int) -> RoundContext:
+def context(guard: Guard, scratch: Path, suite: Suite, side: str, round_: RoundId) -> RoundContext:
     """A round's context, with a folder made for it just now: nothing an earlier round (of the other
     side, say) left where it would be found can pass for this round's output; and what it must not
     change (`Guard.fence`)."""
-    label = f"{index}" if index >= 0 else "profile" if index == -100 else f"warmup{-index}"
     parent = scratch / "rounds" / suite.name
     parent.mkdir(parents=True, exist_ok=True)
-    out_dir = Path(tempfile.mkdtemp(prefix=f"{side}-{label}-", dir=parent))
-    return RoundContext(guard.trees[side], out_dir, side, index, guard.fence(side))
+    out_dir = Path(tempfile.mkdtemp(prefix=f"{side}-{round_.label}-", dir=parent))
+    return RoundContext(guard.trees[side], out_dir, side, round_, guard.fence(side))
 
 
 def sha_of(p: Plan, side: str) -> str:

@@ -21,7 +21,7 @@ missing (`bisect_folder`).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +35,7 @@ from bot.core.risk import profiles, ruleset, triage
 
 from . import bench, provenance
 from .bisect_folder import RECHECK, BisectFolder
+from .options import MeasureOptions
 from .progress import Progress
 from .suites import Suite
 from .worktrees import Worktrees
@@ -45,25 +46,18 @@ MAX_RECHECKS = 4
 
 @dataclass
 class BisectOptions:
-    repo: Path
     good: str
     bad: str
     suite: str
     out: Path
+    measure: MeasureOptions = field(default_factory=MeasureOptions)  # every run's
     metric: str | None = None
-    rounds: int | None = None
-    max_rounds: int | None = None
-    warmup: int | None = None
-    timeout: float | None = None
-    command: str | None = None
-    allow_dirty: bool = False
-    python: str | None = None
     min_effect: float = stats.DEFAULT_MIN_EFFECT
     alpha: float = stats.DEFAULT_ALPHA
 
 
 def bisect(options: BisectOptions, config: RepoConfig, progress: Progress) -> BisectReport:
-    repo = GitRepo.open(options.repo)
+    repo = GitRepo.open(options.measure.repo)
     good, bad, count = repo.count_range(options.good, options.bad)
     folder = BisectFolder.open(options.out, run_settings(options, config, good, bad))
     if len(folder):
@@ -139,16 +133,14 @@ def run_settings(options: BisectOptions, config: RepoConfig, good: str, bad: str
     suite = config.bench.suites.get(options.suite)
     return {"good": good, "bad": bad, "suite": options.suite, "metric": options.metric,
             "rounds": measured.rounds, "max_rounds": measured.max_rounds, "warmup": measured.warmup,
-            "timeout": measured.round_timeout(measured.suites[0]), "command": options.command,
+            "timeout": measured.round_timeout(measured.suites[0]), "command": options.measure.command,
             "suite_config": suite.model_dump(mode="json") if suite is not None else None}
 
 
 def _bench_options(options: BisectOptions, base: str, head: str, out: Path,
                    profile: bool | None = None) -> bench.BenchOptions:
-    return bench.BenchOptions(
-        repo=options.repo, base=base, head=head, suites=[options.suite], out=out, rounds=options.rounds,
-        warmup=options.warmup, max_rounds=options.max_rounds, timeout=options.timeout,
-        command=options.command, allow_dirty=options.allow_dirty, python=options.python, profile=profile)
+    return bench.BenchOptions(base=base, head=head, suites=[options.suite], out=out, measure=options.measure,
+                              profile=profile)
 
 
 class _Runner:
@@ -269,8 +261,9 @@ class _Runner:
     def alpha(self) -> float:
         """The significance level of one judgement: split over the looks that adaptive rounds
         may take, as `perfbot compare` does, so that peeking does not raise false alarms."""
-        rounds = self.options.rounds or self.config.bench.rounds
-        looks = results.looks(rounds, self.options.max_rounds or rounds)
+        measure = self.options.measure
+        rounds = measure.rounds or self.config.bench.rounds
+        looks = results.looks(rounds, measure.max_rounds or rounds)
         return stats.alpha_per_look(self.options.alpha, looks)
 
 

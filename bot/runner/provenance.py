@@ -29,7 +29,7 @@ from bot.adapters.git_repo import GitRepo
 
 from .rounds import child_env
 from .suites import Suite
-from .suites.base import RoundContext
+from .suites.base import RoundContext, RoundId
 
 # Where a checkout keeps its importable packages; the first that holds any wins.
 PACKAGE_ROOTS = (".", "python", "src")
@@ -125,7 +125,7 @@ def _resolve(tree: Path, packages: list[str], suite: Suite) -> dict[str, str | N
     """Where the suite's interpreter finds each package when started at ``tree`` with the
     environment the suite's rounds get."""
     with tempfile.TemporaryDirectory(prefix="perfbot-provenance-") as scratch:
-        context = RoundContext(tree, Path(scratch), "base", 0)
+        context = RoundContext(tree, Path(scratch), "base", RoundId("counted", 0))
         extra = next(iter(suite.round_commands(context)), None)
         env = child_env(extra.env if extra else {}, context, suite.python, suite.pass_env)
         try:

@@ -13,7 +13,7 @@ import os
 import signal
 import subprocess
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -49,7 +49,7 @@ def child_env(extra: dict[str, str], context: RoundContext | None = None, python
         env["PATH"] = os.pathsep.join(filter(None, [os.path.dirname(python), env.get("PATH")]))
         env["PERFBOT_PYTHON"] = python
     if context is not None:
-        env.update(PERFBOT_SIDE=context.side, PERFBOT_ROUND=str(context.index),
+        env.update(PERFBOT_SIDE=context.side, PERFBOT_ROUND=context.round.variable,
                    PERFBOT_OUT_DIR=str(context.out_dir), PERFBOT_WORKTREE=str(context.worktree))
     for key, value in extra.items():
         if key == "PYTHONPATH" and env.get("PYTHONPATH"):
@@ -61,22 +61,34 @@ def child_env(extra: dict[str, str], context: RoundContext | None = None, python
 def run_round(suite: Suite, context: RoundContext, timeout: float) -> RoundResult:
     """One round: ok only if every command exited 0 and the suite could read finite metrics."""
     began = time.monotonic()
-    deadline = began + timeout
-    context.out_dir.mkdir(parents=True, exist_ok=True)
-    outputs = []
     try:
-        for number, command in enumerate(suite.round_commands(context)):
-            env = child_env(command.env, context, suite.python, suite.pass_env)
-            output = run_command(command, context.worktree, env, deadline,
-                                 context.out_dir / f"{number}-{command.name}", context.read_only)
-            outputs.append(output)
-            if output.returncode != 0:
-                raise RoundFailed(describe_failure(output, timeout))
-        return parsed(suite, context, outputs, began)
+        return parsed(suite, context, run_pass(suite, suite.round_commands, context, timeout), began)
     except RoundFailed as failure:
         return RoundResult(False, str(failure), seconds=time.monotonic() - began)
     except OSError as error:
-        return RoundResult(False, f"could not start the benchmark: {error}", seconds=time.monotonic() - began)
+        return RoundResult(False, could_not_start(error), seconds=time.monotonic() - began)
+
+
+def run_pass(suite: Suite, commands: Callable[[RoundContext], list[Command]], context: RoundContext,
+             timeout: float) -> list[Output]:
+    """The processes ``commands`` names for ``context`` (a round's, or the profiled pass's), run in
+    order in its worktree under one deadline: their outputs, or `RoundFailed` naming the first
+    that did not exit 0 (`OSError` where one could not start)."""
+    deadline = time.monotonic() + timeout
+    context.out_dir.mkdir(parents=True, exist_ok=True)
+    outputs = []
+    for number, command in enumerate(commands(context)):
+        env = child_env(command.env, context, suite.python, suite.pass_env)
+        output = run_command(command, context.worktree, env, deadline,
+                             context.out_dir / f"{number}-{command.name}", context.read_only)
+        outputs.append(output)
+        if not output.ok:
+            raise RoundFailed(describe_failure(output, timeout))
+    return outputs
+
+
+def could_not_start(error: OSError) -> str:
+    return f"could not start the benchmark: {error}"
 
 
 def parsed(suite: Suite, context: RoundContext, outputs: list[Output], began: float) -> RoundResult:
@@ -99,13 +111,14 @@ def run_command(command: Command, cwd: Path, env: dict[str, str], deadline: floa
     not change, where its scope can see to it."""
     stdout_path, stderr_path = log_stem.with_suffix(".stdout"), log_stem.with_suffix(".stderr")
     scope = Scope(strategy())
+    returncode: int | None
     with stdout_path.open("wb") as stdout, stderr_path.open("wb") as stderr:
         process = scope.popen(command.argv, cwd, env, stdout, stderr, read_only=read_only)
         try:
             process.wait(timeout=max(deadline - time.monotonic(), 0.01))
         except subprocess.TimeoutExpired:
             scope.end()
-            returncode = TIMED_OUT
+            returncode = None  # it did not end by itself: `Output.timed_out`
         except BaseException:  # interrupted (SIGTERM of a cancelled job): leave nothing running
             scope.end()
             raise
@@ -113,9 +126,6 @@ def run_command(command: Command, cwd: Path, env: dict[str, str], deadline: floa
             scope.end()  # leftovers of a process that exited (daemons, stuck ranks, setsid escapes)
             returncode = scope.returncode()
     return Output(command.name, returncode, read_text(stdout_path), read_text(stderr_path))
-
-
-TIMED_OUT = -1000
 
 
 def read_text(path: Path) -> str:
@@ -126,7 +136,7 @@ def read_text(path: Path) -> str:
 
 
 def describe_failure(output: Output, timeout: float) -> str:
-    if output.returncode == TIMED_OUT:
+    if output.returncode is None:  # timed out
         return f"{output.name}: timed out after {timeout:g}s and was killed"
     if output.returncode < 0:
         what = f"killed by signal {signal.Signals(-output.returncode).name}" \

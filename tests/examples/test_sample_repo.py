@@ -16,6 +16,7 @@ import pytest
 from bot.cli import main as cli
 from bot.core.config.schema import load as load_config
 from bot.runner import bench
+from bot.runner.options import MeasureOptions
 from bot.runner.progress import Progress
 from examples.sample_repo import HISTORY, SLOW_SUBJECT, build, main
 from tests.support.missing import importorskip
@@ -114,9 +115,10 @@ def test_an_ab_run_of_the_sample_on_cpu_measures_both_sides_through_its_allreduc
     config = load_config("bench:\n  suites:\n    verify-step:\n      kind: verify-step\n      device: cpu\n"
                          "      world_size: 2\n      iters: 3\n      warmup_iters: 1\n      allreduce: "
                          "mini_engine.distributed.parallel_state:tensor_model_parallel_all_reduce\n")
-    options = bench.BenchOptions(repo=sample["path"], base=sample["before_slow"], head=sample["slow"],
-                                 suites=["verify-step"], out=tmp_path / "ab.json", rounds=1, warmup=0, timeout=240,
-                                 python=sys.executable)  # the engine's interpreter: this one has torch
+    options = bench.BenchOptions(base=sample["before_slow"], head=sample["slow"], suites=["verify-step"],
+                                 out=tmp_path / "ab.json",
+                                 measure=MeasureOptions(repo=sample["path"], rounds=1, warmup=0, timeout=240,
+                                                        python=sys.executable))  # the engine's: it has torch
     (outcome,) = bench.run(options, config.bench, Progress(io.StringIO()))
     data = json.loads(outcome.path.read_text())
     assert outcome.status == "complete", [r["error"] for r in data["rounds"]]

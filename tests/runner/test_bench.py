@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import json
 import sys
@@ -9,9 +10,11 @@ import sys
 import git
 import pytest
 
-from bot.core.config.schema import BenchConfig, CommandSuite
+from bot.core.config.schema import BenchConfig
+from bot.core.config.suite_kinds.command import CommandSuite
 from bot.core.judge import stats
 from bot.runner import bench, fingerprint
+from bot.runner.options import MeasureOptions
 from bot.runner.progress import Progress
 from bot.runner.suites.base import SuiteError
 from bot.runner.suites.command import CommandBench
@@ -26,9 +29,15 @@ def no_torch_probe(request, monkeypatch):
         monkeypatch.setattr(fingerprint, "python_stack", lambda python: {})
 
 
+# The options of `run` below that are how to measure; the others are the run's own.
+MEASURE = {f.name for f in dataclasses.fields(MeasureOptions)}
+
+
 def run(repo, base, head, tmp_path, command="bash bench.sh", config=None, **options):
-    opts = bench.BenchOptions(repo=repo, base=base, head=head, suites=options.pop("suites", ["command"]),
-                              out=tmp_path / "out" / "results.json", command=command, **options)
+    measured = {key: options.pop(key) for key in MEASURE & set(options)}
+    measure = MeasureOptions(repo=repo, command=command, **measured)
+    opts = bench.BenchOptions(base=base, head=head, suites=options.pop("suites", ["command"]),
+                              out=tmp_path / "out" / "results.json", measure=measure, **options)
     stream = io.StringIO()
     outcomes = bench.run(opts, config or BenchConfig(), Progress(stream))
     return outcomes, stream.getvalue()

@@ -11,6 +11,7 @@ from collections import Counter
 from bot.core.config.schema import load as load_config
 from bot.runner import bench
 from bot.runner.bisect import BisectOptions, bisect
+from bot.runner.options import MeasureOptions
 from bot.runner.progress import Progress
 
 PLAIN_PYTHON = shutil.which("python3") or sys.executable
@@ -31,8 +32,8 @@ def run(git_builder, tmp_path, metric=None):
     git_builder.commit("make it slow", {"engine/__init__.py": "SLOW = True\n"})
     bad = git_builder.commit("more docs", {"README": "y\n"})
     stream = io.StringIO()
-    options = BisectOptions(repo=git_builder.root, good=good, bad=bad, suite="two", out=tmp_path / "runs",
-                            metric=metric, rounds=3, python=PLAIN_PYTHON)
+    options = BisectOptions(good=good, bad=bad, suite="two", out=tmp_path / "runs", metric=metric,
+                            measure=MeasureOptions(repo=git_builder.root, rounds=3, python=PLAIN_PYTHON))
     report = bisect(options, load_config(CONFIG), Progress(stream))
     return report, stream.getvalue()
 

@@ -9,8 +9,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from bot.core.config.schema import CommandSuite, MetricDeclaration
-from bot.runner.suites.base import Output, RoundContext, RoundFailed
+from bot.core.config.schema import MetricDeclaration
+from bot.core.config.suite_kinds.command import CommandSuite
+from bot.runner.suites.base import Output, RoundContext, RoundFailed, RoundId
 from bot.runner.suites.command import CommandBench, parse_json, parse_lines
 
 names = st.from_regex(r"[A-Za-z0-9_.:/-]{1,30}", fullmatch=True).filter(lambda n: n not in ("unit", "better"))
@@ -22,7 +23,7 @@ def suite(**config) -> CommandBench:
 
 
 def context(tmp_path) -> RoundContext:
-    return RoundContext(tmp_path, tmp_path, "base", 0)
+    return RoundContext(tmp_path, tmp_path, "base", RoundId("counted", 0))
 
 
 @given(name=names, value=numbers, better=st.sampled_from(["lower", "higher"]))

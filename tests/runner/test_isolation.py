@@ -15,10 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from bot.core.config.schema import VerifyStepSuite
+from bot.core.config.suite_kinds.verify_step import VerifyStepSuite
 from bot.runner import fingerprint
 from bot.runner.rounds import run_round
-from bot.runner.suites.base import RoundContext
+from bot.runner.suites.base import RoundContext, RoundId
 from bot.runner.suites.verify_step import VerifyStepBench
 from tests.runner.test_action import CONFIG, Runner, engine_python
 from tests.support.missing import importorskip
@@ -160,7 +160,7 @@ def test_a_verify_step_round_runs_perfbot_s_benchmark_and_the_real_torch(tmp_pat
         (worktree / name).write_text(text)
     suite = VerifyStepBench("verify-step", VerifyStepSuite(kind="verify-step", device="cpu", world_size=1, iters=2,
                                                            warmup_iters=0, python=sys.executable))
-    result = run_round(suite, RoundContext(worktree, tmp_path / "round", "head", 0), timeout=240)
+    result = run_round(suite, RoundContext(worktree, tmp_path / "round", "head", RoundId("counted", 0)), timeout=240)
     assert result.ok, result.error
     assert "verify_eager_ms" in result.metrics
     assert not list(markers.iterdir())

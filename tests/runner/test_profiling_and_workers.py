@@ -10,14 +10,20 @@ from pathlib import Path
 
 import pytest
 
-from bot.core.config.schema import BenchConfig, CommandSuite, VerifyStepSuite
+from bot.core.config.schema import BenchConfig
+from bot.core.config.suite_kinds.command import CommandSuite
+from bot.core.config.suite_kinds.verify_step import VerifyStepSuite
 from bot.core.judge import profile, results, stats
 from bot.core.render import compare as render_compare
-from bot.runner import bench, fingerprint
+from bot.runner import bench, fingerprint, profiling
+from bot.runner.options import MeasureOptions
 from bot.runner.progress import Progress
+from bot.runner.suites.base import PROFILED_PASS, RoundContext
+from bot.runner.suites.command import CommandBench
 from tests.core.judge.profile_data import FILL
 from tests.support.missing import importorskip
 
+from .test_bench import MEASURE
 from .test_scope import wait_until_gone
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -39,8 +45,9 @@ def no_torch_probe(monkeypatch):
 
 
 def run(repo, base, head, tmp_path, config, **options):
-    opts = bench.BenchOptions(repo=repo, base=base, head=head, suites=[next(iter(config.suites))],
-                              out=tmp_path / "out" / "results.json", **options)
+    measure = MeasureOptions(repo=repo, **{key: options.pop(key) for key in MEASURE & set(options)})
+    opts = bench.BenchOptions(base=base, head=head, suites=[next(iter(config.suites))],
+                              out=tmp_path / "out" / "results.json", measure=measure, **options)
     stream = io.StringIO()
     (outcome,) = bench.run(opts, config, Progress(stream))
     return outcome, stream.getvalue()
@@ -49,6 +56,29 @@ def run(repo, base, head, tmp_path, config, **options):
 def command_suite(profile_command: str | None, on: bool | None = True) -> BenchConfig:
     return BenchConfig(suites={"quick": CommandSuite(kind="command", command="bash bench.sh", profile=on,
                                                      profile_command=profile_command)})
+
+
+# Writes a trace of two steps of one kernel, where the profiled pass is told it is (PERFBOT_ROUND).
+PASS_PY = f"""\
+import json, os, sys
+sys.path.insert(0, {str(ROOT)!r})
+from tests.core.judge.profile_data import trace
+assert os.environ["PERFBOT_ROUND"] == "-100", os.environ["PERFBOT_ROUND"]
+json.dump(trace([[("gemm_a", 10.0)]] * 2), open(os.path.join(os.environ["PERFBOT_PROFILE_DIR"], "t.pt.trace.json"), "w"))
+"""
+
+
+def test_a_profiled_pass_returns_the_profile_its_suite_read_or_why_there_is_none(tmp_path):
+    (tmp_path / "pass.py").write_text(PASS_PY)
+    suite = CommandBench("quick", CommandSuite(kind="command", command="false",
+                                               profile_command=f"{sys.executable} pass.py"))
+    outcome = profiling.profile_side(suite, RoundContext(tmp_path, tmp_path / "pass", "head", PROFILED_PASS), 60)
+    assert outcome.error is None and outcome.seconds > 0
+    assert outcome.profile is not None and outcome.profile.steps == 2
+    assert [k.name for k in outcome.profile.kernels] == ["gemm_a"]
+    failing = CommandBench("quick", CommandSuite(kind="command", command="true", profile_command="exit 4"))
+    outcome = profiling.profile_side(failing, RoundContext(tmp_path, tmp_path / "failed", "head", PROFILED_PASS), 60)
+    assert (outcome.profile, outcome.error) == (None, "quick-profile: exit status 4")
 
 
 def test_each_side_gets_the_profile_of_its_own_trace_and_compare_shows_the_diff(bench_repo, tmp_path):

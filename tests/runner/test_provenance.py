@@ -8,7 +8,8 @@ import sys
 
 import pytest
 
-from bot.core.config.schema import BenchConfig, CommandSuite
+from bot.core.config.schema import BenchConfig
+from bot.core.config.suite_kinds.command import CommandSuite
 from bot.runner import provenance
 from bot.runner.suites import make_suite
 

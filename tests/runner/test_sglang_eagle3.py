@@ -8,9 +8,9 @@ import textwrap
 
 import pytest
 
-from bot.core.config.schema import SglangEagle3Suite
+from bot.core.config.suite_kinds.sglang_eagle3 import SglangEagle3Suite
 from bot.runner.rounds import run_round
-from bot.runner.suites.base import RoundContext, RoundFailed
+from bot.runner.suites.base import RoundContext, RoundFailed, RoundId
 from bot.runner.suites.sglang_eagle3 import SglangEagle3Bench, derive, last_case
 
 # One result line per run, in the format bench_one_batch_server documents (last_ttft in seconds).
@@ -58,7 +58,7 @@ def test_the_last_line_of_the_result_file_is_the_one_read(tmp_path):
 
 
 def test_each_round_launches_the_benchmark_with_and_without_eagle3(tmp_path):
-    context = RoundContext(tmp_path, tmp_path / "out", "head", 3)
+    context = RoundContext(tmp_path, tmp_path / "out", "head", RoundId("counted", 3))
     spec, baseline = SglangEagle3Bench("sglang-eagle3", config(extra_args=["--cuda-graph-max-bs", "8"])) \
         .round_commands(context)
     assert spec.argv[1:3] == ("-m", "sglang.bench_one_batch_server")
@@ -86,6 +86,6 @@ def test_a_whole_round_reads_what_the_benchmark_module_wrote(tmp_path):
             out.write(json.dumps(line) + "\\n")
     """))
     suite = SglangEagle3Bench("sglang-eagle3", config(python=sys.executable, env={"PYTHONPATH": str(tmp_path / "fake")}))
-    result = run_round(suite, RoundContext(tmp_path, tmp_path / "round", "base", 0), timeout=60)
+    result = run_round(suite, RoundContext(tmp_path, tmp_path / "round", "base", RoundId("counted", 0)), timeout=60)
     assert result.ok, result.error
     assert result.metrics["spec_speedup"] == pytest.approx(94 / 89)

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.core.config.schema import CommandSuite
+from bot.core.config.suite_kinds.command import CommandSuite
 from bot.runner import scope
 from bot.runner.bench import serving, stop_workers, take_turn
 from bot.runner.integrity import Guard

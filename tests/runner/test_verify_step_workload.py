@@ -98,12 +98,12 @@ def test_a_graph_mode_that_cannot_run_on_the_device_is_refused_before_any_rank_s
 
 
 def test_the_suite_declares_the_mode_its_round_ran_in_and_keeps_the_spread(tmp_path):
-    from bot.core.config.schema import VerifyStepSuite
-    from bot.runner.suites.base import RoundContext
+    from bot.core.config.suite_kinds.verify_step import VerifyStepSuite
+    from bot.runner.suites.base import RoundContext, RoundId
     from bot.runner.suites.verify_step import RESULT_FILE, VerifyStepBench
 
     suite = VerifyStepBench("verify-step", VerifyStepSuite(kind="verify-step", graph="piecewise"))
-    context = RoundContext(tmp_path, tmp_path, "base", 0)
+    context = RoundContext(tmp_path, tmp_path, "base", RoundId("counted", 0))
     assert suite.round_commands(context)[0].argv[-2:] == ("--graph", "piecewise")
     metrics = {"cycle_ms": 9.7, "tok_s": 185.0, "draft_ms": 0.27, "verify_piecewise_ms": 9.2}
     (tmp_path / RESULT_FILE).write_text(json.dumps({
@@ -119,7 +119,7 @@ def test_the_suite_declares_the_mode_its_round_ran_in_and_keeps_the_spread(tmp_p
 def test_a_graph_mode_without_cuda_graphs_is_a_config_error():
     from pydantic import ValidationError
 
-    from bot.core.config.schema import VerifyStepSuite
+    from bot.core.config.suite_kinds.verify_step import VerifyStepSuite
 
     with pytest.raises(ValidationError, match="graph: full needs CUDA graphs"):
         VerifyStepSuite(kind="verify-step", graph="full", cuda_graphs=False)

@@ -11,12 +11,23 @@ from pathlib import Path
 
 import pytest
 
-from bot.core.config.schema import BenchConfig, CommandSuite, MetricDeclaration
+from bot.core.config.schema import BenchConfig, MetricDeclaration
+from bot.core.config.suite_kinds.command import CommandSuite
 from bot.runner import bench, fingerprint, workers
+from bot.runner.options import MeasureOptions
 from bot.runner.progress import Progress
 from bot.runner.rounds import run_round
 from bot.runner.scope import ScopeError
-from bot.runner.suites.base import Command, Measurement, Output, RoundContext, RoundFailed, Suite
+from bot.runner.suites.base import (
+    WORKER_START,
+    Command,
+    Measurement,
+    Output,
+    RoundContext,
+    RoundFailed,
+    RoundId,
+    Suite,
+)
 from bot.runner.suites.command import CommandBench
 
 RESULT = "result.json"
@@ -63,7 +74,7 @@ class JsonSuite(Suite):
 def started(suite: Suite, tmp_path: Path) -> workers.Worker:
     folder = tmp_path / "worker"
     folder.mkdir()
-    worker = workers.Worker.start(suite, RoundContext(tmp_path, folder, "head", -1))
+    worker = workers.Worker.start(suite, RoundContext(tmp_path, folder, "head", WORKER_START))
     assert worker is not None
     return worker
 
@@ -71,7 +82,7 @@ def started(suite: Suite, tmp_path: Path) -> workers.Worker:
 def test_a_worker_s_round_with_metrics_is_measured(tmp_path):
     worker = started(JsonSuite({"t": 1.5}), tmp_path)
     try:
-        result = worker.serve(RoundContext(tmp_path, tmp_path / "r1", "head", 1), timeout=30)
+        result = worker.serve(RoundContext(tmp_path, tmp_path / "r1", "head", RoundId("counted", 1)), timeout=30)
     finally:
         worker.stop()
     assert (result.ok, result.error, result.metrics) == (True, None, {"t": 1.5})
@@ -79,10 +90,10 @@ def test_a_worker_s_round_with_metrics_is_measured(tmp_path):
 
 def test_a_worker_s_round_without_metrics_fails_as_a_fresh_round_does(tmp_path):
     suite = JsonSuite({})
-    fresh = run_round(suite, RoundContext(tmp_path, tmp_path / "fresh", "head", 0), timeout=30)
+    fresh = run_round(suite, RoundContext(tmp_path, tmp_path / "fresh", "head", RoundId("counted", 0)), timeout=30)
     worker = started(suite, tmp_path)
     try:
-        served = worker.serve(RoundContext(tmp_path, tmp_path / "served", "head", 1), timeout=30)
+        served = worker.serve(RoundContext(tmp_path, tmp_path / "served", "head", RoundId("counted", 1)), timeout=30)
     finally:
         worker.stop()
     assert (fresh.ok, fresh.error) == (False, "the suite reported no metrics")
@@ -123,8 +134,8 @@ def test_a_worker_that_cannot_start_leaves_its_side_to_fresh_processes(bench_rep
     break_worker(monkeypatch)
     repo, base, head = bench_repo
     config = BenchConfig(suites={"quick": CommandSuite(kind="command", command="bash bench.sh")})
-    opts = bench.BenchOptions(repo=repo, base=base, head=head, suites=["quick"], out=tmp_path / "results.json",
-                              rounds=3, warmup=1)
+    opts = bench.BenchOptions(base=base, head=head, suites=["quick"], out=tmp_path / "results.json",
+                              measure=MeasureOptions(repo=repo, rounds=3, warmup=1))
     stream = io.StringIO()
     (outcome,) = bench.run(opts, config, Progress(stream))
     data = json.loads(outcome.path.read_text())

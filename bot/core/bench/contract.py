@@ -12,6 +12,7 @@ import hashlib
 import re
 from collections.abc import Sequence
 
+from bot.core.config import suite_kinds
 from bot.core.config.schema import BenchConfig
 
 # The states of a request and its triggers are the vocabulary's, re-exported for the contract's readers.
@@ -31,8 +32,8 @@ CORRELATION_ID = re.compile(r"[A-Za-z0-9._-]{1,64}")
 _IN_TITLE = re.compile(r"(?:^|\s)perfbot bench ([A-Za-z0-9._-]{1,64})(?:\s|$)")
 SHA = re.compile(r"[0-9a-f]{40}")
 DEFAULT_SUITE = "verify-step"
-# The suites `perfbot bench run` knows without a config entry (bot.runner.suites.BUILT_IN).
-BUILT_IN_SUITES = ("verify-step", "sglang-eagle3", "command")
+# The suites `perfbot bench run` knows without a config entry: the built-in kinds' names.
+BUILT_IN_SUITES = suite_kinds.built_in()
 
 
 def work_key(trigger: Trigger, repo: str, subject: str) -> str:

@@ -1,19 +1,23 @@
 """The repository configuration (`.github/perfbot.yml`): schema, validation and error wording.
 
 The same `Rule` model describes the built-in profiles and a repository's own rules, so what a
-user writes is exactly what perfbot ships with.
+user writes is exactly what perfbot ships with. A suite's options are its kind's model, one of
+the kinds `bot.core.config.suite_kinds` registers.
 """
 
 from __future__ import annotations
 
 import re
-from typing import Annotated, Any, Literal, get_args
+from typing import TYPE_CHECKING, Annotated, Any, Literal, Union
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import Field, ValidationError, field_validator, model_validator
 from pydantic_core import ErrorDetails
 
 from bot.core import vocabulary
-from bot.core.config import patterns
+from bot.core.config import patterns, suite_kinds
+from bot.core.config.strict import Strict as _Strict
+from bot.core.config.suite_kinds.base import MetricDeclaration as MetricDeclaration
+from bot.core.config.suite_kinds.base import SuiteOptions
 from bot.errors import UserError
 
 RuleKind = Literal["path", "function", "token", "cold", "setup", "dependency"]
@@ -31,10 +35,6 @@ class ConfigError(UserError, ValueError):
         self.problems = problems
         more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
         super().__init__(f"{source}: {problems[0]}{more}")
-
-
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
 
 class Rule(_Strict):
@@ -135,115 +135,17 @@ class RiskConfig(_Strict):
                                       "kept up to date; the check run and label are always published.")
 
 
-SuiteKind = Literal["command", "verify-step", "sglang-eagle3"]
 _SUITE_NAME = r"^[a-z0-9][a-z0-9._-]*$"
-_ENV_NAME = r"^[A-Za-z_][A-Za-z0-9_]*$"
 _ENV_NAME_OR_PREFIX = r"^[A-Za-z_][A-Za-z0-9_]*\*?$"
 # The GitHub runner's own channels (file commands, tokens): never given to a benchmark process.
 FORBIDDEN_ENV_PREFIXES = ("GITHUB_", "ACTIONS_", "RUNNER_")
 
-
-class MetricDeclaration(_Strict):
-    """What a number means: its unit, which direction is better, and what the verdict makes of it."""
-
-    unit: Annotated[str, Field(max_length=20)] = ""
-    better: Literal["lower", "higher"]
-    role: Literal["headline", "primary", "diagnostic"] | None = Field(
-        default=None, description="primary: the verdict is about it (headline: the one it names "
-                                  "first); diagnostic: reported, never decides the verdict. "
-                                  "Default: primary.")
-    mode: Annotated[str, Field(max_length=40)] | None = Field(
-        default=None, description="How the engine ran when this was measured, named in reports.")
-
-
-class _SuiteCommon(_Strict):
-    env: dict[Annotated[str, Field(pattern=_ENV_NAME)], str] = Field(
-        default={}, description="Extra environment variables for every process of the suite.")
-    timeout: Annotated[float, Field(gt=0)] | None = Field(
-        default=None, description="Seconds one round may take (default: the bench timeout).")
-    profile: bool | None = Field(
-        default=None, description="One un-timed profiled pass per side after the timed rounds, read "
-                                  "into a kernel diff (true or false). Default: on for verify-step "
-                                  "where the machine has a GPU, off for the other suites.")
-
-
-class CommandSuite(_SuiteCommon):
-    """Any command, run by bash in the checked-out revision. It reports metrics by printing lines
-    ``PERFBOT_METRIC name=value unit=ms better=lower`` or by writing JSON to ``$PERFBOT_METRICS_FILE``."""
-
-    kind: Literal["command"]
-    command: Annotated[str, Field(min_length=1)]
-    setup: str | None = Field(default=None, description="Run once per checked-out revision, before rounds.")
-    metrics: dict[str, MetricDeclaration] = Field(
-        default={}, description="Units and directions of the metrics the command reports.")
-    profile_command: str | None = Field(
-        default=None, description="The profiled pass (with profile: true): writes a Kineto/Chrome trace "
-                                  "into $PERFBOT_PROFILE_DIR. Default: the command itself.")
-
-
-class VerifyStepSuite(_SuiteCommon):
-    """The built-in EAGLE-3 verify-step benchmark (random weights, tensor parallel over visible GPUs)."""
-
-    kind: Literal["verify-step"]
-    python: str | None = Field(default=None, description="Interpreter with torch (default: bench.python).")
-    preset: Literal["auto", "full", "tiny"] = "auto"
-    device: Literal["auto", "cuda", "cpu"] = "auto"
-    world_size: Annotated[int, Field(ge=0)] = Field(default=0, description="0: every visible GPU.")
-    cpu_world_size: Annotated[int, Field(ge=1)] = Field(
-        default=1, description="Ranks (gloo) on a machine without GPUs, when world_size is 0.")
-    iters: Annotated[int, Field(ge=1)] = Field(default=100, description="Most timed calls per pass.")
-    target_se: Annotated[float, Field(ge=0, lt=1)] = Field(
-        default=0.001, description="Stop timing a pass once the standard error of its median is this "
-                                   "fraction of it (0: always iters calls).")
-    verify_modes: list[Literal["full", "piecewise", "eager"]] | None = Field(
-        default=None, description="Verify passes to time. Default: only the engine's mode.")
-    worker: bool = Field(
-        default=False, description="Serve the warm-ups and the rounds between the first pair and the "
-                                   "pair that completes the minimum from one long-lived process per side "
-                                   "(set up once; each round builds the model and captures its graphs "
-                                   "again).")
-    warmup_iters: Annotated[int, Field(ge=0)] = 5
-    dtype: Literal["bfloat16", "float16", "float32"] = "bfloat16"
-    cuda_graphs: bool = True
-    graph: Literal["full", "piecewise", "eager"] | None = Field(
-        default=None, description="How the engine runs a verify pass, which cycle_ms and tok_s "
-                                  "follow: one CUDA graph (full), graphed pieces with eager "
-                                  "allreduces between them (piecewise), or no graphs (eager). "
-                                  "Default: piecewise, SGLang's default, where CUDA graphs can run; "
-                                  "eager on CPU or with cuda_graphs: false.")
-    allreduce: Annotated[str, Field(pattern=r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")] | None = Field(
-        default=None, description="MODULE:FUNCTION of the repository under test that every allreduce "
-                                  "goes through (default: torch.distributed.all_reduce).")
-    shape: dict[Literal["layers", "hidden", "heads", "kv_heads", "head_dim", "experts", "topk",
-                        "moe_intermediate", "context", "vocab", "batch", "num_steps", "draft_topk",
-                        "num_draft_tokens"], Annotated[int, Field(ge=1)]] = {}
-    accept_length: Annotated[float, Field(ge=1)] | None = None
-
-    @model_validator(mode="after")
-    def _graphs_for_the_mode(self) -> VerifyStepSuite:
-        if not self.cuda_graphs and self.graph in ("full", "piecewise"):
-            raise ValueError(f"graph: {self.graph} needs CUDA graphs, but cuda_graphs is false")
-        return self
-
-
-class SglangEagle3Suite(_SuiteCommon):
-    """SGLang's ``bench_one_batch_server``, with EAGLE-3 and without speculation, in every round."""
-
-    kind: Literal["sglang-eagle3"]
-    python: str | None = None
-    model_path: Annotated[str, Field(min_length=1)]
-    draft_model_path: Annotated[str, Field(min_length=1)]
-    tp_size: Annotated[int, Field(ge=1)] = 1
-    num_steps: Annotated[int, Field(ge=1)] = 3
-    eagle_topk: Annotated[int, Field(ge=1)] = 1
-    num_draft_tokens: Annotated[int, Field(ge=1)] = 4
-    batch_size: Annotated[int, Field(ge=1)] = 1
-    input_len: Annotated[int, Field(ge=1)] = 1024
-    output_len: Annotated[int, Field(ge=1)] = 256
-    extra_args: list[str] = Field(default=[], description="More server/benchmark arguments, for both runs.")
-
-
-SuiteConfig = Annotated[CommandSuite | VerifyStepSuite | SglangEagle3Suite, Field(discriminator="kind")]
+if TYPE_CHECKING:
+    SuiteConfig = SuiteOptions
+else:
+    # One suite of any registered kind, told apart by its ``kind`` (`Union` of the registry's
+    # tuple: the kinds are not known where this is written, so `A | B` cannot name them).
+    SuiteConfig = Annotated[Union[suite_kinds.options_models()], Field(discriminator="kind")]  # noqa: UP007
 
 
 TriggerLevel = Literal["low", "medium", "high", "never"]
@@ -378,11 +280,9 @@ def describe(error: ErrorDetails, data: object) -> str:
     if kind == "literal_error":
         return f"{where}: {_shown(value)} is not allowed (expected {context.get('expected')})"
     if kind == "union_tag_invalid":
-        return f"{where}.kind: {_shown(context.get('tag'))} is not a suite kind (expected one of " \
-               f"{context.get('expected_tags')})"
+        return f"{where}.kind: {_shown(context.get('tag'))} is not a suite kind (expected one of {_kinds()})"
     if kind == "union_tag_not_found":
-        kinds = ", ".join(repr(k) for k in get_args(SuiteKind))
-        return f"{where}: missing 'kind' (one of {kinds})"
+        return f"{where}: missing 'kind' (one of {_kinds()})"
     message = re.sub(r" or instance of \w+", "", error["msg"].removeprefix("Value error, "))
     return f"{where}: {message}"
 
@@ -411,6 +311,10 @@ def key_path(loc: tuple[int | str, ...], data: object) -> tuple[str, bool]:
         parts.append(f".{item}")
         node = node.get(item) if isinstance(node, dict) else None
     return "".join(parts).lstrip("."), key_problem
+
+
+def _kinds() -> str:
+    return ", ".join(repr(name) for name in suite_kinds.names())
 
 
 def _yaml_type(value: object) -> str:

@@ -2,8 +2,8 @@
 accept length (draft model, sampling) or the cycle time at the same accept length (kernels,
 communication).
 
-`ROLES` is the one place that maps the metric names the runner's suites emit (sglang-eagle3,
-verify-step) to what they mean; renderers take their labels from here too.
+`ROLES` maps the metric names the suite kinds report to what they mean, as each kind declares them
+(`bot.core.config.suite_kinds`); renderers take their labels from here too.
 """
 
 from __future__ import annotations
@@ -12,57 +12,32 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
+from bot.core.config import suite_kinds
+from bot.core.config.suite_kinds.base import MetricRole, Part
 from bot.core.judge.quantities import number, percent
 
-Kind = Literal["time", "rate", "count", "ratio"]
 Cause = Literal["accept_length", "cycle_time", "both", "none", "unknown"]
 Status = Literal["pays", "break-even", "costs"]
 
-
-@dataclass(frozen=True, slots=True)
-class MetricRole:
-    label: str
-    kind: Kind
-    meaning: str
+# Every suite kind's metrics' words, by metric name: what reports call them and what each is to
+# the explanation below (the speculative and plain rates, the accept length, the cycle, its parts).
+ROLES: dict[str, MetricRole] = suite_kinds.metric_roles()
 
 
-ROLES: dict[str, MetricRole] = {
-    "spec_tok_s": MetricRole("EAGLE-3 decoding", "rate",
-                             "tokens per second per request with speculation on"),
-    "baseline_tok_s": MetricRole("non-speculative decoding", "rate",
-                                 "tokens per second per request with speculation off"),
-    "accept_length": MetricRole("the EAGLE-3 accept length", "count",
-                                "tokens gained per draft+verify cycle (1 + accepted drafts)"),
-    "cycle_ms": MetricRole("the EAGLE-3 cycle", "time",
-                           "one draft+verify cycle; 1000 * accept_length / spec_tok_s"),
-    "spec_speedup": MetricRole("the speculative speedup", "ratio",
-                               "spec_tok_s / baseline_tok_s; below 1 speculation costs speed"),
-    "ttft_ms": MetricRole("time to first token", "time", "prefill latency of a request"),
-    "baseline_ttft_ms": MetricRole("time to first token without speculation", "time",
-                                   "prefill latency with speculation off"),
-    "verify_ms": MetricRole("the EAGLE-3 verify step", "time",
-                            "target-model verify pass of one cycle (allreduce-bound under TP)"),
-    "verify_graph_ms": MetricRole("the EAGLE-3 verify step (CUDA graph)", "time",
-                                  "verify pass replayed as one CUDA graph"),
-    "verify_piecewise_ms": MetricRole("the EAGLE-3 verify step (piecewise CUDA graph)", "time",
-                                      "verify pass as graphed pieces with eager allreduces between"),
-    "verify_eager_ms": MetricRole("the EAGLE-3 verify step (eager)", "time",
-                                  "verify pass without CUDA graphs"),
-    "allreduce_us": MetricRole("the allreduce", "time", "one tensor-parallel allreduce call"),
-    "allreduce_verify_us": MetricRole("the verify-sized allreduce", "time",
-                                      "one allreduce of a verify step's activations"),
-    "allreduce_draft_us": MetricRole("the draft-sized allreduce", "time",
-                                     "one allreduce of a draft step's activations"),
-    "draft_ms": MetricRole("the EAGLE-3 draft steps", "time", "the draft head's steps of one cycle"),
-    "tok_s": MetricRole("EAGLE-3 decoding", "rate",
-                        "tokens per second for the configured accept length (verify-step suite)"),
-}
+def _named(part: Part) -> str:
+    """The metric name of a quantity the explanation reads (one name, whichever kind reports it)."""
+    return next(name for name, role in ROLES.items() if role.part == part)
+
+
+SPEC_TOK_S, BASELINE_TOK_S = _named("speculative_rate"), _named("plain_rate")
+SPEEDUP, ACCEPT_LENGTH, CYCLE = _named("speedup"), _named("accept_length"), _named("cycle")
 # How the engine ran a measurement (a results file's metric ``mode``), in words.
 MODES = {"full": "with one CUDA graph per pass", "piecewise": "with piecewise CUDA graphs",
          "eager": "in eager mode"}
-CYCLE_PARTS = ("verify_ms", "verify_graph_ms", "verify_piecewise_ms", "verify_eager_ms", "draft_ms",
-               "allreduce_us", "allreduce_verify_us", "allreduce_draft_us")
-SPECULATION_METRICS = frozenset(("spec_tok_s", "spec_speedup", "accept_length", "cycle_ms"))
+CYCLE_PARTS = tuple(name for name, role in ROLES.items() if role.part in ("cycle_part", "communication"))
+COMMUNICATION = frozenset(name for name, role in ROLES.items() if role.part == "communication")
+# A run that measured one of these measured speculation (the plain rate alone did not).
+SPECULATION_METRICS = frozenset((SPEC_TOK_S, SPEEDUP, ACCEPT_LENGTH, CYCLE))
 
 
 class Judged(Protocol):
@@ -132,10 +107,10 @@ def _stopped_paying(before: Status | None, after: Status | None) -> bool:
 
 
 def _speedups(metrics: Mapping[str, Judged]) -> tuple[float | None, float | None]:
-    spec, plain = metrics.get("spec_tok_s"), metrics.get("baseline_tok_s")
+    spec, plain = metrics.get(SPEC_TOK_S), metrics.get(BASELINE_TOK_S)
     if spec and plain:
         return _ratio(spec.base_center, plain.base_center), _ratio(spec.head_center, plain.head_center)
-    speedup = metrics.get("spec_speedup")
+    speedup = metrics.get(SPEEDUP)
     if speedup:
         return speedup.base_center, speedup.head_center
     return None, None
@@ -179,7 +154,7 @@ def _versus(metrics: Mapping[str, Judged], side: str, speedup: float, brief: boo
     """'EAGLE-3 decodes at 60 tok/s, 27% slower than the 82 tok/s without speculation';
     brief: '94 vs 89 tok/s, 6% faster'."""
     faster = f"{abs(speedup - 1):.0%} {'faster' if speedup >= 1 else 'slower'}"
-    spec, plain = metrics.get("spec_tok_s"), metrics.get("baseline_tok_s")
+    spec, plain = metrics.get(SPEC_TOK_S), metrics.get(BASELINE_TOK_S)
     if spec and plain:
         spec_value = spec.base_center if side == "base" else spec.head_center
         plain_value = plain.base_center if side == "base" else plain.head_center
@@ -205,23 +180,23 @@ def _steady(metric: Judged | None, min_effect: float) -> bool:
 
 
 def _cause(metrics: Mapping[str, Judged], min_effect: float) -> Cause:
-    accept = metrics.get("accept_length")
-    cycle_changed = _changed(metrics.get("cycle_ms")) or (
-        "cycle_ms" not in metrics and any(_changed(metrics.get(p)) for p in CYCLE_PARTS))
+    accept = metrics.get(ACCEPT_LENGTH)
+    cycle_changed = _changed(metrics.get(CYCLE)) or (
+        CYCLE not in metrics and any(_changed(metrics.get(p)) for p in CYCLE_PARTS))
     if _changed(accept) and cycle_changed:
         return "both"
     if _changed(accept):
         return "accept_length"
     if cycle_changed:
         return "cycle_time"
-    cycle = metrics.get("cycle_ms")
+    cycle = metrics.get(CYCLE)
     if _steady(accept, min_effect) and _steady(cycle, min_effect):
         return "none"
     return "unknown"
 
 
 def _cause_sentences(metrics: Mapping[str, Judged], cause: Cause, min_effect: float) -> list[str]:
-    accept, cycle = metrics.get("accept_length"), metrics.get("cycle_ms")
+    accept, cycle = metrics.get(ACCEPT_LENGTH), metrics.get(CYCLE)
     sentences = []
     if cause in ("accept_length", "both") and accept is not None:
         sentences.append(f"Accept length {_moved(accept)}: the draft model or the sampling "
@@ -237,7 +212,7 @@ def _cause_sentences(metrics: Mapping[str, Judged], cause: Cause, min_effect: fl
         steady_cycle = " — yet the cycle time did not move measurably" if _steady(cycle, min_effect) else ""
         sentences.append("Within the cycle: " + "; ".join(
             f"{label(p)} {_moved(metrics[p])}" for p in parts) + f"{steady_cycle}.")
-    if any(p.startswith("allreduce") for p in parts):
+    if COMMUNICATION.intersection(parts):
         sentences.append("The allreduce moved: look at the communication path (NCCL, custom "
                          "allreduce, parallel state).")
     if cause == "none":

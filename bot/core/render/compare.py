@@ -112,7 +112,7 @@ def _effect_phrase(m: MetricJudgement) -> str:
 def _kind(m: MetricJudgement) -> str:
     role = speculation.ROLES.get(m.name)
     if role is not None:
-        return role.kind
+        return role.quantity
     unit = m.unit.lower()
     if unit in ("s", "ms", "us", "µs", "ns", "sec", "seconds"):
         return "time"

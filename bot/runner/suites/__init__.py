@@ -1,21 +1,26 @@
-"""The suites `perfbot bench run` knows, by name: built-ins, and those a repository's config adds."""
+"""The suites `perfbot bench run` knows, by name: built-ins, and those a repository's config adds.
+
+Each module of this package that defines a `Suite` subclass with a ``kind`` registers the runner's
+half of that kind (`base.RUNNERS`); every module here is imported below, so that adding a module
+adds the runner of its kind. The kinds themselves, their options and metrics, are the core's
+(`bot.core.config.suite_kinds`).
+"""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
+import importlib
+import pkgutil
 
-from bot.core.config.schema import BenchConfig, CommandSuite, VerifyStepSuite
+from bot.core.config import suite_kinds
+from bot.core.config.schema import BenchConfig
+from bot.core.config.suite_kinds.base import SuiteOptions
 
-from .base import Suite, SuiteError
-from .command import CommandBench
-from .sglang_eagle3 import SglangEagle3Bench
-from .verify_step import VerifyStepBench
+from .base import RUNNERS, Suite, SuiteError
 
-BUILT_IN = ("verify-step", "sglang-eagle3", "command")
-_ADAPTERS: dict[str, Callable[[str, Any], Suite]] = {
-    "command": CommandBench, "verify-step": VerifyStepBench, "sglang-eagle3": SglangEagle3Bench
-}
+for _module in pkgutil.iter_modules(__path__):
+    importlib.import_module(f"{__name__}.{_module.name}")
+
+BUILT_IN = suite_kinds.built_in()
 
 
 def make_suite(name: str, bench: BenchConfig, command: str | None = None, python: str | None = None) -> Suite:
@@ -23,21 +28,22 @@ def make_suite(name: str, bench: BenchConfig, command: str | None = None, python
 
     ``python``: the engine's interpreter, for a suite whose config names none of its own.
     """
-    if name in bench.suites:
-        config = bench.suites[name]
-    elif name == "verify-step":
-        config = VerifyStepSuite(kind="verify-step")
-    elif name == "command" and command:
-        config = CommandSuite(kind="command", command=command)
-    elif name == "command":
-        raise SuiteError("suite 'command' needs --command CMD or bench.suites.command.command in the config")
-    elif name == "sglang-eagle3":
-        raise SuiteError("suite 'sglang-eagle3' needs bench.suites.sglang-eagle3 in the config "
-                         "(model_path, draft_model_path)")
-    else:
-        known = sorted({*BUILT_IN, *bench.suites})
-        raise SuiteError(f"unknown suite '{name}' (known: {', '.join(known)})")
-    suite = _ADAPTERS[config.kind](name, config)
+    config = bench.suites[name] if name in bench.suites else built_in_options(name, bench, command)
+    suite = RUNNERS[config.kind](name, config)
     suite.python = suite.python or python
     suite.pass_env = tuple(bench.pass_env)
     return suite
+
+
+def built_in_options(name: str, bench: BenchConfig, command: str | None) -> SuiteOptions:
+    """The options of the built-in suite ``name`` where the config has no entry of that name (its
+    kind's defaults); `SuiteError` where it is no built-in or needs options the config lacks.
+    ``command``: ``--command``, for the `command` suite."""
+    kind = suite_kinds.get(name)
+    if kind is None or not kind.built_in:
+        known = sorted({*BUILT_IN, *bench.suites})
+        raise SuiteError(f"unknown suite '{name}' (known: {', '.join(known)})")
+    options = kind.default_options(command)
+    if options is None:
+        raise SuiteError(f"suite '{name}' needs {kind.needs()}")
+    return options

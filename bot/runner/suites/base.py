@@ -1,4 +1,9 @@
-"""The interface every suite implements: commands to run per round, and how to read their metrics."""
+"""The interface every suite implements: commands to run per round, and how to read their metrics.
+
+A suite's class is the runner's half of its kind (``class VerifyStepBench(BuiltInSuite,
+kind="verify-step")``): it is registered in `RUNNERS` under the kind's name, which must be a kind
+of `bot.core.config.suite_kinds`, the core's half (options, metrics, built-in or not).
+"""
 
 from __future__ import annotations
 
@@ -6,8 +11,10 @@ import math
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, ClassVar, Literal
 
-from bot.core.config.schema import MetricDeclaration
+from bot.core.config import suite_kinds
+from bot.core.config.suite_kinds.base import MetricDeclaration, SuiteKind
 from bot.core.judge.profile import Profile
 
 PROFILE_DIR = "profile"  # the folder of a profiled pass's traces, inside its round folder
@@ -42,24 +49,76 @@ class Command:
 
 @dataclass(frozen=True)
 class Output:
-    """What one command left behind: its exit status and the tail of its output."""
+    """What one command left behind: how it ended and the tail of its output. ``returncode`` is its
+    exit status (negative: the signal that killed it), None where it did not end by itself: it ran
+    past the deadline and was killed (`timed_out`)."""
 
     name: str
-    returncode: int
+    returncode: int | None
     stdout: str
     stderr: str
+
+    @property
+    def timed_out(self) -> bool:
+        return self.returncode is None
+
+    @property
+    def ok(self) -> bool:
+        return self.returncode == 0
+
+
+RoundKind = Literal["warmup", "counted", "profiled", "worker"]
+# What the profiled pass's processes see as PERFBOT_ROUND (docs/runner.md): no round's number.
+PROFILED_ROUND = -100
+
+
+@dataclass(frozen=True)
+class RoundId:
+    """Which round a context is for: a warm-up (``number``: the run's warm-ups of both sides in
+    order, from 1), a counted round (``number``: its index in the results file, from 0), the
+    profiled pass, or the start of a worker (which then serves rounds, each with its own context)."""
+
+    kind: RoundKind
+    number: int = 0
+
+    def __post_init__(self) -> None:
+        if self.number < (1 if self.kind == "warmup" else 0):
+            raise ValueError(f"a {self.kind} round numbered {self.number}")
+
+    @property
+    def variable(self) -> str:
+        """``PERFBOT_ROUND`` of its processes: a counted round's number, a warm-up's negated
+        (-1, -2, ...), `PROFILED_ROUND` for the profiled pass; -1 for a worker, as ever."""
+        if self.kind == "counted":
+            return str(self.number)
+        if self.kind == "warmup":
+            return str(-self.number)
+        return str(PROFILED_ROUND) if self.kind == "profiled" else "-1"
+
+    @property
+    def label(self) -> str:
+        """How its folder's name starts after the side's: ``3``, ``warmup1``, ``profile``, ``worker``."""
+        if self.kind == "counted":
+            return str(self.number)
+        if self.kind == "warmup":
+            return f"warmup{self.number}"
+        return "profile" if self.kind == "profiled" else "worker"
+
+
+PROFILED_PASS = RoundId("profiled")
+WORKER_START = RoundId("worker")
 
 
 @dataclass(frozen=True)
 class RoundContext:
-    """Where a round runs and writes: the revision's worktree and a fresh folder of its own; and
-    what its processes may read but not change, where their scope can see to it (the other side's
-    worktree, perfbot's own files: `bot.runner.integrity.fenced`)."""
+    """Where a round runs and writes: the revision's worktree and a fresh folder of its own, and
+    which round it is; and what its processes may read but not change, where their scope can see to
+    it (the other side's worktree, perfbot's own files: `bot.runner.integrity.fenced`)."""
 
     worktree: Path
     out_dir: Path
     side: str
-    index: int
+    round: RoundId
     read_only: tuple[Path, ...] = ()
 
 
@@ -77,11 +136,30 @@ class Measurement:
 class Suite(ABC):
     """A benchmark adapter. Rounds run in fresh processes; the suite never keeps state between them."""
 
+    KIND: ClassVar[type[SuiteKind]]  # the core's half of the kind this class runs
     name: str
     timeout: float | None = None
     python: str | None = None  # the engine's interpreter, which its processes run
     pass_env: tuple[str, ...] = ()  # the config's additions to the allow-listed environment
     needs_torch: bool = False  # its rounds import torch: `perfbot bench run` refuses an interpreter without
+
+    def __init_subclass__(cls, kind: str | None = None, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if kind is None:
+            return  # a base of other suites
+        core = suite_kinds.get(kind)
+        if core is None:
+            raise TypeError(f"{cls.__qualname__} runs suite kind {kind!r}, which bot.core.config.suite_kinds "
+                            f"does not know")
+        if kind in RUNNERS:
+            raise TypeError(f"suite kind {kind!r} has two runners ({RUNNERS[kind].__qualname__}, "
+                            f"{cls.__qualname__})")
+        cls.KIND = core
+        RUNNERS[kind] = cls
+
+    def __init__(self, name: str, config: Any):
+        """A suite called ``name``, set up from its options (``config``: its kind's options model)."""
+        self.name, self.config, self.timeout, self.profile = name, config, config.timeout, config.profile
 
     @property
     @abstractmethod
@@ -147,14 +225,15 @@ def finite(name: str, value: object) -> float:
 
 
 class BuiltInSuite(Suite):
-    """A suite whose metrics are fixed by the benchmark it runs (``METRICS``), set up from its config."""
+    """A suite whose metrics are fixed by the benchmark it runs (its kind's), set up from its config."""
 
-    METRICS: dict[str, MetricDeclaration] = {}
-
-    def __init__(self, name: str, config):
-        self.name, self.config, self.timeout = name, config, config.timeout
-        self.python, self.profile = config.python, config.profile
+    def __init__(self, name: str, config: Any):
+        super().__init__(name, config)
+        self.python = config.python
 
     @property
     def metrics(self) -> dict[str, MetricDeclaration]:
-        return dict(self.METRICS)
+        return self.KIND.declarations()
+
+
+RUNNERS: dict[str, type[Suite]] = {}  # the runner's half of every kind, by name, as its module registers it

@@ -14,7 +14,8 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from bot.core.config.schema import CommandSuite, MetricDeclaration
+from bot.core.config.suite_kinds.base import MetricDeclaration
+from bot.core.config.suite_kinds.command import CommandSuite
 from bot.core.judge.profile import Profile
 
 from .base import (
@@ -34,10 +35,8 @@ METRICS_FILE = "metrics.json"
 _NAME = re.compile(r"^[A-Za-z0-9_.:/-]{1,80}$")
 
 
-class CommandBench(Suite):
-    def __init__(self, name: str, config: CommandSuite):
-        self.name, self.config, self.timeout = name, config, config.timeout
-        self.profile = config.profile
+class CommandBench(Suite, kind="command"):
+    config: CommandSuite
 
     @property
     def metrics(self) -> dict[str, MetricDeclaration]:

@@ -8,9 +8,8 @@ overall_throughput, last_ttft, last_gen_throughput, acc_length, cache_hit_rate``
 seconds, ``acc_length`` -1 without speculation); the last line of each file is read.
 
 The verdict's headline is the engine's own measured cycle: ``cycle_ms = 1000 * acc_length /
-last_gen_throughput``, both numbers SGLang measured in its decode loop. The accept length (what a
-cycle yields) and the speed without speculation are primary too; the speculative tokens/s and
-speedup follow from those three, and the time to first token is a diagnostic.
+last_gen_throughput``, both numbers SGLang measured in its decode loop. The metrics' units, roles
+and words are the kind's (`bot.core.config.suite_kinds.sglang_eagle3`).
 """
 
 from __future__ import annotations
@@ -18,7 +17,7 @@ from __future__ import annotations
 import json
 import sys
 
-from bot.core.config.schema import MetricDeclaration, SglangEagle3Suite
+from bot.core.config.suite_kinds.sglang_eagle3 import SglangEagle3Suite
 from bot.core.judge.profile import Profile
 
 from .base import (
@@ -36,19 +35,7 @@ from .base import (
 MODULE = "sglang.bench_one_batch_server"
 SPEC_FILE, BASELINE_FILE = "eagle3.jsonl", "baseline.jsonl"
 
-METRICS = {
-    "spec_tok_s": MetricDeclaration(unit="tok/s", better="higher", role="diagnostic"),
-    "baseline_tok_s": MetricDeclaration(unit="tok/s", better="higher", role="primary"),
-    "accept_length": MetricDeclaration(unit="tokens", better="higher", role="primary"),
-    "cycle_ms": MetricDeclaration(unit="ms", better="lower", role="headline"),
-    "spec_speedup": MetricDeclaration(unit="x", better="higher", role="diagnostic"),
-    "ttft_ms": MetricDeclaration(unit="ms", better="lower", role="diagnostic"),
-    "baseline_ttft_ms": MetricDeclaration(unit="ms", better="lower", role="diagnostic"),
-}
-
-
-class SglangEagle3Bench(BuiltInSuite):
-    METRICS = METRICS
+class SglangEagle3Bench(BuiltInSuite, kind="sglang-eagle3"):
     needs_torch = True
     config: SglangEagle3Suite
 

@@ -2,8 +2,8 @@
 revision's worktree, with the engine's interpreter.
 
 Its verdict is about the EAGLE-3 cycle in the mode the engine runs (`graph`): ``cycle_ms`` (the
-headline) and ``tok_s`` are primary, and both carry that mode; the verify pass in each mode, the draft
-step and the allreduce are diagnostics that say where a change came from.
+headline) and ``tok_s`` carry that mode; the metrics' units, roles and words are the kind's
+(`bot.core.config.suite_kinds.verify_step`).
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import json
 import sys
 from pathlib import Path
 
-from bot.core.config.schema import MetricDeclaration, VerifyStepSuite
+from bot.core.config.suite_kinds.verify_step import VerifyStep, VerifyStepSuite
 from bot.core.judge.profile import Profile
 
 from .. import traces
@@ -23,21 +23,12 @@ from .verify_step_workload import VERIFY_OF_MODE
 RESULT_FILE = "verify_step.json"
 TRACE_FILE = "trace.json"
 
-METRICS = {
-    "verify_graph_ms": MetricDeclaration(unit="ms", better="lower", role="diagnostic", mode="full"),
-    "verify_piecewise_ms": MetricDeclaration(unit="ms", better="lower", role="diagnostic", mode="piecewise"),
-    "verify_eager_ms": MetricDeclaration(unit="ms", better="lower", role="diagnostic", mode="eager"),
-    "draft_ms": MetricDeclaration(unit="ms", better="lower", role="diagnostic"),
-    "cycle_ms": MetricDeclaration(unit="ms", better="lower", role="headline"),
-    "tok_s": MetricDeclaration(unit="tok/s", better="higher", role="primary"),
-    "allreduce_verify_us": MetricDeclaration(unit="us", better="lower", role="diagnostic"),
-    "allreduce_draft_us": MetricDeclaration(unit="us", better="lower", role="diagnostic"),
-}
+METRICS = VerifyStep.declarations()
+# The metrics that follow the mode the engine ran in, which the benchmark's report names.
 FOLLOW_THE_MODE = ("cycle_ms", "tok_s")
 
 
-class VerifyStepBench(BuiltInSuite):
-    METRICS = METRICS
+class VerifyStepBench(BuiltInSuite, kind="verify-step"):
     needs_torch = True
     config: VerifyStepSuite
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from bot.core.config import suite_kinds
+from bot.core.config.suite_kinds.base import KINDS
 from bot.core.judge import speculation
 
 
@@ -37,6 +39,15 @@ def test_the_metric_names_of_the_runner_suites_all_have_a_role():
                                       "verify_graph_ms", "allreduce_verify_us", "tok_s"}
     assert speculation.label("verify_ms") == "the EAGLE-3 verify step"
     assert speculation.label("my_metric") == "my_metric"
+
+
+def test_the_roles_are_the_metrics_the_kinds_declare_and_nothing_else():
+    declared = {name for kind in KINDS.values() for name in kind.metrics}
+    assert suite_kinds.metric_roles() == speculation.ROLES and set(speculation.ROLES) == declared
+    assert (speculation.SPEC_TOK_S, speculation.BASELINE_TOK_S, speculation.SPEEDUP, speculation.ACCEPT_LENGTH,
+            speculation.CYCLE) == ("spec_tok_s", "baseline_tok_s", "spec_speedup", "accept_length", "cycle_ms")
+    assert speculation.CYCLE_PARTS == ("verify_ms", "verify_graph_ms", "verify_piecewise_ms", "verify_eager_ms",
+                                       "draft_ms", "allreduce_us", "allreduce_verify_us", "allreduce_draft_us")
 
 
 def test_speculation_that_falls_below_the_baseline_no_longer_pays_in_words():
