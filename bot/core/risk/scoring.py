@@ -35,8 +35,8 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TypedDict, TypeVar
 
-from bot.core.config import patterns
-from bot.core.config.schema import CONFIG_PATH, Rule
+from bot.core.config import CONFIG_PATH, patterns
+from bot.core.config.rules import Rule
 from bot.core.risk import changes, manifests
 from bot.core.risk.diff import FileChange, Hunk, ParsedDiff
 from bot.core.risk.ruleset import RuleSet
