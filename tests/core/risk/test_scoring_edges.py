@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 
+from bot.core.risk import reasons
 from bot.core.risk import scoring as risk
 from tests.core.risk.test_scoring import file_diff, rules_fired, score
 
@@ -98,7 +99,8 @@ def test_a_long_function_name_is_cut_to_sixty_characters_in_a_reason():
     nccl = next(s for s in score(file_diff(COMM, ["        a = 1"], ["        a = 2"],
                                            header=f"def {name}(self):")).signals if s.rule == "path.pynccl")
     assert nccl.note == f"only set-up code changed: {name[:57]}...()"
-    assert risk._short("x" * 60) == "x" * 60 and risk._short(None) == ""
+    assert reasons.only_setup_code(["x" * 60]) == f"only set-up code changed: {'x' * 60}()"
+    assert reasons.in_setup_code("x" * 61) == f"in set-up code ({'x' * 57}...())"
 
 
 def test_five_runtime_packages_moved_show_three_and_a_count():
