@@ -111,6 +111,7 @@ class Thresholds(_Strict):
         return rules.Thresholds(**self.model_dump())
 
     def level(self, score: int) -> vocabulary.Level:
+        """The risk level of ``score`` (`rules.Thresholds.level`, where the rule is written)."""
         return self.plain().level(score)
 
 

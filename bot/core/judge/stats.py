@@ -75,16 +75,17 @@ _CLAIMS = vocabulary.CLAIMS
 
 @dataclass(frozen=True, slots=True)
 class Estimate:
-    """What the data say about one metric, before any verdict."""
+    """What the data say about one metric, before any verdict. By default it claims nothing: no
+    ratio, no interval, p-values of 1 (what every ``problem`` gives)."""
 
     base_n: int
     head_n: int
     base_median: float | None
     head_median: float | None
-    ratio: float | None
-    ci: tuple[float, float] | None
-    p_mwu: float
-    p_ks: float
+    ratio: float | None = None
+    ci: tuple[float, float] | None = None
+    p_mwu: float = 1.0
+    p_ks: float = 1.0
     problem: str | None = None
     outliers: tuple[int, int] = (0, 0)
     p_t: float = 1.0
@@ -420,15 +421,11 @@ def estimate(base: Sequence[float], head: Sequence[float], *, confidence: float 
 
 
 def _estimate(base: np.ndarray, head: np.ndarray, base_median: float | None, head_median: float | None,
-              *, problem: str | None = None, ratio: float | None = None,
-              ci: tuple[float, float] | None = None, p_mwu: float = 1.0, p_ks: float = 1.0,
-              p_t: float = 1.0, outliers: tuple[int, int] = (0, 0), fit: model.Fit | None = None
-              ) -> Estimate:
-    """The `Estimate` of the rounds kept of each side; by default one that claims nothing (no
-    ratio, no interval, p-values of 1), as every ``problem`` is."""
+              **found: Any) -> Estimate:
+    """The `Estimate` of the rounds kept of each side, with what was ``found`` (by keyword: ratio,
+    ci, p-values, problem, outliers, fit); what it leaves out claims nothing."""
     return Estimate(base_n=base.size, head_n=head.size, base_median=base_median, head_median=head_median,
-                    ratio=ratio, ci=ci, p_mwu=p_mwu, p_ks=p_ks, problem=problem, outliers=outliers,
-                    p_t=p_t, fit=fit)
+                    **found)
 
 
 def classify(name: str, unit: str, better: Better, found: Estimate, p_value: float,

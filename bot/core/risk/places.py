@@ -72,9 +72,9 @@ def _header_function(hunk: Hunk, lines: SourceLines) -> str | None:
     if text is not None:
         start = _first_changed(hunk.types, 0, len(hunk.types))
         if start is not None:
-            # Where the change sits in the new file (a deletion: the line that now follows it).
-            before = hunk.types[:start]
-            name = enclosing_function(text, hunk.target_start + before.count(" ") + before.count("+"))
+            # Where the change sits in the new file (a deletion: the line that now follows it); only
+            # context lines come before the first change.
+            name = enclosing_function(text, hunk.target_start + hunk.types.count(" ", 0, start))
             if name:
                 return name
     match = _HEADER_DEF.search(hunk.section) or _HEADER_CALL.search(hunk.section)

@@ -432,9 +432,9 @@ def _size_signal(files: list[FileRisk]) -> Signal | None:
     """A few points for the amount of changed code in warm files (cosmetic hunks, blank and
     comment lines left out): more code, more chances to regress."""
     warm = [f for f in files if f.cold is None and f.code_lines]
-    lines = sum(f.code_lines for f in warm)
-    if not warm or lines == 0:
+    if not warm:
         return None
+    lines = sum(f.code_lines for f in warm)
     weight = round(min(_SIZE_CAP, 2.5 * math.log10(1 + lines) + 0.5 * (len(warm) - 1)), 1)
     largest = max(warm, key=lambda f: f.code_lines)
     return Signal("size", "size", "size", weight, reasons.size(lines, len(warm)), largest.path, None, None)
