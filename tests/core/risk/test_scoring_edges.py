@@ -245,6 +245,14 @@ def test_the_file_places_a_hunk_by_its_first_change_even_on_the_hunks_first_line
     assert nccl.function == "all_reduce"
 
 
+def test_the_file_places_a_hunk_at_its_first_change_not_at_the_context_line_above_it():
+    # The context line above the change is in a nested function, the change back in the outer one.
+    lines = ["def all_reduce(self):", "    def helper():", "        x = 1", "    y = 2", "    return y"]
+    text = raw_hunk(COMM, "", 3, ["         x = 1", "+    y = 2", "     return y"])
+    collective = next(s for s in score(text, source=lambda path: lines).signals if s.rule == "function.collective")
+    assert (collective.function, collective.line) == ("all_reduce", 4)
+
+
 def test_a_comment_at_column_zero_inside_a_function_does_not_end_it():
     lines = ["class A:", "    def f(self):", "        x = 1", "# a note", "        y = 2"]
     assert risk.enclosing_function(lines, 5) == "f"
