@@ -8,14 +8,18 @@ import signal
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from bot.core.config import schema as repo_config
+from bot.core.config import CONFIG_PATH
 from bot.core.config import source as config_source
-from bot.core.config.schema import LEVELS, RepoConfig
 from bot.core.config.source import WORK_TREE, ConfigSource
+from bot.core.vocabulary import LEVELS
 
 from .parsing import Parser as Parser  # re-exported: the verbs take both from here
 from .parsing import UsageError
+
+if TYPE_CHECKING:
+    from bot.core.config.schema import RepoConfig
 
 FORMATS = ("text", "json", "markdown")
 
@@ -56,13 +60,23 @@ def load_config(name: str | None, text: str | None = None,
                 source: ConfigSource = WORK_TREE) -> RepoConfig:
     """The config from ``--config``, else the repository's ``text`` read from ``source``, else the
     defaults."""
+    config = read_config(name, text, source)
+    return config if config is not None else config_source.read(None, source)
+
+
+def read_config(name: str | None, text: str | None = None,
+                source: ConfigSource = WORK_TREE) -> RepoConfig | None:
+    """As `load_config`, but None when there is no config to read: the risk verbs then build the
+    default rules without loading the schema (pydantic), a good part of their start-up."""
     if name is not None:
         try:
             data = Path(name).read_bytes()
         except OSError as error:
             raise UsageError(f"{name}: cannot read ({error.strerror})") from None
-        return repo_config.load(data, name)
-    return config_source.read(text, source)
+        from bot.core.config import schema
+
+        return schema.load(data, name)
+    return config_source.read(text, source) if text is not None else None
 
 
 def with_profile(config: RepoConfig, profile: str | None) -> RepoConfig:
@@ -75,7 +89,7 @@ def with_profile(config: RepoConfig, profile: str | None) -> RepoConfig:
 def add_risk_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--config", metavar="FILE",
                         help="repository config (YAML); default: the repository's "
-                             f"{repo_config.CONFIG_PATH} when --repo names one")
+                             f"{CONFIG_PATH} when --repo names one")
     parser.add_argument("--profile", choices=("auto", "generic", "sglang", "vllm"),
                         help="built-in rule profile (default: the config's, else auto)")
     parser.add_argument("--format", choices=FORMATS, default="text")

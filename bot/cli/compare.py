@@ -26,9 +26,6 @@ def setup(subparsers) -> None:
                         metavar="PCT", help="smallest change worth a verdict, in percent (default 2)")
     parser.add_argument("--alpha", type=probability, default=stats.DEFAULT_ALPHA, metavar="A",
                         help="false-alarm rate across all metrics of the file (default 0.01)")
-    parser.add_argument("--seed", type=int, default=0, metavar="N",
-                        help="accepted for scripts that pass it and echoed in the JSON method; the "
-                             "judgement does not resample, so the same file always gives the same report")
     parser.add_argument("--ignore-env", action="append", default=[], metavar="GLOB",
                         help="fingerprint key (glob, e.g. 'packages.torch') that may differ between "
                              "base and head without withholding the verdict; repeatable")
@@ -50,8 +47,7 @@ def run(args: argparse.Namespace) -> int:
         loaded = results.load(read_input(args.results, args.max_mib * 2**20), name)
     except results.ResultsError as error:
         raise UsageError(str(error)) from None
-    comparison = stats.decide(loaded, args.min_effect / 100, args.alpha, args.seed,
-                              ignore_env=args.ignore_env)
+    comparison = stats.decide(loaded, args.min_effect / 100, args.alpha, ignore_env=args.ignore_env)
     kernels = profile.diff_of(loaded.base.profile, loaded.head.profile)
     emit(args.format, lambda: {"headline": render_compare.headline(comparison), **comparison.to_dict(),
                                **({"kernels": kernels.to_dict()} if kernels is not None else {})},

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -122,7 +123,7 @@ def run_rules(args: argparse.Namespace) -> int:
         paths = repo.existing_paths(head, profiles.MARKERS) if repo is not None and head else []
         profile = profiles.detect(paths)
     merged = ruleset.merged_rules(config, profile)
-    emit(args.format, lambda: [rule.model_dump() for rule in merged],
+    emit(args.format, lambda: [dataclasses.asdict(rule) for rule in merged],
          lambda: render_risk.rules_markdown(merged), lambda: render_risk.rules_text(merged))
     return 0
 

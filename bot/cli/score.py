@@ -6,14 +6,14 @@ import argparse
 import dataclasses
 from typing import TYPE_CHECKING
 
-from bot.core.config.schema import CONFIG_PATH
+from bot.core.config import CONFIG_PATH
 from bot.core.config.source import WORK_TREE
 from bot.core.render import risk as render_risk
 from bot.core.risk import diff as diffs
 from bot.core.risk import ruleset
 from bot.core.risk import scoring as risk
 
-from .common import UsageError, add_risk_options, emit, fails, load_config, read_input, with_profile
+from .common import UsageError, add_risk_options, emit, fails, read_config, read_input
 
 if TYPE_CHECKING:
     from bot.adapters.git_repo import GitRepo
@@ -38,7 +38,7 @@ def run(args: argparse.Namespace) -> int:
     data = read_input(args.diff, args.max_mib * 2**20)
     repo = _open(args.repo) if args.repo else None
     text = repo.config_text(WORK_TREE) if repo is not None and args.config is None else None
-    config = with_profile(load_config(args.config, text, WORK_TREE), args.profile)
+    config = read_config(args.config, text, WORK_TREE)  # None: no file, the built-in profiles as they are
     parsed = diffs.parse(data)
     where = "standard input" if args.diff == "-" else args.diff
     if not data.strip():
@@ -48,7 +48,7 @@ def run(args: argparse.Namespace) -> int:
         # A gate that passes on an empty or mangled diff would let anything through.
         raise UsageError(f"{where}: no file changes found (is it a unified diff?); "
                          f"--fail-on {args.fail_on} has nothing to judge")
-    rules = ruleset.build(config, (f.path for f in parsed.files))
+    rules = ruleset.build(config, (f.path for f in parsed.files), args.profile)
     source = None
     if repo is not None:
         def source(path: str) -> list[str] | None:

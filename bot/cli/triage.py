@@ -12,7 +12,7 @@ from bot.core.render import risk as render_risk
 from bot.core.risk import profiles, ruleset, triage
 from bot.runner.progress import Progress
 
-from .common import add_risk_options, emit, fails, load_config, with_profile
+from .common import add_risk_options, emit, fails, read_config
 from .measure_options import positive_int
 
 
@@ -35,10 +35,10 @@ def run(args: argparse.Namespace) -> int:
     base, head = git_repo.split_range(args.range)
     repo = GitRepo.open(args.repo)
     text = repo.config_text(WORK_TREE) if args.config is None else None
-    config = with_profile(load_config(args.config, text, WORK_TREE), args.profile)
+    config = read_config(args.config, text, WORK_TREE)  # None: no file, the built-in profiles as they are
     progress = Progress(enabled=not args.quiet and sys.stderr.isatty(), rewrite=True)
     base_sha, head_sha, total = repo.count_range(base, head)
-    rules = ruleset.build(config, repo.existing_paths(head_sha, profiles.MARKERS))
+    rules = ruleset.build(config, repo.existing_paths(head_sha, profiles.MARKERS), args.profile)
     progress.say(f"reading {total} commits of {args.range} ...")
     commits = repo.range_patches(base_sha, head_sha)
     result = triage.rank(commits, rules, args.range,

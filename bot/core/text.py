@@ -27,15 +27,19 @@ _FORMAT = (
 _UNSEEN = re.compile(f"[\x00-\x1f\x7f-\x9f\u2028\u2029{_FORMAT}\ud800-\udfff]")
 
 
-def clip(text: str, limit: int, *, keep: Literal["start", "ends"] = "start") -> str:
+def clip(text: str, limit: int, *, keep: Literal["start", "ends"] = "start",
+         ellipsis: str = ELLIPSIS) -> str:
     """``text`` in at most ``limit`` characters, an ellipsis marking any cut: at the end (``keep=
-    "start"``), or in the middle (``keep="ends"``, for paths and names whose end says the most)."""
+    "start"``), or in the middle (``keep="ends"``, for paths and names whose end says the most).
+
+    ``ellipsis``: the mark of the cut, counted in the limit (the risk engine's reasons have always
+    cut names with three dots, ``...``)."""
     if len(text) <= limit:
         return text
-    half = limit // 2 - 1
+    half = (limit - len(ellipsis) - 1) // 2
     if keep == "ends" and half > 0:
-        return text[:half] + ELLIPSIS + text[-half:]
-    return text[: max(0, limit - 1)] + ELLIPSIS
+        return text[:half] + ellipsis + text[-half:]
+    return text[: max(0, limit - len(ellipsis))] + ellipsis
 
 
 def printable(text: str, replacement: str = "?") -> str:

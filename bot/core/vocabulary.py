@@ -1,5 +1,6 @@
-"""The words perfbot decides with and shows, defined once: risk levels, verdicts, the states of a
-benchmark request, what triggers one, and their order and icons. Every layer reads them from here."""
+"""The words perfbot decides with and shows, defined once: risk levels, verdicts, which way a
+metric's change goes, the states of a benchmark request, what triggers one, and their order and
+icons. Every layer reads them from here."""
 
 from __future__ import annotations
 
@@ -19,6 +20,12 @@ CLAIMS: tuple[Verdict, ...] = ("regression", "improvement")  # the verdicts that
 VERDICT_ICONS: dict[str, str] = {
     "regression": "🔴", "improvement": "🟢", "unchanged": "⚪", "inconclusive": "🟡", "error": "❌"}
 
+# Which way a metric is better: lower (times) or higher (throughput).
+Better = Literal["lower", "higher"]
+# The smallest relative change of a metric that counts as one (2%): below it, a comparison claims no
+# regression or improvement and a series' history shows no change point.
+MIN_EFFECT = 0.02
+
 # What starts a benchmark request, and the states it goes through.
 Trigger = Literal["command", "auto", "merge", "schedule"]
 PULL_REQUEST_TRIGGERS: tuple[Trigger, ...] = ("command", "auto")  # on the PR; merge, schedule: the branch
@@ -28,6 +35,14 @@ REQUESTED, DISPATCHING, RUNNING = "requested", "dispatching", "running"
 COMPLETED, FAILED, CANCELLED, SUPERSEDED = "completed", "failed", "cancelled", "superseded"
 ACTIVE = (REQUESTED, DISPATCHING, RUNNING)
 OUTDATED = "outdated"  # shown, never stored: the newest benchmark measured an earlier head
+
+
+def direction(change: float, better: str) -> Literal["regression", "improvement"]:
+    """Which way a relative change (after / before - 1) of a metric goes, given which way is
+    ``better``: up is a regression of a time and an improvement of a throughput. A change of 0 goes
+    neither way: whoever claims a direction asks for at least `MIN_EFFECT` (or its own) first."""
+    worse = change > 0 if better == "lower" else change < 0
+    return "regression" if worse else "improvement"
 
 
 def reaches(level: Level, threshold: Level) -> bool:

@@ -72,16 +72,21 @@ def test_a_benchmark_that_never_ran_fails_the_gate(capsys, tmp_path):
     assert code == 1 and out.startswith("error: No verdict: 2 of 2 head rounds failed")
 
 
-def test_a_larger_minimum_effect_and_another_seed_are_honoured(capsys, regression_file):
-    code, out, _ = run(capsys, regression_file, "--format", "json", "--min-effect", "60", "--seed", "3")
+def test_a_larger_minimum_effect_is_honoured(capsys, regression_file):
+    code, out, _ = run(capsys, regression_file, "--format", "json", "--min-effect", "60")
     data = json.loads(out)
-    assert data["method"] == {"min_effect": 0.6, "alpha": 0.01, "looks": 1, "confidence": 0.95, "seed": 3,
+    assert data["method"] == {"min_effect": 0.6, "alpha": 0.01, "looks": 1, "confidence": 0.95,
                               "min_rounds": 3,
                               "model": "random-effects on log round values, Knapp-Hartung t"}
     assert data["verdict"] != "regression"
 
 
-def test_the_same_file_and_seed_give_the_same_report(capsys, regression_file):
+def test_there_is_no_seed_to_pass_the_judgement_never_resamples(capsys, regression_file):
+    code, _, err = run(capsys, regression_file, "--seed", "3")
+    assert code == 2 and err.startswith("perfbot: error: unrecognized arguments: --seed 3") and err.count("\n") == 1
+
+
+def test_the_same_file_gives_the_same_report(capsys, regression_file):
     first = run(capsys, regression_file, "--format", "json")[1]
     assert run(capsys, regression_file, "--format", "json")[1] == first
 

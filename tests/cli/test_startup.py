@@ -132,6 +132,17 @@ def test_score_without_a_checkout_loads_no_git_and_no_yaml(tmp_path, source):
     assert packages(loaded, ("git", "gitdb", "yaml", "bot.adapters", "bot.runner")) == set()
 
 
+def test_score_without_a_config_file_loads_no_pydantic(tmp_path):
+    # The built-in profiles are plain data: the schema (pydantic) validates a config file, and only
+    # when one is read.
+    diff = tmp_path / "change.diff"
+    diff.write_text(DIFF)
+    assert packages(modules_loaded("score", str(diff)), ("pydantic", "pydantic_core")) == set()
+    config = tmp_path / "perfbot.yml"
+    config.write_text("risk: {profile: vllm}\n")
+    assert {"pydantic", "bot.core.config.schema"} <= modules_loaded("score", "--config", str(config), str(diff))
+
+
 def test_deliver_needs_nothing_but_the_standard_library():
     loaded = modules_loaded("deliver", "--help")
     assert "bot.cli.deliver" in loaded

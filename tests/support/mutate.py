@@ -41,11 +41,26 @@ TESTS: dict[str, tuple[str, ...]] = {
     # Quickest first: most mutants are killed by the first test that runs them (-x).
     "bot/core/risk/scoring.py": ("tests/core/risk/test_scoring.py", "tests/core/risk/test_scoring_edges.py",
                                  "tests/core/render/test_risk.py",
-                                 "tests/core/render/test_comment.py", "tests/core/risk/test_changes.py"),
+                                 "tests/core/render/test_comment.py", "tests/core/risk/test_changes.py",
+                                 "tests/core/risk/test_report_json.py"),
+    # The report, its words and its JSON, and where a line sits: split off scoring.py, judged by its tests.
+    "bot/core/risk/places.py": ("tests/core/risk/test_scoring.py", "tests/core/risk/test_scoring_edges.py",
+                                "tests/core/render/test_risk.py", "tests/core/risk/test_report_json.py"),
+    "bot/core/risk/reasons.py": ("tests/core/risk/test_scoring_edges.py", "tests/core/risk/test_scoring.py",
+                                 "tests/core/render/test_risk.py", "tests/core/render/test_comment.py",
+                                 "tests/core/risk/test_report_json.py"),
+    "bot/core/risk/report.py": ("tests/core/risk/test_scoring.py", "tests/core/risk/test_scoring_edges.py",
+                                "tests/core/render/test_risk.py", "tests/core/render/test_comment.py",
+                                "tests/core/risk/test_report_json.py"),
+    "bot/core/risk/serialise.py": ("tests/core/risk/test_report_json.py", "tests/cli/test_score_triage_config.py"),
     "bot/core/judge/stats.py": ("tests/core/judge/test_stats_edges.py", "tests/core/judge/test_stats.py",
                                 "tests/core/bisect/test_report.py",
                                 "tests/core/judge/test_speculation.py", "tests/core/judge/test_results.py",
                                 "tests/core/judge/test_replays.py", "tests/core/judge/test_outliers.py"),
+    # The direction rule and the minimum effect the comparison and the history share.
+    "bot/core/vocabulary.py": ("tests/core/test_vocabulary.py", "tests/core/judge/test_stats_edges.py",
+                               "tests/core/judge/test_stats.py", "tests/core/history/test_changepoints.py",
+                               "tests/core/config/test_schema.py"),
     "bot/core/bench/artifact.py": ("tests/core/bench/test_artifact.py",),
 }
 _SWAPS: dict[type, type] = {

@@ -1,8 +1,9 @@
 """The repository configuration (`.github/perfbot.yml`): schema, validation and error wording.
 
-The same `Rule` model describes the built-in profiles and a repository's own rules, so what a
-user writes is exactly what perfbot ships with. A suite's options are its kind's model, one of
-the kinds `bot.core.config.suite_kinds` registers.
+`Rule` and `Thresholds` validate a repository's own rules and thresholds; the risk engine uses them
+as the plain data of `rules` (`Rule.plain`), which the built-in profiles are written in. A test
+validates every built-in rule with `Rule`, so what a user writes is exactly what perfbot ships with.
+A suite's options are its kind's model, one of the kinds `bot.core.config.suite_kinds` registers.
 """
 
 from __future__ import annotations
@@ -14,17 +15,16 @@ from pydantic import Field, ValidationError, field_validator, model_validator
 from pydantic_core import ErrorDetails
 
 from bot.core import vocabulary
-from bot.core.config import patterns, suite_kinds
+from bot.core.config import CONFIG_PATH, patterns, rules, suite_kinds
+from bot.core.config.rules import RuleKind, Scope
 from bot.core.config.strict import Strict as _Strict
 from bot.core.config.suite_kinds.base import MetricDeclaration as MetricDeclaration
 from bot.core.config.suite_kinds.base import SuiteOptions
 from bot.errors import UserError
 
-RuleKind = Literal["path", "function", "token", "cold", "setup", "dependency"]
 ProfileName = Literal["auto", "generic", "sglang", "vllm"]
 LEVELS = vocabulary.LEVELS
-
-CONFIG_PATH = ".github/perfbot.yml"
+_DEFAULT_THRESHOLDS = rules.Thresholds()
 
 
 class ConfigError(UserError, ValueError):
@@ -59,7 +59,7 @@ class Rule(_Strict):
     description: Annotated[str, Field(min_length=1, max_length=200)]
     paths: tuple[Annotated[str, Field(min_length=1)], ...] = ()
     pattern: str | None = None
-    scope: Literal["any", "hot"] = "any"
+    scope: Scope = "any"
 
     @field_validator("pattern")
     @classmethod
@@ -88,20 +88,17 @@ class Rule(_Strict):
             raise ValueError(f"a '{self.kind}' rule needs 'pattern'")
         return self
 
-    @property
-    def required_pattern(self) -> str:
-        """``pattern`` of a rule whose kind needs one (validation made sure it is there)."""
-        if self.pattern is None:
-            raise ValueError(f"rule '{self.id}' ({self.kind}) has no pattern")
-        return self.pattern
+    def plain(self) -> rules.Rule:
+        """The rule as the risk engine uses it."""
+        return rules.Rule(**self.model_dump())
 
 
 class Thresholds(_Strict):
     """Lowest score of each level; below ``low`` the level is ``none``."""
 
-    low: Annotated[int, Field(ge=0, le=100)] = 1
-    medium: Annotated[int, Field(ge=0, le=100)] = 30
-    high: Annotated[int, Field(ge=0, le=100)] = 60
+    low: Annotated[int, Field(ge=0, le=100)] = _DEFAULT_THRESHOLDS.low
+    medium: Annotated[int, Field(ge=0, le=100)] = _DEFAULT_THRESHOLDS.medium
+    high: Annotated[int, Field(ge=0, le=100)] = _DEFAULT_THRESHOLDS.high
 
     @model_validator(mode="after")
     def _ascending(self) -> Thresholds:
@@ -109,14 +106,13 @@ class Thresholds(_Strict):
             raise ValueError("thresholds must satisfy low <= medium <= high")
         return self
 
+    def plain(self) -> rules.Thresholds:
+        """The thresholds as the risk engine uses them."""
+        return rules.Thresholds(**self.model_dump())
+
     def level(self, score: int) -> vocabulary.Level:
-        if score >= self.high:
-            return "high"
-        if score >= self.medium:
-            return "medium"
-        if score >= self.low:
-            return "low"
-        return "none"
+        """The risk level of ``score`` (`rules.Thresholds.level`, where the rule is written)."""
+        return self.plain().level(score)
 
 
 class RiskConfig(_Strict):

@@ -9,9 +9,12 @@ which is the user's own.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
-from bot.core.config.schema import CONFIG_PATH, ConfigError, RepoConfig, load
+from bot.core.config import CONFIG_PATH
+
+if TYPE_CHECKING:
+    from bot.core.config.schema import RepoConfig
 
 Where = Literal["work-tree", "revision", "default-branch"]
 
@@ -51,6 +54,9 @@ WORK_TREE = ConfigSource("work-tree")
 def read(text: str | bytes | None, source: ConfigSource) -> RepoConfig:
     """The config in ``text`` as read from ``source`` (None: there is none, so the defaults);
     `ConfigError` naming ``source`` when it is invalid."""
+    # The schema (pydantic) is loaded here, where a config is made, not by whoever names a source.
+    from bot.core.config.schema import RepoConfig, load
+
     if text is None:
         return RepoConfig()
     return load(text, source.label)
@@ -59,6 +65,8 @@ def read(text: str | bytes | None, source: ConfigSource) -> RepoConfig:
 def read_or_defaults(text: str | bytes | None, source: ConfigSource) -> tuple[RepoConfig, str | None]:
     """As `read`, but an invalid config gives the defaults and the error's one line, for a caller
     that must go on (a review still goes out, and says why its rules are the defaults)."""
+    from bot.core.config.schema import ConfigError, RepoConfig
+
     try:
         return read(text, source), None
     except ConfigError as error:

@@ -20,7 +20,9 @@ import numpy as np
 import numpy.typing as npt
 import ruptures
 
-DEFAULT_MIN_EFFECT = 0.02
+from bot.core import vocabulary
+
+DEFAULT_MIN_EFFECT = vocabulary.MIN_EFFECT
 DEFAULT_MIN_SIZE = 5
 # Penalty per change point, in units of the noise variance times log(n): BIC's is 2; heavier
 # tails than Gaussian noise (GPU benchmarks have them) need more to stay quiet.
@@ -145,6 +147,5 @@ def _describe(series: Series, bounds: list[int], better: str) -> list[ChangePoin
     for i, index in enumerate(bounds):
         before, after = medians[i], medians[i + 1]
         change = after / before - 1 if before != 0 else (0.0 if after == 0 else float(np.sign(after)))
-        worse = change > 0 if better == "lower" else change < 0
-        points.append(ChangePoint(index, before, after, change, "regression" if worse else "improvement"))
+        points.append(ChangePoint(index, before, after, change, vocabulary.direction(change, better)))
     return points

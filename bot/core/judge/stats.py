@@ -36,9 +36,9 @@ from __future__ import annotations
 import dataclasses
 import math
 import warnings
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 from scipy import stats as scipy_stats
@@ -48,13 +48,11 @@ from bot.core.judge import envdiff, model, speculation
 from bot.core.judge.results import SIDES, Results, Role
 
 Verdict = vocabulary.Verdict
-Better = Literal["lower", "higher"]
+Better = vocabulary.Better
 
-DEFAULT_MIN_EFFECT = 0.02
+DEFAULT_MIN_EFFECT = vocabulary.MIN_EFFECT
 DEFAULT_ALPHA = 0.01
 DEFAULT_CONFIDENCE = 0.95
-# Kept for callers that pass it: the judgement no longer resamples (see `Settings`).
-DEFAULT_RESAMPLES = 2000
 MIN_ROUNDS = 3
 TRIM_ROUNDS = 5
 MAX_EXTRA_ROUNDS = 1000
@@ -77,16 +75,17 @@ _CLAIMS = vocabulary.CLAIMS
 
 @dataclass(frozen=True, slots=True)
 class Estimate:
-    """What the data say about one metric, before any verdict."""
+    """What the data say about one metric, before any verdict. By default it claims nothing: no
+    ratio, no interval, p-values of 1 (what every ``problem`` gives)."""
 
     base_n: int
     head_n: int
     base_median: float | None
     head_median: float | None
-    ratio: float | None
-    ci: tuple[float, float] | None
-    p_mwu: float
-    p_ks: float
+    ratio: float | None = None
+    ci: tuple[float, float] | None = None
+    p_mwu: float = 1.0
+    p_ks: float = 1.0
     problem: str | None = None
     outliers: tuple[int, int] = (0, 0)
     p_t: float = 1.0
@@ -178,14 +177,11 @@ class MetricJudgement:
 @dataclass(frozen=True, slots=True)
 class Settings:
     """How a comparison was judged. ``alpha`` is the level the verdicts used: the requested one
-    divided over the ``looks`` of an adaptive run. ``seed`` and ``n_resamples`` are kept for the
-    callers and reports that name them; the judgement does not resample, so they change nothing."""
+    divided over the ``looks`` of an adaptive run."""
 
     min_effect: float = DEFAULT_MIN_EFFECT
     alpha: float = DEFAULT_ALPHA
     confidence: float = DEFAULT_CONFIDENCE
-    seed: int = 0
-    n_resamples: int = DEFAULT_RESAMPLES
     looks: int = 1
 
 
@@ -241,7 +237,7 @@ class Comparison:
                 "extra_rounds": self.extra_rounds,
                 "method": {"min_effect": self.settings.min_effect, "alpha": self.settings.alpha,
                            "looks": self.settings.looks, "confidence": self.settings.confidence,
-                           "seed": self.settings.seed, "min_rounds": MIN_ROUNDS,
+                           "min_rounds": MIN_ROUNDS,
                            "model": "random-effects on log round values, Knapp-Hartung t"},
                 "notes": list(self.notes), "warnings": list(self.warnings)}
 
@@ -253,11 +249,10 @@ def deciding(metrics: Sequence[MetricJudgement]) -> tuple[MetricJudgement, ...]:
 
 
 def judge(base: Sequence[float], head: Sequence[float], better: Better = "lower",
-          min_effect: float = DEFAULT_MIN_EFFECT, alpha: float = DEFAULT_ALPHA, seed: int = 0,
+          min_effect: float = DEFAULT_MIN_EFFECT, alpha: float = DEFAULT_ALPHA,
           *, name: str = "metric", unit: str = "", confidence: float = DEFAULT_CONFIDENCE,
-          n_resamples: int = DEFAULT_RESAMPLES, base_se: Sequence[float] | None = None,
-          head_se: Sequence[float] | None = None, role: Role = "primary",
-          mode: str | None = None) -> MetricJudgement:
+          base_se: Sequence[float] | None = None, head_se: Sequence[float] | None = None,
+          role: Role = "primary", mode: str | None = None) -> MetricJudgement:
     """Judge one metric from the per-round values of each side; never raises on any floats.
 
     This is the rule `perfbot bench run` uses to decide whether to run more rounds: keep going
@@ -268,9 +263,9 @@ def judge(base: Sequence[float], head: Sequence[float], better: Better = "lower"
 
     ``better``: ``"lower"`` (times) or ``"higher"`` (throughput). ``min_effect``: smallest
     relative change worth reporting (0.02 = 2%). ``base_se`` / ``head_se``: each round's standard
-    error (`Results.spreads`), to weigh the rounds. ``seed``, ``n_resamples``: see `Settings`.
+    error (`Results.spreads`), to weigh the rounds.
     """
-    settings = Settings(min_effect, alpha, confidence, seed, n_resamples)
+    settings = Settings(min_effect, alpha, confidence)
     found = estimate(base, head, confidence=confidence, base_se=base_se, head_se=head_se)
     return classify(name, unit, better, found, found.p_value, settings, family=1, role=role, mode=mode)
 
@@ -281,8 +276,7 @@ def alpha_per_look(alpha: float, looks: int) -> float:
 
 
 def decide(results: Results, min_effect: float = DEFAULT_MIN_EFFECT, alpha: float = DEFAULT_ALPHA,
-           seed: int = 0, *, confidence: float = DEFAULT_CONFIDENCE,
-           n_resamples: int = DEFAULT_RESAMPLES, ignore_env: Iterable[str] = ()) -> Comparison:
+           *, confidence: float = DEFAULT_CONFIDENCE, ignore_env: Iterable[str] = ()) -> Comparison:
     """Judge every metric of a validated results file and give the overall verdict.
 
     Overall, over the deciding metrics (the primary ones; all, when the file declares none):
@@ -296,8 +290,7 @@ def decide(results: Results, min_effect: float = DEFAULT_MIN_EFFECT, alpha: floa
     level its stopping rule used, so that stopping when the data looked decided does not raise the
     false-alarm rate.
     """
-    settings = Settings(min_effect, alpha_per_look(alpha, results.looks), confidence, seed,
-                        n_resamples, results.looks)
+    settings = Settings(min_effect, alpha_per_look(alpha, results.looks), confidence, results.looks)
     names = sorted(results.metrics)
     roles = {n: results.role(n) for n in names}
     values = {n: (results.values("base", n), results.values("head", n)) for n in names}
@@ -355,15 +348,8 @@ def shared_exclusions(values: Mapping[str, tuple[Sequence[float], Sequence[float
     (one a fixed multiple of another or of its inverse): a round left out of the cycle is left
     out of the tok/s derived from it, so that the two never tell different stories. A group's
     exclusions are those of every member together."""
-    groups: list[list[str]] = []
-    for name in values:
-        same = next((g for g in groups if _lockstep(values[g[0]], values[name])), None)
-        if same is None:
-            groups.append([name])
-        else:
-            same.append(name)
     shared: dict[str, tuple[np.ndarray, np.ndarray]] = {}
-    for group in groups:
+    for group in _groups(values, lambda a, b: _lockstep(values[a], values[b])):
         masks = [outliers(*values[name]) for name in group]
         union = (np.logical_or.reduce([m[0] for m in masks]), np.logical_or.reduce([m[1] for m in masks]))
         shared.update(dict.fromkeys(group, union))
@@ -376,16 +362,23 @@ def family_adjusted(names: Sequence[str], found: Mapping[str, Estimate],
     """Holm-adjusted p-values of one family of metrics, and the number of distinct hypotheses in
     it: metrics whose round values move in lockstep (one is a fixed multiple of the other or of
     its inverse, round by round) and test alike are one hypothesis."""
-    groups: list[list[str]] = []
-    for name in names:
-        same = next((g for g in groups if _lockstep(values[g[0]], values[name])
-                     and math.isclose(found[g[0]].p_value, found[name].p_value, rel_tol=1e-9)), None)
-        if same is None:
-            groups.append([name])
-        else:
-            same.append(name)
+    groups = _groups(names, lambda a, b: _lockstep(values[a], values[b])
+                     and math.isclose(found[a].p_value, found[b].p_value, rel_tol=1e-9))
     adjusted = holm([found[g[0]].p_value for g in groups])
     return {name: p for g, p in zip(groups, adjusted, strict=True) for name in g}, len(groups)
+
+
+def _groups(names: Iterable[str], same: Callable[[str, str], bool]) -> list[list[str]]:
+    """``names`` in groups, in order: each joins the first group whose first member it is ``same``
+    as (metrics whose rounds move in lockstep), else starts one."""
+    groups: list[list[str]] = []
+    for name in names:
+        group = next((g for g in groups if same(g[0], name)), None)
+        if group is None:
+            groups.append([name])
+        else:
+            group.append(name)
+    return groups
 
 
 def estimate(base: Sequence[float], head: Sequence[float], *, confidence: float = DEFAULT_CONFIDENCE,
@@ -400,18 +393,17 @@ def estimate(base: Sequence[float], head: Sequence[float], *, confidence: float 
     if exclude is None or exclude[0].shape != b.shape or exclude[1].shape != h.shape:
         exclude = outliers(b, h)
     b, h, b_se, h_se, dropped = _trim(b, h, b_se, h_se, exclude)
+    base_median, head_median = _median(b), _median(h)
     if not b.size or not h.size:
         side = "base" if not b.size else "head"
-        return Estimate(b.size, h.size, _median(b), _median(h), None, None, 1.0, 1.0,
-                        f"no successful measurement on the {side} side")
-    base_median, head_median = _median(b), _median(h)
+        why = f"no successful measurement on the {side} side"
+        return _estimate(b, h, base_median, head_median, problem=why)
     if base_median is None or head_median is None:
-        return Estimate(b.size, h.size, base_median, head_median, None, None, 1.0, 1.0,
-                        "values too large to compare")
+        return _estimate(b, h, base_median, head_median, problem="values too large to compare")
     if b.min() <= 0 or h.min() <= 0:
         why = ("the base median is not a positive number: no ratio can be formed" if base_median <= 0
                else "a round measured 0: the change cannot be judged as a ratio")
-        return Estimate(b.size, h.size, base_median, head_median, None, None, 1.0, 1.0, why)
+        return _estimate(b, h, base_median, head_median, problem=why)
     with np.errstate(all="ignore"):
         fit = model.fit(b, h, b_se, h_se)
     if fit is not None and not (math.isfinite(fit.delta) and math.isfinite(fit.se)
@@ -419,14 +411,21 @@ def estimate(base: Sequence[float], head: Sequence[float], *, confidence: float 
         fit = None
     ratio = fit.ratio if fit is not None else head_median / base_median
     if not math.isfinite(ratio):
-        return Estimate(b.size, h.size, base_median, head_median, None, None, 1.0, 1.0,
-                        "values too far apart to form a ratio")
+        return _estimate(b, h, base_median, head_median, problem="values too far apart to form a ratio")
     p_mwu, p_ks, p_t = _tests(b, h) if min(b.size, h.size) >= 2 else (1.0, 1.0, 1.0)
     ci = fit.interval(confidence) if fit is not None else None
     if ci is not None and not all(math.isfinite(end) for end in ci):
         ci = None  # an interval too wide to write down decides nothing either
-    return Estimate(b.size, h.size, base_median, head_median, ratio, ci, p_mwu, p_ks,
-                    outliers=dropped, p_t=p_t, fit=fit)
+    return _estimate(b, h, base_median, head_median, ratio=ratio, ci=ci, p_mwu=p_mwu, p_ks=p_ks,
+                     p_t=p_t, outliers=dropped, fit=fit)
+
+
+def _estimate(base: np.ndarray, head: np.ndarray, base_median: float | None, head_median: float | None,
+              **found: Any) -> Estimate:
+    """The `Estimate` of the rounds kept of each side, with what was ``found`` (by keyword: ratio,
+    ci, p-values, problem, outliers, fit); what it leaves out claims nothing."""
+    return Estimate(base_n=base.size, head_n=head.size, base_median=base_median, head_median=head_median,
+                    **found)
 
 
 def classify(name: str, unit: str, better: Better, found: Estimate, p_value: float,
@@ -443,8 +442,7 @@ def classify(name: str, unit: str, better: Better, found: Estimate, p_value: flo
     m, change = settings.min_effect, found.ratio - 1
     enough = found.rounds >= MIN_ROUNDS and found.fit is not None
     if enough and p_value <= settings.alpha and abs(change) >= m:
-        worse = change > 0 if better == "lower" else change < 0
-        kind: Verdict = "regression" if worse else "improvement"
+        kind = vocabulary.direction(change, better)
         return verdict(kind, f"significant (p={p_value:.2g}) and {abs(change):.1%} >= {m:.1%}")
     if enough and found.ci and 1 - m < found.ci[0] and found.ci[1] < 1 + m:
         return verdict("unchanged", f"the {settings.confidence:.0%} interval lies within ±{m:.1%}")
@@ -481,8 +479,7 @@ def _withholds(environment: Sequence[envdiff.EnvDifference], drifted: bool) -> b
 
 def _heading_worse(m: MetricJudgement, settings: Settings) -> bool:
     change = m.change or 0.0
-    worse = change > 0 if m.better == "lower" else change < 0
-    return worse and abs(change) >= settings.min_effect
+    return vocabulary.direction(change, m.better) == "regression" and abs(change) >= settings.min_effect
 
 
 def _lockstep(a: tuple[Sequence[float], Sequence[float]], b: tuple[Sequence[float], Sequence[float]]) -> bool:

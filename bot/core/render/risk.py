@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from bot.core.config.schema import Rule
+from bot.core.config.rules import Rule
 from bot.core.render.markdown import code, escape_md
 from bot.core.risk.scoring import FileRisk, RiskReport, Signal, describe
 from bot.core.risk.triage import Triage

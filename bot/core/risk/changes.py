@@ -28,8 +28,10 @@ import re
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import PurePosixPath
+from typing import Literal
 
 from bot.core.risk.diff import FileChange, Hunk
+from bot.core.text import clip
 
 _HASH_COMMENT = r"#[^\n]*"
 _SLASH_COMMENT = r"//[^\n]*|/\*[\s\S]*?\*/"
@@ -91,23 +93,29 @@ _NOT_RENAMABLE = set(keyword.kwlist) | set(keyword.softkwlist) | {
 _NAME_STRING = re.compile(r"""^[rRbBuUfF]{0,2}(["'])([A-Z][A-Z0-9_]{2,})\1$""")
 
 
+# Why a hunk is low risk: it changes no code (comments, docstrings, log messages, formatting), or
+# only renames.
+HarmlessKind = Literal["cosmetic", "rename"]
+_NAME_LIMIT = 40  # characters of a renamed name in a reason
+
+
 @dataclass(frozen=True, slots=True)
 class Harmless:
     """Why a hunk is low risk: ``cosmetic`` or ``rename``, with the renames made."""
 
-    kind: str
+    kind: HarmlessKind
     renames: tuple[tuple[str, str], ...] = ()
 
     def describe(self) -> str:
         if self.kind == "cosmetic":
             return "only comments, docstrings, log messages or formatting changed"
-        shown = ", ".join(f"{_short(old)} -> {_short(new)}" for old, new in self.renames[:3])
+        shown = ", ".join(f"{_name(old)} -> {_name(new)}" for old, new in self.renames[:3])
         more = f" and {len(self.renames) - 3} more" if len(self.renames) > 3 else ""
         return f"rename only ({shown}{more})"
 
 
-def _short(name: str, limit: int = 40) -> str:
-    return name if len(name) <= limit else name[:limit - 3] + "..."
+def _name(name: str) -> str:
+    return clip(name, _NAME_LIMIT, ellipsis="...")
 
 
 @dataclass(slots=True)

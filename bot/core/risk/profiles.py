@@ -7,20 +7,23 @@ CUDA-graph capture at the top, schedulers and memory pools as warm paths, docs a
 Code that runs once at start-up (constructors, weight loading, argument and config parsing)
 counts at half weight; upgrades of the runtime stack (torch, triton, CUDA, NCCL, kernel
 libraries) count as high risk on their own.
+
+The rules are plain data (`bot.core.config.rules.Rule`), built at import without validation: the
+schema validates a repository's rules when a config file is read, and a test validates every rule
+here with it (tests/core/config/test_schema.py).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Literal
 
-from bot.core.config.schema import Rule, RuleKind
+from bot.core.config.rules import Rule, RuleKind, Scope
 
 
 def _rule(id: str, kind: RuleKind, category: str, weight: float, description: str,
-          paths: Iterable[str] = (), pattern: str | None = None,
-          scope: Literal["any", "hot"] = "any") -> Rule:
-    return Rule(id=id, kind=kind, category=category, weight=weight, description=description,
+          paths: Iterable[str] = (), pattern: str | None = None, scope: Scope = "any") -> Rule:
+    # A float weight, as the schema makes of a config's: the JSON of a report shows `40.0`.
+    return Rule(id=id, kind=kind, category=category, weight=float(weight), description=description,
                 paths=tuple(paths), pattern=pattern, scope=scope)
 
 

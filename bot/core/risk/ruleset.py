@@ -1,15 +1,23 @@
-"""Merge a built-in profile with a repository's config and compile it for fast matching."""
+"""Merge a built-in profile with a repository's config and compile it for fast matching.
+
+Without a config (None: no file was read) the rules are the profile's plain data as it is, and
+the schema (pydantic) is never loaded: `perfbot score` of a diff starts without it.
+"""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from bot.core.config import patterns
-from bot.core.config.schema import ConfigError, RepoConfig, Rule, Thresholds
+from bot.core.config.rules import Rule, Thresholds
 from bot.core.risk import profiles
+
+if TYPE_CHECKING:
+    from bot.core.config.schema import RepoConfig
 
 # Memoised look-ups kept per rule set before starting afresh: triage of a long range meets the
 # same paths again and again, but a hostile one could name millions of distinct ones.
@@ -93,19 +101,24 @@ def _remember(memo: dict[str, _Value], key: str, value: _Value) -> _Value:
     return value
 
 
-def merged_rules(config: RepoConfig, profile: str) -> list[Rule]:
-    """The profile's rules adjusted by ``config``: replaced/added, disabled, re-weighted."""
+def merged_rules(config: RepoConfig | None, profile: str) -> list[Rule]:
+    """The profile's rules adjusted by ``config``: replaced/added, disabled, re-weighted (None:
+    no config, the profile's rules as they are)."""
     by_id = {rule.id: rule for rule in profiles.PROFILES[profile]}
+    if config is None:
+        return list(by_id.values())
     for rule in config.risk.rules:
-        by_id[rule.id] = rule
+        by_id[rule.id] = rule.plain()
     problems = unknown_rule_ids(profile, list(by_id), config.risk.disable, config.risk.weights)
     if problems:
+        from bot.core.config.schema import ConfigError  # loaded already: ``config`` is one of its models
+
         raise ConfigError("config", problems)
     for rule_id in config.risk.disable:
         del by_id[rule_id]
     for rule_id, weight in config.risk.weights.items():
         if rule_id in by_id:
-            by_id[rule_id] = by_id[rule_id].model_copy(update={"weight": weight})
+            by_id[rule_id] = dataclasses.replace(by_id[rule_id], weight=weight)
     return list(by_id.values())
 
 
@@ -122,12 +135,14 @@ def unknown_rule_ids(profile: str, added: Iterable[str], disable: Iterable[str |
     return problems
 
 
-def build(config: RepoConfig, paths: Iterable[str] = ()) -> RuleSet:
-    """Compile the rules for ``config``; ``paths`` picks the profile when it is ``auto``."""
-    profile: str = config.risk.profile
-    if profile == "auto":
-        profile = profiles.detect(paths)
-    return _compile(profile, config.risk.thresholds, tuple(merged_rules(config, profile)))
+def build(config: RepoConfig | None, paths: Iterable[str] = (), profile: str | None = None) -> RuleSet:
+    """Compile the rules for ``config`` (None: the defaults); ``profile``, when given, instead of
+    the config's; ``paths`` picks the profile when it is ``auto``."""
+    chosen: str = profile or (config.risk.profile if config is not None else "auto")
+    if chosen == "auto":
+        chosen = profiles.detect(paths)
+    thresholds = config.risk.thresholds.plain() if config is not None else Thresholds()
+    return _compile(chosen, thresholds, tuple(merged_rules(config, chosen)))
 
 
 @lru_cache(maxsize=32)

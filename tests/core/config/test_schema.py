@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from typing import get_args
 
@@ -10,6 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from bot.core import vocabulary
+from bot.core.config import rules as plain
 from bot.core.config import schema as config
 from bot.core.config.schema import ConfigError
 from bot.core.risk import profiles, ruleset
@@ -110,6 +112,28 @@ def test_every_builtin_profile_compiles():
     for name in profiles.PROFILES:
         rules = ruleset.build(config.RepoConfig(risk=config.RiskConfig(profile=name)))
         assert rules.token_regex is not None and rules.profile == name
+
+
+@pytest.mark.parametrize("name", sorted(profiles.PROFILES))
+def test_every_builtin_rule_is_one_the_schema_accepts_as_it_is(name):
+    # The profiles are plain data, never validated at run time: this is where they are.
+    for rule in profiles.PROFILES[name]:
+        assert config.Rule.model_validate(dataclasses.asdict(rule)).plain() == rule, rule.id
+
+
+@pytest.mark.parametrize(("data", "model"), [(plain.Rule, config.Rule), (plain.Thresholds, config.Thresholds)])
+def test_the_plain_rules_and_thresholds_have_the_schemas_fields_and_defaults(data, model):
+    fields = dataclasses.fields(data)
+    assert [f.name for f in fields] == list(model.model_fields)
+    for f in fields:
+        declared = model.model_fields[f.name]
+        assert declared.is_required() if f.default is dataclasses.MISSING else declared.default == f.default
+
+
+def test_the_default_rules_are_those_of_the_default_config():
+    paths = ["python/sglang/srt/x.py"]
+    assert ruleset.build(None, paths) == ruleset.build(config.RepoConfig(), paths)
+    assert ruleset.build(None, paths, "vllm") == ruleset.build(config.RepoConfig(risk=config.RiskConfig(profile="vllm")))
 
 
 def test_the_profile_is_detected_from_the_layout():

@@ -67,7 +67,7 @@ def test_noise_without_a_decision_asks_for_more_rounds_and_more_for_a_smaller_ch
 def test_the_numbers_match_scipy():
     rng = np.random.default_rng(7)
     base, head = rng.lognormal(0, 0.05, 12), rng.lognormal(0.04, 0.05, 12)
-    j = stats.judge(list(base), list(head), "lower", seed=11)
+    j = stats.judge(list(base), list(head), "lower")
     assert j.base_median == pytest.approx(np.median(base))
     assert j.head_median == pytest.approx(np.median(head))
     assert j.estimate.p_mwu == pytest.approx(scipy_stats.mannwhitneyu(base, head).pvalue)
@@ -83,10 +83,10 @@ def test_the_numbers_match_scipy():
     assert (j.estimate.fit.df, j.estimate.fit.weighted) == (22, False)
 
 
-def test_the_same_seed_gives_the_same_judgement():
+def test_the_same_rounds_give_the_same_judgement():
     rng = np.random.default_rng(1)
     base, head = list(rng.normal(10, 1, 8)), list(rng.normal(10.5, 1, 8))
-    assert stats.judge(base, head, seed=4) == stats.judge(base, head, seed=4)
+    assert stats.judge(base, head) == stats.judge(base, head)
 
 
 def test_values_that_are_not_finite_are_left_out():
@@ -123,7 +123,7 @@ floats = st.floats(allow_nan=True, allow_infinity=True, width=64)
 @given(base=st.lists(floats, max_size=14), head=st.lists(floats, max_size=14),
        better=st.sampled_from(["lower", "higher"]), min_effect=st.floats(0, 0.5))
 def test_any_floats_give_a_verdict_and_claims_obey_the_rule(base, head, better, min_effect):
-    j = stats.judge(base, head, better, min_effect=min_effect, n_resamples=200)
+    j = stats.judge(base, head, better, min_effect=min_effect)
     assert j.verdict in ("regression", "improvement", "unchanged", "inconclusive", "error")
     if j.verdict in ("regression", "improvement"):
         assert j.p_value <= stats.DEFAULT_ALPHA and abs(j.change) >= min_effect

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 
+from bot.core.risk import reasons
 from bot.core.risk import scoring as risk
 from tests.core.risk.test_scoring import file_diff, rules_fired, score
 
@@ -98,7 +99,8 @@ def test_a_long_function_name_is_cut_to_sixty_characters_in_a_reason():
     nccl = next(s for s in score(file_diff(COMM, ["        a = 1"], ["        a = 2"],
                                            header=f"def {name}(self):")).signals if s.rule == "path.pynccl")
     assert nccl.note == f"only set-up code changed: {name[:57]}...()"
-    assert risk._short("x" * 60) == "x" * 60 and risk._short(None) == ""
+    assert reasons.only_setup_code(["x" * 60]) == f"only set-up code changed: {'x' * 60}()"
+    assert reasons.in_setup_code("x" * 61) == f"in set-up code ({'x' * 57}...())"
 
 
 def test_five_runtime_packages_moved_show_three_and_a_count():
@@ -211,3 +213,91 @@ def test_the_strongest_of_a_category_counts_fully_and_the_next_at_half():
     report = score(file_diff("a.py", ["a = 1"], ["a = 2"]) + file_diff("b.py", ["b = 1"], ["b = 2"]), yaml_text)
     path_signals = [s for s in report.signals if s.category == "same"]
     assert risk._combine(path_signals) == round(100 * (1 - (1 - 0.4) * (1 - 0.1 * 0.5)))
+
+
+# --- places: which function a line sits in -------------------------------------------------------
+
+def raw_hunk(path: str, header: str, start: int, lines: list[str]) -> str:
+    """A diff of one file with one hunk of ``lines`` (each with its ' ', '-' or '+'), counted."""
+    old = sum(1 for line in lines if line[0] in " -")
+    new = sum(1 for line in lines if line[0] in " +")
+    return (f"diff --git a/{path} b/{path}\n--- a/{path}\n+++ b/{path}\n"
+            f"@@ -{start},{old} +{start},{new} @@ {header}\n" + "\n".join(lines) + "\n")
+
+
+def test_a_change_above_a_def_in_its_hunk_belongs_to_the_function_the_hunk_starts_in():
+    text = raw_hunk(COMM, "def all_reduce(self, x):", 10, ["-        a = 1", " def other(self):", "+    b = 2"])
+    by_rule = {s.rule: s for s in score(text).signals}
+    assert (by_rule["function.collective"].function, by_rule["function.collective"].line) == ("all_reduce", 10)
+
+
+def test_a_changed_def_line_at_the_top_of_a_hunk_is_the_first_change():
+    text = raw_hunk(COMM, "", 10, ["-def all_reduce(self):", "+def all_reduce(self, x):", "     return 1"])
+    collective = next(s for s in score(text).signals if s.rule == "function.collective")
+    assert (collective.function, collective.line, collective.side) == ("all_reduce", 10, "old")
+
+
+def test_the_file_places_a_hunk_by_its_first_change_even_on_the_hunks_first_line():
+    # The first change is the hunk's first line: the function is the one around new line 2, not 3.
+    lines = ["def all_reduce(self):", "    return 1", "def other(self):", "    return 2"]
+    text = raw_hunk(COMM, "", 2, ["-    return 0", "     return 1", "+    x = 1"])
+    nccl = next(s for s in score(text, source=lambda path: lines).signals if s.rule == "path.pynccl")
+    assert nccl.function == "all_reduce"
+
+
+def test_the_file_places_a_hunk_at_its_first_change_not_at_the_context_line_above_it():
+    # The context line above the change is in a nested function, the change back in the outer one.
+    lines = ["def all_reduce(self):", "    def helper():", "        x = 1", "    y = 2", "    return y"]
+    text = raw_hunk(COMM, "", 3, ["         x = 1", "+    y = 2", "     return y"])
+    collective = next(s for s in score(text, source=lambda path: lines).signals if s.rule == "function.collective")
+    assert (collective.function, collective.line) == ("all_reduce", 4)
+
+
+def test_a_comment_at_column_zero_inside_a_function_does_not_end_it():
+    lines = ["class A:", "    def f(self):", "        x = 1", "# a note", "        y = 2"]
+    assert risk.enclosing_function(lines, 5) == "f"
+
+
+# --- netting, tokens in comments, counts, size, dependency reasons -------------------------------
+
+def test_a_rewritten_environment_variable_stays_a_risk_only_syncs_copies_and_streams_net_out():
+    report = score(file_diff(COMM, ['        os.environ["NCCL_ALGO"] = "ring"'],
+                             ['        os.environ["NCCL_PROTO"] = "simple"'], header="def all_reduce(self, x):"))
+    env = next(s for s in report.signals if s.rule == "token.nccl-env")
+    assert env.count == 2 and report.improvements == []
+
+
+def test_a_token_before_a_comment_on_a_later_line_of_the_hunk_counts():
+    context = ("    some_long_context_line = compute_something(argument)", "    return x")
+    report = score(file_diff(COMM, [], ["        x.item()  # ok"], header="def all_reduce(self, x):",
+                             context=context))
+    assert "token.host-sync" in rules_fired(report)
+
+
+def test_a_files_own_signals_count_a_rule_fired_twice():
+    report = score(file_diff(COMM, [], ["        a = x.item()", "        b = y.item()"], header="def all_reduce(self, x):"))
+    [file] = report.files
+    assert next(s for s in file.signals if s.rule == "token.host-sync").count == 2
+    assert any("(2 times)" in reason for reason in file.to_dict()["reasons"])
+
+
+def test_one_changed_line_of_code_is_a_size_signal():
+    size = next(s for s in score(file_diff(PLAIN, [], ["    a = 2"])).signals if s.rule == "size")
+    assert (size.weight, size.description) == (0.8, "size: 1 changed lines of code in 1 non-cold file")
+
+
+def test_three_packages_moved_are_all_named_and_four_show_three_and_a_count():
+    def upgrade(pins: list[str]):
+        report = score(file_diff("requirements.txt", [f"{p}==1.0" for p in pins], [f"{p}==2.0" for p in pins],
+                                 context=("numpy==1", "scipy==1")))
+        return next(s for s in report.signals if s.rule == "dependency.runtime")
+
+    three = upgrade(["torch", "triton", "xformers"])
+    assert three.match == "torch 1.0 -> 2.0; triton 1.0 -> 2.0; xformers 1.0 -> 2.0" and three.count == 3
+    four = upgrade(["torch", "triton", "xformers", "deep-gemm"])
+    assert four.match.endswith("xformers 1.0 -> 2.0 and 1 more") and four.count == 4
+
+
+def test_three_set_up_functions_are_all_named_with_no_count():
+    assert reasons.only_setup_code(["a", "b", "c"]) == "only set-up code changed: a(), b(), c()"
+    assert reasons.only_setup_code(["a", reasons.IMPORTS, "a"]) == "only set-up code changed: a(), imports"
