@@ -213,11 +213,11 @@ class GitHubEmulator:
         return held
 
     def add_comment(self, repo: str, number: int, body: str, login: str, user_type: str = "User",
-                    app_id: int | None = None) -> dict:
+                    app_id: int | None = None, comment_id: int | None = None) -> dict:
         """A comment written by someone else (``user_type`` 'User' or 'Bot'; ``app_id``: made
-        through that GitHub App), not through the API."""
+        through that GitHub App), not through the API; ``comment_id``: its id (default: a new one)."""
         comment = _retarget(github_data.rest_example("issue-comment"), repo, number)
-        comment_id = next(self._ids)
+        comment_id = next(self._ids) if comment_id is None else comment_id
         comment.update(id=comment_id, body=body, url=f"{GITHUB}/repos/{repo}/issues/comments/{comment_id}")
         comment["user"] = {**comment["user"], "login": login, "type": user_type}
         comment["performed_via_github_app"] = (

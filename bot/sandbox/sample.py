@@ -21,6 +21,9 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 SLOW_SUBJECT = "Fix PCG MoE error"
+# What `build` makes of them on every machine (a test checks): the slow commit and its parent.
+SLOW_SHA = "3e4bb76d9da013e8b68744a70392fbfbc90e4881"
+BEFORE_SLOW_SHA = "5efac9d9d419c62e9688771b6923a7429c927fde"
 AUTHOR = ("Mini Engine Dev", "dev@mini-engine.example")
 START = datetime(2026, 6, 1, 9, 0, tzinfo=UTC)
 
@@ -283,3 +286,38 @@ def git(repo: Path, *args: str, stdin: str | None = None, env: dict[str, str] | 
     if done.returncode != 0:
         raise RuntimeError(f"git {args[0]}: {done.stderr.strip() or done.returncode}")
     return done.stdout.strip()
+
+
+def slow_diff() -> str:
+    """The slow commit's change as a unified diff like `git diff`'s (made from the files' texts
+    above, without git; its hunk headers name no function), for a pull request that carries it."""
+    import difflib
+
+    changed = HISTORY[_SLOW][1]
+    before = _files_before(_SLOW)
+    parts = []
+    for path in sorted(changed):
+        old, new = before[path], changed[path]
+        lines = difflib.unified_diff(old.splitlines(keepends=True), new.splitlines(keepends=True),
+                                     f"a/{path}", f"b/{path}", lineterm="\n")
+        parts.append(f"diff --git a/{path} b/{path}\nindex {_blob(old)[:7]}..{_blob(new)[:7]} 100644\n"
+                     + "".join(lines))
+    return "".join(parts)
+
+
+def _blob(text: str) -> str:
+    """git's id of a file with ``text``."""
+    import hashlib
+
+    data = text.encode()
+    return hashlib.sha1(b"blob %d\0" % len(data) + data, usedforsecurity=False).hexdigest()
+
+
+def _files_before(index: int) -> dict[str, str]:
+    files: dict[str, str] = {}
+    for _, changed in HISTORY[:index]:
+        files.update(changed)
+    return files
+
+
+_SLOW = next(i for i, (subject, _) in enumerate(HISTORY) if subject == SLOW_SUBJECT)

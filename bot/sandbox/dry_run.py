@@ -1,0 +1,155 @@
+"""`perfbot deliver --dry-run`: what the bot would write to GitHub for one delivery, found by
+running it, without a server and without GitHub. The bot runs in this process (`inprocess.py`)
+against a stand-in (`github.py`) that holds the payload's repository and pull request: its change
+is the given diff (by default the sample engine's slow commit, `sample.slow_diff`), its
+`.github/perfbot.yml` on the default branch the given text (by default none), and whoever the
+payload says commented or reviewed may write to the repository. Every request that would change
+something on GitHub is then described, one after another."""
+
+from __future__ import annotations
+
+import json
+import tempfile
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from bot.core.config.schema import CONFIG_PATH
+from bot.errors import UserError
+from bot.settings import Settings
+
+from . import hookshot, identity, sample
+from .github import GitHubEmulator, Recorded
+from .inprocess import InProcessBot
+
+SECRET = "perfbot-dry-run"
+
+
+class NotAPullRequest(UserError, ValueError):
+    """The payload names no repository or pull request for the stand-in to hold."""
+
+
+@dataclass(frozen=True)
+class Outcome:
+    answer: hookshot.Answer
+    writes: list[Recorded]
+    failures: list[str]  # deliveries the bot gave up on, with why
+    finished: bool  # False: the bot was still at work when the dry run stopped waiting
+
+
+def run(event: str, payload: dict[str, Any], body: bytes, *, diff: str | None = None,
+        config: str | None = None, timeout: float = 60.0) -> Outcome:
+    """Deliver ``body`` (``payload``, as bytes) as ``event`` to a bot in this process and return
+    what it wrote to the stand-in."""
+    key = identity.new_key()
+    standin = GitHubEmulator()
+    identity.trust(standin, key)
+    hold(standin, payload, diff if diff is not None else sample.slow_diff(), config)
+    standin.start()
+    try:
+        with tempfile.TemporaryDirectory(prefix="perfbot-dry-run-") as folder:
+            settings = Settings(webhook_secrets=(SECRET,), app_id=identity.APP_ID,
+                                private_key=key.private_pem, github_api_url=standin.base_url)
+            bot = InProcessBot(settings, Path(folder)).start()
+            try:
+                headers = hookshot.headers(event, body, SECRET, str(uuid.uuid4()), payload=payload)
+                answer = bot.deliver(body, headers)
+                finished = bot.wait_idle(timeout)
+                failures = bot.failures()
+            finally:
+                bot.stop()
+    finally:
+        standin.stop()
+    return Outcome(answer, standin.writes(), failures, finished)
+
+
+def hold(standin: GitHubEmulator, payload: dict[str, Any], diff: str, config: str | None) -> None:
+    """Put the payload's repository and pull request on the stand-in, as GitHub would hold them."""
+    repository = payload.get("repository")
+    if not isinstance(repository, dict) or not isinstance(repository.get("full_name"), str):
+        raise NotAPullRequest("the payload names no repository (repository.full_name)")
+    repo, branch = repository["full_name"], str(repository.get("default_branch") or "main")
+    pull, issue = _object(payload, "pull_request"), _object(payload, "issue")
+    number = pull.get("number", issue.get("number"))
+    state = standin.add_repo(repo, branch)
+    base = _sha(pull, "base") or sample.BEFORE_SLOW_SHA
+    head = _sha(pull, "head") or sample.SLOW_SHA
+    state.branches[branch] = base
+    state.parents.update({head: [base], base: []})
+    merge = pull.get("merge_commit_sha")
+    if isinstance(merge, str):
+        state.parents[merge] = [base]
+    if config is not None:
+        state.files[(branch, CONFIG_PATH)] = config
+    standin.add_workflow(repo)
+    for who in _people(payload):
+        state.permissions[who] = "write"
+    if isinstance(number, int) and not isinstance(number, bool):
+        author = (pull.get("user") or issue.get("user") or {}).get("login") or "octocat"
+        standin.add_pull(repo, number, head, diff, base_sha=base, base_ref=branch, author=author,
+                         state=str(pull.get("state") or "open"), draft=bool(pull.get("draft")))
+        comment = payload.get("comment")
+        if isinstance(comment, dict) and isinstance(comment.get("id"), int):
+            login = (comment.get("user") or {}).get("login") or "octocat"
+            standin.add_comment(repo, number, str(comment.get("body") or ""), login, comment_id=comment["id"])
+
+
+def _object(payload: dict[str, Any], key: str) -> dict[str, Any]:
+    found = payload.get(key)
+    return found if isinstance(found, dict) else {}
+
+
+def _sha(pull: dict[str, Any], side: str) -> str | None:
+    found = (pull.get(side) or {}).get("sha")
+    return found if isinstance(found, str) and found else None
+
+
+def _people(payload: dict[str, Any]) -> Iterator[str]:
+    for key in ("comment", "review"):
+        item = payload.get(key)
+        if isinstance(item, dict) and isinstance((item.get("user") or {}).get("login"), str):
+            yield item["user"]["login"]
+    sender = payload.get("sender")
+    if isinstance(sender, dict) and isinstance(sender.get("login"), str):
+        yield sender["login"]
+
+
+def describe(writes: list[Recorded]) -> Iterator[str]:
+    """Each write as a heading line (method, path, what it is) and the text it carries, indented."""
+    for write in writes:
+        body = write.body if isinstance(write.body, dict) else {}
+        failed = f"  (answered {write.status})" if write.status >= 400 else ""
+        yield f"{write.method} {write.path}{failed}"
+        for line in _details(write.method, write.path, body, write.body):
+            yield f"    {line}" if line else ""
+        yield ""
+
+
+def _details(method: str, path: str, body: dict[str, Any], raw: object) -> Iterator[str]:
+    if path.endswith("/comments") or "/issues/comments/" in path and method == "PATCH":
+        yield from str(body.get("body", "")).splitlines()
+    elif "check-runs" in path:
+        output = body.get("output") or {}
+        states = ", ".join(str(body[k]) for k in ("status", "conclusion") if body.get(k))
+        yield f"check run {body.get('name', '')!r}: {states}".rstrip(": ")
+        for key in ("title", "summary", "text"):
+            if output.get(key):
+                first, *rest = str(output[key]).splitlines() or [""]
+                yield f"{key}: {first}"
+                yield from rest
+    elif "/statuses/" in path:
+        yield f"commit status {body.get('context')!r}: {body.get('state')} - {body.get('description', '')}"
+    elif path.endswith("/labels") and method == "POST":
+        names = body.get("labels", raw if isinstance(raw, list) else [])
+        yield "labels: " + ", ".join(str(name) for name in names)
+    elif "/labels/" in path and method == "DELETE":
+        yield "label removed"
+    elif path.endswith("/reactions"):
+        yield f"reaction: {body.get('content')}"
+    elif path.endswith("/dispatches"):
+        inputs = json.dumps(body.get("inputs") or {}, sort_keys=True)
+        yield f"workflow dispatch on {body.get('ref')}: {inputs}"
+    elif raw is not None:
+        yield json.dumps(raw, sort_keys=True)[:2000]
