@@ -60,6 +60,9 @@ class Pull:
     base_sha: str = "9" * 40
     head_repo: str | None = ""  # "": the base repository; None: a deleted fork; else the fork's name
     author: str = "octocat"
+    title: str | None = None  # None: the example's
+    head_ref: str | None = None  # None: the example's
+    merged: bool = False
 
 
 @dataclass
@@ -151,6 +154,7 @@ class GitHubEmulator:
         self.oauth_codes: dict[str, tuple[str, str, str]] = {}  # code -> (login, client id, redirect)
         self.user_tokens: dict[str, str] = {}  # user token -> login
         self.web_links = False  # True: github.com's addresses in answers point at this server's pages
+        self.stamped = False  # True: new comments carry the time they were made (else the example's)
         self.site: Callable[[Request], Response | None] | None = None  # those pages (the sandbox's)
         self._ids = itertools.count(1001)
         self._lock = threading.RLock()
@@ -159,6 +163,11 @@ class GitHubEmulator:
         self.base_url = ""
         self._routes = [(m, _compile(t), getattr(self, h)) for m, t, h in _ROUTES]
         self._web_routes = {(m, path): getattr(self, h) for m, path, h in _WEB_ROUTES}
+
+    @property
+    def lock(self) -> threading.RLock:
+        """Held while a request changes the state: hold it to read a consistent view."""
+        return self._lock
 
     # lifecycle
 
@@ -223,6 +232,7 @@ class GitHubEmulator:
         comment["performed_via_github_app"] = (
             None if app_id is None else {**github_data.rest_example("integration"), "id": app_id})
         comment["_issue"] = (repo, number)
+        self._stamp(comment)
         self.comments[comment_id] = comment
         return comment
 
@@ -251,6 +261,10 @@ class GitHubEmulator:
     def slow(self, method: str, path: str, seconds: float, times: int = 1) -> None:
         """Answer the next ``times`` matching requests ``seconds`` late (then as usual)."""
         self.faults.append(Fault(method.upper(), re.compile(path), 0, times, {}, {}, False, seconds))
+
+    def _stamp(self, comment: dict) -> None:
+        if self.stamped:
+            comment["created_at"] = comment["updated_at"] = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
     # what tests look at
 
@@ -505,7 +519,9 @@ class GitHubEmulator:
                 )
             return Response(pull.diff, 200, content_type="application/vnd.github.diff; charset=utf-8")
         body = _retarget(github_data.rest_example("pull-request"), state.full_name, pull.number)
-        body.update(number=pull.number, state=pull.state, draft=pull.draft)
+        body.update(number=pull.number, state=pull.state, draft=pull.draft, merged=pull.merged)
+        body["title"] = pull.title if pull.title is not None else body["title"]
+        body["head"]["ref"] = pull.head_ref if pull.head_ref is not None else body["head"]["ref"]
         body["head"]["sha"], body["base"]["ref"] = pull.head_sha, pull.base_ref
         body["base"]["sha"] = pull.base_sha
         body["user"] = {**body["user"], "login": pull.author}
@@ -592,6 +608,7 @@ class GitHubEmulator:
         comment["_issue"] = (state.full_name, pull.number)
         comment["user"] = {**comment["user"], **self._author(request)}
         comment["performed_via_github_app"] = self._app_of(request)
+        self._stamp(comment)
         self.comments[comment_id] = comment
         return _json(201, self._public(comment))
 

@@ -313,6 +313,17 @@ def _blob(text: str) -> str:
     return hashlib.sha1(b"blob %d\0" % len(data) + data, usedforsecurity=False).hexdigest()
 
 
+def slow_files() -> dict[str, str]:
+    """The files the slow commit changes, as it leaves them."""
+    return dict(HISTORY[_SLOW][1])
+
+
+def before_slow_files() -> dict[str, str]:
+    """The files the slow commit changes, as they were before it."""
+    before = _files_before(_SLOW)
+    return {path: before[path] for path in HISTORY[_SLOW][1]}
+
+
 def _files_before(index: int) -> dict[str, str]:
     files: dict[str, str] = {}
     for _, changed in HISTORY[:index]:
