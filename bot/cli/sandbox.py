@@ -27,7 +27,8 @@ def setup(subparsers) -> None:
     parser.add_argument("--dir", type=Path, default=DEFAULT_FOLDER, metavar="FOLDER",
                         help=f"the sandbox's folder, emptied at each start (default {DEFAULT_FOLDER})")
     parser.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
-    parser.add_argument("--port", type=int, default=8000, help="perfbot's port (default 8000)")
+    parser.add_argument("--port", type=int, default=8010,
+                        help="perfbot's port (default 8010: `make run` may hold 8000)")
     parser.add_argument("--github-port", type=int, default=None,
                         help="the GitHub stand-in's port (default: --port + 1)")
     parser.add_argument("--parallel", type=int, default=None, metavar="N",

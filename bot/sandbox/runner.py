@@ -72,11 +72,12 @@ class Runner:
 
     def __init__(self, standin: GitHubEmulator, repo: str, checkout: Path, folder: Path, config: Path,
                  send: Callable[[str, dict[str, Any]], object], workflow_run: Callable[..., dict[str, Any]],
-                 python: str = sys.executable, parallel: int = 1, merge_rounds: int = 1,
-                 can_measure: str | None = None, env: dict[str, str] | None = None):
+                 python: str = sys.executable, engine_python: str | None = None, parallel: int = 1,
+                 merge_rounds: int = 1, can_measure: str | None = None, env: dict[str, str] | None = None):
         self.standin, self.repo, self.checkout = standin, repo, checkout
         self.folder, self.config = folder, config
-        self.send, self.workflow_run, self.python = send, workflow_run, python
+        self.send, self.workflow_run = send, workflow_run
+        self.python, self.engine_python = python, engine_python or python  # perfbot's, and the engine's
         self.parallel, self.merge_rounds = parallel, merge_rounds
         self.env = dict(os.environ if env is None else env)
         self.cannot_measure = can_measure  # why no benchmark can run here (None: they can)
@@ -153,7 +154,7 @@ class Runner:
             return Measured(1, out, f"perfbot: {self.cannot_measure}\n", 0.0)
         command = [self.python, "-m", "bot", "bench", "run", "--repo", str(self.checkout), "--base", key.base,
                    "--head", key.head, "--repo-name", self.repo, "--config", str(self.config),
-                   "--python", self.python, "--out", str(out / "results.json"),
+                   "--python", self.engine_python, "--out", str(out / "results.json"),
                    *(["--rounds", key.rounds] if key.rounds else []),
                    *(["--max-rounds", key.max_rounds] if key.max_rounds else []),
                    *([] if key.profile else ["--no-profile"])]

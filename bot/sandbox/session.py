@@ -87,8 +87,8 @@ class SandboxError(UserError, RuntimeError):
 class Options:
     folder: Path
     host: str = "127.0.0.1"
-    port: int = 8000
-    github_port: int = 8001
+    port: int = 8010
+    github_port: int = 8011
     parallel: int = 1
     merge_rounds: int = 1
 
