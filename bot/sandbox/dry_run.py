@@ -9,6 +9,7 @@ something on GitHub is then described, one after another."""
 from __future__ import annotations
 
 import json
+import secrets
 import tempfile
 import uuid
 from collections.abc import Iterator
@@ -23,8 +24,6 @@ from bot.settings import Settings
 from . import hookshot, identity, sample
 from .github import GitHubEmulator, Recorded
 from .inprocess import InProcessBot
-
-SECRET = "perfbot-dry-run"
 
 
 class NotAPullRequest(UserError, ValueError):
@@ -43,18 +42,18 @@ def run(event: str, payload: dict[str, Any], body: bytes, *, diff: str | None = 
         config: str | None = None, timeout: float = 60.0) -> Outcome:
     """Deliver ``body`` (``payload``, as bytes) as ``event`` to a bot in this process and return
     what it wrote to the stand-in."""
-    key = identity.new_key()
+    key, secret = identity.new_key(), secrets.token_hex(16)
     standin = GitHubEmulator()
     identity.trust(standin, key)
     hold(standin, payload, diff if diff is not None else sample.slow_diff(), config)
     standin.start()
     try:
         with tempfile.TemporaryDirectory(prefix="perfbot-dry-run-") as folder:
-            settings = Settings(webhook_secrets=(SECRET,), app_id=identity.APP_ID,
+            settings = Settings(webhook_secrets=(secret,), app_id=identity.APP_ID,
                                 private_key=key.private_pem, github_api_url=standin.base_url)
             bot = InProcessBot(settings, Path(folder)).start()
             try:
-                headers = hookshot.headers(event, body, SECRET, str(uuid.uuid4()), payload=payload)
+                headers = hookshot.headers(event, body, secret, str(uuid.uuid4()), payload=payload)
                 answer = bot.deliver(body, headers)
                 finished = bot.wait_idle(timeout)
                 failures = bot.failures()

@@ -148,7 +148,7 @@ class GitHubEmulator:
         self.issued_tokens: list[str] = []
         self.app_id, self.app_public_key = app_id, app_public_key
         self.token_lifetime_s = token_lifetime_s
-        self.token_owner = "octocat"  # the person a personal token belongs to
+        self.token_owner = "octocat"  # nosec B105 - a login: the person a personal token belongs to
         self.diff_line_limit = diff_line_limit
         self.oauth_apps: dict[str, str] = {}  # client id -> client secret
         self.oauth_codes: dict[str, tuple[str, str, str]] = {}  # code -> (login, client id, redirect)
@@ -499,7 +499,7 @@ class GitHubEmulator:
         self.user_tokens[token] = grant[0]
         if self.tokens:
             self.tokens.add(token)
-        return _json(200, {"access_token": token, "token_type": "bearer", "scope": ""})
+        return _json(200, {"access_token": token, "token_type": "bearer", "scope": ""})  # nosec B105 - a kind
 
     # handlers: pulls and contents
 

@@ -36,14 +36,13 @@ class InProcessBot:
         return self
 
     def deliver(self, body: bytes, headers: dict[str, str]) -> Answer:
-        assert self.client is not None, "start() first"
-        answer = self.client.post("/webhook", data=body, headers=headers)
+        answer = self._client().post("/webhook", data=body, headers=headers)
         return Answer(answer.status_code, answer.status.partition(" ")[2], message(answer.get_data()))
 
     def wait_idle(self, timeout: float = 60.0) -> bool:
         """Until no stored delivery waits or runs and the queue is empty (False: not in ``timeout``)."""
-        assert self.runtime is not None, "start() first"
-        deliveries, queue = self.runtime.store.deliveries, self.runtime.queue
+        runtime = self._runtime()
+        deliveries, queue = runtime.store.deliveries, runtime.queue
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if "pending" not in deliveries.counts() and queue.pending() == 0:
@@ -53,9 +52,18 @@ class InProcessBot:
 
     def failures(self) -> list[str]:
         """The errors of the deliveries that failed."""
-        assert self.runtime is not None, "start() first"
-        failed = self.runtime.store.deliveries.failures(limit=20)
+        failed = self._runtime().store.deliveries.failures(limit=20)
         return [f"{f.event}: {f.error or f.failure}" for f in failed]
+
+    def _runtime(self) -> bootstrap.Runtime:
+        if self.runtime is None:
+            raise RuntimeError("start() first")
+        return self.runtime
+
+    def _client(self) -> FlaskClient:
+        if self.client is None:
+            raise RuntimeError("start() first")
+        return self.client
 
     def stop(self) -> None:
         if self.consumer is not None:

@@ -133,6 +133,10 @@ class Sandbox:
         return 0
 
     def start(self) -> None:
+        for port, option in ((self.options.port, "--port"), (self.options.github_port, "--github-port")):
+            if not _free(self.options.host, port):
+                raise SandboxError(f"{self.options.host}:{port} is in use (another perfbot?): choose another "
+                                   f"port with {option}")
         _fresh(self.folder)
         checkout = self.folder / "mini-engine"
         self.manifest = sample.build(checkout)
@@ -195,9 +199,6 @@ class Sandbox:
 
     def _serve(self) -> None:
         """`perfbot serve` in the folder, as the sandbox's App, until it answers /healthz."""
-        if not _free(self.options.host, self.options.port):
-            raise SandboxError(f"{self.options.host}:{self.options.port} is in use (another perfbot?): "
-                               "choose another port with --port")
         env = _child_env() | {
             "PERFBOT_WEBHOOK_SECRET": self.secret, "PERFBOT_APP_ID": str(identity.APP_ID),
             "PERFBOT_PRIVATE_KEY": self.key.private_pem, "PERFBOT_GITHUB_API_URL": self.standin.base_url,
