@@ -9,6 +9,7 @@ something on GitHub is then described, one after another."""
 from __future__ import annotations
 
 import json
+import re
 import secrets
 import tempfile
 import uuid
@@ -24,6 +25,8 @@ from bot.settings import Settings
 from . import hookshot, identity, sample
 from .github import GitHubEmulator, Recorded
 from .inprocess import InProcessBot
+
+REPO_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9-]{0,38}/[A-Za-z0-9._-]{1,100}")
 
 
 class NotAPullRequest(UserError, ValueError):
@@ -66,53 +69,52 @@ def run(event: str, payload: dict[str, Any], body: bytes, *, diff: str | None = 
 
 def hold(standin: GitHubEmulator, payload: dict[str, Any], diff: str, config: str | None) -> None:
     """Put the payload's repository and pull request on the stand-in, as GitHub would hold them."""
-    repository = payload.get("repository")
-    if not isinstance(repository, dict) or not isinstance(repository.get("full_name"), str):
-        raise NotAPullRequest("the payload names no repository (repository.full_name)")
-    repo, branch = repository["full_name"], str(repository.get("default_branch") or "main")
+    repository = _object(payload, "repository")
+    repo = repository.get("full_name")
+    if not isinstance(repo, str) or not REPO_NAME.fullmatch(repo):
+        raise NotAPullRequest("the payload names no repository (repository.full_name, OWNER/NAME)")
+    branch = _text(repository, "default_branch") or "main"
     pull, issue = _object(payload, "pull_request"), _object(payload, "issue")
     number = pull.get("number", issue.get("number"))
     state = standin.add_repo(repo, branch)
-    base = _sha(pull, "base") or sample.BEFORE_SLOW_SHA
-    head = _sha(pull, "head") or sample.SLOW_SHA
+    base = _text(_object(pull, "base"), "sha") or sample.BEFORE_SLOW_SHA
+    head = _text(_object(pull, "head"), "sha") or sample.SLOW_SHA
     state.branches[branch] = base
     state.parents.update({head: [base], base: []})
-    merge = pull.get("merge_commit_sha")
-    if isinstance(merge, str):
+    merge = _text(pull, "merge_commit_sha")
+    if merge:
         state.parents[merge] = [base]
     if config is not None:
         state.files[(branch, CONFIG_PATH)] = config
     standin.add_workflow(repo)
-    for who in _people(payload):
-        state.permissions[who] = "write"
-    if isinstance(number, int) and not isinstance(number, bool):
-        author = (pull.get("user") or issue.get("user") or {}).get("login") or "octocat"
+    for key in ("comment", "review", "sender"):
+        who = _login(payload, key)
+        if who:
+            state.permissions[who] = "write"
+    if isinstance(number, int) and not isinstance(number, bool) and number > 0:
+        author = _login(pull, "user") or _login(issue, "user") or "octocat"
         standin.add_pull(repo, number, head, diff, base_sha=base, base_ref=branch, author=author,
-                         state=str(pull.get("state") or "open"), draft=bool(pull.get("draft")))
-        comment = payload.get("comment")
-        if isinstance(comment, dict) and isinstance(comment.get("id"), int):
-            login = (comment.get("user") or {}).get("login") or "octocat"
-            standin.add_comment(repo, number, str(comment.get("body") or ""), login, comment_id=comment["id"])
+                         state=_text(pull, "state") or "open", draft=pull.get("draft") is True)
+        comment = _object(payload, "comment")
+        if isinstance(comment.get("id"), int):
+            login = _login(payload, "comment") or "octocat"
+            standin.add_comment(repo, number, _text(comment, "body") or "", login, comment_id=comment["id"])
 
 
-def _object(payload: dict[str, Any], key: str) -> dict[str, Any]:
-    found = payload.get(key)
+def _object(holder: dict[str, Any], key: str) -> dict[str, Any]:
+    found = holder.get(key)
     return found if isinstance(found, dict) else {}
 
 
-def _sha(pull: dict[str, Any], side: str) -> str | None:
-    found = (pull.get(side) or {}).get("sha")
+def _text(holder: dict[str, Any], key: str) -> str | None:
+    found = holder.get(key)
     return found if isinstance(found, str) and found else None
 
 
-def _people(payload: dict[str, Any]) -> Iterator[str]:
-    for key in ("comment", "review"):
-        item = payload.get(key)
-        if isinstance(item, dict) and isinstance((item.get("user") or {}).get("login"), str):
-            yield item["user"]["login"]
-    sender = payload.get("sender")
-    if isinstance(sender, dict) and isinstance(sender.get("login"), str):
-        yield sender["login"]
+def _login(holder: dict[str, Any], key: str) -> str | None:
+    """The login of ``holder[key]`` (a user, or an object with a user), if it has one."""
+    found = _object(holder, key)
+    return _text(found, "login") or _text(_object(found, "user"), "login")
 
 
 def describe(writes: list[Recorded]) -> Iterator[str]:

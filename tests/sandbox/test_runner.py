@@ -89,3 +89,26 @@ def test_a_measurement_prepared_ahead_answers_its_dispatch_and_a_pull_requests_r
     by_run = {f["run_id"]: f["measured"] for f in runner.finished}
     assert by_run[merge] is measured  # not measured again
     assert by_run[pull] is not measured and by_run[pull].folder != measured.folder
+
+
+def test_without_torch_every_run_ends_failed_and_says_why(git_builder, tmp_path):
+    sha = git_builder.commit("a", {"bench.sh": BENCH, "delay.txt": "0\n", "speed.txt": "1\n"})
+    standin = GitHubEmulator().start()
+    standin.add_repo(REPO, "master").branches["master"] = sha
+    standin.add_workflow(REPO)
+    sent = []
+    runner = Runner(standin, REPO, git_builder.root, tmp_path, tmp_path / "perfbot.yml",
+                    lambda e, p: sent.append((e, p)),
+                    lambda action, run: payloads.workflow_run(action, run, repo=REPO, installation_id=1),
+                    can_measure="the CPU suite needs torch").start()
+    try:
+        run_id = dispatch(standin, sha, sha, "pb-none")
+        assert wait_for(lambda: completed(sent) == [run_id], timeout=30), sent
+    finally:
+        runner.stop()
+        standin.stop()
+    assert standin.runs[run_id]["conclusion"] == "failure"
+    assert "the CPU suite needs torch" in standin.runs[run_id]["_log"]
+    [artifact] = standin.artifacts.values()
+    summary = zipfile.ZipFile(io.BytesIO(artifact["_zip"])).read("summary.md").decode()
+    assert summary == "No benchmark ran: the CPU suite needs torch\n"
