@@ -136,6 +136,7 @@ def test_dry_run_with_a_diff_and_a_config_of_ones_own(tmp_path, capsys):
     (["pull_request", "--pull-request", "0", "--dry-run"], "expected a pull request number, got 0"),
     (["pull_request", "--pull-request", "2"], "one of the arguments --to --dry-run is required"),
     (["pull_request", "--pull-request", "2", "--dry-run", "--to", "http://127.0.0.1:1/webhook"], "not allowed with"),
+    (["ping", "{file}", "--dry-run"], "the payload names no repository"),
 ])
 def test_mistakes_are_one_line_and_exit_2(tmp_path, capsys, args, message):
     payload = tmp_path / "payload.json"
