@@ -353,13 +353,29 @@ class Sandbox:
 
 
 def _fresh(folder: Path) -> None:
-    """``folder``, empty: made, or emptied when a previous sandbox left it (never another folder)."""
+    """``folder``, empty: made, or emptied when a previous sandbox left it (never another folder,
+    nor one a running sandbox uses)."""
+    marker = folder / MARKER
     if folder.exists() and any(folder.iterdir()):
-        if not (folder / MARKER).is_file():
+        if not marker.is_file():
             raise SandboxError(f"{folder}: exists and is no sandbox folder: choose another with --dir")
+        owner = marker.read_text().split()[0] if marker.read_text().strip() else ""
+        if owner.isdigit() and _running(int(owner)):
+            raise SandboxError(f"{folder}: a running perfbot sandbox (pid {owner}) uses it: choose another "
+                               "with --dir")
         shutil.rmtree(folder)
     folder.mkdir(parents=True, exist_ok=True)
-    (folder / MARKER).write_text("made by perfbot sandbox, emptied at its next start\n")
+    marker.write_text(f"{os.getpid()}\nmade by perfbot sandbox (its process id), emptied at its next start\n")
+
+
+def _running(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process
+        return True
+    return pid != os.getpid()
 
 
 def _revert(checkout: Path, manifest: dict[str, Any]) -> str:

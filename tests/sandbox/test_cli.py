@@ -3,6 +3,7 @@ folder that is not its own, a port in use or out of range."""
 
 from __future__ import annotations
 
+import os
 import socket
 
 import pytest
@@ -23,6 +24,14 @@ def test_a_folder_that_is_not_the_sandboxs_own_is_left_alone(tmp_path, capsys):
     err = refused(capsys, "--dir", str(tmp_path), "--port", str(free_port()), "--github-port", str(free_port()))
     assert "exists and is no sandbox folder: choose another with --dir" in err
     assert (tmp_path / "notes.txt").read_text() == "mine"
+
+
+def test_a_folder_a_running_sandbox_uses_is_left_alone(tmp_path, capsys):
+    (tmp_path / ".perfbot-sandbox").write_text(f"{os.getppid()}\nmade by perfbot sandbox\n")
+    (tmp_path / "perfbot.db").write_text("in use")
+    err = refused(capsys, "--dir", str(tmp_path), "--port", str(free_port()), "--github-port", str(free_port()))
+    assert f"a running perfbot sandbox (pid {os.getppid()}) uses it" in err
+    assert (tmp_path / "perfbot.db").read_text() == "in use"
 
 
 @pytest.mark.parametrize("option", ["--port", "--github-port"])
