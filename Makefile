@@ -10,7 +10,7 @@ STAMP        := $(call stamp,test,requirements/test.txt requirements/torch.txt)
 SERVER_STAMP := $(call stamp,server,requirements/server.txt)
 TOOLS_STAMP  := $(TOOLS)/.installed-$(shell cksum requirements/tools.txt | cut -d' ' -f1)
 
-.PHONY: install install-server test lint lint-workflows unit slow run bench lock audit clean mutation mutation-changed
+.PHONY: install install-server test test-all lint lint-workflows unit slow run sandbox bench lock audit clean mutation mutation-changed
 
 install: $(STAMP)
 
@@ -71,6 +71,12 @@ slow: install
 
 test: lint unit slow
 
+# Everything, skipping nothing: what the tests need beyond Python (PostgreSQL, Redis, npm for
+# GitHub's test data, Chromium) installed from Debian's packages and started as CI does; needs root
+# or password-less sudo. `make test` without them skips those tests and says so in one line.
+test-all:
+	tests/support/test_all.sh
+
 # Run the bot: webhook server + queue consumer on the embedded defaults (SQLite files here), on
 # HOST:PORT (`make run PORT=9000`, `HOST=0.0.0.0` to listen on every interface).
 # Needs PERFBOT_WEBHOOK_SECRET (and GitHub credentials to publish reviews): see docs/github-app.md.
@@ -78,6 +84,11 @@ HOST ?= 127.0.0.1
 PORT ?= 8000
 run: install-server
 	$(BIN)/perfbot serve --host $(HOST) --port $(PORT)
+
+# The whole bot on this machine against a stand-in for GitHub, with the sample engine's history
+# benchmarked on the CPU (torch: the test environment); see docs/github-app.md#try-it-locally.
+sandbox: install
+	$(BIN)/perfbot sandbox
 
 bench: install
 	$(BIN)/python benchmarks/bench_score.py

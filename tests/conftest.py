@@ -8,6 +8,9 @@ import pytest
 
 from tests.support.git_builder import IDENTITY, GitBuilder
 
+# A local run ends with one line for what it skipped, and how to run it.
+pytest_plugins = ["tests.support.skip_summary"]
+
 
 @pytest.fixture
 def git_builder(tmp_path, monkeypatch):

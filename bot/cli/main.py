@@ -26,6 +26,7 @@ VERBS = {
     "bisect": ("bot.cli.bisect", "find the commit of GOOD..BAD that made a benchmark slower"),
     "serve": ("bot.cli.serve", "run the webhook server (and the queue consumer)"),
     "deliver": ("bot.cli.deliver", "send a webhook payload to a perfbot server, signed as GitHub signs it"),
+    "sandbox": ("bot.cli.sandbox", "try the whole bot on this machine, against a stand-in for GitHub"),
     "worker": ("bot.cli.serve", "run the queue consumer only"),
 }
 

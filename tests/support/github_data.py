@@ -8,10 +8,11 @@ import functools
 import json
 import os
 import subprocess
-from datetime import UTC, datetime
 from pathlib import Path
 
 import jsonschema
+
+from bot.sandbox import examples, payloads
 
 ROOT = Path(__file__).resolve().parents[2]
 FETCH_SCRIPT = Path(__file__).with_name("fetch_github_data.sh")
@@ -94,133 +95,71 @@ def example(event: str, action: str | None = None, index: int = 0) -> dict:
     return passing[index]
 
 
-# Payloads the examples lack, derived from official ones and validated against GitHub's schema.
+# Payloads the examples lack: the product's builders (bot/sandbox/payloads.py), each checked here
+# against GitHub's schema of its event.
 
 
-def pull_request(
-    action: str,
-    *,
-    head_sha: str | None = None,
-    number: int | None = None,
-    repo: str | None = None,
-    installation_id: int | None = None,
-    **changes,
-) -> dict:
-    base = copy.deepcopy(example("pull_request", "opened"))
-    payload = _retarget(base, head_sha, number, repo, installation_id)
-    payload["action"] = action
-    pr = payload["pull_request"]
-    for side in ("base", "head"):  # newer schemas require it; the 2019-era example predates it
-        pr[side]["repo"].setdefault("has_discussions", False)
-    if action == "synchronize":
-        payload["before"], payload["after"] = "0" * 40, pr["head"]["sha"]
-    elif action == "edited":
-        payload["changes"] = changes.get("changes") or {
-            "base": {"ref": {"from": "old-base"}, "sha": {"from": "1" * 40}}
-        }
-    elif action == "closed":
-        merged = changes.get("merged", True)
-        pr.update(
-            state="closed",
-            closed_at="2026-11-30T01:00:00Z",
-            merged=merged,
-            merged_at="2026-11-30T01:00:00Z" if merged else None,
-            merge_commit_sha="c" * 40 if merged else None,
-        )
-        if merged:
-            pr["merged_by"] = copy.deepcopy(pr["user"])
-    return valid("pull_request", payload)
+def pull_request(action: str, **kw) -> dict:
+    return valid("pull_request", payloads.pull_request(action, **kw))
 
 
-def _retarget(payload: dict, head_sha, number, repo, installation_id) -> dict:
-    pr = payload["pull_request"]
-    if head_sha:
-        pr["head"]["sha"] = head_sha
-    if installation_id is not None:
-        payload["installation"] = {
-            "id": installation_id,
-            "node_id": "MDIzOkludGVncmF0aW9uSW5zdGFsbGF0aW9uMQ==",
-        }
-    text = json.dumps(payload)
-    if repo:
-        text = text.replace("Codertocat/Hello-World", repo)
-    if number is not None:
-        text = (
-            text.replace(f"/pulls/{pr['number']}", f"/pulls/{number}")
-            .replace(f"/pull/{pr['number']}", f"/pull/{number}")
-            .replace(f"/issues/{pr['number']}", f"/issues/{number}")
-        )
-    payload = json.loads(text)
-    if number is not None:
-        payload["number"] = payload["pull_request"]["number"] = number
-    return payload
+def installation_event(event: str, action: str) -> dict:
+    return valid(event, payloads.installation_event(event, action))
 
 
-def installation_event(event: str, action: str, index: int = 0) -> dict:
-    """An official `installation`/`installation_repositories` example, brought up to the current
-    schema (timestamps as ISO strings, ``app_slug``), then validated."""
-    found = [p for p in webhook_examples(event) if p.get("action") == action][index]
-    inst = found["installation"]
-    for key in ("created_at", "updated_at"):
-        if isinstance(inst.get(key), int):
-            inst[key] = datetime.fromtimestamp(inst[key], UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-    inst.setdefault("app_slug", "perfbot")
-    if event == "installation_repositories":
-        inst.setdefault("suspended_by", None)
-        inst.setdefault("suspended_at", None)
-        found.setdefault("requester", None)
-    return valid(event, found)
+def issue_comment(body: str, **kw) -> dict:
+    return valid("issue_comment", payloads.issue_comment(body, **kw))
 
 
-def issue_comment(body: str, *, number: int, repo: str, installation_id: int, login: str,
-                  comment_id: int, user_type: str = "User", on_pull_request: bool = True,
-                  app_id: int | None = None) -> dict:
-    """A comment ``created`` on pull request (or issue) ``number``, from the official example."""
-    payload = copy.deepcopy(next(p for p in webhook_examples("issue_comment")
-                                 if p.get("action") == "created" and p.get("installation")))
-    payload = json.loads(json.dumps(payload).replace("Codertocat/Hello-World", repo))
-    payload["installation"]["id"] = installation_id
-    issue, comment = payload["issue"], payload["comment"]
-    issue["number"] = number
-    if on_pull_request:
-        url = f"https://api.github.com/repos/{repo}/pulls/{number}"
-        issue["pull_request"] = {"url": url, "html_url": f"https://github.com/{repo}/pull/{number}",
-                                 "diff_url": f"https://github.com/{repo}/pull/{number}.diff",
-                                 "patch_url": f"https://github.com/{repo}/pull/{number}.patch", "merged_at": None}
-    comment.update(id=comment_id, body=body)
-    comment["user"] = {**comment["user"], "login": login, "type": user_type}
-    if app_id is not None:
-        comment["performed_via_github_app"] = {**copy.deepcopy(_app_example()), "id": app_id}
-    return valid("issue_comment", payload)
+def pull_request_review(body: str, **kw) -> dict:
+    return valid("pull_request_review", payloads.pull_request_review(body, **kw))
 
 
-def pull_request_review(body: str, *, number: int, repo: str, installation_id: int, login: str,
-                        review_id: int) -> dict:
-    """A review ``submitted`` with ``body``, from the official example, brought up to the current schema."""
-    payload = next(p for p in map(_with_discussions, webhook_examples("pull_request_review"))
-                   if p.get("action") == "submitted" and not schema_errors("pull_request_review", p))
-    payload = json.loads(json.dumps(payload).replace("Codertocat/Hello-World", repo))
-    payload["installation"] = {"id": installation_id, "node_id": "MDIzOkludGVncmF0aW9uSW5zdGFsbGF0aW9uMQ=="}
-    payload["pull_request"]["number"] = number
-    payload["review"].update(id=review_id, body=body)
-    payload["review"]["user"] = {**payload["review"]["user"], "login": login, "type": "User"}
-    return valid("pull_request_review", payload)
+def workflow_run(action: str, run: dict, **kw) -> dict:
+    return valid("workflow_run", payloads.workflow_run(action, run, **kw))
 
 
-def workflow_run(action: str, run: dict, *, repo: str, installation_id: int) -> dict:
-    """A `workflow_run` event for ``run`` (as the REST API describes it), from the official example."""
-    payload = copy.deepcopy(example("workflow_run", "completed"))
-    payload = json.loads(json.dumps(payload).replace("octo-org/octo-repo", repo))
-    payload["action"] = action
-    payload["installation"] = {"id": installation_id, "node_id": "MDIzOkludGVncmF0aW9uSW5zdGFsbGF0aW9uMQ=="}
-    keys = ("id", "display_title", "event", "path", "status", "conclusion", "run_attempt", "html_url", "head_sha",
-            "head_branch")
-    payload["workflow_run"].update({key: run[key] for key in keys})
-    payload["workflow_run"]["path"] = run["path"].split("@")[0]
-    if action != "completed":
-        payload["workflow_run"].update(status="in_progress" if action == "in_progress" else "queued", conclusion=None)
-    return valid("workflow_run", payload)
+# The copy of GitHub's examples that the product carries (bot/sandbox/github_examples.json).
 
+VENDORED_REST = (
+    "artifact", "branch-get", "check-run-example-of-completed-conclusion", "commit",
+    "content-file-response-if-content-is-a-file", "diff-entry-items", "full-repository", "installation-token",
+    "integration", "issue-comment", "label-items",
+    "private-user-response-with-public-and-private-profile-information", "pull-request", "reaction",
+    "repository-collaborator-permission-response-if-user-has-admin-permissions", "status", "workflow-run",
+)
+
+
+def vendored() -> dict:
+    """What bot/sandbox/github_examples.json must hold: the REST examples the stand-in answers
+    with, and the webhook examples the payload builders start from (each the one the builders
+    above always took: the first of its kind that passes GitHub's schema)."""
+    def first(event: str, action: str | None, test=lambda p: True) -> dict:
+        return next(p for p in webhook_examples(event)
+                    if (action is None or p.get("action") == action) and test(p) and not schema_errors(event, p))
+
+    review = next(p for p in map(_with_discussions, webhook_examples("pull_request_review"))
+                  if p.get("action") == "submitted" and not schema_errors("pull_request_review", p))
+    comment = next(p for p in webhook_examples("issue_comment") if p.get("action") == "created" and p.get("installation"))
+    webhooks = {
+        "pull_request.opened": first("pull_request", "opened"),
+        "issue_comment.created": comment,
+        "pull_request_review.submitted": review,
+        "workflow_run.completed": first("workflow_run", "completed"),
+        "check_run": first("check_run", None),
+        "installation.created": [p for p in webhook_examples("installation") if p.get("action") == "created"][0],
+        "installation_repositories.added":
+            [p for p in webhook_examples("installation_repositories") if p.get("action") == "added"][0],
+    }
+    sources = {name: (ensure() / f"{name}.source").read_text().strip()
+               for name in ("rest-openapi.json", "webhooks-examples.json")}
+    return {"sources": sources, "rest": {name: rest_example(name) for name in VENDORED_REST}, "webhooks": webhooks}
+
+
+def write_vendored() -> Path:
+    examples.DATA.write_text(json.dumps(vendored(), indent=1, sort_keys=True, ensure_ascii=False) + "\n",
+                             encoding="utf-8")
+    return examples.DATA
 
 
 def _with_discussions(payload: dict) -> dict:
@@ -230,6 +169,9 @@ def _with_discussions(payload: dict) -> dict:
     return payload
 
 
-def _app_example() -> dict:
-    """A GitHub App as webhooks describe one (from the official `check_run` example)."""
-    return copy.deepcopy(example("check_run")["check_run"]["app"])
+if __name__ == "__main__":
+    import sys
+
+    if sys.argv[1:] != ["--vendor"]:
+        sys.exit("usage: python -m tests.support.github_data --vendor")
+    print(f"wrote {write_vendored()}")

@@ -1,0 +1,135 @@
+"""`perfbot sandbox` end to end, as a new user runs it: the command as a process, its addresses
+printed; the pull request's thread carries the bot's risk review; the dashboard's history holds
+one point per replayed merge, each the number its benchmark measured, with the slow commit's
+merge as the change point; a `/bench` written on the thread comes back with a verdict; Ctrl-C
+stops everything. Screenshots of the thread and the dashboard go to the test's folder, and to
+docs/images with PERFBOT_UPDATE_SCREENSHOTS=1."""
+
+from __future__ import annotations
+
+import glob
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import threading
+import time
+from pathlib import Path
+
+import pytest
+import requests
+
+from bot.sandbox import sample
+from tests.support.missing import importorskip, skip_or_fail
+from tests.support.serving import PERFBOT, alive, children, environment, free_port, wait_for
+
+pytestmark = pytest.mark.slow
+DOCS_IMAGES = Path(__file__).resolve().parents[2] / "docs" / "images"
+CHROMIUM = "/usr/bin/chromium"
+REPO = "sandbox/mini-engine"
+
+
+class Output:
+    """The sandbox's output, read as it comes."""
+
+    def __init__(self, process: subprocess.Popen):
+        self.lines: list[str] = []
+        self.thread = threading.Thread(target=self._read, args=(process,), daemon=True)
+        self.thread.start()
+
+    def _read(self, process):
+        for line in process.stdout:
+            self.lines.append(line.rstrip("\n"))
+
+    def wait(self, start: str, timeout: float) -> str:
+        assert wait_for(lambda: any(line.startswith(start) for line in self.lines), timeout, interval=0.2), \
+            "\n".join(self.lines)
+        return next(line for line in self.lines if line.startswith(start))
+
+    def address(self, start: str, timeout: float) -> str:
+        return re.search(r"http://\S+", self.wait(start, timeout))[0]
+
+
+def test_the_sandbox_shows_the_review_a_filled_dashboard_and_a_bench_round_trip(tmp_path):
+    importorskip("torch")
+    folder = tmp_path / "sandbox"
+    process = subprocess.Popen([*PERFBOT, "sandbox", "--dir", str(folder), "--port", str(free_port()),
+                                "--github-port", str(free_port())], cwd=tmp_path, env=environment(),
+                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    output, started = Output(process), time.monotonic()
+    try:
+        thread = output.address("Pull request #11, as the bot wrote it:", 300)
+        dashboard = output.address("Dashboard:", 10)
+        commented = time.monotonic() - started
+        page = requests.get(thread, timeout=10).text
+        assert "perfbot[bot]</strong>" in page and "<h3>🔴 Performance risk: <strong>high</strong> (81/100)</h3>" in page
+        assert "<strong>Top reasons</strong>" in page and "NCCL communicator wrapper" in page
+
+        output.wait("History filled:", 1800)
+        filled = time.monotonic() - started
+        assert_the_history_is_the_merges_measured(dashboard, folder)
+        merges = requests.get(f"{dashboard}api/v1/merges", timeout=10).json()["items"]
+        assert {m["number"] for m in merges} == set(range(1, 11))
+
+        answer = requests.post(f"{thread}/comments", data={"body": "/bench"}, timeout=10)
+        assert answer.status_code == 200 and "<p>/bench</p>" in answer.text  # back on the thread, with it
+        assert wait_for(lambda: "Benchmark verdict:" in requests.get(thread, timeout=10).text, 900, interval=2), \
+            "\n".join(output.lines)
+        page = requests.get(thread, timeout=10).text
+        assert "Benchmark verdict: 🔴 regression</strong>" in page and "requested by <code>Codertocat</code>" in page
+        benched = time.monotonic() - started
+        take_screenshots(thread, dashboard, tmp_path)
+    finally:
+        left = children(process.pid)
+        process.send_signal(signal.SIGINT)
+        process.wait(120)
+    output.thread.join(10)
+    print("\n".join(output.lines))
+    print(f"bot's comment after {commented:.0f} s, history filled after {filled:.0f} s, "
+          f"/bench back after {benched:.0f} s")
+    assert process.returncode == 0 and output.lines[-1] == "perfbot sandbox: stopped"
+    assert wait_for(lambda: not any(alive(pid) for pid in left), timeout=30), left
+
+
+def assert_the_history_is_the_merges_measured(dashboard: str, folder: Path) -> None:
+    """The points are the merge commits, in merge order, each valued as its results file says
+    (one round per side: the head's round), and the change point is the slow commit's merge."""
+    history = requests.get(f"{dashboard}api/v1/history", params={"repo": REPO, "suite": "verify-step",
+                                                                  "metric": "cycle_ms"}, timeout=10).json()
+    measured = {}
+    for path in glob.glob(str(folder / "run-*" / "results.json")):
+        results = json.loads(Path(path).read_text())
+        [head_round] = [r for r in results["rounds"] if r["side"] == "head"]
+        measured[results["head"]["sha"]] = head_round["metrics"]["cycle_ms"]
+    commits = [c["sha"] for c in sample.build(folder.parent / "again")["commits"]]
+    points = history["points"]
+    assert [p["sha"] for p in points][:9] == commits[1:]  # then the revert
+    assert len(points) == 10
+    for point in points:
+        assert point["value"] == pytest.approx(measured[point["sha"]], rel=1e-9)
+    [change] = history["change_points"]
+    assert (change["sha_after"], change["direction"]) == (sample.SLOW_SHA, "regression")
+    assert [s["number"] for s in change["suspects"]] == [6]
+
+
+def take_screenshots(thread: str, dashboard: str, tmp_path: Path) -> None:
+    sync_api = importorskip("playwright.sync_api")
+    if not Path(CHROMIUM).exists():
+        skip_or_fail(f"{CHROMIUM} is missing (apt-get install chromium)")
+    shots = {"sandbox-thread": (thread, True),
+             "sandbox-history": (f"{dashboard}history?repo={REPO}&suite=verify-step&metric=cycle_ms", True)}
+    with sync_api.sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, headless=True,
+                                             args=["--no-sandbox", "--disable-gpu", "--no-first-run"])
+        page = browser.new_page(viewport={"width": 1280, "height": 900})
+        for name, (url, full) in shots.items():
+            page.goto(url)
+            page.wait_for_load_state("networkidle")
+            path = tmp_path / f"{name}.png"
+            page.screenshot(path=str(path), full_page=full)
+            assert path.stat().st_size > 10_000, "an empty screenshot"
+            if os.environ.get("PERFBOT_UPDATE_SCREENSHOTS") == "1":
+                shutil.copy(path, DOCS_IMAGES / path.name)
+        browser.close()
