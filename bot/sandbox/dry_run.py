@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from bot.core.config.schema import CONFIG_PATH
+from bot.core.config import CONFIG_PATH
 from bot.errors import UserError
 from bot.settings import Settings
 

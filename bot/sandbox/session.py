@@ -36,7 +36,7 @@ from typing import Any
 from urllib import request as urlrequest
 
 import bot
-from bot.core.config.schema import CONFIG_PATH
+from bot.core.config import CONFIG_PATH
 from bot.errors import UserError
 
 from . import hookshot, identity, payloads, sample
