@@ -30,7 +30,7 @@ from bot.service.records import ArtifactRef, WorkflowRun
 from bot.settings import Settings
 
 from .github_budget import WriteBudget
-from .github_errors import APP, INSTALLATION_TOKEN, PERSONAL_TOKEN, Answer, answer, translating
+from .github_errors import BY_APP, BY_INSTALLATION, BY_PERSONAL, Answer, answer, translating
 
 DIFF_MEDIA_TYPE = "application/vnd.github.diff"
 _TOO_LARGE = (Answer.NOT_ACCEPTABLE, Answer.INVALID)  # what GitHub answers when a diff is too big to render
@@ -138,7 +138,7 @@ class PyGithubFactory(GitHubFactory):
         with self._lock:
             known = self._bot_login
         if known is None:
-            with translating("reading the App", APP):
+            with translating("reading the App", BY_APP):
                 slug = integration.get_app().slug
             known = f"{slug}[bot]"
             with self._lock:
@@ -154,7 +154,7 @@ class PyGithubFactory(GitHubFactory):
             # here, so that a refusal says whose: the App's (its id or key) or the installation's.
             github = integration.get_github_for_installation(installation_id)
             auth = github.requester.auth
-            with translating("asking for an installation token", APP):
+            with translating("asking for an installation token", BY_APP):
                 try:
                     if auth is not None:
                         auth.token  # noqa: B018 - the property asks GitHub for the token
@@ -209,7 +209,7 @@ class PyGithubClient(GitHub):
     @property
     def _whose(self) -> str:
         """Whose credentials this client's requests carry (what a 401 to them means)."""
-        return INSTALLATION_TOKEN if self.app_mode else PERSONAL_TOKEN
+        return BY_INSTALLATION if self.app_mode else BY_PERSONAL
 
     def _repo(self, repo: str) -> GhRepository:
         return self.github.get_repo(repo)

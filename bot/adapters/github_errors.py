@@ -69,9 +69,9 @@ def answer(error: BaseException) -> Answer | None:
 
 # Whose credentials a request carried: the App's own (its id and key sign a JWT), an installation
 # token of the App, or the token of PERFBOT_GITHUB_TOKEN.
-APP = "the App's credentials"
-INSTALLATION_TOKEN = "the App's installation token"
-PERSONAL_TOKEN = "PERFBOT_GITHUB_TOKEN"
+BY_APP = "the App's credentials"
+BY_INSTALLATION = "the App's installation token"
+BY_PERSONAL = "PERFBOT_GITHUB_TOKEN"
 
 
 def _never() -> bool:
@@ -85,7 +85,7 @@ def _unauthorized(error: GithubException, what: str, whose: str, renew: Renew = 
     """What GitHub's 401 to ``whose`` credentials means. An installation token may have expired or
     been revoked early: ``renew`` drops it and says whether the next attempt will ask for a new one
     (a transient failure); otherwise the credentials are refused for good."""
-    if whose == APP:
+    if whose == BY_APP:
         return BadCredentials(f"GitHub refused {whose} (401 {_message(error)}): check "
                               "PERFBOT_APP_ID and PERFBOT_PRIVATE_KEY")
     if renew():

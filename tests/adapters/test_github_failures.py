@@ -16,7 +16,7 @@ from cryptography.hazmat.primitives.asymmetric import rsa
 from github import GithubException, RateLimitExceededException
 
 from bot.adapters.github_client import PyGithubClient, PyGithubFactory, retry_policy
-from bot.adapters.github_errors import APP, PERSONAL_TOKEN, translated
+from bot.adapters.github_errors import BY_APP, BY_PERSONAL, translated
 from bot.adapters.store.sql import SqlStore
 from bot.core.checks import Check
 from bot.service import failures
@@ -243,14 +243,14 @@ _RATE_LIMITED = RateLimitExceededException(403, {"message": "API rate limit exce
     (KeyError("number"), None, None),
 ], ids=lambda v: getattr(v, "status", None) or type(v).__name__ if isinstance(v, Exception) else None)
 def test_each_of_githubs_answers_has_one_kind_wherever_no_request_knows_better(error, kind, retry_after):
-    found = translated(error, "reading", PERSONAL_TOKEN)
+    found = translated(error, "reading", BY_PERSONAL)
     assert type(found) is kind if kind is not None else found is None
     assert getattr(found, "retry_after", None) == retry_after
 
 
 def test_a_401_is_decided_by_whose_credentials_github_refused():
     refused = GithubException(401, {"message": "Bad credentials"}, {})
-    assert "PERFBOT_GITHUB_TOKEN" in str(translated(refused, "pull", PERSONAL_TOKEN))
-    assert "PERFBOT_PRIVATE_KEY" in str(translated(refused, "reading the App", APP))
-    renewed = translated(refused, "pull", PERSONAL_TOKEN, renew=lambda: True)
+    assert "PERFBOT_GITHUB_TOKEN" in str(translated(refused, "pull", BY_PERSONAL))
+    assert "PERFBOT_PRIVATE_KEY" in str(translated(refused, "reading the App", BY_APP))
+    renewed = translated(refused, "pull", BY_PERSONAL, renew=lambda: True)
     assert type(renewed) is failures.Transient and "new one" in str(renewed)
