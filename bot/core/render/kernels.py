@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from bot.core.judge.profile import FamilyTime, KernelChange, ProfileDiff, short_name, summary
 from bot.core.judge.quantities import number
-from bot.core.render.markdown import code, escape_md
+from bot.core.render.markdown import code, escape_html_text, escape_md
 from bot.core.text import clip, printable
 
 MAX_KERNEL_ROWS = 25
@@ -21,7 +21,7 @@ def kernels_markdown(d: ProfileDiff) -> str:
     """``<details>``: the summary line, the families' time per step, the kernels that changed."""
     device = "GPU kernels" if d.head.device == "cuda" else "CPU operators"
     lines = [f"<details><summary>Kernels ({device}, one profiled pass per side, not timed): "
-             f"{escape_md(summary(d))}</summary>", "",
+             f"{escape_html_text(summary(d))}</summary>", "",
              f"Profiled after the timed rounds: {escape_md(clip(d.head.what, 100))}, base "
              f"{d.base.steps} and head {d.head.steps} steps; a step took base {_us(d.base.span_us())} → "
              f"head {_us(d.head.span_us())} under the profiler.", "",

@@ -10,6 +10,7 @@ code spans, which GitHub neither links nor reads mentions in."""
 
 from __future__ import annotations
 
+import html
 import re
 from collections.abc import Iterable
 
@@ -41,6 +42,19 @@ def escape_md(text: str) -> str:
         parts += [_MD_SPECIAL.sub(r"\\\1", text[prose:start]), f"`{text[start:end]}`"]
         prose = end
     parts.append(_MD_SPECIAL.sub(r"\\\1", text[prose:]))
+    return "".join(parts)
+
+
+def escape_html_text(text: str) -> str:
+    """Untrusted text as inert text inside raw HTML (a ``<summary>``, where GitHub renders no
+    Markdown, so a backslash escape would show as a backslash): HTML-escaped, on one line, with
+    what GitHub would link or notify in ``<code>``."""
+    text = _one_line(text)
+    parts, prose = [], 0
+    for start, end in _linkish(text):
+        parts += [html.escape(text[prose:start], quote=False), f"<code>{html.escape(text[start:end])}</code>"]
+        prose = end
+    parts.append(html.escape(text[prose:], quote=False))
     return "".join(parts)
 
 

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bot.core.render.markdown import code, code_block, escape_md, fit
+from bot.core.render.markdown import code, code_block, escape_html_text, escape_md, fit
 from bot.core.text import printable
 
 UNSEEN_CATEGORIES = {"Cc", "Cf", "Cs", "Zl", "Zp"}
@@ -129,3 +129,41 @@ def test_no_line_can_close_a_code_block_early(text):
     assert block.endswith("\n" + fence) and len(fence) >= 3
     assert not any(re.fullmatch(f" {{0,3}}`{{{len(fence)},}} *", line) for line in inner)
     assert not any(unicodedata.category(c) in UNSEEN_CATEGORIES for c in "".join(inner))
+
+
+@settings(max_examples=400, deadline=None)
+@given(hostile)
+def test_text_in_raw_html_reads_as_the_visible_input_with_no_backslash_and_nothing_active(text):
+    """Inside a ``<summary>`` GitHub renders no Markdown: a backslash escape would show. The text
+    parsed as HTML reads as the visible input; it opens no element but the code spans that hold
+    what would link or notify, and no entity but the escapes of <, > and &."""
+    from html.parser import HTMLParser
+
+    escaped = escape_html_text(text)
+
+    class Reader(HTMLParser):
+        def __init__(self) -> None:
+            super().__init__(convert_charrefs=True)
+            self.seen, self.tags, self.in_code, self.prose = [], [], False, []
+
+        def handle_starttag(self, tag, attrs):
+            self.tags.append((tag, attrs))
+            self.in_code = True
+
+        def handle_endtag(self, tag):
+            self.in_code = False
+
+        def handle_data(self, data):
+            self.seen.append(data)
+            if not self.in_code:
+                self.prose.append(data)
+
+    reader = Reader()
+    reader.feed(escaped)
+    reader.close()
+    assert all(tag == ("code", []) for tag in reader.tags)
+    assert "".join(reader.seen) == printable(visible(text))
+    prose = "".join(reader.prose)
+    assert not MENTION.search(prose) and not LINK.search(prose)
+    assert "\n" not in escaped
+    assert re.fullmatch(r"(?:[^&]|&(?:lt|gt|amp);)*", escaped)
