@@ -52,7 +52,7 @@ def escape_html_text(text: str) -> str:
     text = _one_line(text)
     parts, prose = [], 0
     for start, end in _linkish(text):
-        parts += [html.escape(text[prose:start], quote=False), f"<code>{html.escape(text[start:end])}</code>"]
+        parts += [html.escape(text[prose:start], quote=False), f"<code>{html.escape(text[start:end], quote=False)}</code>"]
         prose = end
     parts.append(html.escape(text[prose:], quote=False))
     return "".join(parts)
