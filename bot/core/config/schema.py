@@ -220,9 +220,6 @@ class WatchConfig(_Strict):
     issue: bool = Field(
         default=False, description="Also open an issue for each confirmed culprit (one per regression, "
                                    "updated rather than duplicated).")
-    max_commits: Annotated[int, Field(ge=2, le=10_000)] = Field(
-        default=512, description="The most commits between the good and the bad point that are bisected; "
-                                 "a longer span is shown but not bisected.")
 
 
 class BenchConfig(_Strict):

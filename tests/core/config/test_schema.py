@@ -182,14 +182,13 @@ def test_reaches_is_the_vocabulary_s_order_with_never_reaching_nothing():
 def test_the_budget_and_watch_keys_have_defaults_and_say_what_is_wrong():
     bench = config.load("").bench
     assert (bench.dispatch.budget, bench.dispatch.run_minutes) == (240, 5.0)
-    assert (bench.watch.bisect, bench.watch.issue, bench.watch.max_commits) == (True, False, 512)
+    assert (bench.watch.bisect, bench.watch.issue) == (True, False)
     assert config.load("bench:\n  dispatch: {budget: unlimited}\n").bench.dispatch.budget == "unlimited"
     assert config.load("bench:\n  dispatch: {budget: 0}\n").bench.dispatch.budget == 0
     found = problems("bench:\n  dispatch:\n    budget: lots\n    run_minutes: 0\n"
-                     "  watch:\n    bisekt: true\n    max_commits: 1\n    issue: maybe\n")
+                     "  watch:\n    bisekt: true\n    issue: maybe\n")
     assert [p.split(":")[0] for p in found] == [
-        "bench.dispatch.budget", "bench.dispatch.run_minutes", "bench.watch.issue",
-        "bench.watch.max_commits", "bench.watch.bisekt"]
+        "bench.dispatch.budget", "bench.dispatch.run_minutes", "bench.watch.issue", "bench.watch.bisekt"]
     assert "or 'unlimited', not 'lots'" in found[0]
 
 
