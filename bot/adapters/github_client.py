@@ -379,6 +379,25 @@ class PyGithubClient(GitHub):
         return data["id"]
 
     @classified
+    def comment_on_commit(self, repo: str, sha: str, body: str) -> str:
+        self.budget.take()
+        _, data = self.github.requester.requestJsonAndCheck(
+            "POST", f"{self._repo(repo).url}/commits/{sha}/comments", input={"body": body})
+        return data.get("html_url") or ""
+
+    @classified
+    def upsert_issue(self, repo: str, number: int | None, title: str, body: str) -> int:
+        self.budget.take()
+        url = f"{self._repo(repo).url}/issues"
+        if number is None:
+            _, data = self.github.requester.requestJsonAndCheck(
+                "POST", url, input={"title": title, "body": body})
+        else:
+            _, data = self.github.requester.requestJsonAndCheck(
+                "PATCH", f"{url}/{number}", input={"title": title, "body": body})
+        return data["number"]
+
+    @classified
     def default_branch(self, repo: str) -> tuple[str, str]:
         url = self._repo(repo).url
         _, data = self.github.requester.requestJsonAndCheck("GET", url)

@@ -8,7 +8,7 @@ from __future__ import annotations
 import hashlib
 from dataclasses import asdict, fields
 
-from sqlalchemy import func, select, text, update
+from sqlalchemy import func, or_, select, text, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
@@ -17,7 +17,7 @@ from bot.service.ports.store import SeriesRow, Spending, Watch
 from bot.service.records import RegressionCase
 
 from .database import Database, now, utc
-from .tables import BenchResultRow, GpuSpendRow, MetricPointRow, RegressionCaseRow
+from .tables import BenchResultRow, GpuSpendRow, MergeRow, MetricPointRow, RegressionCaseRow
 
 _COLUMNS = {f.name for f in fields(RegressionCase)}
 _FIXED = {"key", "repo", "suite", "metric", "good_sha", "bad_sha", "source", "detected_at", "state"}
@@ -107,6 +107,15 @@ class SqlWatch(Watch):
             query = query.where(RegressionCaseRow.repo.in_(sorted(repos)))
         with self.db.session() as session:
             return [_record(row) for row in session.scalars(query)]
+
+    def merge_of(self, repo, sha) -> tuple[int, str | None] | None:
+        query = (select(MergeRow.number, MergeRow.url, MergeRow.merge_sha)
+                 .where(MergeRow.repo == repo, or_(MergeRow.merge_sha == sha, MergeRow.head_sha == sha))
+                 .order_by(MergeRow.id))
+        with self.db.session() as session:
+            found = session.execute(query).all()
+        best = next((row for row in found if row.merge_sha == sha), found[0] if found else None)
+        return None if best is None else (best.number, best.url)
 
     def series(self, repo, suite, metric) -> list[SeriesRow]:
         point = MetricPointRow

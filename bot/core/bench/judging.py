@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from bot.core.bench.artifact import Artifact
+from bot.core.judge import envdiff
 from bot.core.judge import results as results_file
 from bot.core.judge import stats
 from bot.core.render import compare as render_compare
@@ -115,4 +116,13 @@ def judge_suite(loaded: results_file.Results, subject: str = "This PR") -> Suite
         markdown=render_compare.compare_markdown(loaded, comparison, subject=subject),
         headline_metric=first.name if first else None,
         headline_change=first.change if first else None,
-        comparison=comparison.to_dict(), points=points)
+        comparison={**comparison.to_dict(), "fingerprints": _fingerprints(loaded)}, points=points)
+
+
+def _fingerprints(loaded: results_file.Results) -> dict[str, dict[str, str]]:
+    """Each side's environment fingerprint, flattened to text: kept with the comparison, so that a
+    bisect that no longer reproduces a regression can show the original run's environment beside
+    today's."""
+    return {side: {key: clip(printable(str(value)), 200)
+                   for key, value in list(envdiff.flatten(loaded.revision(side).fingerprint).items())[:400]}
+            for side in ("base", "head")}

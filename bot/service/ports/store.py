@@ -341,6 +341,10 @@ class Watch(ABC):
         """The newest cases of ``repos`` (None: any), newest first."""
 
     @abstractmethod
+    def merge_of(self, repo: str, sha: str) -> tuple[int, str | None] | None:
+        """The merged pull request (number, address) whose merge commit or head is ``sha``."""
+
+    @abstractmethod
     def series(self, repo: str, suite: str, metric: str) -> list[SeriesRow]:
         """A default-branch series with each point's base, in the order it was measured."""
 
