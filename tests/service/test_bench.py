@@ -36,6 +36,11 @@ NOW = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
 
 @pytest.fixture
 def github() -> FakeGitHub:
+    return make_github()
+
+
+def make_github() -> FakeGitHub:
+    """One installation with a high-risk pull request, its config and the benchmark workflow."""
     fake = FakeGitHub()
     fake.heads[(REPO, NUMBER)] = HEAD_SHA
     fake.diffs[(REPO, NUMBER)] = diffs.HIGH

@@ -89,7 +89,8 @@ def bisect_inputs(good: str, bad: str, suite: str, metric: str, rounds: int | No
         raise ValueError(f"not one suite name: {suite[:70]!r}")
     if not METRIC.fullmatch(metric):
         raise ValueError(f"not a metric name: {metric[:70]!r}")
-    return {**inputs(None, good, bad, (suite,), rounds, max_rounds, correlation), "mode": BISECT, "metric": metric}
+    bench = inputs(None, good, bad, (suite,), rounds, max_rounds, correlation)
+    return {**bench, "mode": BISECT, "metric": metric}
 
 
 def default_suites(bench: BenchConfig) -> tuple[str, ...]:

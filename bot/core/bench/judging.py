@@ -12,9 +12,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from bot.core.bench.artifact import Artifact
-from bot.core.judge import envdiff
+from bot.core.judge import envdiff, stats
 from bot.core.judge import results as results_file
-from bot.core.judge import stats
 from bot.core.render import compare as render_compare
 from bot.core.text import clip, printable
 

@@ -1,0 +1,166 @@
+"""Regressions on the default branch, through the real router on the real store with the fake
+GitHub: a merge run's regression opens one case and one bisect, within the budget; a change point
+across unmeasured commits opens one; a kill between the steps starts no second bisect."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from bot.core.bench import contract
+from bot.core.watch import cases
+from bot.service import watch
+from bot.service.records import BenchRequest, BenchResult, MetricPoint
+from bot.service.services import Services
+from tests.core.judge.results_data import BASE_SHA, HEAD_SHA
+from tests.service.fakes import FakeGitHub, FakeGitHubFactory, FakeQueue
+from tests.service.test_bench import (
+    CONFIG,
+    NOW,
+    REPO,
+    make_github,
+    pull_request,
+    send,
+    upload_results,
+    workflow_run,
+)
+
+MERGE_SHA = HEAD_SHA
+
+
+@pytest.fixture
+def github() -> FakeGitHub:
+    return make_github()
+
+
+@pytest.fixture
+def services(github, sqlite_store) -> Services:
+    return Services(store=sqlite_store, github=FakeGitHubFactory(github), queue=FakeQueue())
+
+
+def merged(services, github, config: str = CONFIG) -> int:
+    """A high-risk pull request merged and its merge run completed with a regression; the run's id."""
+    github.files[(REPO, ".github/perfbot.yml", "main")] = config
+    github.parents[(REPO, MERGE_SHA)] = BASE_SHA
+    github.permissions[(REPO, "author")] = "read"
+    services.now = lambda: NOW
+    send(services, "pull_request", pull_request("opened"))
+    send(services, "pull_request", pull_request("closed", merged=True, merge_commit_sha=MERGE_SHA, state="closed",
+                                                merged_at="2026-12-01T10:00:00Z"))
+    run_id = github.dispatches[-1]["run_id"]
+    upload_results(github, run_id)
+    send(services, "workflow_run", workflow_run(github, run_id))
+    return run_id
+
+
+def bisects(github) -> list[dict]:
+    return [d for d in github.dispatches if d["inputs"].get("mode") == "bisect"]
+
+
+def test_a_merge_runs_regression_opens_one_case_and_dispatches_one_bisect(services, github):
+    run_id = merged(services, github)
+    [case] = services.store.watch.cases(None)
+    assert (case.source, case.state, case.good_sha, case.bad_sha, case.number) == (
+        "merge", "bisecting", BASE_SHA, MERGE_SHA, 7)
+    [dispatched] = bisects(github)
+    inputs = dispatched["inputs"]
+    assert inputs == {"pr": "", "base-sha": BASE_SHA, "head-sha": MERGE_SHA, "suites": case.suite, "rounds": "",
+                      "max-rounds": "", "correlation-id": case.correlation_id, "mode": "bisect",
+                      "metric": case.metric}
+    assert case.correlation_id == contract.correlation_id(watch.bisect_key(case))
+    assert case.gpu_minutes == 40.0  # 8 runs reserved at 5 minutes
+    assert not any(c.head_sha == MERGE_SHA and c.name == "perfbot / bench" and "bisect" in (c.title or "")
+                   for _, c in github.checks)
+    send(services, "workflow_run", workflow_run(github, run_id))  # the same run delivered again
+    assert len(services.store.watch.cases(None)) == 1 and len(bisects(github)) == 1
+    spending = services.store.watch.spending(REPO, "2026-12-01")
+    assert (spending.spent, spending.skipped) == (45.0, 0)  # the merge run's 5, the bisect's 40
+
+
+def test_out_of_budget_the_case_waits_and_nothing_is_dispatched(services, github):
+    merged(services, github, CONFIG + "    budget: 30\n")
+    [case] = services.store.watch.cases(None)
+    assert case.state == "out_of_budget" and "budget" in case.note
+    assert bisects(github) == []
+    spending = services.store.watch.spending(REPO, "2026-12-01")
+    assert (spending.spent, spending.skipped, spending.skipped_minutes) == (5.0, 1, 40.0)
+
+
+def test_a_spent_budget_skips_the_merge_run_itself(services, github):
+    github.files[(REPO, ".github/perfbot.yml", "main")] = CONFIG + "    budget: 0\n"
+    github.parents[(REPO, MERGE_SHA)] = BASE_SHA
+    github.permissions[(REPO, "author")] = "read"
+    services.now = lambda: NOW
+    send(services, "pull_request", pull_request("opened"))
+    send(services, "pull_request", pull_request("closed", merged=True, merge_commit_sha=MERGE_SHA, state="closed",
+                                                merged_at="2026-12-01T10:00:00Z"))
+    assert github.dispatches == [] and services.store.benchmarks.for_pull(REPO, None) == []
+    assert services.store.watch.spending(REPO, "2026-12-01").skipped == 1
+
+
+def test_with_bisecting_off_the_case_is_detected_and_stays(services, github):
+    merged(services, github, CONFIG + "  watch:\n    bisect: false\n")
+    [case] = services.store.watch.cases(None)
+    assert case.state == "detected" and bisects(github) == []
+
+
+def test_a_kill_after_the_case_moved_and_before_the_dispatch_dispatches_once_on_the_retry(services, github,
+                                                                                         monkeypatch):
+    from bot.service import benchmarks
+
+    real = benchmarks.start
+
+    def killed(services, github, request, *args):
+        if request.trigger == "bisect":
+            raise SystemExit("kill -9")
+        return real(services, github, request, *args)
+
+    monkeypatch.setattr(benchmarks, "start", killed)
+    with pytest.raises(SystemExit):
+        merged(services, github)
+    [case] = services.store.watch.cases(None)
+    assert case.state == "bisecting" and bisects(github) == []
+    monkeypatch.setattr(benchmarks, "start", real)
+    run_id = github.dispatches[-1]["run_id"]
+    send(services, "workflow_run", workflow_run(github, run_id))  # the delivery tried again
+    send(services, "workflow_run", workflow_run(github, run_id))
+    assert len(bisects(github)) == 1 and len(services.store.watch.cases(None)) == 1
+
+
+def series_point(services, sha: str, base: str, value: float, index: int) -> None:
+    request = BenchRequest(correlation_id=f"pb-s{index}", repo=REPO, installation_id=42, number=None,
+                           base_sha=base, head_sha=sha, suites=("verify-step",), trigger="schedule",
+                           status="completed", created_at=NOW)
+    stored, _ = services.store.benchmarks.open(request)
+    result = BenchResult(suite="verify-step", base_sha=base, head_sha=sha, verdict="unchanged",
+                         headline_metric="verify_ms", headline_change=0.0, comparison="{}", on_default_branch=True)
+    services.store.benchmarks.complete(stored, [result], [MetricPoint("verify-step", "verify_ms", "ms", "lower",
+                                                                     sha, value)], f"run:{index}")
+
+
+def test_a_change_point_across_unmeasured_commits_opens_a_case_once(services, github):
+    values = [10.0, 10.1, 9.9, 10.0, 10.05, 9.95, 10.0, 12.0, 12.1, 11.9, 12.0, 12.05, 11.95]
+    for index, value in enumerate(values):  # daily runs: each against its parent, days apart
+        series_point(services, f"{index + 1:040x}", f"{index + 500:040x}", value, index)
+    last = services.store.benchmarks.get(f"pb-s{len(values) - 1}")
+    services.now = lambda: NOW
+    from bot.core.config.schema import load
+    config = load(CONFIG)
+    opened = watch.after_run(services, github, last, config, "main")
+    again = watch.after_run(services, github, last, config, "main")
+    [case] = services.store.watch.cases(None)
+    assert [c.key for c in opened] == [c.key for c in again] == [case.key]
+    assert (case.source, case.good_sha, case.bad_sha) == ("changepoint", f"{7:040x}", f"{8:040x}")
+    assert case.state == "bisecting" and len(bisects(github)) == 1
+
+
+def test_a_cancelled_case_stops_its_bisect(services, github):
+    merged(services, github)
+    [case] = services.store.watch.cases(None)
+    from bot.core.config.schema import load
+    assert watch.cancel(services, github, case, load(CONFIG), "maintainer")
+    assert not watch.cancel(services, github, case, load(CONFIG), "maintainer")
+    stopped = services.store.benchmarks.get(case.correlation_id)
+    assert stopped.status == "cancelled" and services.store.watch.get(case.key).state == cases.CANCELLED
+    assert replace(case, state="x").state == "x"
