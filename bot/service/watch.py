@@ -108,13 +108,28 @@ def _new_case(services: Services, request: BenchRequest, found: opening.Found) -
 
 
 def open_by_hand(services: Services, repo: str, installation_id: int | None, good: str, bad: str, suite: str,
-                 metric: str, requested_by: str) -> tuple[RegressionCase, bool]:
-    """`/bench bisect GOOD BAD`: the case of that span (the one there is, when it is known)."""
+                 metric: str, requested_by: str, number: int) -> tuple[RegressionCase, bool]:
+    """`/bench bisect GOOD BAD` on pull request ``number``: the case of that span (the one there is,
+    when it is known)."""
     span = Span(repo, suite, metric, good, bad)
     case = RegressionCase(key=span.key(), repo=repo, suite=suite, metric=metric, good_sha=good, bad_sha=bad,
                           source="command", state=states.DETECTED, installation_id=installation_id,
-                          detected_at=services.now(), requested_by=requested_by)
+                          detected_at=services.now(), requested_by=requested_by, number=number)
     return services.store.watch.open(case)
+
+
+def started_reply(started: list[tuple[str, RegressionCase]]) -> str:
+    """The reply to `/bench bisect`: where each suite's case stands."""
+    lines = ["**perfbot bisect**", ""]
+    for suite, case in started:
+        where = states.LABELS.get(case.state, case.state)  # type: ignore[call-overload]
+        run = f" ([run]({case.run_url}))" if case.run_url else ""
+        note = f": {report.escape_md(case.note)}" if case.note and case.state != states.BISECTING else ""
+        span = f"{report.code(case.good_sha[:12])}..{report.code(case.bad_sha[:12])}"
+        lines.append(f"- {report.code(suite)} {span}: {where}{run}{note}")
+    lines += ["", "A confirmed culprit is named on its pull request (or commit); `/bench cancel` stops the "
+                  "bisects asked for here."]
+    return "\n".join(lines)
 
 
 def _span(case: RegressionCase) -> Span:

@@ -164,3 +164,48 @@ def test_a_cancelled_case_stops_its_bisect(services, github):
     stopped = services.store.benchmarks.get(case.correlation_id)
     assert stopped.status == "cancelled" and services.store.watch.get(case.key).state == cases.CANCELLED
     assert replace(case, state="x").state == "x"
+
+
+def known_merges(services, *shas: str) -> None:
+    from bot.service.records import Merge
+    for number, sha in enumerate(shas, start=100):
+        services.store.dashboard.record_merge(Merge(repo=REPO, number=number, title=f"pr {number}", merge_sha=sha,
+                                                    head_sha=f"{number:040x}", score=10, level="low",
+                                                    merged_at=NOW, url=f"https://github.com/{REPO}/pull/{number}"))
+
+
+def test_bench_bisect_starts_one_case_per_suite_on_known_default_branch_commits_and_cancel_stops_it(
+        services, github):
+    from tests.service.test_bench import comment, replies
+    good, bad = "1" * 8 + "a" * 32, "2" * 8 + "b" * 32
+    known_merges(services, good, bad)
+    services.now = lambda: NOW
+    send(services, "issue_comment", comment("/bench bisect 11111111 22222222 sglang-eagle3 --metric accept_len"))
+    [case] = services.store.watch.cases(None)
+    assert (case.source, case.good_sha, case.bad_sha, case.metric, case.requested_by, case.number) == (
+        "command", good, bad, "accept_len", "maintainer", 7)
+    [dispatched] = bisects(github)
+    assert (dispatched["inputs"]["metric"], dispatched["inputs"]["suites"]) == ("accept_len", "sglang-eagle3")
+    assert "bisecting" in replies(github)[-1]
+    send(services, "issue_comment", comment("/bench cancel", comment_id=502, minute=2))
+    assert services.store.watch.get(case.key).state == "cancelled"
+    assert services.store.benchmarks.get(case.correlation_id).status == "cancelled"
+
+
+@pytest.mark.parametrize("words, says", [
+    ("1234567 2222222", "matches no commit of the default branch"),  # a pull request's head is never bisected
+])
+def test_bench_bisect_refuses_commits_it_does_not_know_on_the_default_branch(services, github, words, says):
+    from tests.service.test_bench import comment, replies
+    known_merges(services, "2" * 40)
+    send(services, "issue_comment", comment(f"/bench bisect {words}"))
+    assert bisects(github) == [] and says in replies(github)[-1]
+    assert services.store.watch.cases(None) == []
+
+
+def test_without_write_access_bench_bisect_is_refused_from_the_permission_alone(services, github):
+    from tests.service.test_bench import comment, replies
+    known_merges(services, "1" * 40, "2" * 40)
+    github.permissions[(REPO, "stranger")] = "read"
+    send(services, "issue_comment", comment("/bench bisect 1111111 2222222", login="stranger"))
+    assert bisects(github) == [] and "write access" in replies(github)[-1]

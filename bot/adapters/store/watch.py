@@ -8,7 +8,7 @@ from __future__ import annotations
 import hashlib
 from dataclasses import asdict, fields
 
-from sqlalchemy import func, or_, select, text, update
+from sqlalchemy import func, or_, select, text, union, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
@@ -107,6 +107,17 @@ class SqlWatch(Watch):
             query = query.where(RegressionCaseRow.repo.in_(sorted(repos)))
         with self.db.session() as session:
             return [_record(row) for row in session.scalars(query)]
+
+    def known_commits(self, repo, prefix, limit=3) -> list[str]:
+        if not prefix or any(c not in "0123456789abcdef" for c in prefix):
+            return []
+        merges = select(MergeRow.merge_sha.label("sha")).where(
+            MergeRow.repo == repo, MergeRow.merge_sha.startswith(prefix, autoescape=True))
+        points = select(MetricPointRow.sha.label("sha")).where(
+            MetricPointRow.repo == repo, MetricPointRow.sha.startswith(prefix, autoescape=True))
+        query = select(union(merges, points).subquery().c.sha).distinct().limit(limit)
+        with self.db.session() as session:
+            return sorted(sha for sha in session.scalars(query) if sha)
 
     def merge_of(self, repo, sha) -> tuple[int, str | None] | None:
         query = (select(MergeRow.number, MergeRow.url, MergeRow.merge_sha)

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from bot.core.render.markdown import code, escape_md
+from bot.core.render.markdown import code as code
+from bot.core.render.markdown import escape_md as escape_md
 
 MARKER = "<!-- perfbot:regression:{key} -->"
 MAX_KERNELS = 20_000  # characters of the kernel table kept in a comment

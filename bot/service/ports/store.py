@@ -341,6 +341,11 @@ class Watch(ABC):
         """The newest cases of ``repos`` (None: any), newest first."""
 
     @abstractmethod
+    def known_commits(self, repo: str, prefix: str, limit: int = 3) -> list[str]:
+        """Commits of the default branch perfbot knows (merge commits it recorded, commits its
+        history measured) whose sha starts with ``prefix`` (lowercase hex), at most ``limit``."""
+
+    @abstractmethod
     def merge_of(self, repo: str, sha: str) -> tuple[int, str | None] | None:
         """The merged pull request (number, address) whose merge commit or head is ``sha``."""
 
