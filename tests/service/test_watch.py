@@ -4,6 +4,7 @@ across unmeasured commits opens one; a kill between the steps starts no second b
 
 from __future__ import annotations
 
+import json
 from dataclasses import replace
 
 import pytest
@@ -209,3 +210,75 @@ def test_without_write_access_bench_bisect_is_refused_from_the_permission_alone(
     github.permissions[(REPO, "stranger")] = "read"
     send(services, "issue_comment", comment("/bench bisect 1111111 2222222", login="stranger"))
     assert bisects(github) == [] and "write access" in replies(github)[-1]
+
+
+# ---------------------------------------------------------------- the bisect's report back
+
+
+def bisecting_case(services, github, config: str = CONFIG):
+    """A case of GOOD..BAD on suite 'spin' (the reader tests' report), bisecting, its run dispatched."""
+    from bot.core.config.schema import load
+    from tests.core.bench import test_bisect_artifact as reports
+    github.files[(REPO, ".github/perfbot.yml", "main")] = config
+    services.now = lambda: NOW
+    case, _ = watch.open_by_hand(services, REPO, 42, reports.GOOD, reports.BAD, "spin", "step_ms", "maintainer", 7)
+    case = watch.bisect(services, github, case, load(config), "main")
+    [dispatched] = bisects(github)
+    return case, dispatched["run_id"]
+
+
+def report_back(services, github, case, run_id, files: dict[str, bytes], conclusion: str = "success") -> None:
+    from tests.core.bench.zips import archive
+    github.upload_artifact(REPO, run_id, contract.artifact_name(case.correlation_id), archive(files))
+    send(services, "workflow_run", workflow_run(github, run_id, conclusion=conclusion))
+
+
+def test_a_confirmed_culprit_is_named_once_on_its_pull_request_with_its_kernels_and_runs(services, github):
+    from tests.core.bench import test_bisect_artifact as reports
+    known_merges(services, reports.SECOND)  # the culprit merged as pull request 100
+    github.heads[(REPO, 100)] = "f" * 40
+    case, run_id = bisecting_case(services, github, CONFIG + "  watch:\n    issue: true\n")
+    report_back(services, github, case, run_id, reports.artifact(reports.culprit_report()))
+    ended = services.store.watch.get(case.key)
+    assert (ended.state, ended.culprit_sha, ended.culprit_number) == ("confirmed", reports.SECOND, 100)
+    assert ended.gpu_minutes == 5.0 * json.loads(ended.outcome)["runs"]
+    [body] = github.comments[(REPO, 100)]
+    assert body.startswith(f"<!-- perfbot:regression:{case.key} -->") and reports.SECOND[:12] in body
+    assert "+25" in body and "[the bisect run](" in body and "Fix PCG MoE error" in body
+    assert ended.comment_url.startswith(f"https://github.com/{REPO}/pull/100#issuecomment-")
+    [(title, issue)] = github.issues.values()
+    assert reports.SECOND[:12] in title and body in issue
+    report_back(services, github, case, run_id, reports.artifact(reports.culprit_report()))  # redelivered
+    assert len(github.comments[(REPO, 100)]) == 1 and len(github.issues) == 1
+    assert services.store.benchmarks.get(case.correlation_id).status == "completed"
+    assert services.store.watch.spending(REPO, "2026-12-01").spent == ended.gpu_minutes
+
+
+def test_a_culprit_no_pull_request_merged_is_named_on_its_commit(services, github):
+    from tests.core.bench import test_bisect_artifact as reports
+    case, run_id = bisecting_case(services, github)
+    report_back(services, github, case, run_id, reports.artifact(reports.culprit_report()))
+    [(repo, sha, body)] = github.commit_comments
+    assert (repo, sha) == (REPO, reports.SECOND) and "regression" in body
+    assert services.store.watch.get(case.key).comment_url.endswith("#commitcomment-1")
+
+
+def test_not_reproduced_names_no_commit_and_keeps_todays_fingerprints(services, github):
+    from tests.core.bench import test_bisect_artifact as reports
+    case, run_id = bisecting_case(services, github)
+    report_back(services, github, case, run_id, reports.artifact(reports.not_reproduced_report()),
+                conclusion="failure")  # exit 1: an outcome, not an error
+    ended = services.store.watch.get(case.key)
+    assert (ended.state, ended.culprit_sha) == ("not_reproduced", None)
+    assert json.loads(ended.outcome)["fingerprints"]["good"]
+    assert github.commit_comments == [] and github.issues == {}
+
+
+def test_a_report_of_other_commits_fails_the_case_and_names_nobody(services, github):
+    from tests.core.bench import test_bisect_artifact as reports
+    case, run_id = bisecting_case(services, github)
+    forged = reports.culprit_report()
+    forged["good"] = "e" * 40
+    report_back(services, github, case, run_id, reports.artifact(forged))
+    ended = services.store.watch.get(case.key)
+    assert ended.state == "failed" and ended.note and github.commit_comments == []
