@@ -244,6 +244,11 @@ def _function(path: str, qualname: str, owner: str | None,
             attributes.add(child.attr)
         elif isinstance(child, _DEFINITIONS):
             stored.add(child.name)
+            for decorator in child.decorator_list:  # applied, that is called, where it is defined
+                if isinstance(decorator, ast.Name):
+                    calls.add(decorator.id)
+                elif isinstance(decorator, ast.Attribute):
+                    methods.add(decorator.attr)
     decorators = {name for name in map(_last_name, node.decorator_list) if name is not None}
     return Function(path, qualname, node.lineno, owner, frozenset(calls), frozenset(methods),
                     frozenset(own), frozenset(loaded - stored), frozenset(attributes),

@@ -116,8 +116,8 @@ class MapEvidence:
             classes = self.graph.klass(path, function)
             if not classes:
                 return None
-            known = {name for klass in classes for name in klass.attributes}
-            names = [name for name in assigned_names(changed) if name in known]
+            defaults = {name for klass in classes for name in klass.attributes}
+            names = [name for name in assigned_names(changed) if name in defaults]
             return self._read(path, names, class_attributes=True) if names else None
         names = [name for name in assigned_names(changed) if (path, name) in self.graph.constants]
         return self._read(path, names, class_attributes=False) if names else None
