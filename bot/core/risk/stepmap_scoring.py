@@ -22,11 +22,12 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 
 from bot.core.config.rules import Rule
+from bot.core.risk import callgraph
 from bot.core.risk.callgraph import CallGraph, Function
 from bot.core.risk.report import Signal
 from bot.core.stepmap import FunctionEntry, StepMap
@@ -73,6 +74,29 @@ class Verdict:
             return None
         return Rule(id=OFF_STEP, kind="setup", category="setup", weight=setup_weight,
                     description=self.reason)
+
+
+def sources_wanted(step_map: StepMap, changed: Iterable[str], limit: int) -> list[str]:
+    """The files whose source the call graph is built from, at most ``limit``: the changed Python
+    files (a changed function is found there), then the map's files by their largest share (the
+    callers); a function in a file left out gets no verdict."""
+    paths = [path for path in changed if path.endswith(".py")]
+    paths += [entry.path for entry in sorted(step_map.functions, key=lambda e: -e.host_share)]
+    return list(dict.fromkeys(paths))[:limit]
+
+
+def evidence(step_map: StepMap, read: Callable[[str], str | None] | None, changed: Iterable[str] = (),
+             branch: str | None = None, limit: int = 500) -> MapEvidence:
+    """The map with the call graph of the files `sources_wanted` names, as ``read`` gives them at
+    the map's commit (None: no source to read, no graph); a file it cannot give is left out."""
+    if read is None:
+        return MapEvidence(step_map, None, branch)
+    sources = {}
+    for path in sources_wanted(step_map, changed, limit):
+        text = read(path)
+        if text is not None:
+            sources[path] = text
+    return MapEvidence(step_map, callgraph.build(sources), branch)
 
 
 def share_weight(share: float) -> float:

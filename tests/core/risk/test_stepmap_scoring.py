@@ -341,3 +341,27 @@ def test_judging_any_place_never_fails(source, function, lines):
     verdict = ev.judge("a.py", function or None, lines)
     assert verdict is None or verdict.rule in (stepmap_scoring.PER_STEP, stepmap_scoring.REACHES,
                                                stepmap_scoring.READ_BY, stepmap_scoring.OFF_STEP)
+
+
+def test_the_sources_wanted_are_the_changed_python_files_then_the_maps_by_share_up_to_a_limit():
+    entries = [{"path": path, "function": name, "line": 1, "calls_per_step": 1, "host_share": share}
+               for path, name, share in (("low.py", "f", 0.01), ("high.py", "g", 0.2), ("high.py", "h", 0.1),
+                                         ("mid.py", "k", 0.05))]
+    mapped = step_map(*entries)
+    assert stepmap_scoring.sources_wanted(mapped, ["README.md", "mid.py", "new.py"], 10) == [
+        "mid.py", "new.py", "high.py", "low.py"]
+    assert stepmap_scoring.sources_wanted(mapped, [], 2) == ["high.py", "mid.py"]
+
+
+def test_evidence_builds_the_graph_from_what_the_reader_gives():
+    files = base_files()
+    asked: list[str] = []
+
+    def read(path: str) -> str | None:
+        asked.append(path)
+        return files.get(path)
+    built = stepmap_scoring.evidence(step_map(ALL_REDUCE), read, [STATE, "gone.py"], "main")
+    assert asked == [STATE, "gone.py"] and built.branch == "main"
+    assert built.graph is not None and {f.path for f in built.graph.functions} == {STATE}
+    assert built.judge(STATE, "get_tp_communicator", []).rule == stepmap_scoring.REACHES  # type: ignore[union-attr]
+    assert stepmap_scoring.evidence(step_map(ALL_REDUCE), None, [STATE]).graph is None
