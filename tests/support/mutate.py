@@ -53,6 +53,9 @@ TESTS: dict[str, tuple[str, ...]] = {
                                 "tests/core/render/test_risk.py", "tests/core/render/test_comment.py",
                                 "tests/core/risk/test_report_json.py"),
     "bot/core/risk/serialise.py": ("tests/core/risk/test_report_json.py", "tests/cli/test_score_triage_config.py"),
+    # The per-step map's rules and the call graph they follow.
+    "bot/core/risk/callgraph.py": ("tests/core/risk/test_callgraph.py", "tests/core/risk/test_stepmap_scoring.py"),
+    "bot/core/risk/stepmap_scoring.py": ("tests/core/risk/test_stepmap_scoring.py", "tests/cli/test_score_map.py"),
     "bot/core/judge/stats.py": ("tests/core/judge/test_stats_edges.py", "tests/core/judge/test_stats.py",
                                 "tests/core/bisect/test_report.py",
                                 "tests/core/judge/test_speculation.py", "tests/core/judge/test_results.py",

@@ -9,6 +9,7 @@ from typing import TypedDict
 from bot.core.risk import diff as diffs
 from bot.core.risk import ruleset
 from bot.core.risk import scoring as risk
+from bot.core.risk.stepmap_scoring import MapEvidence
 
 
 class FileStatDict(TypedDict):
@@ -99,14 +100,15 @@ class Triage:
 
 
 def rank(commits: Iterable[Commit], rules: ruleset.RuleSet, range_text: str,
-         progress: Callable[[int], None] | None = None) -> Triage:
-    """Score every commit and sort them most suspicious first (ties keep the input order).
+         progress: Callable[[int], None] | None = None, step_map: MapEvidence | None = None) -> Triage:
+    """Score every commit and sort them most suspicious first (ties keep the input order), with
+    what ``step_map`` says a step runs when it is given.
 
     ``commits`` may be a stream: each is scored as it arrives, while git writes the next.
     """
     ranked = []
     for commit in commits:
-        item = RankedCommit(commit, risk.score(diffs.parse(commit.diff), rules))
+        item = RankedCommit(commit, risk.score(diffs.parse(commit.diff), rules, step_map=step_map))
         if item.is_merge and not item.report.files:
             item.report.notes.append("merge commit: its changes are scored on the merged commits")
         ranked.append(item)
