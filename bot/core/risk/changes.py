@@ -69,6 +69,15 @@ _REFORMAT_NOISE = str.maketrans("", "", " \t\n\r\f\v,()\\")
 # A line of an import statement or an include: its head, a name of its list, or its closing.
 _IMPORT_HEAD = re.compile(r"^\s*(?:from\s+\S+\s+import\b|import\s|#\s*include\b)")
 _IMPORT_LINE = re.compile(r"^\s*(?:(?:from|import)\s|#\s*include\b|[\w.]+(?:\s+as\s+\w+)?\s*,?\s*$|\)\s*$)")
+# Import-time code that selects what runs at every step keeps its weight: an import of a
+# kernel or backend module (changing it swaps the implementation), whatever its form.
+_SELECTING_IMPORT = re.compile(
+    r"(?i)kernel|triton|flashinfer|flash_?attn|cutlass|deep_?gemm|deep_?ep|aiter|cuda|nccl|"
+    r"backend|fused|\bops\b|_ops\b|\b_C\b|csrc|cublas|cudnn|mscclpp|quant")
+# Module-level statements that run once and choose nothing: a logger, the public names, typing.
+_IMPORT_TIME_STATEMENT = re.compile(
+    r"^(?:(?:__all__|logger|_logger|LOGGER|log)\s*(?::[^=]*)?[=+]|"
+    r"\w+\s*=\s*(?:typing\.)?(?:TypeVar|NewType|ParamSpec)\()")
 # A hunk with something like a log call in it needs tokens to tell the call apart.
 _LOG_HINT = re.compile(r"(?:logger|logging|\blog|LOGGER|warnings)\s*\.\s*\w+\s*\(|"
                        r"\b(?:print|printf|fprintf|pprint|print_once)\s*\(")
@@ -264,21 +273,35 @@ def in_comment(text: str, offset: int, markers: tuple[str, ...]) -> bool:
     return False
 
 
-def imports_only(hunk: Hunk, start: int, end: int, markers: tuple[str, ...]) -> bool:
-    """Whether the changed lines of code in lines ``start``..``end`` of ``hunk`` are all imports
-    (or includes): code that runs once, when the module loads."""
-    inside, found = False, False
+def import_time_only(hunk: Hunk, start: int, end: int, markers: tuple[str, ...]) -> bool:
+    """Whether the changed lines of code in lines ``start``..``end`` of ``hunk`` (at module level)
+    are all import-time set-up that selects nothing: unconditional imports (or includes) of
+    modules that are not kernels or backends, a logger, ``__all__``, type variables.
+
+    Import-time code that selects what runs keeps its weight: an indented import (it sits in an
+    ``if`` or ``try`` at module level: which implementation loads depends on the platform), an
+    import or include naming a kernel or backend module (`_SELECTING_IMPORT`), and every other
+    statement (a constant, an environment read, a registration, a condition)."""
+    inside, found, statement = False, False, ""
     for index in range(end):  # from the hunk's start: an import's "(" may open before ``start``
         text = hunk.texts[index]
-        is_import = inside or bool(_IMPORT_HEAD.match(text))
-        if _IMPORT_HEAD.match(text) and "(" in text and ")" not in text:
+        head = bool(_IMPORT_HEAD.match(text))
+        is_import = inside or head
+        if head:
+            statement = text  # a name of a list is judged with the module it comes from
+        if head and "(" in text and ")" not in text:
             inside = True
         elif inside and ")" in text:
             inside = False
-        if index >= start and hunk.types[index] in "+-" and is_code_line(text, markers):
-            if not is_import:
+        if index < start or hunk.types[index] not in "+-" or not is_code_line(text, markers):
+            continue
+        if is_import:
+            if ((head and text[:1].isspace())
+                    or _SELECTING_IMPORT.search(text if head else statement + text)):
                 return False
-            found = True
+        elif not _IMPORT_TIME_STATEMENT.match(text):
+            return False
+        found = True
     return found
 
 

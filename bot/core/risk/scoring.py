@@ -40,7 +40,7 @@ from typing import TypeVar
 
 from bot.core.config import CONFIG_PATH, patterns
 from bot.core.config.rules import Rule
-from bot.core.risk import changes, manifests, places, reasons
+from bot.core.risk import changes, manifests, places, profiles, reasons
 from bot.core.risk.diff import FileChange, Hunk, ParsedDiff
 from bot.core.risk.places import Segment, enclosing_function
 from bot.core.risk.reasons import describe
@@ -190,7 +190,7 @@ def _edits(number: int, hunk: Hunk, segments: list[Segment], markers: tuple[str,
     for seg in segments:
         at = _first_code_change(hunk, seg.start, seg.end, markers)
         if at is not None:
-            imports = seg.name is None and changes.imports_only(hunk, seg.start, seg.end, markers)
+            imports = seg.name is None and changes.import_time_only(hunk, seg.start, seg.end, markers)
             edits.append(_Edit(number, seg, at, imports))
     return edits
 
@@ -365,7 +365,9 @@ def _token_signals(rules: RuleSet, path: str, hunk: Hunk, hunk_number: int, segm
             continue
         signal = Signal(rule.id, rule.kind, rule.category, rule.weight, rule.description, path,
                         seg.name, hunk.line_number(index), _side(hunk, index), text.strip()[:80])
-        found.append(_Found(signal, hunk_number, rules.setup_rule(seg.name) if seg.name else None))
+        # Set-up code that selects a kernel or backend decides every later step: full weight.
+        setup = bool(seg.name) and rule.category not in profiles.SELECTS_CODE_PATH
+        found.append(_Found(signal, hunk_number, rules.setup_rule(seg.name) if setup else None))
     return found
 
 
