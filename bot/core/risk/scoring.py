@@ -34,7 +34,7 @@ import dataclasses
 import functools
 import itertools
 import math
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import TypeVar
 
@@ -77,7 +77,9 @@ def score(diff: ParsedDiff, rules: RuleSet, source: SourceLookup | None = None) 
     long = sum(1 for change in scored if not patterns.matchable(change.path))
     if long:
         warnings.append(reasons.paths_too_long(long, patterns.MAX_PATH_LENGTH))
-    files = [score_file(change, rules, source) for change in scored]
+    moved = changes.mechanical(scored)  # moves and sweeps are judged over the whole diff
+    files = [score_file(change, rules, source, moved.get(number))
+             for number, change in enumerate(scored)]
     signals = _strongest_per_rule(s for f in files for s in f.signals)
     improvements = _strongest_per_rule(s for f in files for s in f.improvements)
     size = _size_signal(files)
@@ -93,13 +95,14 @@ def score(diff: ParsedDiff, rules: RuleSet, source: SourceLookup | None = None) 
                       improvement=_combine(improvements), improvements=improvements)
 
 
-def score_file(change: FileChange, rules: RuleSet, source: SourceLookup | None = None) -> FileRisk:
+def score_file(change: FileChange, rules: RuleSet, source: SourceLookup | None = None,
+               mechanical: Mapping[int, changes.Harmless] | None = None) -> FileRisk:
     cold = rules.for_path(change.path)[0]
     signals: list[Signal] = []
     improvements: list[Signal] = []
     code_lines = 0
     if cold is None:
-        signals, code_lines = _file_signals(change, rules, source)
+        signals, code_lines = _file_signals(change, rules, source, mechanical)
         improvements = [s for s in signals if s.improves]
         signals = [s for s in signals if not s.improves]
     signals = _strongest_per_rule(_one_per_place(signals))
@@ -130,13 +133,14 @@ class _Found:
     setup: Rule | None = None
 
 
-def _file_signals(change: FileChange, rules: RuleSet, source: SourceLookup | None
+def _file_signals(change: FileChange, rules: RuleSet, source: SourceLookup | None,
+                  mechanical: Mapping[int, changes.Harmless] | None = None
                   ) -> tuple[list[Signal], int]:
     """The signals of a warm file (possible improvements among them), and its changed lines of
     code outside cosmetic hunks."""
     _, path_rules, allowed = rules.for_path(change.path)
     lines = functools.cache(functools.partial(_read, source, change.path))
-    harmless = changes.HarmlessHunks(change)
+    harmless = changes.HarmlessHunks(change, mechanical)
     markers = changes.comment_markers(change.path)
     texts = [hunk.joined() for hunk in change.hunks]
     starts = [0, *itertools.accumulate(map(len, texts))]
@@ -276,9 +280,8 @@ def _file_share(rules: RuleSet, harmless: changes.HarmlessHunks,
     if setups:
         return (min(rule.weight for _, rule in setups) / 100,
                 reasons.only_setup_code([name for name, _ in setups]))
-    if renamed:  # renames, and maybe cosmetic hunks, and no other change of code
-        renames = [pair for reason in renamed for pair in reason.renames]
-        return HARMLESS_SHARE, changes.Harmless("rename", tuple(dict.fromkeys(renames))).describe()
+    if renamed:  # renames, moves or sweeps, maybe cosmetic hunks, and no other change of code
+        return HARMLESS_SHARE, changes.describe_all(renamed)
     return 1.0, None
 
 

@@ -222,3 +222,81 @@ def test_ties_go_to_the_stronger_evidence_then_more_code_then_the_sha():
     assert scores == sorted(scores, reverse=True)
     assert [item.commit.sha[0] for item in ranked] == ["f", "c", "a", "b", "d", "e"]
     assert scores[1] >= scores[2] == scores[3] and scores[4] == scores[5] == 0
+
+
+# --- pure moves and mechanical sweeps weigh like renames ----------------------------------------
+
+BLOCK = ["        a = self.buffer[:n]", "        b = torch.empty(n, device=d)", "        a.copy_(b)"]
+
+
+def move_diff(block: list[str], target: str = "engine/distributed/pynccl.py") -> str:
+    removed = file_diff("engine/distributed/old_helpers.py", block, [], header="def helper(self):")
+    added = file_diff(target, [], block, header="def all_reduce(self, x):", start=40)
+    return removed + added
+
+
+def test_code_moved_between_files_keeps_a_quarter_and_says_so():
+    moved = score(move_diff(BLOCK))
+    nccl = next(s for s in moved.signals if s.rule == "path.pynccl")
+    assert (nccl.weight, nccl.full_weight) == (10, 40)
+    assert nccl.note == "moved code only (the same lines removed or added elsewhere in this change)"
+    written = score(file_diff("engine/distributed/pynccl.py", [], BLOCK, header="def all_reduce(self, x):"))
+    assert next(s for s in written.signals if s.rule == "path.pynccl").weight == 40
+    assert moved.score < written.score
+
+
+def test_a_move_needs_every_line_found_elsewhere_and_three_lines_of_code():
+    changed = move_diff(BLOCK).replace("+        a.copy_(b)", "+        a.copy_(b.item())")
+    assert "moved code only" not in " ".join(score(changed).reasons)
+    short = score(move_diff(BLOCK[:2]))
+    assert next(s for s in short.signals if s.rule == "path.pynccl").weight == 40
+
+
+def file_changes(text: str):
+    return diffs.parse(text).files
+
+
+@given(lines=st.lists(st.from_regex(r"[a-z]{1,8} = [a-z]{1,8}\([a-z0-9, ]{0,12}\)", fullmatch=True),
+                      min_size=3, max_size=8, unique=True),
+       indent=st.sampled_from(["", "    ", "        "]))
+@settings(max_examples=60, deadline=None)
+def test_any_block_removed_in_one_file_and_added_in_another_is_a_move(lines, indent):
+    text = (file_diff("e/a.py", [indent + line for line in lines], []) +
+            file_diff("e/b.py", [], ["    " + line for line in reversed(lines)]))
+    found = changes.mechanical(file_changes(text))
+    assert {f: {h: r.kind for h, r in hunks.items()} for f, hunks in found.items()} == {
+        0: {0: "move"}, 1: {0: "move"}}
+
+
+def sweep(files: int, edit: tuple[list[str], list[str]] = (["    from e.args import g_args"],
+                                                            ["    from e.server import get_args"])):
+    return "".join(file_diff(f"engine/layers/attention/m{i}.py", *edit, header="def forward(self):")
+                   for i in range(files))
+
+
+def test_the_same_edit_in_three_files_is_a_sweep_that_keeps_a_quarter():
+    report = score(sweep(3))
+    attention = next(s for s in report.signals if s.rule == "path.attention")
+    assert (attention.weight, attention.note) == (7.5, "a mechanical edit (the same edit in 3 files)")
+    two = score(sweep(2))
+    assert next(s for s in two.signals if s.rule == "path.attention").weight == 30
+
+
+def test_a_sweep_is_the_same_edit_line_for_line():
+    text = sweep(2) + file_diff("engine/layers/attention/m9.py", ["    from e.args import g_args"],
+                                ["    from e.server import get_args, other"], header="def forward(self):")
+    assert changes.mechanical(file_changes(text)) == {}
+    docs = sweep(3).replace(".py", ".md")  # no language known: not judged
+    assert changes.mechanical(file_changes(docs)) == {}
+
+
+def test_a_cosmetic_or_renamed_hunk_keeps_its_own_reason_over_a_sweep():
+    edit = (["    x = a  # old"], ["    x = a  # new"])
+    found = changes.mechanical(file_changes(sweep(3, edit)))
+    assert {h.kind for hunks in found.values() for h in hunks.values()} == {"sweep"}
+    report = score(sweep(3, edit))
+    assert report.signals == [] or all(s.note != "a mechanical edit (the same edit in 3 files)"
+                                       for s in report.signals)
+    assert changes.describe_all([changes.Harmless("move"), changes.Harmless("rename", (("a", "b"),))]) \
+        == "rename only (a -> b)"
+    assert changes.describe_all([changes.Harmless("sweep", files=4)]) == "a mechanical edit (the same edit in 4 files)"
