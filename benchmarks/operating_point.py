@@ -39,6 +39,7 @@ from bot.core.risk import profiles, ruleset, triage
 
 HERE = Path(__file__).parent
 LEVELS = ("low", "medium", "high")
+GRID = (1, 5, 10, 15, 20, 25, 30, 35, 40, 45, 50, 60, 70, 80, 90)  # thresholds the curve prints
 
 
 @dataclass
@@ -177,6 +178,12 @@ def render(figures: dict) -> str:
         lines.append(f"{name}: {s['culprits']} culprits, ROC-AUC {s['auc']:.3f} "
                      f"(95% {s['auc_95'][0]:.3f}-{s['auc_95'][1]:.3f}), MRR {s['mrr']:.3f} "
                      f"(triage order {s['mrr_triage_order']:.3f})")
+    lines += ["", f"{'score >=':<8} {'flagged':>8} " + " ".join(f"{n:>10}" for n in names)]
+    for threshold in GRID:
+        point = next((p for p in figures["curve"] if p["threshold"] >= threshold), None)
+        values = point or {"flagged": 0.0, **dict.fromkeys(names, 0.0)}
+        lines.append(f"{threshold:<8} {values['flagged']:>8.1%} "
+                     + " ".join(f"{values[n]:>10.1%}" for n in names))
     if "operating_point" in figures:
         lines.append(f"operating point: {figures['operating_point'] or 'no level meets both'}")
     return "\n".join(lines)
