@@ -163,7 +163,16 @@ def report(window_scores: list[int], sets: dict[str, list[Culprit]],
     if heldout:
         figures["operating_point"] = operating_point(
             thresholds, window_scores, [c.score for c in sets[heldout]], recall, flagged)
+        figures["trade"] = trade(figures["curve"], heldout, recall, flagged)
     return figures
+
+
+def trade(points: list[dict], name: str, recall: float, flagged: float) -> dict:
+    """Along the curve: the highest threshold that still catches ``recall`` of set ``name`` (and
+    what it flags), and the lowest that flags at most ``flagged`` (and what it catches)."""
+    catching = [p for p in points if p[name] >= recall]
+    quiet = [p for p in points if p["flagged"] <= flagged]
+    return {"at_recall": catching[-1] if catching else None, "at_flagged": quiet[0] if quiet else None}
 
 
 def render(figures: dict) -> str:
@@ -186,6 +195,11 @@ def render(figures: dict) -> str:
                      + " ".join(f"{values[n]:>10.1%}" for n in names))
     if "operating_point" in figures:
         lines.append(f"operating point: {figures['operating_point'] or 'no level meets both'}")
+        for key, label in (("at_recall", "catching the recall"), ("at_flagged", "flagging the most")):
+            point = figures["trade"][key]
+            if point:
+                lines.append(f"{label}: score >= {point['threshold']} flags {point['flagged']:.1%}, "
+                             f"catches " + ", ".join(f"{n} {point[n]:.1%}" for n in names))
     return "\n".join(lines)
 
 

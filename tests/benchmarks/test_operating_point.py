@@ -132,3 +132,11 @@ def test_the_script_scores_the_window_and_each_sets_culprits(history, tmp_path, 
     assert figures["levels"]["low"]["heldout"] == 1.0
     printed = capsys.readouterr().out
     assert "ROC-AUC" in printed and "operating point:" in printed and "score >=" in printed
+
+
+def test_the_trade_along_the_curve():
+    points = op.curve([0] * 50 + [10] * 30 + [40] * 15 + [70] * 5, {"h": [10, 40, 40, 70]})
+    found = op.trade(points, "h", 0.9, 0.15)
+    assert (found["at_recall"]["threshold"], found["at_recall"]["flagged"]) == (10, 0.5)
+    assert (found["at_flagged"]["threshold"], found["at_flagged"]["h"]) == (70, 0.25)
+    assert op.trade(points, "h", 1.1, -1) == {"at_recall": None, "at_flagged": None}
