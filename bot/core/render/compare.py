@@ -23,6 +23,7 @@ from bot.core.judge.stats import (
     MetricJudgement,
     Settings,
 )
+from bot.core.render.chart import charts_markdown, round_charts
 from bot.core.render.kernels import kernels_markdown, kernels_text
 from bot.core.render.markdown import code_block, escape_md, fit
 from bot.core.text import clip, printable
@@ -128,6 +129,9 @@ def compare_markdown(results: Results, comparison: Comparison, reproduce: str | 
     icon = "⚠️" if comparison.withheld and comparison.verdict != "error" else _ICON[comparison.verdict]
     blocks = [f"### {icon} {escape_md(headline(comparison, subject))}\n\n{_subline(results, comparison)}",
               _metric_table(comparison.metrics)]
+    # A comparison that found no change keeps its chart folded away: the comment stays short.
+    blocks.append(charts_markdown(round_charts(results, comparison),
+                                  collapsed=comparison.verdict == "unchanged"))
     blocks += _speculation_block(comparison)
     blocks.append(_environment_block(comparison.environment))
     kernels = profile.diff_of(results.base.profile, results.head.profile)
