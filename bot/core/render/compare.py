@@ -196,7 +196,11 @@ def _speculation_block(comparison: Comparison) -> list[str]:
     spec = comparison.speculation
     if spec is None or not spec.sentences:
         return []
-    return ["**Speculation.** " + " ".join(escape_md(s) for s in spec.sentences)]
+    blocks = ["**Speculation.** " + " ".join(escape_md(s) for s in spec.sentences)]
+    if spec.break_even:  # a line of its own: whether speculation still pays is news by itself
+        short = spec.speedup_after is not None and spec.speedup_after < max(1.0, spec.floor or 0.0)
+        blocks.append(f"**Speculation break-even.** {'⚠️' if short else '✅'} {escape_md(spec.break_even)}")
+    return blocks
 
 
 def _environment_block(differences: Sequence[EnvDifference]) -> str:
@@ -323,6 +327,8 @@ def compare_text(results: Results, comparison: Comparison) -> str:
     lines += _text_table(comparison.metrics)
     if comparison.speculation and comparison.speculation.sentences:
         lines += ["", "speculation:"] + [f"  {printable(s)}" for s in comparison.speculation.sentences]
+        if comparison.speculation.break_even:
+            lines.append(f"  break-even: {printable(comparison.speculation.break_even)}")
     if comparison.environment:
         lines += ["", "environment differences (most likely to matter first):"]
         lines += [f"  {'*' if d.material else ' '} {printable(clip(d.key, 80))}: "
