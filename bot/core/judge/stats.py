@@ -327,8 +327,9 @@ def decide(results: Results, min_effect: float = DEFAULT_MIN_EFFECT, alpha: floa
 def _floor(results: Results) -> float | None:
     """The configured floor of the speculation speed-up the run recorded, if a usable one."""
     floor = results.options.get(speculation.SPECULATION_FLOOR)
-    usable = isinstance(floor, int | float) and not isinstance(floor, bool) and math.isfinite(floor) and floor > 0
-    return float(floor) if usable else None
+    if not isinstance(floor, int | float) or isinstance(floor, bool):
+        return None
+    return float(floor) if math.isfinite(floor) and floor > 0 else None
 
 
 def overall(verdicts: Iterable[Verdict]) -> Verdict:

@@ -48,7 +48,8 @@ class SglangEagle3(SuiteKind, name="sglang-eagle3"):
             MetricRole("the EAGLE-3 accept length", "count",
                        "tokens gained per draft+verify cycle (1 + accepted drafts)", part="accept_length")),
         "cycle_ms": Metric(MetricDeclaration(unit="ms", better="lower", role="headline"), eagle3.CYCLE),
-        "spec_speedup": Metric(MetricDeclaration(unit="x", better="higher", role="diagnostic"), eagle3.SPEEDUP),
+        "spec_speedup": Metric(MetricDeclaration(unit="x", better="higher", role="diagnostic"),
+                               eagle3.SPEEDUP),
         "ttft_ms": Metric(
             MetricDeclaration(unit="ms", better="lower", role="diagnostic"),
             MetricRole("time to first token", "time", "prefill latency of a request")),

@@ -106,7 +106,8 @@ class VerifyStep(SuiteKind, name="verify-step"):
                        "sequence)")),
         "baseline_tok_s": Metric(MetricDeclaration(unit="tok/s", better="higher", role="diagnostic"),
                                  eagle3.PLAIN_RATE),
-        "spec_speedup": Metric(MetricDeclaration(unit="x", better="higher", role="diagnostic"), eagle3.SPEEDUP),
+        "spec_speedup": Metric(MetricDeclaration(unit="x", better="higher", role="diagnostic"),
+                               eagle3.SPEEDUP),
         "allreduce_us": Metric(
             MetricDeclaration(unit="us", better="lower", role="diagnostic"),
             MetricRole("the allreduce", "time", "one tensor-parallel allreduce call", part="communication"),
