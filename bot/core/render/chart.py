@@ -2,8 +2,8 @@
 value in the order the pair ran (ABBA: base first, then head first, ...) and the metric's verdict.
 
 The PR comment draws it as a Mermaid ``xychart-beta`` block, which GitHub renders inside the comment
-(base as bars, head as a line: that chart type has no legend, so the caption under it says which is
-which); the dashboard draws the same `RoundChart` data with uPlot (`to_dict`). Metric names and
+(base as grey bars, head as a line in the verdict's colour: that chart type has no legend, so the
+caption under it says which is which); the dashboard draws the same `RoundChart` data with uPlot (`to_dict`). Metric names and
 units come from the results file: they are reduced to characters that cannot end a Mermaid string
 or the fenced block.
 """
@@ -92,7 +92,7 @@ def charts_markdown(charts: Sequence[RoundChart], collapsed: bool) -> str:
         return ""
     blocks = [_mermaid(c) for c in charts]
     caption = ("<sub>Per round pair, in the order they ran (BH: base first, HB: head first): "
-               "bars are base, the line is head.")
+               "the grey bars are base, the line is head.")
     left_out = [c for c in charts if c.pairs > len(c.base)]
     if left_out:
         caption += f" The first {MAX_PAIRS} of {left_out[0].pairs} pairs are drawn."
@@ -113,6 +113,7 @@ def _mermaid(chart: RoundChart) -> str:
     labels = ", ".join(f'"{label}"' for label in chart.labels)
     return "\n".join([
         "```mermaid",
+        _palette(chart.verdict),
         "xychart-beta",
         f'    title "{_safe(title)}"',
         f'    x-axis "round pair" [{labels}]',
@@ -121,6 +122,13 @@ def _mermaid(chart: RoundChart) -> str:
         f"    line [{', '.join(_num(low if v is None else v) for v in chart.head)}]",
         "```",
     ])
+
+
+def _palette(verdict: str) -> str:
+    """Base in grey; head in the verdict's colour (red: regression, green: improvement, else blue)."""
+    head = {"regression": "#c62828", "improvement": "#2e7d32"}.get(verdict, "#1565c0")
+    return ('%%{init: {"themeVariables": {"xyChart": '
+            f'{{"plotColorPalette": "#90a4ae, {head}"}}}}}}}}%%')
 
 
 def _axis(low: float, high: float) -> tuple[float, float]:
