@@ -317,11 +317,19 @@ def decide(results: Results, min_effect: float = DEFAULT_MIN_EFFECT, alpha: floa
         verdict = "inconclusive"  # not even "unchanged": the machine may mask a change
     return Comparison(
         verdict, metrics, tuple(environment),
-        speculation.judge({m.name: m for m in metrics}, min_effect), settings,
+        speculation.judge({m.name: m for m in metrics}, min_effect, _floor(results)), settings,
         notes=tuple(_run_notes(results) + _metric_notes(metrics)),
         warnings=tuple(drifted + ([WITHHELD_WARNING] if withheld else [])),
         rounds={side: len(results.rounds_of(side)) - len(results.failures(side)) for side in SIDES},
         drifted=bool(drifted))
+
+
+def _floor(results: Results) -> float | None:
+    """The configured floor of the speculation speed-up the run recorded, if a usable one."""
+    floor = results.options.get(speculation.SPECULATION_FLOOR)
+    if not isinstance(floor, int | float) or isinstance(floor, bool):
+        return None
+    return float(floor) if math.isfinite(floor) and floor > 0 else None
 
 
 def overall(verdicts: Iterable[Verdict]) -> Verdict:

@@ -23,6 +23,7 @@ from bot.core.judge.stats import (
     MetricJudgement,
     Settings,
 )
+from bot.core.render.chart import charts_markdown, round_charts
 from bot.core.render.kernels import kernels_markdown, kernels_text
 from bot.core.render.markdown import code_block, escape_md, fit
 from bot.core.text import clip, printable
@@ -128,6 +129,9 @@ def compare_markdown(results: Results, comparison: Comparison, reproduce: str | 
     icon = "⚠️" if comparison.withheld and comparison.verdict != "error" else _ICON[comparison.verdict]
     blocks = [f"### {icon} {escape_md(headline(comparison, subject))}\n\n{_subline(results, comparison)}",
               _metric_table(comparison.metrics)]
+    # A comparison that found no change keeps its chart folded away: the comment stays short.
+    blocks.append(charts_markdown(round_charts(results, comparison),
+                                  collapsed=comparison.verdict == "unchanged"))
     blocks += _speculation_block(comparison)
     blocks.append(_environment_block(comparison.environment))
     kernels = profile.diff_of(results.base.profile, results.head.profile)
@@ -192,7 +196,11 @@ def _speculation_block(comparison: Comparison) -> list[str]:
     spec = comparison.speculation
     if spec is None or not spec.sentences:
         return []
-    return ["**Speculation.** " + " ".join(escape_md(s) for s in spec.sentences)]
+    blocks = ["**Speculation.** " + " ".join(escape_md(s) for s in spec.sentences)]
+    if spec.break_even:  # a line of its own: whether speculation still pays is news by itself
+        short = spec.speedup_after is not None and spec.speedup_after < max(1.0, spec.floor or 0.0)
+        blocks.append(f"**Speculation break-even.** {'⚠️' if short else '✅'} {escape_md(spec.break_even)}")
+    return blocks
 
 
 def _environment_block(differences: Sequence[EnvDifference]) -> str:
@@ -319,6 +327,8 @@ def compare_text(results: Results, comparison: Comparison) -> str:
     lines += _text_table(comparison.metrics)
     if comparison.speculation and comparison.speculation.sentences:
         lines += ["", "speculation:"] + [f"  {printable(s)}" for s in comparison.speculation.sentences]
+        if comparison.speculation.break_even:
+            lines.append(f"  break-even: {printable(comparison.speculation.break_even)}")
     if comparison.environment:
         lines += ["", "environment differences (most likely to matter first):"]
         lines += [f"  {'*' if d.material else ' '} {printable(clip(d.key, 80))}: "

@@ -173,3 +173,15 @@ def test_the_first_line_of_the_text_says_the_verdict_once(scenario):
     assert comparison.verdict == scenario
     assert first.lower().startswith(scenario), first  # a script can read the verdict off the start
     assert not first.lower().startswith(f"{scenario}: {scenario}"), first
+
+
+@pytest.mark.parametrize("floor,expected", [(1.5, 1.5), (2, 2.0), ("1.5", None), (-1, None), (True, None),
+                                            (float("inf"), None)])
+def test_the_speculation_floor_comes_from_the_results_file_if_usable(floor, expected):
+    doc = document({"spec_speedup": ("x", "higher", [1.6, 1.61, 1.59], [1.4, 1.41, 1.39])})
+    doc["options"] = {"speculation_floor": floor}
+    loaded, comparison = judged(json.loads(json.dumps(doc).replace("Infinity", "1e999")))
+    assert comparison.speculation.floor == expected
+    markdown = render_compare.compare_markdown(loaded, comparison)
+    called = "**Speculation break-even.** ⚠️ The speed-up of speculation fell below the configured floor"
+    assert (called in markdown) == (expected == 1.5)
