@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import logging
 from dataclasses import asdict, replace
+from datetime import datetime
 from typing import Any
 
 from bot.core.bench import contract
@@ -165,7 +166,7 @@ def bisect(services: Services, github: GitHub, case: RegressionCase, config: Rep
     dispatch = config.bench.dispatch
     cost = budget.bisect_cost(budget.BISECT_RUNS_RESERVED, dispatch.run_minutes)
     allowed = store.watch.charge(
-        f"budget:{correlation}", case.repo, budget.day(now), "bisect", budget.BISECT, cost,
+        _charge_key(correlation, now), case.repo, budget.day(now), "bisect", budget.BISECT, cost,
         lambda spent: budget.allows(budget.BISECT, spent, cost, dispatch.budget), now)
     if not allowed:
         skipped = store.watch.move(case.key, states.OUT_OF_BUDGET, (states.DETECTED,), now,
@@ -178,6 +179,13 @@ def bisect(services: Services, github: GitHub, case: RegressionCase, config: Rep
     if moved is None:  # another process moved it first: it carries on from there
         return store.watch.get(case.key) or case
     return _carry_on(services, github, moved, config, default_branch)
+
+
+def _charge_key(correlation: str, at: datetime) -> str:
+    """A bisect's charge, once per day: skipped for the budget today, it may be charged tomorrow
+    (the hourly sweep tries it again); the request is recorded at the charge's moment, so its
+    time names the charge to settle."""
+    return f"budget:{correlation}:{budget.day(at)}"
 
 
 def _carry_on(services: Services, github: GitHub, case: RegressionCase, config: RepoConfig,
@@ -252,7 +260,7 @@ def finished(services: Services, request: BenchRequest, outcome: Any | None,
     else:
         state = states.after_bisect(outcome.status)
         spent = budget.bisect_cost(outcome.runs, minutes)
-        services.store.watch.settle(f"budget:{request.correlation_id}", spent)
+        services.store.watch.settle(_charge_key(request.correlation_id, request.created_at), spent)
         merge = services.store.watch.merge_of(case.repo, outcome.culprit) if outcome.culprit else None
         changes = {"culprit_sha": outcome.culprit if state == states.CONFIRMED else None,
                    "culprit_subject": outcome.culprit_subject, "gpu_minutes": spent,
