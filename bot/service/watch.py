@@ -18,6 +18,7 @@ from datetime import datetime
 from typing import Any
 
 from bot.core.bench import contract
+from bot.core.bench.bisect_artifact import BisectOutcome
 from bot.core.config.schema import RepoConfig
 from bot.core.text import clip, printable
 from bot.core.watch import budget, opening, report
@@ -147,7 +148,7 @@ def _merged_number(request: BenchRequest) -> int | None:
 
 
 def bisect_key(case: RegressionCase) -> str:
-    return contract.work_key("bisect", case.repo, case.key)  # type: ignore[arg-type]
+    return contract.work_key("bisect", case.repo, case.key)
 
 
 def bisect(services: Services, github: GitHub, case: RegressionCase, config: RepoConfig,
@@ -247,7 +248,7 @@ def inputs_of(services: Services, request: BenchRequest) -> dict[str, str]:
                                   request.correlation_id)
 
 
-def finished(services: Services, request: BenchRequest, outcome: Any | None,
+def finished(services: Services, request: BenchRequest, outcome: BisectOutcome | None,
              problems: list[str], config: RepoConfig) -> RegressionCase | None:
     """End the bisecting case of ``request`` with what its report says (None: no report could be
     read; the case fails with ``problems``). The budget's charge is settled to the runs made."""
@@ -255,6 +256,7 @@ def finished(services: Services, request: BenchRequest, outcome: Any | None,
     if case is None:
         return None
     now, minutes = services.now(), config.bench.dispatch.run_minutes
+    changes: dict[str, object]
     if outcome is None:
         state, changes = states.FAILED, {"note": clip(printable("; ".join(problems) or "no report"), 1000)}
     else:
@@ -274,7 +276,7 @@ def finished(services: Services, request: BenchRequest, outcome: Any | None,
     return moved or services.store.watch.get(case.key)
 
 
-def _outcome_json(outcome: Any) -> dict[str, Any]:
+def _outcome_json(outcome: BisectOutcome) -> dict[str, Any]:
     """What the case's page and comment show of the bisect (the reader's outcome, as JSON)."""
     data = asdict(outcome)
     data["ci"] = list(outcome.ci) if outcome.ci else None
@@ -307,7 +309,7 @@ def announce(services: Services, github: GitHub, case: RegressionCase, config: R
         known = next((c.issue_number for c in services.store.watch.cases(frozenset({case.repo}))
                       if c.culprit_sha == case.culprit_sha and c.issue_number is not None), None)
         number = github.upsert_issue(case.repo, known,
-                                     report.issue_title(case.suite, case.metric, case.culprit_sha),
+                                     report.issue_title(case.suite, case.metric, culprit.culprit),
                                      report.issue_body(culprit, url))
         services.store.watch.note(case.key, issue_number=number)
         case = replace(case, issue_number=number)

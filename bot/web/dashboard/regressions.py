@@ -38,9 +38,10 @@ def _detail(key: str) -> regressions.CaseDetail:
 
 @bp.get("/regressions")
 def index() -> str:
-    args = {k: v for k, v in request.args.items() if k in ("repo", "sha") and v}
+    api_url = url_for("regressions.index_json", repo=request.args.get("repo") or None,
+                      sha=request.args.get("sha") or None)
     return render_template("regressions.html", nav="regressions", listing=_listing(), case_labels=LABELS,
-                           api_url=url_for("regressions.index_json", **args))
+                           api_url=api_url)
 
 
 @bp.get("/regressions/<key>")
