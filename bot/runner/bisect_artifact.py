@@ -49,7 +49,8 @@ def write(report: BisectReport, folder: Path, written: Mapping[Path, str]) -> di
         data = _results_bytes(Path(run.results_path), written)
         if data is not None:
             copies[name] = data
-            renamed[run.results_path] = name
+            # A one-commit range's confirmation is its reference run: one file, named as the reference.
+            renamed.setdefault(run.results_path, name)
     named = _named(dict(report.to_dict()), renamed)
     copies[REPORT] = (json.dumps(named, indent=2, ensure_ascii=False) + "\n").encode()
     copies[SUMMARY] = render_bisect.bisect_markdown(report).encode()
