@@ -198,6 +198,9 @@ def _scheduled_run(services: Services, repo: str, installation_id: int | None, n
     github = services.github.for_installation(installation_id)
     branch, head = github.default_branch(repo)
     config, _ = repo_config.read(github, repo, branch)
+    from . import watch  # imported here: the watch dispatches its bisects through this module
+
+    watch.retry_out_of_budget(services, github, repo, config, branch)
     slot = policy.schedule_slot(config.bench, now)
     if slot is None:
         return 0

@@ -89,7 +89,12 @@ def handle(event: CommandEvent, services: Services) -> None:
     elif isinstance(command, grammar.Bisect):
         _apply(services, snapshot, _decide_in_turn(services, snapshot, command))
     elif isinstance(command, grammar.Cancel) and _cancel_cases(services, snapshot):
+        running = benchmarks.active(services, snapshot.repo, snapshot.pull.number)
+        for request in running:  # and the pull request's own benchmark, as a plain /bench cancel does
+            benchmarks.stop(services, github, request, contract.CANCELLED, snapshot.config.bench)
         _react(github, event, "+1")
+        if running:
+            _show(services, snapshot)
     else:
         _apply(services, snapshot, _decide(services, snapshot, command))
     services.store.work.claim(done)

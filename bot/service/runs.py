@@ -16,10 +16,9 @@ import logging
 from collections.abc import Sequence
 from dataclasses import replace
 from datetime import datetime
-from typing import Any
 
 from bot.core.bench import artifact as results_artifact
-from bot.core.bench import contract, judging
+from bot.core.bench import bisect_artifact, contract, judging
 from bot.core.config.schema import RepoConfig
 from bot.core.text import clip, printable
 from bot.core.watch import cases
@@ -154,11 +153,9 @@ def _bisected(event: WorkflowRunEvent, services: Services, github: GitHub, reque
 
 
 def _bisect_report(github: GitHub, request: BenchRequest, conclusion: str | None
-                   ) -> tuple[list[str], Any | None]:
+                   ) -> tuple[list[str], bisect_artifact.BisectOutcome | None]:
     """The bisect's outcome (`bot.core.bench.bisect_artifact`), or what kept it from being read. A
     bisect that found no culprit or could not reproduce exits 1, so a failed run may carry a report."""
-    from bot.core.bench import bisect_artifact  # the runner's reader of the contract's report
-
     problems, content = _download(github, request)
     if content is None:
         return problems, None

@@ -14,9 +14,11 @@ from __future__ import annotations
 import json
 import logging
 from dataclasses import asdict, replace
+from datetime import datetime
 from typing import Any
 
 from bot.core.bench import contract
+from bot.core.bench.bisect_artifact import BisectOutcome
 from bot.core.config.schema import RepoConfig
 from bot.core.text import clip, printable
 from bot.core.watch import budget, opening, report
@@ -146,7 +148,7 @@ def _merged_number(request: BenchRequest) -> int | None:
 
 
 def bisect_key(case: RegressionCase) -> str:
-    return contract.work_key("bisect", case.repo, case.key)  # type: ignore[arg-type]
+    return contract.work_key("bisect", case.repo, case.key)
 
 
 def bisect(services: Services, github: GitHub, case: RegressionCase, config: RepoConfig,
@@ -165,7 +167,7 @@ def bisect(services: Services, github: GitHub, case: RegressionCase, config: Rep
     dispatch = config.bench.dispatch
     cost = budget.bisect_cost(budget.BISECT_RUNS_RESERVED, dispatch.run_minutes)
     allowed = store.watch.charge(
-        f"budget:{correlation}", case.repo, budget.day(now), "bisect", budget.BISECT, cost,
+        _charge_key(correlation, now), case.repo, budget.day(now), "bisect", budget.BISECT, cost,
         lambda spent: budget.allows(budget.BISECT, spent, cost, dispatch.budget), now)
     if not allowed:
         skipped = store.watch.move(case.key, states.OUT_OF_BUDGET, (states.DETECTED,), now,
@@ -178,6 +180,13 @@ def bisect(services: Services, github: GitHub, case: RegressionCase, config: Rep
     if moved is None:  # another process moved it first: it carries on from there
         return store.watch.get(case.key) or case
     return _carry_on(services, github, moved, config, default_branch)
+
+
+def _charge_key(correlation: str, at: datetime) -> str:
+    """A bisect's charge, once per day: skipped for the budget today, it may be charged tomorrow
+    (the hourly sweep tries it again); the request is recorded at the charge's moment, so its
+    time names the charge to settle."""
+    return f"budget:{correlation}:{budget.day(at)}"
 
 
 def _carry_on(services: Services, github: GitHub, case: RegressionCase, config: RepoConfig,
@@ -239,7 +248,7 @@ def inputs_of(services: Services, request: BenchRequest) -> dict[str, str]:
                                   request.correlation_id)
 
 
-def finished(services: Services, request: BenchRequest, outcome: Any | None,
+def finished(services: Services, request: BenchRequest, outcome: BisectOutcome | None,
              problems: list[str], config: RepoConfig) -> RegressionCase | None:
     """End the bisecting case of ``request`` with what its report says (None: no report could be
     read; the case fails with ``problems``). The budget's charge is settled to the runs made."""
@@ -247,12 +256,13 @@ def finished(services: Services, request: BenchRequest, outcome: Any | None,
     if case is None:
         return None
     now, minutes = services.now(), config.bench.dispatch.run_minutes
+    changes: dict[str, object]
     if outcome is None:
         state, changes = states.FAILED, {"note": clip(printable("; ".join(problems) or "no report"), 1000)}
     else:
         state = states.after_bisect(outcome.status)
         spent = budget.bisect_cost(outcome.runs, minutes)
-        services.store.watch.settle(f"budget:{request.correlation_id}", spent)
+        services.store.watch.settle(_charge_key(request.correlation_id, request.created_at), spent)
         merge = services.store.watch.merge_of(case.repo, outcome.culprit) if outcome.culprit else None
         changes = {"culprit_sha": outcome.culprit if state == states.CONFIRMED else None,
                    "culprit_subject": outcome.culprit_subject, "gpu_minutes": spent,
@@ -266,7 +276,7 @@ def finished(services: Services, request: BenchRequest, outcome: Any | None,
     return moved or services.store.watch.get(case.key)
 
 
-def _outcome_json(outcome: Any) -> dict[str, Any]:
+def _outcome_json(outcome: BisectOutcome) -> dict[str, Any]:
     """What the case's page and comment show of the bisect (the reader's outcome, as JSON)."""
     data = asdict(outcome)
     data["ci"] = list(outcome.ci) if outcome.ci else None
@@ -299,7 +309,7 @@ def announce(services: Services, github: GitHub, case: RegressionCase, config: R
         known = next((c.issue_number for c in services.store.watch.cases(frozenset({case.repo}))
                       if c.culprit_sha == case.culprit_sha and c.issue_number is not None), None)
         number = github.upsert_issue(case.repo, known,
-                                     report.issue_title(case.suite, case.metric, case.culprit_sha),
+                                     report.issue_title(case.suite, case.metric, culprit.culprit),
                                      report.issue_body(culprit, url))
         services.store.watch.note(case.key, issue_number=number)
         case = replace(case, issue_number=number)

@@ -282,3 +282,20 @@ def test_a_report_of_other_commits_fails_the_case_and_names_nobody(services, git
     report_back(services, github, case, run_id, reports.artifact(forged))
     ended = services.store.watch.get(case.key)
     assert ended.state == "failed" and ended.note and github.commit_comments == []
+
+
+def test_the_hourly_sweep_bisects_a_case_skipped_for_the_budget_once_a_new_day_allows_it(services, github):
+    from datetime import timedelta
+
+    from bot.service import benchmarks
+    from bot.service.records import Repository
+    merged(services, github, CONFIG + "    budget: 44\n")  # the merge run's 5 leave 39: less than 40
+    [case] = services.store.watch.cases(None)
+    services.store.installations.replace(42, [Repository(1, REPO, 42)])
+    benchmarks.scheduled(services)
+    assert services.store.watch.get(case.key).state == "out_of_budget" and bisects(github) == []
+    services.now = lambda: NOW + timedelta(days=1)
+    benchmarks.scheduled(services)
+    benchmarks.scheduled(services)
+    assert services.store.watch.get(case.key).state == "bisecting" and len(bisects(github)) == 1
+    assert services.store.watch.spending(REPO, "2026-12-02").spent == 40.0

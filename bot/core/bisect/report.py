@@ -340,11 +340,12 @@ def _confirmed(confirmation: Measurement) -> str:
 
 def probe_as_confirmation(measurements: Sequence[Measurement], parent: str,
                           culprit: str) -> Measurement | None:
-    """The culprit's confirmation taken from a probe (or its recheck, the latest) that already
-    measured it against ``parent`` (GOOD is the parent of the range's first commit); None when it
-    must be measured."""
-    probe = next((m for m in reversed(measurements)
-                  if m.purpose in ("probe", "recheck") and (m.base, m.head) == (parent, culprit)), None)
+    """The culprit's confirmation taken from a run that already measured it against ``parent``: a
+    probe (or its recheck, the latest; GOOD is the parent of the range's first commit), or the
+    reference run itself when the range is one commit (BAD, whose parent is GOOD); None when it must
+    be measured."""
+    probe = next((m for m in reversed(measurements) if m.purpose in ("probe", "recheck", "reference")
+                  and (m.base, m.head) == (parent, culprit)), None)
     if probe is None:
         return None
     return Measurement("confirm", parent, culprit, probe.outcome, probe.verdict, probe.ratio, probe.ci,
