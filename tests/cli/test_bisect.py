@@ -321,3 +321,22 @@ def test_statistics_options_out_of_range_are_one_line_errors(capsys, option, val
     code = main(["bisect", "a", "b", "--suite", "x", option, value])
     _, err = capsys.readouterr()
     assert code == 2 and message in err and err.count("\n") == 1
+
+
+def test_a_bisection_that_stops_on_an_error_still_leaves_its_report_in_the_artifact(capsys, git_builder, tmp_path):
+    """The action uploads what perfbot wrote: a bisection stopped by an error (here a suite the config
+    does not have) leaves bisect.json with status error and the reason, its SHA-256 recorded."""
+    good, shas = history(git_builder, 3)
+    artifact, recorded = tmp_path / "artifact", tmp_path / "recorded"
+    with recorded.open("w") as stream:
+        code = main(["bisect", good, shas[-1], "--repo", str(git_builder.root), "--suite", "nope",
+                     "--out", str(tmp_path / "runs"), "--artifact", str(artifact), "--python", PLAIN_PYTHON,
+                     "--github-output-fd", str(stream.fileno()), "--quiet"])
+    _, err = capsys.readouterr()
+    assert code == 2 and err.count("\n") == 1 and "nope" in err, err
+    assert sorted(p.name for p in artifact.iterdir()) == ["bisect.json", "summary.md"]
+    report = json.loads((artifact / "bisect.json").read_text())
+    assert (report["status"], report["culprit"], report["good"], report["bad"]) == ("error", None, good, shas[-1])
+    assert report["conclusion"].startswith("stopped: ") and "nope" in report["conclusion"]
+    digest = hashlib.sha256((artifact / "bisect.json").read_bytes()).hexdigest()
+    assert f"{digest}  bisect.json" in recorded.read_text().splitlines()
