@@ -46,7 +46,7 @@ class Function:
 
     @property
     def name(self) -> str:
-        return self.qualname.rsplit(".", 1)[-1]
+        return self.qualname.rpartition(".")[2]
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,7 +60,7 @@ class Klass:
 
     @property
     def name(self) -> str:
-        return self.qualname.rsplit(".", 1)[-1]
+        return self.qualname.rpartition(".")[2]
 
 
 @dataclass(frozen=True)
@@ -141,7 +141,7 @@ class CallGraph:
             nested = self._by_key.get((caller.path, f"{scope}.<locals>.{name}"))
             if nested is not None:
                 return nested
-            scope = scope.rsplit(".<locals>.", 1)[0] if ".<locals>." in scope else ""
+            scope = scope.rpartition(".<locals>.")[0]  # "" once no function encloses it
         local = (self._by_key.get((caller.path, name))
                  or self._by_key.get((caller.path, f"{name}.__init__")))
         if local is not None:
