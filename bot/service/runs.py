@@ -20,11 +20,13 @@ from datetime import datetime
 from bot.core.bench import artifact as results_artifact
 from bot.core.bench import contract, judging
 from bot.core.config.schema import RepoConfig
+from bot.core.render.kernels import ChangedLines, changed_lines
 from bot.core.text import clip, printable
 
 from . import benchmarks, repo_config, reviewing, sticky
 from .bench_section import SHOWN_TRIGGERS
 from .events import WorkflowRunEvent
+from .failures import Permanent
 from .ports.github import ArtifactInvalid, GitHub, PullRequestGone
 from .ports.store import Store
 from .records import BenchRequest, BenchResult, MetricPoint
@@ -170,7 +172,24 @@ def _judged(github: GitHub, request: BenchRequest, subject: str) -> tuple[list[s
         content = results_artifact.read(data)
     except (ArtifactInvalid, results_artifact.ArtifactError) as error:
         return [clip(printable(str(error)), 300)], nothing
-    return [], judging.judge(content, request.base_sha, request.head_sha, request.suites, subject)
+    return [], judging.judge(content, request.base_sha, request.head_sha, request.suites, subject,
+                             _changed_lines(github, request))
+
+
+def _changed_lines(github: GitHub, request: BenchRequest) -> ChangedLines | None:
+    """The lines the pull request changed, which the kernel diff marks where they launched a kernel;
+    None for a run on the default branch, or where the pull request's head is no longer the commit
+    measured (its diff would mark lines the run never saw), or it cannot be read. Only the head's
+    lines: the diff's old side is the merge base, which need not be the base measured."""
+    if request.number is None:
+        return None
+    try:
+        if github.pull(request.repo, request.number).head_sha != request.head_sha:
+            return None
+        return changed_lines(github.pull_diff(request.repo, request.number), base_numbers=False)
+    except Permanent as error:
+        log.info("no changed lines for the kernel diff of %s#%s: %s", request.repo, request.number, error)
+        return None
 
 
 def _join(lines: Sequence[str]) -> str:
