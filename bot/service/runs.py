@@ -22,11 +22,13 @@ from bot.core import stepmap
 from bot.core.bench import artifact as results_artifact
 from bot.core.bench import contract, judging
 from bot.core.config.schema import RepoConfig
+from bot.core.render.kernels import ChangedLines, changed_lines
 from bot.core.text import clip, printable
 
 from . import benchmarks, repo_config, reviewing, sticky
 from .bench_section import SHOWN_TRIGGERS
 from .events import WorkflowRunEvent
+from .failures import Permanent
 from .ports.github import ArtifactInvalid, GitHub, PullRequestGone
 from .ports.store import Store
 from .records import BenchRequest, BenchResult, MetricPoint, StoredStepMap
@@ -160,7 +162,7 @@ def _outcome(github: GitHub, request: BenchRequest, conclusion: str | None, now:
 def _judged(github: GitHub, request: BenchRequest, subject: str
             ) -> tuple[list[str], judging.Judged, list[stepmap.StepMap]]:
     """Download and judge the request's artifact; what went wrong on the way, the judgement, and
-    the per-step maps of the head its results files hold. A download the storage refuses
+    the per-step maps of the run's commits its results files hold. A download the storage refuses
     (`ArtifactUnavailable`) propagates: the delivery is tried again."""
     nothing = judging.Judged((), ())
     wanted = contract.artifact_name(request.correlation_id)
@@ -176,13 +178,15 @@ def _judged(github: GitHub, request: BenchRequest, subject: str
         content = results_artifact.read(data)
     except (ArtifactInvalid, results_artifact.ArtifactError) as error:
         return [clip(printable(str(error)), 300)], nothing, []
-    judged = judging.judge(content, request.base_sha, request.head_sha, request.suites, subject)
+    judged = judging.judge(content, request.base_sha, request.head_sha, request.suites, subject,
+                           _changed_lines(github, request))
     return [], judged, _step_maps(request, content)
 
 
 def _step_maps(request: BenchRequest, content: results_artifact.Artifact) -> list[stepmap.StepMap]:
-    """The per-step maps in the artifact's results files that profiled the run's head, one per
-    suite; a map that does not read, or of another commit, is left out (and logged)."""
+    """The per-step maps in the artifact's results files that profiled one of the run's commits
+    (the base side is the one profiled), one per suite; a map that does not read, or of another
+    commit, is left out (and logged)."""
     maps: dict[str, stepmap.StepMap] = {}
     for name in sorted(content.files):
         if not judging.is_results_file(name):
@@ -193,9 +197,25 @@ def _step_maps(request: BenchRequest, content: results_artifact.Artifact) -> lis
             log.warning("a step map that does not read; not stored", extra={
                 "repo": request.repo, "file": name, "error": clip(printable(str(error)), 200)})
             continue
-        if found is not None and found.commit == request.head_sha.lower():
+        if found is not None and found.commit in (request.base_sha.lower(), request.head_sha.lower()):
             maps.setdefault(found.suite, found)
     return list(maps.values())
+
+
+def _changed_lines(github: GitHub, request: BenchRequest) -> ChangedLines | None:
+    """The lines the pull request changed, which the kernel diff marks where they launched a kernel;
+    None for a run on the default branch, or where the pull request's head is no longer the commit
+    measured (its diff would mark lines the run never saw), or it cannot be read. Only the head's
+    lines: the diff's old side is the merge base, which need not be the base measured."""
+    if request.number is None:
+        return None
+    try:
+        if github.pull(request.repo, request.number).head_sha != request.head_sha:
+            return None
+        return changed_lines(github.pull_diff(request.repo, request.number), base_numbers=False)
+    except Permanent as error:
+        log.info("no changed lines for the kernel diff of %s#%s: %s", request.repo, request.number, error)
+        return None
 
 
 def _join(lines: Sequence[str]) -> str:

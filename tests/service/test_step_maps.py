@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 from dataclasses import replace
 
+import pytest
+
 from bot.core import stepmap
 from bot.service import step_maps
 from bot.service.records import BenchRequest, StoredStepMap
@@ -54,17 +56,19 @@ def test_a_merge_runs_map_of_its_commit_is_stored_with_the_default_branch(servic
     assert stored == StoredStepMap(REPO, "main", stepmap.parse(map_data(HEAD_SHA)))
 
 
-def test_a_map_of_another_commit_or_one_that_does_not_read_is_not_stored(services, github):
+def test_the_map_of_the_runs_base_is_stored_too(services, github):
     merged(services, github, {**document(EAGLE3), "step_map": map_data(BASE_SHA)})
+    stored = services.store.benchmarks.step_map(REPO)
+    assert stored is not None and stored.step_map.commit == BASE_SHA
+
+
+@pytest.mark.parametrize("broken", [map_data("9" * 40), {"schema": 1, "commit": "zz"}])
+def test_a_map_of_another_commit_or_one_that_does_not_read_is_not_stored(services, github, broken):
+    # The results file holding it is no results file either: the run is reported as failed.
+    merged(services, github, {**document(EAGLE3), "step_map": broken})
     assert services.store.benchmarks.step_map(REPO) is None
     [request] = services.store.benchmarks.for_pull(REPO, None)
-    assert request.status == "completed"
-
-
-def test_a_broken_map_leaves_the_run_completed_and_stores_nothing(services, github):
-    merged(services, github, {**document(EAGLE3), "step_map": {"schema": 1, "commit": "zz"}})
-    assert services.store.benchmarks.step_map(REPO) is None
-    assert services.store.benchmarks.for_pull(REPO, None)[0].status == "completed"
+    assert request.status == "failed" and "step_map" in (request.error or "")
 
 
 def test_a_pull_requests_run_stores_no_map(services, github):
