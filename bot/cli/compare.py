@@ -70,7 +70,7 @@ def read_diff(path: str, max_mib: int) -> ChangedLines:
     text = read_input(path, max_mib * 2**20).decode("utf-8", errors="replace")
     if text.strip() and not text.lstrip().startswith(("diff ", "--- ", "Index: ", "From ")):
         raise UsageError(f"--diff {path}: not a unified diff (git diff BASE HEAD writes one)")
-    return changed_lines(text)
+    return changed_lines(text, by="the diff")
 
 
 def fails(verdict: str, fail_on: str | None) -> bool:

@@ -133,7 +133,7 @@ def compare_markdown(results: Results, comparison: Comparison, reproduce: str | 
     blocks.append(_environment_block(comparison.environment))
     kernels = profile.diff_of(results.base.profile, results.head.profile)
     if kernels is not None:
-        blocks.append(kernels_markdown(kernels, changed, subject))
+        blocks.append(kernels_markdown(kernels, changed))
     failed = sorted((results.profile_errors or {}).items())
     blocks += [f"> **Note:** no kernel diff: the profiled pass of {side} failed: "
                + escape_md(clip(why, MAX_TEXT)) for side, why in failed if why]

@@ -245,3 +245,21 @@ def test_a_trace_without_annotations_has_no_map_and_reads_as_before():
     assert read.profile == kineto.profile_of(data, "t.json")
     assert all(k.sites is None for k in read.profile.kernels)
     assert "sites" not in read.profile.model_dump(mode="json")["kernels"][0]
+
+
+_json_values = st.recursive(st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=12),
+                            lambda inner: st.lists(inner, max_size=3)
+                            | st.dictionaries(st.sampled_from(["path", "line", "function", "x"]), inner, max_size=4),
+                            max_leaves=12)
+
+
+@settings(max_examples=200, deadline=None)
+@given(caller=_json_values, defines=_json_values)
+def test_any_annotation_is_a_frame_or_ignored_never_an_error(caller, defines):
+    data = _annotated_cpu_trace()
+    for event in data["traceEvents"]:
+        if event.get("cat") == "python_function":
+            event["args"] = {"perfbot.caller": caller, "perfbot.function": defines}
+    read = kineto.traced(data, "t.json")
+    built = read.step_map("a" * 40, "s")
+    assert built is None or all(f.host_share <= 1 for f in built.functions)

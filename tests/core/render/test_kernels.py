@@ -95,7 +95,7 @@ def _sited_slow_commit() -> profile.ProfileDiff:
 
 
 def test_the_launching_lines_are_named_and_those_the_commit_changed_marked(file_regression):
-    markdown = kernels_markdown(_sited_slow_commit(), changed_lines(slow_diff()), "This commit")
+    markdown = kernels_markdown(_sited_slow_commit(), changed_lines(slow_diff(), by="this commit"))
     file_regression.check(markdown, extension=".md", basename="kernels_launching_lines")
     [fill] = [line for line in markdown.splitlines() if "FillFunctor" in line]
     assert f"`{PS}:22` `_pad_to_graph_size` ✏️ changed by this commit" in fill
@@ -108,7 +108,7 @@ def test_without_the_change_lines_are_named_and_none_is_marked():
     d = _sited_slow_commit()
     markdown = kernels_markdown(d)
     assert f"`{PS}:22` `_pad_to_graph_size`" in markdown and "✏️" not in markdown
-    text = "\n".join(kernels_text(d, changed_lines(slow_diff()), "This commit"))
+    text = "\n".join(kernels_text(d, changed_lines(slow_diff(), by="this commit")))
     assert f"launched by {PS}:22 _pad_to_graph_size, 32.00/step (changed by this commit)" in text
     assert "launched by engine/moe.py:80 Moe.forward, 32.00/step\n" in text + "\n"
 
