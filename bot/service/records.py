@@ -8,6 +8,7 @@ from datetime import datetime
 from typing import Any
 
 from bot.core.review.record import Reason as Reason  # the reasons of a review, as the core lists them
+from bot.core.stepmap import StepMap
 from bot.core.vocabulary import Level, Trigger
 
 
@@ -127,6 +128,15 @@ class BenchResult:
     headline_change: float | None
     comparison: str  # JSON: `perfbot compare --format json` plus "markdown", the rendered report
     on_default_branch: bool
+
+
+@dataclass(frozen=True)
+class StoredStepMap:
+    """The per-step map of a repository's suite, measured on its default branch (step_maps)."""
+
+    repo: str
+    branch: str
+    step_map: StepMap
 
 
 @dataclass(frozen=True)

@@ -12,23 +12,27 @@ often its delivery (or a copy of its signed body) arrives.
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Sequence
 from dataclasses import replace
 from datetime import datetime
 
+from bot.core import stepmap
 from bot.core.bench import artifact as results_artifact
 from bot.core.bench import bisect_artifact, contract, judging
 from bot.core.config.schema import RepoConfig
+from bot.core.render.kernels import ChangedLines, changed_lines
 from bot.core.text import clip, printable
 from bot.core.watch import cases
 
 from . import benchmarks, repo_config, reviewing, sticky, watch
 from .bench_section import SHOWN_TRIGGERS
 from .events import WorkflowRunEvent
+from .failures import Permanent
 from .ports.github import ArtifactInvalid, GitHub, PullRequestGone
 from .ports.store import Store
-from .records import BenchRequest, BenchResult, MetricPoint
+from .records import BenchRequest, BenchResult, MetricPoint, StoredStepMap
 from .services import Services
 
 log = logging.getLogger("perfbot.runs")
@@ -107,8 +111,9 @@ def _completed(event: WorkflowRunEvent, services: Services, request: BenchReques
     if request.trigger == watch.BISECT_TRIGGER:
         _bisected(event, services, github, request, config.config, key)
         return
-    finished, results, points = _outcome(github, request, event.conclusion, services.now())
-    if not services.store.benchmarks.complete(finished, results, points, key):
+    finished, results, points, maps = _outcome(github, request, event.conclusion, services.now())
+    stored_maps = [StoredStepMap(request.repo, event.repo.default_branch, m) for m in maps]
+    if not services.store.benchmarks.complete(finished, results, points, key, stored_maps):
         return
     log.info("benchmark finished", extra={"repo": request.repo, "correlation_id": request.correlation_id,
                                           "status": finished.status, "conclusion": finished.conclusion})
@@ -186,20 +191,21 @@ def _show(services: Services, github: GitHub, request: BenchRequest, config: rep
 
 
 def _outcome(github: GitHub, request: BenchRequest, conclusion: str | None, now: datetime
-             ) -> tuple[BenchRequest, list[BenchResult], list[MetricPoint]]:
-    """The request's final state, its results and history points. Only a successful run gives
-    verdicts: a failed, cancelled or timed-out one is reported as such, with what its results file
-    says went wrong, and never as 'no regression'."""
+             ) -> tuple[BenchRequest, list[BenchResult], list[MetricPoint], list[stepmap.StepMap]]:
+    """The request's final state, its results, history points and (of a default-branch run) the
+    per-step maps of its commit. Only a successful run gives verdicts: a failed, cancelled or
+    timed-out one is reported as such, with what its results file says went wrong, and never as
+    'no regression'."""
     default_branch_run = request.trigger in ("merge", "schedule")
     subject = "This commit" if default_branch_run else "This PR"
-    problems, judged = _judged(github, request, subject)
+    problems, judged, maps = _judged(github, request, subject)
     if conclusion != "success" or not judged.suites:
         lines = [*problems, *judged.problems, *judged.run_errors]
         if conclusion == "success" and not lines:
             lines = ["the run succeeded but no results file could be judged"]
         failed = replace(request, status=contract.FAILED, conclusion=conclusion or "failure",
                          completed_at=now, error=_join(lines))
-        return failed, [], []
+        return failed, [], [], []
     results = [BenchResult(suite=s.suite, base_sha=request.base_sha, head_sha=request.head_sha,
                            verdict=s.verdict,
                            headline_metric=s.headline_metric, headline_change=s.headline_change,
@@ -209,16 +215,20 @@ def _outcome(github: GitHub, request: BenchRequest, conclusion: str | None, now:
               for s in judged.suites for name, unit, better, value in s.points] if default_branch_run else []
     done = replace(request, status=contract.COMPLETED, conclusion=conclusion, completed_at=now,
                    error=_join(judged.problems) or None)
-    return done, results, points
+    return done, results, points, maps if default_branch_run else []
 
 
-def _judged(github: GitHub, request: BenchRequest, subject: str) -> tuple[list[str], judging.Judged]:
-    """Download and judge the request's artifact; what went wrong on the way, and the judgement. A
-    download the storage refuses (`ArtifactUnavailable`) propagates: the delivery is tried again."""
+def _judged(github: GitHub, request: BenchRequest, subject: str
+            ) -> tuple[list[str], judging.Judged, list[stepmap.StepMap]]:
+    """Download and judge the request's artifact; what went wrong on the way, the judgement, and
+    the per-step maps of the run's commits its results files hold. A download the storage refuses
+    (`ArtifactUnavailable`) propagates: the delivery is tried again."""
     problems, content = _download(github, request)
     if content is None:
-        return problems, judging.Judged((), ())
-    return [], judging.judge(content, request.base_sha, request.head_sha, request.suites, subject)
+        return problems, judging.Judged((), ()), []
+    judged = judging.judge(content, request.base_sha, request.head_sha, request.suites, subject,
+                           _changed_lines(github, request))
+    return [], judged, _step_maps(request, content)
 
 
 def _download(github: GitHub, request: BenchRequest) -> tuple[list[str], results_artifact.Artifact | None]:
@@ -237,6 +247,41 @@ def _download(github: GitHub, request: BenchRequest) -> tuple[list[str], results
         return [], results_artifact.read(data)
     except (ArtifactInvalid, results_artifact.ArtifactError) as error:
         return [clip(printable(str(error)), 300)], None
+
+
+def _step_maps(request: BenchRequest, content: results_artifact.Artifact) -> list[stepmap.StepMap]:
+    """The per-step maps in the artifact's results files that profiled one of the run's commits
+    (the base side is the one profiled), one per suite; a map that does not read, or of another
+    commit, is left out (and logged)."""
+    maps: dict[str, stepmap.StepMap] = {}
+    for name in sorted(content.files):
+        if not judging.is_results_file(name):
+            continue
+        try:
+            found = stepmap.from_results(json.loads(content.files[name]))
+        except (ValueError, RecursionError) as error:  # JSONDecodeError and StepMapError are ValueErrors
+            log.warning("a step map that does not read; not stored", extra={
+                "repo": request.repo, "file": name, "error": clip(printable(str(error)), 200)})
+            continue
+        if found is not None and found.commit in (request.base_sha.lower(), request.head_sha.lower()):
+            maps.setdefault(found.suite, found)
+    return list(maps.values())
+
+
+def _changed_lines(github: GitHub, request: BenchRequest) -> ChangedLines | None:
+    """The lines the pull request changed, which the kernel diff marks where they launched a kernel;
+    None for a run on the default branch, or where the pull request's head is no longer the commit
+    measured (its diff would mark lines the run never saw), or it cannot be read. Only the head's
+    lines: the diff's old side is the merge base, which need not be the base measured."""
+    if request.number is None:
+        return None
+    try:
+        if github.pull(request.repo, request.number).head_sha != request.head_sha:
+            return None
+        return changed_lines(github.pull_diff(request.repo, request.number), base_numbers=False)
+    except Permanent as error:
+        log.info("no changed lines for the kernel diff of %s#%s: %s", request.repo, request.number, error)
+        return None
 
 
 def _join(lines: Sequence[str]) -> str:

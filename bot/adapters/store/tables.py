@@ -244,6 +244,22 @@ class MetricPointRow(Base):
     measured_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
 
 
+class StepMapRow(Base):
+    """The latest per-step map (`bot.core.stepmap`, as its JSON) of a repository's suite, from a
+    completed default-branch run."""
+
+    __tablename__ = "step_maps"
+    __table_args__ = (UniqueConstraint("repo", "suite", name="uq_step_maps_repo_suite"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    repo: Mapped[str] = mapped_column(String(200))
+    suite: Mapped[str] = mapped_column(String(100))
+    branch: Mapped[str] = mapped_column(String(255))  # the default branch it was measured on
+    commit_sha: Mapped[str] = mapped_column(String(64))
+    body: Mapped[str] = mapped_column(Text)
+    stored_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+
+
 class AckRow(Base):
     """A maintainer's `/bench ack REASON`: a flagged regression acknowledged, kept for the dashboard."""
 

@@ -24,7 +24,7 @@ from bot.core.judge.stats import (
     Settings,
 )
 from bot.core.render.chart import charts_markdown, round_charts
-from bot.core.render.kernels import kernels_markdown, kernels_text
+from bot.core.render.kernels import ChangedLines, kernels_markdown, kernels_text
 from bot.core.render.markdown import code_block, escape_md, fit
 from bot.core.text import clip, printable
 from bot.core.vocabulary import VERDICT_ICONS
@@ -124,8 +124,9 @@ def _kind(m: MetricJudgement) -> str:
 
 
 def compare_markdown(results: Results, comparison: Comparison, reproduce: str | None = None,
-                     subject: str = "This PR") -> str:
-    """The PR comment body: headline, table, speculation, environment, details, reproduce."""
+                     subject: str = "This PR", changed: ChangedLines | None = None) -> str:
+    """The PR comment body: headline, table, speculation, environment, details, reproduce.
+    ``changed``: the lines the change touched, which the kernel diff marks where they launched a kernel."""
     icon = "⚠️" if comparison.withheld and comparison.verdict != "error" else _ICON[comparison.verdict]
     blocks = [f"### {icon} {escape_md(headline(comparison, subject))}\n\n{_subline(results, comparison)}",
               _metric_table(comparison.metrics)]
@@ -136,7 +137,7 @@ def compare_markdown(results: Results, comparison: Comparison, reproduce: str | 
     blocks.append(_environment_block(comparison.environment))
     kernels = profile.diff_of(results.base.profile, results.head.profile)
     if kernels is not None:
-        blocks.append(kernels_markdown(kernels))
+        blocks.append(kernels_markdown(kernels, changed))
     failed = sorted((results.profile_errors or {}).items())
     blocks += [f"> **Note:** no kernel diff: the profiled pass of {side} failed: "
                + escape_md(clip(why, MAX_TEXT)) for side, why in failed if why]
@@ -333,7 +334,7 @@ def _shell_word(text: str) -> str:
 # ---------------------------------------------------------------- text
 
 
-def compare_text(results: Results, comparison: Comparison) -> str:
+def compare_text(results: Results, comparison: Comparison, changed: ChangedLines | None = None) -> str:
     """The same report for a terminal: no Markdown, no control characters from the input."""
     said = printable(headline(comparison))
     # "inconclusive: Inconclusive after 3 rounds" says it twice: the verdict leads only where the
@@ -355,7 +356,7 @@ def compare_text(results: Results, comparison: Comparison) -> str:
         lines.append("  (* = counts as a different environment; others are live readings)")
     kernels = profile.diff_of(results.base.profile, results.head.profile)
     if kernels is not None:
-        lines += [""] + kernels_text(kernels)
+        lines += [""] + kernels_text(kernels, changed)
     lines += [f"note: no kernel diff: the profiled pass of {side} failed: {printable(clip(why, MAX_TEXT))}"
               for side, why in sorted((results.profile_errors or {}).items()) if why]
     lines += [f"warning: {printable(clip(w, MAX_TEXT))}" for w in comparison.warnings]

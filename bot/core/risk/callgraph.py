@@ -20,7 +20,8 @@ from __future__ import annotations
 import ast
 from collections import deque
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from functools import cached_property
 
 _DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
@@ -45,7 +46,7 @@ class Function:
 
     @property
     def name(self) -> str:
-        return self.qualname.rsplit(".", 1)[-1]
+        return self.qualname.rpartition(".")[2]
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,7 +60,7 @@ class Klass:
 
     @property
     def name(self) -> str:
-        return self.qualname.rsplit(".", 1)[-1]
+        return self.qualname.rpartition(".")[2]
 
 
 @dataclass(frozen=True)
@@ -70,13 +71,17 @@ class CallGraph:
     classes: tuple[Klass, ...] = ()
     constants: frozenset[tuple[str, str]] = frozenset()  # (path, name) assigned at module level
     skipped: tuple[str, ...] = ()  # files that did not parse
-    _by_key: dict[tuple[str, str], Function] = field(default_factory=dict, compare=False, repr=False)
-    _by_name: dict[str, list[Function]] = field(default_factory=dict, compare=False, repr=False)
 
-    def __post_init__(self) -> None:
+    @cached_property
+    def _by_key(self) -> dict[tuple[str, str], Function]:
+        return {(function.path, function.qualname): function for function in self.functions}
+
+    @cached_property
+    def _by_name(self) -> dict[str, list[Function]]:
+        found: dict[str, list[Function]] = {}
         for function in self.functions:
-            self._by_key[(function.path, function.qualname)] = function
-            self._by_name.setdefault(function.name, []).append(function)
+            found.setdefault(function.name, []).append(function)
+        return found
 
     def function(self, path: str, qualname: str) -> Function | None:
         return self._by_key.get((path, qualname))
@@ -136,7 +141,7 @@ class CallGraph:
             nested = self._by_key.get((caller.path, f"{scope}.<locals>.{name}"))
             if nested is not None:
                 return nested
-            scope = scope.rsplit(".<locals>.", 1)[0] if ".<locals>." in scope else ""
+            scope = scope.rpartition(".<locals>.")[0]  # "" once no function encloses it
         local = (self._by_key.get((caller.path, name))
                  or self._by_key.get((caller.path, f"{name}.__init__")))
         if local is not None:

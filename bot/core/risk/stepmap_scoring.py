@@ -151,7 +151,7 @@ class MapEvidence:
         """The map's functions by path and own name, the larger share first where two share one."""
         by_name: dict[tuple[str, str], FunctionEntry] = {}
         for entry in sorted(self.step_map.functions, key=lambda e: -e.host_share):
-            by_name.setdefault((entry.path, entry.function.rsplit(".", 1)[-1]), entry)
+            by_name.setdefault((entry.path, entry.function.rpartition(".")[2]), entry)
         return by_name
 
     @cached_property

@@ -10,7 +10,7 @@ is claimed once, a work key once, a benchmark admitted under its rules in one tr
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TypeVar
@@ -24,6 +24,7 @@ from ..records import (
     RegressionCase,
     Repository,
     Review,
+    StoredStepMap,
 )
 from .dashboard import DashboardStore
 
@@ -234,9 +235,15 @@ class Benchmarks(ABC):
 
     @abstractmethod
     def complete(self, request: BenchRequest, results: list[BenchResult], points: list[MetricPoint],
-                 work_key: str) -> bool:
-        """In one transaction: claim ``work_key``, store the request's final state, its results and
-        the history points; False (and nothing stored) when the work was done before."""
+                 work_key: str, step_maps: Sequence[StoredStepMap] = ()) -> bool:
+        """In one transaction: claim ``work_key``, store the request's final state, its results,
+        the history points and the step maps (each replacing its repository and suite's); False
+        (and nothing stored) when the work was done before."""
+
+    @abstractmethod
+    def step_map(self, repo: str) -> StoredStepMap | None:
+        """The step map stored last for ``repo`` (of any suite); None when there is none, or the
+        stored one no longer reads as a map."""
 
     @abstractmethod
     def results(self, request_id: int) -> list[BenchResult]: ...

@@ -296,3 +296,48 @@ def test_every_def_of_valid_python_is_in_the_graph_under_its_qualified_name(modu
     for function in g.functions:
         for callee in g.callees(function):
             assert callee.name in function.calls | function.methods | function.own_methods
+
+
+def test_a_name_resolves_through_every_enclosing_function():
+    g = graph(n="""
+        def outer():
+            def helper():
+                pass
+
+            def mid():
+                def near():
+                    pass
+
+                def inner():
+                    return helper() + near()
+                return inner()
+            return mid()
+        """)
+    inner = only(g, "n.py", "outer.<locals>.mid.<locals>.inner")
+    assert names(g.callees(inner)) == ["n.py:outer.<locals>.helper", "n.py:outer.<locals>.mid.<locals>.near"]
+
+
+def test_a_decorator_resolves_as_a_plain_name_first_then_as_the_only_method_of_its_name():
+    g = graph(a="""
+        def timed(fn):
+            return fn
+
+        class Registry:
+            def register(self, fn):
+                return fn
+
+        registry = Registry()
+
+        @timed
+        @registry.register
+        def forward(x):
+            def inner(*, a, b=size()):
+                return a
+            return inner(a=x)
+
+        def size():
+            return 1
+        """, b="def timed(fn):\n    return fn\n")
+    forward = only(g, "a.py", "forward")
+    assert names(g.decorators(forward)) == ["a.py:Registry.register", "a.py:timed"]
+    assert "size" in forward.calls
