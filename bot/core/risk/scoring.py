@@ -369,8 +369,9 @@ def _token_signals(rules: RuleSet, path: str, hunk: Hunk, hunk_number: int, segm
         signal = Signal(rule.id, rule.kind, rule.category, rule.weight, rule.description, path,
                         seg.name, hunk.line_number(index), _side(hunk, index), text.strip()[:80])
         # Set-up code that selects a kernel or backend decides every later step: full weight.
-        setup = bool(seg.name) and rule.category not in profiles.SELECTS_CODE_PATH
-        found.append(_Found(signal, hunk_number, rules.setup_rule(seg.name) if setup else None))
+        setup = (rules.setup_rule(seg.name)
+                 if seg.name and rule.category not in profiles.SELECTS_CODE_PATH else None)
+        found.append(_Found(signal, hunk_number, setup))
     return found
 
 
