@@ -60,7 +60,7 @@ TESTS: dict[str, tuple[str, ...]] = {
                                    "tests/core/risk/test_scoring.py"),
     "bot/core/risk/profiles.py": ("tests/core/risk/test_gate_rules.py", "tests/core/render/test_risk.py",
                                   "tests/core/risk/test_scoring.py"),
-    "bot/core/risk/triage.py": ("tests/core/risk/test_gate_rules.py", "tests/cli/test_score_triage_config.py"),
+    "bot/core/risk/triage.py": ("tests/core/risk/test_triage.py", "tests/core/risk/test_gate_rules.py"),
     "bot/core/risk/serialise.py": ("tests/core/risk/test_report_json.py", "tests/cli/test_score_triage_config.py"),
     # The per-step map's rules and the call graph they follow.
     "bot/core/risk/callgraph.py": ("tests/core/risk/test_callgraph.py", "tests/core/risk/test_stepmap_scoring.py"),

@@ -300,3 +300,25 @@ def test_a_cosmetic_or_renamed_hunk_keeps_its_own_reason_over_a_sweep():
     assert changes.describe_all([changes.Harmless("move"), changes.Harmless("rename", (("a", "b"),))]) \
         == "rename only (a -> b)"
     assert changes.describe_all([changes.Harmless("sweep", files=4)]) == "a mechanical edit (the same edit in 4 files)"
+
+
+def test_import_time_code_is_judged_from_the_segments_start_and_a_tab_indents_too():
+    lines = ["diff --git a/e/x.py b/e/x.py", "--- a/e/x.py", "+++ b/e/x.py", "@@ -1,2 +1,2 @@",
+             "-CHUNK = 1", "+import json", " import os"]
+    hunk = diffs.parse("\n".join(lines) + "\n").files[0].hunks[0]
+    assert changes.import_time_only(hunk, 1, 3, ("#",))  # the constant lies before the segment
+    assert not changes.import_time_only(hunk, 0, 3, ("#",))
+    assert not module_hunk([], ["\tfrom engine.utils import a"], ("if _is_cuda:",))
+
+
+def test_a_line_counts_as_moved_only_when_another_hunk_has_it():
+    one_way = (file_diff("e/x.py", ["    a = f(1)", "    b = g(2)", "    c = h(3)"], ["    a = f(1)"]) +
+               file_diff("e/y.py", [], ["    b = g(2)", "    c = h(3)", "    a = f(1)"]))
+    other_way = (file_diff("e/x.py", ["    a = f(1)"], ["    a = f(1)", "    b = g(2)", "    c = h(3)"]) +
+                 file_diff("e/y.py", ["    b = g(2)", "    c = h(3)", "    a = f(1)"], []))
+    for text in (one_way, other_way):
+        found = changes.mechanical(file_changes(text))
+        assert {f: {h: r.kind for h, r in hunks.items()} for f, hunks in found.items()} == {1: {0: "move"}}
+    reordered = file_diff("e/x.py", ["    a = f(1)", "    b = g(2)", "    c = h(3)"],
+                          ["    c = h(3)", "    b = g(2)", "    a = f(1)"])
+    assert changes.mechanical(file_changes(reordered)) == {}  # nothing elsewhere: a reorder, no move
