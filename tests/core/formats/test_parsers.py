@@ -109,7 +109,7 @@ def test_vllm_detailed_results_give_p50_and_p99_from_the_per_request_arrays():
     assert readings["ttft_p99_ms"].value == pytest.approx(np.percentile(file["ttfts"], 99) * 1000)
     assert readings["itl_p99_ms"].value == pytest.approx(np.percentile(np.concatenate(file["itls"]), 99) * 1000)
     assert readings["e2e_p50_ms"].value == pytest.approx(np.median(file["latencies"]) * 1000)
-    assert readings["ttft_p50_ms"].calls == 16 and readings["itl_p50_ms"].calls == 16 * 7
+    assert readings["ttft_p50_ms"].calls == 200 and readings["itl_p50_ms"].calls == 200 * 7
     assert readings["ttft_p50_ms"].se > 0
     assert (readings["output_tok_s"].unit, readings["output_tok_s"].better) == ("tok/s", "higher")
 
@@ -130,7 +130,7 @@ def test_sglang_bench_serving_reads_the_last_line_with_its_details():
     readings = sglang_bench_serving.parse(read("sglang_bench_serving.jsonl"), "sg.jsonl")
     last = json.loads(read("sglang_bench_serving.jsonl").splitlines()[-1])
     assert readings["ttft_p99_ms"].value == pytest.approx(last["p99_ttft_ms"])
-    assert readings["ttft_p99_ms"].calls == 16
+    assert readings["ttft_p99_ms"].calls == 200
     assert readings["e2e_p50_ms"].value == pytest.approx(last["median_e2e_latency_ms"])
     assert readings["accept_length"].value == 3.1
     summary = sglang_bench_serving.parse(read("sglang_bench_serving_summary.jsonl"), "sg.jsonl")
@@ -210,7 +210,7 @@ def check(parser, content: str) -> None:
         assert reading.se is None or (math.isfinite(reading.se) and reading.se >= 0 and reading.calls)
 
 
-@settings(max_examples=150)
+@settings(max_examples=80)
 @given(parser=st.sampled_from(sorted(PARSERS)), value=json_values)
 def test_any_json_gives_metrics_or_one_format_error_line(parser, value):
     check(PARSERS[parser], json.dumps(value))
