@@ -57,15 +57,16 @@ class ResultFileBench(Suite):
 
 
 def measurement(readings: Readings, declared: dict[str, MetricDeclaration]) -> Measurement:
-    """The round's values; the declarations of the metrics the kind does not declare up front; and
-    the standard error of each value the tool's per-item numbers gave."""
+    """The round's values; the declarations of the metrics the kind does not declare up front
+    (primary unless the format says otherwise: a benchmark the user wrote is what the verdict is
+    about); and the standard error of each value the tool's per-item numbers gave."""
     values, declarations, spread = {}, {}, {}
     for name, reading in readings.items():
         values[name] = reading.value
         if name not in declared:
             try:
                 declarations[name] = MetricDeclaration(unit=reading.unit, better=reading.better,
-                                                       role=reading.role)
+                                                       role=reading.role or "primary")
             except ValidationError:
                 raise RoundFailed(f"metric {name!r}: unit {reading.unit!r} not understood") from None
         if reading.se is not None and reading.calls:
