@@ -261,3 +261,13 @@ def test_a_bad_file_fails_the_round_in_one_line_naming_the_file_and_field(tmp_pa
     with pytest.raises(RoundFailed) as failed:
         suite_of("vllm-bench-serve").parse(round_in(tmp_path), [Output("s", 0, "", "")])
     assert str(failed.value) == "vllm-bench-serve.json: request_throughput: expected a number, got a string"
+
+
+def test_the_profiled_pass_runs_the_command_with_a_folder_for_its_trace(tmp_path):
+    suite = suite_of("pytest-benchmark")
+    [command] = suite.profile_commands(round_in(tmp_path))
+    assert command.argv == ("bash", "-c", "true")
+    assert Path(command.env["PERFBOT_PROFILE_DIR"]) == tmp_path / "profile"
+    assert (tmp_path / "profile").is_dir()
+    with pytest.raises(RoundFailed, match="^profile: "):
+        suite.parse_profile(round_in(tmp_path), [Output("s", 0, "", "")])  # it wrote no trace
