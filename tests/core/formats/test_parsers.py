@@ -271,3 +271,9 @@ def test_the_mean_comes_with_the_standard_error_of_the_sample():
     assert mean == 3.0
     assert se == pytest.approx(statistics.stdev([1.0, 2.0, 3.0, 6.0]) / 2)
     assert mean_and_se([5.0]) == (5.0, None)
+
+
+def test_a_google_benchmark_entry_without_run_name_is_named_by_its_name():
+    file = {"benchmarks": [{"name": "BM_copy/64", "iterations": 10, "real_time": 5.0, "cpu_time": 4.0,
+                            "time_unit": "ns"}]}
+    assert google_benchmark.parse(json.dumps(file), "gb.json")["BM_copy/64"].value == 5.0
