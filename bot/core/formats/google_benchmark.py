@@ -51,7 +51,8 @@ def parse(content: str, source: str, clock: Clock = "real") -> Readings:
             raise FormatError(source, f"{where}.error_occurred",
                               f"the benchmark failed: {message}" if isinstance(message, str) else
                               "the benchmark failed")
-        run = text(entry.get("run_name", required(entry, "name", source, where)), source, f"{where}.run_name")
+        key = "run_name" if "run_name" in entry else "name"  # files before run_name have name only
+        run = text(required(entry, key, source, where), source, f"{where}.{key}")
         kind = entry.get("run_type", "iteration")
         if kind == "aggregate":
             which = entry.get("aggregate_name")

@@ -16,8 +16,18 @@ from pydantic import ValidationError
 from bot.core.config.suite_kinds.base import MetricDeclaration
 from bot.core.config.suite_kinds.result_file import ResultFileSuite
 from bot.core.formats.base import FormatError, Readings
+from bot.core.judge.profile import Profile
 
-from .base import Command, Measurement, Output, RoundContext, RoundFailed, Suite
+from .base import (
+    PROFILE_DIR,
+    Command,
+    Measurement,
+    Output,
+    RoundContext,
+    RoundFailed,
+    Suite,
+    trace_profile,
+)
 
 VARIABLE = "PERFBOT_RESULT_FILE"
 
@@ -41,6 +51,19 @@ class ResultFileBench(Suite):
         env = {**self.config.env, VARIABLE: str(context.out_dir / self.FILE)}
         return [Command(self.name, ("bash", "-c", self.config.command), env)]
 
+    def profile_commands(self, context: RoundContext) -> list[Command]:
+        """The profiled pass (``profile: true``), as the `command` suite's: the command once more,
+        un-timed, with ``$PERFBOT_PROFILE_DIR`` naming the folder where it may write a Kineto
+        trace (with ``torch.profiler``, or an engine's own profiler pointed there)."""
+        folder = context.out_dir / PROFILE_DIR
+        folder.mkdir(parents=True, exist_ok=True)
+        env = {**self.config.env, "PERFBOT_PROFILE_DIR": str(folder),
+               VARIABLE: str(context.out_dir / self.FILE)}
+        return [Command(f"{self.name}-profile", ("bash", "-c", self.config.command), env)]
+
+    def parse_profile(self, context: RoundContext, outputs: list[Output]) -> Profile:
+        return trace_profile(context, f"the {self.name} command's trace")
+
     @abstractmethod
     def read(self, content: str, source: str) -> Readings:
         """The metrics of the result file's text (`FormatError` where it cannot be read)."""
@@ -57,15 +80,16 @@ class ResultFileBench(Suite):
 
 
 def measurement(readings: Readings, declared: dict[str, MetricDeclaration]) -> Measurement:
-    """The round's values; the declarations of the metrics the kind does not declare up front; and
-    the standard error of each value the tool's per-item numbers gave."""
+    """The round's values; the declarations of the metrics the kind does not declare up front
+    (primary unless the format says otherwise: a benchmark the user wrote is what the verdict is
+    about); and the standard error of each value the tool's per-item numbers gave."""
     values, declarations, spread = {}, {}, {}
     for name, reading in readings.items():
         values[name] = reading.value
         if name not in declared:
             try:
                 declarations[name] = MetricDeclaration(unit=reading.unit, better=reading.better,
-                                                       role=reading.role)
+                                                       role=reading.role or "primary")
             except ValidationError:
                 raise RoundFailed(f"metric {name!r}: unit {reading.unit!r} not understood") from None
         if reading.se is not None and reading.calls:
