@@ -14,6 +14,7 @@ from typing import Any
 from bot.core.bench.artifact import Artifact
 from bot.core.judge import results as results_file
 from bot.core.judge import stats
+from bot.core.render import chart as render_chart
 from bot.core.render import compare as render_compare
 from bot.core.text import clip, printable
 
@@ -115,4 +116,5 @@ def judge_suite(loaded: results_file.Results, subject: str = "This PR") -> Suite
         markdown=render_compare.compare_markdown(loaded, comparison, subject=subject),
         headline_metric=first.name if first else None,
         headline_change=first.change if first else None,
-        comparison=comparison.to_dict(), points=points)
+        comparison={**comparison.to_dict(), "charts": render_chart.charts_json(loaded, comparison)},
+        points=points)
