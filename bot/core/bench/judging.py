@@ -14,6 +14,7 @@ from typing import Any
 from bot.core.bench.artifact import Artifact
 from bot.core.judge import envdiff, stats
 from bot.core.judge import results as results_file
+from bot.core.render import chart as render_chart
 from bot.core.render import compare as render_compare
 from bot.core.render.kernels import ChangedLines
 from bot.core.text import clip, printable
@@ -118,7 +119,9 @@ def judge_suite(loaded: results_file.Results, subject: str = "This PR",
         markdown=render_compare.compare_markdown(loaded, comparison, subject=subject, changed=changed),
         headline_metric=first.name if first else None,
         headline_change=first.change if first else None,
-        comparison={**comparison.to_dict(), "fingerprints": _fingerprints(loaded)}, points=points)
+        comparison={**comparison.to_dict(), "fingerprints": _fingerprints(loaded),
+                    "charts": render_chart.charts_json(loaded, comparison)},
+        points=points)
 
 
 def _fingerprints(loaded: results_file.Results) -> dict[str, dict[str, str]]:

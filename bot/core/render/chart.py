@@ -66,6 +66,11 @@ def round_charts(results: Results, comparison: Comparison) -> list[RoundChart]:
     return [c for c in charts if c is not None]
 
 
+def charts_json(results: Results, comparison: Comparison) -> list[dict[str, Any]]:
+    """The charts as the comparison's JSON carries them (``charts``), for the dashboard."""
+    return [c.to_dict() for c in round_charts(results, comparison)]
+
+
 def round_chart(results: Results, m: MetricJudgement) -> RoundChart | None:
     base, head = results.rounds_of("base"), results.rounds_of("head")
     pairs = min(len(base), len(head))
