@@ -83,14 +83,12 @@ def start() -> Response:
         # GitHub sends the browser back to the public address, where the state's cookie must be.
         problems.append(f"the address this page is open at: open it at {public}/setup/app, where GitHub "
                         "will send you back")
-    ready = public is not None and not problems and "edit" not in request.args
     values = {"public_url": public or request.args.get("public_url") or settings.public_url or "",
               "owner": owner, "name": name}
-    if not ready:
+    if public is None or problems or "edit" in request.args:
         page = render_template("app_setup.html", step="ask", values=values, problems=problems,
                                env_file=settings.register_app_to)
         return make_response(page, 400 if problems else 200)
-    assert public is not None
     token = secrets.token_urlsafe(32)
     where = f"/organizations/{owner}/settings/apps/new" if owner else "/settings/apps/new"
     action = f"{settings.github_web_url}{where}?{urlencode({'state': token})}"

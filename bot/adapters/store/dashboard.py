@@ -19,8 +19,9 @@ from sqlalchemy import and_, case, func, or_, select, text, true, tuple_
 from sqlalchemy.orm import Session
 
 from bot.core.history.outcome import Measured, merge_outcome
-from bot.core.vocabulary import FLAGGED_LEVELS
+from bot.core.vocabulary import CANCELLED, FAILED, FLAGGED_LEVELS, SUPERSEDED
 from bot.service.ports.dashboard import (
+    BenchAttempt,
     BenchOutcome,
     DashboardStore,
     FlaggedMerge,
@@ -40,6 +41,7 @@ from .database import utc as _utc
 from .reviews import pull_request_row, reasons_from, reasons_json
 from .tables import (
     AckRow,
+    BenchRequestRow,
     BenchResultRow,
     DashboardSyncRow,
     MergeRow,
@@ -173,6 +175,12 @@ class SqlDashboard(DashboardStore):
                 .where(TriageEventRow.repo == repo, TriageEventRow.number == number)
                 .order_by(TriageEventRow.id)
             )
+            attempts = session.scalars(
+                select(BenchRequestRow)
+                .where(_attempts(merge.repo, merge.number, merge.head_sha, merge.merge_sha),
+                       BenchRequestRow.status.in_((FAILED, CANCELLED, SUPERSEDED)))
+                .order_by(BenchRequestRow.created_at, BenchRequestRow.id)
+            )
             return MergeDetail(
                 merge,
                 _json_list(row.reasons),
@@ -181,6 +189,7 @@ class SqlDashboard(DashboardStore):
                      comment_id=a.comment_id, created_at=_utc(a.created_at) or a.created_at) for a in acks],
                 [TriageEvent(t.state, t.fixed_by, t.note, t.user, _utc(t.created_at) or t.created_at)
                  for t in triage],
+                [_attempt(a) for a in attempts],
             )
 
     def record_triage(self, repo: str, number: int, event: TriageEvent) -> bool:
@@ -310,6 +319,23 @@ def _measures(repo: str, number: int, head_sha: str, merge_sha: str | None) -> A
     pull = and_(BenchResultRow.number == number, BenchResultRow.head_sha == head_sha)
     either = or_(pull, BenchResultRow.head_sha == merge_sha) if merge_sha else pull
     return and_(BenchResultRow.repo == repo, either)
+
+
+def _attempts(repo: str, number: int, head_sha: str, merge_sha: str | None) -> Any:
+    """The benchmark requests of a merge, as `_measures` finds its comparisons."""
+    pull = and_(BenchRequestRow.number == number, BenchRequestRow.head_sha == head_sha)
+    either = or_(pull, BenchRequestRow.head_sha == merge_sha) if merge_sha else pull
+    return and_(BenchRequestRow.repo == repo, either)
+
+
+def _attempt(row: BenchRequestRow) -> BenchAttempt:
+    try:
+        suites = [str(s) for s in json.loads(row.suites or "[]")]
+    except ValueError:
+        suites = []
+    return BenchAttempt(suites=suites, status=row.status, conclusion=row.conclusion, error=row.error,
+                        run_url=row.run_url, trigger=row.trigger, head_sha=row.head_sha,
+                        created_at=_utc(row.created_at) or row.created_at)
 
 
 def _sync(session: Session) -> None:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
@@ -113,12 +113,33 @@ class TriageEvent:
 
 
 @dataclass(frozen=True, slots=True)
+class BenchAttempt:
+    """A benchmark of the merge that ended without a comparison: failed, timed out, could not
+    start, or was cancelled or superseded, and why."""
+
+    suites: list[str]
+    status: str  # failed | cancelled | superseded
+    conclusion: str | None  # the workflow run's, when it ran
+    error: str | None
+    run_url: str | None
+    trigger: str
+    head_sha: str
+    created_at: datetime | None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"suites": self.suites, "status": self.status, "conclusion": self.conclusion,
+                "error": self.error, "run_url": self.run_url, "trigger": self.trigger,
+                "head_sha": self.head_sha, "created_at": _iso(self.created_at)}
+
+
+@dataclass(frozen=True, slots=True)
 class MergeDetail:
     merge: FlaggedMerge
     reasons: list[dict[str, Any]]  # {rule, weight, reason}, heaviest first
     results: list[BenchOutcome]
     acks: list[Ack]
     triage: list[TriageEvent]  # oldest first
+    attempts: list[BenchAttempt] = field(default_factory=list)  # without a comparison, oldest first
 
 
 @dataclass(frozen=True, slots=True)

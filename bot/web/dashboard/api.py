@@ -138,4 +138,5 @@ def page_dict(page: MergePage, endpoint: str) -> dict[str, Any]:
 def detail_dict(found: MergeDetail) -> dict[str, Any]:
     return {**found.merge.to_dict(), "reasons": found.reasons,
             "results": [r.to_dict() for r in found.results], "acks": [a.to_dict() for a in found.acks],
-            "triage_history": [t.to_dict() for t in found.triage]}
+            "triage_history": [t.to_dict() for t in found.triage],
+            "attempts": [a.to_dict() for a in found.attempts]}

@@ -4,6 +4,7 @@ is the same service call as its JSON API route."""
 
 from __future__ import annotations
 
+import hashlib
 import re
 from datetime import datetime
 from typing import Any
@@ -28,6 +29,7 @@ bp.record_once(params.install_converters)
 STATE_LABELS = {"open": "open", "acknowledged": "acknowledged", "confirmed": "confirmed",
                 "false_alarm": "false alarm", "reverted": "reverted", "fixed": "fixed"}
 _FIXED_BY = re.compile(r"^#?(\d{1,9})$")
+_REPO = re.compile(r"[A-Za-z0-9][A-Za-z0-9-]{0,38}/[A-Za-z0-9._-]{1,100}")
 _REASON = re.compile(r"^(?P<what>.*?) \[[^\]]*\](?: at (?P<where>.*))?$", re.DOTALL)
 
 
@@ -100,7 +102,28 @@ def error(failure: HTTPException) -> tuple[str, int]:
 @bp.app_context_processor
 def context() -> dict[str, Any]:
     return {"viewer": viewer.current(), "sign_in": state.current().services.sign_in is not None,
-            "state_labels": STATE_LABELS, "triage_states": TRIAGE_STATES}
+            "state_labels": STATE_LABELS, "triage_states": TRIAGE_STATES, "commit_url": commit_url,
+            "file_url": file_url}
+
+
+def commit_url(repo: str, sha: str | None) -> str | None:
+    """A commit's page on GitHub (None without a commit or for a name that is not owner/name)."""
+    if not sha or not _REPO.fullmatch(repo) or not re.fullmatch(r"[0-9a-f]{7,64}", sha):
+        return None
+    return f"{state.current().settings.github_web_url}/{repo}/commit/{sha}"
+
+
+def file_url(pull_url: str | None, reason: str | None) -> str | None:
+    """Where a risk reason points in the pull request's *Files changed* (its file's diff), as the
+    review's comment links it; None when the reason names no file or the pull request no page."""
+    found = _REASON.match(reason or "")
+    link = web_link(pull_url)
+    if found is None or not found["where"] or link is None:
+        return None
+    path = found["where"].split(" in ")[0].rsplit(":", 1)[0].strip()
+    if not path:
+        return None
+    return f"{link}/files#diff-{hashlib.sha256(path.encode()).hexdigest()}"
 
 
 @bp.app_template_filter("pct")
@@ -176,6 +199,7 @@ def _merge_page(found: MergeDetail, problem: str | None = None) -> str:
 def _chart(found: History, chart_id: str, marker: datetime | None = None) -> dict[str, Any]:
     """What the chart script draws: times in seconds, values, change points and merge markers."""
     key = found.key
+    pages = {m.merge_sha: _merge_url(m.repo, m.number) for m in found.merges if m.merge_sha}
     return {
         "id": chart_id,
         "title": f"{key.repo} · {key.suite} · {key.metric}",
@@ -185,8 +209,13 @@ def _chart(found: History, chart_id: str, marker: datetime | None = None) -> dic
         "y": [p.value for p in found.points],
         "changes": [{"i": c.point.index, "direction": c.point.direction, "change": round(c.point.change, 4),
                      "before": c.point.before, "after": c.point.after} for c in found.changes],
-        "merges": [{"t": int(m.merged_at.timestamp()), "n": m.number, "level": m.level}
+        "merges": [{"t": int(m.merged_at.timestamp()), "n": m.number, "level": m.level,
+                    "url": _merge_url(m.repo, m.number)}
                    for m in found.merges if m.merged_at is not None],
+        # Where a click on each point goes: its merge's page where a flagged merge made the
+        # commit, else the commit on GitHub.
+        "links": [pages.get(p.sha) or commit_url(key.repo, p.sha) for p in found.points],
+        "shas": [p.sha for p in found.points],
         "marker": int(marker.timestamp()) if marker else None,
     }
 
@@ -212,6 +241,11 @@ def _round_charts(comparison: dict[str, Any], prefix: str) -> list[dict[str, Any
                        "change": c.get("change") if isinstance(c.get("change"), int | float) else None,
                        "labels": labels, "base": base, "head": head})
     return charts
+
+
+def _merge_url(repo: str, number: int) -> str:
+    owner, _, name = repo.partition("/")
+    return url_for("dashboard.merge", owner=owner, name=name, number=number)
 
 
 def _repos() -> list[str]:

@@ -1,8 +1,10 @@
 /* Draws each [data-chart] box of the page with uPlot from the JSON the server embedded beside it:
    the series' points, its change points (a line where the level changed, red for a regression,
    green for an improvement, with the level before and after drawn as steps) and the flagged
-   merges as markers along the bottom; and each [data-rounds-chart] box, a comparison's rounds. The
-   drawn charts are listed in window.perfbotCharts. */
+   merges as markers along the bottom; and each [data-rounds-chart] box, a comparison's rounds. A
+   click on a history chart opens what is under the cursor: a flagged merge's marker its merge page,
+   a point its merge's page where a flagged merge made that commit, else the commit on GitHub (the
+   server sends each point's link). The drawn charts are listed in window.perfbotCharts. */
 (function () {
   "use strict";
   var LEVEL_COLOURS = { high: "#c62828", medium: "#ef6c00", low: "#9e9d24", none: "#78909c" };
@@ -51,6 +53,17 @@
     };
   }
 
+  // A merge marker within a few pixels of the cursor wins; else the nearest point's link.
+  function linkAt(u, data) {
+    var left = u.cursor.left;
+    if (left == null || left < 0) { return null; }
+    for (var k = 0; k < data.merges.length; k++) {
+      if (Math.abs(u.valToPos(data.merges[k].t, "x") - left) <= 6) { return data.merges[k].url; }
+    }
+    var i = u.cursor.idx;
+    return i == null ? null : data.links[i] || null;
+  }
+
   function draw(box) {
     var data = JSON.parse(document.getElementById(box.dataset.chart).textContent);
     var width = Math.max(280, box.clientWidth);
@@ -67,7 +80,13 @@
       hooks: { draw: [decorate(data)] },
     };
     var plot = new uPlot(opts, [data.x, data.y, levels(data)], box);
-    charts.push({ id: data.id, plot: plot, points: data.x.length, changes: data.changes, merges: data.merges.length });
+    plot.over.style.cursor = "pointer";
+    plot.over.addEventListener("click", function () {
+      var target = linkAt(plot, data);
+      if (target) { window.location.assign(target); }
+    });
+    charts.push({ id: data.id, plot: plot, points: data.x.length, changes: data.changes, merges: data.merges.length,
+                  linkAt: function (left) { plot.setCursor({ left: left, top: 10 }); return linkAt(plot, data); } });
     window.addEventListener("resize", function () {
       var w = Math.max(280, box.clientWidth);
       plot.setSize({ width: w, height: w < 600 ? 220 : 320 });
