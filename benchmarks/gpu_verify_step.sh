@@ -4,8 +4,10 @@
 # (WORLD=N to choose), ABBA rounds, each run's kernel profile on (one un-timed profiled pass per
 # side); the whole pair twice, to see whether two runs of the same commits agree. At the end it
 # prints the verdicts with their kernel diffs, the speculation speed-up of base and head in each run
-# (tok/s with speculation over the plain decode step's), and whether the allreduce figures of the
-# two runs agree within 5%. Run from the perfbot checkout on the GPU machine; results land in ${OUT}.
+# (tok/s with speculation over the plain decode step's), whether the allreduce figures of the two
+# runs agree within 5%, the kernels' launching lines (marked where the slow commit changed them) and
+# what the per-step map costs the profiled pass (benchmarks/step_map_overhead.py). Run from the
+# perfbot checkout on the GPU machine; results land in ${OUT}.
 set -uo pipefail
 OUT=${OUT:-benchmarks/results/repeat}
 ROUNDS=${ROUNDS:-3}
@@ -93,6 +95,17 @@ for run in runs:
             spec = {}
         print(f"|   | {kind.upper()} {run} break-even | {spec.get('break_even') or 'speculation pays on both sides'} | | |")
 PYTHON
+# The kernel diff's launching lines, marked where the slow commit changed them (the A/B's base side
+# also carries the per-step map, step_map), then what the map costs the profiled pass.
+git -C "$SAMPLE" diff "$BEFORE" "$SLOW" > "$OUT/slow.diff"
+for run in $RUNS; do
+  echo "== perfbot compare ab-$run.json --diff slow.diff: launching lines"
+  perfbot compare "$OUT/ab-$run.json" --diff "$OUT/slow.diff" | grep -B1 "launched by" | head -40
+done
+echo "== the per-step map's cost to the profiled pass"
+timeout 900 "$PY" benchmarks/step_map_overhead.py --device cuda --world-size "$WORLD" --pairs "${MAP_PAIRS:-3}" \
+  2>&1 | tee "$OUT/step-map-overhead.txt"
+
 [ -f "$OUT/ab-1.json" ] && [ -f "$OUT/ab-2.json" ] || { echo "(agreement check: waiting for both passes)"; exit 0; }
 
 # Do two runs of the same commits agree on the allreduce? The geometric mean of each side's rounds,

@@ -389,13 +389,15 @@ def profile(p: Plan, suite: Suite, guard: Guard, scratch: Path, results: Results
         began = time.monotonic()
         guard.check(side)
         outcome = profiling.profile_side(suite, context(guard, scratch, suite, side, PROFILED_PASS),
-                                         p.round_timeout(suite))
+                                         p.round_timeout(suite), sha_of(p, side))
         guard.seal(side)
         progress.round_finished(began, outcome.profile is not None, outcome.error, counted=False)
         if outcome.profile is not None:
             results.set_profile(side, outcome.profile)
         else:
             results.profile_failed(side, outcome.error or "no profile")
+        if outcome.step_map is not None and side == "base":
+            results.set_step_map(outcome.step_map)  # the map of the code a change is made to
 
 
 def samples(results: ResultsFile) -> dict[str, adaptive.MetricSamples]:

@@ -4,7 +4,8 @@ a profiler, whose trace becomes that side's kernel profile in the results file.
 It runs as a round does (`rounds.run_pass`: the same allow-listed environment, the same deadline and
 the same way of killing what it started), so profiling changes nothing about how the timed rounds
 ran and never touches their numbers; a pass that fails leaves its side without a profile and says
-why, and the verdict is unaffected.
+why, and the verdict is unaffected. Where the pass recorded the repository's frames, it also gives
+the per-step map of its commit (`bot.core.stepmap`).
 """
 
 from __future__ import annotations
@@ -12,7 +13,9 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
+from bot.core.judge.kineto import Traced
 from bot.core.judge.profile import Profile
+from bot.core.stepmap import StepMap
 
 from .rounds import could_not_start, run_pass
 from .suites.base import RoundContext, RoundFailed, Suite
@@ -23,15 +26,18 @@ class ProfileOutcome:
     profile: Profile | None
     error: str | None
     seconds: float
+    step_map: StepMap | None = None
 
 
-def profile_side(suite: Suite, context: RoundContext, timeout: float) -> ProfileOutcome:
-    """One side's profiled pass (``context``: of `PROFILED_PASS`): its profile, or why there is none."""
+def profile_side(suite: Suite, context: RoundContext, timeout: float, commit: str = "") -> ProfileOutcome:
+    """One side's profiled pass (``context``: of `PROFILED_PASS`): its profile, or why there is none,
+    and the per-step map of ``commit`` where the pass recorded the repository's frames."""
     began = time.monotonic()
     try:
-        profile = suite.parse_profile(context, run_pass(suite, suite.profile_commands, context, timeout))
+        outputs = run_pass(suite, suite.profile_commands, context, timeout)
+        traced: Traced = suite.parse_traced(context, outputs)
     except RoundFailed as failure:
         return ProfileOutcome(None, str(failure), time.monotonic() - began)
     except OSError as error:
         return ProfileOutcome(None, could_not_start(error), time.monotonic() - began)
-    return ProfileOutcome(profile, None, time.monotonic() - began)
+    return ProfileOutcome(traced.profile, None, time.monotonic() - began, traced.step_map(commit, suite.name))

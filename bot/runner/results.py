@@ -24,6 +24,7 @@ from pydantic import ValidationError
 from bot.core.config.schema import MetricDeclaration
 from bot.core.judge.profile import Profile
 from bot.core.judge.results import SCHEMA, MetricSpec, Results, Revision, Round, Side, Warmup, problem
+from bot.core.stepmap import StepMap
 
 from .fingerprint import now
 
@@ -47,6 +48,7 @@ class ResultsFile:
     error: str | None = None
     finished_at: str | None = None
     profile_errors: dict[Side, str] = field(default_factory=dict)
+    step_map: StepMap | None = None
     # path -> SHA-256 of the bytes last written there, shared by a run's files: what the action
     # checks the uploaded files against (a benchmark's process may have rewritten the file since).
     ledger: dict[Path, str] | None = None
@@ -86,6 +88,11 @@ class ResultsFile:
         self.profile_errors.pop(side, None)
         self.write()
 
+    def set_step_map(self, step_map: StepMap) -> None:
+        """Add the per-step map of the base side's profiled pass (`bot.core.stepmap`)."""
+        self.step_map = step_map
+        self.write()
+
     def profile_failed(self, side: Side, error: str) -> None:
         self.profile_errors[side] = error
         self.write()
@@ -122,6 +129,7 @@ class ResultsFile:
             "started_at": self.started_at, "finished_at": self.finished_at, "status": self.status,
             "error": self.error, "warmups": self.warmups, "options": self.options,
             "profile_errors": self.profile_errors or None,
+            "step_map": self.step_map.to_dict() if self.step_map is not None else None,
         })
 
     def write(self) -> None:

@@ -1,6 +1,6 @@
 """Reading the Kineto / Chrome trace files a profiled pass leaves behind (PyTorch's profiler, SGLang's
 and vLLM's): find them, decompress them under a size cap, and hand their JSON to the core reader
-(`bot.core.judge.kineto`)."""
+(`bot.core.judge.kineto`), which also reads the per-step map's frames where the trace names them."""
 
 from __future__ import annotations
 
@@ -21,6 +21,12 @@ class TraceUnreadable(ValueError):
 
 def read(path: Path, what: str) -> Profile:
     """The profile of the trace at ``path`` (``.json`` or ``.json.gz``)."""
+    return read_traced(path, what).profile
+
+
+def read_traced(path: Path, what: str) -> kineto.Traced:
+    """The profile of the trace at ``path`` and, where it names the repository's frames, the
+    per-step map's entries (`kineto.Traced`)."""
     try:
         raw = path.read_bytes() if path.stat().st_size <= MAX_TRACE_BYTES else None
     except OSError as error:
@@ -30,7 +36,7 @@ def read(path: Path, what: str) -> Profile:
     if raw[:2] == b"\x1f\x8b":
         raw = _gunzip(raw, path.name)
     try:
-        return kineto.loads(raw, path.name, what)
+        return kineto.read(raw, path.name, what)
     except kineto.TraceError as error:
         raise TraceUnreadable(str(error)) from None
 

@@ -139,3 +139,57 @@ def test_the_documented_command_builds_it(tmp_path, sample):
                           capture_output=True, text=True, env={**os.environ, "HOME": str(tmp_path)})
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["commits"] == sample["commits"]
+
+
+def _profiled_run(sample, tmp_path, base: str, head: str, name: str) -> Path:
+    config = load_config("bench:\n  suites:\n    verify-step:\n      kind: verify-step\n      device: cpu\n"
+                         "      world_size: 2\n      iters: 3\n      warmup_iters: 1\n      profile: true\n"
+                         "      allreduce: mini_engine.distributed.parallel_state:tensor_model_parallel_all_reduce\n")
+    options = bench.BenchOptions(base=base, head=head, suites=["verify-step"], out=tmp_path / f"{name}.json",
+                                 measure=MeasureOptions(repo=sample["path"], rounds=1, warmup=0, timeout=240,
+                                                        python=sys.executable))
+    (outcome,) = bench.run(options, config.bench, Progress(io.StringIO()))
+    data = json.loads(outcome.path.read_text())
+    assert outcome.status == "complete" and not data.get("profile_errors"), data.get("profile_errors")
+    return outcome.path
+
+
+@pytest.mark.slow
+def test_the_profiled_pass_maps_the_step_and_compare_names_the_slow_commit_s_launching_lines(sample, tmp_path,
+                                                                                              capsys):
+    importorskip("torch")
+    results = _profiled_run(sample, tmp_path, sample["before_slow"], sample["slow"], "ab")
+    step_map = json.loads(results.read_text())["step_map"]
+    assert step_map["commit"] == sample["before_slow"] and step_map["source"] == "torch.profiler"
+    functions = {(f["path"], f["function"]): f for f in step_map["functions"]}
+    reduce = functions[("mini_engine/distributed/parallel_state.py", "tensor_model_parallel_all_reduce")]
+    assert reduce["calls_per_step"] > 0 and 0 < reduce["host_share"] <= 1
+    diff = tmp_path / "slow.diff"
+    diff.write_text(git.Repo(sample["path"]).git.diff(sample["before_slow"], sample["slow"]) + "\n")
+    assert cli.main(["compare", str(results), "--diff", str(diff)]) == 0
+    text = capsys.readouterr().out
+    state = "mini_engine/distributed/parallel_state.py"
+    # The padding's new zeroed buffer and its copy, each at the line of the commit that made it.
+    assert f"launched by {state}:22 _pad_to_graph_size" in text and f"{state}:22 _pad_to_graph_size, 8.00/step " \
+        "(changed by the diff)" in text
+    assert f"launched by {state}:24 _pad_to_graph_size, 8.00/step (changed by the diff)" in text
+    for line in text.splitlines():
+        if "launched by" in line and "(changed by the diff)" in line:
+            path, number = line.split("launched by ")[1].split(" ")[0].rsplit(":", 1)
+            assert int(number) in _added_lines(sample, path)
+
+
+def _added_lines(sample, path: str) -> set[int]:
+    from bot.core.render.kernels import changed_lines
+
+    diff = git.Repo(sample["path"]).git.diff(sample["before_slow"], sample["slow"])
+    return set(changed_lines(diff).head.get(path, ()))
+
+
+@pytest.mark.slow
+def test_an_a_a_run_of_the_sample_attributes_nothing(sample, tmp_path, capsys):
+    importorskip("torch")
+    results = _profiled_run(sample, tmp_path, sample["before_slow"], sample["before_slow"], "aa")
+    assert cli.main(["compare", str(results), "--format", "json"]) == 0
+    kernels = json.loads(capsys.readouterr().out)["kernels"]
+    assert [k for k in kernels["kernels"] if k["launched_by"]] == []

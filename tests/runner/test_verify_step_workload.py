@@ -186,3 +186,47 @@ def test_the_configured_speculation_floor_is_recorded_for_the_comparison():
     for bad in (0, -1.0, "fast"):
         with pytest.raises(ValidationError, match="speculation_floor"):
             VerifyStepSuite(kind="verify-step", speculation_floor=bad)
+
+
+def test_repository_frames_are_relative_paths_with_qualified_names(tmp_path, monkeypatch):
+    repo = tmp_path / "repo"
+    (repo / "pkg").mkdir(parents=True)
+    (repo / "pkg" / "mod.py").write_text(
+        "import functools\n\n\nclass Comm:\n    @functools.cache\n    def all_reduce(self, x):\n"
+        "        def inner():\n            return x\n        return inner()\n\n\ndef top():\n    return 1\n")
+    installed = tmp_path / "venv" / "lib" / "site-packages"
+    (installed / "pkg").mkdir(parents=True)
+    (installed / "pkg" / "other.py").write_text("def f():\n    pass\n")
+    monkeypatch.setattr(sys, "path", [str(repo), str(installed), *sys.path])
+    frames = verify_step_workload.RepositoryFrames([str(repo)])
+    # A called function is named by its first line (the decorator's) or its def line.
+    assert frames.frame("pkg/mod.py", 5, definition=True) == {"path": "pkg/mod.py", "line": 6,
+                                                             "function": "Comm.all_reduce"}
+    assert frames.frame("pkg/mod.py", 12, definition=True)["function"] == "top"
+    assert frames.frame("pkg/mod.py", 8, definition=False) == {"path": "pkg/mod.py", "line": 8,
+                                                              "function": "Comm.all_reduce.<locals>.inner"}
+    assert frames.frame("pkg/mod.py", 1, definition=False)["function"] == "<module>"
+    assert frames.frame("pkg/other.py", 1, definition=True) is None  # installed, not the repository's
+    assert frames.frame("torch/nn/functional.py", 10, definition=False) is None
+    assert frames.frame("<built-in method zeros>", 0, definition=False) is None
+
+
+@pytest.mark.slow
+def test_the_profiled_pass_names_the_repository_s_frames_in_its_trace(tmp_path):
+    from bot.runner import traces
+
+    repo = tmp_path / "repo"
+    (repo / "engine").mkdir(parents=True)
+    (repo / "engine" / "__init__.py").write_text("")
+    (repo / "engine" / "comm.py").write_text(
+        "import torch.distributed as dist\n\n\ndef all_reduce(tensor):\n    out = tensor.clone()\n"
+        "    dist.all_reduce(out)\n    return out\n")
+    trace = tmp_path / "profile" / "trace.json"
+    done, out = bench(tmp_path, "--world-size", "2", "--pythonpath", str(repo), "--allreduce",
+                      "engine.comm:all_reduce", "--profile", str(trace), "--profile-steps", "2")
+    assert done.returncode == 0, done.stderr
+    read = traces.read_traced(trace, "cycle")
+    [clone] = [k for k in read.profile.kernels if k.name == "aten::clone"]
+    assert [(s.path, s.line, s.function) for s in clone.sites] == [("engine/comm.py", 5, "all_reduce")]
+    built = read.step_map("a" * 40, "verify-step")
+    assert built.function_at("engine/comm.py", "all_reduce").line == 4

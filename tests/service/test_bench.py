@@ -36,6 +36,11 @@ NOW = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
 
 @pytest.fixture
 def github() -> FakeGitHub:
+    return make_github()
+
+
+def make_github() -> FakeGitHub:
+    """One installation with a high-risk pull request, its config and the benchmark workflow."""
     fake = FakeGitHub()
     fake.heads[(REPO, NUMBER)] = HEAD_SHA
     fake.diffs[(REPO, NUMBER)] = diffs.HIGH
@@ -521,7 +526,7 @@ def test_a_merge_run_lands_in_the_history(services, github):
     run_id = github.dispatches[-1]["run_id"]
     upload_results(github, run_id)
     send(services, "workflow_run", workflow_run(github, run_id))
-    [request] = services.store.benchmarks.for_pull(REPO, None)
+    [request] = [r for r in services.store.benchmarks.for_pull(REPO, None) if r.trigger == "merge"]
     [result] = services.store.benchmarks.results(request.id)
     assert result.on_default_branch and "This commit makes" in json.loads(result.comparison)["headline"]
     with services.store.engine.connect() as connection:
@@ -732,3 +737,48 @@ def test_a_superseded_request_is_stored_superseded_though_its_check_run_is_refus
     assert benchmarks.active(services, REPO, NUMBER) == []
     [run] = github.runs.values()
     assert run["run"].conclusion == "cancelled" and github.count("cancel_run") == 1
+
+
+# ---------------------------------------------------------------- kernel diff: launching lines
+
+_SITE_DIFF = ("diff --git a/engine/ps.py b/engine/ps.py\n--- a/engine/ps.py\n+++ b/engine/ps.py\n"
+              "@@ -3,2 +3,3 @@\n def all_reduce(x):\n+    x = pad(x)\n     return reduce(x)\n")
+
+
+def _profiled_results() -> dict:
+    from bot.core.judge.profile import LaunchSite
+    from tests.core.judge.profile_data import FILL, PADDED, slow
+    from tests.core.judge.profile_data import profile as make_profile
+
+    site = LaunchSite(path="engine/ps.py", line=4, function="all_reduce", calls=32.0)
+    head = make_profile(slow(PADDED))
+    head = head.model_copy(update={"kernels": [k.model_copy(update={"sites": [site]}) if k.name == FILL[0] else k
+                                               for k in head.kernels]})
+    doc = document(EAGLE3)
+    doc["base"]["profile"] = make_profile(PADDED).model_dump(mode="json")
+    doc["head"]["profile"] = head.model_dump(mode="json")
+    return doc
+
+
+def _stored_markdown(services) -> str:
+    request = services.store.benchmarks.for_pull(REPO, NUMBER)[0]
+    [result] = services.store.benchmarks.results(request.id)
+    return json.loads(result.comparison)["markdown"]
+
+
+def test_the_kernel_diff_marks_a_launching_line_the_pull_request_changed(services, github):
+    run_id = dispatched(services, github)
+    github.diffs[(REPO, NUMBER)] = _SITE_DIFF
+    upload_results(github, run_id, _profiled_results())
+    send(services, "workflow_run", workflow_run(github, run_id))
+    assert "`engine/ps.py:4` `all_reduce` ✏️ changed by this PR" in _stored_markdown(services)
+
+
+def test_once_the_pull_request_moved_on_no_launching_line_is_marked(services, github):
+    run_id = dispatched(services, github)
+    github.diffs[(REPO, NUMBER)] = _SITE_DIFF
+    github.heads[(REPO, NUMBER)] = NEW_HEAD  # its diff is no longer the change that was measured
+    upload_results(github, run_id, _profiled_results())
+    send(services, "workflow_run", workflow_run(github, run_id))
+    markdown = _stored_markdown(services)
+    assert "`engine/ps.py:4` `all_reduce`" in markdown and "✏️ changed" not in markdown

@@ -12,10 +12,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from bot.core.bench.artifact import Artifact
+from bot.core.judge import envdiff, stats
 from bot.core.judge import results as results_file
-from bot.core.judge import stats
 from bot.core.render import chart as render_chart
 from bot.core.render import compare as render_compare
+from bot.core.render.kernels import ChangedLines
 from bot.core.text import clip, printable
 
 # What `perfbot bench run --out` names its files: results.json, or results.SUITE.json for several.
@@ -52,10 +53,11 @@ class Judged:
 
 
 def judge(artifact: Artifact, base_sha: str, head_sha: str, suites: Sequence[str],
-          subject: str = "This PR") -> Judged:
+          subject: str = "This PR", changed: ChangedLines | None = None) -> Judged:
     """Every results file of the artifact that measured ``base_sha`` against ``head_sha``; a file
     that is invalid, measured other commits or a suite that was not asked for is a problem, never a
-    verdict. ``subject`` names what changed in the headlines ("This PR", "This commit")."""
+    verdict. ``subject`` names what changed in the headlines ("This PR", "This commit");
+    ``changed``: the lines it touched, marked where they launched a kernel that changed."""
     judged: list[SuiteJudgement] = []
     problems = [f"skipped {line}" for line in artifact.skipped]
     run_errors: list[str] = []
@@ -72,7 +74,7 @@ def judge(artifact: Artifact, base_sha: str, head_sha: str, suites: Sequence[str
             problems.append(mismatch)
             continue
         run_errors += _run_errors(loaded, name)
-        judged.append(judge_suite(loaded, subject))
+        judged.append(judge_suite(loaded, subject, changed))
     if not judged and not any(is_results_file(n) for n in artifact.files):
         problems.append("the artifact holds no results file (results.json or results.SUITE.json)")
     return Judged(tuple(judged), tuple(problems), tuple(run_errors))
@@ -104,7 +106,8 @@ def _mismatch(loaded: results_file.Results, base_sha: str, head_sha: str, suites
     return None
 
 
-def judge_suite(loaded: results_file.Results, subject: str = "This PR") -> SuiteJudgement:
+def judge_suite(loaded: results_file.Results, subject: str = "This PR",
+                changed: ChangedLines | None = None) -> SuiteJudgement:
     """One results file compared as `perfbot compare` compares it, with its defaults."""
     comparison = stats.decide(loaded)
     headline = render_compare.headline(comparison, subject)
@@ -113,8 +116,18 @@ def judge_suite(loaded: results_file.Results, subject: str = "This PR") -> Suite
                    if m.head_median is not None)
     return SuiteJudgement(
         suite=loaded.suite, verdict=comparison.verdict, headline=headline,
-        markdown=render_compare.compare_markdown(loaded, comparison, subject=subject),
+        markdown=render_compare.compare_markdown(loaded, comparison, subject=subject, changed=changed),
         headline_metric=first.name if first else None,
         headline_change=first.change if first else None,
-        comparison={**comparison.to_dict(), "charts": render_chart.charts_json(loaded, comparison)},
+        comparison={**comparison.to_dict(), "fingerprints": _fingerprints(loaded),
+                    "charts": render_chart.charts_json(loaded, comparison)},
         points=points)
+
+
+def _fingerprints(loaded: results_file.Results) -> dict[str, dict[str, str]]:
+    """Each side's environment fingerprint, flattened to text: kept with the comparison, so that a
+    bisect that no longer reproduces a regression can show the original run's environment beside
+    today's."""
+    return {side: {key: clip(printable(str(value)), 200)
+                   for key, value in list(envdiff.flatten(loaded.revision(side).fingerprint).items())[:400]}
+            for side in ("base", "head")}

@@ -21,7 +21,10 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from bot.core.stepmap import is_repository_path
+from bot.core.text import printable
 
 Family = Literal["communication", "gemm", "attention", "elementwise", "memset", "reduction", "sync",
                  "other"]
@@ -33,6 +36,7 @@ FAMILY_LABELS: dict[Family, str] = {
     "sync": "host synchronisation", "other": "other"}
 MAX_KERNELS = 500
 MAX_NAME = 500
+MAX_SITES = 3  # launching lines kept per kernel
 MIN_CALLS = 0.5  # per step: a count that moved by less is the same count
 MIN_SHARE = 0.01  # a family's time moved only by at least this share of the base step ...
 MIN_RELATIVE = 0.10  # ... and by at least this share of its own base time
@@ -81,13 +85,46 @@ class _Model(BaseModel):
 PerStep = Annotated[float, Field(ge=0, allow_inf_nan=False)]
 
 
+class LaunchSite(_Model):
+    """A line of the repository under test that launched a kernel: the innermost frame of that
+    repository on the host's stack when it was launched (path relative to the repository, the line,
+    the function's qualified name), and how many of the kernel's calls per step it made."""
+
+    path: Annotated[str, Field(min_length=1, max_length=400)]
+    line: Annotated[int, Field(ge=0, le=10_000_000, strict=True)]
+    function: Annotated[str, Field(min_length=1, max_length=300)]
+    calls: PerStep
+
+    @field_validator("path")
+    @classmethod
+    def _repository_path(cls, value: str) -> str:
+        if not is_repository_path(value):
+            raise ValueError("must be a path relative to the repository, outside installed packages")
+        return value
+
+    @field_validator("function")
+    @classmethod
+    def _printable(cls, value: str) -> str:
+        if printable(value) != value:
+            raise ValueError("holds control or invisible characters")
+        return value
+
+    @property
+    def where(self) -> str:
+        return f"{self.path}:{self.line}"
+
+
 class KernelStat(_Model):
-    """One kernel name of a profile: its family, calls per step and microseconds per step."""
+    """One kernel name of a profile: its family, calls per step and microseconds per step; and, where
+    the profiled pass recorded Python stacks, the lines of the repository that launched it (at most
+    `MAX_SITES`, the most calls first), left out of a file when unknown."""
 
     name: Annotated[str, Field(min_length=1, max_length=MAX_NAME)]
     family: Family
     calls: PerStep
     us: PerStep
+    sites: Annotated[list[LaunchSite] | None, Field(max_length=MAX_SITES,
+                                                     exclude_if=lambda value: value is None)] = None
 
 
 class Profile(_Model):
@@ -152,6 +189,12 @@ class KernelChange:
     head_calls: float
     base_us: float
     head_us: float
+    sites: tuple[LaunchSite, ...] = ()
+
+    @property
+    def side(self) -> Literal["base", "head"]:
+        """Whose launching lines `sites` are: the base's for a kernel that vanished, else the head's."""
+        return "base" if self.change == "vanished" else "head"
 
 
 @dataclass(frozen=True)
@@ -199,7 +242,8 @@ class ProfileDiff:
             "families": [{"family": f.family, "base_us": f.base_us, "head_us": f.head_us, "moved": f.moved}
                          for f in self.families],
             "kernels": [{"name": k.name, "family": k.family, "change": k.change, "base_calls": k.base_calls,
-                         "head_calls": k.head_calls, "base_us": k.base_us, "head_us": k.head_us}
+                         "head_calls": k.head_calls, "base_us": k.base_us, "head_us": k.head_us,
+                         "launched_by": [{"side": k.side, **s.model_dump()} for s in k.sites]}
                         for k in self.kernels],
             "notes": list(self.notes),
         }
@@ -227,8 +271,10 @@ def diff(base: Profile, head: Profile) -> ProfileDiff:
             change = "appeared"
         elif h_calls < MIN_CALLS:
             change = "vanished"
+        launcher = was if change == "vanished" else now
+        sites = tuple(launcher.sites or ()) if launcher else ()
         changes.append(KernelChange(key[0], key[1], change, b_calls, h_calls, was.us if was else 0.0,
-                                    now.us if now else 0.0))
+                                    now.us if now else 0.0, sites))
     changes.sort(key=lambda c: (-abs(c.head_us - c.base_us), c.name))
     base_families, head_families = base.family_us(), head.family_us()
     families = tuple(FamilyTime(f, base_families[f], head_families[f], _moved(base_families[f],

@@ -26,6 +26,8 @@ from pydantic import (
 from pydantic_core import ErrorDetails
 
 from bot.core.judge.profile import Profile
+from bot.core.stepmap import StepMap, StepMapError
+from bot.core.stepmap import parse as parse_step_map
 from bot.core.text import clip, printable
 
 SCHEMA = "perfbot.results/1"
@@ -188,6 +190,23 @@ class Results(_Model):
     options: dict[str, Any] = {}
     # Why a side has no `Revision.profile` although the run profiled (``{side: error}``).
     profile_errors: Annotated[dict[Side, ErrorText] | None, Field(**_UNSET)] = None
+    # The per-step map of the base side's profiled pass (`bot.core.stepmap`), as JSON.
+    step_map: Annotated[dict[str, Any] | None, Field(**_UNSET)] = None
+
+    @field_validator("step_map")
+    @classmethod
+    def _a_step_map(cls, value: dict[str, Any] | None) -> dict[str, Any] | None:
+        if value is None:
+            return None
+        try:
+            return parse_step_map(value).to_dict()
+        except StepMapError as error:
+            raise ValueError(str(error)) from None
+
+    @property
+    def map(self) -> StepMap | None:
+        """The per-step map the file holds, if any."""
+        return None if self.step_map is None else parse_step_map(self.step_map)
 
     @field_validator("options")
     @classmethod
@@ -207,6 +226,9 @@ class Results(_Model):
 
     @model_validator(mode="after")
     def _consistent(self) -> Results:
+        if self.step_map is not None and self.step_map["commit"] not in (self.base.sha.lower(),
+                                                                          self.head.sha.lower()):
+            raise ValueError("step_map.commit: the map is of neither side's commit")
         seen: set[tuple[str, int]] = set()
         for position, round_ in enumerate(self.rounds):
             key = (round_.side, round_.index)

@@ -15,6 +15,7 @@ from typing import Any, ClassVar, Literal
 
 from bot.core.config import suite_kinds
 from bot.core.config.suite_kinds.base import MetricDeclaration, SuiteKind
+from bot.core.judge.kineto import Traced
 from bot.core.judge.profile import Profile
 
 PROFILE_DIR = "profile"  # the folder of a profiled pass's traces, inside its round folder
@@ -203,6 +204,11 @@ class Suite(ABC):
     def parse_profile(self, context: RoundContext, outputs: list[Output]) -> Profile:
         """The profile the pass left behind, or `RoundFailed` saying why there is none."""
         raise RoundFailed(f"suite {self.name!r} cannot profile")
+
+    def parse_traced(self, context: RoundContext, outputs: list[Output]) -> Traced:
+        """The profile and, where the pass recorded the repository's frames, the per-step map's
+        entries; a suite whose trace names no frame has the profile only."""
+        return Traced(self.parse_profile(context, outputs))
 
     # -- a long-lived worker per side (`bot.runner.workers`), for suites that can serve rounds
 

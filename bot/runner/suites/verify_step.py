@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 from bot.core.config.suite_kinds.verify_step import VerifyStep, VerifyStepSuite
+from bot.core.judge.kineto import Traced
 from bot.core.judge.profile import Profile
 from bot.core.judge.speculation import SPECULATION_FLOOR
 
@@ -81,13 +82,18 @@ class VerifyStepBench(BuiltInSuite, kind="verify-step"):
         return [self.command(context, "--profile", str(trace))]
 
     def parse_profile(self, context: RoundContext, outputs: list[Output]) -> Profile:
+        return self.parse_traced(context, outputs).profile
+
+    def parse_traced(self, context: RoundContext, outputs: list[Output]) -> Traced:
+        """The trace's profile and, from the Python calls the workload named (`annotate_trace`), the
+        per-step map's entries."""
         try:
             profiled = json.loads((context.out_dir / RESULT_FILE).read_text())["profiled"]
             what = str(profiled["what"])
         except (OSError, ValueError, KeyError, TypeError):
             raise RoundFailed(f"{RESULT_FILE}: the profiled pass wrote no report") from None
         try:
-            return traces.read(context.out_dir / PROFILE_DIR / TRACE_FILE, what)
+            return traces.read_traced(context.out_dir / PROFILE_DIR / TRACE_FILE, what)
         except traces.TraceUnreadable as error:
             raise RoundFailed(f"profile: {error}") from None
 

@@ -46,7 +46,11 @@ communicator shows up in these numbers.
 
 ``--profile TRACE`` times nothing: it runs ``--profile-steps`` EAGLE-3 cycles in the engine's mode
 under PyTorch's profiler (CUPTI on GPUs) after warming up, and rank 0 writes the Chrome trace to
-TRACE; perfbot reads it into the results file's kernel profile (`bot.core.judge.kineto`).
+TRACE; perfbot reads it into the results file's kernel profile (`bot.core.judge.kineto`). Unless
+``--no-step-map``, the profiler also records Python calls (``with_stack``), and rank 0 writes into
+the trace, for each Python call event, the frame of the repository under test (``--pythonpath``)
+that made the call and, for a function of that repository, which function it is (`annotate_trace`):
+what the per-step map and the kernel diff's launching lines are read from.
 
 ``--serve`` makes a long-lived worker (`bot.runner.workers`): set up once (interpreter, CUDA context,
 process group, the allreduce under test), then one round per JSON line ``{"out": FILE}`` on rank 0's
@@ -148,6 +152,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--profile", metavar="TRACE",
                         help="time nothing: profile --profile-steps cycles and write the trace here")
     parser.add_argument("--profile-steps", type=int, default=5)
+    parser.add_argument("--no-step-map", action="store_true",
+                        help="profile without Python calls: no per-step map, no launching lines")
     parser.add_argument("--serve", action="store_true",
                         help="set up once, then run a round for each JSON line {\"out\": FILE} on standard "
                              "input until it ends (a long-lived worker; --out and --timeout are unused)")
@@ -376,7 +382,8 @@ def one_round(args: argparse.Namespace, rank: int, world: int, device, allreduce
                     "dtype": args.dtype, "iters": args.iters, "allreduce": args.allreduce or "torch",
                     "process": "worker" if args.serve else "fresh"}
     if args.profile:
-        steps = bench.profile(mode, Path(args.profile) if rank == 0 else None, args.profile_steps)
+        roots = None if args.no_step_map else [str(Path(p).resolve()) for p in args.pythonpath]
+        steps = bench.profile(mode, Path(args.profile) if rank == 0 else None, args.profile_steps, roots)
         report["profiled"] = {"trace": args.profile, "steps": steps, "what": bench.cycle_name(mode)}
     else:
         measured = bench.measure(cuda_graphs=graphs, mode=mode,
@@ -406,6 +413,141 @@ def load_allreduce(spec: str | None, paths: list[str]) -> Callable:
         raise SystemExit(f"verify_step_workload: --allreduce {spec!r}: expected MODULE:FUNCTION")
     sys.path[:0] = [str(Path(p).resolve()) for p in paths]
     return getattr(importlib.import_module(module_name), function_name)
+
+
+# ---------------------------------------------------------------- the per-step map's frames
+
+def annotate_trace(profiler, trace: Path, roots: list[str]) -> None:
+    """Write into the exported trace which frame of the repository under test made each Python call.
+
+    A trace's ``python_function`` events name the called function by its definition line only; the
+    line that made the call is in the profiler's event tree (its ``caller`` frame). Each event of the
+    tree is found in the trace by name and start (the two clocks differ by one offset, read off the
+    operators both hold by id), and gets ``perfbot.caller`` (path relative to the repository, line,
+    qualified name) where the calling frame is the repository's, and ``perfbot.function`` where the
+    called function is."""
+    import bisect as bisection
+
+    data = json.loads(trace.read_text())
+    events = data.get("traceEvents", [])
+    python: dict[str, list] = {}  # name -> [(start ns, caller, callsite)]
+    operators: dict[int, int] = {}  # correlation id -> start ns
+    stack = list(profiler.profiler.kineto_results.experimental_event_tree())
+    while stack:
+        node = stack.pop()
+        stack.extend(node.children)
+        tag = str(node.tag)
+        if tag.endswith("TorchOp"):
+            operators[node.correlation_id] = node.start_time_ns
+        elif tag.endswith("PyCall") or tag.endswith("PyCCall"):
+            fields = node.extra_fields
+            callsite = fields.callsite if tag.endswith("PyCall") else None
+            python.setdefault(node.name, []).append((node.start_time_ns, fields.caller, callsite))
+    offsets = sorted(e["ts"] - operators[e["args"]["External id"]] / 1000 for e in events
+                     if e.get("cat") == "cpu_op" and isinstance(e.get("args"), dict)
+                     and e["args"].get("External id") in operators)
+    if not offsets:
+        return
+    offset = offsets[len(offsets) // 2]
+    for made in python.values():
+        made.sort(key=lambda c: c[0])
+    starts = {name: [c[0] for c in made] for name, made in python.items()}
+    frames = RepositoryFrames(roots)
+    for event in events:
+        calls = python.get(event.get("name"), []) if event.get("cat") == "python_function" else []
+        if not calls:
+            continue
+        instant = (event["ts"] - offset) * 1000
+        position = bisection.bisect_left(starts[event["name"]], instant)
+        near = [c for c in calls[max(position - 1, 0):position + 1] if abs(c[0] - instant) < 1000]
+        if not near:
+            continue
+        _, caller, callsite = min(near, key=lambda c: abs(c[0] - instant))
+        args = event.setdefault("args", {})
+        calling = frames.frame(caller.file_name, caller.line_number, definition=False)
+        if calling is not None:
+            args["perfbot.caller"] = calling
+        called = frames.frame(callsite.file_name, callsite.line_number, definition=True) if callsite else None
+        if called is not None:
+            args["perfbot.function"] = called
+    write_atomically(trace, json.dumps(data))
+
+
+class RepositoryFrames:
+    """Frames of the repository under test: the profiler's file names (shortened by the longest
+    prefix among ``torch.profiler.python_tracer._prefix_regex``) back to paths relative to the
+    repository, and lines to the qualified name of the function holding them (from the source)."""
+
+    def __init__(self, roots: list[str]):
+        from torch.profiler.python_tracer import _prefix_regex
+
+        self.roots = [Path(r) for r in roots]
+        self.prefixes = _prefix_regex()
+        self.paths: dict[str, tuple[str, Path] | None] = {}
+        self.scopes: dict[Path, list[tuple[int, int, int, str]]] = {}
+
+    def frame(self, name: str, line: int, definition: bool) -> dict | None:
+        """``{"path", "line", "function"}`` of a frame in the repository, else None. ``definition``:
+        ``line`` is where the function starts (a called function), else a line inside it."""
+        found = self.resolve(name)
+        if found is None:
+            return None
+        relative, path = found
+        scopes = self.scope_list(path)
+        if definition:
+            match = [s for s in scopes if line in (s[0], s[2])]
+            if match:
+                return {"path": relative, "line": match[-1][2], "function": match[-1][3]}
+            return None
+        holding = [s for s in scopes if s[0] <= line <= s[1]]
+        function = holding[-1][3] if holding else "<module>"
+        return {"path": relative, "line": line, "function": function}
+
+    def resolve(self, name: str) -> tuple[str, Path] | None:
+        if name not in self.paths:
+            self.paths[name] = self._resolve(name)
+        return self.paths[name]
+
+    def _resolve(self, name: str) -> tuple[str, Path] | None:
+        candidates = [Path(name)] if os.path.isabs(name) else [Path(p + name) for p in self.prefixes]
+        for candidate in candidates:
+            if not candidate.is_file():
+                continue
+            resolved = candidate.resolve()
+            if {"site-packages", "dist-packages"} & set(resolved.parts):
+                return None
+            for root in self.roots:
+                if root in resolved.parents:
+                    return resolved.relative_to(root).as_posix(), resolved
+            return None
+        return None
+
+    def scope_list(self, path: Path) -> list[tuple[int, int, int, str]]:
+        """(first line with decorators, last line, def line, qualified name) of every function and
+        class of the file, outer before inner."""
+        if path not in self.scopes:
+            import ast
+
+            try:
+                tree = ast.parse(path.read_text(encoding="utf-8"))
+            except (OSError, SyntaxError, ValueError):
+                tree = ast.Module(body=[], type_ignores=[])
+            found: list[tuple[int, int, int, str]] = []
+
+            def visit(node, prefix: str) -> None:
+                for child in ast.iter_child_nodes(node):
+                    if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                        qualname = prefix + child.name
+                        first = min([child.lineno, *(d.lineno for d in child.decorator_list)])
+                        found.append((first, child.end_lineno or child.lineno, child.lineno, qualname))
+                        inner = qualname + (".<locals>." if not isinstance(child, ast.ClassDef) else ".")
+                        visit(child, inner)
+                    else:
+                        visit(child, prefix)
+
+            visit(tree, "")
+            self.scopes[path] = found
+        return self.scopes[path]
 
 
 def write_atomically(path: Path, text: str) -> None:
@@ -593,9 +735,10 @@ class Bench:
         how = {"full": "one CUDA graph", "piecewise": "piecewise CUDA graphs", "eager": "eager"}[mode]
         return f"one EAGLE-3 cycle ({self.shape.num_steps} draft steps + verify), {how}"
 
-    def profile(self, mode: str, trace: Path | None, steps: int) -> int:
+    def profile(self, mode: str, trace: Path | None, steps: int, roots: list[str] | None = None) -> int:
         """Run ``steps`` cycles in ``mode`` under the profiler, after warming up; untimed. Only rank 0
-        (``trace`` given) records; the others run the same steps, whose collectives it waits on."""
+        (``trace`` given) records; the others run the same steps, whose collectives it waits on.
+        ``roots``: the repository's folders, whose frames `annotate_trace` names (None: no stacks)."""
         torch = self.torch
         verify, draft = self.verify_in(mode), self.draft_in(mode)
 
@@ -619,8 +762,13 @@ class Bench:
             trace.parent.mkdir(parents=True, exist_ok=True)
             # Kernels count in the step whose host window launched them (`kineto`), so the device
             # may run behind; the profiler drains it when it stops, after the last step's window.
+            def export(done) -> None:
+                done.export_chrome_trace(str(trace))
+                if roots is not None:
+                    annotate_trace(done, trace, roots)
+
             with profile(activities=activities, schedule=schedule(wait=0, warmup=1, active=steps, repeat=1),
-                         on_trace_ready=lambda done: done.export_chrome_trace(str(trace))) as profiler:
+                         with_stack=roots is not None, on_trace_ready=export) as profiler:
                 for _ in range(steps + 1):
                     cycle()
                     profiler.step()

@@ -127,3 +127,139 @@ def test_whatever_the_steps_launch_is_counted_exactly_once(steps):
     assert sum(k.calls for k in read.kernels) * read.steps == pytest.approx(launched)
     total = sum(duration for step in steps for _, duration in step)
     assert sum(k.us for k in read.kernels) * read.steps == pytest.approx(total)
+
+
+# ---------------------------------------------------------------- the repository's frames
+
+def _call(name, ts, dur, caller=None, defines=None, tid=1):
+    args = {}
+    if caller:
+        args["perfbot.caller"] = dict(zip(("path", "line", "function"), caller, strict=True))
+    if defines:
+        args["perfbot.function"] = dict(zip(("path", "line", "function"), defines, strict=True))
+    return {"ph": "X", "cat": "python_function", "name": name, "pid": 1, "tid": tid, "ts": ts, "dur": dur,
+            "args": args}
+
+
+def _op(name, ts, dur, tid=1):
+    return {"ph": "X", "cat": "cpu_op", "name": name, "pid": 1, "tid": tid, "ts": ts, "dur": dur}
+
+
+PS = "engine/parallel_state.py"
+
+
+def _annotated_cpu_trace():
+    """Two steps: ``all_reduce`` (repository) calls ``_pad`` (repository), which calls
+    ``torch.zeros`` at line 22; an ``aten::mm`` runs outside every call from the repository."""
+    events = []
+    for step, t0 in enumerate((0.0, 1000.0), start=1):
+        events += [
+            {"ph": "X", "cat": "user_annotation", "name": f"ProfilerStep#{step}", "pid": 1, "tid": 1, "ts": t0,
+             "dur": 400.0},
+            _call("engine/parallel_state.py(28): all_reduce", t0 + 10, 200, caller=("model.py", 7, "forward"),
+                  defines=(PS, 28, "all_reduce")),
+            _call("engine/parallel_state.py(20): _pad", t0 + 20, 100, caller=(PS, 30, "all_reduce"),
+                  defines=(PS, 20, "_pad")),
+            _call("<built-in method zeros>", t0 + 30, 40, caller=(PS, 22, "_pad")),
+            _op("aten::zeros", t0 + 31, 30),
+            _op("aten::slice", t0 + 80, 10),  # inside _pad, outside any call it made
+            _op("aten::mm", t0 + 300, 50),
+        ]
+    return {"traceEvents": events}
+
+
+def test_each_operator_names_the_line_of_the_repository_that_launched_it():
+    read = kineto.traced(_annotated_cpu_trace(), "t.json", "cycle")
+    sites = {k.name: [(s.path, s.line, s.function, s.calls) for s in k.sites or []] for k in read.profile.kernels}
+    assert sites["aten::zeros"] == [(PS, 22, "_pad", 1.0)]
+    # Python syntax (a slice) makes no call: the line that called the function running it is named.
+    assert sites["aten::slice"] == [(PS, 30, "all_reduce", 1.0)]
+    assert sites["aten::mm"] == []
+
+
+def test_the_map_counts_the_repositorys_functions_and_who_launched_each_family():
+    read = kineto.traced(_annotated_cpu_trace(), "t.json", "cycle")
+    built = read.step_map("a" * 40, "verify")
+    assert built is not None and (built.steps, built.source, built.step) == (2, "torch.profiler", "cycle")
+    pad = built.function_at(PS, "_pad")
+    assert pad is not None and (pad.line, pad.calls_per_step) == (20, 1.0)
+    assert pad.host_share == pytest.approx(100 / 400)
+    assert built.function_at(PS, "all_reduce").host_share == pytest.approx(200 / 400)
+    memset = built.kernel("memset")
+    assert memset is not None and memset.launches_per_step == 1.0
+    assert [(s.path, s.line, s.per_step) for s in memset.launched_by] == [(PS, 22, 1.0)]
+    assert built.kernel("gemm").launched_by == ()
+
+
+def test_a_recursive_function_counts_every_call_and_its_time_once():
+    events = [{"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#1", "pid": 1, "tid": 1, "ts": 0,
+               "dur": 100.0},
+              _call("walk", 0, 80, caller=("a.py", 3, "main"), defines=("a.py", 10, "walk")),
+              _call("walk", 10, 50, caller=("a.py", 12, "walk"), defines=("a.py", 10, "walk")),
+              _op("aten::add", 20, 5)]
+    built = kineto.traced({"traceEvents": events}, "t.json").step_map("b" * 40, "s")
+    walk = built.function_at("a.py", "walk")
+    assert (walk.calls_per_step, walk.host_share) == (2.0, pytest.approx(0.8))
+
+
+def test_a_device_kernel_is_attributed_through_its_launch_and_a_sync_by_itself():
+    from tests.core.judge.profile_data import trace
+
+    data = trace([[("gemm_a", 10.0)]] * 2, syncs_per_step=1)
+    launches = [e for e in data["traceEvents"] if e.get("cat") == "cuda_runtime"]
+    for launch in launches:
+        line = 40 if launch["name"] == "cudaLaunchKernel" else 41
+        data["traceEvents"].append(_call("<built-in>", launch["ts"] - 0.1, launch["dur"] + 0.2,
+                                         caller=("m.py", line, "step")))
+    read = kineto.traced(data, "t.json")
+    rows = {k.name: [(s.path, s.line, s.calls) for s in k.sites or []] for k in read.profile.kernels}
+    assert rows == {"gemm_a": [("m.py", 40, 1.0)], "cudaDeviceSynchronize": [("m.py", 41, 1.0)]}
+    assert [s.line for s in read.step_map("c" * 40, "s").kernel("sync").launched_by] == [41]
+
+
+@pytest.mark.parametrize("annotation", [
+    {"path": "/abs/x.py", "line": 3, "function": "f"},
+    {"path": "../x.py", "line": 3, "function": "f"},
+    {"path": "venv/site-packages/torch/x.py", "line": 3, "function": "f"},
+    {"path": "x.py", "line": -1, "function": "f"},
+    {"path": "x.py", "line": 3, "function": "f\u202e"},
+    {"path": "x.py", "line": "3", "function": "f"},
+    "x.py:3",
+])
+def test_an_annotation_that_names_no_frame_of_the_repository_is_ignored(annotation):
+    data = _annotated_cpu_trace()
+    for event in data["traceEvents"]:
+        if event.get("cat") == "python_function":
+            event["args"] = {"perfbot.caller": annotation, "perfbot.function": annotation}
+    read = kineto.traced(data, "t.json")
+    assert all(k.sites is None for k in read.profile.kernels)
+    assert read.step_map("a" * 40, "s") is None
+
+
+def test_a_trace_without_annotations_has_no_map_and_reads_as_before():
+    data = _annotated_cpu_trace()
+    for event in data["traceEvents"]:
+        event.pop("args", None)
+    read = kineto.traced(data, "t.json")
+    assert read.step_map("a" * 40, "s") is None
+    assert read.profile == kineto.profile_of(data, "t.json")
+    assert all(k.sites is None for k in read.profile.kernels)
+    assert "sites" not in read.profile.model_dump(mode="json")["kernels"][0]
+
+
+_json_values = st.recursive(st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=12),
+                            lambda inner: st.lists(inner, max_size=3)
+                            | st.dictionaries(st.sampled_from(["path", "line", "function", "x"]), inner, max_size=4),
+                            max_leaves=12)
+
+
+@settings(max_examples=200, deadline=None)
+@given(caller=_json_values, defines=_json_values)
+def test_any_annotation_is_a_frame_or_ignored_never_an_error(caller, defines):
+    data = _annotated_cpu_trace()
+    for event in data["traceEvents"]:
+        if event.get("cat") == "python_function":
+            event["args"] = {"perfbot.caller": caller, "perfbot.function": defines}
+    read = kineto.traced(data, "t.json")
+    built = read.step_map("a" * 40, "s")
+    assert built is None or all(f.host_share <= 1 for f in built.functions)

@@ -190,3 +190,38 @@ def test_a_spread_that_does_not_fit_its_round_is_refused_in_one_line(spread, exp
     with pytest.raises(results.ResultsError, match=expected) as refused:
         load_doc(doc)
     assert "\n" not in str(refused.value)
+
+
+def _step_map(commit: str) -> dict:
+    return {"schema": 1, "commit": commit, "suite": "sglang-eagle3", "step": "cycle", "steps": 3,
+            "source": "torch.profiler",
+            "functions": [{"path": "engine/ps.py", "function": "all_reduce", "line": 4, "calls_per_step": 2.0,
+                           "host_share": 0.5}],
+            "kernels": [{"family": "memset", "launches_per_step": 2.0,
+                         "launched_by": [{"path": "engine/ps.py", "function": "all_reduce", "line": 6,
+                                          "per_step": 2.0}]}]}
+
+
+def test_a_step_map_section_loads_and_reads_back_through_the_map_parser():
+    from tests.core.judge.results_data import BASE_SHA
+
+    loaded = load_doc({**document(EAGLE3), "step_map": _step_map(BASE_SHA)})
+    assert loaded.map is not None and loaded.map.function_at("engine/ps.py", "all_reduce").line == 4
+    assert load_doc(document(EAGLE3)).map is None
+    dumped = json.loads(loaded.model_dump_json(by_alias=True))
+    assert dumped["step_map"] == _step_map(BASE_SHA)
+    assert "step_map" not in json.loads(load_doc(document(EAGLE3)).model_dump_json(by_alias=True))
+
+
+@pytest.mark.parametrize("spoil,message", [
+    (lambda m: m.update(commit="f" * 40), "step_map.commit: the map is of neither side's commit"),
+    (lambda m: m["functions"][0].update(path="/etc/x.py"), r"step_map: functions\[0\]\.path: must be a path"),
+    (lambda m: m.update(steps="3"), "step_map: steps: must be an integer"),
+])
+def test_a_bad_step_map_is_one_line_naming_it(spoil, message):
+    from tests.core.judge.results_data import BASE_SHA
+
+    section = _step_map(BASE_SHA)
+    spoil(section)
+    with pytest.raises(results.ResultsError, match=message):
+        load_doc({**document(EAGLE3), "step_map": section})

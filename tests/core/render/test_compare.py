@@ -185,3 +185,17 @@ def test_the_speculation_floor_comes_from_the_results_file_if_usable(floor, expe
     markdown = render_compare.compare_markdown(loaded, comparison)
     called = "**Speculation break-even.** ⚠️ The speed-up of speculation fell below the configured floor"
     assert (called in markdown) == (expected == 1.5)
+
+
+def test_an_inconclusive_row_never_shows_an_interval_that_leaves_out_no_change():
+    """The verdict is Holm-adjusted over two primary metrics; the plain 95% interval of `a_ms`
+    (+3.7% … +17.3%) excluded 0 next to 'inconclusive'. The row shows the test's own interval."""
+    doc = document({"a_ms": ("ms", "lower", [100.0, 104.0, 97.0, 101.0, 99.0], [110.0, 116.0, 103.0, 117.0, 107.0]),
+                    "b_ms": ("ms", "lower", [50.0, 55.0, 45.0, 52.0, 48.0], [51.0, 47.0, 54.0, 49.0, 53.0])})
+    loaded, comparison = judged(doc)
+    markdown = render_compare.compare_markdown(loaded, comparison)
+    row = next(line for line in markdown.splitlines() if line.startswith("| `a_ms`"))
+    assert "inconclusive" in row and "+3.7%" not in row
+    assert re.search(r"\| -0\.5% … \+22\.2% \(99\.5%\) \|", row), row
+    [line] = [line for line in render_compare.compare_text(loaded, comparison).splitlines() if line.startswith("a_ms")]
+    assert "-0.5% .. +22.2% (99.5%)" in line
