@@ -42,6 +42,10 @@ def test_json_follows_the_contract(capsys, regression_file):
     assert first["name"] == "verify_ms" and first["verdict"] == "regression"
     assert first["ci"][0] < first["ratio"] < first["ci"][1]
     assert data["speculation"]["stopped_paying"] is True
+    assert data["speculation"]["break_even"].startswith("Speculation now costs more than it saves: 0.73×")
+    [drawn] = data["charts"]  # the per-round chart of the headline metric, as the dashboard draws it
+    assert drawn["metric"] == "cycle_ms" and drawn["labels"][:2] == ["1 BH", "2 HB"]
+    assert drawn["base"] == EAGLE3["cycle_ms"][2] and drawn["head"] == EAGLE3["cycle_ms"][3]
 
 
 def test_markdown_is_the_pr_comment(capsys, regression_file):

@@ -3,9 +3,9 @@ value in the order the pair ran (ABBA: base first, then head first, ...) and the
 
 The PR comment draws it as a Mermaid ``xychart-beta`` block, which GitHub renders inside the comment
 (base as grey bars, head as a line in the verdict's colour: that chart type has no legend, so the
-caption under it says which is which); the dashboard draws the same `RoundChart` data with uPlot (`to_dict`). Metric names and
-units come from the results file: they are reduced to characters that cannot end a Mermaid string
-or the fenced block.
+caption under it says which is which); the dashboard draws the same `RoundChart` data with uPlot
+(`to_dict`). Metric names and units come from the results file: they are reduced to characters
+that cannot end a Mermaid string or the fenced block.
 """
 
 from __future__ import annotations

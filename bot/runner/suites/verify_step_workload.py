@@ -711,9 +711,10 @@ class Bench:
         decode = metrics["decode_ms"] = self.timed_ms(self.target_in(mode, self.decode_steps))
         plain = 1000 / decode.value
         metrics["baseline_tok_s"] = Timed(plain, plain * decode.se / decode.value, decode.calls)
-        speedup = tok_s / plain  # relative errors of independent timings add in quadrature
-        metrics["spec_speedup"] = Timed(speedup, speedup * math.hypot(cycle_se / cycle, decode.se / decode.value),
-                                        min(decode.calls, metrics["cycle_ms"].calls))
+        speedup = tok_s / plain
+        relative_se = math.hypot(cycle_se / cycle, decode.se / decode.value)  # independent timings
+        calls = min(decode.calls, metrics["cycle_ms"].calls)
+        metrics["spec_speedup"] = Timed(speedup, speedup * relative_se, calls)
         return metrics
 
     def verify_in(self, mode: str) -> Callable:

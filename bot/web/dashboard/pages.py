@@ -190,8 +190,8 @@ def _merge_page(found: MergeDetail, problem: str | None = None) -> str:
     around = histories.around(store, merge.repo, merge.merged_at) if merge.merged_at else []
     charts = [_chart(h, f"chart-{i}", merge.merged_at) for i, h in enumerate(around) if h.points]
     rounds = [_round_charts(r.comparison, f"rounds-{i}") for i, r in enumerate(found.results)]
-    return render_template("merge.html", nav="merges", detail=found, merge=merge, charts=charts, rounds=rounds,
-                           histories=[h for h in around if h.points], problem=problem,
+    return render_template("merge.html", nav="merges", detail=found, merge=merge, charts=charts,
+                           rounds=rounds, histories=[h for h in around if h.points], problem=problem,
                            api_url=url_for("dashboard_api.merge", owner=merge.repo.split("/")[0],
                                            name=merge.repo.split("/")[1], number=merge.number))
 
@@ -226,26 +226,30 @@ def _round_charts(comparison: dict[str, Any], prefix: str) -> list[dict[str, Any
     found = comparison.get("charts")
     charts = []
     for i, c in enumerate(found[:5] if isinstance(found, list) else []):
-        if not isinstance(c, dict):
-            continue
-        labels, base, head = c.get("labels"), c.get("base"), c.get("head")
-        series = (labels, base, head)
-        if not all(isinstance(v, list) and len(v) == len(labels or []) for v in series) or not labels:
-            continue
-        numbers = all(v is None or (isinstance(v, int | float) and not isinstance(v, bool))
-                      for v in [*base, *head])
-        if not numbers or not all(isinstance(label, str) for label in labels):
-            continue
-        charts.append({"id": f"{prefix}-{i}", "metric": str(c.get("metric", "")), "unit": str(c.get("unit", "")),
-                       "better": str(c.get("better", "")), "verdict": str(c.get("verdict", "")),
-                       "change": c.get("change") if isinstance(c.get("change"), int | float) else None,
-                       "labels": labels, "base": base, "head": head})
+        if isinstance(c, dict) and _drawable(c.get("labels"), c.get("base"), c.get("head")):
+            change = c.get("change")
+            charts.append({"id": f"{prefix}-{i}", "labels": c["labels"], "base": c["base"], "head": c["head"],
+                           "change": change if _number(change) else None,
+                           **{key: str(c.get(key, "")) for key in ("metric", "unit", "better", "verdict")}})
     return charts
 
 
 def _merge_url(repo: str, number: int) -> str:
     owner, _, name = repo.partition("/")
     return url_for("dashboard.merge", owner=owner, name=name, number=number)
+
+
+def _drawable(labels: object, base: object, head: object) -> bool:
+    """Labels and two series of numbers (None: a failed round), all of one length."""
+    if not (isinstance(labels, list) and isinstance(base, list) and isinstance(head, list)):
+        return False
+    same = len(labels) == len(base) == len(head) > 0
+    return same and all(isinstance(label, str) for label in labels) and \
+        all(v is None or _number(v) for v in [*base, *head])
+
+
+def _number(value: object) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
 
 
 def _repos() -> list[str]:
