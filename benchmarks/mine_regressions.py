@@ -19,7 +19,8 @@ Fixes named in ``--exclude`` (the sets the rules were tuned on) are left out, so
 shares no culprit with them. Nothing here reads a risk score.
 
     python benchmarks/mine_regressions.py --repo ~/src/sglang \
-        --exclude benchmarks/sglang_regressions.json --out benchmarks/sglang_heldout.json
+        --exclude benchmarks/sglang_regressions.json --out benchmarks/sglang_heldout.json \
+        --name "https://github.com/sgl-project/sglang (the public fork BBuf/sglang carries its main)"
 """
 
 from __future__ import annotations
@@ -151,6 +152,7 @@ def main() -> int:
     parser.add_argument("--exclude", action="append", default=[],
                         help="a labelled set (JSON) whose fixes and culprits are left out")
     parser.add_argument("--out", required=True, help="where to write the held-out set (JSON)")
+    parser.add_argument("--name", help="how the set names the repository (default: --repo)")
     args = parser.parse_args()
     fixes, culprits = set(), set()
     for name in args.exclude:
@@ -159,7 +161,8 @@ def main() -> int:
             culprits.add(entry["culprit"]["sha"])
     entries = mine(args.repo, fixes, culprits)
     Path(args.out).write_text(json.dumps({
-        "repository": args.repo, "method": __doc__.split("\n\n")[1].strip(),
+        "repository": args.name or args.repo, "head": _git(args.repo, "rev-parse", "HEAD").strip(),
+        "method": __doc__.split("\n\n")[1].strip(),
         "window": {"before": BEFORE, "after": AFTER}, "regressions": entries}, indent=2) + "\n")
     print(f"{len(entries)} regressions written to {args.out}")
     for e in entries:

@@ -63,3 +63,11 @@ def test_hostile_manifest_lines_are_read_in_linear_time():
     removed = [long_name, "pad " * 20_000 + "torch==2.1", "x" + "[" * 50_000]
     added = [long_name, "pad " * 20_000 + "torch==2.2", "x" + "[" * 50_000]
     assert moves("requirements.txt", removed, added) == ["torch 2.1 -> 2.2"]
+
+
+def test_a_declaration_opened_on_a_hunks_last_line_and_a_long_version():
+    assert moves("CMakeLists.txt", ["GIT_TAG v1"], ["GIT_TAG v2"], after=("FetchContent_Declare(",)) == [
+        "cmakelists v1 -> v2"]
+    long_old, long_new = "1." + "0" * 70, "2." + "0" * 70
+    assert moves("requirements.txt", [f"torch=={long_old}"], [f"torch=={long_new}"]) == [
+        f"torch {long_old[:60]} -> {long_new[:60]}"]
