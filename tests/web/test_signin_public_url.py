@@ -60,6 +60,9 @@ hosts = st.one_of(st.sampled_from(["evil.example", "evil.example:443", "perfbot.
 def test_the_redirect_uri_is_the_public_url_whatever_host_the_request_names(client, host, forwarded):
     extra = {"X-Forwarded-Host": host, "X-Forwarded-Proto": "http"} if forwarded else {}
     started = client.get("/signin?next=/", headers={"Host": host, **extra})
+    if started.status_code == 400:  # no host at all ('.', say): refused, and sent nowhere
+        assert "Location" not in started.headers
+        return
     assert started.status_code == 302
     query = parse_qs(urlsplit(started.headers["Location"]).query)
     assert query["redirect_uri"] == [f"{PUBLIC_URL}/signin/callback"]
