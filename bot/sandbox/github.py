@@ -43,7 +43,9 @@ GITHUB = "https://api.github.com"
 EXAMPLE_REPO = "octocat/Hello-World"
 ACTIONS_EXAMPLE_REPO = "octo-org/octo-repo"
 RUN_NAME = "perfbot bench ${{ inputs.correlation-id }}"
-CONTRACT_INPUTS = ("pr", "base-sha", "head-sha", "suites", "rounds", "max-rounds", "correlation-id")
+# The example workflow's inputs: the bench inputs, and the two a bisect adds (bot.core.bench.contract).
+CONTRACT_INPUTS = ("pr", "base-sha", "head-sha", "suites", "rounds", "max-rounds", "correlation-id", "mode",
+                   "metric")
 BLOB_PREFIX = "/_blobs/"  # the storage host GitHub redirects artifact downloads to
 WEB = "https://github.com"
 logging.getLogger("werkzeug").setLevel(logging.WARNING)  # no access log lines in test output
