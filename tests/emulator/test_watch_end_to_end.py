@@ -29,7 +29,7 @@ SUITE = "sglang-eagle3"
 @pytest.fixture
 def bot(emulator, database_url, tmp_path, app_key):
     """A high-risk pull request whose head is the culprit, merged as MERGE on top of GOOD."""
-    state = live.add_repository(emulator, CONFIG, {"maintainer": "write"})
+    state = live.add_repository(emulator, CONFIG + "  watch:\n    issue: true\n", {"maintainer": "write"})
     emulator.add_pull(live.REPO, NUMBER, CULPRIT, diffs.HIGH, base_sha=GOOD, base_ref=live.DEFAULT_BRANCH)
     state.parents[MERGE] = [GOOD]
     running = live.start(emulator, database_url, f"sqlite:///{tmp_path / 'queue.db'}", app_key)
@@ -42,10 +42,11 @@ def requests_since(emulator, since: int) -> Counter:
                    if r.path.startswith("/repos/"))
 
 
-def merged_with_a_regression(bot, emulator) -> dict:
+def merged_with_a_regression(bot, emulator, head: str = CULPRIT) -> dict:
     """The pull request opened, merged, its merge run finished with a regression; the bisect's dispatch."""
+    emulator.repos[live.REPO].pulls[NUMBER].head_sha = head
     for action in ("opened", "closed"):
-        payload = github_data.pull_request(action, head_sha=CULPRIT, number=NUMBER, repo=live.REPO,
+        payload = github_data.pull_request(action, head_sha=head, number=NUMBER, repo=live.REPO,
                                            installation_id=1)
         if action == "closed":
             payload["pull_request"]["merge_commit_sha"] = MERGE
@@ -101,7 +102,11 @@ def test_a_regression_merged_is_bisected_once_and_its_culprit_named_on_its_pull_
         f"GET /repos/{live.REPO}/actions/runs/N/artifacts": 1,
         f"GET /repos/{live.REPO}/actions/artifacts/N/zip": 1,
         f"GET /repos/{live.REPO}/issues/N/comments": 1,
-        f"POST /repos/{live.REPO}/issues/N/comments": 1})
+        f"POST /repos/{live.REPO}/issues/N/comments": 1,
+        f"POST /repos/{live.REPO}/issues": 1})
+    [issue] = emulator.issues.values()
+    assert CULPRIT[:12] in issue["title"] and comment in issue["body"]
+    assert bot.runtime.store.watch.get(case.key).issue_number == issue["number"]
 
     before = len(emulator.requests)  # the same completed run delivered again: nothing more
     assert finish(bot, emulator, bisect["run_id"]).status_code == 202
@@ -129,3 +134,17 @@ def test_a_regression_not_reproduced_names_no_commit_and_shows_both_environments
     assert not any(r.method in ("POST", "PATCH") for r in emulator.requests[before:]), "nobody is named"
     page = bot.client.get(f"/regressions/{case.key}").get_data(as_text=True)
     assert "Not reproduced in today" in page and 'id="fingerprints"' in page
+
+
+def test_a_culprit_no_recorded_pull_request_merged_is_named_on_its_commit(bot, emulator, monkeypatch):
+    bisect = merged_with_a_regression(bot, emulator, head=FIRST)  # the pull request's head is not the culprit
+    [case] = bot.runtime.store.watch.cases(None)
+    monkeypatch.setattr(reports, "SUITE", SUITE)
+    report = reports.culprit_report()
+    report["bad"] = MERGE
+    artifact = (contract.artifact_name(case.correlation_id), archive(bisect_files(report)))
+    assert finish(bot, emulator, bisect["run_id"], artifact=artifact).status_code == 202
+    bot.wait_idle()
+    [comment] = emulator.commit_comments
+    assert comment["commit_id"] == CULPRIT and comment["body"].startswith(f"<!-- perfbot:regression:{case.key} -->")
+    assert bot.runtime.store.watch.get(case.key).comment_url == comment["html_url"]
