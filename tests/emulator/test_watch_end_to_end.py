@@ -58,8 +58,16 @@ def merged_with_a_regression(bot, emulator, head: str = CULPRIT) -> dict:
     doc["base"]["sha"], doc["head"]["sha"] = GOOD, MERGE
     artifact = (contract.artifact_name(merge_run["inputs"]["correlation-id"]),
                 archive({"results.json": json.dumps(doc)}))
+    before = len(emulator.requests)
     assert finish(bot, emulator, merge_run["run_id"], artifact=artifact).status_code == 202
     bot.wait_idle()
+    # the merge run's own requests, then one dispatch: the watch reads the config no second time
+    assert requests_since(emulator, before) == Counter({
+        f"GET /repos/{live.REPO}/contents/.github/perfbot.yml": 1,
+        f"GET /repos/{live.REPO}/actions/runs/N/artifacts": 1,
+        f"GET /repos/{live.REPO}/actions/artifacts/N/zip": 1,
+        f"PATCH /repos/{live.REPO}/check-runs/N": 1,
+        f"POST /repos/{live.REPO}/actions/workflows/perfbot-bench.yml/dispatches": 1})
     [merge_run_again, bisect] = emulator.dispatches
     return bisect
 
