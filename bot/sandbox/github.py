@@ -48,7 +48,9 @@ GITHUB = "https://api.github.com"
 EXAMPLE_REPO = "octocat/Hello-World"
 ACTIONS_EXAMPLE_REPO = "octo-org/octo-repo"
 RUN_NAME = "perfbot bench ${{ inputs.correlation-id }}"
-CONTRACT_INPUTS = ("pr", "base-sha", "head-sha", "suites", "rounds", "max-rounds", "correlation-id")
+# The example workflow's inputs: the bench inputs, and the two a bisect adds (bot.core.bench.contract).
+CONTRACT_INPUTS = ("pr", "base-sha", "head-sha", "suites", "rounds", "max-rounds", "correlation-id", "mode",
+                   "metric")
 BLOB_PREFIX = "/_blobs/"  # the storage host GitHub redirects artifact downloads to
 WEB = "https://github.com"
 logging.getLogger("werkzeug").setLevel(logging.WARNING)  # no access log lines in test output
@@ -133,6 +135,8 @@ class GitHubEmulator:
     ):
         self.repos: dict[str, RepoState] = {}
         self.comments: dict[int, dict] = {}
+        self.issues: dict[tuple[str, int], dict] = {}  # issues opened through the API (not pull requests)
+        self.commit_comments: list[dict] = []
         self.labels: dict[tuple[str, int], list[str]] = {}
         self.check_runs: dict[int, dict] = {}
         self.blob_failures = 0  # the artifact storage answers 503 to this many downloads
@@ -685,6 +689,47 @@ class GitHubEmulator:
         self.comments[comment_id] = comment
         return _json(201, self._public(comment))
 
+    def create_issue(self, request: Request, owner: str, repo: str) -> Response:
+        state = self.repos.get(f"{owner}/{repo}")
+        if state is None:
+            return _not_found()
+        data = request.get_json()
+        if len(data.get("body") or "") > 65_536:
+            return _too_long()
+        number = max([*state.pulls, *(n for r, n in self.issues if r == state.full_name), 0]) + 1
+        issue = _retarget(github_data.rest_example("issue"), state.full_name, number)
+        issue.update(number=number, id=next(self._ids), title=data["title"], body=data.get("body"),
+                     html_url=f"{WEB}/{state.full_name}/issues/{number}", state="open")
+        issue.pop("pull_request", None)
+        issue["user"] = {**issue["user"], **self._author(request)}
+        self.issues[(state.full_name, number)] = issue
+        return _json(201, issue)
+
+    def update_issue(self, request: Request, owner: str, repo: str, issue_number: str) -> Response:
+        issue = self.issues.get((f"{owner}/{repo}", int(issue_number)))
+        if issue is None:
+            return _not_found()
+        data = request.get_json()
+        if len(data.get("body") or "") > 65_536:
+            return _too_long()
+        issue.update({k: v for k, v in data.items() if k in ("title", "body", "state")})
+        return _json(200, issue)
+
+    def create_commit_comment(self, request: Request, owner: str, repo: str, commit_sha: str) -> Response:
+        state = self.repos.get(f"{owner}/{repo}")
+        if state is None:
+            return _not_found()
+        text = request.get_json()["body"]
+        if len(text) > 65_536:
+            return _too_long()
+        comment = _retarget(github_data.rest_example("commit-comment"), state.full_name)
+        comment_id = next(self._ids)
+        comment.update(id=comment_id, body=text, commit_id=commit_sha, path=None, position=None, line=None,
+                       html_url=f"{WEB}/{state.full_name}/commit/{commit_sha}#commitcomment-{comment_id}")
+        comment["user"] = {**comment["user"], **self._author(request)}
+        self.commit_comments.append(comment)
+        return _json(201, comment)
+
     def create_reaction(self, request: Request, owner: str, repo: str, comment_id: str) -> Response:
         comment = self.comments.get(int(comment_id))
         if comment is None or comment["_issue"][0] != f"{owner}/{repo}":
@@ -992,6 +1037,9 @@ _ROUTES = [
     ("GET", "/repos/{owner}/{repo}/contents/{path*}", "get_content"),
     ("GET", "/repos/{owner}/{repo}/issues/{issue_number}/comments", "list_comments"),
     ("POST", "/repos/{owner}/{repo}/issues/{issue_number}/comments", "create_comment"),
+    ("POST", "/repos/{owner}/{repo}/issues", "create_issue"),
+    ("PATCH", "/repos/{owner}/{repo}/issues/{issue_number}", "update_issue"),
+    ("POST", "/repos/{owner}/{repo}/commits/{commit_sha}/comments", "create_commit_comment"),
     ("PATCH", "/repos/{owner}/{repo}/issues/comments/{comment_id}", "update_comment"),
     ("GET", "/repos/{owner}/{repo}/issues/{issue_number}/labels", "list_labels"),
     ("POST", "/repos/{owner}/{repo}/issues/{issue_number}/labels", "add_labels"),

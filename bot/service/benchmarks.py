@@ -200,7 +200,7 @@ def _scheduled_run(services: Services, repo: str, installation_id: int | None, n
     config, _ = repo_config.read(github, repo, branch)
     from . import watch  # imported here: the watch dispatches its bisects through this module
 
-    watch.retry_out_of_budget(services, github, repo, config, branch)
+    watch.sweep(services, github, repo, config, branch)
     slot = policy.schedule_slot(config.bench, now)
     if slot is None:
         return 0

@@ -212,16 +212,21 @@ def _carry_on(services: Services, github: GitHub, case: RegressionCase, config: 
     return case
 
 
-def retry_out_of_budget(services: Services, github: GitHub, repo: str, config: RepoConfig,
-                        default_branch: str) -> int:
-    """The hourly sweep's second chance for cases skipped for the budget (a new day has a new
-    budget): how many were bisected now."""
-    bisected = 0
+def sweep(services: Services, github: GitHub, repo: str, config: RepoConfig, default_branch: str) -> int:
+    """The hourly sweep's second chance: cases skipped for the budget (a new day has a new budget),
+    and bisecting cases whose request never reached GitHub (the delivery that was to dispatch it
+    failed for good); how many were dispatched now."""
+    dispatched = 0
     for case in services.store.watch.cases(frozenset({repo})):
-        if case.state == states.OUT_OF_BUDGET and \
-                bisect(services, github, case, config, default_branch).state == states.BISECTING:
-            bisected += 1
-    return bisected
+        if case.state == states.BISECTING:
+            request = services.store.benchmarks.get(contract.correlation_id(bisect_key(case)))
+            if request is not None and request.status not in (contract.REQUESTED, contract.DISPATCHING):
+                continue
+        elif case.state != states.OUT_OF_BUDGET:
+            continue
+        if bisect(services, github, case, config, default_branch).state == states.BISECTING:
+            dispatched += 1
+    return dispatched
 
 
 def cancel(services: Services, github: GitHub, case: RegressionCase, config: RepoConfig, by: str) -> bool:

@@ -299,3 +299,25 @@ def test_the_hourly_sweep_bisects_a_case_skipped_for_the_budget_once_a_new_day_a
     benchmarks.scheduled(services)
     assert services.store.watch.get(case.key).state == "bisecting" and len(bisects(github)) == 1
     assert services.store.watch.spending(REPO, "2026-12-02").spent == 40.0
+
+
+def test_the_hourly_sweep_dispatches_a_bisect_whose_delivery_gave_up_before_github_heard_of_it(
+        services, github, monkeypatch):
+    from bot.service import benchmarks
+    from bot.service.records import Repository
+    real = benchmarks.start
+
+    def killed(services, github, request, *args):
+        if request.trigger == "bisect":
+            raise SystemExit("kill -9")
+        return real(services, github, request, *args)
+
+    monkeypatch.setattr(benchmarks, "start", killed)
+    with pytest.raises(SystemExit):
+        merged(services, github)
+    monkeypatch.setattr(benchmarks, "start", real)
+    services.store.installations.replace(42, [Repository(1, REPO, 42)])
+    benchmarks.scheduled(services)
+    benchmarks.scheduled(services)
+    [case] = services.store.watch.cases(None)
+    assert case.state == "bisecting" and len(bisects(github)) == 1

@@ -124,7 +124,7 @@ def workflow_run(action: str, run: dict, **kw) -> dict:
 VENDORED_REST = (
     "artifact", "branch-get", "check-run-example-of-completed-conclusion", "commit",
     "content-file-response-if-content-is-a-file", "diff-entry-items", "full-repository", "installation-token",
-    "integration", "issue-comment", "label-items",
+    "integration", "issue", "issue-comment", "commit-comment", "label-items",
     "private-user-response-with-public-and-private-profile-information", "pull-request", "reaction",
     "repository-collaborator-permission-response-if-user-has-admin-permissions", "status", "workflow-run",
 )
