@@ -340,3 +340,15 @@ def test_a_bisection_that_stops_on_an_error_still_leaves_its_report_in_the_artif
     assert report["conclusion"].startswith("stopped: ") and "nope" in report["conclusion"]
     digest = hashlib.sha256((artifact / "bisect.json").read_bytes()).hexdigest()
     assert f"{digest}  bisect.json" in recorded.read_text().splitlines()
+
+
+def test_a_reference_run_that_measured_nothing_is_reported_as_an_error(capsys, git_builder, tmp_path):
+    """Every round of GOOD against BAD failed: an outcome (status error, exit 1), not a usage error,
+    and nothing else is measured."""
+    config = CONFIG.replace("      command: python3 bench.py\n", "      command: exit 3\n")
+    good, shas = history(git_builder, 3, config=config)
+    code, report, err = bisect(capsys, git_builder, tmp_path, good, shas[-1])
+    assert code == 1 and err == "", err
+    assert (report["status"], report["culprit"], report["reference"]["verdict"]) == ("error", None, "error")
+    assert report["conclusion"].startswith("nothing measured: the reference run measured nothing usable")
+    assert [m["purpose"] for m in report["measurements"]] == ["reference"]
