@@ -271,11 +271,16 @@ def conclude(step: Culprit | GiveUp, *, good: str, bad: str, suite: str, metric:
 
 def not_reproduced(reference: Measurement, *, suite: str, metric: str, commits: int,
                    fingerprints: Mapping[str, Mapping[str, str]]) -> BisectReport:
-    """The report of a range whose GOOD and BAD, measured now, do not differ on ``metric``: no
-    culprit; ``reference`` (GOOD against BAD) and each side's fingerprint are kept."""
+    """The report of a range whose GOOD and BAD, measured now, do not differ on ``metric`` (or
+    differ without the runs deciding it: an inconclusive reference is said to be one, never called
+    unchanged): no culprit; ``reference`` (GOOD against BAD) and each side's fingerprint are kept."""
     change = percent(reference.ratio - 1 if reference.ratio is not None else None)
-    conclusion = (f"not reproduced in today's environment: {metric} {reference.verdict} ({change}) from "
-                  f"GOOD to BAD, measured again now; no culprit to look for")
+    measured = f"{metric} {reference.verdict} ({change}) from GOOD to BAD, measured again now"
+    if reference.verdict == "inconclusive":
+        conclusion = (f"not reproduced in today's environment: {measured}, without a decision (more rounds, "
+                      f"or --max-rounds, would decide); no culprit looked for")
+    else:
+        conclusion = f"not reproduced in today's environment: {measured}; no culprit to look for"
     return BisectReport(reference.base, reference.head, suite, metric, commits, None, None, (reference,),
                         None, conclusion, fingerprints=fingerprints, outcome="not_reproduced")
 
