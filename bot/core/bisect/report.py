@@ -300,14 +300,19 @@ def stopped(*, good: str, bad: str, suite: str, metric: str, commits: int, why: 
                         outcome="error")
 
 
+# Top-level fingerprint keys that say which commit was measured and when, not in what environment:
+# GOOD's and BAD's always differ there, and a reader looking for what changed must not stop at them.
+NOT_ENVIRONMENT = ("git", "taken_at")
+
+
 def side_fingerprints(good: Mapping[str, Any], bad: Mapping[str, Any]) -> dict[str, dict[str, str]]:
     """The fingerprints of GOOD and BAD (as a results file records them) flattened to dotted keys with
-    text values, without the snapshot taken after the rounds."""
+    text values, without the snapshot taken after the rounds, the commit's identity and the time."""
     return {"good": _flat_text(good), "bad": _flat_text(bad)}
 
 
 def _flat_text(fingerprint: Mapping[str, Any]) -> dict[str, str]:
-    before = {k: v for k, v in fingerprint.items() if k not in AFTER_KEYS}
+    before = {k: v for k, v in fingerprint.items() if k not in AFTER_KEYS and k not in NOT_ENVIRONMENT}
     return {clip(key, MAX_FINGERPRINT_KEY): clip(value if isinstance(value, str) else json.dumps(value),
                                                  MAX_FINGERPRINT_VALUE)
             for key, value in flatten(before).items()}
