@@ -29,9 +29,11 @@ read -r FIRST LAST < <("$PY" -c 'import json,sys; m=json.load(open(sys.argv[1]))
   "$OUT/sample-manifest.json")
 
 # The sample's own suite (full shape), with its rounds served by a worker per side.
+# No warm-up (as --warmup 0 below), so that MODE=action, which passes none, measures the same work.
 cat > "$OUT/bisect-config.yml" <<YML
 version: 1
 bench:
+  warmup: 0
   suites:
     verify-step:
       kind: verify-step

@@ -256,18 +256,20 @@ def test_a_range_without_a_regression_is_reported_not_reproduced_with_both_finge
     assert report["conclusion"].startswith("not reproduced in today's environment: allreduce_ms unchanged")
     assert report["reference"]["verdict"] == "unchanged" and report["metric"] == "allreduce_ms"
     assert [m["purpose"] for m in report["measurements"]] == ["reference"]
-    assert report["fingerprints"]["good"]["git.sha"] == good
-    assert report["fingerprints"]["bad"]["git.sha"] == shas[-1]
+    good_print, bad_print = report["fingerprints"]["good"], report["fingerprints"]["bad"]
+    assert good_print["cpu.cores"] == bad_print["cpu.cores"] and good_print["host.kernel"]
+    assert not any(key.startswith(("git.", "taken_at")) for key in good_print)  # the commit, not the machine
     assert sorted(p.name for p in (tmp_path / "a").iterdir()) == ["bisect.json", "reference.results.json",
                                                                    "summary.md"]
     summary = (tmp_path / "a" / "summary.md").read_text()
     assert "not reproduced in today's environment" in summary and "| key | GOOD | BAD | differs |" in summary
-    assert "| `git.sha` |" in summary
+    assert "| `cpu.cores` |" in summary and "(0 differ)" in summary
     main(["bisect", good, shas[-1], "--repo", str(git_builder.root), "--suite", "spin", "--rounds", "5",
           "--out", str(tmp_path / "runs"), "--python", PLAIN_PYTHON, "--quiet"])
     text = capsys.readouterr().out
     assert "not reproduced in today's environment" in text and "fingerprints (GOOD | BAD)" in text
-    assert "* git.sha" in text and f"{good} | {shas[-1]}" in text
+    assert "(* differs between GOOD and BAD)" in text
+    assert any(line.split()[0] == "cpu.cores" for line in text.splitlines() if line.startswith("    "))
 
 
 def test_an_unknown_metric_is_a_one_line_error(capsys, git_builder, tmp_path):
@@ -340,3 +342,15 @@ def test_a_bisection_that_stops_on_an_error_still_leaves_its_report_in_the_artif
     assert report["conclusion"].startswith("stopped: ") and "nope" in report["conclusion"]
     digest = hashlib.sha256((artifact / "bisect.json").read_bytes()).hexdigest()
     assert f"{digest}  bisect.json" in recorded.read_text().splitlines()
+
+
+def test_a_reference_run_that_measured_nothing_is_reported_as_an_error(capsys, git_builder, tmp_path):
+    """Every round of GOOD against BAD failed: an outcome (status error, exit 1), not a usage error,
+    and nothing else is measured."""
+    config = CONFIG.replace("      command: python3 bench.py\n", "      command: exit 3\n")
+    good, shas = history(git_builder, 3, config=config)
+    code, report, err = bisect(capsys, git_builder, tmp_path, good, shas[-1])
+    assert code == 1 and err == "", err
+    assert (report["status"], report["culprit"], report["reference"]["verdict"]) == ("error", None, "error")
+    assert report["conclusion"].startswith("nothing measured: the reference run measured nothing usable")
+    assert [m["purpose"] for m in report["measurements"]] == ["reference"]

@@ -99,6 +99,7 @@ class _Measurement(_Model):
     verdict: Annotated[str, Field(max_length=32)]
     ratio: Ratio | None = None
     ci: tuple[Ratio, Ratio] | None = None
+    results: Annotated[str, Field(max_length=300)] = ""
 
 
 class _Runs(_Model):
@@ -173,10 +174,17 @@ def read(files: Mapping[str, bytes], *, good: str, bad: str,
         ci=confirmation.ci if confirmation else None,
         reference_verdict=report.reference.verdict if report.reference else "error",
         reference_change=_change(report.reference.ratio) if report.reference else None,
-        runs=report.runs.total, markdown=_markdown(report, confirmation),
+        runs=_runs_made(report), markdown=_markdown(report, confirmation),
         fingerprints={"good": dict(report.fingerprints.good), "bad": dict(report.fingerprints.bad)},
         kernels_markdown=kernels_markdown(diff) if diff is not None else None)
     return outcome, problems
+
+
+def _runs_made(report: _Report) -> int:
+    """Benchmark runs made: one per results file, where the measurements name them (a confirmation
+    taken from a probe or the reference is listed twice but was run once)."""
+    files = {m.results for m in report.measurements if m.results}
+    return len(files) if files else report.runs.total
 
 
 def _report(data: bytes | None, problems: list[str]) -> _Report | None:
@@ -244,7 +252,7 @@ def _markdown(report: _Report, confirmation: _Measurement | None) -> str:
     lines = [f"### perfbot bisect: {escape_md(_plain(report.conclusion, 300))}", "",
              f"Status: **{report.status.replace('_', ' ')}**. Range `{report.good[:10]}..{report.bad[:10]}` "
              f"({report.commits} commits), suite `{code(report.suite)}`, metric `{code(report.metric)}`, "
-             f"{report.runs.total} benchmark runs.", ""]
+             f"{_runs_made(report)} benchmark runs.", ""]
     if report.culprit is not None:
         lines += [f"**Culprit:** `{report.culprit.sha}` {escape_md(_plain(report.culprit.subject, 200))}"
                   + (f": {_change(confirmation.ratio)} against its parent" if confirmation else ""), ""]

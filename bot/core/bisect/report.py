@@ -271,11 +271,16 @@ def conclude(step: Culprit | GiveUp, *, good: str, bad: str, suite: str, metric:
 
 def not_reproduced(reference: Measurement, *, suite: str, metric: str, commits: int,
                    fingerprints: Mapping[str, Mapping[str, str]]) -> BisectReport:
-    """The report of a range whose GOOD and BAD, measured now, do not differ on ``metric``: no
-    culprit; ``reference`` (GOOD against BAD) and each side's fingerprint are kept."""
+    """The report of a range whose GOOD and BAD, measured now, do not differ on ``metric`` (or
+    differ without the runs deciding it: an inconclusive reference is said to be one, never called
+    unchanged): no culprit; ``reference`` (GOOD against BAD) and each side's fingerprint are kept."""
     change = percent(reference.ratio - 1 if reference.ratio is not None else None)
-    conclusion = (f"not reproduced in today's environment: {metric} {reference.verdict} ({change}) from "
-                  f"GOOD to BAD, measured again now; no culprit to look for")
+    measured = f"{metric} {reference.verdict} ({change}) from GOOD to BAD, measured again now"
+    if reference.verdict == "inconclusive":
+        conclusion = (f"not reproduced in today's environment: {measured}, without a decision (more rounds, "
+                      f"or --max-rounds, would decide); no culprit looked for")
+    else:
+        conclusion = f"not reproduced in today's environment: {measured}; no culprit to look for"
     return BisectReport(reference.base, reference.head, suite, metric, commits, None, None, (reference,),
                         None, conclusion, fingerprints=fingerprints, outcome="not_reproduced")
 
@@ -295,14 +300,19 @@ def stopped(*, good: str, bad: str, suite: str, metric: str, commits: int, why: 
                         outcome="error")
 
 
+# Top-level fingerprint keys that say which commit was measured and when, not in what environment:
+# GOOD's and BAD's always differ there, and a reader looking for what changed must not stop at them.
+NOT_ENVIRONMENT = ("git", "taken_at")
+
+
 def side_fingerprints(good: Mapping[str, Any], bad: Mapping[str, Any]) -> dict[str, dict[str, str]]:
     """The fingerprints of GOOD and BAD (as a results file records them) flattened to dotted keys with
-    text values, without the snapshot taken after the rounds."""
+    text values, without the snapshot taken after the rounds, the commit's identity and the time."""
     return {"good": _flat_text(good), "bad": _flat_text(bad)}
 
 
 def _flat_text(fingerprint: Mapping[str, Any]) -> dict[str, str]:
-    before = {k: v for k, v in fingerprint.items() if k not in AFTER_KEYS}
+    before = {k: v for k, v in fingerprint.items() if k not in AFTER_KEYS and k not in NOT_ENVIRONMENT}
     return {clip(key, MAX_FINGERPRINT_KEY): clip(value if isinstance(value, str) else json.dumps(value),
                                                  MAX_FINGERPRINT_VALUE)
             for key, value in flatten(before).items()}

@@ -71,6 +71,16 @@ def test_a_confirmed_culprit_is_read_with_its_confirmation_and_the_reference():
     assert (outcome.change, outcome.ci) == ("+25.0%", (1.15, 1.35))
     assert (outcome.reference_verdict, outcome.reference_change) == ("regression", "+50.0%")
     assert (outcome.runs, outcome.commits, outcome.metric, outcome.suite) == (4, 3, "step_ms", SUITE)
+
+
+def test_a_confirmation_taken_from_a_probe_is_not_counted_as_a_run_of_its_own():
+    report = culprit_report()
+    probe = report["measurements"][2]
+    report["measurements"][-1] = {**report["measurements"][-1], "base": GOOD, "results": probe["results"]}
+    report["culprit"] = {**report["culprit"], "parent": GOOD}
+    outcome, problems = read(artifact(report, **{"confirm.results.json": results(GOOD, SECOND)}))
+    assert problems == [] and outcome is not None
+    assert (outcome.runs, report["runs"]["total"]) == (3, 4) and "3 benchmark runs" in outcome.markdown
     assert outcome.kernels_markdown is None  # neither side of the confirmation was profiled
     assert f"**Culprit:** `{SECOND}` Fix PCG MoE error: +25.0% against its parent" in outcome.markdown
     assert outcome.fingerprints["bad"]["driver"] == "999.1"

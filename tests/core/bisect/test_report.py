@@ -183,3 +183,18 @@ def test_the_latest_measurement_of_the_pair_is_the_confirmation_and_the_last_con
     report = conclude(bisection.Culprit(BAD, SECOND, 4), runs, run("confirm", SECOND, BAD, "bad", 1.4))
     assert report.confirmation.head == BAD and report.rechecks == 1 and report.probes == 1
     assert report.to_dict()["runs"] == {"total": 5, "probes": 1, "rechecks": 1, "plain_bisection_probes": 2}
+
+
+@pytest.mark.parametrize(("verdict", "says"), [
+    ("unchanged", "step_ms unchanged (+1.0%) from GOOD to BAD, measured again now; no culprit to look for"),
+    ("inconclusive", "step_ms inconclusive (+150.0%) from GOOD to BAD, measured again now, without a decision "
+                     "(more rounds, or --max-rounds, would decide); no culprit looked for"),
+])
+def test_not_reproduced_says_whether_the_ends_did_not_differ_or_were_not_decided(verdict, says):
+    ratio = 2.5 if verdict == "inconclusive" else 1.01
+    reference = bisect_report.Measurement("reference", GOOD, BAD, None, verdict, ratio, None, None, "r.json", "")
+    prints = {"good": {"driver": "1"}, "bad": {"driver": "2"}}
+    report = bisect_report.not_reproduced(reference, suite="spin", metric="step_ms", commits=3, fingerprints=prints)
+    assert report.status == "not_reproduced" and report.culprit is None
+    assert report.conclusion == f"not reproduced in today's environment: {says}"
+    assert report.to_dict()["fingerprints"] == prints and report.to_dict()["reference"]["verdict"] == verdict
