@@ -13,6 +13,7 @@ from bot.core.risk import diff as diffs
 from bot.core.risk import ruleset
 from bot.core.risk import scoring as risk
 
+from . import step_map
 from .common import UsageError, add_risk_options, emit, fails, read_config, read_input
 
 if TYPE_CHECKING:
@@ -31,11 +32,13 @@ def setup(subparsers) -> None:
     parser.add_argument("--max-mib", type=int, default=256,
                         help="refuse diffs larger than this many MiB (default 256)")
     add_risk_options(parser)
+    step_map.add_option(parser)
     parser.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:
     data = read_input(args.diff, args.max_mib * 2**20)
+    mapped = step_map.read(args.map) if args.map else None
     repo = _open(args.repo) if args.repo else None
     text = repo.config_text(WORK_TREE) if repo is not None and args.config is None else None
     config = read_config(args.config, text, WORK_TREE)  # None: no file, the built-in profiles as they are
@@ -54,7 +57,8 @@ def run(args: argparse.Namespace) -> int:
         def source(path: str) -> list[str] | None:
             text = repo.read_file(path)
             return text.splitlines() if text is not None else None
-    report = risk.score(parsed, rules, source)
+    evidence = step_map.evidence(mapped, repo, (f.path for f in parsed.files)) if mapped else None
+    report = risk.score(parsed, rules, source, evidence)
     emit(args.format, report.to_dict, lambda: render_risk.report_markdown(report),
          lambda: render_risk.report_text(report))
     return 1 if fails(report.level, args.fail_on) else 0

@@ -12,6 +12,7 @@ from bot.core.render import risk as render_risk
 from bot.core.risk import profiles, ruleset, triage
 from bot.runner.progress import Progress
 
+from . import step_map
 from .common import add_risk_options, emit, fails, read_config
 from .measure_options import positive_int
 
@@ -28,11 +29,13 @@ def setup(subparsers) -> None:
     parser.add_argument("--no-files", action="store_true", help="text format: omit file lists")
     parser.add_argument("--quiet", action="store_true", help="no progress on standard error")
     add_risk_options(parser)
+    step_map.add_option(parser)
     parser.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:
     base, head = git_repo.split_range(args.range)
+    mapped = step_map.read(args.map) if args.map else None
     repo = GitRepo.open(args.repo)
     text = repo.config_text(WORK_TREE) if args.config is None else None
     config = read_config(args.config, text, WORK_TREE)  # None: no file, the built-in profiles as they are
@@ -41,8 +44,9 @@ def run(args: argparse.Namespace) -> int:
     rules = ruleset.build(config, repo.existing_paths(head_sha, profiles.MARKERS), args.profile)
     progress.say(f"reading {total} commits of {args.range} ...")
     commits = repo.range_patches(base_sha, head_sha)
+    evidence = step_map.evidence(mapped, repo, fallback=base_sha) if mapped else None
     result = triage.rank(commits, rules, args.range,
-                         lambda done: progress.count("scoring commit", done, total))
+                         lambda done: progress.count("scoring commit", done, total), evidence)
     progress.done()
     if args.limit is not None:
         result = result.top(args.limit)

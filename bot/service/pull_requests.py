@@ -23,8 +23,9 @@ from bot.core.config.schema import BenchConfig
 from bot.core.pulls import PullInfo
 from bot.core.review import plan as review_plan
 from bot.core.review import record
+from bot.core.risk.stepmap_scoring import MapEvidence
 
-from . import benchmarks, repo_config, reviewing, sticky
+from . import benchmarks, repo_config, reviewing, step_maps, sticky
 from .events import PullRequestAction, PullRequestEvent
 from .ports.github import GitHub, PullRequestGone
 from .records import BenchRequest, Merge, Review
@@ -61,9 +62,10 @@ def handle(event: PullRequestEvent, services: Services) -> None:
 
 
 def _facts(html_url: str, head_sha: str, default_branch: str, config: ConfigRead,
-           diff: str) -> review_plan.PullFacts:
+           diff: str, step_map: MapEvidence | None = None) -> review_plan.PullFacts:
     return review_plan.PullFacts(html_url=html_url, head_sha=head_sha, default_branch=default_branch,
-                                 diff=diff, config=config.config, config_error=config.problem)
+                                 diff=diff, config=config.config, config_error=config.problem,
+                                 step_map=step_map)
 
 
 def _runs(requests: tuple[BenchRequest, ...]) -> tuple[bench_plan.Run, ...]:
@@ -79,11 +81,14 @@ def _stop(services: Services, github: GitHub, requests: tuple[BenchRequest, ...]
 
 def _start(services: Services, github: GitHub, event: PullRequestEvent, start: bench_plan.Start,
            bench: BenchConfig) -> None:
-    request = benchmarks.new_request(
+    benchmarks.start(services, github, _request(services, event, start), bench, event.repo.default_branch)
+
+
+def _request(services: Services, event: PullRequestEvent, start: bench_plan.Start) -> BenchRequest:
+    return benchmarks.new_request(
         services, key=start.key, repo=event.repo.full_name, installation_id=event.repo.installation_id,
         number=start.number, base_sha=start.base_sha, head_sha=start.head_sha, suites=start.suites,
         trigger=start.trigger, requested_by=start.requested_by)
-    benchmarks.start(services, github, request, bench, event.repo.default_branch)
 
 
 # ---------------------------------------------------------------- a push
@@ -134,7 +139,10 @@ def _gather_push(event: PullRequestEvent, services: Services) -> _Push | None:
         return None
     config = repo_config.read(github, repo, branch)
     diff = github.pull_diff(repo, number) if reviewed else None
-    facts = _facts(pull.html_url, pull.head_sha, branch, config, diff) if diff is not None else None
+    facts = None
+    if diff is not None:
+        mapped = step_maps.evidence(services, github, repo, step_maps.changed_paths(diff))
+        facts = _facts(pull.html_url, pull.head_sha, branch, config, diff, mapped)
     risk = review_plan.assess(facts) if facts is not None else None  # asking the author depends on it
     asks = bench_plan.asks_author(new_head, risk.level if risk else None, pull, config.config.bench)
     return _Push(event=event, github=github, pull=pull, requests=requests, config=config,
@@ -258,5 +266,8 @@ def _benchmark_merge(services: Services, close: _Close, bench: BenchConfig) -> N
     merge_sha = close.runs.merge_sha
     parent = close.github.first_parent(close.runs.repo, merge_sha) if merge_sha is not None else None
     start = bench_plan.merge_run(close.runs, parent, bench)
-    if start is not None:
-        _start(services, close.github, close.event, start, bench)
+    if start is None:
+        return
+    request = _request(services, close.event, start)
+    if benchmarks.within_budget(services, request, close.runs.level or "none", bench):
+        benchmarks.start(services, close.github, request, bench, close.event.repo.default_branch)

@@ -13,7 +13,7 @@ from __future__ import annotations
 from bot.core.pulls import PullInfo
 from bot.core.review import plan as reviewing
 
-from . import repo_config
+from . import repo_config, step_maps
 from .ports.github import GitHub
 from .records import Review
 from .repo_config import ConfigRead
@@ -48,7 +48,9 @@ def missing(services: Services, github: GitHub, repo: str, number: int, default_
     if not reviewing.reviewed(pull):
         return None
     config = config if config is not None else repo_config.read(github, repo, default_branch)
+    diff = github.pull_diff(repo, number)
     plan = reviewing.plan(reviewing.PullFacts(
         html_url=pull.html_url, head_sha=pull.head_sha, default_branch=default_branch,
-        diff=github.pull_diff(repo, number), config=config.config, config_error=config.problem))
+        diff=diff, config=config.config, config_error=config.problem,
+        step_map=step_maps.evidence(services, github, repo, step_maps.changed_paths(diff))))
     return publish(github, stored, pull, plan)

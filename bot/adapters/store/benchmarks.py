@@ -12,15 +12,18 @@ import hashlib
 import json
 
 from sqlalchemy import and_, func, not_, select, text, update
+from sqlalchemy.dialects.postgresql import insert as postgresql_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
+from bot.core import stepmap
 from bot.core.bench import contract
 from bot.service.ports.store import Admission, Benchmarks
-from bot.service.records import BenchRequest, BenchResult
+from bot.service.records import BenchRequest, BenchResult, StoredStepMap
 
-from .database import Database, now, utc
-from .tables import BenchRequestRow, BenchResultRow, MetricPointRow, WorkKeyRow
+from .database import Database, now, table, utc
+from .tables import BenchRequestRow, BenchResultRow, MetricPointRow, StepMapRow, WorkKeyRow
 
 
 class SqlBenchmarks(Benchmarks):
@@ -90,7 +93,7 @@ class SqlBenchmarks(Benchmarks):
         with self.db.session() as session:
             return [_record(row) for row in session.scalars(query)]
 
-    def complete(self, request, results, points, work_key) -> bool:
+    def complete(self, request, results, points, work_key, step_maps=()) -> bool:
         stamp = now()
         try:
             with self.db.session() as session:
@@ -111,12 +114,37 @@ class SqlBenchmarks(Benchmarks):
                                        unit=p.unit, better=p.better, sha=p.sha, value=p.value,
                                        measured_at=stamp)
                         for p in points if p.suite == result.suite)
+                for stored_map in step_maps:
+                    session.execute(self._replace_map(stored_map, stamp))
         except IntegrityError:
             with self.db.session() as session:
                 if session.get(WorkKeyRow, work_key) is not None:
                     return False
             raise
         return True
+
+    def step_map(self, repo) -> StoredStepMap | None:
+        query = (select(StepMapRow).where(StepMapRow.repo == repo)
+                 .order_by(StepMapRow.stored_at.desc(), StepMapRow.id.desc()).limit(1))
+        with self.db.session() as session:
+            row = session.scalars(query).first()
+            if row is None:
+                return None
+            try:
+                return StoredStepMap(row.repo, row.branch, stepmap.parse(json.loads(row.body)))
+            except (ValueError, RecursionError):  # stored by a version that wrote another schema
+                return None
+
+    def _replace_map(self, stored: StoredStepMap, stamp):
+        """An insert of ``stored`` that replaces its repository and suite's map in the same
+        statement (an upsert: two runs completing at once leave one row, the last written)."""
+        upsert = (postgresql_insert if self.db.dialect == "postgresql" else sqlite_insert)(table(StepMapRow))
+        values = dict(repo=stored.repo, suite=stored.step_map.suite, branch=stored.branch,
+                      commit_sha=stored.step_map.commit, body=json.dumps(stored.step_map.to_dict()),
+                      stored_at=stamp)
+        return upsert.values(**values).on_conflict_do_update(
+            index_elements=[StepMapRow.repo, StepMapRow.suite],
+            set_={key: upsert.excluded[key] for key in ("branch", "commit_sha", "body", "stored_at")})
 
     def results(self, request_id) -> list[BenchResult]:
         query = (select(BenchResultRow).where(BenchResultRow.request_id == request_id)

@@ -20,6 +20,7 @@ from bot.core.review.record import Reason, Risk
 from bot.core.risk import diff as diffs
 from bot.core.risk import ruleset
 from bot.core.risk.scoring import RiskReport, Signal, score
+from bot.core.risk.stepmap_scoring import MapEvidence
 from bot.core.vocabulary import FLAGGED_LEVELS, Level, reaches
 
 CHECK_NAME = "perfbot / risk"
@@ -38,6 +39,7 @@ class PullFacts:
     diff: str
     config: RepoConfig
     config_error: str | None = None
+    step_map: MapEvidence | None = None  # what the repository's stored per-step map says
 
 
 @dataclass(frozen=True)
@@ -94,7 +96,7 @@ def assess(facts: PullFacts) -> Assessment:
         rules, problem = ruleset.build(facts.config, paths), facts.config_error
     except ConfigError as error:  # valid YAML and schema, but e.g. disables a rule that does not exist
         rules, problem = ruleset.build(RepoConfig(), paths), str(error)
-    return Assessment(score(parsed, rules), problem)
+    return Assessment(score(parsed, rules, step_map=facts.step_map), problem)
 
 
 def worth_a_comment(level: Level, threshold: Level, news: bool) -> bool:
@@ -116,7 +118,9 @@ def plan(facts: PullFacts, assessed: Assessment | None = None) -> ReviewPlan:
         wants_comment=worth_a_comment(report.level, facts.config.risk.comment, news=config_error is not None),
         check=Check(name=CHECK_NAME, head_sha=facts.head_sha, conclusion="neutral" if labelled else "success",
                     title=f"Performance risk: {report.level} ({report.score}/100)",
-                    summary=render_comment.fit_review(blocks)),
+                    summary=render_comment.fit_review(blocks),
+                    status_description=(f"{report.level.upper()} risk ({report.score}/100): informational, "
+                                        "not a pass; read the review" if labelled else None)),
         label=Label(LABEL_PREFIX, LABEL_PREFIX + report.level if labelled else None),
         reasons=tuple(_reason(s) for s in report.signals[:MAX_REASONS]),
     )

@@ -34,18 +34,19 @@ import dataclasses
 import functools
 import itertools
 import math
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import TypeVar
 
 from bot.core.config import CONFIG_PATH, patterns
 from bot.core.config.rules import Rule
-from bot.core.risk import changes, manifests, places, reasons
+from bot.core.risk import changes, manifests, places, profiles, reasons, stepmap_scoring
 from bot.core.risk.diff import FileChange, Hunk, ParsedDiff
 from bot.core.risk.places import Segment, enclosing_function
 from bot.core.risk.reasons import describe
 from bot.core.risk.report import IMPROVES_WHEN_REMOVED, FileRisk, RiskReport, Signal
 from bot.core.risk.ruleset import RuleSet
+from bot.core.risk.stepmap_scoring import MapEvidence, Verdict
 
 # The report's types and words are also named here, where their callers have always found them.
 __all__ = ["HARMLESS_SHARE", "IMPROVES_WHEN_REMOVED", "MAX_FILES", "NETTED", "FileRisk", "RiskReport",
@@ -57,6 +58,8 @@ SourceLookup = Callable[[str], list[str] | None]
 _Label = TypeVar("_Label")
 # Where a signal fired, as far as its category is concerned (see `_place`).
 _Place = tuple[str | int | None, ...]
+# The set-up rule (if any) that lowers the signals of a segment of a hunk.
+_SetupOf = Callable[[int, Segment], Rule | None]
 
 _SIZE_CAP = 10.0
 # The share of its weight a signal keeps when it sits in a hunk that changes no behaviour.
@@ -68,8 +71,10 @@ MAX_FILES = 10_000
 NETTED = frozenset({"dependency"})
 
 
-def score(diff: ParsedDiff, rules: RuleSet, source: SourceLookup | None = None) -> RiskReport:
-    """Score ``diff`` against ``rules``; ``source`` may supply a changed file's new text."""
+def score(diff: ParsedDiff, rules: RuleSet, source: SourceLookup | None = None,
+          step_map: MapEvidence | None = None) -> RiskReport:
+    """Score ``diff`` against ``rules``; ``source`` may supply a changed file's new text, and
+    ``step_map`` what a step runs (`stepmap_scoring`)."""
     warnings = list(diff.warnings)
     scored = diff.files[:MAX_FILES]
     if len(diff.files) > MAX_FILES:
@@ -77,7 +82,9 @@ def score(diff: ParsedDiff, rules: RuleSet, source: SourceLookup | None = None) 
     long = sum(1 for change in scored if not patterns.matchable(change.path))
     if long:
         warnings.append(reasons.paths_too_long(long, patterns.MAX_PATH_LENGTH))
-    files = [score_file(change, rules, source) for change in scored]
+    moved = changes.mechanical(scored)  # moves and sweeps are judged over the whole diff
+    files = [score_file(change, rules, source, step_map, moved.get(number))
+             for number, change in enumerate(scored)]
     signals = _strongest_per_rule(s for f in files for s in f.signals)
     improvements = _strongest_per_rule(s for f in files for s in f.improvements)
     size = _size_signal(files)
@@ -93,13 +100,15 @@ def score(diff: ParsedDiff, rules: RuleSet, source: SourceLookup | None = None) 
                       improvement=_combine(improvements), improvements=improvements)
 
 
-def score_file(change: FileChange, rules: RuleSet, source: SourceLookup | None = None) -> FileRisk:
+def score_file(change: FileChange, rules: RuleSet, source: SourceLookup | None = None,
+               step_map: MapEvidence | None = None,
+               mechanical: Mapping[int, changes.Harmless] | None = None) -> FileRisk:
     cold = rules.for_path(change.path)[0]
     signals: list[Signal] = []
     improvements: list[Signal] = []
     code_lines = 0
     if cold is None:
-        signals, code_lines = _file_signals(change, rules, source)
+        signals, code_lines = _file_signals(change, rules, source, step_map, mechanical)
         improvements = [s for s in signals if s.improves]
         signals = [s for s in signals if not s.improves]
     signals = _strongest_per_rule(_one_per_place(signals))
@@ -130,13 +139,15 @@ class _Found:
     setup: Rule | None = None
 
 
-def _file_signals(change: FileChange, rules: RuleSet, source: SourceLookup | None
+def _file_signals(change: FileChange, rules: RuleSet, source: SourceLookup | None,
+                  step_map: MapEvidence | None = None,
+                  mechanical: Mapping[int, changes.Harmless] | None = None
                   ) -> tuple[list[Signal], int]:
     """The signals of a warm file (possible improvements among them), and its changed lines of
     code outside cosmetic hunks."""
     _, path_rules, allowed = rules.for_path(change.path)
     lines = functools.cache(functools.partial(_read, source, change.path))
-    harmless = changes.HarmlessHunks(change)
+    harmless = changes.HarmlessHunks(change, mechanical)
     markers = changes.comment_markers(change.path)
     texts = [hunk.joined() for hunk in change.hunks]
     starts = [0, *itertools.accumulate(map(len, texts))]
@@ -148,6 +159,8 @@ def _file_signals(change: FileChange, rules: RuleSet, source: SourceLookup | Non
     first: tuple[str | None, int | None, str] | None = None
     first_imports = False
     code_lines = 0
+    verdicts: dict[tuple[int, Segment], Verdict] = {}
+    setup_of = _setup_lookup(rules, verdicts, bool(path_rules))
     for number, hunk in enumerate(change.hunks):
         reason = harmless(number)
         if reason is not None and reason.kind == "cosmetic":
@@ -164,20 +177,49 @@ def _file_signals(change: FileChange, rules: RuleSet, source: SourceLookup | Non
         hot: set[Segment] = set()
         for edit in edits:
             fired = _function_signals(rules, change.path, hunk, edit)
+            verdict = _verdict(step_map, change.path, hunk, edit)
+            if verdict is not None:
+                verdicts[(number, edit.segment)] = verdict
+                if verdict.per_step:
+                    fired.append(verdict.signal(change.path, edit.segment.name,
+                                                hunk.line_number(edit.at), _side(hunk, edit.at)))
             if fired:
-                hot.add(edit.segment)  # a function rule names it: `scope: hot` token rules fire in it
-            found += [_Found(s, number) for s in fired]
+                hot.add(edit.segment)  # a function rule or the map names it: `scope: hot` tokens fire in it
+            lowered = setup_of(number, edit.segment) if verdict is not None else None
+            found += [_Found(s, number, lowered) for s in fired]
         edited += edits
         if number in tokens:
             found += _token_signals(rules, change.path, hunk, number, segments, tokens[number],
-                                    bool(path_rules), hot, allowed, markers)
+                                    bool(path_rules), hot, allowed, markers, setup_of)
     moved = _dependency_signals(change, rules)
     found = _net_of_removals(found, netted=NETTED if moved else frozenset())
     function, line, side = first or (None, None, "new")
     paths = [Signal(r.id, r.kind, r.category, r.weight, r.description, change.path, function,
                     line, side) for r in path_rules] if first is not None or not change.hunks else []
-    signals = _tempered(rules, found, paths, edited, harmless) if found or paths else []
+    signals = _tempered(rules, found, paths, edited, harmless, setup_of) if found or paths else []
     return signals + moved, code_lines
+
+
+def _verdict(step_map: MapEvidence | None, path: str, hunk: Hunk, edit: _Edit) -> Verdict | None:
+    if step_map is None:
+        return None
+    seg = edit.segment
+    changed = [hunk.texts[i] for i in range(seg.start, seg.end) if hunk.types[i] in "+-"]
+    return step_map.judge(path, seg.name, changed)
+
+
+def _setup_lookup(rules: RuleSet, verdicts: dict[tuple[int, Segment], Verdict], hot_file: bool) -> _SetupOf:
+    """The set-up rule of a segment: the map's where it judged it (a per-step function is never
+    set-up code; one that never runs per step in a hot file weighs as set-up code), else the
+    rules' by its name."""
+    weight = rules.setups[0][0].weight if rules.setups else None
+
+    def setup_of(hunk: int, segment: Segment) -> Rule | None:
+        verdict = verdicts.get((hunk, segment))
+        if verdict is not None and (verdict.per_step or hot_file):
+            return verdict.setup(weight)
+        return rules.setup_rule(segment.name) if segment.name else None
+    return setup_of
 
 
 def _read(source: SourceLookup | None, path: str) -> list[str] | None:
@@ -190,7 +232,7 @@ def _edits(number: int, hunk: Hunk, segments: list[Segment], markers: tuple[str,
     for seg in segments:
         at = _first_code_change(hunk, seg.start, seg.end, markers)
         if at is not None:
-            imports = seg.name is None and changes.imports_only(hunk, seg.start, seg.end, markers)
+            imports = seg.name is None and changes.import_time_only(hunk, seg.start, seg.end, markers)
             edits.append(_Edit(number, seg, at, imports))
     return edits
 
@@ -227,7 +269,7 @@ def _net_of_removals(found: list[_Found], netted: frozenset[str] = frozenset()) 
 
 
 def _tempered(rules: RuleSet, found: list[_Found], paths: list[Signal], edited: list[_Edit],
-              harmless: changes.HarmlessHunks) -> list[Signal]:
+              harmless: changes.HarmlessHunks, setup_of: _SetupOf) -> list[Signal]:
     """The signals of one file with their weights lowered where the change cannot matter much:
     in hunks that only rename, or only in set-up code (cosmetic hunks gave none)."""
     signals = []
@@ -236,24 +278,25 @@ def _tempered(rules: RuleSet, found: list[_Found], paths: list[Signal], edited: 
         if reason is not None:
             signals.append(_lowered(item.signal, HARMLESS_SHARE, reason.describe()))
         elif item.setup is not None:
-            signals.append(_lowered(item.signal, item.setup.weight / 100,
-                                    reasons.in_setup_code(item.signal.function or "")))
+            note = (item.setup.description if item.setup.id == stepmap_scoring.OFF_STEP
+                    else reasons.in_setup_code(item.signal.function or ""))
+            signals.append(_lowered(item.signal, item.setup.weight / 100, note))
         else:
             signals.append(item.signal)
     if paths:
-        share, why = _file_share(rules, harmless, edited)
+        share, why = _file_share(rules, harmless, edited, setup_of)
         signals += [_lowered(s, share, why) for s in paths] if why else paths
     return signals
 
 
-def _file_share(rules: RuleSet, harmless: changes.HarmlessHunks,
-                edited: list[_Edit]) -> tuple[float, str | None]:
+def _file_share(rules: RuleSet, harmless: changes.HarmlessHunks, edited: list[_Edit],
+                setup_of: _SetupOf) -> tuple[float, str | None]:
     """The share of their weight a file's path rules keep, and why (None: all of it).
 
     Hunks are judged in order and only until one changes code outside set-up functions: then
     the file's rules keep all their weight, and the rest need not be looked at.
     """
-    setups: list[tuple[str, Rule]] = []
+    setups: list[tuple[str | None, Rule]] = []
     by_hunk: dict[int, list[_Edit]] = {}
     for edit in edited:
         by_hunk.setdefault(edit.hunk, []).append(edit)
@@ -269,16 +312,16 @@ def _file_share(rules: RuleSet, harmless: changes.HarmlessHunks,
             if edit.imports and rules.setups:  # imports run once, when the module loads
                 setups.append((reasons.IMPORTS, rules.setups[0][0]))
                 continue
-            rule = rules.setup_rule(name) if name else None
-            if not name or rule is None:
+            rule = setup_of(number, edit.segment)
+            if rule is None:
                 return 1.0, None
             setups.append((name, rule))
     if setups:
         return (min(rule.weight for _, rule in setups) / 100,
-                reasons.only_setup_code([name for name, _ in setups]))
-    if renamed:  # renames, and maybe cosmetic hunks, and no other change of code
-        renames = [pair for reason in renamed for pair in reason.renames]
-        return HARMLESS_SHARE, changes.Harmless("rename", tuple(dict.fromkeys(renames))).describe()
+                stepmap_scoring.only_off_step(setups)
+                or reasons.only_setup_code([name or "" for name, _ in setups]))
+    if renamed:  # renames, moves or sweeps, maybe cosmetic hunks, and no other change of code
+        return HARMLESS_SHARE, changes.describe_all(renamed)
     return 1.0, None
 
 
@@ -347,7 +390,7 @@ def _function_signals(rules: RuleSet, path: str, hunk: Hunk, edit: _Edit) -> lis
 
 def _token_signals(rules: RuleSet, path: str, hunk: Hunk, hunk_number: int, segments: list[Segment],
                    matches: list[tuple[int, str, int]], hot_file: bool, hot: set[Segment],
-                   allowed: list[bool], markers: tuple[str, ...] = ()) -> list[_Found]:
+                   allowed: list[bool], markers: tuple[str, ...], setup_of: _SetupOf) -> list[_Found]:
     """The token rules that fire on the changed lines of a hunk; a ``scope: hot`` one only in a
     hot file or in a ``hot`` segment (one a function rule names)."""
     found = []
@@ -365,7 +408,9 @@ def _token_signals(rules: RuleSet, path: str, hunk: Hunk, hunk_number: int, segm
             continue
         signal = Signal(rule.id, rule.kind, rule.category, rule.weight, rule.description, path,
                         seg.name, hunk.line_number(index), _side(hunk, index), text.strip()[:80])
-        found.append(_Found(signal, hunk_number, rules.setup_rule(seg.name) if seg.name else None))
+        # Set-up code that selects a kernel or backend decides every later step: full weight.
+        setup = rule.category not in profiles.SELECTS_CODE_PATH
+        found.append(_Found(signal, hunk_number, setup_of(hunk_number, seg) if setup else None))
     return found
 
 

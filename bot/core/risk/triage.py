@@ -9,6 +9,7 @@ from typing import TypedDict
 from bot.core.risk import diff as diffs
 from bot.core.risk import ruleset
 from bot.core.risk import scoring as risk
+from bot.core.risk.stepmap_scoring import MapEvidence
 
 
 class FileStatDict(TypedDict):
@@ -99,21 +100,34 @@ class Triage:
 
 
 def rank(commits: Iterable[Commit], rules: ruleset.RuleSet, range_text: str,
-         progress: Callable[[int], None] | None = None) -> Triage:
-    """Score every commit and sort them most suspicious first (ties keep the input order).
+         progress: Callable[[int], None] | None = None, step_map: MapEvidence | None = None) -> Triage:
+    """Score every commit and sort them most suspicious first (`order`: ties are broken by the
+    evidence, then by sha, whatever order the commits came in), with what ``step_map`` says a step
+    runs when it is given.
 
     ``commits`` may be a stream: each is scored as it arrives, while git writes the next.
     """
     ranked = []
     for commit in commits:
-        item = RankedCommit(commit, risk.score(diffs.parse(commit.diff), rules))
+        item = RankedCommit(commit, risk.score(diffs.parse(commit.diff), rules, step_map=step_map))
         if item.is_merge and not item.report.files:
             item.report.notes.append("merge commit: its changes are scored on the merged commits")
         ranked.append(item)
         if progress:
             progress(len(ranked))
-    ranked.sort(key=lambda item: -item.report.score)
+    ranked.sort(key=order)
     return Triage(range_text, rules.profile, ranked)
+
+
+def order(item: RankedCommit) -> tuple[int, float, int, str]:
+    """The sort key of a ranked commit: its score, then among equal scores the commit with the
+    strongest single signal (at its rule's full weight), then the one with more changed lines of
+    code, then the sha, so that a ranking never depends on the order git listed the commits in."""
+    report = item.report
+    strongest = max((s.full_weight if s.full_weight is not None else s.weight
+                     for s in report.signals), default=0.0)
+    code_lines = sum(f.code_lines for f in report.files)
+    return -report.score, -strongest, -code_lines, item.commit.sha
 
 
 def _stat(file: risk.FileRisk) -> FileStatDict:

@@ -1,0 +1,80 @@
+"""The ``--map FILE`` option of `perfbot score` and `perfbot triage`: read a per-step map (a map
+file, or a results file holding one) and, where a repository has the map's commit, the source the
+call graph is built from."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from bot.core import stepmap
+from bot.core.risk import stepmap_scoring
+from bot.core.risk.stepmap_scoring import MapEvidence
+
+from .parsing import UsageError
+
+if TYPE_CHECKING:
+    from bot.adapters.git_repo import GitRepo
+
+MAX_BYTES = 64 * 2**20
+
+
+def add_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--map", metavar="FILE",
+                        help="a per-step map (JSON: a map file, or a results file holding one): "
+                             "changed functions a step runs score as hot, those it never runs in hot "
+                             "files as set-up code; with a repository that has the map's commit, "
+                             "functions they call and constants they read count too")
+
+
+def read(name: str) -> stepmap.StepMap:
+    """The map in file ``name``; a file that is not one is a `UsageError` naming it."""
+    try:
+        with Path(name).open("rb") as handle:
+            data = handle.read(MAX_BYTES + 1)
+    except IsADirectoryError:
+        raise UsageError(f"{name}: is a directory, not a map file") from None
+    except OSError as error:
+        raise UsageError(f"{name}: cannot read ({error.strerror})") from None
+    if len(data) > MAX_BYTES:
+        raise UsageError(f"{name}: larger than the {MAX_BYTES // 2**20} MiB a map file may be")
+    try:
+        parsed = json.loads(data)
+    except (UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise UsageError(f"{name}: not a JSON map file ({_first_line(error)})") from None
+    except RecursionError:
+        raise UsageError(f"{name}: not a JSON map file (nested too deeply)") from None
+    try:
+        return stepmap.parse(parsed)
+    except stepmap.StepMapError as error:
+        raise UsageError(f"{name}: {error}") from None
+
+
+def evidence(step_map: stepmap.StepMap, repo: GitRepo | None, changed: Iterable[str] = (),
+             fallback: str | None = None) -> MapEvidence:
+    """The map with the call graph of its commit's source when ``repo`` has that commit (else of
+    ``fallback``'s, when given; else no graph)."""
+    return stepmap_scoring.evidence(step_map, _reader(repo, step_map.commit, fallback), changed)
+
+
+def _reader(repo: GitRepo | None, commit: str, fallback: str | None) -> Callable[[str], str | None] | None:
+    if repo is None:
+        return None
+    from bot.adapters.git_repo import RepoError
+
+    for revision in (commit, fallback):
+        if revision is None:
+            continue
+        try:
+            sha = repo.resolve(revision)
+        except RepoError:
+            continue
+        return lambda path: repo.show(sha, path)
+    return None
+
+
+def _first_line(error: Exception) -> str:
+    return str(error).splitlines()[0] if str(error) else type(error).__name__

@@ -1,0 +1,245 @@
+"""What the per-step map says of a changed function: whether it runs on every step, and how much of
+the step it is; the weight a signal of that gets, and a reason that names the measurement.
+
+Four rules, judged at the map's commit (the base a pull request is compared with, or the default
+branch's latest):
+
+- a changed function on the map is per-step hot whatever its file is called, weighted by its share
+  of the step's host time (`share_weight`);
+- one not on the map but called by, or decorating, one that is (`callgraph`, from the base's
+  source) reaches it: per-step too, at `REACHED_SHARE` of the weight of the mapped function;
+- a module-level constant or class attribute default read by a function that runs per step counts
+  as that function, at the same share;
+- a changed function the base's call graph knows that neither is on the map nor reaches it never
+  runs per step: in a hot file (one with path rules) its signals keep the set-up share, as set-up
+  code does.
+
+A function, constant or default the base does not have (new in the change), or one in a file the
+graph did not read, gets no verdict: the static rules judge it as they would without a map.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from functools import cached_property
+
+from bot.core.config.rules import Rule
+from bot.core.risk import callgraph
+from bot.core.risk.callgraph import CallGraph, Function
+from bot.core.risk.report import Signal
+from bot.core.stepmap import FunctionEntry, StepMap
+
+PER_STEP = "map.per-step"  # on the map
+REACHES = "map.reaches"  # called by or decorating a function on the map
+READ_BY = "map.read-by"  # a constant or default a function on the map reads
+OFF_STEP = "map.off-step"  # known to the base, never runs per step
+CATEGORY = "per-step"
+
+# A function on the map weighs from FLOOR (a sliver of the step) up to CEILING (FULL_SHARE of the
+# step's host time or more), by the square root of its share: a function at 1% of the step is
+# already a large part of what a change can slow down.
+FLOOR = 30.0
+CEILING = 80.0
+FULL_SHARE = 0.10
+# What a function reached from a mapped one keeps of that one's weight: it runs as often, but it
+# is only a part of the time the mapped one is measured by.
+REACHED_SHARE = 0.75
+
+_ASSIGNMENT = re.compile(r"^[ \t]*([A-Za-z_]\w*)[ \t]*(?::[^=\n]*)?(?://|\*\*|>>|<<|[-+*/%&|^@])?=(?!=)")
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    """The map's say on one changed place: per step (``weight`` for its signal, ``rule`` one of
+    `PER_STEP`, `REACHES`, `READ_BY`) or never per step (`OFF_STEP`), and why."""
+
+    rule: str
+    weight: float
+    reason: str
+
+    @property
+    def per_step(self) -> bool:
+        return self.rule != OFF_STEP
+
+    def signal(self, path: str, function: str | None, line: int | None, side: str) -> Signal:
+        return Signal(self.rule, "function", CATEGORY, self.weight, self.reason, path, function, line, side)
+
+    def setup(self, setup_weight: float | None) -> Rule | None:
+        """The set-up rule a never-per-step place is lowered by (None: per step, or no set-up
+        weight to lower it to)."""
+        if self.per_step or setup_weight is None:
+            return None
+        return Rule(id=OFF_STEP, kind="setup", category="setup", weight=setup_weight,
+                    description=self.reason)
+
+
+def sources_wanted(step_map: StepMap, changed: Iterable[str], limit: int) -> list[str]:
+    """The files whose source the call graph is built from, at most ``limit``: the changed Python
+    files (a changed function is found there), then the map's files by their largest share (the
+    callers); a function in a file left out gets no verdict."""
+    paths = [path for path in changed if path.endswith(".py")]
+    paths += [entry.path for entry in sorted(step_map.functions, key=lambda e: -e.host_share)]
+    return list(dict.fromkeys(paths))[:limit]
+
+
+def evidence(step_map: StepMap, read: Callable[[str], str | None] | None, changed: Iterable[str] = (),
+             branch: str | None = None, limit: int = 500) -> MapEvidence:
+    """The map with the call graph of the files `sources_wanted` names, as ``read`` gives them at
+    the map's commit (None: no source to read, no graph); a file it cannot give is left out."""
+    if read is None:
+        return MapEvidence(step_map, None, branch)
+    sources = {}
+    for path in sources_wanted(step_map, changed, limit):
+        text = read(path)
+        if text is not None:
+            sources[path] = text
+    return MapEvidence(step_map, callgraph.build(sources), branch)
+
+
+def share_weight(share: float) -> float:
+    """A mapped function's weight from its share (0-1) of the step's host time."""
+    fraction = min(max(share, 0.0) / FULL_SHARE, 1.0)
+    return round(FLOOR + (CEILING - FLOOR) * math.sqrt(fraction), 1)
+
+
+def assigned_names(lines: Sequence[str]) -> list[str]:
+    """The names that changed lines assign (``NAME = ...``, ``name: type = ...``, ``NAME += ...``)."""
+    found = (_ASSIGNMENT.match(line) for line in lines)
+    return list(dict.fromkeys(match[1] for match in found if match))
+
+
+@dataclass(frozen=True)
+class MapEvidence:
+    """A step map, the call graph of its commit's source (None: not read), and where the map was
+    measured (a branch name, or None)."""
+
+    step_map: StepMap
+    graph: CallGraph | None = None
+    branch: str | None = None
+
+    def judge(self, path: str, function: str | None, changed: Sequence[str]) -> Verdict | None:
+        """The verdict on a change at ``function`` (None: module level) of ``path`` whose changed
+        lines are ``changed``; None when the map says nothing of it."""
+        if function is not None:
+            entry = self._entry(path, function)
+            if entry is not None:
+                return Verdict(PER_STEP, share_weight(entry.host_share), self._measured(entry))
+        if self.graph is None:
+            return None
+        if function is not None:
+            known = self.graph.named(path, function)
+            for definition in known:
+                root = self._reached.get(definition)
+                if root is not None:
+                    return self._via(root, f"{_how(self.graph, definition, root)} {root.qualname}(), which")
+            if known:
+                return self._off_step()
+            classes = self.graph.klass(path, function)
+            if not classes:
+                return None
+            defaults = {name for klass in classes for name in klass.attributes}
+            names = [name for name in assigned_names(changed) if name in defaults]
+            return self._read(path, names, class_attributes=True) if names else None
+        names = [name for name in assigned_names(changed) if (path, name) in self.graph.constants]
+        return self._read(path, names, class_attributes=False) if names else None
+
+    @cached_property
+    def _entries(self) -> dict[tuple[str, str], FunctionEntry]:
+        """The map's functions by path and own name, the larger share first where two share one."""
+        by_name: dict[tuple[str, str], FunctionEntry] = {}
+        for entry in sorted(self.step_map.functions, key=lambda e: -e.host_share):
+            by_name.setdefault((entry.path, entry.function.rpartition(".")[2]), entry)
+        return by_name
+
+    @cached_property
+    def _reached(self) -> dict[Function, Function]:
+        """Every function of the graph that runs when a mapped one does, with the mapped one."""
+        if self.graph is None:
+            return {}
+        entries = sorted(self.step_map.functions, key=lambda e: -e.host_share)
+        roots = [self.graph.function(e.path, e.function) for e in entries]
+        return self.graph.reach(root for root in roots if root is not None)
+
+    def _entry(self, path: str, function: str) -> FunctionEntry | None:
+        return self._entries.get((path, function))
+
+    def _read(self, path: str, names: list[str], class_attributes: bool) -> Verdict:
+        """The verdict on changed constants (or class attribute defaults) ``names`` of ``path``."""
+        graph = self.graph
+        assert graph is not None  # judged only with a graph
+        for name in names:
+            for reader, root in self._reached.items():
+                if _reads(graph, reader, path, name, class_attributes):
+                    lead = f"`{name}` is read by {reader.qualname}(), which"
+                    if reader is not root:
+                        how = _how(graph, reader, root)
+                        how = how if how == "decorates" else f"is {how}"
+                        lead = f"{lead} {how} {root.qualname}(), which"
+                    return self._via(root, lead, rule=READ_BY)
+        return self._off_step(names)
+
+    def _via(self, root: Function, lead: str, rule: str = REACHES) -> Verdict:
+        entry = self.step_map.function_at(root.path, root.qualname)
+        assert entry is not None  # roots come from the map
+        return Verdict(rule, round(share_weight(entry.host_share) * REACHED_SHARE, 1),
+                       f"{lead} {self._measured(entry)}")
+
+    def _off_step(self, names: Sequence[str] = ()) -> Verdict:
+        what = f"`{'`, `'.join(names)}` read by no function that runs" if names else "never runs"
+        return Verdict(OFF_STEP, 0.0, f"{what} per {self.step_map.step}: not on the map "
+                                      f"{self._where()}, nor reached from a function on it")
+
+    def _measured(self, entry: FunctionEntry) -> str:
+        return (f"runs {_times(entry.calls_per_step)} per {self.step_map.step}, "
+                f"{_percent(entry.host_share)} of its host time, measured {self._where()}")
+
+    def _where(self) -> str:
+        commit = self.step_map.commit[:7]
+        return f"on {self.branch} at {commit}" if self.branch else f"at {commit}"
+
+
+def _how(graph: CallGraph, function: Function, root: Function) -> str:
+    """How ``function`` runs when ``root`` does: it decorates it, ``root`` calls it, or something
+    ``root`` calls does."""
+    if function in graph.decorators(root):
+        return "decorates"
+    return "called from" if function in graph.callees(root) else "reached from"
+
+
+def _reads(graph: CallGraph, reader: Function, path: str, name: str, class_attributes: bool) -> bool:
+    """Whether ``reader`` reads the constant (or class attribute default) ``name`` of ``path``:
+    from its own file, or from anywhere when only one file (class) of the graph defines it."""
+    if class_attributes:
+        if name not in reader.attributes:
+            return False
+        owners = [k for k in graph.classes if name in k.attributes]
+        return len(owners) == 1 or (reader.path == path and any(k.qualname == reader.owner for k in owners))
+    if name not in reader.reads:
+        return False
+    defined = {where for where, constant in graph.constants if constant == name}
+    return reader.path == path or defined == {path}
+
+
+def _times(calls: float) -> str:
+    if calls == 1:
+        return "once"
+    shown = f"{calls:.0f}" if calls >= 10 else f"{calls:.2g}"
+    return f"{shown} times"
+
+
+def _percent(share: float) -> str:
+    return f"{share * 100:.2g}%"
+
+
+def only_off_step(setups: Sequence[tuple[str | None, Rule]]) -> str | None:
+    """Why a hot file's path rules keep the set-up share when some of the code that changed never
+    runs per step (the rest: set-up code); None when none of it is the map's."""
+    off = next((rule for _, rule in setups if rule.id == OFF_STEP), None)
+    if off is None:
+        return None
+    names = list(dict.fromkeys(f"{name}()" if name else "module-level code" for name, _ in setups))
+    shown = ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
+    return f"only code that does not run per step changed ({shown}): {off.description}"
