@@ -398,7 +398,8 @@ def _functions(calls: Sequence[_Event], steps: Sequence[_Event], count: int,
             while open_calls and open_calls[-1].end < call.start:
                 open_calls.pop()
             frame = call.defines
-            assert frame is not None
+            if frame is None:
+                continue  # the caller keeps only calls of the repository's functions
             numbers[frame] += 1
             if all(c.defines != frame for c in open_calls):
                 times[frame] = times.get(frame, 0.0) + call.duration
