@@ -41,7 +41,7 @@ CATEGORY = "per-step"
 # A function on the map weighs from FLOOR (a sliver of the step) up to CEILING (FULL_SHARE of the
 # step's host time or more), by the square root of its share: a function at 1% of the step is
 # already a large part of what a change can slow down.
-FLOOR = 30.0
+FLOOR = 35.0
 CEILING = 80.0
 FULL_SHARE = 0.10
 # What a function reached from a mapped one keeps of that one's weight: it runs as often, but it

@@ -79,11 +79,11 @@ def signal(report: risk.RiskReport, rule: str) -> risk.Signal:
 
 
 def test_share_weight_grows_with_the_square_root_of_the_share_up_to_the_ceiling():
-    assert stepmap_scoring.share_weight(0.0) == stepmap_scoring.FLOOR == 30.0
-    assert stepmap_scoring.share_weight(0.025) == 55.0
+    assert stepmap_scoring.share_weight(0.0) == stepmap_scoring.FLOOR == 35.0
+    assert stepmap_scoring.share_weight(0.025) == 57.5
     assert stepmap_scoring.share_weight(0.1) == stepmap_scoring.CEILING == 80.0
     assert stepmap_scoring.share_weight(0.7) == 80.0
-    assert stepmap_scoring.share_weight(0.03) == 57.4
+    assert stepmap_scoring.share_weight(0.03) == 59.6
 
 
 def test_a_change_to_a_function_on_the_map_is_per_step_hot_and_names_the_measurement():
@@ -92,9 +92,9 @@ def test_a_change_to_a_function_on_the_map_is_per_step_hot_and_names_the_measure
     plain = score(base, after, None)
     mapped = score(base, after, evidence(base, ALL_REDUCE))
     found = signal(mapped, "map.per-step")
-    assert (found.weight, found.category, found.kind, found.function) == (57.4, "per-step", "function",
+    assert (found.weight, found.category, found.kind, found.function) == (59.6, "per-step", "function",
                                                                           "tensor_model_parallel_all_reduce")
-    assert found.sentence() == (f"{MEASURED} [map.per-step, +57.4] at {STATE}:20 in "
+    assert found.sentence() == (f"{MEASURED} [map.per-step, +59.6] at {STATE}:20 in "
                                 "tensor_model_parallel_all_reduce()")
     assert mapped.score > plain.score and mapped.level == "high"
 
@@ -121,7 +121,7 @@ def test_a_helper_the_allreduce_calls_is_reached_from_it_and_scores_hot():
     report = score(base, after, evidence(base, ALL_REDUCE))
     found = signal(report, "map.reaches")
     assert found.function == "get_tp_communicator"
-    assert found.weight == round(57.4 * stepmap_scoring.REACHED_SHARE, 1) == 43.0
+    assert found.weight == round(59.6 * stepmap_scoring.REACHED_SHARE, 1) == 44.7
     assert found.description == f"called from tensor_model_parallel_all_reduce(), which {MEASURED}"
     assert report.level == "high" and without.level != "high"
 
@@ -188,7 +188,7 @@ def test_a_module_constant_a_mapped_function_reads_counts_as_that_function():
            "host_share": 0.03}
     report = score(base, after, evidence(base, pad))
     found = signal(report, "map.read-by")
-    assert found.function is None and found.weight == 43.0
+    assert found.function is None and found.weight == 44.7
     assert found.description == ("`_GRAPH_TOKENS` is read by _pad_to_graph_size(), which is called from "
                                  f"tensor_model_parallel_all_reduce(), which {MEASURED}")
     direct = {"path": STATE, "function": "_pad_to_graph_size", "line": 22, "calls_per_step": 32,
