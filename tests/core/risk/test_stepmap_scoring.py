@@ -4,6 +4,8 @@ code in hot files that never runs per step."""
 from __future__ import annotations
 
 import difflib
+import json
+from pathlib import Path
 
 import pytest
 from hypothesis import given
@@ -365,3 +367,43 @@ def test_evidence_builds_the_graph_from_what_the_reader_gives():
     assert built.graph is not None and {f.path for f in built.graph.functions} == {STATE}
     assert built.judge(STATE, "get_tp_communicator", []).rule == stepmap_scoring.REACHES  # type: ignore[union-attr]
     assert stepmap_scoring.evidence(step_map(ALL_REDUCE), None, [STATE]).graph is None
+
+
+# The map the profiled pass of the sample's verify-step suite produced on CPU (two gloo ranks) at
+# the commit before the slow one; `tests/examples/test_sample_map_scoring.py` makes one afresh.
+SAMPLE_MAP = stepmap.parse(json.loads((Path(__file__).parent / "sample_step_map.json").read_text()))
+
+
+def sample_evidence(files: dict[str, str], mapped: stepmap.StepMap = SAMPLE_MAP) -> MapEvidence:
+    return MapEvidence(mapped, callgraph.build(files), "main")
+
+
+def helper_change(mapped: stepmap.StepMap = SAMPLE_MAP) -> tuple[risk.RiskReport, risk.RiskReport]:
+    """The sample's allreduce helper changed, scored without and with ``mapped``."""
+    base = base_files()
+    after = dict(base, **{STATE: sample.PARALLEL_STATE.replace(
+        "        _TP_COMMUNICATOR = PyNcclCommunicator()\n",
+        "        _TP_COMMUNICATOR = PyNcclCommunicator(group=None)\n")})
+    return score(base, after, None), score(base, after, sample_evidence(base, mapped))
+
+
+def error_path_change(mapped: stepmap.StepMap = SAMPLE_MAP) -> tuple[risk.RiskReport, risk.RiskReport]:
+    """A message of the communicator's error path changed, scored without and with ``mapped``."""
+    base = base_files(**{PYNCCL: PYNCCL_CHECKED})
+    after = dict(base, **{PYNCCL: PYNCCL_CHECKED.replace("cannot all-reduce", "will not all-reduce")})
+    return score(base, after, None), score(base, after, sample_evidence(base, mapped))
+
+
+def test_with_the_samples_real_map_a_helper_the_allreduce_calls_scores_high():
+    plain, mapped = helper_change()
+    assert plain.level == "medium" and mapped.level == "high"
+    found = signal(mapped, "map.per-step")
+    assert found.function == "get_tp_communicator"
+    assert found.description.startswith("runs 8 times per one EAGLE-3 cycle (2 draft steps + verify), eager, "
+                                        "0.039% of its host time, measured on main at 5efac9d")
+
+
+def test_with_the_samples_real_map_an_error_path_change_in_the_communicator_is_not_high():
+    plain, mapped = error_path_change()
+    assert plain.level == "medium" and mapped.level == "low"
+    assert signal(mapped, "path.pynccl").full_weight == 40
