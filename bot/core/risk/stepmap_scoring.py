@@ -85,8 +85,8 @@ def sources_wanted(step_map: StepMap, changed: Iterable[str], limit: int) -> lis
     return list(dict.fromkeys(paths))[:limit]
 
 
-def evidence(step_map: StepMap, read: Callable[[str], str | None] | None, changed: Iterable[str] = (),
-             branch: str | None = None, limit: int = 500) -> MapEvidence:
+def evidence(step_map: StepMap, read: Callable[[str], str | None] | None, changed: Iterable[str],
+             branch: str | None, limit: int) -> MapEvidence:
     """The map with the call graph of the files `sources_wanted` names, as ``read`` gives them at
     the map's commit (None: no source to read, no graph); a file it cannot give is left out."""
     if read is None:
@@ -224,14 +224,11 @@ def _reads(graph: CallGraph, reader: Function, path: str, name: str, class_attri
 
 
 def _times(calls: float) -> str:
-    if calls == 1:
-        return "once"
-    shown = f"{calls:.0f}" if calls >= 10 else f"{calls:.2g}"
-    return f"{shown} times"
+    return "once" if calls == 1 else f"{round(calls, 2):g} times"
 
 
 def _percent(share: float) -> str:
-    return f"{share * 100:.2g}%"
+    return f"{round(share * 100, 2):g}%"
 
 
 def only_off_step(setups: Sequence[tuple[str | None, Rule]]) -> str | None:

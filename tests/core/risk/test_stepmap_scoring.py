@@ -204,7 +204,7 @@ def test_a_constant_no_per_step_function_reads_is_off_step_and_a_new_one_is_not_
     entry = {"path": STATE, "function": "run", "line": 4, "calls_per_step": 1, "host_share": 0.5}
     ev = evidence(files, entry)
     off = ev.judge(STATE, None, ["LIMIT = 5"])
-    assert off is not None and not off.per_step
+    assert off is not None and not off.per_step and off.weight == 0.0  # it adds no signal
     assert off.reason.startswith("`LIMIT` read by no function that runs per verify step: not on the map")
     assert ev.judge(STATE, None, ["NEW = 5"]) is None
     assert ev.judge(STATE, None, ["import os"]) is None
@@ -236,6 +236,11 @@ def test_a_class_attribute_default_read_by_a_mapped_method_counts():
     assert ev.judge("cfg.py", "Config", ["    name = 'y'"]).per_step is False  # type: ignore[union-attr]
     assert ev.judge("cfg.py", "Config", ["    def helper(self):"]) is None
     assert ev.judge("cfg.py", "Missing", ["    max_batch = 1"]) is None
+    # Two classes define `budget`: a reader in the same file but of neither class is not resolved.
+    files["run.py"] += "\n\nclass Reporter:\n    def show(self, r):\n        return r.budget\n"
+    show = {"path": "run.py", "function": "Reporter.show", "line": 9, "calls_per_step": 1, "host_share": 0.05}
+    assert evidence(files, show).judge("run.py", "Runner", ["    budget = 3"]).per_step is False  # type: ignore[union-attr]
+    assert evidence(files, entry).judge("run.py", "Runner", ["    budget = 3"]).per_step is True  # type: ignore[union-attr]
 
 
 def test_without_the_bases_source_only_the_map_itself_judges():
@@ -327,8 +332,10 @@ def test_assigned_names_are_unique_in_order():
 @pytest.mark.parametrize(("calls", "share", "words"), [
     (1, 0.5, "runs once per verify step, 50% of its host time"),
     (0.5, 0.0042, "runs 0.5 times per verify step, 0.42% of its host time"),
-    (2, 0.123, "runs 2 times per verify step, 12% of its host time"),
-    (1234.4, 1.0, "runs 1234 times per verify step, 1e+02% of its host time"),
+    (2, 0.123, "runs 2 times per verify step, 12.3% of its host time"),
+    (1234.4, 1.0, "runs 1234.4 times per verify step, 100% of its host time"),
+    (0.1234, 0.99, "runs 0.12 times per verify step, 99% of its host time"),
+    (10_000_000, 0.000387, "runs 1e+07 times per verify step, 0.04% of its host time"),
 ])
 def test_the_measurement_in_words(calls, share, words):
     entry = {"path": "a.py", "function": "f", "line": 1, "calls_per_step": calls, "host_share": share}
@@ -362,11 +369,13 @@ def test_evidence_builds_the_graph_from_what_the_reader_gives():
     def read(path: str) -> str | None:
         asked.append(path)
         return files.get(path)
-    built = stepmap_scoring.evidence(step_map(ALL_REDUCE), read, [STATE, "gone.py"], "main")
+    built = stepmap_scoring.evidence(step_map(ALL_REDUCE), read, [STATE, "gone.py"], "main", 10)
     assert asked == [STATE, "gone.py"] and built.branch == "main"
+    stepmap_scoring.evidence(step_map(ALL_REDUCE), read, ["a.py", "b.py", STATE], "main", 2)
+    assert asked[2:] == ["a.py", "b.py"]
     assert built.graph is not None and {f.path for f in built.graph.functions} == {STATE}
     assert built.judge(STATE, "get_tp_communicator", []).rule == stepmap_scoring.REACHES  # type: ignore[union-attr]
-    assert stepmap_scoring.evidence(step_map(ALL_REDUCE), None, [STATE]).graph is None
+    assert stepmap_scoring.evidence(step_map(ALL_REDUCE), None, [STATE], None, 10).graph is None
 
 
 # The map the profiled pass of the sample's verify-step suite produced on CPU (two gloo ranks) at
@@ -400,7 +409,7 @@ def test_with_the_samples_real_map_a_helper_the_allreduce_calls_scores_high():
     found = signal(mapped, "map.per-step")
     assert found.function == "get_tp_communicator"
     assert found.description.startswith("runs 8 times per one EAGLE-3 cycle (2 draft steps + verify), eager, "
-                                        "0.039% of its host time, measured on main at 5efac9d")
+                                        "0.04% of its host time, measured on main at 5efac9d")
 
 
 def test_with_the_samples_real_map_an_error_path_change_in_the_communicator_is_not_high():
