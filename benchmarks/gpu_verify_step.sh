@@ -3,10 +3,11 @@
 # against its parent) and A/A (the parent against itself), tensor parallel over every visible GPU
 # (WORLD=N to choose), ABBA rounds, each run's kernel profile on (one un-timed profiled pass per
 # side); the whole pair twice, to see whether two runs of the same commits agree. At the end it
-# prints the verdicts with their kernel diffs and whether the allreduce figures of the two runs agree
-# within 5%, the kernels' launching lines (marked where the slow commit changed them) and what the
-# per-step map costs the profiled pass (benchmarks/step_map_overhead.py). Run from the perfbot
-# checkout on the GPU machine; results land in ${OUT}.
+# prints the verdicts with their kernel diffs, the speculation speed-up of base and head in each run
+# (tok/s with speculation over the plain decode step's), whether the allreduce figures of the two
+# runs agree within 5%, the kernels' launching lines (marked where the slow commit changed them) and
+# what the per-step map costs the profiled pass (benchmarks/step_map_overhead.py). Run from the
+# perfbot checkout on the GPU machine; results land in ${OUT}.
 set -uo pipefail
 OUT=${OUT:-benchmarks/results/repeat}
 ROUNDS=${ROUNDS:-3}
@@ -63,6 +64,37 @@ for run in $RUNS; do
     perfbot compare "$OUT/$file.json" | head -40
   done
 done
+# The speculation break-even of each run: the speed-up of speculation over the plain decode step
+# (spec_speedup = tok_s / baseline_tok_s, geometric mean of each side's rounds), base and head, and
+# the comparison's break-even line where it has one.
+"$PY" - "$OUT" $RUNS <<'PYTHON'
+import json, math, subprocess, sys
+from pathlib import Path
+
+out, runs = Path(sys.argv[1]), sys.argv[2:]
+print("\n| run | side | tok_s (speculation) | baseline_tok_s (plain decode) | spec_speedup |")
+print("|---|---|---:|---:|---:|")
+for run in runs:
+    for kind in ("ab", "aa"):
+        path = out / f"{kind}-{run}.json"
+        if not path.exists():
+            continue
+        data = json.loads(path.read_text())
+        for side in ("base", "head"):
+            cells = []
+            for metric in ("tok_s", "baseline_tok_s", "spec_speedup"):
+                values = [r["metrics"][metric] for r in data["rounds"]
+                          if r["side"] == side and r["ok"] and metric in r["metrics"]]
+                cells.append(f"{math.exp(sum(map(math.log, values)) / len(values)):.3f}" if values else "–")
+            print(f"| {kind.upper()} {run} | {side} | " + " | ".join(cells) + " |")
+        compared = subprocess.run([sys.executable, "-m", "bot", "compare", str(path), "--format", "json"],
+                                  capture_output=True, text=True, check=False)
+        try:
+            spec = json.loads(compared.stdout).get("speculation") or {}
+        except ValueError:
+            spec = {}
+        print(f"|   | {kind.upper()} {run} break-even | {spec.get('break_even') or 'speculation pays on both sides'} | | |")
+PYTHON
 # The kernel diff's launching lines, marked where the slow commit changed them (the A/B's base side
 # also carries the per-step map, step_map), then what the map costs the profiled pass.
 git -C "$SAMPLE" diff "$BEFORE" "$SLOW" > "$OUT/slow.diff"

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from huey.consumer import Consumer
 
 from bot.adapters.github_client import PyGithubFactory
+from bot.adapters.github_manifest import GitHubAppRegistration
 from bot.adapters.github_oauth import GitHubSignIn
 from bot.adapters.queue import HueyQueue
 from bot.adapters.sqlite_files import WalCheckpoints
@@ -70,7 +71,9 @@ def build(
     try:  # a failed start leaves no connection open: the callers try again, each with a new engine
         queue = HueyQueue(settings.resolved_queue_url, retry_delay=retry_delay)
         services = Services(store=store, github=github or PyGithubFactory(settings), queue=queue,
-                            sign_in=sign_in(settings))
+                            sign_in=sign_in(settings),
+                            app_registration=(GitHubAppRegistration(settings.github_api_url)
+                                              if settings.register_app_to else None))
         queue.bind(
             lambda delivery_id: jobs.process(delivery_id, services, router),
             lambda: jobs.housekeeping(services),

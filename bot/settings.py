@@ -40,6 +40,8 @@ class Settings:
     github_web_url: str = DEFAULT_WEB_URL
     public_url: str | None = None
     dashboard_anonymous: str = "public"
+    # `perfbot serve --register-app FILE`: serve /setup/app and write the new App's settings there.
+    register_app_to: str | None = None
 
     @property
     def sign_in_enabled(self) -> bool:

@@ -15,7 +15,7 @@ from github import Auth, Github, GithubException, GithubIntegration, GithubRetry
 from github.Repository import Repository as GhRepository
 
 from bot.core.bench import contract
-from bot.core.checks import Check, commit_state
+from bot.core.checks import Check, commit_status
 from bot.core.pulls import PullInfo
 from bot.service.failures import Gone, InstallationGone, NoCredentials
 from bot.service.ports.github import (
@@ -321,8 +321,8 @@ class PyGithubClient(GitHub):
                      if check.external_id is None or run.get("external_id") == check.external_id), None)
 
     def _commit_status(self, repo: str, check: Check) -> None:
-        status: dict[str, Any] = {"state": commit_state(check), "context": check.name,
-                                  "description": check.title[:140]}
+        state, description = commit_status(check)
+        status: dict[str, Any] = {"state": state, "context": check.name, "description": description}
         if check.details_url:
             status["target_url"] = check.details_url
         self.budget.take()
@@ -377,6 +377,25 @@ class PyGithubClient(GitHub):
         _, data = self.github.requester.requestJsonAndCheck(
             "POST", f"{self._repo(repo).url}/issues/{number}/comments", input={"body": body})
         return data["id"]
+
+    @classified
+    def comment_on_commit(self, repo: str, sha: str, body: str) -> str:
+        self.budget.take()
+        _, data = self.github.requester.requestJsonAndCheck(
+            "POST", f"{self._repo(repo).url}/commits/{sha}/comments", input={"body": body})
+        return data.get("html_url") or ""
+
+    @classified
+    def upsert_issue(self, repo: str, number: int | None, title: str, body: str) -> int:
+        self.budget.take()
+        url = f"{self._repo(repo).url}/issues"
+        if number is None:
+            _, data = self.github.requester.requestJsonAndCheck(
+                "POST", url, input={"title": title, "body": body})
+        else:
+            _, data = self.github.requester.requestJsonAndCheck(
+                "PATCH", f"{url}/{number}", input={"title": title, "body": body})
+        return data["number"]
 
     @classified
     def default_branch(self, repo: str) -> tuple[str, str]:

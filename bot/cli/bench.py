@@ -12,7 +12,7 @@ from pathlib import Path
 from bot.adapters.git_repo import GitRepo
 from bot.core.config.schema import RepoConfig
 from bot.core.config.source import ConfigSource
-from bot.runner import bench, scope
+from bot.runner import bench, bisect_artifact, scope
 from bot.runner import report as results_report
 from bot.runner.progress import Progress
 from bot.runner.suites import BUILT_IN
@@ -61,10 +61,18 @@ def setup(subparsers) -> None:
         "report", help="judge every results file of a folder and print the overall verdict",
         description="Compare each results file that `bench run --out` wrote into DIR (as `perfbot "
                     "compare` does, with its defaults) and print the worst verdict: regression, error, "
-                    "inconclusive, improvement or unchanged. The action uses it for its outputs.")
+                    "inconclusive, improvement or unchanged. A folder that `perfbot bisect --artifact` "
+                    "wrote (it holds bisect.json) is read as the App reads it, and the bisection's status "
+                    "is printed: confirmed, likely, not_confirmed, not_reproduced or error. The action "
+                    "uses it for its outputs.")
     report.add_argument("folder", metavar="DIR", help="the folder of the results files")
     report.add_argument("--markdown", metavar="FILE",
-                        help="also write every suite's comparison as Markdown to FILE")
+                        help="also write every suite's comparison (or the bisection's report) as Markdown "
+                             "to FILE")
+    report.add_argument("--good", metavar="SHA", help="a bisection's folder must be about this GOOD "
+                                                      "(default: the one its bisect.json names)")
+    report.add_argument("--bad", metavar="SHA", help="... and this BAD")
+    report.add_argument("--suite", metavar="NAME", help="... and this suite")
     report.set_defaults(run=run_report)
 
 
@@ -101,6 +109,12 @@ def record_digests(fd: int, options: bench.BenchOptions) -> None:
     summary = options.summary_path
     if summary is not None and summary.parent == folder and summary.is_file():
         digests[summary.name] = hashlib.sha256(summary.read_bytes()).hexdigest()
+    write_digests(fd, digests)
+
+
+def write_digests(fd: int, digests: dict[str, str]) -> None:
+    """``digests`` (SHA-256 by file name) as the step output results-sha256, in ``sha256sum`` lines,
+    at a delimiter no file name can hold."""
     delimiter = f"perfbot-{secrets.token_hex(16)}"
     lines = [f"results-sha256<<{delimiter}", *(f"{digests[name]}  {name}" for name in sorted(digests)),
              delimiter, ""]
@@ -114,10 +128,16 @@ def run_report(args: argparse.Namespace) -> int:
     folder = Path(args.folder)
     if not folder.is_dir():
         raise UsageError(f"{folder}: not a folder of results files")
-    found = results_report.report(folder)
+    bisection = args.good or args.bad or args.suite or bisect_artifact.is_bisect_folder(folder)
+    if bisection:
+        verdict, markdown = bisect_artifact.read_folder(folder, good=args.good, bad=args.bad,
+                                                        suite=args.suite)
+    else:
+        found = results_report.report(folder)
+        verdict, markdown = found.verdict, found.markdown
     if args.markdown:
-        Path(args.markdown).write_text(found.markdown, encoding="utf-8")
-    print(found.verdict)
+        Path(args.markdown).write_text(markdown, encoding="utf-8")
+    print(verdict)
     return 0
 
 

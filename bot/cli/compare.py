@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 from bot.core.judge import profile, results, stats
+from bot.core.render import chart as render_chart
 from bot.core.render import compare as render_compare
 from bot.core.render.kernels import ChangedLines, changed_lines
 
@@ -55,6 +56,7 @@ def run(args: argparse.Namespace) -> int:
     comparison = stats.decide(loaded, args.min_effect / 100, args.alpha, ignore_env=args.ignore_env)
     kernels = profile.diff_of(loaded.base.profile, loaded.head.profile)
     emit(args.format, lambda: {"headline": render_compare.headline(comparison), **comparison.to_dict(),
+                               "charts": render_chart.charts_json(loaded, comparison),
                                **({"kernels": kernels.to_dict()} if kernels is not None else {})},
          lambda: render_compare.compare_markdown(loaded, comparison, changed=changed),
          lambda: render_compare.compare_text(loaded, comparison, changed))

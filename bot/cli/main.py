@@ -28,6 +28,7 @@ VERBS = {
     "deliver": ("bot.cli.deliver", "send a webhook payload to a perfbot server, signed as GitHub signs it"),
     "sandbox": ("bot.cli.sandbox", "try the whole bot on this machine, against a stand-in for GitHub"),
     "worker": ("bot.cli.serve", "run the queue consumer only"),
+    "relay": ("bot.cli.relay", "pass webhook deliveries on to a perfbot server, byte for byte"),
 }
 
 

@@ -27,6 +27,10 @@ def setup(subparsers) -> None:
                        help="queue consumer processes on the embedded queue (default 1; none with Redis)")
     serve.add_argument("--consumer-threads", type=int, default=4,
                        help="threads per queue consumer process (default 4)")
+    serve.add_argument("--register-app", metavar="FILE",
+                       help="register perfbot's GitHub App from its manifest at /setup/app and write its "
+                            "settings to FILE (0600; the private key beside it); for a server not yet "
+                            "an App, so no webhook secret is needed yet")
     serve.set_defaults(run=run_serve)
     worker = subparsers.add_parser("worker", help="run the queue consumer only",
                                    description="Consume queued deliveries (PERFBOT_QUEUE_URL) until "
@@ -62,7 +66,9 @@ def run_serve(args: argparse.Namespace) -> int:
             raise UsageError(f"--{name.replace('_', '-')} must be positive")
     settings = _settings()
     logs.configure(settings.log_level)
-    if not settings.webhook_secrets:
+    if args.register_app:
+        settings = _registering(settings, args.register_app, args.host, args.port)
+    elif not settings.webhook_secrets:
         raise UsageError("PERFBOT_WEBHOOK_SECRET is not set: it must match the App's webhook secret")
     from bot.service.failures import SchemaNotMigrated, StorageUnavailable
 
@@ -75,6 +81,25 @@ def run_serve(args: argparse.Namespace) -> int:
     except SchemaNotMigrated as error:  # waiting would not help: exit 2, as for bad settings
         raise UserError(str(error)) from None
     return 0
+
+
+def _registering(settings, file: str, host: str, port: int):
+    """``settings`` that serve /setup/app and write the new App's settings to ``file``."""
+    import dataclasses
+    from pathlib import Path
+
+    from bot.web import app_credentials
+
+    if settings.mode == "app":
+        raise UsageError("--register-app: this server is an App already (PERFBOT_APP_ID is set)")
+    env_file = Path(file).expanduser().absolute()
+    problem = app_credentials.check_writable(env_file)
+    if problem:
+        raise UsageError(f"--register-app: {problem}")
+    local = "localhost" if host in ("127.0.0.1", "0.0.0.0") else host  # nosec B104 - a name shown
+    where = settings.public_url or f"http://{local}:{port}"
+    log.info("register the GitHub App in a browser at %s/setup/app; its settings go to %s", where, env_file)
+    return dataclasses.replace(settings, register_app_to=str(env_file))
 
 
 def run_worker(args: argparse.Namespace) -> int:

@@ -27,8 +27,9 @@ Better = Literal["lower", "higher"]
 MIN_EFFECT = 0.02
 
 # What starts a benchmark request, and the states it goes through.
-Trigger = Literal["command", "auto", "merge", "schedule"]
+Trigger = Literal["command", "auto", "merge", "schedule", "bisect"]
 PULL_REQUEST_TRIGGERS: tuple[Trigger, ...] = ("command", "auto")  # on the PR; merge, schedule: the branch
+# bisect: a regression case of the default branch bisected on the runners (bot.core.watch)
 # requested: recorded, not yet sent; dispatching: sent to GitHub, its run not yet recorded (a retry
 # looks the run up before sending again); running: GitHub has the run; then one of the ends.
 REQUESTED, DISPATCHING, RUNNING = "requested", "dispatching", "running"

@@ -250,7 +250,7 @@ def new_results(p: Plan, suite: Suite, machine: dict, options: BenchOptions) -> 
     does not fit the model (a fingerprint too large, a repository name too long)."""
     settings = {"rounds": p.rounds, "warmup": p.warmup, "max_rounds": p.max_rounds,
                 "timeout": p.round_timeout(suite), "aa": options.aa, "order": "ABBA",
-                "stop_on_failure": options.stop_on_failure}
+                "stop_on_failure": options.stop_on_failure, **suite.judging()}
     name = options.repo_name or p.repo.name
     path = p.paths[suite.name]
     try:

@@ -28,7 +28,7 @@ from typing import Any
 from bot.adapters.git_repo import GitRepo
 from bot.core.bisect import plan as bisection
 from bot.core.bisect import report as bisect_report
-from bot.core.bisect.report import BisectError, BisectReport, Measurement, Suspect
+from bot.core.bisect.report import BisectError, BisectReport, Measurement, NotReproduced, Suspect
 from bot.core.config.schema import RepoConfig
 from bot.core.judge import results, stats
 from bot.core.risk import profiles, ruleset, triage
@@ -54,6 +54,8 @@ class BisectOptions:
     metric: str | None = None
     min_effect: float = stats.DEFAULT_MIN_EFFECT
     alpha: float = stats.DEFAULT_ALPHA
+    written: dict[Path, str] = field(default_factory=dict)  # every results file's SHA-256, as written
+    profile: bool | None = None  # the confirmation's profiled pass; None: as the suite's config says
 
 
 def bisect(options: BisectOptions, config: RepoConfig, progress: Progress) -> BisectReport:
@@ -72,19 +74,25 @@ def bisect(options: BisectOptions, config: RepoConfig, progress: Progress) -> Bi
     with Worktrees(repo) as kept:
         runner = _Runner(options, config, progress, folder, good, kept)
         progress.say(f"bisect: reference run, GOOD {good[:10]} against BAD {bad[:10]}")
-        if options.metric is None:
-            reference_cmp, path = runner.compare(good, bad, "reference")
-            headline = next((m for m in reference_cmp.metrics if m.role == "headline"), None)
-            lead = headline.name if headline is not None and headline.verdict == "regression" else None
-            chosen = bisect_report.regressed_metric(reference_cmp, lead)
-            progress.say(f"bisect: bisecting on {_named(chosen)}, {_change(chosen)} from GOOD to BAD"
-                         + ("" if lead or headline is None else
-                            f" (the headline {headline.name} did not regress: {headline.verdict})"))
-        else:  # one metric named: judge it alone, without sharing the false-alarm rate with others
-            judged, path = runner.metric(good, bad, options.metric, "reference")
-            chosen = bisect_report.named_metric_regressed(judged, options.metric)
-            progress.say(f"bisect: bisecting on {_named(chosen)} (--metric), {_change(chosen)} from GOOD "
-                         "to BAD")
+        loaded, path, problem = runner.reference(good, bad)
+        if loaded is None or not loaded.metrics:
+            why = f"the reference run measured nothing usable: {problem or 'no metric'}"
+            progress.say(f"bisect: {why}")
+            reference = Measurement("reference", good, bad, None, "error", None, None, None, path, why)
+            prints = bisect_report.side_fingerprints(loaded.base.fingerprint, loaded.head.fingerprint) \
+                if loaded is not None else {}
+            return bisect_report.unusable(reference, suite=options.suite, metric=options.metric or "",
+                                          commits=count, fingerprints=prints)
+        fingerprints = bisect_report.side_fingerprints(loaded.base.fingerprint, loaded.head.fingerprint)
+        try:
+            chosen = runner.regressed(loaded, progress)
+        except NotReproduced as missing:
+            progress.say(f"bisect: not reproduced: {missing}")
+            judged = missing.judged
+            reference = bisect_report.measurement("reference", good, bad, judged, None, str(missing), path)
+            return bisect_report.not_reproduced(reference, suite=options.suite,
+                                                metric=judged.name if judged else options.metric or "",
+                                                commits=count, fingerprints=fingerprints)
         measurements = [bisect_report.measurement("reference", good, bad, chosen, "bad",
                                                   f"{chosen.name} regressed from GOOD to BAD", path)]
         known: dict[str, bisection.Outcome] = {bad: "bad"}
@@ -111,7 +119,7 @@ def bisect(options: BisectOptions, config: RepoConfig, progress: Progress) -> Bi
             break
     return bisect_report.conclude(step, good=good, bad=bad, suite=options.suite, metric=chosen.name,
                                   commits=order, suspects=suspects, measurements=measurements,
-                                  confirmation=confirmation)
+                                  confirmation=confirmation, fingerprints=fingerprints)
 
 
 def _named(metric: stats.MetricJudgement) -> str:
@@ -140,7 +148,7 @@ def run_settings(options: BisectOptions, config: RepoConfig, good: str, bad: str
 def _bench_options(options: BisectOptions, base: str, head: str, out: Path,
                    profile: bool | None = None) -> bench.BenchOptions:
     return bench.BenchOptions(base=base, head=head, suites=[options.suite], out=out, measure=options.measure,
-                              profile=profile)
+                              profile=profile, written=options.written)
 
 
 class _Runner:
@@ -162,7 +170,8 @@ class _Runner:
         path = self.folder.path / f"{label}-{head[:10]}.json"
         # Only the confirmation's kernels are reported (the culprit against its parent): the other
         # runs skip the profiled pass, whatever the suite's config says.
-        options = _bench_options(self.options, base, head, path, None if label == "confirm" else False)
+        options = _bench_options(self.options, base, head, path,
+                                 self.options.profile if label == "confirm" else False)
         planned = bench.plan(options, self.config.bench)  # once: the run below is given it
         suite = planned.suites[0]
         with Worktrees(self.kept.repo, self.kept.root) as scratch:
@@ -233,13 +242,33 @@ class _Runner:
         outcome, why = bisect_report.judge_probe(judged, chosen, against="its parent")
         return bisect_report.measurement("confirm", parent, culprit, judged, outcome, why, path)
 
-    def compare(self, base: str, head: str, label: str) -> tuple[stats.Comparison, str]:
-        path = self.run(base, head, label)
+    def reference(self, good: str, bad: str) -> tuple[results.Results | None, str, str | None]:
+        """GOOD against BAD: the results file loaded (None when it measured nothing usable), its
+        path, and what was wrong with it."""
+        path = self.run(good, bad, "reference")
         try:
-            loaded = _load(path, base, head)
+            return _load(path, good, bad), str(path), None
         except results.ResultsError as error:
-            raise BisectError(f"the {label} run measured nothing usable: {error}") from None
-        return stats.decide(loaded, self.options.min_effect, self.options.alpha), str(path)
+            return None, str(path), str(error)
+
+    def regressed(self, loaded: results.Results, progress: Progress) -> stats.MetricJudgement:
+        """The metric to bisect on, from the reference run: the one named, else the headline if it
+        regressed, else the one that regressed most; `NotReproduced` when it did not regress."""
+        name = self.options.metric
+        if name is not None:  # one metric named: judged alone, not sharing the false-alarm rate
+            judged = self.judge(loaded, name) if name in loaded.metrics else None
+            chosen = bisect_report.named_metric_regressed(judged, name, sorted(loaded.metrics))
+            progress.say(f"bisect: bisecting on {_named(chosen)} (--metric), {_change(chosen)} from GOOD "
+                         "to BAD")
+            return chosen
+        comparison = stats.decide(loaded, self.options.min_effect, self.options.alpha)
+        headline = next((m for m in comparison.metrics if m.role == "headline"), None)
+        lead = headline.name if headline is not None and headline.verdict == "regression" else None
+        chosen = bisect_report.regressed_metric(comparison, lead)
+        progress.say(f"bisect: bisecting on {_named(chosen)}, {_change(chosen)} from GOOD to BAD"
+                     + ("" if lead or headline is None else
+                        f" (the headline {headline.name} did not regress: {headline.verdict})"))
+        return chosen
 
     def metric(self, base: str, head: str, name: str, label: str) -> tuple[stats.MetricJudgement | None, str]:
         """The judgement of one metric, or None when the run measured nothing (a skip)."""
@@ -250,13 +279,15 @@ class _Runner:
             return None, str(path)
         if name not in loaded.metrics:
             return None, str(path)
+        return self.judge(loaded, name), str(path)
+
+    def judge(self, loaded: results.Results, name: str) -> stats.MetricJudgement:
         values = (loaded.values("base", name), loaded.values("head", name))
         spec = loaded.metrics[name]
-        judged = stats.judge(*values, better=spec.better, min_effect=self.options.min_effect,
-                             alpha=self.alpha(), name=name, unit=spec.unit,
-                             base_se=loaded.spreads("base", name), head_se=loaded.spreads("head", name),
-                             role=loaded.role(name), mode=spec.mode)
-        return judged, str(path)
+        return stats.judge(*values, better=spec.better, min_effect=self.options.min_effect,
+                           alpha=self.alpha(), name=name, unit=spec.unit,
+                           base_se=loaded.spreads("base", name), head_se=loaded.spreads("head", name),
+                           role=loaded.role(name), mode=spec.mode)
 
     def alpha(self) -> float:
         """The significance level of one judgement: split over the looks that adaptive rounds

@@ -25,8 +25,9 @@ KEPT_NAMES = frozenset({"PATH", "HOME", "USER", "LOGNAME", "LANG", "LANGUAGE", "
 KEPT_PREFIXES = ("LC_", "CUDA_", "NCCL_", "NVIDIA_", "NVSHMEM_", "TORCH_", "PYTORCH_", "SGLANG_", "VLLM_")
 # Not a secret: the id by which the Actions runner finds a job's orphaned processes and ends them.
 RUNNER_TRACKING = "RUNNER_TRACKING_ID"
-# perfbot's own variables that name where it writes (`bot.cli.bench`): never a benchmark's to see.
-PRIVATE_NAMES = frozenset({"PERFBOT_BENCH_OUT", "PERFBOT_BENCH_SUMMARY"})
+# perfbot's own variables that name where it writes (`bot.cli.bench`, `bot.cli.bisect`): never a
+# benchmark's to see.
+PRIVATE_NAMES = frozenset({"PERFBOT_BENCH_OUT", "PERFBOT_BENCH_SUMMARY", "PERFBOT_BISECT_ARTIFACT"})
 
 # Words that make a name a secret's wherever they stand in it (``SGLANG_HFTOKEN``, ``DB_PASSWORD1``).
 _SECRET_PARTS = re.compile(

@@ -14,7 +14,12 @@ done, until the test lets it answer.
 It also plays github.com for a GitHub App's user authorization (the OAuth web flow, which is not
 part of the REST description): `/login/oauth/authorize` shows a form where the browser says who
 signs in, redirects back with a one-time code, and `/login/oauth/access_token` trades the code
-for a user token that `GET /user` then answers for.
+for a user token that `GET /user` then answers for. And it plays github.com's registration of a
+GitHub App from a manifest: the manifest posted to `/settings/apps/new` (or an organisation's
+`/organizations/ORG/settings/apps/new`) shows a page that creates the App and redirects to the
+manifest's `redirect_url` with a one-time code, which `POST /app-manifests/{code}/conversions`
+trades for the new App's id, private key (a fresh RSA key), client secret and webhook secret; the
+stand-in then answers as that App.
 """
 
 from __future__ import annotations
@@ -153,6 +158,8 @@ class GitHubEmulator:
         self.oauth_apps: dict[str, str] = {}  # client id -> client secret
         self.oauth_codes: dict[str, tuple[str, str, str]] = {}  # code -> (login, client id, redirect)
         self.user_tokens: dict[str, str] = {}  # user token -> login
+        self.manifest_codes: dict[str, tuple[str, dict]] = {}  # code -> (owner, manifest)
+        self.created_apps: list[dict] = []  # the Apps made from a manifest, as their conversion answered
         self.web_links = False  # True: github.com's addresses in answers point at this server's pages
         self.stamped = False  # True: new comments carry the time they were made (else the example's)
         self.site: Callable[[Request], Response | None] | None = None  # those pages (the sandbox's)
@@ -308,7 +315,7 @@ class GitHubEmulator:
         )
         with self._lock:
             self.requests.append(recorded)
-        web = self._web_routes.get((request.method, request.path))
+        web = self._web_routes.get((request.method, request.path)) or self._web_pattern(request)
         if web is not None:  # github.com's pages, not the REST API
             with self._lock:
                 response = web(request)
@@ -381,7 +388,7 @@ class GitHubEmulator:
             held.release.wait(60)
 
     def _authorized(self, request: Request, handler) -> bool:
-        if handler in (self.create_token, self.get_app) or not self.tokens:
+        if handler in (self.create_token, self.get_app, self.convert_manifest) or not self.tokens:
             return True
         scheme, _, token = request.headers.get("Authorization", "").partition(" ")
         return scheme.lower() in ("token", "bearer") and token in self.tokens
@@ -500,6 +507,72 @@ class GitHubEmulator:
         if self.tokens:
             self.tokens.add(token)
         return _json(200, {"access_token": token, "token_type": "bearer", "scope": ""})  # nosec B105 - a kind
+
+    # handlers: a GitHub App registered from a manifest (github.com's pages, then the REST API)
+
+    def _web_pattern(self, request: Request) -> Callable[[Request], Response] | None:
+        """An organisation's App registration page: the only github.com page with a name in its path."""
+        found = _ORG_NEW_APP.fullmatch(request.path)
+        if request.method != "POST" or found is None:
+            return None
+        return lambda r: self.new_app_page(r, owner=found["org"])
+
+    def new_app_page(self, request: Request, owner: str | None = None) -> Response:
+        """What github.com shows for a posted manifest: the App to create, for whom, and a button."""
+        try:
+            manifest = json.loads(request.form.get("manifest", ""))
+        except ValueError:
+            return Response("the manifest is not JSON", 400, mimetype="text/plain")
+        if not isinstance(manifest, dict) or not isinstance(manifest.get("url"), str) \
+                or not str(manifest.get("redirect_url", "")).startswith(("http://", "https://")):
+            return Response("a manifest needs url and redirect_url", 422, mimetype="text/plain")
+        fields = "".join(
+            f'<input type="hidden" name="{name}" value="{html.escape(value)}">'
+            for name, value in (("manifest", json.dumps(manifest)), ("state", request.args.get("state", "")),
+                                ("owner", owner or self.token_owner)))
+        page = ("<!doctype html><title>Create GitHub App</title>"
+                f"<h1>Create GitHub App {html.escape(str(manifest.get('name', '')))} for "
+                f"{html.escape(owner or self.token_owner)}</h1>"
+                f'<form method="post" action="/settings/apps/new/create">{fields}'
+                '<button type="submit" id="create-app">Create GitHub App</button></form>')
+        return Response(page, 200, mimetype="text/html")
+
+    def create_app_from_manifest(self, request: Request) -> Response:
+        manifest = json.loads(request.form["manifest"])
+        code = secrets.token_hex(10)
+        self.manifest_codes[code] = (request.form.get("owner", self.token_owner), manifest)
+        query = urlencode({"code": code, "state": request.form.get("state", "")})
+        target = f"{manifest['redirect_url']}?{query}"
+        return Response("", 302, headers={"Location": target})
+
+    def convert_manifest(self, request: Request, code: str) -> Response:
+        """The new App's credentials, once per code; the stand-in answers as that App from then on."""
+        from cryptography.hazmat.primitives import serialization
+        from cryptography.hazmat.primitives.asymmetric import rsa
+
+        found = self.manifest_codes.pop(code, None)
+        if found is None:
+            return _not_found()
+        owner, manifest = found
+        key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+        pem = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.TraditionalOpenSSL,
+                                serialization.NoEncryption()).decode()
+        app_id = next(self._ids)
+        slug = re.sub(r"[^a-z0-9]+", "-", str(manifest.get("name") or "app").lower()).strip("-") or "app"
+        app = github_data.rest_example("integration")
+        app.update(id=app_id, slug=slug, name=manifest.get("name") or slug,
+                   html_url=f"{WEB}/apps/{slug}", external_url=manifest["url"],
+                   owner={**app["owner"], "login": owner},
+                   permissions=manifest.get("default_permissions", {}),
+                   events=manifest.get("default_events", []),
+                   client_id=f"Iv1.{secrets.token_hex(8)}", client_secret=secrets.token_hex(20),
+                   webhook_secret=secrets.token_hex(20), pem=pem)
+        self.app_id, self.app_slug = app_id, slug
+        self.app_public_key = key.public_key().public_bytes(
+            serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo).decode()
+        self.add_oauth_app(app["client_id"], app["client_secret"])
+        self.created_apps.append(app)
+        return _json(201, app)
 
     # handlers: pulls and contents
 
@@ -927,16 +1000,21 @@ _ROUTES = [
     ("POST", "/repos/{owner}/{repo}/check-runs", "create_check_run"),
     ("PATCH", "/repos/{owner}/{repo}/check-runs/{check_run_id}", "update_check_run"),
     ("POST", "/repos/{owner}/{repo}/statuses/{sha}", "create_status"),
+    ("POST", "/app-manifests/{code}/conversions", "convert_manifest"),
 ]
 # github.com's pages for the App's user authorization: outside the REST API, not validated.
 _WEB_ROUTES = [
     ("GET", "/login/oauth/authorize", "authorize_page"),
     ("POST", "/login/oauth/authorize", "authorize"),
     ("POST", "/login/oauth/access_token", "access_token"),
+    ("POST", "/settings/apps/new", "new_app_page"),
+    ("POST", "/settings/apps/new/create", "create_app_from_manifest"),
 ]
+_ORG_NEW_APP = re.compile(r"/organizations/(?P<org>[A-Za-z0-9-]{1,39})/settings/apps/new")
 
 
-_API_PREFIXES = ("/repos/", "/app/", "/user", "/login/", BLOB_PREFIX)
+_API_PREFIXES = ("/repos/", "/app/", "/app-manifests/", "/user", "/login/", "/settings/", "/organizations/",
+                 BLOB_PREFIX)
 
 
 def _is_api(path: str) -> bool:

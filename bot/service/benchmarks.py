@@ -19,6 +19,7 @@ from datetime import datetime
 from bot.core.bench import contract, policy
 from bot.core.bench import report as bench_report
 from bot.core.config.schema import BenchConfig
+from bot.core.watch import budget as watch_budget
 
 from . import repo_config
 from .bench_section import request_section
@@ -75,8 +76,7 @@ def _dispatch(services: Services, github: GitHub, request: BenchRequest, bench: 
     else:
         request = _save(services, replace(request, status=contract.DISPATCHING))
     if run is None:
-        inputs = contract.inputs(request.number, request.base_sha, request.head_sha, request.suites,
-                                 request.rounds, request.max_rounds, request.correlation_id)
+        inputs = _inputs(services, request)
         try:
             run = github.dispatch(request.repo, workflow, default_branch, inputs)
         except DispatchRefused as refused:
@@ -91,6 +91,32 @@ def _dispatch(services: Services, github: GitHub, request: BenchRequest, bench: 
     log.info("benchmark dispatched", extra={"repo": request.repo, "correlation_id": request.correlation_id,
                                             "run_id": running.run_id, "trigger": request.trigger})
     return _save(services, running)
+
+
+def _inputs(services: Services, request: BenchRequest) -> dict[str, str]:
+    """The contract's inputs of a request; a bisect's metric is its regression case's."""
+    if request.trigger == "bisect":
+        case = services.store.watch.by_correlation(request.correlation_id)
+        return contract.bisect_inputs(request.base_sha, request.head_sha, request.suites[0],
+                                      case.metric if case else "", request.rounds, request.max_rounds,
+                                      request.correlation_id)
+    return contract.inputs(request.number, request.base_sha, request.head_sha, request.suites,
+                           request.rounds, request.max_rounds, request.correlation_id)
+
+
+def within_budget(services: Services, request: BenchRequest, level: str, bench: BenchConfig) -> bool:
+    """Charge a default-branch run to its repository's GPU budget of today, riskiest first
+    (`bot.core.watch.budget`); False, and the run recorded as skipped for the budget, when its
+    risk's share of the day is spent. The same run is charged once, whatever retries it."""
+    now = services.now()
+    cost = watch_budget.run_cost(request.suites, bench.dispatch.run_minutes)
+    allowed = services.store.watch.charge(
+        f"budget:{request.correlation_id}", request.repo, watch_budget.day(now), request.trigger, level, cost,
+        lambda spent: watch_budget.allows(level, spent, cost, bench.dispatch.budget), now)
+    if not allowed:
+        log.info("default-branch run skipped for the budget", extra={
+            "repo": request.repo, "correlation_id": request.correlation_id, "trigger": request.trigger})
+    return allowed
 
 
 def _look_for_run(github: GitHub, repo: str, workflow: str, correlation_id: str) -> WorkflowRun | None:
@@ -119,7 +145,10 @@ def _save(services: Services, request: BenchRequest) -> BenchRequest:
 def publish_check(services: Services, github: GitHub, request: BenchRequest,
                   bench: BenchConfig) -> BenchRequest:
     """Show where the request, as stored, stands in its check run on the head commit; the request,
-    with its check run's id (stored when it is new: the only write here)."""
+    with its check run's id (stored when it is new: the only write here). A bisect has none: its
+    case says where it stands (the dashboard), and its culprit's pull request hears of it."""
+    if request.trigger == "bisect":
+        return request
     results = services.store.benchmarks.results(request.id) if request.id is not None else []
     check = bench_report.check(request_section(request, results), request.correlation_id, bench.dispatch.gate)
     check_run_id = github.publish_check(request.repo, check, request.check_run_id)
@@ -169,6 +198,9 @@ def _scheduled_run(services: Services, repo: str, installation_id: int | None, n
     github = services.github.for_installation(installation_id)
     branch, head = github.default_branch(repo)
     config, _ = repo_config.read(github, repo, branch)
+    from . import watch  # imported here: the watch dispatches its bisects through this module
+
+    watch.retry_out_of_budget(services, github, repo, config, branch)
     slot = policy.schedule_slot(config.bench, now)
     if slot is None:
         return 0
@@ -181,5 +213,7 @@ def _scheduled_run(services: Services, repo: str, installation_id: int | None, n
     request = new_request(services, key=key, repo=repo, installation_id=installation_id, number=None,
                           base_sha=parent, head_sha=head, suites=contract.default_suites(config.bench),
                           trigger="schedule")
+    if not within_budget(services, request, watch_budget.SCHEDULED, config.bench):
+        return 0
     start(services, github, request, config.bench, branch)
     return 1

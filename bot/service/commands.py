@@ -22,8 +22,9 @@ from bot.core.commands import grammar
 from bot.core.config.schema import BenchConfig, RepoConfig
 from bot.core.pulls import PullInfo
 from bot.core.render import bench as render_bench
+from bot.core.watch.cases import ACTIVE as ACTIVE_CASE
 
-from . import benchmarks, repo_config, reviewing, sticky
+from . import benchmarks, repo_config, reviewing, sticky, watch
 from .events import CommandEvent
 from .ports.github import GitHub, PullRequestGone
 from .ports.store import Admission
@@ -85,6 +86,15 @@ def handle(event: CommandEvent, services: Services) -> None:
         return
     if isinstance(command, grammar.Run) and snapshot.pull.open:
         _admit(services, snapshot, command)
+    elif isinstance(command, grammar.Bisect):
+        _apply(services, snapshot, _decide_in_turn(services, snapshot, command))
+    elif isinstance(command, grammar.Cancel) and _cancel_cases(services, snapshot):
+        running = benchmarks.active(services, snapshot.repo, snapshot.pull.number)
+        for request in running:  # and the pull request's own benchmark, as a plain /bench cancel does
+            benchmarks.stop(services, github, request, contract.CANCELLED, snapshot.config.bench)
+        _react(github, event, "+1")
+        if running:
+            _show(services, snapshot)
     else:
         _apply(services, snapshot, _decide(services, snapshot, command))
     services.store.work.claim(done)
@@ -140,6 +150,56 @@ def _decide(services: Services, snapshot: _Snapshot, command: grammar.Command) -
     running = benchmarks.active(services, snapshot.repo, snapshot.pull.number)
     active = policy.Active(running[0].head_sha, running[0].run_url) if running else None
     return policy.decide(command, replace(snapshot.facts, active=active), snapshot.config.bench)
+
+
+def _decide_in_turn(services: Services, snapshot: _Snapshot, command: grammar.Command) -> policy.Decision:
+    """Decide with the cooldowns' facts read in the admission's transaction (nothing recorded)."""
+    key = contract.work_key("command", snapshot.repo, snapshot.event.subject)
+
+    def decide(now: Admission) -> tuple[policy.Decision, None]:
+        facts = replace(snapshot.facts, user_last=now.user_last, pr_last=now.pr_last)
+        return policy.decide(command, facts, snapshot.config.bench), None
+
+    decision, _ = services.store.benchmarks.admit(contract.correlation_id(key), snapshot.repo,
+                                                  snapshot.pull.number, snapshot.event.login, decide)
+    return decision
+
+
+def _start_bisect(services: Services, snapshot: _Snapshot, decision: policy.StartBisect) -> None:
+    """`/bench bisect`: the two commits found among the default branch's known commits (never a
+    fork's head), then one case per suite, each bisected within the budget."""
+    event, github, repo = snapshot.event, snapshot.github, snapshot.repo
+    found = {name: services.store.watch.known_commits(repo, sha) for name, sha in
+             (("good", decision.good), ("bad", decision.bad))}
+    for name, sha in (("good", decision.good), ("bad", decision.bad)):
+        if len(found[name]) != 1:
+            why = "no commit" if not found[name] else f"{len(found[name])} commits"
+            _react(github, event, "confused")
+            _reply(services, github, event, render_bench.refusal_reply(
+                f"the {name} commit {sha} matches {why} of the default branch that perfbot measured or "
+                "recorded as a merge", "name merge commits of the default branch, or commits of its history "
+                "on the dashboard (a bisect never runs a pull request's own head)"))
+            return
+    _react(github, event, "eyes")
+    states = []
+    for suite in decision.suites:
+        case, _ = watch.open_by_hand(services, repo, event.repo.installation_id, found["good"][0],
+                                     found["bad"][0], suite, decision.metric or "", event.login,
+                                     snapshot.pull.number)
+        case = watch.bisect(services, github, case, snapshot.config, event.repo.default_branch)
+        states.append((suite, case))
+    if any(case.state == "bisecting" for _, case in states):
+        _react(github, event, "rocket")
+    _reply(services, github, event, watch.started_reply(states))
+
+
+def _cancel_cases(services: Services, snapshot: _Snapshot) -> bool:
+    """`/bench cancel` stops the bisects asked for on this pull request; whether there were any."""
+    stopped = False
+    for case in services.store.watch.cases(frozenset({snapshot.repo})):
+        if case.source == "command" and case.number == snapshot.pull.number and case.state in ACTIVE_CASE:
+            stopped |= watch.cancel(services, snapshot.github, case, snapshot.config, snapshot.event.login)
+    return stopped
 
 
 def _admit(services: Services, snapshot: _Snapshot, command: grammar.Run) -> None:
@@ -205,6 +265,9 @@ def _apply(services: Services, snapshot: _Snapshot, decision: policy.Decision) -
         _react(github, event, "confused")
         _reply(services, github, event, render_bench.refusal_reply(decision.reason, decision.hint))
         return
+    if isinstance(decision, policy.StartBisect):
+        _start_bisect(services, snapshot, decision)
+        return
     _react(github, event, "eyes")
     if isinstance(decision, policy.ShowHelp):
         _reply(services, github, event, _help(snapshot.config.bench))
@@ -219,6 +282,8 @@ def _apply(services: Services, snapshot: _Snapshot, decision: policy.Decision) -
                                user=event.login, reason=decision.reason, comment_id=event.comment_id,
                                created_at=services.now()), f"ack:{snapshot.repo}:{event.subject}")
         _react(github, event, "+1")
+    elif isinstance(decision, policy.StartBisect):
+        _start_bisect(services, snapshot, decision)
     elif isinstance(decision, policy.CancelRun):
         for request in benchmarks.active(services, snapshot.repo, pull.number):
             benchmarks.stop(services, github, request, contract.CANCELLED, snapshot.config.bench)

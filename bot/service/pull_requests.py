@@ -81,11 +81,14 @@ def _stop(services: Services, github: GitHub, requests: tuple[BenchRequest, ...]
 
 def _start(services: Services, github: GitHub, event: PullRequestEvent, start: bench_plan.Start,
            bench: BenchConfig) -> None:
-    request = benchmarks.new_request(
+    benchmarks.start(services, github, _request(services, event, start), bench, event.repo.default_branch)
+
+
+def _request(services: Services, event: PullRequestEvent, start: bench_plan.Start) -> BenchRequest:
+    return benchmarks.new_request(
         services, key=start.key, repo=event.repo.full_name, installation_id=event.repo.installation_id,
         number=start.number, base_sha=start.base_sha, head_sha=start.head_sha, suites=start.suites,
         trigger=start.trigger, requested_by=start.requested_by)
-    benchmarks.start(services, github, request, bench, event.repo.default_branch)
 
 
 # ---------------------------------------------------------------- a push
@@ -263,5 +266,8 @@ def _benchmark_merge(services: Services, close: _Close, bench: BenchConfig) -> N
     merge_sha = close.runs.merge_sha
     parent = close.github.first_parent(close.runs.repo, merge_sha) if merge_sha is not None else None
     start = bench_plan.merge_run(close.runs, parent, bench)
-    if start is not None:
-        _start(services, close.github, close.event, start, bench)
+    if start is None:
+        return
+    request = _request(services, close.event, start)
+    if benchmarks.within_budget(services, request, close.runs.level or "none", bench):
+        benchmarks.start(services, close.github, request, bench, close.event.repo.default_branch)

@@ -167,3 +167,38 @@ class Ack:
         """What the dashboard's API says of it."""
         return {"user": self.user, "reason": self.reason, "head_sha": self.head_sha,
                 "created_at": self.created_at.isoformat()}
+
+
+@dataclass(frozen=True, kw_only=True)
+class RegressionCase:
+    """A regression on the default branch, from its detection to its culprit (regression_cases):
+    the change (`bot.core.watch.cases.Span`), what found it, where its bisect stands, and what the
+    bisect found. ``outcome``: the bisect's findings as JSON (its Markdown, the fingerprints of
+    today's runs, the kernel diff), for the case's page."""
+
+    key: str
+    repo: str
+    suite: str
+    metric: str  # "": the suite's headline metric (a `/bench bisect` without --metric)
+    good_sha: str
+    bad_sha: str
+    source: str  # merge | changepoint | command
+    state: str
+    installation_id: int | None
+    detected_at: datetime
+    number: int | None = None  # the pull request a merge run's case is of
+    change: float | None = None  # relative change of the metric, when the detection gave one
+    requested_by: str | None = None
+    correlation_id: str | None = None  # the bisect's benchmark request
+    run_url: str | None = None
+    culprit_sha: str | None = None
+    culprit_number: int | None = None
+    culprit_subject: str | None = None
+    outcome: str | None = None
+    gpu_minutes: float = 0.0  # counted against the budget (`bot.core.watch.budget`)
+    comment_url: str | None = None
+    issue_number: int | None = None
+    superseded_by: str | None = None
+    note: str | None = None  # why it stands where it does (out of budget, failed, cancelled by whom)
+    updated_at: datetime | None = None
+    finished_at: datetime | None = None

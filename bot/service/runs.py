@@ -20,12 +20,13 @@ from datetime import datetime
 
 from bot.core import stepmap
 from bot.core.bench import artifact as results_artifact
-from bot.core.bench import contract, judging
+from bot.core.bench import bisect_artifact, contract, judging
 from bot.core.config.schema import RepoConfig
 from bot.core.render.kernels import ChangedLines, changed_lines
 from bot.core.text import clip, printable
+from bot.core.watch import cases
 
-from . import benchmarks, repo_config, reviewing, sticky
+from . import benchmarks, repo_config, reviewing, sticky, watch
 from .bench_section import SHOWN_TRIGGERS
 from .events import WorkflowRunEvent
 from .failures import Permanent
@@ -94,6 +95,9 @@ def _started(event: WorkflowRunEvent, services: Services, request: BenchRequest)
 def _completed(event: WorkflowRunEvent, services: Services, request: BenchRequest) -> None:
     key = f"run:{request.repo}:{event.run_id}:{event.run_attempt}"
     if services.store.work.done(key):
+        if _watched(request) and not services.store.work.done(watch.watch_key(key)):
+            _watch(event, services, request, key)  # stored, then cut short before the watch looked
+            return
         log.info("run handled before; replay ignored", extra={"repo": request.repo, "run_id": event.run_id})
         return
     if request.status in (contract.CANCELLED, contract.SUPERSEDED):
@@ -104,6 +108,9 @@ def _completed(event: WorkflowRunEvent, services: Services, request: BenchReques
     if not _same_workflow(event, config.config):
         return
     request = replace(request, run_id=event.run_id, run_url=event.html_url or request.run_url)
+    if request.trigger == watch.BISECT_TRIGGER:
+        _bisected(event, services, github, request, config.config, key)
+        return
     finished, results, points, maps = _outcome(github, request, event.conclusion, services.now())
     stored_maps = [StoredStepMap(request.repo, event.repo.default_branch, m) for m in maps]
     if not services.store.benchmarks.complete(finished, results, points, key, stored_maps):
@@ -111,6 +118,58 @@ def _completed(event: WorkflowRunEvent, services: Services, request: BenchReques
     log.info("benchmark finished", extra={"repo": request.repo, "correlation_id": request.correlation_id,
                                           "status": finished.status, "conclusion": finished.conclusion})
     _show(services, github, finished, config, event.repo.default_branch)
+    if _watched(finished):
+        _watch(event, services, finished, key, github, config.config)
+
+
+def _watched(request: BenchRequest) -> bool:
+    return request.trigger in ("merge", "schedule")
+
+
+def _watch(event: WorkflowRunEvent, services: Services, request: BenchRequest, key: str,
+           github: GitHub | None = None, config: RepoConfig | None = None) -> None:
+    """The watch's look at a stored default-branch run (`bot.service.watch`), then its work key."""
+    if request.status == contract.COMPLETED:
+        stored = services.store.benchmarks.get(request.correlation_id) or request
+        github = github or services.github.for_installation(request.installation_id)
+        if config is None:
+            config = repo_config.read(github, request.repo, event.repo.default_branch).config
+        watch.after_run(services, github, stored, config, event.repo.default_branch)
+    services.store.work.claim(watch.watch_key(key))
+
+
+def _bisected(event: WorkflowRunEvent, services: Services, github: GitHub, request: BenchRequest,
+              config: RepoConfig, key: str) -> None:
+    """A bisect's run completed: its report read through the same checks as results (the
+    artifact's name, size, archive), its case ended, then its request stored with the run's work
+    key; the culprit is named last (again on a replay, until it is)."""
+    case = services.store.watch.by_correlation(request.correlation_id)
+    problems: list[str] = []
+    status = contract.COMPLETED if event.conclusion in ("success", "failure") else contract.FAILED
+    if case is not None and case.state == cases.BISECTING:
+        problems, outcome = _bisect_report(github, request, event.conclusion)
+        case = watch.finished(services, request, outcome, problems, config)
+        status = status if outcome is not None else contract.FAILED
+    done = replace(request, status=status, conclusion=event.conclusion or "failure",
+                   completed_at=services.now(), error=_join(problems) or None)
+    services.store.benchmarks.complete(done, [], [], key)  # False on a replay: stored before
+    if case is not None and case.state == cases.CONFIRMED:
+        watch.announce(services, github, case, config)
+
+
+def _bisect_report(github: GitHub, request: BenchRequest, conclusion: str | None
+                   ) -> tuple[list[str], bisect_artifact.BisectOutcome | None]:
+    """The bisect's outcome (`bot.core.bench.bisect_artifact`), or what kept it from being read. A
+    bisect that found no culprit or could not reproduce exits 1, so a failed run may carry a report."""
+    problems, content = _download(github, request)
+    if content is None:
+        return problems, None
+    outcome, found = bisect_artifact.read(content.files, good=request.base_sha, bad=request.head_sha,
+                                          suite=request.suites[0])
+    problems += found
+    if outcome is None and conclusion != "success":
+        problems.append(f"the bisect run concluded {conclusion or 'without a conclusion'}")
+    return problems, outcome
 
 
 def _show(services: Services, github: GitHub, request: BenchRequest, config: repo_config.ConfigRead,
@@ -164,23 +223,30 @@ def _judged(github: GitHub, request: BenchRequest, subject: str
     """Download and judge the request's artifact; what went wrong on the way, the judgement, and
     the per-step maps of the run's commits its results files hold. A download the storage refuses
     (`ArtifactUnavailable`) propagates: the delivery is tried again."""
-    nothing = judging.Judged((), ())
-    wanted = contract.artifact_name(request.correlation_id)
-    found = next((a for a in github.artifacts(request.repo, request.run_id or 0) if a.name == wanted), None)
-    if found is None:
-        return [f"the run uploaded no artifact named {wanted}"], nothing, []
-    if found.expired:
-        return [f"the artifact {wanted} has expired"], nothing, []
-    if found.size > MAX_DOWNLOAD:
-        return [f"the artifact is {found.size:,} bytes; at most {MAX_DOWNLOAD:,} are downloaded"], nothing, []
-    try:
-        data = github.download_artifact(request.repo, found.id, MAX_DOWNLOAD)
-        content = results_artifact.read(data)
-    except (ArtifactInvalid, results_artifact.ArtifactError) as error:
-        return [clip(printable(str(error)), 300)], nothing, []
+    problems, content = _download(github, request)
+    if content is None:
+        return problems, judging.Judged((), ()), []
     judged = judging.judge(content, request.base_sha, request.head_sha, request.suites, subject,
                            _changed_lines(github, request))
     return [], judged, _step_maps(request, content)
+
+
+def _download(github: GitHub, request: BenchRequest) -> tuple[list[str], results_artifact.Artifact | None]:
+    """The request's artifact, found by its name, within the size limits, read as untrusted input;
+    or what went wrong."""
+    wanted = contract.artifact_name(request.correlation_id)
+    found = next((a for a in github.artifacts(request.repo, request.run_id or 0) if a.name == wanted), None)
+    if found is None:
+        return [f"the run uploaded no artifact named {wanted}"], None
+    if found.expired:
+        return [f"the artifact {wanted} has expired"], None
+    if found.size > MAX_DOWNLOAD:
+        return [f"the artifact is {found.size:,} bytes; at most {MAX_DOWNLOAD:,} are downloaded"], None
+    try:
+        data = github.download_artifact(request.repo, found.id, MAX_DOWNLOAD)
+        return [], results_artifact.read(data)
+    except (ArtifactInvalid, results_artifact.ArtifactError) as error:
+        return [clip(printable(str(error)), 300)], None
 
 
 def _step_maps(request: BenchRequest, content: results_artifact.Artifact) -> list[stepmap.StepMap]:

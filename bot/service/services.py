@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 from .leases import Running
+from .ports.app_registration import AppRegistration
 from .ports.github import GitHubFactory
 from .ports.queue import Queue
 from .ports.sign_in import SignIn
@@ -32,5 +33,7 @@ class Services:
     queue: Queue
     now: Callable[[], datetime] = field(default=utc_now)
     sign_in: SignIn | None = None  # None: dashboard sign-in is not configured
+    # None: not registering an App (only `perfbot serve --register-app` does)
+    app_registration: AppRegistration | None = None
     storing: Storing = field(default_factory=Storing)  # whether its intake stored the last delivery
     running: Running = field(default_factory=Running)  # the deliveries its consumer threads work on

@@ -12,7 +12,7 @@ from bot.service.routes import ROUTER
 from bot.service.services import Services
 from bot.settings import Settings
 
-from . import dashboard, headers, health, state, webhook
+from . import app_setup, dashboard, headers, health, state, webhook
 from .metrics import Metrics
 
 
@@ -34,6 +34,8 @@ def create_app(settings: Settings, services: Services, router: Router = ROUTER,
     app.register_blueprint(webhook.bp)
     app.register_blueprint(health.bp)
     dashboard.install(app, settings, exempt=(webhook.bp,))
+    if settings.register_app_to:  # only while `perfbot serve --register-app FILE` runs
+        app.register_blueprint(app_setup.bp)
     app.register_error_handler(HTTPException, _http_error)
     return app
 

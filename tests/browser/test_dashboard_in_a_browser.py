@@ -122,3 +122,20 @@ def test_the_calibration_page_shows_precision_per_level_and_rule(server, page, s
     assert page.inner_text("#all-missed") == str(figures["missed"])
     assert page.locator("details[open] tbody tr").count() == len(figures["rules"])
     screenshot(page, "calibration")
+
+
+def test_a_comparison_draws_its_rounds_as_the_pr_comment_does(server, page, screenshot):
+    merge = api(server, f"/api/v1/merges?repo={PUBLIC}&verdict=regression")["items"][0]
+    stored = api(server, f"/api/v1/merges/{PUBLIC}/{merge['number']}")["results"][0]["comparison"]["charts"][0]
+    page.goto(server + f"/merges/{PUBLIC}/{merge['number']}")
+    page.wait_for_function("window.perfbotCharts && window.perfbotCharts.some(c => c.kind === 'rounds')")
+    drawn = page.evaluate(
+        "(() => { const c = window.perfbotCharts.find(c => c.kind === 'rounds'); return {x: c.plot.data[0],"
+        " base: c.plot.data[1], head: c.plot.data[2], width: c.plot.ctx.canvas.width,"
+        " ticks: c.plot.axes[0].values(c.plot, c.plot.data[0])}; })()"
+    )
+    assert drawn["base"] == stored["base"] and drawn["head"] == stored["head"]
+    assert drawn["x"] == list(range(1, len(stored["labels"]) + 1)) and drawn["width"] > 500
+    assert drawn["ticks"] == stored["labels"], "the x-axis says which side ran first"
+    page.locator("figure.rounds-chart").scroll_into_view_if_needed()
+    screenshot(page, "comparison-rounds")

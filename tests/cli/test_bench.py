@@ -13,6 +13,7 @@ import pytest
 
 from bot.cli.main import main
 from bot.runner import fingerprint
+from tests.core.bench import test_bisect_artifact as bisection
 from tests.runner.processes import running_with
 
 BENCH_SH = 'echo "PERFBOT_METRIC step_ms=$(cat speed.txt) unit=ms better=lower"\n'
@@ -151,3 +152,19 @@ def test_report_of_a_folder_without_results_is_an_error_and_of_no_folder_a_usage
     assert capsys.readouterr().out == "error\n"
     assert main(["bench", "report", str(tmp_path / "missing")]) == 2
     assert capsys.readouterr().err == f"perfbot: error: {tmp_path / 'missing'}: not a folder of results files\n"
+
+
+def test_bench_report_reads_a_bisection_s_folder_through_the_app_s_reader(tmp_path, capsys):
+    """A folder holding bisect.json is a bisection's artifact: its status is printed and its report
+    written, about the GOOD, BAD and suite it names unless they are given; a mismatch is an error."""
+    folder = tmp_path / "artifact"
+    folder.mkdir()
+    for name, data in bisection.artifact(bisection.culprit_report()).items():
+        (folder / name).write_bytes(data)
+    assert main(["bench", "report", str(folder), "--markdown", str(tmp_path / "s.md")]) == 0
+    assert capsys.readouterr().out == "confirmed\n"
+    assert f"**Culprit:** `{bisection.SECOND}`" in (tmp_path / "s.md").read_text()
+    assert main(["bench", "report", str(folder), "--good", bisection.FIRST, "--bad", bisection.BAD,
+                 "--suite", bisection.SUITE, "--markdown", str(tmp_path / "s.md")]) == 0
+    assert capsys.readouterr().out == "error\n"
+    assert "GOOD is aaaaaaaaaa" in (tmp_path / "s.md").read_text()

@@ -221,10 +221,10 @@ def test_a_rerun_into_the_same_folder_reuses_its_runs_and_measures_only_what_is_
 
 def test_a_folder_of_another_bisection_is_a_one_line_error_and_nothing_runs(capsys, git_builder, tmp_path, log):
     good, shas = history(git_builder, culprit=99)
-    code, _, _ = bisect(capsys, git_builder, tmp_path, good, shas[-1])  # the reference run alone
-    assert code == 2 and len(rounds(log)) == 10
-    code, _, err = bisect(capsys, git_builder, tmp_path, good, shas[-1])  # reuses it
-    assert code == 2 and "nothing to bisect" in err and len(rounds(log)) == 10
+    code, report, _ = bisect(capsys, git_builder, tmp_path, good, shas[-1])  # the reference run alone
+    assert code == 1 and report["status"] == "not_reproduced" and len(rounds(log)) == 10
+    code, again, err = bisect(capsys, git_builder, tmp_path, good, shas[-1], quiet=False)  # reuses it
+    assert (code, again) == (1, report) and "nothing to bisect" in err and len(rounds(log)) == 10
     for extra, difference in ((["--rounds", "3"], "max_rounds 5 there, 3 here; rounds 5 there, 3 here"),
                               (["--metric", "allreduce_ms"], "metric (default) there, allreduce_ms here")):
         code, _, err = bisect(capsys, git_builder, tmp_path, good, shas[-1], *extra)
@@ -245,11 +245,29 @@ def test_an_output_folder_that_is_a_file_is_a_one_line_error(capsys, git_builder
     assert code == 2 and "cannot use it as the output folder" in err and err.count("\n") == 1
 
 
-def test_a_range_without_a_regression_is_a_one_line_error(capsys, git_builder, tmp_path):
+def test_a_range_without_a_regression_is_reported_not_reproduced_with_both_fingerprints(capsys, git_builder,
+                                                                                        tmp_path):
+    """GOOD and BAD that no longer differ are an outcome (exit 1), not a usage error: no culprit, the
+    reference run and each side's environment fingerprint kept, and the artifact written."""
     good, shas = history(git_builder, culprit=99)
-    code, report, err = bisect(capsys, git_builder, tmp_path, good, shas[-1])
-    assert code == 2 and report is None
-    assert err.startswith("perfbot: error: BAD is not measurably slower than GOOD") and err.count("\n") == 1
+    code, report, err = bisect(capsys, git_builder, tmp_path, good, shas[-1], "--artifact", str(tmp_path / "a"))
+    assert code == 1 and err == "", err
+    assert (report["schema"], report["status"], report["culprit"]) == (1, "not_reproduced", None)
+    assert report["conclusion"].startswith("not reproduced in today's environment: allreduce_ms unchanged")
+    assert report["reference"]["verdict"] == "unchanged" and report["metric"] == "allreduce_ms"
+    assert [m["purpose"] for m in report["measurements"]] == ["reference"]
+    assert report["fingerprints"]["good"]["git.sha"] == good
+    assert report["fingerprints"]["bad"]["git.sha"] == shas[-1]
+    assert sorted(p.name for p in (tmp_path / "a").iterdir()) == ["bisect.json", "reference.results.json",
+                                                                   "summary.md"]
+    summary = (tmp_path / "a" / "summary.md").read_text()
+    assert "not reproduced in today's environment" in summary and "| key | GOOD | BAD | differs |" in summary
+    assert "| `git.sha` |" in summary
+    main(["bisect", good, shas[-1], "--repo", str(git_builder.root), "--suite", "spin", "--rounds", "5",
+          "--out", str(tmp_path / "runs"), "--python", PLAIN_PYTHON, "--quiet"])
+    text = capsys.readouterr().out
+    assert "not reproduced in today's environment" in text and "fingerprints (GOOD | BAD)" in text
+    assert "* git.sha" in text and f"{good} | {shas[-1]}" in text
 
 
 def test_an_unknown_metric_is_a_one_line_error(capsys, git_builder, tmp_path):
@@ -303,3 +321,22 @@ def test_statistics_options_out_of_range_are_one_line_errors(capsys, option, val
     code = main(["bisect", "a", "b", "--suite", "x", option, value])
     _, err = capsys.readouterr()
     assert code == 2 and message in err and err.count("\n") == 1
+
+
+def test_a_bisection_that_stops_on_an_error_still_leaves_its_report_in_the_artifact(capsys, git_builder, tmp_path):
+    """The action uploads what perfbot wrote: a bisection stopped by an error (here a suite the config
+    does not have) leaves bisect.json with status error and the reason, its SHA-256 recorded."""
+    good, shas = history(git_builder, 3)
+    artifact, recorded = tmp_path / "artifact", tmp_path / "recorded"
+    with recorded.open("w") as stream:
+        code = main(["bisect", good, shas[-1], "--repo", str(git_builder.root), "--suite", "nope",
+                     "--out", str(tmp_path / "runs"), "--artifact", str(artifact), "--python", PLAIN_PYTHON,
+                     "--github-output-fd", str(stream.fileno()), "--quiet"])
+    _, err = capsys.readouterr()
+    assert code == 2 and err.count("\n") == 1 and "nope" in err, err
+    assert sorted(p.name for p in artifact.iterdir()) == ["bisect.json", "summary.md"]
+    report = json.loads((artifact / "bisect.json").read_text())
+    assert (report["status"], report["culprit"], report["good"], report["bad"]) == ("error", None, good, shas[-1])
+    assert report["conclusion"].startswith("stopped: ") and "nope" in report["conclusion"]
+    digest = hashlib.sha256((artifact / "bisect.json").read_bytes()).hexdigest()
+    assert f"{digest}  bisect.json" in recorded.read_text().splitlines()

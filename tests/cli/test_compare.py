@@ -47,7 +47,7 @@ def test_json_follows_the_contract(capsys, regression_file):
 def test_markdown_is_the_pr_comment(capsys, regression_file):
     code, out, _ = run(capsys, regression_file, "--format", "markdown")
     assert code == 0 and out.startswith("### 🔴 This PR makes the EAGLE-3 cycle")
-    assert "| metric | base | head | change | 95% CI | verdict |" in out
+    assert "| metric | base | head | change | interval the verdict used | verdict |" in out
 
 
 def test_fail_on_regression_exits_1_only_when_there_is_one(capsys, regression_file, tmp_path):

@@ -236,3 +236,18 @@ def test_serve_opens_no_control_socket_that_a_second_server_would_share(tmp_path
     env.pop("XDG_RUNTIME_DIR", None)
     with serving(tmp_path, env):
         assert not (home / ".gunicorn").exists()
+
+
+def test_register_app_refuses_existing_credentials_and_an_app_server_with_one_line(tmp_path, monkeypatch, capsys):
+    clear_settings(monkeypatch)
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "perfbot-app.env").write_text("PERFBOT_APP_ID=1\n")
+    assert main(["serve", "--register-app", "perfbot-app.env"]) == 2
+    assert capsys.readouterr().err.strip().splitlines()[-1] == (
+        f"perfbot: error: --register-app: {tmp_path / 'perfbot-app.env'} exists: perfbot never overwrites "
+        "credentials; move it away or name another file")
+    monkeypatch.setenv("PERFBOT_APP_ID", "7")
+    monkeypatch.setenv("PERFBOT_PRIVATE_KEY", "-----BEGIN RSA PRIVATE KEY-----\\nx\\n-----END RSA PRIVATE KEY-----")
+    assert main(["serve", "--register-app", "new.env"]) == 2
+    assert capsys.readouterr().err.strip().splitlines()[-1] == (
+        "perfbot: error: --register-app: this server is an App already (PERFBOT_APP_ID is set)")

@@ -335,6 +335,22 @@ def test_token_mode_follows_the_benchmark_with_a_commit_status(emulator, databas
     assert "Benchmark verdict: 🔴 regression" in sticky(emulator)
 
 
+def test_token_mode_shows_a_benchmark_that_failed_as_an_error_not_a_green_tick(emulator, database_url, tmp_path):
+    live.add_repository(emulator, CONFIG, {"maintainer": "write"})
+    emulator.add_pull(live.REPO, NUMBER, HEAD_SHA, diffs.HIGH, base_sha=BASE_SHA)
+    bot = live.start(emulator, database_url, f"sqlite:///{tmp_path / 'queue.db'}", app_key=None)
+    try:
+        say(bot, emulator, "/bench")
+        [dispatched] = emulator.dispatches
+        finish(bot, emulator, dispatched["run_id"], conclusion="failure")
+        bot.wait_idle()
+    finally:
+        bot.stop()
+    statuses = [s for s in emulator.statuses if s["context"] == "perfbot / bench"]
+    assert [s["state"] for s in statuses] == ["pending", "error"]
+    assert "no verdict" in statuses[-1]["description"]
+
+
 def test_an_artifact_its_storage_refuses_is_retried_and_its_signed_address_never_stored(bot, emulator, caplog):
     say(bot, emulator, "/bench sglang-eagle3")
     [dispatched] = emulator.dispatches

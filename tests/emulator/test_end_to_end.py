@@ -172,6 +172,7 @@ def test_token_mode_publishes_a_commit_status_instead_of_a_check_run(emulator, d
         bot.stop()
     [status] = emulator.statuses
     assert (status["context"], status["state"], status["_sha"]) == ("perfbot / risk", "success", SHA_1)
+    assert status["description"].startswith("MEDIUM risk ("), "a flagged risk leads its green status with the level"
     assert emulator.check_runs == {} and len(emulator.comments_on(live.REPO, NUMBER)) == 1
 
 

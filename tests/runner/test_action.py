@@ -381,3 +381,46 @@ def test_the_action_has_branding_github_accepts():
     assert ACTION["branding"]["color"] in {"white", "black", "yellow", "blue", "green", "orange", "red",
                                            "purple", "gray-dark"}
     assert ACTION["branding"]["icon"] == "activity"
+
+
+def test_bisect_mode_bisects_uploads_the_artifact_files_and_reports_the_status(target, tmp_path):
+    """GOOD..BAD is one commit that makes the step 20% slower: the reference run, then its
+    confirmation against its parent (GOOD); the artifact holds exactly the contract's files, each the
+    one perfbot wrote, and the outputs are the status and the report read back as the App reads it."""
+    runner = Runner(tmp_path, {**target, "mode": "bisect", "rounds": "5", "correlation-id": "b1"})
+    steps, upload = runner.run()
+    assert steps["bench"].returncode == 0, steps["bench"].stderr
+    assert steps["report"].returncode == 0, steps["report"].stdout + steps["report"].stderr
+    assert upload["name"] == "perfbot-results-b1"
+    folder = Path(upload["path"])
+    assert sorted(p.name for p in folder.iterdir()) == ["bisect.json", "confirm.results.json",
+                                                        "reference.results.json", "summary.md"]
+    report = json.loads((folder / "bisect.json").read_text())
+    assert (report["status"], report["culprit"]["sha"]) == ("confirmed", target["head-sha"])
+    assert report["reference"]["results"] == "reference.results.json"
+    assert all("/" not in m["results"] for m in report["measurements"])  # no path of the runner's disk
+    confirm = json.loads((folder / "confirm.results.json").read_text())
+    assert (confirm["base"]["sha"], confirm["head"]["sha"]) == (target["base-sha"], target["head-sha"])
+    outputs = runner.outputs()
+    assert outputs["verdict"] == "confirmed"
+    assert f"**Culprit:** `{target['head-sha']}` head: +20.0% against its parent" in outputs["summary-markdown"]
+    assert runner.files["summary"].read_text() == outputs["summary-markdown"] + "\n"
+    assert outputs["results-files"].splitlines() == [str(folder / "confirm.results.json"),
+                                                     str(folder / "reference.results.json")]
+
+
+@pytest.mark.parametrize(("inputs", "message"), [
+    ({"mode": "bisect", "metric": "x; touch pwned"}, "metric must be empty or 1-64"),
+    ({"mode": "bisect", "metric": "$(touch pwned)"}, "metric must be empty or 1-64"),
+    ({"mode": "bisect", "metric": "a\nb"}, "metric must be empty or 1-64"),
+    ({"mode": "bench", "metric": "step_ms"}, "metric is for bisect mode only"),
+    ({"mode": "bisect; touch pwned"}, "mode must be bench or bisect"),
+    ({"mode": "bisect", "suites": "quick other"}, "in bisect mode suites names exactly one suite"),
+    ({"mode": "bisect", "base-sha": "HEAD~1"}, "in bisect mode base-sha (GOOD) and head-sha (BAD)"),
+])
+def test_bad_bisect_inputs_are_refused_before_anything_runs(target, tmp_path, inputs, message):
+    runner = Runner(tmp_path, {**target, "correlation-id": "b2", **inputs})
+    steps, upload = runner.run()
+    assert steps["bench"].returncode == 2 and message in steps["bench"].stdout
+    assert upload["path"] == "" and runner.outputs()["verdict"] == ""
+    assert not (Path.cwd() / "pwned").exists() and not (tmp_path / "pwned").exists()

@@ -29,7 +29,7 @@ CHECKOUT, PERFBOT = JOB["steps"]
 # The workflow_dispatch inputs the bot sends, all strings (the contract's table), and whether the
 # bot always sends a value.
 CONTRACT_INPUTS = {"pr": False, "base-sha": True, "head-sha": True, "suites": True, "rounds": False,
-                   "max-rounds": False, "correlation-id": True}
+                   "max-rounds": False, "correlation-id": True, "mode": False, "metric": False}
 # What the workflow's timeout is written for (its comment says so): bench.warmup, bench.max_rounds,
 # bench.timeout, one suite, and minutes for checking out and installing perfbot.
 WARMUP, MAX_ROUNDS, ROUND_TIMEOUT_S, INSTALL_MINUTES = 1, 10, 900, 20
@@ -61,9 +61,12 @@ def test_it_runs_on_a_self_hosted_gpu_runner():
     assert {"self-hosted", "gpu"} <= set(JOB["runs-on"])
 
 
-def dispatched(pr: str, head_sha: str, ref: str = "refs/heads/main") -> tuple[str, bool]:
-    """The concurrency group and cancel-in-progress of a run the bot dispatched with these inputs."""
-    contexts = {"inputs": {"pr": pr, "head-sha": head_sha, "base-sha": "b" * 40, "correlation-id": "c"},
+def dispatched(pr: str, head_sha: str, ref: str = "refs/heads/main", mode: str = "bench",
+               base_sha: str = "b" * 40) -> tuple[str, bool]:
+    """The concurrency group and cancel-in-progress of a run the bot dispatched with these inputs
+    (``mode`` as GitHub fills in the default when the bot leaves it out)."""
+    contexts = {"inputs": {"pr": pr, "head-sha": head_sha, "base-sha": base_sha, "correlation-id": "c",
+                           "mode": mode, "metric": ""},
                 "github": {"ref": ref, "workflow": WORKFLOW["name"]}}
     concurrency = WORKFLOW["concurrency"]
     group, cancel = interpolate(concurrency["group"], contexts), concurrency.get("cancel-in-progress", False)
@@ -98,6 +101,15 @@ def test_pull_requests_and_the_default_branch_never_share_a_group(pr, other_pr, 
     assume(pr != other_pr)
     assert dispatched(pr, sha)[0] != dispatched("", sha)[0]
     assert dispatched(pr, sha)[0] != dispatched(other_pr, sha)[0]
+
+
+@given(good=SHAS, other_good=SHAS, bad=SHAS)
+def test_a_bisection_never_shares_a_group_with_a_benchmark_and_is_never_cancelled(good, other_good, bad):
+    bisection, cancels = dispatched("", bad, mode="bisect", base_sha=good)
+    assert not cancels
+    assert bisection != dispatched("", bad)[0]
+    assume(good != other_good)
+    assert bisection != dispatched("", bad, mode="bisect", base_sha=other_good)[0]
 
 
 def test_a_merge_run_is_not_cancelled_by_the_scheduled_run_after_it():

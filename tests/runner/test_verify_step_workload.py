@@ -14,7 +14,8 @@ importorskip("torch")
 
 from bot.runner.suites import verify_step_workload  # noqa: E402
 
-ONE_RANK_METRICS = {"verify_eager_ms", "draft_ms", "cycle_ms", "tok_s"}
+ONE_RANK_METRICS = {"verify_eager_ms", "draft_ms", "cycle_ms", "tok_s", "decode_ms", "baseline_tok_s",
+                    "spec_speedup"}
 # The allreduce is timed only where there is something to exchange.
 CPU_METRICS = ONE_RANK_METRICS | {"allreduce_verify_us", "allreduce_draft_us"}
 
@@ -36,6 +37,10 @@ def test_one_rank_on_cpu_reports_medians_and_the_derived_cycle(tmp_path):
     assert all(value > 0 for value in metrics.values())
     assert metrics["cycle_ms"] == pytest.approx(3 * metrics["draft_ms"] + metrics["verify_eager_ms"])
     assert metrics["tok_s"] == pytest.approx(1000 * 2.0 / metrics["cycle_ms"])
+    # Without speculation: one token per sequence per plain decode step of the same model.
+    assert metrics["baseline_tok_s"] == pytest.approx(1000 / metrics["decode_ms"])
+    assert metrics["spec_speedup"] == pytest.approx(metrics["tok_s"] / metrics["baseline_tok_s"])
+    assert {"decode_ms", "spec_speedup"} <= set(report["spread"])
     assert (report["world_size"], report["device"], report["shape"]["hidden"]) == (1, "cpu", 64)
 
 
@@ -167,6 +172,20 @@ def test_a_serving_worker_runs_a_round_per_request_until_its_input_ends(tmp_path
     assert done.returncode == 0, done.stderr
     rounds = [json.loads((tmp_path / f"round-{n}.json").read_text()) for n in range(2)]
     assert all(r["process"] == "worker" and set(r["metrics"]) == CPU_METRICS for r in rounds)
+
+
+def test_the_configured_speculation_floor_is_recorded_for_the_comparison():
+    from pydantic import ValidationError
+
+    from bot.core.config.suite_kinds.verify_step import VerifyStepSuite
+    from bot.runner.suites.verify_step import VerifyStepBench
+
+    with_floor = VerifyStepBench("verify-step", VerifyStepSuite(kind="verify-step", speculation_floor=1.2))
+    assert with_floor.judging() == {"speculation_floor": 1.2}
+    assert VerifyStepBench("verify-step", VerifyStepSuite(kind="verify-step")).judging() == {}
+    for bad in (0, -1.0, "fast"):
+        with pytest.raises(ValidationError, match="speculation_floor"):
+            VerifyStepSuite(kind="verify-step", speculation_floor=bad)
 
 
 def test_repository_frames_are_relative_paths_with_qualified_names(tmp_path, monkeypatch):

@@ -57,6 +57,8 @@ class FakeGitHub(GitHub):
         self.dispatches: list[dict] = []
         self.runs: dict[int, dict] = {}
         self.archives: dict[tuple[str, int], list[tuple[ArtifactRef, bytes]]] = {}
+        self.commit_comments: list[tuple[str, str, str]] = []
+        self.issues: dict[tuple[str, int], tuple[str, str]] = {}
         self._ids = itertools.count(1)
 
     # what tests arrange and look at
@@ -155,6 +157,16 @@ class FakeGitHub(GitHub):
     def reply(self, repo, number, body):
         self._existing(repo, number)
         return self.add_comment(repo, number, self.login, body).id
+
+    def comment_on_commit(self, repo, sha, body):
+        self.commit_comments.append((repo, sha, body))
+        return f"https://github.com/{repo}/commit/{sha}#commitcomment-{len(self.commit_comments)}"
+
+    def upsert_issue(self, repo, number, title, body):
+        if number is None:
+            number = 10_000 + len(self.issues)
+        self.issues[(repo, number)] = (title, body)
+        return number
 
     def default_branch(self, repo):
         return self.branches[repo]

@@ -36,6 +36,11 @@ NOW = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
 
 @pytest.fixture
 def github() -> FakeGitHub:
+    return make_github()
+
+
+def make_github() -> FakeGitHub:
+    """One installation with a high-risk pull request, its config and the benchmark workflow."""
     fake = FakeGitHub()
     fake.heads[(REPO, NUMBER)] = HEAD_SHA
     fake.diffs[(REPO, NUMBER)] = diffs.HIGH
@@ -521,7 +526,7 @@ def test_a_merge_run_lands_in_the_history(services, github):
     run_id = github.dispatches[-1]["run_id"]
     upload_results(github, run_id)
     send(services, "workflow_run", workflow_run(github, run_id))
-    [request] = services.store.benchmarks.for_pull(REPO, None)
+    [request] = [r for r in services.store.benchmarks.for_pull(REPO, None) if r.trigger == "merge"]
     [result] = services.store.benchmarks.results(request.id)
     assert result.on_default_branch and "This commit makes" in json.loads(result.comparison)["headline"]
     with services.store.engine.connect() as connection:

@@ -207,11 +207,22 @@ def _result(rng: random.Random, repo: str, number: int, head: str, verdict: str,
         "environment_diff": ([{"key": "packages.torch", "base": "2.9.0", "head": "2.9.1",
                                "category": "torch and kernel libraries", "material": True}]
                              if rng.random() < 0.2 else []),
-        "notes": [], "warnings": [],
+        "notes": [], "warnings": [], "charts": [_rounds(base, change, verdict)],
     }
     return {"request_id": None, "repo": repo, "number": number, "suite": "verify-step", "base_sha": _sha(rng),
             "head_sha": head, "verdict": verdict, "headline_metric": "step_ms", "headline_change": change,
             "comparison": json.dumps(comparison), "on_default_branch": False, "created_at": at}
+
+
+def _rounds(base: float, change: float, verdict: str) -> dict:
+    """The comparison's per-round chart (`bot.core.render.chart`): five ABBA pairs around the medians,
+    from a generator of its own (the data set's other draws stay what they were)."""
+    rng, pairs = random.Random(round(base * 1e6)), 5
+    return {"metric": "step_ms", "unit": "ms", "better": "lower", "verdict": verdict, "change": change,
+            "labels": [f"{k + 1} {'BH' if k % 2 == 0 else 'HB'}" for k in range(pairs)],
+            "base": [round(base * rng.uniform(0.99, 1.01), 3) for _ in range(pairs)],
+            "head": [round(base * (1 + change) * rng.uniform(0.99, 1.01), 3) for _ in range(pairs)],
+            "base_first": [k % 2 == 0 for k in range(pairs)], "pairs": pairs}
 
 
 def _sha(rng: random.Random) -> str:

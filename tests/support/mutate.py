@@ -52,6 +52,15 @@ TESTS: dict[str, tuple[str, ...]] = {
     "bot/core/risk/report.py": ("tests/core/risk/test_scoring.py", "tests/core/risk/test_scoring_edges.py",
                                 "tests/core/render/test_risk.py", "tests/core/render/test_comment.py",
                                 "tests/core/risk/test_report_json.py"),
+    # What a hunk is (cosmetic, rename, move, sweep, import-time set-up), the pins a manifest moves,
+    # the rules themselves (every weight and pattern is in the docs' rule table) and triage's order.
+    "bot/core/risk/changes.py": ("tests/core/risk/test_gate_rules.py", "tests/core/risk/test_changes.py",
+                                 "tests/core/risk/test_scoring.py", "tests/core/risk/test_scoring_edges.py"),
+    "bot/core/risk/manifests.py": ("tests/core/risk/test_manifests.py", "tests/core/risk/test_gate_rules.py",
+                                   "tests/core/risk/test_scoring.py"),
+    "bot/core/risk/profiles.py": ("tests/core/risk/test_gate_rules.py", "tests/core/render/test_risk.py",
+                                  "tests/core/risk/test_scoring.py"),
+    "bot/core/risk/triage.py": ("tests/core/risk/test_triage.py", "tests/core/risk/test_gate_rules.py"),
     "bot/core/risk/serialise.py": ("tests/core/risk/test_report_json.py", "tests/cli/test_score_triage_config.py"),
     # The per-step map's rules and the call graph they follow.
     "bot/core/risk/callgraph.py": ("tests/core/risk/test_callgraph.py", "tests/core/risk/test_stepmap_scoring.py"),

@@ -5,6 +5,7 @@ who may triage."""
 from __future__ import annotations
 
 import html
+import json
 import re
 from dataclasses import dataclass
 from urllib.parse import parse_qs, urlsplit
@@ -297,3 +298,25 @@ def test_the_webhook_is_not_behind_the_csrf_check(dash):
 def _all(dash: Dashboard, repo: str) -> list[dict]:
     page = dash.runtime.store.dashboard.flagged_merges(MergeQuery(repos=(repo,), per_page=200))
     return [m.to_dict() for m in page.items]
+
+
+def test_the_merge_page_draws_each_comparisons_round_chart(dash):
+    number = dash.client.get(f"/api/v1/merges?repo={PUBLIC}&verdict=regression").json["items"][0]["number"]
+    stored = dash.client.get(f"/api/v1/merges/{PUBLIC}/{number}").json["results"][0]["comparison"]["charts"][0]
+    page = dash.client.get(merge_path(PUBLIC, number)).get_data(as_text=True)
+    embedded = json.loads(re.search(r'<script type="application/json" id="rounds-0-0-data">(.*?)</script>',
+                                    page, re.S)[1])
+    assert (embedded["labels"], embedded["base"], embedded["head"]) == (stored["labels"], stored["base"],
+                                                                         stored["head"])
+    assert 'data-rounds-chart="rounds-0-0-data"' in page and "uPlot.iife.min.js" in page
+
+
+@pytest.mark.parametrize("charts", [None, "x", [{"labels": ["1 BH"], "base": [1.0], "head": []}],
+                                    [{"labels": ["1 BH"], "base": ["1"], "head": [2.0]}],
+                                    [{"labels": [], "base": [], "head": []}], [7]])
+def test_a_malformed_stored_chart_is_left_out(charts):
+    from bot.web.dashboard.pages import _round_charts
+
+    assert _round_charts({"charts": charts}, "rounds-0") == []
+    good = {"metric": "m", "labels": ["1 BH", "2 HB"], "base": [1.0, None], "head": [2, 2.5], "verdict": "regression"}
+    assert _round_charts({"charts": [good]}, "rounds-0")[0]["id"] == "rounds-0-0"

@@ -47,10 +47,13 @@ def sign_in(client, emulator, login: str) -> None:
     assert client.get(f"{back.path}?{back.query}").status_code == 302
 
 
-def test_anonymous_viewers_are_sent_to_sign_in(dash):
+def test_anonymous_viewers_get_a_page_asking_them_to_sign_in(dash):
     client, _ = dash
     answer = client.get("/deliveries/failed")
-    assert answer.status_code == 303 and answer.headers["Location"].startswith("/signin")
+    page = answer.get_data(as_text=True)
+    assert answer.status_code == 401 and answer.mimetype == "text/html"
+    assert 'href="/signin?next=/deliveries/failed"' in page and "Sign in with GitHub" in page
+    assert "g-mine" not in page and "g-theirs" not in page
     assert "Failed deliveries" not in client.get("/").get_data(as_text=True)
 
 
@@ -71,6 +74,11 @@ def test_without_sign_in_configured_the_page_says_where_failures_are(tmp_path, e
     runtime = build(settings)
     try:
         answer = create_app(settings, runtime.services).test_client().get("/deliveries/failed")
-        assert answer.status_code == 404 and "/healthz" in answer.get_data(as_text=True)
+        page = answer.get_data(as_text=True)
+        assert answer.status_code == 404 and answer.mimetype == "text/html", "a page, not raw JSON"
+        assert "/healthz" in page and "<h1>" in page
+        for setting in ("PERFBOT_OAUTH_CLIENT_ID", "PERFBOT_OAUTH_CLIENT_SECRET", "PERFBOT_SESSION_SECRET"):
+            assert setting in page, setting
+        assert 'href="/signin' not in page, "no sign-in link that could not work"
     finally:
         runtime.close()

@@ -15,6 +15,7 @@ from .deliveries import SqlDeliveries
 from .installations import SqlInstallations
 from .liveness import SqlLiveness
 from .reviews import SqlReviews
+from .watch import SqlWatch
 from .work import SqlWorkLog
 
 __all__ = ["SqlStore", "make_engine", "sqlite_file"]
@@ -31,6 +32,7 @@ class SqlStore(Store):
         self.work = SqlWorkLog(self.db)
         self.dashboard = SqlDashboard(self.db)
         self.liveness = SqlLiveness(self.db)
+        self.watch = SqlWatch(self.db)
 
     @classmethod
     def connect(cls, url: str, migrate_schema: bool = True) -> SqlStore:

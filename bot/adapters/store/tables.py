@@ -357,3 +357,60 @@ class DashboardSessionRow(Base):
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
     checked_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
     expires_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), index=True)
+
+
+class RegressionCaseRow(Base):
+    """A regression on the default branch (`bot.service.records.RegressionCase`): one per change,
+    whoever found it, however often; its state moves by conditional updates only."""
+
+    __tablename__ = "regression_cases"
+    __table_args__ = (
+        UniqueConstraint("repo", "suite", "metric", "good_sha", "bad_sha", name="uq_regression_cases_change"),
+        Index("ix_regression_cases_repo_state", "repo", "state"),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    key: Mapped[str] = mapped_column(String(64), unique=True)
+    repo: Mapped[str] = mapped_column(String(200))
+    suite: Mapped[str] = mapped_column(String(100))
+    metric: Mapped[str] = mapped_column(String(100))
+    good_sha: Mapped[str] = mapped_column(String(64))
+    bad_sha: Mapped[str] = mapped_column(String(64))
+    source: Mapped[str] = mapped_column(String(16))
+    state: Mapped[str] = mapped_column(String(16))
+    installation_id: Mapped[int | None] = mapped_column(BigInteger)
+    number: Mapped[int | None] = mapped_column(Integer)
+    change: Mapped[float | None] = mapped_column(Float)
+    requested_by: Mapped[str | None] = mapped_column(String(100))
+    correlation_id: Mapped[str | None] = mapped_column(String(64), index=True)
+    run_url: Mapped[str | None] = mapped_column(Text)
+    culprit_sha: Mapped[str | None] = mapped_column(String(64))
+    culprit_number: Mapped[int | None] = mapped_column(Integer)
+    culprit_subject: Mapped[str | None] = mapped_column(Text)
+    outcome: Mapped[str | None] = mapped_column(Text)  # JSON
+    gpu_minutes: Mapped[float] = mapped_column(Float, default=0.0)
+    comment_url: Mapped[str | None] = mapped_column(Text)
+    issue_number: Mapped[int | None] = mapped_column(Integer)
+    superseded_by: Mapped[str | None] = mapped_column(String(64))
+    note: Mapped[str | None] = mapped_column(Text)
+    detected_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+
+
+class GpuSpendRow(Base):
+    """One charge against a repository's daily GPU budget (`bot.core.watch.budget`), or one run
+    skipped for it: keyed on the work, so a retry is charged once."""
+
+    __tablename__ = "gpu_spend"
+    __table_args__ = (Index("ix_gpu_spend_repo_day", "repo", "day"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    key: Mapped[str] = mapped_column(String(200), unique=True)
+    repo: Mapped[str] = mapped_column(String(200))
+    day: Mapped[str] = mapped_column(String(10))  # YYYY-MM-DD, UTC
+    kind: Mapped[str] = mapped_column(String(16))  # merge | schedule | bisect
+    level: Mapped[str] = mapped_column(String(16))
+    minutes: Mapped[float] = mapped_column(Float)
+    allowed: Mapped[bool] = mapped_column(Boolean)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))

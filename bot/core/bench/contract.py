@@ -31,6 +31,7 @@ ARTIFACT = "perfbot-results-{correlation_id}"
 CORRELATION_ID = re.compile(r"[A-Za-z0-9._-]{1,64}")
 _IN_TITLE = re.compile(r"(?:^|\s)perfbot bench ([A-Za-z0-9._-]{1,64})(?:\s|$)")
 SHA = re.compile(r"[0-9a-f]{40}")
+SUITE = re.compile(r"[A-Za-z0-9._-]{1,64}")
 DEFAULT_SUITE = "verify-step"
 # The suites `perfbot bench run` knows without a config entry: the built-in kinds' names.
 BUILT_IN_SUITES = suite_kinds.built_in()
@@ -74,6 +75,22 @@ def inputs(number: int | None, base_sha: str, head_sha: str, suites: Sequence[st
         "max-rounds": "" if max_rounds is None else str(max_rounds),
         "correlation-id": correlation,
     }
+
+
+METRIC = re.compile(r"[A-Za-z0-9._:/-]{0,64}")
+BISECT = "bisect"  # the `mode` input of a bisect; a bench run sends no mode (workflows before it lack it)
+
+
+def bisect_inputs(good: str, bad: str, suite: str, metric: str, rounds: int | None, max_rounds: int | None,
+                  correlation: str) -> dict[str, str]:
+    """The `workflow_dispatch` inputs of a bisect of GOOD..BAD on one suite (``metric`` "": the
+    suite's headline metric): a default-branch run, so no pull request."""
+    if not SUITE.fullmatch(suite):
+        raise ValueError(f"not one suite name: {suite[:70]!r}")
+    if not METRIC.fullmatch(metric):
+        raise ValueError(f"not a metric name: {metric[:70]!r}")
+    bench = inputs(None, good, bad, (suite,), rounds, max_rounds, correlation)
+    return {**bench, "mode": BISECT, "metric": metric}
 
 
 def default_suites(bench: BenchConfig) -> tuple[str, ...]:

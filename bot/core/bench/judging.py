@@ -12,8 +12,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from bot.core.bench.artifact import Artifact
+from bot.core.judge import envdiff, stats
 from bot.core.judge import results as results_file
-from bot.core.judge import stats
+from bot.core.render import chart as render_chart
 from bot.core.render import compare as render_compare
 from bot.core.render.kernels import ChangedLines
 from bot.core.text import clip, printable
@@ -118,4 +119,15 @@ def judge_suite(loaded: results_file.Results, subject: str = "This PR",
         markdown=render_compare.compare_markdown(loaded, comparison, subject=subject, changed=changed),
         headline_metric=first.name if first else None,
         headline_change=first.change if first else None,
-        comparison=comparison.to_dict(), points=points)
+        comparison={**comparison.to_dict(), "fingerprints": _fingerprints(loaded),
+                    "charts": render_chart.charts_json(loaded, comparison)},
+        points=points)
+
+
+def _fingerprints(loaded: results_file.Results) -> dict[str, dict[str, str]]:
+    """Each side's environment fingerprint, flattened to text: kept with the comparison, so that a
+    bisect that no longer reproduces a regression can show the original run's environment beside
+    today's."""
+    return {side: {key: clip(printable(str(value)), 200)
+                   for key, value in list(envdiff.flatten(loaded.revision(side).fingerprint).items())[:400]}
+            for side in ("base", "head")}

@@ -104,13 +104,26 @@ class Acknowledge:
     reason: str
 
 
-Decision = Refuse | Dispatch | ShowHelp | CancelRun | ApproveHead | Acknowledge
+@dataclass(frozen=True)
+class StartBisect:
+    """Bisect ``good``..``bad`` (as written: the service finds them among the default branch's
+    commits it knows) on each of ``suites``; ``metric`` None: each suite's headline metric."""
+
+    good: str
+    bad: str
+    suites: tuple[str, ...]
+    metric: str | None
+
+
+Decision = Refuse | Dispatch | ShowHelp | CancelRun | ApproveHead | Acknowledge | StartBisect
 
 
 def decide(command: grammar.Command, facts: Facts, bench: BenchConfig) -> Decision:
     """What to do about ``command``."""
     if isinstance(command, grammar.Help) or facts.permission not in WRITE:
         return without_write(command)
+    if isinstance(command, grammar.Bisect):  # of the default branch: the pull request may be merged
+        return _bisect(command, facts, bench)
     if not facts.pull.open:
         return Refuse("this pull request is closed", "reopen it to benchmark it")
     if isinstance(command, grammar.Invalid):
@@ -185,13 +198,9 @@ def _run(command: grammar.Run, facts: Facts, bench: BenchConfig) -> Decision:
         where = f" ({facts.active.run_url})" if facts.active.run_url else ""
         return Refuse(f"a benchmark of this head is already running{where}",
                       "wait for its result, or comment /bench cancel first")
-    for last, limit, whose in ((facts.user_last, dispatch.cooldown.user, "your last /bench"),
-                               (facts.pr_last, dispatch.cooldown.pr, "the last /bench on this pull request")):
-        wait = _wait(last, limit, facts.now)
-        if wait is not None:
-            return Refuse(f"{whose} was less than {_duration(limit)} ago",
-                          f"this repository allows one every {_duration(limit)}; "
-                          f"try again in {_duration(wait)}")
+    cooling = _cooling(facts, bench)
+    if cooling is not None:
+        return cooling
     unknown = [s for s in command.suites if s not in contract.known_suites(bench)]
     if unknown:
         return Refuse(f"unknown suite '{unknown[0]}'",
@@ -204,6 +213,36 @@ def _run(command: grammar.Run, facts: Facts, bench: BenchConfig) -> Decision:
         return Refuse("--max-rounds is smaller than --rounds",
                       "--max-rounds caps the adaptive rounds above --rounds")
     return Dispatch(command.suites or contract.default_suites(bench), command.rounds, command.max_rounds)
+
+
+def _cooling(facts: Facts, bench: BenchConfig) -> Refuse | None:
+    """The refusal of a command that came before the cooldowns ran out, if it did."""
+    dispatch = bench.dispatch
+    for last, limit, whose in ((facts.user_last, dispatch.cooldown.user, "your last /bench"),
+                               (facts.pr_last, dispatch.cooldown.pr, "the last /bench on this pull request")):
+        wait = _wait(last, limit, facts.now)
+        if wait is not None:
+            return Refuse(f"{whose} was less than {_duration(limit)} ago",
+                          f"this repository allows one every {_duration(limit)}; "
+                          f"try again in {_duration(wait)}")
+    return None
+
+
+def _bisect(command: grammar.Bisect, facts: Facts, bench: BenchConfig) -> Decision:
+    """A bisect runs only commits of the default branch (the service checks them), never a fork's
+    head; the cooldowns of `/bench` apply, and each suite must be known."""
+    cooling = _cooling(facts, bench)
+    if cooling is not None:
+        return cooling
+    unknown = [s for s in command.suites if s not in contract.known_suites(bench)]
+    if unknown:
+        return Refuse(f"unknown suite '{unknown[0]}'",
+                      f"suites here: {', '.join(contract.known_suites(bench))}")
+    if command.good == command.bad:
+        return Refuse("the good and the bad commit are the same",
+                      "name the last good commit, then the first bad one")
+    suites = command.suites or contract.default_suites(bench)
+    return StartBisect(command.good, command.bad, suites, command.metric)
 
 
 def _wait(last: datetime | None, limit_s: int, now: datetime) -> timedelta | None:

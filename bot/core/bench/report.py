@@ -14,8 +14,9 @@ SUMMARY_BUDGET = 60_000
 
 def check(section: BenchSection, correlation_id: str, gate: bool) -> Check:
     """Failure only for a confirmed regression where the config makes benchmarks a gate; a run that
-    failed, was cancelled or timed out is neutral (it says nothing about the change), and a
-    superseded or cancelled benchmark is cancelled."""
+    failed, timed out or could not start is neutral and verdictless (it says nothing about the
+    change; a commit status shows it as an error), and a superseded or cancelled benchmark is
+    cancelled."""
     title = render_bench.check_title(section)
     summary = render_bench.section_markdown(section)[:SUMMARY_BUDGET]
     if section.status in contract.ACTIVE:
@@ -26,6 +27,8 @@ def check(section: BenchSection, correlation_id: str, gate: bool) -> Check:
         conclusion = "cancelled"
     elif section.status == contract.COMPLETED and section.verdict == "regression" and gate:
         conclusion = "failure"
+    verdictless = section.status == contract.FAILED or (
+        section.status == contract.COMPLETED and section.verdict in (None, "error"))
     return Check(name=CHECK_NAME, head_sha=section.head_sha, conclusion=conclusion, title=title,
-                 summary=summary,
-                 details_url=section.run_url, external_id=correlation_id)
+                 summary=summary, details_url=section.run_url, external_id=correlation_id,
+                 verdictless=verdictless)

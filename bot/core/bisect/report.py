@@ -16,23 +16,52 @@ The conclusion says what the statistics said: the culprit is **confirmed** only 
 against its parent is a regression verdict that reaches the midpoint (the outcome ``bad``);
 **likely** when that run leaned towards the regression without deciding it; otherwise not
 confirmed. Measurements placed by leaning are named in the notes.
+
+Every report has a `status` (`STATUSES`), the one word a reader acts on: ``confirmed``, ``likely``
+or ``not_confirmed`` for a culprit (or, without one, candidates that could not be told apart);
+``not_reproduced`` when GOOD and BAD, measured again now, no longer differ on the metric
+(`not_reproduced`: no culprit, the reference run and both sides' environment fingerprints kept, so
+that a reader can set them beside those of the runs that first saw the regression); ``error`` when
+the reference run measured nothing usable (`unusable`).
 """
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from typing import TypedDict
+from dataclasses import dataclass, field
+from typing import Any, Literal, TypedDict, get_args
 
 from bot.core.bisect.plan import Culprit, GiveUp, Outcome, plain_probes
+from bot.core.judge.envdiff import AFTER_KEYS, flatten
 from bot.core.judge.quantities import percent
 from bot.core.judge.stats import Comparison, MetricJudgement
 from bot.core.risk.scoring import RiskReport
+from bot.core.text import clip
+
+SCHEMA = 1
+Status = Literal["confirmed", "likely", "not_confirmed", "not_reproduced", "error"]
+STATUSES: tuple[Status, ...] = get_args(Status)
+# The name the reference run's results file has in an artifact (`perfbot bisect --artifact`).
+REFERENCE_RESULTS = "reference.results.json"
+CONFIRM_RESULTS = "confirm.results.json"
+MAX_FINGERPRINT_KEY, MAX_FINGERPRINT_VALUE = 300, 2000  # characters of a flattened fingerprint's entry
 
 
 class BisectError(ValueError):
-    """A bisection that cannot go on (no regression to find, metric unknown)."""
+    """A bisection that cannot go on (metric unknown, output folder of another bisection)."""
+
+
+class NotReproduced(BisectError):
+    """GOOD and BAD, measured now, do not differ on the metric: there is no regression to find.
+
+    ``judged``: the reference run's judgement of the metric it would have bisected on (None when
+    the run measured no metric at all)."""
+
+    def __init__(self, message: str, judged: MetricJudgement | None):
+        super().__init__(message)
+        self.judged = judged
 
 
 class MeasurementDict(TypedDict):
@@ -77,9 +106,30 @@ class RunsDict(TypedDict):
     plain_bisection_probes: int | None
 
 
-class BisectReportDict(TypedDict):
-    """A `BisectReport` as JSON."""
+class ReferenceDict(TypedDict):
+    """The reference run (GOOD against BAD, measured in this bisection) on the metric, as JSON."""
 
+    verdict: str
+    ratio: float | None
+    ci: list[float] | None
+    results: str
+
+
+class FingerprintsDict(TypedDict):
+    """Each side's environment fingerprint as the reference run recorded it, flattened to dotted
+    keys (``gpu.0.name``) with text values."""
+
+    good: dict[str, str]
+    bad: dict[str, str]
+
+
+class BisectReportDict(TypedDict):
+    """A `BisectReport` as JSON (``schema`` 1)."""
+
+    schema: int
+    status: Status
+    reference: ReferenceDict | None
+    fingerprints: FingerprintsDict
     good: str
     bad: str
     suite: str
@@ -138,6 +188,23 @@ class BisectReport:
     conclusion: str
     candidates: tuple[str, ...] = ()
     notes: tuple[str, ...] = ()
+    fingerprints: Mapping[str, Mapping[str, str]] = field(default_factory=dict)  # "good"/"bad"
+    outcome: Status | None = None  # set for not_reproduced and error; else from the confirmation
+
+    @property
+    def status(self) -> Status:
+        if self.outcome is not None:
+            return self.outcome
+        confirmation = self.confirmation
+        if self.culprit is None or confirmation is None:
+            return "not_confirmed"
+        if confirmation.outcome == "bad":
+            return "confirmed" if confirmation.verdict == "regression" else "likely"
+        return "not_confirmed"
+
+    @property
+    def reference(self) -> Measurement | None:
+        return next((m for m in self.measurements if m.purpose == "reference"), None)
 
     @property
     def probes(self) -> int:
@@ -162,7 +229,14 @@ class BisectReport:
                        "level": self.culprit.risk.level, "reasons": self.culprit.risk.reasons,
                        "files": [{"path": f.path, "added": f.added, "removed": f.removed}
                                  for f in self.culprit.risk.files]}
-        return {"good": self.good, "bad": self.bad, "suite": self.suite, "metric": self.metric,
+        reference = self.reference
+        return {"schema": SCHEMA, "status": self.status,
+                "reference": None if reference is None else {
+                    "verdict": reference.verdict, "ratio": reference.ratio,
+                    "ci": list(reference.ci) if reference.ci else None, "results": reference.results_path},
+                "fingerprints": {"good": dict(self.fingerprints.get("good", {})),
+                                 "bad": dict(self.fingerprints.get("bad", {}))},
+                "good": self.good, "bad": self.bad, "suite": self.suite, "metric": self.metric,
                 "commits": self.commits, "culprit": culprit, "conclusion": self.conclusion,
                 "candidates": list(self.candidates),
                 "runs": {"total": len(self.measurements), "probes": self.probes,
@@ -172,7 +246,8 @@ class BisectReport:
 
 def conclude(step: Culprit | GiveUp, *, good: str, bad: str, suite: str, metric: str,
              commits: Sequence[str], suspects: Mapping[str, Suspect], measurements: Sequence[Measurement],
-             confirmation: Measurement | None = None) -> BisectReport:
+             confirmation: Measurement | None = None,
+             fingerprints: Mapping[str, Mapping[str, str]] | None = None) -> BisectReport:
     """The report of a finished bisection of ``commits`` (GOOD..BAD, oldest first).
 
     ``step``: the planner's last word; ``measurements``: the reference run and the probes, in
@@ -181,7 +256,7 @@ def conclude(step: Culprit | GiveUp, *, good: str, bad: str, suite: str, metric:
     notes = tuple(step.notes)
     if isinstance(step, GiveUp):
         return BisectReport(good, bad, suite, metric, len(commits), None, None, tuple(measurements), None,
-                            f"no single culprit: {step.reason}", step.candidates, notes)
+                            f"no single culprit: {step.reason}", step.candidates, notes, fingerprints or {})
     culprit, parent = suspects[step.sha], step.parent or good
     if confirmation is None or (confirmation.base, confirmation.head) != (parent, culprit.sha):
         raise ValueError(f"the culprit {culprit.sha[:10]} needs its confirmation against {parent[:10]}")
@@ -191,7 +266,46 @@ def conclude(step: Culprit | GiveUp, *, good: str, bad: str, suite: str, metric:
                   f"against its parent, {_confirmed(confirmation)}")
     return BisectReport(good, bad, suite, metric, len(commits), culprit, parent, runs,
                         plain_probes(len(commits), list(commits).index(culprit.sha)), conclusion,
-                        notes=notes + tuple(_leaning(runs)))
+                        notes=notes + tuple(_leaning(runs)), fingerprints=fingerprints or {})
+
+
+def not_reproduced(reference: Measurement, *, suite: str, metric: str, commits: int,
+                   fingerprints: Mapping[str, Mapping[str, str]]) -> BisectReport:
+    """The report of a range whose GOOD and BAD, measured now, do not differ on ``metric``: no
+    culprit; ``reference`` (GOOD against BAD) and each side's fingerprint are kept."""
+    change = percent(reference.ratio - 1 if reference.ratio is not None else None)
+    conclusion = (f"not reproduced in today's environment: {metric} {reference.verdict} ({change}) from "
+                  f"GOOD to BAD, measured again now; no culprit to look for")
+    return BisectReport(reference.base, reference.head, suite, metric, commits, None, None, (reference,),
+                        None, conclusion, fingerprints=fingerprints, outcome="not_reproduced")
+
+
+def unusable(reference: Measurement, *, suite: str, metric: str, commits: int,
+             fingerprints: Mapping[str, Mapping[str, str]]) -> BisectReport:
+    """The report of a bisection whose reference run (GOOD against BAD) measured nothing usable."""
+    return BisectReport(reference.base, reference.head, suite, metric, commits, None, None, (reference,),
+                        None, f"nothing measured: {reference.why}", fingerprints=fingerprints,
+                        outcome="error")
+
+
+def stopped(*, good: str, bad: str, suite: str, metric: str, commits: int, why: str) -> BisectReport:
+    """The report of a bisection that stopped on an error before it could conclude (a benchmark
+    that edited its checkout, a suite that cannot start): nothing it measured is reported."""
+    return BisectReport(good, bad, suite, metric, commits, None, None, (), None, f"stopped: {why}",
+                        outcome="error")
+
+
+def side_fingerprints(good: Mapping[str, Any], bad: Mapping[str, Any]) -> dict[str, dict[str, str]]:
+    """The fingerprints of GOOD and BAD (as a results file records them) flattened to dotted keys with
+    text values, without the snapshot taken after the rounds."""
+    return {"good": _flat_text(good), "bad": _flat_text(bad)}
+
+
+def _flat_text(fingerprint: Mapping[str, Any]) -> dict[str, str]:
+    before = {k: v for k, v in fingerprint.items() if k not in AFTER_KEYS}
+    return {clip(key, MAX_FINGERPRINT_KEY): clip(value if isinstance(value, str) else json.dumps(value),
+                                                 MAX_FINGERPRINT_VALUE)
+            for key, value in flatten(before).items()}
 
 
 def _leaning(runs: Sequence[Measurement]) -> list[str]:
@@ -226,11 +340,12 @@ def _confirmed(confirmation: Measurement) -> str:
 
 def probe_as_confirmation(measurements: Sequence[Measurement], parent: str,
                           culprit: str) -> Measurement | None:
-    """The culprit's confirmation taken from a probe (or its recheck, the latest) that already
-    measured it against ``parent`` (GOOD is the parent of the range's first commit); None when it
-    must be measured."""
-    probe = next((m for m in reversed(measurements)
-                  if m.purpose in ("probe", "recheck") and (m.base, m.head) == (parent, culprit)), None)
+    """The culprit's confirmation taken from a run that already measured it against ``parent``: a
+    probe (or its recheck, the latest; GOOD is the parent of the range's first commit), or the
+    reference run itself when the range is one commit (BAD, whose parent is GOOD); None when it must
+    be measured."""
+    probe = next((m for m in reversed(measurements) if m.purpose in ("probe", "recheck", "reference")
+                  and (m.base, m.head) == (parent, culprit)), None)
     if probe is None:
         return None
     return Measurement("confirm", parent, culprit, probe.outcome, probe.verdict, probe.ratio, probe.ci,
@@ -244,8 +359,10 @@ def regressed_metric(reference: Comparison, wanted: str | None) -> MetricJudgeme
         return named_metric_regressed(by_name.get(wanted), wanted, sorted(by_name))
     regressions = [m for m in reference.metrics if m.verdict == "regression"]
     if not regressions:
-        raise BisectError(f"BAD is not measurably slower than GOOD on any metric "
-                          f"({_summary(reference)}): nothing to bisect")
+        headline = next((m for m in reference.metrics if m.role == "headline"),
+                        reference.metrics[0] if reference.metrics else None)
+        raise NotReproduced(f"BAD is not measurably slower than GOOD on any metric "
+                            f"({_summary(reference)}): nothing to bisect", headline)
     return max(regressions, key=lambda m: abs(m.change or 0.0))
 
 
@@ -256,8 +373,8 @@ def named_metric_regressed(judged: MetricJudgement | None, name: str,
         known = f" (it measures: {', '.join(measured)})" if measured else ""
         raise BisectError(f"metric '{name}' is not measured by this suite{known}")
     if judged.verdict != "regression":
-        raise BisectError(f"{name} did not regress from GOOD to BAD ({judged.verdict}, "
-                          f"{percent(judged.change)}): nothing to bisect")
+        raise NotReproduced(f"{name} did not regress from GOOD to BAD ({judged.verdict}, "
+                            f"{percent(judged.change)}): nothing to bisect", judged)
     return judged
 
 

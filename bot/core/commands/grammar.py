@@ -8,6 +8,7 @@ GitHub renders, up to GitHub's own comment length, and a command line is bounded
 
     /bench [SUITE ...] [--rounds N] [--max-rounds N]
     /bench help | cancel | approve [SHA] | ack REASON
+    /bench bisect GOOD BAD [SUITE ...] [--metric M]
 """
 
 from __future__ import annotations
@@ -69,6 +70,18 @@ class Ack:
 
 
 @dataclass(frozen=True)
+class Bisect:
+    """`/bench bisect GOOD BAD [SUITE ...] [--metric M]`: bisect a regression of the default branch
+    between two of its commits (each 7 to 40 hex digits) on the GPU runners; ``metric`` None: each
+    suite's headline metric."""
+
+    good: str
+    bad: str
+    suites: tuple[str, ...] = ()
+    metric: str | None = None
+
+
+@dataclass(frozen=True)
 class Invalid:
     """A `/bench` line that does not parse; ``problem`` says why, in one line (it may quote what
     was written: escape it before publishing)."""
@@ -76,7 +89,7 @@ class Invalid:
     problem: str
 
 
-Command = Run | Help | Cancel | Approve | Ack | Invalid
+Command = Run | Help | Cancel | Approve | Ack | Bisect | Invalid
 
 
 def find(comment: str) -> Command | None:
@@ -159,6 +172,8 @@ def parse(line: str) -> Command:
         if len(rest) > 1 or (rest and not _SHA_PREFIX.fullmatch(rest[0].lower())):
             return Invalid("/bench approve takes at most a commit sha (7 to 40 hex digits) after it")
         return Approve(rest[0].lower() if rest else None)
+    if verb == "bisect":
+        return _bisect(rest)
     if verb in ("help", "cancel"):
         if rest:
             return Invalid(f"/bench {verb} takes nothing after it")
@@ -194,6 +209,46 @@ def _run(words: list[str]) -> Run | Invalid:
     if len(suites) > MAX_SUITES:
         return Invalid(f"at most {MAX_SUITES} suites at a time")
     return Run(tuple(suites), numbers.get("--rounds"), numbers.get("--max-rounds"))
+
+
+_METRIC = re.compile(r"[A-Za-z0-9._:/-]{1,64}")
+_BISECT_USAGE = "/bench bisect GOOD BAD [SUITE ...] [--metric M]"
+
+
+def _bisect(words: list[str]) -> Bisect | Invalid:
+    shas: list[str] = []
+    suites: list[str] = []
+    metric: str | None = None
+    position = 0
+    while position < len(words):
+        word = words[position]
+        if word.startswith("-"):
+            option, _, value = word.partition("=")
+            if option != "--metric":
+                return Invalid(f"unknown option {_quote(option)} of /bench bisect (options: --metric M)")
+            if not value:
+                position += 1
+                value = words[position] if position < len(words) else ""
+            if not _METRIC.fullmatch(value):
+                return Invalid("--metric takes a metric name (letters, digits, '.', '_', ':', '/', '-'), "
+                               f"not {_quote(value or '(nothing)')}")
+            metric = value
+        elif len(shas) < 2:
+            if not _SHA_PREFIX.fullmatch(word.lower()):
+                return Invalid(f"{_quote(word)} is not a commit sha (7 to 40 hex digits): {_BISECT_USAGE}")
+            shas.append(word.lower())
+        elif SUITE_NAME.fullmatch(word):
+            if word not in suites:
+                suites.append(word)
+        else:
+            return Invalid(f"{_quote(word)} is not a suite name (letters, digits, '.', '_' and '-', "
+                           "at most 64)")
+        position += 1
+    if len(shas) < 2:
+        return Invalid(f"/bench bisect needs a good and a bad commit: {_BISECT_USAGE}")
+    if len(suites) > MAX_SUITES:
+        return Invalid(f"at most {MAX_SUITES} suites at a time")
+    return Bisect(shas[0], shas[1], tuple(suites), metric)
 
 
 def _quote(word: str) -> str:

@@ -145,6 +145,11 @@ else:
 
 
 TriggerLevel = Literal["low", "medium", "high", "never"]
+# The default GPU budget of the default branch's runs: 4 GPU hours a day; and what one A/B run of a
+# suite is counted as (docs/watch.md#the-budget explains both with measured figures).
+DEFAULT_BUDGET_MINUTES = 240
+DEFAULT_RUN_MINUTES = 5.0
+MAX_BUDGET_MINUTES = 1_440_000  # a thousand GPUs all day
 _WORKFLOW_FILE = r"^[A-Za-z0-9._-]+\.ya?ml$"
 
 
@@ -185,6 +190,36 @@ class DispatchConfig(_Strict):
     max_rounds: Annotated[int, Field(ge=1, le=1000)] = Field(
         default=50, description="The most rounds per side a `/bench --rounds` or `--max-rounds` may ask for.")
     cooldown: Cooldowns = Cooldowns()
+    budget: Annotated[int, Field(ge=0, le=MAX_BUDGET_MINUTES)] | Literal["unlimited"] = Field(
+        default=DEFAULT_BUDGET_MINUTES,
+        description="GPU minutes per day (UTC) that merge runs, scheduled runs and bisects of this "
+                    "repository may draw on, riskiest first ('unlimited': no limit; 0: none of them "
+                    "runs). `/bench` on a pull request never draws on it.")
+    @field_validator("budget", mode="before")
+    @classmethod
+    def _minutes_or_unlimited(cls, value: object) -> object:
+        """One message for both shapes the key takes (pydantic would name each member of the union)."""
+        if value == "unlimited" or (isinstance(value, int) and not isinstance(value, bool)
+                                    and 0 <= value <= MAX_BUDGET_MINUTES):
+            return value
+        raise ValueError(f"expected GPU minutes per day (a whole number from 0 to {MAX_BUDGET_MINUTES}) "
+                         f"or 'unlimited', not {value!r:.40}")
+
+    run_minutes: Annotated[float, Field(gt=0, le=1440)] = Field(
+        default=DEFAULT_RUN_MINUTES,
+        description="GPU minutes one A/B run of one suite is counted as against the budget (a bisect "
+                    "counts one per run it may make).")
+
+
+class WatchConfig(_Strict):
+    """The ``bench.watch`` section: what perfbot does when a regression lands on the default branch."""
+
+    bisect: bool = Field(
+        default=True, description="Bisect a regression on the default branch on the GPU runners, "
+                                  "within bench.dispatch.budget, and name the culprit on its pull request.")
+    issue: bool = Field(
+        default=False, description="Also open an issue for each confirmed culprit (one per regression, "
+                                   "updated rather than duplicated).")
 
 
 class BenchConfig(_Strict):
@@ -213,6 +248,7 @@ class BenchConfig(_Strict):
                                  f"benchmarks")
         return names
     dispatch: DispatchConfig = DispatchConfig()
+    watch: WatchConfig = WatchConfig()
 
 
 def reaches(level: vocabulary.Level, trigger: TriggerLevel) -> bool:

@@ -38,6 +38,11 @@ CYCLE_PARTS = tuple(name for name, role in ROLES.items() if role.part in ("cycle
 COMMUNICATION = frozenset(name for name, role in ROLES.items() if role.part == "communication")
 # A run that measured one of these measured speculation (the plain rate alone did not).
 SPECULATION_METRICS = frozenset((SPEC_TOK_S, SPEEDUP, ACCEPT_LENGTH, CYCLE))
+# The results file's ``options`` key of the configured floor of the speed-up (a suite's
+# ``speculation_floor``), below which the comparison calls it out as it does below 1.
+SPECULATION_FLOOR = "speculation_floor"
+# The plain decode step's time: what the speed-up is measured against, apart from the cycle.
+PLAIN_STEP = "decode_ms"
 
 
 class Judged(Protocol):
@@ -65,6 +70,9 @@ class SpeculationJudgement:
     status_after: Status | None
     cause: Cause
     sentences: tuple[str, ...] = ()
+    floor: float | None = None
+    # The call-out of its own: the speed-up fell below 1 (or the floor), stays there, or came back.
+    break_even: str | None = None
 
     @property
     def stopped_paying(self) -> bool:
@@ -74,7 +82,7 @@ class SpeculationJudgement:
         return {"speedup_before": self.speedup_before, "speedup_after": self.speedup_after,
                 "status_before": self.status_before, "status_after": self.status_after,
                 "stopped_paying": self.stopped_paying, "cause": self.cause,
-                "sentences": list(self.sentences)}
+                "sentences": list(self.sentences), "floor": self.floor, "break_even": self.break_even}
 
 
 def label(name: str) -> str:
@@ -90,8 +98,10 @@ def mode_phrase(mode: str | None) -> str:
     return " " + MODES.get(mode, f"in {mode} mode")
 
 
-def judge(metrics: Mapping[str, Judged], min_effect: float) -> SpeculationJudgement | None:
-    """Speculation verdict in words, or None when the run measured no speculation metric."""
+def judge(metrics: Mapping[str, Judged], min_effect: float,
+          floor: float | None = None) -> SpeculationJudgement | None:
+    """Speculation verdict in words, or None when the run measured no speculation metric.
+    ``floor``: the configured speed-up below which speculation is called out, as below 1."""
     if not SPECULATION_METRICS & metrics.keys():
         return None
     before, after = _speedups(metrics)
@@ -99,7 +109,57 @@ def judge(metrics: Mapping[str, Judged], min_effect: float) -> SpeculationJudgem
     cause = _cause(metrics, min_effect)
     sentences = _speed_sentences(metrics, (before, after), (status_before, status_after)) + \
         _cause_sentences(metrics, cause, min_effect)
-    return SpeculationJudgement(before, after, status_before, status_after, cause, tuple(sentences))
+    return SpeculationJudgement(before, after, status_before, status_after, cause, tuple(sentences),
+                                floor, break_even(metrics, before, after, floor))
+
+
+def break_even(metrics: Mapping[str, Judged], before: float | None, after: float | None,
+               floor: float | None = None) -> str | None:
+    """The line that calls out where speculation stands against not speculating: its speed-up
+    (head, with base's) fell below 1 ('speculation now costs more than it saves') or below the
+    configured ``floor``, stays there, or came back; with the accept length apart from the kernel
+    and the communication time. None when the speed-up is above both and was."""
+    if after is None:
+        return None
+    dropped = before is None or before >= 1
+    if after < 1:
+        lead = ("Speculation now costs more than it saves" if dropped
+                else "Speculation still costs more than it saves")
+    elif floor is not None and after < floor:
+        lead = (f"The speed-up of speculation fell below the configured floor of {floor:.2f}×"
+                if before is None or before >= floor
+                else f"The speed-up of speculation stays below the configured floor of {floor:.2f}×")
+    elif before is not None and before < 1:
+        lead = "Speculation pays again"
+    elif floor is not None and before is not None and before < floor:
+        lead = f"The speed-up of speculation is back above the configured floor of {floor:.2f}×"
+    else:
+        return None
+    was = "" if before is None else f" (base: {before:.2f}×)"
+    return f"{lead}: {after:.2f}× the tokens per second without speculation{was}. {_apart(metrics)}"
+
+
+def _apart(metrics: Mapping[str, Judged]) -> str:
+    """'Accept length 1.79 → 1.79 tokens. Kernel time: ...; communication: ...': what a cycle
+    yields kept apart from what it costs, and the plain step the speed-up is measured against."""
+    accept = metrics.get(ACCEPT_LENGTH)
+    parts = [f"Accept length {_span(accept)}." if accept is not None else
+             "Accept length: not measured by this suite (a configured constant), so the speed-up "
+             "moved with the time alone."]
+    kernels = [p for p in CYCLE_PARTS if p in metrics and p not in COMMUNICATION]
+    talk = [p for p in CYCLE_PARTS if p in metrics and p in COMMUNICATION]
+    for title, names in (("Kernel time", kernels), ("Communication", talk)):
+        if names:
+            parts.append(f"{title}: " + "; ".join(f"{label(p)} {_span(metrics[p])}" for p in names) + ".")
+    if PLAIN_STEP in metrics:
+        parts.append(f"Without speculation: {label(PLAIN_STEP)} {_span(metrics[PLAIN_STEP])}.")
+    return " ".join(parts)
+
+
+def _span(metric: Judged) -> str:
+    """'17.03 → 26.99 ms': base to head."""
+    unit = f" {metric.unit}" if metric.unit else ""
+    return f"{number(metric.base_center)} → {number(metric.head_center)}{unit}"
 
 
 def _stopped_paying(before: Status | None, after: Status | None) -> bool:

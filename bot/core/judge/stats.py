@@ -127,6 +127,12 @@ class MetricJudgement:
     shape_changed: bool = False
     role: Role = "primary"
     mode: str | None = None  # how the engine ran, as the results file declares it
+    # The interval the verdict used, and its level: for a claim or an inconclusive change, the
+    # interval of the significance test at the level that metric was tested at (``alpha`` after
+    # Holm and the looks of an adaptive run), which excludes 1 exactly when the test is
+    # significant; for "unchanged", the equivalence test's ``confidence`` interval. None: no model.
+    interval: tuple[float, float] | None = None
+    interval_confidence: float | None = None
 
     @property
     def base_median(self) -> float | None:
@@ -162,6 +168,9 @@ class MetricJudgement:
         return {"name": self.name, "unit": self.unit, "better": self.better,
                 "base_median": e.base_median, "head_median": e.head_median, "ratio": e.ratio,
                 "ci": list(e.ci) if e.ci else None, "p_value": self.p_value,
+                "verdict_interval": None if self.interval is None else {
+                    "low": self.interval[0], "high": self.interval[1],
+                    "confidence": self.interval_confidence},
                 "p_value_unadjusted": e.p_value, "verdict": self.verdict, "reason": self.reason,
                 "p_values": {"model": e.p_value, "mann_whitney": e.p_mwu, "welch_log": e.p_t,
                              "ks": e.p_ks},
@@ -317,11 +326,19 @@ def decide(results: Results, min_effect: float = DEFAULT_MIN_EFFECT, alpha: floa
         verdict = "inconclusive"  # not even "unchanged": the machine may mask a change
     return Comparison(
         verdict, metrics, tuple(environment),
-        speculation.judge({m.name: m for m in metrics}, min_effect), settings,
+        speculation.judge({m.name: m for m in metrics}, min_effect, _floor(results)), settings,
         notes=tuple(_run_notes(results) + _metric_notes(metrics)),
         warnings=tuple(drifted + ([WITHHELD_WARNING] if withheld else [])),
         rounds={side: len(results.rounds_of(side)) - len(results.failures(side)) for side in SIDES},
         drifted=bool(drifted))
+
+
+def _floor(results: Results) -> float | None:
+    """The configured floor of the speculation speed-up the run recorded, if a usable one."""
+    floor = results.options.get(speculation.SPECULATION_FLOOR)
+    if not isinstance(floor, int | float) or isinstance(floor, bool):
+        return None
+    return float(floor) if math.isfinite(floor) and floor > 0 else None
 
 
 def overall(verdicts: Iterable[Verdict]) -> Verdict:
@@ -435,7 +452,11 @@ def classify(name: str, unit: str, better: Better, found: Estimate, p_value: flo
     the number of hypotheses it was adjusted among."""
     def verdict(kind: Verdict, reason: str, extra: int | None = None) -> MetricJudgement:
         shape = kind in ("unchanged", "inconclusive") and found.p_ks <= settings.alpha / family
-        return MetricJudgement(name, unit, better, found, p_value, kind, reason, extra, shape, role, mode)
+        confidence = (settings.confidence if kind == "unchanged"
+                      else 1 - tested_at(found, p_value, settings, family))
+        interval = _interval(found, confidence)
+        return MetricJudgement(name, unit, better, found, p_value, kind, reason, extra, shape, role, mode,
+                               interval, confidence if interval is not None else None)
 
     if found.problem or found.ratio is None:
         return verdict("error", found.problem or "no ratio")
@@ -451,6 +472,27 @@ def classify(name: str, unit: str, better: Better, found: Estimate, p_value: flo
         return verdict("inconclusive", f"fewer than {MIN_ROUNDS} successful rounds per side", extra)
     return verdict("inconclusive", f"not significant at this size (p={p_value:.2g}) and the "
                    f"interval reaches beyond ±{m:.1%}", extra)
+
+
+def tested_at(found: Estimate, p_value: float, settings: Settings, family: int) -> float:
+    """The level this metric's own test was held to: significant means ``p_value`` (adjusted)
+    <= ``alpha``, which for Holm is the unadjusted p-value <= ``alpha x raw / adjusted``, a level
+    between ``alpha / family`` and ``alpha``. Its interval at ``1 - level`` therefore excludes 1
+    exactly when the verdict found the change significant."""
+    raw = found.p_value
+    if raw <= 0 or p_value <= 0:
+        return settings.alpha / max(1, family)
+    return settings.alpha * min(1.0, raw / p_value)
+
+
+def _interval(found: Estimate, confidence: float) -> tuple[float, float] | None:
+    """The model's ``confidence`` interval of the ratio; None without a model or when too wide to
+    write down (as `estimate` treats its own)."""
+    if found.fit is None or found.problem or found.ratio is None:
+        return None
+    with np.errstate(all="ignore"):
+        low, high = found.fit.interval(confidence)
+    return (low, high) if math.isfinite(low) and math.isfinite(high) else None
 
 
 def extra_rounds(found: Estimate, min_effect: float, alpha: float, confidence: float) -> int:

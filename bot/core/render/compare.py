@@ -23,6 +23,7 @@ from bot.core.judge.stats import (
     MetricJudgement,
     Settings,
 )
+from bot.core.render.chart import charts_markdown, round_charts
 from bot.core.render.kernels import ChangedLines, kernels_markdown, kernels_text
 from bot.core.render.markdown import code_block, escape_md, fit
 from bot.core.text import clip, printable
@@ -129,6 +130,9 @@ def compare_markdown(results: Results, comparison: Comparison, reproduce: str | 
     icon = "⚠️" if comparison.withheld and comparison.verdict != "error" else _ICON[comparison.verdict]
     blocks = [f"### {icon} {escape_md(headline(comparison, subject))}\n\n{_subline(results, comparison)}",
               _metric_table(comparison.metrics)]
+    # A comparison that found no change keeps its chart folded away: the comment stays short.
+    blocks.append(charts_markdown(round_charts(results, comparison),
+                                  collapsed=comparison.verdict == "unchanged"))
     blocks += _speculation_block(comparison)
     blocks.append(_environment_block(comparison.environment))
     kernels = profile.diff_of(results.base.profile, results.head.profile)
@@ -154,7 +158,7 @@ def _subline(results: Results, comparison: Comparison) -> str:
 def _metric_table(metrics: Sequence[MetricJudgement]) -> str:
     if not metrics:
         return "No metric was measured."
-    lines = ["| metric | base | head | change | 95% CI | verdict |",
+    lines = ["| metric | base | head | change | interval the verdict used | verdict |",
              "|---|---:|---:|---:|---:|---|"]
     for m in metrics[:MAX_METRIC_ROWS]:
         lines.append(f"| {_metric_cell(m)} | {number(m.base_center)} | {number(m.head_center)} | "
@@ -177,9 +181,24 @@ def _qualifiers(m: MetricJudgement, clean: Callable[[str], str]) -> str:
     return "".join(f" · {word}" for word in words)
 
 
-def _ci(m: MetricJudgement) -> str:
-    ci = m.estimate.ci
-    return "–" if ci is None else f"{percent(ci[0] - 1)} … {percent(ci[1] - 1)}"
+def _ci(m: MetricJudgement, dash: str = "–", between: str = " … ") -> str:
+    """The interval the verdict used, with its level: '-0.5% … +22.2% (99.5%)'. A claim's or an
+    inconclusive change's is the significance test's interval (wider than 95% where several
+    metrics or looks share alpha), so it leaves out 0 exactly when the change was significant."""
+    if m.interval is None or m.interval_confidence is None:
+        return dash
+    low, high = m.interval
+    return f"{percent(low - 1)}{between}{percent(high - 1)} ({level(m.interval_confidence)})"
+
+
+def level(confidence: float) -> str:
+    """A confidence level in at most two decimals, more only where it would read 100%: 95%,
+    97.5%, 99.67%."""
+    for digits in range(2, 7):
+        text = f"{confidence * 100:.{digits}f}".rstrip("0").rstrip(".")
+        if float(text) < 100:
+            return f"{text}%"
+    return f"{confidence * 100:.6f}%"
 
 
 def _verdict_cell(m: MetricJudgement) -> str:
@@ -193,7 +212,11 @@ def _speculation_block(comparison: Comparison) -> list[str]:
     spec = comparison.speculation
     if spec is None or not spec.sentences:
         return []
-    return ["**Speculation.** " + " ".join(escape_md(s) for s in spec.sentences)]
+    blocks = ["**Speculation.** " + " ".join(escape_md(s) for s in spec.sentences)]
+    if spec.break_even:  # a line of its own: whether speculation still pays is news by itself
+        short = spec.speedup_after is not None and spec.speedup_after < max(1.0, spec.floor or 0.0)
+        blocks.append(f"**Speculation break-even.** {'⚠️' if short else '✅'} {escape_md(spec.break_even)}")
+    return blocks
 
 
 def _environment_block(differences: Sequence[EnvDifference]) -> str:
@@ -242,7 +265,10 @@ def _method_details(results: Results, comparison: Comparison) -> str:
              f"{OUTLIER_MADS:g} robust deviations from the pooled median, left out from "
              f"{TRIM_ROUNDS} rounds per side); base and head are the geometric means of their "
              f"rounds, {_weighting(comparison)}; change = head/base − 1 with a "
-             f"{s.confidence:.0%} t interval on rounds − 2 degrees of freedom.",
+             f"t interval on rounds − 2 degrees of freedom. The interval shown is the one the verdict "
+             f"used: for \"unchanged\" the {level(s.confidence)} interval of the equivalence test, "
+             "otherwise the significance test's, at the level that metric was tested at after the "
+             "adjustment below (it leaves out 0 exactly when the change is significant).",
              "- Significance: the t-test of that random-effects model, Holm-adjusted across the "
              f"{_family_size(comparison)} at α = {s.alpha:.2g}{_looks(s)}; diagnostics are "
              "adjusted among themselves and never decide the verdict (Kolmogorov-Smirnov flags "
@@ -320,6 +346,8 @@ def compare_text(results: Results, comparison: Comparison, changed: ChangedLines
     lines += _text_table(comparison.metrics)
     if comparison.speculation and comparison.speculation.sentences:
         lines += ["", "speculation:"] + [f"  {printable(s)}" for s in comparison.speculation.sentences]
+        if comparison.speculation.break_even:
+            lines.append(f"  break-even: {printable(comparison.speculation.break_even)}")
     if comparison.environment:
         lines += ["", "environment differences (most likely to matter first):"]
         lines += [f"  {'*' if d.material else ' '} {printable(clip(d.key, 80))}: "
@@ -337,10 +365,9 @@ def compare_text(results: Results, comparison: Comparison, changed: ChangedLines
 
 
 def _text_table(metrics: Sequence[MetricJudgement]) -> list[str]:
-    rows = [("metric", "base", "head", "change", "95% CI", "verdict")]
+    rows = [("metric", "base", "head", "change", "interval (level)", "verdict")]
     for m in metrics:
-        ci = m.estimate.ci
-        interval = "-" if ci is None else f"{percent(ci[0] - 1)} .. {percent(ci[1] - 1)}"
+        interval = _ci(m, dash="-", between=" .. ")
         verdict = m.verdict + (f" (~{m.extra_rounds} more rounds)"
                                if m.verdict == "inconclusive" and m.extra_rounds else "")
         unit = f" ({printable(m.unit)})" if m.unit else ""

@@ -52,7 +52,8 @@ def escape_html_text(text: str) -> str:
     text = _one_line(text)
     parts, prose = [], 0
     for start, end in _linkish(text):
-        parts += [html.escape(text[prose:start], quote=False), f"<code>{html.escape(text[start:end], quote=False)}</code>"]
+        linkish = html.escape(text[start:end], quote=False)
+        parts += [html.escape(text[prose:start], quote=False), f"<code>{linkish}</code>"]
         prose = end
     parts.append(html.escape(text[prose:], quote=False))
     return "".join(parts)

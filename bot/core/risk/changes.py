@@ -26,6 +26,7 @@ import itertools
 import keyword
 import re
 from collections import Counter
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 from typing import Literal
@@ -69,6 +70,15 @@ _REFORMAT_NOISE = str.maketrans("", "", " \t\n\r\f\v,()\\")
 # A line of an import statement or an include: its head, a name of its list, or its closing.
 _IMPORT_HEAD = re.compile(r"^\s*(?:from\s+\S+\s+import\b|import\s|#\s*include\b)")
 _IMPORT_LINE = re.compile(r"^\s*(?:(?:from|import)\s|#\s*include\b|[\w.]+(?:\s+as\s+\w+)?\s*,?\s*$|\)\s*$)")
+# Import-time code that selects what runs at every step keeps its weight: an import of a
+# kernel or backend module (changing it swaps the implementation), whatever its form.
+_SELECTING_IMPORT = re.compile(
+    r"(?i)kernel|triton|flashinfer|flash_?attn|cutlass|deep_?gemm|deep_?ep|aiter|cuda|nccl|"
+    r"backend|fused|\bops\b|_ops\b|\b_C\b|csrc|cublas|cudnn|mscclpp|quant")
+# Module-level statements that run once and choose nothing: a logger, the public names, typing.
+_IMPORT_TIME_STATEMENT = re.compile(
+    r"^(?:(?:__all__|logger|_logger|LOGGER|log)\s*(?::[^=]*)?[=+]|"
+    r"\w+\s*=\s*(?:typing\.)?(?:TypeVar|NewType|ParamSpec)\()")
 # A hunk with something like a log call in it needs tokens to tell the call apart.
 _LOG_HINT = re.compile(r"(?:logger|logging|\blog|LOGGER|warnings)\s*\.\s*\w+\s*\(|"
                        r"\b(?:print|printf|fprintf|pprint|print_once)\s*\(")
@@ -93,22 +103,34 @@ _NOT_RENAMABLE = set(keyword.kwlist) | set(keyword.softkwlist) | {
 _NAME_STRING = re.compile(r"""^[rRbBuUfF]{0,2}(["'])([A-Z][A-Z0-9_]{2,})\1$""")
 
 
-# Why a hunk is low risk: it changes no code (comments, docstrings, log messages, formatting), or
-# only renames.
-HarmlessKind = Literal["cosmetic", "rename"]
+# Why a hunk is low risk: it changes no code (comments, docstrings, log messages, formatting),
+# only renames, only moves lines that the same change removes or adds elsewhere, or makes the
+# same edit as hunks of other files (a mechanical sweep).
+HarmlessKind = Literal["cosmetic", "rename", "move", "sweep"]
+# A pure move: at least this many changed lines of code, every one of them found on the other
+# side elsewhere in the change (a single line moved into a loop is a change of behaviour).
+MOVE_MIN_LINES = 3
+# A sweep: the same edit in hunks of at least this many files.
+SWEEP_MIN_FILES = 3
 _NAME_LIMIT = 40  # characters of a renamed name in a reason
 
 
 @dataclass(frozen=True, slots=True)
 class Harmless:
-    """Why a hunk is low risk: ``cosmetic`` or ``rename``, with the renames made."""
+    """Why a hunk is low risk: ``cosmetic``, ``rename`` (with the renames made), ``move`` or
+    ``sweep`` (with the number of files that make the same edit)."""
 
     kind: HarmlessKind
     renames: tuple[tuple[str, str], ...] = ()
+    files: int = 0
 
     def describe(self) -> str:
         if self.kind == "cosmetic":
             return "only comments, docstrings, log messages or formatting changed"
+        if self.kind == "move":
+            return "moved code only (the same lines removed or added elsewhere in this change)"
+        if self.kind == "sweep":
+            return f"a mechanical edit (the same edit in {self.files} files)"
         shown = ", ".join(f"{_name(old)} -> {_name(new)}" for old, new in self.renames[:3])
         more = f" and {len(self.renames) - 3} more" if len(self.renames) > 3 else ""
         return f"rename only ({shown}{more})"
@@ -140,8 +162,9 @@ class HarmlessHunks:
     """Judges the hunks of one file on demand, each at most once: most files need only their
     first hunk judged (it changes code, so their rules keep their weight), not all of them."""
 
-    def __init__(self, change: FileChange):
+    def __init__(self, change: FileChange, mechanical: Mapping[int, Harmless] | None = None):
         self._hunks = change.hunks
+        self._mechanical = mechanical or {}  # moves and sweeps, judged over the whole change
         self._language = _LANGUAGES.get(PurePosixPath(change.path).suffix.lower())
         if change.is_binary or change.status in ("added", "deleted"):
             self._language = None
@@ -153,8 +176,8 @@ class HarmlessHunks:
         """Why hunk ``number`` is harmless, or None when it may change behaviour."""
         found = self._first_look(number)
         if isinstance(found, dict):  # a rename, if the rest of the file agrees
-            return self._confirmed_renames().get(number)
-        return found
+            found = self._confirmed_renames().get(number)
+        return found if found is not None else self._mechanical.get(number)
 
     @property
     def hunks(self) -> int:
@@ -193,6 +216,51 @@ class HarmlessHunks:
             self._renames = {number: Harmless("rename", renames)
                              for number, renames in confirmed.items()}
         return self._renames
+
+
+def describe_all(found: Sequence[Harmless]) -> str:
+    """Why a file whose code changes are all ``found`` (none cosmetic) keeps little weight: its
+    renames together, else the first reason."""
+    renames = tuple(dict.fromkeys(pair for reason in found for pair in reason.renames))
+    return Harmless("rename", renames).describe() if renames else found[0].describe()
+
+
+def mechanical(files: Sequence[FileChange]) -> dict[int, dict[int, Harmless]]:
+    """The hunks of a change (by file index, then hunk number) that only move code or make a
+    mechanical edit: a ``move`` hunk has `MOVE_MIN_LINES` or more changed lines of code, each
+    removed one added elsewhere in the change and each added one removed elsewhere (indentation
+    aside); a ``sweep`` hunk makes the same edit, line for line, as hunks of other files, in
+    `SWEEP_MIN_FILES` or more files. Only source files in a language known here are judged."""
+    edits: list[tuple[int, int, Counter[str], Counter[str]]] = []
+    removed_all: Counter[str] = Counter()
+    added_all: Counter[str] = Counter()
+    for file_number, change in enumerate(files):
+        if change.is_binary or PurePosixPath(change.path).suffix.lower() not in _LANGUAGES:
+            continue
+        markers = comment_markers(change.path)
+        for number, hunk in enumerate(change.hunks):
+            removed, added = Counter[str](), Counter[str]()
+            for text, kind in zip(hunk.texts, hunk.types, strict=True):
+                if kind in "+-" and is_code_line(text, markers):
+                    (removed if kind == "-" else added)[text.strip()] += 1
+            if removed or added:
+                edits.append((file_number, number, removed, added))
+                removed_all.update(removed)
+                added_all.update(added)
+    found: dict[int, dict[int, Harmless]] = {}
+    by_edit: dict[tuple[tuple[str, ...], tuple[str, ...]], set[int]] = {}
+    for file_number, _, removed, added in edits:
+        by_edit.setdefault((tuple(sorted(removed.elements())), tuple(sorted(added.elements()))),
+                           set()).add(file_number)
+    for file_number, number, removed, added in edits:
+        sweep = by_edit[tuple(sorted(removed.elements())), tuple(sorted(added.elements()))]
+        if len(sweep) >= SWEEP_MIN_FILES:
+            found.setdefault(file_number, {})[number] = Harmless("sweep", files=len(sweep))
+        elif (sum(removed.values()) + sum(added.values()) >= MOVE_MIN_LINES
+              and all(added_all[line] - added[line] >= n for line, n in removed.items())
+              and all(removed_all[line] - removed[line] >= n for line, n in added.items())):
+            found.setdefault(file_number, {})[number] = Harmless("move")
+    return found
 
 
 def _may_log(text: str) -> bool:
@@ -264,21 +332,35 @@ def in_comment(text: str, offset: int, markers: tuple[str, ...]) -> bool:
     return False
 
 
-def imports_only(hunk: Hunk, start: int, end: int, markers: tuple[str, ...]) -> bool:
-    """Whether the changed lines of code in lines ``start``..``end`` of ``hunk`` are all imports
-    (or includes): code that runs once, when the module loads."""
-    inside, found = False, False
+def import_time_only(hunk: Hunk, start: int, end: int, markers: tuple[str, ...]) -> bool:
+    """Whether the changed lines of code in lines ``start``..``end`` of ``hunk`` (at module level)
+    are all import-time set-up that selects nothing: unconditional imports (or includes) of
+    modules that are not kernels or backends, a logger, ``__all__``, type variables.
+
+    Import-time code that selects what runs keeps its weight: an indented import (it sits in an
+    ``if`` or ``try`` at module level: which implementation loads depends on the platform), an
+    import or include naming a kernel or backend module (`_SELECTING_IMPORT`), and every other
+    statement (a constant, an environment read, a registration, a condition)."""
+    inside, found, statement = False, False, ""
     for index in range(end):  # from the hunk's start: an import's "(" may open before ``start``
         text = hunk.texts[index]
-        is_import = inside or bool(_IMPORT_HEAD.match(text))
-        if _IMPORT_HEAD.match(text) and "(" in text and ")" not in text:
+        head = bool(_IMPORT_HEAD.match(text))
+        is_import = inside or head
+        if head:
+            statement = text  # a name of a list is judged with the module it comes from
+        if head and "(" in text and ")" not in text:
             inside = True
         elif inside and ")" in text:
             inside = False
-        if index >= start and hunk.types[index] in "+-" and is_code_line(text, markers):
-            if not is_import:
+        if index < start or hunk.types[index] not in "+-" or not is_code_line(text, markers):
+            continue
+        if is_import:
+            if ((head and text[:1].isspace())
+                    or _SELECTING_IMPORT.search(text if head else statement + text)):
                 return False
-            found = True
+        elif not _IMPORT_TIME_STATEMENT.match(text):
+            return False
+        found = True
     return found
 
 

@@ -10,6 +10,9 @@ Pins are read from the lines a hunk removes and adds, in the forms engines write
   (``.../whl/cu128``, read as the CUDA version);
 - CMake ``FetchContent`` pins, ``GIT_TAG <sha>``, named by their ``FetchContent_Declare``.
 
+Only real pins count: a comment (``# torch==2.8.0 breaks X``) and a reference to a setting
+(``"$CUDA_VERSION" = "12.8"`` in a shell test, ``${TORCH_VERSION}``) pin nothing.
+
 A package whose removed and added pins differ is a `VersionChange`. Names are normalised as pip
 does (lower case, ``-``/``_``/``.`` runs as one ``-``) so that rules can name them once.
 All patterns run under RE2: manifest lines come from pull requests.
@@ -29,7 +32,7 @@ _REQUIREMENT = patterns.regex(
     r"(?:(===|==|~=|>=|<=|!=|>|<)\s*(v?\d[^\s,;\"'\])#]*)|(@)\s*([^\s,;\"'\])#]+))")
 _TOML_PIN = patterns.regex(r"^\s*([A-Za-z][A-Za-z0-9._-]*)\s*=\s*[\"']([\^~<>=!]*\d[^\"']*)[\"']")
 _SETTING = patterns.regex(
-    r"(?:^|[^\w])([A-Za-z][A-Za-z0-9_]*?)_(?:VERSION|REVISION|GIT_TAG)\b[\"']?"
+    r"(?:^|[^\w${])([A-Za-z][A-Za-z0-9_]*?)_(?:VERSION|REVISION|GIT_TAG)\b[\"']?"
     r"(?:\s*[=:]\s*|\s+)[\"']?(v?\d[\w.+-]*)")
 _IMAGE = patterns.regex(r"(?i)(?:^\s*FROM\s+(?:--platform=\S+\s+)?|\b)"
                         r"((?:[\w.-]+/)*(?:cuda|pytorch|sglang|vllm-openai|vllm)):(v?\d[\w.+-]*)")
@@ -37,6 +40,8 @@ _WHEEL_INDEX = patterns.regex(r"/whl/(?:nightly/|test/)?(cu\d+|rocm[\d.]+)\b")
 _GIT_TAG = patterns.regex(r"^\s*GIT_TAG\s+[\"']?([\w.+-]+)")
 _DECLARE = patterns.regex(r"FetchContent_Declare\(\s*([\w.-]+)?")
 _DECLARED_NAME = patterns.regex(r"^\s*([\w.-]+)")
+# A comment: from a ``#`` that starts the line or follows a blank (a URL's ``#egg=`` stays).
+_COMMENT = patterns.regex(r"(?:^|\s)#.*")
 _SEPARATORS = re.compile(r"[-_.]+")
 _HEX = re.compile(r"^[0-9a-f]{16,40}$")
 # A group that every match of its pattern sets is read as ``m.group(n)`` (text); one that may be
@@ -72,7 +77,7 @@ def version_changes(change: FileChange) -> list[VersionChange]:
             kind = hunk.types[index]
             if kind not in "+-":
                 continue
-            for name, version in _pins(text, declared or stem):
+            for name, version in _pins(_COMMENT.sub("", text), declared or stem):
                 if kind == "-":
                     removed.setdefault(name, []).append(version)
                 else:

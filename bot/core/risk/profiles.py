@@ -27,11 +27,25 @@ def _rule(id: str, kind: RuleKind, category: str, weight: float, description: st
                 paths=tuple(paths), pattern=pattern, scope=scope)
 
 
+def _words(words: str, anywhere: str = "", leading: str = "_?") -> str:
+    """A function-name pattern that finds ``words`` as whole words of a name: at its start (after
+    ``leading``), or, for ``anywhere``, after any ``_``-separated words; each followed (after a
+    plural ``s``) by the end of the name, ``_``, a digit or a capital (``forward_extend``,
+    ``_schedule_prefills``, ``forwardBatch``), never by more letters of another word
+    (``decoder``, ``sender``, ``sampler``)."""
+    after = r"s?(?:[_A-Z0-9]\w*)?"
+    start = f"^{leading}(?:{words}){after}$"
+    return f"{start}|^\\w*_(?:{anywhere}){after}$" if anywhere else start
+
+
 _DEPENDENCY_FILES = (
     "pyproject.toml", "setup.py", "setup.cfg", "requirements*.txt", "requirements/**/*.txt",
     "requirements*.in", "Dockerfile*", "*.Dockerfile", "docker/**", "CMakeLists.txt",
     "environment*.yml", "uv.lock",
 )
+# Where engines declare their server arguments, configs and environment switches.
+_SETTINGS_FILES = ("server_args*.py", "arg_utils.py", "envs.py", "environ.py", "config.py",
+                   "*_config.py", "**/config/**/*.py")
 # Where engines pin the libraries every kernel runs on (CMake fetches them too).
 _MANIFESTS = (*_DEPENDENCY_FILES, "*.cmake")
 _RUNTIME_STACK = (
@@ -102,23 +116,27 @@ GENERIC: tuple[Rule, ...] = (
     _rule("path.memory-pool", "path", "memory-pool", 12, "KV cache / memory pool (warm path)",
           ["**/mem_cache/**", "*memory_pool*", "*kv_cache*", "*block_manager*", "*radix_cache*",
            "*allocator*.py"]),
-    # The function a hunk changes.
+    # The function a hunk changes, by whole words of its name (`_words`): `decode` names
+    # `decode_step` and `_decode`, never `get_decoder`; `send` never `sender`.
     _rule("function.collective", "function", "communicator", 25, "a collective operation",
-          pattern=r"^_?(all_reduce|allreduce|all_gather|allgather|reduce_scatter|all_to_all|"
-                  r"broadcast|send|recv|custom_all_reduce|ncclAllReduce|\w*_all_reduce)\w*$"),
+          pattern=_words(r"all_reduce|allreduce|all_gatherv?|allgather|reduce_scatterv?|"
+                         r"all_to_all|broadcast|send|recv|custom_all_reduce|ncclAllReduce",
+                         anywhere=r"all_reduce", leading="_?")),
     _rule("function.graph-capture", "function", "cuda-graph", 20, "CUDA graph capture/replay",
-          pattern=r"^_?(graph_capture|capture|replay|can_run|cuda_graph|capture_one|"
-                  r"register_graph)\w*$"),
+          pattern=_words(r"graph_capture|capture|replay|can_run|cuda_graph|capture_one|"
+                         r"register_graph", leading="_?")),
     _rule("function.speculative", "function", "speculative", 20, "speculative verify/draft step",
-          pattern=r"^_?(verify|draft|forward_draft|forward_target|propose|eagle|build_tree|"
-                  r"speculative)\w*$"),
+          pattern=_words(r"verify|draft|forward_draft|forward_target|propose|eagle|build_tree|"
+                         r"speculative", leading="_?")),
     _rule("function.forward", "function", "forward", 10, "a forward pass",
-          pattern=r"^\w*(forward|run_batch|execute_model|decode|prefill)\w*$"),
+          pattern=_words(r"forward|run_batch|execute_model|decode|prefill",
+                         anywhere=r"forward|run_batch|execute_model|decode|prefill")),
     _rule("function.sampling", "function", "sampling", 10, "sampling",
-          pattern=r"^_?(sample|top_k_top_p|top_p|top_k|min_p)\w*$"),
+          pattern=_words(r"sample|top_k_top_p|top_p|top_k|min_p", leading="_?")),
     _rule("function.process-groups", "function", "parallel-state", 15, "process group set-up",
-          pattern=r"^(init_distributed_environment|initialize_model_parallel|init_process_group|"
-                  r"new_group|init_model_parallel_group|graph_capture)\w*$"),
+          pattern=_words(r"init_distributed_environment|initialize_model_parallel|"
+                         r"init_process_group|new_group|init_model_parallel_group|graph_capture",
+                         leading="")),
     # Code that runs once, at start-up, unless a function rule above names it.
     _rule("setup.functions", "setup", "setup", 50,
           "set-up code (constructors, weight loading, argument and config parsing)",
@@ -146,6 +164,14 @@ GENERIC: tuple[Rule, ...] = (
           pattern=r"\b(?:disable_cuda_graph|enforce_eager|disable_piecewise_cuda_graph)\b|"
                   r"torch\.(?:compiler|_dynamo)\.disable|cudagraph_mode\s*=|graph_break\(|"
                   r"cuda_graph\w*\s*=\s*False"),
+    _rule("config.kernel-default", "token", "config-default", 30,
+          "a default that selects a kernel, backend or code path (server argument, config, "
+          "environment)",
+          _SETTINGS_FILES,
+          pattern=r"\b\w*(?:backend|kernel|impl|runner|algo|algorithm|dispatcher|dtype)\w*\s*"
+                  r"(?::\s*[^=\n]+)?=\s*[^=\s]|\b(?:enable|disable|use)_\w+\s*:\s*bool\s*=\s*(?:True|False)\b|"
+                  r"\b(?:SGLANG|VLLM)_\w+\s*(?::[^=\n]+)?=\s*Env\w*\(|"
+                  r"[\"'](?:SGLANG|VLLM)_\w*(?:USE|ENABLE|DISABLE|BACKEND|KERNEL|IMPL)\w*[\"']\s*:\s*lambda"),
     _rule("token.allocation", "token", "allocation", 12, "a new allocation or copy in a hot path",
           pattern=r"torch\.(?:empty|zeros|ones|full|rand|randn|tensor|empty_like|zeros_like|"
                   r"ones_like|full_like|cat|stack)\(|\.clone\(\)|\.contiguous\(\)|\.copy_\(",
@@ -199,6 +225,10 @@ VLLM: tuple[Rule, ...] = (
     _rule("vllm.cold-tools", "cold", "tools", 0, "vLLM tooling outside the serving path",
           ["vllm/benchmarks/**", "tools/**", "vllm/entrypoints/cli/benchmark/**"]),
 )
+
+# Token categories whose signals keep their whole weight in set-up code: a constructor or an
+# argument check that picks a kernel or backend decides what every later step runs.
+SELECTS_CODE_PATH = frozenset({"config-default"})
 
 PROFILES: dict[str, tuple[Rule, ...]] = {
     "generic": GENERIC,

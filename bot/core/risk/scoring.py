@@ -34,13 +34,13 @@ import dataclasses
 import functools
 import itertools
 import math
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import TypeVar
 
 from bot.core.config import CONFIG_PATH, patterns
 from bot.core.config.rules import Rule
-from bot.core.risk import changes, manifests, places, reasons, stepmap_scoring
+from bot.core.risk import changes, manifests, places, profiles, reasons, stepmap_scoring
 from bot.core.risk.diff import FileChange, Hunk, ParsedDiff
 from bot.core.risk.places import Segment, enclosing_function
 from bot.core.risk.reasons import describe
@@ -82,7 +82,9 @@ def score(diff: ParsedDiff, rules: RuleSet, source: SourceLookup | None = None,
     long = sum(1 for change in scored if not patterns.matchable(change.path))
     if long:
         warnings.append(reasons.paths_too_long(long, patterns.MAX_PATH_LENGTH))
-    files = [score_file(change, rules, source, step_map) for change in scored]
+    moved = changes.mechanical(scored)  # moves and sweeps are judged over the whole diff
+    files = [score_file(change, rules, source, step_map, moved.get(number))
+             for number, change in enumerate(scored)]
     signals = _strongest_per_rule(s for f in files for s in f.signals)
     improvements = _strongest_per_rule(s for f in files for s in f.improvements)
     size = _size_signal(files)
@@ -99,13 +101,14 @@ def score(diff: ParsedDiff, rules: RuleSet, source: SourceLookup | None = None,
 
 
 def score_file(change: FileChange, rules: RuleSet, source: SourceLookup | None = None,
-               step_map: MapEvidence | None = None) -> FileRisk:
+               step_map: MapEvidence | None = None,
+               mechanical: Mapping[int, changes.Harmless] | None = None) -> FileRisk:
     cold = rules.for_path(change.path)[0]
     signals: list[Signal] = []
     improvements: list[Signal] = []
     code_lines = 0
     if cold is None:
-        signals, code_lines = _file_signals(change, rules, source, step_map)
+        signals, code_lines = _file_signals(change, rules, source, step_map, mechanical)
         improvements = [s for s in signals if s.improves]
         signals = [s for s in signals if not s.improves]
     signals = _strongest_per_rule(_one_per_place(signals))
@@ -137,12 +140,14 @@ class _Found:
 
 
 def _file_signals(change: FileChange, rules: RuleSet, source: SourceLookup | None,
-                  step_map: MapEvidence | None = None) -> tuple[list[Signal], int]:
+                  step_map: MapEvidence | None = None,
+                  mechanical: Mapping[int, changes.Harmless] | None = None
+                  ) -> tuple[list[Signal], int]:
     """The signals of a warm file (possible improvements among them), and its changed lines of
     code outside cosmetic hunks."""
     _, path_rules, allowed = rules.for_path(change.path)
     lines = functools.cache(functools.partial(_read, source, change.path))
-    harmless = changes.HarmlessHunks(change)
+    harmless = changes.HarmlessHunks(change, mechanical)
     markers = changes.comment_markers(change.path)
     texts = [hunk.joined() for hunk in change.hunks]
     starts = [0, *itertools.accumulate(map(len, texts))]
@@ -227,7 +232,7 @@ def _edits(number: int, hunk: Hunk, segments: list[Segment], markers: tuple[str,
     for seg in segments:
         at = _first_code_change(hunk, seg.start, seg.end, markers)
         if at is not None:
-            imports = seg.name is None and changes.imports_only(hunk, seg.start, seg.end, markers)
+            imports = seg.name is None and changes.import_time_only(hunk, seg.start, seg.end, markers)
             edits.append(_Edit(number, seg, at, imports))
     return edits
 
@@ -315,9 +320,8 @@ def _file_share(rules: RuleSet, harmless: changes.HarmlessHunks, edited: list[_E
         return (min(rule.weight for _, rule in setups) / 100,
                 stepmap_scoring.only_off_step(setups)
                 or reasons.only_setup_code([name or "" for name, _ in setups]))
-    if renamed:  # renames, and maybe cosmetic hunks, and no other change of code
-        renames = [pair for reason in renamed for pair in reason.renames]
-        return HARMLESS_SHARE, changes.Harmless("rename", tuple(dict.fromkeys(renames))).describe()
+    if renamed:  # renames, moves or sweeps, maybe cosmetic hunks, and no other change of code
+        return HARMLESS_SHARE, changes.describe_all(renamed)
     return 1.0, None
 
 
@@ -404,7 +408,9 @@ def _token_signals(rules: RuleSet, path: str, hunk: Hunk, hunk_number: int, segm
             continue
         signal = Signal(rule.id, rule.kind, rule.category, rule.weight, rule.description, path,
                         seg.name, hunk.line_number(index), _side(hunk, index), text.strip()[:80])
-        found.append(_Found(signal, hunk_number, setup_of(hunk_number, seg)))
+        # Set-up code that selects a kernel or backend decides every later step: full weight.
+        setup = rule.category not in profiles.SELECTS_CODE_PATH
+        found.append(_Found(signal, hunk_number, setup_of(hunk_number, seg) if setup else None))
     return found
 
 

@@ -101,8 +101,9 @@ class Triage:
 
 def rank(commits: Iterable[Commit], rules: ruleset.RuleSet, range_text: str,
          progress: Callable[[int], None] | None = None, step_map: MapEvidence | None = None) -> Triage:
-    """Score every commit and sort them most suspicious first (ties keep the input order), with
-    what ``step_map`` says a step runs when it is given.
+    """Score every commit and sort them most suspicious first (`order`: ties are broken by the
+    evidence, then by sha, whatever order the commits came in), with what ``step_map`` says a step
+    runs when it is given.
 
     ``commits`` may be a stream: each is scored as it arrives, while git writes the next.
     """
@@ -114,8 +115,19 @@ def rank(commits: Iterable[Commit], rules: ruleset.RuleSet, range_text: str,
         ranked.append(item)
         if progress:
             progress(len(ranked))
-    ranked.sort(key=lambda item: -item.report.score)
+    ranked.sort(key=order)
     return Triage(range_text, rules.profile, ranked)
+
+
+def order(item: RankedCommit) -> tuple[int, float, int, str]:
+    """The sort key of a ranked commit: its score, then among equal scores the commit with the
+    strongest single signal (at its rule's full weight), then the one with more changed lines of
+    code, then the sha, so that a ranking never depends on the order git listed the commits in."""
+    report = item.report
+    strongest = max((s.full_weight if s.full_weight is not None else s.weight
+                     for s in report.signals), default=0.0)
+    code_lines = sum(f.code_lines for f in report.files)
+    return -report.score, -strongest, -code_lines, item.commit.sha
 
 
 def _stat(file: risk.FileRisk) -> FileStatDict:

@@ -167,6 +167,11 @@ class Suite(ABC):
     def metrics(self) -> dict[str, MetricDeclaration]:
         """Metrics declared up front (a command suite may report more)."""
 
+    def judging(self) -> dict[str, Any]:
+        """How the comparison of this suite's results is to be judged beyond the defaults, recorded
+        in the results file's ``options`` (default: nothing)."""
+        return {}
+
     def setup_commands(self, worktree: Path) -> list[Command]:
         """Commands to run once per revision's worktree before any round (default: none)."""
         return []

@@ -15,6 +15,7 @@ from pathlib import Path
 from bot.core.config.suite_kinds.verify_step import VerifyStep, VerifyStepSuite
 from bot.core.judge.kineto import Traced
 from bot.core.judge.profile import Profile
+from bot.core.judge.speculation import SPECULATION_FLOOR
 
 from .. import traces
 from . import verify_step_workload
@@ -26,12 +27,17 @@ TRACE_FILE = "trace.json"
 
 METRICS = VerifyStep.declarations()
 # The metrics that follow the mode the engine ran in, which the benchmark's report names.
-FOLLOW_THE_MODE = ("cycle_ms", "tok_s")
+FOLLOW_THE_MODE = ("cycle_ms", "tok_s", "decode_ms", "baseline_tok_s", "spec_speedup")
 
 
 class VerifyStepBench(BuiltInSuite, kind="verify-step"):
     needs_torch = True
     config: VerifyStepSuite
+
+    def judging(self) -> dict[str, float]:
+        """The configured `speculation_floor`, which the comparison reads from the results file."""
+        floor = self.config.speculation_floor
+        return {} if floor is None else {SPECULATION_FLOOR: floor}
 
     def round_commands(self, context: RoundContext) -> list[Command]:
         return [self.command(context)]

@@ -30,10 +30,15 @@ noisy host takes all of them:
   of back-to-back calls (`Bench.collective_us`): timing one call at a time measured how long the
   host took to launch it and how long this rank waited for the other to arrive, which flipped from
   run to run;
+- ``decode_ms``: the plain decode step the same model takes without speculation, in the engine's
+  mode: ``batch`` tokens (one per sequence) through every layer, the verify pass's work at one
+  token per sequence;
 - derived, in the mode the engine runs (``--graph``: ``full``, ``piecewise`` or ``eager``; the
   default is piecewise where CUDA graphs can run, SGLang's default, else eager):
   ``cycle_ms = num_steps * draft_ms + verify_<mode>_ms`` and ``tok_s = 1000 * accept_length /
-  cycle_ms`` for the configured accept length.
+  cycle_ms`` for the configured accept length; ``baseline_tok_s = 1000 / decode_ms`` (one token per
+  sequence per step) and ``spec_speedup = tok_s / baseline_tok_s``, the speed-up of speculation over
+  not speculating (below 1, speculation costs more than it saves).
 
 ``--allreduce MODULE:FUNCTION`` makes every allreduce of the model go through a function of the
 repository under test (``FUNCTION(tensor) -> tensor``), which is how a change to that repository's
@@ -568,6 +573,7 @@ class Bench:
         self.lm_head = self.weight(shape.hidden, split(shape.vocab, world))
         self.verify_input = self.activations(self.verify_tokens)
         self.draft_input = self.activations(self.draft_tokens)
+        self.decode_input = self.activations(shape.batch)  # one token per sequence, no speculation
 
     # -- weights and inputs
 
@@ -646,7 +652,13 @@ class Bench:
         return x + (yield feed_forward(self.rms_norm(x, layer["norm"]), layer))
 
     def verify_steps(self):
-        x = self.verify_input
+        return (yield from self.target_steps(self.verify_input))
+
+    def decode_steps(self):
+        return (yield from self.target_steps(self.decode_input))
+
+    def target_steps(self, x):
+        """The target model's forward pass over the tokens ``x``: every layer."""
         for layer in self.layers:
             x = yield from self.decoder_layer(x, layer)
         return x
@@ -666,9 +678,6 @@ class Bench:
             except StopIteration as done:
                 return done.value
         return run
-
-    def verify(self):
-        return self.eager(self.verify_steps)()
 
     def draft(self):
         return self.eager(self.draft_steps)()
@@ -699,14 +708,24 @@ class Bench:
         metrics["cycle_ms"] = Timed(cycle, cycle_se, min(draft.calls, verify.calls))
         tok_s = 1000 * s.accept_length / cycle
         metrics["tok_s"] = Timed(tok_s, tok_s * cycle_se / cycle, metrics["cycle_ms"].calls)
+        decode = metrics["decode_ms"] = self.timed_ms(self.target_in(mode, self.decode_steps))
+        plain = 1000 / decode.value
+        metrics["baseline_tok_s"] = Timed(plain, plain * decode.se / decode.value, decode.calls)
+        speedup = tok_s / plain  # relative errors of independent timings add in quadrature
+        metrics["spec_speedup"] = Timed(speedup, speedup * math.hypot(cycle_se / cycle, decode.se / decode.value),
+                                        min(decode.calls, metrics["cycle_ms"].calls))
         return metrics
 
     def verify_in(self, mode: str) -> Callable:
+        return self.target_in(mode, self.verify_steps)
+
+    def target_in(self, mode: str, steps: Callable) -> Callable:
+        """A target-model pass (verify or plain decode) as the engine runs it in ``mode``."""
         if mode == "full":
-            return self.graphed(self.verify)
+            return self.graphed(self.eager(steps))
         if mode == "piecewise":
-            return self.piecewise(self.verify_steps)
-        return self.verify
+            return self.piecewise(steps)
+        return self.eager(steps)
 
     def draft_in(self, mode: str) -> Callable:
         return self.draft if mode == "eager" else self.graphed(self.draft)

@@ -87,6 +87,14 @@ class GitHub(ABC):
         """Post a new comment on the pull request; its id."""
 
     @abstractmethod
+    def comment_on_commit(self, repo: str, sha: str, body: str) -> str:
+        """Post a comment on a commit (one no pull request merged); the comment's address."""
+
+    @abstractmethod
+    def upsert_issue(self, repo: str, number: int | None, title: str, body: str) -> int:
+        """Update the issue ``number`` (its title and body), or open one when None; its number."""
+
+    @abstractmethod
     def default_branch(self, repo: str) -> tuple[str, str]:
         """The default branch's name and its head commit."""
 

@@ -15,7 +15,17 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TypeVar
 
-from ..records import Ack, BenchRequest, BenchResult, Delivery, MetricPoint, Repository, Review, StoredStepMap
+from ..records import (
+    Ack,
+    BenchRequest,
+    BenchResult,
+    Delivery,
+    MetricPoint,
+    RegressionCase,
+    Repository,
+    Review,
+    StoredStepMap,
+)
 from .dashboard import DashboardStore
 
 Decision = TypeVar("Decision")
@@ -278,6 +288,93 @@ class WorkLog(ABC):
     def approved(self, repo: str, number: int, head_sha: str) -> bool: ...
 
 
+@dataclass(frozen=True)
+class SeriesRow:
+    """One point of a default-branch series with the base its run measured against (oldest first)."""
+
+    sha: str
+    base_sha: str
+    value: float
+    better: str
+
+
+@dataclass(frozen=True)
+class Spending:
+    """A repository's GPU budget on one day: minutes charged, and runs skipped for the budget
+    (how many, and the minutes they would have cost)."""
+
+    spent: float
+    skipped: int
+    skipped_minutes: float
+
+
+class Watch(ABC):
+    """Regression cases of the default branch and the daily GPU budget. Every state change is one
+    conditional update: two processes that race to move a case agree on who moved it."""
+
+    @abstractmethod
+    def open(self, case: RegressionCase) -> tuple[RegressionCase, bool]:
+        """Record ``case`` unless its change (its key) is known: the stored case, and whether it is new."""
+
+    @abstractmethod
+    def supersede(self, old_key: str, new: RegressionCase) -> tuple[RegressionCase, bool]:
+        """In one transaction: record ``new`` (or find it) and move the case ``old_key`` to
+        superseded by it, only while that one is still open (detected, out of budget); the stored
+        new case, and whether the old one was moved."""
+
+    @abstractmethod
+    def move(self, key: str, wanted: str, sources: tuple[str, ...], now: datetime,
+             **changes: object) -> RegressionCase | None:
+        """Move the case to ``wanted`` (with ``changes`` to its other columns) only while its state
+        is one of ``sources``; the moved case, or None when it stood elsewhere (or is unknown)."""
+
+    @abstractmethod
+    def note(self, key: str, **changes: object) -> None:
+        """Store columns of a case that are not its state (a comment's address, an issue number)."""
+
+    @abstractmethod
+    def get(self, key: str) -> RegressionCase | None: ...
+
+    @abstractmethod
+    def by_correlation(self, correlation_id: str) -> RegressionCase | None:
+        """The case a bisect's benchmark request is of."""
+
+    @abstractmethod
+    def of_series(self, repo: str, suite: str, metric: str, states: tuple[str, ...]
+                  ) -> list[RegressionCase]: ...
+
+    @abstractmethod
+    def cases(self, repos: frozenset[str] | None, limit: int = 200) -> list[RegressionCase]:
+        """The newest cases of ``repos`` (None: any), newest first."""
+
+    @abstractmethod
+    def known_commits(self, repo: str, prefix: str, limit: int = 3) -> list[str]:
+        """Commits of the default branch perfbot knows (merge commits it recorded, commits its
+        history measured) whose sha starts with ``prefix`` (lowercase hex), at most ``limit``."""
+
+    @abstractmethod
+    def merge_of(self, repo: str, sha: str) -> tuple[int, str | None] | None:
+        """The merged pull request (number, address) whose merge commit or head is ``sha``."""
+
+    @abstractmethod
+    def series(self, repo: str, suite: str, metric: str) -> list[SeriesRow]:
+        """A default-branch series with each point's base, in the order it was measured."""
+
+    @abstractmethod
+    def charge(self, key: str, repo: str, day: str, kind: str, level: str, minutes: float,
+               allows: Callable[[float], bool], now: datetime) -> bool:
+        """Charge ``minutes`` to the repository's ``day`` if ``allows(minutes spent that day)``, else
+        record the work as skipped for the budget; in one transaction no other charge to the
+        repository interleaves with. Charged before (``key``): what was decided then."""
+
+    @abstractmethod
+    def settle(self, key: str, minutes: float) -> None:
+        """Correct a charge to what the work turned out to cost."""
+
+    @abstractmethod
+    def spending(self, repo: str, day: str) -> Spending: ...
+
+
 class Store(ABC):
     """Every aggregate's port over one database."""
 
@@ -288,6 +385,7 @@ class Store(ABC):
     work: WorkLog
     dashboard: DashboardStore
     liveness: Liveness
+    watch: Watch
 
     @abstractmethod
     def ping(self) -> None:

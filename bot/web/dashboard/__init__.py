@@ -12,7 +12,7 @@ from flask_wtf.csrf import CSRFProtect
 from bot.service.dashboard import sessions
 from bot.settings import Settings
 
-from . import api, failed, pages, signin
+from . import api, failed, pages, regressions, signin
 
 
 def install(app: Flask, settings: Settings, exempt: tuple[Blueprint, ...] = ()) -> None:
@@ -36,3 +36,4 @@ def install(app: Flask, settings: Settings, exempt: tuple[Blueprint, ...] = ()) 
     app.register_blueprint(api.bp)
     app.register_blueprint(signin.bp)
     app.register_blueprint(failed.bp)
+    app.register_blueprint(regressions.bp)

@@ -166,7 +166,8 @@ def _merge_page(found: MergeDetail, problem: str | None = None) -> str:
     store = state.current().services.store
     around = histories.around(store, merge.repo, merge.merged_at) if merge.merged_at else []
     charts = [_chart(h, f"chart-{i}", merge.merged_at) for i, h in enumerate(around) if h.points]
-    return render_template("merge.html", nav="merges", detail=found, merge=merge, charts=charts,
+    rounds = [_round_charts(r.comparison, f"rounds-{i}") for i, r in enumerate(found.results)]
+    return render_template("merge.html", nav="merges", detail=found, merge=merge, charts=charts, rounds=rounds,
                            histories=[h for h in around if h.points], problem=problem,
                            api_url=url_for("dashboard_api.merge", owner=merge.repo.split("/")[0],
                                            name=merge.repo.split("/")[1], number=merge.number))
@@ -188,6 +189,29 @@ def _chart(found: History, chart_id: str, marker: datetime | None = None) -> dic
                    for m in found.merges if m.merged_at is not None],
         "marker": int(marker.timestamp()) if marker else None,
     }
+
+
+def _round_charts(comparison: dict[str, Any], prefix: str) -> list[dict[str, Any]]:
+    """The per-round charts a stored comparison carries (``charts``, `bot.core.render.chart`), the
+    well-formed ones only: rows written before the charts existed have none."""
+    found = comparison.get("charts")
+    charts = []
+    for i, c in enumerate(found[:5] if isinstance(found, list) else []):
+        if not isinstance(c, dict):
+            continue
+        labels, base, head = c.get("labels"), c.get("base"), c.get("head")
+        series = (labels, base, head)
+        if not all(isinstance(v, list) and len(v) == len(labels or []) for v in series) or not labels:
+            continue
+        numbers = all(v is None or (isinstance(v, int | float) and not isinstance(v, bool))
+                      for v in [*base, *head])
+        if not numbers or not all(isinstance(label, str) for label in labels):
+            continue
+        charts.append({"id": f"{prefix}-{i}", "metric": str(c.get("metric", "")), "unit": str(c.get("unit", "")),
+                       "better": str(c.get("better", "")), "verdict": str(c.get("verdict", "")),
+                       "change": c.get("change") if isinstance(c.get("change"), int | float) else None,
+                       "labels": labels, "base": base, "head": head})
+    return charts
 
 
 def _repos() -> list[str]:

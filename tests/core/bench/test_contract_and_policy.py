@@ -45,6 +45,25 @@ def test_the_inputs_are_the_contracts_seven_strings():
     assert contract.inputs(None, BASE, HEAD, ("s",), None, None, "c")["pr"] == ""
 
 
+def test_the_bisect_inputs_are_the_bench_inputs_of_one_suite_without_a_pull_request_plus_mode_and_metric():
+    inputs = contract.bisect_inputs(BASE, HEAD, "verify-step", "verify_ms", 3, 5, "pb-2")
+    assert inputs == {"pr": "", "base-sha": BASE, "head-sha": HEAD, "suites": "verify-step", "rounds": "3",
+                      "max-rounds": "5", "correlation-id": "pb-2", "mode": "bisect", "metric": "verify_ms"}
+    assert contract.bisect_inputs(BASE, HEAD, "s", "", None, None, "c")["metric"] == ""
+    assert "mode" not in contract.inputs(None, BASE, HEAD, ("s",), None, None, "c")
+
+
+@given(st.text(max_size=80), st.text(max_size=80))
+def test_a_bisect_sends_only_one_valid_suite_and_a_valid_metric(suite, metric):
+    valid = bool(contract.SUITE.fullmatch(suite)) and bool(contract.METRIC.fullmatch(metric))
+    try:
+        inputs = contract.bisect_inputs(BASE, HEAD, suite, metric, None, None, "c")
+    except ValueError:
+        assert not valid
+    else:
+        assert valid and inputs["suites"] == suite and " " not in suite and "\n" not in metric
+
+
 @pytest.mark.parametrize("sha", ["main", "a" * 39, "A" * 40, "a" * 40 + "\n"])
 def test_only_full_shas_are_sent(sha):
     with pytest.raises(ValueError):

@@ -28,7 +28,7 @@ def test_a_results_file_becomes_a_verdict_with_its_report_and_history_points():
     [suite] = judged.suites
     assert (suite.suite, suite.verdict) == ("sglang-eagle3", "regression")
     assert suite.headline.startswith("This PR makes the EAGLE-3 cycle 52% slower")
-    assert "| metric | base | head | change | 95% CI | verdict |" in suite.markdown
+    assert "| metric | base | head | change | interval the verdict used | verdict |" in suite.markdown
     stored = json.loads(suite.to_json())
     assert stored["verdict"] == "regression" and stored["markdown"] == suite.markdown and stored["headline"]
     assert suite.headline_metric and suite.headline_change is not None

@@ -115,6 +115,16 @@ def test_a_probe_of_the_culprit_against_its_parent_is_its_confirmation():
     assert bisect_report.probe_as_confirmation([probe], FIRST, SECOND) is None
 
 
+def test_the_reference_run_confirms_the_culprit_of_a_one_commit_range():
+    """BAD against its parent GOOD is the reference run itself: it is not measured a second time."""
+    reference = run("reference", GOOD, BAD, "bad", 1.4)
+    confirmation = bisect_report.probe_as_confirmation([reference], GOOD, BAD)
+    assert confirmation is not None and confirmation.purpose == "confirm"
+    assert (confirmation.ratio, confirmation.results_path) == (1.4, reference.results_path)
+    assert confirmation.why == "why (the reference above)"
+    assert bisect_report.probe_as_confirmation([reference], FIRST, BAD) is None
+
+
 def test_a_confirmation_that_only_leaned_makes_the_culprit_likely_not_confirmed():
     leaning = bisect_report.Measurement("confirm", FIRST, SECOND, "bad", "inconclusive", 1.09,
                                         (0.99, 1.2), 0.02, "confirm.json", "leaned")

@@ -220,3 +220,38 @@ def test_lines_before_a_code_span_that_breaks_placement_are_still_read():
     # before it still can.
     assert find("text\n/bench\n`a\nb`") == Run()
     assert find("text\n`a\nb`\n/bench") is None
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("/bench bisect abc1234 DEF5678", grammar.Bisect("abc1234", "def5678")),
+    ("/bench bisect " + "a" * 40 + " " + "b" * 40 + " verify-step --metric verify_piecewise_ms",
+     grammar.Bisect("a" * 40, "b" * 40, ("verify-step",), "verify_piecewise_ms")),
+    ("/bench bisect 1234567 7654321 --metric=tok/s a b a", grammar.Bisect("1234567", "7654321", ("a", "b"), "tok/s")),
+])
+def test_bisect_parses_two_commits_suites_and_a_metric(text, expected):
+    assert find(text) == expected
+
+
+@pytest.mark.parametrize("text, says", [
+    ("/bench bisect", "needs a good and a bad commit"),
+    ("/bench bisect abc1234", "needs a good and a bad commit"),
+    ("/bench bisect main abc1234", "'main' is not a commit sha"),
+    ("/bench bisect abc123 abc1234", "is not a commit sha"),
+    ("/bench bisect abc1234 abc1235 --metric", "--metric takes a metric name"),
+    ("/bench bisect abc1234 abc1235 --metric $(id)", "--metric takes a metric name"),
+    ("/bench bisect abc1234 abc1235 --rounds 3", "unknown option '--rounds' of /bench bisect"),
+    ("/bench bisect abc1234 abc1235 x;y", "'x;y' is not a suite name"),
+])
+def test_a_bad_bisect_says_what_is_wrong_in_one_line(text, says):
+    found = find(text)
+    assert isinstance(found, Invalid) and says in found.problem and "\n" not in found.problem
+
+
+@given(st.lists(st.text(alphabet="abcdef0123456789-=/:.xyz metric", max_size=45), max_size=6))
+def test_any_bisect_line_parses_or_is_invalid_and_what_parses_is_safe(words):
+    found = parse("/bench bisect " + " ".join(words))
+    assert isinstance(found, (grammar.Bisect, Invalid))
+    if isinstance(found, grammar.Bisect):
+        assert all(grammar._SHA_PREFIX.fullmatch(sha) for sha in (found.good, found.bad))
+        assert all(grammar.SUITE_NAME.fullmatch(suite) for suite in found.suites)
+        assert found.metric is None or grammar._METRIC.fullmatch(found.metric)

@@ -177,3 +177,26 @@ def test_reaches_is_the_vocabulary_s_order_with_never_reaching_nothing():
     for level in vocabulary.LEVELS:
         for trigger in triggers:
             assert config.reaches(level, trigger) == spelled_out(level, trigger), (level, trigger)
+
+
+def test_the_budget_and_watch_keys_have_defaults_and_say_what_is_wrong():
+    bench = config.load("").bench
+    assert (bench.dispatch.budget, bench.dispatch.run_minutes) == (240, 5.0)
+    assert (bench.watch.bisect, bench.watch.issue) == (True, False)
+    assert config.load("bench:\n  dispatch: {budget: unlimited}\n").bench.dispatch.budget == "unlimited"
+    assert config.load("bench:\n  dispatch: {budget: 0}\n").bench.dispatch.budget == 0
+    found = problems("bench:\n  dispatch:\n    budget: lots\n    run_minutes: 0\n"
+                     "  watch:\n    bisekt: true\n    issue: maybe\n")
+    assert [p.split(":")[0] for p in found] == [
+        "bench.dispatch.budget", "bench.dispatch.run_minutes", "bench.watch.issue", "bench.watch.bisekt"]
+    assert "or 'unlimited', not 'lots'" in found[0]
+
+
+@given(st.one_of(st.integers(), st.booleans(), st.text(max_size=12), st.floats(allow_nan=False)))
+def test_a_budget_is_whole_minutes_or_unlimited_and_nothing_else(value):
+    text = json.dumps({"bench": {"dispatch": {"budget": value}}})
+    valid = value == "unlimited" or (type(value) is int and 0 <= value <= config.MAX_BUDGET_MINUTES)
+    try:
+        assert config.load(text).bench.dispatch.budget == value and valid
+    except ConfigError as error:
+        assert not valid and error.problems[0].startswith("bench.dispatch.budget: expected GPU minutes")

@@ -44,7 +44,9 @@ def test_the_configs_suites_are_one_of_the_registered_kinds_each():
     suites = schema.schema()["$defs"]["BenchConfig"]["properties"]["suites"]["patternProperties"]
     [union] = suites.values()
     mapping = union["discriminator"]["mapping"]
-    assert set(mapping) == set(suite_kinds.names()) == {"command", "sglang-eagle3", "verify-step"}
+    assert set(mapping) == set(suite_kinds.names()) == {
+        "command", "sglang-eagle3", "verify-step", "pytest-benchmark", "google-benchmark", "hyperfine",
+        "vllm-bench-serve", "sglang-bench-serving", "sglang-bench-one-batch"}
     for name in suite_kinds.names():
         assert mapping[name] == f"#/$defs/{KINDS[name].options.__name__}"
     loaded = schema.load("bench: {suites: {a: {kind: verify-step}, b: {kind: command, command: x}}}")
@@ -55,7 +57,8 @@ def test_a_wrong_or_missing_kind_is_answered_with_the_registered_kinds(registry)
     register("zz-new")  # registered after the config's union was built: only the wording knows it
     with pytest.raises(ConfigError) as refused:
         schema.load("bench: {suites: {a: {kind: nope}, b: {}}}")
-    kinds = "'command', 'sglang-eagle3', 'verify-step', 'zz-new'"
+    kinds = ("'command', 'google-benchmark', 'hyperfine', 'pytest-benchmark', 'sglang-bench-one-batch', "
+             "'sglang-bench-serving', 'sglang-eagle3', 'verify-step', 'vllm-bench-serve', 'zz-new'")
     assert refused.value.problems == [f"bench.suites.a.kind: 'nope' is not a suite kind (expected one of {kinds})",
                                       f"bench.suites.b: missing 'kind' (one of {kinds})"]
 

@@ -129,3 +129,39 @@ def test_break_even_and_paying_again_are_named():
 
 def test_a_run_without_speculation_metrics_has_no_speculation_judgement():
     assert speculation.judge({"ttft_ms": Judged(10.0, 12.0, "regression")}, 0.02) is None
+
+
+VERIFY_STEP = {"spec_speedup": Judged(1.31, 0.93, "regression", "x"),
+               "verify_piecewise_ms": Judged(9.2, 14.1, "regression", "ms"),
+               "draft_ms": Judged(1.1, 1.1, "unchanged", "ms"),
+               "allreduce_verify_us": Judged(60.5, 122.4, "regression", "us"),
+               "decode_ms": Judged(7.0, 7.1, "unchanged", "ms")}
+
+
+def test_a_speedup_that_falls_below_one_is_called_out_with_the_accept_length_apart():
+    line = speculation.judge(VERIFY_STEP, 0.02).break_even
+    assert line.startswith("Speculation now costs more than it saves: 0.93× the tokens per second "
+                           "without speculation (base: 1.31×).")
+    assert "Accept length: not measured by this suite (a configured constant)" in line
+    assert ("Kernel time: the EAGLE-3 verify step (piecewise CUDA graph) 9.20 → 14.10 ms; the EAGLE-3 draft "
+            "steps 1.10 → 1.10 ms. Communication: the verify-sized allreduce 60.50 → 122.4 us. Without "
+            "speculation: the plain decode step 7.00 → 7.10 ms.") in line
+    with_accept = speculation.judge(STORY, 0.02).break_even
+    assert "Accept length 1.79 → 1.79 tokens." in with_accept
+
+
+def test_a_speedup_below_one_on_both_sides_is_still_called_out():
+    line = speculation.judge({"spec_speedup": Judged(0.9, 0.8, "regression")}, 0.02).break_even
+    assert line.startswith("Speculation still costs more than it saves: 0.80×")
+
+
+def test_the_configured_floor_is_called_out_when_crossed_either_way():
+    def line(before: float, after: float, floor: float | None = 1.2) -> str | None:
+        return speculation.judge({"spec_speedup": Judged(before, after, "regression")}, 0.02, floor).break_even
+
+    assert line(1.3, 1.1).startswith("The speed-up of speculation fell below the configured floor of 1.20×: 1.10×")
+    assert line(1.1, 1.15).startswith("The speed-up of speculation stays below the configured floor")
+    assert line(1.1, 1.3).startswith("The speed-up of speculation is back above the configured floor of 1.20×")
+    assert line(0.9, 1.3).startswith("Speculation pays again")
+    assert line(1.3, 1.25) is None and line(1.3, 1.1, floor=None) is None
+    assert speculation.judge({"spec_speedup": Judged(1.3, 1.1, "regression")}, 0.02, 1.2).floor == 1.2

@@ -333,3 +333,46 @@ def test_without_a_model_the_ratio_is_of_the_medians_and_there_is_no_interval():
     assert stats.judge([10.0], [12.0]).verdict == "inconclusive"
     two = stats.estimate([10.0, 10.0], [13.0])
     assert two.fit is not None and two.ratio == pytest.approx(1.3)
+
+
+def _two_metrics(first: tuple[list[float], list[float]], second: tuple[list[float], list[float]]) -> dict:
+    return document({"a_ms": ("ms", "lower", *first), "b_ms": ("ms", "lower", *second)})
+
+
+# Two primary metrics: a's change is significant on its own (p = 0.0064) but not after Holm over
+# two hypotheses (0.0127 > 0.01); its 95% interval (+3.7% … +17.3%) leaves out "no change".
+NOT_AFTER_HOLM = ([100.0, 104.0, 97.0, 101.0, 99.0], [110.0, 116.0, 103.0, 117.0, 107.0])
+NOISE = ([50.0, 55.0, 45.0, 52.0, 48.0], [51.0, 47.0, 54.0, 49.0, 53.0])
+
+
+def test_the_interval_shown_is_the_one_the_verdict_used_not_a_looser_95_percent_one():
+    comparison = decide(_two_metrics(NOT_AFTER_HOLM, NOISE))
+    a = next(m for m in comparison.metrics if m.name == "a_ms")
+    assert a.estimate.p_value < 0.01 < a.p_value and a.verdict == "inconclusive"
+    assert a.estimate.ci[0] > 1, "the plain 95% interval excludes no change: the contradiction"
+    assert a.interval[0] < 1 < a.interval[1]
+    assert a.interval_confidence == pytest.approx(1 - 0.01 * a.estimate.p_value / a.p_value)
+    assert a.interval_confidence == pytest.approx(0.995)
+
+
+rounds = st.lists(st.floats(1.0, 1000.0), min_size=3, max_size=8)
+
+
+@settings(max_examples=60, deadline=None)
+@given(rounds, rounds, rounds, rounds)
+def test_a_verdicts_interval_excludes_no_change_exactly_when_it_found_a_significant_one(a_base, a_head,
+                                                                                        b_base, b_head):
+    comparison = decide(_two_metrics((a_base, a_head), (b_base, b_head)))
+    for m in comparison.metrics:
+        if m.interval is None:
+            continue
+        low, high = m.interval
+        if m.verdict == "unchanged":
+            assert (m.interval, m.interval_confidence) == (m.estimate.ci, 0.95)
+            continue
+        assert 1 - comparison.settings.alpha <= m.interval_confidence <= 1 - comparison.settings.alpha / 2
+        if math.isclose(m.p_value, comparison.settings.alpha, rel_tol=1e-6):
+            continue  # on the boundary, rounding decides either way
+        assert (low > 1 or high < 1) == (m.p_value <= comparison.settings.alpha)
+        if m.verdict in ("regression", "improvement"):
+            assert low > 1 or high < 1

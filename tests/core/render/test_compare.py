@@ -173,3 +173,29 @@ def test_the_first_line_of_the_text_says_the_verdict_once(scenario):
     assert comparison.verdict == scenario
     assert first.lower().startswith(scenario), first  # a script can read the verdict off the start
     assert not first.lower().startswith(f"{scenario}: {scenario}"), first
+
+
+@pytest.mark.parametrize("floor,expected", [(1.5, 1.5), (2, 2.0), ("1.5", None), (-1, None), (True, None),
+                                            (float("inf"), None)])
+def test_the_speculation_floor_comes_from_the_results_file_if_usable(floor, expected):
+    doc = document({"spec_speedup": ("x", "higher", [1.6, 1.61, 1.59], [1.4, 1.41, 1.39])})
+    doc["options"] = {"speculation_floor": floor}
+    loaded, comparison = judged(json.loads(json.dumps(doc).replace("Infinity", "1e999")))
+    assert comparison.speculation.floor == expected
+    markdown = render_compare.compare_markdown(loaded, comparison)
+    called = "**Speculation break-even.** ⚠️ The speed-up of speculation fell below the configured floor"
+    assert (called in markdown) == (expected == 1.5)
+
+
+def test_an_inconclusive_row_never_shows_an_interval_that_leaves_out_no_change():
+    """The verdict is Holm-adjusted over two primary metrics; the plain 95% interval of `a_ms`
+    (+3.7% … +17.3%) excluded 0 next to 'inconclusive'. The row shows the test's own interval."""
+    doc = document({"a_ms": ("ms", "lower", [100.0, 104.0, 97.0, 101.0, 99.0], [110.0, 116.0, 103.0, 117.0, 107.0]),
+                    "b_ms": ("ms", "lower", [50.0, 55.0, 45.0, 52.0, 48.0], [51.0, 47.0, 54.0, 49.0, 53.0])})
+    loaded, comparison = judged(doc)
+    markdown = render_compare.compare_markdown(loaded, comparison)
+    row = next(line for line in markdown.splitlines() if line.startswith("| `a_ms`"))
+    assert "inconclusive" in row and "+3.7%" not in row
+    assert re.search(r"\| -0\.5% … \+22\.2% \(99\.5%\) \|", row), row
+    [line] = [line for line in render_compare.compare_text(loaded, comparison).splitlines() if line.startswith("a_ms")]
+    assert "-0.5% .. +22.2% (99.5%)" in line

@@ -346,8 +346,8 @@ def test_a_sync_moved_within_its_function_is_neither_risk_nor_improvement_and_a_
 
 def test_changed_imports_alone_are_set_up_code_and_the_reason_names_a_step_change_first():
     path = "python/sglang/srt/distributed/device_communicators/pynccl.py"
-    imports = score(file_diff(path, ["from engine.ops import slow_copy"],
-                              ["from engine.ops import (", "    fast_copy,", ")"], context=("import os", "")))
+    imports = score(file_diff(path, ["from engine.utils import slow_copy"],
+                              ["from engine.utils import (", "    fast_copy,", ")"], context=("import os", "")))
     nccl = next(s for s in imports.signals if s.rule == "path.pynccl")
     assert (nccl.weight, nccl.note) == (20, "only set-up code changed: imports")
     text = (file_diff(path, ["import os"], ["import os, sys"], context=("import re", "")) +

@@ -3,7 +3,10 @@ parallel over the visible GPUs (the runner's half, and the benchmark: `bot.runne
 
 Its verdict is about the EAGLE-3 cycle in the mode the engine runs (`graph`): ``cycle_ms`` (the
 headline) and ``tok_s`` are primary, and both carry that mode; the verify pass in each mode, the draft
-step and the allreduce are diagnostics that say where a change came from.
+step and the allreduce are diagnostics that say where a change came from. The plain decode step of
+the same model and batch (``decode_ms``), the rate without speculation and the speed-up of
+speculation over it are diagnostics too: they say whether speculation still pays
+(``speculation_floor``: where the comparison calls it out short of 1).
 """
 
 from __future__ import annotations
@@ -53,6 +56,10 @@ class VerifyStepSuite(SuiteOptions):
                         "moe_intermediate", "context", "vocab", "batch", "num_steps", "draft_topk",
                         "num_draft_tokens"], Annotated[int, Field(ge=1)]] = {}
     accept_length: Annotated[float, Field(ge=1)] | None = None
+    speculation_floor: Annotated[float, Field(gt=0, le=100)] | None = Field(
+        default=None, description="The speed-up of speculation over plain decoding (spec_speedup) "
+                                  "below which the comparison calls it out on a line of its own, as "
+                                  "it does below 1 (for example 1.2: speculation must be 20% faster).")
 
     @model_validator(mode="after")
     def _graphs_for_the_mode(self) -> VerifyStepSuite:
@@ -92,6 +99,15 @@ class VerifyStep(SuiteKind, name="verify-step"):
             MetricDeclaration(unit="tok/s", better="higher", role="primary"),
             MetricRole("EAGLE-3 decoding", "rate",
                        "tokens per second for the configured accept length (verify-step suite)")),
+        "decode_ms": Metric(
+            MetricDeclaration(unit="ms", better="lower", role="diagnostic"),
+            MetricRole("the plain decode step", "time",
+                       "one decode step of the same model and batch without speculation (one token per "
+                       "sequence)")),
+        "baseline_tok_s": Metric(MetricDeclaration(unit="tok/s", better="higher", role="diagnostic"),
+                                 eagle3.PLAIN_RATE),
+        "spec_speedup": Metric(MetricDeclaration(unit="x", better="higher", role="diagnostic"),
+                               eagle3.SPEEDUP),
         "allreduce_us": Metric(
             MetricDeclaration(unit="us", better="lower", role="diagnostic"),
             MetricRole("the allreduce", "time", "one tensor-parallel allreduce call", part="communication"),

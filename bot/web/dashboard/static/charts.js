@@ -1,7 +1,8 @@
 /* Draws each [data-chart] box of the page with uPlot from the JSON the server embedded beside it:
    the series' points, its change points (a line where the level changed, red for a regression,
    green for an improvement, with the level before and after drawn as steps) and the flagged
-   merges as markers along the bottom. The drawn charts are listed in window.perfbotCharts. */
+   merges as markers along the bottom; and each [data-rounds-chart] box, a comparison's rounds. The
+   drawn charts are listed in window.perfbotCharts. */
 (function () {
   "use strict";
   var LEVEL_COLOURS = { high: "#c62828", medium: "#ef6c00", low: "#9e9d24", none: "#78909c" };
@@ -73,5 +74,39 @@
     });
   }
 
+  /* A comparison's per-round chart: base and head of each round pair, in the order the pairs ran
+     (the x-axis labels say which side ran first), head in its verdict's colour. */
+  var VERDICT_COLOURS = { regression: "#c62828", improvement: "#2e7d32" };
+
+  function drawRounds(box) {
+    var data = JSON.parse(document.getElementById(box.dataset.roundsChart).textContent);
+    var x = data.labels.map(function (_, i) { return i + 1; });
+    var width = Math.max(280, box.clientWidth);
+    var opts = {
+      width: width,
+      height: width < 600 ? 200 : 260,
+      scales: { x: { time: false, range: [0.5, x.length + 0.5] } },
+      series: [
+        { label: "pair", value: function (u, v) { return v == null ? "--" : data.labels[v - 1] || ""; } },
+        { label: "base", stroke: "#78909c", width: 2, points: { show: true, size: 7 } },
+        { label: "head", stroke: VERDICT_COLOURS[data.verdict] || "#1565c0", width: 2, points: { show: true, size: 7 } },
+      ],
+      axes: [
+        { label: "round pair", values: function (u, splits) {
+            return splits.map(function (v) { return Number.isInteger(v) && data.labels[v - 1] ? data.labels[v - 1] : ""; });
+          }, incrs: [1] },
+        { label: data.unit, size: 60 },
+      ],
+      legend: { live: true },
+    };
+    var plot = new uPlot(opts, [x, data.base, data.head], box);
+    charts.push({ id: data.id, plot: plot, points: x.length, kind: "rounds" });
+    window.addEventListener("resize", function () {
+      var w = Math.max(280, box.clientWidth);
+      plot.setSize({ width: w, height: w < 600 ? 200 : 260 });
+    });
+  }
+
   document.querySelectorAll("[data-chart]").forEach(draw);
+  document.querySelectorAll("[data-rounds-chart]").forEach(drawRounds);
 })();

@@ -1,0 +1,85 @@
+"""What a regression case says where people look: the comment on its culprit's pull request (or
+commit), the optional issue's title and body, and the lines of a case that was not reproduced.
+
+Everything that did not come from the bot (a commit subject, a suite or metric name) is escaped;
+the bisect's own Markdown (its kernel table) was rendered by perfbot from a checked report."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from bot.core.render.markdown import code as code
+from bot.core.render.markdown import escape_md as escape_md
+
+MARKER = "<!-- perfbot:regression:{key} -->"
+MAX_KERNELS = 20_000  # characters of the kernel table kept in a comment
+
+
+@dataclass(frozen=True)
+class Culprit:
+    """A confirmed culprit, as a comment names it."""
+
+    key: str  # the case's
+    suite: str
+    metric: str
+    good: str
+    bad: str
+    source: str  # what found the regression: merge | changepoint | command
+    culprit: str
+    subject: str | None
+    change: str | None  # "+12.3%" of the confirmation
+    ci: tuple[float, float] | None
+    commits: int
+    runs: int
+    run_url: str | None
+    found_by_url: str | None  # the run that found the regression, when known
+    kernels_markdown: str | None
+
+
+_FOUND_BY = {"merge": "a merge run on the default branch", "changepoint": "a change point of the default "
+             "branch's history", "command": "`/bench bisect`"}
+
+
+def marker(key: str) -> str:
+    return MARKER.format(key=key)
+
+
+def culprit_comment(culprit: Culprit) -> str:
+    """The comment on the culprit's pull request (or commit)."""
+    metric = code(culprit.metric) if culprit.metric else "the headline metric"
+    change = f" by **{escape_md(culprit.change)}**" if culprit.change else ""
+    interval = ""
+    if culprit.ci is not None:
+        interval = f" (95% interval {culprit.ci[0]:+.1%} to {culprit.ci[1]:+.1%})"
+    subject = f" ({escape_md(culprit.subject)})" if culprit.subject else ""
+    links = [f"[the bisect run]({culprit.run_url})" if culprit.run_url else "",
+             f"[the run that found it]({culprit.found_by_url})" if culprit.found_by_url else ""]
+    short = code(culprit.culprit[:12])
+    lines = [
+        marker(culprit.key),
+        f"### perfbot: a confirmed regression of {code(culprit.suite)} bisected to {short}",
+        "",
+        f"Bisected on the GPU runners, commit {short}{subject} changed {metric}{change}"
+        f"{interval} against its parent: a regression, confirmed by re-measuring the two.",
+        "",
+        f"- Found by {_FOUND_BY.get(culprit.source, 'perfbot')} between {code(culprit.good[:12])} (good) and "
+        f"{code(culprit.bad[:12])} (bad); {culprit.commits} commits bisected in {culprit.runs} benchmark "
+        "runs.",
+    ]
+    shown = [link for link in links if link]
+    if shown:
+        lines.append("- Runs: " + " · ".join(shown))
+    if culprit.kernels_markdown:
+        kernels = culprit.kernels_markdown[:MAX_KERNELS]
+        lines += ["", "<details><summary>Kernels that changed</summary>", "", kernels, "", "</details>"]
+    return "\n".join(lines) + "\n"
+
+
+def issue_title(suite: str, metric: str, culprit: str) -> str:
+    what = f"{suite} {metric}".strip()
+    return f"perfbot: regression of {what[:120]} bisected to {culprit[:12]}"
+
+
+def issue_body(culprit: Culprit, comment_url: str | None) -> str:
+    where = f"\n\nNamed on the culprit: {comment_url}" if comment_url else ""
+    return culprit_comment(culprit) + where + "\n"

@@ -1,0 +1,333 @@
+"""Regressions on the default branch, applied: open a case when a merge or scheduled run finished
+(its confirmed regression, or a change point of the series its points extend), bisect it on the
+GPU runners within the daily budget, read the bisect's artifact back, and name the culprit on its
+pull request (or commit), and in an issue when the config asks.
+
+Every step can be cut short by a kill and done again: a case is opened once per change (its key),
+moved only by conditional updates, its budget charged once per bisect (the bisect's correlation
+id), and its bisect dispatched exactly once through the benchmark requests' own machinery
+(`bot.service.benchmarks`). Decisions are the core's (`bot.core.watch`).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import asdict, replace
+from datetime import datetime
+from typing import Any
+
+from bot.core.bench import contract
+from bot.core.bench.bisect_artifact import BisectOutcome
+from bot.core.config.schema import RepoConfig
+from bot.core.text import clip, printable
+from bot.core.watch import budget, opening, report
+from bot.core.watch import cases as states
+from bot.core.watch.cases import Span
+
+from . import benchmarks
+from .ports.github import GitHub, PullRequestGone
+from .records import BenchRequest, RegressionCase
+from .services import Services
+
+log = logging.getLogger("perfbot.watch")
+
+BISECT_TRIGGER = "bisect"
+
+
+def watch_key(run_key: str) -> str:
+    """The work key of the watch's look at a finished run (after the run's own work key)."""
+    return f"watch:{run_key}"
+
+
+# ---------------------------------------------------------------- opening cases
+
+
+def after_run(services: Services, github: GitHub, request: BenchRequest, config: RepoConfig,
+              default_branch: str) -> list[RegressionCase]:
+    """Look at a finished merge or scheduled run: the cases it opens (or finds), each bisected
+    when the config and the budget allow. Safe to repeat."""
+    if request.id is None or request.trigger not in ("merge", "schedule"):
+        return []
+    repo, store = request.repo, services.store
+    results = store.benchmarks.results(request.id)
+    number = _merged_number(request)
+    opened: list[RegressionCase] = []
+    for result in results:
+        found = opening.from_merge_run(repo, result.suite, result.headline_metric, result.base_sha,
+                                       result.head_sha, result.verdict, result.headline_change)
+        if found is not None:
+            opened.append(_open(services, request, found, number=number))
+        if result.headline_metric:
+            opened += _series(services, request, result.suite, result.headline_metric)
+    for case in opened:
+        if case.state in states.ACTIVE:
+            bisect(services, github, case, config, default_branch)
+    return opened
+
+
+def _series(services: Services, request: BenchRequest, suite: str, metric: str) -> list[RegressionCase]:
+    """The change points of one series that open a case, and the open cases they move."""
+    rows = services.store.watch.series(request.repo, suite, metric)
+    if not rows:
+        return []
+    points = [opening.SeriesPoint(r.sha, r.base_sha, r.value) for r in rows]
+    found = opening.from_series(request.repo, suite, metric, rows[-1].better, points)
+    stored = services.store.watch.of_series(request.repo, suite, metric, states.OPEN)
+    open_cases = [opening.OpenCase(c.key, _span(c), c.source) for c in stored]  # type: ignore[arg-type]
+    moved = {new.span: old for old, new in opening.superseded(open_cases, found, points)}
+    opened = []
+    for change in found:
+        case = _new_case(services, request, change)
+        if change.span in moved:
+            case, _ = services.store.watch.supersede(moved[change.span].key, case)
+            log.info("regression case moved", extra={"repo": request.repo, "case": moved[change.span].key,
+                                                     "to": case.key})
+        else:
+            case = _opened(services, case)
+        opened.append(case)
+    return opened
+
+
+def _open(services: Services, request: BenchRequest, found: opening.Found, *,
+          number: int | None) -> RegressionCase:
+    return _opened(services, replace(_new_case(services, request, found), number=number))
+
+
+def _opened(services: Services, case: RegressionCase) -> RegressionCase:
+    stored, new = services.store.watch.open(case)
+    if new:
+        log.info("regression case opened", extra={"repo": case.repo, "case": case.key, "source": case.source})
+    return stored
+
+
+def _new_case(services: Services, request: BenchRequest, found: opening.Found) -> RegressionCase:
+    span = found.span
+    return RegressionCase(key=span.key(), repo=span.repo, suite=span.suite, metric=span.metric,
+                          good_sha=span.good, bad_sha=span.bad, source=found.source, state=states.DETECTED,
+                          installation_id=request.installation_id, detected_at=services.now(),
+                          change=found.change)
+
+
+def open_by_hand(services: Services, repo: str, installation_id: int | None, good: str, bad: str, suite: str,
+                 metric: str, requested_by: str, number: int) -> tuple[RegressionCase, bool]:
+    """`/bench bisect GOOD BAD` on pull request ``number``: the case of that span (the one there is,
+    when it is known)."""
+    span = Span(repo, suite, metric, good, bad)
+    case = RegressionCase(key=span.key(), repo=repo, suite=suite, metric=metric, good_sha=good, bad_sha=bad,
+                          source="command", state=states.DETECTED, installation_id=installation_id,
+                          detected_at=services.now(), requested_by=requested_by, number=number)
+    return services.store.watch.open(case)
+
+
+def started_reply(started: list[tuple[str, RegressionCase]]) -> str:
+    """The reply to `/bench bisect`: where each suite's case stands."""
+    lines = ["**perfbot bisect**", ""]
+    for suite, case in started:
+        where = states.LABELS.get(case.state, case.state)  # type: ignore[call-overload]
+        run = f" ([run]({case.run_url}))" if case.run_url else ""
+        note = f": {report.escape_md(case.note)}" if case.note and case.state != states.BISECTING else ""
+        span = f"{report.code(case.good_sha[:12])}..{report.code(case.bad_sha[:12])}"
+        lines.append(f"- {report.code(suite)} {span}: {where}{run}{note}")
+    lines += ["", "A confirmed culprit is named on its pull request (or commit); `/bench cancel` stops the "
+                  "bisects asked for here."]
+    return "\n".join(lines)
+
+
+def _span(case: RegressionCase) -> Span:
+    return Span(case.repo, case.suite, case.metric, case.good_sha, case.bad_sha)
+
+
+def _merged_number(request: BenchRequest) -> int | None:
+    """The pull request a merge run is of (its requester is written ``#N``)."""
+    who = request.requested_by or ""
+    return int(who[1:]) if request.trigger == "merge" and who[1:].isdigit() and who.startswith("#") else None
+
+
+# ---------------------------------------------------------------- bisecting
+
+
+def bisect_key(case: RegressionCase) -> str:
+    return contract.work_key("bisect", case.repo, case.key)
+
+
+def bisect(services: Services, github: GitHub, case: RegressionCase, config: RepoConfig,
+           default_branch: str) -> RegressionCase:
+    """Dispatch the case's bisect, once: charge the budget (once per bisect), move the case to
+    bisecting (once), record and dispatch its request (once). A case already bisecting whose
+    request never reached GitHub (a kill between the steps) is carried on from where it stood."""
+    store, now = services.store, services.now()
+    correlation = contract.correlation_id(bisect_key(case))
+    if case.state == states.BISECTING:
+        return _carry_on(services, github, case, config, default_branch)
+    if case.state not in states.OPEN:
+        return case
+    if not config.bench.watch.bisect:
+        return case
+    dispatch = config.bench.dispatch
+    cost = budget.bisect_cost(budget.BISECT_RUNS_RESERVED, dispatch.run_minutes)
+    allowed = store.watch.charge(
+        _charge_key(correlation, now), case.repo, budget.day(now), "bisect", budget.BISECT, cost,
+        lambda spent: budget.allows(budget.BISECT, spent, cost, dispatch.budget), now)
+    if not allowed:
+        skipped = store.watch.move(case.key, states.OUT_OF_BUDGET, (states.DETECTED,), now,
+                                   note=f"today's GPU budget ({dispatch.budget} minutes) leaves less "
+                                        f"than the {cost:g} minutes a bisect is counted as")
+        log.info("bisect skipped for the budget", extra={"repo": case.repo, "case": case.key})
+        return skipped or store.watch.get(case.key) or case
+    moved = store.watch.move(case.key, states.BISECTING, states.sources_of(states.BISECTING), now,
+                             correlation_id=correlation, gpu_minutes=cost, note=None, finished_at=None)
+    if moved is None:  # another process moved it first: it carries on from there
+        return store.watch.get(case.key) or case
+    return _carry_on(services, github, moved, config, default_branch)
+
+
+def _charge_key(correlation: str, at: datetime) -> str:
+    """A bisect's charge, once per day: skipped for the budget today, it may be charged tomorrow
+    (the hourly sweep tries it again); the request is recorded at the charge's moment, so its
+    time names the charge to settle."""
+    return f"budget:{correlation}:{budget.day(at)}"
+
+
+def _carry_on(services: Services, github: GitHub, case: RegressionCase, config: RepoConfig,
+              default_branch: str) -> RegressionCase:
+    """Record and dispatch a bisecting case's request (or resume it); one already running is left."""
+    key = bisect_key(case)
+    request = services.store.benchmarks.get(contract.correlation_id(key))
+    if request is None:
+        request = benchmarks.new_request(
+            services, key=key, repo=case.repo, installation_id=case.installation_id, number=None,
+            base_sha=case.good_sha, head_sha=case.bad_sha, suites=(case.suite,), trigger="bisect",
+            requested_by=case.requested_by or "perfbot")
+        request = benchmarks.start(services, github, request, config.bench, default_branch)
+    else:
+        request = benchmarks.resume(services, github, request, config.bench, default_branch)
+    if request.status == contract.FAILED:
+        ended = services.store.watch.move(case.key, states.FAILED, (states.BISECTING,), services.now(),
+                                          note=clip(printable(request.error or "the bisect failed"), 1000))
+        return ended or case
+    if request.run_url and request.run_url != case.run_url:
+        services.store.watch.note(case.key, run_url=request.run_url)
+        case = replace(case, run_url=request.run_url)
+    return case
+
+
+def retry_out_of_budget(services: Services, github: GitHub, repo: str, config: RepoConfig,
+                        default_branch: str) -> int:
+    """The hourly sweep's second chance for cases skipped for the budget (a new day has a new
+    budget): how many were bisected now."""
+    bisected = 0
+    for case in services.store.watch.cases(frozenset({repo})):
+        if case.state == states.OUT_OF_BUDGET and \
+                bisect(services, github, case, config, default_branch).state == states.BISECTING:
+            bisected += 1
+    return bisected
+
+
+def cancel(services: Services, github: GitHub, case: RegressionCase, config: RepoConfig, by: str) -> bool:
+    """Stop a case (and its bisect's run): `/bench cancel`. Whether it was stopped now."""
+    moved = services.store.watch.move(case.key, states.CANCELLED, states.sources_of(states.CANCELLED),
+                                      services.now(), note=f"cancelled by {clip(printable(by), 100)}")
+    if moved is None:
+        return False
+    if case.correlation_id:
+        request = services.store.benchmarks.get(case.correlation_id)
+        if request is not None and request.status in contract.ACTIVE:
+            benchmarks.stop(services, github, request, contract.CANCELLED, config.bench)
+    return True
+
+
+# ---------------------------------------------------------------- the bisect's report
+
+
+def inputs_of(services: Services, request: BenchRequest) -> dict[str, str]:
+    """The dispatch inputs of a bisect request: its case names the metric."""
+    case = services.store.watch.by_correlation(request.correlation_id)
+    return contract.bisect_inputs(request.base_sha, request.head_sha, request.suites[0],
+                                  case.metric if case else "", request.rounds, request.max_rounds,
+                                  request.correlation_id)
+
+
+def finished(services: Services, request: BenchRequest, outcome: BisectOutcome | None,
+             problems: list[str], config: RepoConfig) -> RegressionCase | None:
+    """End the bisecting case of ``request`` with what its report says (None: no report could be
+    read; the case fails with ``problems``). The budget's charge is settled to the runs made."""
+    case = services.store.watch.by_correlation(request.correlation_id)
+    if case is None:
+        return None
+    now, minutes = services.now(), config.bench.dispatch.run_minutes
+    changes: dict[str, object]
+    if outcome is None:
+        state, changes = states.FAILED, {"note": clip(printable("; ".join(problems) or "no report"), 1000)}
+    else:
+        state = states.after_bisect(outcome.status)
+        spent = budget.bisect_cost(outcome.runs, minutes)
+        services.store.watch.settle(_charge_key(request.correlation_id, request.created_at), spent)
+        merge = services.store.watch.merge_of(case.repo, outcome.culprit) if outcome.culprit else None
+        changes = {"culprit_sha": outcome.culprit if state == states.CONFIRMED else None,
+                   "culprit_subject": outcome.culprit_subject, "gpu_minutes": spent,
+                   "culprit_number": merge[0] if merge and state == states.CONFIRMED else None,
+                   "outcome": json.dumps(_outcome_json(outcome)),
+                   "note": clip(printable("; ".join(problems)), 1000) or None}
+    moved = services.store.watch.move(case.key, state, (states.BISECTING,), now, run_url=request.run_url,
+                                      **changes)
+    if moved is not None:
+        log.info("bisect finished", extra={"repo": case.repo, "case": case.key, "state": state})
+    return moved or services.store.watch.get(case.key)
+
+
+def _outcome_json(outcome: BisectOutcome) -> dict[str, Any]:
+    """What the case's page and comment show of the bisect (the reader's outcome, as JSON)."""
+    data = asdict(outcome)
+    data["ci"] = list(outcome.ci) if outcome.ci else None
+    return data
+
+
+def announce(services: Services, github: GitHub, case: RegressionCase, config: RepoConfig) -> RegressionCase:
+    """Name a confirmed culprit on its pull request (or its commit), once; and in the issue when
+    ``bench.watch.issue`` asks (updated, never a second one). Safe to repeat."""
+    if case.state != states.CONFIRMED or not case.culprit_sha or not case.outcome:
+        return case
+    culprit = _culprit(services, case)
+    body = report.culprit_comment(culprit)
+    url = case.comment_url
+    if url is None:
+        merge = services.store.watch.merge_of(case.repo, case.culprit_sha)
+        if merge is not None:
+            number, pr_url = merge
+            try:
+                comment_id = github.upsert_comment(case.repo, number, report.marker(case.key), body)
+                url = f"{pr_url or ''}#issuecomment-{comment_id}"
+            except PullRequestGone:
+                url = None
+        if url is None:
+            url = github.comment_on_commit(case.repo, case.culprit_sha, body)
+        services.store.watch.note(case.key, comment_url=url)
+        case = replace(case, comment_url=url)
+    if config.bench.watch.issue and case.issue_number is None:
+        # One issue per culprit: a second regression it caused (another suite or metric) updates it.
+        known = next((c.issue_number for c in services.store.watch.cases(frozenset({case.repo}))
+                      if c.culprit_sha == case.culprit_sha and c.issue_number is not None), None)
+        number = github.upsert_issue(case.repo, known,
+                                     report.issue_title(case.suite, case.metric, culprit.culprit),
+                                     report.issue_body(culprit, url))
+        services.store.watch.note(case.key, issue_number=number)
+        case = replace(case, issue_number=number)
+    return case
+
+
+def _culprit(services: Services, case: RegressionCase) -> report.Culprit:
+    found = json.loads(case.outcome or "{}")
+    ci = found.get("ci")
+    found_by = None
+    if case.source == "merge":
+        request = services.store.benchmarks.get(contract.correlation_id(
+            contract.work_key("merge", case.repo, case.bad_sha)))
+        found_by = request.run_url if request else None
+    return report.Culprit(
+        key=case.key, suite=case.suite, metric=case.metric or found.get("metric") or "",
+        good=case.good_sha, bad=case.bad_sha, source=case.source, culprit=case.culprit_sha or "",
+        subject=found.get("culprit_subject"), change=found.get("change"),
+        ci=(float(ci[0]), float(ci[1])) if isinstance(ci, list) and len(ci) == 2 else None,
+        commits=int(found.get("commits") or 0), runs=int(found.get("runs") or 0), run_url=case.run_url,
+        found_by_url=found_by, kernels_markdown=found.get("kernels_markdown"))
