@@ -67,10 +67,17 @@ class Verdict:
     def signal(self, path: str, function: str | None, line: int | None, side: str) -> Signal:
         return Signal(self.rule, "function", CATEGORY, self.weight, self.reason, path, function, line, side)
 
-    def setup(self, setup_weight: float | None) -> Rule | None:
-        """The set-up rule a never-per-step place is lowered by (None: per step, or no set-up
-        weight to lower it to)."""
-        if self.per_step or setup_weight is None:
+    def setup(self, setup_weight: float | None, named: Rule | None = None) -> Rule | None:
+        """The set-up rule the place is lowered by, given the one its name gives (``named``): none
+        for a function the step was measured running; ``named`` for one only the call graph
+        reaches (a constructor a per-step function calls lazily runs once all the same); for
+        code that never runs per step, one of ``setup_weight`` (None: no set-up weight to lower
+        it to)."""
+        if self.rule == PER_STEP:
+            return None
+        if self.per_step:
+            return named
+        if setup_weight is None:
             return None
         return Rule(id=OFF_STEP, kind="setup", category="setup", weight=setup_weight,
                     description=self.reason)

@@ -297,12 +297,28 @@ def test_off_step_code_beside_set_up_code_names_both_and_keeps_the_lower_share()
 
 
 def test_the_setup_share_comes_from_the_rules_and_without_one_nothing_is_lowered():
+    named = ruleset.build(None, [], "generic").setups[0][0]
     verdict = stepmap_scoring.Verdict(stepmap_scoring.OFF_STEP, 0.0, "never runs")
-    rule = verdict.setup(35.0)
+    rule = verdict.setup(35.0, named)
     assert rule is not None and (rule.id, rule.kind, rule.weight, rule.description) == (
         stepmap_scoring.OFF_STEP, "setup", 35.0, "never runs")
-    assert verdict.setup(None) is None
-    assert stepmap_scoring.Verdict(stepmap_scoring.PER_STEP, 50.0, "runs").setup(35.0) is None
+    assert verdict.setup(None, named) is None
+    assert stepmap_scoring.Verdict(stepmap_scoring.PER_STEP, 50.0, "runs").setup(35.0, named) is None
+    for reached in (stepmap_scoring.REACHES, stepmap_scoring.READ_BY):
+        assert stepmap_scoring.Verdict(reached, 50.0, "runs").setup(35.0, named) is named
+        assert stepmap_scoring.Verdict(reached, 50.0, "runs").setup(35.0) is None
+
+
+def test_a_constructor_only_the_call_graph_reaches_stays_set_up_code():
+    base = base_files()
+    after = dict(base, **{PYNCCL: sample.PYNCCL.replace("self.group = group", "self.group = group or None")})
+    report = score(base, after, sample_evidence(base))
+    reached = signal(report, "map.reaches")
+    assert reached.function == "__init__" and reached.full_weight == 28.3 and reached.weight == 14.2
+    assert reached.description.startswith("called from get_tp_communicator(), which runs 8 times per one EAGLE-3")
+    assert reached.note == "in set-up code (__init__())"
+    pynccl = signal(report, "path.pynccl")
+    assert (pynccl.weight, pynccl.note) == (20.0, "only set-up code changed: __init__()")
 
 
 def test_off_step_wording_counts_names_beyond_three_and_none_without_the_maps_rule():
