@@ -20,6 +20,8 @@ if TYPE_CHECKING:
     from bot.adapters.git_repo import GitRepo
 
 MAX_BYTES = 64 * 2**20
+# Files the call graph reads from the repository (`stepmap_scoring.sources_wanted`).
+MAX_SOURCES = 500
 
 
 def add_option(parser: argparse.ArgumentParser) -> None:
@@ -57,7 +59,8 @@ def evidence(step_map: stepmap.StepMap, repo: GitRepo | None, changed: Iterable[
              fallback: str | None = None) -> MapEvidence:
     """The map with the call graph of its commit's source when ``repo`` has that commit (else of
     ``fallback``'s, when given; else no graph)."""
-    return stepmap_scoring.evidence(step_map, _reader(repo, step_map.commit, fallback), changed)
+    return stepmap_scoring.evidence(step_map, _reader(repo, step_map.commit, fallback), changed, None,
+                                    MAX_SOURCES)
 
 
 def _reader(repo: GitRepo | None, commit: str, fallback: str | None) -> Callable[[str], str | None] | None:

@@ -209,16 +209,16 @@ def _verdict(step_map: MapEvidence | None, path: str, hunk: Hunk, edit: _Edit) -
 
 
 def _setup_lookup(rules: RuleSet, verdicts: dict[tuple[int, Segment], Verdict], hot_file: bool) -> _SetupOf:
-    """The set-up rule of a segment: the map's where it judged it (a per-step function is never
-    set-up code; one that never runs per step in a hot file weighs as set-up code), else the
-    rules' by its name."""
+    """The set-up rule of a segment: the map's where it judged it (`Verdict.setup`; code that
+    never runs per step only in a hot file), else the rules' by its name."""
     weight = rules.setups[0][0].weight if rules.setups else None
 
     def setup_of(hunk: int, segment: Segment) -> Rule | None:
         verdict = verdicts.get((hunk, segment))
-        if verdict is not None and (verdict.per_step or hot_file):
-            return verdict.setup(weight)
-        return rules.setup_rule(segment.name) if segment.name else None
+        named = rules.setup_rule(segment.name) if segment.name else None
+        if verdict is None or not (verdict.per_step or hot_file):
+            return named
+        return verdict.setup(weight, named)
     return setup_of
 
 

@@ -41,7 +41,7 @@ CATEGORY = "per-step"
 # A function on the map weighs from FLOOR (a sliver of the step) up to CEILING (FULL_SHARE of the
 # step's host time or more), by the square root of its share: a function at 1% of the step is
 # already a large part of what a change can slow down.
-FLOOR = 30.0
+FLOOR = 35.0
 CEILING = 80.0
 FULL_SHARE = 0.10
 # What a function reached from a mapped one keeps of that one's weight: it runs as often, but it
@@ -67,10 +67,17 @@ class Verdict:
     def signal(self, path: str, function: str | None, line: int | None, side: str) -> Signal:
         return Signal(self.rule, "function", CATEGORY, self.weight, self.reason, path, function, line, side)
 
-    def setup(self, setup_weight: float | None) -> Rule | None:
-        """The set-up rule a never-per-step place is lowered by (None: per step, or no set-up
-        weight to lower it to)."""
-        if self.per_step or setup_weight is None:
+    def setup(self, setup_weight: float | None, named: Rule | None = None) -> Rule | None:
+        """The set-up rule the place is lowered by, given the one its name gives (``named``): none
+        for a function the step was measured running; ``named`` for one only the call graph
+        reaches (a constructor a per-step function calls lazily runs once all the same); for
+        code that never runs per step, one of ``setup_weight`` (None: no set-up weight to lower
+        it to)."""
+        if self.rule == PER_STEP:
+            return None
+        if self.per_step:
+            return named
+        if setup_weight is None:
             return None
         return Rule(id=OFF_STEP, kind="setup", category="setup", weight=setup_weight,
                     description=self.reason)
@@ -85,8 +92,8 @@ def sources_wanted(step_map: StepMap, changed: Iterable[str], limit: int) -> lis
     return list(dict.fromkeys(paths))[:limit]
 
 
-def evidence(step_map: StepMap, read: Callable[[str], str | None] | None, changed: Iterable[str] = (),
-             branch: str | None = None, limit: int = 500) -> MapEvidence:
+def evidence(step_map: StepMap, read: Callable[[str], str | None] | None, changed: Iterable[str],
+             branch: str | None, limit: int) -> MapEvidence:
     """The map with the call graph of the files `sources_wanted` names, as ``read`` gives them at
     the map's commit (None: no source to read, no graph); a file it cannot give is left out."""
     if read is None:
@@ -224,14 +231,11 @@ def _reads(graph: CallGraph, reader: Function, path: str, name: str, class_attri
 
 
 def _times(calls: float) -> str:
-    if calls == 1:
-        return "once"
-    shown = f"{calls:.0f}" if calls >= 10 else f"{calls:.2g}"
-    return f"{shown} times"
+    return "once" if calls == 1 else f"{round(calls, 2):g} times"
 
 
 def _percent(share: float) -> str:
-    return f"{share * 100:.2g}%"
+    return f"{round(share * 100, 2):g}%"
 
 
 def only_off_step(setups: Sequence[tuple[str | None, Rule]]) -> str | None:
