@@ -230,7 +230,9 @@ def mechanical(files: Sequence[FileChange]) -> dict[int, dict[int, Harmless]]:
     mechanical edit: a ``move`` hunk has `MOVE_MIN_LINES` or more changed lines of code, each
     removed one added elsewhere in the change and each added one removed elsewhere (indentation
     aside); a ``sweep`` hunk makes the same edit, line for line, as hunks of other files, in
-    `SWEEP_MIN_FILES` or more files. Only source files in a language known here are judged."""
+    `SWEEP_MIN_FILES` or more files, and the edit replaces lines: the same lines only added (a
+    host sync written into every backend) or only removed are new behaviour everywhere, not a
+    mechanical edit. Only source files in a language known here are judged."""
     edits: list[tuple[int, int, Counter[str], Counter[str]]] = []
     removed_all: Counter[str] = Counter()
     added_all: Counter[str] = Counter()
@@ -254,7 +256,7 @@ def mechanical(files: Sequence[FileChange]) -> dict[int, dict[int, Harmless]]:
                            set()).add(file_number)
     for file_number, number, removed, added in edits:
         sweep = by_edit[tuple(sorted(removed.elements())), tuple(sorted(added.elements()))]
-        if len(sweep) >= SWEEP_MIN_FILES:
+        if removed and added and len(sweep) >= SWEEP_MIN_FILES:
             found.setdefault(file_number, {})[number] = Harmless("sweep", files=len(sweep))
         elif (sum(removed.values()) + sum(added.values()) >= MOVE_MIN_LINES
               and all(added_all[line] - added[line] >= n for line, n in removed.items())

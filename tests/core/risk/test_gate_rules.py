@@ -290,6 +290,16 @@ def test_a_sweep_is_the_same_edit_line_for_line():
     assert changes.mechanical(file_changes(docs)) == {}
 
 
+def test_the_same_lines_only_added_or_only_removed_in_many_files_are_no_sweep():
+    """A host sync written into every attention backend is new behaviour in each, not a mechanical
+    edit: it keeps its full weight (an end-to-end test's 250-file diff scored low before)."""
+    sync = ["    torch.cuda.synchronize()"]
+    for edit in (([], sync), (sync, [])):
+        assert changes.mechanical(file_changes(sweep(4, edit))) == {}
+    report = score(sweep(4, ([], sync)))
+    assert next(s for s in report.signals if s.rule == "path.attention").weight == 30
+
+
 def test_a_cosmetic_or_renamed_hunk_keeps_its_own_reason_over_a_sweep():
     edit = (["    x = a  # old"], ["    x = a  # new"])
     found = changes.mechanical(file_changes(sweep(3, edit)))
