@@ -226,8 +226,10 @@ def _judged(github: GitHub, request: BenchRequest, subject: str
     problems, content = _download(github, request)
     if content is None:
         return problems, judging.Judged((), ()), []
-    judged = judging.judge(content, request.base_sha, request.head_sha, request.suites, subject,
-                           _changed_lines(github, request))
+    judged = judging.judge(content, request.base_sha, request.head_sha, request.suites, subject)
+    if judged.names_launching_lines():  # the pull request's diff is read only to mark them
+        judged = judging.judge(content, request.base_sha, request.head_sha, request.suites, subject,
+                               _changed_lines(github, request))
     return [], judged, _step_maps(request, content)
 
 

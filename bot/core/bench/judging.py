@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from bot.core.bench.artifact import Artifact
-from bot.core.judge import envdiff, stats
+from bot.core.judge import envdiff, profile, stats
 from bot.core.judge import results as results_file
 from bot.core.render import chart as render_chart
 from bot.core.render import compare as render_compare
@@ -36,6 +36,7 @@ class SuiteJudgement:
     comparison: dict[str, Any]
     # per metric: (name, unit, better, head median), the history points of a default-branch run
     points: tuple[tuple[str, str, str, float], ...] = ()
+    launching_lines: bool = False  # its kernel diff names the lines that launched a kernel
 
     def to_json(self) -> str:
         """What the store keeps: the JSON of `perfbot compare` plus the rendered report."""
@@ -50,6 +51,11 @@ class Judged:
     suites: tuple[SuiteJudgement, ...]
     problems: tuple[str, ...]
     run_errors: tuple[str, ...] = ()
+
+    def names_launching_lines(self) -> bool:
+        """Whether a kernel diff names the lines that launched a kernel: only then can the lines a
+        pull request changed be marked, and only then are they worth reading."""
+        return any(suite.launching_lines for suite in self.suites)
 
 
 def judge(artifact: Artifact, base_sha: str, head_sha: str, suites: Sequence[str],
@@ -121,7 +127,12 @@ def judge_suite(loaded: results_file.Results, subject: str = "This PR",
         headline_change=first.change if first else None,
         comparison={**comparison.to_dict(), "fingerprints": _fingerprints(loaded),
                     "charts": render_chart.charts_json(loaded, comparison)},
-        points=points)
+        points=points, launching_lines=_names_launching_lines(loaded))
+
+
+def _names_launching_lines(loaded: results_file.Results) -> bool:
+    kernels = profile.diff_of(loaded.base.profile, loaded.head.profile)
+    return kernels is not None and any(k.sites for k in kernels.kernels)
 
 
 def _fingerprints(loaded: results_file.Results) -> dict[str, dict[str, str]]:
