@@ -196,7 +196,7 @@ ARGUMENTS = {"repo": REPO, "number": NUMBER, "path": "perfbot.yml", "ref": "mast
              "body": f"{MARKER}\nbody", "create": True, "check_run_id": None, "prefix": "perf-risk: ",
              "wanted": "perf-risk: high", "login": "someone", "comment_id": 1, "content": "eyes", "sha": SHA,
              "workflow": "perfbot-bench.yml", "inputs": {"correlation-id": "pb-1"}, "correlation_id": "pb-1",
-             "run_id": 1, "artifact_id": 1, "max_bytes": 1000,
+             "run_id": 1, "artifact_id": 1, "max_bytes": 1000, "title": "perfbot: a regression",
              "check": Check(name="perfbot / risk", head_sha=SHA, conclusion="neutral", title="t", summary="s")}
 PUBLIC = sorted(name for name, value in vars(PyGithubClient).items()
                 if inspect.isfunction(value) and not name.startswith("_"))

@@ -366,8 +366,8 @@ def test_config_validate_reports_field_and_rule_id_problems_together_in_the_file
 @pytest.mark.parametrize("text,problem", [
     ("risk: [1, 2]\n", "risk: expected a mapping of keys to values, not a list"),
     ("bench: {suites: {a: {kind: nope}}}\n",
-     "bench.suites.a.kind: 'nope' is not a suite kind (expected one of 'command', 'sglang-eagle3', 'verify-step')"),
-    ("bench: {suites: {a: {}}}\n", "bench.suites.a: missing 'kind' (one of 'command', 'sglang-eagle3', 'verify-step')"),
+     "bench.suites.a.kind: 'nope' is not a suite kind (expected one of 'command', 'google-benchmark', 'hyperfine', 'pytest-benchmark', 'sglang-bench-one-batch', 'sglang-bench-serving', 'sglang-eagle3', 'verify-step', 'vllm-bench-serve')"),
+    ("bench: {suites: {a: {}}}\n", "bench.suites.a: missing 'kind' (one of 'command', 'google-benchmark', 'hyperfine', 'pytest-benchmark', 'sglang-bench-one-batch', 'sglang-bench-serving', 'sglang-eagle3', 'verify-step', 'vllm-bench-serve')"),
     ("bench: {suites: {c: {kind: command, command: 7}}}\n", "bench.suites.c.command: Input should be a valid string"),
     ("risk: {disable: [sglang.cold]}\n",
      "risk.disable[0]: unknown rule id 'sglang.cold' in profiles generic and vllm, which 'profile: auto' may pick"),
