@@ -176,7 +176,8 @@ class MapEvidence:
     def _read(self, path: str, names: list[str], class_attributes: bool) -> Verdict:
         """The verdict on changed constants (or class attribute defaults) ``names`` of ``path``."""
         graph = self.graph
-        assert graph is not None  # judged only with a graph
+        if graph is None:
+            raise RuntimeError("constants are judged only with the base's call graph")
         for name in names:
             for reader, root in self._reached.items():
                 if _reads(graph, reader, path, name, class_attributes):
@@ -190,7 +191,8 @@ class MapEvidence:
 
     def _via(self, root: Function, lead: str, rule: str = REACHES) -> Verdict:
         entry = self.step_map.function_at(root.path, root.qualname)
-        assert entry is not None  # roots come from the map
+        if entry is None:
+            raise RuntimeError(f"{root.qualname} is reached from the map but not on it")
         return Verdict(rule, round(share_weight(entry.host_share) * REACHED_SHARE, 1),
                        f"{lead} {self._measured(entry)}")
 
