@@ -73,8 +73,10 @@ def test_the_sandbox_shows_the_review_a_filled_dashboard_and_a_bench_round_trip(
         merges = requests.get(f"{dashboard}api/v1/merges", timeout=10).json()["items"]
         assert {m["number"] for m in merges} == set(range(1, 11))
 
-        answer = requests.post(f"{thread}/comments", data={"body": "/bench"}, timeout=10)
-        assert answer.status_code == 200 and "<p>/bench</p>" in answer.text  # back on the thread, with it
+        # Adaptive rounds, as a maintainer asks on a noisy machine: 3 rounds per side of the CPU
+        # suite were inconclusive on a loaded 2-core machine (+374%, interval -80% .. +10,921%).
+        answer = requests.post(f"{thread}/comments", data={"body": "/bench --max-rounds 8"}, timeout=10)
+        assert answer.status_code == 200 and "<p>/bench --max-rounds 8</p>" in answer.text  # back on the thread
         assert wait_for(lambda: "Benchmark verdict:" in requests.get(thread, timeout=10).text, 900, interval=2), \
             "\n".join(output.lines)
         page = requests.get(thread, timeout=10).text
