@@ -45,8 +45,12 @@ def test_a_click_on_a_chart_point_opens_the_merge_that_made_it(server, page, git
 
 def test_change_points_link_their_commits(server, page, github):
     page.goto(server + f"/history?series={PUBLIC}|verify-step|step_ms")
-    hrefs = page.locator("table.changes td[data-label=Commits] a").evaluate_all("as => as.map(a => a.href)")
+    cells = "table.changes td[data-label=Commits]"
+    hrefs = page.locator(f"{cells} a:not(.case-link)").evaluate_all("as => as.map(a => a.href)")
     assert len(hrefs) == 4 and all(h.startswith(f"{github.base_url}/{PUBLIC}/commit/") for h in hrefs)
+    # a regression's row also links the case opened for it, on perfbot's own regressions page
+    cases = page.locator(f"{cells} a.case-link").evaluate_all("as => as.map(a => a.href)")
+    assert cases and all(h.startswith(f"{server}/regressions?repo=") for h in cases)
 
 
 def test_a_merge_page_links_its_commit_and_each_reasons_file(server, page, github):
