@@ -58,8 +58,14 @@ def run_once(case: Case) -> tuple[float, float]:
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
         start = time.perf_counter()
         # From a neutral folder: `python -m` puts the working directory ahead of PYTHONPATH.
-        done = subprocess.run(case.argv, stdin=stdin, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                              env=env, cwd=tempfile.gettempdir())
+        done = subprocess.run(
+            case.argv,
+            stdin=stdin,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            env=env,
+            cwd=tempfile.gettempdir(),
+        )
         elapsed = time.perf_counter() - start
         after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if done.returncode != 0:
@@ -70,8 +76,9 @@ def run_once(case: Case) -> tuple[float, float]:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=11, help="rounds of every command (default 11)")
-    parser.add_argument("--baseline", metavar="DIR",
-                        help="also time the score commands with this checkout's code")
+    parser.add_argument(
+        "--baseline", metavar="DIR", help="also time the score commands with this checkout's code"
+    )
     args = parser.parse_args()
 
     perfbot = perfbot_argv()
@@ -79,8 +86,9 @@ def main() -> int:
         diff = Path(folder) / "change.diff"
         text = synthetic_diff(DIFF_CHANGED_LINES)
         diff.write_text(text)
-        changed = sum(1 for line in text.splitlines()
-                      if line[:1] in "+-" and not line.startswith(("+++", "---")))
+        changed = sum(
+            1 for line in text.splitlines() if line[:1] in "+-" and not line.startswith(("+++", "---"))
+        )
         cases = [
             Case("python -c pass (floor)", [sys.executable, "-c", "pass"], None, None),
             Case("perfbot --version", [*perfbot, "--version"], 0.30, 0.28),
@@ -93,10 +101,21 @@ def main() -> int:
             module = [sys.executable, "-m", "bot"]
             here = str(Path(__file__).resolve().parents[1])
             for label, path in (("this tree", here), ("baseline", args.baseline)):
-                cases.append(Case(f"score ({label}, -m bot)", [*module, "score", str(diff)], None, None,
-                                  pythonpath=path))
-                cases.append(Case(f"score - ({label}, -m bot)", [*module, "score", "-"], None, None,
-                                  stdin=diff, pythonpath=path))
+                cases.append(
+                    Case(
+                        f"score ({label}, -m bot)", [*module, "score", str(diff)], None, None, pythonpath=path
+                    )
+                )
+                cases.append(
+                    Case(
+                        f"score - ({label}, -m bot)",
+                        [*module, "score", "-"],
+                        None,
+                        None,
+                        stdin=diff,
+                        pythonpath=path,
+                    )
+                )
         for case in cases:  # warm-up: page cache, .pyc files
             run_once(case)
         times: dict[str, list[float]] = {case.name: [] for case in cases}
@@ -107,8 +126,10 @@ def main() -> int:
                 times[case.name].append(wall)
                 cpu[case.name].append(used)
 
-    print(f"{' '.join(perfbot)}; diff: {len(text.splitlines())} lines, {changed} changed; "
-          f"medians of {args.repeat} rounds, wall seconds (and CPU seconds, user + system)")
+    print(
+        f"{' '.join(perfbot)}; diff: {len(text.splitlines())} lines, {changed} changed; "
+        f"medians of {args.repeat} rounds, wall seconds (and CPU seconds, user + system)"
+    )
     floor = statistics.median(times[cases[0].name])
     cpu_floor = statistics.median(cpu[cases[0].name])
     print(f"{'command':<36}{'median':>8}{'min':>8}{'x floor':>9}{'above':>8}{'cpu':>8}{'x floor':>9}  target")
@@ -117,13 +138,17 @@ def main() -> int:
         median, fastest = statistics.median(times[case.name]), min(times[case.name])
         above = median - floor
         used = statistics.median(cpu[case.name])
-        row = (f"{case.name:<36}{median:8.3f}{fastest:8.3f}{median / floor:8.1f}x{above:8.3f}"
-               f"{used:8.3f}{used / cpu_floor:8.1f}x")
+        row = (
+            f"{case.name:<36}{median:8.3f}{fastest:8.3f}{median / floor:8.1f}x{above:8.3f}"
+            f"{used:8.3f}{used / cpu_floor:8.1f}x"
+        )
         if case.target_s is not None and case.target_above_floor_s is not None:
             met = median <= case.target_s and above <= case.target_above_floor_s
             all_met &= met
-            row += (f"  <= {case.target_s:.2f} s, <= {case.target_above_floor_s:.2f} s above: "
-                    f"{'OK' if met else 'MISSED'}")
+            row += (
+                f"  <= {case.target_s:.2f} s, <= {case.target_above_floor_s:.2f} s above: "
+                f"{'OK' if met else 'MISSED'}"
+            )
         print(row)
     return 0 if all_met else 1
 

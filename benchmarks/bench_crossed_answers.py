@@ -56,8 +56,13 @@ def main() -> int:
         login = f"author{number}"
         state.permissions[login] = ("read", "triage")[number % 2]  # never write: nothing is dispatched
         emulator.add_pull(live.REPO, number, head_sha(number, 0), diffs.HIGH, author=login)
-    bot = live.start(emulator, f"sqlite:///{folder / 'perfbot.db'}", f"sqlite:///{folder / 'queue.db'}",
-                     app_key=None, workers=args.threads)
+    bot = live.start(
+        emulator,
+        f"sqlite:///{folder / 'perfbot.db'}",
+        f"sqlite:///{folder / 'queue.db'}",
+        app_key=None,
+        workers=args.threads,
+    )
     pushes = dict.fromkeys(range(1, args.pulls + 1), 0)
     acknowledged, started = 0, time.monotonic()
     try:
@@ -83,12 +88,15 @@ def main() -> int:
             sticky = [body for body in bodies if body.startswith(MARKER)]
             heads = HEAD.findall(sticky[0]) if len(sticky) == 1 else []
             if len(sticky) != 1 or heads != [newest[:12]]:
-                crossings.append(f"#{number}: {len(sticky)} sticky comments, heads {heads}, "
-                                 f"newest {newest[:12]}")
+                crossings.append(
+                    f"#{number}: {len(sticky)} sticky comments, heads {heads}, newest {newest[:12]}"
+                )
         asked = [r for r in emulator.requests if r.method == "GET" and r.path.endswith("/permission")]
-        print(f"sent {args.deliveries} in {sent_s:.1f} s, acknowledged {acknowledged}, processed {counts} "
-              f"(queue drained {drained_s:.1f} s after the first), {len(asked)} permissions asked, "
-              f"{args.threads} consumer threads")
+        print(
+            f"sent {args.deliveries} in {sent_s:.1f} s, acknowledged {acknowledged}, processed {counts} "
+            f"(queue drained {drained_s:.1f} s after the first), {len(asked)} permissions asked, "
+            f"{args.threads} consumer threads"
+        )
         print(f"pull requests whose comment is not their own newest head's: {len(crossings)}")
         for line in crossings[:20]:
             print("  " + line)

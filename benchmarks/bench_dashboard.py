@@ -80,8 +80,14 @@ def main() -> int:
 def run(url: str, args: argparse.Namespace) -> None:
     store = SqlStore.connect(url)
     started = time.perf_counter()
-    summary = dashboard_data.fill(store.engine, repos=4, merges_per_repo=args.merges_per_repo,
-                                  results_per_merge=args.results_per_merge, points_per_merge=2, private=False)
+    summary = dashboard_data.fill(
+        store.engine,
+        repos=4,
+        merges_per_repo=args.merges_per_repo,
+        results_per_merge=args.results_per_merge,
+        points_per_merge=2,
+        private=False,
+    )
     print(f"filled in {time.perf_counter() - started:.1f} s")
     started = time.perf_counter()
     store.dashboard.sync()
@@ -95,20 +101,29 @@ def run(url: str, args: argparse.Namespace) -> None:
         flagged = connection.scalar(select(func.count()).select_from(MergeRow).where(MergeRow.flagged))
         results = connection.scalar(select(func.count()).select_from(BenchResultRow))
         points = connection.scalar(select(func.count()).select_from(MetricPointRow))
-    print(f"data: {summary.merges:,} merges, {flagged:,} flagged, {results:,} results, "
-          f"{points:,} metric points")
+    print(
+        f"data: {summary.merges:,} merges, {flagged:,} flagged, {results:,} results, {points:,} metric points"
+    )
     store.engine.dispose()
 
-    settings = Settings(webhook_secrets=("bench",), database_url=url, queue_url="sqlite:///:memory:",
-                        dashboard_anonymous="all")
+    settings = Settings(
+        webhook_secrets=("bench",),
+        database_url=url,
+        queue_url="sqlite:///:memory:",
+        dashboard_anonymous="all",
+    )
     runtime = build(settings)
     client = create_app(settings, runtime.services).test_client()
     print()
     print("| view | requests | p50 | p95 | max | target |")
     print("|---|---:|---:|---:|---:|---:|")
     report(client, "list page `/` (10 filter/sort/page variants)", LIST_VIEWS, args.rounds)
-    report(client, "list API `/api/v1/merges`", [v.replace("/?", "/api/v1/merges?") if "?" in v
-                                                 else "/api/v1/merges" for v in LIST_VIEWS], args.rounds)
+    report(
+        client,
+        "list API `/api/v1/merges`",
+        [v.replace("/?", "/api/v1/merges?") if "?" in v else "/api/v1/merges" for v in LIST_VIEWS],
+        args.rounds,
+    )
     report(client, "history API `/api/v1/history` (1,000 points + change points)", HISTORY_VIEWS, args.rounds)
     detail = f"/merges/{REPO}/{1000 + args.merges_per_repo // 3}"
     report(client, "merge detail page", [detail], args.rounds // 3, target=None)
@@ -116,22 +131,29 @@ def run(url: str, args: argparse.Namespace) -> None:
     print()
     print("| page | HTML | with its CSS and scripts | target |")
     print("|---|---:|---:|---:|")
-    pages = (("flagged merges `/`", "/"), ("merge detail", detail),
-             ("history", f"/history?series={REPO}|verify-step|step_ms"), ("calibration", "/calibration"))
+    pages = (
+        ("flagged merges `/`", "/"),
+        ("merge detail", detail),
+        ("history", f"/history?series={REPO}|verify-step|step_ms"),
+        ("calibration", "/calibration"),
+    )
     for label, path in pages:
         html, total = weigh(client, path)
         print(f"| {label} | {html / 1024:.0f} KB | **{total / 1024:.0f} KB** | <= 300 KB |")
-    values = [p.value for p in runtime.store.dashboard.series(REPO, "verify-step", "step_ms", None, None,
-                                                              10_000)]
+    values = [
+        p.value for p in runtime.store.dashboard.series(REPO, "verify-step", "step_ms", None, None, 10_000)
+    ]
     times = []
     for _ in range(15):
         started = time.perf_counter()
         found = changepoints.detect(values, "lower")
         times.append(time.perf_counter() - started)
     print()
-    print(f"change points of one {len(values):,}-point series: "
-          f"median {statistics.median(times) * 1000:.0f} ms, max {max(times) * 1000:.0f} ms "
-          f"({len(found)} found; target <= 200 ms)")
+    print(
+        f"change points of one {len(values):,}-point series: "
+        f"median {statistics.median(times) * 1000:.0f} ms, max {max(times) * 1000:.0f} ms "
+        f"({len(found)} found; target <= 200 ms)"
+    )
     runtime.close()
 
 
@@ -147,8 +169,10 @@ def report(client, label: str, paths: list[str], rounds: int, target: str | None
         assert answer.status_code == 200, (path, answer.status_code)
     times.sort()
     p95 = times[int(0.95 * (len(times) - 1))]
-    print(f"| {label} | {rounds} | {statistics.median(times):.1f} ms | **{p95:.1f} ms** | "
-          f"{times[-1]:.1f} ms | {target or '-'} |")
+    print(
+        f"| {label} | {rounds} | {statistics.median(times):.1f} ms | **{p95:.1f} ms** | "
+        f"{times[-1]:.1f} ms | {target or '-'} |"
+    )
 
 
 def weigh(client, path: str) -> tuple[int, int]:

@@ -122,18 +122,27 @@ def slow_clients(workdir: Path, count: int, rate: float, held: int) -> tuple[str
         f"/healthz {len(healthy)} of {len(health.times)} answered, {_spread(healthy)}",
         f"slow connections held {still_held} at the end, {opened} opened, {closed} closed by the server "
         f"({closings})",
-        f"stopped (exit {stopped}) in {stop_s:.1f} s with them held"]
-    on_time = (len(answered) == len(stream.sent) and max(answered, default=0) < ANSWER_S
-               and len(healthy) == len(health.times) and max(healthy, default=0) < ANSWER_S)
+        f"stopped (exit {stopped}) in {stop_s:.1f} s with them held",
+    ]
+    on_time = (
+        len(answered) == len(stream.sent)
+        and max(answered, default=0) < ANSWER_S
+        and len(healthy) == len(health.times)
+        and max(healthy, default=0) < ANSWER_S
+    )
     return figures.line(), on_time and figures.lost == figures.doubled == 0 and stopped == 0
 
 
 def app_key() -> tuple[str, str]:
     key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
-    return (key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-                              serialization.NoEncryption()).decode(),
-            key.public_key().public_bytes(serialization.Encoding.PEM,
-                                          serialization.PublicFormat.SubjectPublicKeyInfo).decode())
+    return (
+        key.private_bytes(
+            serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+        ).decode(),
+        key.public_key()
+        .public_bytes(serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo)
+        .decode(),
+    )
 
 
 def run(name: str, count: int, rate: float, workdir: Path, held: int = 64) -> tuple[str, bool]:
@@ -146,7 +155,8 @@ def run(name: str, count: int, rate: float, workdir: Path, held: int = 64) -> tu
         finally:
             emulator.stop()
         return found.line(), (found.comments, found.checks, found.dispatches) == (1, 1, 1) and max(
-            found.review_s, found.dispatch_s) < 60
+            found.review_s, found.dispatch_s
+        ) < 60
     if name == "github":
         emulator = GitHubEmulator().start()
         try:
@@ -157,8 +167,12 @@ def run(name: str, count: int, rate: float, workdir: Path, held: int = 64) -> tu
         _, figures = scenarios.without_credentials(workdir, count=10)
         return figures.line(), "failed at once (1 attempt) 10" in figures.line()
     else:
-        scenario = {"killed": scenarios.killed_mid_stream, "restarted": scenarios.services_restarted,
-                    "disk": scenarios.disk_full, "immutable": scenarios.files_immutable}[name]
+        scenario = {
+            "killed": scenarios.killed_mid_stream,
+            "restarted": scenarios.services_restarted,
+            "disk": scenarios.disk_full,
+            "immutable": scenarios.files_immutable,
+        }[name]
         figures = scenario(workdir, count=count, rate=rate)
         if figures is None:
             return f"{name}: skipped (needs root)", True
@@ -170,8 +184,9 @@ def main() -> int:
     parser.add_argument("--only", choices=ALL, action="append", help="run only these scenarios")
     parser.add_argument("--count", type=int, default=2000, help="deliveries per stream (default 2000)")
     parser.add_argument("--rate", type=float, default=50.0, help="deliveries per second (default 50)")
-    parser.add_argument("--held", type=int, default=64,
-                        help="slow connections held in the slow-clients scenario (default 64)")
+    parser.add_argument(
+        "--held", type=int, default=64, help="slow connections held in the slow-clients scenario (default 64)"
+    )
     args = parser.parse_args()
     github_data.ensure()
     ok = True

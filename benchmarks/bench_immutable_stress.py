@@ -113,8 +113,10 @@ def stress(folder: Path, cycles: int, writers: int) -> str:
         process.join(15)
     checkpointers = Path(log).read_text().count("killed by SIGBUS") if Path(log).exists() else 0
     deaths = ", ".join(f"{n} {kind}s exited {code}" for (kind, code), n in sorted(died.items())) or "none"
-    return (f"{cycles} times immutable for 0.3 s, {writers} writers: processes that died: {deaths}; "
-            f"checkpoint processes of the master killed by SIGBUS: {checkpointers}")
+    return (
+        f"{cycles} times immutable for 0.3 s, {writers} writers: processes that died: {deaths}; "
+        f"checkpoint processes of the master killed by SIGBUS: {checkpointers}"
+    )
 
 
 def main() -> int:

@@ -72,9 +72,11 @@ def measure(workdir: Path, locked: str, hold_s: float, tree: Path | None) -> str
     answered = [s.answered - s.scheduled for s in stream.sent if s.status]
     health = collections.Counter(f"{status} {said}" for status, said, _ in polls)
     health_s = seconds([p[2] for p in polls])
-    return (f"{locked} locked for {hold_s:.0f} s: deliveries {dict(sorted(answers.items()))} "
-            f"(answered in {seconds(answered)}); /healthz {dict(health)} (in {health_s}); "
-            f"after: acknowledged {figures.acknowledged}, processed {figures.processed}, lost {figures.lost}")
+    return (
+        f"{locked} locked for {hold_s:.0f} s: deliveries {dict(sorted(answers.items()))} "
+        f"(answered in {seconds(answered)}); /healthz {dict(health)} (in {health_s}); "
+        f"after: acknowledged {figures.acknowledged}, processed {figures.processed}, lost {figures.lost}"
+    )
 
 
 def main() -> int:

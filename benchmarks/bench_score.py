@@ -49,15 +49,20 @@ def synthetic_diff(changed_lines: int, seed: int = 7) -> str:
     while total < changed_lines:
         path = f"{_PATHS[file_no % len(_PATHS)][:-3]}_{file_no}{_PATHS[file_no % len(_PATHS)][-3:]}"
         file_no += 1
-        out += [f"diff --git a/{path} b/{path}", "index 1111111..2222222 100644",
-                f"--- a/{path}", f"+++ b/{path}"]
+        out += [
+            f"diff --git a/{path} b/{path}",
+            "index 1111111..2222222 100644",
+            f"--- a/{path}",
+            f"+++ b/{path}",
+        ]
         start = 10
         for _ in range(rng.randint(3, 12)):
             removed = [rng.choice(CODE_LINES) for _ in range(rng.randint(0, 6))]
             added = [rng.choice(CODE_LINES) for _ in range(rng.randint(1, 12))]
             context = ["    def helper(self):", "        pass", ""]
-            out.append(f"@@ -{start},{len(removed) + 6} +{start},{len(added) + 6} @@ "
-                       f"def {rng.choice(_FUNCS)}(self):")
+            out.append(
+                f"@@ -{start},{len(removed) + 6} +{start},{len(added) + 6} @@ def {rng.choice(_FUNCS)}(self):"
+            )
             out += [" " + c for c in context]
             out += ["-" + line for line in removed] + ["+" + line for line in added]
             out += [" " + c for c in context]
@@ -68,8 +73,9 @@ def synthetic_diff(changed_lines: int, seed: int = 7) -> str:
 
 def real_diff(repo: str, range_text: str) -> str:
     base, _, head = range_text.partition("..")
-    return subprocess.run(["git", "-C", repo, "diff", "--no-color", base, head or "HEAD"],
-                          check=True, capture_output=True).stdout.decode("utf-8", "replace")
+    return subprocess.run(
+        ["git", "-C", repo, "diff", "--no-color", base, head or "HEAD"], check=True, capture_output=True
+    ).stdout.decode("utf-8", "replace")
 
 
 def timed(fn, *args) -> float:
@@ -94,8 +100,7 @@ def main() -> int:
     args = parser.parse_args()
 
     text = real_diff(args.repo, args.range) if args.repo else synthetic_diff(args.lines)
-    changed = sum(1 for line in text.splitlines()
-                  if line[:1] in "+-" and not line.startswith(("+++", "---")))
+    changed = sum(1 for line in text.splitlines() if line[:1] in "+-" and not line.startswith(("+++", "---")))
     source = f"{args.repo} {args.range}" if args.repo else "synthetic"
     print(f"diff: {source}, {len(text) / 2**20:.1f} MiB, {changed} changed lines")
 
@@ -107,8 +112,10 @@ def main() -> int:
     base, ours = statistics.median(parse_times), statistics.median(score_times)
     ratio = ours / base
     print(f"unidiff parse alone: median {base:.3f} CPU s over {args.repeat} alternating runs")
-    print(f"perfbot score:       median {ours:.3f} CPU s  (score {report.score}, "
-          f"{len(report.files)} files, {len(report.signals)} reasons)")
+    print(
+        f"perfbot score:       median {ours:.3f} CPU s  (score {report.score}, "
+        f"{len(report.files)} files, {len(report.signals)} reasons)"
+    )
     print(f"ratio: {ratio:.2f}x (target <= {TARGET}x) -> {'OK' if ratio <= TARGET else 'MISSED'}")
     return 0 if ratio <= TARGET else 1
 

@@ -76,12 +76,15 @@ from tests.support.github_emulator import GitHubEmulator, wait_for  # noqa: E402
 from tests.support.serving import children  # noqa: E402
 
 REPO, BRANCH, TOKEN = "Codertocat/Hello-World", "master", "ghp_soak_token"
-CONFIG = diffs.BASE_CONFIG + """bench:
+CONFIG = (
+    diffs.BASE_CONFIG
+    + """bench:
   suites:
     sglang-eagle3: {kind: sglang-eagle3, model_path: m, draft_model_path: d}
   dispatch:
     cooldown: {user: 0, pr: 0}
 """
+)
 RUN_COMPLETES_S = 15.0
 FINISHED_LATE = "finished after its lease had run out"
 
@@ -145,8 +148,10 @@ def _diff(bytes_per_file: int, files: int = 60) -> str:
     sections = []
     for i in range(files):
         path = f"src/perfbot_fixture/graphs_{i:03d}.py" if i else diffs.GRAPHS
-        sections.append(f"diff --git a/{path} b/{path}\n--- a/{path}\n+++ b/{path}\n"
-                        f"@@ -1,0 +1,{per_file} @@ def forward(self, q, k, v):\n{line * per_file}")
+        sections.append(
+            f"diff --git a/{path} b/{path}\n--- a/{path}\n+++ b/{path}\n"
+            f"@@ -1,0 +1,{per_file} @@ def forward(self, q, k, v):\n{line * per_file}"
+        )
     return "".join(sections)
 
 
@@ -208,9 +213,18 @@ class Mix:
             number = self.github.bench_pull()
             self.benches.append(number)
             posted = self.github.emulator.add_comment(REPO, number, "/bench", "maintainer")
-            return "bench", "issue_comment", github_data.issue_comment(
-                "/bench", number=number, repo=REPO, installation_id=1, login="maintainer",
-                comment_id=posted["id"])
+            return (
+                "bench",
+                "issue_comment",
+                github_data.issue_comment(
+                    "/bench",
+                    number=number,
+                    repo=REPO,
+                    installation_id=1,
+                    login="maintainer",
+                    comment_id=posted["id"],
+                ),
+            )
         merged = [n for n in self.github.reviewed if n in self.github.open][:1]
         if not merged or len(self.github.open) <= self.github.pool:
             return "comment", "issue_comment", self._chatter()
@@ -220,12 +234,18 @@ class Mix:
         return "merged", "pull_request", _pull("closed", pull.head_sha, number)
 
     def _chatter(self) -> dict:
-        return github_data.issue_comment("looks good to me", number=1, repo=REPO, installation_id=1,
-                                         login="octocat", comment_id=next(self.comments))
+        return github_data.issue_comment(
+            "looks good to me",
+            number=1,
+            repo=REPO,
+            installation_id=1,
+            login="octocat",
+            comment_id=next(self.comments),
+        )
 
     def _note_dispatches(self) -> None:
         dispatches = self.github.emulator.dispatches
-        for dispatched in dispatches[self.seen_dispatches:]:
+        for dispatched in dispatches[self.seen_dispatches :]:
             self.due_runs.append((time.monotonic() + RUN_COMPLETES_S, dispatched))
         self.seen_dispatches = len(dispatches)
 
@@ -236,8 +256,14 @@ def _pull(action: str, sha: str, number: int) -> dict:
 
 def _installation(n: int) -> dict:
     template = github_data.installation_event("installation_repositories", "added")
-    template["repositories_added"] = [{**template["repositories_added"][0], "id": 70_000_000 + n,
-                                       "full_name": f"soak/repo-{n}", "name": f"repo-{n}"}]
+    template["repositories_added"] = [
+        {
+            **template["repositories_added"][0],
+            "id": 70_000_000 + n,
+            "full_name": f"soak/repo-{n}",
+            "name": f"repo-{n}",
+        }
+    ]
     return template
 
 
@@ -328,39 +354,57 @@ def percentile(values: list[float], q: float) -> float | None:
     return ordered[min(len(ordered) - 1, int(round(q / 100 * (len(ordered) - 1))))]
 
 
-def sample(engine, sender: Sender, servers, workers, since: float, started: float,
-           since_wall: datetime) -> dict:
+def sample(
+    engine, sender: Sender, servers, workers, since: float, started: float, since_wall: datetime
+) -> dict:
     now = time.monotonic()
     window = [s for s in list(sender.sent) if since <= s.answered < now and s.answered]
     latencies = [(s.answered - s.scheduled) * 1000 for s in window]
     with engine.connect() as connection:
         pending = connection.execute(select(func.count()).where(DeliveryRow.status == "pending")).scalar_one()
-        finished = connection.execute(select(DeliveryRow.received_at, DeliveryRow.finished_at).where(
-            DeliveryRow.finished_at >= since_wall)).all()
+        finished = connection.execute(
+            select(DeliveryRow.received_at, DeliveryRow.finished_at).where(
+                DeliveryRow.finished_at >= since_wall
+            )
+        ).all()
     lags = [(f - r).total_seconds() for r, f in finished if r and f]
-    memory = {role: round(sum(rss_mb(pid) for pid in pids), 1)
-              for role, pids in roles(servers, workers).items()}
-    return {"t_s": round(now - started, 1), "acknowledged": sum(1 for s in window if 200 <= s.status < 300),
-            "non_2xx": sum(1 for s in window if not 200 <= s.status < 300),
-            "ack_p50_ms": percentile(latencies, 50), "ack_p99_ms": percentile(latencies, 99),
-            "pending": pending, "processed": len(finished), "lag_p99_s": percentile(lags, 99),
-            "rss_mb": memory, "load_average": os.getloadavg()[0]}
+    memory = {
+        role: round(sum(rss_mb(pid) for pid in pids), 1) for role, pids in roles(servers, workers).items()
+    }
+    return {
+        "t_s": round(now - started, 1),
+        "acknowledged": sum(1 for s in window if 200 <= s.status < 300),
+        "non_2xx": sum(1 for s in window if not 200 <= s.status < 300),
+        "ack_p50_ms": percentile(latencies, 50),
+        "ack_p99_ms": percentile(latencies, 99),
+        "pending": pending,
+        "processed": len(finished),
+        "lag_p99_s": percentile(lags, 99),
+        "rss_mb": memory,
+        "load_average": os.getloadavg()[0],
+    }
 
 
 # ------------------------------------------------------------------ the layouts
 
 
 def start_layout(layout: str, workdir: Path, api_url: str, writes_per_minute: int):
-    github = {"PERFBOT_GITHUB_TOKEN": TOKEN, "PERFBOT_GITHUB_API_URL": api_url, "PERFBOT_LOG_LEVEL": "INFO",
-              "PERFBOT_WRITES_PER_MINUTE": str(writes_per_minute)}
+    github = {
+        "PERFBOT_GITHUB_TOKEN": TOKEN,
+        "PERFBOT_GITHUB_API_URL": api_url,
+        "PERFBOT_LOG_LEVEL": "INFO",
+        "PERFBOT_WRITES_PER_MINUTE": str(writes_per_minute),
+    }
     if layout == "embedded":
         server = Server(workdir, perfbot_env(**github)).start()
         return [server], [], f"sqlite:///{workdir / 'perfbot.db'}", []
     postgres, redis = Postgres().start(), Redis(workdir).start()
     env = perfbot_env(PERFBOT_DATABASE_URL=postgres.url, PERFBOT_QUEUE_URL=redis.url, **github)
     servers = [Server(workdir, env).start() for _ in range(2)]
-    workers = [Worker(workdir, env, ["--threads", "4"], name="worker-1").start(),
-               Worker(workdir, env, ["--threads", "4", "--no-periodic"], name="worker-2").start()]
+    workers = [
+        Worker(workdir, env, ["--threads", "4"], name="worker-1").start(),
+        Worker(workdir, env, ["--threads", "4", "--no-periodic"], name="worker-2").start(),
+    ]
     wait_for(lambda: (health(servers[0].base)[1].get("consumers") or 0) >= 2, timeout=90)
     return servers, workers, postgres.url, [redis, postgres]
 
@@ -393,9 +437,13 @@ def main() -> int:
     parser.add_argument("--big-every", type=float, default=120.0, help="seconds between big pushes")
     parser.add_argument("--sample", type=float, default=15.0, help="seconds between samples")
     parser.add_argument("--pulls", type=int, default=30, help="open pull requests the pushes spread over")
-    parser.add_argument("--writes-per-minute", type=int, default=100_000,
-                        help="PERFBOT_WRITES_PER_MINUTE of each process (default: no limit in effect; "
-                             "GitHub's is about 80 a minute per installation, which caps the reviews)")
+    parser.add_argument(
+        "--writes-per-minute",
+        type=int,
+        default=100_000,
+        help="PERFBOT_WRITES_PER_MINUTE of each process (default: no limit in effect; "
+        "GitHub's is about 80 a minute per installation, which caps the reviews)",
+    )
     parser.add_argument("--out", type=Path, default=Path("soak.json"))
     args = parser.parse_args()
     github_data.ensure()
@@ -403,8 +451,9 @@ def main() -> int:
     side = GitHubSide(args.big_mb, args.pulls)
     with tempfile.TemporaryDirectory() as tmp:
         workdir = Path(tmp)
-        servers, workers, database, services = start_layout(args.layout, workdir, side.emulator.base_url,
-                                                            args.writes_per_minute)
+        servers, workers, database, services = start_layout(
+            args.layout, workdir, side.emulator.base_url, args.writes_per_minute
+        )
         engine = create_engine(database)
         mix = Mix(side, args.big_every)
         sender = Sender([s.base for s in servers], args.rate, args.minutes * 60, mix)
@@ -423,6 +472,7 @@ def main() -> int:
             sent_until = time.monotonic()
             # Runs dispatched near the end still complete, and their workflow_run is delivered.
             deadline = time.monotonic() + RUN_COMPLETES_S + 60
+
             def runs_left() -> bool:
                 dispatches = len(side.emulator.dispatches)
                 return bool(mix.due_runs) or dispatches > mix.seen_dispatches or dispatches < len(mix.benches)
@@ -443,8 +493,20 @@ def main() -> int:
 
             wait_for(drained, timeout=900, interval=1.0)
             drained_s = time.monotonic() - sent_until
-            summary = summarize(args, engine, sender, side, mix, servers, workers, stored, acknowledged,
-                                samples, drained_s, load_before)
+            summary = summarize(
+                args,
+                engine,
+                sender,
+                side,
+                mix,
+                servers,
+                workers,
+                stored,
+                acknowledged,
+                samples,
+                drained_s,
+                load_before,
+            )
         finally:
             for process in [*servers, *workers]:
                 process.stop()
@@ -452,73 +514,126 @@ def main() -> int:
             for service in services:
                 service.stop()
             side.emulator.stop()
-    args.out.write_text(json.dumps({"args": {k: str(v) for k, v in vars(args).items()}, "samples": samples,
-                                    "summary": summary}, indent=1))
+    args.out.write_text(
+        json.dumps(
+            {"args": {k: str(v) for k, v in vars(args).items()}, "samples": samples, "summary": summary},
+            indent=1,
+        )
+    )
     print(json.dumps(summary, indent=1))
     return 0 if summary["exactly_once"] else 1
 
 
-def summarize(args, engine, sender, side, mix, servers, workers, stored, acknowledged, samples, drained_s,
-              load_before) -> dict:
+def summarize(
+    args, engine, sender, side, mix, servers, workers, stored, acknowledged, samples, drained_s, load_before
+) -> dict:
     with engine.connect() as connection:
-        rows = connection.execute(select(DeliveryRow.guid, DeliveryRow.status, DeliveryRow.attempts,
-                                         DeliveryRow.lease_owner, DeliveryRow.event, DeliveryRow.action,
-                                         DeliveryRow.failure, DeliveryRow.error)).all()
+        rows = connection.execute(
+            select(
+                DeliveryRow.guid,
+                DeliveryRow.status,
+                DeliveryRow.attempts,
+                DeliveryRow.lease_owner,
+                DeliveryRow.event,
+                DeliveryRow.action,
+                DeliveryRow.failure,
+                DeliveryRow.error,
+            )
+        ).all()
     mine = [r for r in rows if r.guid in stored]
     by_status = collections.Counter(r.status for r in mine)
     owners = collections.Counter((r.lease_owner or "?").rsplit("/", 1)[-1].split(".")[0] for r in mine)
     pid_roles = {str(pid): role for role, pids in roles(servers, workers).items() for pid in pids}
     logs = "".join(p.log() for p in [*servers, *workers])
-    sticky = collections.Counter(c["_issue"][1] for c in side.emulator.comments.values()
-                                 if c["body"].startswith(MARKER))
+    sticky = collections.Counter(
+        c["_issue"][1] for c in side.emulator.comments.values() if c["body"].startswith(MARKER)
+    )
     # The risk review's commit status, once per pushed head (the benchmark's status is updated as the
     # run goes: pending, then its verdict; the /bench pull requests share one head, the results').
-    statuses = collections.Counter((s["_sha"], s.get("context")) for s in side.emulator.statuses
-                                   if s["_sha"] != HEAD_SHA and s.get("context") == "perfbot / risk")
+    statuses = collections.Counter(
+        (s["_sha"], s.get("context"))
+        for s in side.emulator.statuses
+        if s["_sha"] != HEAD_SHA and s.get("context") == "perfbot / risk"
+    )
     dispatched = collections.Counter(d["inputs"]["correlation-id"] for d in side.emulator.dispatches)
-    processes = {**{f"worker {n}": w for n, w in enumerate(workers, 1)},
-                 **{f"serve {n}": s for n, s in enumerate(servers, 1)}}
+    processes = {
+        **{f"worker {n}": w for n, w in enumerate(workers, 1)},
+        **{f"serve {n}": s for n, s in enumerate(servers, 1)},
+    }
     sweeps = {name: len(re.findall(r'"msg": "sweep"', p.log())) for name, p in processes.items()}
     dashboards = [api(s.base, "/api/v1/merges") for s in servers]
     kinds = collections.Counter(s.kind for s in sender.sent)
     rss = [s["rss_mb"] for s in samples]
     first, last = (rss[min(1, len(rss) - 1)], rss[-1]) if rss else ({}, {})
     summary = {
-        "layout": args.layout, "minutes": args.minutes, "rate": args.rate, "sent": len(sender.sent),
-        "kinds": dict(kinds), "acknowledged": len(acknowledged), "stored": len(stored),
+        "layout": args.layout,
+        "minutes": args.minutes,
+        "rate": args.rate,
+        "sent": len(sender.sent),
+        "kinds": dict(kinds),
+        "acknowledged": len(acknowledged),
+        "stored": len(stored),
         "non_2xx": sum(1 for s in sender.sent if s.status not in (200, 202)),
         "resent_on_a_closed_keepalive": sum(s.resent for s in sender.sent),
-        "non_2xx_by_kind": dict(collections.Counter(f"{s.kind} {s.status or 'no answer'}" for s in sender.sent
-                                                    if s.status not in (200, 202))),
+        "non_2xx_by_kind": dict(
+            collections.Counter(
+                f"{s.kind} {s.status or 'no answer'}" for s in sender.sent if s.status not in (200, 202)
+            )
+        ),
         "ack_p99_ms": percentile([(s.answered - s.scheduled) * 1000 for s in sender.sent if s.answered], 99),
         "ack_p50_ms": percentile([(s.answered - s.scheduled) * 1000 for s in sender.sent if s.answered], 50),
-        "stored_by_status": dict(by_status), "attempted_twice": sum(1 for r in mine if r.attempts > 1),
+        "stored_by_status": dict(by_status),
+        "attempted_twice": sum(1 for r in mine if r.attempts > 1),
         "finished_twice": logs.count(FINISHED_LATE),
         "processed_by": {pid_roles.get(pid, pid): n for pid, n in owners.items()},
-        "acknowledged_by_server": dict(collections.Counter(
-            f"serve {n % len(servers) + 1}" for n, s in enumerate(sender.sent) if s.status in (200, 202))),
+        "acknowledged_by_server": dict(
+            collections.Counter(
+                f"serve {n % len(servers) + 1}" for n, s in enumerate(sender.sent) if s.status in (200, 202)
+            )
+        ),
         "sticky_comments_per_pr": sorted(set(sticky.values())),
         "statuses_per_head": sorted(set(statuses.values())),
         "heads_with_more_statuses": [
-            {"sha": sha[:12], "context": context, "statuses": n,
-             "states": [s["state"] for s in side.emulator.statuses
-                        if s["_sha"] == sha and s.get("context") == context]}
-            for (sha, context), n in statuses.items() if n > 1][:5],
-        "benches": len(mix.benches), "dispatches_per_bench": sorted(set(dispatched.values())),
-        "dispatched": len(dispatched), "sweeps": sweeps,
+            {
+                "sha": sha[:12],
+                "context": context,
+                "statuses": n,
+                "states": [
+                    s["state"]
+                    for s in side.emulator.statuses
+                    if s["_sha"] == sha and s.get("context") == context
+                ],
+            }
+            for (sha, context), n in statuses.items()
+            if n > 1
+        ][:5],
+        "benches": len(mix.benches),
+        "dispatches_per_bench": sorted(set(dispatched.values())),
+        "dispatched": len(dispatched),
+        "sweeps": sweeps,
         "minutes_running": round((time.monotonic() - mix.started) / 60, 1),
-        "failures": collections.Counter(f"{r.event}.{r.action} {r.failure}: {(r.error or '')[:160]}"
-                                        for r in mine if r.status == "failed").most_common(10),
+        "failures": collections.Counter(
+            f"{r.event}.{r.action} {r.failure}: {(r.error or '')[:160]}" for r in mine if r.status == "failed"
+        ).most_common(10),
         "dashboards_agree": all(d == dashboards[0] for d in dashboards),
         "flagged_merges": (dashboards[0] or {}).get("total") if isinstance(dashboards[0], dict) else None,
         "drained_s_after_last": round(drained_s, 1),
-        "rss_mb_start": first, "rss_mb_end": last, "load_average_before": load_before,
+        "rss_mb_start": first,
+        "rss_mb_end": last,
+        "load_average_before": load_before,
         "lag_p99_s_max": max((s["lag_p99_s"] or 0) for s in samples) if samples else None,
     }
-    summary["exactly_once"] = all((
-        by_status.get("pending", 0) == 0, by_status.get("failed", 0) == 0, summary["finished_twice"] == 0,
-        summary["sticky_comments_per_pr"] in ([1], []), summary["dispatches_per_bench"] in ([1], []),
-        summary["statuses_per_head"] in ([1], []), summary["non_2xx"] == 0))
+    summary["exactly_once"] = all(
+        (
+            by_status.get("pending", 0) == 0,
+            by_status.get("failed", 0) == 0,
+            summary["finished_twice"] == 0,
+            summary["sticky_comments_per_pr"] in ([1], []),
+            summary["dispatches_per_bench"] in ([1], []),
+            summary["statuses_per_head"] in ([1], []),
+            summary["non_2xx"] == 0,
+        )
+    )
     return summary
 
 

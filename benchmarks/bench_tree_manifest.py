@@ -68,14 +68,20 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="perfbot-manifest-") as scratch:
         generated = Path(scratch)
         generate(generated, args.files)
-        print(f"{'tree':<48} {'entries':>8} {'manifest ms':>12} {'compare ms':>11} {'worktree/round':>15} "
-              f"{'engine/round':>13}")
-        for label, root in [(f"generated ({args.files} files)", generated),
-                            *((str(folder), folder) for folder in args.folders)]:
+        print(
+            f"{'tree':<48} {'entries':>8} {'manifest ms':>12} {'compare ms':>11} {'worktree/round':>15} "
+            f"{'engine/round':>13}"
+        )
+        for label, root in [
+            (f"generated ({args.files} files)", generated),
+            *((str(folder), folder) for folder in args.folders),
+        ]:
             entries, walk, compare = timed(root, args.repeat)
             worktree, engine = 2 * walk + compare, walk + compare
-            print(f"{label[-48:]:<48} {entries:>8} {walk:>12.1f} {compare:>11.1f} {worktree:>15.1f} "
-                  f"{engine:>13.1f}")
+            print(
+                f"{label[-48:]:<48} {entries:>8} {walk:>12.1f} {compare:>11.1f} {worktree:>15.1f} "
+                f"{engine:>13.1f}"
+            )
 
 
 if __name__ == "__main__":

@@ -32,21 +32,34 @@ from bot.core.risk import profiles, ruleset, triage
 TARGET = 2.0
 
 _FILES = [
-    "engine/distributed/pynccl.py", "engine/distributed/parallel_state.py",
-    "engine/model_executor/cuda_graph_runner.py", "engine/layers/attention/backend.py",
-    "engine/layers/moe/fused_moe.py", "engine/managers/scheduler.py", "engine/server.py",
-    "engine/utils.py", "docs/guide.md", "test/test_engine.py",
+    "engine/distributed/pynccl.py",
+    "engine/distributed/parallel_state.py",
+    "engine/model_executor/cuda_graph_runner.py",
+    "engine/layers/attention/backend.py",
+    "engine/layers/moe/fused_moe.py",
+    "engine/managers/scheduler.py",
+    "engine/server.py",
+    "engine/utils.py",
+    "docs/guide.md",
+    "test/test_engine.py",
 ]
 
 
 def make_repo(root: Path, commits: int, seed: int = 11) -> str:
     """A repository of ``commits`` commits, each editing a few files of an engine-like tree."""
     rng = random.Random(seed)
-    env = {**os.environ, "GIT_AUTHOR_NAME": "bench", "GIT_AUTHOR_EMAIL": "bench@example.com",
-           "GIT_COMMITTER_NAME": "bench", "GIT_COMMITTER_EMAIL": "bench@example.com"}
+    env = {
+        **os.environ,
+        "GIT_AUTHOR_NAME": "bench",
+        "GIT_AUTHOR_EMAIL": "bench@example.com",
+        "GIT_COMMITTER_NAME": "bench",
+        "GIT_COMMITTER_EMAIL": "bench@example.com",
+    }
     subprocess.run(["git", "init", "-q", str(root)], check=True, env=env)
-    contents = {path: [f"def f{i}(self, x):\n" if i % 20 == 0 else f"{rng.choice(CODE_LINES)}\n"
-                        for i in range(600)] for path in _FILES}
+    contents = {
+        path: [f"def f{i}(self, x):\n" if i % 20 == 0 else f"{rng.choice(CODE_LINES)}\n" for i in range(600)]
+        for path in _FILES
+    }
     for number in range(commits + 1):
         for path in rng.sample(_FILES, rng.randint(1, 4)):
             lines = contents[path]
@@ -57,8 +70,9 @@ def make_repo(root: Path, commits: int, seed: int = 11) -> str:
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_text("".join(lines))
         subprocess.run(["git", "-C", str(root), "add", "-A"], check=True, env=env)
-        subprocess.run(["git", "-C", str(root), "commit", "-q", "-m", f"change {number}"],
-                       check=True, env=env)
+        subprocess.run(
+            ["git", "-C", str(root), "commit", "-q", "-m", f"change {number}"], check=True, env=env
+        )
     return f"HEAD~{commits}..HEAD"
 
 
@@ -77,9 +91,24 @@ def measured(fn, *args):
 
 def git_alone(repo: str, range_text: str) -> None:
     base, head = git_repo.split_range(range_text)
-    subprocess.run(["git", "-C", repo, "log", "--format=%H %P %an %aI %s", "-p", "-M",
-                    "--no-color", "--no-ext-diff", "--no-textconv", f"{base}..{head}", "--"],
-                   check=True, stdout=subprocess.PIPE)
+    subprocess.run(
+        [
+            "git",
+            "-C",
+            repo,
+            "log",
+            "--format=%H %P %an %aI %s",
+            "-p",
+            "-M",
+            "--no-color",
+            "--no-ext-diff",
+            "--no-textconv",
+            f"{base}..{head}",
+            "--",
+        ],
+        check=True,
+        stdout=subprocess.PIPE,
+    )
 
 
 def perfbot_triage(repo: str, range_text: str) -> triage.Triage:
@@ -116,8 +145,9 @@ def main() -> int:
         base = statistics.median(run[column] for run in git_runs)
         mine = statistics.median(run[column] for run in our_runs)
         ratios[name] = mine / base
-        print(f"{name:>4}: git log -p alone {base:.3f} s, perfbot triage {mine:.3f} s, "
-              f"ratio {mine / base:.2f}x")
+        print(
+            f"{name:>4}: git log -p alone {base:.3f} s, perfbot triage {mine:.3f} s, ratio {mine / base:.2f}x"
+        )
     # Wall time is what a user waits; CPU time (perfbot + git) ignores the overlap of parsing
     # with git's diffing, so it is the stricter figure and the steadier one on a busy machine.
     ok = ratios["wall"] <= TARGET

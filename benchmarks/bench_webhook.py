@@ -125,8 +125,10 @@ def stop(process: subprocess.Popen) -> None:
         os.kill(pid, signal.SIGKILL)
     if process.returncode != 0 or left:
         took = time.perf_counter() - started
-        raise SystemExit(f"perfbot serve exited {process.returncode} after {took:.1f} s, "
-                         f"leaving {len(left)} of its processes running")
+        raise SystemExit(
+            f"perfbot serve exited {process.returncode} after {took:.1f} s, "
+            f"leaving {len(left)} of its processes running"
+        )
 
 
 def descendants(pid: int) -> list[int]:
@@ -340,10 +342,17 @@ def intake_benchmark(
             figures["load_average"] = os.getloadavg()[0]
             figures["load_average_before"] = load_average_before
             # What the rest of the machine (other users' work) took of its CPUs during the load.
-            figures["others_cpu_share"] = max(0.0, (
-                machine_busy_seconds() - machine_before - (cpu_seconds(process.pid) - cpu_before)
-                - (cpu_seconds(emulator.pid) - emulator_before) - sender_cpu
-            ) / (seconds * (os.cpu_count() or 1)))
+            figures["others_cpu_share"] = max(
+                0.0,
+                (
+                    machine_busy_seconds()
+                    - machine_before
+                    - (cpu_seconds(process.pid) - cpu_before)
+                    - (cpu_seconds(emulator.pid) - emulator_before)
+                    - sender_cpu
+                )
+                / (seconds * (os.cpu_count() or 1)),
+            )
             figures["sender_cpu_ms_per_delivery"] = sender_cpu * 1000 / figures["sent"]
             db = Path(tmp) / "perfbot.db"
             load_ended = time.perf_counter()
@@ -355,7 +364,8 @@ def intake_benchmark(
             roles_after = roles_cpu(process.pid)
             figures["roles_cpu_ms_per_delivery"] = {
                 role: (roles_after[role] - roles_before[role]) * 1000 / figures["sent"]
-                for role in roles_after}
+                for role in roles_after
+            }
             done, retried, repositories, reviews_saved = processed(db)
             figures.update(done=done, retried=retried, repositories=repositories, reviews_saved=reviews_saved)
         finally:
@@ -487,13 +497,20 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rate", type=float, default=200.0)
     parser.add_argument("--seconds", type=float, default=60.0)
-    parser.add_argument("--review-rate", type=float, default=1.0,
-                        help="reviews of a --diff-lines PR per second among the deliveries (default 1)")
+    parser.add_argument(
+        "--review-rate",
+        type=float,
+        default=1.0,
+        help="reviews of a --diff-lines PR per second among the deliveries (default 1)",
+    )
     parser.add_argument("--reviews", type=int, default=20, help="reviews timed end to end (part 2)")
     parser.add_argument("--diff-lines", type=int, default=5000)
     parser.add_argument("--workers", type=int, default=1, help="perfbot serve --workers (default 1)")
-    parser.add_argument("--baseline", type=Path,
-                        help="also measure the intake of this perfbot source tree, first (before/after)")
+    parser.add_argument(
+        "--baseline",
+        type=Path,
+        help="also measure the intake of this perfbot source tree, first (before/after)",
+    )
     args = parser.parse_args()
     github_data.ensure()
 

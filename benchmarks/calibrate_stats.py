@@ -91,8 +91,15 @@ def relative_noise(rng: np.random.Generator, kind: str, count: int, cv: float) -
     raise ValueError(kind)
 
 
-def simulate(rng: np.random.Generator, kind: str, rounds: int, cv: float, shift: float,
-             spreads: bool, scale: float = 100.0) -> dict[str, list[float]]:
+def simulate(
+    rng: np.random.Generator,
+    kind: str,
+    rounds: int,
+    cv: float,
+    shift: float,
+    spreads: bool,
+    scale: float = 100.0,
+) -> dict[str, list[float]]:
     """One run's round values per side (``base``, ``head``) and, with ``spreads``, the standard
     error each round would report: part of the round's variance comes from its calls."""
     order = schedule(rounds)
@@ -147,13 +154,15 @@ def _verdict(run: dict[str, list[float]], looks: tuple[int, ...], spreads: bool)
 
 # A verify-step results file: the cycle in the engine's mode (headline) and tok/s (its fixed
 # inverse), and the diagnostics with the round CVs seen on the H200s (eager and allreduce are noisy).
-FILE_METRICS = {"cycle_ms": ("ms", "lower", "headline", 1.0),
-                "verify_graph_ms": ("ms", "lower", "diagnostic", 0.5),
-                "verify_piecewise_ms": ("ms", "lower", "diagnostic", 1.0),
-                "draft_ms": ("ms", "lower", "diagnostic", 1.0),
-                "verify_eager_ms": ("ms", "lower", "diagnostic", 15.0),
-                "allreduce_verify_us": ("us", "lower", "diagnostic", 20.0),
-                "allreduce_draft_us": ("us", "lower", "diagnostic", 20.0)}
+FILE_METRICS = {
+    "cycle_ms": ("ms", "lower", "headline", 1.0),
+    "verify_graph_ms": ("ms", "lower", "diagnostic", 0.5),
+    "verify_piecewise_ms": ("ms", "lower", "diagnostic", 1.0),
+    "draft_ms": ("ms", "lower", "diagnostic", 1.0),
+    "verify_eager_ms": ("ms", "lower", "diagnostic", 15.0),
+    "allreduce_verify_us": ("us", "lower", "diagnostic", 20.0),
+    "allreduce_draft_us": ("us", "lower", "diagnostic", 20.0),
+}
 
 
 @dataclass(frozen=True)
@@ -177,8 +186,12 @@ def run_file(cell: FileCell) -> dict[str, int]:
 
 
 def _results_file(rng: np.random.Generator, cell: FileCell) -> dict:
-    runs = {name: simulate(rng, cell.kind, cell.rounds, cell.cv * factor, cell.shift * (name == "cycle_ms"),
-                           spreads=True) for name, (_, _, _, factor) in FILE_METRICS.items()}
+    runs = {
+        name: simulate(
+            rng, cell.kind, cell.rounds, cell.cv * factor, cell.shift * (name == "cycle_ms"), spreads=True
+        )
+        for name, (_, _, _, factor) in FILE_METRICS.items()
+    }
     rows = []
     for position, (side, index) in enumerate(schedule(cell.rounds)):
         metrics = {name: run[side][index] for name, run in runs.items()}
@@ -187,11 +200,19 @@ def _results_file(rng: np.random.Generator, cell: FileCell) -> dict:
         relative = spread["cycle_ms"]["se"] / metrics["cycle_ms"]
         spread["tok_s"] = {"se": metrics["tok_s"] * relative, "calls": CALLS}
         rows.append({"side": side, "index": position, "ok": True, "metrics": metrics, "spread": spread})
-    declared = {name: {"unit": unit, "better": better, "role": role}
-                for name, (unit, better, role, _) in FILE_METRICS.items()}
+    declared = {
+        name: {"unit": unit, "better": better, "role": role}
+        for name, (unit, better, role, _) in FILE_METRICS.items()
+    }
     declared["tok_s"] = {"unit": "tok/s", "better": "higher", "role": "primary"}
-    return {"schema": results.SCHEMA, "suite": "simulated", "base": {"sha": "aaaa"}, "head": {"sha": "bbbb"},
-            "metrics": declared, "rounds": rows}
+    return {
+        "schema": results.SCHEMA,
+        "suite": "simulated",
+        "base": {"sha": "aaaa"},
+        "head": {"sha": "bbbb"},
+        "metrics": declared,
+        "rounds": rows,
+    }
 
 
 @dataclass(frozen=True)
@@ -215,8 +236,9 @@ def outlier_file(rng: np.random.Generator, cell: OutlierCell) -> dict:
         hit["metrics"][name] *= slower
         hit["spread"][name]["se"] *= slower
     hit["metrics"]["tok_s"] = 1800 / hit["metrics"]["cycle_ms"]
-    hit["spread"]["tok_s"]["se"] = hit["metrics"]["tok_s"] * (hit["spread"]["cycle_ms"]["se"]
-                                                              / hit["metrics"]["cycle_ms"])
+    hit["spread"]["tok_s"]["se"] = hit["metrics"]["tok_s"] * (
+        hit["spread"]["cycle_ms"]["se"] / hit["metrics"]["cycle_ms"]
+    )
     return doc
 
 
@@ -224,8 +246,9 @@ def run_outlier_cell(cell: OutlierCell) -> dict[str, int]:
     """Count the overall verdicts of ``reps`` outlier files, and how often the cycle and tok/s
     disagree on the direction of the change (the derived metric kept a round its source left out)."""
     rng = np.random.default_rng(cell.seed)
-    counts = dict.fromkeys(("regression", "improvement", "unchanged", "inconclusive", "error",
-                            "contradictions"), 0)
+    counts = dict.fromkeys(
+        ("regression", "improvement", "unchanged", "inconclusive", "error", "contradictions"), 0
+    )
     for _ in range(cell.reps):
         comparison = stats.decide(results.Results.model_validate(outlier_file(rng, cell)))
         counts[comparison.verdict] += 1
@@ -240,13 +263,20 @@ OUTLIER_ROUNDS, OUTLIER_SHIFTS = (5, 10), (0.0, 0.05, 0.10, 0.20)
 
 def table_outliers(pool: ProcessPoolExecutor, reps: int) -> dict[tuple[int, float], float]:
     """One far outlier round per file: false alarms without a change, power as the change grows."""
-    cells = {(n, shift): OutlierCell(n, shift, reps, stable_seed("outlier", n, shift))
-             for n in OUTLIER_ROUNDS for shift in OUTLIER_SHIFTS}
+    cells = {
+        (n, shift): OutlierCell(n, shift, reps, stable_seed("outlier", n, shift))
+        for n in OUTLIER_ROUNDS
+        for shift in OUTLIER_SHIFTS
+    }
     outcome = dict(zip(cells, pool.map(run_outlier_cell, cells.values()), strict=True))
-    print(f"\n#### One outlier round: whole verify-step files ({reps} runs per cell, round CV 1%, one round "
-          "of the run 20-50% slower on either side)\n")
-    print("Share called `regression` (A/A: false alarms of either kind); in brackets, runs where the cycle "
-          "and tok/s (its inverse) moved the same way, which no real change can do.\n")
+    print(
+        f"\n#### One outlier round: whole verify-step files ({reps} runs per cell, round CV 1%, one round "
+        "of the run 20-50% slower on either side)\n"
+    )
+    print(
+        "Share called `regression` (A/A: false alarms of either kind); in brackets, runs where the cycle "
+        "and tok/s (its inverse) moved the same way, which no real change can do.\n"
+    )
     print("| rounds | " + " | ".join("A/A" if s == 0 else f"+{s:.0%}" for s in OUTLIER_SHIFTS) + " |")
     print("|---:|" + "---:|" * len(OUTLIER_SHIFTS))
     shares = {}
@@ -283,11 +313,17 @@ AA_ROUNDS, AA_CVS = (3, 5, 10), (0.005, 0.01, 0.03, 0.10)
 
 def table_aa(pool: ProcessPoolExecutor, reps: int) -> tuple[int, int]:
     """A/A: single metrics, every noise and CV, judged alone at alpha."""
-    cells = {(n, cv, k, sp): Cell(k, cv, 0.0, n, reps, stable_seed("aa", k, cv, n, sp), spreads=sp)
-             for n in AA_ROUNDS for cv in AA_CVS for k in NOISES for sp in (False, True)}
+    cells = {
+        (n, cv, k, sp): Cell(k, cv, 0.0, n, reps, stable_seed("aa", k, cv, n, sp), spreads=sp)
+        for n in AA_ROUNDS
+        for cv in AA_CVS
+        for k in NOISES
+        for sp in (False, True)
+    }
     outcome = dict(zip(cells, pool.map(run_cell, cells.values()), strict=True))
-    print(f"\n#### A/A: false alarms of one metric ({reps} runs per cell; without / with per-round "
-          "spreads)\n")
+    print(
+        f"\n#### A/A: false alarms of one metric ({reps} runs per cell; without / with per-round spreads)\n"
+    )
     print("| rounds | CV | " + " | ".join(NOISES) + " |")
     print("|---:|---:|" + "---:|" * len(NOISES))
     for n in AA_ROUNDS:
@@ -300,10 +336,12 @@ def table_aa(pool: ProcessPoolExecutor, reps: int) -> tuple[int, int]:
             print(f"| {n} | {cv:.1%} | " + " | ".join(row) + " |")
     total = len(cells) * reps
     alarms = sum(c["regression"] + c["improvement"] for c in outcome.values())
-    print(f"\nAll A/A cells together: {alarms} false alarms in {total} runs = {rate(alarms, total)} "
-          f"(95% upper bound {upper_bound(alarms, total):.2%}). A metric judged alone is tested at "
-          f"alpha = {stats.DEFAULT_ALPHA}: where the noise is large enough for a 2% difference to be "
-          "common (CV >= 3%), a cell reads about that rate, give or take its sampling error.")
+    print(
+        f"\nAll A/A cells together: {alarms} false alarms in {total} runs = {rate(alarms, total)} "
+        f"(95% upper bound {upper_bound(alarms, total):.2%}). A metric judged alone is tested at "
+        f"alpha = {stats.DEFAULT_ALPHA}: where the noise is large enough for a 2% difference to be "
+        "common (CV >= 3%), a cell reads about that rate, give or take its sampling error."
+    )
     return alarms, total
 
 
@@ -312,13 +350,21 @@ FILE_NOISES, FILE_CVS = ("normal", "heavy", "outliers", "drift"), (0.0025, 0.01,
 
 def table_files(pool: ProcessPoolExecutor, reps: int) -> dict[int, float]:
     """Whole verify-step-like files: the overall verdict, A/A, with the noisy diagnostics."""
-    cells = {(n, cv, k): FileCell(k, cv, 0.0, n, reps, stable_seed("file", k, cv, n))
-             for n in AA_ROUNDS for cv in FILE_CVS for k in FILE_NOISES}
+    cells = {
+        (n, cv, k): FileCell(k, cv, 0.0, n, reps, stable_seed("file", k, cv, n))
+        for n in AA_ROUNDS
+        for cv in FILE_CVS
+        for k in FILE_NOISES
+    }
     outcome = dict(zip(cells, pool.map(run_file, cells.values()), strict=True))
-    print(f"\n#### A/A: whole verify-step files ({reps} runs per cell): false alarms of the overall "
-          "verdict (and the share called unchanged)\n")
-    print("The cycle (headline) and tok/s (primary) at the CV given; 6 diagnostics at 0.5x-20x that CV "
-          "(the eager pass and the allreduce the noisiest), every round with its spread.\n")
+    print(
+        f"\n#### A/A: whole verify-step files ({reps} runs per cell): false alarms of the overall "
+        "verdict (and the share called unchanged)\n"
+    )
+    print(
+        "The cycle (headline) and tok/s (primary) at the CV given; 6 diagnostics at 0.5x-20x that CV "
+        "(the eager pass and the allreduce the noisiest), every round with its spread.\n"
+    )
     print("| rounds | primary CV | " + " | ".join(FILE_NOISES) + " |")
     print("|---:|---:|" + "---:|" * len(FILE_NOISES))
     worst: dict[int, float] = {}
@@ -338,11 +384,17 @@ DETECT_SHIFTS, DETECT_CVS = (0.02, 0.03, 0.05, 0.08, 0.10), (0.0025, 0.005, 0.00
 
 
 def table_detection(pool: ProcessPoolExecutor, reps: int) -> dict[tuple[float, float, int], float]:
-    cells = {(s, cv, n): Cell("lognormal", cv, s, n, reps, stable_seed("detect", s, cv, n))
-             for s in DETECT_SHIFTS for cv in DETECT_CVS for n in (3, 5)}
+    cells = {
+        (s, cv, n): Cell("lognormal", cv, s, n, reps, stable_seed("detect", s, cv, n))
+        for s in DETECT_SHIFTS
+        for cv in DETECT_CVS
+        for n in (3, 5)
+    }
     outcome = dict(zip(cells, pool.map(run_cell, cells.values()), strict=True))
-    print(f"\n#### Detection: share of runs that say `regression` (log-normal rounds, {reps} runs per cell; "
-          "3 / 5 rounds per side)\n")
+    print(
+        f"\n#### Detection: share of runs that say `regression` (log-normal rounds, {reps} runs per cell; "
+        "3 / 5 rounds per side)\n"
+    )
     print("| shift | " + " | ".join(f"CV {cv:.2%}" for cv in DETECT_CVS) + " |")
     print("|---:|" + "---:|" * len(DETECT_CVS))
     found = {}
@@ -353,8 +405,9 @@ def table_detection(pool: ProcessPoolExecutor, reps: int) -> dict[tuple[float, f
             found.update({(s, cv, n): share for n, share in zip((3, 5), shares, strict=True)})
             row.append(" / ".join(f"{share:.0%}" for share in shares))
         print(f"| {s:.0%} | " + " | ".join(row) + " |")
-    print("\nA 2% shift is the smallest effect worth a verdict (`--min-effect`); below it nothing is "
-          "claimed.")
+    print(
+        "\nA 2% shift is the smallest effect worth a verdict (`--min-effect`); below it nothing is claimed."
+    )
     return found
 
 
@@ -362,11 +415,16 @@ QUIET_CVS = (0.001, 0.0025, 0.005, 0.01)
 
 
 def table_unchanged(pool: ProcessPoolExecutor, reps: int) -> dict[tuple[float, int], float]:
-    cells = {(cv, n): Cell("lognormal", cv, 0.0, n, reps, stable_seed("quiet", cv, n)) for cv in QUIET_CVS
-             for n in AA_ROUNDS}
+    cells = {
+        (cv, n): Cell("lognormal", cv, 0.0, n, reps, stable_seed("quiet", cv, n))
+        for cv in QUIET_CVS
+        for n in AA_ROUNDS
+    }
     outcome = dict(zip(cells, pool.map(run_cell, cells.values()), strict=True))
-    print(f"\n#### Unchanged: share of A/A runs that say `unchanged` (±2% band, log-normal rounds, "
-          f"{reps} runs per cell)\n")
+    print(
+        f"\n#### Unchanged: share of A/A runs that say `unchanged` (±2% band, log-normal rounds, "
+        f"{reps} runs per cell)\n"
+    )
     print("| CV | " + " | ".join(f"{n} rounds" for n in AA_ROUNDS) + " |")
     print("|---:|" + "---:|" * len(AA_ROUNDS))
     shares = {}
@@ -390,16 +448,24 @@ def table_adaptive(pool: ProcessPoolExecutor, reps: int) -> None:
     print("| plan | 5% slower: called regression | A/A log-normal: false alarms | A/A drift: false alarms |")
     print("|---|---:|---:|---:|")
     for i, (label, _) in enumerate(rows):
-        detect, aa, drift = found[3 * i: 3 * i + 3]
-        print(f"| {label} | {rate(detect['regression'], reps)} | "
-              f"{rate(aa['regression'] + aa['improvement'], reps)} | "
-              f"{rate(drift['regression'] + drift['improvement'], reps)} |")
+        detect, aa, drift = found[3 * i : 3 * i + 3]
+        print(
+            f"| {label} | {rate(detect['regression'], reps)} | "
+            f"{rate(aa['regression'] + aa['improvement'], reps)} | "
+            f"{rate(drift['regression'] + drift['improvement'], reps)} |"
+        )
 
 
-REPLAYS = ("verify-step-ab.json", "verify-step-aa.json", "run1-verify-step-ab.json",
-           "run1-verify-step-aa.json",
-           "bisect/reference-95960e0787.json", "bisect/probe-1-46057cffd4.json",
-           "bisect/probe-2-22cf1e363a.json", "bisect/confirm-22cf1e363a.json")
+REPLAYS = (
+    "verify-step-ab.json",
+    "verify-step-aa.json",
+    "run1-verify-step-ab.json",
+    "run1-verify-step-aa.json",
+    "bisect/reference-95960e0787.json",
+    "bisect/probe-1-46057cffd4.json",
+    "bisect/probe-2-22cf1e363a.json",
+    "bisect/confirm-22cf1e363a.json",
+)
 
 
 def table_replays() -> None:
@@ -416,8 +482,11 @@ def table_replays() -> None:
             comparison = stats.decide(results.load(json.dumps(doc)))
             judged = {m.name: m for m in comparison.metrics}.get("verify_piecewise_ms")
             low, high = judged.estimate.ci if judged is not None else (1.0, 1.0)
-            detail = "–" if judged is None else (
-                f"{judged.verdict} {judged.change:+.1%} ({low - 1:+.1%}..{high - 1:+.1%})")
+            detail = (
+                "–"
+                if judged is None
+                else (f"{judged.verdict} {judged.change:+.1%} ({low - 1:+.1%}..{high - 1:+.1%})")
+            )
             cells += [comparison.verdict, detail]
         print(f"| `{name}` | " + " | ".join(cells) + " |")
 
@@ -425,8 +494,9 @@ def table_replays() -> None:
 # ---------------------------------------------------------------- bisection
 
 
-def guided_bisection(commits: list[str], culprit: int, risk: dict[str, float],
-                     skipped: frozenset[str] = frozenset()) -> tuple[bisection.Step, int]:
+def guided_bisection(
+    commits: list[str], culprit: int, risk: dict[str, float], skipped: frozenset[str] = frozenset()
+) -> tuple[bisection.Step, int]:
     known: dict[str, bisection.Outcome] = {}
     while True:
         step = bisection.next_step(commits, known, risk, good="GOOD")
@@ -453,10 +523,14 @@ def seeded_scores(rng: random.Random, commits: list[str], culprit: int, quality:
 
 
 def table_bisection(trials: int) -> bool:
-    print(f"\n#### Bisection: benchmark runs to find the first bad commit ({trials} seeded culprit "
-          "positions per row)\n")
-    print("| commits | culprit's risk rank | guided: mean | guided: worst | plain: mean | plain: worst "
-          "| guided − plain, worst single case |")
+    print(
+        f"\n#### Bisection: benchmark runs to find the first bad commit ({trials} seeded culprit "
+        "positions per row)\n"
+    )
+    print(
+        "| commits | culprit's risk rank | guided: mean | guided: worst | plain: mean | plain: worst "
+        "| guided − plain, worst single case |"
+    )
     print("|---:|---|---:|---:|---:|---:|---:|")
     rng, within_bound = random.Random(5), True
     for count in (9, 30, 100, 1000):
@@ -476,10 +550,14 @@ def table_bisection(trials: int) -> bool:
             if quality != "equal":
                 mixed_guided += guided
                 mixed_plain += plain
-            print(f"| {count} | {quality} | {statistics.mean(guided):.2f} | {max(guided)} | "
-                  f"{statistics.mean(plain):.2f} | {max(plain)} | {worst_gap:+d} |")
-        print(f"| {count} | first/middle/last mixed | {statistics.mean(mixed_guided):.2f} | "
-              f"{max(mixed_guided)} | {statistics.mean(mixed_plain):.2f} | {max(mixed_plain)} | |")
+            print(
+                f"| {count} | {quality} | {statistics.mean(guided):.2f} | {max(guided)} | "
+                f"{statistics.mean(plain):.2f} | {max(plain)} | {worst_gap:+d} |"
+            )
+        print(
+            f"| {count} | first/middle/last mixed | {statistics.mean(mixed_guided):.2f} | "
+            f"{max(mixed_guided)} | {statistics.mean(mixed_plain):.2f} | {max(mixed_plain)} | |"
+        )
     return within_bound
 
 
@@ -515,8 +593,17 @@ def sample_repository_scores() -> tuple[dict[str, float], str]:
         manifest = sample_repo.build(Path(scratch) / "sample")
         output = io.StringIO()
         with contextlib.redirect_stdout(output):
-            perfbot(["triage", "--repo", manifest["path"], f"{manifest['first']}..{manifest['head']}",
-                     "--format", "json", "--quiet"])
+            perfbot(
+                [
+                    "triage",
+                    "--repo",
+                    manifest["path"],
+                    f"{manifest['first']}..{manifest['head']}",
+                    "--format",
+                    "json",
+                    "--quiet",
+                ]
+            )
     ranking = json.loads(output.getvalue())["commits"]
     return {c["subject"]: float(c["score"]) for c in ranking}, sample_repo.SLOW_SUBJECT
 
@@ -525,10 +612,15 @@ def table_sample_repository(orders: int) -> None:
     scores, slow = sample_repository_scores()
     others = [subject for subject in scores if subject != slow]
     rng = random.Random(3)
-    print(f"\n#### Bisection on the sample repository: real triage scores, the slow commit seeded at every "
-          f"position ({orders} orders of the other commits each)\n")
-    print(f"Triage scores: {slow!r} {scores[slow]:g}; the others "
-          + ", ".join(f"{scores[s]:g}" for s in others) + ".\n")
+    print(
+        f"\n#### Bisection on the sample repository: real triage scores, the slow commit seeded at every "
+        f"position ({orders} orders of the other commits each)\n"
+    )
+    print(
+        f"Triage scores: {slow!r} {scores[slow]:g}; the others "
+        + ", ".join(f"{scores[s]:g}" for s in others)
+        + ".\n"
+    )
     print("| slow commit at | guided: mean | guided: worst | plain: mean | plain: worst |")
     print("|---:|---:|---:|---:|---:|")
     all_guided, all_plain = [], []
@@ -544,10 +636,14 @@ def table_sample_repository(orders: int) -> None:
             plain.append(bisection.plain_probes(len(order), position))
         all_guided += guided
         all_plain += plain
-        print(f"| {position + 1} of {len(scores)} | {statistics.mean(guided):.2f} | {max(guided)} | "
-              f"{statistics.mean(plain):.2f} | {max(plain)} |")
-    print(f"| all | {statistics.mean(all_guided):.2f} | {max(all_guided)} | "
-          f"{statistics.mean(all_plain):.2f} | {max(all_plain)} |")
+        print(
+            f"| {position + 1} of {len(scores)} | {statistics.mean(guided):.2f} | {max(guided)} | "
+            f"{statistics.mean(plain):.2f} | {max(plain)} |"
+        )
+    print(
+        f"| all | {statistics.mean(all_guided):.2f} | {max(all_guided)} | "
+        f"{statistics.mean(all_plain):.2f} | {max(all_plain)} |"
+    )
 
 
 # ---------------------------------------------------------------- main
@@ -560,8 +656,10 @@ def main() -> int:
     args = parser.parse_args()
     scale = 5 if args.quick else 1
     started = time.perf_counter()
-    print(f"### Calibration ({'quick' if args.quick else 'full'} run, {args.workers} workers, "
-          f"min effect {stats.DEFAULT_MIN_EFFECT:.0%}, alpha {stats.DEFAULT_ALPHA})")
+    print(
+        f"### Calibration ({'quick' if args.quick else 'full'} run, {args.workers} workers, "
+        f"min effect {stats.DEFAULT_MIN_EFFECT:.0%}, alpha {stats.DEFAULT_ALPHA})"
+    )
     with ProcessPoolExecutor(args.workers) as pool:
         alarms, total = table_aa(pool, 1000 // scale)
         worst = table_files(pool, 1000 // scale)
@@ -575,24 +673,34 @@ def main() -> int:
     table_sample_repository(20 // scale)
     print("\n#### Targets\n")
     for n in AA_ROUNDS:
-        print(f"- A/A false alarms <= 1% over {1000 // scale} runs at {n} rounds per side (whole files, "
-              f"every noise and CV; worst cell): {worst[n]:.1%} -> {'met' if worst[n] <= 0.01 else 'MISSED'}")
+        print(
+            f"- A/A false alarms <= 1% over {1000 // scale} runs at {n} rounds per side (whole files, "
+            f"every noise and CV; worst cell): {worst[n]:.1%} -> {'met' if worst[n] <= 0.01 else 'MISSED'}"
+        )
     bound = upper_bound(alarms, total)
-    print(f"- A/A false alarms of single metrics, all cells together: {rate(alarms, total)}, 95% upper bound "
-          f"{bound:.2%} -> {'met' if bound <= 0.01 else 'MISSED'}")
+    print(
+        f"- A/A false alarms of single metrics, all cells together: {rate(alarms, total)}, 95% upper bound "
+        f"{bound:.2%} -> {'met' if bound <= 0.01 else 'MISSED'}"
+    )
     for cv in (0.005, 0.0075, 0.01):
         share = detected[0.05, cv, 3]
-        print(f"- 5% slower at round CV {cv:.2%} called a regression in 3 rounds per side: {share:.0%} "
-              f"-> {'met' if share >= 0.95 else 'MISSED'} (95% of runs)")
+        print(
+            f"- 5% slower at round CV {cv:.2%} called a regression in 3 rounds per side: {share:.0%} "
+            f"-> {'met' if share >= 0.95 else 'MISSED'} (95% of runs)"
+        )
     low = min(quiet[cv, 5] for cv in QUIET_CVS if cv <= 0.005)
-    print(f"- quiet metrics (round CV <= 0.5%) called unchanged by 5 rounds: at least {low:.1%} -> "
-          f"{'met' if low >= 0.95 else 'MISSED'} (95% of runs)")
+    print(
+        f"- quiet metrics (round CV <= 0.5%) called unchanged by 5 rounds: at least {low:.1%} -> "
+        f"{'met' if low >= 0.95 else 'MISSED'} (95% of runs)"
+    )
     for n in OUTLIER_ROUNDS:
         powers = [outlying[n, shift] for shift in OUTLIER_SHIFTS[1:]]
         rising = all(a <= b for a, b in zip(powers, powers[1:], strict=False))
-        print(f"- one outlier round, {n} rounds per side: false alarms {outlying[n, 0.0]:.1%} (<= 1%), "
-              f"power {' <= '.join(f'{p:.1%}' for p in powers)} for +5/+10/+20% (never falls as the change "
-              f"grows) -> {'met' if rising and outlying[n, 0.0] <= 0.01 else 'MISSED'}")
+        print(
+            f"- one outlier round, {n} rounds per side: false alarms {outlying[n, 0.0]:.1%} (<= 1%), "
+            f"power {' <= '.join(f'{p:.1%}' for p in powers)} for +5/+10/+20% (never falls as the change "
+            f"grows) -> {'met' if rising and outlying[n, 0.0] <= 0.01 else 'MISSED'}"
+        )
     print(f"- bisection never more than plain + 1 in any trial: {'met' if bounded else 'MISSED'}")
     print(f"\n(ran in {time.perf_counter() - started:.0f} s)")
     return 0

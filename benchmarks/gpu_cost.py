@@ -32,8 +32,12 @@ sys.path.insert(0, str(ROOT))
 
 from examples import sample_repo  # noqa: E402
 
-SAFE = {"NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1", "NVSHMEM_DISABLE_NVLS": "1",
-        "PYTHONUNBUFFERED": "1"}
+SAFE = {
+    "NCCL_NVLS_ENABLE": "0",
+    "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1",
+    "NVSHMEM_DISABLE_NVLS": "1",
+    "PYTHONUNBUFFERED": "1",
+}
 # The sample's suite in the keys an earlier perfbot knows (its config schema refuses unknown keys).
 PLAIN_CONFIG = """\
 version: 1
@@ -47,17 +51,27 @@ bench:
 """
 
 
-def perfbot(tree: Path, python: str, args: list[str], log: Path, timeout: float,
-            stdout: Path | None = None) -> tuple[int, float]:
+def perfbot(
+    tree: Path, python: str, args: list[str], log: Path, timeout: float, stdout: Path | None = None
+) -> tuple[int, float]:
     """Run ``python -m bot ARGS`` from the perfbot checkout ``tree``, its progress into ``log`` (and
     its output into ``stdout``, if given, else the log too); (exit status, wall seconds)."""
-    env = {**os.environ, **SAFE, "PYTHONPATH": os.pathsep.join(filter(None, [str(tree), os.environ.get(
-        "PYTHONPATH")]))}
+    env = {
+        **os.environ,
+        **SAFE,
+        "PYTHONPATH": os.pathsep.join(filter(None, [str(tree), os.environ.get("PYTHONPATH")])),
+    }
     began = time.monotonic()
     with log.open("w") as stream, (stdout or log).open("a") as output:
         try:
-            code = subprocess.run([python, "-m", "bot", *args], cwd=tree, env=env, stderr=stream,
-                                  stdout=output if stdout else stream, timeout=timeout).returncode
+            code = subprocess.run(
+                [python, "-m", "bot", *args],
+                cwd=tree,
+                env=env,
+                stderr=stream,
+                stdout=output if stdout else stream,
+                timeout=timeout,
+            ).returncode
         except subprocess.TimeoutExpired:
             code = 124
     return code, time.monotonic() - began
@@ -65,8 +79,13 @@ def perfbot(tree: Path, python: str, args: list[str], log: Path, timeout: float,
 
 def verdict(tree: Path, python: str, results: Path) -> dict:
     path = os.pathsep.join(filter(None, [str(tree), os.environ.get("PYTHONPATH")]))
-    done = subprocess.run([python, "-m", "bot", "compare", str(results), "--format", "json"], cwd=tree,
-                          env={**os.environ, "PYTHONPATH": path}, capture_output=True, text=True)
+    done = subprocess.run(
+        [python, "-m", "bot", "compare", str(results), "--format", "json"],
+        cwd=tree,
+        env={**os.environ, "PYTHONPATH": path},
+        capture_output=True,
+        text=True,
+    )
     try:
         return json.loads(done.stdout)
     except ValueError:
@@ -92,13 +111,40 @@ def round_seconds(results: Path, log: Path) -> list[float]:
     return seconds
 
 
-def bench(label: str, tree: Path, python: str, sample: Path, base: str, head: str | None, out: Path,
-          config: Path | None, rounds: int) -> dict:
+def bench(
+    label: str,
+    tree: Path,
+    python: str,
+    sample: Path,
+    base: str,
+    head: str | None,
+    out: Path,
+    config: Path | None,
+    rounds: int,
+) -> dict:
     results, log = out / f"{label}.json", out / f"{label}.log"
-    args = ["bench", "run", "--repo", str(sample), "--base", base, "--suite", "verify-step",
-            "--python", python,
-            "--rounds", str(rounds), "--max-rounds", str(rounds + 2), "--warmup", "1", "--timeout", "240",
-            "--out", str(results)]
+    args = [
+        "bench",
+        "run",
+        "--repo",
+        str(sample),
+        "--base",
+        base,
+        "--suite",
+        "verify-step",
+        "--python",
+        python,
+        "--rounds",
+        str(rounds),
+        "--max-rounds",
+        str(rounds + 2),
+        "--warmup",
+        "1",
+        "--timeout",
+        "240",
+        "--out",
+        str(results),
+    ]
     args += ["--head", head] if head else ["--aa"]
     if config is not None:
         args += ["--config", str(config)]
@@ -106,19 +152,44 @@ def bench(label: str, tree: Path, python: str, sample: Path, base: str, head: st
     judged = verdict(tree, python, results)
     per_round = round_seconds(results, log)
     kernels = judged.get("kernels") or {}
-    return {"run": label, "exit": code, "wall_s": round(wall, 1), "verdict": judged.get("verdict"),
-            "headline": judged.get("headline"), "rounds": len(per_round),
-            "round_s_median": round(statistics.median(per_round), 2) if per_round else None,
-            "round_s_mean": round(statistics.fmean(per_round), 2) if per_round else None,
-            "kernels_changed": kernels.get("changed")}
+    return {
+        "run": label,
+        "exit": code,
+        "wall_s": round(wall, 1),
+        "verdict": judged.get("verdict"),
+        "headline": judged.get("headline"),
+        "rounds": len(per_round),
+        "round_s_median": round(statistics.median(per_round), 2) if per_round else None,
+        "round_s_mean": round(statistics.fmean(per_round), 2) if per_round else None,
+        "kernels_changed": kernels.get("changed"),
+    }
 
 
 def bisect(tree: Path, python: str, manifest: dict, out: Path, rounds: int, config: Path | None) -> dict:
     folder, log, report_file = out / "bisect", out / "bisect.log", out / "bisect.json"
-    args = ["bisect", manifest["first"], manifest["head"], "--repo", manifest["path"],
-            "--suite", "verify-step",
-            "--rounds", str(rounds), "--max-rounds", str(rounds + 2), "--warmup", "0", "--timeout", "240",
-            "--out", str(folder), "--format", "json", "--python", python]
+    args = [
+        "bisect",
+        manifest["first"],
+        manifest["head"],
+        "--repo",
+        manifest["path"],
+        "--suite",
+        "verify-step",
+        "--rounds",
+        str(rounds),
+        "--max-rounds",
+        str(rounds + 2),
+        "--warmup",
+        "0",
+        "--timeout",
+        "240",
+        "--out",
+        str(folder),
+        "--format",
+        "json",
+        "--python",
+        python,
+    ]
     if config is not None:
         args += ["--config", str(config)]
     code, wall = perfbot(tree, python, args, log, 900, report_file)
@@ -127,9 +198,15 @@ def bisect(tree: Path, python: str, manifest: dict, out: Path, rounds: int, conf
     except ValueError:
         report = {}
     culprit = (report.get("culprit") or {}).get("sha", "")
-    return {"run": "bisect", "exit": code, "wall_s": round(wall, 1), "metric": report.get("metric"),
-            "culprit_is_the_slow_commit": culprit == manifest["slow"], "runs": report.get("runs"),
-            "conclusion": report.get("conclusion")}
+    return {
+        "run": "bisect",
+        "exit": code,
+        "wall_s": round(wall, 1),
+        "metric": report.get("metric"),
+        "culprit_is_the_slow_commit": culprit == manifest["slow"],
+        "runs": report.get("runs"),
+        "conclusion": report.get("conclusion"),
+    }
 
 
 def main() -> int:
@@ -154,11 +231,25 @@ def main() -> int:
     rows = []
     before, slow = manifest["before_slow"], manifest["slow"]
     if args.before:
-        rows.append(bench("before-ab", args.before.resolve(), args.python, sample, manifest["before_slow"],
-                          manifest["slow"], out, plain, args.rounds))
+        rows.append(
+            bench(
+                "before-ab",
+                args.before.resolve(),
+                args.python,
+                sample,
+                manifest["before_slow"],
+                manifest["slow"],
+                out,
+                plain,
+                args.rounds,
+            )
+        )
         print(json.dumps(rows[-1]), flush=True)
-    rows.append(bench("ab", ROOT, args.python, sample, manifest["before_slow"], manifest["slow"], out, None,
-                      args.rounds))
+    rows.append(
+        bench(
+            "ab", ROOT, args.python, sample, manifest["before_slow"], manifest["slow"], out, None, args.rounds
+        )
+    )
     print(json.dumps(rows[-1]), flush=True)
     if not args.skip_worker:
         rows.append(bench("ab-worker", ROOT, args.python, sample, before, slow, out, served, args.rounds))
@@ -170,17 +261,22 @@ def main() -> int:
             rows.append(bench("aa-worker", ROOT, args.python, sample, before, None, out, served, args.rounds))
             print(json.dumps(rows[-1]), flush=True)
     if not args.skip_bisect:
-        rows.append(bisect(ROOT, args.python, manifest, out, args.rounds,
-                           None if args.skip_worker else served))
+        rows.append(
+            bisect(ROOT, args.python, manifest, out, args.rounds, None if args.skip_worker else served)
+        )
         print(json.dumps(rows[-1]), flush=True)
     (out / "cost.json").write_text(json.dumps(rows, indent=2))
     print("\n| run | exit | wall s | verdict / culprit | counted rounds | s per round (median, mean) |")
     print("|---|---:|---:|---|---:|---|")
     for row in rows:
-        outcome = row.get("verdict") or (f"culprit found: {row.get('culprit_is_the_slow_commit')}, "
-                                         f"on {row.get('metric')}, runs {row.get('runs')}")
-        print(f"| {row['run']} | {row['exit']} | {row['wall_s']} | {outcome} | {row.get('rounds', '')} | "
-              f"{row.get('round_s_median', '')}, {row.get('round_s_mean', '')} |")
+        outcome = row.get("verdict") or (
+            f"culprit found: {row.get('culprit_is_the_slow_commit')}, "
+            f"on {row.get('metric')}, runs {row.get('runs')}"
+        )
+        print(
+            f"| {row['run']} | {row['exit']} | {row['wall_s']} | {outcome} | {row.get('rounds', '')} | "
+            f"{row.get('round_s_median', '')}, {row.get('round_s_mean', '')} |"
+        )
     return 0
 
 

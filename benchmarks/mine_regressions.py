@@ -36,26 +36,38 @@ from pathlib import Path, PurePosixPath
 
 FIX_PATTERN = re.compile(
     r"(?i)perf(ormance)?\s+(regression|drop|issue|bug|reduce)|regression\W.*\bperf|"
-    r"\bslow(er)?\b|\bspeed\b.*\bfix|\bfix\w*\b.*\bspeed\b")
+    r"\bslow(er)?\b|\bspeed\b.*\bfix|\bfix\w*\b.*\bspeed\b"
+)
 FIX_VERB = re.compile(r"(?i)\b(fix\w*|address\w*|resolve\w*)\b")
 TOOLING_PATTERN = re.compile(
     r"(?i)\bbench\w*|\bmetrics?\b|\blog(ging)?\b|\bci\b|\btests?\b|\bnightly\b|\bcompilation\b|"
-    r"\bprofiler\b|\bdocs?\b")
+    r"\bprofiler\b|\bdocs?\b"
+)
 MAX_AGE_DAYS = 365
 BEFORE, AFTER = 30, 29
 
 
 def _git(repo: str, *args: str) -> str:
-    return subprocess.run(["git", "-C", repo, *args], check=True, capture_output=True,
-                          text=True, errors="replace").stdout
+    return subprocess.run(
+        ["git", "-C", repo, *args], check=True, capture_output=True, text=True, errors="replace"
+    ).stdout
 
 
 def is_source(path: str) -> bool:
     """A file of the engine itself: not docs, tests, CI, benchmarks or examples (by name only)."""
     p = PurePosixPath(path)
     folders = {part.lower() for part in p.parts[:-1]}
-    if folders & {"docs", "doc", "test", "tests", "benchmark", "benchmarks", "examples",
-                  ".github", "scripts"}:
+    if folders & {
+        "docs",
+        "doc",
+        "test",
+        "tests",
+        "benchmark",
+        "benchmarks",
+        "examples",
+        ".github",
+        "scripts",
+    }:
         return False
     if p.suffix in {".md", ".rst", ".txt", ".json", ".yml", ".yaml", ".toml", ".cfg", ".lock"}:
         return False
@@ -63,8 +75,9 @@ def is_source(path: str) -> bool:
 
 
 def is_fix(subject: str) -> bool:
-    return bool(FIX_PATTERN.search(subject) and FIX_VERB.search(subject)
-                and not TOOLING_PATTERN.search(subject))
+    return bool(
+        FIX_PATTERN.search(subject) and FIX_VERB.search(subject) and not TOOLING_PATTERN.search(subject)
+    )
 
 
 def blamed_lines(diff_text: str) -> dict[str, list[int]]:
@@ -119,21 +132,31 @@ def mine(repo: str, excluded_fixes: set[str], excluded_culprits: set[str]) -> li
         if found is None:
             continue
         culprit, lines, of = found
-        if (culprit in excluded_culprits or culprit == sha
-                or when[sha] - when[culprit] > MAX_AGE_DAYS * 86400):
+        if culprit in excluded_culprits or culprit == sha or when[sha] - when[culprit] > MAX_AGE_DAYS * 86400:
             continue
         at = position[culprit]
         if at - BEFORE - 1 < 0 or at + AFTER >= len(order):
             continue
-        entries.append({
-            "culprit": {"sha": culprit, "pr": _pr(subject[culprit]), "subject": subject[culprit],
-                        "date": _day(when[culprit])},
-            "fix": {"sha": sha, "pr": _pr(text), "subject": text, "date": _day(when[sha])},
-            "evidence": {"kind": "SZZ: the fix's rewritten lines blamed at its parent",
-                         "says": f"{lines} of {of} blamed lines last written by the culprit"},
-            "range": {"base": order[at - BEFORE - 1], "head": order[at + AFTER],
-                      "commits": BEFORE + 1 + AFTER},
-        })
+        entries.append(
+            {
+                "culprit": {
+                    "sha": culprit,
+                    "pr": _pr(subject[culprit]),
+                    "subject": subject[culprit],
+                    "date": _day(when[culprit]),
+                },
+                "fix": {"sha": sha, "pr": _pr(text), "subject": text, "date": _day(when[sha])},
+                "evidence": {
+                    "kind": "SZZ: the fix's rewritten lines blamed at its parent",
+                    "says": f"{lines} of {of} blamed lines last written by the culprit",
+                },
+                "range": {
+                    "base": order[at - BEFORE - 1],
+                    "head": order[at + AFTER],
+                    "commits": BEFORE + 1 + AFTER,
+                },
+            }
+        )
     return entries
 
 
@@ -149,8 +172,12 @@ def _day(stamp: int) -> str:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repo", required=True, help="a clone with the first-parent main history")
-    parser.add_argument("--exclude", action="append", default=[],
-                        help="a labelled set (JSON) whose fixes and culprits are left out")
+    parser.add_argument(
+        "--exclude",
+        action="append",
+        default=[],
+        help="a labelled set (JSON) whose fixes and culprits are left out",
+    )
     parser.add_argument("--out", required=True, help="where to write the held-out set (JSON)")
     parser.add_argument("--name", help="how the set names the repository (default: --repo)")
     args = parser.parse_args()
@@ -160,14 +187,25 @@ def main() -> int:
             fixes.add(entry["fix"]["sha"])
             culprits.add(entry["culprit"]["sha"])
     entries = mine(args.repo, fixes, culprits)
-    Path(args.out).write_text(json.dumps({
-        "repository": args.name or args.repo, "head": _git(args.repo, "rev-parse", "HEAD").strip(),
-        "method": __doc__.split("\n\n")[1].strip(),
-        "window": {"before": BEFORE, "after": AFTER}, "regressions": entries}, indent=2) + "\n")
+    Path(args.out).write_text(
+        json.dumps(
+            {
+                "repository": args.name or args.repo,
+                "head": _git(args.repo, "rev-parse", "HEAD").strip(),
+                "method": __doc__.split("\n\n")[1].strip(),
+                "window": {"before": BEFORE, "after": AFTER},
+                "regressions": entries,
+            },
+            indent=2,
+        )
+        + "\n"
+    )
     print(f"{len(entries)} regressions written to {args.out}")
     for e in entries:
-        print(f"  {e['culprit']['sha'][:10]} <- fix {e['fix']['sha'][:10]} {e['fix']['subject'][:70]}"
-              f"  ({e['evidence']['says']})")
+        print(
+            f"  {e['culprit']['sha'][:10]} <- fix {e['fix']['sha'][:10]} {e['fix']['subject'][:70]}"
+            f"  ({e['evidence']['says']})"
+        )
     return 0
 
 

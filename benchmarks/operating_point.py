@@ -79,12 +79,15 @@ def auc(positives: list[int], negatives: list[int]) -> float:
     return wins / (len(positives) * len(negatives))
 
 
-def bootstrap_auc(positives: list[int], negatives: list[int], rounds: int,
-                  seed: int = 0) -> tuple[float, float]:
+def bootstrap_auc(
+    positives: list[int], negatives: list[int], rounds: int, seed: int = 0
+) -> tuple[float, float]:
     """A 95% percentile interval of the AUC, both samples drawn again with replacement."""
     rng = random.Random(seed)
-    values = sorted(auc(rng.choices(positives, k=len(positives)),
-                        rng.choices(negatives, k=len(negatives))) for _ in range(rounds))
+    values = sorted(
+        auc(rng.choices(positives, k=len(positives)), rng.choices(negatives, k=len(negatives)))
+        for _ in range(rounds)
+    )
     return values[int(0.025 * (rounds - 1))], values[int(0.975 * (rounds - 1))]
 
 
@@ -95,17 +98,26 @@ def share_at(scores: list[int], threshold: int) -> float:
 def curve(window: list[int], sets: dict[str, list[int]]) -> list[dict]:
     """At every score a commit or culprit has, the share of each that reaches it."""
     points = sorted({0, *window, *(s for scores in sets.values() for s in scores)})
-    return [{"threshold": t, "flagged": share_at(window, t),
-             **{name: share_at(scores, t) for name, scores in sets.items()}} for t in points]
+    return [
+        {
+            "threshold": t,
+            "flagged": share_at(window, t),
+            **{name: share_at(scores, t) for name, scores in sets.items()},
+        }
+        for t in points
+    ]
 
 
-def operating_point(thresholds: dict[str, int], window: list[int], culprits: list[int],
-                    recall: float, flagged: float) -> str | None:
+def operating_point(
+    thresholds: dict[str, int], window: list[int], culprits: list[int], recall: float, flagged: float
+) -> str | None:
     """The most selective level that still catches ``recall`` of ``culprits`` flagging at most
     ``flagged`` of the window; None when no level meets both."""
-    met = [level for level in LEVELS
-           if share_at(culprits, thresholds[level]) >= recall
-           and share_at(window, thresholds[level]) <= flagged]
+    met = [
+        level
+        for level in LEVELS
+        if share_at(culprits, thresholds[level]) >= recall and share_at(window, thresholds[level]) <= flagged
+    ]
     return met[-1] if met else None
 
 
@@ -115,8 +127,11 @@ def score_window(repo: GitRepo, rules: ruleset.RuleSet, count: int) -> tuple[lis
     started = time.perf_counter()
     ranked = triage.rank(repo.range_patches(base, head), rules, f"{base}..{head}")
     seconds = time.perf_counter() - started
-    return ([item.commit.sha for item in ranked.commits],
-            [item.report.score for item in ranked.commits], seconds)
+    return (
+        [item.commit.sha for item in ranked.commits],
+        [item.report.score for item in ranked.commits],
+        seconds,
+    )
 
 
 def score_set(repo: GitRepo, rules: ruleset.RuleSet, data: dict) -> list[Culprit]:
@@ -124,45 +139,69 @@ def score_set(repo: GitRepo, rules: ruleset.RuleSet, data: dict) -> list[Culprit
     found = []
     for entry in data["regressions"]:
         sha, span = entry["culprit"]["sha"], entry["range"]
-        ranked = triage.rank(repo.range_patches(span["base"], span["head"]), rules,
-                             f"{span['base']}..{span['head']}").commits
+        ranked = triage.rank(
+            repo.range_patches(span["base"], span["head"]), rules, f"{span['base']}..{span['head']}"
+        ).commits
         order = [item for item in ranked if item.commit.sha == sha or item.commit.sha not in labelled]
         place = next((i for i, item in enumerate(order) if item.commit.sha == sha), None)
         if place is None:
             raise SystemExit(f"{sha[:10]} is not in its range {span['base'][:10]}..{span['head'][:10]}")
-        found.append(Culprit(sha, entry["culprit"]["subject"], order[place].report.score,
-                             [item.report.score for item in order if item.commit.sha != sha],
-                             place + 1))
+        found.append(
+            Culprit(
+                sha,
+                entry["culprit"]["subject"],
+                order[place].report.score,
+                [item.report.score for item in order if item.commit.sha != sha],
+                place + 1,
+            )
+        )
     return found
 
 
-def report(window_scores: list[int], sets: dict[str, list[Culprit]],
-           thresholds: dict[str, int], rounds: int, heldout: str | None,
-           recall: float, flagged: float) -> dict:
+def report(
+    window_scores: list[int],
+    sets: dict[str, list[Culprit]],
+    thresholds: dict[str, int],
+    rounds: int,
+    heldout: str | None,
+    recall: float,
+    flagged: float,
+) -> dict:
     culprit_shas = {c.sha for found in sets.values() for c in found}
     negatives = window_scores
-    figures: dict = {"window": len(window_scores), "thresholds": thresholds, "levels": {},
-                     "sets": {}}
+    figures: dict = {"window": len(window_scores), "thresholds": thresholds, "levels": {}, "sets": {}}
     for level in LEVELS:
         figures["levels"][level] = {
             "flagged": share_at(window_scores, thresholds[level]),
-            **{name: share_at([c.score for c in found], thresholds[level])
-               for name, found in sets.items()}}
+            **{name: share_at([c.score for c in found], thresholds[level]) for name, found in sets.items()},
+        }
     for name, found in sets.items():
         positives = [c.score for c in found]
         low, high = bootstrap_auc(positives, negatives, rounds)
         figures["sets"][name] = {
-            "culprits": len(found), "auc": auc(positives, negatives), "auc_95": [low, high],
+            "culprits": len(found),
+            "auc": auc(positives, negatives),
+            "auc_95": [low, high],
             "mrr": sum(c.reciprocal_rank for c in found) / len(found),
             "mrr_triage_order": sum(1 / c.position for c in found) / len(found),
-            "scores": [{"sha": c.sha, "subject": c.subject, "score": c.score,
-                        "rank": 1 + c.higher + c.same / 2, "position": c.position,
-                        "of": len(c.range_scores) + 1} for c in found]}
+            "scores": [
+                {
+                    "sha": c.sha,
+                    "subject": c.subject,
+                    "score": c.score,
+                    "rank": 1 + c.higher + c.same / 2,
+                    "position": c.position,
+                    "of": len(c.range_scores) + 1,
+                }
+                for c in found
+            ],
+        }
     figures["curve"] = curve(window_scores, {n: [c.score for c in f] for n, f in sets.items()})
     figures["culprits_in_window"] = len(culprit_shas)
     if heldout:
         figures["operating_point"] = operating_point(
-            thresholds, window_scores, [c.score for c in sets[heldout]], recall, flagged)
+            thresholds, window_scores, [c.score for c in sets[heldout]], recall, flagged
+        )
         figures["trade"] = trade(figures["curve"], heldout, recall, flagged)
     return figures
 
@@ -177,29 +216,36 @@ def trade(points: list[dict], name: str, recall: float, flagged: float) -> dict:
 
 def render(figures: dict) -> str:
     names = list(figures["sets"])
-    lines = [f"window: {figures['window']} commits; thresholds {figures['thresholds']}", "",
-             f"{'level':<8} {'flagged':>8} " + " ".join(f"{n:>10}" for n in names)]
+    lines = [
+        f"window: {figures['window']} commits; thresholds {figures['thresholds']}",
+        "",
+        f"{'level':<8} {'flagged':>8} " + " ".join(f"{n:>10}" for n in names),
+    ]
     for level, row in figures["levels"].items():
-        lines.append(f"{level:<8} {row['flagged']:>8.1%} "
-                     + " ".join(f"{row[n]:>10.1%}" for n in names))
+        lines.append(f"{level:<8} {row['flagged']:>8.1%} " + " ".join(f"{row[n]:>10.1%}" for n in names))
     lines.append("")
     for name, s in figures["sets"].items():
-        lines.append(f"{name}: {s['culprits']} culprits, ROC-AUC {s['auc']:.3f} "
-                     f"(95% {s['auc_95'][0]:.3f}-{s['auc_95'][1]:.3f}), MRR {s['mrr']:.3f} "
-                     f"(triage order {s['mrr_triage_order']:.3f})")
+        lines.append(
+            f"{name}: {s['culprits']} culprits, ROC-AUC {s['auc']:.3f} "
+            f"(95% {s['auc_95'][0]:.3f}-{s['auc_95'][1]:.3f}), MRR {s['mrr']:.3f} "
+            f"(triage order {s['mrr_triage_order']:.3f})"
+        )
     lines += ["", f"{'score >=':<8} {'flagged':>8} " + " ".join(f"{n:>10}" for n in names)]
     for threshold in GRID:
         point = next((p for p in figures["curve"] if p["threshold"] >= threshold), None)
         values = point or {"flagged": 0.0, **dict.fromkeys(names, 0.0)}
-        lines.append(f"{threshold:<8} {values['flagged']:>8.1%} "
-                     + " ".join(f"{values[n]:>10.1%}" for n in names))
+        lines.append(
+            f"{threshold:<8} {values['flagged']:>8.1%} " + " ".join(f"{values[n]:>10.1%}" for n in names)
+        )
     if "operating_point" in figures:
         lines.append(f"operating point: {figures['operating_point'] or 'no level meets both'}")
         for key, label in (("at_recall", "catching the recall"), ("at_flagged", "flagging the most")):
             point = figures["trade"][key]
             if point:
-                lines.append(f"{label}: score >= {point['threshold']} flags {point['flagged']:.1%}, "
-                             f"catches " + ", ".join(f"{n} {point[n]:.1%}" for n in names))
+                lines.append(
+                    f"{label}: score >= {point['threshold']} flags {point['flagged']:.1%}, "
+                    f"catches " + ", ".join(f"{n} {point[n]:.1%}" for n in names)
+                )
     return "\n".join(lines)
 
 
@@ -222,17 +268,20 @@ def main() -> int:
     repo = GitRepo.open(args.repo)
     rules = ruleset.build(config, repo.existing_paths(repo.resolve("HEAD"), profiles.MARKERS))
     shas, window_scores, seconds = score_window(repo, rules, args.window)
-    print(f"scored {len(shas)} commits in {seconds:.0f} s ({len(shas) / seconds:.1f} per second)",
-          file=sys.stderr)
-    sets = {"tuning": score_set(repo, rules, json.loads(Path(args.tuning).read_text())),
-            "heldout": score_set(repo, rules, json.loads(Path(args.heldout).read_text()))}
+    print(
+        f"scored {len(shas)} commits in {seconds:.0f} s ({len(shas) / seconds:.1f} per second)",
+        file=sys.stderr,
+    )
+    sets = {
+        "tuning": score_set(repo, rules, json.loads(Path(args.tuning).read_text())),
+        "heldout": score_set(repo, rules, json.loads(Path(args.heldout).read_text())),
+    }
     if args.vllm_repo:
         vllm = GitRepo.open(args.vllm_repo)
         vllm_rules = ruleset.build(config, vllm.existing_paths(vllm.resolve("HEAD"), profiles.MARKERS))
         sets["vllm"] = score_set(vllm, vllm_rules, json.loads(Path(args.vllm).read_text()))
     thresholds = config.risk.thresholds.model_dump()
-    figures = report(window_scores, sets, thresholds, args.bootstrap, "heldout",
-                     args.recall, args.flagged)
+    figures = report(window_scores, sets, thresholds, args.bootstrap, "heldout", args.recall, args.flagged)
     figures["seconds"] = round(seconds, 1)
     print(render(figures))
     if args.json_out:

@@ -29,8 +29,10 @@ def main(source: Path, target: Path) -> None:
         memory.plot(minutes, [s["rss_mb"].get(role, 0) for s in samples], label=role)
     memory.set_ylabel("resident memory (MB)")
     memory.legend(fontsize="small", ncol=2)
-    memory.set_title(f"perfbot soak: {summary['layout']} layout, {summary['rate']:g} deliveries/s for "
-                     f"{summary['minutes']:g} min; exactly once: {summary['exactly_once']}")
+    memory.set_title(
+        f"perfbot soak: {summary['layout']} layout, {summary['rate']:g} deliveries/s for "
+        f"{summary['minutes']:g} min; exactly once: {summary['exactly_once']}"
+    )
     latency.plot(minutes, [s["ack_p99_ms"] for s in samples], label="p99")
     latency.plot(minutes, [s["ack_p50_ms"] for s in samples], label="p50")
     latency.set_ylabel("acknowledgement (ms)")

@@ -57,8 +57,10 @@ def measure(name: str, run: Callable[[int], None], items: range, top: int) -> No
         run(i)
     profile.disable()
     profiled = (time.process_time() - started) * 1000 / max(1, len(items) - half)
-    print(f"\n== {name}: {plain:.3f} ms CPU per delivery ({profiled:.3f} ms under the profiler), "
-          f"{len(items)} deliveries")
+    print(
+        f"\n== {name}: {plain:.3f} ms CPU per delivery ({profiled:.3f} ms under the profiler), "
+        f"{len(items)} deliveries"
+    )
     out = io.StringIO()
     pstats.Stats(profile, stream=out).sort_stats("cumulative").print_stats(top)
     print("\n".join(line for line in out.getvalue().splitlines() if line.strip())[:20_000])
@@ -74,26 +76,37 @@ def main() -> int:
     github_data.ensure()
     here, there = multiprocessing.get_context("spawn").Pipe()
     emulator = multiprocessing.get_context("spawn").Process(
-        target=run_emulator, args=(there, args.reviews, args.diff_lines), daemon=True)
+        target=run_emulator, args=(there, args.reviews, args.diff_lines), daemon=True
+    )
     emulator.start()
     api_url, shas = here.recv()
     with tempfile.TemporaryDirectory() as tmp:
-        settings = Settings(webhook_secrets=(SECRET,), database_url=f"sqlite:///{Path(tmp) / 'perfbot.db'}",
-                            github_token=TOKEN, github_api_url=api_url, log_level="INFO")
+        settings = Settings(
+            webhook_secrets=(SECRET,),
+            database_url=f"sqlite:///{Path(tmp) / 'perfbot.db'}",
+            github_token=TOKEN,
+            github_api_url=api_url,
+            log_level="INFO",
+        )
         runtime = build(settings)
         app = create_app(settings, runtime.services)
         for handler in logging.getLogger("perfbot").handlers:  # formatted as in production, not shown
             handler.setStream(open("/dev/null", "w"))  # noqa: SIM115 - lives as long as the process
         warm = 200
         deliveries = installation_deliveries(warm + args.count)
-        reviews = [("pull_request", json.dumps(github_data.pull_request("synchronize", head_sha=sha,
-                                                                        number=number)).encode())
-                   for number, sha in enumerate(shas, 1)]
+        reviews = [
+            (
+                "pull_request",
+                json.dumps(github_data.pull_request("synchronize", head_sha=sha, number=number)).encode(),
+            )
+            for number, sha in enumerate(shas, 1)
+        ]
 
         def intake(i: int, sent=deliveries) -> None:
             event, body = sent[i]
-            environ = EnvironBuilder(path="/webhook", method="POST", data=body,
-                                     headers=signed(event, body, str(uuid.uuid4()))).get_environ()
+            environ = EnvironBuilder(
+                path="/webhook", method="POST", data=body, headers=signed(event, body, str(uuid.uuid4()))
+            ).get_environ()
             answered: list[str] = []
             b"".join(app(environ, lambda status, headers: answered.append(status)))
             if not answered[0].startswith(("202", "200")):
@@ -106,13 +119,25 @@ def main() -> int:
             intake(i)
             process(i + 1)
         measure("intake (installation_repositories)", intake, range(warm, warm + args.count), args.top)
-        measure("processing (installation_repositories)", process, range(warm + 1, warm + args.count + 1),
-                args.top)
+        measure(
+            "processing (installation_repositories)",
+            process,
+            range(warm + 1, warm + args.count + 1),
+            args.top,
+        )
         first_review = warm + args.count + 1
-        measure(f"intake (pull_request, {args.diff_lines}-line diff)",
-                lambda i: intake(i, reviews), range(len(reviews)), args.top)
-        measure(f"processing (review of a {args.diff_lines}-line diff)", process,
-                range(first_review, first_review + len(reviews)), args.top)
+        measure(
+            f"intake (pull_request, {args.diff_lines}-line diff)",
+            lambda i: intake(i, reviews),
+            range(len(reviews)),
+            args.top,
+        )
+        measure(
+            f"processing (review of a {args.diff_lines}-line diff)",
+            process,
+            range(first_review, first_review + len(reviews)),
+            args.top,
+        )
         runtime.close()
     here.send("stop")
     emulator.join(30)

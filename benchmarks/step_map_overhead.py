@@ -31,16 +31,32 @@ from bot.sandbox.sample import build  # noqa: E402
 ALLREDUCE = "mini_engine.distributed.parallel_state:tensor_model_parallel_all_reduce"
 
 
-def one_pass(python: str, repo: Path, out: Path, args: argparse.Namespace,
-             with_map: bool) -> tuple[float, float, int]:
+def one_pass(
+    python: str, repo: Path, out: Path, args: argparse.Namespace, with_map: bool
+) -> tuple[float, float, int]:
     """(seconds of the pass's process, seconds to read its trace, the trace's bytes)."""
     trace = out / "profile" / "trace.json"
     argv = verify_step_workload.command(
-        python, "--out", str(out / "report.json"), "--pythonpath", str(repo), "--allreduce", ALLREDUCE,
-        "--device", args.device, "--world-size", str(args.world_size),
+        python,
+        "--out",
+        str(out / "report.json"),
+        "--pythonpath",
+        str(repo),
+        "--allreduce",
+        ALLREDUCE,
+        "--device",
+        args.device,
+        "--world-size",
+        str(args.world_size),
         *(["--cpu-world-size", str(args.world_size)] if args.device == "cpu" else []),
-        "--profile", str(trace), "--profile-steps", str(args.steps), "--timeout", "300",
-        *([] if with_map else ["--no-step-map"]))
+        "--profile",
+        str(trace),
+        "--profile-steps",
+        str(args.steps),
+        "--timeout",
+        "300",
+        *([] if with_map else ["--no-step-map"]),
+    )
     began = time.perf_counter()
     done = subprocess.run(argv, capture_output=True, text=True, timeout=400, check=False)
     ran = time.perf_counter() - began
@@ -71,20 +87,27 @@ def main() -> int:
             for with_map in (pair % 2 == 0, pair % 2 == 1):  # ABBA: neither variant always goes first
                 out = Path(scratch) / f"pass-{pair}-{int(with_map)}"
                 seconds[with_map].append(one_pass(args.python, repo, out, args, with_map))
-    print(f"profiled pass of the sample's slow commit: {args.device}, {args.world_size} rank(s), "
-          f"{args.steps} cycles, {args.pairs} passes per variant (medians)")
+    print(
+        f"profiled pass of the sample's slow commit: {args.device}, {args.world_size} rank(s), "
+        f"{args.steps} cycles, {args.pairs} passes per variant (medians)"
+    )
     print("| variant | pass s | read s | trace MiB |")
     print("|---|---:|---:|---:|")
     medians = {}
     for with_map in (False, True):
         runs = seconds[with_map]
-        medians[with_map] = (statistics.median(r[0] for r in runs), statistics.median(r[1] for r in runs),
-                             statistics.median(r[2] for r in runs) / 2**20)
+        medians[with_map] = (
+            statistics.median(r[0] for r in runs),
+            statistics.median(r[1] for r in runs),
+            statistics.median(r[2] for r in runs) / 2**20,
+        )
         ran, reading, size = medians[with_map]
         print(f"| {'with the map' if with_map else 'without'} | {ran:.2f} | {reading:.3f} | {size:.1f} |")
     extra = sum(medians[True][:2]) - sum(medians[False][:2])
-    print(f"the map adds {extra:+.2f} s to the profiled pass of each side "
-          f"({extra / max(sum(medians[False][:2]), 1e-9):+.0%})")
+    print(
+        f"the map adds {extra:+.2f} s to the profiled pass of each side "
+        f"({extra / max(sum(medians[False][:2]), 1e-9):+.0%})"
+    )
     return 0
 
 

@@ -61,8 +61,10 @@ def main() -> int:
             by_class[classify(paths)].append(item)
 
     print(f"{len(result.commits)} commits in {args.range}, profile {result.profile}\n")
-    print(f"{'class':<7} {'commits':>7} {'median':>6} {'p95':>5} {'max':>5} "
-          f"{'none':>6} {'low':>6} {'medium':>6} {'high':>6}")
+    print(
+        f"{'class':<7} {'commits':>7} {'median':>6} {'p95':>5} {'max':>5} "
+        f"{'none':>6} {'low':>6} {'medium':>6} {'high':>6}"
+    )
     for name in ("docs", "ci", "tests", "mixed", "other"):
         items = by_class.get(name, [])
         if not items:
@@ -72,11 +74,17 @@ def main() -> int:
         for i in items:
             levels[i.report.level] += 1
         p95 = scores[min(len(scores) - 1, int(0.95 * len(scores)))]
-        print(f"{name:<7} {len(items):>7} {statistics.median(scores):>6g} {p95:>5} {scores[-1]:>5} "
-              + " ".join(f"{levels[lv]:>6}" for lv in ("none", "low", "medium", "high")))
+        print(
+            f"{name:<7} {len(items):>7} {statistics.median(scores):>6g} {p95:>5} {scores[-1]:>5} "
+            + " ".join(f"{levels[lv]:>6}" for lv in ("none", "low", "medium", "high"))
+        )
 
-    loud = [i for c in ("docs", "ci", "tests") for i in by_class.get(c, []) if i.report.level in
-            ("medium", "high")]
+    loud = [
+        i
+        for c in ("docs", "ci", "tests")
+        for i in by_class.get(c, [])
+        if i.report.level in ("medium", "high")
+    ]
     print(f"\ncold-class commits at medium or high: {len(loud)}")
     for item in loud[: args.show]:
         print(f"  {item.commit.sha[:10]} {item.report.score:>3} {item.commit.subject[:70]}")

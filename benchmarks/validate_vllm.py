@@ -70,19 +70,21 @@ def evaluate(repo_path: str, data: dict, config: RepoConfig | None = None) -> li
         culprit, span = entry["culprit"], entry["range"]
         base, head, count = repo.count_range(span["base"], span["head"])
         if count != span["commits"]:
-            raise SystemExit(f"{culprit['sha'][:10]}: the range has {count} commits, "
-                             f"the data says {span['commits']}: is this the main history of the repository "
-                             f"the data names?")
+            raise SystemExit(
+                f"{culprit['sha'][:10]}: the range has {count} commits, "
+                f"the data says {span['commits']}: is this the main history of the repository "
+                f"the data names?"
+            )
         rules = ruleset.build(config, repo.existing_paths(head, profiles.MARKERS))
-        ranked = triage.rank(repo.range_patches(base, head), rules,
-                             f"{base}..{head}").commits
+        ranked = triage.rank(repo.range_patches(base, head), rules, f"{base}..{head}").commits
         found = [item for item in ranked if item.commit.sha == culprit["sha"]]
         if not found:
             raise SystemExit(f"{culprit['sha'][:10]} is not in its range {base[:10]}..{head[:10]}")
         report = found[0].report
         others = [item.report.score for item in ranked if item.commit.sha not in culprits]
-        outcomes.append(Outcome(culprit["sha"], culprit["pr"], culprit["subject"], report.score,
-                                report.reasons, others))
+        outcomes.append(
+            Outcome(culprit["sha"], culprit["pr"], culprit["subject"], report.score, report.reasons, others)
+        )
     return outcomes
 
 
@@ -122,22 +124,41 @@ def main() -> int:
     outcomes = evaluate(args.repo, data, config)
     print(f"{'culprit':<10} {'PR':>6} {'score':>5} {'rank':>5} {'of':>3} {'AUC':>5}  subject")
     for o in outcomes:
-        print(f"{o.sha[:10]} {o.pr:>6} {o.score:>5} {o.rank:>5g} {len(o.others) + 1:>3} "
-              f"{o.auc:>5.2f}  {o.subject[:60]}")
+        print(
+            f"{o.sha[:10]} {o.pr:>6} {o.score:>5} {o.rank:>5g} {len(o.others) + 1:>3} "
+            f"{o.auc:>5.2f}  {o.subject[:60]}"
+        )
         for reason in o.reasons[: args.show]:
             print(f"{'':>17}- {reason[:150]}")
     figures = summary(outcomes)
-    print(f"\n{figures['culprits']} culprits: median rank {figures['median_rank']:g}, "
-          f"top-1 {figures['top1']:.0%}, top-3 {figures['top3']:.0%}, "
-          f"top-10 {figures['top10']:.0%}; AUC {figures['mean_auc']:.2f} (mean per range), "
-          f"{figures['pooled_auc']:.2f} (pooled); median score: culprits "
-          f"{figures['median_culprit_score']:g}, other commits {figures['median_other_score']:g}")
+    print(
+        f"\n{figures['culprits']} culprits: median rank {figures['median_rank']:g}, "
+        f"top-1 {figures['top1']:.0%}, top-3 {figures['top3']:.0%}, "
+        f"top-10 {figures['top10']:.0%}; AUC {figures['mean_auc']:.2f} (mean per range), "
+        f"{figures['pooled_auc']:.2f} (pooled); median score: culprits "
+        f"{figures['median_culprit_score']:g}, other commits {figures['median_other_score']:g}"
+    )
     if args.json_out:
-        Path(args.json_out).write_text(json.dumps(
-            {"summary": figures,
-             "culprits": [{"sha": o.sha, "pr": o.pr, "score": o.score, "rank": o.rank,
-                           "of": len(o.others) + 1, "auc": o.auc} for o in outcomes]},
-            indent=2) + "\n")
+        Path(args.json_out).write_text(
+            json.dumps(
+                {
+                    "summary": figures,
+                    "culprits": [
+                        {
+                            "sha": o.sha,
+                            "pr": o.pr,
+                            "score": o.score,
+                            "rank": o.rank,
+                            "of": len(o.others) + 1,
+                            "auc": o.auc,
+                        }
+                        for o in outcomes
+                    ],
+                },
+                indent=2,
+            )
+            + "\n"
+        )
     return 0
 
 

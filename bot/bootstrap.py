@@ -70,10 +70,15 @@ def build(
     store = SqlStore.connect(settings.database_url)
     try:  # a failed start leaves no connection open: the callers try again, each with a new engine
         queue = HueyQueue(settings.resolved_queue_url, retry_delay=retry_delay)
-        services = Services(store=store, github=github or PyGithubFactory(settings), queue=queue,
-                            sign_in=sign_in(settings),
-                            app_registration=(GitHubAppRegistration(settings.github_api_url)
-                                              if settings.register_app_to else None))
+        services = Services(
+            store=store,
+            github=github or PyGithubFactory(settings),
+            queue=queue,
+            sign_in=sign_in(settings),
+            app_registration=(
+                GitHubAppRegistration(settings.github_api_url) if settings.register_app_to else None
+            ),
+        )
         queue.bind(
             lambda delivery_id: jobs.process(delivery_id, services, router),
             lambda: jobs.housekeeping(services),
@@ -89,8 +94,12 @@ def sign_in(settings: Settings) -> GitHubSignIn | None:
     """Dashboard sign-in through the App's user authorization, when its client is configured."""
     if not (settings.sign_in_enabled and settings.oauth_client_id and settings.oauth_client_secret):
         return None
-    return GitHubSignIn(settings.oauth_client_id, settings.oauth_client_secret, settings.github_web_url,
-                        settings.github_api_url)
+    return GitHubSignIn(
+        settings.oauth_client_id,
+        settings.oauth_client_secret,
+        settings.github_web_url,
+        settings.github_api_url,
+    )
 
 
 def migrate(settings: Settings) -> None:

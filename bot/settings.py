@@ -118,9 +118,7 @@ class Settings:
                 "GitHub sends the sign-in back to it"
             )
         if self.session_secret is not None and len(self.session_secret) < MIN_SESSION_SECRET:
-            raise SettingsError(
-                f"PERFBOT_SESSION_SECRET: expected at least {MIN_SESSION_SECRET} characters"
-            )
+            raise SettingsError(f"PERFBOT_SESSION_SECRET: expected at least {MIN_SESSION_SECRET} characters")
         if self.dashboard_anonymous not in ANONYMOUS_MODES:
             raise SettingsError(
                 f"PERFBOT_DASHBOARD_ANONYMOUS: expected one of {', '.join(ANONYMOUS_MODES)}, "
@@ -146,14 +144,17 @@ def _database_url(text: str) -> str:
         raise SettingsError(f"PERFBOT_DATABASE_URL: not a database URL: {text[:80]!r}") from None
     backend = "postgresql" if url.drivername in ("postgres", "postgresql") else url.get_backend_name()
     if backend not in _DATABASES:
-        raise SettingsError(f"PERFBOT_DATABASE_URL: perfbot stores in SQLite (sqlite:///FILE) or PostgreSQL "
-                            f"(postgresql+psycopg://...), not {backend}")
+        raise SettingsError(
+            f"PERFBOT_DATABASE_URL: perfbot stores in SQLite (sqlite:///FILE) or PostgreSQL "
+            f"(postgresql+psycopg://...), not {backend}"
+        )
     if backend == "postgresql" and url.drivername in ("postgres", "postgresql"):
         return url.set(drivername="postgresql+psycopg").render_as_string(hide_password=False)
     if url.get_driver_name() not in _DATABASES[backend]:
         expected = "sqlite:///FILE" if backend == "sqlite" else "postgresql+psycopg://..."
-        raise SettingsError(f"PERFBOT_DATABASE_URL: the {url.get_driver_name()} driver is not installed; "
-                            f"expected {expected}")
+        raise SettingsError(
+            f"PERFBOT_DATABASE_URL: the {url.get_driver_name()} driver is not installed; expected {expected}"
+        )
     return text
 
 

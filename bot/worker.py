@@ -53,8 +53,10 @@ def run_forever(runtime: Runtime, workers: int = 4, periodic: bool = True) -> in
     consumer = when_storage_is_there(lambda: runtime.start_consumer(workers, periodic))
     if consumer is None:
         return 0
-    log.info("worker started", extra={"workers": workers, "periodic": periodic,
-                                      "queue": runtime.queue.url.split("://")[0]})
+    log.info(
+        "worker started",
+        extra={"workers": workers, "periodic": periodic, "queue": runtime.queue.url.split("://")[0]},
+    )
     _stopping.wait()
     log.info("worker stopping")
     consumer.stop(graceful=True)

@@ -23,15 +23,26 @@ def example() -> str:
 
 def test_the_example_comment_is_the_renderers_output_for_the_results_file_beside_it():
     loaded = results.load(RESULTS.read_bytes())
-    judged = judge(Artifact({"results.json": RESULTS.read_bytes()}), loaded.base.sha, loaded.head.sha,
-                   (loaded.suite,))
+    judged = judge(
+        Artifact({"results.json": RESULTS.read_bytes()}), loaded.base.sha, loaded.head.sha, (loaded.suite,)
+    )
     [suite] = judged.suites
     comment = example()
     assert suite.markdown in comment
     run_url = re.search(r"\(\[workflow run\]\((https://[^)]+)\)\)", comment).group(1)
-    section = render_bench.section_markdown(render_bench.BenchSection(
-        "completed", loaded.base.sha, loaded.head.sha, (loaded.suite,), "command", "maintainer", run_url,
-        "success", results=(render_bench.SuiteResult(suite.suite, suite.verdict, suite.headline, suite.markdown),)))
+    section = render_bench.section_markdown(
+        render_bench.BenchSection(
+            "completed",
+            loaded.base.sha,
+            loaded.head.sha,
+            (loaded.suite,),
+            "command",
+            "maintainer",
+            run_url,
+            "success",
+            results=(render_bench.SuiteResult(suite.suite, suite.verdict, suite.headline, suite.markdown),),
+        )
+    )
     assert section in comment
     assert comment.startswith("<!-- perfbot:risk-review -->\n")
 

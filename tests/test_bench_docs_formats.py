@@ -13,8 +13,8 @@ from bot.core.config.suite_kinds import KINDS
 from bot.core.config.suite_kinds.result_file import ResultFileSuite
 
 DOC = (Path(__file__).resolve().parents[1] / "docs" / "bench.md").read_text()
-SECTION = DOC[DOC.index("## Standard benchmark tools as suites"):]
-SECTION = SECTION[:m.start() + 3] if (m := re.search(r"^## ", SECTION[3:], re.MULTILINE)) else SECTION
+SECTION = DOC[DOC.index("## Standard benchmark tools as suites") :]
+SECTION = SECTION[: m.start() + 3] if (m := re.search(r"^## ", SECTION[3:], re.MULTILINE)) else SECTION
 EXAMPLES = re.findall(r"^```yaml\n(.*?)^```$", SECTION, re.DOTALL | re.MULTILINE)
 TOOL_KINDS = sorted(name for name, kind in KINDS.items() if issubclass(kind.options, ResultFileSuite))
 

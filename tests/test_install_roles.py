@@ -77,7 +77,8 @@ def test_every_dependency_of_a_role_is_locked_at_its_pin_with_hashes(role):
         assert name in lock, f"{name} ({requirement}) is missing from requirements/{role}.txt: run make lock"
         assert requirement.specifier.contains(lock[name].version, prereleases=True), (
             f"pyproject.toml asks for {requirement}, requirements/{role}.txt pins {lock[name].version}: "
-            "run make lock")
+            "run make lock"
+        )
     unhashed = [name for name, pin in lock.items() if not pin.hashes]
     assert not unhashed, f"requirements/{role}.txt pins without a hash: {unhashed}"
 
@@ -95,7 +96,9 @@ def test_the_server_and_runner_locks_pin_what_the_test_lock_pins(role):
     """So one environment can hold several roles, and the tests run what is deployed."""
     test_lock = read_lock(REQUIREMENTS / "test.txt")
     for name, pin in read_lock(REQUIREMENTS / f"{role}.txt").items():
-        assert test_lock[name].version == pin.version, f"{name}: {role} pins {pin.version}, test {test_lock[name].version}"
+        assert test_lock[name].version == pin.version, (
+            f"{name}: {role} pins {pin.version}, test {test_lock[name].version}"
+        )
 
 
 def test_the_maintenance_tools_are_locked_at_their_pins():
@@ -111,8 +114,11 @@ def test_torch_is_a_test_dependency_only_installed_at_its_pin():
     assert "torch" not in requirements_of(None)
     for extra in ("server", "runner"):
         assert "torch" not in requirements_of(extra), f"the {extra} extra must not pull torch"
-    (pinned,) = [Requirement(line) for line in (REQUIREMENTS / "torch.txt").read_text().splitlines()
-                 if line.strip() and not line.startswith("#")]
+    (pinned,) = [
+        Requirement(line)
+        for line in (REQUIREMENTS / "torch.txt").read_text().splitlines()
+        if line.strip() and not line.startswith("#")
+    ]
     assert str(pinned.specifier) == str(requirements_of("test")["torch"].specifier)
 
 
@@ -133,8 +139,10 @@ def _distributions_of(extra: str) -> set[str]:
 def test_the_cli_knows_which_extra_brings_each_module(extra):
     """Each module that `perfbot` names in a missing-extra error comes from that extra, and each
     distribution of the extra is known by at least one of its modules."""
-    providers = {module: {canonicalize_name(dist) for dist in dists}
-                 for module, dists in metadata.packages_distributions().items()}
+    providers = {
+        module: {canonicalize_name(dist) for dist in dists}
+        for module, dists in metadata.packages_distributions().items()
+    }
     named = {module for module, owner in MODULE_EXTRAS.items() if owner == extra}
     for module in named:
         assert providers[module] & _distributions_of(extra), f"{module} is not installed by the {extra} extra"
@@ -145,8 +153,14 @@ def test_the_cli_knows_which_extra_brings_each_module(extra):
 
 def _run_python(code: str, cwd: Path) -> subprocess.CompletedProcess:
     environ = {k: v for k, v in os.environ.items() if not k.startswith("PERFBOT_")}
-    return subprocess.run([sys.executable, "-c", code], cwd=cwd, capture_output=True, text=True, timeout=120,
-                          env={**environ, "PYTHONPATH": str(ROOT)})
+    return subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**environ, "PYTHONPATH": str(ROOT)},
+    )
 
 
 def test_the_server_and_worker_load_no_git_or_torch(tmp_path):
@@ -171,24 +185,33 @@ print(" ".join(sorted(sys.modules)))
     assert not loaded & {"git", "torch"}
 
 
-@pytest.mark.parametrize(("argv", "absent", "extra"), [
-    (["compare", "results.json"], ["numpy", "scipy"], "runner"),
-    (["serve"], ["flask", "gunicorn"], "server"),
-])
+@pytest.mark.parametrize(
+    ("argv", "absent", "extra"),
+    [
+        (["compare", "results.json"], ["numpy", "scipy"], "runner"),
+        (["serve"], ["flask", "gunicorn"], "server"),
+    ],
+)
 def test_a_verb_whose_extra_is_not_installed_names_the_extra(tmp_path, argv, absent, extra):
     blocked = "".join(f"sys.modules[{name!r}] = None\n" for name in absent)  # as if not installed
-    probe = f"import os, sys\n{blocked}os.environ['PERFBOT_WEBHOOK_SECRET'] = 's'\n" \
-            f"from bot.cli.main import main\nsys.exit(main({argv!r}))\n"
+    probe = (
+        f"import os, sys\n{blocked}os.environ['PERFBOT_WEBHOOK_SECRET'] = 's'\n"
+        f"from bot.cli.main import main\nsys.exit(main({argv!r}))\n"
+    )
     result = _run_python(probe, tmp_path)
     assert result.returncode == 2, result.stderr
     assert result.stderr.strip().splitlines() == [
         f"perfbot: error: this command needs the Python module '{absent[0]}', which perfbot's '{extra}' "
-        f"extra installs: pip install 'perfbot[{extra}]'"]
+        f"extra installs: pip install 'perfbot[{extra}]'"
+    ]
 
 
 def test_a_missing_module_no_extra_installs_is_not_explained_away(tmp_path):
     config = tmp_path / "perfbot.yml"
     config.write_text("version: 1\n")
-    result = _run_python("import sys\nsys.modules['yaml'] = None\nfrom bot.cli.main import main\n"
-                         f"sys.exit(main(['config', 'validate', {str(config)!r}]))\n", tmp_path)
+    result = _run_python(
+        "import sys\nsys.modules['yaml'] = None\nfrom bot.cli.main import main\n"
+        f"sys.exit(main(['config', 'validate', {str(config)!r}]))\n",
+        tmp_path,
+    )
     assert result.returncode == 1 and "Traceback" in result.stderr and "yaml" in result.stderr

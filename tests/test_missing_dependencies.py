@@ -15,7 +15,9 @@ def test_a_missing_module_skips_locally(monkeypatch):
 
 def test_a_missing_module_fails_in_ci(monkeypatch):
     monkeypatch.setattr(missing, "IN_CI", True)
-    with pytest.raises(pytest.fail.Exception, match="no_such_module_xyz is not installed.*CI must provide it"):
+    with pytest.raises(
+        pytest.fail.Exception, match="no_such_module_xyz is not installed.*CI must provide it"
+    ):
         missing.importorskip("no_such_module_xyz")
 
 

@@ -40,8 +40,14 @@ def test_token_mode_and_an_enterprise_api_url():
         ({"PERFBOT_PRIVATE_KEY_PATH": "/nonexistent/key.pem"}, "cannot read"),
         ({"PERFBOT_OAUTH_CLIENT_ID": "Iv1.x"}, "must be set together"),
         ({"PERFBOT_OAUTH_CLIENT_ID": "Iv1.x", "PERFBOT_OAUTH_CLIENT_SECRET": "s"}, "PERFBOT_SESSION_SECRET"),
-        ({"PERFBOT_OAUTH_CLIENT_ID": "Iv1.x", "PERFBOT_OAUTH_CLIENT_SECRET": "s", "PERFBOT_SESSION_SECRET": "k" * 32},
-         "PERFBOT_PUBLIC_URL is required"),
+        (
+            {
+                "PERFBOT_OAUTH_CLIENT_ID": "Iv1.x",
+                "PERFBOT_OAUTH_CLIENT_SECRET": "s",
+                "PERFBOT_SESSION_SECRET": "k" * 32,
+            },
+            "PERFBOT_PUBLIC_URL is required",
+        ),
         ({"PERFBOT_SESSION_SECRET": "short"}, "at least 32"),
         ({"PERFBOT_DASHBOARD_ANONYMOUS": "everyone"}, "PERFBOT_DASHBOARD_ANONYMOUS"),
         ({"PERFBOT_PUBLIC_URL": "perfbot.example"}, "PERFBOT_PUBLIC_URL"),
@@ -59,11 +65,14 @@ def test_malformed_settings_name_the_variable(env, message):
         Settings.from_env(env)
 
 
-@pytest.mark.parametrize("url", ["postgresql://u:p@db/perfbot", "postgres://u:p@db/perfbot",
-                                 "postgresql+psycopg://u:p@db/perfbot"])
+@pytest.mark.parametrize(
+    "url", ["postgresql://u:p@db/perfbot", "postgres://u:p@db/perfbot", "postgresql+psycopg://u:p@db/perfbot"]
+)
 def test_a_postgresql_url_without_a_driver_uses_the_installed_one(url):
     """SQLAlchemy reads a bare postgresql:// as psycopg2, which perfbot does not install."""
-    assert Settings.from_env({"PERFBOT_DATABASE_URL": url}).database_url == "postgresql+psycopg://u:p@db/perfbot"
+    assert (
+        Settings.from_env({"PERFBOT_DATABASE_URL": url}).database_url == "postgresql+psycopg://u:p@db/perfbot"
+    )
 
 
 def test_the_queue_file_sits_beside_a_sqlite_database():
@@ -73,11 +82,16 @@ def test_the_queue_file_sits_beside_a_sqlite_database():
 
 def test_dashboard_sign_in_is_on_with_the_app_client_and_a_session_secret():
     assert not Settings.from_env({}).sign_in_enabled
-    settings = Settings.from_env({
-        "PERFBOT_OAUTH_CLIENT_ID": "Iv1.x", "PERFBOT_OAUTH_CLIENT_SECRET": "s", "PERFBOT_SESSION_SECRET": "k" * 32,
-        "PERFBOT_GITHUB_WEB_URL": "https://ghe.example/", "PERFBOT_DASHBOARD_ANONYMOUS": "None",
-        "PERFBOT_PUBLIC_URL": "https://perfbot.example",
-    })
+    settings = Settings.from_env(
+        {
+            "PERFBOT_OAUTH_CLIENT_ID": "Iv1.x",
+            "PERFBOT_OAUTH_CLIENT_SECRET": "s",
+            "PERFBOT_SESSION_SECRET": "k" * 32,
+            "PERFBOT_GITHUB_WEB_URL": "https://ghe.example/",
+            "PERFBOT_DASHBOARD_ANONYMOUS": "None",
+            "PERFBOT_PUBLIC_URL": "https://perfbot.example",
+        }
+    )
     assert settings.sign_in_enabled and settings.github_web_url == "https://ghe.example"
     assert settings.dashboard_anonymous == "none" and Settings.from_env({}).dashboard_anonymous == "public"
     assert "k" * 32 not in repr(settings) and "'s'" not in repr(settings)

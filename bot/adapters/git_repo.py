@@ -30,11 +30,14 @@ _FORMAT = f"--format={_RECORD}%H{_UNIT}%P{_UNIT}%an{_UNIT}%aI{_UNIT}%s"
 
 # Hunk headers then name the enclosing def/class (Python) or function (C++/CUDA), which is what
 # the risk rules about functions read. A repository's own .gitattributes still wins.
-_ATTRIBUTES = "\n".join([
-    "*.py diff=python", "*.pyi diff=python",
-    *(f"*.{ext} diff=cpp" for ext in ("c", "cc", "cpp", "cxx", "h", "hh", "hpp", "cu", "cuh")),
-    "",
-])
+_ATTRIBUTES = "\n".join(
+    [
+        "*.py diff=python",
+        "*.pyi diff=python",
+        *(f"*.{ext} diff=cpp" for ext in ("c", "cc", "cpp", "cxx", "h", "hh", "hpp", "cu", "cuh")),
+        "",
+    ]
+)
 
 
 _F_SETPIPE_SZ = getattr(fcntl, "F_SETPIPE_SZ", 1031)
@@ -89,8 +92,9 @@ class GitRepo:
         if not revision or revision.startswith("-"):
             raise RepoError(f"'{revision}': not a revision")
         try:
-            sha: str = self._repo.git.rev_parse("--verify", "--quiet", "--end-of-options",
-                                                f"{revision}^{{commit}}")
+            sha: str = self._repo.git.rev_parse(
+                "--verify", "--quiet", "--end-of-options", f"{revision}^{{commit}}"
+            )
         except git.GitCommandError:
             raise RepoError(f"unknown revision '{revision}' in {self._where()}") from None
         return sha
@@ -121,9 +125,22 @@ class GitRepo:
         parsing overlaps git's diffing."""
         with _attributes_file() as attributes:
             process = self._repo.git.execute(
-                ["git", "-c", "core.quotePath=false", "-c", f"core.attributesFile={attributes}",
-                 "log", _FORMAT, "-p", "-M", "--no-color", "--no-ext-diff", "--no-textconv",
-                 f"{base_sha}..{head_sha}", "--"],
+                [
+                    "git",
+                    "-c",
+                    "core.quotePath=false",
+                    "-c",
+                    f"core.attributesFile={attributes}",
+                    "log",
+                    _FORMAT,
+                    "-p",
+                    "-M",
+                    "--no-color",
+                    "--no-ext-diff",
+                    "--no-textconv",
+                    f"{base_sha}..{head_sha}",
+                    "--",
+                ],
                 as_process=True,
             )
             _widen_pipe(process.stdout)
@@ -138,8 +155,11 @@ class GitRepo:
     def show(self, revision: str, path: str) -> str | None:
         """The text of ``path`` as committed at ``revision``; None when that commit has no such file."""
         try:
-            data = self._repo.git.execute(["git", "cat-file", "blob", f"{revision}:{path}"],
-                                          stdout_as_string=False, strip_newline_in_stdout=False)
+            data = self._repo.git.execute(
+                ["git", "cat-file", "blob", f"{revision}:{path}"],
+                stdout_as_string=False,
+                strip_newline_in_stdout=False,
+            )
         except git.GitCommandError:
             return None
         return data.decode("utf-8", errors="replace")
@@ -228,14 +248,14 @@ def parse_log(chunks: Iterable[bytes]) -> Iterator[Commit]:
         buffer += chunk
         while (at := buffer.find(separator, scan)) >= 0:
             if start is not None:
-                yield _commit(bytes(buffer[start + len(separator):at]))
+                yield _commit(bytes(buffer[start + len(separator) : at]))
             start, scan = at, at + len(separator)
         scan = max(scan, len(buffer) - len(separator) + 1)
         if start:  # drop what was read, so one huge commit is never copied twice
             del buffer[:start]
             scan, start = scan - start, 0
     if start is not None:
-        yield _commit(bytes(buffer[start + len(separator):]))
+        yield _commit(bytes(buffer[start + len(separator) :]))
 
 
 def _commit(record: bytes) -> Commit:

@@ -58,8 +58,12 @@ MAX_WAIT_IN_REQUEST_S = 60.0
 
 
 def retry_policy(total: int = 5, backoff: float = 1.0, secondary_wait: float = 60.0) -> SafeRetry:
-    return SafeRetry(total=total, backoff_factor=backoff, secondary_rate_wait=secondary_wait,
-                     max_rate_limit_wait=MAX_WAIT_IN_REQUEST_S)
+    return SafeRetry(
+        total=total,
+        backoff_factor=backoff,
+        secondary_rate_wait=secondary_wait,
+        max_rate_limit_wait=MAX_WAIT_IN_REQUEST_S,
+    )
 
 
 class PyGithubFactory(GitHubFactory):
@@ -160,8 +164,9 @@ class PyGithubFactory(GitHubFactory):
                         auth.token  # noqa: B018 - the property asks GitHub for the token
                 except GithubException as error:
                     if answer(error) in _INSTALLATION_GONE:
-                        raise InstallationGone(f"the App's installation {installation_id} is gone or "
-                                               f"suspended ({error.status})") from error
+                        raise InstallationGone(
+                            f"the App's installation {installation_id} is gone or suspended ({error.status})"
+                        ) from error
                     raise
             return github
         if self.settings.github_token is None:
@@ -196,9 +201,17 @@ def classified(method: Callable | None = None, *, not_found: type[Gone] | None =
 
 
 class PyGithubClient(GitHub):
-    def __init__(self, github: Github, app_mode: bool, budget: WriteBudget, app_id: int | None = None,
-                 bot_login: Callable[[], str | None] = lambda: None, timeout: int = 30,
-                 refused: Callable[[PyGithubClient], bool] = lambda _: False, renewed: bool = False):
+    def __init__(
+        self,
+        github: Github,
+        app_mode: bool,
+        budget: WriteBudget,
+        app_id: int | None = None,
+        bot_login: Callable[[], str | None] = lambda: None,
+        timeout: int = 30,
+        refused: Callable[[PyGithubClient], bool] = lambda _: False,
+        renewed: bool = False,
+    ):
         # Lazy: a repository handle costs no request; attributes are fetched when read.
         self.github, self.app_mode, self.budget = github.withLazy(True), app_mode, budget
         self.app_id, self._bot_login, self.timeout = app_id, bot_login, timeout
@@ -250,8 +263,9 @@ class PyGithubClient(GitHub):
         return content.decoded_content.decode("utf-8", errors="replace")
 
     @classified(not_found=PullRequestGone)
-    def upsert_comment(self, repo: str, number: int, marker: str, body: str,
-                       create: bool = True) -> int | None:
+    def upsert_comment(
+        self, repo: str, number: int, marker: str, body: str, create: bool = True
+    ) -> int | None:
         issue = self._repo(repo).get_issue(number)
         for comment in issue.get_comments():
             if (comment.body or "").startswith(marker) and self._is_ours(comment):
@@ -289,8 +303,10 @@ class PyGithubClient(GitHub):
         if not self.app_mode:
             self._commit_status(repo, check)
             return None
-        body: dict[str, Any] = {"status": check.status, "output": {"title": check.title,
-                                                                   "summary": check.summary}}
+        body: dict[str, Any] = {
+            "status": check.status,
+            "output": {"title": check.title, "summary": check.summary},
+        }
         if check.conclusion is not None:
             body["conclusion"] = check.conclusion
         if check.details_url:
@@ -309,16 +325,25 @@ class PyGithubClient(GitHub):
             _, data = self.github.requester.requestJsonAndCheck("PATCH", f"{url}/{check_run_id}", input=body)
         else:
             _, data = self.github.requester.requestJsonAndCheck(
-                "POST", url, input={"name": check.name, "head_sha": check.head_sha, **body})
+                "POST", url, input={"name": check.name, "head_sha": check.head_sha, **body}
+            )
         return data["id"]
 
     def _check_run_of(self, repo: str, check: Check) -> dict | None:
         """The head's check run of this name (and external id), if a former attempt made it."""
         _, data = self.github.requester.requestJsonAndCheck(
-            "GET", f"{self._repo(repo).url}/commits/{check.head_sha}/check-runs",
-            parameters={"check_name": check.name, "filter": "all", "per_page": 100})
-        return next((run for run in data.get("check_runs") or []
-                     if check.external_id is None or run.get("external_id") == check.external_id), None)
+            "GET",
+            f"{self._repo(repo).url}/commits/{check.head_sha}/check-runs",
+            parameters={"check_name": check.name, "filter": "all", "per_page": 100},
+        )
+        return next(
+            (
+                run
+                for run in data.get("check_runs") or []
+                if check.external_id is None or run.get("external_id") == check.external_id
+            ),
+            None,
+        )
 
     def _commit_status(self, repo: str, check: Check) -> None:
         state, description = commit_status(check)
@@ -327,7 +352,8 @@ class PyGithubClient(GitHub):
             status["target_url"] = check.details_url
         self.budget.take()
         self.github.requester.requestJsonAndCheck(
-            "POST", f"{self._repo(repo).url}/statuses/{check.head_sha}", input=status)
+            "POST", f"{self._repo(repo).url}/statuses/{check.head_sha}", input=status
+        )
 
     @classified(not_found=PullRequestGone)
     def sync_labels(self, repo: str, number: int, prefix: str, wanted: str | None) -> None:
@@ -350,11 +376,17 @@ class PyGithubClient(GitHub):
     def pull(self, repo: str, number: int) -> PullInfo:
         _, data = self.github.requester.requestJsonAndCheck("GET", f"{self._repo(repo).url}/pulls/{number}")
         head_repo = (data["head"].get("repo") or {}).get("full_name")
-        return PullInfo(repo=repo, number=data["number"], open=data["state"] == "open",
-                        draft=bool(data.get("draft")), head_sha=data["head"]["sha"],
+        return PullInfo(
+            repo=repo,
+            number=data["number"],
+            open=data["state"] == "open",
+            draft=bool(data.get("draft")),
+            head_sha=data["head"]["sha"],
             base_sha=data["base"]["sha"],
-                        head_repo=head_repo,
-                        author=(data.get("user") or {}).get("login", ""), html_url=data["html_url"])
+            head_repo=head_repo,
+            author=(data.get("user") or {}).get("login", ""),
+            html_url=data["html_url"],
+        )
 
     @classified
     def permission(self, repo: str, login: str) -> str:
@@ -375,14 +407,16 @@ class PyGithubClient(GitHub):
     def reply(self, repo: str, number: int, body: str) -> int:
         self.budget.take()
         _, data = self.github.requester.requestJsonAndCheck(
-            "POST", f"{self._repo(repo).url}/issues/{number}/comments", input={"body": body})
+            "POST", f"{self._repo(repo).url}/issues/{number}/comments", input={"body": body}
+        )
         return data["id"]
 
     @classified
     def comment_on_commit(self, repo: str, sha: str, body: str) -> str:
         self.budget.take()
         _, data = self.github.requester.requestJsonAndCheck(
-            "POST", f"{self._repo(repo).url}/commits/{sha}/comments", input={"body": body})
+            "POST", f"{self._repo(repo).url}/commits/{sha}/comments", input={"body": body}
+        )
         return data.get("html_url") or ""
 
     @classified
@@ -391,10 +425,12 @@ class PyGithubClient(GitHub):
         url = f"{self._repo(repo).url}/issues"
         if number is None:
             _, data = self.github.requester.requestJsonAndCheck(
-                "POST", url, input={"title": title, "body": body})
+                "POST", url, input={"title": title, "body": body}
+            )
         else:
             _, data = self.github.requester.requestJsonAndCheck(
-                "PATCH", f"{url}/{number}", input={"title": title, "body": body})
+                "PATCH", f"{url}/{number}", input={"title": title, "body": body}
+            )
         return data["number"]
 
     @classified
@@ -429,9 +465,15 @@ class PyGithubClient(GitHub):
                 raise _refusal(again) from again
         if not isinstance(data, dict) or "workflow_run_id" not in data:
             return None
-        return WorkflowRun(id=data["workflow_run_id"], html_url=data.get("html_url", ""), status="queued",
-                           conclusion=None, display_title="", event="workflow_dispatch",
-                           path=f".github/workflows/{workflow}")
+        return WorkflowRun(
+            id=data["workflow_run_id"],
+            html_url=data.get("html_url", ""),
+            status="queued",
+            conclusion=None,
+            display_title="",
+            event="workflow_dispatch",
+            path=f".github/workflows/{workflow}",
+        )
 
     def _dispatch(self, url: str, body: dict[str, Any]) -> Any:
         self.budget.take()
@@ -440,8 +482,9 @@ class PyGithubClient(GitHub):
         except requests.exceptions.RetryError:
             # The retry policy never repeats a POST that failed on the server, so what ran out was
             # its patience with a rate limit: GitHub did not start the workflow.
-            raise DispatchRefused(403, "GitHub's rate limit for starting workflows was reached; "
-                                       "try again in a few minutes") from None
+            raise DispatchRefused(
+                403, "GitHub's rate limit for starting workflows was reached; try again in a few minutes"
+            ) from None
         return data
 
     @classified
@@ -449,7 +492,8 @@ class PyGithubClient(GitHub):
         url = f"{self._repo(repo).url}/actions/workflows/{quote(workflow, safe='')}/runs"
         try:
             _, data = self.github.requester.requestJsonAndCheck(
-                "GET", url, parameters={"event": "workflow_dispatch", "per_page": _RUNS_SCANNED})
+                "GET", url, parameters={"event": "workflow_dispatch", "per_page": _RUNS_SCANNED}
+            )
         except GithubException as error:
             if answer(error) is Answer.NOT_FOUND:  # no such workflow (any more): no such run either
                 return None
@@ -472,9 +516,12 @@ class PyGithubClient(GitHub):
     @classified
     def artifacts(self, repo: str, run_id: int) -> list[ArtifactRef]:
         _, data = self.github.requester.requestJsonAndCheck(
-            "GET", f"{self._repo(repo).url}/actions/runs/{run_id}/artifacts", parameters={"per_page": 100})
-        return [ArtifactRef(a["id"], a["name"], a.get("size_in_bytes") or 0, bool(a.get("expired")))
-                for a in data.get("artifacts") or []]
+            "GET", f"{self._repo(repo).url}/actions/runs/{run_id}/artifacts", parameters={"per_page": 100}
+        )
+        return [
+            ArtifactRef(a["id"], a["name"], a.get("size_in_bytes") or 0, bool(a.get("expired")))
+            for a in data.get("artifacts") or []
+        ]
 
     @classified
     def download_artifact(self, repo: str, artifact_id: int, max_bytes: int) -> bytes:
@@ -491,8 +538,9 @@ class PyGithubClient(GitHub):
                     raise ArtifactUnavailable(f"the artifact's storage answered {response.status_code}")
                 declared = _content_length(response.headers)
                 if declared > max_bytes:
-                    raise ArtifactInvalid(f"the artifact is {declared:,} bytes; "
-                                          f"at most {max_bytes:,} are read")
+                    raise ArtifactInvalid(
+                        f"the artifact is {declared:,} bytes; at most {max_bytes:,} are read"
+                    )
                 content = bytearray()
                 for chunk in response.iter_content(_DOWNLOAD_CHUNK):
                     content += chunk
@@ -513,17 +561,27 @@ def _content_length(headers: Any) -> int:
 
 
 def _workflow_run(run: dict) -> WorkflowRun:
-    return WorkflowRun(id=run["id"], html_url=run.get("html_url", ""), status=run.get("status", ""),
-                       conclusion=run.get("conclusion"), display_title=run.get("display_title") or "",
-                       event=run.get("event", ""), path=run.get("path", ""),
-        run_attempt=run.get("run_attempt") or 1)
+    return WorkflowRun(
+        id=run["id"],
+        html_url=run.get("html_url", ""),
+        status=run.get("status", ""),
+        conclusion=run.get("conclusion"),
+        display_title=run.get("display_title") or "",
+        event=run.get("event", ""),
+        path=run.get("path", ""),
+        run_attempt=run.get("run_attempt") or 1,
+    )
 
 
 def _says(run: dict, body: dict[str, Any]) -> bool:
     """Whether a listed check run already says what ``body`` would make it say."""
     output = run.get("output") or {}
     return (run.get("status"), run.get("conclusion"), output.get("title"), output.get("summary")) == (
-        body["status"], body.get("conclusion"), body["output"]["title"], body["output"]["summary"])
+        body["status"],
+        body.get("conclusion"),
+        body["output"]["title"],
+        body["output"]["summary"],
+    )
 
 
 def _refusal(error: GithubException) -> Exception:

@@ -86,8 +86,9 @@ def _unauthorized(error: GithubException, what: str, whose: str, renew: Renew = 
     been revoked early: ``renew`` drops it and says whether the next attempt will ask for a new one
     (a transient failure); otherwise the credentials are refused for good."""
     if whose == BY_APP:
-        return BadCredentials(f"GitHub refused {whose} (401 {_message(error)}): check "
-                              "PERFBOT_APP_ID and PERFBOT_PRIVATE_KEY")
+        return BadCredentials(
+            f"GitHub refused {whose} (401 {_message(error)}): check PERFBOT_APP_ID and PERFBOT_PRIVATE_KEY"
+        )
     if renew():
         return Transient(f"GitHub refused the installation token ({what}: 401); a new one is asked for")
     return BadCredentials(f"GitHub refused {whose} ({what}: 401 {_message(error)})")
@@ -105,13 +106,17 @@ def translated(error: Exception, what: str, whose: str, renew: Renew = _never) -
         if said is Answer.UNAUTHORIZED:
             return _unauthorized(error, what, whose, renew)
         if said is Answer.BUSY:
-            return Transient(f"GitHub answered {error.status} ({what}): {_message(error)}",
-                             retry_after=_retry_after(error.headers))
+            return Transient(
+                f"GitHub answered {error.status} ({what}): {_message(error)}",
+                retry_after=_retry_after(error.headers),
+            )
         if said in _MISSING:
             return Gone(f"GitHub answered {error.status} ({what}): {_message(error)}")
         if said in _REFUSED:
-            return Permanent(f"GitHub refused ({what}): {error.status} {_message(error)}",
-                             hint=f"GitHub answered {error.status}; asked again it would answer the same")
+            return Permanent(
+                f"GitHub refused ({what}): {error.status} {_message(error)}",
+                hint=f"GitHub answered {error.status}; asked again it would answer the same",
+            )
         return None
     if isinstance(error, requests.exceptions.RetryError):
         return Transient(f"GitHub kept failing ({what}); the client's retries ran out")

@@ -23,19 +23,30 @@ class GitHubAppRegistration(AppRegistration):
         if not _CODE.fullmatch(code):
             raise RegistrationFailed("GitHub's code is missing or malformed")
         try:
-            answer = self.http.post(f"{self.api_url}/app-manifests/{quote(code, safe='')}/conversions",
-                                    headers={"Accept": "application/vnd.github+json"}, timeout=self.timeout)
+            answer = self.http.post(
+                f"{self.api_url}/app-manifests/{quote(code, safe='')}/conversions",
+                headers={"Accept": "application/vnd.github+json"},
+                timeout=self.timeout,
+            )
             data = answer.json() if answer.status_code == 201 else None
         except (requests.RequestException, ValueError) as error:
             raise RegistrationFailed(f"GitHub could not be asked ({type(error).__name__})") from None
         if not isinstance(data, dict):
-            raise RegistrationFailed(f"GitHub refused the code ({answer.status_code}): it is valid once, "
-                                     "for an hour; register again")
+            raise RegistrationFailed(
+                f"GitHub refused the code ({answer.status_code}): it is valid once, "
+                "for an hour; register again"
+            )
         try:
             owner = data.get("owner") or {}
-            return NewApp(id=int(data["id"]), slug=str(data["slug"]), html_url=str(data["html_url"]),
-                          owner=str(owner.get("login", "")), client_id=str(data["client_id"]),
-                          client_secret=str(data["client_secret"]),
-                          webhook_secret=str(data["webhook_secret"] or ""), pem=str(data["pem"]))
+            return NewApp(
+                id=int(data["id"]),
+                slug=str(data["slug"]),
+                html_url=str(data["html_url"]),
+                owner=str(owner.get("login", "")),
+                client_id=str(data["client_id"]),
+                client_secret=str(data["client_secret"]),
+                webhook_secret=str(data["webhook_secret"] or ""),
+                pem=str(data["pem"]),
+            )
         except (KeyError, TypeError, ValueError, AttributeError):
             raise RegistrationFailed("GitHub's answer lacks the App's credentials") from None

@@ -19,24 +19,37 @@ class GitHubSignIn(SignIn):
         self.http = requests.Session()
 
     def authorize_url(self, state: str, redirect_uri: str) -> str:
-        query = urlencode({"client_id": self.client_id, "redirect_uri": redirect_uri, "state": state,
-                           "allow_signup": "false"})
+        query = urlencode(
+            {
+                "client_id": self.client_id,
+                "redirect_uri": redirect_uri,
+                "state": state,
+                "allow_signup": "false",
+            }
+        )
         return f"{self.web_url}/login/oauth/authorize?{query}"
 
     def login_for(self, code: str, redirect_uri: str) -> str:
         try:
             answer = self.http.post(
                 f"{self.web_url}/login/oauth/access_token",
-                data={"client_id": self.client_id, "client_secret": self.client_secret, "code": code,
-                      "redirect_uri": redirect_uri},
+                data={
+                    "client_id": self.client_id,
+                    "client_secret": self.client_secret,
+                    "code": code,
+                    "redirect_uri": redirect_uri,
+                },
                 headers={"Accept": "application/json"},
                 timeout=self.timeout,
             )
             grant = answer.json() if answer.ok else {}
             token = grant.get("access_token")
             if not token:
-                raise SignInFailed(grant.get("error_description") or grant.get("error") or
-                                   f"GitHub answered {answer.status_code}")
+                raise SignInFailed(
+                    grant.get("error_description")
+                    or grant.get("error")
+                    or f"GitHub answered {answer.status_code}"
+                )
             user = self.http.get(
                 f"{self.api_url}/user",
                 headers={"Authorization": f"Bearer {token}", "Accept": "application/vnd.github+json"},

@@ -42,8 +42,15 @@ def build_huey(url: str) -> Huey:
     if url.startswith(("redis://", "rediss://")):
         return RedisHuey("perfbot", url=url, results=False, serializer=JsonSerializer())
     if url.startswith("sqlite:///"):
-        return Huey("perfbot", storage_class=WalNormalSqliteStorage, filename=url.removeprefix("sqlite:///"),
-                    timeout=WAIT_S, results=False, serializer=JsonSerializer(), factory=GuardedConnection)
+        return Huey(
+            "perfbot",
+            storage_class=WalNormalSqliteStorage,
+            filename=url.removeprefix("sqlite:///"),
+            timeout=WAIT_S,
+            results=False,
+            serializer=JsonSerializer(),
+            factory=GuardedConnection,
+        )
     raise ValueError(f"unsupported queue URL {url.split(':', 1)[0]}:... (expected redis:// or sqlite:///)")
 
 
@@ -147,8 +154,12 @@ class HueyQueue(Queue):
             problem = f"{type(error).__name__}: {error}"
             raise QueueUnavailable(f"the queue {self.name} is unavailable: {problem}") from error
 
-    def bind(self, process: Callable[[int], object], sweep: Callable[[], object],
-             hourly: Callable[[], object] | None = None) -> None:
+    def bind(
+        self,
+        process: Callable[[int], object],
+        sweep: Callable[[], object],
+        hourly: Callable[[], object] | None = None,
+    ) -> None:
         """Register the job functions (they need services that need this queue): each delivery,
         the minutely sweep, and the hourly task (scheduled benchmarks)."""
         self._task = self.huey.task(name=PROCESS_TASK)(_retried_later(process, self._retry_delay))
@@ -183,8 +194,16 @@ class HueyQueue(Queue):
         cls = InProcessConsumer if in_process else Consumer
         # huey's idle polling backs off to 10 s by default: a review would wait that long on the
         # SQLite queue. Redis dequeues block instead, so the cap only matters for SQLite.
-        return cls(self.huey, workers=workers, worker_type="thread", periodic=periodic,
-                   check_worker_health=True, scheduler_interval=1, initial_delay=0.05, max_delay=0.25)
+        return cls(
+            self.huey,
+            workers=workers,
+            worker_type="thread",
+            periodic=periodic,
+            check_worker_health=True,
+            scheduler_interval=1,
+            initial_delay=0.05,
+            max_delay=0.25,
+        )
 
 
 def _retried_later(process: Callable[[int], object], delay: float | None) -> Callable[[int], object]:
@@ -196,8 +215,6 @@ def _retried_later(process: Callable[[int], object], delay: float | None) -> Cal
             raise RetryTask(delay=retry.delay_s if delay is None else delay) from None
 
     return job
-
-
 
 
 class InProcessConsumer(Consumer):

@@ -263,8 +263,10 @@ def check_writable(database: str) -> None:
     this process (immutable, read-only, or on a filesystem mounted read-only)."""
     index = f"{database}-shm"
     if not os.access(index, os.W_OK) and os.path.lexists(index):
-        raise ReadOnlyStorage(f"{os.path.basename(database)} cannot be written: its WAL index is read-only, "
-                              "immutable, or on a read-only filesystem")
+        raise ReadOnlyStorage(
+            f"{os.path.basename(database)} cannot be written: its WAL index is read-only, "
+            "immutable, or on a read-only filesystem"
+        )
 
 
 class WalCheckpoints:
@@ -288,8 +290,11 @@ class WalCheckpoints:
         if self._process is not None:
             if self._process.poll() is None:
                 return
-            log.error("the WAL checkpointer exited (%s); starting another", _status(self._process.returncode),
-                      extra={"pid": self._process.pid})
+            log.error(
+                "the WAL checkpointer exited (%s); starting another",
+                _status(self._process.returncode),
+                extra={"pid": self._process.pid},
+            )
         command = [sys.executable, "-m", __name__, "--every", str(self.interval_s), *self.paths]
         self._process = subprocess.Popen(command, stdin=subprocess.DEVNULL)
 
@@ -330,8 +335,9 @@ def checkpoint(path: str) -> None:
     except ReadOnlyStorage:
         return
     try:
-        connection = sqlite3.connect(f"{Path(path).absolute().as_uri()}?mode=rw", uri=True,
-                                     factory=GuardedConnection)
+        connection = sqlite3.connect(
+            f"{Path(path).absolute().as_uri()}?mode=rw", uri=True, factory=GuardedConnection
+        )
     except sqlite3.OperationalError:
         return  # not there yet
     try:

@@ -24,53 +24,91 @@ from .measure_options import non_negative_int
 
 
 def setup(subparsers) -> None:
-    parser = subparsers.add_parser("bench", help="benchmark revisions on this machine (runner side)",
-                                   description="Runner-side benchmarking.")
-    verbs = parser.add_subparsers(dest="bench_command", required=True, metavar="SUBCOMMAND",
-                                  parser_class=Parser)
+    parser = subparsers.add_parser(
+        "bench",
+        help="benchmark revisions on this machine (runner side)",
+        description="Runner-side benchmarking.",
+    )
+    verbs = parser.add_subparsers(
+        dest="bench_command", required=True, metavar="SUBCOMMAND", parser_class=Parser
+    )
     run = verbs.add_parser(
-        "run", help="benchmark BASE against HEAD, interleaved, and write a results file",
+        "run",
+        help="benchmark BASE against HEAD, interleaved, and write a results file",
         description="Check out BASE and HEAD as git worktrees, run each suite's rounds in ABBA order "
-                    "(each round a fresh process with a timeout) and write the results file.")
+        "(each round a fresh process with a timeout) and write the results file.",
+    )
     measure_options.add(run, config_from="the base revision")
     run.add_argument("--base", required=True, metavar="REV")
     run.add_argument("--head", metavar="REV", help="required unless --aa")
-    run.add_argument("--suite", action="append", dest="suites", metavar="NAME",
-                     help=f"suite to run (repeatable): {', '.join(BUILT_IN)} or one of the config's")
+    run.add_argument(
+        "--suite",
+        action="append",
+        dest="suites",
+        metavar="NAME",
+        help=f"suite to run (repeatable): {', '.join(BUILT_IN)} or one of the config's",
+    )
     run.add_argument("--aa", action="store_true", help="A/A noise run: --base on both sides")
-    run.add_argument("--out", metavar="FILE",
-                     help="results file; with several suites, FILE's stem + .SUITE.json for each (default: "
-                          "$PERFBOT_BENCH_OUT, else results.json)")
-    run.add_argument("--stop-on-failure", action="store_true",
-                     help="stop at the first failed round (default: record it and go on)")
-    run.add_argument("--repo-name", metavar="OWNER/NAME",
-                     help="name recorded in the results (default: $GITHUB_REPOSITORY or the folder name)")
-    run.add_argument("--summary", metavar="FILE",
-                     help="append a Markdown summary of the rounds to FILE (default: $PERFBOT_BENCH_SUMMARY, "
-                          "else $GITHUB_STEP_SUMMARY when set)")
-    run.add_argument("--github-output-fd", type=non_negative_int, metavar="FD",
-                     help="when the run ends, write the SHA-256 of every file it wrote to the open file "
-                          "descriptor FD, as the GitHub Actions step output results-sha256 (the action opens "
-                          "FD on $GITHUB_OUTPUT and checks the files against it before uploading them)")
-    run.add_argument("--profile", action=argparse.BooleanOptionalAction, default=None,
-                     help="one un-timed profiled pass per side after the rounds, for the kernel diff "
-                          "(default: the suite's profile setting)")
+    run.add_argument(
+        "--out",
+        metavar="FILE",
+        help="results file; with several suites, FILE's stem + .SUITE.json for each (default: "
+        "$PERFBOT_BENCH_OUT, else results.json)",
+    )
+    run.add_argument(
+        "--stop-on-failure",
+        action="store_true",
+        help="stop at the first failed round (default: record it and go on)",
+    )
+    run.add_argument(
+        "--repo-name",
+        metavar="OWNER/NAME",
+        help="name recorded in the results (default: $GITHUB_REPOSITORY or the folder name)",
+    )
+    run.add_argument(
+        "--summary",
+        metavar="FILE",
+        help="append a Markdown summary of the rounds to FILE (default: $PERFBOT_BENCH_SUMMARY, "
+        "else $GITHUB_STEP_SUMMARY when set)",
+    )
+    run.add_argument(
+        "--github-output-fd",
+        type=non_negative_int,
+        metavar="FD",
+        help="when the run ends, write the SHA-256 of every file it wrote to the open file "
+        "descriptor FD, as the GitHub Actions step output results-sha256 (the action opens "
+        "FD on $GITHUB_OUTPUT and checks the files against it before uploading them)",
+    )
+    run.add_argument(
+        "--profile",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="one un-timed profiled pass per side after the rounds, for the kernel diff "
+        "(default: the suite's profile setting)",
+    )
     run.add_argument("--quiet", action="store_true", help="no progress lines")
     run.set_defaults(run=run_bench)
     report = verbs.add_parser(
-        "report", help="judge every results file of a folder and print the overall verdict",
+        "report",
+        help="judge every results file of a folder and print the overall verdict",
         description="Compare each results file that `bench run --out` wrote into DIR (as `perfbot "
-                    "compare` does, with its defaults) and print the worst verdict: regression, error, "
-                    "inconclusive, improvement or unchanged. A folder that `perfbot bisect --artifact` "
-                    "wrote (it holds bisect.json) is read as the App reads it, and the bisection's status "
-                    "is printed: confirmed, likely, not_confirmed, not_reproduced or error. The action "
-                    "uses it for its outputs.")
+        "compare` does, with its defaults) and print the worst verdict: regression, error, "
+        "inconclusive, improvement or unchanged. A folder that `perfbot bisect --artifact` "
+        "wrote (it holds bisect.json) is read as the App reads it, and the bisection's status "
+        "is printed: confirmed, likely, not_confirmed, not_reproduced or error. The action "
+        "uses it for its outputs.",
+    )
     report.add_argument("folder", metavar="DIR", help="the folder of the results files")
-    report.add_argument("--markdown", metavar="FILE",
-                        help="also write every suite's comparison (or the bisection's report) as Markdown "
-                             "to FILE")
-    report.add_argument("--good", metavar="SHA", help="a bisection's folder must be about this GOOD "
-                                                      "(default: the one its bisect.json names)")
+    report.add_argument(
+        "--markdown",
+        metavar="FILE",
+        help="also write every suite's comparison (or the bisection's report) as Markdown to FILE",
+    )
+    report.add_argument(
+        "--good",
+        metavar="SHA",
+        help="a bisection's folder must be about this GOOD (default: the one its bisect.json names)",
+    )
     report.add_argument("--bad", metavar="SHA", help="... and this BAD")
     report.add_argument("--suite", metavar="NAME", help="... and this suite")
     report.set_defaults(run=run_report)
@@ -83,10 +121,17 @@ def run_bench(args: argparse.Namespace) -> int:
     summary = args.summary or os.environ.get("PERFBOT_BENCH_SUMMARY") or os.environ.get("GITHUB_STEP_SUMMARY")
     out = args.out or os.environ.get("PERFBOT_BENCH_OUT") or "results.json"
     options = bench.BenchOptions(
-        base=args.base, head=args.head, suites=args.suites or [], out=Path(out),
-        measure=measure_options.from_args(args), aa=args.aa, stop_on_failure=args.stop_on_failure,
+        base=args.base,
+        head=args.head,
+        suites=args.suites or [],
+        out=Path(out),
+        measure=measure_options.from_args(args),
+        aa=args.aa,
+        stop_on_failure=args.stop_on_failure,
         repo_name=args.repo_name or os.environ.get("GITHUB_REPOSITORY"),
-        summary_path=Path(summary) if summary else None, profile=args.profile)
+        summary_path=Path(summary) if summary else None,
+        profile=args.profile,
+    )
     try:
         config = bench_config(args.config, options.measure.repo, options.base)
         stop_on_sigterm()
@@ -116,8 +161,12 @@ def write_digests(fd: int, digests: dict[str, str]) -> None:
     """``digests`` (SHA-256 by file name) as the step output results-sha256, in ``sha256sum`` lines,
     at a delimiter no file name can hold."""
     delimiter = f"perfbot-{secrets.token_hex(16)}"
-    lines = [f"results-sha256<<{delimiter}", *(f"{digests[name]}  {name}" for name in sorted(digests)),
-             delimiter, ""]
+    lines = [
+        f"results-sha256<<{delimiter}",
+        *(f"{digests[name]}  {name}" for name in sorted(digests)),
+        delimiter,
+        "",
+    ]
     try:
         os.write(fd, "\n".join(lines).encode())
     except OSError as error:
@@ -130,8 +179,9 @@ def run_report(args: argparse.Namespace) -> int:
         raise UsageError(f"{folder}: not a folder of results files")
     bisection = args.good or args.bad or args.suite or bisect_artifact.is_bisect_folder(folder)
     if bisection:
-        verdict, markdown = bisect_artifact.read_folder(folder, good=args.good, bad=args.bad,
-                                                        suite=args.suite)
+        verdict, markdown = bisect_artifact.read_folder(
+            folder, good=args.good, bad=args.bad, suite=args.suite
+        )
     else:
         found = results_report.report(folder)
         verdict, markdown = found.verdict, found.markdown

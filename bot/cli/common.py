@@ -56,16 +56,16 @@ def read_input(name: str, limit: int) -> bytes:
     return data
 
 
-def load_config(name: str | None, text: str | None = None,
-                source: ConfigSource = WORK_TREE) -> RepoConfig:
+def load_config(name: str | None, text: str | None = None, source: ConfigSource = WORK_TREE) -> RepoConfig:
     """The config from ``--config``, else the repository's ``text`` read from ``source``, else the
     defaults."""
     config = read_config(name, text, source)
     return config if config is not None else config_source.read(None, source)
 
 
-def read_config(name: str | None, text: str | None = None,
-                source: ConfigSource = WORK_TREE) -> RepoConfig | None:
+def read_config(
+    name: str | None, text: str | None = None, source: ConfigSource = WORK_TREE
+) -> RepoConfig | None:
     """As `load_config`, but None when there is no config to read: the risk verbs then build the
     default rules without loading the schema (pydantic), a good part of their start-up."""
     if name is not None:
@@ -87,22 +87,32 @@ def with_profile(config: RepoConfig, profile: str | None) -> RepoConfig:
 
 
 def add_risk_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--config", metavar="FILE",
-                        help="repository config (YAML); default: the repository's "
-                             f"{CONFIG_PATH} when --repo names one")
-    parser.add_argument("--profile", choices=("auto", "generic", "sglang", "vllm"),
-                        help="built-in rule profile (default: the config's, else auto)")
+    parser.add_argument(
+        "--config",
+        metavar="FILE",
+        help=f"repository config (YAML); default: the repository's {CONFIG_PATH} when --repo names one",
+    )
+    parser.add_argument(
+        "--profile",
+        choices=("auto", "generic", "sglang", "vllm"),
+        help="built-in rule profile (default: the config's, else auto)",
+    )
     parser.add_argument("--format", choices=FORMATS, default="text")
-    parser.add_argument("--fail-on", choices=LEVELS[1:], metavar="LEVEL",
-                        help="exit 1 when the risk level is at least LEVEL (low, medium, high)")
+    parser.add_argument(
+        "--fail-on",
+        choices=LEVELS[1:],
+        metavar="LEVEL",
+        help="exit 1 when the risk level is at least LEVEL (low, medium, high)",
+    )
 
 
 def fails(level: str, fail_on: str | None) -> bool:
     return fail_on is not None and LEVELS.index(level) >= LEVELS.index(fail_on)
 
 
-def emit(fmt: str, as_json: Callable[[], object], as_markdown: Callable[[], str],
-         as_text: Callable[[], str]) -> None:
+def emit(
+    fmt: str, as_json: Callable[[], object], as_markdown: Callable[[], str], as_text: Callable[[], str]
+) -> None:
     """Write a verb's result to standard output in the format asked for (``--format``)."""
     if fmt == "json":
         print_json(as_json())

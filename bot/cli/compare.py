@@ -18,27 +18,52 @@ FAIL_ON = ("regression", "inconclusive")
 
 def setup(subparsers) -> None:
     parser = subparsers.add_parser(
-        "compare", help="judge a results file: regression, improvement, unchanged or inconclusive",
+        "compare",
+        help="judge a results file: regression, improvement, unchanged or inconclusive",
         description="Compare the base and head rounds of a results file metric by metric (a "
-                    "random-effects model of the rounds, t interval, Holm across the primary "
-                    "metrics) and say what changed.")
+        "random-effects model of the rounds, t interval, Holm across the primary "
+        "metrics) and say what changed.",
+    )
     parser.add_argument("results", metavar="RESULTS.json", help="results file, or - for standard input")
     parser.add_argument("--format", choices=FORMATS, default="text")
-    parser.add_argument("--min-effect", type=percentage, default=stats.DEFAULT_MIN_EFFECT * 100,
-                        metavar="PCT", help="smallest change worth a verdict, in percent (default 2)")
-    parser.add_argument("--alpha", type=probability, default=stats.DEFAULT_ALPHA, metavar="A",
-                        help="false-alarm rate across all metrics of the file (default 0.01)")
-    parser.add_argument("--ignore-env", action="append", default=[], metavar="GLOB",
-                        help="fingerprint key (glob, e.g. 'packages.torch') that may differ between "
-                             "base and head without withholding the verdict; repeatable")
-    parser.add_argument("--fail-on", choices=FAIL_ON, metavar="VERDICT",
-                        help="exit 1 on a regression (or an error verdict); 'inconclusive': also "
-                             "when the run could not decide")
-    parser.add_argument("--diff", metavar="DIFF",
-                        help="the change as a unified diff (git diff BASE HEAD > change.diff): the "
-                             "kernel diff marks the launching lines it changed")
-    parser.add_argument("--max-mib", type=int, default=64,
-                        help="refuse results files larger than this many MiB (default 64)")
+    parser.add_argument(
+        "--min-effect",
+        type=percentage,
+        default=stats.DEFAULT_MIN_EFFECT * 100,
+        metavar="PCT",
+        help="smallest change worth a verdict, in percent (default 2)",
+    )
+    parser.add_argument(
+        "--alpha",
+        type=probability,
+        default=stats.DEFAULT_ALPHA,
+        metavar="A",
+        help="false-alarm rate across all metrics of the file (default 0.01)",
+    )
+    parser.add_argument(
+        "--ignore-env",
+        action="append",
+        default=[],
+        metavar="GLOB",
+        help="fingerprint key (glob, e.g. 'packages.torch') that may differ between "
+        "base and head without withholding the verdict; repeatable",
+    )
+    parser.add_argument(
+        "--fail-on",
+        choices=FAIL_ON,
+        metavar="VERDICT",
+        help="exit 1 on a regression (or an error verdict); 'inconclusive': also "
+        "when the run could not decide",
+    )
+    parser.add_argument(
+        "--diff",
+        metavar="DIFF",
+        help="the change as a unified diff (git diff BASE HEAD > change.diff): the "
+        "kernel diff marks the launching lines it changed",
+    )
+    parser.add_argument(
+        "--max-mib", type=int, default=64, help="refuse results files larger than this many MiB (default 64)"
+    )
     parser.set_defaults(run=run)
 
 
@@ -55,11 +80,17 @@ def run(args: argparse.Namespace) -> int:
     changed = read_diff(args.diff, args.max_mib) if args.diff else None
     comparison = stats.decide(loaded, args.min_effect / 100, args.alpha, ignore_env=args.ignore_env)
     kernels = profile.diff_of(loaded.base.profile, loaded.head.profile)
-    emit(args.format, lambda: {"headline": render_compare.headline(comparison), **comparison.to_dict(),
-                               "charts": render_chart.charts_json(loaded, comparison),
-                               **({"kernels": kernels.to_dict()} if kernels is not None else {})},
-         lambda: render_compare.compare_markdown(loaded, comparison, changed=changed),
-         lambda: render_compare.compare_text(loaded, comparison, changed))
+    emit(
+        args.format,
+        lambda: {
+            "headline": render_compare.headline(comparison),
+            **comparison.to_dict(),
+            "charts": render_chart.charts_json(loaded, comparison),
+            **({"kernels": kernels.to_dict()} if kernels is not None else {}),
+        },
+        lambda: render_compare.compare_markdown(loaded, comparison, changed=changed),
+        lambda: render_compare.compare_text(loaded, comparison, changed),
+    )
     return 1 if fails(comparison.verdict, args.fail_on) else 0
 
 

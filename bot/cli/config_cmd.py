@@ -29,14 +29,22 @@ def setup(subparsers) -> None:
     schema = verbs.add_parser("schema", help="print the config's JSON schema")
     schema.set_defaults(run=run_schema)
     rules = verbs.add_parser("rules", help="list the risk rules in force: a profile merged with a config")
-    rules.add_argument("--profile", choices=("auto", *profiles.PROFILES),
-                       help="built-in profile (default: the config's, else auto); auto picks it "
-                            "from the files of --repo's HEAD")
-    rules.add_argument("--config", metavar="FILE", help="a repository config to merge in (default: "
-                                                         "--repo's, if it has one)")
-    rules.add_argument("--repo", default=".", metavar="PATH",
-                       help="the repository that --profile auto looks at (default: the current "
-                            "directory; outside a repository auto means generic)")
+    rules.add_argument(
+        "--profile",
+        choices=("auto", *profiles.PROFILES),
+        help="built-in profile (default: the config's, else auto); auto picks it "
+        "from the files of --repo's HEAD",
+    )
+    rules.add_argument(
+        "--config", metavar="FILE", help="a repository config to merge in (default: --repo's, if it has one)"
+    )
+    rules.add_argument(
+        "--repo",
+        default=".",
+        metavar="PATH",
+        help="the repository that --profile auto looks at (default: the current "
+        "directory; outside a repository auto means generic)",
+    )
     rules.add_argument("--format", choices=FORMATS, default="text")
     rules.set_defaults(run=run_rules)
 
@@ -91,12 +99,17 @@ def _rule_ids(config: RepoConfig | None, text: bytes) -> RuleIds:
     disable = disable if isinstance(disable, list) else []
     weights = weights if isinstance(weights, dict) else {}
     added = [r["id"] for r in rules if isinstance(r, dict) and isinstance(r.get("id"), str)]
-    return (profile, added, [d if isinstance(d, str) else None for d in disable],
-            [w for w in weights if isinstance(w, str)])
+    return (
+        profile,
+        added,
+        [d if isinstance(d, str) else None for d in disable],
+        [w for w in weights if isinstance(w, str)],
+    )
 
 
-def _rule_id_problems(profile: str, added: list[str], disable: list[str | None],
-                      weights: list[str]) -> list[str]:
+def _rule_id_problems(
+    profile: str, added: list[str], disable: list[str | None], weights: list[str]
+) -> list[str]:
     """Unknown rule ids; with profile auto, checked against every profile it may pick, and named
     with the profiles that lack it when not all do."""
     names = [profile] if profile != "auto" else list(profiles.PROFILES)
@@ -123,8 +136,12 @@ def run_rules(args: argparse.Namespace) -> int:
         paths = repo.existing_paths(head, profiles.MARKERS) if repo is not None and head else []
         profile = profiles.detect(paths)
     merged = ruleset.merged_rules(config, profile)
-    emit(args.format, lambda: [dataclasses.asdict(rule) for rule in merged],
-         lambda: render_risk.rules_markdown(merged), lambda: render_risk.rules_text(merged))
+    emit(
+        args.format,
+        lambda: [dataclasses.asdict(rule) for rule in merged],
+        lambda: render_risk.rules_markdown(merged),
+        lambda: render_risk.rules_text(merged),
+    )
     return 0
 
 

@@ -33,56 +33,94 @@ MAX_TIMEOUT = 24 * 3600  # socket.settimeout overflows from about 1e10 s; no ans
 REPO_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9-]{0,38}/[A-Za-z0-9._-]{1,100}")
 LOGIN = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})")
 # Where --body goes, per event: the text a command is read from.
-BODY_OF = {"issue_comment": "comment", "pull_request_review": "review",
-           "pull_request_review_comment": "comment", "pull_request": "pull_request"}
+BODY_OF = {
+    "issue_comment": "comment",
+    "pull_request_review": "review",
+    "pull_request_review_comment": "comment",
+    "pull_request": "pull_request",
+}
 BUILT = ("issue_comment", "pull_request_review", "pull_request")  # the events --pull-request builds
 
 
 def setup(subparsers) -> None:
     parser = subparsers.add_parser(
-        "deliver", help="send a webhook payload to a perfbot server, signed as GitHub signs it",
+        "deliver",
+        help="send a webhook payload to a perfbot server, signed as GitHub signs it",
         description="POST PAYLOAD (a JSON file, or - for standard input) to URL as GitHub delivers the "
-                    "webhook EVENT: signed with the webhook secret (X-Hub-Signature-256), with GitHub's "
-                    "headers. Without PAYLOAD, --pull-request N builds an issue_comment, "
-                    "pull_request_review or pull_request event on pull request N from GitHub's example. "
-                    "Prints the server's answer in one line; exit 0 for a 2xx answer, 1 for another, 2 "
-                    "when it could not be sent. --dry-run prints instead what the bot would write to "
-                    "GitHub (comments, check runs, statuses, labels, reactions, workflow dispatches), "
-                    "running it in this process against a stand-in for GitHub.")
-    parser.add_argument("event", metavar="EVENT", help="the event name, as X-GitHub-Event: pull_request, "
-                                                       "issue_comment, workflow_run, ping, ...")
-    parser.add_argument("payload", metavar="PAYLOAD", nargs="?",
-                        help="the payload: a JSON file, or - for standard input (optional with "
-                             "--pull-request)")
+        "webhook EVENT: signed with the webhook secret (X-Hub-Signature-256), with GitHub's "
+        "headers. Without PAYLOAD, --pull-request N builds an issue_comment, "
+        "pull_request_review or pull_request event on pull request N from GitHub's example. "
+        "Prints the server's answer in one line; exit 0 for a 2xx answer, 1 for another, 2 "
+        "when it could not be sent. --dry-run prints instead what the bot would write to "
+        "GitHub (comments, check runs, statuses, labels, reactions, workflow dispatches), "
+        "running it in this process against a stand-in for GitHub.",
+    )
+    parser.add_argument(
+        "event",
+        metavar="EVENT",
+        help="the event name, as X-GitHub-Event: pull_request, issue_comment, workflow_run, ping, ...",
+    )
+    parser.add_argument(
+        "payload",
+        metavar="PAYLOAD",
+        nargs="?",
+        help="the payload: a JSON file, or - for standard input (optional with --pull-request)",
+    )
     target = parser.add_mutually_exclusive_group(required=True)
     target.add_argument("--to", metavar="URL", help="the webhook URL, e.g. http://127.0.0.1:8000/webhook")
-    target.add_argument("--dry-run", action="store_true",
-                        help="send nothing: run the delivery through the bot in this process, against a "
-                             "stand-in for GitHub, and print what it would write to GitHub")
+    target.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="send nothing: run the delivery through the bot in this process, against a "
+        "stand-in for GitHub, and print what it would write to GitHub",
+    )
     parser.add_argument("--secret", help="the webhook secret (default: the first of PERFBOT_WEBHOOK_SECRET)")
     parser.add_argument("--action", help="set the payload's action (opened, synchronize, created, ...)")
-    parser.add_argument("--body", metavar="TEXT",
-                        help="set the comment's (issue_comment), the review's (pull_request_review) or the "
-                             "pull request's (pull_request) body, e.g. \"/bench\"")
-    parser.add_argument("--pull-request", type=_number, metavar="N",
-                        help="the event is on pull request N (a comment's issue becomes pull request N); "
-                             "without PAYLOAD, build the event from GitHub's example")
-    parser.add_argument("--repo", metavar="OWNER/NAME",
-                        help="the repository of a built event (default: the example's, "
-                             "Codertocat/Hello-World)")
-    parser.add_argument("--login", metavar="LOGIN",
-                        help="who comments or reviews in a built event (default: the example's, Codertocat)")
-    parser.add_argument("--delivery", metavar="GUID",
-                        help="X-GitHub-Delivery (default: a new UUID; repeat one to test deduplication)")
+    parser.add_argument(
+        "--body",
+        metavar="TEXT",
+        help="set the comment's (issue_comment), the review's (pull_request_review) or the "
+        'pull request\'s (pull_request) body, e.g. "/bench"',
+    )
+    parser.add_argument(
+        "--pull-request",
+        type=_number,
+        metavar="N",
+        help="the event is on pull request N (a comment's issue becomes pull request N); "
+        "without PAYLOAD, build the event from GitHub's example",
+    )
+    parser.add_argument(
+        "--repo",
+        metavar="OWNER/NAME",
+        help="the repository of a built event (default: the example's, Codertocat/Hello-World)",
+    )
+    parser.add_argument(
+        "--login",
+        metavar="LOGIN",
+        help="who comments or reviews in a built event (default: the example's, Codertocat)",
+    )
+    parser.add_argument(
+        "--delivery",
+        metavar="GUID",
+        help="X-GitHub-Delivery (default: a new UUID; repeat one to test deduplication)",
+    )
     parser.add_argument("--hook-id", default="1", metavar="ID", help="X-GitHub-Hook-ID (default 1)")
-    parser.add_argument("--timeout", type=positive_float, metavar="SECONDS",
-                        help="how long to wait for the answer (default 30; with --dry-run, for the bot "
-                             "to finish, default 60)")
-    parser.add_argument("--diff", metavar="FILE",
-                        help="--dry-run: the pull request's change, a unified diff such as `git diff "
-                             "main...` prints (default: the sample engine's slow commit)")
-    parser.add_argument("--config", metavar="FILE",
-                        help="--dry-run: the repository's .github/perfbot.yml (default: none)")
+    parser.add_argument(
+        "--timeout",
+        type=positive_float,
+        metavar="SECONDS",
+        help="how long to wait for the answer (default 30; with --dry-run, for the bot "
+        "to finish, default 60)",
+    )
+    parser.add_argument(
+        "--diff",
+        metavar="FILE",
+        help="--dry-run: the pull request's change, a unified diff such as `git diff "
+        "main...` prints (default: the sample engine's slow commit)",
+    )
+    parser.add_argument(
+        "--config", metavar="FILE", help="--dry-run: the repository's .github/perfbot.yml (default: none)"
+    )
     parser.set_defaults(run=run)
 
 
@@ -119,22 +157,27 @@ def _check_options(args: argparse.Namespace) -> None:
             if getattr(args, name) is not None:
                 raise UsageError(f"--{name} is for --dry-run: a server reads the pull request from GitHub")
     if args.payload is None and args.pull_request is None:
-        raise UsageError("PAYLOAD is needed (a JSON file, or - for standard input), or --pull-request N to "
-                         f"build one of {', '.join(BUILT)} from GitHub's example")
+        raise UsageError(
+            "PAYLOAD is needed (a JSON file, or - for standard input), or --pull-request N to "
+            f"build one of {', '.join(BUILT)} from GitHub's example"
+        )
     if args.payload is None and args.event not in BUILT:
         raise UsageError(f"--pull-request builds {', '.join(BUILT)} events, not {args.event}: give PAYLOAD")
     if args.payload is not None:
         for name in ("repo", "login"):
             if getattr(args, name) is not None:
-                raise UsageError(f"--{name} is for an event perfbot deliver builds (no PAYLOAD); "
-                                 "edit PAYLOAD instead")
+                raise UsageError(
+                    f"--{name} is for an event perfbot deliver builds (no PAYLOAD); edit PAYLOAD instead"
+                )
     if args.repo is not None and not REPO_NAME.fullmatch(args.repo):
         raise UsageError(f"--repo {args.repo!r}: expected OWNER/NAME, e.g. octocat/Hello-World")
     if args.login is not None and not LOGIN.fullmatch(args.login):
         raise UsageError(f"--login {args.login!r}: expected a GitHub login (letters, digits, hyphens)")
     if args.body is not None and args.event not in BODY_OF:
-        raise UsageError(f"--body sets the body of a comment, review or pull request, which {args.event} "
-                         "events have none of")
+        raise UsageError(
+            f"--body sets the body of a comment, review or pull request, which {args.event} "
+            "events have none of"
+        )
 
 
 def _payload(args: argparse.Namespace) -> tuple[bytes, dict]:
@@ -165,13 +208,23 @@ def _built(args: argparse.Namespace) -> dict:
     if args.event == "issue_comment":
         example = webhook_example("issue_comment", "created")
         return payloads.issue_comment(
-            args.body or "", number=number, repo=repo, installation_id=example["installation"]["id"],
-            login=args.login or example["comment"]["user"]["login"], comment_id=comment_id)
+            args.body or "",
+            number=number,
+            repo=repo,
+            installation_id=example["installation"]["id"],
+            login=args.login or example["comment"]["user"]["login"],
+            comment_id=comment_id,
+        )
     if args.event == "pull_request_review":
         example = webhook_example("pull_request_review", "submitted")
         return payloads.pull_request_review(
-            args.body or "", number=number, repo=repo, installation_id=1,
-            login=args.login or example["review"]["user"]["login"], review_id=comment_id)
+            args.body or "",
+            number=number,
+            repo=repo,
+            installation_id=1,
+            login=args.login or example["review"]["user"]["login"],
+            review_id=comment_id,
+        )
     return payloads.pull_request(args.action or "opened", number=number, repo=repo, installation_id=1)
 
 
@@ -181,10 +234,15 @@ def _on_pull_request(event: str, payload: dict, number: int) -> None:
 
     if event == "issue_comment":
         issue, repository = payload.get("issue"), payload.get("repository")
-        if not isinstance(issue, dict) or not isinstance(repository, dict) \
-                or not isinstance(repository.get("full_name"), str):
-            raise UsageError("--pull-request: the issue_comment payload has no issue or repository "
-                             "to point at the pull request")
+        if (
+            not isinstance(issue, dict)
+            or not isinstance(repository, dict)
+            or not isinstance(repository.get("full_name"), str)
+        ):
+            raise UsageError(
+                "--pull-request: the issue_comment payload has no issue or repository "
+                "to point at the pull request"
+            )
         issue["number"] = number
         issue["pull_request"] = payloads.pull_request_link(repository["full_name"], number)
     elif event in ("pull_request", "pull_request_review", "pull_request_review_comment"):
@@ -215,8 +273,10 @@ def _dry_run(args: argparse.Namespace, body: bytes, payload: dict, what: str) ->
     print(f"{outcome.answer.line()} ({what}, dry run)")
     writes = outcome.writes
     change = "the change given by --diff" if args.diff else "the sample engine's slow commit as its change"
-    print(f"perfbot would write to GitHub {len(writes)} time(s) (the stand-in held the payload's repository, "
-          f"with {change}):")
+    print(
+        f"perfbot would write to GitHub {len(writes)} time(s) (the stand-in held the payload's repository, "
+        f"with {change}):"
+    )
     print()
     for line in dry_run.describe(writes):
         print(line)
@@ -252,7 +312,9 @@ def _url(text: str) -> str:
     except ValueError as error:  # an unclosed or misused [ ] around the host
         raise UsageError(f"--to {text}: not a valid URL ({error})") from None
     if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise UsageError(f"--to {text}: expected an http:// or https:// URL, e.g. http://127.0.0.1:8000/webhook")
+        raise UsageError(
+            f"--to {text}: expected an http:// or https:// URL, e.g. http://127.0.0.1:8000/webhook"
+        )
     return text
 
 
@@ -260,8 +322,9 @@ def _header_value(name: str, value: str | None) -> None:
     """Refuse what http.client would refuse with a traceback (a newline, a character beyond
     Latin-1) or send as a header no GitHub delivery has (a space, a control character, nothing)."""
     if value is not None and not HEADER_VALUE.fullmatch(value):
-        raise UsageError(f"{name} {value!r}: expected printable ASCII characters, no spaces "
-                         "(it is an HTTP header's value)")
+        raise UsageError(
+            f"{name} {value!r}: expected printable ASCII characters, no spaces (it is an HTTP header's value)"
+        )
 
 
 def _secret(given: str | None) -> str:
@@ -293,8 +356,9 @@ def _read(name: str) -> tuple[bytes, dict]:
     except UnicodeDecodeError:
         raise UsageError(f"{where}: not UTF-8 text") from None
     except json.JSONDecodeError as error:
-        raise UsageError(f"{where}: not valid JSON (line {error.lineno}, column {error.colno}: "
-                         f"{error.msg})") from None
+        raise UsageError(
+            f"{where}: not valid JSON (line {error.lineno}, column {error.colno}: {error.msg})"
+        ) from None
     except RecursionError:
         raise UsageError(f"{where}: not valid JSON (nested too deeply)") from None
     if not isinstance(payload, dict):

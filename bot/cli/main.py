@@ -21,8 +21,10 @@ VERBS = {
     "triage": ("bot.cli.triage", "rank the commits of BASE..HEAD by performance risk"),
     "config": ("bot.cli.config_cmd", "check or describe .github/perfbot.yml"),
     "bench": ("bot.cli.bench", "benchmark revisions on this machine (runner side)"),
-    "compare": ("bot.cli.compare",
-                "judge a results file: regression, improvement, unchanged or inconclusive"),
+    "compare": (
+        "bot.cli.compare",
+        "judge a results file: regression, improvement, unchanged or inconclusive",
+    ),
     "bisect": ("bot.cli.bisect", "find the commit of GOOD..BAD that made a benchmark slower"),
     "serve": ("bot.cli.serve", "run the webhook server (and the queue consumer)"),
     "deliver": ("bot.cli.deliver", "send a webhook payload to a perfbot server, signed as GitHub signs it"),
@@ -35,8 +37,12 @@ VERBS = {
 def build_parser() -> Parser:
     parser = Parser(prog="perfbot", description="Performance review for GPU inference engines.")
     parser.add_argument("--version", action="version", version=f"perfbot {__version__}")
-    verbs = cast(LazyVerbs, parser.add_subparsers(dest="command", required=True, metavar="COMMAND",
-                                                  parser_class=Parser, action=LazyVerbs))
+    verbs = cast(
+        LazyVerbs,
+        parser.add_subparsers(
+            dest="command", required=True, metavar="COMMAND", parser_class=Parser, action=LazyVerbs
+        ),
+    )
     for name, (module, help) in VERBS.items():
         verbs.declare(name, module, help)
     return parser

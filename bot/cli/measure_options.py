@@ -40,24 +40,44 @@ def add(parser: argparse.ArgumentParser, *, config_from: str, runs: str = "side"
     """Add the shared options; ``config_from``: where the config is read by default (a revision's
     name), ``runs``: what one count of rounds is per ('side', or 'side and run' for bisect)."""
     parser.add_argument("--repo", default=".", metavar="PATH", help="the git repository (default: .)")
-    parser.add_argument("--rounds", type=positive_int, metavar="N",
-                        help=f"counted rounds per {runs} (default: bench.rounds, else 5)")
-    parser.add_argument("--warmup", type=non_negative_int, metavar="N",
-                        help="uncounted warm-up rounds per side")
-    parser.add_argument("--max-rounds", type=positive_int, metavar="N",
-                        help="keep adding rounds while inconclusive, up to N per side (default: --rounds)")
+    parser.add_argument(
+        "--rounds",
+        type=positive_int,
+        metavar="N",
+        help=f"counted rounds per {runs} (default: bench.rounds, else 5)",
+    )
+    parser.add_argument(
+        "--warmup", type=non_negative_int, metavar="N", help="uncounted warm-up rounds per side"
+    )
+    parser.add_argument(
+        "--max-rounds",
+        type=positive_int,
+        metavar="N",
+        help="keep adding rounds while inconclusive, up to N per side (default: --rounds)",
+    )
     parser.add_argument("--timeout", type=positive_float, metavar="S", help="seconds one round may take")
-    parser.add_argument("--config", metavar="FILE",
-                        help=f"config (YAML); default: the one committed at {config_from}")
+    parser.add_argument(
+        "--config", metavar="FILE", help=f"config (YAML); default: the one committed at {config_from}"
+    )
     parser.add_argument("--command", metavar="CMD", help="the command of the built-in 'command' suite")
     parser.add_argument("--allow-dirty", action="store_true", help="run even if the work tree has changes")
-    parser.add_argument("--python", metavar="PATH",
-                        help="the engine's interpreter, which the suites run and the fingerprint asks for "
-                             "versions (default: bench.python, else python3 on PATH)")
+    parser.add_argument(
+        "--python",
+        metavar="PATH",
+        help="the engine's interpreter, which the suites run and the fingerprint asks for "
+        "versions (default: bench.python, else python3 on PATH)",
+    )
 
 
 def from_args(args: argparse.Namespace) -> MeasureOptions:
     """The shared options as `add` parsed them."""
-    return MeasureOptions(repo=Path(args.repo), rounds=args.rounds, warmup=args.warmup,
-                          max_rounds=args.max_rounds, timeout=args.timeout, command=args.command,
-                          allow_dirty=args.allow_dirty, python=args.python)
+    return MeasureOptions(
+        repo=Path(args.repo),
+        rounds=args.rounds,
+        warmup=args.warmup,
+        max_rounds=args.max_rounds,
+        timeout=args.timeout,
+        command=args.command,
+        allow_dirty=args.allow_dirty,
+        python=args.python,
+    )

@@ -33,5 +33,7 @@ def hint(error: ModuleNotFoundError) -> str | None:
     extra = MODULE_EXTRAS.get(module)
     if extra is None:
         return None
-    return (f"this command needs the Python module '{module}', which perfbot's '{extra}' extra installs: "
-            f"pip install 'perfbot[{extra}]'")
+    return (
+        f"this command needs the Python module '{module}', which perfbot's '{extra}' extra installs: "
+        f"pip install 'perfbot[{extra}]'"
+    )

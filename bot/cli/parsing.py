@@ -56,7 +56,12 @@ class LazyVerbs(argparse._SubParsersAction):
             self._loaded.add(module)
             importlib.import_module(module).setup(self)
 
-    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
-                 values: Any, option_string: str | None = None) -> None:
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: Any,
+        option_string: str | None = None,
+    ) -> None:
         self.load(values[0])
         super().__call__(parser, namespace, values, option_string)

@@ -15,16 +15,20 @@ log = logging.getLogger("perfbot.relay")
 
 def setup(subparsers) -> None:
     parser = subparsers.add_parser(
-        "relay", help="pass webhook deliveries on to a perfbot server, byte for byte",
+        "relay",
+        help="pass webhook deliveries on to a perfbot server, byte for byte",
         description="Listen where GitHub can deliver (set the App's webhook URL to this address) and pass "
-                    "every POST on to --to with its raw body and GitHub's headers unchanged, so the "
-                    "signature verifies at perfbot; answer what perfbot answered. For trying perfbot "
-                    "from a laptop or a private network (werkzeug's server; put a TLS proxy in front "
-                    "of it for anything lasting).")
-    parser.add_argument("--listen", metavar="HOST:PORT", required=True,
-                        help="address to listen on, e.g. 0.0.0.0:9000")
-    parser.add_argument("--to", metavar="URL", required=True,
-                        help="perfbot's webhook URL, e.g. http://127.0.0.1:8000/webhook")
+        "every POST on to --to with its raw body and GitHub's headers unchanged, so the "
+        "signature verifies at perfbot; answer what perfbot answered. For trying perfbot "
+        "from a laptop or a private network (werkzeug's server; put a TLS proxy in front "
+        "of it for anything lasting).",
+    )
+    parser.add_argument(
+        "--listen", metavar="HOST:PORT", required=True, help="address to listen on, e.g. 0.0.0.0:9000"
+    )
+    parser.add_argument(
+        "--to", metavar="URL", required=True, help="perfbot's webhook URL, e.g. http://127.0.0.1:8000/webhook"
+    )
     parser.set_defaults(run=run)
 
 
@@ -41,8 +45,9 @@ def target_url(text: str) -> str:
     except ValueError:
         parts = None
     if parts is None or parts.scheme not in ("http", "https") or not parts.hostname:
-        raise UsageError(f"--to: expected perfbot's http(s) webhook URL, e.g. http://127.0.0.1:8000/webhook, "
-                         f"got {text!r}")
+        raise UsageError(
+            f"--to: expected perfbot's http(s) webhook URL, e.g. http://127.0.0.1:8000/webhook, got {text!r}"
+        )
     return text
 
 

@@ -17,25 +17,44 @@ DEFAULT_FOLDER = Path(".cache/perfbot-sandbox")
 
 def setup(subparsers) -> None:
     parser = subparsers.add_parser(
-        "sandbox", help="try the whole bot on this machine, against a stand-in for GitHub",
+        "sandbox",
+        help="try the whole bot on this machine, against a stand-in for GitHub",
         description="Start perfbot serve (SQLite files in --dir) against a local stand-in for GitHub, build "
-                    "the sample engine's repository, replay its history as merged pull requests (each "
-                    "merge benchmarked on this machine's CPU, which fills the dashboard), open a pull "
-                    "request for the bot to review, and print the addresses of its thread and of the "
-                    "dashboard. Comment /bench on the thread to benchmark it. Ctrl-C stops everything. A "
-                    "development tool: nothing leaves this machine.")
-    parser.add_argument("--dir", type=Path, default=DEFAULT_FOLDER, metavar="FOLDER",
-                        help=f"the sandbox's folder, emptied at each start (default {DEFAULT_FOLDER})")
+        "the sample engine's repository, replay its history as merged pull requests (each "
+        "merge benchmarked on this machine's CPU, which fills the dashboard), open a pull "
+        "request for the bot to review, and print the addresses of its thread and of the "
+        "dashboard. Comment /bench on the thread to benchmark it. Ctrl-C stops everything. A "
+        "development tool: nothing leaves this machine.",
+    )
+    parser.add_argument(
+        "--dir",
+        type=Path,
+        default=DEFAULT_FOLDER,
+        metavar="FOLDER",
+        help=f"the sandbox's folder, emptied at each start (default {DEFAULT_FOLDER})",
+    )
     parser.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
-    parser.add_argument("--port", type=int, default=8010,
-                        help="perfbot's port (default 8010: `make run` may hold 8000)")
-    parser.add_argument("--github-port", type=int, default=None,
-                        help="the GitHub stand-in's port (default: --port + 1)")
-    parser.add_argument("--parallel", type=int, default=None, metavar="N",
-                        help="benchmarks measured at once (default: 1, or 2 with 8 cores or more)")
-    parser.add_argument("--merge-rounds", type=int, default=1, metavar="N",
-                        help="rounds per side of each merge's benchmark (default 1: the history's points; "
-                             "3 or more give each merge a verdict)")
+    parser.add_argument(
+        "--port", type=int, default=8010, help="perfbot's port (default 8010: `make run` may hold 8000)"
+    )
+    parser.add_argument(
+        "--github-port", type=int, default=None, help="the GitHub stand-in's port (default: --port + 1)"
+    )
+    parser.add_argument(
+        "--parallel",
+        type=int,
+        default=None,
+        metavar="N",
+        help="benchmarks measured at once (default: 1, or 2 with 8 cores or more)",
+    )
+    parser.add_argument(
+        "--merge-rounds",
+        type=int,
+        default=1,
+        metavar="N",
+        help="rounds per side of each merge's benchmark (default 1: the history's points; "
+        "3 or more give each merge a verdict)",
+    )
     parser.set_defaults(run=run)
 
 

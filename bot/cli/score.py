@@ -21,16 +21,24 @@ if TYPE_CHECKING:
 
 
 def setup(subparsers) -> None:
-    parser = subparsers.add_parser("score", help="score one unified diff for performance risk",
-                                   description="Score a unified diff (a file, or - for standard "
-                                               "input) 0-100 for risk to inference hot paths.")
-    parser.add_argument("diff", nargs="?", default="-", metavar="DIFF",
-                        help="diff file, or - (default) for standard input")
-    parser.add_argument("--repo", metavar="PATH",
-                        help="a checkout of the changed tree: its files locate enclosing "
-                             f"functions, and its {CONFIG_PATH} is the default config")
-    parser.add_argument("--max-mib", type=int, default=256,
-                        help="refuse diffs larger than this many MiB (default 256)")
+    parser = subparsers.add_parser(
+        "score",
+        help="score one unified diff for performance risk",
+        description="Score a unified diff (a file, or - for standard "
+        "input) 0-100 for risk to inference hot paths.",
+    )
+    parser.add_argument(
+        "diff", nargs="?", default="-", metavar="DIFF", help="diff file, or - (default) for standard input"
+    )
+    parser.add_argument(
+        "--repo",
+        metavar="PATH",
+        help="a checkout of the changed tree: its files locate enclosing "
+        f"functions, and its {CONFIG_PATH} is the default config",
+    )
+    parser.add_argument(
+        "--max-mib", type=int, default=256, help="refuse diffs larger than this many MiB (default 256)"
+    )
     add_risk_options(parser)
     step_map.add_option(parser)
     parser.set_defaults(run=run)
@@ -45,22 +53,31 @@ def run(args: argparse.Namespace) -> int:
     parsed = diffs.parse(data)
     where = "standard input" if args.diff == "-" else args.diff
     if not data.strip():
-        parsed = dataclasses.replace(parsed, warnings=[f"{where} is empty (is it a unified diff?)",
-                                                       *parsed.warnings])
+        parsed = dataclasses.replace(
+            parsed, warnings=[f"{where} is empty (is it a unified diff?)", *parsed.warnings]
+        )
     if args.fail_on is not None and not parsed.files:
         # A gate that passes on an empty or mangled diff would let anything through.
-        raise UsageError(f"{where}: no file changes found (is it a unified diff?); "
-                         f"--fail-on {args.fail_on} has nothing to judge")
+        raise UsageError(
+            f"{where}: no file changes found (is it a unified diff?); "
+            f"--fail-on {args.fail_on} has nothing to judge"
+        )
     rules = ruleset.build(config, (f.path for f in parsed.files), args.profile)
     source = None
     if repo is not None:
+
         def source(path: str) -> list[str] | None:
             text = repo.read_file(path)
             return text.splitlines() if text is not None else None
+
     evidence = step_map.evidence(mapped, repo, (f.path for f in parsed.files)) if mapped else None
     report = risk.score(parsed, rules, source, evidence)
-    emit(args.format, report.to_dict, lambda: render_risk.report_markdown(report),
-         lambda: render_risk.report_text(report))
+    emit(
+        args.format,
+        report.to_dict,
+        lambda: render_risk.report_markdown(report),
+        lambda: render_risk.report_text(report),
+    )
     return 1 if fails(report.level, args.fail_on) else 0
 
 

@@ -14,31 +14,49 @@ log = logging.getLogger("perfbot.serve")
 
 
 def setup(subparsers) -> None:
-    serve = subparsers.add_parser("serve", help="run the webhook server (and the queue consumer)",
-                                  description="Serve POST /webhook, /healthz, /metrics and the dashboard "
-                                              "with gunicorn. With the embedded SQLite queue (the default) "
-                                              "it also starts the queue consumers, as processes of their "
-                                              "own that it restarts if they die and stops with itself.")
+    serve = subparsers.add_parser(
+        "serve",
+        help="run the webhook server (and the queue consumer)",
+        description="Serve POST /webhook, /healthz, /metrics and the dashboard "
+        "with gunicorn. With the embedded SQLite queue (the default) "
+        "it also starts the queue consumers, as processes of their "
+        "own that it restarts if they die and stops with itself.",
+    )
     serve.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
     serve.add_argument("--port", type=int, default=8000, help="port to listen on (default 8000)")
     serve.add_argument("--workers", type=int, default=1, help="gunicorn worker processes (default 1)")
     serve.add_argument("--threads", type=int, default=8, help="threads per worker process (default 8)")
-    serve.add_argument("--consumers", type=int, default=1,
-                       help="queue consumer processes on the embedded queue (default 1; none with Redis)")
-    serve.add_argument("--consumer-threads", type=int, default=4,
-                       help="threads per queue consumer process (default 4)")
-    serve.add_argument("--register-app", metavar="FILE",
-                       help="register perfbot's GitHub App from its manifest at /setup/app and write its "
-                            "settings to FILE (0600; the private key beside it); for a server not yet "
-                            "an App, so no webhook secret is needed yet")
+    serve.add_argument(
+        "--consumers",
+        type=int,
+        default=1,
+        help="queue consumer processes on the embedded queue (default 1; none with Redis)",
+    )
+    serve.add_argument(
+        "--consumer-threads", type=int, default=4, help="threads per queue consumer process (default 4)"
+    )
+    serve.add_argument(
+        "--register-app",
+        metavar="FILE",
+        help="register perfbot's GitHub App from its manifest at /setup/app and write its "
+        "settings to FILE (0600; the private key beside it); for a server not yet "
+        "an App, so no webhook secret is needed yet",
+    )
     serve.set_defaults(run=run_serve)
-    worker = subparsers.add_parser("worker", help="run the queue consumer only",
-                                   description="Consume queued deliveries (PERFBOT_QUEUE_URL) until "
-                                               "SIGTERM; run any number of these next to `perfbot serve`.")
+    worker = subparsers.add_parser(
+        "worker",
+        help="run the queue consumer only",
+        description="Consume queued deliveries (PERFBOT_QUEUE_URL) until "
+        "SIGTERM; run any number of these next to `perfbot serve`.",
+    )
     worker.add_argument("--threads", type=int, default=4, help="consumer threads (default 4)")
-    worker.add_argument("--no-periodic", dest="periodic", action="store_false",
-                        help="leave the periodic tasks (the minutely sweep, the hourly scheduled "
-                             "benchmarks) to another worker: exactly one worker of a queue runs them")
+    worker.add_argument(
+        "--no-periodic",
+        dest="periodic",
+        action="store_false",
+        help="leave the periodic tasks (the minutely sweep, the hourly scheduled "
+        "benchmarks) to another worker: exactly one worker of a queue runs them",
+    )
     worker.set_defaults(run=run_worker)
 
 
@@ -50,8 +68,10 @@ def _settings():
     except SettingsError as error:
         raise UsageError(str(error)) from None
     if settings.mode == "none":
-        log.warning("no GitHub credentials (PERFBOT_APP_ID + PERFBOT_PRIVATE_KEY, or PERFBOT_GITHUB_TOKEN): "
-                    "deliveries are accepted but reviews cannot be published")
+        log.warning(
+            "no GitHub credentials (PERFBOT_APP_ID + PERFBOT_PRIVATE_KEY, or PERFBOT_GITHUB_TOKEN): "
+            "deliveries are accepted but reviews cannot be published"
+        )
     return settings
 
 
@@ -73,8 +93,9 @@ def run_serve(args: argparse.Namespace) -> int:
     from bot.service.failures import SchemaNotMigrated, StorageUnavailable
 
     try:
-        server.serve(settings, args.host, args.port, args.workers, args.threads, args.consumers,
-                     args.consumer_threads)
+        server.serve(
+            settings, args.host, args.port, args.workers, args.threads, args.consumers, args.consumer_threads
+        )
     except StorageUnavailable as error:  # at start-up, before anything was served
         log.error("perfbot serve cannot start: %s", error)
         return 1

@@ -25,11 +25,14 @@ MAX_SOURCES = 500
 
 
 def add_option(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--map", metavar="FILE",
-                        help="a per-step map (JSON: a map file, or a results file holding one): "
-                             "changed functions a step runs score as hot, those it never runs in hot "
-                             "files as set-up code; with a repository that has the map's commit, "
-                             "functions they call and constants they read count too")
+    parser.add_argument(
+        "--map",
+        metavar="FILE",
+        help="a per-step map (JSON: a map file, or a results file holding one): "
+        "changed functions a step runs score as hot, those it never runs in hot "
+        "files as set-up code; with a repository that has the map's commit, "
+        "functions they call and constants they read count too",
+    )
 
 
 def read(name: str) -> stepmap.StepMap:
@@ -55,12 +58,14 @@ def read(name: str) -> stepmap.StepMap:
         raise UsageError(f"{name}: {error}") from None
 
 
-def evidence(step_map: stepmap.StepMap, repo: GitRepo | None, changed: Iterable[str] = (),
-             fallback: str | None = None) -> MapEvidence:
+def evidence(
+    step_map: stepmap.StepMap, repo: GitRepo | None, changed: Iterable[str] = (), fallback: str | None = None
+) -> MapEvidence:
     """The map with the call graph of its commit's source when ``repo`` has that commit (else of
     ``fallback``'s, when given; else no graph)."""
-    return stepmap_scoring.evidence(step_map, _reader(repo, step_map.commit, fallback), changed, None,
-                                    MAX_SOURCES)
+    return stepmap_scoring.evidence(
+        step_map, _reader(repo, step_map.commit, fallback), changed, None, MAX_SOURCES
+    )
 
 
 def _reader(repo: GitRepo | None, commit: str, fallback: str | None) -> Callable[[str], str | None] | None:

@@ -19,12 +19,15 @@ from .measure_options import positive_int
 
 def setup(subparsers) -> None:
     parser = subparsers.add_parser(
-        "triage", help="rank the commits of BASE..HEAD by performance risk",
+        "triage",
+        help="rank the commits of BASE..HEAD by performance risk",
         description="Rank every commit of BASE..HEAD (reachable from HEAD, not from BASE) by "
-                    "performance risk, most suspicious first.")
+        "performance risk, most suspicious first.",
+    )
     parser.add_argument("range", metavar="BASE..HEAD")
-    parser.add_argument("--repo", default=".", metavar="PATH",
-                        help="the git repository (default: the current directory)")
+    parser.add_argument(
+        "--repo", default=".", metavar="PATH", help="the git repository (default: the current directory)"
+    )
     parser.add_argument("--limit", type=positive_int, metavar="N", help="show only the N most suspicious")
     parser.add_argument("--no-files", action="store_true", help="text format: omit file lists")
     parser.add_argument("--quiet", action="store_true", help="no progress on standard error")
@@ -45,13 +48,17 @@ def run(args: argparse.Namespace) -> int:
     progress.say(f"reading {total} commits of {args.range} ...")
     commits = repo.range_patches(base_sha, head_sha)
     evidence = step_map.evidence(mapped, repo, fallback=base_sha) if mapped else None
-    result = triage.rank(commits, rules, args.range,
-                         lambda done: progress.count("scoring commit", done, total), evidence)
+    result = triage.rank(
+        commits, rules, args.range, lambda done: progress.count("scoring commit", done, total), evidence
+    )
     progress.done()
     if args.limit is not None:
         result = result.top(args.limit)
-    emit(args.format, result.to_dict, lambda: render_risk.triage_markdown(result),
-         lambda: render_risk.triage_text(result, show_files=not args.no_files))
+    emit(
+        args.format,
+        result.to_dict,
+        lambda: render_risk.triage_markdown(result),
+        lambda: render_risk.triage_text(result, show_files=not args.no_files),
+    )
     worst = result.commits[0].report.level if result.commits else "none"
     return 1 if fails(worst, args.fail_on) else 0
-

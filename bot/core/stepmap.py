@@ -96,15 +96,33 @@ class StepMap:
     def to_dict(self) -> dict[str, Any]:
         """The map as JSON-ready data, in the form `parse` reads back."""
         return {
-            "schema": SCHEMA, "commit": self.commit, "suite": self.suite, "step": self.step,
-            "steps": self.steps, "source": self.source,
-            "functions": [{"path": f.path, "function": f.function, "line": f.line,
-                           "calls_per_step": f.calls_per_step, "host_share": f.host_share}
-                          for f in self.functions],
-            "kernels": [{"family": k.family, "launches_per_step": k.launches_per_step,
-                         "launched_by": [{"path": s.path, "function": s.function, "line": s.line,
-                                          "per_step": s.per_step} for s in k.launched_by]}
-                        for k in self.kernels],
+            "schema": SCHEMA,
+            "commit": self.commit,
+            "suite": self.suite,
+            "step": self.step,
+            "steps": self.steps,
+            "source": self.source,
+            "functions": [
+                {
+                    "path": f.path,
+                    "function": f.function,
+                    "line": f.line,
+                    "calls_per_step": f.calls_per_step,
+                    "host_share": f.host_share,
+                }
+                for f in self.functions
+            ],
+            "kernels": [
+                {
+                    "family": k.family,
+                    "launches_per_step": k.launches_per_step,
+                    "launched_by": [
+                        {"path": s.path, "function": s.function, "line": s.line, "per_step": s.per_step}
+                        for s in k.launched_by
+                    ],
+                }
+                for k in self.kernels
+            ],
         }
 
 
@@ -143,8 +161,9 @@ def _map(data: object, where: str) -> StepMap:
         raise StepMapError(f"{_at(where, 'commit')}: must be a 40-hex commit sha, got {_show(commit)}")
     source = fields.get("source")
     if source not in SOURCES:
-        raise StepMapError(f"{_at(where, 'source')}: must be one of {', '.join(SOURCES)}, "
-                           f"got {_show(source)}")
+        raise StepMapError(
+            f"{_at(where, 'source')}: must be one of {', '.join(SOURCES)}, got {_show(source)}"
+        )
     functions = _list(fields, "functions", where, MAX_FUNCTIONS)
     kernels = _list(fields, "kernels", where, MAX_KERNELS)
     parsed_functions = tuple(_function(f, _at(where, f"functions[{i}]")) for i, f in enumerate(functions))
@@ -152,9 +171,14 @@ def _map(data: object, where: str) -> StepMap:
     parsed_kernels = tuple(_kernel(k, _at(where, f"kernels[{i}]")) for i, k in enumerate(kernels))
     _unique([k.family for k in parsed_kernels], _at(where, "kernels"), "family")
     return StepMap(
-        commit=commit.lower(), suite=_text(fields, "suite", where, 100),
-        step=_text(fields, "step", where, 100), steps=_count(fields, "steps", where), source=source,
-        functions=parsed_functions, kernels=parsed_kernels)
+        commit=commit.lower(),
+        suite=_text(fields, "suite", where, 100),
+        step=_text(fields, "step", where, 100),
+        steps=_count(fields, "steps", where),
+        source=source,
+        functions=parsed_functions,
+        kernels=parsed_kernels,
+    )
 
 
 def _function(data: object, where: str) -> FunctionEntry:
@@ -162,9 +186,13 @@ def _function(data: object, where: str) -> FunctionEntry:
     share = _number(fields, "host_share", where)
     if share > 1:
         raise StepMapError(f"{_at(where, 'host_share')}: must be at most 1, got {_show(share)}")
-    return FunctionEntry(path=_path(fields, where), function=_text(fields, "function", where, MAX_NAME_CHARS),
-                         line=_line(fields, where), calls_per_step=_number(fields, "calls_per_step", where),
-                         host_share=share)
+    return FunctionEntry(
+        path=_path(fields, where),
+        function=_text(fields, "function", where, MAX_NAME_CHARS),
+        line=_line(fields, where),
+        calls_per_step=_number(fields, "calls_per_step", where),
+        host_share=share,
+    )
 
 
 def _kernel(data: object, where: str) -> KernelEntry:
@@ -172,15 +200,21 @@ def _kernel(data: object, where: str) -> KernelEntry:
     sites = _list(fields, "launched_by", where, MAX_LAUNCH_SITES)
     launched_by = tuple(_site(s, _at(where, f"launched_by[{i}]")) for i, s in enumerate(sites))
     _unique([(s.path, s.function, s.line) for s in launched_by], _at(where, "launched_by"), "line")
-    return KernelEntry(family=_text(fields, "family", where, MAX_NAME_CHARS),
-                       launches_per_step=_number(fields, "launches_per_step", where),
-                       launched_by=launched_by)
+    return KernelEntry(
+        family=_text(fields, "family", where, MAX_NAME_CHARS),
+        launches_per_step=_number(fields, "launches_per_step", where),
+        launched_by=launched_by,
+    )
 
 
 def _site(data: object, where: str) -> LaunchSite:
     fields = _object(data, where)
-    return LaunchSite(path=_path(fields, where), function=_text(fields, "function", where, MAX_NAME_CHARS),
-                      line=_line(fields, where), per_step=_number(fields, "per_step", where))
+    return LaunchSite(
+        path=_path(fields, where),
+        function=_text(fields, "function", where, MAX_NAME_CHARS),
+        line=_line(fields, where),
+        per_step=_number(fields, "per_step", where),
+    )
 
 
 def _object(data: object, where: str) -> dict[str, Any]:
@@ -212,8 +246,10 @@ def _text(fields: dict[str, Any], key: str, where: str, limit: int) -> str:
 def _path(fields: dict[str, Any], where: str) -> str:
     value = _text(fields, "path", where, MAX_PATH_CHARS)
     if not is_repository_path(value):
-        raise StepMapError(f"{_at(where, 'path')}: must be a path relative to the repository, "
-                           f"outside installed packages, got {_show(value)}")
+        raise StepMapError(
+            f"{_at(where, 'path')}: must be a path relative to the repository, "
+            f"outside installed packages, got {_show(value)}"
+        )
     return value
 
 
@@ -263,8 +299,13 @@ def _at(where: str, key: str) -> str:
 
 
 def _kind(value: object) -> str:
-    return {dict: "an object", list: "an array", str: "a string", bool: "a boolean",
-            type(None): "nothing"}.get(type(value), "a number")
+    return {
+        dict: "an object",
+        list: "an array",
+        str: "a string",
+        bool: "a boolean",
+        type(None): "nothing",
+    }.get(type(value), "a number")
 
 
 def _show(value: object) -> str:

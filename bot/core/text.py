@@ -27,8 +27,7 @@ _FORMAT = (
 _UNSEEN = re.compile(f"[\x00-\x1f\x7f-\x9f\u2028\u2029{_FORMAT}\ud800-\udfff]")
 
 
-def clip(text: str, limit: int, *, keep: Literal["start", "ends"] = "start",
-         ellipsis: str = ELLIPSIS) -> str:
+def clip(text: str, limit: int, *, keep: Literal["start", "ends"] = "start", ellipsis: str = ELLIPSIS) -> str:
     """``text`` in at most ``limit`` characters, an ellipsis marking any cut: at the end (``keep=
     "start"``), or in the middle (``keep="ends"``, for paths and names whose end says the most).
 

@@ -15,10 +15,20 @@ LEVEL_ICONS: dict[str, str] = {"high": "🔴", "medium": "🟠", "low": "🟡", 
 # Verdicts of a comparison, worst first: a section of several suites says its worst one.
 Verdict = Literal["regression", "improvement", "unchanged", "inconclusive", "error"]
 VERDICTS_WORST_FIRST: tuple[Verdict, ...] = (
-    "regression", "error", "inconclusive", "improvement", "unchanged")
+    "regression",
+    "error",
+    "inconclusive",
+    "improvement",
+    "unchanged",
+)
 CLAIMS: tuple[Verdict, ...] = ("regression", "improvement")  # the verdicts that say the change moved speed
 VERDICT_ICONS: dict[str, str] = {
-    "regression": "🔴", "improvement": "🟢", "unchanged": "⚪", "inconclusive": "🟡", "error": "❌"}
+    "regression": "🔴",
+    "improvement": "🟢",
+    "unchanged": "⚪",
+    "inconclusive": "🟡",
+    "error": "❌",
+}
 
 # Which way a metric is better: lower (times) or higher (throughput).
 Better = Literal["lower", "higher"]

@@ -27,8 +27,9 @@ class MetricSamples(NamedTuple):
     head_se: Sequence[float] | None = None
 
 
-def should_continue(samples: Mapping[str, MetricSamples], rounds_done: int, min_rounds: int,
-                    max_rounds: int) -> bool:
+def should_continue(
+    samples: Mapping[str, MetricSamples], rounds_done: int, min_rounds: int, max_rounds: int
+) -> bool:
     """Whether to run another pair of rounds; ``rounds_done`` counts rounds per side, failed ones
     included, so a failing suite cannot run forever."""
     if rounds_done < min_rounds:
@@ -37,13 +38,21 @@ def should_continue(samples: Mapping[str, MetricSamples], rounds_done: int, min_
         return False
     alpha = stats.alpha_per_look(stats.DEFAULT_ALPHA, results.looks(min_rounds, max_rounds))
     deciding = {n: m for n, m in samples.items() if m.primary} or dict(samples)
-    return any(worth_more_rounds(name, metric, alpha, max_rounds - rounds_done)
-               for name, metric in deciding.items())
+    return any(
+        worth_more_rounds(name, metric, alpha, max_rounds - rounds_done) for name, metric in deciding.items()
+    )
 
 
 def worth_more_rounds(name: str, metric: MetricSamples, alpha: float, rounds_left: int) -> bool:
-    judgement = stats.judge(metric.base, metric.head, metric.better, alpha=alpha, name=name,
-                            base_se=metric.base_se, head_se=metric.head_se)
+    judgement = stats.judge(
+        metric.base,
+        metric.head,
+        metric.better,
+        alpha=alpha,
+        name=name,
+        base_se=metric.base_se,
+        head_se=metric.head_se,
+    )
     if judgement.verdict != "inconclusive" or judgement.extra_rounds is None:
         return False
     return judgement.extra_rounds <= rounds_left

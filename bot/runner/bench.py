@@ -98,8 +98,10 @@ def plan(options: BenchOptions, config: BenchConfig) -> Plan:
     if repo.bare:
         raise BenchError(f"{measure.repo}: a bare repository has no work tree to benchmark from")
     if not measure.allow_dirty and repo.is_dirty(untracked_files=False):
-        raise BenchError(f"{repo.work_tree}: the work tree has uncommitted changes "
-                         f"(commit or stash them, or pass --allow-dirty)")
+        raise BenchError(
+            f"{repo.work_tree}: the work tree has uncommitted changes "
+            f"(commit or stash them, or pass --allow-dirty)"
+        )
     base_sha = repo.resolve(options.base)
     if options.aa:
         if options.head and repo.resolve(options.head) != base_sha:
@@ -124,8 +126,18 @@ def plan(options: BenchOptions, config: BenchConfig) -> Plan:
     max_rounds = max(measure.max_rounds or config.max_rounds or rounds, rounds)
     warmup = config.warmup if measure.warmup is None else measure.warmup
     paths = {s.name: out_path(options.out, s.name, len(suites) > 1) for s in suites}
-    return Plan(repo, base_sha, head_sha, suites, rounds, warmup, max_rounds,
-                measure.timeout or config.timeout, paths, timeout_given=measure.timeout is not None)
+    return Plan(
+        repo,
+        base_sha,
+        head_sha,
+        suites,
+        rounds,
+        warmup,
+        max_rounds,
+        measure.timeout or config.timeout,
+        paths,
+        timeout_given=measure.timeout is not None,
+    )
 
 
 DEFAULT_PYTHON = "python3"
@@ -139,15 +151,21 @@ def interpreter(name: str, where: str = "") -> str:
     """
     found = shutil.which(name)
     if found is None:
-        raise BenchError(f"{where}{name}: no such interpreter (name the engine's with --python or "
-                         f"bench.python)")
+        raise BenchError(
+            f"{where}{name}: no such interpreter (name the engine's with --python or bench.python)"
+        )
     # Absolute, since rounds run in the worktrees; not resolved, so that a venv's python stays one.
     return os.path.abspath(found)
 
 
-def run(options: BenchOptions, config: BenchConfig, progress: Progress,
-        base_tree: Path | None = None, head_tree: Path | None = None,
-        planned: Plan | None = None) -> list[SuiteOutcome]:
+def run(
+    options: BenchOptions,
+    config: BenchConfig,
+    progress: Progress,
+    base_tree: Path | None = None,
+    head_tree: Path | None = None,
+    planned: Plan | None = None,
+) -> list[SuiteOutcome]:
     """Benchmark every suite; the results files are written as rounds finish.
 
     ``base_tree`` / ``head_tree``: worktrees of ``options.base`` / ``options.head`` that the caller
@@ -158,17 +176,23 @@ def run(options: BenchOptions, config: BenchConfig, progress: Progress,
     p = planned if planned is not None else plan(options, config)
     contained = scope.strategy()
     fenced = "; the other side's worktree and perfbot's files are read-only to it" * contained.read_only
-    progress.say(f"fingerprinting the machine (base {p.base_sha[:10]}, head {p.head_sha[:10]}); every "
-                 f"benchmark process runs in a scope of its own: {contained.name}{fenced}")
+    progress.say(
+        f"fingerprinting the machine (base {p.base_sha[:10]}, head {p.head_sha[:10]}); every "
+        f"benchmark process runs in a scope of its own: {contained.name}{fenced}"
+    )
     machine = fingerprint.machine(p.suites[0].python)
     check_torch(p.suites, machine)
     outcomes = []
     with Worktrees(p.repo) as scratch:
-        trees = {"base": base_tree or scratch.add("base", p.base_sha),
-                 "head": head_tree or scratch.add("head", p.head_sha)}
+        trees = {
+            "base": base_tree or scratch.add("base", p.base_sha),
+            "head": head_tree or scratch.add("head", p.head_sha),
+        }
         guard = new_guard(p, trees, scratch.root)
-        progress.say(f"each side's worktree and the engine's import path ({len(guard.shared)} folders) are "
-                     f"checked before every round")
+        progress.say(
+            f"each side's worktree and the engine's import path ({len(guard.shared)} folders) are "
+            f"checked before every round"
+        )
         for suite in p.suites:
             outcome = run_suite(p, suite, guard, scratch.root, machine, options, progress)
             outcomes.append(outcome)
@@ -201,22 +225,33 @@ def check_torch(suites: list[Suite], machine: dict) -> None:
         stack = machine if suite.python == suites[0].python else fingerprint.python_stack(python)
         if "torch" not in stack:
             why = stack.get("torch_error") or "it did not answer perfbot's probe"
-            raise BenchError(f"{python}: this interpreter cannot import torch ({why}), and suite "
-                             f"'{suite.name}' runs torch: name the engine's interpreter with --python (the "
-                             f"action's engine-python) or bench.python")
+            raise BenchError(
+                f"{python}: this interpreter cannot import torch ({why}), and suite "
+                f"'{suite.name}' runs torch: name the engine's interpreter with --python (the "
+                f"action's engine-python) or bench.python"
+            )
 
 
-def run_suite(p: Plan, suite: Suite, guard: Guard, scratch: Path, machine: dict,
-              options: BenchOptions, progress: Progress) -> SuiteOutcome:
+def run_suite(
+    p: Plan,
+    suite: Suite,
+    guard: Guard,
+    scratch: Path,
+    machine: dict,
+    options: BenchOptions,
+    progress: Progress,
+) -> SuiteOutcome:
     """One suite's set-up, warm-ups and rounds; ``scratch``: this run's folder for their outputs."""
     results = new_results(p, suite, machine, options)
     workers: dict[str, Worker | None] = {}
     gpus = bool(machine.get("gpus"))
     tampered = None
     try:
-        stopped = set_up(suite, guard, scratch, p.round_timeout(suite), progress) or \
-            warm_up(p, suite, guard, scratch, results, options, progress, workers) or \
-            measure(p, suite, guard, scratch, results, options, progress, workers)
+        stopped = (
+            set_up(suite, guard, scratch, p.round_timeout(suite), progress)
+            or warm_up(p, suite, guard, scratch, results, options, progress, workers)
+            or measure(p, suite, guard, scratch, results, options, progress, workers)
+        )
         stop_workers(workers)
         profiles = options.profile if options.profile is not None else suite.profiles(gpus)
         if not stopped and any(r.ok for r in results.rounds) and profiles:
@@ -241,23 +276,40 @@ def run_suite(p: Plan, suite: Suite, guard: Guard, scratch: Path, machine: dict,
         finish(results, "complete")
     append_summary(options.summary_path, results)
     ok = sum(r.ok for r in results.rounds)
-    return SuiteOutcome(suite.name, results.path, results.status, ok, len(results.rounds) - ok, results.error,
-                        tampered=tampered is not None)
+    return SuiteOutcome(
+        suite.name,
+        results.path,
+        results.status,
+        ok,
+        len(results.rounds) - ok,
+        results.error,
+        tampered=tampered is not None,
+    )
 
 
 def new_results(p: Plan, suite: Suite, machine: dict, options: BenchOptions) -> ResultsFile:
     """The suite's results file, written before any round; `BenchError` when what it would record
     does not fit the model (a fingerprint too large, a repository name too long)."""
-    settings = {"rounds": p.rounds, "warmup": p.warmup, "max_rounds": p.max_rounds,
-                "timeout": p.round_timeout(suite), "aa": options.aa, "order": "ABBA",
-                "stop_on_failure": options.stop_on_failure, **suite.judging()}
+    settings = {
+        "rounds": p.rounds,
+        "warmup": p.warmup,
+        "max_rounds": p.max_rounds,
+        "timeout": p.round_timeout(suite),
+        "aa": options.aa,
+        "order": "ABBA",
+        "stop_on_failure": options.stop_on_failure,
+        **suite.judging(),
+    }
     name = options.repo_name or p.repo.name
     path = p.paths[suite.name]
     try:
-        base, head = (Revision(sha=sha, fingerprint={**machine, "git": fingerprint.checkout(p.repo, sha)})
-                      for sha in (p.base_sha, p.head_sha))
-        results = ResultsFile(path, suite.name, name, base, head, suite.metrics, settings,
-                              ledger=options.written)
+        base, head = (
+            Revision(sha=sha, fingerprint={**machine, "git": fingerprint.checkout(p.repo, sha)})
+            for sha in (p.base_sha, p.head_sha)
+        )
+        results = ResultsFile(
+            path, suite.name, name, base, head, suite.metrics, settings, ledger=options.written
+        )
         results.write()
     except ValidationError as error:
         raise BenchError(f"{path}: this run cannot be recorded: {problem(error)}") from None
@@ -277,8 +329,14 @@ def set_up(suite: Suite, guard: Guard, scratch: Path, timeout: float, progress: 
             progress.say(f"{suite.name}: set-up in {side} ({command.name})")
             logs = scratch / f"setup-{suite.name}-{side}"
             logs.mkdir(exist_ok=True)
-            output = run_command(command, tree, child_env(command.env, None, suite.python, suite.pass_env),
-                                 time.monotonic() + timeout, logs / command.name, guard.fence(side))
+            output = run_command(
+                command,
+                tree,
+                child_env(command.env, None, suite.python, suite.pass_env),
+                time.monotonic() + timeout,
+                logs / command.name,
+                guard.fence(side),
+            )
             if not output.ok:
                 guard.seal(side)
                 return f"set-up in {side} failed: {describe_failure(output, timeout)}"
@@ -287,14 +345,23 @@ def set_up(suite: Suite, guard: Guard, scratch: Path, timeout: float, progress: 
     return None
 
 
-def warm_up(p: Plan, suite: Suite, guard: Guard, scratch: Path, results: ResultsFile,
-            options: BenchOptions, progress: Progress, workers: dict[str, Worker | None]) -> str | None:
+def warm_up(
+    p: Plan,
+    suite: Suite,
+    guard: Guard,
+    scratch: Path,
+    results: ResultsFile,
+    options: BenchOptions,
+    progress: Progress,
+    workers: dict[str, Worker | None],
+) -> str | None:
     """The uncounted rounds; where the suite has a worker, the worker serves them, so that its
     start-up is paid by a round that was going to be thrown away."""
     order = warmup_order(p.warmup)
     for number, side in enumerate(order):
-        began = progress.round_started(suite.name, "warm-up", number // 2 + 1, p.warmup, side,
-                                       sha_of(p, side), len(order) - number)
+        began = progress.round_started(
+            suite.name, "warm-up", number // 2 + 1, p.warmup, side, sha_of(p, side), len(order) - number
+        )
         take_turn(guard, workers, side)
         worker = serving(workers, suite, guard, scratch, side, progress)
         warmup = context(guard, scratch, suite, side, RoundId("warmup", number + 1))
@@ -307,8 +374,16 @@ def warm_up(p: Plan, suite: Suite, guard: Guard, scratch: Path, results: Results
     return None
 
 
-def measure(p: Plan, suite: Suite, guard: Guard, scratch: Path, results: ResultsFile,
-            options: BenchOptions, progress: Progress, workers: dict[str, Worker | None]) -> str | None:
+def measure(
+    p: Plan,
+    suite: Suite,
+    guard: Guard,
+    scratch: Path,
+    results: ResultsFile,
+    options: BenchOptions,
+    progress: Progress,
+    workers: dict[str, Worker | None],
+) -> str | None:
     done, pair = 0, 0
     while adaptive.should_continue(samples(results), done, p.rounds, p.max_rounds):
         planned = max(p.rounds, done + 1)  # per side: the minimum, or one more pair the rule asked for
@@ -316,16 +391,26 @@ def measure(p: Plan, suite: Suite, guard: Guard, scratch: Path, results: Results
         # only a new process shows (start-up, a new context and communicator) is in every run.
         fresh = done == 0 or done + 1 == p.rounds
         for position, side in enumerate(pair_order(pair)):
-            began = progress.round_started(suite.name, "round", done + 1, planned, side, sha_of(p, side),
-                                           2 * (planned - done) - position)
+            began = progress.round_started(
+                suite.name, "round", done + 1, planned, side, sha_of(p, side), 2 * (planned - done) - position
+            )
             take_turn(guard, workers, side)
             worker = None if fresh else serving(workers, suite, guard, scratch, side, progress)
             counted = context(guard, scratch, suite, side, RoundId("counted", done))
             outcome = run_one(p, suite, counted, worker)
             guard.seal(side)
             progress.round_finished(began, outcome.ok, outcome.error)
-            results.add_round(side, done, outcome.ok, outcome.error, outcome.metrics, outcome.declarations,
-                              outcome.spread, outcome.seconds, "worker" if worker is not None else "fresh")
+            results.add_round(
+                side,
+                done,
+                outcome.ok,
+                outcome.error,
+                outcome.metrics,
+                outcome.declarations,
+                outcome.spread,
+                outcome.seconds,
+                "worker" if worker is not None else "fresh",
+            )
             if not outcome.ok and options.stop_on_failure:
                 return f"round {done} on {side} failed: {outcome.error}"
         done, pair = done + 1, pair + 1
@@ -360,36 +445,50 @@ def stop_workers(workers: dict[str, Worker | None]) -> None:
             workers[side] = None
 
 
-def serving(workers: dict[str, Worker | None], suite: Suite, guard: Guard, scratch: Path,
-            side: str, progress: Progress) -> Worker | None:
+def serving(
+    workers: dict[str, Worker | None],
+    suite: Suite,
+    guard: Guard,
+    scratch: Path,
+    side: str,
+    progress: Progress,
+) -> Worker | None:
     """The side's worker, started on first use; None where the suite has none, it could not start
     (which ``progress`` is told once) or it died."""
     if side not in workers:
         folder = scratch / "workers" / suite.name / side
         folder.mkdir(parents=True, exist_ok=True)
         try:
-            workers[side] = Worker.start(suite, RoundContext(guard.trees[side], folder, side, WORKER_START,
-                                                             guard.fence(side)))
+            workers[side] = Worker.start(
+                suite, RoundContext(guard.trees[side], folder, side, WORKER_START, guard.fence(side))
+            )
         except (OSError, scope.ScopeError) as error:
             workers[side] = None  # as if it had died: the side's rounds run in fresh processes
-            progress.say(f"{suite.name}: the worker of {side} could not start ({error}); its rounds run in "
-                         f"fresh processes")
+            progress.say(
+                f"{suite.name}: the worker of {side} could not start ({error}); its rounds run in "
+                f"fresh processes"
+            )
     worker = workers[side]
     if worker is not None and not worker.alive:
         workers[side] = worker = None  # it died: the side's later rounds run in fresh processes
     return worker
 
 
-def profile(p: Plan, suite: Suite, guard: Guard, scratch: Path, results: ResultsFile,
-            progress: Progress) -> None:
+def profile(
+    p: Plan, suite: Suite, guard: Guard, scratch: Path, results: ResultsFile, progress: Progress
+) -> None:
     """One un-timed profiled pass per side, after every timed round: its kernels explain the
     verdict and never enter it. A pass that fails leaves that side without a profile, saying why."""
     for side in SIDES:
         progress.say(f"{suite.name}: profiled pass of {side} ({sha_of(p, side)[:10]}), not timed")
         began = time.monotonic()
         guard.check(side)
-        outcome = profiling.profile_side(suite, context(guard, scratch, suite, side, PROFILED_PASS),
-                                         p.round_timeout(suite), sha_of(p, side))
+        outcome = profiling.profile_side(
+            suite,
+            context(guard, scratch, suite, side, PROFILED_PASS),
+            p.round_timeout(suite),
+            sha_of(p, side),
+        )
         guard.seal(side)
         progress.round_finished(began, outcome.profile is not None, outcome.error, counted=False)
         if outcome.profile is not None:
@@ -405,10 +504,17 @@ def samples(results: ResultsFile) -> dict[str, adaptive.MetricSamples]:
     its direction and whether it decides the verdict, for the adaptive rule."""
     measured = results.snapshot()
     base, head = SIDES
-    return {name: adaptive.MetricSamples(measured.values(base, name), measured.values(head, name),
-                                         spec.better, measured.role(name) != "diagnostic",
-                                         measured.spreads(base, name), measured.spreads(head, name))
-            for name, spec in measured.metrics.items()}
+    return {
+        name: adaptive.MetricSamples(
+            measured.values(base, name),
+            measured.values(head, name),
+            spec.better,
+            measured.role(name) != "diagnostic",
+            measured.spreads(base, name),
+            measured.spreads(head, name),
+        )
+        for name, spec in measured.metrics.items()
+    }
 
 
 def context(guard: Guard, scratch: Path, suite: Suite, side: str, round_: RoundId) -> RoundContext:

@@ -63,13 +63,16 @@ def bisect(options: BisectOptions, config: RepoConfig, progress: Progress) -> Bi
     good, bad, count = repo.count_range(options.good, options.bad)
     folder = BisectFolder.open(options.out, run_settings(options, config, good, bad))
     if len(folder):
-        progress.say(f"bisect: resuming in {options.out}: {len(folder)} run(s) measured there before "
-                     f"are reused, only what is missing is measured")
+        progress.say(
+            f"bisect: resuming in {options.out}: {len(folder)} run(s) measured there before "
+            f"are reused, only what is missing is measured"
+        )
     progress.say(f"bisect: ranking the {count} commits of {options.good}..{options.bad} by risk")
     rules = ruleset.build(config, repo.existing_paths(bad, profiles.MARKERS))
     ranked = triage.rank(repo.range_patches(good, bad), rules, f"{good}..{bad}")
-    suspects = {item.commit.sha: Suspect(item.commit.sha, item.commit.subject, item.report)
-                for item in ranked.commits}
+    suspects = {
+        item.commit.sha: Suspect(item.commit.sha, item.commit.subject, item.report) for item in ranked.commits
+    }
     order = repo.rev_list(good, bad)
     with Worktrees(repo) as kept:
         runner = _Runner(options, config, progress, folder, good, kept)
@@ -79,10 +82,18 @@ def bisect(options: BisectOptions, config: RepoConfig, progress: Progress) -> Bi
             why = f"the reference run measured nothing usable: {problem or 'no metric'}"
             progress.say(f"bisect: {why}")
             reference = Measurement("reference", good, bad, None, "error", None, None, None, path, why)
-            prints = bisect_report.side_fingerprints(loaded.base.fingerprint, loaded.head.fingerprint) \
-                if loaded is not None else {}
-            return bisect_report.unusable(reference, suite=options.suite, metric=options.metric or "",
-                                          commits=count, fingerprints=prints)
+            prints = (
+                bisect_report.side_fingerprints(loaded.base.fingerprint, loaded.head.fingerprint)
+                if loaded is not None
+                else {}
+            )
+            return bisect_report.unusable(
+                reference,
+                suite=options.suite,
+                metric=options.metric or "",
+                commits=count,
+                fingerprints=prints,
+            )
         fingerprints = bisect_report.side_fingerprints(loaded.base.fingerprint, loaded.head.fingerprint)
         try:
             chosen = runner.regressed(loaded, progress)
@@ -90,11 +101,18 @@ def bisect(options: BisectOptions, config: RepoConfig, progress: Progress) -> Bi
             progress.say(f"bisect: not reproduced: {missing}")
             judged = missing.judged
             reference = bisect_report.measurement("reference", good, bad, judged, None, str(missing), path)
-            return bisect_report.not_reproduced(reference, suite=options.suite,
-                                                metric=judged.name if judged else options.metric or "",
-                                                commits=count, fingerprints=fingerprints)
-        measurements = [bisect_report.measurement("reference", good, bad, chosen, "bad",
-                                                  f"{chosen.name} regressed from GOOD to BAD", path)]
+            return bisect_report.not_reproduced(
+                reference,
+                suite=options.suite,
+                metric=judged.name if judged else options.metric or "",
+                commits=count,
+                fingerprints=fingerprints,
+            )
+        measurements = [
+            bisect_report.measurement(
+                "reference", good, bad, chosen, "bad", f"{chosen.name} regressed from GOOD to BAD", path
+            )
+        ]
         known: dict[str, bisection.Outcome] = {bad: "bad"}
         risk = {sha: s.risk.score for sha, s in suspects.items()}
         rechecked: list[str] = []
@@ -103,29 +121,49 @@ def bisect(options: BisectOptions, config: RepoConfig, progress: Progress) -> Bi
             if isinstance(step, bisection.Probe):
                 suspect = suspects[step.sha]
                 progress.say(f"bisect: probe {step.sha[:10]} ({suspect.subject[:60]}): {step.reason}")
-                outcome, why = runner.against_good(step.sha, chosen, "probe", f"probe-{len(known)}",
-                                                   measurements)
+                outcome, why = runner.against_good(
+                    step.sha, chosen, "probe", f"probe-{len(known)}", measurements
+                )
                 known[step.sha] = outcome
-                progress.say(f"bisect:   {outcome}: {chosen.name} {why}" if outcome != "skipped"
-                             else f"bisect:   {outcome}: {why}")
+                progress.say(
+                    f"bisect:   {outcome}: {chosen.name} {why}"
+                    if outcome != "skipped"
+                    else f"bisect:   {outcome}: {why}"
+                )
                 continue
             confirmation = None
             if isinstance(step, bisection.Culprit):
                 confirmation = runner.confirm(step.sha, step.parent or good, chosen, measurements)
-                if confirmation.outcome != "bad" and runner.recheck(step, known, rechecked, chosen,
-                                                                    measurements):
+                if confirmation.outcome != "bad" and runner.recheck(
+                    step, known, rechecked, chosen, measurements
+                ):
                     measurements.append(confirmation)  # contradicted: kept on record, search goes on
                     continue
             break
-    return bisect_report.conclude(step, good=good, bad=bad, suite=options.suite, metric=chosen.name,
-                                  commits=order, suspects=suspects, measurements=measurements,
-                                  confirmation=confirmation, fingerprints=fingerprints)
+    return bisect_report.conclude(
+        step,
+        good=good,
+        bad=bad,
+        suite=options.suite,
+        metric=chosen.name,
+        commits=order,
+        suspects=suspects,
+        measurements=measurements,
+        confirmation=confirmation,
+        fingerprints=fingerprints,
+    )
 
 
 def _named(metric: stats.MetricJudgement) -> str:
     """``cycle_ms (the headline, piecewise)``: the metric a bisection follows, and what it is."""
-    words = [w for w in (f"the {metric.role}" if metric.role in ("headline", "diagnostic") else "",
-                         metric.mode or "") if w]
+    words = [
+        w
+        for w in (
+            f"the {metric.role}" if metric.role in ("headline", "diagnostic") else "",
+            metric.mode or "",
+        )
+        if w
+    ]
     return metric.name + (f" ({', '.join(words)})" if words else "")
 
 
@@ -139,24 +177,47 @@ def run_settings(options: BisectOptions, config: RepoConfig, good: str, bad: str
     change: the runs are judged again each time.)"""
     measured = bench.plan(_bench_options(options, good, bad, options.out / "unused.json"), config.bench)
     suite = config.bench.suites.get(options.suite)
-    return {"good": good, "bad": bad, "suite": options.suite, "metric": options.metric,
-            "rounds": measured.rounds, "max_rounds": measured.max_rounds, "warmup": measured.warmup,
-            "timeout": measured.round_timeout(measured.suites[0]), "command": options.measure.command,
-            "suite_config": suite.model_dump(mode="json") if suite is not None else None}
+    return {
+        "good": good,
+        "bad": bad,
+        "suite": options.suite,
+        "metric": options.metric,
+        "rounds": measured.rounds,
+        "max_rounds": measured.max_rounds,
+        "warmup": measured.warmup,
+        "timeout": measured.round_timeout(measured.suites[0]),
+        "command": options.measure.command,
+        "suite_config": suite.model_dump(mode="json") if suite is not None else None,
+    }
 
 
-def _bench_options(options: BisectOptions, base: str, head: str, out: Path,
-                   profile: bool | None = None) -> bench.BenchOptions:
-    return bench.BenchOptions(base=base, head=head, suites=[options.suite], out=out, measure=options.measure,
-                              profile=profile, written=options.written)
+def _bench_options(
+    options: BisectOptions, base: str, head: str, out: Path, profile: bool | None = None
+) -> bench.BenchOptions:
+    return bench.BenchOptions(
+        base=base,
+        head=head,
+        suites=[options.suite],
+        out=out,
+        measure=options.measure,
+        profile=profile,
+        written=options.written,
+    )
 
 
 class _Runner:
     """Benchmark runs of the bisection, each a `perfbot bench run` into the output folder. A run the
     folder already holds is reused; GOOD's worktree is checked out once, for every run against it."""
 
-    def __init__(self, options: BisectOptions, config: RepoConfig, progress: Progress,
-                 folder: BisectFolder, good: str, kept: Worktrees):
+    def __init__(
+        self,
+        options: BisectOptions,
+        config: RepoConfig,
+        progress: Progress,
+        folder: BisectFolder,
+        good: str,
+        kept: Worktrees,
+    ):
         self.options, self.config, self.progress = options, config, progress
         self.folder, self.good, self.kept = folder, good, kept
         self._good_tree: Path | None = None
@@ -170,18 +231,22 @@ class _Runner:
         path = self.folder.path / f"{label}-{head[:10]}.json"
         # Only the confirmation's kernels are reported (the culprit against its parent): the other
         # runs skip the profiled pass, whatever the suite's config says.
-        options = _bench_options(self.options, base, head, path,
-                                 self.options.profile if label == "confirm" else False)
+        options = _bench_options(
+            self.options, base, head, path, self.options.profile if label == "confirm" else False
+        )
         planned = bench.plan(options, self.config.bench)  # once: the run below is given it
         suite = planned.suites[0]
         with Worktrees(self.kept.repo, self.kept.root) as scratch:
-            trees = {"base": self.good_tree() if base == self.good else scratch.add("base", base),
-                     "head": scratch.add("head", head)}
+            trees = {
+                "base": self.good_tree() if base == self.good else scratch.add("base", base),
+                "head": scratch.add("head", head),
+            }
             shas = {"base": base, "head": head}
             for side, tree in trees.items():
                 self.verified(tree, shas[side], suite, "before the rounds")
-            outcome = bench.run(options, self.config.bench, self.progress, trees["base"], trees["head"],
-                                planned)[0]
+            outcome = bench.run(
+                options, self.config.bench, self.progress, trees["base"], trees["head"], planned
+            )[0]
             try:
                 for side, tree in trees.items():
                     self.verified(tree, shas[side], suite, "after the rounds")
@@ -202,9 +267,14 @@ class _Runner:
             self._good_tree = self.kept.add("good", self.good)
         return self._good_tree
 
-    def recheck(self, culprit: bisection.Culprit, known: dict[str, bisection.Outcome],
-                rechecked: list[str], chosen: stats.MetricJudgement,
-                measurements: list[Measurement]) -> bool:
+    def recheck(
+        self,
+        culprit: bisection.Culprit,
+        known: dict[str, bisection.Outcome],
+        rechecked: list[str],
+        chosen: stats.MetricJudgement,
+        measurements: list[Measurement],
+    ) -> bool:
         """After a confirmation that found the culprit no slower than its parent, measure the
         culprit and then its parent against GOOD once more; True when one of them came out
         otherwise than before (``known`` then says so, and the search goes on)."""
@@ -212,18 +282,26 @@ class _Runner:
             if sha is None or sha == self.good or sha in rechecked or len(rechecked) >= MAX_RECHECKS:
                 continue
             rechecked.append(sha)
-            self.progress.say(f"bisect: the confirmation contradicts the probes; measuring {sha[:10]} "
-                              f"against GOOD again")
-            outcome, why = self.against_good(sha, chosen, RECHECK, f"{RECHECK}-{len(rechecked)}",
-                                             measurements)
+            self.progress.say(
+                f"bisect: the confirmation contradicts the probes; measuring {sha[:10]} against GOOD again"
+            )
+            outcome, why = self.against_good(
+                sha, chosen, RECHECK, f"{RECHECK}-{len(rechecked)}", measurements
+            )
             self.progress.say(f"bisect:   {outcome}: {why}")
             if outcome in ("ok", "bad") and outcome != known.get(sha):
                 known[sha] = outcome
                 return True
         return False
 
-    def against_good(self, sha: str, chosen: stats.MetricJudgement, purpose: str, label: str,
-                     measurements: list[Measurement]) -> tuple[bisection.Outcome, str]:
+    def against_good(
+        self,
+        sha: str,
+        chosen: stats.MetricJudgement,
+        purpose: str,
+        label: str,
+        measurements: list[Measurement],
+    ) -> tuple[bisection.Outcome, str]:
         """Measure ``sha`` against GOOD on the chosen metric (a probe, or a probe again), judge it
         against the reference and add it to ``measurements``: its outcome, and why."""
         judged, path = self.metric(self.good, sha, chosen.name, label)
@@ -231,8 +309,9 @@ class _Runner:
         measurements.append(bisect_report.measurement(purpose, self.good, sha, judged, outcome, why, path))
         return outcome, why
 
-    def confirm(self, culprit: str, parent: str, chosen: stats.MetricJudgement,
-                measurements: list[Measurement]) -> Measurement:
+    def confirm(
+        self, culprit: str, parent: str, chosen: stats.MetricJudgement, measurements: list[Measurement]
+    ) -> Measurement:
         """The culprit measured against its parent; a probe that already did so counts."""
         confirmation = bisect_report.probe_as_confirmation(measurements, parent, culprit)
         if confirmation is not None:
@@ -258,16 +337,22 @@ class _Runner:
         if name is not None:  # one metric named: judged alone, not sharing the false-alarm rate
             judged = self.judge(loaded, name) if name in loaded.metrics else None
             chosen = bisect_report.named_metric_regressed(judged, name, sorted(loaded.metrics))
-            progress.say(f"bisect: bisecting on {_named(chosen)} (--metric), {_change(chosen)} from GOOD "
-                         "to BAD")
+            progress.say(
+                f"bisect: bisecting on {_named(chosen)} (--metric), {_change(chosen)} from GOOD to BAD"
+            )
             return chosen
         comparison = stats.decide(loaded, self.options.min_effect, self.options.alpha)
         headline = next((m for m in comparison.metrics if m.role == "headline"), None)
         lead = headline.name if headline is not None and headline.verdict == "regression" else None
         chosen = bisect_report.regressed_metric(comparison, lead)
-        progress.say(f"bisect: bisecting on {_named(chosen)}, {_change(chosen)} from GOOD to BAD"
-                     + ("" if lead or headline is None else
-                        f" (the headline {headline.name} did not regress: {headline.verdict})"))
+        progress.say(
+            f"bisect: bisecting on {_named(chosen)}, {_change(chosen)} from GOOD to BAD"
+            + (
+                ""
+                if lead or headline is None
+                else f" (the headline {headline.name} did not regress: {headline.verdict})"
+            )
+        )
         return chosen
 
     def metric(self, base: str, head: str, name: str, label: str) -> tuple[stats.MetricJudgement | None, str]:
@@ -284,10 +369,18 @@ class _Runner:
     def judge(self, loaded: results.Results, name: str) -> stats.MetricJudgement:
         values = (loaded.values("base", name), loaded.values("head", name))
         spec = loaded.metrics[name]
-        return stats.judge(*values, better=spec.better, min_effect=self.options.min_effect,
-                           alpha=self.alpha(), name=name, unit=spec.unit,
-                           base_se=loaded.spreads("base", name), head_se=loaded.spreads("head", name),
-                           role=loaded.role(name), mode=spec.mode)
+        return stats.judge(
+            *values,
+            better=spec.better,
+            min_effect=self.options.min_effect,
+            alpha=self.alpha(),
+            name=name,
+            unit=spec.unit,
+            base_se=loaded.spreads("base", name),
+            head_se=loaded.spreads("head", name),
+            role=loaded.role(name),
+            mode=spec.mode,
+        )
 
     def alpha(self) -> float:
         """The significance level of one judgement: split over the looks that adaptive rounds
@@ -303,6 +396,8 @@ def _load(path: Path, base: str, head: str) -> results.Results:
     commits (its numbers are not about the commits the bisection asked for)."""
     loaded = results.load(path.read_bytes(), str(path))
     if (loaded.base.sha, loaded.head.sha) != (base, head):
-        raise BisectError(f"{path}: measured {loaded.base.sha[:10]}..{loaded.head.sha[:10]}, not the "
-                          f"{base[:10]}..{head[:10]} asked for")
+        raise BisectError(
+            f"{path}: measured {loaded.base.sha[:10]}..{loaded.head.sha[:10]}, not the "
+            f"{base[:10]}..{head[:10]} asked for"
+        )
     return loaded

@@ -72,13 +72,15 @@ def _results_bytes(path: Path, written: Mapping[Path, str]) -> bytes | None:
         raise BisectError(f"{path}: cannot read it for the artifact ({error.strerror})") from None
     recorded = written.get(path)
     if recorded is not None and hashlib.sha256(data).hexdigest() != recorded:
-        raise BisectError(f"{path} is not the file perfbot wrote (its SHA-256 differs); no artifact is "
-                          "written")
+        raise BisectError(
+            f"{path} is not the file perfbot wrote (its SHA-256 differs); no artifact is written"
+        )
     return data
 
 
 def _named(report: dict[str, Any], renamed: Mapping[str, str]) -> dict[str, Any]:
     """The report with each run's results file named as in the artifact folder."""
+
     def name(path: str) -> str:
         return renamed.get(path, Path(path).name)
 
@@ -102,17 +104,25 @@ def is_bisect_folder(folder: Path) -> bool:
     return (folder / REPORT).is_file()
 
 
-def read_folder(folder: Path, *, good: str | None = None, bad: str | None = None,
-                suite: str | None = None) -> tuple[str, str]:
+def read_folder(
+    folder: Path, *, good: str | None = None, bad: str | None = None, suite: str | None = None
+) -> tuple[str, str]:
     """The status and Markdown of the bisection artifact in ``folder``, read as the App reads it
     (`bot.core.bench.bisect_artifact.read`): about ``good``, ``bad`` and ``suite`` when given, else
     those its report names. A report that cannot be read is an ``error``, with the problems."""
-    files = {path.name: path.read_bytes()[:MAX_FILE_BYTES + 1] for path in sorted(folder.iterdir())
-             if path.name in FILES and path.is_file()}
+    files = {
+        path.name: path.read_bytes()[: MAX_FILE_BYTES + 1]
+        for path in sorted(folder.iterdir())
+        if path.name in FILES and path.is_file()
+    }
     files = {name: data for name, data in files.items() if len(data) <= MAX_FILE_BYTES}
     named = _named_in_report(files.get(REPORT, b""))
-    outcome, problems = reader.read(files, good=good or named.get("good", ""),
-                                    bad=bad or named.get("bad", ""), suite=suite or named.get("suite", ""))
+    outcome, problems = reader.read(
+        files,
+        good=good or named.get("good", ""),
+        bad=bad or named.get("bad", ""),
+        suite=suite or named.get("suite", ""),
+    )
     notes = "".join(f"- {escape_md(problem)}\n" for problem in problems)
     if outcome is None:
         return "error", "### perfbot bisect: the artifact cannot be read\n\n" + notes

@@ -24,8 +24,10 @@ from bot.core.judge import results
 SETTINGS_FILE = "bisect-settings.yml"
 REUSABLE = ("complete", "failed")
 RECHECK = "recheck"  # the purpose, and the file name's prefix, of a pair measured again
-_HEADER = ("# perfbot bisect: the settings of the runs in this folder;\n"
-           "# a re-run with the same settings reuses them.\n")
+_HEADER = (
+    "# perfbot bisect: the settings of the runs in this folder;\n"
+    "# a re-run with the same settings reuses them.\n"
+)
 
 
 class BisectFolder:
@@ -50,8 +52,10 @@ class BisectFolder:
             return cls(path, {})
         differences = _differences(_parse(text, record), settings)
         if differences:
-            raise BisectError(f"{path} holds the runs of another bisection ({'; '.join(differences)}): "
-                              f"name another --out, or empty that folder")
+            raise BisectError(
+                f"{path} holds the runs of another bisection ({'; '.join(differences)}): "
+                f"name another --out, or empty that folder"
+            )
         return cls(path, _index(path, settings["suite"]))
 
     def reusable(self, base: str, head: str, kind: str | None = None) -> Path | None:
@@ -69,8 +73,9 @@ def _parse(text: str, record: Path) -> dict[str, Any]:
     except yaml.YAMLError:
         data = None
     if not isinstance(data, dict):
-        raise BisectError(f"{record}: not the settings of a bisection; name another --out, or empty "
-                          f"that folder")
+        raise BisectError(
+            f"{record}: not the settings of a bisection; name another --out, or empty that folder"
+        )
     return data
 
 

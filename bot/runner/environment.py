@@ -20,8 +20,9 @@ from collections.abc import Iterable, Mapping
 
 from bot.core.config.schema import FORBIDDEN_ENV_PREFIXES
 
-KEPT_NAMES = frozenset({"PATH", "HOME", "USER", "LOGNAME", "LANG", "LANGUAGE", "TZ", "TMPDIR",
-                        "LD_LIBRARY_PATH"})
+KEPT_NAMES = frozenset(
+    {"PATH", "HOME", "USER", "LOGNAME", "LANG", "LANGUAGE", "TZ", "TMPDIR", "LD_LIBRARY_PATH"}
+)
 KEPT_PREFIXES = ("LC_", "CUDA_", "NCCL_", "NVIDIA_", "NVSHMEM_", "TORCH_", "PYTORCH_", "SGLANG_", "VLLM_")
 # Not a secret: the id by which the Actions runner finds a job's orphaned processes and ends them.
 RUNNER_TRACKING = "RUNNER_TRACKING_ID"
@@ -32,11 +33,34 @@ PRIVATE_NAMES = frozenset({"PERFBOT_BENCH_OUT", "PERFBOT_BENCH_SUMMARY", "PERFBO
 # Words that make a name a secret's wherever they stand in it (``SGLANG_HFTOKEN``, ``DB_PASSWORD1``).
 _SECRET_PARTS = re.compile(
     r"TOKEN|SECRET|PASSWORD|PASSWD|PASSPHRASE|CREDENTIAL|COOKIE|AUTH|BEARER|APIKEY|API_KEY|PRIVATE_?KEY"
-    r"|ACCESS_?KEY|SIGNING_?KEY|SESSION_?KEY|CLIENT_?KEY|SECRET_?KEY|ENCRYPTION_?KEY|WEBHOOK", re.IGNORECASE)
+    r"|ACCESS_?KEY|SIGNING_?KEY|SESSION_?KEY|CLIENT_?KEY|SECRET_?KEY|ENCRYPTION_?KEY|WEBHOOK",
+    re.IGNORECASE,
+)
 # Short words that are a secret's only as a whole word of the name (``*_PASS``, ``*_KEY``, ``*_DSN``):
 # ``BYPASS``, ``NCCL_IB_PKEY`` or ``COMPASS`` stay.
-_SECRET_WORDS = frozenset({"PASS", "PWD", "PW", "KEY", "KEYS", "DSN", "JWT", "JWK", "CREDS", "SIG", "SAS",
-                           "OTP", "CERT", "PEM", "P12", "PFX", "KEYTAB", "NETRC", "HTPASSWD"})
+_SECRET_WORDS = frozenset(
+    {
+        "PASS",
+        "PWD",
+        "PW",
+        "KEY",
+        "KEYS",
+        "DSN",
+        "JWT",
+        "JWK",
+        "CREDS",
+        "SIG",
+        "SAS",
+        "OTP",
+        "CERT",
+        "PEM",
+        "P12",
+        "PFX",
+        "KEYTAB",
+        "NETRC",
+        "HTPASSWD",
+    }
+)
 # What a credential looks like whatever the variable's name, each with what it is: a value that
 # holds one anywhere never passes a prefix. Each shape has a test that a generated credential of
 # its shape, embedded in a longer value, is caught (tests/runner/test_environment.py).
@@ -50,18 +74,27 @@ _SHAPES = (
     ("a GitHub token", r"(?<![A-Za-z0-9])gh[pousr]_[A-Za-z0-9]{30,}"),
     ("a GitHub fine-grained token", r"(?<![A-Za-z0-9])github_pat_[A-Za-z0-9_]{30,}"),
     ("a Hugging Face token", r"(?<![A-Za-z0-9])hf_[A-Za-z0-9]{30,}"),
-    ("an AWS access key id", r"(?<![A-Z0-9])(?:AKIA|ASIA|ABIA|ACCA|AGPA|AIDA|AIPA|ANPA|ANVA|APKA|AROA"
-                             r"|A3T[A-Z0-9])[A-Z2-7]{16}(?![A-Z0-9])"),
-    ("a presigned S3 or GCS URL", r"(?i)[?&](?:X-Amz-Signature|X-Amz-Credential|X-Amz-Security-Token"
-                                  r"|X-Goog-Signature|X-Goog-Credential)="),
+    (
+        "an AWS access key id",
+        r"(?<![A-Z0-9])(?:AKIA|ASIA|ABIA|ACCA|AGPA|AIDA|AIPA|ANPA|ANVA|APKA|AROA"
+        r"|A3T[A-Z0-9])[A-Z2-7]{16}(?![A-Z0-9])",
+    ),
+    (
+        "a presigned S3 or GCS URL",
+        r"(?i)[?&](?:X-Amz-Signature|X-Amz-Credential|X-Amz-Security-Token"
+        r"|X-Goog-Signature|X-Goog-Credential)=",
+    ),
     ("an Azure shared access signature", r"(?i)[?&]sig=[A-Za-z0-9%+/=]{8,}"),
     ("an OpenAI-style API key (sk-...)", r"(?<![A-Za-z0-9])sk-[A-Za-z0-9_-]{20,}"),
     ("a Slack token", r"(?<![A-Za-z0-9])xox[abposre]-[A-Za-z0-9-]{10,}"),
     ("a Slack webhook", r"(?i)hooks\.slack\.com/(?:services|workflows|triggers)/"),
     # an Authorization header's value: ``Bearer`` and a token, ``Basic`` and base64 (which has a
     # capital, a digit or padding: ``basic throughput`` is prose)
-    ("an HTTP Authorization value", r"(?i:(?<![A-Za-z0-9])bearer)\s+[A-Za-z0-9._~+/-]{8,}"
-                                    r"|(?i:(?<![A-Za-z0-9])basic)\s+(?=[A-Za-z0-9+/]*[A-Z0-9+/=])[A-Za-z0-9+/]{8,}"),
+    (
+        "an HTTP Authorization value",
+        r"(?i:(?<![A-Za-z0-9])bearer)\s+[A-Za-z0-9._~+/-]{8,}"
+        r"|(?i:(?<![A-Za-z0-9])basic)\s+(?=[A-Za-z0-9+/]*[A-Z0-9+/=])[A-Za-z0-9+/]{8,}",
+    ),
 )
 VALUE_SHAPES: tuple[tuple[str, re.Pattern[str]], ...] = tuple((what, re.compile(p)) for what, p in _SHAPES)
 

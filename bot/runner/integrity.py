@@ -98,8 +98,9 @@ def _entry(info: os.stat_result) -> Entry:
     return info.st_mode, info.st_size, info.st_mtime_ns, info.st_ctime_ns, info.st_ino
 
 
-def changes(before: Mapping[str, Entry], after: Mapping[str, Entry], *,
-            python_writes: bool = False) -> list[str]:
+def changes(
+    before: Mapping[str, Entry], after: Mapping[str, Entry], *, python_writes: bool = False
+) -> list[str]:
     """What differs between two manifests, one line per path (``added work.py``, ``removed …``,
     ``changed …``): what was added or removed first, then changed files, then folders whose
     entries changed, each by path. ``python_writes``: accept what an interpreter writes on import
@@ -125,8 +126,9 @@ def _bytecode(path: str) -> bool:
     return parts[-1] == PYCACHE or (len(parts) > 1 and parts[-2] == PYCACHE)
 
 
-def _got_bytecode(path: str, old: Entry, new: Entry, before: Mapping[str, Entry],
-                  after: Mapping[str, Entry]) -> bool:
+def _got_bytecode(
+    path: str, old: Entry, new: Entry, before: Mapping[str, Entry], after: Mapping[str, Entry]
+) -> bool:
     """The same folder (type, mode, inode), changed only because Python wrote bytecode into it: a
     ``__pycache__`` folder, or one that has a new ``__pycache__``."""
     if not stat.S_ISDIR(new[0]) or (old[0], old[4]) != (new[0], new[4]):
@@ -180,8 +182,10 @@ class Guard:
             found = changes(self.sealed[side], manifest(self.trees[side]))
             if found:
                 after = f", after a round of {self.last}" if self.last and self.last != side else ""
-                raise TreeChanged(f"the {side} worktree changed between its rounds{after}: {summary(found)} "
-                                  f"(in {self.trees[side]}); no round of this run is trusted")
+                raise TreeChanged(
+                    f"the {side} worktree changed between its rounds{after}: {summary(found)} "
+                    f"(in {self.trees[side]}); no round of this run is trusted"
+                )
 
     def seal_shared(self) -> None:
         """What the engine's import path holds now is the reference (after a set-up, which may
@@ -196,8 +200,10 @@ class Guard:
             found = changes(self.watched[root], now, python_writes=True) if root in self.watched else []
             if found:
                 after = f" after a round of {self.last}" if self.last else ""
-                raise TreeChanged(f"the engine's import path changed{after}: {summary(found)} (in {root}); "
-                                  f"no round of this run is trusted")
+                raise TreeChanged(
+                    f"the engine's import path changed{after}: {summary(found)} (in {root}); "
+                    f"no round of this run is trusted"
+                )
             self.watched[root] = now
 
     def _walk(self, root: Path) -> Manifest:
@@ -212,8 +218,15 @@ def import_path(python: str, env: Mapping[str, str], trees: Iterable[Path]) -> l
     interpreter does not answer."""
     with tempfile.TemporaryDirectory(prefix="perfbot-probe-") as empty:
         try:
-            done = subprocess.run([python, "-c", _PATH_PROBE], capture_output=True, text=True, cwd=empty,
-                                  env=dict(env), timeout=_PROBE_TIMEOUT, stdin=subprocess.DEVNULL)
+            done = subprocess.run(
+                [python, "-c", _PATH_PROBE],
+                capture_output=True,
+                text=True,
+                cwd=empty,
+                env=dict(env),
+                timeout=_PROBE_TIMEOUT,
+                stdin=subprocess.DEVNULL,
+            )
             answer = json.loads(done.stdout.strip().splitlines()[-1]) if done.returncode == 0 else {}
         except (OSError, subprocess.TimeoutExpired, ValueError, IndexError):
             answer = {}

@@ -41,8 +41,16 @@ class Progress:
         if self.rewrite:
             self.say("")
 
-    def round_started(self, suite: str, label: str, number: int, total: int, side: str, sha: str,
-                      remaining: int | None = None) -> float:
+    def round_started(
+        self,
+        suite: str,
+        label: str,
+        number: int,
+        total: int,
+        side: str,
+        sha: str,
+        remaining: int | None = None,
+    ) -> float:
         """``verify-step: round 2/5 of head (22cf1e363a), ETA 40s``: ``number`` of ``total`` rounds
         of that side; the ETA counts ``remaining`` rounds of both sides (this one included)."""
         left = total - number + 1 if remaining is None else remaining

@@ -34,21 +34,37 @@ from .suites.base import RoundContext, RoundId
 # Where a checkout keeps its importable packages; the first that holds any wins.
 PACKAGE_ROOTS = (".", "python", "src")
 # Folders with an __init__.py that are no part of what an engine imports when it serves.
-NOT_SERVED = frozenset({"tests", "test", "benchmarks", "benchmark", "examples", "example", "docs",
-                        "doc", "scripts", "tools", "build", "dist"})
+NOT_SERVED = frozenset(
+    {
+        "tests",
+        "test",
+        "benchmarks",
+        "benchmark",
+        "examples",
+        "example",
+        "docs",
+        "doc",
+        "scripts",
+        "tools",
+        "build",
+        "dist",
+    }
+)
 _TIMEOUT = 60
-_FIND = ("import importlib.util, json, sys\n"
-         "found = {}\n"
-         "for name in sys.argv[1:]:\n"
-         "    try:\n"
-         "        spec = importlib.util.find_spec(name)\n"
-         "    except Exception:\n"
-         "        spec = None\n"
-         "    where = None if spec is None else spec.origin\n"
-         "    if spec is not None and where in (None, 'namespace'):\n"
-         "        where = next(iter(spec.submodule_search_locations or []), None)\n"
-         "    found[name] = where\n"
-         "print(json.dumps(found))\n")
+_FIND = (
+    "import importlib.util, json, sys\n"
+    "found = {}\n"
+    "for name in sys.argv[1:]:\n"
+    "    try:\n"
+    "        spec = importlib.util.find_spec(name)\n"
+    "    except Exception:\n"
+    "        spec = None\n"
+    "    where = None if spec is None else spec.origin\n"
+    "    if spec is not None and where in (None, 'namespace'):\n"
+    "        where = next(iter(spec.submodule_search_locations or []), None)\n"
+    "    found[name] = where\n"
+    "print(json.dumps(found))\n"
+)
 
 
 class ProvenanceError(ValueError):
@@ -80,11 +96,14 @@ def verify(tree: Path, sha: str, suite: Suite, when: str) -> Checked:
     checkout = GitRepo.open(tree)
     head = checkout.head_sha()
     if head != sha:
-        raise ProvenanceError(f"the worktree {tree} of {sha[:10]} is at {str(head)[:10]} {when}: "
-                              f"something moved its checkout")
+        raise ProvenanceError(
+            f"the worktree {tree} of {sha[:10]} is at {str(head)[:10]} {when}: something moved its checkout"
+        )
     if checkout.is_dirty(untracked_files=False):
-        raise ProvenanceError(f"tracked files of the worktree {tree} ({sha[:10]}) differ from the "
-                              f"commit {when}: the set-up or the benchmark edited them")
+        raise ProvenanceError(
+            f"tracked files of the worktree {tree} ({sha[:10]}) differ from the "
+            f"commit {when}: the set-up or the benchmark edited them"
+        )
     packages = top_level_packages(tree)
     if not packages:
         return Checked(sha, (), ())
@@ -102,7 +121,8 @@ def verify(tree: Path, sha: str, suite: Suite, when: str) -> Checked:
                 f"{_python(suite)} imports {name} from {where}, not from the worktree of "
                 f"{sha[:10]} ({tree}) {when}: every run would measure that copy (an installed or "
                 f"editable package shadows the checkout); uninstall it, or put the checkout's own "
-                f"folder first on the path in the suite's env (PYTHONPATH)")
+                f"folder first on the path in the suite's env (PYTHONPATH)"
+            )
     return Checked(sha, tuple(imported), tuple(unverified))
 
 
@@ -113,9 +133,14 @@ def top_level_packages(tree: Path) -> list[str]:
         base = tree / folder
         if not base.is_dir():
             continue
-        names = sorted(entry.name for entry in base.iterdir()
-                       if entry.is_dir() and entry.name.isidentifier() and entry.name not in NOT_SERVED
-                       and (entry / "__init__.py").is_file())
+        names = sorted(
+            entry.name
+            for entry in base.iterdir()
+            if entry.is_dir()
+            and entry.name.isidentifier()
+            and entry.name not in NOT_SERVED
+            and (entry / "__init__.py").is_file()
+        )
         if names:
             return names
     return []
@@ -129,19 +154,28 @@ def _resolve(tree: Path, packages: list[str], suite: Suite) -> dict[str, str | N
         extra = next(iter(suite.round_commands(context)), None)
         env = child_env(extra.env if extra else {}, context, suite.python, suite.pass_env)
         try:
-            done = subprocess.run([_python(suite), "-c", _FIND, *packages], cwd=tree, env=env,
-                                  capture_output=True, text=True, timeout=_TIMEOUT, check=False)
+            done = subprocess.run(
+                [_python(suite), "-c", _FIND, *packages],
+                cwd=tree,
+                env=env,
+                capture_output=True,
+                text=True,
+                timeout=_TIMEOUT,
+                check=False,
+            )
         except (OSError, subprocess.TimeoutExpired) as error:
-            raise ProvenanceError(f"cannot ask {_python(suite)} where it imports {', '.join(packages)} "
-                                  f"from: {error}") from None
+            raise ProvenanceError(
+                f"cannot ask {_python(suite)} where it imports {', '.join(packages)} from: {error}"
+            ) from None
     try:
         found = json.loads(done.stdout.strip().splitlines()[-1]) if done.stdout.strip() else None
     except json.JSONDecodeError:
         found = None
     if done.returncode != 0 or not isinstance(found, dict):
         last = (done.stderr.strip().splitlines() or ["no output"])[-1][:300]
-        raise ProvenanceError(f"cannot ask {_python(suite)} where it imports {', '.join(packages)} from: "
-                              f"{last}")
+        raise ProvenanceError(
+            f"cannot ask {_python(suite)} where it imports {', '.join(packages)} from: {last}"
+        )
     return {name: value if isinstance(value, str) else None for name, value in found.items()}
 
 

@@ -31,7 +31,7 @@ def report(folder: Path) -> Report:
 
 def judge(path: Path) -> tuple[str, str]:
     """The verdict of one results file, and its Markdown."""
-    data = path.read_bytes()[:MAX_FILE_BYTES + 1]
+    data = path.read_bytes()[: MAX_FILE_BYTES + 1]
     try:
         if len(data) > MAX_FILE_BYTES:
             raise results.ResultsError(f"{path.name}: larger than {MAX_FILE_BYTES // 2**20} MiB")

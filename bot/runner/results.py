@@ -53,10 +53,18 @@ class ResultsFile:
     # checks the uploaded files against (a benchmark's process may have rewritten the file since).
     ledger: dict[Path, str] | None = None
 
-    def add_round(self, side: Side, index: int, ok: bool, error: str | None, metrics: dict[str, float],
-                  declarations: dict[str, MetricDeclaration],
-                  spread: dict[str, dict[str, float]] | None = None, seconds: float | None = None,
-                  process: str | None = None) -> Round:
+    def add_round(
+        self,
+        side: Side,
+        index: int,
+        ok: bool,
+        error: str | None,
+        metrics: dict[str, float],
+        declarations: dict[str, MetricDeclaration],
+        spread: dict[str, dict[str, float]] | None = None,
+        seconds: float | None = None,
+        process: str | None = None,
+    ) -> Round:
         """Record a round (with the standard errors of its values, where the suite timed many
         calls, and how long it took); one whose metrics the model refuses is recorded as failed,
         saying why."""
@@ -66,10 +74,18 @@ class ResultsFile:
             measured = _refused(side, index, f"metric {undeclared[0]} has no unit and direction declared")
         else:
             try:
-                measured = Round.model_validate({"side": side, "index": index, "ok": ok, "error": error,
-                                                 "metrics": metrics if ok else {},
-                                                 "spread": (spread or None) if ok else None,
-                                                 "seconds": _seconds(seconds), "process": process})
+                measured = Round.model_validate(
+                    {
+                        "side": side,
+                        "index": index,
+                        "ok": ok,
+                        "error": error,
+                        "metrics": metrics if ok else {},
+                        "spread": (spread or None) if ok else None,
+                        "seconds": _seconds(seconds),
+                        "process": process,
+                    }
+                )
             except ValidationError as refused:
                 measured = _refused(side, index, problem(refused), seconds)
         self.rounds.append(measured)
@@ -100,17 +116,30 @@ class ResultsFile:
     def discard(self, why: str) -> None:
         """Take back every round measured: something the run cannot trust (a side's code changed
         by the other side) may have made any of them; each keeps its place, failed, saying why."""
-        self.rounds = [Round(side=r.side, index=r.index, ok=False, error=f"discarded: {why}",
-                             seconds=r.seconds, process=r.process) for r in self.rounds]
+        self.rounds = [
+            Round(
+                side=r.side,
+                index=r.index,
+                ok=False,
+                error=f"discarded: {why}",
+                seconds=r.seconds,
+                process=r.process,
+            )
+            for r in self.rounds
+        ]
         self.write()
 
     def finish(self, status: str, error: str | None = None, after: dict[str, Any] | None = None) -> None:
         """End the run; ``after``: the machine's readings at the end, added to both fingerprints."""
         if after is not None:
             self.base, self.head = (
-                Revision(sha=revision.sha, fingerprint={**revision.fingerprint, "after": after},
-                     profile=revision.profile)
-                for revision in (self.base, self.head))
+                Revision(
+                    sha=revision.sha,
+                    fingerprint={**revision.fingerprint, "after": after},
+                    profile=revision.profile,
+                )
+                for revision in (self.base, self.head)
+            )
         self.status, self.error, self.finished_at = status, error, now()
         self.write()
 
@@ -118,19 +147,34 @@ class ResultsFile:
         """Declarations of every metric some measured round reported, in a stable order."""
         seen = {name for r in self.rounds if r.ok for name in r.metrics}
         known = {**self.declared, **self.learned}
-        return {name: MetricSpec(unit=known[name].unit, better=known[name].better, role=known[name].role,
-                                 mode=known[name].mode) for name in sorted(seen)}
+        return {
+            name: MetricSpec(
+                unit=known[name].unit, better=known[name].better, role=known[name].role, mode=known[name].mode
+            )
+            for name in sorted(seen)
+        }
 
     def snapshot(self) -> Results:
         """The file as it stands."""
-        return Results.model_validate({
-            "schema": SCHEMA, "suite": self.suite, "repo": self.repo, "base": self.base,
-            "head": self.head, "metrics": self.metrics(), "rounds": self.rounds,
-            "started_at": self.started_at, "finished_at": self.finished_at, "status": self.status,
-            "error": self.error, "warmups": self.warmups, "options": self.options,
-            "profile_errors": self.profile_errors or None,
-            "step_map": self.step_map.to_dict() if self.step_map is not None else None,
-        })
+        return Results.model_validate(
+            {
+                "schema": SCHEMA,
+                "suite": self.suite,
+                "repo": self.repo,
+                "base": self.base,
+                "head": self.head,
+                "metrics": self.metrics(),
+                "rounds": self.rounds,
+                "started_at": self.started_at,
+                "finished_at": self.finished_at,
+                "status": self.status,
+                "error": self.error,
+                "warmups": self.warmups,
+                "options": self.options,
+                "profile_errors": self.profile_errors or None,
+                "step_map": self.step_map.to_dict() if self.step_map is not None else None,
+            }
+        )
 
     def write(self) -> None:
         digest = write_json(self.path, self.snapshot().model_dump(mode="json", by_alias=True))
@@ -139,8 +183,13 @@ class ResultsFile:
 
 
 def _refused(side: Side, index: int, why: str, seconds: float | None = None) -> Round:
-    return Round(side=side, index=index, ok=False, error=f"measured, but not a valid result: {why}",
-                 seconds=_seconds(seconds))
+    return Round(
+        side=side,
+        index=index,
+        ok=False,
+        error=f"measured, but not a valid result: {why}",
+        seconds=_seconds(seconds),
+    )
 
 
 def _seconds(seconds: float | None) -> float | None:

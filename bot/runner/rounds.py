@@ -37,8 +37,12 @@ class RoundResult:
     spread: dict[str, dict[str, float]] = field(default_factory=dict)
 
 
-def child_env(extra: dict[str, str], context: RoundContext | None = None, python: str | None = None,
-              passed: Iterable[str] = ()) -> dict[str, str]:
+def child_env(
+    extra: dict[str, str],
+    context: RoundContext | None = None,
+    python: str | None = None,
+    passed: Iterable[str] = (),
+) -> dict[str, str]:
     """The environment of a suite's process: the allow-listed part of ours (`environment`), NVLink
     multicast kept off, the engine's interpreter first on ``PATH``, the suite's additions."""
     env = benchmark_env(passed)
@@ -49,8 +53,12 @@ def child_env(extra: dict[str, str], context: RoundContext | None = None, python
         env["PATH"] = os.pathsep.join(filter(None, [os.path.dirname(python), env.get("PATH")]))
         env["PERFBOT_PYTHON"] = python
     if context is not None:
-        env.update(PERFBOT_SIDE=context.side, PERFBOT_ROUND=context.round.variable,
-                   PERFBOT_OUT_DIR=str(context.out_dir), PERFBOT_WORKTREE=str(context.worktree))
+        env.update(
+            PERFBOT_SIDE=context.side,
+            PERFBOT_ROUND=context.round.variable,
+            PERFBOT_OUT_DIR=str(context.out_dir),
+            PERFBOT_WORKTREE=str(context.worktree),
+        )
     for key, value in extra.items():
         if key == "PYTHONPATH" and env.get("PYTHONPATH"):
             value = os.pathsep.join([value, env["PYTHONPATH"]])
@@ -69,8 +77,9 @@ def run_round(suite: Suite, context: RoundContext, timeout: float) -> RoundResul
         return RoundResult(False, could_not_start(error), seconds=time.monotonic() - began)
 
 
-def run_pass(suite: Suite, commands: Callable[[RoundContext], list[Command]], context: RoundContext,
-             timeout: float) -> list[Output]:
+def run_pass(
+    suite: Suite, commands: Callable[[RoundContext], list[Command]], context: RoundContext, timeout: float
+) -> list[Output]:
     """The processes ``commands`` names for ``context`` (a round's, or the profiled pass's), run in
     order in its worktree under one deadline: their outputs, or `RoundFailed` naming the first
     that did not exit 0 (`OSError` where one could not start)."""
@@ -79,8 +88,14 @@ def run_pass(suite: Suite, commands: Callable[[RoundContext], list[Command]], co
     outputs = []
     for number, command in enumerate(commands(context)):
         env = child_env(command.env, context, suite.python, suite.pass_env)
-        output = run_command(command, context.worktree, env, deadline,
-                             context.out_dir / f"{number}-{command.name}", context.read_only)
+        output = run_command(
+            command,
+            context.worktree,
+            env,
+            deadline,
+            context.out_dir / f"{number}-{command.name}",
+            context.read_only,
+        )
         outputs.append(output)
         if not output.ok:
             raise RoundFailed(describe_failure(output, timeout))
@@ -100,12 +115,19 @@ def parsed(suite: Suite, context: RoundContext, outputs: list[Output], began: fl
         return RoundResult(False, str(failure), seconds=time.monotonic() - began)
     if not measurement.values:
         return RoundResult(False, "the suite reported no metrics", seconds=time.monotonic() - began)
-    return RoundResult(True, None, measurement.values, measurement.declarations, time.monotonic() - began,
-                       measurement.spread)
+    return RoundResult(
+        True, None, measurement.values, measurement.declarations, time.monotonic() - began, measurement.spread
+    )
 
 
-def run_command(command: Command, cwd: Path, env: dict[str, str], deadline: float, log_stem: Path,
-                read_only: tuple[Path, ...] = ()) -> Output:
+def run_command(
+    command: Command,
+    cwd: Path,
+    env: dict[str, str],
+    deadline: float,
+    log_stem: Path,
+    read_only: tuple[Path, ...] = (),
+) -> Output:
     """Run one process until it exits or the deadline passes, then end its scope: whatever it
     started, in whatever session, is killed before this returns. ``read_only``: folders it may
     not change, where its scope can see to it."""
@@ -139,8 +161,11 @@ def describe_failure(output: Output, timeout: float) -> str:
     if output.returncode is None:  # timed out
         return f"{output.name}: timed out after {timeout:g}s and was killed"
     if output.returncode < 0:
-        what = f"killed by signal {signal.Signals(-output.returncode).name}" \
-            if -output.returncode in signal.valid_signals() else f"exit {output.returncode}"
+        what = (
+            f"killed by signal {signal.Signals(-output.returncode).name}"
+            if -output.returncode in signal.valid_signals()
+            else f"exit {output.returncode}"
+        )
     else:
         what = f"exit status {output.returncode}"
     last = last_line(output.stderr) or last_line(output.stdout)

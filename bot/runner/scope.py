@@ -152,8 +152,10 @@ def _strategy(asked: str) -> Strategy:
         if fallback is not None:
             return fallback
         if asked == "pid-namespace":
-            raise ScopeError(f"{STRATEGY_VARIABLE}=pid-namespace: this machine refuses PID namespaces "
-                             f"(unshare --pid failed)")
+            raise ScopeError(
+                f"{STRATEGY_VARIABLE}=pid-namespace: this machine refuses PID namespaces "
+                f"(unshare --pid failed)"
+            )
     return Strategy("processes")
 
 
@@ -169,9 +171,11 @@ def _unshare_commands() -> list[tuple[str, ...]]:
 
 
 # Run under the init with a folder made read-only: PID 1 is its parent, and it cannot write there.
-_PROBE = ("import os, sys\n"
-          "try:\n    open(os.path.join(sys.argv[1], 'probe'), 'w').close()\n    print(os.getppid(), 'rw')\n"
-          "except OSError:\n    print(os.getppid(), 'ro')\n")
+_PROBE = (
+    "import os, sys\n"
+    "try:\n    open(os.path.join(sys.argv[1], 'probe'), 'w').close()\n    print(os.getppid(), 'rw')\n"
+    "except OSError:\n    print(os.getppid(), 'ro')\n"
+)
 
 
 def _works(command: tuple[str, ...]) -> tuple[bool, bool]:
@@ -182,9 +186,29 @@ def _works(command: tuple[str, ...]) -> tuple[bool, bool]:
             read, write = os.pipe()
             try:
                 done = subprocess.run(
-                    [*command, sys.executable, "-I", "-S", "-c", _INIT, str(write), "-", json.dumps(protect),
-                     sys.executable, "-I", "-S", "-c", _PROBE, folder],
-                    capture_output=True, text=True, timeout=30, stdin=subprocess.DEVNULL, pass_fds=(write,))
+                    [
+                        *command,
+                        sys.executable,
+                        "-I",
+                        "-S",
+                        "-c",
+                        _INIT,
+                        str(write),
+                        "-",
+                        json.dumps(protect),
+                        sys.executable,
+                        "-I",
+                        "-S",
+                        "-c",
+                        _PROBE,
+                        folder,
+                    ],
+                    capture_output=True,
+                    text=True,
+                    timeout=30,
+                    stdin=subprocess.DEVNULL,
+                    pass_fds=(write,),
+                )
             except (OSError, subprocess.TimeoutExpired):
                 return False, False
             finally:
@@ -208,8 +232,16 @@ class Scope:
     _said: str | None = None
     _ended: bool = False
 
-    def popen(self, argv: Sequence[str], cwd: Path, env: dict[str, str], stdout: IO[bytes], stderr: IO[bytes],
-              stdin: int = subprocess.DEVNULL, read_only: Sequence[Path] = ()) -> subprocess.Popen:
+    def popen(
+        self,
+        argv: Sequence[str],
+        cwd: Path,
+        env: dict[str, str],
+        stdout: IO[bytes],
+        stderr: IO[bytes],
+        stdin: int = subprocess.DEVNULL,
+        read_only: Sequence[Path] = (),
+    ) -> subprocess.Popen:
         """Start ``argv`` in this scope: its own session, the scope's token in its environment;
         ``read_only``: folders it may read but not change, where the strategy can (`Strategy.read_only`)."""
         env = {**env, SCOPE_VARIABLE: self.token}
@@ -222,13 +254,31 @@ class Scope:
             pass_fds = (write,)
             lc_ctype = "-" if "LC_CTYPE" not in env else "=" + env["LC_CTYPE"]
             protect = [os.path.realpath(p) for p in read_only if self.strategy.read_only and os.path.isdir(p)]
-            command = [*self.strategy.unshare, sys.executable, "-I", "-S", "-c", _INIT, str(write), lc_ctype,
-                       json.dumps(protect), *argv]
+            command = [
+                *self.strategy.unshare,
+                sys.executable,
+                "-I",
+                "-S",
+                "-c",
+                _INIT,
+                str(write),
+                lc_ctype,
+                json.dumps(protect),
+                *argv,
+            ]
         if self.strategy.name != "session":
             _subreaper(True)
         try:
-            self.process = subprocess.Popen(command, cwd=cwd, env=env, stdout=stdout, stderr=stderr,
-                                            stdin=stdin, start_new_session=True, pass_fds=pass_fds)
+            self.process = subprocess.Popen(
+                command,
+                cwd=cwd,
+                env=env,
+                stdout=stdout,
+                stderr=stderr,
+                stdin=stdin,
+                start_new_session=True,
+                pass_fds=pass_fds,
+            )
         except BaseException:
             if self.strategy.name != "session":
                 _subreaper(False)

@@ -43,9 +43,15 @@ class Worker:
         log = context.out_dir / f"{command.name}.log"
         scope = Scope(strategy())
         with log.open("wb") as output:
-            process = scope.popen(command.argv, context.worktree,
-                                  child_env(command.env, context, suite.python, suite.pass_env),
-                                  output, output, stdin=subprocess.PIPE, read_only=context.read_only)
+            process = scope.popen(
+                command.argv,
+                context.worktree,
+                child_env(command.env, context, suite.python, suite.pass_env),
+                output,
+                output,
+                stdin=subprocess.PIPE,
+                read_only=context.read_only,
+            )
         return cls(suite, process, log, scope)
 
     @property
@@ -75,8 +81,11 @@ class Worker:
 
     def _failed(self, why: str, began: float) -> RoundResult:
         tail = [line.strip() for line in read_text(self.log).splitlines() if line.strip()]
-        return RoundResult(False, f"{self.suite.name}: {why}" + (f": {tail[-1][:300]}" if tail else ""),
-                           seconds=time.monotonic() - began)
+        return RoundResult(
+            False,
+            f"{self.suite.name}: {why}" + (f": {tail[-1][:300]}" if tail else ""),
+            seconds=time.monotonic() - began,
+        )
 
     def stop(self) -> None:
         """Ask the worker to finish, then end whatever is left of its session. Its input is closed

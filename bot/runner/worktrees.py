@@ -33,8 +33,9 @@ class Worktrees:
         self._made.append(path)
         return path
 
-    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None,
-                 traceback: TracebackType | None) -> None:
+    def __exit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, traceback: TracebackType | None
+    ) -> None:
         for path in self._made:
             self.repo.remove_worktree(path)
         self.repo.prune_worktrees()

@@ -41,8 +41,15 @@ class Outcome:
     finished: bool  # False: the bot was still at work when the dry run stopped waiting
 
 
-def run(event: str, payload: dict[str, Any], body: bytes, *, diff: str | None = None,
-        config: str | None = None, timeout: float = 60.0) -> Outcome:
+def run(
+    event: str,
+    payload: dict[str, Any],
+    body: bytes,
+    *,
+    diff: str | None = None,
+    config: str | None = None,
+    timeout: float = 60.0,
+) -> Outcome:
     """Deliver ``body`` (``payload``, as bytes) as ``event`` to a bot in this process and return
     what it wrote to the stand-in."""
     key, secret = identity.new_key(), secrets.token_hex(16)
@@ -52,8 +59,12 @@ def run(event: str, payload: dict[str, Any], body: bytes, *, diff: str | None = 
     standin.start()
     try:
         with tempfile.TemporaryDirectory(prefix="perfbot-dry-run-") as folder:
-            settings = Settings(webhook_secrets=(secret,), app_id=identity.APP_ID,
-                                private_key=key.private_pem, github_api_url=standin.base_url)
+            settings = Settings(
+                webhook_secrets=(secret,),
+                app_id=identity.APP_ID,
+                private_key=key.private_pem,
+                github_api_url=standin.base_url,
+            )
             bot = InProcessBot(settings, Path(folder)).start()
             try:
                 headers = hookshot.headers(event, body, secret, str(uuid.uuid4()), payload=payload)
@@ -93,8 +104,17 @@ def hold(standin: GitHubEmulator, payload: dict[str, Any], diff: str, config: st
             state.permissions[who] = "write"
     if isinstance(number, int) and not isinstance(number, bool) and number > 0:
         author = _login(pull, "user") or _login(issue, "user") or "octocat"
-        standin.add_pull(repo, number, head, diff, base_sha=base, base_ref=branch, author=author,
-                         state=_text(pull, "state") or "open", draft=pull.get("draft") is True)
+        standin.add_pull(
+            repo,
+            number,
+            head,
+            diff,
+            base_sha=base,
+            base_ref=branch,
+            author=author,
+            state=_text(pull, "state") or "open",
+            draft=pull.get("draft") is True,
+        )
         comment = _object(payload, "comment")
         if isinstance(comment.get("id"), int):
             login = _login(payload, "comment") or "octocat"

@@ -49,8 +49,17 @@ EXAMPLE_REPO = "octocat/Hello-World"
 ACTIONS_EXAMPLE_REPO = "octo-org/octo-repo"
 RUN_NAME = "perfbot bench ${{ inputs.correlation-id }}"
 # The example workflow's inputs: the bench inputs, and the two a bisect adds (bot.core.bench.contract).
-CONTRACT_INPUTS = ("pr", "base-sha", "head-sha", "suites", "rounds", "max-rounds", "correlation-id", "mode",
-                   "metric")
+CONTRACT_INPUTS = (
+    "pr",
+    "base-sha",
+    "head-sha",
+    "suites",
+    "rounds",
+    "max-rounds",
+    "correlation-id",
+    "mode",
+    "metric",
+)
 BLOB_PREFIX = "/_blobs/"  # the storage host GitHub redirects artifact downloads to
 WEB = "https://github.com"
 logging.getLogger("werkzeug").setLevel(logging.WARNING)  # no access log lines in test output
@@ -213,9 +222,14 @@ class GitHubEmulator:
         """An artifact of a run, as `actions/upload-artifact` leaves it: a zip archive."""
         artifact = _retarget(github_data.rest_example("artifact"), repo)
         artifact_id = next(self._ids)
-        artifact.update(id=artifact_id, name=name, size_in_bytes=len(archive), expired=False,
-                        url=f"{GITHUB}/repos/{repo}/actions/artifacts/{artifact_id}",
-                        archive_download_url=f"{GITHUB}/repos/{repo}/actions/artifacts/{artifact_id}/zip")
+        artifact.update(
+            id=artifact_id,
+            name=name,
+            size_in_bytes=len(archive),
+            expired=False,
+            url=f"{GITHUB}/repos/{repo}/actions/artifacts/{artifact_id}",
+            archive_download_url=f"{GITHUB}/repos/{repo}/actions/artifacts/{artifact_id}/zip",
+        )
         artifact["workflow_run"] = {**artifact.get("workflow_run", {}), "id": run_id}
         artifact["_repo"], artifact["_run"], artifact["_zip"] = repo, run_id, archive
         self.artifacts[artifact_id] = artifact
@@ -232,8 +246,16 @@ class GitHubEmulator:
         self.holds.append(held)
         return held
 
-    def add_comment(self, repo: str, number: int, body: str, login: str, user_type: str = "User",
-                    app_id: int | None = None, comment_id: int | None = None) -> dict:
+    def add_comment(
+        self,
+        repo: str,
+        number: int,
+        body: str,
+        login: str,
+        user_type: str = "User",
+        app_id: int | None = None,
+        comment_id: int | None = None,
+    ) -> dict:
         """A comment written by someone else (``user_type`` 'User' or 'Bot'; ``app_id``: made
         through that GitHub App), not through the API; ``comment_id``: its id (default: a new one)."""
         comment = _retarget(github_data.rest_example("issue-comment"), repo, number)
@@ -241,7 +263,8 @@ class GitHubEmulator:
         comment.update(id=comment_id, body=body, url=f"{GITHUB}/repos/{repo}/issues/comments/{comment_id}")
         comment["user"] = {**comment["user"], "login": login, "type": user_type}
         comment["performed_via_github_app"] = (
-            None if app_id is None else {**github_data.rest_example("integration"), "id": app_id})
+            None if app_id is None else {**github_data.rest_example("integration"), "id": app_id}
+        )
         comment["_issue"] = (repo, number)
         self._stamp(comment)
         self.comments[comment_id] = comment
@@ -384,8 +407,14 @@ class GitHubEmulator:
 
     def _wait_if_held(self, request: Request) -> None:
         with self._lock:
-            held = next((h for h in self.holds if h.method == request.method and h.path.search(request.path)
-                         and not h.reached.is_set()), None)
+            held = next(
+                (
+                    h
+                    for h in self.holds
+                    if h.method == request.method and h.path.search(request.path) and not h.reached.is_set()
+                ),
+                None,
+            )
             if held is not None:
                 held.reached.set()
         if held is not None:
@@ -499,13 +528,22 @@ class GitHubEmulator:
         form = request.form
         client_id = form.get("client_id", "")
         if self.oauth_apps.get(client_id) != form.get("client_secret"):
-            return _json(200, {"error": "incorrect_client_credentials",
-                               "error_description":
-                                   "The client_id and/or client_secret passed are incorrect."})
+            return _json(
+                200,
+                {
+                    "error": "incorrect_client_credentials",
+                    "error_description": "The client_id and/or client_secret passed are incorrect.",
+                },
+            )
         grant = self.oauth_codes.pop(form.get("code", ""), None)
         if grant is None or grant[1] != client_id or grant[2] != form.get("redirect_uri", grant[2]):
-            return _json(200, {"error": "bad_verification_code",
-                               "error_description": "The code passed is incorrect or expired."})
+            return _json(
+                200,
+                {
+                    "error": "bad_verification_code",
+                    "error_description": "The code passed is incorrect or expired.",
+                },
+            )
         token = f"ghu_emulated{next(self._ids)}"
         self.user_tokens[token] = grant[0]
         if self.tokens:
@@ -527,18 +565,27 @@ class GitHubEmulator:
             manifest = json.loads(request.form.get("manifest", ""))
         except ValueError:
             return Response("the manifest is not JSON", 400, mimetype="text/plain")
-        if not isinstance(manifest, dict) or not isinstance(manifest.get("url"), str) \
-                or not str(manifest.get("redirect_url", "")).startswith(("http://", "https://")):
+        if (
+            not isinstance(manifest, dict)
+            or not isinstance(manifest.get("url"), str)
+            or not str(manifest.get("redirect_url", "")).startswith(("http://", "https://"))
+        ):
             return Response("a manifest needs url and redirect_url", 422, mimetype="text/plain")
         fields = "".join(
             f'<input type="hidden" name="{name}" value="{html.escape(value)}">'
-            for name, value in (("manifest", json.dumps(manifest)), ("state", request.args.get("state", "")),
-                                ("owner", owner or self.token_owner)))
-        page = ("<!doctype html><title>Create GitHub App</title>"
-                f"<h1>Create GitHub App {html.escape(str(manifest.get('name', '')))} for "
-                f"{html.escape(owner or self.token_owner)}</h1>"
-                f'<form method="post" action="/settings/apps/new/create">{fields}'
-                '<button type="submit" id="create-app">Create GitHub App</button></form>')
+            for name, value in (
+                ("manifest", json.dumps(manifest)),
+                ("state", request.args.get("state", "")),
+                ("owner", owner or self.token_owner),
+            )
+        )
+        page = (
+            "<!doctype html><title>Create GitHub App</title>"
+            f"<h1>Create GitHub App {html.escape(str(manifest.get('name', '')))} for "
+            f"{html.escape(owner or self.token_owner)}</h1>"
+            f'<form method="post" action="/settings/apps/new/create">{fields}'
+            '<button type="submit" id="create-app">Create GitHub App</button></form>'
+        )
         return Response(page, 200, mimetype="text/html")
 
     def create_app_from_manifest(self, request: Request) -> Response:
@@ -559,21 +606,34 @@ class GitHubEmulator:
             return _not_found()
         owner, manifest = found
         key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
-        pem = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.TraditionalOpenSSL,
-                                serialization.NoEncryption()).decode()
+        pem = key.private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.TraditionalOpenSSL,
+            serialization.NoEncryption(),
+        ).decode()
         app_id = next(self._ids)
         slug = re.sub(r"[^a-z0-9]+", "-", str(manifest.get("name") or "app").lower()).strip("-") or "app"
         app = github_data.rest_example("integration")
-        app.update(id=app_id, slug=slug, name=manifest.get("name") or slug,
-                   html_url=f"{WEB}/apps/{slug}", external_url=manifest["url"],
-                   owner={**app["owner"], "login": owner},
-                   permissions=manifest.get("default_permissions", {}),
-                   events=manifest.get("default_events", []),
-                   client_id=f"Iv1.{secrets.token_hex(8)}", client_secret=secrets.token_hex(20),
-                   webhook_secret=secrets.token_hex(20), pem=pem)
+        app.update(
+            id=app_id,
+            slug=slug,
+            name=manifest.get("name") or slug,
+            html_url=f"{WEB}/apps/{slug}",
+            external_url=manifest["url"],
+            owner={**app["owner"], "login": owner},
+            permissions=manifest.get("default_permissions", {}),
+            events=manifest.get("default_events", []),
+            client_id=f"Iv1.{secrets.token_hex(8)}",
+            client_secret=secrets.token_hex(20),
+            webhook_secret=secrets.token_hex(20),
+            pem=pem,
+        )
         self.app_id, self.app_slug = app_id, slug
-        self.app_public_key = key.public_key().public_bytes(
-            serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo).decode()
+        self.app_public_key = (
+            key.public_key()
+            .public_bytes(serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo)
+            .decode()
+        )
         self.add_oauth_app(app["client_id"], app["client_secret"])
         self.created_apps.append(app)
         return _json(201, app)
@@ -698,8 +758,14 @@ class GitHubEmulator:
             return _too_long()
         number = max([*state.pulls, *(n for r, n in self.issues if r == state.full_name), 0]) + 1
         issue = _retarget(github_data.rest_example("issue"), state.full_name, number)
-        issue.update(number=number, id=next(self._ids), title=data["title"], body=data.get("body"),
-                     html_url=f"{WEB}/{state.full_name}/issues/{number}", state="open")
+        issue.update(
+            number=number,
+            id=next(self._ids),
+            title=data["title"],
+            body=data.get("body"),
+            html_url=f"{WEB}/{state.full_name}/issues/{number}",
+            state="open",
+        )
         issue.pop("pull_request", None)
         issue["user"] = {**issue["user"], **self._author(request)}
         self.issues[(state.full_name, number)] = issue
@@ -724,8 +790,15 @@ class GitHubEmulator:
             return _too_long()
         comment = _retarget(github_data.rest_example("commit-comment"), state.full_name)
         comment_id = next(self._ids)
-        comment.update(id=comment_id, body=text, commit_id=commit_sha, path=None, position=None, line=None,
-                       html_url=f"{WEB}/{state.full_name}/commit/{commit_sha}#commitcomment-{comment_id}")
+        comment.update(
+            id=comment_id,
+            body=text,
+            commit_id=commit_sha,
+            path=None,
+            position=None,
+            line=None,
+            html_url=f"{WEB}/{state.full_name}/commit/{commit_sha}#commitcomment-{comment_id}",
+        )
         comment["user"] = {**comment["user"], **self._author(request)}
         self.commit_comments.append(comment)
         return _json(201, comment)
@@ -832,8 +905,13 @@ class GitHubEmulator:
         if run is None:
             return _not_found()
         data = request.get_json()
-        run.update({k: v for k, v in data.items()
-                    if k in ("status", "conclusion", "name", "details_url", "external_id")})
+        run.update(
+            {
+                k: v
+                for k, v in data.items()
+                if k in ("status", "conclusion", "name", "details_url", "external_id")
+            }
+        )
         run["output"] = {**run["output"], **data.get("output", {})}
         return _json(200, self._public(run))
 
@@ -885,7 +963,8 @@ class GitHubEmulator:
             return _not_found()
         permission = state.permissions[username]
         body = github_data.rest_example(
-            "repository-collaborator-permission-response-if-user-has-admin-permissions")
+            "repository-collaborator-permission-response-if-user-has-admin-permissions"
+        )
         body.update(permission="write" if permission == "maintain" else permission, role_name=permission)
         body["user"] = {**body["user"], "login": username}
         return _json(200, body)
@@ -907,8 +986,15 @@ class GitHubEmulator:
         if unexpected:
             return _json(422, {"message": f"Unexpected inputs provided: {unexpected}"})
         run = self._new_run(state, workflow, data["ref"], inputs)
-        self.dispatches.append({"repo": state.full_name, "workflow": workflow.file, "ref": data["ref"],
-                                "inputs": inputs, "run_id": run["id"]})
+        self.dispatches.append(
+            {
+                "repo": state.full_name,
+                "workflow": workflow.file,
+                "ref": data["ref"],
+                "inputs": inputs,
+                "run_id": run["id"],
+            }
+        )
         if not data.get("return_run_details"):
             return Response(status=204)
         return _json(200, {"workflow_run_id": run["id"], "run_url": run["url"], "html_url": run["html_url"]})
@@ -921,14 +1007,25 @@ class GitHubEmulator:
     def _new_run(self, state: RepoState, workflow: Workflow, ref: str, inputs: dict) -> dict:
         run = _retarget(github_data.rest_example("workflow-run"), state.full_name)
         run_id = next(self._ids)
-        title = re.sub(r"\$\{\{\s*inputs\.([\w-]+)\s*\}\}", lambda m: str(inputs.get(m[1], "")),
-                       workflow.run_name)
-        run.update(id=run_id, name="perfbot bench", display_title=title, event="workflow_dispatch",
-                   path=f".github/workflows/{workflow.file}", head_branch=ref, head_sha=state.branches[ref],
-                   status="queued", conclusion=None, workflow_id=workflow.id, run_attempt=1,
-                   url=f"{GITHUB}/repos/{state.full_name}/actions/runs/{run_id}",
-                   html_url=f"https://github.com/{state.full_name}/actions/runs/{run_id}",
-                   created_at=datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"))
+        title = re.sub(
+            r"\$\{\{\s*inputs\.([\w-]+)\s*\}\}", lambda m: str(inputs.get(m[1], "")), workflow.run_name
+        )
+        run.update(
+            id=run_id,
+            name="perfbot bench",
+            display_title=title,
+            event="workflow_dispatch",
+            path=f".github/workflows/{workflow.file}",
+            head_branch=ref,
+            head_sha=state.branches[ref],
+            status="queued",
+            conclusion=None,
+            workflow_id=workflow.id,
+            run_attempt=1,
+            url=f"{GITHUB}/repos/{state.full_name}/actions/runs/{run_id}",
+            html_url=f"https://github.com/{state.full_name}/actions/runs/{run_id}",
+            created_at=datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        )
         run["_repo"] = state.full_name
         self.runs[run_id] = run
         return run
@@ -939,9 +1036,15 @@ class GitHubEmulator:
         if state is None or workflow is None:
             return _not_found()
         event, branch = request.args.get("event"), request.args.get("branch")
-        found = [self._public(r) for r in sorted(self.runs.values(), key=lambda r: -r["id"])
-                 if r["_repo"] == state.full_name and r["workflow_id"] == workflow.id
-                 and event in (None, r["event"]) and branch in (None, r["head_branch"]) and self.runs_listed]
+        found = [
+            self._public(r)
+            for r in sorted(self.runs.values(), key=lambda r: -r["id"])
+            if r["_repo"] == state.full_name
+            and r["workflow_id"] == workflow.id
+            and event in (None, r["event"])
+            and branch in (None, r["head_branch"])
+            and self.runs_listed
+        ]
         per_page = int(request.args.get("per_page", 30))
         return _json(200, {"total_count": len(found), "workflow_runs": found[:per_page]})
 
@@ -961,12 +1064,16 @@ class GitHubEmulator:
         return _json(202, {})
 
     def list_artifacts(self, request: Request, owner: str, repo: str, run_id: str) -> Response:
-        found = [self._public(a) for a in self.artifacts.values()
-                 if a["_repo"] == f"{owner}/{repo}" and a["_run"] == int(run_id)]
+        found = [
+            self._public(a)
+            for a in self.artifacts.values()
+            if a["_repo"] == f"{owner}/{repo}" and a["_run"] == int(run_id)
+        ]
         return _json(200, {"total_count": len(found), "artifacts": found})
 
-    def download_artifact(self, request: Request, owner: str, repo: str, artifact_id: str,
-                          archive_format: str) -> Response:
+    def download_artifact(
+        self, request: Request, owner: str, repo: str, artifact_id: str, archive_format: str
+    ) -> Response:
         artifact = self.artifacts.get(int(artifact_id))
         if artifact is None or artifact["_repo"] != f"{owner}/{repo}" or archive_format != "zip":
             return _not_found()
@@ -980,8 +1087,15 @@ class GitHubEmulator:
         """The storage behind an artifact's redirect: the address alone grants access, for a
         minute; like GitHub's storage, it refuses requests that carry credentials."""
         with self._lock:
-            self.requests.append(Recorded(request.method, request.path, "", None,
-                                          {"authorization": request.headers.get("Authorization", "")}))
+            self.requests.append(
+                Recorded(
+                    request.method,
+                    request.path,
+                    "",
+                    None,
+                    {"authorization": request.headers.get("Authorization", "")},
+                )
+            )
             found = self.blobs.get(request.path.removeprefix(BLOB_PREFIX))
         if "Authorization" in request.headers:
             return Response("Authentication information is not given in the correct format", 400)
@@ -1061,8 +1175,16 @@ _WEB_ROUTES = [
 _ORG_NEW_APP = re.compile(r"/organizations/(?P<org>[A-Za-z0-9-]{1,39})/settings/apps/new")
 
 
-_API_PREFIXES = ("/repos/", "/app/", "/app-manifests/", "/user", "/login/", "/settings/", "/organizations/",
-                 BLOB_PREFIX)
+_API_PREFIXES = (
+    "/repos/",
+    "/app/",
+    "/app-manifests/",
+    "/user",
+    "/login/",
+    "/settings/",
+    "/organizations/",
+    BLOB_PREFIX,
+)
 
 
 def _is_api(path: str) -> bool:

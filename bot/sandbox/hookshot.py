@@ -38,8 +38,9 @@ class Answer:
         return f"{self.status} {phrase(self.status, self.reason)}{said}"
 
 
-def headers(event: str, body: bytes, secret: str, guid: str, hook_id: str = "1",
-            payload: dict | None = None) -> dict[str, str]:
+def headers(
+    event: str, body: bytes, secret: str, guid: str, hook_id: str = "1", payload: dict | None = None
+) -> dict[str, str]:
     """The headers of a delivery of ``event`` with ``body``, signed with ``secret`` as GitHub signs."""
     found = {
         "X-GitHub-Event": event,
@@ -70,8 +71,10 @@ def target_headers(payload: dict) -> dict[str, str]:
 
 
 def _target(kind: str, number: int) -> dict[str, str]:
-    return {"X-GitHub-Hook-Installation-Target-Type": kind,
-            "X-GitHub-Hook-Installation-Target-ID": str(number)}
+    return {
+        "X-GitHub-Hook-Installation-Target-Type": kind,
+        "X-GitHub-Hook-Installation-Target-ID": str(number),
+    }
 
 
 def _is_id(value: object) -> bool:

@@ -21,8 +21,12 @@ class InProcessBot:
     """Start with `start()`; `deliver` a signed delivery, `wait_idle`, then `stop()`."""
 
     def __init__(self, settings: Settings, folder: Path):
-        self.settings = replace(settings, database_url=f"sqlite:///{folder / 'perfbot.db'}",
-                                queue_url=f"sqlite:///{folder / 'perfbot.queue.db'}", log_level="WARNING")
+        self.settings = replace(
+            settings,
+            database_url=f"sqlite:///{folder / 'perfbot.db'}",
+            queue_url=f"sqlite:///{folder / 'perfbot.queue.db'}",
+            log_level="WARNING",
+        )
         self.runtime: bootstrap.Runtime | None = None
         self.consumer: bootstrap.RunningConsumer | None = None
         self.client: FlaskClient | None = None

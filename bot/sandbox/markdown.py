@@ -14,11 +14,43 @@ from typing import Any
 from markdown_it import MarkdownIt
 from markdown_it.token import Token
 
-ALLOWED_TAGS = frozenset({
-    "details", "summary", "sub", "sup", "br", "b", "i", "em", "strong", "code", "kbd", "p", "hr", "ins",
-    "del", "s", "blockquote", "pre", "ul", "ol", "li", "h1", "h2", "h3", "h4", "h5", "h6", "table", "thead",
-    "tbody", "tr", "th", "td",
-})
+ALLOWED_TAGS = frozenset(
+    {
+        "details",
+        "summary",
+        "sub",
+        "sup",
+        "br",
+        "b",
+        "i",
+        "em",
+        "strong",
+        "code",
+        "kbd",
+        "p",
+        "hr",
+        "ins",
+        "del",
+        "s",
+        "blockquote",
+        "pre",
+        "ul",
+        "ol",
+        "li",
+        "h1",
+        "h2",
+        "h3",
+        "h4",
+        "h5",
+        "h6",
+        "table",
+        "thead",
+        "tbody",
+        "tr",
+        "th",
+        "td",
+    }
+)
 # An HTML comment, a bare tag (no attributes), or any other "<": what a raw HTML token may hold.
 _PIECE = re.compile(r"<!--.*?-->|<(/?)([A-Za-z][A-Za-z0-9]*)\s*(/?)>|<", re.DOTALL)
 _MARKDOWN = MarkdownIt("commonmark", {"html": True}).enable(["table", "strikethrough"])
@@ -31,6 +63,7 @@ def render(text: str) -> str:
 
 def clean(raw: str) -> str:
     """Raw HTML from a comment with only attribute-less allowed tags kept as HTML."""
+
     def piece(match: re.Match[str]) -> str:
         if match[0].startswith("<!--"):
             return ""

@@ -25,11 +25,21 @@ from .github import GitHubEmulator, Pull, RepoState
 from .hookshot import Answer
 
 HERE = Path(__file__).parent
-EMOJI = {"+1": "👍", "-1": "👎", "laugh": "😄", "confused": "😕", "heart": "❤️", "hooray": "🎉",
-         "rocket": "🚀", "eyes": "👀"}
+EMOJI = {
+    "+1": "👍",
+    "-1": "👎",
+    "laugh": "😄",
+    "confused": "😕",
+    "heart": "❤️",
+    "hooray": "🎉",
+    "rocket": "🚀",
+    "eyes": "👀",
+}
 _TEMPLATES = jinja2.Environment(loader=jinja2.FileSystemLoader(HERE / "templates"), autoescape=True)
-_PULL = re.compile(r"/(?P<repo>[\w.-]+/[\w.-]+)/pull/(?P<number>[0-9]{1,9})"
-                   r"(?P<page>/files|/state|/comments)?")
+_PULL = re.compile(
+    r"/(?P<repo>[\w.-]+/[\w.-]+)/pull/(?P<number>[0-9]{1,9})"
+    r"(?P<page>/files|/state|/comments)?"
+)
 _RUN = re.compile(r"/(?P<repo>[\w.-]+/[\w.-]+)/actions/runs/(?P<run>[0-9]{1,12})")
 _RUN_CSS = {"success": "open", "failure": "closed", "cancelled": "closed"}  # the state pill's colour
 _HUNK = re.compile(r"@@ -(\d+)(?:,\d+)? \+(\d+)(?:,\d+)? @@")
@@ -83,13 +93,25 @@ class Site:
             if page == "/state":
                 return Response(self._version(repo, pull), 200, mimetype="text/plain")
             if page == "/files":
-                return self._page("files.html", repo=repo, pull=self._pull_view(repo, pull),
-                                  files=list(_files(pull.diff)))
-            labels = [{"name": name, "css": "risk-" + name.rsplit(" ", 1)[-1] if name.startswith("perf-risk")
-                       else ""} for name in self.standin.labels.get((repo, number), [])]
-            return self._page("pull.html", repo=repo, pull=self._pull_view(repo, pull), user=self.user,
-                              comments=self._comments(repo, number), checks=self._checks(repo, pull.head_sha),
-                              labels=labels)
+                return self._page(
+                    "files.html", repo=repo, pull=self._pull_view(repo, pull), files=list(_files(pull.diff))
+                )
+            labels = [
+                {
+                    "name": name,
+                    "css": "risk-" + name.rsplit(" ", 1)[-1] if name.startswith("perf-risk") else "",
+                }
+                for name in self.standin.labels.get((repo, number), [])
+            ]
+            return self._page(
+                "pull.html",
+                repo=repo,
+                pull=self._pull_view(repo, pull),
+                user=self.user,
+                comments=self._comments(repo, number),
+                checks=self._checks(repo, pull.head_sha),
+                labels=labels,
+            )
 
     def _run(self, repo: str, run_id: int) -> Response:
         with self.standin.lock:
@@ -98,13 +120,21 @@ class Site:
                 return Response("no such workflow run in the sandbox", 404, mimetype="text/plain")
             artifacts = [a["name"] for a in self.standin.artifacts.values() if a["_run"] == run_id]
             inputs: dict[str, str] = next(
-                (d["inputs"] for d in self.standin.dispatches if d["run_id"] == run_id), {})
+                (d["inputs"] for d in self.standin.dispatches if d["run_id"] == run_id), {}
+            )
             status, conclusion = run["status"], run.get("conclusion")
             word = (conclusion or status).replace("_", " ")
             css = _RUN_CSS.get(conclusion or "", "merged")
-            return self._page("run.html", repo=repo, run=run, inputs=sorted(inputs.items()),
-                              artifacts=artifacts, log=run.get("_log", ""), state_word=word.capitalize(),
-                              state_css=css)
+            return self._page(
+                "run.html",
+                repo=repo,
+                run=run,
+                inputs=sorted(inputs.items()),
+                artifacts=artifacts,
+                log=run.get("_log", ""),
+                state_word=word.capitalize(),
+                state_css=css,
+            )
 
     def _page(self, name: str, **values: Any) -> Response:
         page = _TEMPLATES.get_template(name).render(dashboard=self.dashboard, **values)
@@ -114,17 +144,30 @@ class Site:
 
     def _repos(self) -> list[dict[str, Any]]:
         with self.standin.lock:
-            return [{"name": name, "pulls": [self._pull_view(name, p) | {"comments": len(
-                self.standin.comments_on(name, p.number))} for p in sorted(state.pulls.values(),
-                                                                          key=lambda p: -p.number)]}
-                    for name, state in self.standin.repos.items()]
+            return [
+                {
+                    "name": name,
+                    "pulls": [
+                        self._pull_view(name, p) | {"comments": len(self.standin.comments_on(name, p.number))}
+                        for p in sorted(state.pulls.values(), key=lambda p: -p.number)
+                    ],
+                }
+                for name, state in self.standin.repos.items()
+            ]
 
     def _pull_view(self, repo: str, pull: Pull) -> dict[str, Any]:
         state = "merged" if pull.merged else pull.state
-        return {"number": pull.number, "title": pull.title or f"Pull request #{pull.number}",
-                "state": state, "state_word": state.capitalize(), "author": pull.author,
-                "base_ref": pull.base_ref, "head_ref": pull.head_ref or "head", "head_sha": pull.head_sha,
-                "url": f"/{repo}/pull/{pull.number}"}
+        return {
+            "number": pull.number,
+            "title": pull.title or f"Pull request #{pull.number}",
+            "state": state,
+            "state_word": state.capitalize(),
+            "author": pull.author,
+            "base_ref": pull.base_ref,
+            "head_ref": pull.head_ref or "head",
+            "head_sha": pull.head_sha,
+            "url": f"/{repo}/pull/{pull.number}",
+        }
 
     def _comments(self, repo: str, number: int) -> list[dict[str, Any]]:
         shown = []
@@ -134,10 +177,17 @@ class Site:
                 counts[content] = counts.get(content, 0) + 1
             updated = comment.get("updated_at")
             edited = updated if updated != comment.get("created_at") else None
-            shown.append({"id": comment["id"], "login": comment["user"]["login"],
-                          "bot": comment["user"]["type"] == "Bot", "html": markdown.render(comment["body"]),
-                          "when": _when(comment.get("created_at")), "edited": _when(edited) if edited else "",
-                          "reactions": [(EMOJI.get(k, k), n) for k, n in counts.items()]})
+            shown.append(
+                {
+                    "id": comment["id"],
+                    "login": comment["user"]["login"],
+                    "bot": comment["user"]["type"] == "Bot",
+                    "html": markdown.render(comment["body"]),
+                    "when": _when(comment.get("created_at")),
+                    "edited": _when(edited) if edited else "",
+                    "reactions": [(EMOJI.get(k, k), n) for k, n in counts.items()],
+                }
+            )
         return shown
 
     def _checks(self, repo: str, sha: str) -> list[dict[str, Any]]:
@@ -145,22 +195,40 @@ class Site:
         for run in sorted(self.standin.checks_for(repo, sha), key=lambda r: r["id"]):
             icon, css = _mark(run.get("conclusion") if run["status"] == "completed" else "running")
             title = (run.get("output") or {}).get("title") or run["status"].replace("_", " ")
-            found.append({"name": run["name"], "icon": icon, "css": css, "what": title,
-                          "url": _local(run.get("details_url"), self.standin.base_url)})
+            found.append(
+                {
+                    "name": run["name"],
+                    "icon": icon,
+                    "css": css,
+                    "what": title,
+                    "url": _local(run.get("details_url"), self.standin.base_url),
+                }
+            )
         for status in self.standin.statuses:
             if status["_repo"] == repo and status["_sha"] == sha:
                 outcome = {"success": "success", "pending": "running"}.get(status["state"], "failure")
                 icon, css = _mark(outcome)
-                found.append({"name": status["context"], "icon": icon, "css": css,
-                              "what": status.get("description") or status["state"], "url": None})
+                found.append(
+                    {
+                        "name": status["context"],
+                        "icon": icon,
+                        "css": css,
+                        "what": status.get("description") or status["state"],
+                        "url": None,
+                    }
+                )
         return found
 
     def _version(self, repo: str, pull: Pull) -> str:
         """Changes whenever what the thread shows changes."""
-        seen = [(c["id"], c["body"], self.standin.reactions_on(c["id"]))
-                for c in self.standin.comments_on(repo, pull.number)]
-        checks = [(r["id"], r["status"], r.get("conclusion"), (r.get("output") or {}).get("title"))
-                  for r in self.standin.checks_for(repo, pull.head_sha)]
+        seen = [
+            (c["id"], c["body"], self.standin.reactions_on(c["id"]))
+            for c in self.standin.comments_on(repo, pull.number)
+        ]
+        checks = [
+            (r["id"], r["status"], r.get("conclusion"), (r.get("output") or {}).get("title"))
+            for r in self.standin.checks_for(repo, pull.head_sha)
+        ]
         labels = self.standin.labels.get((repo, pull.number))
         text = json.dumps([seen, checks, labels, pull.state, pull.merged], default=str)
         return hashlib.sha256(text.encode()).hexdigest()[:16]
@@ -174,9 +242,14 @@ class Site:
         if not text:
             return Response("", 303, headers={"Location": target})
         comment = self.standin.add_comment(state.full_name, pull.number, text, self.user)
-        payload = payloads.issue_comment(text, number=pull.number, repo=state.full_name,
-                                         installation_id=self.hooks.installation_id, login=self.user,
-                                         comment_id=comment["id"])
+        payload = payloads.issue_comment(
+            text,
+            number=pull.number,
+            repo=state.full_name,
+            installation_id=self.hooks.installation_id,
+            login=self.user,
+            comment_id=comment["id"],
+        )
         self.hooks.send("issue_comment", payload)
         return Response("", 303, headers={"Location": f"{target}#issuecomment-{comment['id']}"})
 
@@ -194,8 +267,11 @@ class Site:
             payload = None
         if request.headers.get("X-GitHub-Event") == "issue_comment" and isinstance(payload, dict):
             self._hold_comment(payload)
-        passed = {k: v for k, v in request.headers.items()
-                  if k.lower().startswith("x-") or k.lower() in ("user-agent", "content-type")}
+        passed = {
+            k: v
+            for k, v in request.headers.items()
+            if k.lower().startswith("x-") or k.lower() in ("user-agent", "content-type")
+        }
         answer = self.hooks.forward(body, passed)
         return _json(answer.status, answer.message)
 
@@ -240,8 +316,13 @@ def _files(diff: str):
 
 
 def _mark(conclusion: str | None) -> tuple[str, str]:
-    return {"success": ("✓", "ok"), "neutral": ("◼", "neutral"), "skipped": ("◼", "neutral"),
-            "running": ("●", "running"), "cancelled": ("⊘", "neutral")}.get(conclusion or "", ("✗", "bad"))
+    return {
+        "success": ("✓", "ok"),
+        "neutral": ("◼", "neutral"),
+        "skipped": ("◼", "neutral"),
+        "running": ("●", "running"),
+        "cancelled": ("⊘", "neutral"),
+    }.get(conclusion or "", ("✗", "bad"))
 
 
 def _local(url: str | None, base: str) -> str | None:

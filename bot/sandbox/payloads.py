@@ -19,8 +19,15 @@ INSTALLATION_NODE = "MDIzOkludGVncmF0aW9uSW5zdGFsbGF0aW9uMQ=="
 Payload = dict[str, Any]
 
 
-def pull_request(action: str, *, head_sha: str | None = None, number: int | None = None,
-                 repo: str | None = None, installation_id: int | None = None, **changes: Any) -> Payload:
+def pull_request(
+    action: str,
+    *,
+    head_sha: str | None = None,
+    number: int | None = None,
+    repo: str | None = None,
+    installation_id: int | None = None,
+    **changes: Any,
+) -> Payload:
     """A `pull_request` event with ``action``, from the `opened` example. ``changes``: ``merged``
     (for `closed`, default true) and ``changes`` (for `edited`)."""
     payload = _retarget(webhook_example("pull_request", "opened"), head_sha, number, repo, installation_id)
@@ -48,8 +55,9 @@ def pull_request(action: str, *, head_sha: str | None = None, number: int | None
     return payload
 
 
-def _retarget(payload: Payload, head_sha: str | None, number: int | None, repo: str | None,
-              installation_id: int | None) -> Payload:
+def _retarget(
+    payload: Payload, head_sha: str | None, number: int | None, repo: str | None, installation_id: int | None
+) -> Payload:
     pr = payload["pull_request"]
     if head_sha:
         pr["head"]["sha"] = head_sha
@@ -86,9 +94,18 @@ def installation_event(event: str, action: str) -> Payload:
     return found
 
 
-def issue_comment(body: str, *, number: int, repo: str, installation_id: int, login: str,
-                  comment_id: int, user_type: str = "User", on_pull_request: bool = True,
-                  app_id: int | None = None) -> Payload:
+def issue_comment(
+    body: str,
+    *,
+    number: int,
+    repo: str,
+    installation_id: int,
+    login: str,
+    comment_id: int,
+    user_type: str = "User",
+    on_pull_request: bool = True,
+    app_id: int | None = None,
+) -> Payload:
     """A comment ``created`` on pull request (or issue) ``number``, from the example (GitHub's
     comment examples are all on issues: a pull request's comment differs by ``issue.pull_request``)."""
     payload = json.loads(json.dumps(webhook_example("issue_comment", "created")).replace(EXAMPLE_REPO, repo))
@@ -105,16 +122,22 @@ def issue_comment(body: str, *, number: int, repo: str, installation_id: int, lo
     return payload
 
 
-def pull_request_link(repo: str, number: int, web: str = "https://github.com",
-                      api: str = "https://api.github.com") -> dict[str, Any]:
+def pull_request_link(
+    repo: str, number: int, web: str = "https://github.com", api: str = "https://api.github.com"
+) -> dict[str, Any]:
     """``issue.pull_request`` of an issue that is a pull request."""
-    return {"url": f"{api}/repos/{repo}/pulls/{number}", "html_url": f"{web}/{repo}/pull/{number}",
-            "diff_url": f"{web}/{repo}/pull/{number}.diff", "patch_url": f"{web}/{repo}/pull/{number}.patch",
-            "merged_at": None}
+    return {
+        "url": f"{api}/repos/{repo}/pulls/{number}",
+        "html_url": f"{web}/{repo}/pull/{number}",
+        "diff_url": f"{web}/{repo}/pull/{number}.diff",
+        "patch_url": f"{web}/{repo}/pull/{number}.patch",
+        "merged_at": None,
+    }
 
 
-def pull_request_review(body: str, *, number: int, repo: str, installation_id: int, login: str,
-                        review_id: int) -> Payload:
+def pull_request_review(
+    body: str, *, number: int, repo: str, installation_id: int, login: str, review_id: int
+) -> Payload:
     """A review ``submitted`` with ``body``, from the example, brought up to the current schema."""
     payload = webhook_example("pull_request_review", "submitted")
     for side in ("base", "head"):  # newer schemas require it; the example predates it
@@ -133,8 +156,18 @@ def workflow_run(action: str, run: dict[str, Any], *, repo: str, installation_id
     payload = json.loads(example.replace(ACTIONS_EXAMPLE_REPO, repo))
     payload["action"] = action
     payload["installation"] = {"id": installation_id, "node_id": INSTALLATION_NODE}
-    keys = ("id", "display_title", "event", "path", "status", "conclusion", "run_attempt", "html_url",
-            "head_sha", "head_branch")
+    keys = (
+        "id",
+        "display_title",
+        "event",
+        "path",
+        "status",
+        "conclusion",
+        "run_attempt",
+        "html_url",
+        "head_sha",
+        "head_branch",
+    )
     payload["workflow_run"].update({key: run[key] for key in keys})
     payload["workflow_run"]["path"] = run["path"].split("@")[0]
     if action != "completed":

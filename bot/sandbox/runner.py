@@ -70,10 +70,22 @@ class _Job:
 class Runner:
     """Start with `start()`; `stop()` ends the benchmark running and every thread."""
 
-    def __init__(self, standin: GitHubEmulator, repo: str, checkout: Path, folder: Path, config: Path,
-                 send: Callable[[str, dict[str, Any]], object], workflow_run: Callable[..., dict[str, Any]],
-                 python: str = sys.executable, engine_python: str | None = None, parallel: int = 1,
-                 merge_rounds: int = 1, can_measure: str | None = None, env: dict[str, str] | None = None):
+    def __init__(
+        self,
+        standin: GitHubEmulator,
+        repo: str,
+        checkout: Path,
+        folder: Path,
+        config: Path,
+        send: Callable[[str, dict[str, Any]], object],
+        workflow_run: Callable[..., dict[str, Any]],
+        python: str = sys.executable,
+        engine_python: str | None = None,
+        parallel: int = 1,
+        merge_rounds: int = 1,
+        can_measure: str | None = None,
+        env: dict[str, str] | None = None,
+    ):
         self.standin, self.repo, self.checkout = standin, repo, checkout
         self.folder, self.config = folder, config
         self.send, self.workflow_run = send, workflow_run
@@ -96,8 +108,10 @@ class Runner:
     # lifecycle
 
     def start(self) -> Runner:
-        workers = [threading.Thread(target=self._work, name=f"sandbox-runner-{i}", daemon=True)
-                   for i in range(self.parallel)]
+        workers = [
+            threading.Thread(target=self._work, name=f"sandbox-runner-{i}", daemon=True)
+            for i in range(self.parallel)
+        ]
         watcher = threading.Thread(target=self._watch, name="sandbox-dispatches", daemon=True)
         self._threads = [watcher, *workers]
         for thread in self._threads:
@@ -152,18 +166,44 @@ class Runner:
         if self.cannot_measure is not None:
             (out / "summary.md").write_text(f"No benchmark ran: {self.cannot_measure}\n")
             return Measured(1, out, f"perfbot: {self.cannot_measure}\n", 0.0)
-        command = [self.python, "-m", "bot", "bench", "run", "--repo", str(self.checkout), "--base", key.base,
-                   "--head", key.head, "--repo-name", self.repo, "--config", str(self.config),
-                   "--python", self.engine_python, "--out", str(out / "results.json"),
-                   *(["--rounds", key.rounds] if key.rounds else []),
-                   *(["--max-rounds", key.max_rounds] if key.max_rounds else []),
-                   *([] if key.profile else ["--no-profile"])]
+        command = [
+            self.python,
+            "-m",
+            "bot",
+            "bench",
+            "run",
+            "--repo",
+            str(self.checkout),
+            "--base",
+            key.base,
+            "--head",
+            key.head,
+            "--repo-name",
+            self.repo,
+            "--config",
+            str(self.config),
+            "--python",
+            self.engine_python,
+            "--out",
+            str(out / "results.json"),
+            *(["--rounds", key.rounds] if key.rounds else []),
+            *(["--max-rounds", key.max_rounds] if key.max_rounds else []),
+            *([] if key.profile else ["--no-profile"]),
+        ]
         for suite in key.suites:
             command += ["--suite", suite]
         code, log = self._run(command)
         if not self._stopping.is_set():
-            report = [self.python, "-m", "bot", "bench", "report", str(out), "--markdown",
-                      str(out / "summary.md")]
+            report = [
+                self.python,
+                "-m",
+                "bot",
+                "bench",
+                "report",
+                str(out),
+                "--markdown",
+                str(out / "summary.md"),
+            ]
             _, said = self._run(report)
             log += said
         return Measured(code, out, log, time.monotonic() - started)
@@ -175,8 +215,15 @@ class Runner:
             return 1, "stopped\n"
         env = {k: v for k, v in self.env.items() if not k.startswith(("PERFBOT_", "GITHUB_"))}
         env["PYTHONSAFEPATH"] = "1"
-        process = subprocess.Popen(command, cwd=self.folder, env=env, stdout=subprocess.PIPE,
-                                   stderr=subprocess.STDOUT, text=True, start_new_session=True)
+        process = subprocess.Popen(
+            command,
+            cwd=self.folder,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            start_new_session=True,
+        )
         with self._lock:
             self._processes.add(process)
         try:
@@ -191,14 +238,18 @@ class Runner:
     def _watch(self) -> None:
         while not self._stopping.wait(0.1):
             with self.standin.lock:
-                new = self.standin.dispatches[self._seen:]
+                new = self.standin.dispatches[self._seen :]
                 self._seen += len(new)
             for dispatched in new:
                 turn = None
                 if not dispatched["inputs"].get("pr"):  # a merge's: sent back in the order dispatched
                     turn, self._merges_seen = self._merges_seen, self._merges_seen + 1
-                threading.Thread(target=self._serve, args=(dispatched, turn), daemon=True,
-                                 name=f"sandbox-run-{dispatched['run_id']}").start()
+                threading.Thread(
+                    target=self._serve,
+                    args=(dispatched, turn),
+                    daemon=True,
+                    name=f"sandbox-run-{dispatched['run_id']}",
+                ).start()
 
     def _serve(self, dispatched: dict[str, Any], turn: int | None) -> None:
         inputs, run_id = dispatched["inputs"], dispatched["run_id"]
@@ -206,11 +257,20 @@ class Runner:
         if turn is not None and not inputs.get("rounds"):
             key = self.merge_key(inputs["base-sha"], inputs["head-sha"], suites)
         else:
-            key = Key(inputs["base-sha"], inputs["head-sha"], suites, inputs.get("rounds", ""),
-                      inputs.get("max-rounds", ""), True)
+            key = Key(
+                inputs["base-sha"],
+                inputs["head-sha"],
+                suites,
+                inputs.get("rounds", ""),
+                inputs.get("max-rounds", ""),
+                True,
+            )
         rounds = f" --rounds {key.rounds}" if key.rounds else ""
-        self._log(run_id, f"perfbot bench run --base {key.base[:12]} --head {key.head[:12]} "
-                          f"--suite {' --suite '.join(suites)}{rounds}\n")
+        self._log(
+            run_id,
+            f"perfbot bench run --base {key.base[:12]} --head {key.head[:12]} "
+            f"--suite {' --suite '.join(suites)}{rounds}\n",
+        )
         self._set(run_id, status="in_progress")
         self._event(run_id, "in_progress")
         try:
@@ -225,8 +285,9 @@ class Runner:
                 return
             self._log(run_id, measured.log)
             self._finish(dispatched, measured)
-            self.finished.append({"run_id": run_id, "key": key, "measured": measured,
-                                  "merge": turn is not None})
+            self.finished.append(
+                {"run_id": run_id, "key": key, "measured": measured, "merge": turn is not None}
+            )
         finally:
             if turn is not None:
                 with self._merge_turn:

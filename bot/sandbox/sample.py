@@ -111,13 +111,14 @@ PARALLEL_STATE_SLOW = PARALLEL_STATE.replace(
     "_TP_COMMUNICATOR = None\n",
     "_TP_COMMUNICATOR = None\n"
     "# Piecewise CUDA graphs are captured for this many tokens.\n"
-    "_GRAPH_TOKENS = 65536\n").replace(
+    "_GRAPH_TOKENS = 65536\n",
+).replace(
     "def tensor_model_parallel_all_reduce(input_: torch.Tensor) -> torch.Tensor:\n"
     "    if dist.get_world_size() == 1:\n"
     "        return input_\n"
     "    return get_tp_communicator().all_reduce(input_)\n",
     "def _pad_to_graph_size(input_: torch.Tensor) -> torch.Tensor:\n"
-    "    \"\"\"``input_`` in a zeroed buffer of the captured size, so that PCG MoE buffers line up.\"\"\"\n"
+    '    """``input_`` in a zeroed buffer of the captured size, so that PCG MoE buffers line up."""\n'
     "    padded = torch.zeros((max(_GRAPH_TOKENS, input_.shape[0]), *input_.shape[1:]),\n"
     "                         dtype=input_.dtype, device=input_.device)\n"
     "    padded[: input_.shape[0]].copy_(input_)\n"
@@ -130,7 +131,8 @@ PARALLEL_STATE_SLOW = PARALLEL_STATE.replace(
     "        return padded\n"
     "    # The communicator now returns a new tensor; callers must use the return value.\n"
     "    output = get_tp_communicator().all_reduce(padded)\n"
-    "    return output\n")
+    "    return output\n",
+)
 
 
 SAMPLING = '''\
@@ -149,7 +151,8 @@ SAMPLING_TEMPERATURE = SAMPLING.replace(
     "def sample_top_k(logits: torch.Tensor, k: int) -> torch.Tensor:\n"
     "    values, indices = logits.topk(k, dim=-1)",
     "def sample_top_k(logits: torch.Tensor, k: int, temperature: float = 1.0) -> torch.Tensor:\n"
-    "    values, indices = (logits / max(temperature, 1e-5)).topk(k, dim=-1)")
+    "    values, indices = (logits / max(temperature, 1e-5)).topk(k, dim=-1)",
+)
 
 SCHEDULER = '''\
 """First-come first-served batching of the mini engine."""
@@ -175,12 +178,14 @@ class Scheduler:
 SCHEDULER_BUDGET = SCHEDULER.replace(
     "    def __init__(self, max_batch: int):\n        self.max_batch = max_batch\n",
     "    def __init__(self, max_batch: int, max_tokens: int = 8192):\n        self.max_batch = max_batch\n"
-    "        self.max_tokens = max_tokens\n").replace(
+    "        self.max_tokens = max_tokens\n",
+).replace(
     "        batch = []\n        while self.waiting and len(batch) < self.max_batch:\n"
     "            batch.append(self.waiting.popleft())\n",
     "        batch, tokens = [], 0\n        while self.waiting and len(batch) < self.max_batch:\n"
     "            if tokens + len(self.waiting[0]) > self.max_tokens:\n                break\n"
-    "            tokens += len(self.waiting[0])\n            batch.append(self.waiting.popleft())\n")
+    "            tokens += len(self.waiting[0])\n            batch.append(self.waiting.popleft())\n",
+)
 
 CONFIG = '''\
 """Engine options."""
@@ -194,7 +199,7 @@ class EngineConfig:
     max_batch: int = 32
 '''
 
-TEST_SAMPLING = '''\
+TEST_SAMPLING = """\
 import torch
 
 from mini_engine.sampling import sample_top_k
@@ -203,41 +208,58 @@ from mini_engine.sampling import sample_top_k
 def test_top_1_sampling_is_greedy():
     logits = torch.tensor([[0.1, 3.0, 0.2]])
     assert sample_top_k(logits, 1).tolist() == [1]
-'''
+"""
 
 README = "# mini engine\n\nA tensor-parallel toy inference engine, used to demonstrate perfbot.\n"
 
 # (subject, {path: text}) in commit order; the seventh is the slow one.
 HISTORY: list[tuple[str, dict[str, str]]] = [
-    ("Mini engine: tensor-parallel communicator, sampling, scheduler", {
-        "README.md": README,
-        ".github/perfbot.yml": PERFBOT_YML,
-        "mini_engine/__init__.py": '"""A tensor-parallel toy inference engine."""\n',
-        "mini_engine/distributed/__init__.py": "",
-        "mini_engine/distributed/pynccl.py": PYNCCL,
-        "mini_engine/distributed/parallel_state.py": PARALLEL_STATE,
-        "mini_engine/sampling.py": SAMPLING,
-        "mini_engine/scheduler.py": SCHEDULER,
-        "mini_engine/config.py": CONFIG,
-    }),
-    ("docs: how to run the engine", {
-        "README.md": README + "\n## Usage\n\n    python -m mini_engine --tp-size 2\n"}),
+    (
+        "Mini engine: tensor-parallel communicator, sampling, scheduler",
+        {
+            "README.md": README,
+            ".github/perfbot.yml": PERFBOT_YML,
+            "mini_engine/__init__.py": '"""A tensor-parallel toy inference engine."""\n',
+            "mini_engine/distributed/__init__.py": "",
+            "mini_engine/distributed/pynccl.py": PYNCCL,
+            "mini_engine/distributed/parallel_state.py": PARALLEL_STATE,
+            "mini_engine/sampling.py": SAMPLING,
+            "mini_engine/scheduler.py": SCHEDULER,
+            "mini_engine/config.py": CONFIG,
+        },
+    ),
+    (
+        "docs: how to run the engine",
+        {"README.md": README + "\n## Usage\n\n    python -m mini_engine --tp-size 2\n"},
+    ),
     ("sampling: temperature for top-k sampling", {"mini_engine/sampling.py": SAMPLING_TEMPERATURE}),
     ("tests: top-1 sampling is greedy", {"tests/test_sampling.py": TEST_SAMPLING}),
     ("scheduler: cap a batch by its token budget", {"mini_engine/scheduler.py": SCHEDULER_BUDGET}),
-    ("ci: run the tests on pull requests", {
-        ".github/workflows/ci.yml": "on: [pull_request]\njobs:\n  test:\n    runs-on: ubuntu-latest\n"
-                                    "    steps:\n      - uses: actions/checkout@v4\n      - run: pytest\n"}),
-    (SLOW_SUBJECT, {"mini_engine/distributed/pynccl.py": PYNCCL_SLOW,
-                    "mini_engine/distributed/parallel_state.py": PARALLEL_STATE_SLOW}),
-    ("config: max_tokens option", {
-        "mini_engine/config.py": CONFIG + "    max_tokens: int = 8192\n"}),
+    (
+        "ci: run the tests on pull requests",
+        {
+            ".github/workflows/ci.yml": "on: [pull_request]\njobs:\n  test:\n    runs-on: ubuntu-latest\n"
+            "    steps:\n      - uses: actions/checkout@v4\n      - run: pytest\n"
+        },
+    ),
+    (
+        SLOW_SUBJECT,
+        {
+            "mini_engine/distributed/pynccl.py": PYNCCL_SLOW,
+            "mini_engine/distributed/parallel_state.py": PARALLEL_STATE_SLOW,
+        },
+    ),
+    ("config: max_tokens option", {"mini_engine/config.py": CONFIG + "    max_tokens: int = 8192\n"}),
     ("docs: changelog for 0.2", {"CHANGELOG.md": "# 0.2\n\n- temperature sampling\n- token budget\n"}),
-    ("tests: scheduler respects max_batch", {
-        "tests/test_scheduler.py": "from mini_engine.scheduler import Scheduler\n\n\n"
-                                   "def test_batch_is_capped():\n    s = Scheduler(max_batch=2)\n"
-                                   "    for r in ([1], [2], [3]):\n        s.add(r)\n"
-                                   "    assert len(s.next_batch()) == 2\n"}),
+    (
+        "tests: scheduler respects max_batch",
+        {
+            "tests/test_scheduler.py": "from mini_engine.scheduler import Scheduler\n\n\n"
+            "def test_batch_is_capped():\n    s = Scheduler(max_batch=2)\n"
+            "    for r in ([1], [2], [3]):\n        s.add(r)\n"
+            "    assert len(s.next_batch()) == 2\n"
+        },
+    ),
 ]
 
 
@@ -263,8 +285,14 @@ def build(dest: Path) -> dict:
         sha = commit(dest, subject, START + timedelta(hours=number), parent)
         commits.append({"sha": sha, "subject": subject})
     slow = next(i for i, c in enumerate(commits) if c["subject"] == SLOW_SUBJECT)
-    return {"path": str(dest), "commits": commits, "first": commits[0]["sha"], "head": commits[-1]["sha"],
-            "slow": commits[slow]["sha"], "before_slow": commits[slow - 1]["sha"]}
+    return {
+        "path": str(dest),
+        "commits": commits,
+        "first": commits[0]["sha"],
+        "head": commits[-1]["sha"],
+        "slow": commits[slow]["sha"],
+        "before_slow": commits[slow - 1]["sha"],
+    }
 
 
 def commit(repo: Path, message: str, when: datetime, parent: str | None) -> str:
@@ -272,8 +300,15 @@ def commit(repo: Path, message: str, when: datetime, parent: str | None) -> str:
     ``when``, on top of ``parent``, and move the current branch to it; return its SHA."""
     stamp = f"{int(when.timestamp())} +0000"
     name, email = AUTHOR
-    env = {**os.environ, "GIT_AUTHOR_NAME": name, "GIT_AUTHOR_EMAIL": email, "GIT_AUTHOR_DATE": stamp,
-           "GIT_COMMITTER_NAME": name, "GIT_COMMITTER_EMAIL": email, "GIT_COMMITTER_DATE": stamp}
+    env = {
+        **os.environ,
+        "GIT_AUTHOR_NAME": name,
+        "GIT_AUTHOR_EMAIL": email,
+        "GIT_AUTHOR_DATE": stamp,
+        "GIT_COMMITTER_NAME": name,
+        "GIT_COMMITTER_EMAIL": email,
+        "GIT_COMMITTER_DATE": stamp,
+    }
     tree = git(repo, "write-tree")
     sha = git(repo, "commit-tree", tree, *(["-p", parent] if parent else []), stdin=message, env=env)
     git(repo, "update-ref", "HEAD", sha)
@@ -281,8 +316,9 @@ def commit(repo: Path, message: str, when: datetime, parent: str | None) -> str:
 
 
 def git(repo: Path, *args: str, stdin: str | None = None, env: dict[str, str] | None = None) -> str:
-    done = subprocess.run([*_GIT, *args], cwd=repo, input=stdin, env=env, capture_output=True, text=True,
-                          check=False)
+    done = subprocess.run(
+        [*_GIT, *args], cwd=repo, input=stdin, env=env, capture_output=True, text=True, check=False
+    )
     if done.returncode != 0:
         raise RuntimeError(f"git {args[0]}: {done.stderr.strip() or done.returncode}")
     return done.stdout.strip()
@@ -298,10 +334,17 @@ def slow_diff() -> str:
     parts = []
     for path in sorted(changed):
         old, new = before[path], changed[path]
-        lines = difflib.unified_diff(old.splitlines(keepends=True), new.splitlines(keepends=True),
-                                     f"a/{path}", f"b/{path}", lineterm="\n")
-        parts.append(f"diff --git a/{path} b/{path}\nindex {_blob(old)[:7]}..{_blob(new)[:7]} 100644\n"
-                     + "".join(lines))
+        lines = difflib.unified_diff(
+            old.splitlines(keepends=True),
+            new.splitlines(keepends=True),
+            f"a/{path}",
+            f"b/{path}",
+            lineterm="\n",
+        )
+        parts.append(
+            f"diff --git a/{path} b/{path}\nindex {_blob(old)[:7]}..{_blob(new)[:7]} 100644\n"
+            + "".join(lines)
+        )
     return "".join(parts)
 
 

@@ -118,10 +118,14 @@ class Sandbox:
             self.start()
             self.open_pull_requests()
             self.replay()
-            self.say(f"Try /bench: comment it on {self.standin.base_url}/{REPO}/pull/{self.reland} "
-                     "(you are Codertocat, a maintainer), or send it as GitHub would:")
-            self.say(f"  perfbot deliver issue_comment --pull-request {self.reland} --repo {REPO} "
-                     f'--body "/bench" --to {self.standin.base_url}/webhook --secret {self.secret}')
+            self.say(
+                f"Try /bench: comment it on {self.standin.base_url}/{REPO}/pull/{self.reland} "
+                "(you are Codertocat, a maintainer), or send it as GitHub would:"
+            )
+            self.say(
+                f"  perfbot deliver issue_comment --pull-request {self.reland} --repo {REPO} "
+                f'--body "/bench" --to {self.standin.base_url}/webhook --secret {self.secret}'
+            )
             self.say("Ctrl-C stops everything.")
             self.watch()
         except KeyboardInterrupt:
@@ -135,8 +139,10 @@ class Sandbox:
     def start(self) -> None:
         for port, option in ((self.options.port, "--port"), (self.options.github_port, "--github-port")):
             if not _free(self.options.host, port):
-                raise SandboxError(f"{self.options.host}:{port} is in use (another perfbot?): choose another "
-                                   f"port with {option}")
+                raise SandboxError(
+                    f"{self.options.host}:{port} is in use (another perfbot?): choose another "
+                    f"port with {option}"
+                )
         _fresh(self.folder)
         checkout = self.folder / "mini-engine"
         self.manifest = sample.build(checkout)
@@ -145,20 +151,32 @@ class Sandbox:
         config = self.folder / "perfbot.yml"
         config.write_text(CONFIG)
         self._stand_in()
-        self.say(f"perfbot sandbox: everything lives in {self.folder} "
-                 f"(the bot's log: {self.folder / 'perfbot.log'})")
+        self.say(
+            f"perfbot sandbox: everything lives in {self.folder} "
+            f"(the bot's log: {self.folder / 'perfbot.log'})"
+        )
         self.say(f"  GitHub stand-in  {self.standin.base_url}  holds {REPO}, the sample engine")
         self._serve()
         self.say(f"  perfbot serve    {self.bot_url}  (SQLite files in the folder)")
         self._send("installation", self._installation())
         cannot = _cannot_benchmark()
         if cannot:
-            self.say(f"perfbot sandbox: no benchmarks on this machine ({cannot}); reviews and merges still "
-                     "run")
-        self.runner = Runner(self.standin, REPO, checkout, self.folder, config, self._send,
-                             self._workflow_run, parallel=self.options.parallel,
-                             merge_rounds=self.options.merge_rounds, can_measure=cannot,
-                             env=_child_env()).start()
+            self.say(
+                f"perfbot sandbox: no benchmarks on this machine ({cannot}); reviews and merges still run"
+            )
+        self.runner = Runner(
+            self.standin,
+            REPO,
+            checkout,
+            self.folder,
+            config,
+            self._send,
+            self._workflow_run,
+            parallel=self.options.parallel,
+            merge_rounds=self.options.merge_rounds,
+            can_measure=cannot,
+            env=_child_env(),
+        ).start()
 
     def stop(self) -> None:
         self._stopping.set()
@@ -192,25 +210,40 @@ class Sandbox:
             self.standin.start(self.options.host, self.options.github_port)
         except OSError as error:
             where = f"{self.options.host}:{self.options.github_port}"
-            raise SandboxError(f"cannot listen on {where} for the GitHub stand-in ({error.strerror}): "
-                               "choose another with --github-port") from None
+            raise SandboxError(
+                f"cannot listen on {where} for the GitHub stand-in ({error.strerror}): "
+                "choose another with --github-port"
+            ) from None
         hooks = Hooks(self._send, self._forward, self.secret, INSTALLATION_ID)
         self.standin.site = Site(self.standin, hooks, USER, f"{self.bot_url}/")
 
     def _serve(self) -> None:
         """`perfbot serve` in the folder, as the sandbox's App, until it answers /healthz."""
         env = _child_env() | {
-            "PERFBOT_WEBHOOK_SECRET": self.secret, "PERFBOT_APP_ID": str(identity.APP_ID),
-            "PERFBOT_PRIVATE_KEY": self.key.private_pem, "PERFBOT_GITHUB_API_URL": self.standin.base_url,
-            "PERFBOT_GITHUB_WEB_URL": self.standin.base_url, "PERFBOT_PUBLIC_URL": self.bot_url,
-            "PERFBOT_OAUTH_CLIENT_ID": self.client_id, "PERFBOT_OAUTH_CLIENT_SECRET": self.client_secret,
+            "PERFBOT_WEBHOOK_SECRET": self.secret,
+            "PERFBOT_APP_ID": str(identity.APP_ID),
+            "PERFBOT_PRIVATE_KEY": self.key.private_pem,
+            "PERFBOT_GITHUB_API_URL": self.standin.base_url,
+            "PERFBOT_GITHUB_WEB_URL": self.standin.base_url,
+            "PERFBOT_PUBLIC_URL": self.bot_url,
+            "PERFBOT_OAUTH_CLIENT_ID": self.client_id,
+            "PERFBOT_OAUTH_CLIENT_SECRET": self.client_secret,
             "PERFBOT_SESSION_SECRET": secrets.token_hex(32),
         }
         log = (self.folder / "perfbot.log").open("ab")
-        command = [sys.executable, "-m", "bot", "serve", "--host", self.options.host, "--port",
-                   str(self.options.port)]
-        server = self.server = subprocess.Popen(command, cwd=self.folder, env=env, stdout=log,
-                                                stderr=subprocess.STDOUT, start_new_session=True)
+        command = [
+            sys.executable,
+            "-m",
+            "bot",
+            "serve",
+            "--host",
+            self.options.host,
+            "--port",
+            str(self.options.port),
+        ]
+        server = self.server = subprocess.Popen(
+            command, cwd=self.folder, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+        )
         log.close()
         if not self._until(lambda: server.poll() is not None or _healthy(self.bot_url), 120):
             raise SandboxError(f"perfbot serve did not answer in 120 s: see {self.folder / 'perfbot.log'}")
@@ -231,32 +264,43 @@ class Sandbox:
             parent = commit["sha"]
         self.reland = len(commits) + 1
         slow = next(number for number, _, sha, _ in self.merges if sha == self.manifest["slow"])
-        self._open(self.reland, f"{sample.SLOW_SUBJECT} (reland of #{slow})",
-                   self.manifest["reland"], self.manifest["revert"], DEFAULT_BRANCH, CONTRIBUTOR)
+        self._open(
+            self.reland,
+            f"{sample.SLOW_SUBJECT} (reland of #{slow})",
+            self.manifest["reland"],
+            self.manifest["revert"],
+            DEFAULT_BRANCH,
+            CONTRIBUTOR,
+        )
         if self.runner is not None:
             for _, _, head, base in self.merges:  # measured ahead of their dispatches, in order
                 self.runner.prepare(self.runner.merge_key(base, head, SUITES))
         thread = f"{self.standin.base_url}/{REPO}/pull/{self.reland}"
-        if not self._until(lambda: any(c["user"]["type"] == "Bot"
-                                       for c in self.standin.comments_on(REPO, self.reland)), 120):
-            raise SandboxError(f"the bot did not comment on {thread} in 120 s: see "
-                               f"{self.folder / 'perfbot.log'}")
+        if not self._until(
+            lambda: any(c["user"]["type"] == "Bot" for c in self.standin.comments_on(REPO, self.reland)), 120
+        ):
+            raise SandboxError(
+                f"the bot did not comment on {thread} in 120 s: see {self.folder / 'perfbot.log'}"
+            )
         self.say(f"Pull request #{self.reland}, as the bot wrote it:  {thread}   ({self._took()})")
         self.say(f"Dashboard:                              {self.bot_url}/")
 
     def _open(self, number: int, title: str, head: str, base: str, branch: str, author: str) -> None:
         diff = sample.git(self.folder / "mini-engine", "diff", base, head) + "\n"
         ref = re.sub(r"[^a-z0-9]+", "-", title.lower()).strip("-")[:40]
-        self.standin.add_pull(REPO, number, head, diff, base_sha=base, base_ref=branch, author=author,
-                              title=title, head_ref=ref)
+        self.standin.add_pull(
+            REPO, number, head, diff, base_sha=base, base_ref=branch, author=author, title=title, head_ref=ref
+        )
         self._send("pull_request", self._pull_payload("opened", number))
 
     def replay(self) -> None:
         """Merge the history's pull requests one after another, each once the previous merge's
         benchmark is in: the history's points then follow the merges, and each change point falls
         between the merges that caused it."""
-        self.say(f"Replaying the engine's history: {len(self.merges)} pull requests merged into "
-                 f"{DEFAULT_BRANCH}, each benchmarked on this machine's CPU ...")
+        self.say(
+            f"Replaying the engine's history: {len(self.merges)} pull requests merged into "
+            f"{DEFAULT_BRANCH}, each benchmarked on this machine's CPU ..."
+        )
         for done, (number, title, sha, _) in enumerate(self.merges, start=1):
             self._merge(number, sha)
             ok = self._until(functools.partial(self._benchmarked, sha), 900)
@@ -287,8 +331,10 @@ class Sandbox:
             finished = [f for f in (self.runner.finished if self.runner else []) if not f["merge"]]
             for run in finished[said:]:
                 seconds = run["measured"].seconds
-                self.say(f"  a /bench came back after {seconds:.0f} s of benchmarking: "
-                         f"{self.standin.base_url}/{REPO}/pull/{self.reland}")
+                self.say(
+                    f"  a /bench came back after {seconds:.0f} s of benchmarking: "
+                    f"{self.standin.base_url}/{REPO}/pull/{self.reland}"
+                )
             said = len(finished)
 
     # deliveries
@@ -310,16 +356,18 @@ class Sandbox:
         payload = payloads.installation_event("installation", "created")
         payload["installation"].update(id=INSTALLATION_ID, app_id=identity.APP_ID, app_slug=identity.APP_SLUG)
         owner, name = REPO.split("/")
-        payload["repositories"] = [{**payload["repositories"][0], "full_name": REPO, "name": name,
-                                    "private": False}]
+        payload["repositories"] = [
+            {**payload["repositories"][0], "full_name": REPO, "name": name, "private": False}
+        ]
         payload["installation"]["account"] = {**payload["installation"]["account"], "login": owner}
         return payload
 
     def _pull_payload(self, action: str, number: int) -> dict[str, Any]:
         with self.standin.lock:
             pull = self.standin.repos[REPO].pulls[number]
-            payload = payloads.pull_request(action, head_sha=pull.head_sha, number=number, repo=REPO,
-                                            installation_id=INSTALLATION_ID)
+            payload = payloads.pull_request(
+                action, head_sha=pull.head_sha, number=number, repo=REPO, installation_id=INSTALLATION_ID
+            )
             pr = payload["pull_request"]
             pr.update(title=pull.title, state=pull.state)
             pr["user"] = {**pr["user"], "login": pull.author}
@@ -361,8 +409,9 @@ def _fresh(folder: Path) -> None:
             raise SandboxError(f"{folder}: exists and is no sandbox folder: choose another with --dir")
         owner = marker.read_text().split()[0] if marker.read_text().strip() else ""
         if owner.isdigit() and _running(int(owner)):
-            raise SandboxError(f"{folder}: a running perfbot sandbox (pid {owner}) uses it: choose another "
-                               "with --dir")
+            raise SandboxError(
+                f"{folder}: a running perfbot sandbox (pid {owner}) uses it: choose another with --dir"
+            )
         shutil.rmtree(folder)
     folder.mkdir(parents=True, exist_ok=True)
     marker.write_text(f"{os.getpid()}\nmade by perfbot sandbox (its process id), emptied at its next start\n")
@@ -380,14 +429,15 @@ def _running(pid: int) -> bool:
 
 def _revert(checkout: Path, manifest: dict[str, Any]) -> str:
     """The commit that reverts the slow one, on top of the sample's history."""
-    message = f'{REVERT_SUBJECT}\n\nThis reverts commit {manifest["slow"]}.'
+    message = f"{REVERT_SUBJECT}\n\nThis reverts commit {manifest['slow']}."
     return _commit_files(checkout, sample.before_slow_files(), message, len(sample.HISTORY), manifest["head"])
 
 
 def _reland(checkout: Path, manifest: dict[str, Any]) -> str:
     """The slow commit cherry-picked onto its revert: the same change, a new commit."""
-    return _commit_files(checkout, sample.slow_files(), sample.SLOW_SUBJECT, len(sample.HISTORY) + 1,
-                         manifest["revert"])
+    return _commit_files(
+        checkout, sample.slow_files(), sample.SLOW_SUBJECT, len(sample.HISTORY) + 1, manifest["revert"]
+    )
 
 
 def _commit_files(checkout: Path, files: dict[str, str], message: str, hour: int, parent: str) -> str:

@@ -26,10 +26,27 @@ def pull_section(store: Store, repo: str, number: int, head_sha: str | None) -> 
     if head_sha is None or newest.head_sha == head_sha:
         return section
     if section.status not in (contract.SUPERSEDED, *contract.ACTIVE):
-        return BenchSection(OUTDATED, newest.base_sha, newest.head_sha, newest.suites, newest.trigger,
-                            newest.requested_by, newest.run_url, newest.conclusion, None, section.results)
-    return BenchSection(contract.SUPERSEDED, newest.base_sha, newest.head_sha, newest.suites,
-                        newest.trigger, newest.requested_by, newest.run_url)
+        return BenchSection(
+            OUTDATED,
+            newest.base_sha,
+            newest.head_sha,
+            newest.suites,
+            newest.trigger,
+            newest.requested_by,
+            newest.run_url,
+            newest.conclusion,
+            None,
+            section.results,
+        )
+    return BenchSection(
+        contract.SUPERSEDED,
+        newest.base_sha,
+        newest.head_sha,
+        newest.suites,
+        newest.trigger,
+        newest.requested_by,
+        newest.run_url,
+    )
 
 
 def request_section(request: BenchRequest, results: list[BenchResult]) -> BenchSection:
@@ -37,11 +54,18 @@ def request_section(request: BenchRequest, results: list[BenchResult]) -> BenchS
     problems = tuple(line for line in (request.error or "").splitlines() if line.strip())
     error = problems[0] if problems and request.status == contract.FAILED and not request.conclusion else None
     return BenchSection(
-        status=request.status, base_sha=request.base_sha, head_sha=request.head_sha, suites=request.suites,
-        trigger=request.trigger, requested_by=request.requested_by, run_url=request.run_url,
-        conclusion=request.conclusion, error=error,
+        status=request.status,
+        base_sha=request.base_sha,
+        head_sha=request.head_sha,
+        suites=request.suites,
+        trigger=request.trigger,
+        requested_by=request.requested_by,
+        run_url=request.run_url,
+        conclusion=request.conclusion,
+        error=error,
         results=tuple(_suite_result(r) for r in results),
-        problems=problems[1:] if error else problems)
+        problems=problems[1:] if error else problems,
+    )
 
 
 def _suite_result(result: BenchResult) -> SuiteResult:

@@ -33,39 +33,66 @@ FIND_ATTEMPTS = 4  # looking for a run whose dispatch may have reached GitHub be
 FIND_WAIT_S = 2.0
 
 
-def new_request(services: Services, *, key: str, repo: str, installation_id: int | None, number: int | None,
-                base_sha: str, head_sha: str, suites: tuple[str, ...], trigger: contract.Trigger,
-                rounds: int | None = None, max_rounds: int | None = None, requested_by: str | None = None,
-                comment_id: int | None = None) -> BenchRequest:
+def new_request(
+    services: Services,
+    *,
+    key: str,
+    repo: str,
+    installation_id: int | None,
+    number: int | None,
+    base_sha: str,
+    head_sha: str,
+    suites: tuple[str, ...],
+    trigger: contract.Trigger,
+    rounds: int | None = None,
+    max_rounds: int | None = None,
+    requested_by: str | None = None,
+    comment_id: int | None = None,
+) -> BenchRequest:
     """The record of a benchmark to run, not yet stored: its correlation id comes from its work key."""
     return BenchRequest(
-        correlation_id=contract.correlation_id(key), repo=repo, installation_id=installation_id,
+        correlation_id=contract.correlation_id(key),
+        repo=repo,
+        installation_id=installation_id,
         number=number,
-        base_sha=base_sha, head_sha=head_sha, suites=suites, rounds=rounds, max_rounds=max_rounds,
-        trigger=trigger, requested_by=requested_by, comment_id=comment_id, status=contract.REQUESTED,
-        created_at=services.now())
+        base_sha=base_sha,
+        head_sha=head_sha,
+        suites=suites,
+        rounds=rounds,
+        max_rounds=max_rounds,
+        trigger=trigger,
+        requested_by=requested_by,
+        comment_id=comment_id,
+        status=contract.REQUESTED,
+        created_at=services.now(),
+    )
 
 
-def start(services: Services, github: GitHub, request: BenchRequest, bench: BenchConfig,
-          default_branch: str) -> BenchRequest:
+def start(
+    services: Services, github: GitHub, request: BenchRequest, bench: BenchConfig, default_branch: str
+) -> BenchRequest:
     """Record the request, then dispatch it, unless this work was recorded before: then carry on
     from where it stood (a request already dispatched is returned as it is)."""
     stored, _ = services.store.benchmarks.open(request)
     return resume(services, github, stored, bench, default_branch)
 
 
-def resume(services: Services, github: GitHub, request: BenchRequest, bench: BenchConfig,
-           default_branch: str) -> BenchRequest:
+def resume(
+    services: Services, github: GitHub, request: BenchRequest, bench: BenchConfig, default_branch: str
+) -> BenchRequest:
     """Dispatch a recorded request that is not yet dispatched (or may not be); leave any other as it is."""
     if request.status not in (contract.REQUESTED, contract.DISPATCHING):
-        log.info("benchmark requested before; not dispatched again", extra={
-            "repo": request.repo, "correlation_id": request.correlation_id, "status": request.status})
+        log.info(
+            "benchmark requested before; not dispatched again",
+            extra={"repo": request.repo, "correlation_id": request.correlation_id, "status": request.status},
+        )
         return request
     return publish_check(services, github, _dispatch(services, github, request, bench, default_branch), bench)
 
 
-def _dispatch(services: Services, github: GitHub, request: BenchRequest, bench: BenchConfig,
-              default_branch: str) -> BenchRequest:
+def _dispatch(
+    services: Services, github: GitHub, request: BenchRequest, bench: BenchConfig, default_branch: str
+) -> BenchRequest:
     """Send the request to GitHub; its new state (running, or failed), stored before its check run
     is published: a check run GitHub refuses (no Checks: write, a 5xx) must not leave the request
     dispatching (a retry must know it may have been sent, so ``dispatching`` is stored before)."""
@@ -80,16 +107,40 @@ def _dispatch(services: Services, github: GitHub, request: BenchRequest, bench: 
         try:
             run = github.dispatch(request.repo, workflow, default_branch, inputs)
         except DispatchRefused as refused:
-            log.warning("dispatch refused", extra={"repo": request.repo, "status": refused.status,
-                                                   "correlation_id": request.correlation_id})
-            return _save(services, replace(request, status=contract.FAILED, completed_at=services.now(),
-                                           error=_refusal_text(refused, workflow)))
+            log.warning(
+                "dispatch refused",
+                extra={
+                    "repo": request.repo,
+                    "status": refused.status,
+                    "correlation_id": request.correlation_id,
+                },
+            )
+            return _save(
+                services,
+                replace(
+                    request,
+                    status=contract.FAILED,
+                    completed_at=services.now(),
+                    error=_refusal_text(refused, workflow),
+                ),
+            )
         if run is None:  # no run details (older GitHub Enterprise Server): its list names it
             run = github.find_run(request.repo, workflow, request.correlation_id)
-    running = replace(request, status=contract.RUNNING, run_id=run.id if run else None,
-                      run_url=run.html_url if run else None)
-    log.info("benchmark dispatched", extra={"repo": request.repo, "correlation_id": request.correlation_id,
-                                            "run_id": running.run_id, "trigger": request.trigger})
+    running = replace(
+        request,
+        status=contract.RUNNING,
+        run_id=run.id if run else None,
+        run_url=run.html_url if run else None,
+    )
+    log.info(
+        "benchmark dispatched",
+        extra={
+            "repo": request.repo,
+            "correlation_id": request.correlation_id,
+            "run_id": running.run_id,
+            "trigger": request.trigger,
+        },
+    )
     return _save(services, running)
 
 
@@ -97,11 +148,24 @@ def _inputs(services: Services, request: BenchRequest) -> dict[str, str]:
     """The contract's inputs of a request; a bisect's metric is its regression case's."""
     if request.trigger == "bisect":
         case = services.store.watch.by_correlation(request.correlation_id)
-        return contract.bisect_inputs(request.base_sha, request.head_sha, request.suites[0],
-                                      case.metric if case else "", request.rounds, request.max_rounds,
-                                      request.correlation_id)
-    return contract.inputs(request.number, request.base_sha, request.head_sha, request.suites,
-                           request.rounds, request.max_rounds, request.correlation_id)
+        return contract.bisect_inputs(
+            request.base_sha,
+            request.head_sha,
+            request.suites[0],
+            case.metric if case else "",
+            request.rounds,
+            request.max_rounds,
+            request.correlation_id,
+        )
+    return contract.inputs(
+        request.number,
+        request.base_sha,
+        request.head_sha,
+        request.suites,
+        request.rounds,
+        request.max_rounds,
+        request.correlation_id,
+    )
 
 
 def within_budget(services: Services, request: BenchRequest, level: str, bench: BenchConfig) -> bool:
@@ -111,11 +175,24 @@ def within_budget(services: Services, request: BenchRequest, level: str, bench: 
     now = services.now()
     cost = watch_budget.run_cost(request.suites, bench.dispatch.run_minutes)
     allowed = services.store.watch.charge(
-        f"budget:{request.correlation_id}", request.repo, watch_budget.day(now), request.trigger, level, cost,
-        lambda spent: watch_budget.allows(level, spent, cost, bench.dispatch.budget), now)
+        f"budget:{request.correlation_id}",
+        request.repo,
+        watch_budget.day(now),
+        request.trigger,
+        level,
+        cost,
+        lambda spent: watch_budget.allows(level, spent, cost, bench.dispatch.budget),
+        now,
+    )
     if not allowed:
-        log.info("default-branch run skipped for the budget", extra={
-            "repo": request.repo, "correlation_id": request.correlation_id, "trigger": request.trigger})
+        log.info(
+            "default-branch run skipped for the budget",
+            extra={
+                "repo": request.repo,
+                "correlation_id": request.correlation_id,
+                "trigger": request.trigger,
+            },
+        )
     return allowed
 
 
@@ -129,11 +206,13 @@ def _look_for_run(github: GitHub, repo: str, workflow: str, correlation_id: str)
 
 
 def _refusal_text(refused: DispatchRefused, workflow: str) -> str:
-    why = {404: f"there is no workflow {workflow} on the default branch, or perfbot may not see it",
-           422: f"the workflow {workflow} does not accept perfbot's inputs (does it declare them as "
-                "workflow_dispatch inputs?)",
-           403: "perfbot is not allowed to start workflows here (the App needs Actions: write), or "
-                "GitHub's rate limit was reached"}.get(refused.status, "GitHub refused")
+    why = {
+        404: f"there is no workflow {workflow} on the default branch, or perfbot may not see it",
+        422: f"the workflow {workflow} does not accept perfbot's inputs (does it declare them as "
+        "workflow_dispatch inputs?)",
+        403: "perfbot is not allowed to start workflows here (the App needs Actions: write), or "
+        "GitHub's rate limit was reached",
+    }.get(refused.status, "GitHub refused")
     return f"GitHub refused to start the benchmark workflow ({refused.status} {refused.message}): {why}"
 
 
@@ -142,8 +221,9 @@ def _save(services: Services, request: BenchRequest) -> BenchRequest:
     return request
 
 
-def publish_check(services: Services, github: GitHub, request: BenchRequest,
-                  bench: BenchConfig) -> BenchRequest:
+def publish_check(
+    services: Services, github: GitHub, request: BenchRequest, bench: BenchConfig
+) -> BenchRequest:
     """Show where the request, as stored, stands in its check run on the head commit; the request,
     with its check run's id (stored when it is new: the only write here). A bisect has none: its
     case says where it stands (the dashboard), and its culprit's pull request hears of it."""
@@ -157,8 +237,9 @@ def publish_check(services: Services, github: GitHub, request: BenchRequest,
     return request
 
 
-def stop(services: Services, github: GitHub, request: BenchRequest, status: str,
-         bench: BenchConfig) -> BenchRequest:
+def stop(
+    services: Services, github: GitHub, request: BenchRequest, status: str, bench: BenchConfig
+) -> BenchRequest:
     """Cancel a request that is not finished (its run too, when there is one), mark it ``status``
     (cancelled, or superseded by a newer push) and conclude its check run."""
     run_id = request.run_id
@@ -169,8 +250,10 @@ def stop(services: Services, github: GitHub, request: BenchRequest, status: str,
         github.cancel_run(request.repo, run_id)
     # stored before its check run is published: a refused check run must not leave it active
     stopped = _save(services, replace(request, status=status, run_id=run_id, completed_at=services.now()))
-    log.info("benchmark stopped", extra={"repo": request.repo, "correlation_id": request.correlation_id,
-                                         "status": status})
+    log.info(
+        "benchmark stopped",
+        extra={"repo": request.repo, "correlation_id": request.correlation_id, "status": status},
+    )
     return publish_check(services, github, stopped, bench)
 
 
@@ -187,8 +270,9 @@ def scheduled(services: Services) -> int:
     started = 0
     for repository in services.store.installations.repositories():
         try:
-            started += _scheduled_run(services, repository.full_name, repository.installation_id,
-                                      services.now())
+            started += _scheduled_run(
+                services, repository.full_name, repository.installation_id, services.now()
+            )
         except Exception:  # one repository's trouble must not stop the others'
             log.exception("scheduled benchmark failed", extra={"repo": repository.full_name})
     return started
@@ -210,9 +294,17 @@ def _scheduled_run(services: Services, repo: str, installation_id: int | None, n
     parent = github.first_parent(repo, head)
     if parent is None:
         return 0
-    request = new_request(services, key=key, repo=repo, installation_id=installation_id, number=None,
-                          base_sha=parent, head_sha=head, suites=contract.default_suites(config.bench),
-                          trigger="schedule")
+    request = new_request(
+        services,
+        key=key,
+        repo=repo,
+        installation_id=installation_id,
+        number=None,
+        base_sha=parent,
+        head_sha=head,
+        suites=contract.default_suites(config.bench),
+        trigger="schedule",
+    )
     if not within_budget(services, request, watch_budget.SCHEDULED, config.bench):
         return 0
     start(services, github, request, config.bench, branch)

@@ -106,8 +106,10 @@ def _without_write(services: Services, github: GitHub, event: CommandEvent, comm
     a loop; after that, nothing."""
     repo, number = event.repo.full_name, event.number
     decision = policy.without_write(command)
-    log.info("command", extra={"repo": repo, "pr": number, "user": event.login,
-                               "decision": type(decision).__name__})
+    log.info(
+        "command",
+        extra={"repo": repo, "pr": number, "user": event.login, "decision": type(decision).__name__},
+    )
     if not services.store.work.claim(f"told:{repo}:{number}:{event.login}"):
         return
     if isinstance(decision, policy.ShowHelp):
@@ -119,18 +121,26 @@ def _without_write(services: Services, github: GitHub, event: CommandEvent, comm
         _reply(services, github, event, render_bench.refusal_reply(decision.reason, decision.hint))
 
 
-def _gather(services: Services, github: GitHub, event: CommandEvent, command: grammar.Command,
-            permission: str) -> _Snapshot:
+def _gather(
+    services: Services, github: GitHub, event: CommandEvent, command: grammar.Command, permission: str
+) -> _Snapshot:
     repo, store = event.repo.full_name, services.store
     pull = github.pull(repo, event.number)
     config, config_error = repo_config.read(github, repo, event.repo.default_branch)
     facts = policy.Facts(
-        pull=pull, login=event.login, permission=permission,
+        pull=pull,
+        login=event.login,
+        permission=permission,
         approved=pull.fork and store.work.approved(repo, pull.number, pull.head_sha),
-        seen=_seen(services, event, pull, command), active=None, user_last=None, pr_last=None,
-        now=services.now())
-    return _Snapshot(event=event, github=github, pull=pull, config=config, config_error=config_error,
-                     facts=facts)
+        seen=_seen(services, event, pull, command),
+        active=None,
+        user_last=None,
+        pr_last=None,
+        now=services.now(),
+    )
+    return _Snapshot(
+        event=event, github=github, pull=pull, config=config, config_error=config_error, facts=facts
+    )
 
 
 def _seen(services: Services, event: CommandEvent, pull: PullInfo, command: grammar.Command) -> policy.Seen:
@@ -160,8 +170,9 @@ def _decide_in_turn(services: Services, snapshot: _Snapshot, command: grammar.Co
         facts = replace(snapshot.facts, user_last=now.user_last, pr_last=now.pr_last)
         return policy.decide(command, facts, snapshot.config.bench), None
 
-    decision, _ = services.store.benchmarks.admit(contract.correlation_id(key), snapshot.repo,
-                                                  snapshot.pull.number, snapshot.event.login, decide)
+    decision, _ = services.store.benchmarks.admit(
+        contract.correlation_id(key), snapshot.repo, snapshot.pull.number, snapshot.event.login, decide
+    )
     return decision
 
 
@@ -169,23 +180,40 @@ def _start_bisect(services: Services, snapshot: _Snapshot, decision: policy.Star
     """`/bench bisect`: the two commits found among the default branch's known commits (never a
     fork's head), then one case per suite, each bisected within the budget."""
     event, github, repo = snapshot.event, snapshot.github, snapshot.repo
-    found = {name: services.store.watch.known_commits(repo, sha) for name, sha in
-             (("good", decision.good), ("bad", decision.bad))}
+    found = {
+        name: services.store.watch.known_commits(repo, sha)
+        for name, sha in (("good", decision.good), ("bad", decision.bad))
+    }
     for name, sha in (("good", decision.good), ("bad", decision.bad)):
         if len(found[name]) != 1:
             why = "no commit" if not found[name] else f"{len(found[name])} commits"
             _react(github, event, "confused")
-            _reply(services, github, event, render_bench.refusal_reply(
-                f"the {name} commit {sha} matches {why} of the default branch that perfbot measured or "
-                "recorded as a merge", "name merge commits of the default branch, or commits of its history "
-                "on the dashboard (a bisect never runs a pull request's own head)"))
+            _reply(
+                services,
+                github,
+                event,
+                render_bench.refusal_reply(
+                    f"the {name} commit {sha} matches {why} of the default branch that perfbot measured or "
+                    "recorded as a merge",
+                    "name merge commits of the default branch, or commits of its history "
+                    "on the dashboard (a bisect never runs a pull request's own head)",
+                ),
+            )
             return
     _react(github, event, "eyes")
     states = []
     for suite in decision.suites:
-        case, _ = watch.open_by_hand(services, repo, event.repo.installation_id, found["good"][0],
-                                     found["bad"][0], suite, decision.metric or "", event.login,
-                                     snapshot.pull.number)
+        case, _ = watch.open_by_hand(
+            services,
+            repo,
+            event.repo.installation_id,
+            found["good"][0],
+            found["bad"][0],
+            suite,
+            decision.metric or "",
+            event.login,
+            snapshot.pull.number,
+        )
         case = watch.bisect(services, github, case, snapshot.config, event.repo.default_branch)
         states.append((suite, case))
     if any(case.state == "bisecting" for _, case in states):
@@ -211,19 +239,34 @@ def _admit(services: Services, snapshot: _Snapshot, command: grammar.Run) -> Non
         if now.existing is not None:
             return _Replay(now.existing), None
         running = now.active[0] if now.active else None
-        facts = replace(snapshot.facts, user_last=now.user_last, pr_last=now.pr_last,
-                        active=policy.Active(running.head_sha, running.run_url) if running else None)
+        facts = replace(
+            snapshot.facts,
+            user_last=now.user_last,
+            pr_last=now.pr_last,
+            active=policy.Active(running.head_sha, running.run_url) if running else None,
+        )
         decision = policy.decide(command, facts, snapshot.config.bench)
         if not isinstance(decision, policy.Dispatch):
             return decision, None
         return decision, benchmarks.new_request(
-            services, key=key, repo=snapshot.repo, installation_id=event.repo.installation_id,
-            number=pull.number, base_sha=pull.base_sha, head_sha=pull.head_sha, suites=decision.suites,
-            trigger="command", rounds=decision.rounds, max_rounds=decision.max_rounds,
-            requested_by=event.login, comment_id=event.comment_id)
+            services,
+            key=key,
+            repo=snapshot.repo,
+            installation_id=event.repo.installation_id,
+            number=pull.number,
+            base_sha=pull.base_sha,
+            head_sha=pull.head_sha,
+            suites=decision.suites,
+            trigger="command",
+            rounds=decision.rounds,
+            max_rounds=decision.max_rounds,
+            requested_by=event.login,
+            comment_id=event.comment_id,
+        )
 
     decision, request = services.store.benchmarks.admit(
-        contract.correlation_id(key), snapshot.repo, pull.number, event.login, decide)
+        contract.correlation_id(key), snapshot.repo, pull.number, event.login, decide
+    )
     if isinstance(decision, _Replay):
         _dispatched(services, snapshot, decision.request)
     elif request is not None:
@@ -238,8 +281,9 @@ def _admit(services: Services, snapshot: _Snapshot, command: grammar.Run) -> Non
 
 def _dispatched(services: Services, snapshot: _Snapshot, request: BenchRequest) -> None:
     """Dispatch the recorded request (once), answer with a reaction and show it in the comment."""
-    request = benchmarks.resume(services, snapshot.github, request, snapshot.config.bench,
-                                snapshot.event.repo.default_branch)
+    request = benchmarks.resume(
+        services, snapshot.github, request, snapshot.config.bench, snapshot.event.repo.default_branch
+    )
     if request.status == contract.RUNNING:
         _react(snapshot.github, snapshot.event, "rocket")
     elif request.status == contract.FAILED:
@@ -251,16 +295,29 @@ def _show(services: Services, snapshot: _Snapshot) -> None:
     """The sticky comment with the benchmark section as it now stands (and a review of the head
     above it, if the store had none)."""
     pull = snapshot.pull
-    fresh = reviewing.missing(services, snapshot.github, snapshot.repo, pull.number,
-                              snapshot.event.repo.default_branch, pull,
-                              repo_config.ConfigRead(snapshot.config, snapshot.config_error))
+    fresh = reviewing.missing(
+        services,
+        snapshot.github,
+        snapshot.repo,
+        pull.number,
+        snapshot.event.repo.default_branch,
+        pull,
+        repo_config.ConfigRead(snapshot.config, snapshot.config_error),
+    )
     sticky.write(services, snapshot.github, snapshot.repo, pull.number, pull.head_sha, fresh)
 
 
 def _apply(services: Services, snapshot: _Snapshot, decision: policy.Decision) -> None:
     event, pull, store, github = snapshot.event, snapshot.pull, services.store, snapshot.github
-    log.info("command", extra={"repo": snapshot.repo, "pr": pull.number, "user": event.login,
-                               "decision": type(decision).__name__})
+    log.info(
+        "command",
+        extra={
+            "repo": snapshot.repo,
+            "pr": pull.number,
+            "user": event.login,
+            "decision": type(decision).__name__,
+        },
+    )
     if isinstance(decision, policy.Refuse):
         _react(github, event, "confused")
         _reply(services, github, event, render_bench.refusal_reply(decision.reason, decision.hint))
@@ -275,12 +332,22 @@ def _apply(services: Services, snapshot: _Snapshot, decision: policy.Decision) -
         store.work.approve(snapshot.repo, pull.number, decision.head_sha, event.login)
         _react(github, event, "+1")
         if not decision.current:
-            _reply(services, github, event,
-                   render_bench.stale_approval_reply(decision.head_sha, pull.head_sha))
+            _reply(
+                services, github, event, render_bench.stale_approval_reply(decision.head_sha, pull.head_sha)
+            )
     elif isinstance(decision, policy.Acknowledge):
-        store.work.add_ack(Ack(repo=snapshot.repo, number=pull.number, head_sha=decision.head_sha,
-                               user=event.login, reason=decision.reason, comment_id=event.comment_id,
-                               created_at=services.now()), f"ack:{snapshot.repo}:{event.subject}")
+        store.work.add_ack(
+            Ack(
+                repo=snapshot.repo,
+                number=pull.number,
+                head_sha=decision.head_sha,
+                user=event.login,
+                reason=decision.reason,
+                comment_id=event.comment_id,
+                created_at=services.now(),
+            ),
+            f"ack:{snapshot.repo}:{event.subject}",
+        )
         _react(github, event, "+1")
     elif isinstance(decision, policy.StartBisect):
         _start_bisect(services, snapshot, decision)
@@ -292,8 +359,9 @@ def _apply(services: Services, snapshot: _Snapshot, decision: policy.Decision) -
 
 
 def _help(bench: BenchConfig) -> str:
-    return render_bench.help_reply(contract.default_suites(bench), contract.known_suites(bench),
-                                   bench.dispatch.max_rounds)
+    return render_bench.help_reply(
+        contract.default_suites(bench), contract.known_suites(bench), bench.dispatch.max_rounds
+    )
 
 
 def _react(github: GitHub, event: CommandEvent, content: str) -> None:

@@ -260,10 +260,17 @@ def parse(event: str, payload: dict[str, Any]) -> Event | None:
 
 def _repo(repository: _Repository, installation: _Installation | None) -> Repo:
     installation_id = installation.id if installation else None
-    record = None if repository.id is None else Repository(
-        repository.id, repository.full_name, installation_id, repository.private)
-    return Repo(full_name=repository.full_name, default_branch=repository.default_branch,
-                installation_id=installation_id, record=record)
+    record = (
+        None
+        if repository.id is None
+        else Repository(repository.id, repository.full_name, installation_id, repository.private)
+    )
+    return Repo(
+        full_name=repository.full_name,
+        default_branch=repository.default_branch,
+        installation_id=installation_id,
+        record=record,
+    )
 
 
 def _repositories(items: list[_ListedRepository], installation: _Installation) -> tuple[Repository, ...]:
@@ -274,12 +281,21 @@ def _pull_request(payload: dict[str, Any]) -> PullRequestEvent:
     parsed = _PullRequestPayload.model_validate(payload)
     pr = parsed.pull_request
     return PullRequestEvent(
-        action=parsed.action, repo=_repo(parsed.repository, parsed.installation), number=pr.number,
-        head_sha=pr.head.sha, open=pr.state == "open", draft=bool(pr.draft), merged=bool(pr.merged),
+        action=parsed.action,
+        repo=_repo(parsed.repository, parsed.installation),
+        number=pr.number,
+        head_sha=pr.head.sha,
+        open=pr.state == "open",
+        draft=bool(pr.draft),
+        merged=bool(pr.merged),
         merge_commit_sha=pr.merge_commit_sha,
-        base_changed=bool(parsed.changes and parsed.changes.base is not None), title=pr.title or "",
-        author=pr.user.login if pr.user else None, html_url=pr.html_url, merged_at=pr.merged_at,
-        updated_at=pr.updated_at)
+        base_changed=bool(parsed.changes and parsed.changes.base is not None),
+        title=pr.title or "",
+        author=pr.user.login if pr.user else None,
+        html_url=pr.html_url,
+        merged_at=pr.merged_at,
+        updated_at=pr.updated_at,
+    )
 
 
 def mentions_bench(body: object) -> bool:
@@ -292,18 +308,26 @@ def _by_a_bot(user: _User, via_app: dict[str, Any] | None) -> bool:
 
 
 def _comment(payload: dict[str, Any]) -> CommandEvent | None:
-    if not mentions_bench((payload.get("comment") or {}).get("body") if isinstance(
-            payload.get("comment"), dict) else None):
+    if not mentions_bench(
+        (payload.get("comment") or {}).get("body") if isinstance(payload.get("comment"), dict) else None
+    ):
         return None
     parsed = _CommentPayload.model_validate(payload)
     if parsed.issue.pull_request is None:
         return None  # a comment on an issue: not a command
     comment = parsed.comment
     return CommandEvent(
-        kind="comment", repo=_repo(parsed.repository, parsed.installation), number=parsed.issue.number,
-        subject=str(comment.id), comment_id=comment.id, login=comment.user.login,
-        by_bot=_by_a_bot(comment.user, comment.performed_via_github_app), body=comment.body or "",
-        created_at=comment.created_at, commit_id=None)
+        kind="comment",
+        repo=_repo(parsed.repository, parsed.installation),
+        number=parsed.issue.number,
+        subject=str(comment.id),
+        comment_id=comment.id,
+        login=comment.user.login,
+        by_bot=_by_a_bot(comment.user, comment.performed_via_github_app),
+        body=comment.body or "",
+        created_at=comment.created_at,
+        commit_id=None,
+    )
 
 
 def _review(payload: dict[str, Any]) -> CommandEvent | None:
@@ -314,10 +338,17 @@ def _review(payload: dict[str, Any]) -> CommandEvent | None:
     reviewed = parsed.review
     commit = reviewed.commit_id if reviewed.commit_id and contract.SHA.fullmatch(reviewed.commit_id) else None
     return CommandEvent(
-        kind="review", repo=_repo(parsed.repository, parsed.installation), number=parsed.pull_request.number,
-        subject=f"review-{reviewed.id}", comment_id=None, login=reviewed.user.login,
-        by_bot=_by_a_bot(reviewed.user, reviewed.performed_via_github_app), body=reviewed.body or "",
-        created_at=reviewed.submitted_at, commit_id=commit)
+        kind="review",
+        repo=_repo(parsed.repository, parsed.installation),
+        number=parsed.pull_request.number,
+        subject=f"review-{reviewed.id}",
+        comment_id=None,
+        login=reviewed.user.login,
+        by_bot=_by_a_bot(reviewed.user, reviewed.performed_via_github_app),
+        body=reviewed.body or "",
+        created_at=reviewed.submitted_at,
+        commit_id=commit,
+    )
 
 
 def _workflow_run(payload: dict[str, Any]) -> WorkflowRunEvent | None:
@@ -331,24 +362,33 @@ def _workflow_run(payload: dict[str, Any]) -> WorkflowRunEvent | None:
     parsed = _WorkflowRunPayload.model_validate(payload)
     found = parsed.workflow_run
     return WorkflowRunEvent(
-        action=parsed.action, repo=_repo(parsed.repository, parsed.installation), run_id=found.id,
-        run_attempt=found.run_attempt or 1, path=found.path or "", correlation_id=correlation,
-        conclusion=found.conclusion, html_url=found.html_url)
+        action=parsed.action,
+        repo=_repo(parsed.repository, parsed.installation),
+        run_id=found.id,
+        run_attempt=found.run_attempt or 1,
+        path=found.path or "",
+        correlation_id=correlation,
+        conclusion=found.conclusion,
+        html_url=found.html_url,
+    )
 
 
 def _installation(payload: dict[str, Any]) -> InstallationEvent:
     parsed = _InstallationPayload.model_validate(payload)
     listed = None if parsed.repositories is None else _repositories(parsed.repositories, parsed.installation)
-    return InstallationEvent(action=parsed.action, installation_id=parsed.installation.id,
-                             repositories=listed)
+    return InstallationEvent(
+        action=parsed.action, installation_id=parsed.installation.id, repositories=listed
+    )
 
 
 def _installation_repositories(payload: dict[str, Any]) -> InstallationRepositoriesEvent:
     changed = _InstallationRepositoriesPayload.model_validate(payload)
     return InstallationRepositoriesEvent(
-        action=changed.action, installation_id=changed.installation.id,
+        action=changed.action,
+        installation_id=changed.installation.id,
         added=_repositories(changed.repositories_added, changed.installation),
-        removed=tuple(r.id for r in changed.repositories_removed))
+        removed=tuple(r.id for r in changed.repositories_removed),
+    )
 
 
 def _first_problem(event: str, error: ValidationError) -> str:
@@ -377,6 +417,7 @@ KINDS: Mapping[str, Kind] = {
     "pull_request_review": Kind(CommandEvent, ("submitted",), _review),
     "workflow_run": Kind(WorkflowRunEvent, get_args(WorkflowRunAction), _workflow_run),
     "installation": Kind(InstallationEvent, get_args(InstallationAction), _installation),
-    "installation_repositories": Kind(InstallationRepositoriesEvent,
-                                      get_args(InstallationRepositoriesAction), _installation_repositories),
+    "installation_repositories": Kind(
+        InstallationRepositoriesEvent, get_args(InstallationRepositoriesAction), _installation_repositories
+    ),
 }

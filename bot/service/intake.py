@@ -51,8 +51,9 @@ def accept(
     try:
         wanted = router.accept(event, payload)
     except MalformedPayload as problem:
-        log.warning("malformed payload refused", extra={"event": event, "action": action,
-                                                         "problem": str(problem)})
+        log.warning(
+            "malformed payload refused", extra={"event": event, "action": action, "problem": str(problem)}
+        )
         return Outcome.MALFORMED
     if wanted is None:
         return Outcome.IGNORED
@@ -60,15 +61,17 @@ def accept(
         return _store_and_enqueue(services, wanted, hook_id, guid, event, action, body)
 
 
-def _store_and_enqueue(services: Services, wanted: Event, hook_id: str, guid: str, event: str,
-                       action: str | None, body: bytes) -> Outcome:
+def _store_and_enqueue(
+    services: Services, wanted: Event, hook_id: str, guid: str, event: str, action: str | None, body: bytes
+) -> Outcome:
     repo = getattr(getattr(wanted, "repo", None), "full_name", None)
     store, queue = services.store, services.queue
     try:
         delivery_id = store.deliveries.claim(hook_id, guid, event, action, body, repo, subject(store, wanted))
     except StorageUnavailable as error:
-        log.error("delivery refused: it cannot be stored now (%s)", error,
-                  extra={"event": event, "action": action})
+        log.error(
+            "delivery refused: it cannot be stored now (%s)", error, extra={"event": event, "action": action}
+        )
         services.storing.refused(str(error))
         return Outcome.UNAVAILABLE
     services.storing.stored()
@@ -78,8 +81,11 @@ def _store_and_enqueue(services: Services, wanted: Event, hook_id: str, guid: st
     try:
         queue.enqueue(delivery_id)
     except Transient as error:
-        log.warning("delivery stored but not enqueued; the sweep will enqueue it (%s)", error,
-                    extra={"delivery_id": delivery_id})
+        log.warning(
+            "delivery stored but not enqueued; the sweep will enqueue it (%s)",
+            error,
+            extra={"delivery_id": delivery_id},
+        )
     except Exception:
         log.exception("enqueue failed; the sweep will enqueue it", extra={"delivery_id": delivery_id})
     return Outcome.QUEUED

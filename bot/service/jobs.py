@@ -78,25 +78,40 @@ def _failed(services: Services, delivery: Delivery, owner: str, error: Exception
     context = {**_context(delivery), "failure": kind.value}
     deliveries = services.store.deliveries
     if kind is Kind.PERMANENT:
-        log.error("delivery failed for good, not retried: %s (%s)", message, failures.hint(error),
-                  extra=context)
+        log.error(
+            "delivery failed for good, not retried: %s (%s)", message, failures.hint(error), extra=context
+        )
         return _gave_up(services, delivery, owner, error, kind, retried=False)
     # A bug's traceback is logged the first time it happens to the delivery, not at every attempt.
     traceback = error if kind is Kind.BUG and message != delivery.error else None
     if delivery.attempts >= MAX_ATTEMPTS:
-        log.error("delivery failed for good after %d attempts: %s", delivery.attempts, message,
-                  exc_info=traceback, extra=context)
+        log.error(
+            "delivery failed for good after %d attempts: %s",
+            delivery.attempts,
+            message,
+            exc_info=traceback,
+            extra=context,
+        )
         return _gave_up(services, delivery, owner, error, kind, retried=True)
     delay = failures.backoff(delivery.attempts, getattr(error, "retry_after", None))
-    log.warning("delivery attempt %d of %d failed (%s), next in %.0f s: %s", delivery.attempts, MAX_ATTEMPTS,
-                kind.value, delay, message, exc_info=traceback, extra=context)
+    log.warning(
+        "delivery attempt %d of %d failed (%s), next in %.0f s: %s",
+        delivery.attempts,
+        MAX_ATTEMPTS,
+        kind.value,
+        delay,
+        message,
+        exc_info=traceback,
+        extra=context,
+    )
     retry_at = services.now() + timedelta(seconds=delay)
     _record(lambda: deliveries.release(delivery.id, message, retry_at, owner, kind.value))
     raise RetryLater(delay)
 
 
-def _gave_up(services: Services, delivery: Delivery, owner: str, error: Exception, kind: Kind,
-             retried: bool) -> str:
+def _gave_up(
+    services: Services, delivery: Delivery, owner: str, error: Exception, kind: Kind, retried: bool
+) -> str:
     """A delivery that failed for good: the benchmark request it was to dispatch is released
     first, while its lease still keeps the pull request's other deliveries away; then the delivery
     is marked failed, and the pull request told (a request released always is; else only after
@@ -110,8 +125,12 @@ def _gave_up(services: Services, delivery: Delivery, owner: str, error: Exceptio
 
 
 def _context(delivery: Delivery) -> dict[str, object]:
-    return {"event": delivery.event, "action": delivery.action, "attempt": delivery.attempts,
-            "max_attempts": MAX_ATTEMPTS}
+    return {
+        "event": delivery.event,
+        "action": delivery.action,
+        "attempt": delivery.attempts,
+        "max_attempts": MAX_ATTEMPTS,
+    }
 
 
 def _record(write) -> None:
@@ -165,8 +184,10 @@ def take_over(services: Services, owner: str | None = None) -> list[int]:
         if holder != me and leases.is_dead(holder):
             released = services.store.deliveries.release_holder(holder)
             if released:
-                log.warning("took over the deliveries of a dead worker",
-                            extra={"worker": holder, "deliveries": len(released)})
+                log.warning(
+                    "took over the deliveries of a dead worker",
+                    extra={"worker": holder, "deliveries": len(released)},
+                )
             taken += released
     for delivery_id in taken:
         services.queue.enqueue(delivery_id)

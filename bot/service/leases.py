@@ -91,8 +91,11 @@ class Running:
             self._hung.update(late)
             renewable = [d for d in self._started if d not in self._hung]
         for delivery_id in newly:
-            log.error("a job has run for over %.0f s; its lease is no longer renewed", MAX_JOB_S,
-                      extra={"delivery_id": delivery_id})
+            log.error(
+                "a job has run for over %.0f s; its lease is no longer renewed",
+                MAX_JOB_S,
+                extra={"delivery_id": delivery_id},
+            )
         return sorted(renewable)
 
 

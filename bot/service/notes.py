@@ -38,19 +38,29 @@ def release(event: str, payload: dict, services: Services, error: Exception) -> 
         return None
     try:
         released = services.store.benchmarks.release(
-            contract.correlation_id(key), f"perfbot gave up starting this benchmark ({type(error).__name__})",
-            services.now())
+            contract.correlation_id(key),
+            f"perfbot gave up starting this benchmark ({type(error).__name__})",
+            services.now(),
+        )
     except Exception:  # the database may be what failed: the request then waits for a /bench cancel
         log.exception("could not release a failed delivery's benchmark request", extra={"event": event})
         return None
     if released is not None:
-        log.warning("benchmark request released: its delivery failed for good", extra={
-            "repo": released.repo, "correlation_id": released.correlation_id})
+        log.warning(
+            "benchmark request released: its delivery failed for good",
+            extra={"repo": released.repo, "correlation_id": released.correlation_id},
+        )
     return released
 
 
-def delivery_failed(event: str, payload: dict, services: Services, error: Exception,
-                    released: BenchRequest | None = None, retried: bool = True) -> None:
+def delivery_failed(
+    event: str,
+    payload: dict,
+    services: Services,
+    error: Exception,
+    released: BenchRequest | None = None,
+    retried: bool = True,
+) -> None:
     """Tell the pull request the event was about that perfbot gave up on it: that the benchmark it
     asked for could not be started (``released``), else, after every attempt failed (``retried``),
     that the event could not be processed. Best effort, since whatever made the delivery fail may
@@ -77,9 +87,11 @@ def _not_started(request: BenchRequest, error: str) -> str:
     """The note on a benchmark request released before it reached GitHub (carrying the marker of
     the bot's replies, so that it is never read as a command)."""
     what = "asked for with `/bench`" if request.trigger == "command" else "of this push"
-    return (f"{REPLY_MARKER}\n⚠️ **The benchmark of `{code(request.head_sha[:12])}` {what} could not be "
-            f"started:** perfbot gave up on it (`{code(error[:80])}`). Nothing is running, and "
-            "`/bench` may be used again.")
+    return (
+        f"{REPLY_MARKER}\n⚠️ **The benchmark of `{code(request.head_sha[:12])}` {what} could not be "
+        f"started:** perfbot gave up on it (`{code(error[:80])}`). Nothing is running, and "
+        "`/bench` may be used again."
+    )
 
 
 def _pull_request(event: str, payload: dict, services: Services) -> tuple[str, int, int | None] | None:
@@ -104,12 +116,25 @@ def _give_up(services: Services, request: BenchRequest, run_id: int) -> None:
     and the cooldowns count it), its check neutral."""
     if request.status not in contract.ACTIVE:
         return
-    failed = replace(request, status=contract.FAILED, run_id=request.run_id or run_id,
-                     completed_at=services.now(), error="perfbot could not process the run's results")
+    failed = replace(
+        request,
+        status=contract.FAILED,
+        run_id=request.run_id or run_id,
+        completed_at=services.now(),
+        error="perfbot could not process the run's results",
+    )
     services.store.benchmarks.update(failed)
     github = services.github.for_installation(request.installation_id)
-    github.publish_check(request.repo, Check(
-        name="perfbot / bench", head_sha=request.head_sha, conclusion="neutral",
-        title="perfbot could not process the results",
-        summary="perfbot gave up processing this benchmark run's results; see the server's logs.",
-        details_url=request.run_url, external_id=request.correlation_id), request.check_run_id)
+    github.publish_check(
+        request.repo,
+        Check(
+            name="perfbot / bench",
+            head_sha=request.head_sha,
+            conclusion="neutral",
+            title="perfbot could not process the results",
+            summary="perfbot gave up processing this benchmark run's results; see the server's logs.",
+            details_url=request.run_url,
+            external_id=request.correlation_id,
+        ),
+        request.check_run_id,
+    )

@@ -54,41 +54,69 @@ def handle(event: PullRequestEvent, services: Services) -> None:
             _apply_close(services, closed, _decide_close(closed))
     else:
         if event.action in NEW_HEADS:  # every push is kept: an approval binds to one pushed before it
-            services.store.work.record_push(event.repo.full_name, event.number, event.head_sha,
-                                            event.updated_at or services.now())
+            services.store.work.record_push(
+                event.repo.full_name, event.number, event.head_sha, event.updated_at or services.now()
+            )
         pushed = _gather_push(event, services)
         if pushed is not None:
             _apply_push(services, pushed, _decide_push(pushed))
 
 
-def _facts(html_url: str, head_sha: str, default_branch: str, config: ConfigRead,
-           diff: str, step_map: MapEvidence | None = None) -> review_plan.PullFacts:
-    return review_plan.PullFacts(html_url=html_url, head_sha=head_sha, default_branch=default_branch,
-                                 diff=diff, config=config.config, config_error=config.problem,
-                                 step_map=step_map)
+def _facts(
+    html_url: str,
+    head_sha: str,
+    default_branch: str,
+    config: ConfigRead,
+    diff: str,
+    step_map: MapEvidence | None = None,
+) -> review_plan.PullFacts:
+    return review_plan.PullFacts(
+        html_url=html_url,
+        head_sha=head_sha,
+        default_branch=default_branch,
+        diff=diff,
+        config=config.config,
+        config_error=config.problem,
+        step_map=step_map,
+    )
 
 
 def _runs(requests: tuple[BenchRequest, ...]) -> tuple[bench_plan.Run, ...]:
     return tuple(bench_plan.Run(r.correlation_id, r.head_sha, r.status) for r in requests)
 
 
-def _stop(services: Services, github: GitHub, requests: tuple[BenchRequest, ...], stop: tuple[str, ...],
-          status: str, bench: BenchConfig) -> None:
+def _stop(
+    services: Services,
+    github: GitHub,
+    requests: tuple[BenchRequest, ...],
+    stop: tuple[str, ...],
+    status: str,
+    bench: BenchConfig,
+) -> None:
     for request in requests:
         if request.correlation_id in stop:
             benchmarks.stop(services, github, request, status, bench)
 
 
-def _start(services: Services, github: GitHub, event: PullRequestEvent, start: bench_plan.Start,
-           bench: BenchConfig) -> None:
+def _start(
+    services: Services, github: GitHub, event: PullRequestEvent, start: bench_plan.Start, bench: BenchConfig
+) -> None:
     benchmarks.start(services, github, _request(services, event, start), bench, event.repo.default_branch)
 
 
 def _request(services: Services, event: PullRequestEvent, start: bench_plan.Start) -> BenchRequest:
     return benchmarks.new_request(
-        services, key=start.key, repo=event.repo.full_name, installation_id=event.repo.installation_id,
-        number=start.number, base_sha=start.base_sha, head_sha=start.head_sha, suites=start.suites,
-        trigger=start.trigger, requested_by=start.requested_by)
+        services,
+        key=start.key,
+        repo=event.repo.full_name,
+        installation_id=event.repo.installation_id,
+        number=start.number,
+        base_sha=start.base_sha,
+        head_sha=start.head_sha,
+        suites=start.suites,
+        trigger=start.trigger,
+        requested_by=start.requested_by,
+    )
 
 
 # ---------------------------------------------------------------- a push
@@ -145,17 +173,31 @@ def _gather_push(event: PullRequestEvent, services: Services) -> _Push | None:
         facts = _facts(pull.html_url, pull.head_sha, branch, config, diff, mapped)
     risk = review_plan.assess(facts) if facts is not None else None  # asking the author depends on it
     asks = bench_plan.asks_author(new_head, risk.level if risk else None, pull, config.config.bench)
-    return _Push(event=event, github=github, pull=pull, requests=requests, config=config,
-                 stored=services.store.reviews.get(repo, number), facts=facts, risk=risk,
-                 author_permission=github.permission(repo, pull.author) if asks else None)
+    return _Push(
+        event=event,
+        github=github,
+        pull=pull,
+        requests=requests,
+        config=config,
+        stored=services.store.reviews.get(repo, number),
+        facts=facts,
+        risk=risk,
+        author_permission=github.permission(repo, pull.author) if asks else None,
+    )
 
 
 def _decide_push(push: _Push) -> _PushPlan:
     review = review_plan.plan(push.facts, push.risk) if push.facts is not None else None
-    runs = bench_plan.on_push(bench_plan.Push(
-        new_head=push.new_head, pull=push.pull, level=review.level if review is not None else None,
-        runs=_runs(push.requests), author_permission=push.author_permission),
-        push.config.config.bench)
+    runs = bench_plan.on_push(
+        bench_plan.Push(
+            new_head=push.new_head,
+            pull=push.pull,
+            level=review.level if review is not None else None,
+            runs=_runs(push.requests),
+            author_permission=push.author_permission,
+        ),
+        push.config.config.bench,
+    )
     return _PushPlan(review, runs)
 
 
@@ -169,8 +211,10 @@ def _apply_push(services: Services, push: _Push, plan: _PushPlan) -> None:
         _start(services, github, event, plan.runs.start, bench)
     sticky.write(services, github, pull.repo, pull.number, pull.head_sha, review)
     if review is not None:
-        log.info("reviewed", extra={"repo": pull.repo, "pr": pull.number, "score": review.score,
-                                    "risk": review.level})
+        log.info(
+            "reviewed",
+            extra={"repo": pull.repo, "pr": pull.number, "score": review.score, "risk": review.level},
+        )
 
 
 # ---------------------------------------------------------------- a close
@@ -202,20 +246,38 @@ def _gather_close(event: PullRequestEvent, services: Services) -> _Close | None:
     requests = tuple(services.store.benchmarks.for_pull(repo, number))
     stored = services.store.reviews.get(repo, number)
     reviewed = stored if stored is not None and stored.head_sha == event.head_sha else None
-    runs = bench_plan.Close(repo=repo, number=number, merged=event.merged, merge_sha=event.merge_commit_sha,
-                            level=reviewed.level if reviewed is not None else None, runs=_runs(requests))
+    runs = bench_plan.Close(
+        repo=repo,
+        number=number,
+        merged=event.merged,
+        merge_sha=event.merge_commit_sha,
+        level=reviewed.level if reviewed is not None else None,
+        runs=_runs(requests),
+    )
     if not bench_plan.close_acts(runs):
         return None
-    published = None if reviewed is None else record.Published(
-        risk=record.Risk(score=reviewed.score, level=reviewed.level, reasons=reviewed.reasons),
-        complete=bool(reviewed.blocks))
+    published = (
+        None
+        if reviewed is None
+        else record.Published(
+            risk=record.Risk(score=reviewed.score, level=reviewed.level, reasons=reviewed.reasons),
+            complete=bool(reviewed.blocks),
+        )
+    )
     scores = event.merged and record.scores_merge(published)
     github = services.github.for_installation(event.repo.installation_id)
     needs_config = scores or bench_plan.close_needs_config(runs)
     config = repo_config.read(github, repo, branch) if needs_config else None
     facts = _merged_head(github, event, config) if scores and config is not None else None
-    return _Close(event=event, github=github, requests=requests, published=published, runs=runs,
-                  config=config, facts=facts)
+    return _Close(
+        event=event,
+        github=github,
+        requests=requests,
+        published=published,
+        runs=runs,
+        config=config,
+        facts=facts,
+    )
 
 
 def _merged_head(github: GitHub, event: PullRequestEvent, config: ConfigRead) -> review_plan.PullFacts | None:
@@ -242,10 +304,21 @@ def _apply_close(services: Services, close: _Close, plan: _ClosePlan) -> None:
     event, github = close.event, close.github
     if plan.merge is not None:
         risk, repo = plan.merge, event.repo.full_name
-        services.store.dashboard.record_merge(Merge(
-            repo=repo, number=event.number, title=event.title, merge_sha=event.merge_commit_sha,
-            head_sha=event.head_sha, score=risk.score, level=risk.level, merged_at=event.merged_at,
-            author=event.author, url=event.html_url, reasons=risk.reasons))
+        services.store.dashboard.record_merge(
+            Merge(
+                repo=repo,
+                number=event.number,
+                title=event.title,
+                merge_sha=event.merge_commit_sha,
+                head_sha=event.head_sha,
+                score=risk.score,
+                level=risk.level,
+                merged_at=event.merged_at,
+                author=event.author,
+                url=event.html_url,
+                reasons=risk.reasons,
+            )
+        )
         log.info("merge recorded", extra={"repo": repo, "pr": event.number, "level": risk.level})
     if plan.runs is None or close.config is None:
         return
@@ -255,8 +328,10 @@ def _apply_close(services: Services, close: _Close, plan: _ClosePlan) -> None:
         if plan.runs.benchmark_merge:
             _benchmark_merge(services, close, bench)
     except PullRequestGone:
-        log.info("repository gone; closed pull request left as it is",
-                 extra={"repo": event.repo.full_name, "pr": event.number})
+        log.info(
+            "repository gone; closed pull request left as it is",
+            extra={"repo": event.repo.full_name, "pr": event.number},
+        )
 
 
 def _benchmark_merge(services: Services, close: _Close, bench: BenchConfig) -> None:

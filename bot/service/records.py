@@ -165,8 +165,12 @@ class Ack:
 
     def to_dict(self) -> dict[str, Any]:
         """What the dashboard's API says of it."""
-        return {"user": self.user, "reason": self.reason, "head_sha": self.head_sha,
-                "created_at": self.created_at.isoformat()}
+        return {
+            "user": self.user,
+            "reason": self.reason,
+            "head_sha": self.head_sha,
+            "created_at": self.created_at.isoformat(),
+        }
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -24,20 +24,36 @@ def publish(github: GitHub, stored: Review | None, pull: PullInfo, plan: reviewi
     """Publish the review's check run and label, unless the stored review of this head says the
     same already; the review to store (its comment is written with the benchmarks' section)."""
     same_head = stored is not None and stored.head_sha == plan.head_sha
-    unchanged = same_head and stored is not None and (stored.blocks, stored.level) == (plan.blocks,
-                                                                                       plan.level)
+    unchanged = (
+        same_head and stored is not None and (stored.blocks, stored.level) == (plan.blocks, plan.level)
+    )
     check_run_id = stored.check_run_id if same_head and stored is not None else None
     if not unchanged:
         check_run_id = github.publish_check(pull.repo, plan.check, check_run_id)
         github.sync_labels(pull.repo, pull.number, plan.label.prefix, plan.label.wanted)
-    return Review(repo=pull.repo, number=pull.number, head_sha=plan.head_sha, score=plan.score,
-                  level=plan.level,
-                  comment_id=stored.comment_id if stored is not None else None, check_run_id=check_run_id,
-                  blocks=plan.blocks, wants_comment=plan.wants_comment, reasons=plan.reasons)
+    return Review(
+        repo=pull.repo,
+        number=pull.number,
+        head_sha=plan.head_sha,
+        score=plan.score,
+        level=plan.level,
+        comment_id=stored.comment_id if stored is not None else None,
+        check_run_id=check_run_id,
+        blocks=plan.blocks,
+        wants_comment=plan.wants_comment,
+        reasons=plan.reasons,
+    )
 
 
-def missing(services: Services, github: GitHub, repo: str, number: int, default_branch: str,
-            pull: PullInfo | None = None, config: ConfigRead | None = None) -> Review | None:
+def missing(
+    services: Services,
+    github: GitHub,
+    repo: str,
+    number: int,
+    default_branch: str,
+    pull: PullInfo | None = None,
+    config: ConfigRead | None = None,
+) -> Review | None:
     """A review of the pull request's head when the store has none to compose its comment from
     (None when it has one, of ``pull``'s head when that is known: nothing is read). ``pull`` and
     ``config``: the pull request and the default branch's config, when already read."""
@@ -49,8 +65,15 @@ def missing(services: Services, github: GitHub, repo: str, number: int, default_
         return None
     config = config if config is not None else repo_config.read(github, repo, default_branch)
     diff = github.pull_diff(repo, number)
-    plan = reviewing.plan(reviewing.PullFacts(
-        html_url=pull.html_url, head_sha=pull.head_sha, default_branch=default_branch,
-        diff=diff, config=config.config, config_error=config.problem,
-        step_map=step_maps.evidence(services, github, repo, step_maps.changed_paths(diff))))
+    plan = reviewing.plan(
+        reviewing.PullFacts(
+            html_url=pull.html_url,
+            head_sha=pull.head_sha,
+            default_branch=default_branch,
+            diff=diff,
+            config=config.config,
+            config_error=config.problem,
+            step_map=step_maps.evidence(services, github, repo, step_maps.changed_paths(diff)),
+        )
+    )
     return publish(github, stored, pull, plan)

@@ -24,8 +24,13 @@ class Router:
     """The pipelines by event kind; ``parse`` and ``kinds`` (the GitHub event names, and the kind of
     event each is parsed into) are `bot.service.events`' unless a test brings its own."""
 
-    def __init__(self, pipelines: Mapping[type, Pipeline], *,
-                 parse: Callable[[str, dict], Any] = events.parse, kinds: Mapping[str, type] | None = None):
+    def __init__(
+        self,
+        pipelines: Mapping[type, Pipeline],
+        *,
+        parse: Callable[[str, dict], Any] = events.parse,
+        kinds: Mapping[str, type] | None = None,
+    ):
         self._pipelines = dict(pipelines)
         self._kinds = dict(kinds) if kinds is not None else {name: k.type for name, k in events.KINDS.items()}
         self._parse = parse

@@ -54,8 +54,10 @@ def match(store: Store, event: WorkflowRunEvent) -> BenchRequest | None:
         log.info("workflow run of no request here; ignored", extra={"repo": repo, "run_id": event.run_id})
         return None
     if request.run_id is not None and request.run_id != event.run_id:
-        log.warning("a second run claims a request; ignored", extra={
-            "repo": repo, "run_id": event.run_id, "correlation_id": event.correlation_id})
+        log.warning(
+            "a second run claims a request; ignored",
+            extra={"repo": repo, "run_id": event.run_id, "correlation_id": event.correlation_id},
+        )
         return None
     return request
 
@@ -66,8 +68,14 @@ def _same_workflow(event: WorkflowRunEvent, config: RepoConfig) -> bool:
     expected = f".github/workflows/{config.bench.dispatch.workflow}"
     if event.path.split("@", 1)[0] == expected:
         return True
-    log.warning("a run of another workflow carries a request's name; ignored", extra={
-        "repo": event.repo.full_name, "run_id": event.run_id, "path": clip(printable(event.path), 200)})
+    log.warning(
+        "a run of another workflow carries a request's name; ignored",
+        extra={
+            "repo": event.repo.full_name,
+            "run_id": event.run_id,
+            "path": clip(printable(event.path), 200),
+        },
+    )
     return False
 
 
@@ -115,8 +123,15 @@ def _completed(event: WorkflowRunEvent, services: Services, request: BenchReques
     stored_maps = [StoredStepMap(request.repo, event.repo.default_branch, m) for m in maps]
     if not services.store.benchmarks.complete(finished, results, points, key, stored_maps):
         return
-    log.info("benchmark finished", extra={"repo": request.repo, "correlation_id": request.correlation_id,
-                                          "status": finished.status, "conclusion": finished.conclusion})
+    log.info(
+        "benchmark finished",
+        extra={
+            "repo": request.repo,
+            "correlation_id": request.correlation_id,
+            "status": finished.status,
+            "conclusion": finished.conclusion,
+        },
+    )
     _show(services, github, finished, config, event.repo.default_branch)
     if _watched(finished):
         _watch(event, services, finished, key, github, config.config)
@@ -126,8 +141,14 @@ def _watched(request: BenchRequest) -> bool:
     return request.trigger in ("merge", "schedule")
 
 
-def _watch(event: WorkflowRunEvent, services: Services, request: BenchRequest, key: str,
-           github: GitHub | None = None, config: RepoConfig | None = None) -> None:
+def _watch(
+    event: WorkflowRunEvent,
+    services: Services,
+    request: BenchRequest,
+    key: str,
+    github: GitHub | None = None,
+    config: RepoConfig | None = None,
+) -> None:
     """The watch's look at a stored default-branch run (`bot.service.watch`), then its work key."""
     if request.status == contract.COMPLETED:
         stored = services.store.benchmarks.get(request.correlation_id) or request
@@ -138,8 +159,14 @@ def _watch(event: WorkflowRunEvent, services: Services, request: BenchRequest, k
     services.store.work.claim(watch.watch_key(key))
 
 
-def _bisected(event: WorkflowRunEvent, services: Services, github: GitHub, request: BenchRequest,
-              config: RepoConfig, key: str) -> None:
+def _bisected(
+    event: WorkflowRunEvent,
+    services: Services,
+    github: GitHub,
+    request: BenchRequest,
+    config: RepoConfig,
+    key: str,
+) -> None:
     """A bisect's run completed: its report read through the same checks as results (the
     artifact's name, size, archive), its case ended, then its request stored with the run's work
     key; the culprit is named last (again on a replay, until it is)."""
@@ -150,30 +177,42 @@ def _bisected(event: WorkflowRunEvent, services: Services, github: GitHub, reque
         problems, outcome = _bisect_report(github, request, event.conclusion)
         case = watch.finished(services, request, outcome, problems, config)
         status = status if outcome is not None else contract.FAILED
-    done = replace(request, status=status, conclusion=event.conclusion or "failure",
-                   completed_at=services.now(), error=_join(problems) or None)
+    done = replace(
+        request,
+        status=status,
+        conclusion=event.conclusion or "failure",
+        completed_at=services.now(),
+        error=_join(problems) or None,
+    )
     services.store.benchmarks.complete(done, [], [], key)  # False on a replay: stored before
     if case is not None and case.state == cases.CONFIRMED:
         watch.announce(services, github, case, config)
 
 
-def _bisect_report(github: GitHub, request: BenchRequest, conclusion: str | None
-                   ) -> tuple[list[str], bisect_artifact.BisectOutcome | None]:
+def _bisect_report(
+    github: GitHub, request: BenchRequest, conclusion: str | None
+) -> tuple[list[str], bisect_artifact.BisectOutcome | None]:
     """The bisect's outcome (`bot.core.bench.bisect_artifact`), or what kept it from being read. A
     bisect that found no culprit or could not reproduce exits 1, so a failed run may carry a report."""
     problems, content = _download(github, request)
     if content is None:
         return problems, None
-    outcome, found = bisect_artifact.read(content.files, good=request.base_sha, bad=request.head_sha,
-                                          suite=request.suites[0])
+    outcome, found = bisect_artifact.read(
+        content.files, good=request.base_sha, bad=request.head_sha, suite=request.suites[0]
+    )
     problems += found
     if outcome is None and conclusion != "success":
         problems.append(f"the bisect run concluded {conclusion or 'without a conclusion'}")
     return problems, outcome
 
 
-def _show(services: Services, github: GitHub, request: BenchRequest, config: repo_config.ConfigRead,
-          default_branch: str) -> None:
+def _show(
+    services: Services,
+    github: GitHub,
+    request: BenchRequest,
+    config: repo_config.ConfigRead,
+    default_branch: str,
+) -> None:
     """The request's check run, and for a pull request the sticky comment's benchmark section."""
     try:
         request = benchmarks.publish_check(services, github, request, config.config.bench)
@@ -183,15 +222,17 @@ def _show(services: Services, github: GitHub, request: BenchRequest, config: rep
     if request.number is None or request.trigger not in SHOWN_TRIGGERS:
         return
     try:
-        fresh = reviewing.missing(services, github, request.repo, request.number, default_branch,
-                                  config=config)
+        fresh = reviewing.missing(
+            services, github, request.repo, request.number, default_branch, config=config
+        )
     except PullRequestGone:
         fresh = None
     sticky.write(services, github, request.repo, request.number, None, fresh)
 
 
-def _outcome(github: GitHub, request: BenchRequest, conclusion: str | None, now: datetime
-             ) -> tuple[BenchRequest, list[BenchResult], list[MetricPoint], list[stepmap.StepMap]]:
+def _outcome(
+    github: GitHub, request: BenchRequest, conclusion: str | None, now: datetime
+) -> tuple[BenchRequest, list[BenchResult], list[MetricPoint], list[stepmap.StepMap]]:
     """The request's final state, its results, history points and (of a default-branch run) the
     per-step maps of its commit. Only a successful run gives verdicts: a failed, cancelled or
     timed-out one is reported as such, with what its results file says went wrong, and never as
@@ -203,23 +244,49 @@ def _outcome(github: GitHub, request: BenchRequest, conclusion: str | None, now:
         lines = [*problems, *judged.problems, *judged.run_errors]
         if conclusion == "success" and not lines:
             lines = ["the run succeeded but no results file could be judged"]
-        failed = replace(request, status=contract.FAILED, conclusion=conclusion or "failure",
-                         completed_at=now, error=_join(lines))
+        failed = replace(
+            request,
+            status=contract.FAILED,
+            conclusion=conclusion or "failure",
+            completed_at=now,
+            error=_join(lines),
+        )
         return failed, [], [], []
-    results = [BenchResult(suite=s.suite, base_sha=request.base_sha, head_sha=request.head_sha,
-                           verdict=s.verdict,
-                           headline_metric=s.headline_metric, headline_change=s.headline_change,
-                           comparison=s.to_json(),
-        on_default_branch=default_branch_run) for s in judged.suites]
-    points = [MetricPoint(s.suite, name, unit, better, request.head_sha, value)
-              for s in judged.suites for name, unit, better, value in s.points] if default_branch_run else []
-    done = replace(request, status=contract.COMPLETED, conclusion=conclusion, completed_at=now,
-                   error=_join(judged.problems) or None)
+    results = [
+        BenchResult(
+            suite=s.suite,
+            base_sha=request.base_sha,
+            head_sha=request.head_sha,
+            verdict=s.verdict,
+            headline_metric=s.headline_metric,
+            headline_change=s.headline_change,
+            comparison=s.to_json(),
+            on_default_branch=default_branch_run,
+        )
+        for s in judged.suites
+    ]
+    points = (
+        [
+            MetricPoint(s.suite, name, unit, better, request.head_sha, value)
+            for s in judged.suites
+            for name, unit, better, value in s.points
+        ]
+        if default_branch_run
+        else []
+    )
+    done = replace(
+        request,
+        status=contract.COMPLETED,
+        conclusion=conclusion,
+        completed_at=now,
+        error=_join(judged.problems) or None,
+    )
     return done, results, points, maps if default_branch_run else []
 
 
-def _judged(github: GitHub, request: BenchRequest, subject: str
-            ) -> tuple[list[str], judging.Judged, list[stepmap.StepMap]]:
+def _judged(
+    github: GitHub, request: BenchRequest, subject: str
+) -> tuple[list[str], judging.Judged, list[stepmap.StepMap]]:
     """Download and judge the request's artifact; what went wrong on the way, the judgement, and
     the per-step maps of the run's commits its results files hold. A download the storage refuses
     (`ArtifactUnavailable`) propagates: the delivery is tried again."""
@@ -228,8 +295,14 @@ def _judged(github: GitHub, request: BenchRequest, subject: str
         return problems, judging.Judged((), ()), []
     judged = judging.judge(content, request.base_sha, request.head_sha, request.suites, subject)
     if judged.names_launching_lines():  # the pull request's diff is read only to mark them
-        judged = judging.judge(content, request.base_sha, request.head_sha, request.suites, subject,
-                               _changed_lines(github, request))
+        judged = judging.judge(
+            content,
+            request.base_sha,
+            request.head_sha,
+            request.suites,
+            subject,
+            _changed_lines(github, request),
+        )
     return [], judged, _step_maps(request, content)
 
 
@@ -262,8 +335,10 @@ def _step_maps(request: BenchRequest, content: results_artifact.Artifact) -> lis
         try:
             found = stepmap.from_results(json.loads(content.files[name]))
         except (ValueError, RecursionError) as error:  # JSONDecodeError and StepMapError are ValueErrors
-            log.warning("a step map that does not read; not stored", extra={
-                "repo": request.repo, "file": name, "error": clip(printable(str(error)), 200)})
+            log.warning(
+                "a step map that does not read; not stored",
+                extra={"repo": request.repo, "file": name, "error": clip(printable(str(error)), 200)},
+            )
             continue
         if found is not None and found.commit in (request.base_sha.lower(), request.head_sha.lower()):
             maps.setdefault(found.suite, found)

@@ -38,8 +38,11 @@ def evidence(services: Services, github: GitHub, repo: str, changed: Iterable[st
 
     def read(path: str) -> str | None:
         return github.read_file(repo, path, commit)
+
     found = stepmap_scoring.evidence(stored.step_map, read, changed, stored.branch, MAX_SOURCES)
     if found.graph is not None and found.graph.skipped:
-        log.info("files of the map's commit that do not parse; left out of the call graph",
-                 extra={"repo": repo, "count": len(found.graph.skipped)})
+        log.info(
+            "files of the map's commit that do not parse; left out of the call graph",
+            extra={"repo": repo, "count": len(found.graph.skipped)},
+        )
     return found

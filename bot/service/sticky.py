@@ -17,8 +17,14 @@ from .services import Services
 log = logging.getLogger("perfbot.sticky")
 
 
-def write(services: Services, github: GitHub, repo: str, number: int, head_sha: str | None,
-          review: Review | None = None) -> int | None:
+def write(
+    services: Services,
+    github: GitHub,
+    repo: str,
+    number: int,
+    head_sha: str | None,
+    review: Review | None = None,
+) -> int | None:
     """Compose and write the comment for the pull request whose head is ``head_sha`` now (None: the
     stored review's); ``review``: a review just made, stored with the comment's id once written,
     else the stored one. The comment's id, None when nothing was written (nothing to say yet, or
@@ -29,8 +35,9 @@ def write(services: Services, github: GitHub, repo: str, number: int, head_sha: 
     section = pull_section(services.store, repo, number, head)
     if review is None and section is None:
         return None
-    comment = sticky.compose(review.blocks if review else (), section,
-                             review.wants_comment if review else False)
+    comment = sticky.compose(
+        review.blocks if review else (), section, review.wants_comment if review else False
+    )
     try:
         comment_id = github.upsert_comment(repo, number, comment.marker, comment.body, create=comment.create)
     except PullRequestGone:

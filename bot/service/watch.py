@@ -43,8 +43,9 @@ def watch_key(run_key: str) -> str:
 # ---------------------------------------------------------------- opening cases
 
 
-def after_run(services: Services, github: GitHub, request: BenchRequest, config: RepoConfig,
-              default_branch: str) -> list[RegressionCase]:
+def after_run(
+    services: Services, github: GitHub, request: BenchRequest, config: RepoConfig, default_branch: str
+) -> list[RegressionCase]:
     """Look at a finished merge or scheduled run: the cases it opens (or finds), each bisected
     when the config and the budget allow. Safe to repeat."""
     if request.id is None or request.trigger not in ("merge", "schedule"):
@@ -54,8 +55,15 @@ def after_run(services: Services, github: GitHub, request: BenchRequest, config:
     number = _merged_number(request)
     opened: list[RegressionCase] = []
     for result in results:
-        found = opening.from_merge_run(repo, result.suite, result.headline_metric, result.base_sha,
-                                       result.head_sha, result.verdict, result.headline_change)
+        found = opening.from_merge_run(
+            repo,
+            result.suite,
+            result.headline_metric,
+            result.base_sha,
+            result.head_sha,
+            result.verdict,
+            result.headline_change,
+        )
         if found is not None:
             opened.append(_open(services, request, found, number=number))
         if result.headline_metric:
@@ -81,16 +89,19 @@ def _series(services: Services, request: BenchRequest, suite: str, metric: str) 
         case = _new_case(services, request, change)
         if change.span in moved:
             case, _ = services.store.watch.supersede(moved[change.span].key, case)
-            log.info("regression case moved", extra={"repo": request.repo, "case": moved[change.span].key,
-                                                     "to": case.key})
+            log.info(
+                "regression case moved",
+                extra={"repo": request.repo, "case": moved[change.span].key, "to": case.key},
+            )
         else:
             case = _opened(services, case)
         opened.append(case)
     return opened
 
 
-def _open(services: Services, request: BenchRequest, found: opening.Found, *,
-          number: int | None) -> RegressionCase:
+def _open(
+    services: Services, request: BenchRequest, found: opening.Found, *, number: int | None
+) -> RegressionCase:
     return _opened(services, replace(_new_case(services, request, found), number=number))
 
 
@@ -103,20 +114,49 @@ def _opened(services: Services, case: RegressionCase) -> RegressionCase:
 
 def _new_case(services: Services, request: BenchRequest, found: opening.Found) -> RegressionCase:
     span = found.span
-    return RegressionCase(key=span.key(), repo=span.repo, suite=span.suite, metric=span.metric,
-                          good_sha=span.good, bad_sha=span.bad, source=found.source, state=states.DETECTED,
-                          installation_id=request.installation_id, detected_at=services.now(),
-                          change=found.change)
+    return RegressionCase(
+        key=span.key(),
+        repo=span.repo,
+        suite=span.suite,
+        metric=span.metric,
+        good_sha=span.good,
+        bad_sha=span.bad,
+        source=found.source,
+        state=states.DETECTED,
+        installation_id=request.installation_id,
+        detected_at=services.now(),
+        change=found.change,
+    )
 
 
-def open_by_hand(services: Services, repo: str, installation_id: int | None, good: str, bad: str, suite: str,
-                 metric: str, requested_by: str, number: int) -> tuple[RegressionCase, bool]:
+def open_by_hand(
+    services: Services,
+    repo: str,
+    installation_id: int | None,
+    good: str,
+    bad: str,
+    suite: str,
+    metric: str,
+    requested_by: str,
+    number: int,
+) -> tuple[RegressionCase, bool]:
     """`/bench bisect GOOD BAD` on pull request ``number``: the case of that span (the one there is,
     when it is known)."""
     span = Span(repo, suite, metric, good, bad)
-    case = RegressionCase(key=span.key(), repo=repo, suite=suite, metric=metric, good_sha=good, bad_sha=bad,
-                          source="command", state=states.DETECTED, installation_id=installation_id,
-                          detected_at=services.now(), requested_by=requested_by, number=number)
+    case = RegressionCase(
+        key=span.key(),
+        repo=repo,
+        suite=suite,
+        metric=metric,
+        good_sha=good,
+        bad_sha=bad,
+        source="command",
+        state=states.DETECTED,
+        installation_id=installation_id,
+        detected_at=services.now(),
+        requested_by=requested_by,
+        number=number,
+    )
     return services.store.watch.open(case)
 
 
@@ -129,8 +169,11 @@ def started_reply(started: list[tuple[str, RegressionCase]]) -> str:
         note = f": {report.escape_md(case.note)}" if case.note and case.state != states.BISECTING else ""
         span = f"{report.code(case.good_sha[:12])}..{report.code(case.bad_sha[:12])}"
         lines.append(f"- {report.code(suite)} {span}: {where}{run}{note}")
-    lines += ["", "A confirmed culprit is named on its pull request (or commit); `/bench cancel` stops the "
-                  "bisects asked for here."]
+    lines += [
+        "",
+        "A confirmed culprit is named on its pull request (or commit); `/bench cancel` stops the "
+        "bisects asked for here.",
+    ]
     return "\n".join(lines)
 
 
@@ -151,8 +194,9 @@ def bisect_key(case: RegressionCase) -> str:
     return contract.work_key("bisect", case.repo, case.key)
 
 
-def bisect(services: Services, github: GitHub, case: RegressionCase, config: RepoConfig,
-           default_branch: str) -> RegressionCase:
+def bisect(
+    services: Services, github: GitHub, case: RegressionCase, config: RepoConfig, default_branch: str
+) -> RegressionCase:
     """Dispatch the case's bisect, once: charge the budget (once per bisect), move the case to
     bisecting (once), record and dispatch its request (once). A case already bisecting whose
     request never reached GitHub (a kill between the steps) is carried on from where it stood."""
@@ -167,16 +211,36 @@ def bisect(services: Services, github: GitHub, case: RegressionCase, config: Rep
     dispatch = config.bench.dispatch
     cost = budget.bisect_cost(budget.BISECT_RUNS_RESERVED, dispatch.run_minutes)
     allowed = store.watch.charge(
-        _charge_key(correlation, now), case.repo, budget.day(now), "bisect", budget.BISECT, cost,
-        lambda spent: budget.allows(budget.BISECT, spent, cost, dispatch.budget), now)
+        _charge_key(correlation, now),
+        case.repo,
+        budget.day(now),
+        "bisect",
+        budget.BISECT,
+        cost,
+        lambda spent: budget.allows(budget.BISECT, spent, cost, dispatch.budget),
+        now,
+    )
     if not allowed:
-        skipped = store.watch.move(case.key, states.OUT_OF_BUDGET, (states.DETECTED,), now,
-                                   note=f"today's GPU budget ({dispatch.budget} minutes) leaves less "
-                                        f"than the {cost:g} minutes a bisect is counted as")
+        skipped = store.watch.move(
+            case.key,
+            states.OUT_OF_BUDGET,
+            (states.DETECTED,),
+            now,
+            note=f"today's GPU budget ({dispatch.budget} minutes) leaves less "
+            f"than the {cost:g} minutes a bisect is counted as",
+        )
         log.info("bisect skipped for the budget", extra={"repo": case.repo, "case": case.key})
         return skipped or store.watch.get(case.key) or case
-    moved = store.watch.move(case.key, states.BISECTING, states.sources_of(states.BISECTING), now,
-                             correlation_id=correlation, gpu_minutes=cost, note=None, finished_at=None)
+    moved = store.watch.move(
+        case.key,
+        states.BISECTING,
+        states.sources_of(states.BISECTING),
+        now,
+        correlation_id=correlation,
+        gpu_minutes=cost,
+        note=None,
+        finished_at=None,
+    )
     if moved is None:  # another process moved it first: it carries on from there
         return store.watch.get(case.key) or case
     return _carry_on(services, github, moved, config, default_branch)
@@ -189,22 +253,36 @@ def _charge_key(correlation: str, at: datetime) -> str:
     return f"budget:{correlation}:{budget.day(at)}"
 
 
-def _carry_on(services: Services, github: GitHub, case: RegressionCase, config: RepoConfig,
-              default_branch: str) -> RegressionCase:
+def _carry_on(
+    services: Services, github: GitHub, case: RegressionCase, config: RepoConfig, default_branch: str
+) -> RegressionCase:
     """Record and dispatch a bisecting case's request (or resume it); one already running is left."""
     key = bisect_key(case)
     request = services.store.benchmarks.get(contract.correlation_id(key))
     if request is None:
         request = benchmarks.new_request(
-            services, key=key, repo=case.repo, installation_id=case.installation_id, number=None,
-            base_sha=case.good_sha, head_sha=case.bad_sha, suites=(case.suite,), trigger="bisect",
-            requested_by=case.requested_by or "perfbot")
+            services,
+            key=key,
+            repo=case.repo,
+            installation_id=case.installation_id,
+            number=None,
+            base_sha=case.good_sha,
+            head_sha=case.bad_sha,
+            suites=(case.suite,),
+            trigger="bisect",
+            requested_by=case.requested_by or "perfbot",
+        )
         request = benchmarks.start(services, github, request, config.bench, default_branch)
     else:
         request = benchmarks.resume(services, github, request, config.bench, default_branch)
     if request.status == contract.FAILED:
-        ended = services.store.watch.move(case.key, states.FAILED, (states.BISECTING,), services.now(),
-                                          note=clip(printable(request.error or "the bisect failed"), 1000))
+        ended = services.store.watch.move(
+            case.key,
+            states.FAILED,
+            (states.BISECTING,),
+            services.now(),
+            note=clip(printable(request.error or "the bisect failed"), 1000),
+        )
         return ended or case
     if request.run_url and request.run_url != case.run_url:
         services.store.watch.note(case.key, run_url=request.run_url)
@@ -231,8 +309,13 @@ def sweep(services: Services, github: GitHub, repo: str, config: RepoConfig, def
 
 def cancel(services: Services, github: GitHub, case: RegressionCase, config: RepoConfig, by: str) -> bool:
     """Stop a case (and its bisect's run): `/bench cancel`. Whether it was stopped now."""
-    moved = services.store.watch.move(case.key, states.CANCELLED, states.sources_of(states.CANCELLED),
-                                      services.now(), note=f"cancelled by {clip(printable(by), 100)}")
+    moved = services.store.watch.move(
+        case.key,
+        states.CANCELLED,
+        states.sources_of(states.CANCELLED),
+        services.now(),
+        note=f"cancelled by {clip(printable(by), 100)}",
+    )
     if moved is None:
         return False
     if case.correlation_id:
@@ -248,13 +331,24 @@ def cancel(services: Services, github: GitHub, case: RegressionCase, config: Rep
 def inputs_of(services: Services, request: BenchRequest) -> dict[str, str]:
     """The dispatch inputs of a bisect request: its case names the metric."""
     case = services.store.watch.by_correlation(request.correlation_id)
-    return contract.bisect_inputs(request.base_sha, request.head_sha, request.suites[0],
-                                  case.metric if case else "", request.rounds, request.max_rounds,
-                                  request.correlation_id)
+    return contract.bisect_inputs(
+        request.base_sha,
+        request.head_sha,
+        request.suites[0],
+        case.metric if case else "",
+        request.rounds,
+        request.max_rounds,
+        request.correlation_id,
+    )
 
 
-def finished(services: Services, request: BenchRequest, outcome: BisectOutcome | None,
-             problems: list[str], config: RepoConfig) -> RegressionCase | None:
+def finished(
+    services: Services,
+    request: BenchRequest,
+    outcome: BisectOutcome | None,
+    problems: list[str],
+    config: RepoConfig,
+) -> RegressionCase | None:
     """End the bisecting case of ``request`` with what its report says (None: no report could be
     read; the case fails with ``problems``). The budget's charge is settled to the runs made."""
     case = services.store.watch.by_correlation(request.correlation_id)
@@ -269,13 +363,17 @@ def finished(services: Services, request: BenchRequest, outcome: BisectOutcome |
         spent = budget.bisect_cost(outcome.runs, minutes)
         services.store.watch.settle(_charge_key(request.correlation_id, request.created_at), spent)
         merge = services.store.watch.merge_of(case.repo, outcome.culprit) if outcome.culprit else None
-        changes = {"culprit_sha": outcome.culprit if state == states.CONFIRMED else None,
-                   "culprit_subject": outcome.culprit_subject, "gpu_minutes": spent,
-                   "culprit_number": merge[0] if merge and state == states.CONFIRMED else None,
-                   "outcome": json.dumps(_outcome_json(outcome)),
-                   "note": clip(printable("; ".join(problems)), 1000) or None}
-    moved = services.store.watch.move(case.key, state, (states.BISECTING,), now, run_url=request.run_url,
-                                      **changes)
+        changes = {
+            "culprit_sha": outcome.culprit if state == states.CONFIRMED else None,
+            "culprit_subject": outcome.culprit_subject,
+            "gpu_minutes": spent,
+            "culprit_number": merge[0] if merge and state == states.CONFIRMED else None,
+            "outcome": json.dumps(_outcome_json(outcome)),
+            "note": clip(printable("; ".join(problems)), 1000) or None,
+        }
+    moved = services.store.watch.move(
+        case.key, state, (states.BISECTING,), now, run_url=request.run_url, **changes
+    )
     if moved is not None:
         log.info("bisect finished", extra={"repo": case.repo, "case": case.key, "state": state})
     return moved or services.store.watch.get(case.key)
@@ -311,11 +409,20 @@ def announce(services: Services, github: GitHub, case: RegressionCase, config: R
         case = replace(case, comment_url=url)
     if config.bench.watch.issue and case.issue_number is None:
         # One issue per culprit: a second regression it caused (another suite or metric) updates it.
-        known = next((c.issue_number for c in services.store.watch.cases(frozenset({case.repo}))
-                      if c.culprit_sha == case.culprit_sha and c.issue_number is not None), None)
-        number = github.upsert_issue(case.repo, known,
-                                     report.issue_title(case.suite, case.metric, culprit.culprit),
-                                     report.issue_body(culprit, url))
+        known = next(
+            (
+                c.issue_number
+                for c in services.store.watch.cases(frozenset({case.repo}))
+                if c.culprit_sha == case.culprit_sha and c.issue_number is not None
+            ),
+            None,
+        )
+        number = github.upsert_issue(
+            case.repo,
+            known,
+            report.issue_title(case.suite, case.metric, culprit.culprit),
+            report.issue_body(culprit, url),
+        )
         services.store.watch.note(case.key, issue_number=number)
         case = replace(case, issue_number=number)
     return case
@@ -326,13 +433,24 @@ def _culprit(services: Services, case: RegressionCase) -> report.Culprit:
     ci = found.get("ci")
     found_by = None
     if case.source == "merge":
-        request = services.store.benchmarks.get(contract.correlation_id(
-            contract.work_key("merge", case.repo, case.bad_sha)))
+        request = services.store.benchmarks.get(
+            contract.correlation_id(contract.work_key("merge", case.repo, case.bad_sha))
+        )
         found_by = request.run_url if request else None
     return report.Culprit(
-        key=case.key, suite=case.suite, metric=case.metric or found.get("metric") or "",
-        good=case.good_sha, bad=case.bad_sha, source=case.source, culprit=case.culprit_sha or "",
-        subject=found.get("culprit_subject"), change=found.get("change"),
+        key=case.key,
+        suite=case.suite,
+        metric=case.metric or found.get("metric") or "",
+        good=case.good_sha,
+        bad=case.bad_sha,
+        source=case.source,
+        culprit=case.culprit_sha or "",
+        subject=found.get("culprit_subject"),
+        change=found.get("change"),
         ci=(float(ci[0]), float(ci[1])) if isinstance(ci, list) and len(ci) == 2 else None,
-        commits=int(found.get("commits") or 0), runs=int(found.get("runs") or 0), run_url=case.run_url,
-        found_by_url=found_by, kernels_markdown=found.get("kernels_markdown"))
+        commits=int(found.get("commits") or 0),
+        runs=int(found.get("runs") or 0),
+        run_url=case.run_url,
+        found_by_url=found_by,
+        kernels_markdown=found.get("kernels_markdown"),
+    )

@@ -16,8 +16,9 @@ from . import app_setup, dashboard, headers, health, state, webhook
 from .metrics import Metrics
 
 
-def create_app(settings: Settings, services: Services, router: Router = ROUTER,
-               sessions: SessionStore | None = None) -> Flask:
+def create_app(
+    settings: Settings, services: Services, router: Router = ROUTER, sessions: SessionStore | None = None
+) -> Flask:
     """The webhook intake, /healthz, /metrics and the dashboard; `bot.bootstrap` builds the services
     and the store of the dashboard's sessions, which sign-in needs."""
     if services.sign_in is not None and sessions is None:
@@ -28,8 +29,9 @@ def create_app(settings: Settings, services: Services, router: Router = ROUTER,
     logs.configure(settings.log_level)
     app = Flask("perfbot")
     app.config["MAX_CONTENT_LENGTH"] = webhook.MAX_BODY
-    state.install(app, state.AppState(settings, services, router, Metrics(services.store, services.queue),
-                                      sessions))
+    state.install(
+        app, state.AppState(settings, services, router, Metrics(services.store, services.queue), sessions)
+    )
     headers.install(app)
     app.register_blueprint(webhook.bp)
     app.register_blueprint(health.bp)

@@ -33,8 +33,10 @@ class Written:
     @property
     def shown(self) -> tuple[tuple[str, str], ...]:
         """The settings with every secret replaced by where it is."""
-        return tuple((name, f"(secret, in {self.env_file})" if name in SECRET_NAMES else value)
-                     for name, value in self.settings)
+        return tuple(
+            (name, f"(secret, in {self.env_file})" if name in SECRET_NAMES else value)
+            for name, value in self.settings
+        )
 
 
 def key_file_for(env_file: Path) -> Path:
@@ -48,8 +50,10 @@ def check_writable(env_file: Path) -> str | None:
         if path.exists():
             return f"{path} exists: perfbot never overwrites credentials; move it away or name another file"
         if not _PLAIN.fullmatch(str(path)):
-            return (f"{path}: use a path of letters, digits and ._-/ only (it is written into an "
-                    "environment file)")
+            return (
+                f"{path}: use a path of letters, digits and ._-/ only (it is written into an "
+                "environment file)"
+            )
     if not env_file.parent.is_dir():
         return f"{env_file.parent} is not a folder"
     return None
@@ -61,10 +65,15 @@ def write(env_file: Path, app: NewApp, public_url: str, api_url: str, web_url: s
     if problem:
         raise CredentialsNotWritten(problem)
     key_file = key_file_for(env_file)
-    settings = [("PERFBOT_APP_ID", str(app.id)), ("PERFBOT_PRIVATE_KEY_PATH", str(key_file)),
-                ("PERFBOT_WEBHOOK_SECRET", app.webhook_secret), ("PERFBOT_OAUTH_CLIENT_ID", app.client_id),
-                ("PERFBOT_OAUTH_CLIENT_SECRET", app.client_secret),
-                ("PERFBOT_SESSION_SECRET", secrets.token_hex(32)), ("PERFBOT_PUBLIC_URL", public_url)]
+    settings = [
+        ("PERFBOT_APP_ID", str(app.id)),
+        ("PERFBOT_PRIVATE_KEY_PATH", str(key_file)),
+        ("PERFBOT_WEBHOOK_SECRET", app.webhook_secret),
+        ("PERFBOT_OAUTH_CLIENT_ID", app.client_id),
+        ("PERFBOT_OAUTH_CLIENT_SECRET", app.client_secret),
+        ("PERFBOT_SESSION_SECRET", secrets.token_hex(32)),
+        ("PERFBOT_PUBLIC_URL", public_url),
+    ]
     if api_url.rstrip("/") != DEFAULT_API_URL:
         settings.append(("PERFBOT_GITHUB_API_URL", api_url.rstrip("/")))
     if web_url.rstrip("/") != DEFAULT_WEB_URL:

@@ -34,22 +34,36 @@ _OWNER = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})")
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9 ._-]{0,33}")  # GitHub App names: at most 34 characters
 
 # What perfbot asks for; app-manifest.json in the repository holds the same (a test keeps them so).
-PERMISSIONS = {"metadata": "read", "contents": "read", "pull_requests": "write", "issues": "write",
-               "checks": "write", "actions": "write"}
+PERMISSIONS = {
+    "metadata": "read",
+    "contents": "read",
+    "pull_requests": "write",
+    "issues": "write",
+    "checks": "write",
+    "actions": "write",
+}
 EVENTS = ["pull_request", "pull_request_review", "issue_comment", "workflow_run"]
-DESCRIPTION = ("Performance review of every pull request of a GPU inference engine: a risk review (one "
-               "sticky comment, a check run, a perf-risk label), and benchmarks on your GPU runners on "
-               "/bench or for risky changes, judged base against head.")
+DESCRIPTION = (
+    "Performance review of every pull request of a GPU inference engine: a risk review (one "
+    "sticky comment, a check run, a perf-risk label), and benchmarks on your GPU runners on "
+    "/bench or for risky changes, judged base against head."
+)
 
 
 def manifest(public_url: str, name: str) -> dict[str, Any]:
     """The App perfbot needs, delivering to and signing in at ``public_url``."""
-    return {"name": name, "url": public_url, "description": DESCRIPTION,
-            "hook_attributes": {"url": f"{public_url}/webhook", "active": True},
-            "redirect_url": f"{public_url}/setup/app/done",
-            "callback_urls": [f"{public_url}/signin/callback"],
-            "request_oauth_on_install": False, "public": False,
-            "default_permissions": dict(PERMISSIONS), "default_events": list(EVENTS)}
+    return {
+        "name": name,
+        "url": public_url,
+        "description": DESCRIPTION,
+        "hook_attributes": {"url": f"{public_url}/webhook", "active": True},
+        "redirect_url": f"{public_url}/setup/app/done",
+        "callback_urls": [f"{public_url}/signin/callback"],
+        "request_oauth_on_install": False,
+        "public": False,
+        "default_permissions": dict(PERMISSIONS),
+        "default_events": list(EVENTS),
+    }
 
 
 def public_address(text: str) -> str | None:
@@ -59,8 +73,16 @@ def public_address(text: str) -> str | None:
         parts = urlsplit(text)
     except ValueError:
         return None
-    if parts.scheme not in ("http", "https") or not parts.hostname or parts.query or parts.fragment \
-            or parts.username or parts.password or not text.isprintable() or " " in text:
+    if (
+        parts.scheme not in ("http", "https")
+        or not parts.hostname
+        or parts.query
+        or parts.fragment
+        or parts.username
+        or parts.password
+        or not text.isprintable()
+        or " " in text
+    ):
         return None
     return text
 
@@ -73,33 +95,56 @@ def start() -> Response:
     name = request.args.get("name", "").strip() or "perfbot"
     problems = []
     if "public_url" in request.args and public is None:
-        problems.append("the public address: an http(s):// URL that GitHub and your browser reach, "
-                        "without a query")
+        problems.append(
+            "the public address: an http(s):// URL that GitHub and your browser reach, without a query"
+        )
     if owner and not _OWNER.fullmatch(owner):
         problems.append("the organisation: a GitHub login (letters, digits and hyphens)")
     if not _NAME.fullmatch(name):
         problems.append("the App's name: up to 34 letters, digits, spaces and ._-")
     if public is not None and urlsplit(public).hostname != urlsplit(request.host_url).hostname:
         # GitHub sends the browser back to the public address, where the state's cookie must be.
-        problems.append(f"the address this page is open at: open it at {public}/setup/app, where GitHub "
-                        "will send you back")
-    values = {"public_url": public or request.args.get("public_url") or settings.public_url or "",
-              "owner": owner, "name": name}
+        problems.append(
+            f"the address this page is open at: open it at {public}/setup/app, where GitHub "
+            "will send you back"
+        )
+    values = {
+        "public_url": public or request.args.get("public_url") or settings.public_url or "",
+        "owner": owner,
+        "name": name,
+    }
     if public is None or problems or "edit" in request.args:
-        page = render_template("app_setup.html", step="ask", values=values, problems=problems,
-                               env_file=settings.register_app_to)
+        page = render_template(
+            "app_setup.html", step="ask", values=values, problems=problems, env_file=settings.register_app_to
+        )
         return make_response(page, 400 if problems else 200)
     token = secrets.token_urlsafe(32)
     where = f"/organizations/{owner}/settings/apps/new" if owner else "/settings/apps/new"
     action = f"{settings.github_web_url}{where}?{urlencode({'state': token})}"
     body = manifest(public, name)
-    response = make_response(render_template("app_setup.html", step="post", values=values, action=action,
-                                             manifest=body, env_file=settings.register_app_to))
-    response.set_cookie(STATE_COOKIE, f"{token}.{_encode(public)}", max_age=STATE_LIFETIME_S, httponly=True,
-                        samesite="Lax", secure=request.is_secure, path="/setup/app")
+    response = make_response(
+        render_template(
+            "app_setup.html",
+            step="post",
+            values=values,
+            action=action,
+            manifest=body,
+            env_file=settings.register_app_to,
+        )
+    )
+    response.set_cookie(
+        STATE_COOKIE,
+        f"{token}.{_encode(public)}",
+        max_age=STATE_LIFETIME_S,
+        httponly=True,
+        samesite="Lax",
+        secure=request.is_secure,
+        path="/setup/app",
+    )
     # The one form that leaves this site goes to GitHub, and GitHub's answer comes back here.
     response.headers["Content-Security-Policy"] = headers.CONTENT_SECURITY_POLICY.replace(
-        "form-action 'self'", f"form-action 'self' {_origin(settings.github_web_url)} {_origin(public)}")
+        "form-action 'self'", f"form-action 'self' {_origin(settings.github_web_url)} {_origin(public)}"
+    )
     return response
 
 
@@ -110,9 +155,12 @@ def done() -> tuple[str, int] | Response:
     expected, _, address = request.cookies.get(STATE_COOKIE, "").partition(".")
     given, public = request.args.get("state", ""), public_address(_decode(address))
     if not expected or public is None or not hmac.compare_digest(expected.encode(), given.encode()):
-        return _failed("This answer does not belong to a registration started in this browser (the state "
-                       "does not match, or the hour it had ran out): nothing was registered here. "
-                       "Start again from /setup/app.", 400)
+        return _failed(
+            "This answer does not belong to a registration started in this browser (the state "
+            "does not match, or the hour it had ran out): nothing was registered here. "
+            "Start again from /setup/app.",
+            400,
+        )
     registration, env_file = app_state.services.app_registration, settings.register_app_to
     if registration is None or env_file is None:
         return _failed("This server is not registering an App (perfbot serve --register-app FILE).", 404)
@@ -121,13 +169,23 @@ def done() -> tuple[str, int] | Response:
         return _failed(f"Nothing was asked of GitHub: {problem}.", 409)
     try:
         app = registration.convert(request.args.get("code", ""))
-        written = app_credentials.write(Path(env_file), app, public, settings.github_api_url,
-                                        settings.github_web_url)
+        written = app_credentials.write(
+            Path(env_file), app, public, settings.github_api_url, settings.github_web_url
+        )
     except (RegistrationFailed, app_credentials.CredentialsNotWritten) as error:
         return _failed(f"The App may exist on GitHub, but its credentials were not kept: {error}", 502)
     install = f"{app.html_url}/installations/new"
-    response = make_response(render_template("app_setup.html", step="done", app=app, written=written,
-                                             install=install, values={}, env_file=env_file))
+    response = make_response(
+        render_template(
+            "app_setup.html",
+            step="done",
+            app=app,
+            written=written,
+            install=install,
+            values={},
+            env_file=env_file,
+        )
+    )
     response.delete_cookie(STATE_COOKIE, path="/setup/app")
     return response
 
@@ -150,5 +208,10 @@ def _origin(url: str) -> str:
 
 
 def _failed(message: str, status: int) -> tuple[str, int]:
-    return render_template("app_setup.html", step="failed", message=message, values={},
-                           env_file=state.current().settings.register_app_to), status
+    return render_template(
+        "app_setup.html",
+        step="failed",
+        message=message,
+        values={},
+        env_file=state.current().settings.register_app_to,
+    ), status

@@ -171,8 +171,11 @@ def _content_length(scope: Scope) -> int | None:
 
 def refusal(status: int, message: str) -> Reply:
     body = json.dumps({"message": message}).encode()
-    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
-               (b"connection", b"close")]  # what is left of its body is never read
+    headers = [
+        (b"content-type", b"application/json"),
+        (b"content-length", str(len(body)).encode()),
+        (b"connection", b"close"),
+    ]  # what is left of its body is never read
     return Reply(status, headers, [body])
 
 

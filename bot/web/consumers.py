@@ -87,9 +87,15 @@ class ConsumerProcesses:
             delay = RESTART_DELAYS_S[min(slot.quick_exits, len(RESTART_DELAYS_S)) - 1] if quick else 0.0
             slot.start_after = now + delay
             if not self._stopping:
-                log.error("queue consumer exited; starting another",
-                          extra={"consumer": slot.number, "pid": slot.process.pid,
-                                 "status": _status(slot.process.returncode), "restart_in_s": delay})
+                log.error(
+                    "queue consumer exited; starting another",
+                    extra={
+                        "consumer": slot.number,
+                        "pid": slot.process.pid,
+                        "status": _status(slot.process.returncode),
+                        "restart_in_s": delay,
+                    },
+                )
             slot.process = None
 
     def terminate(self) -> None:
@@ -109,8 +115,10 @@ class ConsumerProcesses:
             try:
                 slot.process.wait(max(0.0, deadline - time.monotonic()))
             except subprocess.TimeoutExpired:
-                log.warning("queue consumer did not stop in time; killed",
-                            extra={"consumer": slot.number, "pid": slot.process.pid})
+                log.warning(
+                    "queue consumer did not stop in time; killed",
+                    extra={"consumer": slot.number, "pid": slot.process.pid},
+                )
                 slot.process.kill()
                 slot.process.wait()
             slot.process = None

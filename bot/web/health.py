@@ -90,9 +90,13 @@ def _deliveries(health) -> dict[str, object]:
     last = health.last_failure
     if last is not None:
         kind = (last.error or "").split(":", 1)[0]
-        found["last_failure"] = {"event": last.event, "failure": last.failure, "error": kind,
-                                 "hint": failures.hint_for(kind),
-                                 "at": last.finished_at.isoformat() if last.finished_at else None}
+        found["last_failure"] = {
+            "event": last.event,
+            "failure": last.failure,
+            "error": kind,
+            "hint": failures.hint_for(kind),
+            "at": last.finished_at.isoformat() if last.finished_at else None,
+        }
     return found
 
 

@@ -20,9 +20,17 @@ from .webhook import MAX_BODY
 
 log = logging.getLogger("perfbot.relay")
 # What GitHub sends that perfbot reads; everything else (Host, proxies' headers) stays behind.
-FORWARDED = ("Content-Type", "User-Agent", "X-Hub-Signature-256", "X-Hub-Signature", "X-GitHub-Event",
-             "X-GitHub-Delivery", "X-GitHub-Hook-ID", "X-GitHub-Hook-Installation-Target-ID",
-             "X-GitHub-Hook-Installation-Target-Type")
+FORWARDED = (
+    "Content-Type",
+    "User-Agent",
+    "X-Hub-Signature-256",
+    "X-Hub-Signature",
+    "X-GitHub-Event",
+    "X-GitHub-Delivery",
+    "X-GitHub-Hook-ID",
+    "X-GitHub-Hook-Installation-Target-ID",
+    "X-GitHub-Hook-Installation-Target-Type",
+)
 TIMEOUT_S = 30  # GitHub itself gives up after 10 s; perfbot answers well within that
 
 
@@ -46,15 +54,24 @@ class Relay:
             return _text(413, "body over 25 MB: GitHub never sends one")
         headers = {name: request.headers[name] for name in FORWARDED if name in request.headers}
         try:
-            answered = self.http.post(self.target, data=body, headers=headers, timeout=self.timeout,
-                                      allow_redirects=False)
+            answered = self.http.post(
+                self.target, data=body, headers=headers, timeout=self.timeout, allow_redirects=False
+            )
         except requests.RequestException as error:
-            log.warning("perfbot did not answer: %s", type(error).__name__,
-                        extra={"delivery": request.headers.get("X-GitHub-Delivery", "")[:64]})
+            log.warning(
+                "perfbot did not answer: %s",
+                type(error).__name__,
+                extra={"delivery": request.headers.get("X-GitHub-Delivery", "")[:64]},
+            )
             return _text(502, f"the relay could not reach perfbot ({type(error).__name__})")
-        log.info("relayed", extra={"delivery": request.headers.get("X-GitHub-Delivery", "")[:64],
-                                   "event": request.headers.get("X-GitHub-Event", "")[:64],
-                                   "status": answered.status_code})
+        log.info(
+            "relayed",
+            extra={
+                "delivery": request.headers.get("X-GitHub-Delivery", "")[:64],
+                "event": request.headers.get("X-GitHub-Event", "")[:64],
+                "status": answered.status_code,
+            },
+        )
         kept = {k: v for k, v in answered.headers.items() if k.lower() == "content-type"}
         return Response(answered.content, answered.status_code, headers=kept)
 

@@ -36,8 +36,9 @@ GC_THRESHOLDS = (50_000, 50, 50)  # young generation every 50,000 allocations, n
 
 
 class PerfbotServer(BaseApplication):
-    def __init__(self, settings: Settings, options: dict[str, Any],
-                 consumers: ConsumerProcesses | None = None):
+    def __init__(
+        self, settings: Settings, options: dict[str, Any], consumers: ConsumerProcesses | None = None
+    ):
         self.settings, self.options, self.consumers = settings, options, consumers
         self.checkpoints = bootstrap.wal_checkpoints(settings)
         self.runtime: bootstrap.Runtime | None = None
@@ -83,11 +84,21 @@ class Unavailable:
         app = self._app or self._try()
         if app is not None:
             return app(environ, start_response)
-        body = json.dumps({"status": "down", "database": f"unavailable: {self.reason}",
-                           "message": "perfbot cannot use its storage right now"}).encode()
-        start_response("503 SERVICE UNAVAILABLE", [("Content-Type", "application/json"),
-                                                    ("Content-Length", str(len(body))),
-                                                    ("Retry-After", str(int(self.RETRY_S) + 1))])
+        body = json.dumps(
+            {
+                "status": "down",
+                "database": f"unavailable: {self.reason}",
+                "message": "perfbot cannot use its storage right now",
+            }
+        ).encode()
+        start_response(
+            "503 SERVICE UNAVAILABLE",
+            [
+                ("Content-Type", "application/json"),
+                ("Content-Length", str(len(body))),
+                ("Retry-After", str(int(self.RETRY_S) + 1)),
+            ],
+        )
         return [body]
 
     def _try(self) -> Flask | None:
@@ -112,8 +123,9 @@ class SupervisingArbiter(Arbiter):
     second) and stops them with the workers, however the server is told to stop. On the same
     loop it checkpoints the SQLite files, so that no worker's commit has to (`sqlite_files`)."""
 
-    def __init__(self, app: PerfbotServer, consumers: ConsumerProcesses | None,
-                 checkpoints: bootstrap.WalCheckpoints):
+    def __init__(
+        self, app: PerfbotServer, consumers: ConsumerProcesses | None, checkpoints: bootstrap.WalCheckpoints
+    ):
         self.consumers, self.checkpoints = consumers, checkpoints
         super().__init__(app)
 
@@ -137,24 +149,45 @@ class SupervisingArbiter(Arbiter):
         self.consumers.wait(self.cfg.graceful_timeout)
 
 
-def serve(settings: Settings, host: str, port: int, workers: int, threads: int, consumers: int,
-          consumer_threads: int) -> None:
+def serve(
+    settings: Settings,
+    host: str,
+    port: int,
+    workers: int,
+    threads: int,
+    consumers: int,
+    consumer_threads: int,
+) -> None:
     """Serve until SIGTERM; on the embedded queue with ``consumers`` consumer processes of
     ``consumer_threads`` threads each."""
     bootstrap.migrate(settings)
     # keepalive is also the time a connection has to send a request's headers (buffering.Protocol).
-    options = {"bind": f"{host}:{port}", "workers": workers, "worker_class": buffering.Worker,
-               "threads": threads, "timeout": 60, "graceful_timeout": 20, "keepalive": 5, "accesslog": None,
-               "post_worker_init": _tune_collector,
-               # gunicorn's control socket is one path per user ($HOME/.gunicorn): a second server
-               # would take it over, and perfbot is stopped by signals, never through it.
-               "control_socket_disable": True}
+    options = {
+        "bind": f"{host}:{port}",
+        "workers": workers,
+        "worker_class": buffering.Worker,
+        "threads": threads,
+        "timeout": 60,
+        "graceful_timeout": 20,
+        "keepalive": 5,
+        "accesslog": None,
+        "post_worker_init": _tune_collector,
+        # gunicorn's control socket is one path per user ($HOME/.gunicorn): a second server
+        # would take it over, and perfbot is stopped by signals, never through it.
+        "control_socket_disable": True,
+    }
     supervised = None
     if settings.queue_embedded:  # with Redis, `perfbot worker` processes run elsewhere
         supervised = ConsumerProcesses(worker_commands(consumers, consumer_threads))
-    log.info("serving", extra={"bind": options["bind"], "workers": workers,
-                               "consumers": consumers if supervised else 0,
-                               "queue": settings.resolved_queue_url.split(":", 1)[0]})
+    log.info(
+        "serving",
+        extra={
+            "bind": options["bind"],
+            "workers": workers,
+            "consumers": consumers if supervised else 0,
+            "queue": settings.resolved_queue_url.split(":", 1)[0],
+        },
+    )
     PerfbotServer(settings, options, supervised).run()
 
 

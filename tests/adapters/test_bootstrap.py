@@ -20,9 +20,11 @@ from bot.settings import Settings
 def open_connections():
     """How many DBAPI connections the engines made since the fixture started are holding open now."""
     opened: set[int] = set()
-    listeners = {"connect": lambda dbapi_connection, _record: opened.add(id(dbapi_connection)),
-                 "close": lambda dbapi_connection, _record: opened.discard(id(dbapi_connection)),
-                 "close_detached": lambda dbapi_connection: opened.discard(id(dbapi_connection))}
+    listeners = {
+        "connect": lambda dbapi_connection, _record: opened.add(id(dbapi_connection)),
+        "close": lambda dbapi_connection, _record: opened.discard(id(dbapi_connection)),
+        "close_detached": lambda dbapi_connection: opened.discard(id(dbapi_connection)),
+    }
     for name, listener in listeners.items():
         event.listen(Pool, name, listener)
     yield lambda: len(opened)
@@ -30,10 +32,15 @@ def open_connections():
         event.remove(Pool, name, listener)
 
 
-def test_a_queue_that_cannot_be_opened_leaves_no_connection_of_the_store_open(database_url, tmp_path,
-                                                                              open_connections):
-    settings = Settings.from_env({"PERFBOT_DATABASE_URL": database_url,
-                                  "PERFBOT_QUEUE_URL": f"sqlite:///{tmp_path / 'no-such-dir' / 'huey.db'}"})
+def test_a_queue_that_cannot_be_opened_leaves_no_connection_of_the_store_open(
+    database_url, tmp_path, open_connections
+):
+    settings = Settings.from_env(
+        {
+            "PERFBOT_DATABASE_URL": database_url,
+            "PERFBOT_QUEUE_URL": f"sqlite:///{tmp_path / 'no-such-dir' / 'huey.db'}",
+        }
+    )
     for _ in range(3):  # the worker's retries
         with pytest.raises(QueueUnavailable):
             bootstrap.build(settings)
@@ -41,8 +48,11 @@ def test_a_queue_that_cannot_be_opened_leaves_no_connection_of_the_store_open(da
 
 
 def test_a_built_runtime_holds_its_connections_until_closed(database_url, tmp_path, open_connections):
-    runtime = bootstrap.build(Settings.from_env({"PERFBOT_DATABASE_URL": database_url,
-                                                 "PERFBOT_QUEUE_URL": f"sqlite:///{tmp_path / 'huey.db'}"}))
+    runtime = bootstrap.build(
+        Settings.from_env(
+            {"PERFBOT_DATABASE_URL": database_url, "PERFBOT_QUEUE_URL": f"sqlite:///{tmp_path / 'huey.db'}"}
+        )
+    )
     runtime.store.ping()
     assert open_connections() >= 1
     runtime.close()
@@ -64,10 +74,15 @@ def sqlite_with_a_conflicting_column(tmp_path) -> str:
 
 
 @pytest.mark.parametrize("start", [bootstrap.build, bootstrap.migrate])
-def test_a_migration_that_fails_on_the_schema_it_finds_is_no_unavailable_database(tmp_path, open_connections,
-                                                                                  start):
-    settings = Settings.from_env({"PERFBOT_DATABASE_URL": sqlite_with_a_conflicting_column(tmp_path),
-                                  "PERFBOT_QUEUE_URL": f"sqlite:///{tmp_path / 'huey.db'}"})
+def test_a_migration_that_fails_on_the_schema_it_finds_is_no_unavailable_database(
+    tmp_path, open_connections, start
+):
+    settings = Settings.from_env(
+        {
+            "PERFBOT_DATABASE_URL": sqlite_with_a_conflicting_column(tmp_path),
+            "PERFBOT_QUEUE_URL": f"sqlite:///{tmp_path / 'huey.db'}",
+        }
+    )
     with pytest.raises(SchemaNotMigrated) as raised:
         start(settings)
     assert not isinstance(raised.value, Transient), "waiting would not help: not tried again"
@@ -76,8 +91,12 @@ def test_a_migration_that_fails_on_the_schema_it_finds_is_no_unavailable_databas
 
 
 def test_a_database_that_cannot_be_reached_is_still_unavailable(tmp_path):
-    settings = Settings.from_env({"PERFBOT_DATABASE_URL": f"sqlite:///{tmp_path / 'no-such-dir' / 'perfbot.db'}",
-                                  "PERFBOT_QUEUE_URL": f"sqlite:///{tmp_path / 'huey.db'}"})
+    settings = Settings.from_env(
+        {
+            "PERFBOT_DATABASE_URL": f"sqlite:///{tmp_path / 'no-such-dir' / 'perfbot.db'}",
+            "PERFBOT_QUEUE_URL": f"sqlite:///{tmp_path / 'huey.db'}",
+        }
+    )
     with pytest.raises(StorageUnavailable):
         bootstrap.build(settings)
 

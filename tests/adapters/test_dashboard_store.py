@@ -16,28 +16,59 @@ from bot.service.records import Merge, Reason, Repository
 T0 = datetime(2026, 3, 1, 12, tzinfo=UTC)
 
 
-def merge(number: int, level: str | None = "high", score: int | None = 80, repo: str = "o/a", hours: int = 0,
-          **kw) -> Merge:
-    return Merge(repo=repo, number=number, title=f"PR {number}", merge_sha=f"m{number:039d}",
-                 head_sha=f"h{number:039d}", score=score, level=level,
-                 merged_at=T0 + timedelta(hours=hours or number), author="alice", url=f"https://github.com/{repo}/pull/{number}",
-                 reasons=(Reason("path.pynccl", 40, "NCCL communicator wrapper [path.pynccl, +40]"),), **kw)
+def merge(
+    number: int, level: str | None = "high", score: int | None = 80, repo: str = "o/a", hours: int = 0, **kw
+) -> Merge:
+    return Merge(
+        repo=repo,
+        number=number,
+        title=f"PR {number}",
+        merge_sha=f"m{number:039d}",
+        head_sha=f"h{number:039d}",
+        score=score,
+        level=level,
+        merged_at=T0 + timedelta(hours=hours or number),
+        author="alice",
+        url=f"https://github.com/{repo}/pull/{number}",
+        reasons=(Reason("path.pynccl", 40, "NCCL communicator wrapper [path.pynccl, +40]"),),
+        **kw,
+    )
 
 
 def add_result(store, repo: str, number: int | None, head: str, verdict: str, change: float = 0.1) -> None:
     with store.engine.begin() as connection:
-        connection.execute(insert(Base.metadata.tables[BenchResultRow.__tablename__]), {
-            "repo": repo, "number": number, "suite": "verify-step", "base_sha": "b" * 40, "head_sha": head,
-            "verdict": verdict, "headline_metric": "step_ms", "headline_change": change,
-            "comparison": json.dumps({"verdict": verdict, "metrics": []}), "on_default_branch": number is None,
-            "created_at": T0})
+        connection.execute(
+            insert(Base.metadata.tables[BenchResultRow.__tablename__]),
+            {
+                "repo": repo,
+                "number": number,
+                "suite": "verify-step",
+                "base_sha": "b" * 40,
+                "head_sha": head,
+                "verdict": verdict,
+                "headline_metric": "step_ms",
+                "headline_change": change,
+                "comparison": json.dumps({"verdict": verdict, "metrics": []}),
+                "on_default_branch": number is None,
+                "created_at": T0,
+            },
+        )
 
 
 def add_ack(store, repo: str, number: int) -> None:
     with store.engine.begin() as connection:
-        connection.execute(insert(Base.metadata.tables[AckRow.__tablename__]), {
-            "repo": repo, "number": number, "head_sha": None, "user": "bob", "reason": "expected",
-            "comment_id": None, "created_at": T0})
+        connection.execute(
+            insert(Base.metadata.tables[AckRow.__tablename__]),
+            {
+                "repo": repo,
+                "number": number,
+                "head_sha": None,
+                "user": "bob",
+                "reason": "expected",
+                "comment_id": None,
+                "created_at": T0,
+            },
+        )
 
 
 def numbers(page) -> list[int]:
@@ -84,14 +115,18 @@ def test_an_ack_makes_an_untriaged_merge_acknowledged_and_triage_overrides_it(st
     assert numbers(store.dashboard.flagged_merges(MergeQuery(states=("false_alarm",)))) == [1]
     assert numbers(store.dashboard.flagged_merges(MergeQuery(states=("acknowledged",)))) == []
     detail = store.dashboard.merge_detail("o/a", 1)
-    assert [(t.state, t.note, t.user) for t in detail.triage] == [("false_alarm", "noise on the runner", "carol")]
+    assert [(t.state, t.note, t.user) for t in detail.triage] == [
+        ("false_alarm", "noise on the runner", "carol")
+    ]
     assert [(a.user, a.reason) for a in detail.acks] == [("bob", "expected")]
     assert detail.merge.state == "false_alarm" and detail.merge.acked
 
 
 def test_filters_sorting_and_pages(store):
     for n in range(1, 31):
-        store.dashboard.record_merge(merge(n, "high" if n % 3 == 0 else "medium", n, repo="o/a" if n <= 20 else "o/b"))
+        store.dashboard.record_merge(
+            merge(n, "high" if n % 3 == 0 else "medium", n, repo="o/a" if n <= 20 else "o/b")
+        )
     assert store.dashboard.flagged_merges(MergeQuery(levels=("high",))).total == 10
     assert store.dashboard.flagged_merges(MergeQuery(repos=("o/b",))).total == 10
     assert store.dashboard.flagged_merges(MergeQuery(visible=frozenset({"o/b"}))).total == 10
@@ -116,7 +151,9 @@ def test_the_detail_holds_reasons_results_and_comparisons(store):
     detail = store.dashboard.merge_detail("o/a", 1)
     assert detail.reasons[0]["rule"] == "path.pynccl"
     assert sorted((r.verdict, r.on_default_branch) for r in detail.results) == [
-        ("regression", False), ("unchanged", True)]
+        ("regression", False),
+        ("unchanged", True),
+    ]
     assert detail.results[0].comparison["metrics"] == []
     assert detail.merge.verdict == "regression" and store.dashboard.merge_detail("o/a", 2) is None
 
@@ -124,25 +161,56 @@ def test_the_detail_holds_reasons_results_and_comparisons(store):
 def test_series_are_listed_and_read_oldest_first_within_a_window(store):
     table = Base.metadata.tables[MetricPointRow.__tablename__]
     with store.engine.begin() as connection:
-        connection.execute(insert(table), [
-            {"repo": "o/a", "suite": "s", "metric": "step_ms", "unit": "ms", "better": "lower",
-             "sha": f"{i:040x}", "value": float(i), "measured_at": T0 + timedelta(hours=i)} for i in range(10)])
+        connection.execute(
+            insert(table),
+            [
+                {
+                    "repo": "o/a",
+                    "suite": "s",
+                    "metric": "step_ms",
+                    "unit": "ms",
+                    "better": "lower",
+                    "sha": f"{i:040x}",
+                    "value": float(i),
+                    "measured_at": T0 + timedelta(hours=i),
+                }
+                for i in range(10)
+            ],
+        )
     [key] = store.dashboard.series_keys(None)
-    assert (key.repo, key.suite, key.metric, key.unit, key.better, key.points) == ("o/a", "s", "step_ms", "ms",
-                                                                                  "lower", 10)
+    assert (key.repo, key.suite, key.metric, key.unit, key.better, key.points) == (
+        "o/a",
+        "s",
+        "step_ms",
+        "ms",
+        "lower",
+        10,
+    )
     assert store.dashboard.series_keys(frozenset({"o/b"})) == []
     points = store.dashboard.series("o/a", "s", "step_ms", None, None, limit=3)
     assert [p.value for p in points] == [7.0, 8.0, 9.0]
-    window = store.dashboard.series("o/a", "s", "step_ms", T0 + timedelta(hours=2), T0 + timedelta(hours=5), limit=100)
+    window = store.dashboard.series(
+        "o/a", "s", "step_ms", T0 + timedelta(hours=2), T0 + timedelta(hours=5), limit=100
+    )
     assert [p.value for p in window] == [2.0, 3.0, 4.0]
 
 
 def test_repositories_are_private_unless_github_said_they_are_public(store):
-    store.installations.replace(1, [Repository(1, "o/public", 1, False), Repository(2, "o/secret", 1, True),
-                                   Repository(3, "o/untold", 1)])
+    store.installations.replace(
+        1,
+        [
+            Repository(1, "o/public", 1, False),
+            Repository(2, "o/secret", 1, True),
+            Repository(3, "o/untold", 1),
+        ],
+    )
     store.dashboard.record_merge(merge(1, repo="o/unknown"))
-    assert store.dashboard.repository_privacy() == {"o/public": False, "o/secret": True, "o/untold": True,
-                                          "o/unknown": True}
+    assert store.dashboard.repository_privacy() == {
+        "o/public": False,
+        "o/secret": True,
+        "o/untold": True,
+        "o/unknown": True,
+    }
 
 
 @pytest.mark.parametrize("state", ["confirmed", "reverted"])

@@ -101,7 +101,9 @@ def test_failures_are_kept_with_their_kind_and_repository_and_counted(store):
     store.deliveries.start(permanent, LEASE, "me")
     store.deliveries.finish(permanent, "failed", "NoCredentials: no GitHub credentials", "me", "permanent")
     store.deliveries.start(retrying, LEASE, "me")
-    store.deliveries.release(retrying, "KeyError: 'x'", datetime.now(UTC) + timedelta(seconds=10), "me", "bug")
+    store.deliveries.release(
+        retrying, "KeyError: 'x'", datetime.now(UTC) + timedelta(seconds=10), "me", "bug"
+    )
     store.deliveries.start(done, LEASE, "me")
     store.deliveries.finish(done, "done", owner="me")
     [failed] = store.deliveries.failures(10)
@@ -172,7 +174,9 @@ def test_a_delivery_waiting_for_its_pull_request_is_not_enqueued_again_while_ano
     """Its own retry follows it (`SUBJECT_BUSY_S`): a sweep's copy would start another chain of
     retries at every sweep for as long as the other one runs."""
     first = store.deliveries.claim("9", "push-1", "pull_request", "opened", b"{}", "octo/a", "octo/a#7")
-    waiting = store.deliveries.claim("9", "push-2", "pull_request", "synchronize", b"{}", "octo/a", "octo/a#7")
+    waiting = store.deliveries.claim(
+        "9", "push-2", "pull_request", "synchronize", b"{}", "octo/a", "octo/a#7"
+    )
     store.deliveries.start(first, LEASE, "one")
     with pytest.raises(SubjectBusy):
         store.deliveries.start(waiting, LEASE, "two")
@@ -211,8 +215,12 @@ class Crash(BaseException):
 
 def worker(store, clock_s: float = 0.0) -> Services:
     """The services of a worker whose clock is ``clock_s`` off the true time."""
-    return Services(store=store, github=FakeGitHubFactory(), queue=FakeQueue(),
-                    now=lambda: datetime.now(UTC) + timedelta(seconds=clock_s))
+    return Services(
+        store=store,
+        github=FakeGitHubFactory(),
+        queue=FakeQueue(),
+        now=lambda: datetime.now(UTC) + timedelta(seconds=clock_s),
+    )
 
 
 def test_a_worker_whose_clock_runs_ahead_does_not_take_a_delivery_another_is_running(store):
@@ -227,7 +235,9 @@ def test_a_worker_whose_clock_runs_ahead_does_not_take_a_delivery_another_is_run
 def test_a_worker_whose_clock_runs_behind_holds_its_lease_for_all_of_it(store):
     delivery, seen = claim(store), []
     second = Job()
-    first = Job(meanwhile=lambda: seen.append(jobs.process(delivery, worker(store), second, owner="host/ns/2.2")))
+    first = Job(
+        meanwhile=lambda: seen.append(jobs.process(delivery, worker(store), second, owner="host/ns/2.2"))
+    )
     jobs.process(delivery, worker(store, -(leases.LEASE_S + 1)), first, owner="host/ns/1.1")
     assert (seen, second.ran) == (["skipped"], 0)
 
@@ -250,8 +260,11 @@ def test_a_consumer_renews_the_jobs_of_its_own_services_only(store, monkeypatch)
     module's: a second one in the same interpreter (a test, another app) renews none of it."""
     delivery, renewed = claim(store), []
     renew = store.deliveries.renew
-    monkeypatch.setattr(store.deliveries, "renew",
-                        lambda owner, ids, lease_s: renewed.append(list(ids)) or renew(owner, ids, lease_s))
+    monkeypatch.setattr(
+        store.deliveries,
+        "renew",
+        lambda owner, ids, lease_s: renewed.append(list(ids)) or renew(owner, ids, lease_s),
+    )
     this, other = worker(store), worker(store)
 
     def meanwhile() -> None:
@@ -328,8 +341,16 @@ def test_the_dashboards_sessions_are_refused_as_the_rest_of_the_store_is(tmp_pat
     store = SqlStore.connect(f"sqlite:///{tmp_path / 'perfbot.db'}")
     sessions = SqlSessionStore(store.db)
     try:
-        sessions.create("k", DashboardSession(login="octocat", private_repos=frozenset({"octo/a"}), created_at=NOW,
-                                              checked_at=NOW, expires_at=at(3600)))
+        sessions.create(
+            "k",
+            DashboardSession(
+                login="octocat",
+                private_repos=frozenset({"octo/a"}),
+                created_at=NOW,
+                checked_at=NOW,
+                expires_at=at(3600),
+            ),
+        )
         files = sorted(str(p) for p in tmp_path.iterdir())
         chattr("+i", *files)
         with pytest.raises(ReadOnlyStorage):

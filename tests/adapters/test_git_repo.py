@@ -15,15 +15,28 @@ PREAMBLE = "".join(f"import m{i}\n" for i in range(8))
 
 
 def build_history(git_builder):
-    base = git_builder.commit("base", {"engine/pynccl.py": PREAMBLE + "class C:\n    def all_reduce(self, x):\n"
-                                                          "        a = 1\n        b = 2\n        c = 3\n"
-                                                          "        return x\n",
-                                       "docs/a.md": "a\n", "logo.png": b"\x89PNG\x00\x01"})
-    git_builder.commit("edit the allreduce", {"engine/pynccl.py": PREAMBLE + "class C:\n    def all_reduce(self, x):\n"
-                                                                  "        a = 1\n        b = 2\n        c = 3\n"
-                                                                  "        y = x.clone()\n        return y\n"})
-    git_builder.commit("rename docs and swap the logo", {"docs/a.md": None, "docs/b.md": "a\n",
-                                                         "logo.png": b"\x89PNG\x00\x02"})
+    base = git_builder.commit(
+        "base",
+        {
+            "engine/pynccl.py": PREAMBLE + "class C:\n    def all_reduce(self, x):\n"
+            "        a = 1\n        b = 2\n        c = 3\n"
+            "        return x\n",
+            "docs/a.md": "a\n",
+            "logo.png": b"\x89PNG\x00\x01",
+        },
+    )
+    git_builder.commit(
+        "edit the allreduce",
+        {
+            "engine/pynccl.py": PREAMBLE + "class C:\n    def all_reduce(self, x):\n"
+            "        a = 1\n        b = 2\n        c = 3\n"
+            "        y = x.clone()\n        return y\n"
+        },
+    )
+    git_builder.commit(
+        "rename docs and swap the logo",
+        {"docs/a.md": None, "docs/b.md": "a\n", "logo.png": b"\x89PNG\x00\x02"},
+    )
     git_builder.commit("latin-1 bytes", {"engine/legacy.py": b"# caf\xe9\n"})
     return base
 
@@ -39,8 +52,11 @@ def read(git_builder, base, head="HEAD"):
 def test_a_range_is_read_newest_first_with_patches(git_builder):
     base = build_history(git_builder)
     commits = read(git_builder, base)
-    assert [c.subject for c in commits] == ["latin-1 bytes", "rename docs and swap the logo",
-                                            "edit the allreduce"]
+    assert [c.subject for c in commits] == [
+        "latin-1 bytes",
+        "rename docs and swap the logo",
+        "edit the allreduce",
+    ]
     assert all(len(c.sha) == 40 and len(c.parents) == 1 for c in commits)
     assert "+        y = x.clone()" in commits[2].diff
     assert "rename from docs/a.md" in commits[1].diff and "Binary files" in commits[1].diff
@@ -176,8 +192,11 @@ def test_an_empty_repository_has_no_head_and_a_named_folder(git_builder):
     assert repo.head_sha() is None and repo.name == "repo" and repo.work_tree == git_builder.root
 
 
-RECORD = (b"\x1e" + b"\x1f".join([b"a" * 40, b"b" * 40, b"Ann", b"2026-01-01T00:00:00+00:00", b"one"])
-          + b"\n\ndiff --git a/x b/x\n+\x1eembedded separator in a line\n")
+RECORD = (
+    b"\x1e"
+    + b"\x1f".join([b"a" * 40, b"b" * 40, b"Ann", b"2026-01-01T00:00:00+00:00", b"one"])
+    + b"\n\ndiff --git a/x b/x\n+\x1eembedded separator in a line\n"
+)
 
 
 @given(st.lists(st.integers(1, 50), min_size=1, max_size=20))
@@ -185,7 +204,7 @@ def test_log_output_splits_the_same_whatever_the_chunking(cuts):
     raw = RECORD + RECORD.replace(b"one", b"two")
     chunks, at = [], 0
     for cut in cuts:
-        chunks.append(raw[at:at + cut])
+        chunks.append(raw[at : at + cut])
         at += cut
     chunks.append(raw[at:])
     commits = list(git_repo.parse_log(chunk for chunk in chunks if chunk))

@@ -29,17 +29,23 @@ from tests.service.fakes import FakeQueue
 
 REPO, NUMBER, SHA, TOKEN, APP_ID = "Codertocat/Hello-World", 7, "a" * 40, "ghp_test", 4711
 MARKER = "<!-- perfbot:test -->"
-SECONDARY = {"message": "You have exceeded a secondary rate limit. Please wait a few minutes before you try again.",
-             "documentation_url": "https://docs.github.com/rest/overview/rate-limits-for-the-rest-api"}
+SECONDARY = {
+    "message": "You have exceeded a secondary rate limit. Please wait a few minutes before you try again.",
+    "documentation_url": "https://docs.github.com/rest/overview/rate-limits-for-the-rest-api",
+}
 
 
 @pytest.fixture(scope="module")
 def app_key() -> tuple[str, str]:
     key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
-    private = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-                                serialization.NoEncryption()).decode()
-    public = key.public_key().public_bytes(serialization.Encoding.PEM,
-                                           serialization.PublicFormat.SubjectPublicKeyInfo).decode()
+    private = key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+    ).decode()
+    public = (
+        key.public_key()
+        .public_bytes(serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo)
+        .decode()
+    )
     return private, public
 
 
@@ -53,14 +59,17 @@ def github(emulator):
 
 def client(emulator, token: str | None = TOKEN, timeout: int = 30, retries: int = 2):
     settings = Settings(github_token=token, github_api_url=emulator.base_url)
-    factory = PyGithubFactory(settings, retry=retry_policy(total=retries, backoff=0, secondary_wait=1),
-                              timeout=timeout)
+    factory = PyGithubFactory(
+        settings, retry=retry_policy(total=retries, backoff=0, secondary_wait=1), timeout=timeout
+    )
     return factory.for_installation(None)
 
 
 def app_client(emulator, app_key, private_key: str | None = None):
     emulator.app_id, emulator.app_public_key = APP_ID, app_key[1]
-    settings = Settings(app_id=APP_ID, private_key=private_key or app_key[0], github_api_url=emulator.base_url)
+    settings = Settings(
+        app_id=APP_ID, private_key=private_key or app_key[0], github_api_url=emulator.base_url
+    )
     factory = PyGithubFactory(settings, retry=retry_policy(total=2, backoff=0, secondary_wait=1))
     return factory
 
@@ -100,8 +109,14 @@ def test_a_secondary_rate_limit_is_waited_out_as_retry_after_says(github):
 
 def test_a_rate_limit_longer_than_a_request_waits_is_transient_with_the_wait(github):
     reset = int(time.time()) + 600
-    github.fail("GET", rf"/pulls/{NUMBER}$", 403, times=3, body={"message": "API rate limit exceeded for user."},
-                headers={"X-RateLimit-Remaining": "0", "X-RateLimit-Reset": str(reset)})
+    github.fail(
+        "GET",
+        rf"/pulls/{NUMBER}$",
+        403,
+        times=3,
+        body={"message": "API rate limit exceeded for user."},
+        headers={"X-RateLimit-Remaining": "0", "X-RateLimit-Reset": str(reset)},
+    )
     with pytest.raises(failures.Transient) as raised:
         client(github).pull(REPO, NUMBER)
     assert 500 < raised.value.retry_after <= 602
@@ -145,8 +160,13 @@ def test_an_installation_token_refused_twice_running_is_permanent(github, app_ke
 
 
 def test_an_app_whose_key_github_refuses_is_permanent_at_once(github, app_key):
-    other = rsa.generate_private_key(public_exponent=65537, key_size=2048).private_bytes(
-        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()).decode()
+    other = (
+        rsa.generate_private_key(public_exponent=65537, key_size=2048)
+        .private_bytes(
+            serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+        )
+        .decode()
+    )
     factory = app_client(github, app_key, private_key=other)
     with pytest.raises(failures.BadCredentials, match="PERFBOT_PRIVATE_KEY"):
         factory.for_installation(1)
@@ -162,14 +182,18 @@ def test_app_mode_without_an_installation_is_an_installation_gone(github, app_ke
     assert failures.hint_for(type(raised.value).__name__) == failures.Gone.hint
 
 
-@pytest.mark.parametrize("status, message", [(404, "Not Found"), (403, "This installation has been suspended")])
+@pytest.mark.parametrize(
+    "status, message", [(404, "Not Found"), (403, "This installation has been suspended")]
+)
 def test_an_installation_uninstalled_or_suspended_is_an_installation_gone(github, app_key, status, message):
     github.fail("POST", r"/app/installations/1/access_tokens$", status, body={"message": message})
     with pytest.raises(failures.InstallationGone, match=rf"installation 1 is gone or suspended \({status}\)"):
         app_client(github, app_key).for_installation(1)
 
 
-def test_the_dashboard_reads_no_permission_where_the_app_has_no_installation(github, app_key, tmp_path, caplog):
+def test_the_dashboard_reads_no_permission_where_the_app_has_no_installation(
+    github, app_key, tmp_path, caplog
+):
     store = SqlStore.connect(f"sqlite:///{tmp_path / 'perfbot.db'}")
     try:
         services = Services(store=store, github=app_client(github, app_key), queue=FakeQueue())
@@ -192,14 +216,35 @@ def test_an_artifact_over_the_cap_or_without_a_download_address_is_invalid_for_g
 
 
 # Every public method of the client, with arguments GitHub's REST description accepts.
-ARGUMENTS = {"repo": REPO, "number": NUMBER, "path": "perfbot.yml", "ref": "master", "marker": MARKER,
-             "body": f"{MARKER}\nbody", "create": True, "check_run_id": None, "prefix": "perf-risk: ",
-             "wanted": "perf-risk: high", "login": "someone", "comment_id": 1, "content": "eyes", "sha": SHA,
-             "workflow": "perfbot-bench.yml", "inputs": {"correlation-id": "pb-1"}, "correlation_id": "pb-1",
-             "run_id": 1, "artifact_id": 1, "max_bytes": 1000, "title": "perfbot: a regression",
-             "check": Check(name="perfbot / risk", head_sha=SHA, conclusion="neutral", title="t", summary="s")}
-PUBLIC = sorted(name for name, value in vars(PyGithubClient).items()
-                if inspect.isfunction(value) and not name.startswith("_"))
+ARGUMENTS = {
+    "repo": REPO,
+    "number": NUMBER,
+    "path": "perfbot.yml",
+    "ref": "master",
+    "marker": MARKER,
+    "body": f"{MARKER}\nbody",
+    "create": True,
+    "check_run_id": None,
+    "prefix": "perf-risk: ",
+    "wanted": "perf-risk: high",
+    "login": "someone",
+    "comment_id": 1,
+    "content": "eyes",
+    "sha": SHA,
+    "workflow": "perfbot-bench.yml",
+    "inputs": {"correlation-id": "pb-1"},
+    "correlation_id": "pb-1",
+    "run_id": 1,
+    "artifact_id": 1,
+    "max_bytes": 1000,
+    "title": "perfbot: a regression",
+    "check": Check(name="perfbot / risk", head_sha=SHA, conclusion="neutral", title="t", summary="s"),
+}
+PUBLIC = sorted(
+    name
+    for name, value in vars(PyGithubClient).items()
+    if inspect.isfunction(value) and not name.startswith("_")
+)
 
 
 def test_every_public_method_of_the_client_is_classified_where_it_is_defined():
@@ -223,25 +268,41 @@ def test_every_public_method_of_the_client_turns_githubs_failure_into_a_kind(git
 _RATE_LIMITED = RateLimitExceededException(403, {"message": "API rate limit exceeded"}, {"Retry-After": "30"})
 
 
-@pytest.mark.parametrize("error, kind, retry_after", [
-    (GithubException(400, {"message": "Problems parsing JSON"}, {}), failures.Permanent, None),
-    (GithubException(401, {"message": "Bad credentials"}, {}), failures.BadCredentials, None),
-    (GithubException(403, {"message": "Resource not accessible by integration"}, {}), failures.Permanent, None),
-    (_RATE_LIMITED, failures.Transient, 30.0),
-    (GithubException(404, {"message": "Not Found"}, {}), failures.Gone, None),
-    (GithubException(406, {"message": "too_large"}, {}), None, None),
-    (GithubException(408, {"message": "timeout"}, {}), failures.Transient, None),
-    (GithubException(409, {"message": "Cannot cancel a workflow run that is completed."}, {}), None, None),
-    (GithubException(410, {"message": "Gone"}, {}), failures.Gone, None),
-    (GithubException(418, {"message": "teapot"}, {}), None, None),
-    (GithubException(422, {"message": "Validation Failed"}, {}), failures.Permanent, None),
-    (GithubException(429, {"message": "Too Many Requests"}, {"Retry-After": "7"}), failures.Transient, 7.0),
-    (GithubException(500, {"message": "oops"}, {}), failures.Transient, None),
-    (GithubException(503, {"message": "busy"}, {"retry-after": "2"}), failures.Transient, 2.0),
-    (requests.exceptions.RetryError("out"), failures.Transient, None),
-    (requests.ConnectionError("refused"), failures.Transient, None),
-    (KeyError("number"), None, None),
-], ids=lambda v: getattr(v, "status", None) or type(v).__name__ if isinstance(v, Exception) else None)
+@pytest.mark.parametrize(
+    "error, kind, retry_after",
+    [
+        (GithubException(400, {"message": "Problems parsing JSON"}, {}), failures.Permanent, None),
+        (GithubException(401, {"message": "Bad credentials"}, {}), failures.BadCredentials, None),
+        (
+            GithubException(403, {"message": "Resource not accessible by integration"}, {}),
+            failures.Permanent,
+            None,
+        ),
+        (_RATE_LIMITED, failures.Transient, 30.0),
+        (GithubException(404, {"message": "Not Found"}, {}), failures.Gone, None),
+        (GithubException(406, {"message": "too_large"}, {}), None, None),
+        (GithubException(408, {"message": "timeout"}, {}), failures.Transient, None),
+        (
+            GithubException(409, {"message": "Cannot cancel a workflow run that is completed."}, {}),
+            None,
+            None,
+        ),
+        (GithubException(410, {"message": "Gone"}, {}), failures.Gone, None),
+        (GithubException(418, {"message": "teapot"}, {}), None, None),
+        (GithubException(422, {"message": "Validation Failed"}, {}), failures.Permanent, None),
+        (
+            GithubException(429, {"message": "Too Many Requests"}, {"Retry-After": "7"}),
+            failures.Transient,
+            7.0,
+        ),
+        (GithubException(500, {"message": "oops"}, {}), failures.Transient, None),
+        (GithubException(503, {"message": "busy"}, {"retry-after": "2"}), failures.Transient, 2.0),
+        (requests.exceptions.RetryError("out"), failures.Transient, None),
+        (requests.ConnectionError("refused"), failures.Transient, None),
+        (KeyError("number"), None, None),
+    ],
+    ids=lambda v: getattr(v, "status", None) or type(v).__name__ if isinstance(v, Exception) else None,
+)
 def test_each_of_githubs_answers_has_one_kind_wherever_no_request_knows_better(error, kind, retry_after):
     found = translated(error, "reading", BY_PERSONAL)
     assert type(found) is kind if kind is not None else found is None

@@ -92,30 +92,51 @@ def test_only_plain_values_are_queued(tmp_path):
         JsonSerializer().serialize({"not": "a message"})
 
 
-@pytest.mark.parametrize("payload", [
-    b"\x80\x04K\x05.",  # pickle of 5
-    b"[1, 2]",
-    b'{"name": "perfbot.process_delivery"}',
-    json.dumps({**{field: None for field in Message._fields}, "name": 3, "args": []}).encode(),
-    b"\xff\xfe",
-])
+@pytest.mark.parametrize(
+    "payload",
+    [
+        b"\x80\x04K\x05.",  # pickle of 5
+        b"[1, 2]",
+        b'{"name": "perfbot.process_delivery"}',
+        json.dumps({**{field: None for field in Message._fields}, "name": 3, "args": []}).encode(),
+        b"\xff\xfe",
+    ],
+)
 def test_anything_but_a_job_message_is_refused(payload):
     with pytest.raises(ValueError, match="not a perfbot job message"):
         JsonSerializer().deserialize(payload)
 
 
-json_values = st.recursive(st.none() | st.booleans() | st.integers() | st.text()
-                           | st.floats(allow_nan=False, allow_infinity=False),
-                           lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(), inner, max_size=3),
-                           max_leaves=8)
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text() | st.floats(allow_nan=False, allow_infinity=False),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(), inner, max_size=3),
+    max_leaves=8,
+)
 times = st.none() | st.datetimes(timezones=st.none() | st.just(datetime.UTC))
 
 
-@given(args=st.lists(json_values, max_size=3), kwargs=st.none() | st.dictionaries(st.text(), json_values, max_size=3),
-       eta=times, retries=st.integers(0, 10), retry_delay=st.floats(0, 60), expires_resolved=times)
+@given(
+    args=st.lists(json_values, max_size=3),
+    kwargs=st.none() | st.dictionaries(st.text(), json_values, max_size=3),
+    eta=times,
+    retries=st.integers(0, 10),
+    retry_delay=st.floats(0, 60),
+    expires_resolved=times,
+)
 def test_a_message_reads_back_as_written(args, kwargs, eta, retries, retry_delay, expires_resolved):
-    message = Message(str(uuid.uuid4()), "perfbot.process_delivery", eta, retries, retry_delay, None,
-                      tuple(args), kwargs, None, Message("id-2", "perfbot.requeue_stale", eta=eta, args=()),
-                      None, expires_resolved)
+    message = Message(
+        str(uuid.uuid4()),
+        "perfbot.process_delivery",
+        eta,
+        retries,
+        retry_delay,
+        None,
+        tuple(args),
+        kwargs,
+        None,
+        Message("id-2", "perfbot.requeue_stale", eta=eta, args=()),
+        None,
+        expires_resolved,
+    )
     serializer = JsonSerializer()
     assert serializer.deserialize(serializer.serialize(message)) == message

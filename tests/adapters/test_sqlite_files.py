@@ -104,11 +104,14 @@ def rows_in_the_database_file_alone(database: Path, copy: Path) -> int:
     """Deliveries in ``database`` as its file holds them, without what is still in its WAL. Copied
     by another process: closing a descriptor of the file here would drop this process's SQLite
     locks on it, and the checkpointer, finding none, would delete the WAL index under them."""
-    script = ("import shutil, sqlite3, sys\n"
-              "shutil.copyfile(sys.argv[1], sys.argv[2])\n"
-              "print(sqlite3.connect(sys.argv[2]).execute('SELECT count(*) FROM deliveries').fetchone()[0])")
-    counted = subprocess.run([sys.executable, "-c", script, str(database), str(copy)], capture_output=True,
-                             text=True, check=True)
+    script = (
+        "import shutil, sqlite3, sys\n"
+        "shutil.copyfile(sys.argv[1], sys.argv[2])\n"
+        "print(sqlite3.connect(sys.argv[2]).execute('SELECT count(*) FROM deliveries').fetchone()[0])"
+    )
+    counted = subprocess.run(
+        [sys.executable, "-c", script, str(database), str(copy)], capture_output=True, text=True, check=True
+    )
     return int(counted.stdout)
 
 
@@ -134,11 +137,15 @@ def test_the_checkpoints_run_in_a_process_of_their_own_started_again_when_it_die
         checkpoints.run_if_due()
         first = checkpoints.pid
         assert first is not None and first != os.getpid()
-        assert wait_for(lambda: rows_in_the_database_file_alone(database, tmp_path / "copy.db") == 1, timeout=30)
+        assert wait_for(
+            lambda: rows_in_the_database_file_alone(database, tmp_path / "copy.db") == 1, timeout=30
+        )
         os.kill(first, signal.SIGBUS)
         assert wait_for(lambda: (checkpoints.run_if_due(), checkpoints.pid)[1] != first, timeout=30)
         store.deliveries.claim("1", "g-2", "ping", None, b"{}")
-        assert wait_for(lambda: rows_in_the_database_file_alone(database, tmp_path / "copy.db") == 2, timeout=30)
+        assert wait_for(
+            lambda: rows_in_the_database_file_alone(database, tmp_path / "copy.db") == 2, timeout=30
+        )
     finally:
         checkpoints.stop()
         store.engine.dispose()
@@ -161,7 +168,10 @@ def test_a_call_with_a_deadline_gives_up_on_a_database_another_process_holds_loc
     store = SqlStore.connect(f"sqlite:///{tmp_path / 'perfbot.db'}")
     try:
         with write_locked(tmp_path / "perfbot.db") as still_locked:
-            with deadline.within(0.5), pytest.raises(StorageUnavailable, match="perfbot.db is unavailable: .*locked"):
+            with (
+                deadline.within(0.5),
+                pytest.raises(StorageUnavailable, match="perfbot.db is unavailable: .*locked"),
+            ):
                 store.deliveries.claim("1", "during", "ping", None, b"{}")
             assert still_locked(), "given up while the lock was held, not served once it was let go"
         store.deliveries.claim("1", "after", "ping", None, b"{}")
@@ -191,7 +201,10 @@ def test_the_queue_gives_up_on_its_locked_file_by_the_deadline_and_its_probe_wri
     queue = HueyQueue(f"sqlite:///{tmp_path / 'perfbot.queue.db'}")
     queue.bind(lambda _: None, lambda: None)
     with write_locked(tmp_path / "perfbot.queue.db") as still_locked:
-        with deadline.within(0.5), pytest.raises(QueueUnavailable, match="perfbot.queue.db is unavailable: .*locked"):
+        with (
+            deadline.within(0.5),
+            pytest.raises(QueueUnavailable, match="perfbot.queue.db is unavailable: .*locked"),
+        ):
             queue.enqueue(1)
         with deadline.within(0.5), pytest.raises(QueueUnavailable, match="locked"):
             queue.ping()  # a read would pass: the probe writes
@@ -226,15 +239,21 @@ def survives(tmp_path: Path, chattr, work: str) -> tuple[int, str]:
     chattr("-i", str(tmp_path))  # the fixture skips where chattr is impossible, and clears what is set
     script = _MADE_IMMUTABLE_AFTER_ITS_FIRST_CHECK + work
     try:
-        ran = subprocess.run([sys.executable, "-c", script, str(tmp_path)], capture_output=True, text=True,
-                             timeout=60)
+        ran = subprocess.run(
+            [sys.executable, "-c", script, str(tmp_path)], capture_output=True, text=True, timeout=60
+        )
     finally:
         subprocess.run(["chattr", "-i", *map(str, tmp_path.iterdir())], capture_output=True)
     return ran.returncode, ran.stdout + ran.stderr
 
 
-def test_a_file_made_immutable_during_a_transaction_is_refused_at_its_next_statement_not_written(tmp_path, chattr):
-    returncode, output = survives(tmp_path, chattr, """
+def test_a_file_made_immutable_during_a_transaction_is_refused_at_its_next_statement_not_written(
+    tmp_path, chattr
+):
+    returncode, output = survives(
+        tmp_path,
+        chattr,
+        """
 from bot.adapters.store import database
 from bot.adapters.store.sql import SqlStore
 from bot.service.failures import StorageUnavailable
@@ -247,13 +266,17 @@ except StorageUnavailable as refused:
     print("refused:", refused, flush=True)
 import os
 os._exit(0)  # not the interpreter's exit: closing the last connection to a file checkpoints it (documented)
-""")
+""",
+    )
     assert returncode == 0, f"exit {returncode} (-7: SIGBUS)\n{output}"
     assert "refused: perfbot.db cannot be written" in output
 
 
 def test_the_masters_checkpoints_never_touch_a_file_that_becomes_immutable(tmp_path, chattr):
-    returncode, output = survives(tmp_path, chattr, """
+    returncode, output = survives(
+        tmp_path,
+        chattr,
+        """
 import time
 from bot.adapters import sqlite_files
 from bot.adapters.store.sql import SqlStore
@@ -266,7 +289,7 @@ time.sleep(0.5)
 if hasattr(checkpoints, "stop"):
     checkpoints.stop()
 print("the master is up")
-""")
+""",
+    )
     assert returncode == 0, f"exit {returncode} (-7: SIGBUS)\n{output}"
     assert "the master is up" in output
-

@@ -14,17 +14,41 @@ NOW = datetime(2030, 1, 1, tzinfo=UTC)
 
 
 def _map(commit: str, suite: str = "verify-step", share: float = 0.03) -> stepmap.StepMap:
-    return stepmap.parse({"schema": 1, "commit": commit, "suite": suite, "step": "verify step", "steps": 4,
-                          "source": "sys.monitoring", "kernels": [],
-                          "functions": [{"path": "a.py", "function": "f", "line": 1, "calls_per_step": 2,
-                                         "host_share": share}]})
+    return stepmap.parse(
+        {
+            "schema": 1,
+            "commit": commit,
+            "suite": suite,
+            "step": "verify step",
+            "steps": 4,
+            "source": "sys.monitoring",
+            "kernels": [],
+            "functions": [
+                {"path": "a.py", "function": "f", "line": 1, "calls_per_step": 2, "host_share": share}
+            ],
+        }
+    )
 
 
 def _completed(store, correlation_id: str) -> BenchRequest:
-    request, _ = store.benchmarks.open(BenchRequest(
-        correlation_id=correlation_id, repo="o/r", installation_id=1, number=None, base_sha="b" * 40,
-        head_sha="a" * 40, suites=("verify-step",), rounds=5, max_rounds=None, trigger="merge",
-        requested_by="#7", comment_id=None, status="requested", created_at=NOW))
+    request, _ = store.benchmarks.open(
+        BenchRequest(
+            correlation_id=correlation_id,
+            repo="o/r",
+            installation_id=1,
+            number=None,
+            base_sha="b" * 40,
+            head_sha="a" * 40,
+            suites=("verify-step",),
+            rounds=5,
+            max_rounds=None,
+            trigger="merge",
+            requested_by="#7",
+            comment_id=None,
+            status="requested",
+            created_at=NOW,
+        )
+    )
     return replace(request, status="completed", conclusion="success", completed_at=NOW)
 
 

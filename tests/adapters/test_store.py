@@ -74,9 +74,18 @@ def test_installation_events_keep_the_repository_list(store):
 
 
 def test_the_last_review_of_a_pull_request_replaces_the_previous_one(store):
-    first = Review(repo="o/a", number=3, head_sha="a" * 40, score=70, level="high", comment_id=555,
-                   check_run_id=9, blocks=("### high", "reasons"), wants_comment=True,
-                   reasons=(Reason("path.pynccl", 40.0, "NCCL communicator"),))
+    first = Review(
+        repo="o/a",
+        number=3,
+        head_sha="a" * 40,
+        score=70,
+        level="high",
+        comment_id=555,
+        check_run_id=9,
+        blocks=("### high", "reasons"),
+        wants_comment=True,
+        reasons=(Reason("path.pynccl", 40.0, "NCCL communicator"),),
+    )
     store.reviews.save(first)
     assert store.reviews.get("o/a", 3) == first
     second = Review(repo="o/a", number=3, head_sha="b" * 40, score=10, level="low", comment_id=555)
@@ -86,8 +95,16 @@ def test_the_last_review_of_a_pull_request_replaces_the_previous_one(store):
 
 
 def merge(number: int, title: str, merge_sha: str, head_sha: str, score, level, merged_at) -> Merge:
-    return Merge(repo="o/a", number=number, title=title, merge_sha=merge_sha, head_sha=head_sha, score=score,
-                 level=level, merged_at=merged_at)
+    return Merge(
+        repo="o/a",
+        number=number,
+        title=title,
+        merge_sha=merge_sha,
+        head_sha=head_sha,
+        score=score,
+        level=level,
+        merged_at=merged_at,
+    )
 
 
 def test_merges_are_listed_newest_first_with_their_risk(store):
@@ -113,7 +130,10 @@ def test_every_push_of_a_head_is_kept_in_order(store):
     comment_at = (NOW + timedelta(minutes=2)).astimezone(plus_two)
     assert store.work.pushes_before("o/a", 3, comment_at) == [(x, NOW), (r, NOW + timedelta(minutes=1))]
     assert store.work.pushes_before("o/a", 3, NOW + timedelta(minutes=4)) == [
-        (x, NOW), (r, NOW + timedelta(minutes=1)), (x, NOW + timedelta(minutes=3))]
+        (x, NOW),
+        (r, NOW + timedelta(minutes=1)),
+        (x, NOW + timedelta(minutes=3)),
+    ]
     assert store.work.pushes_before("o/a", 3, NOW) == [], "a push at the comment's second is not before it"
 
 
@@ -121,7 +141,10 @@ def test_pushes_of_one_second_keep_the_order_they_were_recorded_in(store):
     for sha in ("e" * 40, "c" * 40, "a" * 40):
         store.work.record_push("o/a", 3, sha, NOW)
     assert [sha for sha, _ in store.work.pushes_before("o/a", 3, NOW + timedelta(seconds=1))] == [
-        "e" * 40, "c" * 40, "a" * 40]
+        "e" * 40,
+        "c" * 40,
+        "a" * 40,
+    ]
 
 
 def test_migrating_twice_changes_nothing(store):
@@ -167,9 +190,22 @@ def test_an_installation_removes_only_its_own_repositories(store):
 
 
 def _request(correlation_id: str = "pb-1", **changes) -> BenchRequest:
-    fields = dict(correlation_id=correlation_id, repo="o/r", installation_id=1, number=7, base_sha="b" * 40,
-                  head_sha="a" * 40, suites=("verify-step", "quick"), rounds=5, max_rounds=None,
-                  trigger="command", requested_by="maintainer", comment_id=11, status="requested", created_at=NOW)
+    fields = dict(
+        correlation_id=correlation_id,
+        repo="o/r",
+        installation_id=1,
+        number=7,
+        base_sha="b" * 40,
+        head_sha="a" * 40,
+        suites=("verify-step", "quick"),
+        rounds=5,
+        max_rounds=None,
+        trigger="command",
+        requested_by="maintainer",
+        comment_id=11,
+        status="requested",
+        created_at=NOW,
+    )
     return BenchRequest(**{**fields, **changes})
 
 
@@ -178,9 +214,16 @@ def test_a_bench_request_is_recorded_once_per_correlation_id(store):
     again, created_again = store.benchmarks.open(_request(rounds=9))
     assert created and not created_again and again == first and again.rounds == 5
     assert first.suites == ("verify-step", "quick") and first.created_at == NOW and first.id
-    store.benchmarks.update(replace(first, status="running", run_id=42, run_url="https://run", check_run_id=3))
+    store.benchmarks.update(
+        replace(first, status="running", run_id=42, run_url="https://run", check_run_id=3)
+    )
     stored = store.benchmarks.get("pb-1")
-    assert (stored.status, stored.run_id, stored.run_url, stored.check_run_id) == ("running", 42, "https://run", 3)
+    assert (stored.status, stored.run_id, stored.run_url, stored.check_run_id) == (
+        "running",
+        42,
+        "https://run",
+        3,
+    )
 
 
 def test_requests_are_listed_per_pull_request_and_for_the_default_branch(store):
@@ -189,8 +232,10 @@ def test_requests_are_listed_per_pull_request_and_for_the_default_branch(store):
     store.benchmarks.open(_request("pb-3", number=None, trigger="merge", requested_by="#7"))
     assert [r.correlation_id for r in store.benchmarks.for_pull("o/r", 7)] == ["pb-2", "pb-1"]
     assert [r.correlation_id for r in store.benchmarks.for_pull("o/r", None)] == ["pb-3"]
-    asked = {user: store.benchmarks.admit("pb-new", "o/r", 7, user, lambda now: (now, None))[0]
-             for user in ("maintainer", "someone")}
+    asked = {
+        user: store.benchmarks.admit("pb-new", "o/r", 7, user, lambda now: (now, None))[0]
+        for user in ("maintainer", "someone")
+    }
     assert asked["maintainer"].user_last == asked["maintainer"].pr_last == NOW + timedelta(minutes=1)
     assert asked["someone"].user_last is None and asked["someone"].pr_last == NOW + timedelta(minutes=1)
     assert [r.correlation_id for r in asked["someone"].active] == ["pb-2", "pb-1"]
@@ -199,29 +244,46 @@ def test_requests_are_listed_per_pull_request_and_for_the_default_branch(store):
 def test_a_completed_request_stores_its_results_and_points_once(store):
     request, _ = store.benchmarks.open(_request(number=None, trigger="merge"))
     done = replace(request, status="completed", conclusion="success", completed_at=NOW)
-    result = BenchResult(suite="quick", base_sha="b" * 40, head_sha="a" * 40, verdict="regression",
-                         headline_metric="step_ms", headline_change=0.2, comparison='{"verdict": "regression"}',
-                         on_default_branch=True)
+    result = BenchResult(
+        suite="quick",
+        base_sha="b" * 40,
+        head_sha="a" * 40,
+        verdict="regression",
+        headline_metric="step_ms",
+        headline_change=0.2,
+        comparison='{"verdict": "regression"}',
+        on_default_branch=True,
+    )
     point = MetricPoint("quick", "step_ms", "ms", "lower", "a" * 40, 12.0)
     assert store.benchmarks.complete(done, [result], [point], "run:o/r:1:1")
     assert not store.benchmarks.complete(done, [result], [point], "run:o/r:1:1")
     assert store.benchmarks.results(request.id) == [result]
     assert store.benchmarks.get(request.correlation_id).status == "completed"
     with store.engine.connect() as connection:
-        points = connection.execute(text("select metric, sha, value, result_id from metric_points")).fetchall()
+        points = connection.execute(
+            text("select metric, sha, value, result_id from metric_points")
+        ).fetchall()
     assert [(m, s, v) for m, s, v, _ in points] == [("step_ms", "a" * 40, 12.0)] and points[0][3]
 
 
 def test_a_request_that_never_reached_github_is_released_once_and_not_counted_by_the_cooldowns(store):
     store.benchmarks.open(_request("pb-requested"))
-    store.benchmarks.open(_request("pb-dispatching", created_at=NOW + timedelta(minutes=1), status="dispatching"))
+    store.benchmarks.open(
+        _request("pb-dispatching", created_at=NOW + timedelta(minutes=1), status="dispatching")
+    )
     store.benchmarks.open(_request("pb-running", number=8, status="running", run_id=5))
     later = NOW + timedelta(minutes=5)
     for correlation_id in ("pb-requested", "pb-dispatching"):
         released = store.benchmarks.release(correlation_id, "perfbot gave up", later)
-        assert (released.status, released.error, released.completed_at) == ("failed", "perfbot gave up", later)
+        assert (released.status, released.error, released.completed_at) == (
+            "failed",
+            "perfbot gave up",
+            later,
+        )
         assert store.benchmarks.release(correlation_id, "again", later) is None, "released once"
-    assert store.benchmarks.release("pb-running", "no", later) is None, "a request with a run is left as it is"
+    assert store.benchmarks.release("pb-running", "no", later) is None, (
+        "a request with a run is left as it is"
+    )
     assert store.benchmarks.release("pb-unknown", "no", later) is None
     assert store.benchmarks.get("pb-running").status == "running"
     seen, _ = store.benchmarks.admit("pb-new", "o/r", 7, "maintainer", lambda now: (now, None))
@@ -235,8 +297,15 @@ def test_work_keys_approvals_and_acks(store):
     store.work.approve("o/r", 7, "a" * 40, "maintainer")
     store.work.approve("o/r", 7, "a" * 40, "other")
     assert store.work.approved("o/r", 7, "a" * 40) and not store.work.approved("o/r", 7, "c" * 40)
-    ack = Ack(repo="o/r", number=7, head_sha="a" * 40, user="maintainer", reason="known", comment_id=11,
-              created_at=NOW)
+    ack = Ack(
+        repo="o/r",
+        number=7,
+        head_sha="a" * 40,
+        user="maintainer",
+        reason="known",
+        comment_id=11,
+        created_at=NOW,
+    )
     assert store.work.add_ack(ack, "ack:o/r:11") and not store.work.add_ack(ack, "ack:o/r:11")
     assert store.work.acks("o/r", 7) == [ack]
     assert store.work.prune(datetime.now(UTC) + timedelta(days=1), 3600) == 2
@@ -276,6 +345,7 @@ def test_concurrent_admissions_admit_one_request_whatever_the_store_instance(dat
 
 def test_an_admission_sees_its_own_request_recorded_by_an_earlier_attempt(store):
     store.benchmarks.open(_request("pb-replay"))
-    decision, recorded = store.benchmarks.admit("pb-replay", "o/r", 7, "maintainer",
-                                                lambda now: (now.existing.correlation_id, None))
+    decision, recorded = store.benchmarks.admit(
+        "pb-replay", "o/r", 7, "maintainer", lambda now: (now.existing.correlation_id, None)
+    )
     assert (decision, recorded) == ("pb-replay", None)

@@ -19,9 +19,18 @@ NOW = datetime(2030, 1, 1, tzinfo=UTC)
 
 def case(good: str = "a", bad: str = "b", **more) -> RegressionCase:
     span = Span("o/r", "verify-step", "verify_ms", good * 40, bad * 40)
-    values = dict(key=span.key(), repo=span.repo, suite=span.suite, metric=span.metric, good_sha=span.good,
-                  bad_sha=span.bad, source="changepoint", state=states.DETECTED, installation_id=7,
-                  detected_at=NOW)
+    values = dict(
+        key=span.key(),
+        repo=span.repo,
+        suite=span.suite,
+        metric=span.metric,
+        good_sha=span.good,
+        bad_sha=span.bad,
+        source="changepoint",
+        state=states.DETECTED,
+        installation_id=7,
+        detected_at=NOW,
+    )
     return RegressionCase(**{**values, **more})
 
 
@@ -52,16 +61,30 @@ def test_a_change_opens_one_case_however_many_open_it_at_once(store):
 
 def test_a_move_happens_once_and_only_from_its_sources(store):
     store.watch.open(case())
-    wins = together(3, lambda: store.watch.move(case().key, states.BISECTING,
-                                                states.sources_of(states.BISECTING), NOW,
-                                                correlation_id="pb-1", gpu_minutes=40.0))
+    wins = together(
+        3,
+        lambda: store.watch.move(
+            case().key,
+            states.BISECTING,
+            states.sources_of(states.BISECTING),
+            NOW,
+            correlation_id="pb-1",
+            gpu_minutes=40.0,
+        ),
+    )
     assert sum(w is not None for w in wins) == 1
     moved = store.watch.get(case().key)
     assert (moved.state, moved.correlation_id, moved.gpu_minutes) == ("bisecting", "pb-1", 40.0)
     assert store.watch.by_correlation("pb-1").key == case().key
     assert store.watch.move(case().key, states.SUPERSEDED, states.sources_of(states.SUPERSEDED), NOW) is None
-    ended = store.watch.move(case().key, states.CONFIRMED, states.sources_of(states.CONFIRMED), NOW,
-                             culprit_sha="c" * 40, culprit_number=12)
+    ended = store.watch.move(
+        case().key,
+        states.CONFIRMED,
+        states.sources_of(states.CONFIRMED),
+        NOW,
+        culprit_sha="c" * 40,
+        culprit_number=12,
+    )
     assert (ended.state, ended.culprit_number, ended.finished_at) == ("confirmed", 12, NOW)
     with pytest.raises(ValueError):
         store.watch.move(case().key, states.CANCELLED, (states.CONFIRMED,), NOW, state="detected")
@@ -77,15 +100,28 @@ def test_a_moved_change_supersedes_an_open_case_only(store):
     assert store.watch.supersede(bisecting.key, case("d", "f"))[1] is False
     assert store.watch.get(bisecting.key).state == "bisecting"
     assert [c.key for c in store.watch.of_series("o/r", "verify-step", "verify_ms", states.OPEN)] == [
-        new.key, case("d", "f").key]
-    assert [c.key for c in store.watch.cases(frozenset({"o/r"}), limit=2)] == [case("d", "f").key, bisecting.key]
+        new.key,
+        case("d", "f").key,
+    ]
+    assert [c.key for c in store.watch.cases(frozenset({"o/r"}), limit=2)] == [
+        case("d", "f").key,
+        bisecting.key,
+    ]
     assert store.watch.cases(frozenset({"other/repo"})) == []
 
 
 def test_the_budget_is_charged_once_per_work_and_racing_charges_never_pass_it(store):
     def charge(key: str, minutes: float = 50.0) -> bool:
-        return store.watch.charge(key, "o/r", "2030-01-01", "merge", "high", minutes,
-                                  lambda spent: budget.allows("high", spent, minutes, 120), NOW)
+        return store.watch.charge(
+            key,
+            "o/r",
+            "2030-01-01",
+            "merge",
+            "high",
+            minutes,
+            lambda spent: budget.allows("high", spent, minutes, 120),
+            NOW,
+        )
 
     assert charge("w1") and charge("w1")
     results = together(4, lambda: charge(f"w-{threading.get_ident()}"))
@@ -98,12 +134,29 @@ def test_the_budget_is_charged_once_per_work_and_racing_charges_never_pass_it(st
 
 
 def test_a_series_reads_each_point_with_the_base_its_run_measured(store):
-    request = BenchRequest(correlation_id="pb-m", repo="o/r", installation_id=None, number=None,
-                           base_sha="1" * 40, head_sha="2" * 40, suites=("verify-step",), trigger="merge",
-                           status="completed", created_at=NOW)
+    request = BenchRequest(
+        correlation_id="pb-m",
+        repo="o/r",
+        installation_id=None,
+        number=None,
+        base_sha="1" * 40,
+        head_sha="2" * 40,
+        suites=("verify-step",),
+        trigger="merge",
+        status="completed",
+        created_at=NOW,
+    )
     stored, _ = store.benchmarks.open(request)
-    result = BenchResult(suite="verify-step", base_sha="1" * 40, head_sha="2" * 40, verdict="unchanged",
-                         headline_metric="verify_ms", headline_change=0.0, comparison="{}", on_default_branch=True)
+    result = BenchResult(
+        suite="verify-step",
+        base_sha="1" * 40,
+        head_sha="2" * 40,
+        verdict="unchanged",
+        headline_metric="verify_ms",
+        headline_change=0.0,
+        comparison="{}",
+        on_default_branch=True,
+    )
     point = MetricPoint("verify-step", "verify_ms", "ms", "lower", "2" * 40, 7.5)
     store.benchmarks.complete(stored, [result], [point], "run:o/r:1:1")
     rows = store.watch.series("o/r", "verify-step", "verify_ms")

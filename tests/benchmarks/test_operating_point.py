@@ -48,7 +48,10 @@ def test_levels_curve_and_operating_point():
     thresholds = {"low": 1, "medium": 30, "high": 60}
     window = [0] * 50 + [10] * 30 + [40] * 15 + [70] * 5
     assert op.share_at(window, 30) == 0.2 and op.share_at([], 1) == 0.0
-    assert op.operating_point(thresholds, window, [40, 70, 35, 90, 30, 31, 50, 45, 33, 61], 0.9, 0.25) == "medium"
+    assert (
+        op.operating_point(thresholds, window, [40, 70, 35, 90, 30, 31, 50, 45, 33, 61], 0.9, 0.25)
+        == "medium"
+    )
     assert op.operating_point(thresholds, window, [40, 70, 35, 90, 30, 31, 50, 45, 33, 61], 0.9, 0.15) is None
     assert op.operating_point(thresholds, window, [70] * 10, 0.9, 0.15) == "high"
     points = op.curve(window, {"set": [40, 70]})
@@ -58,24 +61,45 @@ def test_levels_curve_and_operating_point():
     assert [p["set"] for p in points] == [1.0, 1.0, 1.0, 0.5]
 
 
-@pytest.mark.parametrize(("subject", "fix"), [
-    ("Fix perf regression on small batch sizes (#3008)", True),
-    ("Fix slow fused add RMSNorm (#10141)", True),
-    ("[Fix] Resolve performance drop in speculative decoding aiter backend (#11087)", True),
-    ("Sanity check to prevent performance regression (#3171)", False),  # nothing fixed
-    ("Fix the default arguments of bench_offline_throughput.py (#2042)", False),
-    ("fix: adding performance logging for nightly diffusion (#18023)", False),
-    ("Speed up MoE (#1)", False),
-])
+@pytest.mark.parametrize(
+    ("subject", "fix"),
+    [
+        ("Fix perf regression on small batch sizes (#3008)", True),
+        ("Fix slow fused add RMSNorm (#10141)", True),
+        ("[Fix] Resolve performance drop in speculative decoding aiter backend (#11087)", True),
+        ("Sanity check to prevent performance regression (#3171)", False),  # nothing fixed
+        ("Fix the default arguments of bench_offline_throughput.py (#2042)", False),
+        ("fix: adding performance logging for nightly diffusion (#18023)", False),
+        ("Speed up MoE (#1)", False),
+    ],
+)
 def test_fix_subjects(subject, fix):
     assert mine_regressions.is_fix(subject) is fix
 
 
 def test_blamed_lines_are_the_old_side_lines_a_fix_rewrites_in_source_files():
-    patch = "\n".join(["--- a/engine/x.py", "+++ b/engine/x.py", "@@ -5,2 +5,1 @@", "-a", "-b", "+c",
-                       "@@ -20,0 +20,2 @@", "+d", "+e", "--- a/docs/x.md", "+++ b/docs/x.md",
-                       "@@ -1 +1 @@", "-x", "+y", "--- /dev/null", "+++ b/engine/new.py", "@@ -0,0 +1 @@",
-                       "+z"])
+    patch = "\n".join(
+        [
+            "--- a/engine/x.py",
+            "+++ b/engine/x.py",
+            "@@ -5,2 +5,1 @@",
+            "-a",
+            "-b",
+            "+c",
+            "@@ -20,0 +20,2 @@",
+            "+d",
+            "+e",
+            "--- a/docs/x.md",
+            "+++ b/docs/x.md",
+            "@@ -1 +1 @@",
+            "-x",
+            "+y",
+            "--- /dev/null",
+            "+++ b/engine/new.py",
+            "@@ -0,0 +1 @@",
+            "+z",
+        ]
+    )
     assert mine_regressions.blamed_lines(patch) == {"engine/x.py": [5, 6, 20]}
     assert not mine_regressions.is_source("tests/test_x.py")
     assert not mine_regressions.is_source("python/pyproject.toml")
@@ -119,8 +143,21 @@ def test_the_script_scores_the_window_and_each_sets_culprits(history, tmp_path, 
     labelled = tmp_path / "set.json"
     labelled.write_text(json.dumps({"regressions": [entry]}))
     out = tmp_path / "op.json"
-    argv = ["operating_point.py", "--repo", str(builder.root), "--window", "6", "--tuning", str(labelled),
-            "--heldout", str(labelled), "--bootstrap", "50", "--json", str(out)]
+    argv = [
+        "operating_point.py",
+        "--repo",
+        str(builder.root),
+        "--window",
+        "6",
+        "--tuning",
+        str(labelled),
+        "--heldout",
+        str(labelled),
+        "--bootstrap",
+        "50",
+        "--json",
+        str(out),
+    ]
     monkeypatch.setattr(sys, "argv", argv)
     assert op.main() == 0
     figures = json.loads(out.read_text())

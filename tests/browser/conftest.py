@@ -21,8 +21,14 @@ from tests.support.missing import importorskip, skip_or_fail
 from tests.support.serving import environment, free_port, serving
 
 CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-                 "--disable-sync", "--no-first-run"]
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
 CLIENT_ID, CLIENT_SECRET = "Iv1.browsertests", "browser-test-client-secret"
 DOCS_IMAGES = Path(__file__).resolve().parents[2] / "docs" / "images"
 
@@ -30,7 +36,9 @@ DOCS_IMAGES = Path(__file__).resolve().parents[2] / "docs" / "images"
 @pytest.fixture(scope="module")
 def scratch_database() -> str:
     """A database of its own (the other tests empty the shared one between tests)."""
-    admin_url = os.environ.get("PERFBOT_TEST_POSTGRES_URL") or skip_or_fail("PERFBOT_TEST_POSTGRES_URL is not set")
+    admin_url = os.environ.get("PERFBOT_TEST_POSTGRES_URL") or skip_or_fail(
+        "PERFBOT_TEST_POSTGRES_URL is not set"
+    )
     name = f"perfbot_b_{uuid.uuid4().hex[:10]}"
     admin = create_engine(admin_url, isolation_level="AUTOCOMMIT")
     with admin.connect() as connection:
@@ -70,10 +78,15 @@ def server(scratch_database, dataset, github, tmp_path_factory) -> str:
     port = free_port()  # sign-in needs the server's public URL, so the port is chosen first
     env = environment(
         PERFBOT_PUBLIC_URL=f"http://127.0.0.1:{port}",
-        PERFBOT_WEBHOOK_SECRET="browser-tests", PERFBOT_DATABASE_URL=scratch_database,
-        PERFBOT_GITHUB_TOKEN="ghp_browsertests", PERFBOT_GITHUB_API_URL=github.base_url,
-        PERFBOT_GITHUB_WEB_URL=github.base_url, PERFBOT_OAUTH_CLIENT_ID=CLIENT_ID,
-        PERFBOT_OAUTH_CLIENT_SECRET=CLIENT_SECRET, PERFBOT_SESSION_SECRET="b" * 48, PERFBOT_LOG_LEVEL="WARNING",
+        PERFBOT_WEBHOOK_SECRET="browser-tests",
+        PERFBOT_DATABASE_URL=scratch_database,
+        PERFBOT_GITHUB_TOKEN="ghp_browsertests",
+        PERFBOT_GITHUB_API_URL=github.base_url,
+        PERFBOT_GITHUB_WEB_URL=github.base_url,
+        PERFBOT_OAUTH_CLIENT_ID=CLIENT_ID,
+        PERFBOT_OAUTH_CLIENT_SECRET=CLIENT_SECRET,
+        PERFBOT_SESSION_SECRET="b" * 48,
+        PERFBOT_LOG_LEVEL="WARNING",
     )
     with serving(tmp_path_factory.mktemp("serve"), env, port=port) as base:
         yield base

@@ -18,7 +18,9 @@ from tests.browser.conftest import DOCS_IMAGES
 from tests.support import mermaid_js
 from tests.support.missing import skip_or_fail
 
-GOLDEN = Path(__file__).resolve().parents[1] / "core" / "review" / "test_sticky" / "sticky_comment_with_chart.md"
+GOLDEN = (
+    Path(__file__).resolve().parents[1] / "core" / "review" / "test_sticky" / "sticky_comment_with_chart.md"
+)
 # Enough of GitHub's comment styles to look like one: its width, font, tables and code.
 STYLE = """
 body { font: 14px/1.5 -apple-system, "Segoe UI", "Noto Sans", Helvetica, Arial, sans-serif; color: #1f2328;
@@ -78,8 +80,11 @@ def test_the_comment_chart_renders_as_an_xychart_with_every_round(page, mermaid,
     end = page.locator("p", has_text="Speculation break-even").bounding_box()
     assert box is not None and end is not None
     path = tmp_path / "comment-chart.png"
-    page.screenshot(path=str(path), full_page=True,
-                    clip={"x": 0, "y": box["y"] - 16, "width": 960, "height": end["y"] + end["height"] - box["y"] + 32})
+    page.screenshot(
+        path=str(path),
+        full_page=True,
+        clip={"x": 0, "y": box["y"] - 16, "width": 960, "height": end["y"] + end["height"] - box["y"] + 32},
+    )
     assert path.stat().st_size > 10_000, "an empty screenshot"
     if os.environ.get("PERFBOT_UPDATE_SCREENSHOTS") == "1":
         DOCS_IMAGES.mkdir(parents=True, exist_ok=True)

@@ -36,7 +36,9 @@ def test_filtering_narrows_the_list_and_the_url_is_its_permalink(server, page, s
     assert narrowed == api(server, "/api/v1/merges?level=high&verdict=regression")["total"]
     rows = page.locator("table.merges tbody tr")
     assert rows.count() == min(50, narrowed)
-    assert set(rows.locator("td[data-label=Risk] .badge").all_inner_texts()) <= {f"high {n}" for n in range(101)}
+    assert set(rows.locator("td[data-label=Risk] .badge").all_inner_texts()) <= {
+        f"high {n}" for n in range(101)
+    }
     assert set(rows.locator("td[data-label=Benchmark]").all_inner_texts()) == {"regression"}
     permalink = page.get_attribute("#permalink", "href")
     page.goto(server + permalink)
@@ -57,8 +59,12 @@ def test_pages_follow_each_other_without_overlap(server, page):
 
 
 def test_the_list_works_without_javascript_and_on_a_phone(browser, server, screenshot):
-    context = browser.new_context(java_script_enabled=False, viewport={"width": 390, "height": 844},
-                                  device_scale_factor=2, is_mobile=True)
+    context = browser.new_context(
+        java_script_enabled=False,
+        viewport={"width": 390, "height": 844},
+        device_scale_factor=2,
+        is_mobile=True,
+    )
     try:
         phone = context.new_page()
         phone.goto(server + "/")
@@ -89,13 +95,17 @@ def test_a_maintainer_signs_in_through_github_and_triages_a_merge(server, page, 
     page.wait_for_url(re.compile(re.escape(detail) + "#triage$"))
     assert page.inner_text("#state") == "confirmed"
     history = page.inner_text("#triage-history")
-    assert "@maintainer marked it confirmed" in history and "<b>29 ms</b>" in history, "the note shows as text"
+    assert "@maintainer marked it confirmed" in history and "<b>29 ms</b>" in history, (
+        "the note shows as text"
+    )
     assert api(server, f"/api/v1/merges/{PUBLIC}/{merge['number']}")["triage"]["state"] == "confirmed"
     page.wait_for_function("window.perfbotCharts && window.perfbotCharts.length > 0")
     screenshot(page, "merge", full_page=True)
 
 
-def test_the_history_chart_draws_the_series_its_change_points_and_the_merges(server, page, dataset, screenshot):
+def test_the_history_chart_draws_the_series_its_change_points_and_the_merges(
+    server, page, dataset, screenshot
+):
     series = f"{PUBLIC}|verify-step|step_ms"
     page.goto(server + f"/history?series={series}")
     page.wait_for_function("window.perfbotCharts && window.perfbotCharts.length === 1")
@@ -126,7 +136,9 @@ def test_the_calibration_page_shows_precision_per_level_and_rule(server, page, s
 
 def test_a_comparison_draws_its_rounds_as_the_pr_comment_does(server, page, screenshot):
     merge = api(server, f"/api/v1/merges?repo={PUBLIC}&verdict=regression")["items"][0]
-    stored = api(server, f"/api/v1/merges/{PUBLIC}/{merge['number']}")["results"][0]["comparison"]["charts"][0]
+    stored = api(server, f"/api/v1/merges/{PUBLIC}/{merge['number']}")["results"][0]["comparison"]["charts"][
+        0
+    ]
     page.goto(server + f"/merges/{PUBLIC}/{merge['number']}")
     page.wait_for_function("window.perfbotCharts && window.perfbotCharts.some(c => c.kind === 'rounds')")
     drawn = page.evaluate(

@@ -34,8 +34,12 @@ def test_a_click_on_a_chart_point_opens_the_merge_that_made_it(server, page, git
     assert merges and all(link.startswith(f"{github.base_url}/{PUBLIC}/commit/") for link in commits)
     i = merges[len(merges) // 2]
     box = page.locator("#history-chart .u-over").bounding_box()
-    left = page.evaluate(f"window.perfbotCharts[0].plot.valToPos(window.perfbotCharts[0].plot.data[0][{i}], 'x')")
-    top = page.evaluate(f"window.perfbotCharts[0].plot.valToPos(window.perfbotCharts[0].plot.data[1][{i}], 'y')")
+    left = page.evaluate(
+        f"window.perfbotCharts[0].plot.valToPos(window.perfbotCharts[0].plot.data[0][{i}], 'x')"
+    )
+    top = page.evaluate(
+        f"window.perfbotCharts[0].plot.valToPos(window.perfbotCharts[0].plot.data[1][{i}], 'y')"
+    )
     expected = page.evaluate(f"window.perfbotCharts[0].linkAt({left})")
     assert expected.startswith(f"/merges/{PUBLIC}/")  # the point's merge, or a merge marker under it
     page.mouse.click(box["x"] + left, box["y"] + top)
@@ -56,9 +60,14 @@ def test_change_points_link_their_commits(server, page, github):
 def test_a_merge_page_links_its_commit_and_each_reasons_file(server, page, github):
     merge = api(server, f"/api/v1/merges?repo={PUBLIC}&level=high")["items"][0]
     page.goto(server + f"/merges/{PUBLIC}/{merge['number']}")
-    assert page.get_attribute("#merge-commit", "href") == f"{github.base_url}/{PUBLIC}/commit/{merge['merge_sha']}"
+    assert (
+        page.get_attribute("#merge-commit", "href")
+        == f"{github.base_url}/{PUBLIC}/commit/{merge['merge_sha']}"
+    )
     reasons = page.locator("td[data-label=Reason] a").evaluate_all("as => as.map(a => a.href)")
-    assert reasons and all(re.fullmatch(rf"{re.escape(merge['url'])}/files#diff-[0-9a-f]{{64}}", h) for h in reasons)
+    assert reasons and all(
+        re.fullmatch(rf"{re.escape(merge['url'])}/files#diff-[0-9a-f]{{64}}", h) for h in reasons
+    )
 
 
 def test_failed_and_cancelled_attempts_are_listed_with_their_reasons(server, scratch_database, page):
@@ -66,21 +75,43 @@ def test_failed_and_cancelled_attempts_are_listed_with_their_reasons(server, scr
     number, head = merge["number"], merge["head_sha"]
     store = SqlStore.connect(scratch_database)
     at = datetime(2026, 1, 2, tzinfo=UTC)
-    rows = [("failed", "failure", "results.json: head round 2 failed: CUDA error: out of memory", 1),
-            ("failed", None, "GitHub refused to start the benchmark workflow (404 Not Found)", 2),
-            ("cancelled", "cancelled", None, 3)]
+    rows = [
+        ("failed", "failure", "results.json: head round 2 failed: CUDA error: out of memory", 1),
+        ("failed", None, "GitHub refused to start the benchmark workflow (404 Not Found)", 2),
+        ("cancelled", "cancelled", None, 3),
+    ]
     try:
         with store.engine.begin() as connection:
-            connection.execute(insert(BenchRequestRow), [
-                {"correlation_id": f"pb-links-{number}-{k}", "repo": PUBLIC, "number": number, "base_sha": "b" * 40,
-                 "head_sha": head, "suites": json.dumps(["verify-step"]), "trigger": "command",
-                 "requested_by": "maintainer", "status": status, "conclusion": conclusion, "error": error,
-                 "run_url": f"https://github.com/{PUBLIC}/actions/runs/{k}" if conclusion else None,
-                 "created_at": at + timedelta(minutes=k), "updated_at": at + timedelta(minutes=k)}
-                for status, conclusion, error, k in rows])
-            assert connection.execute(
-                BenchResultRow.__table__.select().where(BenchResultRow.repo == PUBLIC, BenchResultRow.number == number)
-            ).first() is None
+            connection.execute(
+                insert(BenchRequestRow),
+                [
+                    {
+                        "correlation_id": f"pb-links-{number}-{k}",
+                        "repo": PUBLIC,
+                        "number": number,
+                        "base_sha": "b" * 40,
+                        "head_sha": head,
+                        "suites": json.dumps(["verify-step"]),
+                        "trigger": "command",
+                        "requested_by": "maintainer",
+                        "status": status,
+                        "conclusion": conclusion,
+                        "error": error,
+                        "run_url": f"https://github.com/{PUBLIC}/actions/runs/{k}" if conclusion else None,
+                        "created_at": at + timedelta(minutes=k),
+                        "updated_at": at + timedelta(minutes=k),
+                    }
+                    for status, conclusion, error, k in rows
+                ],
+            )
+            assert (
+                connection.execute(
+                    BenchResultRow.__table__.select().where(
+                        BenchResultRow.repo == PUBLIC, BenchResultRow.number == number
+                    )
+                ).first()
+                is None
+            )
     finally:
         store.engine.dispose()
     page.goto(server + f"/merges/{PUBLIC}/{number}")

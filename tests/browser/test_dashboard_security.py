@@ -12,14 +12,32 @@ from bot.web.dashboard.signin import safe_next
 from tests.support import dashboard_data
 
 PUBLIC = dashboard_data.REPOS[0]
-PIECES = list("/\\\t\n\r \x00\x0b\x0c\x1f\x7f\xa0\u3000\uff0f@:.%?#ab") + ["evil.example", "%09", "%2F", "%5C",
-                                                                          "https:", "javascript:", "merges", "=", "&", "~", "!", "'", "[", "]", ";", "x"]
+PIECES = list("/\\\t\n\r \x00\x0b\x0c\x1f\x7f\xa0\u3000\uff0f@:.%?#ab") + [
+    "evil.example",
+    "%09",
+    "%2F",
+    "%5C",
+    "https:",
+    "javascript:",
+    "merges",
+    "=",
+    "&",
+    "~",
+    "!",
+    "'",
+    "[",
+    "]",
+    ";",
+    "x",
+]
 
 
 def csp_violations(page) -> list[str]:
     found: list[str] = []
-    page.on("console", lambda message: found.append(message.text)
-            if "Content Security Policy" in message.text else None)
+    page.on(
+        "console",
+        lambda message: found.append(message.text) if "Content Security Policy" in message.text else None,
+    )
     return found
 
 

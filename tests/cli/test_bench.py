@@ -21,7 +21,9 @@ BENCH_SH = 'echo "PERFBOT_METRIC step_ms=$(cat speed.txt) unit=ms better=lower"\
 
 @pytest.fixture
 def repo(git_builder, monkeypatch):
-    monkeypatch.setattr(fingerprint, "python_stack", lambda python: {})  # seconds of torch import, tested elsewhere
+    monkeypatch.setattr(
+        fingerprint, "python_stack", lambda python: {}
+    )  # seconds of torch import, tested elsewhere
     monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
     base = git_builder.commit("base", {"bench.sh": BENCH_SH, "speed.txt": "10\n"})
     head = git_builder.commit("head", {"speed.txt": "20\n"})
@@ -35,8 +37,25 @@ def bench_run(builder, *args):
 def test_a_successful_run_exits_0_and_writes_the_results(repo, tmp_path, capsys):
     builder, base, head = repo
     out = tmp_path / "r.json"
-    status = bench_run(builder, "--base", base, "--head", head, "--suite", "command", "--command", "bash bench.sh",
-                       "--rounds", "1", "--warmup", "0", "--out", str(out), "--repo-name", "acme/engine")
+    status = bench_run(
+        builder,
+        "--base",
+        base,
+        "--head",
+        head,
+        "--suite",
+        "command",
+        "--command",
+        "bash bench.sh",
+        "--rounds",
+        "1",
+        "--warmup",
+        "0",
+        "--out",
+        str(out),
+        "--repo-name",
+        "acme/engine",
+    )
     assert status == 0
     data = json.loads(out.read_text())
     assert data["repo"] == "acme/engine"
@@ -47,10 +66,28 @@ def test_a_successful_run_exits_0_and_writes_the_results(repo, tmp_path, capsys)
 def test_failed_rounds_exit_1_with_a_clear_message_and_partial_results(repo, tmp_path, capsys):
     builder, base, head = repo
     out = tmp_path / "r.json"
-    status = bench_run(builder, "--base", base, "--head", head, "--suite", "command", "--command", "exit 9",
-                       "--rounds", "1", "--warmup", "0", "--out", str(out))
+    status = bench_run(
+        builder,
+        "--base",
+        base,
+        "--head",
+        head,
+        "--suite",
+        "command",
+        "--command",
+        "exit 9",
+        "--rounds",
+        "1",
+        "--warmup",
+        "0",
+        "--out",
+        str(out),
+    )
     assert status == 1
-    assert "0 round(s) measured, 2 failed, failed (no round was measured successfully)" in capsys.readouterr().err
+    assert (
+        "0 round(s) measured, 2 failed, failed (no round was measured successfully)"
+        in capsys.readouterr().err
+    )
     assert all(not r["ok"] for r in json.loads(out.read_text())["rounds"])
 
 
@@ -58,20 +95,25 @@ def test_the_suites_come_from_the_config_at_the_base_revision(repo, tmp_path):
     builder, _, _ = repo
     config = "bench:\n  rounds: 1\n  warmup: 0\n  suites:\n    mine:\n      kind: command\n      command: bash bench.sh\n"
     base = builder.commit("config", {".github/perfbot.yml": config})
-    head = builder.commit("head changes the config", {".github/perfbot.yml": config.replace("bash bench.sh", "exit 1")})
+    head = builder.commit(
+        "head changes the config", {".github/perfbot.yml": config.replace("bash bench.sh", "exit 1")}
+    )
     out = tmp_path / "r.json"
     assert bench_run(builder, "--base", base, "--head", head, "--suite", "mine", "--out", str(out)) == 0
     assert len(json.loads(out.read_text())["rounds"]) == 2
 
 
-@pytest.mark.parametrize(("args", "message"), [
-    (["--suite", "nope"], "unknown suite 'nope'"),
-    (["--suite", "command"], "suite 'command' needs --command"),
-    (["--suite", "sglang-eagle3"], "suite 'sglang-eagle3' needs bench.suites.sglang-eagle3"),
-    (["--suite", "command", "--command", "true", "--rounds", "0"], "expected a positive integer"),
-    (["--suite", "command", "--command", "true", "--timeout", "-3"], "expected a positive number"),
-    (["--suite", "command", "--command", "true", "--timeout", "inf"], "expected a finite number"),
-])
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--suite", "nope"], "unknown suite 'nope'"),
+        (["--suite", "command"], "suite 'command' needs --command"),
+        (["--suite", "sglang-eagle3"], "suite 'sglang-eagle3' needs bench.suites.sglang-eagle3"),
+        (["--suite", "command", "--command", "true", "--rounds", "0"], "expected a positive integer"),
+        (["--suite", "command", "--command", "true", "--timeout", "-3"], "expected a positive number"),
+        (["--suite", "command", "--command", "true", "--timeout", "inf"], "expected a finite number"),
+    ],
+)
 def test_bad_arguments_exit_2_with_one_line(repo, tmp_path, capsys, args, message):
     builder, base, head = repo
     assert bench_run(builder, "--base", base, "--head", head, "--out", str(tmp_path / "r.json"), *args) == 2
@@ -111,10 +153,35 @@ def test_a_cancelled_run_kills_its_round_and_leaves_a_stopped_results_file(repo,
     engine.write_text("#!/bin/sh\nexit 0\n")
     engine.chmod(0o755)
     process = subprocess.Popen(
-        [sys.executable, "-m", "bot", "bench", "run", "--repo", str(builder.root), "--base", base, "--head", head,
-         "--suite", "command", "--command", f"echo $$ > {pid_file}; exec sleep 60.125", "--warmup", "0",
-         "--rounds", "1", "--out", str(out), "--python", str(engine)],
-        env=env, stderr=subprocess.PIPE, text=True)
+        [
+            sys.executable,
+            "-m",
+            "bot",
+            "bench",
+            "run",
+            "--repo",
+            str(builder.root),
+            "--base",
+            base,
+            "--head",
+            head,
+            "--suite",
+            "command",
+            "--command",
+            f"echo $$ > {pid_file}; exec sleep 60.125",
+            "--warmup",
+            "0",
+            "--rounds",
+            "1",
+            "--out",
+            str(out),
+            "--python",
+            str(engine),
+        ],
+        env=env,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     deadline = time.monotonic() + 60
     while not pid_file.exists() or not pid_file.read_text().strip():
         assert time.monotonic() < deadline and process.poll() is None
@@ -130,18 +197,43 @@ def test_a_cancelled_run_kills_its_round_and_leaves_a_stopped_results_file(repo,
 def test_report_prints_the_worst_verdict_and_writes_each_suite_s_comparison(repo, tmp_path, capsys):
     builder, base, head = repo
     config = tmp_path / "c.yml"
-    config.write_text("bench:\n  warmup: 0\n  suites:\n    quick:\n      kind: command\n      command: bash bench.sh\n"
-                      "    broken:\n      kind: command\n      setup: echo 'no compiler <here>' >&2; exit 4\n"
-                      "      command: bash bench.sh\n")
+    config.write_text(
+        "bench:\n  warmup: 0\n  suites:\n    quick:\n      kind: command\n      command: bash bench.sh\n"
+        "    broken:\n      kind: command\n      setup: echo 'no compiler <here>' >&2; exit 4\n"
+        "      command: bash bench.sh\n"
+    )
     out = tmp_path / "out"
-    assert bench_run(builder, "--base", base, "--head", head, "--suite", "quick", "--suite", "broken", "--rounds", "5",
-                     "--config", str(config), "--out", str(out / "results.json")) == 1
+    assert (
+        bench_run(
+            builder,
+            "--base",
+            base,
+            "--head",
+            head,
+            "--suite",
+            "quick",
+            "--suite",
+            "broken",
+            "--rounds",
+            "5",
+            "--config",
+            str(config),
+            "--out",
+            str(out / "results.json"),
+        )
+        == 1
+    )
     capsys.readouterr()
     assert main(["bench", "report", str(out), "--markdown", str(tmp_path / "summary.md")]) == 0
     assert capsys.readouterr().out == "regression\n"  # quick's regression outranks broken's error
     markdown = (tmp_path / "summary.md").read_text()
-    assert markdown.index("no verdict from `results.broken.json`") < markdown.index("<sub>perfbot compare · suite quick")
-    assert "The run ended **stopped**: set-up in base failed: setup: exit status 4: no compiler \\<here\\>" in markdown
+    assert markdown.index("no verdict from `results.broken.json`") < markdown.index(
+        "<sub>perfbot compare · suite quick"
+    )
+    assert (
+        "The run ended **stopped**: set-up in base failed: setup: exit status 4: no compiler \\<here\\>"
+        in markdown
+    )
     (out / "results.quick.json").unlink()
     assert main(["bench", "report", str(out)]) == 0
     assert capsys.readouterr().out == "error\n"
@@ -151,7 +243,9 @@ def test_report_of_a_folder_without_results_is_an_error_and_of_no_folder_a_usage
     assert main(["bench", "report", str(tmp_path)]) == 0
     assert capsys.readouterr().out == "error\n"
     assert main(["bench", "report", str(tmp_path / "missing")]) == 2
-    assert capsys.readouterr().err == f"perfbot: error: {tmp_path / 'missing'}: not a folder of results files\n"
+    assert (
+        capsys.readouterr().err == f"perfbot: error: {tmp_path / 'missing'}: not a folder of results files\n"
+    )
 
 
 def test_bench_report_reads_a_bisection_s_folder_through_the_app_s_reader(tmp_path, capsys):
@@ -164,7 +258,23 @@ def test_bench_report_reads_a_bisection_s_folder_through_the_app_s_reader(tmp_pa
     assert main(["bench", "report", str(folder), "--markdown", str(tmp_path / "s.md")]) == 0
     assert capsys.readouterr().out == "confirmed\n"
     assert f"**Culprit:** `{bisection.SECOND}`" in (tmp_path / "s.md").read_text()
-    assert main(["bench", "report", str(folder), "--good", bisection.FIRST, "--bad", bisection.BAD,
-                 "--suite", bisection.SUITE, "--markdown", str(tmp_path / "s.md")]) == 0
+    assert (
+        main(
+            [
+                "bench",
+                "report",
+                str(folder),
+                "--good",
+                bisection.FIRST,
+                "--bad",
+                bisection.BAD,
+                "--suite",
+                bisection.SUITE,
+                "--markdown",
+                str(tmp_path / "s.md"),
+            ]
+        )
+        == 0
+    )
     assert capsys.readouterr().out == "error\n"
     assert "GOOD is aaaaaaaaaa" in (tmp_path / "s.md").read_text()

@@ -47,27 +47,55 @@ bench:
 """
 
 
-def history(git_builder, culprit: int, count: int = 8, bench: str = BENCH,
-            config: str = CONFIG) -> tuple[str, list[str]]:
+def history(
+    git_builder, culprit: int, count: int = 8, bench: str = BENCH, config: str = CONFIG
+) -> tuple[str, list[str]]:
     """GOOD, then ``count`` commits; commit number ``culprit`` makes the allreduce 4x slower."""
-    good = git_builder.commit("engine", {"bench.py": bench, ".github/perfbot.yml": config,
-                                         "engine/__init__.py": "", "engine/pynccl.py": "SPINS = 200_000\n",
-                                         "engine/server.py": "PORT = 1\n"})
+    good = git_builder.commit(
+        "engine",
+        {
+            "bench.py": bench,
+            ".github/perfbot.yml": config,
+            "engine/__init__.py": "",
+            "engine/pynccl.py": "SPINS = 200_000\n",
+            "engine/server.py": "PORT = 1\n",
+        },
+    )
     shas = []
     for number in range(count):
         if number == culprit:
             shas.append(git_builder.commit("Fix PCG MoE error", {"engine/pynccl.py": "SPINS = 800_000\n"}))
         else:
-            shas.append(git_builder.commit(f"server tweak {number}", {"engine/server.py": f"PORT = {number + 2}\n"}))
+            shas.append(
+                git_builder.commit(f"server tweak {number}", {"engine/server.py": f"PORT = {number + 2}\n"})
+            )
     return good, shas
 
 
 def bisect(capsys, git_builder, tmp_path, good, bad, *extra, quiet=True):
     # --python: the fingerprint asks a plain interpreter for package versions (quick), not this
     # test environment's, which would import torch for every run.
-    code = main(["bisect", good, bad, "--repo", str(git_builder.root), "--suite", "spin",
-                 "--rounds", "5", "--out", str(tmp_path / "runs"), "--format", "json",
-                 "--python", PLAIN_PYTHON, *(["--quiet"] if quiet else []), *extra])
+    code = main(
+        [
+            "bisect",
+            good,
+            bad,
+            "--repo",
+            str(git_builder.root),
+            "--suite",
+            "spin",
+            "--rounds",
+            "5",
+            "--out",
+            str(tmp_path / "runs"),
+            "--format",
+            "json",
+            "--python",
+            PLAIN_PYTHON,
+            *(["--quiet"] if quiet else []),
+            *extra,
+        ]
+    )
     out, err = capsys.readouterr()
     return code, (json.loads(out) if out.strip() else None), err
 
@@ -86,8 +114,9 @@ def rounds(log: Path) -> list[tuple[str, str, str]]:
 
 
 @pytest.mark.parametrize("culprit", [0, 5])
-def test_bisect_finds_and_confirms_the_culprit_suspicious_commits_first(capsys, git_builder, tmp_path, log,
-                                                                        culprit):
+def test_bisect_finds_and_confirms_the_culprit_suspicious_commits_first(
+    capsys, git_builder, tmp_path, log, culprit
+):
     good, shas = history(git_builder, culprit)
     code, report, _ = bisect(capsys, git_builder, tmp_path, good, shas[-1])
     first_probe = report["measurements"][1]
@@ -130,7 +159,8 @@ print(f"PERFBOT_METRIC allreduce_ms={value} unit=ms better=lower")
 
 
 def test_a_probe_whose_sides_sit_in_two_modes_of_a_noise_floor_does_not_blame_its_commit(
-        capsys, git_builder, tmp_path):
+    capsys, git_builder, tmp_path
+):
     """The parent's probe is 3.6x slower than GOOD, significantly: two modes of a floor, not the
     68x regression from GOOD to BAD. It counts with the good side (it once blamed the parent)."""
     good, shas = history(git_builder, 5, bench=FLOOR_BENCH)
@@ -161,7 +191,8 @@ print(f"PERFBOT_METRIC allreduce_ms={value} unit=ms better=lower")
 
 
 def test_a_confirmation_that_contradicts_the_probes_measures_them_again_and_finds_the_culprit(
-        capsys, git_builder, tmp_path, monkeypatch):
+    capsys, git_builder, tmp_path, monkeypatch
+):
     monkeypatch.setenv("BISECT_STATE", str(tmp_path / "state"))
     config = CONFIG.replace("[BISECT_RUNS_LOG]", "[BISECT_STATE]")
     good, shas = history(git_builder, 5, bench=BUSY_ONCE_BENCH, config=config)
@@ -185,9 +216,12 @@ def test_a_confirmation_that_contradicts_the_probes_measures_them_again_and_find
 
 
 def test_a_benchmark_that_edits_its_checkout_stops_the_bisection_with_a_one_line_error(
-        capsys, git_builder, tmp_path):
-    config = CONFIG.replace("      command: python3 bench.py\n",
-                            "      command: python3 bench.py && echo '# edited' >> engine/server.py\n")
+    capsys, git_builder, tmp_path
+):
+    config = CONFIG.replace(
+        "      command: python3 bench.py\n",
+        "      command: python3 bench.py && echo '# edited' >> engine/server.py\n",
+    )
     good, shas = history(git_builder, 5, config=config)
     code, _, err = bisect(capsys, git_builder, tmp_path, good, shas[-1])
     assert code == 2 and err.count("\n") == 1, err
@@ -197,7 +231,8 @@ def test_a_benchmark_that_edits_its_checkout_stops_the_bisection_with_a_one_line
 
 
 def test_a_rerun_into_the_same_folder_reuses_its_runs_and_measures_only_what_is_missing(
-        capsys, git_builder, tmp_path, log):
+    capsys, git_builder, tmp_path, log
+):
     good, shas = history(git_builder, 5)
     code, first, _ = bisect(capsys, git_builder, tmp_path, good, shas[-1])
     assert code == 0
@@ -219,14 +254,18 @@ def test_a_rerun_into_the_same_folder_reuses_its_runs_and_measures_only_what_is_
     assert err.count("reusing") == first["runs"]["total"] - 2
 
 
-def test_a_folder_of_another_bisection_is_a_one_line_error_and_nothing_runs(capsys, git_builder, tmp_path, log):
+def test_a_folder_of_another_bisection_is_a_one_line_error_and_nothing_runs(
+    capsys, git_builder, tmp_path, log
+):
     good, shas = history(git_builder, culprit=99)
     code, report, _ = bisect(capsys, git_builder, tmp_path, good, shas[-1])  # the reference run alone
     assert code == 1 and report["status"] == "not_reproduced" and len(rounds(log)) == 10
     code, again, err = bisect(capsys, git_builder, tmp_path, good, shas[-1], quiet=False)  # reuses it
     assert (code, again) == (1, report) and "nothing to bisect" in err and len(rounds(log)) == 10
-    for extra, difference in ((["--rounds", "3"], "max_rounds 5 there, 3 here; rounds 5 there, 3 here"),
-                              (["--metric", "allreduce_ms"], "metric (default) there, allreduce_ms here")):
+    for extra, difference in (
+        (["--rounds", "3"], "max_rounds 5 there, 3 here; rounds 5 there, 3 here"),
+        (["--metric", "allreduce_ms"], "metric (default) there, allreduce_ms here"),
+    ):
         code, _, err = bisect(capsys, git_builder, tmp_path, good, shas[-1], *extra)
         assert code == 2 and err.count("\n") == 1, err
         assert f"runs holds the runs of another bisection ({difference})" in err
@@ -245,12 +284,15 @@ def test_an_output_folder_that_is_a_file_is_a_one_line_error(capsys, git_builder
     assert code == 2 and "cannot use it as the output folder" in err and err.count("\n") == 1
 
 
-def test_a_range_without_a_regression_is_reported_not_reproduced_with_both_fingerprints(capsys, git_builder,
-                                                                                        tmp_path):
+def test_a_range_without_a_regression_is_reported_not_reproduced_with_both_fingerprints(
+    capsys, git_builder, tmp_path
+):
     """GOOD and BAD that no longer differ are an outcome (exit 1), not a usage error: no culprit, the
     reference run and each side's environment fingerprint kept, and the artifact written."""
     good, shas = history(git_builder, culprit=99)
-    code, report, err = bisect(capsys, git_builder, tmp_path, good, shas[-1], "--artifact", str(tmp_path / "a"))
+    code, report, err = bisect(
+        capsys, git_builder, tmp_path, good, shas[-1], "--artifact", str(tmp_path / "a")
+    )
     assert code == 1 and err == "", err
     assert (report["schema"], report["status"], report["culprit"]) == (1, "not_reproduced", None)
     assert report["conclusion"].startswith("not reproduced in today's environment: allreduce_ms unchanged")
@@ -259,13 +301,32 @@ def test_a_range_without_a_regression_is_reported_not_reproduced_with_both_finge
     good_print, bad_print = report["fingerprints"]["good"], report["fingerprints"]["bad"]
     assert good_print["cpu.cores"] == bad_print["cpu.cores"] and good_print["host.kernel"]
     assert not any(key.startswith(("git.", "taken_at")) for key in good_print)  # the commit, not the machine
-    assert sorted(p.name for p in (tmp_path / "a").iterdir()) == ["bisect.json", "reference.results.json",
-                                                                   "summary.md"]
+    assert sorted(p.name for p in (tmp_path / "a").iterdir()) == [
+        "bisect.json",
+        "reference.results.json",
+        "summary.md",
+    ]
     summary = (tmp_path / "a" / "summary.md").read_text()
     assert "not reproduced in today's environment" in summary and "| key | GOOD | BAD | differs |" in summary
     assert "| `cpu.cores` |" in summary and "(0 differ)" in summary
-    main(["bisect", good, shas[-1], "--repo", str(git_builder.root), "--suite", "spin", "--rounds", "5",
-          "--out", str(tmp_path / "runs"), "--python", PLAIN_PYTHON, "--quiet"])
+    main(
+        [
+            "bisect",
+            good,
+            shas[-1],
+            "--repo",
+            str(git_builder.root),
+            "--suite",
+            "spin",
+            "--rounds",
+            "5",
+            "--out",
+            str(tmp_path / "runs"),
+            "--python",
+            PLAIN_PYTHON,
+            "--quiet",
+        ]
+    )
     text = capsys.readouterr().out
     assert "not reproduced in today's environment" in text and "fingerprints (GOOD | BAD)" in text
     assert "(* differs between GOOD and BAD)" in text
@@ -287,12 +348,33 @@ def test_bisect_finds_the_seeded_culprit_of_the_sample_repository_on_cpu(capsys,
     imported = tmp_path / "imported.jsonl"
     monkeypatch.setenv("BISECT_RUNS_LOG", str(imported))
     config = tmp_path / "cpu.yml"
-    config.write_text(f"version: 1\nbench:\n  warmup: 0\n  pass_env: [BISECT_RUNS_LOG]\n  suites:\n"
-                      f"    communicator:\n      kind: command\n"
-                      f"      command: {sys.executable} {COMMUNICATOR_BENCH}\n")
-    code = main(["bisect", manifest["first"], manifest["head"], "--repo", manifest["path"],
-                 "--suite", "communicator", "--rounds", "5", "--config", str(config),
-                 "--out", str(tmp_path / "runs"), "--format", "json", "--quiet", "--python", PLAIN_PYTHON])
+    config.write_text(
+        f"version: 1\nbench:\n  warmup: 0\n  pass_env: [BISECT_RUNS_LOG]\n  suites:\n"
+        f"    communicator:\n      kind: command\n"
+        f"      command: {sys.executable} {COMMUNICATOR_BENCH}\n"
+    )
+    code = main(
+        [
+            "bisect",
+            manifest["first"],
+            manifest["head"],
+            "--repo",
+            manifest["path"],
+            "--suite",
+            "communicator",
+            "--rounds",
+            "5",
+            "--config",
+            str(config),
+            "--out",
+            str(tmp_path / "runs"),
+            "--format",
+            "json",
+            "--quiet",
+            "--python",
+            PLAIN_PYTHON,
+        ]
+    )
     out, err = capsys.readouterr()
     assert code == 0, err
     report = json.loads(out)
@@ -309,7 +391,7 @@ def test_bisect_finds_the_seeded_culprit_of_the_sample_repository_on_cpu(capsys,
     runs = list({m["results"]: m for m in report["measurements"]}.values())
     assert len(logged) == 2 * 5 * len(runs)
     for number, run in enumerate(runs):
-        for entry in logged[10 * number:10 * (number + 1)]:
+        for entry in logged[10 * number : 10 * (number + 1)]:
             sha = run[entry["side"]]
             assert entry["commit"] == sha, (run, entry)
             assert Path(entry["imported"]).is_relative_to(entry["cwd"])
@@ -317,28 +399,57 @@ def test_bisect_finds_the_seeded_culprit_of_the_sample_repository_on_cpu(capsys,
             assert entry["digest"] == hashlib.sha256((source + "\n").encode()).hexdigest()
 
 
-@pytest.mark.parametrize("option, value, message", [("--alpha", "5", "a probability between 0 and 1"),
-                                                     ("--min-effect", "150", "a percentage from 0 to 100")])
+@pytest.mark.parametrize(
+    "option, value, message",
+    [
+        ("--alpha", "5", "a probability between 0 and 1"),
+        ("--min-effect", "150", "a percentage from 0 to 100"),
+    ],
+)
 def test_statistics_options_out_of_range_are_one_line_errors(capsys, option, value, message):
     code = main(["bisect", "a", "b", "--suite", "x", option, value])
     _, err = capsys.readouterr()
     assert code == 2 and message in err and err.count("\n") == 1
 
 
-def test_a_bisection_that_stops_on_an_error_still_leaves_its_report_in_the_artifact(capsys, git_builder, tmp_path):
+def test_a_bisection_that_stops_on_an_error_still_leaves_its_report_in_the_artifact(
+    capsys, git_builder, tmp_path
+):
     """The action uploads what perfbot wrote: a bisection stopped by an error (here a suite the config
     does not have) leaves bisect.json with status error and the reason, its SHA-256 recorded."""
     good, shas = history(git_builder, 3)
     artifact, recorded = tmp_path / "artifact", tmp_path / "recorded"
     with recorded.open("w") as stream:
-        code = main(["bisect", good, shas[-1], "--repo", str(git_builder.root), "--suite", "nope",
-                     "--out", str(tmp_path / "runs"), "--artifact", str(artifact), "--python", PLAIN_PYTHON,
-                     "--github-output-fd", str(stream.fileno()), "--quiet"])
+        code = main(
+            [
+                "bisect",
+                good,
+                shas[-1],
+                "--repo",
+                str(git_builder.root),
+                "--suite",
+                "nope",
+                "--out",
+                str(tmp_path / "runs"),
+                "--artifact",
+                str(artifact),
+                "--python",
+                PLAIN_PYTHON,
+                "--github-output-fd",
+                str(stream.fileno()),
+                "--quiet",
+            ]
+        )
     _, err = capsys.readouterr()
     assert code == 2 and err.count("\n") == 1 and "nope" in err, err
     assert sorted(p.name for p in artifact.iterdir()) == ["bisect.json", "summary.md"]
     report = json.loads((artifact / "bisect.json").read_text())
-    assert (report["status"], report["culprit"], report["good"], report["bad"]) == ("error", None, good, shas[-1])
+    assert (report["status"], report["culprit"], report["good"], report["bad"]) == (
+        "error",
+        None,
+        good,
+        shas[-1],
+    )
     assert report["conclusion"].startswith("stopped: ") and "nope" in report["conclusion"]
     digest = hashlib.sha256((artifact / "bisect.json").read_bytes()).hexdigest()
     assert f"{digest}  bisect.json" in recorded.read_text().splitlines()

@@ -9,8 +9,14 @@ import pytest
 from bot.cli.main import main
 from tests.core.judge.results_data import EAGLE3, document, text
 
-QUIET = {"verify_ms": ("ms", "lower", [583.0, 583.4, 582.9, 583.1, 583.2, 582.8],
-                       [583.1, 583.0, 583.2, 582.9, 583.3, 583.0])}
+QUIET = {
+    "verify_ms": (
+        "ms",
+        "lower",
+        [583.0, 583.4, 582.9, 583.1, 583.2, 582.8],
+        [583.1, 583.0, 583.2, 582.9, 583.3, 583.0],
+    )
+}
 
 
 @pytest.fixture
@@ -79,15 +85,24 @@ def test_a_benchmark_that_never_ran_fails_the_gate(capsys, tmp_path):
 def test_a_larger_minimum_effect_is_honoured(capsys, regression_file):
     code, out, _ = run(capsys, regression_file, "--format", "json", "--min-effect", "60")
     data = json.loads(out)
-    assert data["method"] == {"min_effect": 0.6, "alpha": 0.01, "looks": 1, "confidence": 0.95,
-                              "min_rounds": 3,
-                              "model": "random-effects on log round values, Knapp-Hartung t"}
+    assert data["method"] == {
+        "min_effect": 0.6,
+        "alpha": 0.01,
+        "looks": 1,
+        "confidence": 0.95,
+        "min_rounds": 3,
+        "model": "random-effects on log round values, Knapp-Hartung t",
+    }
     assert data["verdict"] != "regression"
 
 
 def test_there_is_no_seed_to_pass_the_judgement_never_resamples(capsys, regression_file):
     code, _, err = run(capsys, regression_file, "--seed", "3")
-    assert code == 2 and err.startswith("perfbot: error: unrecognized arguments: --seed 3") and err.count("\n") == 1
+    assert (
+        code == 2
+        and err.startswith("perfbot: error: unrecognized arguments: --seed 3")
+        and err.count("\n") == 1
+    )
 
 
 def test_the_same_file_gives_the_same_report(capsys, regression_file):
@@ -98,15 +113,19 @@ def test_the_same_file_gives_the_same_report(capsys, regression_file):
 def test_standard_input_is_read_with_a_dash(capsys, monkeypatch, regression_file):
     import io
     import sys
+
     monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(regression_file.read_bytes())))
     assert run(capsys, "-")[0] == 0
 
 
-@pytest.mark.parametrize("content,expected", [
-    ('{"schema": "perfbot.results/1", "suite": ', "not valid JSON (truncated?)"),
-    ('{"schema": "perfbot.results/9"}', "unsupported schema"),
-    (json.dumps(document(QUIET) | {"head": None}), "head"),
-])
+@pytest.mark.parametrize(
+    "content,expected",
+    [
+        ('{"schema": "perfbot.results/1", "suite": ', "not valid JSON (truncated?)"),
+        ('{"schema": "perfbot.results/9"}', "unsupported schema"),
+        (json.dumps(document(QUIET) | {"head": None}), "head"),
+    ],
+)
 def test_a_bad_file_is_exit_2_with_one_line(capsys, tmp_path, content, expected):
     path = tmp_path / "bad.json"
     path.write_text(content)
@@ -115,13 +134,16 @@ def test_a_bad_file_is_exit_2_with_one_line(capsys, tmp_path, content, expected)
     assert err.startswith("perfbot: error: ") and expected in err and err.count("\n") == 1
 
 
-@pytest.mark.parametrize("argv,expected", [
-    (["missing.json"], "cannot read"),
-    (["."], "is a directory"),
-    (["{file}", "--min-effect", "abc"], "not a number"),
-    (["{file}", "--alpha", "2"], "between 0 and 1"),
-    (["{file}", "--fail-on", "bogus"], "invalid choice"),
-])
+@pytest.mark.parametrize(
+    "argv,expected",
+    [
+        (["missing.json"], "cannot read"),
+        (["."], "is a directory"),
+        (["{file}", "--min-effect", "abc"], "not a number"),
+        (["{file}", "--alpha", "2"], "between 0 and 1"),
+        (["{file}", "--fail-on", "bogus"], "invalid choice"),
+    ],
+)
 def test_bad_arguments_are_exit_2_with_one_line(capsys, regression_file, argv, expected):
     code, _, err = run(capsys, *[a.replace("{file}", str(regression_file)) for a in argv])
     assert code == 2 and expected in err and err.count("\n") == 1

@@ -37,8 +37,12 @@ def test_the_json_has_the_diff_under_kernels(capsys):
 def test_a_diff_that_cannot_be_read_is_one_line_and_exit_2(capsys, tmp_path):
     not_a_diff = tmp_path / "notes.txt"
     not_a_diff.write_text("just some notes\n")
-    for argv, message in (([str(tmp_path / "missing.diff")], "cannot read"), ([str(tmp_path)], "is a directory"),
-                          ([str(not_a_diff)], "not a unified diff"), (["-"], "name a file")):
+    for argv, message in (
+        ([str(tmp_path / "missing.diff")], "cannot read"),
+        ([str(tmp_path)], "is a directory"),
+        ([str(not_a_diff)], "not a unified diff"),
+        (["-"], "name a file"),
+    ):
         assert main(["compare", str(AB), "--diff", *argv]) == 2
         err = capsys.readouterr().err
         assert message in err and len(err.strip().splitlines()) == 1 and "Traceback" not in err

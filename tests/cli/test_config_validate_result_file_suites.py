@@ -32,18 +32,30 @@ def test_a_config_of_every_standard_tool_is_valid(tmp_path, capsys):
     assert code == 0 and "valid" in out
 
 
-@pytest.mark.parametrize(("suite", "problem"), [
-    ("{kind: pytest-benchmark}", "bench.suites.x.command: missing (required)"),
-    ("{kind: hyperfine, command: ''}", "bench.suites.x.command: String should have at least 1 character"),
-    ("{kind: google-benchmark, command: b, time: wall}",
-     "bench.suites.x.time: 'wall' is not allowed (expected 'real' or 'cpu')"),
-    ("{kind: vllm-bench-serve, command: b, metrics: {ttft_p50_ms: {better: lower}}}",
-     "bench.suites.x.metrics: unknown key"),
-    ("{kind: sglang-bench-serving, command: b, python: python3}", "bench.suites.x.python: unknown key"),
-    ("{kind: sglang-bench-one-batch, command: b, timeout: 0}",
-     "bench.suites.x.timeout: Input should be greater than 0"),
-    ("{kind: pytest_benchmark, command: b}", "bench.suites.x.kind: 'pytest_benchmark' is not a suite kind"),
-])
+@pytest.mark.parametrize(
+    ("suite", "problem"),
+    [
+        ("{kind: pytest-benchmark}", "bench.suites.x.command: missing (required)"),
+        ("{kind: hyperfine, command: ''}", "bench.suites.x.command: String should have at least 1 character"),
+        (
+            "{kind: google-benchmark, command: b, time: wall}",
+            "bench.suites.x.time: 'wall' is not allowed (expected 'real' or 'cpu')",
+        ),
+        (
+            "{kind: vllm-bench-serve, command: b, metrics: {ttft_p50_ms: {better: lower}}}",
+            "bench.suites.x.metrics: unknown key",
+        ),
+        ("{kind: sglang-bench-serving, command: b, python: python3}", "bench.suites.x.python: unknown key"),
+        (
+            "{kind: sglang-bench-one-batch, command: b, timeout: 0}",
+            "bench.suites.x.timeout: Input should be greater than 0",
+        ),
+        (
+            "{kind: pytest_benchmark, command: b}",
+            "bench.suites.x.kind: 'pytest_benchmark' is not a suite kind",
+        ),
+    ],
+)
 def test_a_mistake_is_one_line_naming_its_key(tmp_path, capsys, suite, problem):
     code, _, err = validate(tmp_path, capsys, f"bench:\n  suites:\n    x: {suite}\n")
     assert code == 2 and "Traceback" not in err

@@ -27,14 +27,20 @@ examples, recorder, github_test_data = test_deliver.examples, test_deliver.recor
 
 def sent(received) -> dict:
     headers, body = received[-1]
-    assert headers["x-hub-signature-256"] == "sha256=" + hmac.new(SECRET.encode(), body, hashlib.sha256).hexdigest()
+    assert (
+        headers["x-hub-signature-256"]
+        == "sha256=" + hmac.new(SECRET.encode(), body, hashlib.sha256).hexdigest()
+    )
     return json.loads(body)
 
 
 def test_body_sets_the_comment_of_a_payload_file(examples, recorder):
     url, received = recorder
     path = examples["issue_comment", "created"]
-    assert main(["deliver", "issue_comment", str(path), "--body", "/bench", "--to", url, "--secret", SECRET]) == 0
+    assert (
+        main(["deliver", "issue_comment", str(path), "--body", "/bench", "--to", url, "--secret", SECRET])
+        == 0
+    )
     payload = sent(received)
     assert payload["comment"]["body"] == "/bench"
     original = json.loads(path.read_text())
@@ -43,15 +49,53 @@ def test_body_sets_the_comment_of_a_payload_file(examples, recorder):
 
 def test_pull_request_builds_a_comment_on_that_pull_request_from_githubs_example(recorder, github_test_data):
     url, received = recorder
-    assert main(["deliver", "issue_comment", "--pull-request", "7", "--repo", "acme/engine", "--login", "maint",
-                 "--body", "/bench verify-step", "--to", url, "--secret", SECRET]) == 0
+    assert (
+        main(
+            [
+                "deliver",
+                "issue_comment",
+                "--pull-request",
+                "7",
+                "--repo",
+                "acme/engine",
+                "--login",
+                "maint",
+                "--body",
+                "/bench verify-step",
+                "--to",
+                url,
+                "--secret",
+                SECRET,
+            ]
+        )
+        == 0
+    )
     payload = sent(received)
     assert github_test_data.schema_errors("issue_comment", payload) == []
-    assert (payload["action"], payload["issue"]["number"], payload["repository"]["full_name"]) == \
-        ("created", 7, "acme/engine")
+    assert (payload["action"], payload["issue"]["number"], payload["repository"]["full_name"]) == (
+        "created",
+        7,
+        "acme/engine",
+    )
     assert payload["issue"]["pull_request"]["url"].endswith("/repos/acme/engine/pulls/7")
-    assert (payload["comment"]["body"], payload["comment"]["user"]["login"]) == ("/bench verify-step", "maint")
-    main(["deliver", "issue_comment", "--pull-request", "7", "--body", "/bench", "--to", url, "--secret", SECRET])
+    assert (payload["comment"]["body"], payload["comment"]["user"]["login"]) == (
+        "/bench verify-step",
+        "maint",
+    )
+    main(
+        [
+            "deliver",
+            "issue_comment",
+            "--pull-request",
+            "7",
+            "--body",
+            "/bench",
+            "--to",
+            url,
+            "--secret",
+            SECRET,
+        ]
+    )
     assert sent(received)["comment"]["id"] != payload["comment"]["id"], "a new comment each time"
 
 
@@ -59,9 +103,14 @@ def test_pull_request_points_a_payload_file_at_a_pull_request(examples, recorder
     url, received = recorder
     path = examples["issue_comment", "created"]
     assert "pull_request" not in json.loads(path.read_text())["issue"]
-    assert main(["deliver", "issue_comment", str(path), "--pull-request", "2", "--to", url, "--secret", SECRET]) == 0
+    assert (
+        main(["deliver", "issue_comment", str(path), "--pull-request", "2", "--to", url, "--secret", SECRET])
+        == 0
+    )
     payload = sent(received)
-    assert payload["issue"]["number"] == 2 and payload["issue"]["pull_request"]["html_url"].endswith("/pull/2")
+    assert payload["issue"]["number"] == 2 and payload["issue"]["pull_request"]["html_url"].endswith(
+        "/pull/2"
+    )
     # The 2019 example breaks today's schema in places; pointing it at a pull request adds nothing to that.
     before = github_test_data.schema_errors("issue_comment", json.loads(path.read_text()))
     assert github_test_data.schema_errors("issue_comment", payload) == before
@@ -71,8 +120,23 @@ def test_pull_request_points_a_payload_file_at_a_pull_request(examples, recorder
 @given(text=st.text(min_size=1).filter(lambda t: not t.startswith("-")))
 def test_any_body_arrives_as_given_and_signed(recorder, github_test_data, text):
     url, received = recorder
-    assert main(["deliver", "issue_comment", "--pull-request", "3", "--body", text, "--to", url,
-                 "--secret", SECRET]) == 0
+    assert (
+        main(
+            [
+                "deliver",
+                "issue_comment",
+                "--pull-request",
+                "3",
+                "--body",
+                text,
+                "--to",
+                url,
+                "--secret",
+                SECRET,
+            ]
+        )
+        == 0
+    )
     assert sent(received)["comment"]["body"] == text
 
 
@@ -83,7 +147,9 @@ def test_a_bench_comment_built_on_a_pull_request_is_queued_where_the_example_is_
         url = f"{server.base}/webhook"
         example = deliver("issue_comment", path, "--body", "/bench", "--to", url, env=env)
         assert example.stdout.startswith("200 OK: ignored"), example.stdout + example.stderr
-        on_pull = deliver("issue_comment", path, "--pull-request", "2", "--body", "/bench", "--to", url, env=env)
+        on_pull = deliver(
+            "issue_comment", path, "--pull-request", "2", "--body", "/bench", "--to", url, env=env
+        )
         assert on_pull.stdout.startswith("202 Accepted: queued"), on_pull.stdout + on_pull.stderr
         built = deliver("issue_comment", "--pull-request", "2", "--body", "/bench", "--to", url, env=env)
         assert built.stdout.startswith("202 Accepted: queued"), built.stdout + built.stderr
@@ -103,7 +169,9 @@ def test_dry_run_of_a_bench_comment_prints_the_reactions_and_the_dispatch(capsys
     assert main(["deliver", "issue_comment", "--pull-request", "2", "--body", "/bench", "--dry-run"]) == 0
     out = capsys.readouterr().out
     heads = [line for line in out.splitlines() if re.match(r"(POST|PATCH) ", line)]
-    assert heads[0].endswith("/reactions") and heads[1].endswith("/actions/workflows/perfbot-bench.yml/dispatches")
+    assert heads[0].endswith("/reactions") and heads[1].endswith(
+        "/actions/workflows/perfbot-bench.yml/dispatches"
+    )
     assert "reaction: eyes" in out and "reaction: rocket" in out
     assert '"head-sha": "3e4bb76d9da013e8b68744a70392fbfbc90e4881"' in out  # the sample's slow commit
     assert "check run 'perfbot / bench': in_progress" in out
@@ -111,33 +179,74 @@ def test_dry_run_of_a_bench_comment_prints_the_reactions_and_the_dispatch(capsys
 
 def test_dry_run_with_a_diff_and_a_config_of_ones_own(tmp_path, capsys):
     diff = tmp_path / "change.diff"
-    diff.write_text("diff --git a/README.md b/README.md\n--- a/README.md\n+++ b/README.md\n@@ -1 +1 @@\n-old\n+new\n")
+    diff.write_text(
+        "diff --git a/README.md b/README.md\n--- a/README.md\n+++ b/README.md\n@@ -1 +1 @@\n-old\n+new\n"
+    )
     config = tmp_path / "perfbot.yml"
     config.write_text("version: 1\nrisk:\n  comment: none\n")
-    assert main(["deliver", "pull_request", "--pull-request", "4", "--dry-run", "--diff", str(diff),
-                 "--config", str(config)]) == 0
+    assert (
+        main(
+            [
+                "deliver",
+                "pull_request",
+                "--pull-request",
+                "4",
+                "--dry-run",
+                "--diff",
+                str(diff),
+                "--config",
+                str(config),
+            ]
+        )
+        == 0
+    )
     out = capsys.readouterr().out
-    assert "Performance risk: **none** (0/100)" in out and "check run 'perfbot / risk': completed, success" in out
+    assert (
+        "Performance risk: **none** (0/100)" in out
+        and "check run 'perfbot / risk': completed, success" in out
+    )
     assert "with the change given by --diff" in out and "/labels" not in out
 
 
-@pytest.mark.parametrize("args,message", [
-    (["ping", "--pull-request", "2", "--to", "http://127.0.0.1:1/webhook"], "--pull-request builds issue_comment"),
-    (["issue_comment", "--to", "http://127.0.0.1:1/webhook"], "PAYLOAD is needed"),
-    (["ping", "{file}", "--body", "x", "--to", "http://127.0.0.1:1/webhook"], "--body sets the body of a comment"),
-    (["issue_comment", "{file}", "--repo", "a/b", "--to", "http://127.0.0.1:1/webhook"], "--repo is for an event"),
-    (["issue_comment", "--pull-request", "2", "--repo", "no-slash", "--dry-run"], "--repo 'no-slash': expected"),
-    (["issue_comment", "--pull-request", "2", "--login", "a b", "--dry-run"], "--login 'a b': expected"),
-    (["issue_comment", "{file}", "--pull-request", "2", "--to", "http://127.0.0.1:1/webhook"],
-     "the issue_comment payload has no issue"),
-    (["pull_request", "--pull-request", "2", "--diff", "x.diff", "--to", "http://127.0.0.1:1/webhook"],
-     "--diff is for --dry-run"),
-    (["pull_request", "--pull-request", "2", "--dry-run", "--diff", "{missing}"], "cannot read"),
-    (["pull_request", "--pull-request", "0", "--dry-run"], "expected a pull request number, got 0"),
-    (["pull_request", "--pull-request", "2"], "one of the arguments --to --dry-run is required"),
-    (["pull_request", "--pull-request", "2", "--dry-run", "--to", "http://127.0.0.1:1/webhook"], "not allowed with"),
-    (["ping", "{file}", "--dry-run"], "the payload names no repository"),
-])
+@pytest.mark.parametrize(
+    "args,message",
+    [
+        (
+            ["ping", "--pull-request", "2", "--to", "http://127.0.0.1:1/webhook"],
+            "--pull-request builds issue_comment",
+        ),
+        (["issue_comment", "--to", "http://127.0.0.1:1/webhook"], "PAYLOAD is needed"),
+        (
+            ["ping", "{file}", "--body", "x", "--to", "http://127.0.0.1:1/webhook"],
+            "--body sets the body of a comment",
+        ),
+        (
+            ["issue_comment", "{file}", "--repo", "a/b", "--to", "http://127.0.0.1:1/webhook"],
+            "--repo is for an event",
+        ),
+        (
+            ["issue_comment", "--pull-request", "2", "--repo", "no-slash", "--dry-run"],
+            "--repo 'no-slash': expected",
+        ),
+        (["issue_comment", "--pull-request", "2", "--login", "a b", "--dry-run"], "--login 'a b': expected"),
+        (
+            ["issue_comment", "{file}", "--pull-request", "2", "--to", "http://127.0.0.1:1/webhook"],
+            "the issue_comment payload has no issue",
+        ),
+        (
+            ["pull_request", "--pull-request", "2", "--diff", "x.diff", "--to", "http://127.0.0.1:1/webhook"],
+            "--diff is for --dry-run",
+        ),
+        (["pull_request", "--pull-request", "2", "--dry-run", "--diff", "{missing}"], "cannot read"),
+        (["pull_request", "--pull-request", "0", "--dry-run"], "expected a pull request number, got 0"),
+        (["pull_request", "--pull-request", "2"], "one of the arguments --to --dry-run is required"),
+        (
+            ["pull_request", "--pull-request", "2", "--dry-run", "--to", "http://127.0.0.1:1/webhook"],
+            "not allowed with",
+        ),
+        (["ping", "{file}", "--dry-run"], "the payload names no repository"),
+    ],
+)
 def test_mistakes_are_one_line_and_exit_2(tmp_path, capsys, args, message):
     payload = tmp_path / "payload.json"
     payload.write_text('{"zen": "x"}')

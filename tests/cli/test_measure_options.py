@@ -19,14 +19,17 @@ def test_positive_float_accepts_a_positive_finite_number(text, value):
     assert positive_float(text) == value
 
 
-@pytest.mark.parametrize("text,message", [
-    ("0", "expected a positive number, got 0"),
-    ("-3", "expected a positive number, got -3"),
-    ("nan", "expected a finite number, got nan"),
-    ("inf", "expected a finite number, got inf"),
-    ("-inf", "expected a finite number, got -inf"),
-    ("Infinity", "expected a finite number, got Infinity"),
-])
+@pytest.mark.parametrize(
+    "text,message",
+    [
+        ("0", "expected a positive number, got 0"),
+        ("-3", "expected a positive number, got -3"),
+        ("nan", "expected a finite number, got nan"),
+        ("inf", "expected a finite number, got inf"),
+        ("-inf", "expected a finite number, got -inf"),
+        ("Infinity", "expected a finite number, got Infinity"),
+    ],
+)
 def test_positive_float_refuses_what_is_not_a_positive_finite_number(text, message):
     with pytest.raises(argparse.ArgumentTypeError) as refused:
         positive_float(text)
@@ -45,10 +48,35 @@ def test_bench_run_and_bisect_read_the_shared_options_into_one_measure_options(m
     monkeypatch.setattr(cli_bisect, "bisect", stop)
     config = tmp_path / "perfbot.yml"
     config.write_text("version: 1\n")
-    shared = ["--repo", str(tmp_path), "--rounds", "3", "--warmup", "0", "--max-rounds", "7", "--timeout", "90",
-              "--config", str(config), "--command", "make bench", "--allow-dirty", "--python", "/engine/python"]
-    expected = MeasureOptions(repo=tmp_path, rounds=3, warmup=0, max_rounds=7, timeout=90.0, command="make bench",
-                              allow_dirty=True, python="/engine/python")
+    shared = [
+        "--repo",
+        str(tmp_path),
+        "--rounds",
+        "3",
+        "--warmup",
+        "0",
+        "--max-rounds",
+        "7",
+        "--timeout",
+        "90",
+        "--config",
+        str(config),
+        "--command",
+        "make bench",
+        "--allow-dirty",
+        "--python",
+        "/engine/python",
+    ]
+    expected = MeasureOptions(
+        repo=tmp_path,
+        rounds=3,
+        warmup=0,
+        max_rounds=7,
+        timeout=90.0,
+        command="make bench",
+        allow_dirty=True,
+        python="/engine/python",
+    )
     with pytest.raises(Captured) as ran:
         main(["bench", "run", "--base", "main", "--head", "topic", "--suite", "command", *shared])
     assert ran.value.args[0].measure == expected

@@ -12,10 +12,24 @@ from bot.cli.main import main
 from bot.sandbox import sample
 
 STATE = "mini_engine/distributed/parallel_state.py"
-MAP = {"schema": 1, "commit": sample.BEFORE_SLOW_SHA, "suite": "verify-step", "step": "verify step",
-       "steps": 10, "source": "sys.monitoring", "kernels": [],
-       "functions": [{"path": STATE, "function": "tensor_model_parallel_all_reduce", "line": 18,
-                      "calls_per_step": 32, "host_share": 0.03}]}
+MAP = {
+    "schema": 1,
+    "commit": sample.BEFORE_SLOW_SHA,
+    "suite": "verify-step",
+    "step": "verify step",
+    "steps": 10,
+    "source": "sys.monitoring",
+    "kernels": [],
+    "functions": [
+        {
+            "path": STATE,
+            "function": "tensor_model_parallel_all_reduce",
+            "line": 18,
+            "calls_per_step": 32,
+            "host_share": 0.03,
+        }
+    ],
+}
 HELPER = f"""\
 diff --git a/{STATE} b/{STATE}
 --- a/{STATE}
@@ -78,22 +92,37 @@ def test_without_a_repository_holding_the_maps_commit_only_the_map_judges(sample
 
 def test_triage_with_a_map_names_the_measurement_for_the_slow_commit(sample_repo, tmp_path, capsys):
     mapped = write(tmp_path, "map.json", MAP)
-    code, out, _ = run(capsys, "triage", f"{sample.BEFORE_SLOW_SHA}~1..{sample.SLOW_SHA}", "--repo",
-                       sample_repo, "--map", mapped, "--format", "json", "--quiet")
+    code, out, _ = run(
+        capsys,
+        "triage",
+        f"{sample.BEFORE_SLOW_SHA}~1..{sample.SLOW_SHA}",
+        "--repo",
+        sample_repo,
+        "--map",
+        mapped,
+        "--format",
+        "json",
+        "--quiet",
+    )
     data = json.loads(out)
     assert code == 0 and data["commits"][0]["sha"] == sample.SLOW_SHA
-    assert any("[map.per-step, +59.6] at mini_engine/distributed/parallel_state.py" in reason
-               for reason in data["commits"][0]["reasons"])
+    assert any(
+        "[map.per-step, +59.6] at mini_engine/distributed/parallel_state.py" in reason
+        for reason in data["commits"][0]["reasons"]
+    )
 
 
-@pytest.mark.parametrize(("content", "fragment"), [
-    ("{", "not a JSON map file (Expecting property name"),
-    (b"\xff\xfe\x00", "not a JSON map file"),
-    ("[" * 100_000 + "]" * 100_000, "not a JSON map file"),
-    ({"schema": 2}, "schema: must be 1"),
-    (dict(MAP, functions=[{"path": "/etc/x.py"}]), "functions[0]"),
-    ({"step_map": {"schema": 1, "commit": "zz"}}, "step_map.commit"),
-])
+@pytest.mark.parametrize(
+    ("content", "fragment"),
+    [
+        ("{", "not a JSON map file (Expecting property name"),
+        (b"\xff\xfe\x00", "not a JSON map file"),
+        ("[" * 100_000 + "]" * 100_000, "not a JSON map file"),
+        ({"schema": 2}, "schema: must be 1"),
+        (dict(MAP, functions=[{"path": "/etc/x.py"}]), "functions[0]"),
+        ({"step_map": {"schema": 1, "commit": "zz"}}, "step_map.commit"),
+    ],
+)
 def test_a_bad_map_file_is_a_one_line_error_naming_it(tmp_path, capsys, content, fragment):
     diff = write(tmp_path, "d.diff", HELPER)
     path = tmp_path / "map.json"

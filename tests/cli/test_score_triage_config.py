@@ -40,6 +40,7 @@ def assert_one_line_error(code, err, *fragments):
 
 # --- score ---------------------------------------------------------------------------------------
 
+
 def test_score_reads_a_file_and_prints_json_per_the_contract(tmp_path, capsys):
     diff = tmp_path / "change.diff"
     diff.write_text(HOT)
@@ -103,9 +104,12 @@ def test_score_over_the_size_limit_is_a_one_line_error(tmp_path, capsys):
 @pytest.mark.slow
 def test_score_of_a_50_mib_diff_completes(tmp_path, capsys):
     body = "".join(f"+    value_{i} = tensor.item() + {i}\n" for i in range(1000))
-    sections = [f"diff --git a/engine/comm_{n}/pynccl.py b/engine/comm_{n}/pynccl.py\n"
-                f"--- a/engine/comm_{n}/pynccl.py\n+++ b/engine/comm_{n}/pynccl.py\n"
-                f"@@ -0,0 +1,1000 @@ def all_reduce(self, x):\n{body}" for n in range(40)]
+    sections = [
+        f"diff --git a/engine/comm_{n}/pynccl.py b/engine/comm_{n}/pynccl.py\n"
+        f"--- a/engine/comm_{n}/pynccl.py\n+++ b/engine/comm_{n}/pynccl.py\n"
+        f"@@ -0,0 +1,1000 @@ def all_reduce(self, x):\n{body}"
+        for n in range(40)
+    ]
     one = "".join(sections)
     diff = tmp_path / "huge.diff"
     diff.write_text(one * (50 * 2**20 // len(one) + 1))
@@ -130,12 +134,19 @@ def test_a_usage_mistake_is_one_line_not_the_usage_block(capsys):
 
 def test_score_uses_the_checkout_for_config_and_enclosing_functions(git_builder, tmp_path, capsys):
     source = "class Runner:\n    def capture(self):\n        a = 1\n        b = 2\n"
-    git_builder.commit("base", {"engine/runner.py": source,
-                                ".github/perfbot.yml": "risk: {thresholds: {low: 1, medium: 2, high: 3}}\n"})
+    git_builder.commit(
+        "base",
+        {
+            "engine/runner.py": source,
+            ".github/perfbot.yml": "risk: {thresholds: {low: 1, medium: 2, high: 3}}\n",
+        },
+    )
     diff = tmp_path / "d.diff"
-    diff.write_text("diff --git a/engine/runner.py b/engine/runner.py\n--- a/engine/runner.py\n"
-                    "+++ b/engine/runner.py\n@@ -3,2 +3,2 @@ class Runner:\n         a = 1\n"
-                    "-        b = 1\n+        b = 2\n")
+    diff.write_text(
+        "diff --git a/engine/runner.py b/engine/runner.py\n--- a/engine/runner.py\n"
+        "+++ b/engine/runner.py\n@@ -3,2 +3,2 @@ class Runner:\n         a = 1\n"
+        "-        b = 1\n+        b = 2\n"
+    )
     code, out, _ = run(capsys, "score", str(diff), "--repo", str(git_builder.root), "--format", "json")
     data = json.loads(out)
     assert code == 0 and data["level"] == "high"  # the repository's own thresholds
@@ -144,31 +155,48 @@ def test_score_uses_the_checkout_for_config_and_enclosing_functions(git_builder,
 
 # --- triage --------------------------------------------------------------------------------------
 
+
 def sglang_like_history(git_builder):
     """A history shaped like SGLang's bba2fc4..3207427: one communicator fix among others."""
     comm = "python/sglang/srt/distributed"
-    files = {f"{comm}/device_communicators/pynccl.py": "class PyNcclCommunicator:\n    def all_reduce(self, x):\n        return x\n",
-             f"{comm}/parallel_state.py": "def graph_capture():\n    pass\n",
-             f"{comm}/device_communicators/custom_all_reduce.py": "def custom_all_reduce(x):\n    return x\n",
-             "python/sglang/srt/managers/tokenizer_manager.py": "def validate(r):\n    return r\n",
-             "python/sglang/multimodal_gen/runtime/executor.py": "def run():\n    pass\n",
-             "docs/index.md": "hello\n"}
+    files = {
+        f"{comm}/device_communicators/pynccl.py": "class PyNcclCommunicator:\n    def all_reduce(self, x):\n        return x\n",
+        f"{comm}/parallel_state.py": "def graph_capture():\n    pass\n",
+        f"{comm}/device_communicators/custom_all_reduce.py": "def custom_all_reduce(x):\n    return x\n",
+        "python/sglang/srt/managers/tokenizer_manager.py": "def validate(r):\n    return r\n",
+        "python/sglang/multimodal_gen/runtime/executor.py": "def run():\n    pass\n",
+        "docs/index.md": "hello\n",
+    }
     base = git_builder.commit("base", files)
-    git_builder.commit("[diffusion] fix executor rank", {"python/sglang/multimodal_gen/runtime/executor.py": "def run():\n    return 1\n"})
-    guilty = git_builder.commit("Fix PCG MoE Error", {
-        f"{comm}/device_communicators/pynccl.py": "class PyNcclCommunicator:\n    def all_reduce(self, x):\n        y = x.clone()\n        return y\n",
-        f"{comm}/parallel_state.py": "def graph_capture():\n    torch.cuda.synchronize()\n",
-        f"{comm}/device_communicators/custom_all_reduce.py": "def custom_all_reduce(x):\n    return x.contiguous()\n"})
-    git_builder.commit("Move validation to the tokenizer manager", {"python/sglang/srt/managers/tokenizer_manager.py": "def validate(r):\n    assert r\n    return r\n"})
+    git_builder.commit(
+        "[diffusion] fix executor rank",
+        {"python/sglang/multimodal_gen/runtime/executor.py": "def run():\n    return 1\n"},
+    )
+    guilty = git_builder.commit(
+        "Fix PCG MoE Error",
+        {
+            f"{comm}/device_communicators/pynccl.py": "class PyNcclCommunicator:\n    def all_reduce(self, x):\n        y = x.clone()\n        return y\n",
+            f"{comm}/parallel_state.py": "def graph_capture():\n    torch.cuda.synchronize()\n",
+            f"{comm}/device_communicators/custom_all_reduce.py": "def custom_all_reduce(x):\n    return x.contiguous()\n",
+        },
+    )
+    git_builder.commit(
+        "Move validation to the tokenizer manager",
+        {"python/sglang/srt/managers/tokenizer_manager.py": "def validate(r):\n    assert r\n    return r\n"},
+    )
     git_builder.commit("docs: typo", {"docs/index.md": "hello!\n"})
-    git_builder.commit("[diffusion] warmup by default", {"python/sglang/multimodal_gen/runtime/executor.py": "def run():\n    return 2\n"})
+    git_builder.commit(
+        "[diffusion] warmup by default",
+        {"python/sglang/multimodal_gen/runtime/executor.py": "def run():\n    return 2\n"},
+    )
     return base, guilty
 
 
 def test_triage_ranks_the_communicator_fix_first_and_diffusion_last(git_builder, capsys):
     base, guilty = sglang_like_history(git_builder)
-    code, out, _ = run(capsys, "triage", f"{base[:7]}..HEAD", "--repo", str(git_builder.root),
-                       "--format", "json")
+    code, out, _ = run(
+        capsys, "triage", f"{base[:7]}..HEAD", "--repo", str(git_builder.root), "--format", "json"
+    )
     data = json.loads(out)
     assert code == 0 and data["profile"] == "sglang" and data["range"] == f"{base[:7]}..HEAD"
     commits = data["commits"]
@@ -193,18 +221,25 @@ def test_triage_text_shows_rank_reasons_and_stat(git_builder, capsys):
 def test_triage_errors_are_one_line(git_builder, tmp_path, capsys):
     base, _ = sglang_like_history(git_builder)
     repo = str(git_builder.root)
-    assert_one_line_error(*run(capsys, "triage", "nope..HEAD", "--repo", repo)[::2], "unknown revision 'nope'")
+    assert_one_line_error(
+        *run(capsys, "triage", "nope..HEAD", "--repo", repo)[::2], "unknown revision 'nope'"
+    )
     assert_one_line_error(*run(capsys, "triage", "HEAD..HEAD", "--repo", repo)[::2], "has no commits")
     assert_one_line_error(*run(capsys, "triage", "HEAD", "--repo", repo)[::2], "expected a range")
-    assert_one_line_error(*run(capsys, "triage", "a..b", "--repo", str(tmp_path))[::2], "not a git repository")
+    assert_one_line_error(
+        *run(capsys, "triage", "a..b", "--repo", str(tmp_path))[::2], "not a git repository"
+    )
 
 
 def test_triage_fail_on(git_builder, capsys):
     base, _ = sglang_like_history(git_builder)
-    assert run(capsys, "triage", f"{base}..HEAD", "--repo", str(git_builder.root), "--fail-on", "high")[0] == 1
+    assert (
+        run(capsys, "triage", f"{base}..HEAD", "--repo", str(git_builder.root), "--fail-on", "high")[0] == 1
+    )
 
 
 # --- config ---------------------------------------------------------------------------------------
+
 
 def test_config_validate_accepts_a_good_file(tmp_path, capsys):
     cfg = tmp_path / "perfbot.yml"
@@ -218,7 +253,10 @@ def test_config_validate_lists_every_problem_with_its_key_path(tmp_path, capsys)
     cfg.write_text("version: 2\nrisk: {profil: x}\n")
     code, _, err = run(capsys, "config", "validate", str(cfg))
     assert code == 2
-    assert err.splitlines() == [f"{cfg}: version: 2 is not allowed (expected 1)", f"{cfg}: risk.profil: unknown key"]
+    assert err.splitlines() == [
+        f"{cfg}: version: 2 is not allowed (expected 1)",
+        f"{cfg}: risk.profil: unknown key",
+    ]
 
 
 def test_config_validate_checks_rule_ids_against_the_profile(tmp_path, capsys):
@@ -250,6 +288,7 @@ def test_missing_or_unknown_commands_are_one_line_errors(capsys, argv):
 
 # --- papercuts ------------------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("stdin", [b"", b"hello, not a diff\n"])
 def test_score_gating_on_nothing_is_an_error_not_a_pass(capsys, monkeypatch, stdin):
     code, _, err = run(capsys, "score", "-", "--fail-on", "medium", stdin=stdin, monkeypatch=monkeypatch)
@@ -274,11 +313,14 @@ def test_score_repo_reads_no_file_outside_the_work_tree(git_builder, tmp_path, c
         assert all(s["function"] != "all_reduce" for s in json.loads(out)["signals"]), path
 
 
-@pytest.mark.parametrize("argv, start", [
-    (["score", "--format", "yaml"], "perfbot: error: score: argument --format: invalid choice"),
-    (["config", "rules", "--profile", "x"], "perfbot: error: config rules: argument --profile"),
-    (["score", "--bogus"], "perfbot: error: unrecognized arguments: --bogus"),
-])
+@pytest.mark.parametrize(
+    "argv, start",
+    [
+        (["score", "--format", "yaml"], "perfbot: error: score: argument --format: invalid choice"),
+        (["config", "rules", "--profile", "x"], "perfbot: error: config rules: argument --profile"),
+        (["score", "--bogus"], "perfbot: error: unrecognized arguments: --bogus"),
+    ],
+)
 def test_a_usage_mistake_says_perfbot_error_once(capsys, argv, start):
     code, _, err = run(capsys, *argv)
     assert_one_line_error(code, err)
@@ -287,30 +329,36 @@ def test_a_usage_mistake_says_perfbot_error_once(capsys, argv, start):
 
 def test_triage_limit_says_how_many_were_ranked(git_builder, capsys):
     base, _ = sglang_like_history(git_builder)
-    code, out, _ = run(capsys, "triage", f"{base}..HEAD", "--repo", str(git_builder.root), "--limit", "2",
-                       "--no-files")
+    code, out, _ = run(
+        capsys, "triage", f"{base}..HEAD", "--repo", str(git_builder.root), "--limit", "2", "--no-files"
+    )
     assert code == 0 and out.splitlines()[0].startswith(f"triage of {base}..HEAD: 2 of 5 commits")
-    _, out, _ = run(capsys, "triage", f"{base}..HEAD", "--repo", str(git_builder.root), "--limit", "2",
-                    "--format", "json")
+    _, out, _ = run(
+        capsys, "triage", f"{base}..HEAD", "--repo", str(git_builder.root), "--limit", "2", "--format", "json"
+    )
     data = json.loads(out)
     assert data["total"] == 5 and len(data["commits"]) == 2
 
 
 def test_config_rules_profile_auto_looks_at_the_repository(git_builder, capsys, monkeypatch):
     sglang_like_history(git_builder)
-    code, out, _ = run(capsys, "config", "rules", "--profile", "auto", "--repo", str(git_builder.root),
-                       "--format", "json")
+    code, out, _ = run(
+        capsys, "config", "rules", "--profile", "auto", "--repo", str(git_builder.root), "--format", "json"
+    )
     assert code == 0 and any(r["id"].startswith("sglang.") for r in json.loads(out))
     monkeypatch.chdir(git_builder.root)
     _, out, _ = run(capsys, "config", "rules", "--format", "json")  # auto by default, like score
     assert any(r["id"].startswith("sglang.") for r in json.loads(out))
 
 
-@pytest.mark.parametrize("limit,message", [
-    ("-1", "argument --limit: expected a positive integer, got -1"),
-    ("0", "argument --limit: expected a positive integer, got 0"),
-    ("two", "argument --limit: invalid positive_int value: 'two'"),
-])
+@pytest.mark.parametrize(
+    "limit,message",
+    [
+        ("-1", "argument --limit: expected a positive integer, got -1"),
+        ("0", "argument --limit: expected a positive integer, got 0"),
+        ("two", "argument --limit: invalid positive_int value: 'two'"),
+    ],
+)
 def test_triage_refuses_a_limit_that_is_not_a_positive_number(capsys, limit, message):
     code, out, err = run(capsys, "triage", "HEAD~1..HEAD", "--limit", limit)
     assert_one_line_error(code, err, message)
@@ -363,15 +411,28 @@ def test_config_validate_reports_field_and_rule_id_problems_together_in_the_file
     ]
 
 
-@pytest.mark.parametrize("text,problem", [
-    ("risk: [1, 2]\n", "risk: expected a mapping of keys to values, not a list"),
-    ("bench: {suites: {a: {kind: nope}}}\n",
-     "bench.suites.a.kind: 'nope' is not a suite kind (expected one of 'command', 'google-benchmark', 'hyperfine', 'pytest-benchmark', 'sglang-bench-one-batch', 'sglang-bench-serving', 'sglang-eagle3', 'verify-step', 'vllm-bench-serve')"),
-    ("bench: {suites: {a: {}}}\n", "bench.suites.a: missing 'kind' (one of 'command', 'google-benchmark', 'hyperfine', 'pytest-benchmark', 'sglang-bench-one-batch', 'sglang-bench-serving', 'sglang-eagle3', 'verify-step', 'vllm-bench-serve')"),
-    ("bench: {suites: {c: {kind: command, command: 7}}}\n", "bench.suites.c.command: Input should be a valid string"),
-    ("risk: {disable: [sglang.cold]}\n",
-     "risk.disable[0]: unknown rule id 'sglang.cold' in profiles generic and vllm, which 'profile: auto' may pick"),
-])
+@pytest.mark.parametrize(
+    "text,problem",
+    [
+        ("risk: [1, 2]\n", "risk: expected a mapping of keys to values, not a list"),
+        (
+            "bench: {suites: {a: {kind: nope}}}\n",
+            "bench.suites.a.kind: 'nope' is not a suite kind (expected one of 'command', 'google-benchmark', 'hyperfine', 'pytest-benchmark', 'sglang-bench-one-batch', 'sglang-bench-serving', 'sglang-eagle3', 'verify-step', 'vllm-bench-serve')",
+        ),
+        (
+            "bench: {suites: {a: {}}}\n",
+            "bench.suites.a: missing 'kind' (one of 'command', 'google-benchmark', 'hyperfine', 'pytest-benchmark', 'sglang-bench-one-batch', 'sglang-bench-serving', 'sglang-eagle3', 'verify-step', 'vllm-bench-serve')",
+        ),
+        (
+            "bench: {suites: {c: {kind: command, command: 7}}}\n",
+            "bench.suites.c.command: Input should be a valid string",
+        ),
+        (
+            "risk: {disable: [sglang.cold]}\n",
+            "risk.disable[0]: unknown rule id 'sglang.cold' in profiles generic and vllm, which 'profile: auto' may pick",
+        ),
+    ],
+)
 def test_config_validate_names_no_model_of_the_code(tmp_path, capsys, text, problem):
     cfg = tmp_path / "perfbot.yml"
     cfg.write_text(text)
@@ -381,10 +442,13 @@ def test_config_validate_names_no_model_of_the_code(tmp_path, capsys, text, prob
 
 
 @pytest.mark.parametrize("value,shown", [("[1]", "[1]"), ("{a: 1}", "{'a': 1}")])
-def test_config_validate_reports_a_profile_that_is_not_a_name_as_the_schema_does(tmp_path, capsys, value, shown):
+def test_config_validate_reports_a_profile_that_is_not_a_name_as_the_schema_does(
+    tmp_path, capsys, value, shown
+):
     cfg = tmp_path / "perfbot.yml"
     cfg.write_text(f"risk: {{profile: {value}}}\n")
     code, out, err = run(capsys, "config", "validate", str(cfg))
     assert code == 2 and out == ""
     assert err.splitlines() == [
-        f"{cfg}: risk.profile: {shown} is not allowed (expected 'auto', 'generic', 'sglang' or 'vllm')"]
+        f"{cfg}: risk.profile: {shown} is not allowed (expected 'auto', 'generic', 'sglang' or 'vllm')"
+    ]

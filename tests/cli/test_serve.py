@@ -57,14 +57,18 @@ def test_serve_consumes_the_embedded_queue_in_a_process_of_its_own_and_restarts_
         payload = github_data.installation_event("installation", "created")
         payload["installation"]["id"] = installation_id
         body = json.dumps(payload).encode()
-        response = requests.post(f"{base}/webhook", data=body, headers=headers("installation", body), timeout=10)
+        response = requests.post(
+            f"{base}/webhook", data=body, headers=headers("installation", body), timeout=10
+        )
         assert response.status_code == 202, response.text
 
     with served(tmp_path, environment(PERFBOT_WEBHOOK_SECRET=SECRET)) as server:
         store = SqlStore.connect(f"sqlite:///{tmp_path / 'perfbot.db'}", migrate_schema=False)
         [web] = [pid for pid, command in server.children().items() if " -m bot serve " in f"{command} "]
         [consumer] = server.consumers()
-        checkpointer = [pid for pid, command in server.children().items() if "bot.adapters.sqlite_files" in command]
+        checkpointer = [
+            pid for pid, command in server.children().items() if "bot.adapters.sqlite_files" in command
+        ]
         assert consumer != web and len(server.children()) == 2 + len(checkpointer) and len(checkpointer) <= 1
         deliver(server.base, 1)
         assert wait_for(lambda: store.deliveries.counts() == {"done": 1}, timeout=60)
@@ -93,13 +97,17 @@ def test_serve_consumes_the_embedded_queue_in_a_process_of_its_own_and_restarts_
         def checkpointed() -> bool:
             shutil.copyfile(tmp_path / "perfbot.db", tmp_path / "file-alone.db")
             with sqlite3.connect(tmp_path / "file-alone.db") as copy:
-                return copy.execute("SELECT count(*) FROM deliveries WHERE status = 'done'").fetchone()[0] == 2
+                return (
+                    copy.execute("SELECT count(*) FROM deliveries WHERE status = 'done'").fetchone()[0] == 2
+                )
 
         assert wait_for(checkpointed, timeout=10)
     assert not alive(replacement)  # SIGTERM to the server stopped its consumer too
 
 
-def test_of_several_consumers_one_alone_runs_the_periodic_tasks_and_so_does_the_one_started_in_its_place(tmp_path):
+def test_of_several_consumers_one_alone_runs_the_periodic_tasks_and_so_does_the_one_started_in_its_place(
+    tmp_path,
+):
     from tests.support.github_emulator import wait_for
 
     with served(tmp_path, environment(PERFBOT_WEBHOOK_SECRET=SECRET), args=["--consumers", "3"]) as server:
@@ -135,24 +143,38 @@ def test_serve_without_a_webhook_secret_exits_2_with_one_line(tmp_path, monkeypa
 
 
 def test_sign_in_without_a_public_url_exits_2_with_one_line_before_serving(tmp_path):
-    env = environment(PERFBOT_WEBHOOK_SECRET="s3cret", PERFBOT_OAUTH_CLIENT_ID="Iv1.x",
-                      PERFBOT_OAUTH_CLIENT_SECRET="client-secret", PERFBOT_SESSION_SECRET="k" * 32)
+    env = environment(
+        PERFBOT_WEBHOOK_SECRET="s3cret",
+        PERFBOT_OAUTH_CLIENT_ID="Iv1.x",
+        PERFBOT_OAUTH_CLIENT_SECRET="client-secret",
+        PERFBOT_SESSION_SECRET="k" * 32,
+    )
     try:  # before, it served, and took sign-in's callback address from each request's Host header
-        done = subprocess.run([*PERFBOT, "serve", "--port", str(free_port())], cwd=tmp_path, env=env,
-                              capture_output=True, text=True, timeout=20)
+        done = subprocess.run(
+            [*PERFBOT, "serve", "--port", str(free_port())],
+            cwd=tmp_path,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=20,
+        )
     except subprocess.TimeoutExpired as expired:
         pytest.fail(f"perfbot serve started: {expired.stderr!r}")
     assert done.returncode == 2, done.stderr
     assert done.stderr.strip().splitlines() == [
         "perfbot: error: PERFBOT_PUBLIC_URL is required for dashboard sign-in (PERFBOT_OAUTH_CLIENT_ID): "
-        "GitHub sends the sign-in back to it"]
+        "GitHub sends the sign-in back to it"
+    ]
 
 
-@pytest.mark.parametrize("args,message", [
-    (["--port", "99999"], "--port must be from 0 to 65535"),
-    (["--port", "-1"], "--port must be from 0 to 65535"),
-    (["--workers", "0"], "--workers must be positive"),
-])
+@pytest.mark.parametrize(
+    "args,message",
+    [
+        (["--port", "99999"], "--port must be from 0 to 65535"),
+        (["--port", "-1"], "--port must be from 0 to 65535"),
+        (["--workers", "0"], "--workers must be positive"),
+    ],
+)
 def test_a_serve_option_out_of_range_exits_2_with_one_line(tmp_path, monkeypatch, capsys, args, message):
     clear_settings(monkeypatch)
     monkeypatch.setenv("PERFBOT_WEBHOOK_SECRET", "s3cret")
@@ -215,15 +237,24 @@ def test_perfbot_worker_consumes_deliveries_from_redis_and_stops_on_sigterm(tmp_
 def test_a_database_whose_schema_cannot_be_migrated_exits_2_with_one_line_saying_so(tmp_path, verb):
     from tests.adapters.test_bootstrap import sqlite_with_a_conflicting_column
 
-    env = environment(PERFBOT_WEBHOOK_SECRET="s3cret", PERFBOT_DATABASE_URL=sqlite_with_a_conflicting_column(tmp_path))
+    env = environment(
+        PERFBOT_WEBHOOK_SECRET="s3cret", PERFBOT_DATABASE_URL=sqlite_with_a_conflicting_column(tmp_path)
+    )
     try:  # not tried again and again as if the database were away
-        done = subprocess.run([*PERFBOT, verb, "--port", str(free_port())] if verb == "serve" else [*PERFBOT, verb],
-                              cwd=tmp_path, env=env, capture_output=True, text=True, timeout=20)
+        done = subprocess.run(
+            [*PERFBOT, verb, "--port", str(free_port())] if verb == "serve" else [*PERFBOT, verb],
+            cwd=tmp_path,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=20,
+        )
     except subprocess.TimeoutExpired as expired:
         pytest.fail(f"perfbot {verb} kept trying: {expired.stderr!r}")
     assert done.returncode == 2, done.stderr
     assert done.stderr.strip().splitlines()[-1] == (
-        "perfbot: error: the database's schema could not be migrated: duplicate column name: subject")
+        "perfbot: error: the database's schema could not be migrated: duplicate column name: subject"
+    )
 
 
 def test_serve_opens_no_control_socket_that_a_second_server_would_share(tmp_path):
@@ -238,17 +269,21 @@ def test_serve_opens_no_control_socket_that_a_second_server_would_share(tmp_path
         assert not (home / ".gunicorn").exists()
 
 
-def test_register_app_refuses_existing_credentials_and_an_app_server_with_one_line(tmp_path, monkeypatch, capsys):
+def test_register_app_refuses_existing_credentials_and_an_app_server_with_one_line(
+    tmp_path, monkeypatch, capsys
+):
     clear_settings(monkeypatch)
     monkeypatch.chdir(tmp_path)
     (tmp_path / "perfbot-app.env").write_text("PERFBOT_APP_ID=1\n")
     assert main(["serve", "--register-app", "perfbot-app.env"]) == 2
     assert capsys.readouterr().err.strip().splitlines()[-1] == (
         f"perfbot: error: --register-app: {tmp_path / 'perfbot-app.env'} exists: perfbot never overwrites "
-        "credentials; move it away or name another file")
+        "credentials; move it away or name another file"
+    )
     monkeypatch.setenv("PERFBOT_APP_ID", "7")
     pem = "RSA " + "PRIVATE KEY"  # built here, so that no committed file holds a key's header
     monkeypatch.setenv("PERFBOT_PRIVATE_KEY", f"-----BEGIN {pem}-----\\nx\\n-----END {pem}-----")
     assert main(["serve", "--register-app", "new.env"]) == 2
     assert capsys.readouterr().err.strip().splitlines()[-1] == (
-        "perfbot: error: --register-app: this server is an App already (PERFBOT_APP_ID is set)")
+        "perfbot: error: --register-app: this server is an App already (PERFBOT_APP_ID is set)"
+    )

@@ -20,8 +20,7 @@ from bot.cli.main import VERBS, main
 
 ROOT = Path(__file__).resolve().parents[2]
 
-HEAVY = ("scipy", "numpy", "pydantic", "git", "unidiff", "sqlalchemy", "flask", "github", "huey",
-         "torch")
+HEAVY = ("scipy", "numpy", "pydantic", "git", "unidiff", "sqlalchemy", "flask", "github", "huey", "torch")
 SERVER_SIDE = ("sqlalchemy", "flask", "github", "huey", "redis", "gunicorn")
 # The only perfbot modules `--help` needs: the entry point and the argument parsing.
 PARSING_ONLY = {"bot", "bot.__main__", "bot.errors", "bot.cli", "bot.cli.main", "bot.cli.parsing"}
@@ -51,9 +50,14 @@ finally:
 
 def modules_loaded(*argv: str) -> set[str]:
     """Every module in `sys.modules` when a `python -m bot ARGV` process exits."""
-    done = subprocess.run([sys.executable, "-c", PROBE, *argv], cwd=ROOT,
-                          env={**os.environ, "PYTHONPATH": str(ROOT)},
-                          capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-c", PROBE, *argv],
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     return set(done.stderr.rsplit(MARK, 1)[1].split())
 
@@ -110,8 +114,11 @@ def test_top_level_help_lists_every_verb_in_order(capsys):
     with pytest.raises(SystemExit):
         main(["--help"])
     out = capsys.readouterr().out
-    listed = [line.split()[0] for line in out.split("COMMAND\n", 1)[1].split("\n\n")[0].splitlines()
-              if line.startswith("    ") and not line.startswith("     ")]
+    listed = [
+        line.split()[0]
+        for line in out.split("COMMAND\n", 1)[1].split("\n\n")[0].splitlines()
+        if line.startswith("    ") and not line.startswith("     ")
+    ]
     assert listed == list(VERBS)
 
 
@@ -122,9 +129,15 @@ def test_score_without_a_checkout_loads_no_git_and_no_yaml(tmp_path, source):
     diff.write_text(DIFF)
     argv = ("score", str(diff)) if source == "file" else ("score", "-")
     if source == "stdin":
-        done = subprocess.run([sys.executable, "-c", PROBE, *argv], cwd=ROOT, input=DIFF,
-                              env={**os.environ, "PYTHONPATH": str(ROOT)}, capture_output=True, text=True,
-                              timeout=120)
+        done = subprocess.run(
+            [sys.executable, "-c", PROBE, *argv],
+            cwd=ROOT,
+            input=DIFF,
+            env={**os.environ, "PYTHONPATH": str(ROOT)},
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
         assert done.returncode == 0, done.stderr[-2000:]
         loaded = set(done.stderr.rsplit(MARK, 1)[1].split())
     else:
@@ -140,7 +153,9 @@ def test_score_without_a_config_file_loads_no_pydantic(tmp_path):
     assert packages(modules_loaded("score", str(diff)), ("pydantic", "pydantic_core")) == set()
     config = tmp_path / "perfbot.yml"
     config.write_text("risk: {profile: vllm}\n")
-    assert {"pydantic", "bot.core.config.schema"} <= modules_loaded("score", "--config", str(config), str(diff))
+    assert {"pydantic", "bot.core.config.schema"} <= modules_loaded(
+        "score", "--config", str(config), str(diff)
+    )
 
 
 def test_deliver_needs_nothing_but_the_standard_library():

@@ -23,8 +23,10 @@ import requests
 from bot.web.signature import sign
 
 IMAGE = os.environ.get("PERFBOT_TEST_IMAGE")
-pytestmark = pytest.mark.skipif(not IMAGE, reason="PERFBOT_TEST_IMAGE not set: "
-                                "tests/container/build_and_run.sh builds the image and runs these")
+pytestmark = pytest.mark.skipif(
+    not IMAGE,
+    reason="PERFBOT_TEST_IMAGE not set: tests/container/build_and_run.sh builds the image and runs these",
+)
 BUILDAH_ENV = {**os.environ, "STORAGE_DRIVER": "vfs", "BUILDAH_ISOLATION": "chroot"}
 SECRET = "container-s3cret"
 
@@ -36,8 +38,9 @@ def free_port() -> int:
 
 
 def buildah(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(["buildah", *args], env=BUILDAH_ENV, capture_output=True, text=True, check=True,
-                          timeout=300)
+    return subprocess.run(
+        ["buildah", *args], env=BUILDAH_ENV, capture_output=True, text=True, check=True, timeout=300
+    )
 
 
 @pytest.fixture
@@ -48,16 +51,22 @@ def container() -> Iterator[str]:
     buildah("rm", name)
 
 
-def run_in(container: str, script: str, *, control: Path | None = None,
-           env: dict[str, str] | None = None) -> subprocess.Popen:
+def run_in(
+    container: str, script: str, *, control: Path | None = None, env: dict[str, str] | None = None
+) -> subprocess.Popen:
     """Run a shell script in the container as its image's user, with ``control`` mounted at /control."""
     args = ["buildah", "run"]
     for key, value in (env or {}).items():
         args += ["--env", f"{key}={value}"]
     if control is not None:
         args += ["--volume", f"{control}:/control:ro"]
-    return subprocess.Popen([*args, container, "--", "sh", "-c", script], env=BUILDAH_ENV, text=True,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    return subprocess.Popen(
+        [*args, container, "--", "sh", "-c", script],
+        env=BUILDAH_ENV,
+        text=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+    )
 
 
 def output_of(container: str, script: str) -> str:
@@ -74,9 +83,12 @@ def test_the_image_runs_as_the_unprivileged_user_in_its_data_folder(container):
 
 def test_the_image_holds_the_server_only(container):
     """No torch (the runner's), no git program, and no installer left in the venv."""
-    found = output_of(container, "python -c \"import importlib.util as u; "
-                                 "print([m for m in ('torch', 'pip', 'setuptools') if u.find_spec(m)])\"; "
-                                 "command -v git || echo no-git")
+    found = output_of(
+        container,
+        'python -c "import importlib.util as u; '
+        "print([m for m in ('torch', 'pip', 'setuptools') if u.find_spec(m)])\"; "
+        "command -v git || echo no-git",
+    )
     assert found.split("\n")[:2] == ["[]", "no-git"]
 
 
@@ -84,24 +96,48 @@ def test_serve_answers_healthz_and_a_signed_ping_and_stops_on_sigterm(container,
     port = free_port()
     # The host creates /control/stop when it is done probing; the container then stops the server
     # with SIGTERM, as a container runtime would, and reports how it exited.
-    script = (f"perfbot serve --host 127.0.0.1 --port {port} & pid=$!; "
-              "i=0; while [ ! -e /control/stop ] && [ $i -lt 1200 ]; do sleep 0.1; i=$((i+1)); done; "
-              "echo \"user $(stat -c %U /proc/$pid)\"; kill -TERM $pid; wait $pid; echo \"serve exited $?\"")
+    script = (
+        f"perfbot serve --host 127.0.0.1 --port {port} & pid=$!; "
+        "i=0; while [ ! -e /control/stop ] && [ $i -lt 1200 ]; do sleep 0.1; i=$((i+1)); done; "
+        'echo "user $(stat -c %U /proc/$pid)"; kill -TERM $pid; wait $pid; echo "serve exited $?"'
+    )
     tmp_path.chmod(0o755)  # the container's user reads it
     process = run_in(container, script, control=tmp_path, env={"PERFBOT_WEBHOOK_SECRET": SECRET})
     try:
         base = f"http://127.0.0.1:{port}"
         health = wait_for_health(f"{base}/healthz", process)
-        assert health.json() == {"status": "ok", "problems": [], "database": "ok", "queue": "ok", "consumers": 1,
-                                 "deliveries": {"failed_last_hour": 0, "oldest_waiting_s": None, "retrying": 0}}
+        assert health.json() == {
+            "status": "ok",
+            "problems": [],
+            "database": "ok",
+            "queue": "ok",
+            "consumers": 1,
+            "deliveries": {"failed_last_hour": 0, "oldest_waiting_s": None, "retrying": 0},
+        }
         body = b'{"zen": "Keep it logically awesome.", "hook_id": 7}'
-        response = requests.post(f"{base}/webhook", data=body, timeout=5, headers={
-            "Content-Type": "application/json", "X-GitHub-Event": "ping", "X-GitHub-Delivery": "c-1",
-            "X-Hub-Signature-256": sign(SECRET, body)})
+        response = requests.post(
+            f"{base}/webhook",
+            data=body,
+            timeout=5,
+            headers={
+                "Content-Type": "application/json",
+                "X-GitHub-Event": "ping",
+                "X-GitHub-Delivery": "c-1",
+                "X-Hub-Signature-256": sign(SECRET, body),
+            },
+        )
         assert (response.status_code, response.json()) == (200, {"message": "pong"})
-        forged = requests.post(f"{base}/webhook", data=body, timeout=5, headers={
-            "Content-Type": "application/json", "X-GitHub-Event": "ping", "X-GitHub-Delivery": "c-2",
-            "X-Hub-Signature-256": sign("not-the-secret", body)})
+        forged = requests.post(
+            f"{base}/webhook",
+            data=body,
+            timeout=5,
+            headers={
+                "Content-Type": "application/json",
+                "X-GitHub-Event": "ping",
+                "X-GitHub-Delivery": "c-2",
+                "X-Hub-Signature-256": sign("not-the-secret", body),
+            },
+        )
         assert forged.status_code == 403
     finally:
         (tmp_path / "stop").touch()
@@ -129,11 +165,13 @@ def wait_for_health(url: str, process: subprocess.Popen) -> requests.Response:
 
 
 def test_the_worker_starts_and_stops_on_sigterm(container):
-    script = ("perfbot worker 2>/tmp/worker.log & pid=$!; "
-              "i=0; while ! grep -qs 'worker started' /tmp/worker.log && [ $i -lt 600 ]; do "
-              "sleep 0.1; i=$((i+1)); done; "
-              "echo \"user $(stat -c %U /proc/$pid)\"; kill -TERM $pid; wait $pid; echo \"worker exited $?\"; "
-              "cat /tmp/worker.log")
+    script = (
+        "perfbot worker 2>/tmp/worker.log & pid=$!; "
+        "i=0; while ! grep -qs 'worker started' /tmp/worker.log && [ $i -lt 600 ]; do "
+        "sleep 0.1; i=$((i+1)); done; "
+        'echo "user $(stat -c %U /proc/$pid)"; kill -TERM $pid; wait $pid; echo "worker exited $?"; '
+        "cat /tmp/worker.log"
+    )
     output = output_of(container, script)
     lines = output.strip().splitlines()
     assert lines[:2] == ["user perfbot", "worker exited 0"], output

@@ -14,16 +14,19 @@ from tests.core.review.test_plan import facts
 from tests.service import diffs
 
 
-@pytest.mark.parametrize("name, gate, state", [
-    ("running", True, "pending"),
-    ("completed", True, "failure"),
-    ("completed", False, "success"),
-    ("failed_run", True, "error"),
-    ("timed_out", True, "error"),
-    ("refused", False, "error"),
-    ("cancelled", False, "error"),
-    ("superseded", True, "error"),
-])
+@pytest.mark.parametrize(
+    "name, gate, state",
+    [
+        ("running", True, "pending"),
+        ("completed", True, "failure"),
+        ("completed", False, "success"),
+        ("failed_run", True, "error"),
+        ("timed_out", True, "error"),
+        ("refused", False, "error"),
+        ("cancelled", False, "error"),
+        ("superseded", True, "error"),
+    ],
+)
 def test_a_benchmark_that_measured_nothing_is_an_error_not_a_success(name, gate, state):
     status = commit_status(report.check(SECTIONS[name], "pb-1", gate))
     assert status.state == state

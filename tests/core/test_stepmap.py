@@ -18,18 +18,41 @@ SHA = "a" * 40
 
 def sample() -> dict:
     return {
-        "schema": 1, "commit": SHA, "suite": "verify", "step": "verify step", "steps": 4,
+        "schema": 1,
+        "commit": SHA,
+        "suite": "verify",
+        "step": "verify step",
+        "steps": 4,
         "source": "sys.monitoring",
         "functions": [
-            {"path": "engine/parallel_state.py", "function": "GroupCoordinator.all_reduce", "line": 12,
-             "calls_per_step": 2.0, "host_share": 0.25},
-            {"path": "engine/model.py", "function": "Model.forward", "line": 40, "calls_per_step": 1.0,
-             "host_share": 0.9},
+            {
+                "path": "engine/parallel_state.py",
+                "function": "GroupCoordinator.all_reduce",
+                "line": 12,
+                "calls_per_step": 2.0,
+                "host_share": 0.25,
+            },
+            {
+                "path": "engine/model.py",
+                "function": "Model.forward",
+                "line": 40,
+                "calls_per_step": 1.0,
+                "host_share": 0.9,
+            },
         ],
         "kernels": [
-            {"family": "communication", "launches_per_step": 2.0,
-             "launched_by": [{"path": "engine/parallel_state.py", "function": "GroupCoordinator.all_reduce",
-                              "line": 15, "per_step": 2.0}]},
+            {
+                "family": "communication",
+                "launches_per_step": 2.0,
+                "launched_by": [
+                    {
+                        "path": "engine/parallel_state.py",
+                        "function": "GroupCoordinator.all_reduce",
+                        "line": 15,
+                        "per_step": 2.0,
+                    }
+                ],
+            },
         ],
     }
 
@@ -57,11 +80,22 @@ def test_a_bad_section_in_a_results_file_names_where():
         stepmap.from_results(results)
 
 
-@pytest.mark.parametrize("path", [
-    "/abs/engine.py", "../outside.py", "engine/../../x.py", "C:/engine.py", "engine\\model.py",
-    "venv/lib/python3.12/site-packages/torch/nn.py", "usr/lib/python3/dist-packages/x.py", "a//b.py",
-    "./engine.py", "engine/\nmodel.py", "",
-])
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/abs/engine.py",
+        "../outside.py",
+        "engine/../../x.py",
+        "C:/engine.py",
+        "engine\\model.py",
+        "venv/lib/python3.12/site-packages/torch/nn.py",
+        "usr/lib/python3/dist-packages/x.py",
+        "a//b.py",
+        "./engine.py",
+        "engine/\nmodel.py",
+        "",
+    ],
+)
 def test_only_paths_of_the_repository_pass(path):
     data = sample()
     data["functions"][0]["path"] = path
@@ -69,25 +103,39 @@ def test_only_paths_of_the_repository_pass(path):
         stepmap.parse(data)
 
 
-@pytest.mark.parametrize("mutate,message", [
-    (lambda d: d.update(schema=2), r"^schema: must be 1"),
-    (lambda d: d.update(schema=True), r"^schema: must be 1"),
-    (lambda d: d.update(commit="abc"), r"^commit: must be a 40-hex"),
-    (lambda d: d.update(source="perf"), r"^source: must be one of"),
-    (lambda d: d.update(steps=1.5), r"^steps: must be an integer"),
-    (lambda d: d.update(functions={}), r"^functions: must be an array"),
-    (lambda d: d["functions"][1].update(host_share=1.5), r"^functions\[1\]\.host_share: must be at most 1"),
-    (lambda d: d["functions"][1].update(calls_per_step=-1), r"^functions\[1\]\.calls_per_step: must be a finite"),
-    (lambda d: d["functions"][1].update(calls_per_step=float("nan")), r"^functions\[1\]\.calls_per_step"),
-    (lambda d: d["functions"][1].update(calls_per_step=10**400), r"^functions\[1\]\.calls_per_step"),
-    (lambda d: d["functions"][1].update(line=True), r"^functions\[1\]\.line: must be an integer"),
-    (lambda d: d["functions"].append(dict(d["functions"][0])), r"^functions: function .* appears twice"),
-    (lambda d: d["kernels"].append(copy.deepcopy(d["kernels"][0])), r"^kernels: family .* appears twice"),
-    (lambda d: d["kernels"][0]["launched_by"][0].update(per_step="2"),
-     r"^kernels\[0\]\.launched_by\[0\]\.per_step: must be a number"),
-    (lambda d: d["kernels"][0].update(family="x\u202ey"), r"^kernels\[0\]\.family: holds control"),
-    (lambda d: d["kernels"][0].update(launched_by=[{}] * 51), r"^kernels\[0\]\.launched_by: more than 50"),
-])
+@pytest.mark.parametrize(
+    "mutate,message",
+    [
+        (lambda d: d.update(schema=2), r"^schema: must be 1"),
+        (lambda d: d.update(schema=True), r"^schema: must be 1"),
+        (lambda d: d.update(commit="abc"), r"^commit: must be a 40-hex"),
+        (lambda d: d.update(source="perf"), r"^source: must be one of"),
+        (lambda d: d.update(steps=1.5), r"^steps: must be an integer"),
+        (lambda d: d.update(functions={}), r"^functions: must be an array"),
+        (
+            lambda d: d["functions"][1].update(host_share=1.5),
+            r"^functions\[1\]\.host_share: must be at most 1",
+        ),
+        (
+            lambda d: d["functions"][1].update(calls_per_step=-1),
+            r"^functions\[1\]\.calls_per_step: must be a finite",
+        ),
+        (lambda d: d["functions"][1].update(calls_per_step=float("nan")), r"^functions\[1\]\.calls_per_step"),
+        (lambda d: d["functions"][1].update(calls_per_step=10**400), r"^functions\[1\]\.calls_per_step"),
+        (lambda d: d["functions"][1].update(line=True), r"^functions\[1\]\.line: must be an integer"),
+        (lambda d: d["functions"].append(dict(d["functions"][0])), r"^functions: function .* appears twice"),
+        (lambda d: d["kernels"].append(copy.deepcopy(d["kernels"][0])), r"^kernels: family .* appears twice"),
+        (
+            lambda d: d["kernels"][0]["launched_by"][0].update(per_step="2"),
+            r"^kernels\[0\]\.launched_by\[0\]\.per_step: must be a number",
+        ),
+        (lambda d: d["kernels"][0].update(family="x\u202ey"), r"^kernels\[0\]\.family: holds control"),
+        (
+            lambda d: d["kernels"][0].update(launched_by=[{}] * 51),
+            r"^kernels\[0\]\.launched_by: more than 50",
+        ),
+    ],
+)
 def test_each_problem_is_one_line_naming_the_field(mutate, message):
     data = sample()
     mutate(data)
@@ -103,7 +151,8 @@ def test_a_commit_is_kept_in_lower_case():
 _json = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=20),
     lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=10), inner, max_size=4),
-    max_leaves=30)
+    max_leaves=30,
+)
 
 
 @settings(max_examples=300, deadline=None)
@@ -115,26 +164,66 @@ def test_any_json_is_a_map_or_one_step_map_error(data):
         assert "\n" not in str(error)
 
 
-_paths = st.lists(st.from_regex(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,11}", fullmatch=True)
-                  .filter(lambda p: p not in (".", "..")), min_size=1, max_size=4).map("/".join)
+_paths = st.lists(
+    st.from_regex(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,11}", fullmatch=True).filter(lambda p: p not in (".", "..")),
+    min_size=1,
+    max_size=4,
+).map("/".join)
 _names = st.text(st.characters(codec="utf-8", categories=("L", "N", "P")), min_size=1, max_size=30)
 _amounts = st.floats(min_value=0, max_value=1e9, allow_nan=False)
 
 
 @st.composite
 def _maps(draw) -> dict:
-    functions = draw(st.lists(st.fixed_dictionaries({
-        "path": _paths, "function": _names, "line": st.integers(0, 10**6), "calls_per_step": _amounts,
-        "host_share": st.floats(0, 1)}), max_size=5, unique_by=lambda f: (f["path"], f["function"])))
-    kernels = draw(st.lists(st.fixed_dictionaries({
-        "family": _names, "launches_per_step": _amounts,
-        "launched_by": st.lists(st.fixed_dictionaries({
-            "path": _paths, "function": _names, "line": st.integers(0, 10**6), "per_step": _amounts}),
-            max_size=3, unique_by=lambda s: (s["path"], s["function"], s["line"]))}),
-        max_size=4, unique_by=lambda k: k["family"]))
-    return {"schema": 1, "commit": draw(st.from_regex(r"[0-9a-f]{40}", fullmatch=True)),
-            "suite": draw(_names), "step": draw(_names), "steps": draw(st.integers(1, 1000)),
-            "source": draw(st.sampled_from(stepmap.SOURCES)), "functions": functions, "kernels": kernels}
+    functions = draw(
+        st.lists(
+            st.fixed_dictionaries(
+                {
+                    "path": _paths,
+                    "function": _names,
+                    "line": st.integers(0, 10**6),
+                    "calls_per_step": _amounts,
+                    "host_share": st.floats(0, 1),
+                }
+            ),
+            max_size=5,
+            unique_by=lambda f: (f["path"], f["function"]),
+        )
+    )
+    kernels = draw(
+        st.lists(
+            st.fixed_dictionaries(
+                {
+                    "family": _names,
+                    "launches_per_step": _amounts,
+                    "launched_by": st.lists(
+                        st.fixed_dictionaries(
+                            {
+                                "path": _paths,
+                                "function": _names,
+                                "line": st.integers(0, 10**6),
+                                "per_step": _amounts,
+                            }
+                        ),
+                        max_size=3,
+                        unique_by=lambda s: (s["path"], s["function"], s["line"]),
+                    ),
+                }
+            ),
+            max_size=4,
+            unique_by=lambda k: k["family"],
+        )
+    )
+    return {
+        "schema": 1,
+        "commit": draw(st.from_regex(r"[0-9a-f]{40}", fullmatch=True)),
+        "suite": draw(_names),
+        "step": draw(_names),
+        "steps": draw(st.integers(1, 1000)),
+        "source": draw(st.sampled_from(stepmap.SOURCES)),
+        "functions": functions,
+        "kernels": kernels,
+    }
 
 
 @settings(max_examples=150, deadline=None)
@@ -142,21 +231,33 @@ def _maps(draw) -> dict:
 def test_every_valid_map_survives_json_and_reads_back_the_same(data):
     parsed = stepmap.parse(json.loads(json.dumps(data)))
     assert stepmap.parse(json.loads(json.dumps(parsed.to_dict()))) == parsed
-    assert parsed.to_dict() == {**data, "functions": [{**f, "calls_per_step": float(f["calls_per_step"]),
-                                                       "host_share": float(f["host_share"])}
-                                                      for f in data["functions"]],
-                                "kernels": [{**k, "launches_per_step": float(k["launches_per_step"]),
-                                             "launched_by": [{**s, "per_step": float(s["per_step"])}
-                                                             for s in k["launched_by"]]}
-                                            for k in data["kernels"]]}
+    assert parsed.to_dict() == {
+        **data,
+        "functions": [
+            {**f, "calls_per_step": float(f["calls_per_step"]), "host_share": float(f["host_share"])}
+            for f in data["functions"]
+        ],
+        "kernels": [
+            {
+                **k,
+                "launches_per_step": float(k["launches_per_step"]),
+                "launched_by": [{**s, "per_step": float(s["per_step"])} for s in k["launched_by"]],
+            }
+            for k in data["kernels"]
+        ],
+    }
 
 
 @settings(max_examples=200, deadline=None)
 @given(_maps(), st.data())
 def test_a_valid_map_with_one_field_spoiled_is_refused_by_name(data, draw):
-    key = draw.draw(st.sampled_from(["schema", "commit", "suite", "step", "steps", "source", "functions",
-                                     "kernels"]))
-    data[key] = draw.draw(st.sampled_from([None, -1, "", [], {}, 1.5]).filter(
-        lambda v: not (key == "functions" or key == "kernels") or v != []))
+    key = draw.draw(
+        st.sampled_from(["schema", "commit", "suite", "step", "steps", "source", "functions", "kernels"])
+    )
+    data[key] = draw.draw(
+        st.sampled_from([None, -1, "", [], {}, 1.5]).filter(
+            lambda v: not (key == "functions" or key == "kernels") or v != []
+        )
+    )
     with pytest.raises(StepMapError, match=rf"^{key}: "):
         stepmap.parse(data)

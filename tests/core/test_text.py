@@ -31,8 +31,9 @@ def test_the_start_or_both_ends_are_kept():
 
 
 def test_every_unseen_character_of_this_pythons_unicode_is_replaced():
-    unseen = "".join(chr(c) for c in range(sys.maxunicode + 1)
-                     if unicodedata.category(chr(c)) in UNSEEN_CATEGORIES)
+    unseen = "".join(
+        chr(c) for c in range(sys.maxunicode + 1) if unicodedata.category(chr(c)) in UNSEEN_CATEGORIES
+    )
     assert printable(unseen, replacement="") == ""
     assert printable(unseen) == "?" * len(unseen)
 

@@ -11,12 +11,19 @@ from bot.core.history import changepoints
 from bot.core.judge import stats
 
 
-@pytest.mark.parametrize(("change", "better", "direction"), [
-    (0.05, "lower", "regression"), (-0.05, "lower", "improvement"),
-    (0.05, "higher", "improvement"), (-0.05, "higher", "regression"),
-    (1e-12, "lower", "regression"), (-1e-12, "higher", "regression"),
-    (0.0, "lower", "improvement"), (0.0, "higher", "improvement"),  # no way is worse: none is claimed
-])
+@pytest.mark.parametrize(
+    ("change", "better", "direction"),
+    [
+        (0.05, "lower", "regression"),
+        (-0.05, "lower", "improvement"),
+        (0.05, "higher", "improvement"),
+        (-0.05, "higher", "regression"),
+        (1e-12, "lower", "regression"),
+        (-1e-12, "higher", "regression"),
+        (0.0, "lower", "improvement"),
+        (0.0, "higher", "improvement"),  # no way is worse: none is claimed
+    ],
+)
 def test_a_rise_is_a_regression_of_a_time_and_an_improvement_of_a_throughput(change, better, direction):
     assert vocabulary.direction(change, better) == direction
 

@@ -26,8 +26,10 @@ def play_runner(tmp_path: Path, dispatched: dict, repository: Path) -> tuple[str
     folder = tmp_path / f"runner-{dispatched['run_id']}"
     folder.mkdir()
     # perfbot is installed already, and the engine's interpreter (the one with torch) is this one.
-    runner = Runner(folder, {**inputs, "repository-path": str(repository), "install": "false",
-                             "engine-python": sys.executable})
+    runner = Runner(
+        folder,
+        {**inputs, "repository-path": str(repository), "install": "false", "engine-python": sys.executable},
+    )
     steps, upload = runner.run()
     assert upload is not None, steps
     return upload["name"], zipped(Path(upload["path"])), Path(upload["path"])
@@ -42,8 +44,14 @@ def zipped(folder: Path) -> bytes:
     return out.getvalue()
 
 
-def finish(bot: live.LiveBot, emulator: GitHubEmulator, run_id: int, conclusion: str = "success",
-           artifact: tuple[str, bytes] | None = None, **deliver) -> object:
+def finish(
+    bot: live.LiveBot,
+    emulator: GitHubEmulator,
+    run_id: int,
+    conclusion: str = "success",
+    artifact: tuple[str, bytes] | None = None,
+    **deliver,
+) -> object:
     """Upload the artifact (if any), complete the run and deliver GitHub's `workflow_run` event."""
     if artifact is not None:
         emulator.upload_artifact(live.REPO, run_id, *artifact)
@@ -58,8 +66,11 @@ def sticky(emulator: GitHubEmulator) -> str:
 
 
 def replies(emulator: GitHubEmulator) -> list[str]:
-    return [c["body"] for c in emulator.comments_on(live.REPO, NUMBER)
-            if c["user"]["type"] == "Bot" and not c["body"].startswith(MARKER)]
+    return [
+        c["body"]
+        for c in emulator.comments_on(live.REPO, NUMBER)
+        if c["user"]["type"] == "Bot" and not c["body"].startswith(MARKER)
+    ]
 
 
 def results_json(doc: dict) -> bytes:

@@ -26,8 +26,9 @@ def trust_app(emulator: GitHubEmulator, app_key: tuple[str, str]) -> None:
     emulator.tokens.add("placeholder-so-that-auth-is-enforced")
 
 
-def add_repository(emulator: GitHubEmulator, config: str, permissions: dict[str, str],
-                   head: str = BRANCH_HEAD) -> RepoState:
+def add_repository(
+    emulator: GitHubEmulator, config: str, permissions: dict[str, str], head: str = BRANCH_HEAD
+) -> RepoState:
     """`REPO` with ``config`` as its perfbot config on the default branch at ``head``, the benchmark
     workflow, and ``permissions`` (login -> role)."""
     state = emulator.add_repo(REPO, DEFAULT_BRANCH)
@@ -60,7 +61,9 @@ class LiveBot:
         has been processed (a delivery is pending from its claim until its handler finished)."""
 
         def idle() -> bool:
-            return "pending" not in self.runtime.store.deliveries.counts() and self.runtime.queue.pending() == 0
+            return (
+                "pending" not in self.runtime.store.deliveries.counts() and self.runtime.queue.pending() == 0
+            )
 
         assert wait_for(idle, timeout), self.runtime.store.deliveries.counts()
 

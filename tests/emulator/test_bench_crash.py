@@ -36,21 +36,42 @@ def test_a_worker_killed_between_dispatch_and_its_record_dispatches_exactly_once
     emulator.add_pull(live.REPO, NUMBER, HEAD_SHA, diffs.HIGH, base_sha=BASE_SHA)
     posted = emulator.add_comment(live.REPO, NUMBER, "/bench", "maintainer")
     database, queue = f"sqlite:///{tmp_path / 'perfbot.db'}", f"sqlite:///{tmp_path / 'queue.db'}"
-    settings = Settings(webhook_secrets=(SECRET,), app_id=live.APP_ID, private_key=app_key[0],
-                        github_api_url=emulator.base_url, database_url=database, queue_url=queue)
+    settings = Settings(
+        webhook_secrets=(SECRET,),
+        app_id=live.APP_ID,
+        private_key=app_key[0],
+        github_api_url=emulator.base_url,
+        database_url=database,
+        queue_url=queue,
+    )
     runtime = build(settings, retry_delay=0)  # the intake, and later the worker that takes over
     held = emulator.hold("POST", r"/dispatches$")
     log = (tmp_path / "worker.log").open("w")
     worker = subprocess.Popen(
-        [sys.executable, "-m", "bot", "worker", "--threads", "1"], cwd=ROOT, stdout=log, stderr=subprocess.STDOUT,
-        env=environment(PERFBOT_WEBHOOK_SECRET=SECRET, PERFBOT_APP_ID=str(live.APP_ID),
-                        PERFBOT_PRIVATE_KEY=app_key[0], PERFBOT_GITHUB_API_URL=emulator.base_url,
-                        PERFBOT_DATABASE_URL=database, PERFBOT_QUEUE_URL=queue))
+        [sys.executable, "-m", "bot", "worker", "--threads", "1"],
+        cwd=ROOT,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        env=environment(
+            PERFBOT_WEBHOOK_SECRET=SECRET,
+            PERFBOT_APP_ID=str(live.APP_ID),
+            PERFBOT_PRIVATE_KEY=app_key[0],
+            PERFBOT_GITHUB_API_URL=emulator.base_url,
+            PERFBOT_DATABASE_URL=database,
+            PERFBOT_QUEUE_URL=queue,
+        ),
+    )
     consumer = None
     try:
         client = create_app(settings, runtime.services).test_client()
-        payload = github_data.issue_comment("/bench", number=NUMBER, repo=live.REPO, installation_id=1,
-                                            login="maintainer", comment_id=posted["id"])
+        payload = github_data.issue_comment(
+            "/bench",
+            number=NUMBER,
+            repo=live.REPO,
+            installation_id=1,
+            login="maintainer",
+            comment_id=posted["id"],
+        )
         assert deliver(client, "issue_comment", payload).status_code == 202
         assert held.reached.wait(90), (tmp_path / "worker.log").read_text()[-3000:]
         os.kill(worker.pid, signal.SIGKILL)  # GitHub has the dispatch; the worker never hears back
@@ -61,8 +82,11 @@ def test_a_worker_killed_between_dispatch_and_its_record_dispatches_exactly_once
         assert (request.status, request.run_id) == ("dispatching", None)
 
         with runtime.store.engine.begin() as connection:  # the dead worker's lease runs out
-            connection.execute(update(DeliveryRow).values(
-                started_at=DeliveryRow.started_at - timedelta(seconds=jobs.LEASE_S + 1)))
+            connection.execute(
+                update(DeliveryRow).values(
+                    started_at=DeliveryRow.started_at - timedelta(seconds=jobs.LEASE_S + 1)
+                )
+            )
         consumer = runtime.start_consumer(1)  # its start-up sweep enqueues the lost delivery again
 
         def recorded() -> bool:

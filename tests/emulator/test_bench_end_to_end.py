@@ -22,26 +22,32 @@ from tests.service import diffs
 from tests.support import github_data
 from tests.support.github_emulator import BLOB_PREFIX, wait_for
 
-CONFIG = diffs.BASE_CONFIG + """bench:
+CONFIG = (
+    diffs.BASE_CONFIG
+    + """bench:
   suites:
     sglang-eagle3: {kind: sglang-eagle3, model_path: m, draft_model_path: d}
   dispatch:
     cooldown: {user: 0, pr: 0}
 """
+)
 
 
 @pytest.fixture
 def bot(emulator, database_url, tmp_path, app_key):
     live.add_repository(emulator, CONFIG, {"maintainer": "write", "visitor": "read", "octocat": "read"})
-    emulator.add_pull(live.REPO, NUMBER, HEAD_SHA, diffs.HIGH, base_sha=BASE_SHA, base_ref=live.DEFAULT_BRANCH)
+    emulator.add_pull(
+        live.REPO, NUMBER, HEAD_SHA, diffs.HIGH, base_sha=BASE_SHA, base_ref=live.DEFAULT_BRANCH
+    )
     running = live.start(emulator, database_url, f"sqlite:///{tmp_path / 'queue.db'}", app_key)
     yield running
     running.stop()
 
 
 def command(body: str, login: str = "maintainer", comment_id: int = 9001, **kw) -> dict:
-    return github_data.issue_comment(body, number=NUMBER, repo=live.REPO, installation_id=1, login=login,
-                                     comment_id=comment_id, **kw)
+    return github_data.issue_comment(
+        body, number=NUMBER, repo=live.REPO, installation_id=1, login=login, comment_id=comment_id, **kw
+    )
 
 
 def say(bot, emulator, body: str, login: str = "maintainer", **kw) -> dict:
@@ -54,7 +60,9 @@ def say(bot, emulator, body: str, login: str = "maintainer", **kw) -> dict:
 
 
 def eagle3_artifact(correlation_id: str, doc: dict | None = None) -> tuple[str, bytes]:
-    return contract.artifact_name(correlation_id), archive({"results.json": results_json(doc or document(EAGLE3))})
+    return contract.artifact_name(correlation_id), archive(
+        {"results.json": results_json(doc or document(EAGLE3))}
+    )
 
 
 def test_a_maintainers_bench_is_dispatched_and_its_results_come_back_to_the_pull_request(bot, emulator):
@@ -63,13 +71,21 @@ def test_a_maintainers_bench_is_dispatched_and_its_results_come_back_to_the_pull
     inputs = dispatched["inputs"]
     assert (dispatched["workflow"], dispatched["ref"]) == ("perfbot-bench.yml", live.DEFAULT_BRANCH)
     assert (inputs["pr"], inputs["base-sha"], inputs["head-sha"], inputs["suites"], inputs["rounds"]) == (
-        str(NUMBER), BASE_SHA, HEAD_SHA, "sglang-eagle3", "6")
+        str(NUMBER),
+        BASE_SHA,
+        HEAD_SHA,
+        "sglang-eagle3",
+        "6",
+    )
     run = emulator.runs[dispatched["run_id"]]
     assert run["display_title"] == f"perfbot bench {inputs['correlation-id']}"
     assert emulator.reactions_on(posted["id"]) == ["eyes", "rocket"]
     [check] = [c for c in emulator.checks_for(live.REPO, HEAD_SHA) if c["name"] == "perfbot / bench"]
     assert (check["status"], check["details_url"], check["external_id"]) == (
-        "in_progress", run["html_url"], inputs["correlation-id"])
+        "in_progress",
+        run["html_url"],
+        inputs["correlation-id"],
+    )
     assert "Benchmarks are running" in sticky(emulator) and run["html_url"] in sticky(emulator)
 
     finish(bot, emulator, run["id"], artifact=eagle3_artifact(inputs["correlation-id"]))
@@ -82,7 +98,9 @@ def test_a_maintainers_bench_is_dispatched_and_its_results_come_back_to_the_pull
     assert (check["status"], check["conclusion"]) == ("completed", "neutral")
     assert check["output"]["title"].startswith("Regression: This PR makes the EAGLE-3 cycle 52% slower")
     blob_requests = [r for r in emulator.requests if r.path.startswith("/_blobs/")]
-    assert blob_requests and all(not r.headers["authorization"] for r in blob_requests), "no token to the storage"
+    assert blob_requests and all(not r.headers["authorization"] for r in blob_requests), (
+        "no token to the storage"
+    )
     assert bot.runtime.store.deliveries.counts() == {"done": 2}
 
 
@@ -113,11 +131,14 @@ def test_a_run_the_dispatch_did_not_name_is_linked_when_github_announces_it(bot,
     assert check["details_url"] == run["html_url"]
 
 
-@pytest.mark.parametrize("login, body, says", [
-    ("visitor", "/bench", "write access"),
-    ("maintainer", "/bench --rounds 100000", "more than this repository allows"),
-    ("maintainer", "/bench verify-step;rm -rf ~", "is not a suite name"),
-])
+@pytest.mark.parametrize(
+    "login, body, says",
+    [
+        ("visitor", "/bench", "write access"),
+        ("maintainer", "/bench --rounds 100000", "more than this repository allows"),
+        ("maintainer", "/bench verify-step;rm -rf ~", "is not a suite name"),
+    ],
+)
 def test_refusals_get_confused_and_one_short_reply(bot, emulator, login, body, says):
     posted = say(bot, emulator, body, login)
     assert emulator.dispatches == []
@@ -130,7 +151,9 @@ def test_a_fork_authors_pull_request_needs_a_maintainers_approval(bot, emulator)
     pull = emulator.repos[live.REPO].pulls[NUMBER]
     pull.head_repo, pull.author = "stranger/Hello-World", "stranger"
     emulator.repos[live.REPO].permissions["stranger"] = "read"
-    opened = github_data.pull_request("opened", head_sha=HEAD_SHA, number=NUMBER, repo=live.REPO, installation_id=1)
+    opened = github_data.pull_request(
+        "opened", head_sha=HEAD_SHA, number=NUMBER, repo=live.REPO, installation_id=1
+    )
     opened["pull_request"]["updated_at"] = "2026-12-01T10:00:00Z"  # when GitHub saw the head pushed
     assert bot.deliver("pull_request", opened).status_code == 202
     bot.wait_idle()
@@ -148,8 +171,9 @@ def test_a_fork_authors_pull_request_needs_a_maintainers_approval(bot, emulator)
     assert len(emulator.dispatches) == 1
 
 
-@pytest.mark.parametrize("body", ["> /bench", "Try this:\n\n```\n/bench\n```", "run `/bench` later",
-                                  "<!--\n/bench\n-->"])
+@pytest.mark.parametrize(
+    "body", ["> /bench", "Try this:\n\n```\n/bench\n```", "run `/bench` later", "<!--\n/bench\n-->"]
+)
 def test_quoted_commented_or_code_commands_are_not_commands(bot, emulator, body):
     posted = say(bot, emulator, body)
     assert emulator.dispatches == [] and emulator.reactions_on(posted["id"]) == [] and replies(emulator) == []
@@ -193,12 +217,18 @@ def test_a_signed_comment_replayed_under_a_new_delivery_id_does_not_dispatch_aga
 def test_a_signed_completion_replayed_is_processed_once(bot, emulator):
     say(bot, emulator, "/bench")
     [dispatched] = emulator.dispatches
-    finish(bot, emulator, dispatched["run_id"], artifact=eagle3_artifact(dispatched["inputs"]["correlation-id"]),
-           guid="done-1")
+    finish(
+        bot,
+        emulator,
+        dispatched["run_id"],
+        artifact=eagle3_artifact(dispatched["inputs"]["correlation-id"]),
+        guid="done-1",
+    )
     bot.wait_idle()
     seen = len(emulator.requests)
-    payload = github_data.workflow_run("completed", emulator._public(emulator.runs[dispatched["run_id"]]),
-                                       repo=live.REPO, installation_id=1)
+    payload = github_data.workflow_run(
+        "completed", emulator._public(emulator.runs[dispatched["run_id"]]), repo=live.REPO, installation_id=1
+    )
     bot.deliver("workflow_run", payload, guid="done-2")
     bot.wait_idle()
     assert emulator.requests[seen:] == []
@@ -208,8 +238,10 @@ def test_a_push_supersedes_the_older_heads_benchmark(bot, emulator):
     say(bot, emulator, "/bench")
     [first] = emulator.dispatches
     emulator.add_pull(live.REPO, NUMBER, "7" * 40, diffs.COLD, base_sha=BASE_SHA)
-    bot.deliver("pull_request", github_data.pull_request("synchronize", head_sha="7" * 40, number=NUMBER,
-                                                         installation_id=1))
+    bot.deliver(
+        "pull_request",
+        github_data.pull_request("synchronize", head_sha="7" * 40, number=NUMBER, installation_id=1),
+    )
     bot.wait_idle()
     assert emulator.runs[first["run_id"]]["conclusion"] == "cancelled"
     [old] = [c for c in emulator.checks_for(live.REPO, HEAD_SHA) if c["name"] == "perfbot / bench"]
@@ -219,18 +251,24 @@ def test_a_push_supersedes_the_older_heads_benchmark(bot, emulator):
 
 def test_a_risky_push_by_a_trusted_author_is_benchmarked_without_asking(bot, emulator):
     emulator.repos[live.REPO].permissions["octocat"] = "write"
-    bot.deliver("pull_request", github_data.pull_request("opened", head_sha=HEAD_SHA, number=NUMBER, installation_id=1))
+    bot.deliver(
+        "pull_request",
+        github_data.pull_request("opened", head_sha=HEAD_SHA, number=NUMBER, installation_id=1),
+    )
     bot.wait_idle()
     [dispatched] = emulator.dispatches
     assert dispatched["inputs"]["suites"] == "sglang-eagle3"
     assert "started automatically" in sticky(emulator)
 
 
-@pytest.mark.parametrize("status, body, says", [
-    (404, {"message": "Not Found"}, "there is no workflow"),
-    (422, {"message": "Unexpected inputs provided: [\"max-rounds\"]"}, "does not accept perfbot"),
-    (403, {"message": "Resource not accessible by integration"}, "not allowed to start workflows"),
-])
+@pytest.mark.parametrize(
+    "status, body, says",
+    [
+        (404, {"message": "Not Found"}, "there is no workflow"),
+        (422, {"message": 'Unexpected inputs provided: ["max-rounds"]'}, "does not accept perfbot"),
+        (403, {"message": "Resource not accessible by integration"}, "not allowed to start workflows"),
+    ],
+)
 def test_github_refusing_the_dispatch_is_answered_on_the_pull_request(bot, emulator, status, body, says):
     emulator.fail("POST", r"/dispatches$", status, times=10, body=body)
     posted = say(bot, emulator, "/bench")
@@ -240,8 +278,14 @@ def test_github_refusing_the_dispatch_is_answered_on_the_pull_request(bot, emula
 
 
 def test_a_secondary_rate_limit_that_does_not_end_is_answered_on_the_pull_request(bot, emulator):
-    emulator.fail("POST", r"/dispatches$", 403, times=20, headers={"Retry-After": "1"},
-                  body={"message": "You have exceeded a secondary rate limit. Please wait a few minutes."})
+    emulator.fail(
+        "POST",
+        r"/dispatches$",
+        403,
+        times=20,
+        headers={"Retry-After": "1"},
+        body={"message": "You have exceeded a secondary rate limit. Please wait a few minutes."},
+    )
     say(bot, emulator, "/bench")
     assert emulator.dispatches == []
     assert "rate limit" in sticky(emulator)
@@ -252,8 +296,11 @@ def test_a_hostile_artifact_is_never_a_verdict_or_a_crash(bot, emulator, attack)
     say(bot, emulator, "/bench")
     [dispatched] = emulator.dispatches
     correlation = dispatched["inputs"]["correlation-id"]
-    hostile = document(EAGLE3, failed={"head": 1},
-                       error="<script>alert(1)</script> @maintainers [click](http://evil.example) **boom**")
+    hostile = document(
+        EAGLE3,
+        failed={"head": 1},
+        error="<script>alert(1)</script> @maintainers [click](http://evil.example) **boom**",
+    )
     hostile["suite"] = "sglang-eagle3"
     hostile["head"]["fingerprint"]["host"]["name"] = "<img src=x onerror=alert(1)> @everyone"
     hostile["metrics"]["verify_ms"]["unit"] = "ms](http://evil.example)"
@@ -262,22 +309,27 @@ def test_a_hostile_artifact_is_never_a_verdict_or_a_crash(bot, emulator, attack)
     for round_ in hostile["rounds"]:
         if "draft_ms" in round_["metrics"]:
             round_["metrics"][link_name] = round_["metrics"].pop("draft_ms")
-    data = {"bomb": lambda: bomb(200 * 2**20),
-            "traversal": lambda: archive({"../results.json": results_json(document(EAGLE3)),
-                                          "/etc/results.json": b"{}"}),
-            "symlink": lambda: archive({}, links={"results.json": "/etc/passwd"}),
-            "hostile": lambda: archive({"results.json": results_json(hostile)}),
-            "not-a-zip": lambda: b"this is not a zip"}[attack]()
+    data = {
+        "bomb": lambda: bomb(200 * 2**20),
+        "traversal": lambda: archive(
+            {"../results.json": results_json(document(EAGLE3)), "/etc/results.json": b"{}"}
+        ),
+        "symlink": lambda: archive({}, links={"results.json": "/etc/passwd"}),
+        "hostile": lambda: archive({"results.json": results_json(hostile)}),
+        "not-a-zip": lambda: b"this is not a zip",
+    }[attack]()
     finish(bot, emulator, dispatched["run_id"], artifact=(contract.artifact_name(correlation), data))
     bot.wait_idle()
     body = sticky(emulator)
     assert bot.runtime.store.deliveries.counts() == {"done": 2}
-    section = body[body.index("### ⏱️ Benchmarks"):]
+    section = body[body.index("### ⏱️ Benchmarks") :]
     if attack == "hostile":
         assert "Benchmark verdict" in section
         assert re.search(r"(?<!\\)<(script|img)", section) is None and "](http://evil" not in section
         assert "`@maintainers`" in section and "`@everyone`" in section
-        assert f"`{link_name}`" in section and f"]({link_name}" not in section and f"<{link_name}" not in section
+        assert (
+            f"`{link_name}`" in section and f"]({link_name}" not in section and f"<{link_name}" not in section
+        )
     else:
         assert "No verdict" in section and "regression" not in section.lower()
 
@@ -286,8 +338,9 @@ def test_a_completion_for_an_unknown_id_or_another_repository_is_ignored(bot, em
     say(bot, emulator, "/bench")
     [dispatched] = emulator.dispatches
     run = emulator.complete_run(dispatched["run_id"])
-    unknown = github_data.workflow_run("completed", {**run, "display_title": "perfbot bench pb-unknown"},
-                                       repo=live.REPO, installation_id=1)
+    unknown = github_data.workflow_run(
+        "completed", {**run, "display_title": "perfbot bench pb-unknown"}, repo=live.REPO, installation_id=1
+    )
     elsewhere = github_data.workflow_run("completed", run, repo="mallory/Hello-World", installation_id=1)
     seen = len(emulator.requests)
     bot.deliver("workflow_run", unknown)
@@ -298,18 +351,32 @@ def test_a_completion_for_an_unknown_id_or_another_repository_is_ignored(bot, em
 
 
 def test_another_apps_bot_comment_with_our_marker_is_not_ours(bot, emulator):
-    planted = emulator.add_comment(live.REPO, NUMBER, f"{MARKER}\nanother app", "other-app[bot]", "Bot", app_id=31337)
-    bot.deliver("pull_request", github_data.pull_request("opened", head_sha=HEAD_SHA, number=NUMBER, installation_id=1))
+    planted = emulator.add_comment(
+        live.REPO, NUMBER, f"{MARKER}\nanother app", "other-app[bot]", "Bot", app_id=31337
+    )
+    bot.deliver(
+        "pull_request",
+        github_data.pull_request("opened", head_sha=HEAD_SHA, number=NUMBER, installation_id=1),
+    )
     bot.wait_idle()
     assert emulator.comments[planted["id"]]["body"] == f"{MARKER}\nanother app"
-    ours = [c for c in emulator.comments_on(live.REPO, NUMBER) if c["performed_via_github_app"]
-            and c["performed_via_github_app"]["id"] == live.APP_ID]
+    ours = [
+        c
+        for c in emulator.comments_on(live.REPO, NUMBER)
+        if c["performed_via_github_app"] and c["performed_via_github_app"]["id"] == live.APP_ID
+    ]
     assert len(ours) == 1 and "Performance risk" in ours[0]["body"]
 
 
 def test_a_review_body_command_is_answered_by_replies(bot, emulator):
-    payload = github_data.pull_request_review("Looks risky.\n/bench", number=NUMBER, repo=live.REPO,
-                                              installation_id=1, login="maintainer", review_id=77)
+    payload = github_data.pull_request_review(
+        "Looks risky.\n/bench",
+        number=NUMBER,
+        repo=live.REPO,
+        installation_id=1,
+        login="maintainer",
+        review_id=77,
+    )
     bot.deliver("pull_request_review", payload)
     bot.wait_idle()
     assert len(emulator.dispatches) == 1 and emulator.reactions == []
@@ -323,7 +390,12 @@ def test_token_mode_follows_the_benchmark_with_a_commit_status(emulator, databas
     try:
         posted = say(bot, emulator, "/bench")
         [dispatched] = emulator.dispatches
-        finish(bot, emulator, dispatched["run_id"], artifact=eagle3_artifact(dispatched["inputs"]["correlation-id"]))
+        finish(
+            bot,
+            emulator,
+            dispatched["run_id"],
+            artifact=eagle3_artifact(dispatched["inputs"]["correlation-id"]),
+        )
         bot.wait_idle()
     finally:
         bot.stop()
@@ -335,7 +407,9 @@ def test_token_mode_follows_the_benchmark_with_a_commit_status(emulator, databas
     assert "Benchmark verdict: 🔴 regression" in sticky(emulator)
 
 
-def test_token_mode_shows_a_benchmark_that_failed_as_an_error_not_a_green_tick(emulator, database_url, tmp_path):
+def test_token_mode_shows_a_benchmark_that_failed_as_an_error_not_a_green_tick(
+    emulator, database_url, tmp_path
+):
     live.add_repository(emulator, CONFIG, {"maintainer": "write"})
     emulator.add_pull(live.REPO, NUMBER, HEAD_SHA, diffs.HIGH, base_sha=BASE_SHA)
     bot = live.start(emulator, database_url, f"sqlite:///{tmp_path / 'queue.db'}", app_key=None)
@@ -351,11 +425,15 @@ def test_token_mode_shows_a_benchmark_that_failed_as_an_error_not_a_green_tick(e
     assert "no verdict" in statuses[-1]["description"]
 
 
-def test_an_artifact_its_storage_refuses_is_retried_and_its_signed_address_never_stored(bot, emulator, caplog):
+def test_an_artifact_its_storage_refuses_is_retried_and_its_signed_address_never_stored(
+    bot, emulator, caplog
+):
     say(bot, emulator, "/bench sglang-eagle3")
     [dispatched] = emulator.dispatches
     emulator.blob_failures = 2  # the storage is busy twice, then hands the artifact over
-    finish(bot, emulator, dispatched["run_id"], artifact=eagle3_artifact(dispatched["inputs"]["correlation-id"]))
+    finish(
+        bot, emulator, dispatched["run_id"], artifact=eagle3_artifact(dispatched["inputs"]["correlation-id"])
+    )
     bot.wait_idle()
     assert "Benchmark verdict" in sticky(emulator)
     logged = perfbot_log(caplog)
@@ -367,12 +445,18 @@ def test_an_artifact_its_storage_always_refuses_fails_the_request_without_its_ad
     say(bot, emulator, "/bench sglang-eagle3")
     [dispatched] = emulator.dispatches
     emulator.blob_failures = 1000
-    finish(bot, emulator, dispatched["run_id"], artifact=eagle3_artifact(dispatched["inputs"]["correlation-id"]))
+    finish(
+        bot, emulator, dispatched["run_id"], artifact=eagle3_artifact(dispatched["inputs"]["correlation-id"])
+    )
     bot.wait_idle(timeout=60)
     with bot.runtime.store.engine.connect() as connection:
-        errors = [e for (e,) in connection.execute(text("SELECT error FROM deliveries WHERE status = 'failed'"))]
+        errors = [
+            e for (e,) in connection.execute(text("SELECT error FROM deliveries WHERE status = 'failed'"))
+        ]
     assert errors == ["ArtifactUnavailable: the artifact's storage answered 503"]
-    assert wait_for(lambda: any("could not process a `workflow_run` event" in r for r in replies(emulator)), 10)
+    assert wait_for(
+        lambda: any("could not process a `workflow_run` event" in r for r in replies(emulator)), 10
+    )
     assert BLOB_PREFIX not in perfbot_log(caplog)
 
 

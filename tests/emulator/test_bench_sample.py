@@ -38,12 +38,16 @@ def sample(tmp_path, monkeypatch):
 
 @pytest.fixture
 def bot(emulator, tmp_path, app_key, sample):
-    live.add_repository(emulator, PERFBOT_YML, {"octocat": "write", "maintainer": "maintain"}, head=sample["head"])
+    live.add_repository(
+        emulator, PERFBOT_YML, {"octocat": "write", "maintainer": "maintain"}, head=sample["head"]
+    )
     diff = git.Repo(sample["path"]).git.diff(sample["before_slow"], sample["slow"]) + "\n"
-    emulator.add_pull(live.REPO, NUMBER, sample["slow"], diff, base_sha=sample["before_slow"],
-                      base_ref=live.DEFAULT_BRANCH)
-    running = live.start(emulator, f"sqlite:///{tmp_path / 'perfbot.db'}", f"sqlite:///{tmp_path / 'queue.db'}",
-                         app_key)
+    emulator.add_pull(
+        live.REPO, NUMBER, sample["slow"], diff, base_sha=sample["before_slow"], base_ref=live.DEFAULT_BRANCH
+    )
+    running = live.start(
+        emulator, f"sqlite:///{tmp_path / 'perfbot.db'}", f"sqlite:///{tmp_path / 'queue.db'}", app_key
+    )
     yield running
     running.stop()
 
@@ -52,8 +56,11 @@ def round_trip(bot, emulator, tmp_path, sample) -> tuple[str, Path]:
     """Play the runner for the one dispatch, send its completion, and return the sticky comment."""
     [dispatched] = emulator.dispatches
     inputs = dispatched["inputs"]
-    assert (inputs["base-sha"], inputs["head-sha"], inputs["pr"]) == (sample["before_slow"], sample["slow"],
-                                                                      str(NUMBER))
+    assert (inputs["base-sha"], inputs["head-sha"], inputs["pr"]) == (
+        sample["before_slow"],
+        sample["slow"],
+        str(NUMBER),
+    )
     assert "Benchmarks are running" in sticky(emulator)
     name, archive, folder = play_runner(tmp_path, dispatched, Path(sample["path"]))
     finish(bot, emulator, dispatched["run_id"], artifact=(name, archive))
@@ -80,7 +87,9 @@ def keep_for_the_docs(comment: str, results_file: Path, name: str) -> None:
         shutil.copy(results_file, Path(folder) / f"{name}.results.json")
 
 
-def test_the_slow_commits_pull_request_is_benchmarked_and_the_comparison_comes_back(bot, emulator, tmp_path, sample):
+def test_the_slow_commits_pull_request_is_benchmarked_and_the_comparison_comes_back(
+    bot, emulator, tmp_path, sample
+):
     opened = github_data.pull_request("opened", head_sha=sample["slow"], number=NUMBER, installation_id=1)
     assert bot.deliver("pull_request", opened).status_code == 202
     bot.wait_idle()
@@ -96,17 +105,30 @@ def test_the_slow_commits_pull_request_is_benchmarked_and_the_comparison_comes_b
 
 def test_a_maintainers_bench_of_the_slow_commit_comes_back_with_its_numbers(bot, emulator, tmp_path, sample):
     emulator.repos[live.REPO].permissions["octocat"] = "read"  # the author's push starts nothing
-    bot.deliver("pull_request", github_data.pull_request("opened", head_sha=sample["slow"], number=NUMBER,
-                                                         installation_id=1))
+    bot.deliver(
+        "pull_request",
+        github_data.pull_request("opened", head_sha=sample["slow"], number=NUMBER, installation_id=1),
+    )
     bot.wait_idle()
     assert emulator.dispatches == []
     posted = emulator.add_comment(live.REPO, NUMBER, BENCH_COMMAND, "maintainer")
-    bot.deliver("issue_comment", github_data.issue_comment(
-        BENCH_COMMAND, number=NUMBER, repo=live.REPO, installation_id=1, login="maintainer",
-        comment_id=posted["id"]))
+    bot.deliver(
+        "issue_comment",
+        github_data.issue_comment(
+            BENCH_COMMAND,
+            number=NUMBER,
+            repo=live.REPO,
+            installation_id=1,
+            login="maintainer",
+            comment_id=posted["id"],
+        ),
+    )
     bot.wait_idle()
     assert emulator.reactions_on(posted["id"]) == ["eyes", "rocket"]
-    assert (emulator.dispatches[0]["inputs"]["rounds"], emulator.dispatches[0]["inputs"]["max-rounds"]) == ("5", "10")
+    assert (emulator.dispatches[0]["inputs"]["rounds"], emulator.dispatches[0]["inputs"]["max-rounds"]) == (
+        "5",
+        "10",
+    )
     comment, results_file = round_trip(bot, emulator, tmp_path, sample)
     assert "requested by `maintainer` with `/bench`" in comment
     assert_the_numbers_are_in(comment, results_file)

@@ -25,8 +25,10 @@ FACTS = {
     "permission": ("GET", rf"/repos/{live.REPO}/collaborators/[^/]+/permission", ""),
     "artifacts": ("GET", rf"/repos/{live.REPO}/actions/runs/\d+/artifacts", ""),
 }
-COMMENT_WRITES = (("POST", rf"/repos/{live.REPO}/issues/{NUMBER}/comments"),
-                  ("PATCH", rf"/repos/{live.REPO}/issues/comments/\d+"))
+COMMENT_WRITES = (
+    ("POST", rf"/repos/{live.REPO}/issues/{NUMBER}/comments"),
+    ("PATCH", rf"/repos/{live.REPO}/issues/comments/\d+"),
+)
 
 
 def counted(emulator, since: int) -> Counter:
@@ -44,7 +46,9 @@ def counted(emulator, since: int) -> Counter:
 
 
 def opened(bot, emulator) -> None:
-    payload = github_data.pull_request("opened", head_sha=HEAD_SHA, number=NUMBER, repo=live.REPO, installation_id=1)
+    payload = github_data.pull_request(
+        "opened", head_sha=HEAD_SHA, number=NUMBER, repo=live.REPO, installation_id=1
+    )
     assert bot.deliver("pull_request", payload).status_code == 202
     bot.wait_idle()
 
@@ -82,8 +86,9 @@ def test_a_merge_reads_no_diff_for_the_dashboard(bot, emulator, merged_level):
     opened(bot, emulator)
     emulator.repos[live.REPO].parents["c" * 40] = [HEAD_SHA]  # the merge commit of the example's merge
     before = len(emulator.requests)
-    closed = github_data.pull_request("closed", head_sha=HEAD_SHA, number=NUMBER, repo=live.REPO,
-                                      installation_id=1)
+    closed = github_data.pull_request(
+        "closed", head_sha=HEAD_SHA, number=NUMBER, repo=live.REPO, installation_id=1
+    )
     assert bot.deliver("pull_request", closed).status_code == 202
     bot.wait_idle()
     [merge] = bot.runtime.store.dashboard.merges()
@@ -94,8 +99,11 @@ def test_a_merge_reads_no_diff_for_the_dashboard(bot, emulator, merged_level):
 def requests_since(emulator, since: int) -> Counter:
     """Every request about the repository since ``since``, by method and path (ids as N); the App's
     identity and installation token are asked once per process and thread, not per delivery."""
-    return Counter(r.method + " " + re.sub(r"/\d+", "/N", r.path) for r in emulator.requests[since:]
-                   if r.path.startswith("/repos/"))
+    return Counter(
+        r.method + " " + re.sub(r"/\d+", "/N", r.path)
+        for r in emulator.requests[since:]
+        if r.path.startswith("/repos/")
+    )
 
 
 def test_a_bench_by_someone_without_write_access_costs_one_read(bot, emulator):
@@ -105,9 +113,13 @@ def test_a_bench_by_someone_without_write_access_costs_one_read(bot, emulator):
     before = len(emulator.requests)
     say(bot, emulator, "/bench", login="visitor")
     permission = f"GET /repos/{live.REPO}/collaborators/visitor/permission"
-    assert requests_since(emulator, before) == Counter({
-        permission: 1, f"POST /repos/{live.REPO}/issues/comments/N/reactions": 1,
-        f"POST /repos/{live.REPO}/issues/N/comments": 1})
+    assert requests_since(emulator, before) == Counter(
+        {
+            permission: 1,
+            f"POST /repos/{live.REPO}/issues/comments/N/reactions": 1,
+            f"POST /repos/{live.REPO}/issues/N/comments": 1,
+        }
+    )
     for body in ("/bench", "/bench approve", "/bench sglang-eagle3"):
         before = len(emulator.requests)
         say(bot, emulator, body, login="visitor")

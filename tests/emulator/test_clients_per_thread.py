@@ -33,7 +33,11 @@ def factory(request, emulator, app_key) -> PyGithubFactory:
 
 
 def expected(index: int) -> str:
-    return "none" if index % 4 == 0 else {"admin": "admin", "write": "write", "read": "read"}[PERMISSIONS[index % 3]]
+    return (
+        "none"
+        if index % 4 == 0
+        else {"admin": "admin", "write": "write", "read": "read"}[PERMISSIONS[index % 3]]
+    )
 
 
 def test_each_thread_has_a_client_of_its_own_and_keeps_it(factory):

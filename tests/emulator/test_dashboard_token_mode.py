@@ -13,10 +13,16 @@ from tests.support import github_data
 NUMBER = 5
 
 
-def test_a_public_repositorys_flagged_merge_is_listed_to_an_anonymous_viewer(emulator, database_url, tmp_path):
+def test_a_public_repositorys_flagged_merge_is_listed_to_an_anonymous_viewer(
+    emulator, database_url, tmp_path
+):
     state = emulator.add_repo(live.REPO, live.DEFAULT_BRANCH)
-    state.files[(live.DEFAULT_BRANCH, CONFIG_PATH)] = diffs.BASE_CONFIG + "bench:\n  dispatch: {auto: never, on_merge: never}\n"
-    emulator.add_pull(live.REPO, NUMBER, HEAD_SHA, diffs.HIGH, base_sha=BASE_SHA, base_ref=live.DEFAULT_BRANCH)
+    state.files[(live.DEFAULT_BRANCH, CONFIG_PATH)] = (
+        diffs.BASE_CONFIG + "bench:\n  dispatch: {auto: never, on_merge: never}\n"
+    )
+    emulator.add_pull(
+        live.REPO, NUMBER, HEAD_SHA, diffs.HIGH, base_sha=BASE_SHA, base_ref=live.DEFAULT_BRANCH
+    )
     bot = live.start(emulator, database_url, f"sqlite:///{tmp_path / 'queue.db'}", app_key=None)  # token mode
     try:
         assert bot.client.get("/api/v1/merges").json["items"] == []

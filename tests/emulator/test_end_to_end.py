@@ -162,7 +162,9 @@ def test_a_diff_too_large_for_github_to_render_is_scored_from_the_file_list(bot,
 
 
 def test_token_mode_publishes_a_commit_status_instead_of_a_check_run(emulator, database_url, tmp_path):
-    emulator.add_repo(live.REPO, live.DEFAULT_BRANCH).files[(live.DEFAULT_BRANCH, CONFIG_PATH)] = diffs.BASE_CONFIG
+    emulator.add_repo(live.REPO, live.DEFAULT_BRANCH).files[(live.DEFAULT_BRANCH, CONFIG_PATH)] = (
+        diffs.BASE_CONFIG
+    )
     emulator.add_pull(live.REPO, NUMBER, SHA_1, diffs.MEDIUM)
     bot = live.start(emulator, database_url, f"sqlite:///{tmp_path / 'queue.db'}", app_key=None)
     try:
@@ -172,12 +174,16 @@ def test_token_mode_publishes_a_commit_status_instead_of_a_check_run(emulator, d
         bot.stop()
     [status] = emulator.statuses
     assert (status["context"], status["state"], status["_sha"]) == ("perfbot / risk", "success", SHA_1)
-    assert status["description"].startswith("MEDIUM risk ("), "a flagged risk leads its green status with the level"
+    assert status["description"].startswith("MEDIUM risk ("), (
+        "a flagged risk leads its green status with the level"
+    )
     assert emulator.check_runs == {} and len(emulator.comments_on(live.REPO, NUMBER)) == 1
 
 
 def test_the_redis_queue_runs_the_same_review(emulator, database_url, redis_url, app_key):
-    emulator.add_repo(live.REPO, live.DEFAULT_BRANCH).files[(live.DEFAULT_BRANCH, CONFIG_PATH)] = diffs.BASE_CONFIG
+    emulator.add_repo(live.REPO, live.DEFAULT_BRANCH).files[(live.DEFAULT_BRANCH, CONFIG_PATH)] = (
+        diffs.BASE_CONFIG
+    )
     emulator.add_pull(live.REPO, NUMBER, SHA_1, diffs.HIGH)
     bot = live.start(emulator, database_url, redis_url, app_key)
     try:
@@ -240,7 +246,9 @@ def test_a_comment_by_someone_else_that_starts_with_the_marker_is_left_alone(bot
 
 
 def test_in_token_mode_only_the_tokens_own_comment_is_updated(emulator, database_url, tmp_path):
-    emulator.add_repo(live.REPO, live.DEFAULT_BRANCH).files[(live.DEFAULT_BRANCH, CONFIG_PATH)] = diffs.BASE_CONFIG
+    emulator.add_repo(live.REPO, live.DEFAULT_BRANCH).files[(live.DEFAULT_BRANCH, CONFIG_PATH)] = (
+        diffs.BASE_CONFIG
+    )
     emulator.add_pull(live.REPO, NUMBER, SHA_1, diffs.MEDIUM)
     planted = plant_foreign_marker_comment(emulator, "mallory", "User")
     bot = live.start(emulator, database_url, f"sqlite:///{tmp_path / 'queue.db'}", app_key=None)

@@ -51,10 +51,18 @@ class FakeSide:
         return [content for _, cid, content in self.fake.reactions if cid == comment_id]
 
     def bench_checks(self, sha: str) -> list[tuple[str, str, str | None]]:
-        return [(c.status, c.conclusion, c.details_url) for c in self.fake.bench_checks.values() if c.head_sha == sha]
+        return [
+            (c.status, c.conclusion, c.details_url)
+            for c in self.fake.bench_checks.values()
+            if c.head_sha == sha
+        ]
 
     def all_checks(self, sha: str) -> list[tuple[str, str | None, str | None]]:
-        return [(c.name, c.conclusion, c.external_id) for _, c in self.fake.check_runs.values() if c.head_sha == sha]
+        return [
+            (c.name, c.conclusion, c.external_id)
+            for _, c in self.fake.check_runs.values()
+            if c.head_sha == sha
+        ]
 
     def plant_comment(self, author: str, body: str) -> None:
         self.fake.add_comment(REPO, NUMBER, author, body)
@@ -63,14 +71,15 @@ class FakeSide:
         return [(c.author, c.body) for c in self.fake.threads.get((REPO, NUMBER), [])]
 
     def checks(self, sha: str) -> list[tuple[str, str, str]]:
-        return [(c.name, c.conclusion, c.title) for _, c in self.fake.check_runs.values() if c.head_sha == sha]
+        return [
+            (c.name, c.conclusion, c.title) for _, c in self.fake.check_runs.values() if c.head_sha == sha
+        ]
 
     def set_labels(self, names: list[str]) -> None:
         self.fake.labels[(REPO, NUMBER)] = set(names)
 
     def labels(self) -> set[str]:
         return self.fake.labels.get((REPO, NUMBER), set())
-
 
 
 class EmulatedSide:
@@ -106,23 +115,28 @@ class EmulatedSide:
         return self.emulator.reactions_on(comment_id)
 
     def bench_checks(self, sha: str) -> list[tuple[str, str, str | None]]:
-        return [(r["status"], r["conclusion"], r.get("details_url")) for r in self.emulator.checks_for(REPO, sha)]
+        return [
+            (r["status"], r["conclusion"], r.get("details_url")) for r in self.emulator.checks_for(REPO, sha)
+        ]
 
     def comments(self) -> list[tuple[str, str]]:
         return [(c["user"]["login"], c["body"]) for c in self.emulator.comments_on(REPO, NUMBER)]
 
     def checks(self, sha: str) -> list[tuple[str, str, str]]:
-        return [(r["name"], r["conclusion"], r["output"]["title"]) for r in self.emulator.checks_for(REPO, sha)]
+        return [
+            (r["name"], r["conclusion"], r["output"]["title"]) for r in self.emulator.checks_for(REPO, sha)
+        ]
 
     def all_checks(self, sha: str) -> list[tuple[str, str | None, str | None]]:
-        return [(r["name"], r["conclusion"], r.get("external_id")) for r in self.emulator.checks_for(REPO, sha)]
+        return [
+            (r["name"], r["conclusion"], r.get("external_id")) for r in self.emulator.checks_for(REPO, sha)
+        ]
 
     def set_labels(self, names: list[str]) -> None:
         self.emulator.labels[(REPO, NUMBER)] = list(names)
 
     def labels(self) -> set[str]:
         return set(self.emulator.labels.get((REPO, NUMBER), []))
-
 
 
 @pytest.fixture(params=["fake", "pygithub"])
@@ -155,14 +169,25 @@ def test_a_check_is_one_per_head_and_name_and_is_updated_in_place(side):
 
 
 def test_checks_of_one_name_are_told_apart_by_their_external_id(side):
-    bench = Check(name="perfbot / bench", head_sha=SHA, status="in_progress", conclusion=None, title="running",
-                  summary="s", external_id="pb-1")
+    bench = Check(
+        name="perfbot / bench",
+        head_sha=SHA,
+        status="in_progress",
+        conclusion=None,
+        title="running",
+        summary="s",
+        external_id="pb-1",
+    )
     first = side.github.publish_check(REPO, bench)
     second = side.github.publish_check(REPO, replace(bench, external_id="pb-2"))
-    side.github.publish_check(REPO, replace(bench, status="completed", conclusion="cancelled"))  # pb-1, id unknown
+    side.github.publish_check(
+        REPO, replace(bench, status="completed", conclusion="cancelled")
+    )  # pb-1, id unknown
     assert first != second
-    assert sorted(side.all_checks(SHA), key=str) == [("perfbot / bench", "cancelled", "pb-1"),
-                                                    ("perfbot / bench", None, "pb-2")]
+    assert sorted(side.all_checks(SHA), key=str) == [
+        ("perfbot / bench", "cancelled", "pb-1"),
+        ("perfbot / bench", None, "pb-2"),
+    ]
 
 
 def test_only_labels_that_start_with_the_prefix_are_changed(side):
@@ -197,15 +222,23 @@ def test_a_pull_request_that_does_not_exist_is_gone(side, call):
 
 def test_the_pull_request_the_bot_decides_on(side):
     pull = side.github.pull(REPO, NUMBER)
-    assert (pull.number, pull.open, pull.head_sha, pull.base_sha, pull.fork) == (NUMBER, True, SHA, "9" * 40, False)
+    assert (pull.number, pull.open, pull.head_sha, pull.base_sha, pull.fork) == (
+        NUMBER,
+        True,
+        SHA,
+        "9" * 40,
+        False,
+    )
     assert side.github.default_branch(REPO) == ("main", OTHER_SHA)
     assert side.github.first_parent(REPO, OTHER_SHA) == SHA
     with pytest.raises(PullRequestGone):
         side.github.pull(REPO, MISSING)
 
 
-@pytest.mark.parametrize("given, read", [("admin", "admin"), ("maintain", "write"), ("write", "write"),
-                                         ("read", "read"), (None, "none")])
+@pytest.mark.parametrize(
+    "given, read",
+    [("admin", "admin"), ("maintain", "write"), ("write", "write"), ("read", "read"), (None, "none")],
+)
 def test_permission_is_githubs_permission_field(side, given, read):
     if given is not None:
         side.set_permission("someone", given)
@@ -254,8 +287,16 @@ def test_artifacts_are_listed_and_downloaded_up_to_a_cap(side):
 
 
 def test_the_bench_check_starts_in_progress_and_is_concluded_in_place(side):
-    check = Check(name="perfbot / bench", head_sha=SHA, status="in_progress", conclusion=None,
-                  title="Benchmarks running", summary="s", details_url="https://run/1", external_id="pb-1")
+    check = Check(
+        name="perfbot / bench",
+        head_sha=SHA,
+        status="in_progress",
+        conclusion=None,
+        title="Benchmarks running",
+        summary="s",
+        details_url="https://run/1",
+        external_id="pb-1",
+    )
     check_run_id = side.github.publish_check(REPO, check)
     side.github.publish_check(REPO, replace(check, status="completed", conclusion="neutral"), check_run_id)
     assert side.bench_checks(SHA) == [("completed", "neutral", "https://run/1")]

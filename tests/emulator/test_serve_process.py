@@ -35,7 +35,9 @@ def test_a_signed_pull_request_to_perfbot_serve_gets_its_review(emulator, app_ke
         PERFBOT_PRIVATE_KEY=app_key[0],
         PERFBOT_GITHUB_API_URL=emulator.base_url,
     )
-    body = json.dumps(github_data.pull_request("opened", head_sha=SHA, number=NUMBER, installation_id=1)).encode()
+    body = json.dumps(
+        github_data.pull_request("opened", head_sha=SHA, number=NUMBER, installation_id=1)
+    ).encode()
     with served(tmp_path, settings) as server:
         [consumer] = server.consumers()
         os.kill(consumer, signal.SIGKILL)

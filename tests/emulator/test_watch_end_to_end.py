@@ -38,16 +38,20 @@ def bot(emulator, database_url, tmp_path, app_key):
 
 
 def requests_since(emulator, since: int) -> Counter:
-    return Counter(r.method + " " + re.sub(r"/\d+", "/N", r.path) for r in emulator.requests[since:]
-                   if r.path.startswith("/repos/"))
+    return Counter(
+        r.method + " " + re.sub(r"/\d+", "/N", r.path)
+        for r in emulator.requests[since:]
+        if r.path.startswith("/repos/")
+    )
 
 
 def merged_with_a_regression(bot, emulator, head: str = CULPRIT) -> dict:
     """The pull request opened, merged, its merge run finished with a regression; the bisect's dispatch."""
     emulator.repos[live.REPO].pulls[NUMBER].head_sha = head
     for action in ("opened", "closed"):
-        payload = github_data.pull_request(action, head_sha=head, number=NUMBER, repo=live.REPO,
-                                           installation_id=1)
+        payload = github_data.pull_request(
+            action, head_sha=head, number=NUMBER, repo=live.REPO, installation_id=1
+        )
         if action == "closed":
             payload["pull_request"]["merge_commit_sha"] = MERGE
         assert bot.deliver("pull_request", payload).status_code == 202
@@ -56,39 +60,57 @@ def merged_with_a_regression(bot, emulator, head: str = CULPRIT) -> dict:
     assert (merge_run["inputs"]["base-sha"], merge_run["inputs"]["head-sha"]) == (GOOD, MERGE)
     doc = document(EAGLE3)
     doc["base"]["sha"], doc["head"]["sha"] = GOOD, MERGE
-    artifact = (contract.artifact_name(merge_run["inputs"]["correlation-id"]),
-                archive({"results.json": json.dumps(doc)}))
+    artifact = (
+        contract.artifact_name(merge_run["inputs"]["correlation-id"]),
+        archive({"results.json": json.dumps(doc)}),
+    )
     before = len(emulator.requests)
     assert finish(bot, emulator, merge_run["run_id"], artifact=artifact).status_code == 202
     bot.wait_idle()
     # the merge run's own requests, then one dispatch: the watch reads the config no second time
-    assert requests_since(emulator, before) == Counter({
-        f"GET /repos/{live.REPO}/contents/.github/perfbot.yml": 1,
-        f"GET /repos/{live.REPO}/actions/runs/N/artifacts": 1,
-        f"GET /repos/{live.REPO}/actions/artifacts/N/zip": 1,
-        f"PATCH /repos/{live.REPO}/check-runs/N": 1,
-        f"POST /repos/{live.REPO}/actions/workflows/perfbot-bench.yml/dispatches": 1})
+    assert requests_since(emulator, before) == Counter(
+        {
+            f"GET /repos/{live.REPO}/contents/.github/perfbot.yml": 1,
+            f"GET /repos/{live.REPO}/actions/runs/N/artifacts": 1,
+            f"GET /repos/{live.REPO}/actions/artifacts/N/zip": 1,
+            f"PATCH /repos/{live.REPO}/check-runs/N": 1,
+            f"POST /repos/{live.REPO}/actions/workflows/perfbot-bench.yml/dispatches": 1,
+        }
+    )
     [merge_run_again, bisect] = emulator.dispatches
     return bisect
 
 
 def bisect_files(report: dict) -> dict[str, bytes]:
-    files = {"bisect.json": json.dumps(report).encode(),
-             "reference.results.json": reports.results(GOOD, MERGE, SUITE)}
+    files = {
+        "bisect.json": json.dumps(report).encode(),
+        "reference.results.json": reports.results(GOOD, MERGE, SUITE),
+    }
     if report["culprit"] is not None:
         files["confirm.results.json"] = reports.results(FIRST, CULPRIT, SUITE)
     return files
 
 
-def test_a_regression_merged_is_bisected_once_and_its_culprit_named_on_its_pull_request(bot, emulator,
-                                                                                        monkeypatch):
+def test_a_regression_merged_is_bisected_once_and_its_culprit_named_on_its_pull_request(
+    bot, emulator, monkeypatch
+):
     bisect = merged_with_a_regression(bot, emulator)
     inputs = bisect["inputs"]
     [case] = bot.runtime.store.watch.cases(None)
     assert (case.state, case.source, case.good_sha, case.bad_sha, case.number) == (
-        "bisecting", "merge", GOOD, MERGE, NUMBER)
+        "bisecting",
+        "merge",
+        GOOD,
+        MERGE,
+        NUMBER,
+    )
     assert (inputs["mode"], inputs["pr"], inputs["base-sha"], inputs["head-sha"], inputs["suites"]) == (
-        "bisect", "", GOOD, MERGE, SUITE)
+        "bisect",
+        "",
+        GOOD,
+        MERGE,
+        SUITE,
+    )
     assert inputs["metric"] == case.metric and inputs["correlation-id"] == case.correlation_id
     run = emulator.runs[bisect["run_id"]]
     assert run["display_title"] == f"perfbot bench {case.correlation_id}"
@@ -102,16 +124,22 @@ def test_a_regression_merged_is_bisected_once_and_its_culprit_named_on_its_pull_
     bot.wait_idle()
     ended = bot.runtime.store.watch.get(case.key)
     assert (ended.state, ended.culprit_sha, ended.culprit_number) == ("confirmed", CULPRIT, NUMBER)
-    [comment] = [c["body"] for c in emulator.comments_on(live.REPO, NUMBER)
-                 if c["body"].startswith(f"<!-- perfbot:regression:{case.key} -->")]
+    [comment] = [
+        c["body"]
+        for c in emulator.comments_on(live.REPO, NUMBER)
+        if c["body"].startswith(f"<!-- perfbot:regression:{case.key} -->")
+    ]
     assert CULPRIT[:12] in comment and run["html_url"] in comment and "+25" in comment, comment
-    assert requests_since(emulator, before) == Counter({
-        f"GET /repos/{live.REPO}/contents/.github/perfbot.yml": 1,
-        f"GET /repos/{live.REPO}/actions/runs/N/artifacts": 1,
-        f"GET /repos/{live.REPO}/actions/artifacts/N/zip": 1,
-        f"GET /repos/{live.REPO}/issues/N/comments": 1,
-        f"POST /repos/{live.REPO}/issues/N/comments": 1,
-        f"POST /repos/{live.REPO}/issues": 1})
+    assert requests_since(emulator, before) == Counter(
+        {
+            f"GET /repos/{live.REPO}/contents/.github/perfbot.yml": 1,
+            f"GET /repos/{live.REPO}/actions/runs/N/artifacts": 1,
+            f"GET /repos/{live.REPO}/actions/artifacts/N/zip": 1,
+            f"GET /repos/{live.REPO}/issues/N/comments": 1,
+            f"POST /repos/{live.REPO}/issues/N/comments": 1,
+            f"POST /repos/{live.REPO}/issues": 1,
+        }
+    )
     [issue] = emulator.issues.values()
     assert CULPRIT[:12] in issue["title"] and comment in issue["body"]
     assert bot.runtime.store.watch.get(case.key).issue_number == issue["number"]
@@ -154,5 +182,7 @@ def test_a_culprit_no_recorded_pull_request_merged_is_named_on_its_commit(bot, e
     assert finish(bot, emulator, bisect["run_id"], artifact=artifact).status_code == 202
     bot.wait_idle()
     [comment] = emulator.commit_comments
-    assert comment["commit_id"] == CULPRIT and comment["body"].startswith(f"<!-- perfbot:regression:{case.key} -->")
+    assert comment["commit_id"] == CULPRIT and comment["body"].startswith(
+        f"<!-- perfbot:regression:{case.key} -->"
+    )
     assert bot.runtime.store.watch.get(case.key).comment_url == comment["html_url"]

@@ -40,13 +40,16 @@ def test_the_slow_commit_touches_the_communicator_and_the_parallel_state(sample)
     repo = git.Repo(sample["path"])
     slow = repo.commit(sample["slow"])
     assert slow.message.strip() == SLOW_SUBJECT
-    assert set(slow.stats.files) == {"mini_engine/distributed/pynccl.py",
-                                     "mini_engine/distributed/parallel_state.py"}
+    assert set(slow.stats.files) == {
+        "mini_engine/distributed/pynccl.py",
+        "mini_engine/distributed/parallel_state.py",
+    }
 
 
 def test_triage_ranks_the_slow_commit_first(sample, capsys):
-    status = cli.main(["triage", "--repo", sample["path"], f"{sample['first']}..{sample['head']}",
-                       "--format", "json"])
+    status = cli.main(
+        ["triage", "--repo", sample["path"], f"{sample['first']}..{sample['head']}", "--format", "json"]
+    )
     assert status == 0
     ranked = json.loads(capsys.readouterr().out)["commits"]
     assert ranked[0]["sha"] == sample["slow"]
@@ -89,8 +92,12 @@ def test_the_slow_parallel_state_pads_every_allreduce_even_at_one_rank(sample, t
         for sha, pads in ((sample["before_slow"], False), (sample["slow"], True)):
             package = tmp_path / sha[:7] / "mini_engine"
             (package / "distributed").mkdir(parents=True)
-            for name in ("__init__.py", "distributed/__init__.py", "distributed/pynccl.py",
-                         "distributed/parallel_state.py"):
+            for name in (
+                "__init__.py",
+                "distributed/__init__.py",
+                "distributed/pynccl.py",
+                "distributed/parallel_state.py",
+            ):
                 (package / name).write_text(repo.git.show(f"{sha}:mini_engine/{name}") + "\n")
             sys.path.insert(0, str(package.parent))
             try:
@@ -112,13 +119,18 @@ def test_the_slow_parallel_state_pads_every_allreduce_even_at_one_rank(sample, t
 @pytest.mark.slow
 def test_an_ab_run_of_the_sample_on_cpu_measures_both_sides_through_its_allreduce(sample, tmp_path):
     importorskip("torch")
-    config = load_config("bench:\n  suites:\n    verify-step:\n      kind: verify-step\n      device: cpu\n"
-                         "      world_size: 2\n      iters: 3\n      warmup_iters: 1\n      allreduce: "
-                         "mini_engine.distributed.parallel_state:tensor_model_parallel_all_reduce\n")
-    options = bench.BenchOptions(base=sample["before_slow"], head=sample["slow"], suites=["verify-step"],
-                                 out=tmp_path / "ab.json",
-                                 measure=MeasureOptions(repo=sample["path"], rounds=1, warmup=0, timeout=240,
-                                                        python=sys.executable))  # the engine's: it has torch
+    config = load_config(
+        "bench:\n  suites:\n    verify-step:\n      kind: verify-step\n      device: cpu\n"
+        "      world_size: 2\n      iters: 3\n      warmup_iters: 1\n      allreduce: "
+        "mini_engine.distributed.parallel_state:tensor_model_parallel_all_reduce\n"
+    )
+    options = bench.BenchOptions(
+        base=sample["before_slow"],
+        head=sample["slow"],
+        suites=["verify-step"],
+        out=tmp_path / "ab.json",
+        measure=MeasureOptions(repo=sample["path"], rounds=1, warmup=0, timeout=240, python=sys.executable),
+    )  # the engine's: it has torch
     (outcome,) = bench.run(options, config.bench, Progress(io.StringIO()))
     data = json.loads(outcome.path.read_text())
     assert outcome.status == "complete", [r["error"] for r in data["rounds"]]
@@ -135,19 +147,30 @@ def test_the_script_prints_its_manifest_and_refuses_a_used_folder(tmp_path, caps
 
 
 def test_the_documented_command_builds_it(tmp_path, sample):
-    done = subprocess.run([sys.executable, "examples/sample_repo.py", str(tmp_path / "cli")], cwd=ROOT,
-                          capture_output=True, text=True, env={**os.environ, "HOME": str(tmp_path)})
+    done = subprocess.run(
+        [sys.executable, "examples/sample_repo.py", str(tmp_path / "cli")],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "HOME": str(tmp_path)},
+    )
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["commits"] == sample["commits"]
 
 
 def _profiled_run(sample, tmp_path, base: str, head: str, name: str) -> Path:
-    config = load_config("bench:\n  suites:\n    verify-step:\n      kind: verify-step\n      device: cpu\n"
-                         "      world_size: 2\n      iters: 3\n      warmup_iters: 1\n      profile: true\n"
-                         "      allreduce: mini_engine.distributed.parallel_state:tensor_model_parallel_all_reduce\n")
-    options = bench.BenchOptions(base=base, head=head, suites=["verify-step"], out=tmp_path / f"{name}.json",
-                                 measure=MeasureOptions(repo=sample["path"], rounds=1, warmup=0, timeout=240,
-                                                        python=sys.executable))
+    config = load_config(
+        "bench:\n  suites:\n    verify-step:\n      kind: verify-step\n      device: cpu\n"
+        "      world_size: 2\n      iters: 3\n      warmup_iters: 1\n      profile: true\n"
+        "      allreduce: mini_engine.distributed.parallel_state:tensor_model_parallel_all_reduce\n"
+    )
+    options = bench.BenchOptions(
+        base=base,
+        head=head,
+        suites=["verify-step"],
+        out=tmp_path / f"{name}.json",
+        measure=MeasureOptions(repo=sample["path"], rounds=1, warmup=0, timeout=240, python=sys.executable),
+    )
     (outcome,) = bench.run(options, config.bench, Progress(io.StringIO()))
     data = json.loads(outcome.path.read_text())
     assert outcome.status == "complete" and not data.get("profile_errors"), data.get("profile_errors")
@@ -155,8 +178,9 @@ def _profiled_run(sample, tmp_path, base: str, head: str, name: str) -> Path:
 
 
 @pytest.mark.slow
-def test_the_profiled_pass_maps_the_step_and_compare_names_the_slow_commit_s_launching_lines(sample, tmp_path,
-                                                                                              capsys):
+def test_the_profiled_pass_maps_the_step_and_compare_names_the_slow_commit_s_launching_lines(
+    sample, tmp_path, capsys
+):
     importorskip("torch")
     results = _profiled_run(sample, tmp_path, sample["before_slow"], sample["slow"], "ab")
     step_map = json.loads(results.read_text())["step_map"]
@@ -170,8 +194,10 @@ def test_the_profiled_pass_maps_the_step_and_compare_names_the_slow_commit_s_lau
     text = capsys.readouterr().out
     state = "mini_engine/distributed/parallel_state.py"
     # The padding's new zeroed buffer and its copy, each at the line of the commit that made it.
-    assert f"launched by {state}:22 _pad_to_graph_size" in text and f"{state}:22 _pad_to_graph_size, 8.00/step " \
-        "(changed by the diff)" in text
+    assert (
+        f"launched by {state}:22 _pad_to_graph_size" in text
+        and f"{state}:22 _pad_to_graph_size, 8.00/step (changed by the diff)" in text
+    )
     assert f"launched by {state}:24 _pad_to_graph_size, 8.00/step (changed by the diff)" in text
     for line in text.splitlines():
         if "launched by" in line and "(changed by the diff)" in line:

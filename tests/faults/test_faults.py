@@ -34,8 +34,9 @@ def nothing_lost_or_doubled(figures) -> None:
     assert figures.processed == figures.acknowledged, figures.line()
 
 
-def test_a_consumer_killed_mid_review_and_mid_dispatch_is_replaced_and_its_work_done_once(emulator, app_key,
-                                                                                         tmp_path):
+def test_a_consumer_killed_mid_review_and_mid_dispatch_is_replaced_and_its_work_done_once(
+    emulator, app_key, tmp_path
+):
     found = scenarios.consumer_killed_mid_job(emulator, app_key, tmp_path)
     print(found.line())
     assert found.review_s < 60 and found.dispatch_s < 60, found.line()
@@ -91,17 +92,25 @@ def test_without_credentials_each_delivery_fails_at_once_with_one_clear_line(tmp
     assert "failed at once (1 attempt) 3" in figures.line()
 
 
-def test_a_web_worker_started_while_the_files_are_immutable_serves_503_and_recovers(tmp_path, github_test_data):
+def test_a_web_worker_started_while_the_files_are_immutable_serves_503_and_recovers(
+    tmp_path, github_test_data
+):
     server = Server(tmp_path, perfbot_env()).start()
     try:
         files = sorted(p for p in tmp_path.iterdir() if ".db" in p.name)
         if not chattr("+i", files):
             pytest.skip("chattr +i is not possible here (needs root and an ext4-like filesystem)")
         try:
-            [web] = [pid for pid, command in children(server.process.pid).items() if " -m bot serve " in f"{command} "]
+            [web] = [
+                pid
+                for pid, command in children(server.process.pid).items()
+                if " -m bot serve " in f"{command} "
+            ]
             os.kill(web, signal.SIGKILL)  # gunicorn's master starts another, which boots without storage
-            assert wait_for(lambda: web not in children(server.process.pid) and len(children(server.process.pid)) >= 1,
-                            timeout=30)
+            assert wait_for(
+                lambda: web not in children(server.process.pid) and len(children(server.process.pid)) >= 1,
+                timeout=30,
+            )
             assert wait_for(lambda: health(server.base)[0] == 503, timeout=30), server.log()[-3000:]
             assert server.process.poll() is None, "the master stays up"
         finally:

@@ -16,12 +16,15 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-TOKEN = re.compile(r"""\s*(?:
+TOKEN = re.compile(
+    r"""\s*(?:
     (?P<number>-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?|0x[0-9a-fA-F]+)
   | '(?P<string>(?:[^']|'')*)'
   | (?P<op>&&|\|\||==|!=|<=|>=|[!<>(),.\[\]*])
   | (?P<name>[A-Za-z_][A-Za-z0-9_-]*)
-)""", re.VERBOSE)
+)""",
+    re.VERBOSE,
+)
 EMBEDDED = re.compile(r"\$\{\{\s*(.*?)\s*\}\}", re.DOTALL)
 
 
@@ -48,8 +51,16 @@ def interpolate(text: str, contexts: Mapping[str, Any]) -> Any:
 
 
 def truthy(value: Any) -> bool:
-    return not (value is None or value is False or value == "" or
-                (isinstance(value, (int, float)) and not isinstance(value, bool) and (value == 0 or math.isnan(value))))
+    return not (
+        value is None
+        or value is False
+        or value == ""
+        or (
+            isinstance(value, (int, float))
+            and not isinstance(value, bool)
+            and (value == 0 or math.isnan(value))
+        )
+    )
 
 
 def to_string(value: Any) -> str:
@@ -209,12 +220,14 @@ def _call(name: str, arguments: list[Any]) -> Any:
     lowered = name.lower()
     if lowered == "format":
         template, *values = arguments
+
         def replace(match: re.Match) -> str:
             if match[0] == "{{":
                 return "{"
             if match[0] == "}}":
                 return "}"
             return to_string(values[int(match[1])])
+
         return re.sub(r"\{\{|\}\}|\{(\d+)\}", replace, to_string(template))
     if lowered == "contains":
         haystack, needle = arguments

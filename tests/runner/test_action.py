@@ -27,8 +27,13 @@ CONFIG = "bench:\n  warmup: 0\n  suites:\n    quick:\n      kind: command\n     
 class Runner:
     """Just enough of a GitHub Actions runner for a composite action: expressions, env, outputs, PATH."""
 
-    def __init__(self, tmp_path: Path, inputs: dict[str, str], secrets: dict[str, str] | None = None,
-                 action_path: Path = ROOT):
+    def __init__(
+        self,
+        tmp_path: Path,
+        inputs: dict[str, str],
+        secrets: dict[str, str] | None = None,
+        action_path: Path = ROOT,
+    ):
         defaults = {name: spec.get("default", "") for name, spec in ACTION["inputs"].items()}
         missing = [n for n, s in ACTION["inputs"].items() if s.get("required") and n not in inputs]
         assert not missing, f"required inputs not given: {missing}"
@@ -66,10 +71,17 @@ class Runner:
     def env(self, step: dict) -> dict[str, str]:
         env = {key: value for key, value in os.environ.items() if not key.startswith(("GITHUB_", "INPUT_"))}
         env.update({f"INPUT_{name.upper().replace('-', '_')}": value for name, value in self.inputs.items()})
-        env.update(GITHUB_OUTPUT=str(self.files["output"]), GITHUB_STEP_SUMMARY=str(self.files["summary"]),
-                   GITHUB_PATH=str(self.files["path"]), GITHUB_ENV=str(self.files["env"]),
-                   GITHUB_ACTION_PATH=str(self.action_path), RUNNER_TEMP=str(self.temp), RUNNER_TOOL_CACHE=str(self.tool_cache),
-                   RUNNER_TRACKING_ID=self.tracking_id, PATH=os.pathsep.join(self.path))
+        env.update(
+            GITHUB_OUTPUT=str(self.files["output"]),
+            GITHUB_STEP_SUMMARY=str(self.files["summary"]),
+            GITHUB_PATH=str(self.files["path"]),
+            GITHUB_ENV=str(self.files["env"]),
+            GITHUB_ACTION_PATH=str(self.action_path),
+            RUNNER_TEMP=str(self.temp),
+            RUNNER_TOOL_CACHE=str(self.tool_cache),
+            RUNNER_TRACKING_ID=self.tracking_id,
+            PATH=os.pathsep.join(self.path),
+        )
         env.update(self.secrets)
         env.update({key: self.evaluate(value) for key, value in step.get("env", {}).items()})
         return env
@@ -77,8 +89,14 @@ class Runner:
     def run_step(self, step: dict) -> subprocess.CompletedProcess:
         assert step["shell"] == "bash"
         self.files["output"].write_text("")
-        done = subprocess.run([BASH, "--noprofile", "--norc", "-eo", "pipefail", "-c", step["run"]],
-                              env=self.env(step), capture_output=True, text=True, timeout=600, cwd=self.workspace)
+        done = subprocess.run(
+            [BASH, "--noprofile", "--norc", "-eo", "pipefail", "-c", step["run"]],
+            env=self.env(step),
+            capture_output=True,
+            text=True,
+            timeout=600,
+            cwd=self.workspace,
+        )
         self.steps[step.get("id", step["name"])] = parse_outputs(self.files["output"].read_text())
         self.path[:0] = reversed(self.files["path"].read_text().split())
         return done
@@ -90,7 +108,11 @@ class Runner:
         done, upload, failed = {}, None, False
         for step in ACTION["runs"]["steps"]:
             # After a failure GitHub runs only the steps whose condition asks for it.
-            if failed and step.get("if") not in ("${{ !cancelled() }}", "${{ always() }}", "${{ failure() }}"):
+            if failed and step.get("if") not in (
+                "${{ !cancelled() }}",
+                "${{ always() }}",
+                "${{ failure() }}",
+            ):
                 continue
             if "uses" in step:
                 assert self.evaluate(step.get("if", "true")) == "true"
@@ -144,16 +166,27 @@ def target(git_builder, tmp_path):
     head = git_builder.commit("head", {"speed.txt": "12\n"})
     config = tmp_path / "perfbot.yml"
     config.write_text(CONFIG)
-    return {"repository-path": str(git_builder.root), "base-sha": base, "head-sha": head,
-            "config": str(config), "suites": "quick", "rounds": "2", "install": "false",
-            "engine-python": str(engine_python(tmp_path))}
+    return {
+        "repository-path": str(git_builder.root),
+        "base-sha": base,
+        "head-sha": head,
+        "config": str(config),
+        "suites": "quick",
+        "rounds": "2",
+        "install": "false",
+        "engine-python": str(engine_python(tmp_path)),
+    }
 
 
 def test_the_action_benchmarks_uploads_the_results_and_reports_the_comparison(target, tmp_path):
     runner = Runner(tmp_path, {**target, "correlation-id": "perfbot-7f3a.1", "rounds": "5"})
     steps, upload = runner.run()
-    assert {name: s.returncode for name, s in steps.items()} == \
-        {"install": 0, "bench": 0, "report": 0, "Fail on the verdict": 0}, steps["bench"].stderr
+    assert {name: s.returncode for name, s in steps.items()} == {
+        "install": 0,
+        "bench": 0,
+        "report": 0,
+        "Fail on the verdict": 0,
+    }, steps["bench"].stderr
     assert upload["uses"].startswith("actions/upload-artifact@")
     assert upload["name"] == "perfbot-results-perfbot-7f3a.1"
     assert upload["if-no-files-found"] == "error"
@@ -177,7 +210,9 @@ def test_the_action_benchmarks_uploads_the_results_and_reports_the_comparison(ta
     assert sorted(p.name for p in folder.iterdir()) == ["results.json", "summary.md"]
 
 
-@pytest.mark.parametrize(("fail_on", "fails"), [("regression", True), ("inconclusive", True), ("never", False)])
+@pytest.mark.parametrize(
+    ("fail_on", "fails"), [("regression", True), ("inconclusive", True), ("never", False)]
+)
 def test_fail_on_fails_the_job_after_the_upload(target, tmp_path, fail_on, fails):
     runner = Runner(tmp_path, {**target, "correlation-id": "c4", "rounds": "5", "fail-on": fail_on})
     steps, upload = runner.run()
@@ -204,9 +239,15 @@ def test_several_suites_separated_by_commas_each_get_a_results_file(target, tmp_
     steps, upload = runner.run()
     assert steps["bench"].returncode == 0, steps["bench"].stderr
     folder = Path(upload["path"])
-    assert sorted(p.name for p in folder.iterdir()) == ["results.other.json", "results.quick.json", "summary.md"]
-    assert runner.outputs()["results-files"].splitlines() == [str(folder / "results.other.json"),
-                                                              str(folder / "results.quick.json")]
+    assert sorted(p.name for p in folder.iterdir()) == [
+        "results.other.json",
+        "results.quick.json",
+        "summary.md",
+    ]
+    assert runner.outputs()["results-files"].splitlines() == [
+        str(folder / "results.other.json"),
+        str(folder / "results.quick.json"),
+    ]
     summary = (folder / "summary.md").read_text()
     assert summary.count("<sub>perfbot compare · suite ") == 2
 
@@ -235,11 +276,14 @@ def test_a_correlation_id_that_is_not_a_plain_name_is_refused(target, tmp_path, 
     assert not (Path.cwd() / "pwned").exists() and not (tmp_path / "pwned").exists()
 
 
-@pytest.mark.parametrize(("inputs", "message"), [
-    ({"fail-on": "always"}, "fail-on must be regression, inconclusive or never"),
-    ({"suites": "quick *"}, "suite names are 1-64 letters"),
-    ({"suites": " , "}, "suites names no suite"),
-])
+@pytest.mark.parametrize(
+    ("inputs", "message"),
+    [
+        ({"fail-on": "always"}, "fail-on must be regression, inconclusive or never"),
+        ({"suites": "quick *"}, "suite names are 1-64 letters"),
+        ({"suites": " , "}, "suites names no suite"),
+    ],
+)
 def test_other_bad_inputs_are_refused_before_anything_runs(target, tmp_path, inputs, message):
     runner = Runner(tmp_path, {**target, "correlation-id": "c6", **inputs})
     steps, _ = runner.run()
@@ -258,7 +302,9 @@ def test_without_install_perfbot_must_already_be_on_the_path(target, tmp_path):
 
 def test_the_suites_run_the_engine_s_interpreter(target, tmp_path):
     seen = tmp_path / "seen"
-    Path(target["config"]).write_text(CONFIG.replace("bash bench.sh", f"command -v python >> {seen}; bash bench.sh"))
+    Path(target["config"]).write_text(
+        CONFIG.replace("bash bench.sh", f"command -v python >> {seen}; bash bench.sh")
+    )
     runner = Runner(tmp_path, {**target, "correlation-id": "c7", "rounds": "1"})
     steps, _ = runner.run()
     assert steps["bench"].returncode == 0, steps["bench"].stderr
@@ -270,24 +316,35 @@ def test_an_engine_interpreter_without_torch_is_refused_at_once_in_one_line(targ
     steps, _ = runner.run()
     assert steps["bench"].returncode == 2
     errors = [line for line in steps["bench"].stderr.splitlines() if line.startswith("perfbot: error")]
-    assert errors == [f"perfbot: error: {target['engine-python']}: this interpreter cannot import torch (it did not "
-                      f"answer perfbot's probe), and suite 'verify-step' runs torch: name the engine's interpreter "
-                      f"with --python (the action's engine-python) or bench.python"]
+    assert errors == [
+        f"perfbot: error: {target['engine-python']}: this interpreter cannot import torch (it did not "
+        f"answer perfbot's probe), and suite 'verify-step' runs torch: name the engine's interpreter "
+        f"with --python (the action's engine-python) or bench.python"
+    ]
     assert "round" not in steps["bench"].stderr  # refused before any set-up or round
 
 
 def test_a_python_without_torch_is_named_with_why(target, tmp_path):
     bare = tmp_path / "bare"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(bare)], check=True)
-    runner = Runner(tmp_path, {**target, "suites": "verify-step", "correlation-id": "c9",
-                               "engine-python": str(bare / "bin" / "python")})
+    runner = Runner(
+        tmp_path,
+        {
+            **target,
+            "suites": "verify-step",
+            "correlation-id": "c9",
+            "engine-python": str(bare / "bin" / "python"),
+        },
+    )
     steps, _ = runner.run()
     assert steps["bench"].returncode == 2
     assert "cannot import torch (ModuleNotFoundError: No module named 'torch')" in steps["bench"].stderr
 
 
 @pytest.mark.slow
-def test_perfbot_s_environment_is_made_per_job_from_downloads_kept_per_lock_and_checked_by_hash(target, tmp_path):
+def test_perfbot_s_environment_is_made_per_job_from_downloads_kept_per_lock_and_checked_by_hash(
+    target, tmp_path
+):
     """The install step as on a persistent self-hosted runner: the first job downloads the locked
     files into the runner's tool cache, every job makes its own environment from them (one that the
     code under test rewrote is never used again), kept files that no longer match the locks' hashes
@@ -296,15 +353,21 @@ def test_perfbot_s_environment_is_made_per_job_from_downloads_kept_per_lock_and_
     source.mkdir()
     for name in ("pyproject.toml", "README.md", "LICENSE", "requirements", "bot"):
         copy = shutil.copytree if (ROOT / name).is_dir() else shutil.copy2
-        copy(ROOT / name, source / name, **({"ignore": shutil.ignore_patterns("__pycache__")}
-                                            if (ROOT / name).is_dir() else {}))
+        copy(
+            ROOT / name,
+            source / name,
+            **({"ignore": shutil.ignore_patterns("__pycache__")} if (ROOT / name).is_dir() else {}),
+        )
     install = next(step for step in ACTION["runs"]["steps"] if step.get("id") == "install")
     cache = tmp_path / "tool-cache" / "perfbot"
 
     def install_once(folder: str) -> tuple[subprocess.CompletedProcess, Path]:
         (tmp_path / folder).mkdir()
-        runner = Runner(tmp_path / folder, {**target, "correlation-id": "c", "install": "true",
-                                            "python": sys.executable}, action_path=source)
+        runner = Runner(
+            tmp_path / folder,
+            {**target, "correlation-id": "c", "install": "true", "python": sys.executable},
+            action_path=source,
+        )
         runner.tool_cache = tmp_path / "tool-cache"  # the runner's, shared by its jobs
         done = runner.run_step(install)
         return done, Path(runner.steps["install"].get("perfbot", "-"))
@@ -325,8 +388,9 @@ def test_perfbot_s_environment_is_made_per_job_from_downloads_kept_per_lock_and_
 
     second, perfbot = install_once("job2")
     assert second.returncode == 0, second.stderr
-    assert second.stdout.strip() == (f"perfbot: installed its dependencies from {wheels} "
-                                     "(checked against the locks' hashes)")
+    assert second.stdout.strip() == (
+        f"perfbot: installed its dependencies from {wheels} (checked against the locks' hashes)"
+    )
     assert perfbot.is_relative_to(tmp_path / "job2" / "runner-temp") and works(perfbot).returncode == 0
     assert (wheels / ".complete").stat().st_mtime_ns == kept
 
@@ -362,8 +426,11 @@ def test_the_build_backend_is_locked_with_hashes_at_versions_pyproject_accepts()
     lock = read_lock(ROOT / "requirements" / "build.txt")
     assert all(pin.hashes for pin in lock.values())
     backend = tomllib.loads((ROOT / "pyproject.toml").read_text())["build-system"]["requires"]
-    for line in backend + [line for line in (ROOT / "requirements" / "build.in").read_text().splitlines()
-                           if line.strip() and not line.startswith("#")]:
+    for line in backend + [
+        line
+        for line in (ROOT / "requirements" / "build.in").read_text().splitlines()
+        if line.strip() and not line.startswith("#")
+    ]:
         requirement = Requirement(line)
         assert requirement.specifier.contains(lock[requirement.name.lower()].version), line
     # Both installs of perfbot take it from there and build without isolation or an index.
@@ -378,8 +445,17 @@ def test_every_script_reads_inputs_from_the_environment_only():
 
 def test_the_action_has_branding_github_accepts():
     # The Marketplace's palette, and an icon of the Feather set it draws from.
-    assert ACTION["branding"]["color"] in {"white", "black", "yellow", "blue", "green", "orange", "red",
-                                           "purple", "gray-dark"}
+    assert ACTION["branding"]["color"] in {
+        "white",
+        "black",
+        "yellow",
+        "blue",
+        "green",
+        "orange",
+        "red",
+        "purple",
+        "gray-dark",
+    }
     assert ACTION["branding"]["icon"] == "activity"
 
 
@@ -393,8 +469,12 @@ def test_bisect_mode_bisects_uploads_the_artifact_files_and_reports_the_status(t
     assert steps["report"].returncode == 0, steps["report"].stdout + steps["report"].stderr
     assert upload["name"] == "perfbot-results-b1"
     folder = Path(upload["path"])
-    assert sorted(p.name for p in folder.iterdir()) == ["bisect.json", "confirm.results.json",
-                                                        "reference.results.json", "summary.md"]
+    assert sorted(p.name for p in folder.iterdir()) == [
+        "bisect.json",
+        "confirm.results.json",
+        "reference.results.json",
+        "summary.md",
+    ]
     report = json.loads((folder / "bisect.json").read_text())
     assert (report["status"], report["culprit"]["sha"]) == ("confirmed", target["head-sha"])
     assert report["reference"]["results"] == "reference.results.json"
@@ -403,21 +483,28 @@ def test_bisect_mode_bisects_uploads_the_artifact_files_and_reports_the_status(t
     assert (confirm["base"]["sha"], confirm["head"]["sha"]) == (target["base-sha"], target["head-sha"])
     outputs = runner.outputs()
     assert outputs["verdict"] == "confirmed"
-    assert f"**Culprit:** `{target['head-sha']}` head: +20.0% against its parent" in outputs["summary-markdown"]
+    assert (
+        f"**Culprit:** `{target['head-sha']}` head: +20.0% against its parent" in outputs["summary-markdown"]
+    )
     assert runner.files["summary"].read_text() == outputs["summary-markdown"] + "\n"
-    assert outputs["results-files"].splitlines() == [str(folder / "confirm.results.json"),
-                                                     str(folder / "reference.results.json")]
+    assert outputs["results-files"].splitlines() == [
+        str(folder / "confirm.results.json"),
+        str(folder / "reference.results.json"),
+    ]
 
 
-@pytest.mark.parametrize(("inputs", "message"), [
-    ({"mode": "bisect", "metric": "x; touch pwned"}, "metric must be empty or 1-64"),
-    ({"mode": "bisect", "metric": "$(touch pwned)"}, "metric must be empty or 1-64"),
-    ({"mode": "bisect", "metric": "a\nb"}, "metric must be empty or 1-64"),
-    ({"mode": "bench", "metric": "step_ms"}, "metric is for bisect mode only"),
-    ({"mode": "bisect; touch pwned"}, "mode must be bench or bisect"),
-    ({"mode": "bisect", "suites": "quick other"}, "in bisect mode suites names exactly one suite"),
-    ({"mode": "bisect", "base-sha": "HEAD~1"}, "in bisect mode base-sha (GOOD) and head-sha (BAD)"),
-])
+@pytest.mark.parametrize(
+    ("inputs", "message"),
+    [
+        ({"mode": "bisect", "metric": "x; touch pwned"}, "metric must be empty or 1-64"),
+        ({"mode": "bisect", "metric": "$(touch pwned)"}, "metric must be empty or 1-64"),
+        ({"mode": "bisect", "metric": "a\nb"}, "metric must be empty or 1-64"),
+        ({"mode": "bench", "metric": "step_ms"}, "metric is for bisect mode only"),
+        ({"mode": "bisect; touch pwned"}, "mode must be bench or bisect"),
+        ({"mode": "bisect", "suites": "quick other"}, "in bisect mode suites names exactly one suite"),
+        ({"mode": "bisect", "base-sha": "HEAD~1"}, "in bisect mode base-sha (GOOD) and head-sha (BAD)"),
+    ],
+)
 def test_bad_bisect_inputs_are_refused_before_anything_runs(target, tmp_path, inputs, message):
     runner = Runner(tmp_path, {**target, "correlation-id": "b2", **inputs})
     steps, upload = runner.run()

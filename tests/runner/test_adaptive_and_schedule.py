@@ -46,11 +46,20 @@ def test_a_metric_that_the_cap_cannot_decide_does_not_keep_the_run_going():
 
 
 @settings(max_examples=30, deadline=None)
-@given(st.dictionaries(st.text(max_size=3),
-                       st.builds(MetricSamples, st.lists(st.floats(0, 1e6), max_size=6),
-                                 st.lists(st.floats(0, 1e6), max_size=6), st.sampled_from(["lower", "higher"])),
-                       max_size=3),
-       st.integers(1, 20), st.integers(1, 20))
+@given(
+    st.dictionaries(
+        st.text(max_size=3),
+        st.builds(
+            MetricSamples,
+            st.lists(st.floats(0, 1e6), max_size=6),
+            st.lists(st.floats(0, 1e6), max_size=6),
+            st.sampled_from(["lower", "higher"]),
+        ),
+        max_size=3,
+    ),
+    st.integers(1, 20),
+    st.integers(1, 20),
+)
 def test_adaptive_rounds_never_exceed_the_maximum(samples, min_rounds, max_rounds):
     max_rounds = max(min_rounds, max_rounds)
     assert not should_continue(samples, max_rounds, min_rounds, max_rounds)

@@ -36,8 +36,14 @@ MEASURE = {f.name for f in dataclasses.fields(MeasureOptions)}
 def run(repo, base, head, tmp_path, command="bash bench.sh", config=None, **options):
     measured = {key: options.pop(key) for key in MEASURE & set(options)}
     measure = MeasureOptions(repo=repo, command=command, **measured)
-    opts = bench.BenchOptions(base=base, head=head, suites=options.pop("suites", ["command"]),
-                              out=tmp_path / "out" / "results.json", measure=measure, **options)
+    opts = bench.BenchOptions(
+        base=base,
+        head=head,
+        suites=options.pop("suites", ["command"]),
+        out=tmp_path / "out" / "results.json",
+        measure=measure,
+        **options,
+    )
     stream = io.StringIO()
     outcomes = bench.run(opts, config or BenchConfig(), Progress(stream))
     return outcomes, stream.getvalue()
@@ -110,7 +116,9 @@ def test_a_run_where_nothing_was_measured_says_failed(bench_repo, tmp_path):
 
 def test_a_failing_setup_stops_the_suite_before_any_round(bench_repo, tmp_path):
     repo, base, head = bench_repo
-    config = BenchConfig(suites={"cmd": CommandSuite(kind="command", command="bash bench.sh", setup="exit 4")})
+    config = BenchConfig(
+        suites={"cmd": CommandSuite(kind="command", command="bash bench.sh", setup="exit 4")}
+    )
     (outcome,), _ = run(repo, base, head, tmp_path, suites=["cmd"], config=config, rounds=1, warmup=0)
     data = load(outcome)
     assert data["rounds"] == [] and data["status"] == "stopped"
@@ -143,17 +151,22 @@ def test_the_step_summary_is_appended(bench_repo, tmp_path):
 def test_several_suites_write_a_file_each(bench_repo, tmp_path):
     repo, base, head = bench_repo
     config = BenchConfig(suites={"fast": CommandSuite(kind="command", command="bash bench.sh")})
-    outcomes, _ = run(repo, base, head, tmp_path, suites=["command", "fast"], config=config, rounds=1, warmup=0)
+    outcomes, _ = run(
+        repo, base, head, tmp_path, suites=["command", "fast"], config=config, rounds=1, warmup=0
+    )
     assert [o.path.name for o in outcomes] == ["results.command.json", "results.fast.json"]
 
 
-@pytest.mark.parametrize(("change", "message"), [
-    ({"suites": ["nope"]}, "unknown suite 'nope'"),
-    ({"suites": []}, "name at least one --suite"),
-    ({"head": None}, "--head is required"),
-    ({"aa": True}, "--aa benchmarks --base against itself"),
-    ({"base": "no-such-rev"}, "unknown revision 'no-such-rev'"),
-])
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"suites": ["nope"]}, "unknown suite 'nope'"),
+        ({"suites": []}, "name at least one --suite"),
+        ({"head": None}, "--head is required"),
+        ({"aa": True}, "--aa benchmarks --base against itself"),
+        ({"base": "no-such-rev"}, "unknown revision 'no-such-rev'"),
+    ],
+)
 def test_bad_requests_are_refused_before_anything_runs(bench_repo, tmp_path, change, message):
     repo, base, head = bench_repo
     options = {"base": base, "head": head, **change}
@@ -173,18 +186,27 @@ def test_a_dirty_work_tree_is_refused_unless_allowed(bench_repo, tmp_path):
 
 def test_a_suite_s_own_timeout_applies_unless_the_command_line_gives_one(bench_repo, tmp_path):
     repo, base, head = bench_repo
-    config = BenchConfig(suites={"slow": CommandSuite(kind="command", command="sleep 2; bash bench.sh", timeout=0.5)})
+    config = BenchConfig(
+        suites={"slow": CommandSuite(kind="command", command="sleep 2; bash bench.sh", timeout=0.5)}
+    )
     (outcome,), _ = run(repo, base, head, tmp_path, suites=["slow"], config=config, rounds=1, warmup=0)
     assert load(outcome)["rounds"][0]["error"] == "slow: timed out after 0.5s and was killed"
-    (outcome,), _ = run(repo, base, head, tmp_path, suites=["slow"], config=config, rounds=1, warmup=0, timeout=60)
+    (outcome,), _ = run(
+        repo, base, head, tmp_path, suites=["slow"], config=config, rounds=1, warmup=0, timeout=60
+    )
     assert outcome.ok_rounds == 2
 
 
 def test_a_run_the_results_file_cannot_record_is_refused_before_any_round(bench_repo, tmp_path, monkeypatch):
     repo, base, head = bench_repo
-    monkeypatch.setattr(fingerprint, "machine", lambda python: {"env": {f"NCCL_{i}": "1" for i in range(6000)}})
-    with pytest.raises(bench.BenchError, match=r"results.json: this run cannot be recorded: "
-                                               r"fingerprint: more than 5000 values$"):
+    monkeypatch.setattr(
+        fingerprint, "machine", lambda python: {"env": {f"NCCL_{i}": "1" for i in range(6000)}}
+    )
+    with pytest.raises(
+        bench.BenchError,
+        match=r"results.json: this run cannot be recorded: "
+        r"fingerprint: more than 5000 values$",
+    ):
         run(repo, base, head, tmp_path, rounds=1, warmup=0)
     assert not list((tmp_path / "out").glob("*.json"))
 
@@ -205,7 +227,8 @@ def test_every_suite_that_needs_torch_is_checked_for_it_whatever_its_class(tmp_p
     assert str(refused.value) == (
         f"{tmp_path / 'python'}: this interpreter cannot import torch (it did not answer perfbot's probe), "
         "and suite 'mine' runs torch: name the engine's interpreter with --python (the action's "
-        "engine-python) or bench.python")
+        "engine-python) or bench.python"
+    )
     bench.check_torch([plain, torch_suite], {"torch": "2.5.0"})
 
 

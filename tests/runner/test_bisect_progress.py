@@ -32,8 +32,14 @@ def run(git_builder, tmp_path, metric=None):
     git_builder.commit("make it slow", {"engine/__init__.py": "SLOW = True\n"})
     bad = git_builder.commit("more docs", {"README": "y\n"})
     stream = io.StringIO()
-    options = BisectOptions(good=good, bad=bad, suite="two", out=tmp_path / "runs", metric=metric,
-                            measure=MeasureOptions(repo=git_builder.root, rounds=3, python=PLAIN_PYTHON))
+    options = BisectOptions(
+        good=good,
+        bad=bad,
+        suite="two",
+        out=tmp_path / "runs",
+        metric=metric,
+        measure=MeasureOptions(repo=git_builder.root, rounds=3, python=PLAIN_PYTHON),
+    )
     report = bisect(options, load_config(CONFIG), Progress(stream))
     return report, stream.getvalue()
 
@@ -42,8 +48,11 @@ def test_the_headline_is_bisected_on_and_named_in_every_probe_line(git_builder, 
     report, progress = run(git_builder, tmp_path)
     assert report.metric == "cycle_ms" and report.culprit is not None
     assert "bisect: bisecting on cycle_ms (the headline), +100.0% from GOOD to BAD" in progress
-    probes = [line for line in progress.splitlines() if line.startswith(("perfbot: bisect:   bad:",
-                                                                          "perfbot: bisect:   ok:"))]
+    probes = [
+        line
+        for line in progress.splitlines()
+        if line.startswith(("perfbot: bisect:   bad:", "perfbot: bisect:   ok:"))
+    ]
     assert probes and all(": cycle_ms " in line for line in probes), probes
 
 

@@ -38,10 +38,17 @@ def test_any_output_either_parses_or_fails_the_round_cleanly(text):
         parse_lines(text)
 
 
-@pytest.mark.parametrize("line", [
-    "PERFBOT_METRIC", "PERFBOT_METRIC unit=ms", "PERFBOT_METRIC a=1 b=2", "PERFBOT_METRIC a=",
-    "PERFBOT_METRIC =3", "PERFBOT_METRIC a b",
-])
+@pytest.mark.parametrize(
+    "line",
+    [
+        "PERFBOT_METRIC",
+        "PERFBOT_METRIC unit=ms",
+        "PERFBOT_METRIC a=1 b=2",
+        "PERFBOT_METRIC a=",
+        "PERFBOT_METRIC =3",
+        "PERFBOT_METRIC a b",
+    ],
+)
 def test_a_malformed_metric_line_fails_the_round(line):
     with pytest.raises(RoundFailed, match="malformed metric line"):
         parse_lines(line)
@@ -68,16 +75,19 @@ def test_a_value_that_is_not_a_finite_number_fails_the_round(tmp_path, value):
 
 
 def test_metrics_come_from_the_json_file_the_command_writes(tmp_path):
-    (tmp_path / "metrics.json").write_text(json.dumps(
-        {"metrics": {"tok_s": {"value": 94, "unit": "tok/s", "better": "higher"}, "ms": 19}}))
+    (tmp_path / "metrics.json").write_text(
+        json.dumps({"metrics": {"tok_s": {"value": 94, "unit": "tok/s", "better": "higher"}, "ms": 19}})
+    )
     measurement = suite(metrics={"ms": MetricDeclaration(unit="ms", better="lower")}).parse(
-        context(tmp_path), [Output("mine", 0, "", "")])
+        context(tmp_path), [Output("mine", 0, "", "")]
+    )
     assert measurement.values == {"tok_s": 94.0, "ms": 19.0}
     assert measurement.declarations["tok_s"].better == "higher"
 
 
-@pytest.mark.parametrize("text", ["not json", "[1, 2]", '{"a": {"unit": "ms"}}', '{"a": {"value": 1, "x": 2}}',
-                                  '{"bad name!": 1}'])
+@pytest.mark.parametrize(
+    "text", ["not json", "[1, 2]", '{"a": {"unit": "ms"}}', '{"a": {"value": 1, "x": 2}}', '{"bad name!": 1}']
+)
 def test_a_malformed_json_file_fails_the_round(text):
     with pytest.raises(RoundFailed):
         parse_json(text)
@@ -94,9 +104,11 @@ def test_the_command_learns_where_to_write_its_json(tmp_path):
     assert command.env == {"A": "1", "PERFBOT_METRICS_FILE": str(tmp_path / "metrics.json")}
 
 
-json_values = st.recursive(st.none() | st.booleans() | st.floats() | st.integers() | st.text(max_size=5),
-                           lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner,
-                                                                                       max_size=3), max_leaves=8)
+json_values = st.recursive(
+    st.none() | st.booleans() | st.floats() | st.integers() | st.text(max_size=5),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner, max_size=3),
+    max_leaves=8,
+)
 
 
 @given(json_values)
@@ -105,4 +117,6 @@ def test_any_json_file_either_gives_metric_values_or_fails_the_round(data):
         reported = parse_json(json.dumps(data))
     except RoundFailed:
         return
-    assert all(set(fields) <= {"value", "unit", "better"} and "value" in fields for fields in reported.values())
+    assert all(
+        set(fields) <= {"value", "unit", "better"} and "value" in fields for fields in reported.values()
+    )

@@ -28,8 +28,17 @@ CHECKOUT, PERFBOT = JOB["steps"]
 
 # The workflow_dispatch inputs the bot sends, all strings (the contract's table), and whether the
 # bot always sends a value.
-CONTRACT_INPUTS = {"pr": False, "base-sha": True, "head-sha": True, "suites": True, "rounds": False,
-                   "max-rounds": False, "correlation-id": True, "mode": False, "metric": False}
+CONTRACT_INPUTS = {
+    "pr": False,
+    "base-sha": True,
+    "head-sha": True,
+    "suites": True,
+    "rounds": False,
+    "max-rounds": False,
+    "correlation-id": True,
+    "mode": False,
+    "metric": False,
+}
 # What the workflow's timeout is written for (its comment says so): bench.warmup, bench.max_rounds,
 # bench.timeout, one suite, and minutes for checking out and installing perfbot.
 WARMUP, MAX_ROUNDS, ROUND_TIMEOUT_S, INSTALL_MINUTES = 1, 10, 900, 20
@@ -61,13 +70,22 @@ def test_it_runs_on_a_self_hosted_gpu_runner():
     assert {"self-hosted", "gpu"} <= set(JOB["runs-on"])
 
 
-def dispatched(pr: str, head_sha: str, ref: str = "refs/heads/main", mode: str = "bench",
-               base_sha: str = "b" * 40) -> tuple[str, bool]:
+def dispatched(
+    pr: str, head_sha: str, ref: str = "refs/heads/main", mode: str = "bench", base_sha: str = "b" * 40
+) -> tuple[str, bool]:
     """The concurrency group and cancel-in-progress of a run the bot dispatched with these inputs
     (``mode`` as GitHub fills in the default when the bot leaves it out)."""
-    contexts = {"inputs": {"pr": pr, "head-sha": head_sha, "base-sha": base_sha, "correlation-id": "c",
-                           "mode": mode, "metric": ""},
-                "github": {"ref": ref, "workflow": WORKFLOW["name"]}}
+    contexts = {
+        "inputs": {
+            "pr": pr,
+            "head-sha": head_sha,
+            "base-sha": base_sha,
+            "correlation-id": "c",
+            "mode": mode,
+            "metric": "",
+        },
+        "github": {"ref": ref, "workflow": WORKFLOW["name"]},
+    }
     concurrency = WORKFLOW["concurrency"]
     group, cancel = interpolate(concurrency["group"], contexts), concurrency.get("cancel-in-progress", False)
     if isinstance(cancel, str):
@@ -133,7 +151,11 @@ def test_the_expression_evaluator_follows_github_s_documented_semantics():
 
 def test_the_head_is_checked_out_with_full_history_and_no_credentials():
     assert CHECKOUT["uses"].startswith("actions/checkout@")
-    assert CHECKOUT["with"] == {"ref": "${{ inputs.head-sha }}", "fetch-depth": 0, "persist-credentials": False}
+    assert CHECKOUT["with"] == {
+        "ref": "${{ inputs.head-sha }}",
+        "fetch-depth": 0,
+        "persist-credentials": False,
+    }
 
 
 def test_every_action_is_pinned_by_a_full_commit_sha_with_its_version():
@@ -149,8 +171,9 @@ def test_the_perfbot_action_is_pinned_to_a_commit_whose_action_is_this_one():
     sha = PERFBOT["uses"].removeprefix("perfbot/perfbot@")
     if not (ROOT / ".git").exists():
         pytest.skip("not a git checkout: the pinned commit cannot be read")
-    shown = subprocess.run(["git", "-C", str(ROOT), "show", f"{sha}:action.yml"], capture_output=True, text=True,
-                           check=False)
+    shown = subprocess.run(
+        ["git", "-C", str(ROOT), "show", f"{sha}:action.yml"], capture_output=True, text=True, check=False
+    )
     assert shown.returncode == 0, f"{sha} is not a commit of this repository: {shown.stderr.strip()}"
     assert shown.stdout == (ROOT / "action.yml").read_text(), f"{sha}'s action.yml is not this one: pin again"
 

@@ -29,16 +29,30 @@ def test_gpu_rows_are_read_by_field_name_and_unavailable_values_left_out():
 
 
 def test_only_the_variables_that_change_gpu_behaviour_are_recorded():
-    environ = {"NCCL_ALGO": "Ring", "CUDA_VISIBLE_DEVICES": "0,1", "TORCH_NCCL_BLOCKING_WAIT": "1",
-               "SGLANG_X": "y", "HOME": "/root", "GITHUB_TOKEN": "secret"}
-    assert fingerprint.env_vars(environ) == {"CUDA_VISIBLE_DEVICES": "0,1", "NCCL_ALGO": "Ring",
-                                             "SGLANG_X": "sha256:a1fce4363854", "TORCH_NCCL_BLOCKING_WAIT": "1"}
+    environ = {
+        "NCCL_ALGO": "Ring",
+        "CUDA_VISIBLE_DEVICES": "0,1",
+        "TORCH_NCCL_BLOCKING_WAIT": "1",
+        "SGLANG_X": "y",
+        "HOME": "/root",
+        "GITHUB_TOKEN": "secret",
+    }
+    assert fingerprint.env_vars(environ) == {
+        "CUDA_VISIBLE_DEVICES": "0,1",
+        "NCCL_ALGO": "Ring",
+        "SGLANG_X": "sha256:a1fce4363854",
+        "TORCH_NCCL_BLOCKING_WAIT": "1",
+    }
 
 
 # What a review found recorded, value and all, in the results anyone who can read the pull request
 # can download: names that say nothing, values no shape caught, under allowed prefixes.
-UNKNOWN = {"SGLANG_MODEL_MIRROR": "internal-mirror-7.corp.example", "VLLM_TENANT": "acme-prod",
-           "NCCL_COMM_ID": "10.0.3.7:29500", "TORCH_PLUGIN_OPTS": "customer=acme;region=eu"}
+UNKNOWN = {
+    "SGLANG_MODEL_MIRROR": "internal-mirror-7.corp.example",
+    "VLLM_TENANT": "acme-prod",
+    "NCCL_COMM_ID": "10.0.3.7:29500",
+    "TORCH_PLUGIN_OPTS": "customer=acme;region=eu",
+}
 
 
 def test_only_documented_tuning_knobs_are_recorded_with_their_values_every_other_one_hashed():
@@ -54,8 +68,10 @@ def test_only_documented_tuning_knobs_are_recorded_with_their_values_every_other
 
 def test_a_hashed_value_still_shows_as_changed_in_the_environment_diff():
     base = {**FINGERPRINT, "env": fingerprint.env_vars({**UNKNOWN, "NCCL_ALGO": "Ring"})}
-    head = {**FINGERPRINT, "env": fingerprint.env_vars({**UNKNOWN, "VLLM_TENANT": "acme-staging",
-                                                        "NCCL_ALGO": "Tree"})}
+    head = {
+        **FINGERPRINT,
+        "env": fingerprint.env_vars({**UNKNOWN, "VLLM_TENANT": "acme-staging", "NCCL_ALGO": "Tree"}),
+    }
     assert envdiff.diff(base, base) == []  # the same values hash the same
     found = {d.key: d for d in envdiff.diff(base, head)}
     assert sorted(found) == ["env.NCCL_ALGO", "env.VLLM_TENANT"]
@@ -68,8 +84,10 @@ def test_a_hashed_value_still_shows_as_changed_in_the_environment_diff():
     comparison = stats.decide(loaded)
     assert comparison.verdict == "inconclusive" and comparison.withheld
     markdown = render_compare.compare_markdown(loaded, comparison)
-    assert f"| env.VLLM\\_TENANT | {fingerprint.hashed('acme-prod')} | {fingerprint.hashed('acme-staging')} |" \
+    assert (
+        f"| env.VLLM\\_TENANT | {fingerprint.hashed('acme-prod')} | {fingerprint.hashed('acme-staging')} |"
         in markdown
+    )
     assert "acme" not in markdown
 
 

@@ -26,8 +26,14 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def tree(folder: Path) -> Path:
-    for name, text in {"work.py": "SPEED = 10\n", "pkg/__init__.py": "", "pkg/mod.py": "X = 1\n",
-                       ".gitignore": "build/\n", "build/lib/fast.so": "binary", ".git": "gitdir: x\n"}.items():
+    for name, text in {
+        "work.py": "SPEED = 10\n",
+        "pkg/__init__.py": "",
+        "pkg/mod.py": "X = 1\n",
+        ".gitignore": "build/\n",
+        "build/lib/fast.so": "binary",
+        ".git": "gitdir: x\n",
+    }.items():
         (folder / name).parent.mkdir(parents=True, exist_ok=True)
         (folder / name).write_text(text)
     return folder
@@ -51,17 +57,20 @@ def added_and_removed_again(folder: Path) -> None:
     (folder / "pkg" / "planted.py").unlink()  # no path differs; the folder's mtime does
 
 
-@pytest.mark.parametrize(("change", "expected"), [
-    (lambda f: (f / "build" / "lib" / "fast.so").write_text("slower"), "changed build/lib/fast.so"),
-    (lambda f: (f / "pkg" / "__pycache__").mkdir(), "added pkg/__pycache__"),
-    (lambda f: (f / "sitecustomize.py").write_text(""), "added sitecustomize.py"),
-    (lambda f: (f / "pkg" / "mod.py").unlink(), "removed pkg/mod.py"),
-    (same_size_rewrite_with_the_old_mtime, "changed work.py"),
-    (replaced_by_a_renamed_copy, "changed pkg/mod.py"),
-    (lambda f: (f / "work.py").chmod(0o777), "changed work.py"),
-    (lambda f: (f / ".git").write_text("gitdir: y\n"), "changed .git"),
-    (added_and_removed_again, "changed pkg"),
-])
+@pytest.mark.parametrize(
+    ("change", "expected"),
+    [
+        (lambda f: (f / "build" / "lib" / "fast.so").write_text("slower"), "changed build/lib/fast.so"),
+        (lambda f: (f / "pkg" / "__pycache__").mkdir(), "added pkg/__pycache__"),
+        (lambda f: (f / "sitecustomize.py").write_text(""), "added sitecustomize.py"),
+        (lambda f: (f / "pkg" / "mod.py").unlink(), "removed pkg/mod.py"),
+        (same_size_rewrite_with_the_old_mtime, "changed work.py"),
+        (replaced_by_a_renamed_copy, "changed pkg/mod.py"),
+        (lambda f: (f / "work.py").chmod(0o777), "changed work.py"),
+        (lambda f: (f / ".git").write_text("gitdir: y\n"), "changed .git"),
+        (added_and_removed_again, "changed pkg"),
+    ],
+)
 def test_every_way_of_changing_a_tree_is_seen(tmp_path, change, expected):
     folder = tree(tmp_path / "t")
     before = manifest(folder)
@@ -82,8 +91,12 @@ def test_an_unchanged_tree_has_no_changes_and_reading_it_changes_nothing(tmp_pat
 def test_in_the_engine_only_what_python_writes_on_import_passes(tmp_path):
     site = tree(tmp_path / "site-packages")
     before = manifest(site)
-    subprocess.run([sys.executable, "-c", "import work, pkg.mod"], cwd=site, check=True,
-                   env={**os.environ, "PYTHONDONTWRITEBYTECODE": ""})
+    subprocess.run(
+        [sys.executable, "-c", "import work, pkg.mod"],
+        cwd=site,
+        check=True,
+        env={**os.environ, "PYTHONDONTWRITEBYTECODE": ""},
+    )
     after = manifest(site)
     assert any("__pycache__" in path for path in after)  # Python wrote bytecode, in two folders
     assert changes(before, after, python_writes=True) == []
@@ -108,9 +121,12 @@ def test_the_guard_names_the_side_and_the_path_and_takes_a_sides_own_changes(tmp
     guard.check("base")
     (trees["base"] / "work.py").write_text("SPEED = 20\n")  # then a round of head
     guard.seal("head")
-    with pytest.raises(TreeChanged, match=r"^the base worktree changed between its rounds, after a round of "
-                                          r"head: changed work\.py \(in .*base\); no round of this run is "
-                                          r"trusted$"):
+    with pytest.raises(
+        TreeChanged,
+        match=r"^the base worktree changed between its rounds, after a round of "
+        r"head: changed work\.py \(in .*base\); no round of this run is "
+        r"trusted$",
+    ):
         guard.check("base")
 
 
@@ -123,8 +139,11 @@ def test_the_guard_watches_the_engine_and_accepts_its_bytecode(tmp_path):
     guard.check("base")
     (site / "pkg" / "__pycache__" / "mod.cpython-311.pyc").write_bytes(b"forged")  # now it is the reference
     guard.seal("base")
-    with pytest.raises(TreeChanged, match=r"^the engine's import path changed after a round of base: changed "
-                                          r"pkg/__pycache__/mod\.cpython-311\.pyc \(in .*site-packages\)"):
+    with pytest.raises(
+        TreeChanged,
+        match=r"^the engine's import path changed after a round of base: changed "
+        r"pkg/__pycache__/mod\.cpython-311\.pyc \(in .*site-packages\)",
+    ):
         guard.check("base")
 
 
@@ -133,7 +152,11 @@ def test_the_engine_s_import_path_is_asked_of_its_interpreter(tmp_path):
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
     worktree = tmp_path / "base"
     worktree.mkdir()
-    env = {"PATH": os.environ["PATH"], "HOME": str(tmp_path), "PYTHONPATH": f"{worktree}:{tmp_path / 'extra'}"}
+    env = {
+        "PATH": os.environ["PATH"],
+        "HOME": str(tmp_path),
+        "PYTHONPATH": f"{worktree}:{tmp_path / 'extra'}",
+    }
     (tmp_path / "extra").mkdir()
     found = integrity.import_path(str(venv / "bin" / "python"), env, [worktree])
     assert next(venv.glob("lib/python3*/site-packages")).resolve() in found
@@ -169,9 +192,11 @@ def test_a_round_cannot_write_what_it_gets_read_only(tmp_path, monkeypatch):
     package = Path(bot.__file__).resolve().parent
     planted = package / f"perfbot-test-{os.getpid()}"
     try:
-        result = round_of(tmp_path / "head-tree", f"echo 20 > {other}/work.py; touch {other}/new {planted}; "
-                                                  f"echo 'PERFBOT_METRIC t=1 better=lower'",
-                          read_only=(other, package))
+        result = round_of(
+            tmp_path / "head-tree",
+            f"echo 20 > {other}/work.py; touch {other}/new {planted}; echo 'PERFBOT_METRIC t=1 better=lower'",
+            read_only=(other, package),
+        )
         assert result.ok, result.error
         assert not planted.exists()
     finally:
@@ -201,8 +226,10 @@ print(json.dumps({"uid": os.getuid(), "strategy": chosen.name, "read_only": chos
 """
 
 
-@pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("setpriv") or not os.path.exists("/usr/bin/python3"),
-                    reason="needs root, to become another user with setpriv")
+@pytest.mark.skipif(
+    os.geteuid() != 0 or not shutil.which("setpriv") or not os.path.exists("/usr/bin/python3"),
+    reason="needs root, to become another user with setpriv",
+)
 def test_unprivileged_in_a_user_namespace_the_folder_stays_read_only():
     work = Path(tempfile.mkdtemp(prefix="perfbot-unprivileged-"))
     try:
@@ -212,10 +239,24 @@ def test_unprivileged_in_a_user_namespace_the_folder_stays_read_only():
         (folder / "f").write_text("base\n")
         folder.chmod(0o777)
         (folder / "f").chmod(0o666)
-        done = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "/usr/bin/python3",
-                               "-c", _UNPRIVILEGED, str(folder), str(work)],
-                              capture_output=True, text=True, timeout=120, cwd=work,
-                              env={"PATH": os.environ["PATH"], "PYTHONPATH": str(ROOT), "HOME": str(work)})
+        done = subprocess.run(
+            [
+                "setpriv",
+                "--reuid=65534",
+                "--regid=65534",
+                "--clear-groups",
+                "/usr/bin/python3",
+                "-c",
+                _UNPRIVILEGED,
+                str(folder),
+                str(work),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            cwd=work,
+            env={"PATH": os.environ["PATH"], "PYTHONPATH": str(ROOT), "HOME": str(work)},
+        )
         if done.returncode != 0 and "pid-namespace" not in done.stdout:
             pytest.skip(f"an unprivileged user cannot run it here: {done.stderr.strip()[-200:]}")
         answer = json.loads(done.stdout)
@@ -225,8 +266,14 @@ def test_unprivileged_in_a_user_namespace_the_folder_stays_read_only():
         said = (work / "stdout").read_text()
         assert answer["returncode"] == 2, said + (work / "stderr").read_text()  # the last attempt's status
         assert "CapEff:\t0000000000000000" in said  # the command has no capability left
-        assert not {"WROTE", "UNMOUNTED", "REMOUNTED", "NESTED-UNMOUNTED", "NESTED-REMOUNTED",
-                    "NESTED-WROTE"} & set(said.split()), said
+        assert not {
+            "WROTE",
+            "UNMOUNTED",
+            "REMOUNTED",
+            "NESTED-UNMOUNTED",
+            "NESTED-REMOUNTED",
+            "NESTED-WROTE",
+        } & set(said.split()), said
         assert (folder / "f").read_text() == "base\n"
     finally:
         shutil.rmtree(work, ignore_errors=True)

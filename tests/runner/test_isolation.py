@@ -23,8 +23,12 @@ from bot.runner.suites.verify_step import VerifyStepBench
 from tests.runner.test_action import CONFIG, Runner, engine_python
 from tests.support.missing import importorskip
 
-TOKENS = {"GITHUB_TOKEN": "planted-github-token", "ACTIONS_RUNTIME_TOKEN": "planted-runtime-token",
-          "ACTIONS_ID_TOKEN_REQUEST_TOKEN": "planted-oidc-token", "HF_TOKEN": "planted-hf-token"}
+TOKENS = {
+    "GITHUB_TOKEN": "planted-github-token",
+    "ACTIONS_RUNTIME_TOKEN": "planted-runtime-token",
+    "ACTIONS_ID_TOKEN_REQUEST_TOKEN": "planted-oidc-token",
+    "HF_TOKEN": "planted-hf-token",
+}
 HONEST_BENCH = 'echo "PERFBOT_METRIC step_ms=$(cat speed.txt) unit=ms better=lower"\n'
 
 
@@ -36,8 +40,10 @@ def marker_code(markers: Path, name: str) -> str:
 def planted_modules(markers: Path) -> dict[str, str]:
     """Files that would stand in for perfbot's tools if Python imported from the checkout."""
     return {
-        "venv/__init__.py": "", "venv/__main__.py": marker_code(markers, "venv"),
-        "pip/__init__.py": "", "pip/__main__.py": marker_code(markers, "pip"),
+        "venv/__init__.py": "",
+        "venv/__main__.py": marker_code(markers, "venv"),
+        "pip/__init__.py": "",
+        "pip/__main__.py": marker_code(markers, "pip"),
         "torch.py": marker_code(markers, "torch"),
         "bot/__init__.py": marker_code(markers, "bot"),
         "bot/__main__.py": marker_code(markers, "bot-main"),
@@ -50,7 +56,9 @@ def attacking_bench(markers: Path, results: Path) -> str:
     """The head's benchmark: measures itself honestly, then goes after everything it can reach."""
     forged = json.dumps({"schema": "perfbot.results/1", "suite": "quick", "forged": True})
     fast = json.dumps({"step_ms": {"value": 0.001, "unit": "ms", "better": "lower"}})
-    return HONEST_BENCH + f"""
+    return (
+        HONEST_BENCH
+        + f"""
 {{ env; for pid in $PPID $(ps -o ppid= -p $PPID); do tr '\\0' '\\n' < /proc/$pid/environ; done; }} \\
     >> {markers}/reachable-env 2>/dev/null
 env >> {markers}/own-env
@@ -64,6 +72,7 @@ for folder in "$PERFBOT_OUT_DIR"/../*/ "$PERFBOT_OUT_DIR"/../base-{{0..9}}/; do
   fi
 done
 """
+    )
 
 
 @pytest.fixture
@@ -74,12 +83,21 @@ def hijacked(git_builder, tmp_path):
     runner_temp = tmp_path / "action" / "runner-temp"
     results = runner_temp / "perfbot-results" / "hijack" / "results.json"
     base = git_builder.commit("base", {"bench.sh": HONEST_BENCH, "speed.txt": "10\n"})
-    head = git_builder.commit("head: plants", {"speed.txt": "12\n", "bench.sh": attacking_bench(markers, results),
-                                               **planted_modules(markers)})
+    head = git_builder.commit(
+        "head: plants",
+        {"speed.txt": "12\n", "bench.sh": attacking_bench(markers, results), **planted_modules(markers)},
+    )
     config = tmp_path / "perfbot.yml"
     config.write_text(CONFIG)
-    return {"repository-path": str(git_builder.root), "base-sha": base, "head-sha": head, "config": str(config),
-            "suites": "quick", "rounds": "5", "correlation-id": "hijack"}, markers
+    return {
+        "repository-path": str(git_builder.root),
+        "base-sha": base,
+        "head-sha": head,
+        "config": str(config),
+        "suites": "quick",
+        "rounds": "5",
+        "correlation-id": "hijack",
+    }, markers
 
 
 def run_action(hijacked, tmp_path, **inputs):
@@ -92,8 +110,12 @@ def run_action(hijacked, tmp_path, **inputs):
 
 
 def assert_nothing_was_hijacked(runner, steps, upload, markers):
-    assert {name: s.returncode for name, s in steps.items()} == \
-        {"install": 0, "bench": 0, "report": 0, "Fail on the verdict": 0}, steps["bench"].stderr
+    assert {name: s.returncode for name, s in steps.items()} == {
+        "install": 0,
+        "bench": 0,
+        "report": 0,
+        "Fail on the verdict": 0,
+    }, steps["bench"].stderr
     # The benchmark ran (it read the environments it could reach), and none of the planted files did.
     assert (markers / "reachable-env").exists()
     assert sorted(p.name for p in markers.iterdir()) == ["own-env", "reachable-env"]
@@ -119,8 +141,9 @@ def assert_nothing_was_hijacked(runner, steps, upload, markers):
 
 
 def test_a_pull_request_cannot_hijack_perfbot_the_runner_or_the_results(hijacked, tmp_path):
-    runner, steps, upload, markers = run_action(hijacked, tmp_path, install="false",
-                                                **{"engine-python": str(engine_python(tmp_path))})
+    runner, steps, upload, markers = run_action(
+        hijacked, tmp_path, install="false", **{"engine-python": str(engine_python(tmp_path))}
+    )
     assert_nothing_was_hijacked(runner, steps, upload, markers)
 
 
@@ -128,8 +151,13 @@ def test_a_pull_request_cannot_hijack_perfbot_the_runner_or_the_results(hijacked
 def test_the_installed_perfbot_is_its_own_venv_made_and_filled_by_the_real_venv_and_pip(hijacked, tmp_path):
     """The install step from the checkout, as on a real runner: a venv of its own, without the
     system's site packages or torch, made by the real `venv` and `pip`, then the same run."""
-    runner, steps, upload, markers = run_action(hijacked, tmp_path, install="true", python=sys.executable,
-                                                **{"engine-python": str(engine_python(tmp_path))})
+    runner, steps, upload, markers = run_action(
+        hijacked,
+        tmp_path,
+        install="true",
+        python=sys.executable,
+        **{"engine-python": str(engine_python(tmp_path))},
+    )
     venv = Path(runner.steps["install"]["perfbot"]).parent.parent
     assert venv == runner.temp / "perfbot-venv"  # the job's own: none kept for later jobs
     assert "include-system-site-packages = false" in (venv / "pyvenv.cfg").read_text()
@@ -158,9 +186,15 @@ def test_a_verify_step_round_runs_perfbot_s_benchmark_and_the_real_torch(tmp_pat
     for name, text in planted_modules(markers).items():
         (worktree / name).parent.mkdir(parents=True, exist_ok=True)
         (worktree / name).write_text(text)
-    suite = VerifyStepBench("verify-step", VerifyStepSuite(kind="verify-step", device="cpu", world_size=1, iters=2,
-                                                           warmup_iters=0, python=sys.executable))
-    result = run_round(suite, RoundContext(worktree, tmp_path / "round", "head", RoundId("counted", 0)), timeout=240)
+    suite = VerifyStepBench(
+        "verify-step",
+        VerifyStepSuite(
+            kind="verify-step", device="cpu", world_size=1, iters=2, warmup_iters=0, python=sys.executable
+        ),
+    )
+    result = run_round(
+        suite, RoundContext(worktree, tmp_path / "round", "head", RoundId("counted", 0)), timeout=240
+    )
     assert result.ok, result.error
     assert "verify_eager_ms" in result.metrics
     assert not list(markers.iterdir())

@@ -46,16 +46,27 @@ def no_torch_probe(monkeypatch):
 
 def run(repo, base, head, tmp_path, config, **options):
     measure = MeasureOptions(repo=repo, **{key: options.pop(key) for key in MEASURE & set(options)})
-    opts = bench.BenchOptions(base=base, head=head, suites=[next(iter(config.suites))],
-                              out=tmp_path / "out" / "results.json", measure=measure, **options)
+    opts = bench.BenchOptions(
+        base=base,
+        head=head,
+        suites=[next(iter(config.suites))],
+        out=tmp_path / "out" / "results.json",
+        measure=measure,
+        **options,
+    )
     stream = io.StringIO()
     (outcome,) = bench.run(opts, config, Progress(stream))
     return outcome, stream.getvalue()
 
 
 def command_suite(profile_command: str | None, on: bool | None = True) -> BenchConfig:
-    return BenchConfig(suites={"quick": CommandSuite(kind="command", command="bash bench.sh", profile=on,
-                                                     profile_command=profile_command)})
+    return BenchConfig(
+        suites={
+            "quick": CommandSuite(
+                kind="command", command="bash bench.sh", profile=on, profile_command=profile_command
+            )
+        }
+    )
 
 
 # Writes a trace of two steps of one kernel, where the profiled pass is told it is (PERFBOT_ROUND).
@@ -70,27 +81,41 @@ json.dump(trace([[("gemm_a", 10.0)]] * 2), open(os.path.join(os.environ["PERFBOT
 
 def test_a_profiled_pass_returns_the_profile_its_suite_read_or_why_there_is_none(tmp_path):
     (tmp_path / "pass.py").write_text(PASS_PY)
-    suite = CommandBench("quick", CommandSuite(kind="command", command="false",
-                                               profile_command=f"{sys.executable} pass.py"))
-    outcome = profiling.profile_side(suite, RoundContext(tmp_path, tmp_path / "pass", "head", PROFILED_PASS), 60)
+    suite = CommandBench(
+        "quick", CommandSuite(kind="command", command="false", profile_command=f"{sys.executable} pass.py")
+    )
+    outcome = profiling.profile_side(
+        suite, RoundContext(tmp_path, tmp_path / "pass", "head", PROFILED_PASS), 60
+    )
     assert outcome.error is None and outcome.seconds > 0
     assert outcome.profile is not None and outcome.profile.steps == 2
     assert [k.name for k in outcome.profile.kernels] == ["gemm_a"]
     failing = CommandBench("quick", CommandSuite(kind="command", command="true", profile_command="exit 4"))
-    outcome = profiling.profile_side(failing, RoundContext(tmp_path, tmp_path / "failed", "head", PROFILED_PASS), 60)
+    outcome = profiling.profile_side(
+        failing, RoundContext(tmp_path, tmp_path / "failed", "head", PROFILED_PASS), 60
+    )
     assert (outcome.profile, outcome.error) == (None, "quick-profile: exit status 4")
 
 
 def test_each_side_gets_the_profile_of_its_own_trace_and_compare_shows_the_diff(bench_repo, tmp_path):
     repo, base, head = bench_repo
     (tmp_path / "trace.py").write_text(TRACE_PY)
-    outcome, progress = run(repo, base, head, tmp_path, command_suite(f"{sys.executable} {tmp_path / 'trace.py'}"),
-                            rounds=3, warmup=0)
+    outcome, progress = run(
+        repo,
+        base,
+        head,
+        tmp_path,
+        command_suite(f"{sys.executable} {tmp_path / 'trace.py'}"),
+        rounds=3,
+        warmup=0,
+    )
     loaded = results.load(outcome.path.read_bytes())
     assert outcome.status == "complete" and loaded.profile_errors is None
     assert "quick: profiled pass of base" in progress and "not timed" in progress
     d = profile.diff_of(loaded.base.profile, loaded.head.profile)
-    assert d is not None and [(k.name, k.change, k.head_calls) for k in d.kernels] == [(FILL[0], "appeared", 1.0)]
+    assert d is not None and [(k.name, k.change, k.head_calls) for k in d.kernels] == [
+        (FILL[0], "appeared", 1.0)
+    ]
     assert loaded.base.profile.steps == 2 and len(loaded.rounds) == 6  # the passes are not rounds
     markdown = render_compare.compare_markdown(loaded, stats.decide(loaded))
     assert "<details><summary>Kernels (GPU kernels" in markdown and "1 appeared" in markdown
@@ -113,28 +138,51 @@ def test_profiling_is_off_unless_the_config_or_the_command_line_turns_it_on(benc
     command = f"{sys.executable} {tmp_path / 'trace.py'}"
     off, progress = run(repo, base, head, tmp_path / "a", command_suite(command, on=None), rounds=3, warmup=0)
     assert "profiled pass" not in progress and results.load(off.path.read_bytes()).head.profile is None
-    on, _ = run(repo, base, head, tmp_path / "b", command_suite(command, on=None), rounds=3, warmup=0, profile=True)
+    on, _ = run(
+        repo, base, head, tmp_path / "b", command_suite(command, on=None), rounds=3, warmup=0, profile=True
+    )
     assert results.load(on.path.read_bytes()).head.profile is not None
-    off, _ = run(repo, base, head, tmp_path / "c", command_suite(command, on=True), rounds=3, warmup=0,
-                 profile=False)
+    off, _ = run(
+        repo, base, head, tmp_path / "c", command_suite(command, on=True), rounds=3, warmup=0, profile=False
+    )
     assert results.load(off.path.read_bytes()).head.profile is None
 
 
 def verify_step(**options) -> BenchConfig:
-    return BenchConfig(suites={"verify-step": VerifyStepSuite(kind="verify-step", device="cpu", iters=5,
-                                                              warmup_iters=1, **options)})
+    return BenchConfig(
+        suites={
+            "verify-step": VerifyStepSuite(
+                kind="verify-step", device="cpu", iters=5, warmup_iters=1, **options
+            )
+        }
+    )
 
 
 @pytest.mark.slow
 def test_a_worker_serves_the_warm_ups_and_the_middle_rounds_between_fresh_ones(bench_repo, tmp_path):
     importorskip("torch")
     repo, base, head = bench_repo
-    outcome, _ = run(repo, base, head, tmp_path, verify_step(worker=True), rounds=3, warmup=1,
-                     python=sys.executable, timeout=120)
+    outcome, _ = run(
+        repo,
+        base,
+        head,
+        tmp_path,
+        verify_step(worker=True),
+        rounds=3,
+        warmup=1,
+        python=sys.executable,
+        timeout=120,
+    )
     data = json.loads(outcome.path.read_text())
     assert outcome.status == "complete", [r["error"] for r in data["rounds"]]
     assert [(r["index"], r["process"]) for r in data["rounds"]] == [
-        (0, "fresh"), (0, "fresh"), (1, "worker"), (1, "worker"), (2, "fresh"), (2, "fresh")]
+        (0, "fresh"),
+        (0, "fresh"),
+        (1, "worker"),
+        (1, "worker"),
+        (2, "fresh"),
+        (2, "fresh"),
+    ]
     assert all(w["ok"] for w in data["warmups"])
 
 
@@ -142,17 +190,30 @@ def test_a_worker_serves_the_warm_ups_and_the_middle_rounds_between_fresh_ones(b
 def test_a_worker_that_dies_leaves_its_side_to_fresh_processes(git_builder, tmp_path):
     importorskip("torch")
     # The allreduce dies in any process of the side's worker (its round index is -1), nowhere else.
-    hook = ("import os\nimport torch.distributed as dist\n\n\ndef all_reduce(tensor):\n"
-            "    if os.environ.get('PERFBOT_ROUND') == '-1':\n        os._exit(3)\n"
-            "    dist.all_reduce(tensor)\n    return tensor\n")
+    hook = (
+        "import os\nimport torch.distributed as dist\n\n\ndef all_reduce(tensor):\n"
+        "    if os.environ.get('PERFBOT_ROUND') == '-1':\n        os._exit(3)\n"
+        "    dist.all_reduce(tensor)\n    return tensor\n"
+    )
     base = git_builder.commit("base", {"hooks.py": hook})
     head = git_builder.commit("head", {"README": "x\n"})
-    outcome, _ = run(git_builder.root, base, head, tmp_path, verify_step(worker=True, allreduce="hooks:all_reduce"),
-                     rounds=3, warmup=1, python=sys.executable, timeout=120)
+    outcome, _ = run(
+        git_builder.root,
+        base,
+        head,
+        tmp_path,
+        verify_step(worker=True, allreduce="hooks:all_reduce"),
+        rounds=3,
+        warmup=1,
+        python=sys.executable,
+        timeout=120,
+    )
     data = json.loads(outcome.path.read_text())
     assert [w["ok"] for w in data["warmups"]] == [False, False]
     assert "the worker exited with status" in data["warmups"][0]["error"]
-    assert all(r["ok"] and r["process"] == "fresh" for r in data["rounds"]), [r["error"] for r in data["rounds"]]
+    assert all(r["ok"] and r["process"] == "fresh" for r in data["rounds"]), [
+        r["error"] for r in data["rounds"]
+    ]
 
 
 @pytest.mark.slow
@@ -161,15 +222,26 @@ def test_a_process_a_worker_starts_does_not_outlive_it(git_builder, tmp_path):
     and environment, as a forging head's would) ends with the worker, as with any round's scope."""
     importorskip("torch")
     marker = "303.25"
-    hook = ("import os\nimport subprocess\nimport torch.distributed as dist\n\n\ndef all_reduce(tensor):\n"
-            "    if os.environ.get('PERFBOT_ROUND') == '-1' and not os.path.exists('escaped'):\n"
-            "        open('escaped', 'w').close()\n"
-            f"        subprocess.Popen(['env', '-i', '/usr/bin/setsid', 'sleep', '{marker}'])\n"
-            "    dist.all_reduce(tensor)\n    return tensor\n")
+    hook = (
+        "import os\nimport subprocess\nimport torch.distributed as dist\n\n\ndef all_reduce(tensor):\n"
+        "    if os.environ.get('PERFBOT_ROUND') == '-1' and not os.path.exists('escaped'):\n"
+        "        open('escaped', 'w').close()\n"
+        f"        subprocess.Popen(['env', '-i', '/usr/bin/setsid', 'sleep', '{marker}'])\n"
+        "    dist.all_reduce(tensor)\n    return tensor\n"
+    )
     base = git_builder.commit("base", {"hooks.py": hook})
     head = git_builder.commit("head", {"README": "x\n"})
-    outcome, _ = run(git_builder.root, base, head, tmp_path, verify_step(worker=True, allreduce="hooks:all_reduce"),
-                     rounds=3, warmup=1, python=sys.executable, timeout=120)
+    outcome, _ = run(
+        git_builder.root,
+        base,
+        head,
+        tmp_path,
+        verify_step(worker=True, allreduce="hooks:all_reduce"),
+        rounds=3,
+        warmup=1,
+        python=sys.executable,
+        timeout=120,
+    )
     data = json.loads(outcome.path.read_text())
     assert any(r["process"] == "worker" for r in data["rounds"]), "a worker served rounds"
     assert wait_until_gone(marker) == []

@@ -24,8 +24,15 @@ def suite(env=None):
 @pytest.fixture
 def checkout(git_builder, tmp_path):
     """A worktree of a commit with a package at its root, a test folder and a docs folder."""
-    sha = git_builder.commit("engine", {"engine/__init__.py": "", "engine/pynccl.py": "SPINS = 1\n",
-                                        "tests/__init__.py": "", "docs/index.md": "# engine\n"})
+    sha = git_builder.commit(
+        "engine",
+        {
+            "engine/__init__.py": "",
+            "engine/pynccl.py": "SPINS = 1\n",
+            "tests/__init__.py": "",
+            "docs/index.md": "# engine\n",
+        },
+    )
     tree = tmp_path / "tree"
     git_builder.git("worktree", "add", "-q", "--detach", str(tree), sha)
     return tree, sha, git_builder
@@ -44,12 +51,18 @@ def test_a_clean_checkout_whose_package_imports_from_it_is_verified(checkout):
 def test_a_checkout_that_moved_or_whose_tracked_files_changed_is_refused(checkout):
     tree, sha, builder = checkout
     (tree / "engine" / "pynccl.py").write_text("SPINS = 2\n")
-    with pytest.raises(provenance.ProvenanceError, match=f"tracked files of the worktree {tree} "
-                       rf"\({sha[:10]}\) differ from the commit after the rounds"):
+    with pytest.raises(
+        provenance.ProvenanceError,
+        match=f"tracked files of the worktree {tree} "
+        rf"\({sha[:10]}\) differ from the commit after the rounds",
+    ):
         provenance.verify(tree, sha, suite(), "after the rounds")
     later = builder.commit("next", {"engine/server.py": "PORT = 2\n"})
-    with pytest.raises(provenance.ProvenanceError, match=f"the worktree {tree} of {later[:10]} is at "
-                       f"{sha[:10]} before the rounds: something moved its checkout"):
+    with pytest.raises(
+        provenance.ProvenanceError,
+        match=f"the worktree {tree} of {later[:10]} is at "
+        f"{sha[:10]} before the rounds: something moved its checkout",
+    ):
         provenance.verify(tree, later, suite(), "before the rounds")
 
 
@@ -70,8 +83,9 @@ def test_a_package_that_another_copy_shadows_is_refused(git_builder, tmp_path):
 
 
 def test_packages_under_python_that_are_not_on_the_path_are_unverified_not_refused(git_builder, tmp_path):
-    sha = git_builder.commit("layout", {"python/engine/__init__.py": "", "python/tools/__init__.py": "",
-                                        "README.md": "x\n"})
+    sha = git_builder.commit(
+        "layout", {"python/engine/__init__.py": "", "python/tools/__init__.py": "", "README.md": "x\n"}
+    )
     tree = tmp_path / "tree"
     git_builder.git("worktree", "add", "-q", "--detach", str(tree), sha)
     assert provenance.top_level_packages(tree) == ["engine"]
@@ -86,12 +100,15 @@ def test_an_interpreter_that_cannot_answer_is_an_error(checkout, tmp_path):
     tree, sha, _ = checkout
     broken = suite()
     broken.python = str(tmp_path / "no-such-python")
-    with pytest.raises(provenance.ProvenanceError, match="cannot ask .*no-such-python where it imports engine"):
+    with pytest.raises(
+        provenance.ProvenanceError, match="cannot ask .*no-such-python where it imports engine"
+    ):
         provenance.verify(tree, sha, broken, "before the rounds")
 
 
 def test_without_a_python_of_its_own_the_messages_name_python3_the_interpreter_asked(
-        git_builder, tmp_path, monkeypatch):
+    git_builder, tmp_path, monkeypatch
+):
     """A suite with no python runs python3 on PATH: the refusals say so, never "None"."""
     sha = git_builder.commit("layout", {"python/engine/__init__.py": "", "README.md": "x\n"})
     tree = tmp_path / "tree"
@@ -110,14 +127,18 @@ def test_without_a_python_of_its_own_the_messages_name_python3_the_interpreter_a
         raise OSError("exec format error")
 
     monkeypatch.setattr(provenance.subprocess, "run", unstartable)
-    with pytest.raises(provenance.ProvenanceError,
-                       match="^cannot ask python3 where it imports engine from: exec format error$"):
+    with pytest.raises(
+        provenance.ProvenanceError,
+        match="^cannot ask python3 where it imports engine from: exec format error$",
+    ):
         provenance.verify(tree, sha, default, "before the rounds")
 
     def failing(command, **kwargs):
         return subprocess.CompletedProcess(command, 1, "", "Traceback...\nImportError: broken site\n")
 
     monkeypatch.setattr(provenance.subprocess, "run", failing)
-    with pytest.raises(provenance.ProvenanceError,
-                       match="^cannot ask python3 where it imports engine from: ImportError: broken site$"):
+    with pytest.raises(
+        provenance.ProvenanceError,
+        match="^cannot ask python3 where it imports engine from: ImportError: broken site$",
+    ):
         provenance.verify(tree, sha, default, "before the rounds")

@@ -47,8 +47,9 @@ def needs_module(module: str) -> str:
     """The interpreter that has ``module``, or a skip naming it."""
     found = subprocess.run([BENCH_PYTHON, "-c", f"import {module}"], capture_output=True)
     if found.returncode != 0:
-        pytest.skip(f"{module} is not installed for {BENCH_PYTHON} (set PERFBOT_TEST_BENCH_PYTHON to one "
-                    f"that has it)")
+        pytest.skip(
+            f"{module} is not installed for {BENCH_PYTHON} (set PERFBOT_TEST_BENCH_PYTHON to one that has it)"
+        )
     return BENCH_PYTHON
 
 
@@ -62,8 +63,9 @@ def verdict(repo, base, head, tmp_path, config, *, aa=False, rounds=4, max_round
     """Run the suite ``tool`` of ``config`` base against head (or base against itself) and judge it."""
     measure = MeasureOptions(repo=repo, rounds=rounds, warmup=0, max_rounds=max_rounds)
     out = tmp_path / ("aa" if aa else "ab") / "results.json"
-    options = bench.BenchOptions(base=base, head=None if aa else head, suites=["tool"], out=out,
-                                 measure=measure, aa=aa)
+    options = bench.BenchOptions(
+        base=base, head=None if aa else head, suites=["tool"], out=out, measure=measure, aa=aa
+    )
     (outcome,) = bench.run(options, BenchConfig(suites={"tool": config}), Progress(io.StringIO()))
     assert outcome.status == "complete", outcome.error
     loaded = results.load(outcome.path.read_text())
@@ -82,8 +84,10 @@ def assert_aa_unchanged_and_slowdown_regression(git_builder, tmp_path, files, sl
 
 def rounds_of(judged, loaded) -> list:
     """What a failed assertion shows: each metric's verdict, change and rounds."""
-    return [(m.name, m.verdict, m.change, loaded.values("base", m.name), loaded.values("head", m.name))
-            for m in judged.metrics]
+    return [
+        (m.name, m.verdict, m.change, loaded.values("base", m.name), loaded.values("head", m.name))
+        for m in judged.metrics
+    ]
 
 
 # Each benchmark sleeps: a sleep's length is what the machine's other work changes least (a spin's
@@ -103,13 +107,20 @@ def test_step(benchmark):
 @pytest.mark.slow
 def test_pytest_benchmark_aa_is_unchanged_and_a_slower_head_a_regression(git_builder, tmp_path):
     python = needs_module("pytest_benchmark")
-    command = (f"{python} -m pytest -q -p no:cacheprovider -p no:randomly bench_step.py "
-               "--benchmark-json=\"$PERFBOT_RESULT_FILE\" --benchmark-min-rounds=5 --benchmark-max-time=0.01")
-    config = PytestBenchmarkSuite(kind="pytest-benchmark", command=command,
-                                  env={"PYTHONDONTWRITEBYTECODE": "1"})
+    command = (
+        f"{python} -m pytest -q -p no:cacheprovider -p no:randomly bench_step.py "
+        '--benchmark-json="$PERFBOT_RESULT_FILE" --benchmark-min-rounds=5 --benchmark-max-time=0.01'
+    )
+    config = PytestBenchmarkSuite(
+        kind="pytest-benchmark", command=command, env={"PYTHONDONTWRITEBYTECODE": "1"}
+    )
     judged, loaded = assert_aa_unchanged_and_slowdown_regression(
-        git_builder, tmp_path, {"bench_step.py": PYTEST_BENCH, "delay.txt": "0.05\n"}, {"delay.txt": "0.1\n"},
-        config)
+        git_builder,
+        tmp_path,
+        {"bench_step.py": PYTEST_BENCH, "delay.txt": "0.05\n"},
+        {"delay.txt": "0.1\n"},
+        config,
+    )
     (step,) = judged.metrics
     assert (step.name, step.unit, step.change) == ("test_step", "ms", pytest.approx(1.0, abs=0.5))
     assert loaded.spreads("base", "test_step") is not None  # the rounds' own scatter weighs them
@@ -139,12 +150,20 @@ if __name__ == "__main__":
 @pytest.mark.slow
 def test_google_benchmark_aa_is_unchanged_and_a_slower_head_a_regression(git_builder, tmp_path):
     python = needs_module("google_benchmark")
-    command = (f"{python} bench_step.py --benchmark_format=json --benchmark_repetitions=3 "
-               "--benchmark_min_time=0.005s > \"$PERFBOT_RESULT_FILE\"")
-    config = GoogleBenchmarkSuite(kind="google-benchmark", command=command, time="real",
-                                  env={"PYTHONDONTWRITEBYTECODE": "1"})
+    command = (
+        f"{python} bench_step.py --benchmark_format=json --benchmark_repetitions=3 "
+        '--benchmark_min_time=0.005s > "$PERFBOT_RESULT_FILE"'
+    )
+    config = GoogleBenchmarkSuite(
+        kind="google-benchmark", command=command, time="real", env={"PYTHONDONTWRITEBYTECODE": "1"}
+    )
     judged, loaded = assert_aa_unchanged_and_slowdown_regression(
-        git_builder, tmp_path, {"bench_step.py": GBENCH, "delay.txt": "0.05\n"}, {"delay.txt": "0.1\n"}, config)
+        git_builder,
+        tmp_path,
+        {"bench_step.py": GBENCH, "delay.txt": "0.05\n"},
+        {"delay.txt": "0.1\n"},
+        config,
+    )
     (step,) = judged.metrics
     assert (step.name, step.unit) == ("step", "ms")
     assert loaded.spreads("head", "step") is not None
@@ -154,11 +173,14 @@ def test_google_benchmark_aa_is_unchanged_and_a_slower_head_a_regression(git_bui
 def test_hyperfine_aa_is_unchanged_and_a_slower_head_a_regression(git_builder, tmp_path):
     if shutil.which("hyperfine") is None:
         pytest.skip("hyperfine is not installed (Debian's package hyperfine)")
-    command = ("hyperfine -N --runs 5 --warmup 1 --export-json \"$PERFBOT_RESULT_FILE\" "
-               "-n step \"sleep $(cat delay.txt)\"")
+    command = (
+        'hyperfine -N --runs 5 --warmup 1 --export-json "$PERFBOT_RESULT_FILE" '
+        '-n step "sleep $(cat delay.txt)"'
+    )
     config = HyperfineSuite(kind="hyperfine", command=command)
     judged, _ = assert_aa_unchanged_and_slowdown_regression(
-        git_builder, tmp_path, {"delay.txt": "0.05\n"}, {"delay.txt": "0.1\n"}, config)
+        git_builder, tmp_path, {"delay.txt": "0.05\n"}, {"delay.txt": "0.1\n"}, config
+    )
     (step,) = judged.metrics
     assert (step.name, step.unit) == ("step", "ms")
 
@@ -195,19 +217,26 @@ with open(os.environ["PERFBOT_RESULT_FILE"], "w") as out:
 ENGINES = {
     "vllm-bench-serve": (VllmBenchServeSuite, "vllm_bench_serve_detailed.json", "object", "ttft_p99_ms"),
     "sglang-bench-serving": (SglangBenchServingSuite, "sglang_bench_serving.jsonl", "lines", "itl_p50_ms"),
-    "sglang-bench-one-batch": (SglangBenchOneBatchSuite, "sglang_bench_one_batch_server.jsonl", "lines", "ttft_ms"),
+    "sglang-bench-one-batch": (
+        SglangBenchOneBatchSuite,
+        "sglang_bench_one_batch_server.jsonl",
+        "lines",
+        "ttft_ms",
+    ),
 }
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("kind", sorted(ENGINES))
-def test_an_engines_documented_output_aa_is_unchanged_and_slower_latencies_a_regression(git_builder, tmp_path,
-                                                                                          kind):
+def test_an_engines_documented_output_aa_is_unchanged_and_slower_latencies_a_regression(
+    git_builder, tmp_path, kind
+):
     options, sample, shape, latency = ENGINES[kind]
     config = options(kind=kind, command=f"{sys.executable} emit.py {shape}")
     files = {"emit.py": EMIT, "sample.out": (OUTPUTS / sample).read_text(), "factor.txt": "1.0\n"}
-    judged, loaded = assert_aa_unchanged_and_slowdown_regression(git_builder, tmp_path, files,
-                                                                 {"factor.txt": "1.5\n"}, config)
+    judged, loaded = assert_aa_unchanged_and_slowdown_regression(
+        git_builder, tmp_path, files, {"factor.txt": "1.5\n"}, config
+    )
     moved = {m.name: m for m in judged.metrics}
     assert moved[latency].verdict == "regression" and moved[latency].change == pytest.approx(0.5, abs=0.05)
     assert loaded.metrics[latency].unit == "ms"
@@ -220,21 +249,32 @@ def test_an_engines_documented_output_aa_is_unchanged_and_slower_latencies_a_reg
 
 # -- what a round makes of the file, good or bad
 
+
 def round_in(tmp_path) -> RoundContext:
     return RoundContext(tmp_path, tmp_path, "base", RoundId("counted", 0))
 
 
 def suite_of(kind: str):
-    options = {"pytest-benchmark": PytestBenchmarkSuite, "google-benchmark": GoogleBenchmarkSuite,
-               "hyperfine": HyperfineSuite, **{k: v[0] for k, v in ENGINES.items()}}[kind]
+    options = {
+        "pytest-benchmark": PytestBenchmarkSuite,
+        "google-benchmark": GoogleBenchmarkSuite,
+        "hyperfine": HyperfineSuite,
+        **{k: v[0] for k, v in ENGINES.items()},
+    }[kind]
     return make_suite("s", BenchConfig(suites={"s": options(kind=kind, command="true")}))
 
 
-@pytest.mark.parametrize(("kind", "sample"), [
-    ("pytest-benchmark", "pytest_benchmark.json"), ("google-benchmark", "google_benchmark_aggregates.json"),
-    ("hyperfine", "hyperfine.json"), ("vllm-bench-serve", "vllm_bench_serve_detailed.json"),
-    ("sglang-bench-serving", "sglang_bench_serving.jsonl"), ("sglang-bench-one-batch", "sglang_bench_one_batch.jsonl"),
-])
+@pytest.mark.parametrize(
+    ("kind", "sample"),
+    [
+        ("pytest-benchmark", "pytest_benchmark.json"),
+        ("google-benchmark", "google_benchmark_aggregates.json"),
+        ("hyperfine", "hyperfine.json"),
+        ("vllm-bench-serve", "vllm_bench_serve_detailed.json"),
+        ("sglang-bench-serving", "sglang_bench_serving.jsonl"),
+        ("sglang-bench-one-batch", "sglang_bench_one_batch.jsonl"),
+    ],
+)
 def test_a_round_reads_the_file_the_command_was_told_to_write(tmp_path, kind, sample):
     suite = suite_of(kind)
     [command] = suite.round_commands(round_in(tmp_path))
@@ -251,13 +291,18 @@ def test_a_round_reads_the_file_the_command_was_told_to_write(tmp_path, kind, sa
 
 
 def test_a_round_without_its_file_fails_saying_where_to_write_it(tmp_path):
-    with pytest.raises(RoundFailed, match=r"^hyperfine.json: the command wrote no result file "
-                                          r"\(write it to \$PERFBOT_RESULT_FILE\)$"):
+    with pytest.raises(
+        RoundFailed,
+        match=r"^hyperfine.json: the command wrote no result file "
+        r"\(write it to \$PERFBOT_RESULT_FILE\)$",
+    ):
         suite_of("hyperfine").parse(round_in(tmp_path), [Output("s", 0, "", "")])
 
 
 def test_a_bad_file_fails_the_round_in_one_line_naming_the_file_and_field(tmp_path):
-    (tmp_path / "vllm-bench-serve.json").write_text(json.dumps({"output_throughput": 10, "request_throughput": "2"}))
+    (tmp_path / "vllm-bench-serve.json").write_text(
+        json.dumps({"output_throughput": 10, "request_throughput": "2"})
+    )
     with pytest.raises(RoundFailed) as failed:
         suite_of("vllm-bench-serve").parse(round_in(tmp_path), [Output("s", 0, "", "")])
     assert str(failed.value) == "vllm-bench-serve.json: request_throughput: expected a number, got a string"

@@ -26,7 +26,7 @@ from .processes import running_with
 # results files and rewrites them with head's rounds at half base's time, for 20 seconds after
 # perfbot's exit (or, if it cannot see perfbot, from the start), so that the step after perfbot
 # reads the forgery.
-FORGER = r'''
+FORGER = r"""
 import json, os, sys, time
 from pathlib import Path
 markers, search = Path(sys.argv[1]), Path(sys.argv[2])
@@ -88,7 +88,7 @@ while time.monotonic() < deadline:
     for path in targets():
         forge(path)
     time.sleep(0.02)
-'''
+"""
 
 
 @pytest.fixture
@@ -96,15 +96,25 @@ def forging_head(git_builder, tmp_path):
     markers = tmp_path / "markers"
     markers.mkdir()
     (tmp_path / "action").mkdir()
-    bench = HONEST_BENCH + f'FORGER_PARENT=$PPID python3 forge.py {markers} {tmp_path / "action"}\n'
+    bench = HONEST_BENCH + f"FORGER_PARENT=$PPID python3 forge.py {markers} {tmp_path / 'action'}\n"
     base = git_builder.commit("base", {"bench.sh": HONEST_BENCH, "speed.txt": "10\n"})
     head = git_builder.commit("head: forges", {"speed.txt": "12\n", "bench.sh": bench, "forge.py": FORGER})
     config = tmp_path / "perfbot.yml"
     config.write_text(CONFIG)
-    runner = Runner(tmp_path / "action", {
-        "repository-path": str(git_builder.root), "base-sha": base, "head-sha": head, "config": str(config),
-        "suites": "quick", "rounds": "5", "correlation-id": "forge", "install": "false",
-        "engine-python": str(engine_python(tmp_path))})
+    runner = Runner(
+        tmp_path / "action",
+        {
+            "repository-path": str(git_builder.root),
+            "base-sha": base,
+            "head-sha": head,
+            "config": str(config),
+            "suites": "quick",
+            "rounds": "5",
+            "correlation-id": "forge",
+            "install": "false",
+            "engine-python": str(engine_python(tmp_path)),
+        },
+    )
     yield runner, markers
     deadline = time.monotonic() + 30  # an old perfbot's forgers run for 20 s: let none outlive the test
     while running_with("perfbot-forger-marker") and time.monotonic() < deadline:
@@ -114,8 +124,12 @@ def forging_head(git_builder, tmp_path):
 def test_a_forging_head_dies_with_its_round_and_the_uploaded_results_are_perfbot_s(forging_head):
     runner, markers = forging_head
     steps, upload = runner.run()
-    assert {name: s.returncode for name, s in steps.items()} == \
-        {"install": 0, "bench": 0, "report": 0, "Fail on the verdict": 0}, steps["bench"].stderr
+    assert {name: s.returncode for name, s in steps.items()} == {
+        "install": 0,
+        "bench": 0,
+        "report": 0,
+        "Fail on the verdict": 0,
+    }, steps["bench"].stderr
     assert (markers / "forger-started").exists()  # the attack ran
     time.sleep(0.5)  # a forger still running rewrites within 20 ms
     # The verdict and the upload are what base and head measured: head 20% slower.
@@ -134,6 +148,7 @@ def rewrite_after_bench(runner, change):
     def after(step):
         if step == "bench":
             change(Path(runner.steps["bench"]["written-dir"]))
+
     return after
 
 
@@ -146,13 +161,23 @@ def halve_head(folder: Path) -> None:
     path.write_text(json.dumps(data, indent=2) + "\n")
 
 
-@pytest.mark.parametrize(("change", "message"), [
-    (halve_head, "a results file is not the one perfbot wrote (its SHA-256 differs); nothing is uploaded"),
-    (lambda folder: (folder / "results.extra.json").write_text((folder / "results.json").read_text()),
-     "perfbot's results folder holds other files than those perfbot recorded writing"),
-    (lambda folder: (folder / "results.json").unlink(),
-     "perfbot's results folder holds other files than those perfbot recorded writing"),
-])
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (
+            halve_head,
+            "a results file is not the one perfbot wrote (its SHA-256 differs); nothing is uploaded",
+        ),
+        (
+            lambda folder: (folder / "results.extra.json").write_text((folder / "results.json").read_text()),
+            "perfbot's results folder holds other files than those perfbot recorded writing",
+        ),
+        (
+            lambda folder: (folder / "results.json").unlink(),
+            "perfbot's results folder holds other files than those perfbot recorded writing",
+        ),
+    ],
+)
 def test_results_changed_after_perfbot_wrote_them_are_never_uploaded(git_builder, tmp_path, change, message):
     """What no scope can reach (a process started through a daemon, say) changes the files between
     perfbot's exit and the upload: the action checks them against the SHA-256 perfbot recorded."""
@@ -161,10 +186,20 @@ def test_results_changed_after_perfbot_wrote_them_are_never_uploaded(git_builder
     config = tmp_path / "perfbot.yml"
     config.write_text(CONFIG)
     (tmp_path / "action").mkdir()
-    runner = Runner(tmp_path / "action", {
-        "repository-path": str(git_builder.root), "base-sha": base, "head-sha": head, "config": str(config),
-        "suites": "quick", "rounds": "3", "correlation-id": "tamper", "install": "false",
-        "engine-python": str(engine_python(tmp_path))})
+    runner = Runner(
+        tmp_path / "action",
+        {
+            "repository-path": str(git_builder.root),
+            "base-sha": base,
+            "head-sha": head,
+            "config": str(config),
+            "suites": "quick",
+            "rounds": "3",
+            "correlation-id": "tamper",
+            "install": "false",
+            "engine-python": str(engine_python(tmp_path)),
+        },
+    )
     steps, upload = runner.run(after_step=rewrite_after_bench(runner, change))
     assert steps["bench"].returncode == 0
     assert steps["report"].returncode == 1
@@ -179,15 +214,30 @@ def test_the_digest_perfbot_records_is_that_of_the_file_it_wrote(git_builder, tm
     config = tmp_path / "perfbot.yml"
     config.write_text(CONFIG + "    other:\n      kind: command\n      command: bash bench.sh\n")
     (tmp_path / "action").mkdir()
-    runner = Runner(tmp_path / "action", {
-        "repository-path": str(git_builder.root), "base-sha": base, "head-sha": head, "config": str(config),
-        "suites": "quick other", "rounds": "1", "correlation-id": "digest", "install": "false",
-        "engine-python": str(engine_python(tmp_path))})
+    runner = Runner(
+        tmp_path / "action",
+        {
+            "repository-path": str(git_builder.root),
+            "base-sha": base,
+            "head-sha": head,
+            "config": str(config),
+            "suites": "quick other",
+            "rounds": "1",
+            "correlation-id": "digest",
+            "install": "false",
+            "engine-python": str(engine_python(tmp_path)),
+        },
+    )
     steps, upload = runner.run()
     assert steps["report"].returncode == 0, steps["report"].stdout
     written = Path(runner.steps["bench"]["written-dir"])
-    recorded = dict(reversed(line.split("  ")) for line in runner.steps["bench"]["results-sha256"].splitlines())
+    recorded = dict(
+        reversed(line.split("  ")) for line in runner.steps["bench"]["results-sha256"].splitlines()
+    )
     assert sorted(recorded) == ["results.other.json", "results.quick.json", "rounds.md"]
     assert recorded == {name: hashlib.sha256((written / name).read_bytes()).hexdigest() for name in recorded}
-    assert sorted(p.name for p in Path(upload["path"]).iterdir()) == \
-        ["results.other.json", "results.quick.json", "summary.md"]
+    assert sorted(p.name for p in Path(upload["path"]).iterdir()) == [
+        "results.other.json",
+        "results.quick.json",
+        "summary.md",
+    ]

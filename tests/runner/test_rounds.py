@@ -18,7 +18,9 @@ from .processes import running_with
 def round_of(tmp_path, command: str, timeout: float = 30, read_only: tuple = ()):
     suite = CommandBench("cmd", CommandSuite(kind="command", command=command))
     tmp_path.mkdir(exist_ok=True)
-    return run_round(suite, RoundContext(tmp_path, tmp_path / "round", "head", RoundId("counted", 0), read_only), timeout)
+    return run_round(
+        suite, RoundContext(tmp_path, tmp_path / "round", "head", RoundId("counted", 0), read_only), timeout
+    )
 
 
 def test_a_round_that_prints_metrics_is_measured(tmp_path):
@@ -27,7 +29,9 @@ def test_a_round_that_prints_metrics_is_measured(tmp_path):
 
 
 def test_a_non_zero_exit_fails_the_round_with_the_last_error_line(tmp_path):
-    result = round_of(tmp_path, "echo 'PERFBOT_METRIC t=1 better=lower'; echo 'CUDA error: out of memory' >&2; exit 3")
+    result = round_of(
+        tmp_path, "echo 'PERFBOT_METRIC t=1 better=lower'; echo 'CUDA error: out of memory' >&2; exit 3"
+    )
     assert not result.ok
     assert result.metrics == {}
     assert result.error == "cmd: exit status 3: CUDA error: out of memory"
@@ -40,12 +44,18 @@ def test_a_crash_by_signal_is_named(tmp_path):
 
 
 def test_a_command_past_its_deadline_has_timed_out_and_no_exit_status_of_its_own(tmp_path):
-    output = run_command(Command("slow", ("sleep", "30")), tmp_path, child_env({}), time.monotonic() + 0.5,
-                         tmp_path / "slow")
+    output = run_command(
+        Command("slow", ("sleep", "30")), tmp_path, child_env({}), time.monotonic() + 0.5, tmp_path / "slow"
+    )
     assert output.timed_out and not output.ok and output.returncode is None
     assert round_of(tmp_path, "sleep 30", timeout=0.5).error == "cmd: timed out after 0.5s and was killed"
-    done = run_command(Command("quick", ("bash", "-c", "exit 3")), tmp_path, child_env({}), time.monotonic() + 30,
-                       tmp_path / "quick")
+    done = run_command(
+        Command("quick", ("bash", "-c", "exit 3")),
+        tmp_path,
+        child_env({}),
+        time.monotonic() + 30,
+        tmp_path / "quick",
+    )
     assert not done.timed_out and not done.ok and done.returncode == 3
 
 
@@ -54,7 +64,6 @@ def test_a_hanging_command_is_killed_with_everything_it_started(tmp_path):
     assert not result.ok
     assert result.error == "cmd: timed out after 3s and was killed"
     assert not running_with("300.25")
-
 
 
 def test_garbage_output_fails_the_round(tmp_path):
@@ -84,11 +93,17 @@ def test_children_keep_nvlink_multicast_off_and_learn_their_round(tmp_path, monk
     assert "PYTHONPATH" not in child_env({}, context)
 
 
-@pytest.mark.parametrize("which,variable,folder", [
-    (RoundId("counted", 0), "0", "0"), (RoundId("counted", 4), "4", "4"),
-    (RoundId("warmup", 1), "-1", "warmup1"), (RoundId("warmup", 3), "-3", "warmup3"),
-    (PROFILED_PASS, "-100", "profile"), (WORKER_START, "-1", "worker"),
-])
+@pytest.mark.parametrize(
+    "which,variable,folder",
+    [
+        (RoundId("counted", 0), "0", "0"),
+        (RoundId("counted", 4), "4", "4"),
+        (RoundId("warmup", 1), "-1", "warmup1"),
+        (RoundId("warmup", 3), "-3", "warmup3"),
+        (PROFILED_PASS, "-100", "profile"),
+        (WORKER_START, "-1", "worker"),
+    ],
+)
 def test_a_benchmark_learns_which_round_it_is_in_as_documented(tmp_path, which, variable, folder):
     """docs/runner.md: counted rounds from 0, warm-ups negative, the profiled pass -100."""
     assert child_env({}, RoundContext(tmp_path, tmp_path, "head", which))["PERFBOT_ROUND"] == variable

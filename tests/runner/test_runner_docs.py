@@ -36,9 +36,14 @@ def test_the_example_config_validates():
 def test_adding_a_suite_kind_names_the_modules_that_hold_each_half():
     section = re.search(r"^### Add a suite kind\n(.*?)^##", DOC, re.S | re.M).group(1)
     paths = set(re.findall(r"`((?:bot|tests)/[\w/<>]+\.py)`", section))
-    assert {"bot/core/config/suite_kinds/<kind>.py", "bot/runner/suites/<kind>.py", "bot/core/config/schema.py",
-            "bot/core/config/suite_kinds/__init__.py", "bot/runner/suites/__init__.py",
-            "tests/runner/test_suite_kinds.py"} <= paths
+    assert {
+        "bot/core/config/suite_kinds/<kind>.py",
+        "bot/runner/suites/<kind>.py",
+        "bot/core/config/schema.py",
+        "bot/core/config/suite_kinds/__init__.py",
+        "bot/runner/suites/__init__.py",
+        "tests/runner/test_suite_kinds.py",
+    } <= paths
     for kind in suite_kinds.names():
         for path in paths:
             assert (ROOT / path.replace("<kind>", kind.replace("-", "_"))).is_file(), path

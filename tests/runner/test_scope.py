@@ -23,8 +23,10 @@ def _available(name: str) -> bool:
         return False
 
 
-STRATEGIES = [pytest.param(name, marks=pytest.mark.skipif(not _available(name), reason=f"no {name} here"))
-              for name in ("pid-namespace", "processes")]
+STRATEGIES = [
+    pytest.param(name, marks=pytest.mark.skipif(not _available(name), reason=f"no {name} here"))
+    for name in ("pid-namespace", "processes")
+]
 
 
 @pytest.fixture(params=STRATEGIES)
@@ -68,8 +70,7 @@ def test_a_round_that_keeps_forking_escapees_is_still_ended(tmp_path, contained)
 def test_what_perfbot_started_besides_its_rounds_is_left_alone(tmp_path, contained):
     # A process of perfbot's own in a session of its own, started before the round, and one in
     # perfbot's session: neither is the round's.
-    own = [subprocess.Popen(["sleep", "304.5"], start_new_session=True),
-           subprocess.Popen(["sleep", "304.5"])]
+    own = [subprocess.Popen(["sleep", "304.5"], start_new_session=True), subprocess.Popen(["sleep", "304.5"])]
     try:
         result = round_of(tmp_path, ESCAPE.format(marker="305.5"))
         assert result.ok, result.error
@@ -91,9 +92,12 @@ def test_exit_statuses_are_those_of_the_command(tmp_path, contained):
 def test_in_a_pid_namespace_a_round_cannot_see_or_signal_perfbot(tmp_path, monkeypatch):
     monkeypatch.setenv(STRATEGY_VARIABLE, "pid-namespace")
     seen = tmp_path / "seen"
-    result = round_of(tmp_path, f"ls /proc | grep -c '^[0-9]' > {seen}; "
-                                f"if kill -0 {os.getpid()} 2>/dev/null || test -e /proc/{os.getpid()}; then "
-                                f"echo reachable >> {seen}; fi; echo 'PERFBOT_METRIC t=1 better=lower'")
+    result = round_of(
+        tmp_path,
+        f"ls /proc | grep -c '^[0-9]' > {seen}; "
+        f"if kill -0 {os.getpid()} 2>/dev/null || test -e /proc/{os.getpid()}; then "
+        f"echo reachable >> {seen}; fi; echo 'PERFBOT_METRIC t=1 better=lower'",
+    )
     assert result.ok, result.error
     # Its init, the shell, ls and grep: nothing of the machine's.
     count, *rest = seen.read_text().split()
@@ -102,8 +106,9 @@ def test_in_a_pid_namespace_a_round_cannot_see_or_signal_perfbot(tmp_path, monke
 
 def test_an_unknown_scope_is_refused(monkeypatch):
     monkeypatch.setenv(STRATEGY_VARIABLE, "container")
-    with pytest.raises(ScopeError, match="PERFBOT_ROUND_SCOPE=container: expected one of auto, pid-namespace, "
-                                         "processes"):
+    with pytest.raises(
+        ScopeError, match="PERFBOT_ROUND_SCOPE=container: expected one of auto, pid-namespace, processes"
+    ):
         scope.strategy()
 
 

@@ -14,15 +14,34 @@ from bot.runner.suites.base import RoundContext, RoundFailed, RoundId
 from bot.runner.suites.sglang_eagle3 import SglangEagle3Bench, derive, last_case
 
 # One result line per run, in the format bench_one_batch_server documents (last_ttft in seconds).
-SPEC_LINE = {"run_name": "default", "batch_size": 1, "input_len": 1024, "output_len": 256, "latency": 3.1,
-             "input_throughput": 9000.0, "output_throughput": 88.0, "overall_throughput": 400.0,
-             "last_ttft": 0.114, "last_gen_throughput": 94.0, "acc_length": 1.79, "cache_hit_rate": None}
+SPEC_LINE = {
+    "run_name": "default",
+    "batch_size": 1,
+    "input_len": 1024,
+    "output_len": 256,
+    "latency": 3.1,
+    "input_throughput": 9000.0,
+    "output_throughput": 88.0,
+    "overall_throughput": 400.0,
+    "last_ttft": 0.114,
+    "last_gen_throughput": 94.0,
+    "acc_length": 1.79,
+    "cache_hit_rate": None,
+}
 BASELINE_LINE = {**SPEC_LINE, "last_ttft": 0.110, "last_gen_throughput": 89.0, "acc_length": -1.0}
 
 
 def config(**extra) -> SglangEagle3Suite:
-    return SglangEagle3Suite(kind="sglang-eagle3", model_path="/models/target", draft_model_path="/models/draft",
-                             tp_size=8, num_steps=2, eagle_topk=1, num_draft_tokens=3, **extra)
+    return SglangEagle3Suite(
+        kind="sglang-eagle3",
+        model_path="/models/target",
+        draft_model_path="/models/draft",
+        tp_size=8,
+        num_steps=2,
+        eagle_topk=1,
+        num_draft_tokens=3,
+        **extra,
+    )
 
 
 def test_the_metrics_follow_from_one_speculative_and_one_baseline_line():
@@ -41,8 +60,9 @@ def test_a_run_without_speculation_cannot_pass_for_the_eagle3_run():
         derive(BASELINE_LINE, BASELINE_LINE)
 
 
-@pytest.mark.parametrize("broken", [{"last_gen_throughput": None}, {"last_gen_throughput": 0},
-                                    {"acc_length": "n/a"}])
+@pytest.mark.parametrize(
+    "broken", [{"last_gen_throughput": None}, {"last_gen_throughput": 0}, {"acc_length": "n/a"}]
+)
 def test_missing_or_impossible_fields_fail_the_round(broken):
     with pytest.raises(RoundFailed):
         derive({**SPEC_LINE, **broken}, BASELINE_LINE)
@@ -59,14 +79,22 @@ def test_the_last_line_of_the_result_file_is_the_one_read(tmp_path):
 
 def test_each_round_launches_the_benchmark_with_and_without_eagle3(tmp_path):
     context = RoundContext(tmp_path, tmp_path / "out", "head", RoundId("counted", 3))
-    spec, baseline = SglangEagle3Bench("sglang-eagle3", config(extra_args=["--cuda-graph-max-bs", "8"])) \
-        .round_commands(context)
+    spec, baseline = SglangEagle3Bench(
+        "sglang-eagle3", config(extra_args=["--cuda-graph-max-bs", "8"])
+    ).round_commands(context)
     assert spec.argv[1:3] == ("-m", "sglang.bench_one_batch_server")
     flags = " ".join(spec.argv)
-    for expected in ("--model-path /models/target", "--tp-size 8", "--speculative-algorithm EAGLE3",
-                     "--speculative-draft-model-path /models/draft", "--speculative-num-steps 2",
-                     "--speculative-eagle-topk 1", "--speculative-num-draft-tokens 3", "--cuda-graph-max-bs 8",
-                     f"--result-filename {tmp_path / 'out' / 'eagle3.jsonl'}"):
+    for expected in (
+        "--model-path /models/target",
+        "--tp-size 8",
+        "--speculative-algorithm EAGLE3",
+        "--speculative-draft-model-path /models/draft",
+        "--speculative-num-steps 2",
+        "--speculative-eagle-topk 1",
+        "--speculative-num-draft-tokens 3",
+        "--cuda-graph-max-bs 8",
+        f"--result-filename {tmp_path / 'out' / 'eagle3.jsonl'}",
+    ):
         assert expected in flags
     assert "--speculative-algorithm" not in baseline.argv
     assert baseline.argv[-1] == str(tmp_path / "out" / "baseline.jsonl")
@@ -77,15 +105,21 @@ def test_a_whole_round_reads_what_the_benchmark_module_wrote(tmp_path):
     package = tmp_path / "fake" / "sglang"
     package.mkdir(parents=True)
     (package / "__init__.py").write_text("")
-    (package / "bench_one_batch_server.py").write_text(textwrap.dedent(f"""
+    (package / "bench_one_batch_server.py").write_text(
+        textwrap.dedent(f"""
         import json, sys
         args = sys.argv[1:]
         spec = "--speculative-algorithm" in args
         line = {SPEC_LINE!r} if spec else {BASELINE_LINE!r}
         with open(args[args.index("--result-filename") + 1], "a") as out:
             out.write(json.dumps(line) + "\\n")
-    """))
-    suite = SglangEagle3Bench("sglang-eagle3", config(python=sys.executable, env={"PYTHONPATH": str(tmp_path / "fake")}))
-    result = run_round(suite, RoundContext(tmp_path, tmp_path / "round", "base", RoundId("counted", 0)), timeout=60)
+    """)
+    )
+    suite = SglangEagle3Bench(
+        "sglang-eagle3", config(python=sys.executable, env={"PYTHONPATH": str(tmp_path / "fake")})
+    )
+    result = run_round(
+        suite, RoundContext(tmp_path, tmp_path / "round", "base", RoundId("counted", 0)), timeout=60
+    )
     assert result.ok, result.error
     assert result.metrics["spec_speedup"] == pytest.approx(94 / 89)

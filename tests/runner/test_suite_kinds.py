@@ -25,13 +25,18 @@ def test_the_runner_and_the_core_know_exactly_the_same_kinds():
 def test_each_kind_is_one_module_of_the_core_and_one_of_the_runner():
     for name in suite_kinds.names():
         module = name.replace("-", "_")
-        assert sys.modules[suite_kinds.KINDS[name].__module__].__file__ == \
-            str(ROOT / "bot" / "core" / "config" / "suite_kinds" / f"{module}.py")
-        assert sys.modules[RUNNERS[name].__module__].__file__ == str(ROOT / "bot" / "runner" / "suites" / f"{module}.py")
+        assert sys.modules[suite_kinds.KINDS[name].__module__].__file__ == str(
+            ROOT / "bot" / "core" / "config" / "suite_kinds" / f"{module}.py"
+        )
+        assert sys.modules[RUNNERS[name].__module__].__file__ == str(
+            ROOT / "bot" / "runner" / "suites" / f"{module}.py"
+        )
 
 
 def test_a_runner_runs_a_kind_the_core_knows_and_only_one_runner_runs_it():
-    with pytest.raises(TypeError, match="runs suite kind 'zz-nope', which bot.core.config.suite_kinds does not know"):
+    with pytest.raises(
+        TypeError, match="runs suite kind 'zz-nope', which bot.core.config.suite_kinds does not know"
+    ):
         type("Nope", (CommandBench,), {}, kind="zz-nope")
     with pytest.raises(TypeError, match="suite kind 'command' has two runners"):
         type("Again", (CommandBench,), {}, kind="command")
@@ -52,5 +57,7 @@ def test_a_built_in_suite_is_its_kinds_runner_with_its_kinds_metrics_or_says_wha
 
 
 def test_a_suite_of_no_built_in_name_and_no_entry_is_unknown():
-    with pytest.raises(SuiteError, match=r"^unknown suite 'nope' \(known: command, sglang-eagle3, verify-step\)$"):
+    with pytest.raises(
+        SuiteError, match=r"^unknown suite 'nope' \(known: command, sglang-eagle3, verify-step\)$"
+    ):
         make_suite("nope", BenchConfig())

@@ -34,7 +34,7 @@ BENCH_PY = "import work\nprint(f'PERFBOT_METRIC step_ms={work.SPEED} unit=ms bet
 HONEST = "python bench.py\n"
 
 # What the head's warm-up does to the base: each attack makes base's `work.SPEED` 20 (head's is 12).
-ATTACK = r'''
+ATTACK = r"""
 import importlib._bootstrap_external as external, importlib.util, os, sys
 from pathlib import Path
 how, markers = sys.argv[1], Path(sys.argv[2])
@@ -68,7 +68,7 @@ except OSError as error:
     (markers / "denied").write_text(f"{type(error).__name__}: {error}")
 else:
     (markers / "wrote").write_text(how)
-'''
+"""
 
 IN_TREE = {"source": "work.py", "bytecode": "__pycache__/work.", "package": "work"}
 IN_ENGINE = {"pth": "zz-perfbot-attack.pth", "sitecustomize": "sitecustomize.py"}
@@ -81,8 +81,10 @@ def _available(name: str) -> bool:
         return False
 
 
-SCOPES = [pytest.param(name, marks=pytest.mark.skipif(not _available(name), reason=f"no {name} here"))
-          for name in ("pid-namespace", "processes")]
+SCOPES = [
+    pytest.param(name, marks=pytest.mark.skipif(not _available(name), reason=f"no {name} here"))
+    for name in ("pid-namespace", "processes")
+]
 
 
 def engine(tmp_path: Path) -> Path:
@@ -98,15 +100,31 @@ def poisoning_head(git_builder, tmp_path, how: str, python: Path) -> tuple[Runne
     markers.mkdir()
     (tmp_path / "action").mkdir()
     base = git_builder.commit("base", {"bench.sh": HONEST, "bench.py": BENCH_PY, "work.py": "SPEED = 10\n"})
-    head = git_builder.commit("head: 20% slower, and poisons the base", {
-        "work.py": "SPEED = 12\n", "attack.py": ATTACK,
-        "bench.sh": f'if [ "$PERFBOT_ROUND" -lt 0 ]; then python attack.py {how} {markers}; fi\n' + HONEST})
+    head = git_builder.commit(
+        "head: 20% slower, and poisons the base",
+        {
+            "work.py": "SPEED = 12\n",
+            "attack.py": ATTACK,
+            "bench.sh": f'if [ "$PERFBOT_ROUND" -lt 0 ]; then python attack.py {how} {markers}; fi\n'
+            + HONEST,
+        },
+    )
     config = tmp_path / "perfbot.yml"
     config.write_text(CONFIG)
-    runner = Runner(tmp_path / "action", {
-        "repository-path": str(git_builder.root), "base-sha": base, "head-sha": head, "config": str(config),
-        "suites": "quick", "rounds": "5", "correlation-id": f"poison-{how}", "install": "false",
-        "engine-python": str(python)})
+    runner = Runner(
+        tmp_path / "action",
+        {
+            "repository-path": str(git_builder.root),
+            "base-sha": base,
+            "head-sha": head,
+            "config": str(config),
+            "suites": "quick",
+            "rounds": "5",
+            "correlation-id": f"poison-{how}",
+            "install": "false",
+            "engine-python": str(python),
+        },
+    )
     return runner, markers
 
 
@@ -120,8 +138,9 @@ def measured(upload: dict) -> dict[str, set[float]]:
 
 @pytest.mark.parametrize("how", sorted(IN_TREE))
 @pytest.mark.parametrize("strategy", SCOPES)
-def test_a_head_that_rewrites_the_base_worktree_never_gets_a_verdict(git_builder, tmp_path, monkeypatch,
-                                                                      how, strategy):
+def test_a_head_that_rewrites_the_base_worktree_never_gets_a_verdict(
+    git_builder, tmp_path, monkeypatch, how, strategy
+):
     monkeypatch.setenv(STRATEGY_VARIABLE, strategy)
     runner, markers = poisoning_head(git_builder, tmp_path, how, engine(tmp_path))
     steps, upload = runner.run()
@@ -146,8 +165,9 @@ def test_a_head_that_rewrites_the_base_worktree_never_gets_a_verdict(git_builder
 
 @pytest.mark.parametrize("how", sorted(IN_ENGINE))
 @pytest.mark.parametrize("strategy", SCOPES)
-def test_a_head_that_plants_a_start_up_hook_in_the_engine_never_gets_a_verdict(git_builder, tmp_path,
-                                                                                monkeypatch, how, strategy):
+def test_a_head_that_plants_a_start_up_hook_in_the_engine_never_gets_a_verdict(
+    git_builder, tmp_path, monkeypatch, how, strategy
+):
     monkeypatch.setenv(STRATEGY_VARIABLE, strategy)
     runner, markers = poisoning_head(git_builder, tmp_path, how, engine(tmp_path))
     steps, upload = runner.run()
@@ -162,31 +182,48 @@ def test_a_head_that_plants_a_start_up_hook_in_the_engine_never_gets_a_verdict(g
 
 
 @pytest.mark.parametrize("strategy", SCOPES)
-def test_a_head_whose_set_up_rewrites_the_base_never_gets_a_verdict(git_builder, tmp_path, monkeypatch, strategy):
+def test_a_head_whose_set_up_rewrites_the_base_never_gets_a_verdict(
+    git_builder, tmp_path, monkeypatch, strategy
+):
     """The set-up runs the head's code too (``pip install -e .`` runs its build): it gets the same
     read-only base, and the base's first round checks its tree against what its own set-up left."""
     monkeypatch.setenv(STRATEGY_VARIABLE, strategy)
     markers = tmp_path / "markers"
     markers.mkdir()
     (tmp_path / "action").mkdir()
-    base = git_builder.commit("base", {"bench.sh": HONEST, "bench.py": BENCH_PY, "work.py": "SPEED = 10\n",
-                                       "setup.sh": "true\n"})
-    head = git_builder.commit("head", {"work.py": "SPEED = 12\n", "attack.py": ATTACK,
-                                       "setup.sh": f"python attack.py source {markers}\n"})
+    base = git_builder.commit(
+        "base", {"bench.sh": HONEST, "bench.py": BENCH_PY, "work.py": "SPEED = 10\n", "setup.sh": "true\n"}
+    )
+    head = git_builder.commit(
+        "head",
+        {"work.py": "SPEED = 12\n", "attack.py": ATTACK, "setup.sh": f"python attack.py source {markers}\n"},
+    )
     config = tmp_path / "perfbot.yml"
     config.write_text(CONFIG.replace("warmup: 1", "warmup: 0") + "      setup: bash setup.sh\n")
-    runner = Runner(tmp_path / "action", {
-        "repository-path": str(git_builder.root), "base-sha": base, "head-sha": head, "config": str(config),
-        "suites": "quick", "rounds": "5", "correlation-id": "setup", "install": "false",
-        "engine-python": str(engine(tmp_path))})
+    runner = Runner(
+        tmp_path / "action",
+        {
+            "repository-path": str(git_builder.root),
+            "base-sha": base,
+            "head-sha": head,
+            "config": str(config),
+            "suites": "quick",
+            "rounds": "5",
+            "correlation-id": "setup",
+            "install": "false",
+            "engine-python": str(engine(tmp_path)),
+        },
+    )
     steps, upload = runner.run()
     if strategy == "pid-namespace":
         assert "Read-only file system" in (markers / "denied").read_text()
         assert runner.outputs()["verdict"] == "regression", steps["bench"].stderr
         return
     assert (markers / "wrote").read_text() == "source"
-    assert "the base worktree changed between its rounds, after a round of head: changed work.py" in \
-        steps["bench"].stderr
+    assert (
+        "the base worktree changed between its rounds, after a round of head: changed work.py"
+        in steps["bench"].stderr
+    )
     assert runner.outputs()["verdict"] == "error"
 
 
@@ -194,23 +231,38 @@ def test_a_set_up_may_install_into_the_engine(git_builder, tmp_path):
     """What a set-up writes into the engine's import path (an editable install's ``.pth``) is the
     reference the rounds are checked against, not a change."""
     (tmp_path / "action").mkdir()
-    install = ("python -c 'import os, sysconfig; "
-               "open(os.path.join(sysconfig.get_paths()[\"purelib\"], os.path.basename(os.getcwd()) + \".pth\"), "
-               "\"w\").write(os.getcwd())'\n")
-    base = git_builder.commit("base", {"bench.sh": HONEST, "bench.py": BENCH_PY, "work.py": "SPEED = 10\n",
-                                       "setup.sh": install})
+    install = (
+        "python -c 'import os, sysconfig; "
+        'open(os.path.join(sysconfig.get_paths()["purelib"], os.path.basename(os.getcwd()) + ".pth"), '
+        '"w").write(os.getcwd())\'\n'
+    )
+    base = git_builder.commit(
+        "base", {"bench.sh": HONEST, "bench.py": BENCH_PY, "work.py": "SPEED = 10\n", "setup.sh": install}
+    )
     head = git_builder.commit("head", {"work.py": "SPEED = 12\n"})
     config = tmp_path / "perfbot.yml"
     config.write_text(CONFIG + "      setup: bash setup.sh\n")
     python = engine(tmp_path)
-    runner = Runner(tmp_path / "action", {
-        "repository-path": str(git_builder.root), "base-sha": base, "head-sha": head, "config": str(config),
-        "suites": "quick", "rounds": "5", "correlation-id": "install", "install": "false",
-        "engine-python": str(python)})
+    runner = Runner(
+        tmp_path / "action",
+        {
+            "repository-path": str(git_builder.root),
+            "base-sha": base,
+            "head-sha": head,
+            "config": str(config),
+            "suites": "quick",
+            "rounds": "5",
+            "correlation-id": "install",
+            "install": "false",
+            "engine-python": str(python),
+        },
+    )
     steps, upload = runner.run()
     assert steps["bench"].returncode == 0, steps["bench"].stderr
-    assert sorted(p.name for p in python.parent.parent.glob("lib/python3*/site-packages/*.pth")) == \
-        ["base.pth", "head.pth"]
+    assert sorted(p.name for p in python.parent.parent.glob("lib/python3*/site-packages/*.pth")) == [
+        "base.pth",
+        "head.pth",
+    ]
     assert runner.outputs()["verdict"] == "regression"
 
 
@@ -222,15 +274,24 @@ def test_an_honest_run_with_the_checks_is_judged_as_before(git_builder, tmp_path
     head = git_builder.commit("head", {"work.py": "SPEED = 12\n"})
     config = tmp_path / "perfbot.yml"
     config.write_text(CONFIG)
-    runner = Runner(tmp_path / "action", {
-        "repository-path": str(git_builder.root), "base-sha": base, "head-sha": head, "config": str(config),
-        "suites": "quick", "rounds": "5", "correlation-id": "honest", "install": "false",
-        "engine-python": str(engine(tmp_path))})
+    runner = Runner(
+        tmp_path / "action",
+        {
+            "repository-path": str(git_builder.root),
+            "base-sha": base,
+            "head-sha": head,
+            "config": str(config),
+            "suites": "quick",
+            "rounds": "5",
+            "correlation-id": "honest",
+            "install": "false",
+            "engine-python": str(engine(tmp_path)),
+        },
+    )
     steps, upload = runner.run()
     assert steps["bench"].returncode == 0, steps["bench"].stderr
     assert measured(upload) == {"base": {10}, "head": {12}}
     assert runner.outputs()["verdict"] == "regression"
-
 
 
 class Serving(CommandBench):
@@ -242,8 +303,9 @@ class Serving(CommandBench):
 
 
 @pytest.mark.parametrize("strategy", SCOPES)
-def test_a_worker_lives_through_the_other_side_s_round_only_where_that_tree_is_read_only(tmp_path, monkeypatch,
-                                                                                          strategy):
+def test_a_worker_lives_through_the_other_side_s_round_only_where_that_tree_is_read_only(
+    tmp_path, monkeypatch, strategy
+):
     monkeypatch.setenv(STRATEGY_VARIABLE, strategy)
     trees = {side: tmp_path / side for side in ("base", "head")}
     for tree in trees.values():

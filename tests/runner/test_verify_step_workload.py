@@ -14,17 +14,42 @@ importorskip("torch")
 
 from bot.runner.suites import verify_step_workload  # noqa: E402
 
-ONE_RANK_METRICS = {"verify_eager_ms", "draft_ms", "cycle_ms", "tok_s", "decode_ms", "baseline_tok_s",
-                    "spec_speedup"}
+ONE_RANK_METRICS = {
+    "verify_eager_ms",
+    "draft_ms",
+    "cycle_ms",
+    "tok_s",
+    "decode_ms",
+    "baseline_tok_s",
+    "spec_speedup",
+}
 # The allreduce is timed only where there is something to exchange.
 CPU_METRICS = ONE_RANK_METRICS | {"allreduce_verify_us", "allreduce_draft_us"}
 
 
 def bench(tmp_path, *args):
     out = tmp_path / "out.json"
-    done = subprocess.run([sys.executable, "-m", "bot.runner.suites.verify_step_workload", "--out", str(out),
-                           "--device", "cpu", "--iters", "3", "--warmup-iters", "1", "--timeout", "120", *args],
-                          capture_output=True, text=True, timeout=180)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "bot.runner.suites.verify_step_workload",
+            "--out",
+            str(out),
+            "--device",
+            "cpu",
+            "--iters",
+            "3",
+            "--warmup-iters",
+            "1",
+            "--timeout",
+            "120",
+            *args,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
     return done, out
 
 
@@ -76,8 +101,11 @@ def test_when_one_rank_dies_the_others_are_ended_instead_of_waiting_for_it(tmp_p
     (hook / "half_broken.py").write_text(
         "import os\nimport torch.distributed as dist\n"
         "if os.environ['RANK'] == '1':\n    raise SystemExit(3)\n"
-        "def all_reduce(tensor):\n    dist.all_reduce(tensor)\n    return tensor\n")
-    done, out = bench(tmp_path, "--world-size", "2", "--pythonpath", str(hook), "--allreduce", "half_broken:all_reduce")
+        "def all_reduce(tensor):\n    dist.all_reduce(tensor)\n    return tensor\n"
+    )
+    done, out = bench(
+        tmp_path, "--world-size", "2", "--pythonpath", str(hook), "--allreduce", "half_broken:all_reduce"
+    )
     assert done.returncode != 0
     assert "worker exit codes" in done.stderr and "timed out" not in done.stderr
     assert not out.exists()
@@ -93,12 +121,16 @@ def test_the_cycle_follows_the_engine_s_mode_and_every_metric_carries_its_standa
     # The allreduce: 10 blocks of back-to-back calls, at least 10 calls each.
     assert report["spread"]["allreduce_verify_us"]["calls"] >= 100
     cycle, tok_s = report["spread"]["cycle_ms"], report["spread"]["tok_s"]
-    assert tok_s["se"] / report["metrics"]["tok_s"] == pytest.approx(cycle["se"] / report["metrics"]["cycle_ms"])
+    assert tok_s["se"] / report["metrics"]["tok_s"] == pytest.approx(
+        cycle["se"] / report["metrics"]["cycle_ms"]
+    )
 
 
 def test_a_graph_mode_that_cannot_run_on_the_device_is_refused_before_any_rank_starts(tmp_path):
     done, out = bench(tmp_path, "--world-size", "1", "--graph", "piecewise")
-    assert done.returncode != 0 and "--graph piecewise: CUDA graphs need a GPU; use --graph eager" in done.stderr
+    assert (
+        done.returncode != 0 and "--graph piecewise: CUDA graphs need a GPU; use --graph eager" in done.stderr
+    )
     assert "worker exit codes" not in done.stderr and not out.exists()
 
 
@@ -111,12 +143,20 @@ def test_the_suite_declares_the_mode_its_round_ran_in_and_keeps_the_spread(tmp_p
     context = RoundContext(tmp_path, tmp_path, "base", RoundId("counted", 0))
     assert suite.round_commands(context)[0].argv[-2:] == ("--graph", "piecewise")
     metrics = {"cycle_ms": 9.7, "tok_s": 185.0, "draft_ms": 0.27, "verify_piecewise_ms": 9.2}
-    (tmp_path / RESULT_FILE).write_text(json.dumps({
-        "metrics": metrics, "graph": "piecewise",
-        "spread": {name: {"se": 0.01, "calls": 100} for name in (*metrics, "ignored_ms")}}))
+    (tmp_path / RESULT_FILE).write_text(
+        json.dumps(
+            {
+                "metrics": metrics,
+                "graph": "piecewise",
+                "spread": {name: {"se": 0.01, "calls": 100} for name in (*metrics, "ignored_ms")},
+            }
+        )
+    )
     measured = suite.parse(context, [])
     assert measured.values == metrics
-    assert {n: d.mode for n, d in measured.declarations.items()} == dict.fromkeys(("cycle_ms", "tok_s"), "piecewise")
+    assert {n: d.mode for n, d in measured.declarations.items()} == dict.fromkeys(
+        ("cycle_ms", "tok_s"), "piecewise"
+    )
     assert measured.declarations["cycle_ms"].role == "headline"
     assert set(measured.spread) == set(metrics)
 
@@ -147,13 +187,18 @@ def test_the_profiled_pass_times_nothing_and_writes_a_trace_of_its_cycles(tmp_pa
 def test_only_the_engine_s_mode_is_timed_unless_more_are_asked_for():
     parsed = verify_step_workload.build_parser().parse_args(["--out", "x"])
     assert verify_step_workload.resolve_modes(parsed, "cuda", "piecewise") == ("piecewise",)
-    parsed = verify_step_workload.build_parser().parse_args(["--out", "x", "--verify-modes", "piecewise,full,eager"])
+    parsed = verify_step_workload.build_parser().parse_args(
+        ["--out", "x", "--verify-modes", "piecewise,full,eager"]
+    )
     assert verify_step_workload.resolve_modes(parsed, "cuda", "piecewise") == ("eager", "full", "piecewise")
     with pytest.raises(SystemExit, match="CUDA graphs do not run here"):
         verify_step_workload.resolve_modes(parsed, "cpu", "eager")
     with pytest.raises(SystemExit, match="choose from"):
-        verify_step_workload.resolve_modes(verify_step_workload.build_parser().parse_args(
-            ["--out", "x", "--verify-modes", "fast"]), "cuda", "full")
+        verify_step_workload.resolve_modes(
+            verify_step_workload.build_parser().parse_args(["--out", "x", "--verify-modes", "fast"]),
+            "cuda",
+            "full",
+        )
 
 
 def test_a_precise_pass_stops_before_its_cap_and_a_zero_target_times_every_call(tmp_path):
@@ -166,9 +211,28 @@ def test_a_precise_pass_stops_before_its_cap_and_a_zero_target_times_every_call(
 
 def test_a_serving_worker_runs_a_round_per_request_until_its_input_ends(tmp_path):
     requests = "".join(json.dumps({"out": str(tmp_path / f"round-{n}.json")}) + "\n" for n in range(2))
-    done = subprocess.run([sys.executable, "-m", "bot.runner.suites.verify_step_workload", "--out", "unused", "--serve",
-                           "--device", "cpu", "--world-size", "2", "--iters", "3", "--warmup-iters", "1"],
-                          input=requests + "stop\n", capture_output=True, text=True, timeout=180)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "bot.runner.suites.verify_step_workload",
+            "--out",
+            "unused",
+            "--serve",
+            "--device",
+            "cpu",
+            "--world-size",
+            "2",
+            "--iters",
+            "3",
+            "--warmup-iters",
+            "1",
+        ],
+        input=requests + "stop\n",
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
     assert done.returncode == 0, done.stderr
     rounds = [json.loads((tmp_path / f"round-{n}.json").read_text()) for n in range(2)]
     assert all(r["process"] == "worker" and set(r["metrics"]) == CPU_METRICS for r in rounds)
@@ -193,18 +257,25 @@ def test_repository_frames_are_relative_paths_with_qualified_names(tmp_path, mon
     (repo / "pkg").mkdir(parents=True)
     (repo / "pkg" / "mod.py").write_text(
         "import functools\n\n\nclass Comm:\n    @functools.cache\n    def all_reduce(self, x):\n"
-        "        def inner():\n            return x\n        return inner()\n\n\ndef top():\n    return 1\n")
+        "        def inner():\n            return x\n        return inner()\n\n\ndef top():\n    return 1\n"
+    )
     installed = tmp_path / "venv" / "lib" / "site-packages"
     (installed / "pkg").mkdir(parents=True)
     (installed / "pkg" / "other.py").write_text("def f():\n    pass\n")
     monkeypatch.setattr(sys, "path", [str(repo), str(installed), *sys.path])
     frames = verify_step_workload.RepositoryFrames([str(repo)])
     # A called function is named by its first line (the decorator's) or its def line.
-    assert frames.frame("pkg/mod.py", 5, definition=True) == {"path": "pkg/mod.py", "line": 6,
-                                                             "function": "Comm.all_reduce"}
+    assert frames.frame("pkg/mod.py", 5, definition=True) == {
+        "path": "pkg/mod.py",
+        "line": 6,
+        "function": "Comm.all_reduce",
+    }
     assert frames.frame("pkg/mod.py", 12, definition=True)["function"] == "top"
-    assert frames.frame("pkg/mod.py", 8, definition=False) == {"path": "pkg/mod.py", "line": 8,
-                                                              "function": "Comm.all_reduce.<locals>.inner"}
+    assert frames.frame("pkg/mod.py", 8, definition=False) == {
+        "path": "pkg/mod.py",
+        "line": 8,
+        "function": "Comm.all_reduce.<locals>.inner",
+    }
     assert frames.frame("pkg/mod.py", 1, definition=False)["function"] == "<module>"
     assert frames.frame("pkg/other.py", 1, definition=True) is None  # installed, not the repository's
     assert frames.frame("torch/nn/functional.py", 10, definition=False) is None
@@ -220,10 +291,22 @@ def test_the_profiled_pass_names_the_repository_s_frames_in_its_trace(tmp_path):
     (repo / "engine" / "__init__.py").write_text("")
     (repo / "engine" / "comm.py").write_text(
         "import torch.distributed as dist\n\n\ndef all_reduce(tensor):\n    out = tensor.clone()\n"
-        "    dist.all_reduce(out)\n    return out\n")
+        "    dist.all_reduce(out)\n    return out\n"
+    )
     trace = tmp_path / "profile" / "trace.json"
-    done, out = bench(tmp_path, "--world-size", "2", "--pythonpath", str(repo), "--allreduce",
-                      "engine.comm:all_reduce", "--profile", str(trace), "--profile-steps", "2")
+    done, out = bench(
+        tmp_path,
+        "--world-size",
+        "2",
+        "--pythonpath",
+        str(repo),
+        "--allreduce",
+        "engine.comm:all_reduce",
+        "--profile",
+        str(trace),
+        "--profile-steps",
+        "2",
+    )
     assert done.returncode == 0, done.stderr
     read = traces.read_traced(trace, "cycle")
     [clone] = [k for k in read.profile.kernels if k.name == "aten::clone"]

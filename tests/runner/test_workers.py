@@ -32,13 +32,17 @@ from bot.runner.suites.command import CommandBench
 
 RESULT = "result.json"
 # Writes what $PERFBOT_VALUES says (a JSON object of metrics) to the round's result file.
-FRESH_PY = ("import json, os\n"
-            f"open(os.path.join(os.environ['PERFBOT_OUT_DIR'], {RESULT!r}), 'w').write(os.environ['PERFBOT_VALUES'])\n")
+FRESH_PY = (
+    "import json, os\n"
+    f"open(os.path.join(os.environ['PERFBOT_OUT_DIR'], {RESULT!r}), 'w').write(os.environ['PERFBOT_VALUES'])\n"
+)
 # The same, for every request on standard input, until "stop".
-SERVE_PY = ("import json, os, sys\n"
-            "for line in sys.stdin:\n"
-            "    if line.strip() == 'stop':\n        break\n"
-            "    open(json.loads(line)['out'], 'w').write(os.environ['PERFBOT_VALUES'])\n")
+SERVE_PY = (
+    "import json, os, sys\n"
+    "for line in sys.stdin:\n"
+    "    if line.strip() == 'stop':\n        break\n"
+    "    open(json.loads(line)['out'], 'w').write(os.environ['PERFBOT_VALUES'])\n"
+)
 
 
 class JsonSuite(Suite):
@@ -82,7 +86,9 @@ def started(suite: Suite, tmp_path: Path) -> workers.Worker:
 def test_a_worker_s_round_with_metrics_is_measured(tmp_path):
     worker = started(JsonSuite({"t": 1.5}), tmp_path)
     try:
-        result = worker.serve(RoundContext(tmp_path, tmp_path / "r1", "head", RoundId("counted", 1)), timeout=30)
+        result = worker.serve(
+            RoundContext(tmp_path, tmp_path / "r1", "head", RoundId("counted", 1)), timeout=30
+        )
     finally:
         worker.stop()
     assert (result.ok, result.error, result.metrics) == (True, None, {"t": 1.5})
@@ -90,10 +96,14 @@ def test_a_worker_s_round_with_metrics_is_measured(tmp_path):
 
 def test_a_worker_s_round_without_metrics_fails_as_a_fresh_round_does(tmp_path):
     suite = JsonSuite({})
-    fresh = run_round(suite, RoundContext(tmp_path, tmp_path / "fresh", "head", RoundId("counted", 0)), timeout=30)
+    fresh = run_round(
+        suite, RoundContext(tmp_path, tmp_path / "fresh", "head", RoundId("counted", 0)), timeout=30
+    )
     worker = started(suite, tmp_path)
     try:
-        served = worker.serve(RoundContext(tmp_path, tmp_path / "served", "head", RoundId("counted", 1)), timeout=30)
+        served = worker.serve(
+            RoundContext(tmp_path, tmp_path / "served", "head", RoundId("counted", 1)), timeout=30
+        )
     finally:
         worker.stop()
     assert (fresh.ok, fresh.error) == (False, "the suite reported no metrics")
@@ -116,8 +126,11 @@ def no_torch_probe(monkeypatch):
 
 
 def no_such_interpreter(monkeypatch):
-    monkeypatch.setattr(CommandBench, "worker_command",
-                        lambda self, context: Command("serve", ("/nonexistent/perfbot-python", "serve.py")))
+    monkeypatch.setattr(
+        CommandBench,
+        "worker_command",
+        lambda self, context: Command("serve", ("/nonexistent/perfbot-python", "serve.py")),
+    )
 
 
 def no_scope(monkeypatch):
@@ -125,17 +138,24 @@ def no_scope(monkeypatch):
 
     def refused():
         raise ScopeError("PERFBOT_ROUND_SCOPE=pid-namespace: this machine refuses PID namespaces")
+
     monkeypatch.setattr(workers, "strategy", refused)
 
 
 @pytest.mark.parametrize("break_worker", [no_such_interpreter, no_scope])
-def test_a_worker_that_cannot_start_leaves_its_side_to_fresh_processes(bench_repo, tmp_path, monkeypatch,
-                                                                        no_torch_probe, break_worker):
+def test_a_worker_that_cannot_start_leaves_its_side_to_fresh_processes(
+    bench_repo, tmp_path, monkeypatch, no_torch_probe, break_worker
+):
     break_worker(monkeypatch)
     repo, base, head = bench_repo
     config = BenchConfig(suites={"quick": CommandSuite(kind="command", command="bash bench.sh")})
-    opts = bench.BenchOptions(base=base, head=head, suites=["quick"], out=tmp_path / "results.json",
-                              measure=MeasureOptions(repo=repo, rounds=3, warmup=1))
+    opts = bench.BenchOptions(
+        base=base,
+        head=head,
+        suites=["quick"],
+        out=tmp_path / "results.json",
+        measure=MeasureOptions(repo=repo, rounds=3, warmup=1),
+    )
     stream = io.StringIO()
     (outcome,) = bench.run(opts, config, Progress(stream))
     data = json.loads(outcome.path.read_text())

@@ -21,7 +21,9 @@ def refused(capsys, *args: str) -> str:
 
 def test_a_folder_that_is_not_the_sandboxs_own_is_left_alone(tmp_path, capsys):
     (tmp_path / "notes.txt").write_text("mine")
-    err = refused(capsys, "--dir", str(tmp_path), "--port", str(free_port()), "--github-port", str(free_port()))
+    err = refused(
+        capsys, "--dir", str(tmp_path), "--port", str(free_port()), "--github-port", str(free_port())
+    )
     assert "exists and is no sandbox folder: choose another with --dir" in err
     assert (tmp_path / "notes.txt").read_text() == "mine"
 
@@ -29,7 +31,9 @@ def test_a_folder_that_is_not_the_sandboxs_own_is_left_alone(tmp_path, capsys):
 def test_a_folder_a_running_sandbox_uses_is_left_alone(tmp_path, capsys):
     (tmp_path / ".perfbot-sandbox").write_text(f"{os.getppid()}\nmade by perfbot sandbox\n")
     (tmp_path / "perfbot.db").write_text("in use")
-    err = refused(capsys, "--dir", str(tmp_path), "--port", str(free_port()), "--github-port", str(free_port()))
+    err = refused(
+        capsys, "--dir", str(tmp_path), "--port", str(free_port()), "--github-port", str(free_port())
+    )
     assert f"a running perfbot sandbox (pid {os.getppid()}) uses it" in err
     assert (tmp_path / "perfbot.db").read_text() == "in use"
 
@@ -46,12 +50,15 @@ def test_a_port_in_use_is_named(tmp_path, capsys, option):
     assert not (tmp_path / "sandbox").exists()
 
 
-@pytest.mark.parametrize("args,message", [
-    (["--port", "0"], "--port must be from 1 to 65535"),
-    (["--port", "70000"], "--port must be from 1 to 65535"),
-    (["--port", "9000", "--github-port", "9000"], "--github-port must differ from --port"),
-    (["--parallel", "0"], "--parallel must be from 1 to 50"),
-    (["--merge-rounds", "0"], "--merge-rounds must be from 1 to 50"),
-])
+@pytest.mark.parametrize(
+    "args,message",
+    [
+        (["--port", "0"], "--port must be from 1 to 65535"),
+        (["--port", "70000"], "--port must be from 1 to 65535"),
+        (["--port", "9000", "--github-port", "9000"], "--github-port must differ from --port"),
+        (["--parallel", "0"], "--parallel must be from 1 to 50"),
+        (["--merge-rounds", "0"], "--merge-rounds must be from 1 to 50"),
+    ],
+)
 def test_numbers_out_of_range(tmp_path, capsys, args, message):
     assert message in refused(capsys, "--dir", str(tmp_path / "sandbox"), *args)

@@ -26,9 +26,15 @@ BENCH = 'sleep "$(cat delay.txt)"; echo "PERFBOT_METRIC step_ms=$(cat speed.txt)
 
 @pytest.fixture
 def world(git_builder, tmp_path):
-    shas = {name: git_builder.commit(name, {"bench.sh": BENCH, "delay.txt": delay, "speed.txt": speed})
-            for name, delay, speed in (("a", "0\n", "10\n"), ("b", "3\n", "12\n"), ("c", "0\n", "10\n"),
-                                       ("d", "0\n", "11\n"))}
+    shas = {
+        name: git_builder.commit(name, {"bench.sh": BENCH, "delay.txt": delay, "speed.txt": speed})
+        for name, delay, speed in (
+            ("a", "0\n", "10\n"),
+            ("b", "3\n", "12\n"),
+            ("c", "0\n", "10\n"),
+            ("d", "0\n", "11\n"),
+        )
+    }
     standin = GitHubEmulator().start()
     state = standin.add_repo(REPO, "master")
     state.branches["master"] = shas["d"]
@@ -38,19 +44,38 @@ def world(git_builder, tmp_path):
     folder = tmp_path / "runs"
     folder.mkdir()
     sent = []
-    runner = Runner(standin, REPO, git_builder.root, folder, config, lambda e, p: sent.append((e, p)),
-                    lambda action, run: payloads.workflow_run(action, run, repo=REPO, installation_id=1),
-                    python=sys.executable, engine_python=str(engine_python(tmp_path)), parallel=2)
+    runner = Runner(
+        standin,
+        REPO,
+        git_builder.root,
+        folder,
+        config,
+        lambda e, p: sent.append((e, p)),
+        lambda action, run: payloads.workflow_run(action, run, repo=REPO, installation_id=1),
+        python=sys.executable,
+        engine_python=str(engine_python(tmp_path)),
+        parallel=2,
+    )
     yield standin, runner.start(), shas, sent
     runner.stop()
     standin.stop()
 
 
 def dispatch(standin, base, head, cid, pr=""):
-    inputs = {"pr": pr, "base-sha": base, "head-sha": head, "suites": "quick", "rounds": "", "max-rounds": "",
-              "correlation-id": cid}
-    answer = requests.post(f"{standin.base_url}/repos/{REPO}/actions/workflows/perfbot-bench.yml/dispatches",
-                           json={"ref": "master", "inputs": inputs, "return_run_details": True}, timeout=10)
+    inputs = {
+        "pr": pr,
+        "base-sha": base,
+        "head-sha": head,
+        "suites": "quick",
+        "rounds": "",
+        "max-rounds": "",
+        "correlation-id": cid,
+    }
+    answer = requests.post(
+        f"{standin.base_url}/repos/{REPO}/actions/workflows/perfbot-bench.yml/dispatches",
+        json={"ref": "master", "inputs": inputs, "return_run_details": True},
+        timeout=10,
+    )
     return answer.json()["workflow_run_id"]
 
 
@@ -67,7 +92,9 @@ def test_merges_go_back_in_the_order_dispatched_with_their_artifacts(world):
     finished = {f["run_id"]: f["measured"].seconds for f in runner.finished}
     assert finished[fast] < finished[slow]  # measured at once; the fast one waited for its turn
     for run_id, cid, head in ((slow, "pb-slow", shas["b"]), (fast, "pb-fast", shas["d"])):
-        assert standin.runs[run_id]["status"] == "completed" and standin.runs[run_id]["conclusion"] == "success"
+        assert (
+            standin.runs[run_id]["status"] == "completed" and standin.runs[run_id]["conclusion"] == "success"
+        )
         [artifact] = [a for a in standin.artifacts.values() if a["_run"] == run_id]
         assert artifact["name"] == f"perfbot-results-{cid}"
         files = zipfile.ZipFile(io.BytesIO(artifact["_zip"]))
@@ -97,10 +124,16 @@ def test_without_torch_every_run_ends_failed_and_says_why(git_builder, tmp_path)
     standin.add_repo(REPO, "master").branches["master"] = sha
     standin.add_workflow(REPO)
     sent = []
-    runner = Runner(standin, REPO, git_builder.root, tmp_path, tmp_path / "perfbot.yml",
-                    lambda e, p: sent.append((e, p)),
-                    lambda action, run: payloads.workflow_run(action, run, repo=REPO, installation_id=1),
-                    can_measure="the CPU suite needs torch").start()
+    runner = Runner(
+        standin,
+        REPO,
+        git_builder.root,
+        tmp_path,
+        tmp_path / "perfbot.yml",
+        lambda e, p: sent.append((e, p)),
+        lambda action, run: payloads.workflow_run(action, run, repo=REPO, installation_id=1),
+        can_measure="the CPU suite needs torch",
+    ).start()
     try:
         run_id = dispatch(standin, sha, sha, "pb-none")
         assert wait_for(lambda: completed(sent) == [run_id], timeout=30), sent

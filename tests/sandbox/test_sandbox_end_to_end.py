@@ -44,8 +44,9 @@ class Output:
             self.lines.append(line.rstrip("\n"))
 
     def wait(self, start: str, timeout: float) -> str:
-        assert wait_for(lambda: any(line.startswith(start) for line in self.lines), timeout, interval=0.2), \
+        assert wait_for(lambda: any(line.startswith(start) for line in self.lines), timeout, interval=0.2), (
             "\n".join(self.lines)
+        )
         return next(line for line in self.lines if line.startswith(start))
 
     def address(self, start: str, timeout: float) -> str:
@@ -55,16 +56,33 @@ class Output:
 def test_the_sandbox_shows_the_review_a_filled_dashboard_and_a_bench_round_trip(tmp_path):
     importorskip("torch")
     folder = tmp_path / "sandbox"
-    process = subprocess.Popen([*PERFBOT, "sandbox", "--dir", str(folder), "--port", str(free_port()),
-                                "--github-port", str(free_port())], cwd=tmp_path, env=environment(),
-                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    process = subprocess.Popen(
+        [
+            *PERFBOT,
+            "sandbox",
+            "--dir",
+            str(folder),
+            "--port",
+            str(free_port()),
+            "--github-port",
+            str(free_port()),
+        ],
+        cwd=tmp_path,
+        env=environment(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
     output, started = Output(process), time.monotonic()
     try:
         thread = output.address("Pull request #11, as the bot wrote it:", 300)
         dashboard = output.address("Dashboard:", 10)
         commented = time.monotonic() - started
         page = requests.get(thread, timeout=10).text
-        assert "perfbot[bot]</strong>" in page and "<h3>🔴 Performance risk: <strong>high</strong> (81/100)</h3>" in page
+        assert (
+            "perfbot[bot]</strong>" in page
+            and "<h3>🔴 Performance risk: <strong>high</strong> (81/100)</h3>" in page
+        )
         assert "<strong>Top reasons</strong>" in page and "NCCL communicator wrapper" in page
 
         output.wait("History filled:", 1800)
@@ -76,11 +94,17 @@ def test_the_sandbox_shows_the_review_a_filled_dashboard_and_a_bench_round_trip(
         # Adaptive rounds, as a maintainer asks on a noisy machine: 3 rounds per side of the CPU
         # suite were inconclusive on a loaded 2-core machine (+374%, interval -80% .. +10,921%).
         answer = requests.post(f"{thread}/comments", data={"body": "/bench --max-rounds 8"}, timeout=10)
-        assert answer.status_code == 200 and "<p>/bench --max-rounds 8</p>" in answer.text  # back on the thread
-        assert wait_for(lambda: "Benchmark verdict:" in requests.get(thread, timeout=10).text, 900, interval=2), \
-            "\n".join(output.lines)
+        assert (
+            answer.status_code == 200 and "<p>/bench --max-rounds 8</p>" in answer.text
+        )  # back on the thread
+        assert wait_for(
+            lambda: "Benchmark verdict:" in requests.get(thread, timeout=10).text, 900, interval=2
+        ), "\n".join(output.lines)
         page = requests.get(thread, timeout=10).text
-        assert "Benchmark verdict: 🔴 regression</strong>" in page and "requested by <code>Codertocat</code>" in page
+        assert (
+            "Benchmark verdict: 🔴 regression</strong>" in page
+            and "requested by <code>Codertocat</code>" in page
+        )
         benched = time.monotonic() - started
         take_screenshots(thread, dashboard, tmp_path)
     finally:
@@ -89,8 +113,10 @@ def test_the_sandbox_shows_the_review_a_filled_dashboard_and_a_bench_round_trip(
         process.wait(120)
     output.thread.join(10)
     print("\n".join(output.lines))
-    print(f"bot's comment after {commented:.0f} s, history filled after {filled:.0f} s, "
-          f"/bench back after {benched:.0f} s")
+    print(
+        f"bot's comment after {commented:.0f} s, history filled after {filled:.0f} s, "
+        f"/bench back after {benched:.0f} s"
+    )
     assert process.returncode == 0 and output.lines[-1] == "perfbot sandbox: stopped"
     assert wait_for(lambda: not any(alive(pid) for pid in left), timeout=30), left
 
@@ -98,8 +124,11 @@ def test_the_sandbox_shows_the_review_a_filled_dashboard_and_a_bench_round_trip(
 def assert_the_history_is_the_merges_measured(dashboard: str, folder: Path) -> None:
     """The points are the merge commits, in merge order, each valued as its results file says
     (one round per side: the head's round), and the change point is the slow commit's merge."""
-    history = requests.get(f"{dashboard}api/v1/history", params={"repo": REPO, "suite": "verify-step",
-                                                                  "metric": "cycle_ms"}, timeout=10).json()
+    history = requests.get(
+        f"{dashboard}api/v1/history",
+        params={"repo": REPO, "suite": "verify-step", "metric": "cycle_ms"},
+        timeout=10,
+    ).json()
     measured = {}
     for path in glob.glob(str(folder / "run-*" / "results.json")):
         results = json.loads(Path(path).read_text())
@@ -120,11 +149,14 @@ def take_screenshots(thread: str, dashboard: str, tmp_path: Path) -> None:
     sync_api = importorskip("playwright.sync_api")
     if not Path(CHROMIUM).exists():
         skip_or_fail(f"{CHROMIUM} is missing (apt-get install chromium)")
-    shots = {"sandbox-thread": (thread, True),
-             "sandbox-history": (f"{dashboard}history?repo={REPO}&suite=verify-step&metric=cycle_ms", True)}
+    shots = {
+        "sandbox-thread": (thread, True),
+        "sandbox-history": (f"{dashboard}history?repo={REPO}&suite=verify-step&metric=cycle_ms", True),
+    }
     with sync_api.sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, headless=True,
-                                             args=["--no-sandbox", "--disable-gpu", "--no-first-run"])
+        browser = playwright.chromium.launch(
+            executable_path=CHROMIUM, headless=True, args=["--no-sandbox", "--disable-gpu", "--no-first-run"]
+        )
         page = browser.new_page(viewport={"width": 1280, "height": 900})
         for name, (url, full) in shots.items():
             page.goto(url)

@@ -123,9 +123,15 @@ class FakeGitHub(GitHub):
             self.statuses.append((repo, check))
             return None
         if check_run_id is None:
-            check_run_id = next((i for i, (r, c) in self.check_runs.items()
-                                 if (r, c.head_sha, c.name) == (repo, check.head_sha, check.name)
-                                 and (check.external_id is None or c.external_id == check.external_id)), None)
+            check_run_id = next(
+                (
+                    i
+                    for i, (r, c) in self.check_runs.items()
+                    if (r, c.head_sha, c.name) == (repo, check.head_sha, check.name)
+                    and (check.external_id is None or c.external_id == check.external_id)
+                ),
+                None,
+            )
         if check_run_id is None:
             check_run_id = next(self._ids)
         self.check_runs[check_run_id] = (repo, check)
@@ -142,9 +148,17 @@ class FakeGitHub(GitHub):
 
     def pull(self, repo, number):
         key = self._existing(repo, number)
-        default = PullInfo(repo=repo, number=number, open=True, draft=False, head_sha=self.heads[key],
-                           base_sha="9" * 40, head_repo=repo, author="octocat",
-                           html_url=f"https://github.com/{repo}/pull/{number}")
+        default = PullInfo(
+            repo=repo,
+            number=number,
+            open=True,
+            draft=False,
+            head_sha=self.heads[key],
+            base_sha="9" * 40,
+            head_repo=repo,
+            author="octocat",
+            html_url=f"https://github.com/{repo}/pull/{number}",
+        )
         return replace(self.pulls.get(key, default), head_sha=self.heads[key])
 
     def permission(self, repo, login):
@@ -177,22 +191,34 @@ class FakeGitHub(GitHub):
     def dispatch(self, repo, workflow, ref, inputs):
         if (repo, workflow) not in self.workflows:
             raise DispatchRefused(404, "Not Found")
-        run = WorkflowRun(id=next(self._ids), html_url=f"https://github.com/{repo}/actions/runs/x",
-                          status="queued", conclusion=None,
-                          display_title=contract.RUN_NAME.format(correlation_id=inputs.get("correlation-id",
-                                                                                           "")),
-                          event="workflow_dispatch", path=f".github/workflows/{workflow}")
+        run = WorkflowRun(
+            id=next(self._ids),
+            html_url=f"https://github.com/{repo}/actions/runs/x",
+            status="queued",
+            conclusion=None,
+            display_title=contract.RUN_NAME.format(correlation_id=inputs.get("correlation-id", "")),
+            event="workflow_dispatch",
+            path=f".github/workflows/{workflow}",
+        )
         self.runs[run.id] = {"repo": repo, "run": run}
-        self.dispatches.append({"repo": repo, "workflow": workflow, "ref": ref, "inputs": inputs,
-                                "run_id": run.id})
+        self.dispatches.append(
+            {"repo": repo, "workflow": workflow, "ref": ref, "inputs": inputs, "run_id": run.id}
+        )
         return run if self.run_details else None
 
     def find_run(self, repo, workflow, correlation_id):
         if not self.run_details:
             return None  # GitHub lists a dispatched run a moment after accepting it
-        return next((r["run"] for r in reversed(self.runs.values())
-                     if r["repo"] == repo and r["run"].path == f".github/workflows/{workflow}"
-                     and contract.correlation_in(r["run"].display_title) == correlation_id), None)
+        return next(
+            (
+                r["run"]
+                for r in reversed(self.runs.values())
+                if r["repo"] == repo
+                and r["run"].path == f".github/workflows/{workflow}"
+                and contract.correlation_in(r["run"].display_title) == correlation_id
+            ),
+            None,
+        )
 
     def cancel_run(self, repo, run_id):
         found = self.runs.get(run_id)

@@ -24,12 +24,15 @@ from tests.service import diffs
 from tests.service.fakes import BOT_LOGIN, FakeGitHub, FakeGitHubFactory, FakeQueue
 
 REPO, NUMBER = "octo/engine", 7
-CONFIG = diffs.BASE_CONFIG + """bench:
+CONFIG = (
+    diffs.BASE_CONFIG
+    + """bench:
   suites:
     sglang-eagle3: {kind: sglang-eagle3, model_path: m, draft_model_path: d}
   dispatch:
     cooldown: {user: 0, pr: 0}
 """
+)
 NEW_HEAD = "e" * 40
 NOW = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
 
@@ -45,9 +48,17 @@ def make_github() -> FakeGitHub:
     fake.heads[(REPO, NUMBER)] = HEAD_SHA
     fake.diffs[(REPO, NUMBER)] = diffs.HIGH
     fake.files[(REPO, ".github/perfbot.yml", "main")] = CONFIG
-    fake.pulls[(REPO, NUMBER)] = PullInfo(repo=REPO, number=NUMBER, open=True, draft=False, head_sha=HEAD_SHA,
-                                          base_sha=BASE_SHA, head_repo=REPO, author="author",
-                                          html_url=f"https://github.com/{REPO}/pull/{NUMBER}")
+    fake.pulls[(REPO, NUMBER)] = PullInfo(
+        repo=REPO,
+        number=NUMBER,
+        open=True,
+        draft=False,
+        head_sha=HEAD_SHA,
+        base_sha=BASE_SHA,
+        head_repo=REPO,
+        author="author",
+        html_url=f"https://github.com/{REPO}/pull/{NUMBER}",
+    )
     fake.permissions[(REPO, "maintainer")] = "write"
     fake.workflows.add((REPO, "perfbot-bench.yml"))
     fake.branches[REPO] = ("main", "f" * 40)
@@ -68,28 +79,68 @@ def stamp(minutes: int) -> str:
     return (NOW + timedelta(minutes=minutes)).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def comment(body: str, login: str = "maintainer", comment_id: int = 501, user_type: str = "User",
-            on_pull: bool = True, app: dict | None = None, minute: int = 1) -> dict:
+def comment(
+    body: str,
+    login: str = "maintainer",
+    comment_id: int = 501,
+    user_type: str = "User",
+    on_pull: bool = True,
+    app: dict | None = None,
+    minute: int = 1,
+) -> dict:
     issue = {"number": NUMBER, **({"pull_request": {"url": "x"}} if on_pull else {})}
-    return {"action": "created", "installation": {"id": 42}, "repository": repository(), "issue": issue,
-            "comment": {"id": comment_id, "body": body, "user": {"login": login, "type": user_type},
-                        "performed_via_github_app": app, "created_at": stamp(minute)}}
+    return {
+        "action": "created",
+        "installation": {"id": 42},
+        "repository": repository(),
+        "issue": issue,
+        "comment": {
+            "id": comment_id,
+            "body": body,
+            "user": {"login": login, "type": user_type},
+            "performed_via_github_app": app,
+            "created_at": stamp(minute),
+        },
+    }
 
 
 def pull_request(action: str = "opened", sha: str = HEAD_SHA, minute: int = 0, **pr) -> dict:
-    return {"action": action, "installation": {"id": 42}, "repository": repository(),
-            "pull_request": {"number": NUMBER, "state": "open", "draft": False, "head": {"sha": sha},
-                             "html_url": f"https://github.com/{REPO}/pull/{NUMBER}", "title": "t",
-                             "updated_at": stamp(minute), **pr}}
+    return {
+        "action": action,
+        "installation": {"id": 42},
+        "repository": repository(),
+        "pull_request": {
+            "number": NUMBER,
+            "state": "open",
+            "draft": False,
+            "head": {"sha": sha},
+            "html_url": f"https://github.com/{REPO}/pull/{NUMBER}",
+            "title": "t",
+            "updated_at": stamp(minute),
+            **pr,
+        },
+    }
 
 
-def workflow_run(github: FakeGitHub, run_id: int, conclusion: str = "success", repo: str = REPO,
-                 title: str | None = None) -> dict:
+def workflow_run(
+    github: FakeGitHub, run_id: int, conclusion: str = "success", repo: str = REPO, title: str | None = None
+) -> dict:
     run = github.runs[run_id]["run"]
-    return {"action": "completed", "installation": {"id": 42}, "repository": {"full_name": repo, "default_branch": "main"},
-            "workflow_run": {"id": run_id, "display_title": title or run.display_title, "event": "workflow_dispatch",
-                             "path": run.path, "conclusion": conclusion, "status": "completed", "run_attempt": 1,
-                             "html_url": run.html_url}}
+    return {
+        "action": "completed",
+        "installation": {"id": 42},
+        "repository": {"full_name": repo, "default_branch": "main"},
+        "workflow_run": {
+            "id": run_id,
+            "display_title": title or run.display_title,
+            "event": "workflow_dispatch",
+            "path": run.path,
+            "conclusion": conclusion,
+            "status": "completed",
+            "run_attempt": 1,
+            "html_url": run.html_url,
+        },
+    }
 
 
 def send(services: Services, event: str, payload: dict) -> None:
@@ -102,8 +153,11 @@ def sticky(github: FakeGitHub) -> str:
 
 
 def replies(github: FakeGitHub) -> list[str]:
-    return [c.body for c in github.threads.get((REPO, NUMBER), [])
-            if c.author == BOT_LOGIN and not c.body.startswith(MARKER)]
+    return [
+        c.body
+        for c in github.threads.get((REPO, NUMBER), [])
+        if c.author == BOT_LOGIN and not c.body.startswith(MARKER)
+    ]
 
 
 def reactions(github: FakeGitHub, comment_id: int = 501) -> list[str]:
@@ -124,8 +178,15 @@ def test_a_maintainers_bench_dispatches_once_with_the_contracts_inputs(services,
     [dispatched] = github.dispatches
     inputs = dispatched["inputs"]
     assert (dispatched["workflow"], dispatched["ref"]) == ("perfbot-bench.yml", "main")
-    assert inputs == {"pr": str(NUMBER), "base-sha": BASE_SHA, "head-sha": HEAD_SHA, "suites": "sglang-eagle3",
-                      "rounds": "7", "max-rounds": "", "correlation-id": inputs["correlation-id"]}
+    assert inputs == {
+        "pr": str(NUMBER),
+        "base-sha": BASE_SHA,
+        "head-sha": HEAD_SHA,
+        "suites": "sglang-eagle3",
+        "rounds": "7",
+        "max-rounds": "",
+        "correlation-id": inputs["correlation-id"],
+    }
     assert reactions(github) == ["eyes", "rocket"]
     [check] = github.bench_checks.values()
     assert (check.name, check.status, check.head_sha) == ("perfbot / bench", "in_progress", HEAD_SHA)
@@ -161,7 +222,9 @@ def test_author_association_is_never_trusted(services, github):
 
 
 def fork(github: FakeGitHub) -> None:
-    github.pulls[(REPO, NUMBER)] = replace(github.pulls[(REPO, NUMBER)], head_repo="stranger/engine", author="stranger")
+    github.pulls[(REPO, NUMBER)] = replace(
+        github.pulls[(REPO, NUMBER)], head_repo="stranger/engine", author="stranger"
+    )
 
 
 def test_a_fork_needs_an_approval_pinned_to_the_head_its_approver_read(services, github):
@@ -264,17 +327,27 @@ def test_a_prefix_that_names_no_push_or_several_is_refused_with_the_full_sha(ser
 def test_an_approval_in_a_review_binds_to_the_reviewed_commit(services, github):
     fork(github)
     github.heads[(REPO, NUMBER)] = NEW_HEAD  # pushed after the review was written on HEAD_SHA
-    payload = {"action": "submitted", "installation": {"id": 42}, "repository": repository(),
-               "pull_request": {"number": NUMBER},
-               "review": {"id": 78, "body": "/bench approve", "commit_id": HEAD_SHA,
-                          "user": {"login": "maintainer", "type": "User"}}}
+    payload = {
+        "action": "submitted",
+        "installation": {"id": 42},
+        "repository": repository(),
+        "pull_request": {"number": NUMBER},
+        "review": {
+            "id": 78,
+            "body": "/bench approve",
+            "commit_id": HEAD_SHA,
+            "user": {"login": "maintainer", "type": "User"},
+        },
+    }
     send(services, "pull_request_review", payload)
     assert services.store.work.approved(REPO, NUMBER, HEAD_SHA)
     assert not services.store.work.approved(REPO, NUMBER, NEW_HEAD)
     assert "is not approved" in replies(github)[-1]
 
 
-@pytest.mark.parametrize("body", ["> /bench", "```\n/bench\n```", "    /bench", "`/bench`", "please /bench now"])
+@pytest.mark.parametrize(
+    "body", ["> /bench", "```\n/bench\n```", "    /bench", "`/bench`", "please /bench now"]
+)
 def test_a_quoted_or_code_command_does_nothing_at_all(services, github, body):
     send(services, "issue_comment", comment(body))
     assert github.dispatches == [] and github.reactions == [] and replies(github) == []
@@ -282,9 +355,11 @@ def test_a_quoted_or_code_command_does_nothing_at_all(services, github, body):
 
 @pytest.mark.parametrize("kind", ["bot-type", "bot-login", "app"])
 def test_comments_by_bots_are_ignored_ourselves_included(services, github, kind):
-    payload = {"bot-type": comment("/bench", login="ci", user_type="Bot"),
-               "bot-login": comment("/bench", login="perfbot[bot]"),
-               "app": comment("/bench", app={"id": 1, "slug": "other"})}[kind]
+    payload = {
+        "bot-type": comment("/bench", login="ci", user_type="Bot"),
+        "bot-login": comment("/bench", login="perfbot[bot]"),
+        "app": comment("/bench", app={"id": 1, "slug": "other"}),
+    }[kind]
     send(services, "issue_comment", payload)
     assert github.dispatches == [] and github.reactions == []
 
@@ -348,15 +423,23 @@ def test_ack_is_stored_for_the_dashboard_and_help_answers(services, github):
     send(services, "issue_comment", comment("/bench ack the copy is needed for PCG", comment_id=1))
     send(services, "issue_comment", comment("/bench help", comment_id=2))
     [ack] = services.store.work.acks(REPO, NUMBER)
-    assert (ack.user, ack.reason, ack.head_sha, ack.comment_id) == ("maintainer", "the copy is needed for PCG",
-                                                                    HEAD_SHA, 1)
+    assert (ack.user, ack.reason, ack.head_sha, ack.comment_id) == (
+        "maintainer",
+        "the copy is needed for PCG",
+        HEAD_SHA,
+        1,
+    )
     assert "| `/bench` |" in replies(github)[0]
 
 
 def test_a_review_body_can_hold_the_command(services, github):
-    payload = {"action": "submitted", "installation": {"id": 42}, "repository": repository(),
-               "pull_request": {"number": NUMBER},
-               "review": {"id": 77, "body": "LGTM, but\n/bench", "user": {"login": "maintainer", "type": "User"}}}
+    payload = {
+        "action": "submitted",
+        "installation": {"id": 42},
+        "repository": repository(),
+        "pull_request": {"number": NUMBER},
+        "review": {"id": 77, "body": "LGTM, but\n/bench", "user": {"login": "maintainer", "type": "User"}},
+    }
     send(services, "pull_request_review", payload)
     assert len(github.dispatches) == 1 and github.reactions == []
 
@@ -364,8 +447,15 @@ def test_a_review_body_can_hold_the_command(services, github):
 def test_comments_without_the_command_are_not_even_queued(services):
     def accept(body: str) -> intake.Outcome:
         payload = comment(body)
-        return intake.accept(services, ROUTER, hook_id="1", guid=body, event="issue_comment",
-                             payload=payload, body=json.dumps(payload).encode())
+        return intake.accept(
+            services,
+            ROUTER,
+            hook_id="1",
+            guid=body,
+            event="issue_comment",
+            payload=payload,
+            body=json.dumps(payload).encode(),
+        )
 
     assert accept("LGTM") is intake.Outcome.IGNORED
     assert accept("/bench") is intake.Outcome.QUEUED
@@ -410,9 +500,11 @@ def test_a_run_that_did_not_succeed_is_reported_as_such_never_as_no_regression(s
     upload_results(github, run_id, document(EAGLE3, failed={"head": 2}))
     send(services, "workflow_run", workflow_run(github, run_id, conclusion))
     body = sticky(github)
-    section = body[body.index("### ⏱️ Benchmarks"):]
+    section = body[body.index("### ⏱️ Benchmarks") :]
     assert "No verdict" in section and "regression" not in section.lower()
-    assert {"failure": "failed", "cancelled": "was cancelled", "timed_out": "timed out"}[conclusion] in section
+    assert {"failure": "failed", "cancelled": "was cancelled", "timed_out": "timed out"}[
+        conclusion
+    ] in section
     [check] = github.bench_checks.values()
     assert check.conclusion == "neutral" and "no verdict" in check.title
 
@@ -446,7 +538,10 @@ def test_runs_of_unknown_ids_other_repositories_or_other_runs_are_ignored(servic
     pushed = workflow_run(github, run_id)
     pushed["workflow_run"]["event"] = "pull_request"
     send(services, "workflow_run", pushed)
-    assert github.bench_checks == checks and services.store.benchmarks.for_pull(REPO, NUMBER)[0].status == "running"
+    assert (
+        github.bench_checks == checks
+        and services.store.benchmarks.for_pull(REPO, NUMBER)[0].status == "running"
+    )
 
 
 def test_a_results_file_for_other_commits_is_not_a_verdict(services, github):
@@ -508,8 +603,17 @@ def test_closing_cancels_and_a_risky_merge_benchmarks_its_merge_commit(services,
     send(services, "pull_request", pull_request("opened"))
     merge_sha, parent = "d" * 40, "0" * 40
     github.parents[(REPO, merge_sha)] = parent
-    send(services, "pull_request", pull_request("closed", merged=True, merge_commit_sha=merge_sha, state="closed",
-                                                merged_at="2026-12-01T10:00:00Z"))
+    send(
+        services,
+        "pull_request",
+        pull_request(
+            "closed",
+            merged=True,
+            merge_commit_sha=merge_sha,
+            state="closed",
+            merged_at="2026-12-01T10:00:00Z",
+        ),
+    )
     assert services.store.benchmarks.for_pull(REPO, NUMBER)[0].status == "cancelled"
     [merge_run] = services.store.benchmarks.for_pull(REPO, None)
     assert (merge_run.trigger, merge_run.base_sha, merge_run.head_sha) == ("merge", parent, merge_sha)
@@ -521,8 +625,17 @@ def test_a_merge_run_lands_in_the_history(services, github):
     github.parents[(REPO, merge_sha)] = BASE_SHA
     github.permissions[(REPO, "author")] = "read"
     send(services, "pull_request", pull_request("opened"))  # reviewed: high
-    send(services, "pull_request", pull_request("closed", merged=True, merge_commit_sha=merge_sha, state="closed",
-                                                merged_at="2026-12-01T10:00:00Z"))
+    send(
+        services,
+        "pull_request",
+        pull_request(
+            "closed",
+            merged=True,
+            merge_commit_sha=merge_sha,
+            state="closed",
+            merged_at="2026-12-01T10:00:00Z",
+        ),
+    )
     run_id = github.dispatches[-1]["run_id"]
     upload_results(github, run_id)
     send(services, "workflow_run", workflow_run(github, run_id))
@@ -535,7 +648,9 @@ def test_a_merge_run_lands_in_the_history(services, github):
 
 
 def test_the_schedule_benchmarks_the_default_branch_once_per_slot(services, github):
-    github.files[(REPO, ".github/perfbot.yml", "main")] = CONFIG + "    schedule: daily\n    schedule_hour: 3\n"
+    github.files[(REPO, ".github/perfbot.yml", "main")] = (
+        CONFIG + "    schedule: daily\n    schedule_hour: 3\n"
+    )
     github.parents[(REPO, "f" * 40)] = "0" * 40
     services.store.installations.replace(42, [Repository(1, REPO, 42)])
     services.now = lambda: NOW
@@ -550,10 +665,19 @@ def test_the_schedule_benchmarks_the_default_branch_once_per_slot(services, gith
 # ---------------------------------------------------------------- deliveries that fail
 
 
-def test_a_delivery_that_fails_its_last_attempt_leaves_a_note_on_the_pull_request(services, github, monkeypatch):
+def test_a_delivery_that_fails_its_last_attempt_leaves_a_note_on_the_pull_request(
+    services, github, monkeypatch
+):
     payload = comment("/bench")
-    intake.accept(services, ROUTER, hook_id="1", guid="g", event="issue_comment",
-                  payload=payload, body=json.dumps(payload).encode())
+    intake.accept(
+        services,
+        ROUTER,
+        hook_id="1",
+        guid="g",
+        event="issue_comment",
+        payload=payload,
+        body=json.dumps(payload).encode(),
+    )
 
     def broken(repo, login):
         raise RuntimeError("GitHub said 502")
@@ -577,20 +701,31 @@ def bench_that_fails_for_good(services: Services, github: FakeGitHub, monkeypatc
     (the request is still requested); ``attempts``: every dispatch fails, `jobs.MAX_ATTEMPTS` times
     (the request is dispatching). GitHub works again afterwards."""
     payload = comment("/bench")
-    intake.accept(services, ROUTER, hook_id="1", guid="g-501", event="issue_comment",
-                  payload=payload, body=json.dumps(payload).encode())
+    intake.accept(
+        services,
+        ROUTER,
+        hook_id="1",
+        guid="g-501",
+        event="issue_comment",
+        payload=payload,
+        body=json.dumps(payload).encode(),
+    )
     [delivery_id] = services.queue.jobs[-1:]
     clock = [datetime.now(UTC)]
     services.now = lambda: clock[0]
     monkeypatch.setattr(benchmarks, "FIND_WAIT_S", 0)
     with monkeypatch.context() as broken:
         if how == "permanent":
+
             def gone(repo, comment_id, content):
                 raise failures.Gone("404 the repository is gone")
+
             broken.setattr(github, "react", gone)
         else:
+
             def refused(repo, workflow, ref, inputs):
                 raise failures.Transient("GitHub said 502")
+
             broken.setattr(github, "dispatch", refused)
             for _ in range(jobs.MAX_ATTEMPTS - 1):
                 with pytest.raises(failures.RetryLater):
@@ -602,7 +737,9 @@ def bench_that_fails_for_good(services: Services, github: FakeGitHub, monkeypatc
 
 
 @pytest.mark.parametrize("how", ["permanent", "attempts"])
-def test_a_bench_whose_delivery_failed_for_good_does_not_block_the_next_one(services, github, monkeypatch, how):
+def test_a_bench_whose_delivery_failed_for_good_does_not_block_the_next_one(
+    services, github, monkeypatch, how
+):
     bench_that_fails_for_good(services, github, monkeypatch, how)
     [request] = services.store.benchmarks.for_pull(REPO, NUMBER)
     assert request.status == "failed" and benchmarks.active(services, REPO, NUMBER) == []
@@ -611,7 +748,9 @@ def test_a_bench_whose_delivery_failed_for_good_does_not_block_the_next_one(serv
 
 
 @pytest.mark.parametrize("how", ["permanent", "attempts"])
-def test_a_bench_whose_delivery_failed_for_good_is_said_on_the_pull_request(services, github, monkeypatch, how):
+def test_a_bench_whose_delivery_failed_for_good_is_said_on_the_pull_request(
+    services, github, monkeypatch, how
+):
     bench_that_fails_for_good(services, github, monkeypatch, how)
     [note] = replies(github)
     assert "could not be started" in note and "`/bench`" in note
@@ -619,7 +758,9 @@ def test_a_bench_whose_delivery_failed_for_good_is_said_on_the_pull_request(serv
 
 
 def test_the_cooldowns_do_not_count_a_bench_that_never_dispatched(services, github, monkeypatch):
-    github.files[(REPO, ".github/perfbot.yml", "main")] = CONFIG.replace("user: 0, pr: 0", "user: 600, pr: 600")
+    github.files[(REPO, ".github/perfbot.yml", "main")] = CONFIG.replace(
+        "user: 0, pr: 0", "user: 600, pr: 600"
+    )
     bench_that_fails_for_good(services, github, monkeypatch, "permanent")
     send(services, "issue_comment", comment("/bench cancel", comment_id=502))
     send(services, "issue_comment", comment("/bench", comment_id=503))
@@ -698,7 +839,9 @@ def stored(services: Services) -> list[str]:
     return [r.status for r in services.store.benchmarks.for_pull(REPO, NUMBER)]
 
 
-def test_a_dispatched_request_is_stored_running_though_its_check_run_is_refused(services, github, monkeypatch):
+def test_a_dispatched_request_is_stored_running_though_its_check_run_is_refused(
+    services, github, monkeypatch
+):
     refuse_bench_checks(github, monkeypatch)
     with pytest.raises(CheckRefused):
         send(services, "issue_comment", comment("/bench"))
@@ -717,7 +860,9 @@ def test_a_refused_dispatch_is_stored_failed_though_its_check_run_is_refused(ser
     assert benchmarks.active(services, REPO, NUMBER) == []
 
 
-def test_a_cancelled_request_is_stored_cancelled_though_its_check_run_is_refused(services, github, monkeypatch):
+def test_a_cancelled_request_is_stored_cancelled_though_its_check_run_is_refused(
+    services, github, monkeypatch
+):
     send(services, "issue_comment", comment("/bench", comment_id=1))
     refuse_bench_checks(github, monkeypatch)
     with pytest.raises(CheckRefused):
@@ -726,7 +871,9 @@ def test_a_cancelled_request_is_stored_cancelled_though_its_check_run_is_refused
     assert benchmarks.active(services, REPO, NUMBER) == []
 
 
-def test_a_superseded_request_is_stored_superseded_though_its_check_run_is_refused(services, github, monkeypatch):
+def test_a_superseded_request_is_stored_superseded_though_its_check_run_is_refused(
+    services, github, monkeypatch
+):
     send(services, "issue_comment", comment("/bench"))
     refuse_bench_checks(github, monkeypatch)
     github.heads[(REPO, NUMBER)] = NEW_HEAD
@@ -741,8 +888,10 @@ def test_a_superseded_request_is_stored_superseded_though_its_check_run_is_refus
 
 # ---------------------------------------------------------------- kernel diff: launching lines
 
-_SITE_DIFF = ("diff --git a/engine/ps.py b/engine/ps.py\n--- a/engine/ps.py\n+++ b/engine/ps.py\n"
-              "@@ -3,2 +3,3 @@\n def all_reduce(x):\n+    x = pad(x)\n     return reduce(x)\n")
+_SITE_DIFF = (
+    "diff --git a/engine/ps.py b/engine/ps.py\n--- a/engine/ps.py\n+++ b/engine/ps.py\n"
+    "@@ -3,2 +3,3 @@\n def all_reduce(x):\n+    x = pad(x)\n     return reduce(x)\n"
+)
 
 
 def _profiled_results() -> dict:
@@ -752,8 +901,13 @@ def _profiled_results() -> dict:
 
     site = LaunchSite(path="engine/ps.py", line=4, function="all_reduce", calls=32.0)
     head = make_profile(slow(PADDED))
-    head = head.model_copy(update={"kernels": [k.model_copy(update={"sites": [site]}) if k.name == FILL[0] else k
-                                               for k in head.kernels]})
+    head = head.model_copy(
+        update={
+            "kernels": [
+                k.model_copy(update={"sites": [site]}) if k.name == FILL[0] else k for k in head.kernels
+            ]
+        }
+    )
     doc = document(EAGLE3)
     doc["base"]["profile"] = make_profile(PADDED).model_dump(mode="json")
     doc["head"]["profile"] = head.model_dump(mode="json")

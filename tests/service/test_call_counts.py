@@ -21,8 +21,17 @@ from tests.service.test_bench import (
 from tests.service.test_bench import github as github  # noqa: F401 (fixtures)
 from tests.service.test_bench import services as services  # noqa: F401
 
-READS = ("pull", "pull_diff", "read_file", "permission", "artifacts", "download_artifact", "default_branch",
-         "first_parent", "find_run")
+READS = (
+    "pull",
+    "pull_diff",
+    "read_file",
+    "permission",
+    "artifacts",
+    "download_artifact",
+    "default_branch",
+    "first_parent",
+    "find_run",
+)
 
 
 def calls(github, since: int = 0) -> Counter:
@@ -35,11 +44,15 @@ def assert_each_fact_read_once(counted: Counter) -> None:
 
 
 def test_a_review_reads_the_pull_request_the_config_and_the_diff_once_and_writes_once(services, github):
-    github.diffs[(REPO, NUMBER)] = diffs.MEDIUM  # below the automatic runs' level: nobody's permission matters
+    github.diffs[(REPO, NUMBER)] = (
+        diffs.MEDIUM
+    )  # below the automatic runs' level: nobody's permission matters
     send(services, "pull_request", pull_request("opened"))
     counted = calls(github)
     assert_each_fact_read_once(counted)
-    assert counted == Counter(pull=1, read_file=1, pull_diff=1, publish_check=1, sync_labels=1, upsert_comment=1)
+    assert counted == Counter(
+        pull=1, read_file=1, pull_diff=1, publish_check=1, sync_labels=1, upsert_comment=1
+    )
 
 
 def test_an_automatic_dispatch_adds_one_permission_one_dispatch_and_its_check(services, github):
@@ -47,8 +60,16 @@ def test_an_automatic_dispatch_adds_one_permission_one_dispatch_and_its_check(se
     send(services, "pull_request", pull_request("opened"))
     counted = calls(github)
     assert_each_fact_read_once(counted)
-    assert counted == Counter(pull=1, read_file=1, pull_diff=1, permission=1, dispatch=1, publish_check=2,
-                              sync_labels=1, upsert_comment=1)
+    assert counted == Counter(
+        pull=1,
+        read_file=1,
+        pull_diff=1,
+        permission=1,
+        dispatch=1,
+        publish_check=2,
+        sync_labels=1,
+        upsert_comment=1,
+    )
 
 
 def test_a_bench_on_a_reviewed_pull_request_never_reads_the_diff(services, github):
@@ -57,8 +78,9 @@ def test_a_bench_on_a_reviewed_pull_request_never_reads_the_diff(services, githu
     send(services, "issue_comment", comment("/bench sglang-eagle3"))
     counted = calls(github, before)
     assert_each_fact_read_once(counted)
-    assert counted == Counter(own_login=1, pull=1, read_file=1, permission=1, dispatch=1, publish_check=1,
-                              react=2, upsert_comment=1)
+    assert counted == Counter(
+        own_login=1, pull=1, read_file=1, permission=1, dispatch=1, publish_check=1, react=2, upsert_comment=1
+    )
 
 
 def test_a_completed_run_replaces_only_the_benchmark_section(services, github):
@@ -71,18 +93,29 @@ def test_a_completed_run_replaces_only_the_benchmark_section(services, github):
     send(services, "workflow_run", workflow_run(github, run_id))
     counted = calls(github, before)
     assert_each_fact_read_once(counted)
-    assert counted == Counter(read_file=1, artifacts=1, download_artifact=1, publish_check=1, upsert_comment=1)
+    assert counted == Counter(
+        read_file=1, artifacts=1, download_artifact=1, publish_check=1, upsert_comment=1
+    )
     body = github.comments[(REPO, NUMBER)][0]
-    assert body.startswith(review_part) and "Benchmark verdict" in body, "the stored review, not a new scoring"
+    assert body.startswith(review_part) and "Benchmark verdict" in body, (
+        "the stored review, not a new scoring"
+    )
 
 
 def test_a_merge_of_a_reviewed_head_reads_only_the_config_its_benchmark_decision_needs(services, github):
     github.diffs[(REPO, NUMBER)] = diffs.MEDIUM
     send(services, "pull_request", pull_request("opened"))
     before = len(github.calls)
-    send(services, "pull_request", pull_request("closed", merged=True, merge_commit_sha="d" * 40, state="closed",
-                                                merged_at="2026-12-01T10:00:00Z"))
-    assert calls(github, before) == Counter(read_file=1), "the review's reasons are stored: no diff, no scoring"
+    send(
+        services,
+        "pull_request",
+        pull_request(
+            "closed", merged=True, merge_commit_sha="d" * 40, state="closed", merged_at="2026-12-01T10:00:00Z"
+        ),
+    )
+    assert calls(github, before) == Counter(read_file=1), (
+        "the review's reasons are stored: no diff, no scoring"
+    )
     [merge] = services.store.dashboard.merges()
     assert merge.level == "medium" and merge.reasons
 
@@ -91,8 +124,13 @@ def test_a_risky_merge_reads_the_config_and_the_parent_once(services, github):
     send(services, "pull_request", pull_request("opened"))
     github.parents[(REPO, "d" * 40)] = "0" * 40
     before = len(github.calls)
-    send(services, "pull_request", pull_request("closed", merged=True, merge_commit_sha="d" * 40, state="closed",
-                                                merged_at="2026-12-01T10:00:00Z"))
+    send(
+        services,
+        "pull_request",
+        pull_request(
+            "closed", merged=True, merge_commit_sha="d" * 40, state="closed", merged_at="2026-12-01T10:00:00Z"
+        ),
+    )
     counted = calls(github, before)
     assert_each_fact_read_once(counted)
     assert counted == Counter(read_file=1, first_parent=1, dispatch=1, publish_check=1)
@@ -115,8 +153,9 @@ def test_a_dispatch_records_its_request_then_updates_it_three_times(services, gi
     whose check run is known writes once."""
     updates: list[str] = []
     update = services.store.benchmarks.update
-    monkeypatch.setattr(services.store.benchmarks, "update", lambda request: (updates.append(request.status),
-                                                                             update(request)))
+    monkeypatch.setattr(
+        services.store.benchmarks, "update", lambda request: (updates.append(request.status), update(request))
+    )
     send(services, "pull_request", pull_request("opened"))
     send(services, "issue_comment", comment("/bench sglang-eagle3"))
     assert updates == ["dispatching", "running", "running"]

@@ -32,9 +32,16 @@ def test_every_pull_request_action_acted_on_parses_into_its_event(action):
     assert isinstance(parsed, events.PullRequestEvent) and parsed.action == action
 
 
-@given(st.sampled_from(sorted(events.KINDS)), st.one_of(
-    st.text(max_size=30), st.none(), st.integers(), st.lists(st.text(max_size=3), max_size=2),
-    st.dictionaries(st.text(max_size=3), st.text(max_size=3), max_size=2)))
+@given(
+    st.sampled_from(sorted(events.KINDS)),
+    st.one_of(
+        st.text(max_size=30),
+        st.none(),
+        st.integers(),
+        st.lists(st.text(max_size=3), max_size=2),
+        st.dictionaries(st.text(max_size=3), st.text(max_size=3), max_size=2),
+    ),
+)
 def test_an_action_the_table_does_not_list_is_not_parsed_and_never_raises(name, action):
     if action in events.KINDS[name].actions:
         return

@@ -12,25 +12,28 @@ from bot.service.failures import Kind
 from bot.service.ports.github import ArtifactInvalid, ArtifactUnavailable, DispatchRefused, PullRequestGone
 
 
-@pytest.mark.parametrize(("error", "kind"), [
-    (failures.NoCredentials("no GitHub credentials"), Kind.PERMANENT),
-    (failures.BadCredentials("401 Bad credentials"), Kind.PERMANENT),
-    (failures.Gone("404"), Kind.PERMANENT),
-    (MalformedPayload("pull_request.number: Field required"), Kind.PERMANENT),
-    (PullRequestGone("gone"), Kind.PERMANENT),
-    (failures.InstallationGone("App mode needs the installation of the event"), Kind.PERMANENT),
-    (DispatchRefused(422, "no such input"), Kind.PERMANENT),
-    (ArtifactInvalid("the artifact is 12 bytes; at most 5 are read"), Kind.PERMANENT),
-    (failures.Transient("GitHub answered 502"), Kind.TRANSIENT),
-    (failures.StorageUnavailable("database is locked"), Kind.TRANSIENT),
-    (failures.QueueUnavailable("Redis is restarting"), Kind.TRANSIENT),
-    # A KeyError is a bug, not a malformed payload: the payload was validated when it was parsed.
-    (KeyError("number"), Kind.BUG),
-    (TypeError("'NoneType' object is not subscriptable"), Kind.BUG),
-    (RuntimeError("anything else"), Kind.BUG),
-    # Tried again with its traceback logged once, as before it had a name.
-    (ArtifactUnavailable("the artifact's storage answered 503"), Kind.BUG),
-])
+@pytest.mark.parametrize(
+    ("error", "kind"),
+    [
+        (failures.NoCredentials("no GitHub credentials"), Kind.PERMANENT),
+        (failures.BadCredentials("401 Bad credentials"), Kind.PERMANENT),
+        (failures.Gone("404"), Kind.PERMANENT),
+        (MalformedPayload("pull_request.number: Field required"), Kind.PERMANENT),
+        (PullRequestGone("gone"), Kind.PERMANENT),
+        (failures.InstallationGone("App mode needs the installation of the event"), Kind.PERMANENT),
+        (DispatchRefused(422, "no such input"), Kind.PERMANENT),
+        (ArtifactInvalid("the artifact is 12 bytes; at most 5 are read"), Kind.PERMANENT),
+        (failures.Transient("GitHub answered 502"), Kind.TRANSIENT),
+        (failures.StorageUnavailable("database is locked"), Kind.TRANSIENT),
+        (failures.QueueUnavailable("Redis is restarting"), Kind.TRANSIENT),
+        # A KeyError is a bug, not a malformed payload: the payload was validated when it was parsed.
+        (KeyError("number"), Kind.BUG),
+        (TypeError("'NoneType' object is not subscriptable"), Kind.BUG),
+        (RuntimeError("anything else"), Kind.BUG),
+        # Tried again with its traceback logged once, as before it had a name.
+        (ArtifactUnavailable("the artifact's storage answered 503"), Kind.BUG),
+    ],
+)
 def test_each_failure_has_one_kind(error, kind):
     assert failures.classify(error) is kind
 
@@ -59,8 +62,14 @@ def test_a_permanent_failure_says_what_to_do_without_naming_a_repository():
 
 
 def test_each_kind_of_gone_says_so_and_the_port_failures_keep_their_hints():
-    assert failures.hint(PullRequestGone("x")) == failures.hint(failures.InstallationGone("x")) == failures.Gone.hint
-    assert failures.hint(DispatchRefused(404, "Not Found")) == "GitHub refused to start the benchmark workflow"
+    assert (
+        failures.hint(PullRequestGone("x"))
+        == failures.hint(failures.InstallationGone("x"))
+        == failures.Gone.hint
+    )
+    assert (
+        failures.hint(DispatchRefused(404, "Not Found")) == "GitHub refused to start the benchmark workflow"
+    )
     assert failures.hint_for("InstallationGone") == failures.hint_for("Gone") == failures.Gone.hint
 
 

@@ -43,17 +43,23 @@ def trusted(services, github) -> None:
     github.permissions[(REPO, "author")] = "write"
 
 
-@pytest.mark.parametrize("arrange,delivery,reads", [
-    # the author's permission is read before the check run and label are published
-    (trusted, pull_request("opened"), {"pull", "read_file", "pull_diff", "permission"}),
-    # a push over a running benchmark: the run is superseded after everything was read
-    (pushed_over_a_run, pull_request("synchronize", sha=NEW_HEAD, minute=5),
-     {"pull", "read_file", "pull_diff", "permission"}),
-    # a merge never reviewed: scored from its diff, nothing published
-    (None, pull_request("closed", **MERGED), {"read_file", "pull_diff"}),
-    # a close without a merge over a running benchmark
-    (opened_with_a_run, pull_request("closed", state="closed"), {"read_file"}),
-])
+@pytest.mark.parametrize(
+    "arrange,delivery,reads",
+    [
+        # the author's permission is read before the check run and label are published
+        (trusted, pull_request("opened"), {"pull", "read_file", "pull_diff", "permission"}),
+        # a push over a running benchmark: the run is superseded after everything was read
+        (
+            pushed_over_a_run,
+            pull_request("synchronize", sha=NEW_HEAD, minute=5),
+            {"pull", "read_file", "pull_diff", "permission"},
+        ),
+        # a merge never reviewed: scored from its diff, nothing published
+        (None, pull_request("closed", **MERGED), {"read_file", "pull_diff"}),
+        # a close without a merge over a running benchmark
+        (opened_with_a_run, pull_request("closed", state="closed"), {"read_file"}),
+    ],
+)
 def test_every_read_comes_before_the_first_write(services, github, arrange, delivery, reads):
     if arrange is not None:
         arrange(services, github)
@@ -69,11 +75,18 @@ def test_a_merge_is_recorded_and_its_runs_cancelled_before_the_merge_commit_is_r
     since = len(github.calls)
     send(services, "pull_request", pull_request("closed", **MERGED))
     assert [name for name, _ in github.calls[since:]] == [
-        "read_file", "cancel_run", "publish_check", "first_parent", "dispatch", "publish_check"]
+        "read_file",
+        "cancel_run",
+        "publish_check",
+        "first_parent",
+        "dispatch",
+        "publish_check",
+    ]
 
 
-def test_a_merge_commit_github_does_not_find_costs_neither_the_record_nor_the_cancels(services, github,
-                                                                                    monkeypatch):
+def test_a_merge_commit_github_does_not_find_costs_neither_the_record_nor_the_cancels(
+    services, github, monkeypatch
+):
     opened_with_a_run(services, github)
 
     def missing(repo, sha):

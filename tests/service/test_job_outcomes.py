@@ -57,8 +57,15 @@ def services(sqlite_store):
 def deliver(services, handler, guid="g-1") -> int:
     router = Router({PullRequestEvent: Pipeline(lambda _: True, handler)})
     payload = github_data.pull_request("opened", number=7)
-    outcome = intake.accept(services, router, hook_id="1", guid=guid, event="pull_request",
-                            payload=payload, body=json.dumps(payload).encode())
+    outcome = intake.accept(
+        services,
+        router,
+        hook_id="1",
+        guid=guid,
+        event="pull_request",
+        payload=payload,
+        body=json.dumps(payload).encode(),
+    )
     assert outcome is intake.Outcome.QUEUED
     services.router = router
     return services.queue.jobs[-1]
@@ -85,7 +92,9 @@ def test_a_permanent_failure_fails_at_once_with_one_line_and_no_traceback(servic
 
 
 def test_a_transient_failure_is_retried_after_the_backoff_honouring_retry_after(services, caplog):
-    handler = Failing(failures.Transient("GitHub answered 502"), failures.Transient("rate limit", retry_after=45))
+    handler = Failing(
+        failures.Transient("GitHub answered 502"), failures.Transient("rate limit", retry_after=45)
+    )
     delivery = deliver(services, handler)
     with pytest.raises(RetryLater) as first:
         run(services, delivery)
@@ -142,8 +151,15 @@ def test_a_delivery_stored_while_the_queue_was_down_is_enqueued_by_the_sweep_onc
     handler = Failing()
     router = Router({PullRequestEvent: Pipeline(lambda _: True, handler)})
     payload = github_data.pull_request("opened", number=7)
-    outcome = intake.accept(services, router, hook_id="1", guid="g", event="pull_request",
-                            payload=payload, body=json.dumps(payload).encode())
+    outcome = intake.accept(
+        services,
+        router,
+        hook_id="1",
+        guid="g",
+        event="pull_request",
+        payload=payload,
+        body=json.dumps(payload).encode(),
+    )
     assert outcome is intake.Outcome.QUEUED, "stored: acknowledged"
     services.queue.down = False
     assert jobs.requeue_stale(services) == 0, "not yet: it may still be on its way"
@@ -159,8 +175,15 @@ def test_a_delivery_the_database_cannot_store_is_refused_not_acknowledged(servic
     monkeypatch.setattr(services.store.deliveries, "claim", full)
     router = Router({PullRequestEvent: Pipeline(lambda _: True, Failing())})
     payload = github_data.pull_request("opened", number=7)
-    outcome = intake.accept(services, router, hook_id="1", guid="g",
-                            event="pull_request", payload=payload, body=json.dumps(payload).encode())
+    outcome = intake.accept(
+        services,
+        router,
+        hook_id="1",
+        guid="g",
+        event="pull_request",
+        payload=payload,
+        body=json.dumps(payload).encode(),
+    )
     assert outcome is intake.Outcome.UNAVAILABLE
     assert services.storing.failing(within_s=10) == "database or disk is full"
 

@@ -23,8 +23,11 @@ class Recorder:
     def __init__(self, failures: int = 0):
         self.calls: list[dict] = []
         self.failures = failures
-        self.router = Router({dict: Pipeline(lambda event: event.get("action") == "opened", self)},
-                             parse=lambda event, payload: payload, kinds={"pull_request": dict})
+        self.router = Router(
+            {dict: Pipeline(lambda event: event.get("action") == "opened", self)},
+            parse=lambda event, payload: payload,
+            kinds={"pull_request": dict},
+        )
 
     def __call__(self, payload, services):
         self.calls.append(payload)
@@ -139,8 +142,12 @@ def test_a_delivery_held_by_a_live_worker_is_not_taken_twice(make):
 def test_a_payload_missing_its_fields_fails_at_once_without_retries(make):
     services = make()
     body = b'{"action": "opened", "pull_request": {"number": 7}}'
-    assert intake.accept(services, ROUTER, hook_id="1", guid="g", event="pull_request",
-                         payload=json.loads(body), body=body) is intake.Outcome.MALFORMED
+    assert (
+        intake.accept(
+            services, ROUTER, hook_id="1", guid="g", event="pull_request", payload=json.loads(body), body=body
+        )
+        is intake.Outcome.MALFORMED
+    )
     delivery_id = services.store.deliveries.claim("1", "g", "pull_request", "opened", body)  # stored before
     assert jobs.process(delivery_id, services, ROUTER) == "failed"
     assert stored(services, delivery_id).error.startswith("MalformedPayload: pull_request payload: ")

@@ -91,8 +91,10 @@ def test_the_heartbeat_beats_and_says_once_that_renewing_fails(caplog):
 @linux
 def test_the_deliveries_of_a_dead_worker_are_taken_over_and_enqueued_at_once(sqlite_store):
     services = Services(store=sqlite_store, github=FakeGitHubFactory(), queue=RecordingQueue())
-    claimed = [sqlite_store.deliveries.claim("1", f"g{n}", "pull_request", "opened", json.dumps({}).encode())
-               for n in range(3)]
+    claimed = [
+        sqlite_store.deliveries.claim("1", f"g{n}", "pull_request", "opened", json.dumps({}).encode())
+        for n in range(3)
+    ]
     child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
     dead = leases._owner_of(child.pid)
     child.kill()

@@ -39,7 +39,10 @@ def test_extras_named_like_the_formatters_own_keys_never_replace_them():
     finally:
         current_delivery.reset(token)
     assert (line["level"], line["logger"], line["msg"], line["delivery"]) == (
-        "INFO", "perfbot.test", "merge recorded", "the-delivery"
+        "INFO",
+        "perfbot.test",
+        "merge recorded",
+        "the-delivery",
     )
     assert line["ts"].startswith("20") and "exc" not in line
     assert {key: line[f"extra.{key}"] for key in extra} == extra
@@ -54,7 +57,8 @@ def test_a_logger_call_with_a_level_extra_keeps_the_records_level(caplog):
 
 
 _KEYS = st.one_of(
-    st.sampled_from(["ts", "level", "logger", "delivery", "exc", "extra.level"]), st.text(min_size=1, max_size=12)
+    st.sampled_from(["ts", "level", "logger", "delivery", "exc", "extra.level"]),
+    st.text(min_size=1, max_size=12),
 )
 
 

@@ -52,7 +52,9 @@ def test_a_merge_keeps_its_author_link_and_the_reasons_of_its_diff_heaviest_firs
     ROUTER.dispatch("pull_request", data, services)
     [merge] = services.store.dashboard.merges()
     assert (merge.author, merge.url) == ("alice", f"https://github.com/{REPO}/pull/{NUMBER}")
-    assert merge.reasons and [r.weight for r in merge.reasons] == sorted((r.weight for r in merge.reasons), reverse=True)
+    assert merge.reasons and [r.weight for r in merge.reasons] == sorted(
+        (r.weight for r in merge.reasons), reverse=True
+    )
     assert merge.reasons[0].rule in merge.reasons[0].text
 
 
@@ -82,7 +84,10 @@ def installation(
 
 def test_installations_record_which_repositories_are_private(services):
     ROUTER.dispatch("installation", installation("created", [(1, "o/a"), (2, "o/secret")]), services)
-    assert [(r.full_name, r.private) for r in services.store.installations.repositories()] == [("o/a", False), ("o/secret", True)]
+    assert [(r.full_name, r.private) for r in services.store.installations.repositories()] == [
+        ("o/a", False),
+        ("o/secret", True),
+    ]
 
 
 def test_installing_then_changing_the_repository_selection_tracks_it(services):
@@ -104,4 +109,7 @@ def test_a_removal_by_another_installation_leaves_the_repository_watched(service
     ROUTER.dispatch("installation", installation("created", [(1, "o/a"), (2, "o/b")]), services)
     removal = installation("removed", [(1, "o/a")], "repositories_removed", installation_id=6)
     ROUTER.dispatch("installation_repositories", removal, services)
-    assert [(r.full_name, r.installation_id) for r in services.store.installations.repositories()] == [("o/a", 5), ("o/b", 5)]
+    assert [(r.full_name, r.installation_id) for r in services.store.installations.repositories()] == [
+        ("o/a", 5),
+        ("o/b", 5),
+    ]

@@ -191,6 +191,7 @@ def test_only_the_risk_labels_are_changed(services, github):
 
 # --- quiet by default -------------------------------------------------------------------------------
 
+
 def test_a_pull_request_below_the_comment_level_gets_a_check_but_no_new_comment(services, github):
     github.diffs[(REPO, NUMBER)] = diffs.COLD
     ROUTER.dispatch("pull_request", payload(), services)

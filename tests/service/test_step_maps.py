@@ -20,7 +20,9 @@ github = test_bench.github
 services = test_bench.services
 
 GLUE = "engine/glue.py"
-GLUE_BASE = "def shuffle(x):\n    return x\n\n\ndef helper(x):\n    return x\n\n\ndef run(x):\n    return helper(x)\n"
+GLUE_BASE = (
+    "def shuffle(x):\n    return x\n\n\ndef helper(x):\n    return x\n\n\ndef run(x):\n    return helper(x)\n"
+)
 GLUE_DIFF = f"""\
 diff --git a/{GLUE} b/{GLUE}
 --- a/{GLUE}
@@ -34,17 +36,31 @@ diff --git a/{GLUE} b/{GLUE}
 
 
 def map_data(commit: str, suite: str = "sglang-eagle3", function: str = "run") -> dict:
-    return {"schema": 1, "commit": commit, "suite": suite, "step": "decode step", "steps": 8,
-            "source": "torch.profiler", "kernels": [],
-            "functions": [{"path": GLUE, "function": function, "line": 9, "calls_per_step": 4, "host_share": 0.1}]}
+    return {
+        "schema": 1,
+        "commit": commit,
+        "suite": suite,
+        "step": "decode step",
+        "steps": 8,
+        "source": "torch.profiler",
+        "kernels": [],
+        "functions": [
+            {"path": GLUE, "function": function, "line": 9, "calls_per_step": 4, "host_share": 0.1}
+        ],
+    }
 
 
 def merged(services, github, results: dict) -> None:
     github.parents[(REPO, HEAD_SHA)] = BASE_SHA
     github.permissions[(REPO, "author")] = "read"
     send(services, "pull_request", pull_request("opened"))
-    send(services, "pull_request", pull_request("closed", merged=True, merge_commit_sha=HEAD_SHA, state="closed",
-                                                merged_at="2026-12-01T10:00:00Z"))
+    send(
+        services,
+        "pull_request",
+        pull_request(
+            "closed", merged=True, merge_commit_sha=HEAD_SHA, state="closed", merged_at="2026-12-01T10:00:00Z"
+        ),
+    )
     run_id = github.dispatches[-1]["run_id"]
     upload_results(github, run_id, results)
     send(services, "workflow_run", workflow_run(github, run_id))
@@ -72,11 +88,23 @@ def test_a_map_of_another_commit_or_one_that_does_not_read_is_not_stored(service
 
 
 def test_a_pull_requests_run_stores_no_map(services, github):
-    send(services, "issue_comment", {
-        "action": "created", "installation": {"id": 42}, "repository": {"full_name": REPO, "default_branch": "main"},
-        "issue": {"number": 7, "pull_request": {}},
-        "comment": {"id": 501, "body": "/bench", "user": {"login": "maintainer", "type": "User"},
-                    "author_association": "MEMBER", "created_at": "2026-12-01T10:00:00Z"}})
+    send(
+        services,
+        "issue_comment",
+        {
+            "action": "created",
+            "installation": {"id": 42},
+            "repository": {"full_name": REPO, "default_branch": "main"},
+            "issue": {"number": 7, "pull_request": {}},
+            "comment": {
+                "id": 501,
+                "body": "/bench",
+                "user": {"login": "maintainer", "type": "User"},
+                "author_association": "MEMBER",
+                "created_at": "2026-12-01T10:00:00Z",
+            },
+        },
+    )
     run_id = github.dispatches[-1]["run_id"]
     upload_results(github, run_id, {**document(EAGLE3), "step_map": map_data(HEAD_SHA)})
     send(services, "workflow_run", workflow_run(github, run_id))
@@ -87,14 +115,28 @@ def test_a_pull_requests_run_stores_no_map(services, github):
 def store_map(services, commit: str = "c" * 40) -> None:
     request, _ = services.store.benchmarks.open(_merge_request())
     done = replace(request, status="completed", conclusion="success")
-    assert services.store.benchmarks.complete(done, [], [], "run:x", [
-        StoredStepMap(REPO, "main", stepmap.parse(map_data(commit)))])
+    assert services.store.benchmarks.complete(
+        done, [], [], "run:x", [StoredStepMap(REPO, "main", stepmap.parse(map_data(commit)))]
+    )
 
 
 def _merge_request() -> BenchRequest:
-    return BenchRequest(correlation_id="pb-map", repo=REPO, installation_id=42, number=None, base_sha=BASE_SHA,
-                        head_sha="c" * 40, suites=("sglang-eagle3",), rounds=5, max_rounds=None, trigger="merge",
-                        requested_by="#1", comment_id=None, status="requested", created_at=NOW)
+    return BenchRequest(
+        correlation_id="pb-map",
+        repo=REPO,
+        installation_id=42,
+        number=None,
+        base_sha=BASE_SHA,
+        head_sha="c" * 40,
+        suites=("sglang-eagle3",),
+        rounds=5,
+        max_rounds=None,
+        trigger="merge",
+        requested_by="#1",
+        comment_id=None,
+        status="requested",
+        created_at=NOW,
+    )
 
 
 def test_a_review_reads_the_stored_map_and_the_source_at_its_commit(services, github):
@@ -106,8 +148,13 @@ def test_a_review_reads_the_stored_map_and_the_source_at_its_commit(services, gi
     store_map(services)
     send(services, "pull_request", pull_request("synchronize", minute=1))
     after = services.store.reviews.get(REPO, 7)
-    assert any(reason.text.startswith("called from run(), which runs 4 times per decode step, 10% of its host "
-                                      "time, measured on main at ccccccc") for reason in after.reasons)
+    assert any(
+        reason.text.startswith(
+            "called from run(), which runs 4 times per decode step, 10% of its host "
+            "time, measured on main at ccccccc"
+        )
+        for reason in after.reasons
+    )
     assert after.score > before.score
 
 

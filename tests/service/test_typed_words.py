@@ -45,8 +45,9 @@ def mypy(tmp_path: Path, **words: str) -> list[str]:
     api = importorskip("mypy.api")
     source = tmp_path / "uses.py"
     source.write_text(USES.format(**words))
-    stdout, _, _ = api.run(["--config-file", str(ROOT / "pyproject.toml"), "--cache-dir", str(tmp_path / "cache"),
-                            str(source)])
+    stdout, _, _ = api.run(
+        ["--config-file", str(ROOT / "pyproject.toml"), "--cache-dir", str(tmp_path / "cache"), str(source)]
+    )
     return [line for line in stdout.splitlines() if line.startswith(str(source))]
 
 

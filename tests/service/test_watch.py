@@ -47,8 +47,17 @@ def merged(services, github, config: str = CONFIG) -> int:
     github.permissions[(REPO, "author")] = "read"
     services.now = lambda: NOW
     send(services, "pull_request", pull_request("opened"))
-    send(services, "pull_request", pull_request("closed", merged=True, merge_commit_sha=MERGE_SHA, state="closed",
-                                                merged_at="2026-12-01T10:00:00Z"))
+    send(
+        services,
+        "pull_request",
+        pull_request(
+            "closed",
+            merged=True,
+            merge_commit_sha=MERGE_SHA,
+            state="closed",
+            merged_at="2026-12-01T10:00:00Z",
+        ),
+    )
     run_id = github.dispatches[-1]["run_id"]
     upload_results(github, run_id)
     send(services, "workflow_run", workflow_run(github, run_id))
@@ -63,16 +72,31 @@ def test_a_merge_runs_regression_opens_one_case_and_dispatches_one_bisect(servic
     run_id = merged(services, github)
     [case] = services.store.watch.cases(None)
     assert (case.source, case.state, case.good_sha, case.bad_sha, case.number) == (
-        "merge", "bisecting", BASE_SHA, MERGE_SHA, 7)
+        "merge",
+        "bisecting",
+        BASE_SHA,
+        MERGE_SHA,
+        7,
+    )
     [dispatched] = bisects(github)
     inputs = dispatched["inputs"]
-    assert inputs == {"pr": "", "base-sha": BASE_SHA, "head-sha": MERGE_SHA, "suites": case.suite, "rounds": "",
-                      "max-rounds": "", "correlation-id": case.correlation_id, "mode": "bisect",
-                      "metric": case.metric}
+    assert inputs == {
+        "pr": "",
+        "base-sha": BASE_SHA,
+        "head-sha": MERGE_SHA,
+        "suites": case.suite,
+        "rounds": "",
+        "max-rounds": "",
+        "correlation-id": case.correlation_id,
+        "mode": "bisect",
+        "metric": case.metric,
+    }
     assert case.correlation_id == contract.correlation_id(watch.bisect_key(case))
     assert case.gpu_minutes == 40.0  # 8 runs reserved at 5 minutes
-    assert not any(c.head_sha == MERGE_SHA and c.name == "perfbot / bench" and "bisect" in (c.title or "")
-                   for _, c in github.checks)
+    assert not any(
+        c.head_sha == MERGE_SHA and c.name == "perfbot / bench" and "bisect" in (c.title or "")
+        for _, c in github.checks
+    )
     send(services, "workflow_run", workflow_run(github, run_id))  # the same run delivered again
     assert len(services.store.watch.cases(None)) == 1 and len(bisects(github)) == 1
     spending = services.store.watch.spending(REPO, "2026-12-01")
@@ -94,8 +118,17 @@ def test_a_spent_budget_skips_the_merge_run_itself(services, github):
     github.permissions[(REPO, "author")] = "read"
     services.now = lambda: NOW
     send(services, "pull_request", pull_request("opened"))
-    send(services, "pull_request", pull_request("closed", merged=True, merge_commit_sha=MERGE_SHA, state="closed",
-                                                merged_at="2026-12-01T10:00:00Z"))
+    send(
+        services,
+        "pull_request",
+        pull_request(
+            "closed",
+            merged=True,
+            merge_commit_sha=MERGE_SHA,
+            state="closed",
+            merged_at="2026-12-01T10:00:00Z",
+        ),
+    )
     assert github.dispatches == [] and services.store.benchmarks.for_pull(REPO, None) == []
     assert services.store.watch.spending(REPO, "2026-12-01").skipped == 1
 
@@ -106,8 +139,9 @@ def test_with_bisecting_off_the_case_is_detected_and_stays(services, github):
     assert case.state == "detected" and bisects(github) == []
 
 
-def test_a_kill_after_the_case_moved_and_before_the_dispatch_dispatches_once_on_the_retry(services, github,
-                                                                                         monkeypatch):
+def test_a_kill_after_the_case_moved_and_before_the_dispatch_dispatches_once_on_the_retry(
+    services, github, monkeypatch
+):
     from bot.service import benchmarks
 
     real = benchmarks.start
@@ -130,14 +164,32 @@ def test_a_kill_after_the_case_moved_and_before_the_dispatch_dispatches_once_on_
 
 
 def series_point(services, sha: str, base: str, value: float, index: int) -> None:
-    request = BenchRequest(correlation_id=f"pb-s{index}", repo=REPO, installation_id=42, number=None,
-                           base_sha=base, head_sha=sha, suites=("verify-step",), trigger="schedule",
-                           status="completed", created_at=NOW)
+    request = BenchRequest(
+        correlation_id=f"pb-s{index}",
+        repo=REPO,
+        installation_id=42,
+        number=None,
+        base_sha=base,
+        head_sha=sha,
+        suites=("verify-step",),
+        trigger="schedule",
+        status="completed",
+        created_at=NOW,
+    )
     stored, _ = services.store.benchmarks.open(request)
-    result = BenchResult(suite="verify-step", base_sha=base, head_sha=sha, verdict="unchanged",
-                         headline_metric="verify_ms", headline_change=0.0, comparison="{}", on_default_branch=True)
-    services.store.benchmarks.complete(stored, [result], [MetricPoint("verify-step", "verify_ms", "ms", "lower",
-                                                                     sha, value)], f"run:{index}")
+    result = BenchResult(
+        suite="verify-step",
+        base_sha=base,
+        head_sha=sha,
+        verdict="unchanged",
+        headline_metric="verify_ms",
+        headline_change=0.0,
+        comparison="{}",
+        on_default_branch=True,
+    )
+    services.store.benchmarks.complete(
+        stored, [result], [MetricPoint("verify-step", "verify_ms", "ms", "lower", sha, value)], f"run:{index}"
+    )
 
 
 def test_a_change_point_across_unmeasured_commits_opens_a_case_once(services, github):
@@ -147,6 +199,7 @@ def test_a_change_point_across_unmeasured_commits_opens_a_case_once(services, gi
     last = services.store.benchmarks.get(f"pb-s{len(values) - 1}")
     services.now = lambda: NOW
     from bot.core.config.schema import load
+
     config = load(CONFIG)
     opened = watch.after_run(services, github, last, config, "main")
     again = watch.after_run(services, github, last, config, "main")
@@ -160,6 +213,7 @@ def test_a_cancelled_case_stops_its_bisect(services, github):
     merged(services, github)
     [case] = services.store.watch.cases(None)
     from bot.core.config.schema import load
+
     assert watch.cancel(services, github, case, load(CONFIG), "maintainer")
     assert not watch.cancel(services, github, case, load(CONFIG), "maintainer")
     stopped = services.store.benchmarks.get(case.correlation_id)
@@ -169,22 +223,45 @@ def test_a_cancelled_case_stops_its_bisect(services, github):
 
 def known_merges(services, *shas: str) -> None:
     from bot.service.records import Merge
+
     for number, sha in enumerate(shas, start=100):
-        services.store.dashboard.record_merge(Merge(repo=REPO, number=number, title=f"pr {number}", merge_sha=sha,
-                                                    head_sha=f"{number:040x}", score=10, level="low",
-                                                    merged_at=NOW, url=f"https://github.com/{REPO}/pull/{number}"))
+        services.store.dashboard.record_merge(
+            Merge(
+                repo=REPO,
+                number=number,
+                title=f"pr {number}",
+                merge_sha=sha,
+                head_sha=f"{number:040x}",
+                score=10,
+                level="low",
+                merged_at=NOW,
+                url=f"https://github.com/{REPO}/pull/{number}",
+            )
+        )
 
 
 def test_bench_bisect_starts_one_case_per_suite_on_known_default_branch_commits_and_cancel_stops_it(
-        services, github):
+    services, github
+):
     from tests.service.test_bench import comment, replies
+
     good, bad = "1" * 8 + "a" * 32, "2" * 8 + "b" * 32
     known_merges(services, good, bad)
     services.now = lambda: NOW
-    send(services, "issue_comment", comment("/bench bisect 11111111 22222222 sglang-eagle3 --metric accept_len"))
+    send(
+        services,
+        "issue_comment",
+        comment("/bench bisect 11111111 22222222 sglang-eagle3 --metric accept_len"),
+    )
     [case] = services.store.watch.cases(None)
     assert (case.source, case.good_sha, case.bad_sha, case.metric, case.requested_by, case.number) == (
-        "command", good, bad, "accept_len", "maintainer", 7)
+        "command",
+        good,
+        bad,
+        "accept_len",
+        "maintainer",
+        7,
+    )
     [dispatched] = bisects(github)
     assert (dispatched["inputs"]["metric"], dispatched["inputs"]["suites"]) == ("accept_len", "sglang-eagle3")
     assert "bisecting" in replies(github)[-1]
@@ -193,11 +270,18 @@ def test_bench_bisect_starts_one_case_per_suite_on_known_default_branch_commits_
     assert services.store.benchmarks.get(case.correlation_id).status == "cancelled"
 
 
-@pytest.mark.parametrize("words, says", [
-    ("1234567 2222222", "matches no commit of the default branch"),  # a pull request's head is never bisected
-])
+@pytest.mark.parametrize(
+    "words, says",
+    [
+        (
+            "1234567 2222222",
+            "matches no commit of the default branch",
+        ),  # a pull request's head is never bisected
+    ],
+)
 def test_bench_bisect_refuses_commits_it_does_not_know_on_the_default_branch(services, github, words, says):
     from tests.service.test_bench import comment, replies
+
     known_merges(services, "2" * 40)
     send(services, "issue_comment", comment(f"/bench bisect {words}"))
     assert bisects(github) == [] and says in replies(github)[-1]
@@ -206,6 +290,7 @@ def test_bench_bisect_refuses_commits_it_does_not_know_on_the_default_branch(ser
 
 def test_without_write_access_bench_bisect_is_refused_from_the_permission_alone(services, github):
     from tests.service.test_bench import comment, replies
+
     known_merges(services, "1" * 40, "2" * 40)
     github.permissions[(REPO, "stranger")] = "read"
     send(services, "issue_comment", comment("/bench bisect 1111111 2222222", login="stranger"))
@@ -219,9 +304,12 @@ def bisecting_case(services, github, config: str = CONFIG):
     """A case of GOOD..BAD on suite 'spin' (the reader tests' report), bisecting, its run dispatched."""
     from bot.core.config.schema import load
     from tests.core.bench import test_bisect_artifact as reports
+
     github.files[(REPO, ".github/perfbot.yml", "main")] = config
     services.now = lambda: NOW
-    case, _ = watch.open_by_hand(services, REPO, 42, reports.GOOD, reports.BAD, "spin", "step_ms", "maintainer", 7)
+    case, _ = watch.open_by_hand(
+        services, REPO, 42, reports.GOOD, reports.BAD, "spin", "step_ms", "maintainer", 7
+    )
     case = watch.bisect(services, github, case, load(config), "main")
     [dispatched] = bisects(github)
     return case, dispatched["run_id"]
@@ -229,12 +317,14 @@ def bisecting_case(services, github, config: str = CONFIG):
 
 def report_back(services, github, case, run_id, files: dict[str, bytes], conclusion: str = "success") -> None:
     from tests.core.bench.zips import archive
+
     github.upload_artifact(REPO, run_id, contract.artifact_name(case.correlation_id), archive(files))
     send(services, "workflow_run", workflow_run(github, run_id, conclusion=conclusion))
 
 
 def test_a_confirmed_culprit_is_named_once_on_its_pull_request_with_its_kernels_and_runs(services, github):
     from tests.core.bench import test_bisect_artifact as reports
+
     known_merges(services, reports.SECOND)  # the culprit merged as pull request 100
     github.heads[(REPO, 100)] = "f" * 40
     case, run_id = bisecting_case(services, github, CONFIG + "  watch:\n    issue: true\n")
@@ -256,6 +346,7 @@ def test_a_confirmed_culprit_is_named_once_on_its_pull_request_with_its_kernels_
 
 def test_a_culprit_no_pull_request_merged_is_named_on_its_commit(services, github):
     from tests.core.bench import test_bisect_artifact as reports
+
     case, run_id = bisecting_case(services, github)
     report_back(services, github, case, run_id, reports.artifact(reports.culprit_report()))
     [(repo, sha, body)] = github.commit_comments
@@ -265,9 +356,16 @@ def test_a_culprit_no_pull_request_merged_is_named_on_its_commit(services, githu
 
 def test_not_reproduced_names_no_commit_and_keeps_todays_fingerprints(services, github):
     from tests.core.bench import test_bisect_artifact as reports
+
     case, run_id = bisecting_case(services, github)
-    report_back(services, github, case, run_id, reports.artifact(reports.not_reproduced_report()),
-                conclusion="failure")  # exit 1: an outcome, not an error
+    report_back(
+        services,
+        github,
+        case,
+        run_id,
+        reports.artifact(reports.not_reproduced_report()),
+        conclusion="failure",
+    )  # exit 1: an outcome, not an error
     ended = services.store.watch.get(case.key)
     assert (ended.state, ended.culprit_sha) == ("not_reproduced", None)
     assert json.loads(ended.outcome)["fingerprints"]["good"]
@@ -276,6 +374,7 @@ def test_not_reproduced_names_no_commit_and_keeps_todays_fingerprints(services, 
 
 def test_a_report_of_other_commits_fails_the_case_and_names_nobody(services, github):
     from tests.core.bench import test_bisect_artifact as reports
+
     case, run_id = bisecting_case(services, github)
     forged = reports.culprit_report()
     forged["good"] = "e" * 40
@@ -289,6 +388,7 @@ def test_the_hourly_sweep_bisects_a_case_skipped_for_the_budget_once_a_new_day_a
 
     from bot.service import benchmarks
     from bot.service.records import Repository
+
     merged(services, github, CONFIG + "    budget: 44\n")  # the merge run's 5 leave 39: less than 40
     [case] = services.store.watch.cases(None)
     services.store.installations.replace(42, [Repository(1, REPO, 42)])
@@ -302,9 +402,11 @@ def test_the_hourly_sweep_bisects_a_case_skipped_for_the_budget_once_a_new_day_a
 
 
 def test_the_hourly_sweep_dispatches_a_bisect_whose_delivery_gave_up_before_github_heard_of_it(
-        services, github, monkeypatch):
+    services, github, monkeypatch
+):
     from bot.service import benchmarks
     from bot.service.records import Repository
+
     real = benchmarks.start
 
     def killed(services, github, request, *args):

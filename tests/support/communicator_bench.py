@@ -57,9 +57,15 @@ def log(path: str, imported: str, value: float) -> None:
     commit = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, check=True)
     with open(imported, "rb") as source:
         digest = hashlib.sha256(source.read()).hexdigest()
-    entry = {"side": os.environ.get("PERFBOT_SIDE"), "round": os.environ.get("PERFBOT_ROUND"),
-             "cwd": os.getcwd(), "commit": commit.stdout.strip(), "imported": imported,
-             "digest": digest, "value": value}
+    entry = {
+        "side": os.environ.get("PERFBOT_SIDE"),
+        "round": os.environ.get("PERFBOT_ROUND"),
+        "cwd": os.getcwd(),
+        "commit": commit.stdout.strip(),
+        "imported": imported,
+        "digest": digest,
+        "value": value,
+    }
     with open(path, "a") as stream:
         stream.write(json.dumps(entry) + "\n")
 

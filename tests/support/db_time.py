@@ -11,8 +11,10 @@ from sqlalchemy import select, update
 from bot.adapters.store.sql import SqlStore
 from bot.adapters.store.tables import ConsumerRow, DeliveryRow
 
-_TIMES = ((DeliveryRow, DeliveryRow.id, ("received_at", "started_at", "finished_at", "lease_expires_at")),
-          (ConsumerRow, ConsumerRow.owner, ("started_at", "seen_at")))
+_TIMES = (
+    (DeliveryRow, DeliveryRow.id, ("received_at", "started_at", "finished_at", "lease_expires_at")),
+    (ConsumerRow, ConsumerRow.owner, ("started_at", "seen_at")),
+)
 
 
 def elapse(store: SqlStore, seconds: float) -> None:
@@ -22,8 +24,11 @@ def elapse(store: SqlStore, seconds: float) -> None:
         for row_type, key, names in _TIMES:
             columns = [getattr(row_type, name) for name in names]
             for row in connection.execute(select(key, *columns)).all():
-                moved = {name: _utc(value) - delta for name, value in zip(names, row[1:], strict=True)
-                         if value is not None}
+                moved = {
+                    name: _utc(value) - delta
+                    for name, value in zip(names, row[1:], strict=True)
+                    if value is not None
+                }
                 if moved:
                     connection.execute(update(row_type).where(key == row[0]).values(**moved))
 

@@ -75,8 +75,9 @@ class HealthPolls:
 
     def line(self) -> str:
         refused = [s.answered for s in self.stream.sent if s.status == 503]
-        up_while_refusing = sum(1 for at, status in self.answers
-                                if status == 200 and any(at - 0.5 <= r < at for r in refused))
+        up_while_refusing = sum(
+            1 for at, status in self.answers if status == 200 and any(at - 0.5 <= r < at for r in refused)
+        )
         down = sum(1 for _, status in self.answers if status == 503)
         return f"/healthz during the fault: {down} of {len(self.answers)} down, {up_while_refusing} up while refusing"
 
@@ -101,9 +102,16 @@ def killed_mid_stream(workdir: Path, count: int = 200, rate: float = 40.0) -> Fi
         server.start()
         fault_ended = time.monotonic()
         stream.join()
-        figures = judge("consumer, then server, killed with SIGKILL mid-stream", stream, deliveries, fault_ended,
-                        doubled=lambda: _doubled(server.log()))
-        figures.notes.append(f"attempted twice {_retried(deliveries)}, repositories {deliveries.repositories()}")
+        figures = judge(
+            "consumer, then server, killed with SIGKILL mid-stream",
+            stream,
+            deliveries,
+            fault_ended,
+            doubled=lambda: _doubled(server.log()),
+        )
+        figures.notes.append(
+            f"attempted twice {_retried(deliveries)}, repositories {deliveries.repositories()}"
+        )
         return figures
     finally:
         server.stop()
@@ -127,10 +135,19 @@ def services_restarted(workdir: Path, count: int = 200, rate: float = 40.0) -> F
         stream.wait_until(0.6)
         _, redis_up = redis.restart(down_s=1.0)
         stream.join()
-        figures = judge("PostgreSQL, then Redis, restarted mid-stream", stream, deliveries, redis_up,
-                        doubled=lambda: _doubled(server.log(), worker.log()))
-        outside = [s for s in stream.sent if s.status == 503 and not pg_down - 0.5 <= s.answered <= pg_up + 3.0]
-        figures.notes.append(f"PostgreSQL down {pg_up - pg_down:.1f} s; 503 outside that window {len(outside)}")
+        figures = judge(
+            "PostgreSQL, then Redis, restarted mid-stream",
+            stream,
+            deliveries,
+            redis_up,
+            doubled=lambda: _doubled(server.log(), worker.log()),
+        )
+        outside = [
+            s for s in stream.sent if s.status == 503 and not pg_down - 0.5 <= s.answered <= pg_up + 3.0
+        ]
+        figures.notes.append(
+            f"PostgreSQL down {pg_up - pg_down:.1f} s; 503 outside that window {len(outside)}"
+        )
         figures.notes.append(f"attempted twice {_retried(deliveries)}")
         return figures
     finally:
@@ -158,8 +175,13 @@ def disk_full(workdir: Path, count: int = 150, rate: float = 30.0) -> Figures | 
             filler.unlink()
             fault_ended = time.monotonic()
             stream.join()
-            figures = judge("disk full (SQLite on a 16 MB tmpfs)", stream, deliveries, fault_ended,
-                            doubled=lambda: _doubled(server.log()))
+            figures = judge(
+                "disk full (SQLite on a 16 MB tmpfs)",
+                stream,
+                deliveries,
+                fault_ended,
+                doubled=lambda: _doubled(server.log()),
+            )
             figures.notes.append(polls.line())
             figures.notes.append(f"server up after: {server.process.poll() is None}")
             return figures
@@ -187,11 +209,18 @@ def files_immutable(workdir: Path, count: int = 150, rate: float = 30.0) -> Figu
             chattr("-i", files)
         fault_ended = time.monotonic()
         stream.join()
-        figures = judge("SQLite files made immutable mid-stream", stream, deliveries, fault_ended,
-                        doubled=lambda: _doubled(server.log()))
+        figures = judge(
+            "SQLite files made immutable mid-stream",
+            stream,
+            deliveries,
+            fault_ended,
+            doubled=lambda: _doubled(server.log()),
+        )
         log = server.log()
         figures.notes.append(polls.line())
-        figures.notes.append(f"SIGBUS in the log {log.count('SIGBUS')}; master up {server.process.poll() is None}")
+        figures.notes.append(
+            f"SIGBUS in the log {log.count('SIGBUS')}; master up {server.process.poll() is None}"
+        )
         return figures
     finally:
         server.stop()
@@ -218,9 +247,11 @@ class MidJob:
     dispatches: int
 
     def line(self) -> str:
-        return (f"consumer killed with SIGKILL mid-review: done {self.review_s:.1f} s later, sticky comments "
-                f"{self.comments}, check runs {self.checks}; mid-dispatch: done {self.dispatch_s:.1f} s later, "
-                f"workflows dispatched {self.dispatches}")
+        return (
+            f"consumer killed with SIGKILL mid-review: done {self.review_s:.1f} s later, sticky comments "
+            f"{self.comments}, check runs {self.checks}; mid-dispatch: done {self.dispatch_s:.1f} s later, "
+            f"workflows dispatched {self.dispatches}"
+        )
 
 
 def _app_repository(emulator: GitHubEmulator, app_key: tuple[str, str]) -> None:
@@ -229,8 +260,12 @@ def _app_repository(emulator: GitHubEmulator, app_key: tuple[str, str]) -> None:
 
 
 def _app_env(emulator: GitHubEmulator, app_key: tuple[str, str], **more: str) -> dict[str, str]:
-    return perfbot_env(PERFBOT_APP_ID=str(live.APP_ID), PERFBOT_PRIVATE_KEY=app_key[0],
-                       PERFBOT_GITHUB_API_URL=emulator.base_url, **more)
+    return perfbot_env(
+        PERFBOT_APP_ID=str(live.APP_ID),
+        PERFBOT_PRIVATE_KEY=app_key[0],
+        PERFBOT_GITHUB_API_URL=emulator.base_url,
+        **more,
+    )
 
 
 def _kill_when_held(server: Server, held, deliveries: Deliveries, guid: str, timeout: float = 60.0) -> float:
@@ -241,7 +276,9 @@ def _kill_when_held(server: Server, held, deliveries: Deliveries, guid: str, tim
     for pid in server.consumers():
         os.kill(pid, signal.SIGKILL)
     held.release.set()
-    done = wait_for(lambda: deliveries.statuses().get(guid, ("", 0))[0] == "done", timeout=timeout, interval=0.1)
+    done = wait_for(
+        lambda: deliveries.statuses().get(guid, ("", 0))[0] == "done", timeout=timeout, interval=0.1
+    )
     assert done, f"not done {timeout:.0f} s after the kill: {deliveries.statuses()}\n{server.log()[-3000:]}"
     return time.monotonic() - killed
 
@@ -263,14 +300,25 @@ def consumer_killed_mid_job(emulator: GitHubEmulator, app_key: tuple[str, str], 
         wait_consumers(server)
         posted = emulator.add_comment(live.REPO, NUMBER, "/bench", "maintainer")
         held = emulator.hold("POST", r"/dispatches$")
-        command = github_data.issue_comment("/bench", number=NUMBER, repo=live.REPO, installation_id=1,
-                                            login="maintainer", comment_id=posted["id"])
+        command = github_data.issue_comment(
+            "/bench",
+            number=NUMBER,
+            repo=live.REPO,
+            installation_id=1,
+            login="maintainer",
+            comment_id=posted["id"],
+        )
         guid = _post(server, "issue_comment", command)
         dispatch_s = _kill_when_held(server, held, deliveries, guid)
         sticky = [c for c in emulator.comments_on(live.REPO, NUMBER) if c["body"].startswith(MARKER)]
         checks = [r for r in emulator.checks_for(live.REPO, HEAD_SHA) if r["name"] == "perfbot / risk"]
-        return MidJob(review_s=review_s, comments=len(sticky), checks=len(checks), dispatch_s=dispatch_s,
-                      dispatches=len(emulator.dispatches))
+        return MidJob(
+            review_s=review_s,
+            comments=len(sticky),
+            checks=len(checks),
+            dispatch_s=dispatch_s,
+            dispatches=len(emulator.dispatches),
+        )
     finally:
         for hold in emulator.holds:
             hold.release.set()
@@ -287,7 +335,9 @@ def _post(server: Server, event: str, payload: dict) -> str:
     return sent.guid
 
 
-def github_faults(emulator: GitHubEmulator, app_key: tuple[str, str], workdir: Path, reviews: int = 6) -> Figures:
+def github_faults(
+    emulator: GitHubEmulator, app_key: tuple[str, str], workdir: Path, reviews: int = 6
+) -> Figures:
     """Reviews of ``reviews`` pull requests in App mode while GitHub answers 500 and 502 (a
     comment made but answered 502), is too slow for the client's timeout, hits a secondary rate
     limit with Retry-After, refuses an installation token once (401), and keeps failing a
@@ -303,9 +353,14 @@ def github_faults(emulator: GitHubEmulator, app_key: tuple[str, str], workdir: P
     emulator.fail("GET", r"/contents/", 403, headers={"Retry-After": "1"}, body=SECONDARY_RATE_LIMIT)
     emulator.fail("POST", r"/check-runs$", 401, body={"message": "Bad credentials"})
     emulator.fail("GET", r"/check-runs$", 502, times=6)
-    settings = Settings(webhook_secrets=(SECRET,), app_id=live.APP_ID, private_key=app_key[0],
-                        github_api_url=emulator.base_url, database_url=f"sqlite:///{workdir / 'perfbot.db'}",
-                        queue_url=f"sqlite:///{workdir / 'queue.db'}")
+    settings = Settings(
+        webhook_secrets=(SECRET,),
+        app_id=live.APP_ID,
+        private_key=app_key[0],
+        github_api_url=emulator.base_url,
+        database_url=f"sqlite:///{workdir / 'perfbot.db'}",
+        queue_url=f"sqlite:///{workdir / 'queue.db'}",
+    )
     github = PyGithubFactory(settings, retry=retry_policy(total=3, backoff=0.05, secondary_wait=1), timeout=2)
     runtime = build(settings, github=github, retry_delay=0.5)
     consumer = runtime.start_consumer(2)
@@ -315,9 +370,13 @@ def github_faults(emulator: GitHubEmulator, app_key: tuple[str, str], workdir: P
     try:
         guids = []
         for number, sha in enumerate(shas, 1):
-            payload = json.dumps(github_data.pull_request("opened", head_sha=sha, number=number, installation_id=1))
+            payload = json.dumps(
+                github_data.pull_request("opened", head_sha=sha, number=number, installation_id=1)
+            )
             guid = str(uuid.uuid4())
-            response = client.post("/webhook", data=payload, headers=signed("pull_request", payload.encode(), guid))
+            response = client.post(
+                "/webhook", data=payload, headers=signed("pull_request", payload.encode(), guid)
+            )
             assert response.status_code == 202
             guids.append(guid)
 
@@ -327,18 +386,29 @@ def github_faults(emulator: GitHubEmulator, app_key: tuple[str, str], workdir: P
 
         wait_for(finished, timeout=120, interval=0.2)
         statuses = deliveries.statuses()
-        comments = [len([c for c in emulator.comments_on(live.REPO, n) if c["body"].startswith(MARKER)])
-                    for n in range(1, reviews + 1)]
+        comments = [
+            len([c for c in emulator.comments_on(live.REPO, n) if c["body"].startswith(MARKER)])
+            for n in range(1, reviews + 1)
+        ]
         checks = [len(emulator.checks_for(live.REPO, sha)) for sha in shas]
         done = sum(1 for g in guids if statuses[g][0] == "done")
         attempts = sum(statuses[g][1] for g in guids)
         return Figures(
             scenario="GitHub answering 500/502, too slow, rate-limited and refusing a token (401)",
-            sent=reviews, acknowledged=reviews, refused=0, unanswered=0, processed=done,
-            lost=reviews - done, doubled=sum(max(0, n - 1) for n in comments) + sum(max(0, n - 1) for n in checks),
+            sent=reviews,
+            acknowledged=reviews,
+            refused=0,
+            unanswered=0,
+            processed=done,
+            lost=reviews - done,
+            doubled=sum(max(0, n - 1) for n in comments) + sum(max(0, n - 1) for n in checks),
             recover_s=time.monotonic() - started,
-            notes=[f"sticky comments per PR {sorted(set(comments))}, check runs per head {sorted(set(checks))}",
-                   f"attempts {attempts} for {reviews} reviews", f"invalid requests {len(emulator.invalid)}"])
+            notes=[
+                f"sticky comments per PR {sorted(set(comments))}, check runs per head {sorted(set(checks))}",
+                f"attempts {attempts} for {reviews} reviews",
+                f"invalid requests {len(emulator.invalid)}",
+            ],
+        )
     finally:
         consumer.stop(graceful=True)
         runtime.close()
@@ -357,18 +427,34 @@ def without_credentials(workdir: Path, count: int = 3) -> tuple[list[str], Figur
     server = Server(workdir, perfbot_env(PERFBOT_LOG_LEVEL="INFO")).start()
     deliveries = Deliveries(f"sqlite:///{workdir / 'perfbot.db'}")
     try:
-        body = [("pull_request", json.dumps(github_data.pull_request("opened", head_sha=f"{n:040x}", number=n)).encode())
-                for n in range(1, count + 1)]
+        body = [
+            (
+                "pull_request",
+                json.dumps(github_data.pull_request("opened", head_sha=f"{n:040x}", number=n)).encode(),
+            )
+            for n in range(1, count + 1)
+        ]
         stream = Stream([server.base], body, rate=10).start()
         stream.join()
         guids = {s.guid for s in stream.sent}
-        wait_for(lambda: all(deliveries.statuses().get(g, ("pending",))[0] != "pending" for g in guids), timeout=60)
+        wait_for(
+            lambda: all(deliveries.statuses().get(g, ("pending",))[0] != "pending" for g in guids), timeout=60
+        )
         statuses = deliveries.statuses()
         failed = sum(1 for g in guids if statuses[g] == ("failed", 1))
         lines = [line for line in server.log().splitlines() if any(g in line for g in guids)]
-        return lines, Figures(scenario="no GitHub credentials", sent=count, acknowledged=len(stream.acknowledged()),
-                              refused=0, unanswered=0, processed=0, lost=0, doubled=0, recover_s=0.0,
-                              notes=[f"failed at once (1 attempt) {failed}"])
+        return lines, Figures(
+            scenario="no GitHub credentials",
+            sent=count,
+            acknowledged=len(stream.acknowledged()),
+            refused=0,
+            unanswered=0,
+            processed=0,
+            lost=0,
+            doubled=0,
+            recover_s=0.0,
+            notes=[f"failed at once (1 attempt) {failed}"],
+        )
     finally:
         server.stop()
         deliveries.close()

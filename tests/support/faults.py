@@ -50,8 +50,14 @@ def installation_deliveries(count: int, first: int = 0) -> list[tuple[str, bytes
     found = []
     for n in range(first, first + count):
         payload = json.loads(json.dumps(template))
-        payload["repositories_added"] = [{**template["repositories_added"][0], "id": 50_000_000 + n,
-                                          "full_name": f"fault/repo-{n}", "name": f"repo-{n}"}]
+        payload["repositories_added"] = [
+            {
+                **template["repositories_added"][0],
+                "id": 50_000_000 + n,
+                "full_name": f"fault/repo-{n}",
+                "name": f"repo-{n}",
+            }
+        ]
         found.append(("installation_repositories", json.dumps(payload).encode()))
     return found
 
@@ -69,8 +75,14 @@ class Stream:
     """Send ``deliveries`` at ``rate`` per second (open loop, from ``senders`` threads) to the
     server(s) ``bases`` name, round robin; `Sent` records what came back."""
 
-    def __init__(self, bases: Sequence[str], deliveries: Sequence[tuple[str, bytes]], rate: float,
-                 senders: int = 8, timeout: float = 10.0):
+    def __init__(
+        self,
+        bases: Sequence[str],
+        deliveries: Sequence[tuple[str, bytes]],
+        rate: float,
+        senders: int = 8,
+        timeout: float = 10.0,
+    ):
         self.bases, self.deliveries, self.rate = list(bases), list(deliveries), rate
         self.senders, self.timeout = senders, timeout
         self.sent: list[Sent] = []
@@ -108,7 +120,9 @@ class Stream:
             record, body, base = job
             time.sleep(max(0.0, record.scheduled - time.monotonic()))
             host, port = base.removeprefix("http://").split(":")
-            connection = connections.get(base) or http.client.HTTPConnection(host, int(port), timeout=self.timeout)
+            connection = connections.get(base) or http.client.HTTPConnection(
+                host, int(port), timeout=self.timeout
+            )
             connections[base] = connection
             try:
                 connection.request("POST", "/webhook", body, signed(record.event, body, record.guid))
@@ -126,9 +140,14 @@ class Stream:
 
 
 def signed(event: str, body: bytes, guid: str) -> dict[str, str]:
-    return {"Content-Type": "application/json", "X-GitHub-Event": event, "X-GitHub-Delivery": guid,
-            "X-GitHub-Hook-ID": "1", "X-Hub-Signature-256": sign(SECRET, body),
-            "User-Agent": "GitHub-Hookshot/faults"}
+    return {
+        "Content-Type": "application/json",
+        "X-GitHub-Event": event,
+        "X-GitHub-Delivery": guid,
+        "X-GitHub-Hook-ID": "1",
+        "X-Hub-Signature-256": sign(SECRET, body),
+        "User-Agent": "GitHub-Hookshot/faults",
+    }
 
 
 # ------------------------------------------------------------------ what became of it
@@ -149,9 +168,11 @@ class Figures:
 
     def line(self) -> str:
         extra = f" ({'; '.join(self.notes)})" if self.notes else ""
-        return (f"{self.scenario}: sent {self.sent}, acknowledged {self.acknowledged}, refused (503) "
-                f"{self.refused}, unanswered {self.unanswered}, processed {self.processed}, lost {self.lost}, "
-                f"doubled {self.doubled}, recovered in {self.recover_s:.1f} s{extra}")
+        return (
+            f"{self.scenario}: sent {self.sent}, acknowledged {self.acknowledged}, refused (503) "
+            f"{self.refused}, unanswered {self.unanswered}, processed {self.processed}, lost {self.lost}, "
+            f"doubled {self.doubled}, recovered in {self.recover_s:.1f} s{extra}"
+        )
 
 
 class Deliveries:
@@ -174,8 +195,15 @@ class Deliveries:
         self.engine.dispose()
 
 
-def judge(scenario: str, stream: Stream, deliveries: Deliveries, fault_ended: float, timeout: float = 120.0,
-          doubled: Callable[[], int] = lambda: 0, notes: Sequence[str] = ()) -> Figures:
+def judge(
+    scenario: str,
+    stream: Stream,
+    deliveries: Deliveries,
+    fault_ended: float,
+    timeout: float = 120.0,
+    doubled: Callable[[], int] = lambda: 0,
+    notes: Sequence[str] = (),
+) -> Figures:
     """Wait (up to ``timeout``) until every acknowledged delivery is processed, then count."""
     acknowledged = {s.guid for s in stream.acknowledged()}
 
@@ -189,11 +217,16 @@ def judge(scenario: str, stream: Stream, deliveries: Deliveries, fault_ended: fl
     recovered = time.monotonic()
     done = processed()
     return Figures(
-        scenario=scenario, sent=len(stream.sent), acknowledged=len(acknowledged),
+        scenario=scenario,
+        sent=len(stream.sent),
+        acknowledged=len(acknowledged),
         refused=sum(1 for s in stream.sent if s.status == 503),
         unanswered=sum(1 for s in stream.sent if s.status == 0),
-        processed=len(done), lost=len(acknowledged - done), doubled=doubled(),
-        recover_s=max(0.0, recovered - fault_ended), notes=list(notes),
+        processed=len(done),
+        lost=len(acknowledged - done),
+        doubled=doubled(),
+        recover_s=max(0.0, recovered - fault_ended),
+        notes=list(notes),
     )
 
 
@@ -204,8 +237,14 @@ class Server:
     """`perfbot serve` in ``workdir`` on a fixed port (so that it can be started again there);
     its output goes to ``workdir / serve.log``."""
 
-    def __init__(self, workdir: Path, env: dict[str, str], args: Sequence[str] = (), port: int | None = None,
-                 logs: Path | None = None):
+    def __init__(
+        self,
+        workdir: Path,
+        env: dict[str, str],
+        args: Sequence[str] = (),
+        port: int | None = None,
+        logs: Path | None = None,
+    ):
         self.workdir, self.env, self.args = workdir, env, list(args)
         self.port = port or free_port()
         self.base = f"http://127.0.0.1:{self.port}"
@@ -214,8 +253,13 @@ class Server:
         self._log = self.log_path.open("ab")
 
     def start(self, timeout: float = 90.0) -> Server:
-        self.process = subprocess.Popen([*PERFBOT, "serve", "--port", str(self.port), *self.args], cwd=self.workdir,
-                                        env=self.env, stdout=self._log, stderr=subprocess.STDOUT)
+        self.process = subprocess.Popen(
+            [*PERFBOT, "serve", "--port", str(self.port), *self.args],
+            cwd=self.workdir,
+            env=self.env,
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
+        )
         if not wait_for(lambda: self.process.poll() is not None or answers(self.base), timeout, interval=0.1):
             raise AssertionError(f"perfbot serve did not answer:\n{self.log()[-3000:]}")
         if self.process.poll() is not None:
@@ -294,8 +338,13 @@ class Worker:
         self.process: subprocess.Popen | None = None
 
     def start(self) -> Worker:
-        self.process = subprocess.Popen([*PERFBOT, "worker", *self.args], cwd=self.workdir, env=self.env,
-                                        stdout=self._log, stderr=subprocess.STDOUT)
+        self.process = subprocess.Popen(
+            [*PERFBOT, "worker", *self.args],
+            cwd=self.workdir,
+            env=self.env,
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
+        )
         return self
 
     def stop(self) -> int:
@@ -327,9 +376,23 @@ class Redis:
         return shutil.which("redis-server") is not None
 
     def start(self) -> Redis:
-        self.process = subprocess.Popen(["redis-server", "--port", str(self.port), "--bind", "127.0.0.1", "--save", "",
-                                         "--appendonly", "no", "--dir", str(self.workdir)],
-                                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        self.process = subprocess.Popen(
+            [
+                "redis-server",
+                "--port",
+                str(self.port),
+                "--bind",
+                "127.0.0.1",
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+                "--dir",
+                str(self.workdir),
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         assert wait_for(lambda: _listening(self.port), timeout=20), "redis-server did not start"
         return self
 
@@ -381,7 +444,9 @@ class Postgres:
 
     def _start(self) -> None:
         options = f"-p {self.port} -c listen_addresses=127.0.0.1 -c unix_socket_directories={self.folder} -c fsync=off"
-        self._run("pg_ctl", "-D", str(self.data), "-o", options, "-l", str(self.folder / "log"), "-w", "start")
+        self._run(
+            "pg_ctl", "-D", str(self.data), "-o", options, "-l", str(self.folder / "log"), "-w", "start"
+        )
 
     def restart(self, down_s: float = 1.0) -> tuple[float, float]:
         """Stop it (fast: connections are cut) and start it again; (down since, up again)."""
@@ -410,8 +475,12 @@ def _listening(port: int) -> bool:
 def tmpfs(size: str) -> Iterator[Path | None]:
     """A tmpfs of ``size`` mounted on a new folder (root only); None where it cannot be mounted."""
     folder = Path(tempfile.mkdtemp(prefix="perfbot-tmpfs-"))
-    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(folder)],
-                             capture_output=True).returncode == 0
+    mounted = (
+        subprocess.run(
+            ["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(folder)], capture_output=True
+        ).returncode
+        == 0
+    )
     try:
         yield folder if mounted else None
     finally:
@@ -440,5 +509,20 @@ def chattr(flags: str, paths: Sequence[Path]) -> bool:
     return subprocess.run(["chattr", flags, *map(str, paths)], capture_output=True).returncode == 0
 
 
-__all__ = ["ROOT", "Deliveries", "Figures", "Postgres", "Redis", "Server", "Stream", "Worker", "chattr",
-           "fill", "health", "installation_deliveries", "judge", "perfbot_env", "tmpfs"]
+__all__ = [
+    "ROOT",
+    "Deliveries",
+    "Figures",
+    "Postgres",
+    "Redis",
+    "Server",
+    "Stream",
+    "Worker",
+    "chattr",
+    "fill",
+    "health",
+    "installation_deliveries",
+    "judge",
+    "perfbot_env",
+    "tmpfs",
+]

@@ -6,8 +6,10 @@ import subprocess
 from pathlib import Path
 
 IDENTITY = {
-    "GIT_AUTHOR_NAME": "Test Author", "GIT_AUTHOR_EMAIL": "author@example.com",
-    "GIT_COMMITTER_NAME": "Test Committer", "GIT_COMMITTER_EMAIL": "committer@example.com",
+    "GIT_AUTHOR_NAME": "Test Author",
+    "GIT_AUTHOR_EMAIL": "author@example.com",
+    "GIT_COMMITTER_NAME": "Test Committer",
+    "GIT_COMMITTER_EMAIL": "committer@example.com",
     "GIT_CONFIG_NOSYSTEM": "1",
 }
 
@@ -21,8 +23,9 @@ class GitBuilder:
         self.git("init", "-q", "-b", "main")
 
     def git(self, *args: str) -> str:
-        done = subprocess.run(["git", "-C", str(self.root), *args], env=self.env, check=True,
-                              capture_output=True)
+        done = subprocess.run(
+            ["git", "-C", str(self.root), *args], env=self.env, check=True, capture_output=True
+        )
         return done.stdout.decode("utf-8", "replace").strip()
 
     def commit(self, subject: str, files: dict[str, str | bytes | None]) -> str:

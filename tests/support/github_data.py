@@ -122,11 +122,25 @@ def workflow_run(action: str, run: dict, **kw) -> dict:
 # The copy of GitHub's examples that the product carries (bot/sandbox/github_examples.json).
 
 VENDORED_REST = (
-    "artifact", "branch-get", "check-run-example-of-completed-conclusion", "commit",
-    "content-file-response-if-content-is-a-file", "diff-entry-items", "full-repository", "installation-token",
-    "integration", "issue", "issue-comment", "commit-comment", "label-items",
-    "private-user-response-with-public-and-private-profile-information", "pull-request", "reaction",
-    "repository-collaborator-permission-response-if-user-has-admin-permissions", "status", "workflow-run",
+    "artifact",
+    "branch-get",
+    "check-run-example-of-completed-conclusion",
+    "commit",
+    "content-file-response-if-content-is-a-file",
+    "diff-entry-items",
+    "full-repository",
+    "installation-token",
+    "integration",
+    "issue",
+    "issue-comment",
+    "commit-comment",
+    "label-items",
+    "private-user-response-with-public-and-private-profile-information",
+    "pull-request",
+    "reaction",
+    "repository-collaborator-permission-response-if-user-has-admin-permissions",
+    "status",
+    "workflow-run",
 )
 
 
@@ -134,31 +148,50 @@ def vendored() -> dict:
     """What bot/sandbox/github_examples.json must hold: the REST examples the stand-in answers
     with, and the webhook examples the payload builders start from (each the one the builders
     above always took: the first of its kind that passes GitHub's schema)."""
-    def first(event: str, action: str | None, test=lambda p: True) -> dict:
-        return next(p for p in webhook_examples(event)
-                    if (action is None or p.get("action") == action) and test(p) and not schema_errors(event, p))
 
-    review = next(p for p in map(_with_discussions, webhook_examples("pull_request_review"))
-                  if p.get("action") == "submitted" and not schema_errors("pull_request_review", p))
-    comment = next(p for p in webhook_examples("issue_comment") if p.get("action") == "created" and p.get("installation"))
+    def first(event: str, action: str | None, test=lambda p: True) -> dict:
+        return next(
+            p
+            for p in webhook_examples(event)
+            if (action is None or p.get("action") == action) and test(p) and not schema_errors(event, p)
+        )
+
+    review = next(
+        p
+        for p in map(_with_discussions, webhook_examples("pull_request_review"))
+        if p.get("action") == "submitted" and not schema_errors("pull_request_review", p)
+    )
+    comment = next(
+        p for p in webhook_examples("issue_comment") if p.get("action") == "created" and p.get("installation")
+    )
     webhooks = {
         "pull_request.opened": first("pull_request", "opened"),
         "issue_comment.created": comment,
         "pull_request_review.submitted": review,
         "workflow_run.completed": first("workflow_run", "completed"),
         "check_run": first("check_run", None),
-        "installation.created": [p for p in webhook_examples("installation") if p.get("action") == "created"][0],
-        "installation_repositories.added":
-            [p for p in webhook_examples("installation_repositories") if p.get("action") == "added"][0],
+        "installation.created": [p for p in webhook_examples("installation") if p.get("action") == "created"][
+            0
+        ],
+        "installation_repositories.added": [
+            p for p in webhook_examples("installation_repositories") if p.get("action") == "added"
+        ][0],
     }
-    sources = {name: (ensure() / f"{name}.source").read_text().strip()
-               for name in ("rest-openapi.json", "webhooks-examples.json")}
-    return {"sources": sources, "rest": {name: rest_example(name) for name in VENDORED_REST}, "webhooks": webhooks}
+    sources = {
+        name: (ensure() / f"{name}.source").read_text().strip()
+        for name in ("rest-openapi.json", "webhooks-examples.json")
+    }
+    return {
+        "sources": sources,
+        "rest": {name: rest_example(name) for name in VENDORED_REST},
+        "webhooks": webhooks,
+    }
 
 
 def write_vendored() -> Path:
-    examples.DATA.write_text(json.dumps(vendored(), indent=1, sort_keys=True, ensure_ascii=False) + "\n",
-                             encoding="utf-8")
+    examples.DATA.write_text(
+        json.dumps(vendored(), indent=1, sort_keys=True, ensure_ascii=False) + "\n", encoding="utf-8"
+    )
     return examples.DATA
 
 

@@ -29,8 +29,14 @@ def ensure() -> Path:
     if npm is None:
         raise MissingMermaid("npm is not installed (apt-get install npm)")
     CACHE.mkdir(parents=True, exist_ok=True)
-    packed = subprocess.run([npm, "pack", "--silent", f"mermaid@{VERSION}"], cwd=CACHE, capture_output=True,
-                            text=True, timeout=300, check=False)
+    packed = subprocess.run(
+        [npm, "pack", "--silent", f"mermaid@{VERSION}"],
+        cwd=CACHE,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
     archive = CACHE / f"mermaid-{VERSION}.tgz"
     if packed.returncode != 0 or not archive.is_file():
         raise MissingMermaid(f"npm pack mermaid@{VERSION} failed: {packed.stderr.strip()[-300:]}")

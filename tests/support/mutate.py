@@ -39,47 +39,104 @@ TESTS: dict[str, tuple[str, ...]] = {
     "bot/core/commands/grammar.py": ("tests/core/commands",),
     "bot/core/bisect/plan.py": ("tests/core/bisect/test_plan.py",),
     # Quickest first: most mutants are killed by the first test that runs them (-x).
-    "bot/core/risk/scoring.py": ("tests/core/risk/test_scoring.py", "tests/core/risk/test_scoring_edges.py",
-                                 "tests/core/render/test_risk.py",
-                                 "tests/core/render/test_comment.py", "tests/core/risk/test_changes.py",
-                                 "tests/core/risk/test_report_json.py"),
+    "bot/core/risk/scoring.py": (
+        "tests/core/risk/test_scoring.py",
+        "tests/core/risk/test_scoring_edges.py",
+        "tests/core/render/test_risk.py",
+        "tests/core/render/test_comment.py",
+        "tests/core/risk/test_changes.py",
+        "tests/core/risk/test_report_json.py",
+    ),
     # The report, its words and its JSON, and where a line sits: split off scoring.py, judged by its tests.
-    "bot/core/risk/places.py": ("tests/core/risk/test_scoring.py", "tests/core/risk/test_scoring_edges.py",
-                                "tests/core/render/test_risk.py", "tests/core/risk/test_report_json.py"),
-    "bot/core/risk/reasons.py": ("tests/core/risk/test_scoring_edges.py", "tests/core/risk/test_scoring.py",
-                                 "tests/core/render/test_risk.py", "tests/core/render/test_comment.py",
-                                 "tests/core/risk/test_report_json.py"),
-    "bot/core/risk/report.py": ("tests/core/risk/test_scoring.py", "tests/core/risk/test_scoring_edges.py",
-                                "tests/core/render/test_risk.py", "tests/core/render/test_comment.py",
-                                "tests/core/risk/test_report_json.py"),
+    "bot/core/risk/places.py": (
+        "tests/core/risk/test_scoring.py",
+        "tests/core/risk/test_scoring_edges.py",
+        "tests/core/render/test_risk.py",
+        "tests/core/risk/test_report_json.py",
+    ),
+    "bot/core/risk/reasons.py": (
+        "tests/core/risk/test_scoring_edges.py",
+        "tests/core/risk/test_scoring.py",
+        "tests/core/render/test_risk.py",
+        "tests/core/render/test_comment.py",
+        "tests/core/risk/test_report_json.py",
+    ),
+    "bot/core/risk/report.py": (
+        "tests/core/risk/test_scoring.py",
+        "tests/core/risk/test_scoring_edges.py",
+        "tests/core/render/test_risk.py",
+        "tests/core/render/test_comment.py",
+        "tests/core/risk/test_report_json.py",
+    ),
     # What a hunk is (cosmetic, rename, move, sweep, import-time set-up), the pins a manifest moves,
     # the rules themselves (every weight and pattern is in the docs' rule table) and triage's order.
-    "bot/core/risk/changes.py": ("tests/core/risk/test_gate_rules.py", "tests/core/risk/test_changes.py",
-                                 "tests/core/risk/test_scoring.py", "tests/core/risk/test_scoring_edges.py"),
-    "bot/core/risk/manifests.py": ("tests/core/risk/test_manifests.py", "tests/core/risk/test_gate_rules.py",
-                                   "tests/core/risk/test_scoring.py"),
-    "bot/core/risk/profiles.py": ("tests/core/risk/test_gate_rules.py", "tests/core/render/test_risk.py",
-                                  "tests/core/risk/test_scoring.py"),
+    "bot/core/risk/changes.py": (
+        "tests/core/risk/test_gate_rules.py",
+        "tests/core/risk/test_changes.py",
+        "tests/core/risk/test_scoring.py",
+        "tests/core/risk/test_scoring_edges.py",
+    ),
+    "bot/core/risk/manifests.py": (
+        "tests/core/risk/test_manifests.py",
+        "tests/core/risk/test_gate_rules.py",
+        "tests/core/risk/test_scoring.py",
+    ),
+    "bot/core/risk/profiles.py": (
+        "tests/core/risk/test_gate_rules.py",
+        "tests/core/render/test_risk.py",
+        "tests/core/risk/test_scoring.py",
+    ),
     "bot/core/risk/triage.py": ("tests/core/risk/test_triage.py", "tests/core/risk/test_gate_rules.py"),
-    "bot/core/risk/serialise.py": ("tests/core/risk/test_report_json.py", "tests/cli/test_score_triage_config.py"),
+    "bot/core/risk/serialise.py": (
+        "tests/core/risk/test_report_json.py",
+        "tests/cli/test_score_triage_config.py",
+    ),
     # The per-step map's rules and the call graph they follow.
-    "bot/core/risk/callgraph.py": ("tests/core/risk/test_callgraph.py", "tests/core/risk/test_stepmap_scoring.py"),
-    "bot/core/risk/stepmap_scoring.py": ("tests/core/risk/test_stepmap_scoring.py", "tests/cli/test_score_map.py"),
-    "bot/core/judge/stats.py": ("tests/core/judge/test_stats_edges.py", "tests/core/judge/test_stats.py",
-                                "tests/core/bisect/test_report.py",
-                                "tests/core/judge/test_speculation.py", "tests/core/judge/test_results.py",
-                                "tests/core/judge/test_replays.py", "tests/core/judge/test_outliers.py"),
+    "bot/core/risk/callgraph.py": (
+        "tests/core/risk/test_callgraph.py",
+        "tests/core/risk/test_stepmap_scoring.py",
+    ),
+    "bot/core/risk/stepmap_scoring.py": (
+        "tests/core/risk/test_stepmap_scoring.py",
+        "tests/cli/test_score_map.py",
+    ),
+    "bot/core/judge/stats.py": (
+        "tests/core/judge/test_stats_edges.py",
+        "tests/core/judge/test_stats.py",
+        "tests/core/bisect/test_report.py",
+        "tests/core/judge/test_speculation.py",
+        "tests/core/judge/test_results.py",
+        "tests/core/judge/test_replays.py",
+        "tests/core/judge/test_outliers.py",
+    ),
     # The direction rule and the minimum effect the comparison and the history share.
-    "bot/core/vocabulary.py": ("tests/core/test_vocabulary.py", "tests/core/judge/test_stats_edges.py",
-                               "tests/core/judge/test_stats.py", "tests/core/history/test_changepoints.py",
-                               "tests/core/config/test_schema.py"),
+    "bot/core/vocabulary.py": (
+        "tests/core/test_vocabulary.py",
+        "tests/core/judge/test_stats_edges.py",
+        "tests/core/judge/test_stats.py",
+        "tests/core/history/test_changepoints.py",
+        "tests/core/config/test_schema.py",
+    ),
     "bot/core/bench/artifact.py": ("tests/core/bench/test_artifact.py",),
 }
 _SWAPS: dict[type, type] = {
-    ast.Lt: ast.LtE, ast.LtE: ast.Lt, ast.Gt: ast.GtE, ast.GtE: ast.Gt, ast.Eq: ast.NotEq,
-    ast.NotEq: ast.Eq, ast.In: ast.NotIn, ast.NotIn: ast.In, ast.Is: ast.IsNot, ast.IsNot: ast.Is,
-    ast.And: ast.Or, ast.Or: ast.And, ast.Add: ast.Sub, ast.Sub: ast.Add, ast.Mult: ast.Div,
-    ast.Div: ast.Mult, ast.FloorDiv: ast.Div,
+    ast.Lt: ast.LtE,
+    ast.LtE: ast.Lt,
+    ast.Gt: ast.GtE,
+    ast.GtE: ast.Gt,
+    ast.Eq: ast.NotEq,
+    ast.NotEq: ast.Eq,
+    ast.In: ast.NotIn,
+    ast.NotIn: ast.In,
+    ast.Is: ast.IsNot,
+    ast.IsNot: ast.Is,
+    ast.And: ast.Or,
+    ast.Or: ast.And,
+    ast.Add: ast.Sub,
+    ast.Sub: ast.Add,
+    ast.Mult: ast.Div,
+    ast.Div: ast.Mult,
+    ast.FloorDiv: ast.Div,
 }
 
 
@@ -102,8 +159,13 @@ def _skipped(tree: ast.Module) -> set[int]:
     skipped: set[int] = set()
     for node in ast.walk(tree):
         body = getattr(node, "body", None)
-        if isinstance(body, list) and body and isinstance(body[0], ast.Expr) \
-                and isinstance(body[0].value, ast.Constant) and isinstance(body[0].value.value, str):
+        if (
+            isinstance(body, list)
+            and body
+            and isinstance(body[0], ast.Expr)
+            and isinstance(body[0].value, ast.Constant)
+            and isinstance(body[0].value.value, str)
+        ):
             skipped.update(id(n) for n in ast.walk(body[0]))
         for annotation in _annotations(node):
             skipped.update(id(n) for n in ast.walk(annotation))
@@ -131,8 +193,11 @@ def _sites(tree: ast.Module) -> list[tuple[ast.AST, str]]:
         if id(node) in skipped:
             continue
         if isinstance(node, ast.Compare):
-            found += [(node, f"comparison {i}: {type(op).__name__} -> {_SWAPS[type(op)].__name__}")
-                      for i, op in enumerate(node.ops) if type(op) in _SWAPS]
+            found += [
+                (node, f"comparison {i}: {type(op).__name__} -> {_SWAPS[type(op)].__name__}")
+                for i, op in enumerate(node.ops)
+                if type(op) in _SWAPS
+            ]
         elif isinstance(node, ast.BoolOp | ast.BinOp) and type(node.op) in _SWAPS:
             found.append((node, f"{type(node.op).__name__} -> {_SWAPS[type(node.op)].__name__}"))
         elif isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
@@ -200,15 +265,22 @@ def _run_tests(where: Path, tests: tuple[str, ...], timeout: float) -> tuple[boo
     env = {**os.environ, "PYTHONPATH": str(where), "PYTHONDONTWRITEBYTECODE": "1"}
     began = time.monotonic()
     try:
-        done = subprocess.run([sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", *tests],
-                              cwd=where, env=env, capture_output=True, timeout=timeout, check=False)
+        done = subprocess.run(
+            [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", *tests],
+            cwd=where,
+            env=env,
+            capture_output=True,
+            timeout=timeout,
+            check=False,
+        )
     except subprocess.TimeoutExpired:
         return False, timeout
     return done.returncode == 0, time.monotonic() - began
 
 
-def run_module(module: str, workers: int, most: int | None = None,
-               only: set[tuple[int, str]] | None = None) -> list[Outcome]:
+def run_module(
+    module: str, workers: int, most: int | None = None, only: set[tuple[int, str]] | None = None
+) -> list[Outcome]:
     """Try every mutant of ``module`` (or ``most`` of them, spread evenly over the file; or those
     whose (line, change) is in ``only``), ``workers`` at a time, each in a scratch copy of its own."""
     tests = TESTS[module]
@@ -248,8 +320,13 @@ def run_module(module: str, workers: int, most: int | None = None,
 
 def changed_modules(base: str) -> list[str]:
     """The modules of `TESTS` that differ from ``base`` (a git revision)."""
-    done = subprocess.run(["git", "diff", "--name-only", base, "--", *TESTS], cwd=ROOT, capture_output=True,
-                          text=True, check=False)
+    done = subprocess.run(
+        ["git", "diff", "--name-only", base, "--", *TESTS],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     if done.returncode != 0:  # a shallow clone, a first commit: nothing to compare with
         print(f"cannot compare with {base} ({done.stderr.strip()[:200]}): no module mutated")
         return []
@@ -262,7 +339,7 @@ def _survivors(path: Path, module: str) -> set[tuple[int, str]]:
     for line in path.read_text().splitlines():
         prefix = f"<!-- survived {module}:"
         if line.startswith(prefix) and line.endswith(" -->"):
-            number, _, change = line[len(prefix):-4].partition(": ")
+            number, _, change = line[len(prefix) : -4].partition(": ")
             found.add((int(number), change))
     return found
 
@@ -272,12 +349,24 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("modules", nargs="*", help=f"modules to mutate (default: {', '.join(TESTS)})")
     parser.add_argument("--changed", metavar="REV", help="only the modules that differ from REV")
     parser.add_argument("--workers", type=int, default=os.cpu_count() or 1)
-    parser.add_argument("--fail-under", type=float, default=0.0, metavar="PCT",
-                        help="exit 1 when a module scores below PCT percent")
-    parser.add_argument("--max-mutants", type=int, metavar="N",
-                        help="at most N mutants per module, spread evenly over it (a reduced run)")
-    parser.add_argument("--survivors", metavar="FILE",
-                        help="only the mutants an earlier run's output (FILE) lists as survivors")
+    parser.add_argument(
+        "--fail-under",
+        type=float,
+        default=0.0,
+        metavar="PCT",
+        help="exit 1 when a module scores below PCT percent",
+    )
+    parser.add_argument(
+        "--max-mutants",
+        type=int,
+        metavar="N",
+        help="at most N mutants per module, spread evenly over it (a reduced run)",
+    )
+    parser.add_argument(
+        "--survivors",
+        metavar="FILE",
+        help="only the mutants an earlier run's output (FILE) lists as survivors",
+    )
     args = parser.parse_args(argv)
     modules = changed_modules(args.changed) if args.changed else (args.modules or list(TESTS))
     unknown = [m for m in modules if m not in TESTS]
@@ -296,11 +385,16 @@ def main(argv: list[str] | None = None) -> int:
         score = 100 * killed / len(outcomes) if outcomes else 100.0
         below |= score < args.fail_under
         survivors += [o.mutant for o in outcomes if not o.killed]
-        print(f"| `{module}` | {len(outcomes)} | {killed} | {len(outcomes) - killed} | {score:.0f}% |"
-              f" <!-- {time.monotonic() - began:.0f} s -->", flush=True)
+        print(
+            f"| `{module}` | {len(outcomes)} | {killed} | {len(outcomes) - killed} | {score:.0f}% |"
+            f" <!-- {time.monotonic() - began:.0f} s -->",
+            flush=True,
+        )
         for outcome in outcomes:
             if not outcome.killed:
-                print(f"<!-- survived {module}:{outcome.mutant.line}: {outcome.mutant.change} -->", flush=True)
+                print(
+                    f"<!-- survived {module}:{outcome.mutant.line}: {outcome.mutant.change} -->", flush=True
+                )
     print("\nSurvivors:")
     for m in survivors:
         print(f"- {m.module}:{m.line}: {m.change}")

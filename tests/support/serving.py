@@ -58,15 +58,22 @@ def _consumers(commands: dict[int, str]) -> list[int]:
 
 
 @contextmanager
-def serving(cwd: Path, env: dict[str, str], start_timeout: float = 60, port: int | None = None) -> Iterator[str]:
+def serving(
+    cwd: Path, env: dict[str, str], start_timeout: float = 60, port: int | None = None
+) -> Iterator[str]:
     """`served`, yielding only the base URL."""
     with served(cwd, env, start_timeout, port=port) as server:
         yield server.base
 
 
 @contextmanager
-def served(cwd: Path, env: dict[str, str], start_timeout: float = 60, args: Sequence[str] = (),
-           port: int | None = None) -> Iterator[Served]:
+def served(
+    cwd: Path,
+    env: dict[str, str],
+    start_timeout: float = 60,
+    args: Sequence[str] = (),
+    port: int | None = None,
+) -> Iterator[Served]:
     """Run `perfbot serve` with ``args`` in ``cwd`` on ``port`` (else a free one) until /healthz
     answers, and yield it; afterwards stop it with SIGTERM, as a supervisor would, and require a
     clean exit that leaves none of its processes behind."""

@@ -12,9 +12,14 @@ import pytest
 from .missing import IN_CI
 
 # What a skip's reason names, and what to call it in the line.
-NEEDS = (("PERFBOT_TEST_POSTGRES_URL", "PostgreSQL"), ("PERFBOT_TEST_REDIS_URL", "Redis"),
-         ("GitHub test data", "GitHub's test data (npm)"), ("chromium", "Chromium"), ("torch", "torch"),
-         ("playwright", "Playwright"))
+NEEDS = (
+    ("PERFBOT_TEST_POSTGRES_URL", "PostgreSQL"),
+    ("PERFBOT_TEST_REDIS_URL", "Redis"),
+    ("GitHub test data", "GitHub's test data (npm)"),
+    ("chromium", "Chromium"),
+    ("torch", "torch"),
+    ("playwright", "Playwright"),
+)
 HOW = "`make test-all` installs and starts them as CI does (Debian's packages: needs root or sudo)"
 
 
@@ -34,5 +39,6 @@ def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Co
         reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
         wanting[next((name for key, name in NEEDS if key.lower() in reason.lower()), "other reasons")] += 1
     what = ", ".join(f"{name} ({count})" for name, count in wanting.most_common())
-    terminalreporter.write_line(f"perfbot: {len(skipped)} tests skipped for want of {what}: {HOW}",
-                                yellow=True, bold=True)
+    terminalreporter.write_line(
+        f"perfbot: {len(skipped)} tests skipped for want of {what}: {HOW}", yellow=True, bold=True
+    )

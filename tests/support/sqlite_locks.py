@@ -20,12 +20,14 @@ told = select.select([sys.stdin], [], [], float(sys.argv[2]))[0]
 """
 _SQLITE = _HOLD.format(
     take="import sqlite3\nconnection = sqlite3.connect(sys.argv[1], isolation_level=None)\n"
-         "connection.execute('BEGIN IMMEDIATE')",
-    let_go="connection.execute('ROLLBACK')")
+    "connection.execute('BEGIN IMMEDIATE')",
+    let_go="connection.execute('ROLLBACK')",
+)
 _WRITER = _HOLD.format(
     take="from bot.adapters.sqlite_files import WriterLock, lock_file_beside\n"
-         "lock = WriterLock(lock_file_beside(sys.argv[1]))\nlock.__enter__()",
-    let_go="lock.__exit__(None, None, None)")
+    "lock = WriterLock(lock_file_beside(sys.argv[1]))\nlock.__enter__()",
+    let_go="lock.__exit__(None, None, None)",
+)
 
 
 @contextmanager
@@ -46,8 +48,12 @@ def writer_lock_held(database: Path, hold_s: float = GITHUB_TIMEOUT_S) -> Iterat
 
 @contextmanager
 def _held(script: str, database: Path, hold_s: float) -> Iterator[Callable[[], bool]]:
-    holder = subprocess.Popen([sys.executable, "-c", script, str(database), str(hold_s)],
-                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    holder = subprocess.Popen(
+        [sys.executable, "-c", script, str(database), str(hold_s)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     try:
         assert holder.stdout is not None and holder.stdout.readline().strip() == "locked"
         yield lambda: holder.poll() is None

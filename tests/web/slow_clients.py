@@ -19,8 +19,10 @@ TRICKLE_S = 1.0
 OPENINGS = {
     "idle": b"",
     "headers": b"POST /webhook HTTP/1.1\r\nHost: perfbot\r\nX-Slow: ",
-    "body": (b"POST /webhook HTTP/1.1\r\nHost: perfbot\r\nContent-Type: application/json\r\n"
-             b"X-GitHub-Event: ping\r\nContent-Length: 1000000\r\n\r\n{"),
+    "body": (
+        b"POST /webhook HTTP/1.1\r\nHost: perfbot\r\nContent-Type: application/json\r\n"
+        b"X-GitHub-Event: ping\r\nContent-Length: 1000000\r\n\r\n{"
+    ),
 }
 
 

@@ -30,9 +30,13 @@ ROOT = Path(__file__).resolve().parents[2]
 @pytest.fixture
 def setup(tmp_path, emulator):
     env_file = tmp_path / "perfbot-app.env"
-    settings = Settings(database_url=f"sqlite:///{tmp_path / 'perfbot.db'}", queue_url=f"sqlite:///{tmp_path / 'q.db'}",
-                        github_api_url=emulator.base_url, github_web_url=emulator.base_url,
-                        register_app_to=str(env_file))
+    settings = Settings(
+        database_url=f"sqlite:///{tmp_path / 'perfbot.db'}",
+        queue_url=f"sqlite:///{tmp_path / 'q.db'}",
+        github_api_url=emulator.base_url,
+        github_web_url=emulator.base_url,
+        register_app_to=str(env_file),
+    )
     runtime = build(settings)
     yield create_app(settings, runtime.services).test_client(), emulator, env_file
     runtime.close()
@@ -55,8 +59,12 @@ def github_creates_the_app(action: str, form: dict) -> str:
     assert shown.status_code == 200
     fields = dict(re.findall(r'<input type="hidden" name="(\w+)" value="([^"]*)">', shown.text))
     fields = {k: html.unescape(v) for k, v in fields.items()}
-    created = requests.post(f"{urlsplit(action).scheme}://{urlsplit(action).netloc}/settings/apps/new/create",
-                            data=fields, allow_redirects=False, timeout=10)
+    created = requests.post(
+        f"{urlsplit(action).scheme}://{urlsplit(action).netloc}/settings/apps/new/create",
+        data=fields,
+        allow_redirects=False,
+        timeout=10,
+    )
     assert created.status_code == 302
     return created.headers["Location"]
 
@@ -76,8 +84,9 @@ def test_the_app_is_registered_and_its_credentials_written_where_the_settings_re
     page = answer.get_data(as_text=True)
     assert answer.status_code == 200, page
     [created] = emulator.created_apps
-    assert [r.path for r in emulator.requests if "conversions" in r.path] == \
-        [f"/app-manifests/{parse_qs(back.query)['code'][0]}/conversions"]
+    assert [r.path for r in emulator.requests if "conversions" in r.path] == [
+        f"/app-manifests/{parse_qs(back.query)['code'][0]}/conversions"
+    ]
 
     key_file = env_file.with_name("perfbot-app.private-key.pem")
     for path in (env_file, key_file):
@@ -86,15 +95,28 @@ def test_the_app_is_registered_and_its_credentials_written_where_the_settings_re
     settings = Settings.from_env(written)
     assert (settings.mode, settings.app_id) == ("app", created["id"])
     assert settings.webhook_secrets == (created["webhook_secret"],)
-    assert (settings.oauth_client_id, settings.oauth_client_secret) == (created["client_id"], created["client_secret"])
+    assert (settings.oauth_client_id, settings.oauth_client_secret) == (
+        created["client_id"],
+        created["client_secret"],
+    )
     assert settings.sign_in_enabled and settings.public_url == PUBLIC
     # The key GitHub handed over is the App's: GitHub takes a token it signed.
-    token = jwt.encode({"iat": 0, "exp": 2**31, "iss": str(settings.app_id)}, settings.private_key, algorithm="RS256")
-    assert requests.get(f"{emulator.base_url}/app", headers={"Authorization": f"Bearer {token}"},
-                        timeout=10).json()["id"] == created["id"]
+    token = jwt.encode(
+        {"iat": 0, "exp": 2**31, "iss": str(settings.app_id)}, settings.private_key, algorithm="RS256"
+    )
+    assert (
+        requests.get(
+            f"{emulator.base_url}/app", headers={"Authorization": f"Bearer {token}"}, timeout=10
+        ).json()["id"]
+        == created["id"]
+    )
 
-    for secret in (created["webhook_secret"], created["client_secret"], created["pem"].splitlines()[1],
-                   written["PERFBOT_SESSION_SECRET"]):
+    for secret in (
+        created["webhook_secret"],
+        created["client_secret"],
+        created["pem"].splitlines()[1],
+        written["PERFBOT_SESSION_SECRET"],
+    ):
         assert secret not in page and secret not in caplog.text
     assert str(created["id"]) in page and "PERFBOT_WEBHOOK_SECRET" in page and "installations/new" in page
 
@@ -145,12 +167,15 @@ def test_a_used_code_is_refused_by_github_and_said_so(setup):
     assert not env_file.exists()
 
 
-@pytest.mark.parametrize("query, problem", [
-    ({"public_url": "javascript:alert(1)"}, "the public address"),
-    ({"public_url": PUBLIC, "owner": "-bad/owner"}, "the organisation"),
-    ({"public_url": PUBLIC, "name": "x" * 40}, "the App's name"),
-    ({"public_url": "https://elsewhere.example.test"}, "the address this page is open at"),
-])
+@pytest.mark.parametrize(
+    "query, problem",
+    [
+        ({"public_url": "javascript:alert(1)"}, "the public address"),
+        ({"public_url": PUBLIC, "owner": "-bad/owner"}, "the organisation"),
+        ({"public_url": PUBLIC, "name": "x" * 40}, "the App's name"),
+        ({"public_url": "https://elsewhere.example.test"}, "the address this page is open at"),
+    ],
+)
 def test_bad_answers_to_the_first_step_are_said_and_post_nothing(setup, query, problem):
     client, _, _ = setup
     answer = client.get("/setup/app", query_string=query, base_url=PUBLIC)
@@ -159,7 +184,9 @@ def test_bad_answers_to_the_first_step_are_said_and_post_nothing(setup, query, p
 
 
 def test_the_setup_pages_exist_only_while_registering(tmp_path, emulator):
-    settings = Settings(database_url=f"sqlite:///{tmp_path / 'perfbot.db'}", queue_url=f"sqlite:///{tmp_path / 'q.db'}")
+    settings = Settings(
+        database_url=f"sqlite:///{tmp_path / 'perfbot.db'}", queue_url=f"sqlite:///{tmp_path / 'q.db'}"
+    )
     runtime = build(settings)
     try:
         client = create_app(settings, runtime.services).test_client()
@@ -172,6 +199,13 @@ def test_the_setup_pages_exist_only_while_registering(tmp_path, emulator):
 def test_the_manifest_is_the_one_in_the_repository():
     kept = json.loads((ROOT / "app-manifest.json").read_text())
     served = app_setup.manifest("https://perfbot.example.com", "perfbot")
-    for key in ("description", "hook_attributes", "callback_urls", "request_oauth_on_install", "public",
-                "default_permissions", "default_events"):
+    for key in (
+        "description",
+        "hook_attributes",
+        "callback_urls",
+        "request_oauth_on_install",
+        "public",
+        "default_permissions",
+        "default_events",
+    ):
         assert served[key] == kept[key], key

@@ -30,9 +30,16 @@ def echo_app() -> Flask:
     @app.route("/", methods=["GET", "POST", "PUT"])
     def echo(anything: str = ""):
         body = request.get_data(cache=False)
-        return jsonify({"method": request.method, "path": request.path, "query": request.query_string.decode(),
-                        "sha": hashlib.sha256(body).hexdigest(), "length": len(body),
-                        "headers": {k.lower(): v for k, v in request.headers.items()}})
+        return jsonify(
+            {
+                "method": request.method,
+                "path": request.path,
+                "query": request.query_string.decode(),
+                "sha": hashlib.sha256(body).hexdigest(),
+                "length": len(body),
+                "headers": {k.lower(): v for k, v in request.headers.items()},
+            }
+        )
 
     return app
 
@@ -49,10 +56,22 @@ class Recorder:
         return []
 
 
-def scope(method: str = "POST", path: str = "/", headers: list[tuple[bytes, bytes]] = (), query: bytes = b"") -> dict:
-    return {"type": "http", "http_version": "1.1", "method": method, "scheme": "http", "path": path,
-            "raw_path": path.encode(), "query_string": query, "root_path": "", "headers": list(headers),
-            "server": ("127.0.0.1", 8000), "client": ("127.0.0.1", 50000)}
+def scope(
+    method: str = "POST", path: str = "/", headers: list[tuple[bytes, bytes]] = (), query: bytes = b""
+) -> dict:
+    return {
+        "type": "http",
+        "http_version": "1.1",
+        "method": method,
+        "scheme": "http",
+        "path": path,
+        "raw_path": path.encode(),
+        "query_string": query,
+        "root_path": "",
+        "headers": list(headers),
+        "server": ("127.0.0.1", 8000),
+        "client": ("127.0.0.1", 50000),
+    }
 
 
 def call(app, request_scope: dict, messages: list[dict] | None) -> list[dict]:
@@ -78,7 +97,10 @@ def call(app, request_scope: dict, messages: list[dict] | None) -> list[dict]:
 def chunks_of(body: bytes, cuts: list[int]) -> list[dict]:
     points = sorted({c % (len(body) + 1) for c in cuts} | {0, len(body)})
     pieces = [body[a:b] for a, b in zip(points, points[1:], strict=False)] or [b""]
-    return [{"type": "http.request", "body": piece, "more_body": n < len(pieces) - 1} for n, piece in enumerate(pieces)]
+    return [
+        {"type": "http.request", "body": piece, "more_body": n < len(pieces) - 1}
+        for n, piece in enumerate(pieces)
+    ]
 
 
 def answer(sent: list[dict]) -> tuple[int, dict[bytes, bytes], bytes]:
@@ -87,10 +109,15 @@ def answer(sent: list[dict]) -> tuple[int, dict[bytes, bytes], bytes]:
 
 
 @settings(max_examples=80, deadline=None)
-@given(body=st.binary(max_size=70_000), cuts=st.lists(st.integers(min_value=0), max_size=12),
-       declared=st.booleans())
+@given(
+    body=st.binary(max_size=70_000),
+    cuts=st.lists(st.integers(min_value=0), max_size=12),
+    declared=st.booleans(),
+)
 def test_the_app_gets_the_body_byte_for_byte_however_it_came_in_chunks(body, cuts, declared):
-    headers = [(b"content-length", str(len(body)).encode())] if declared else [(b"transfer-encoding", b"chunked")]
+    headers = (
+        [(b"content-length", str(len(body)).encode())] if declared else [(b"transfer-encoding", b"chunked")]
+    )
     status, _, raw = answer(call(echo_app(), scope(headers=headers), chunks_of(body, cuts)))
     got = json.loads(raw)
     assert status == 200
@@ -99,18 +126,26 @@ def test_the_app_gets_the_body_byte_for_byte_however_it_came_in_chunks(body, cut
 
 
 header_names = st.from_regex(r"x-[a-z0-9-]{1,20}", fullmatch=True)
-header_values = st.text(st.characters(min_codepoint=0x20, max_codepoint=0xFF, blacklist_characters="\x7f"),
-                        max_size=40).map(str.strip)
+header_values = st.text(
+    st.characters(min_codepoint=0x20, max_codepoint=0xFF, blacklist_characters="\x7f"), max_size=40
+).map(str.strip)
 
 
 @settings(max_examples=80, deadline=None)
-@given(headers=st.lists(st.tuples(header_names, header_values), max_size=8),
-       path=st.text(st.characters(blacklist_categories=["Cs", "Cc"], blacklist_characters="/?#%\\"), max_size=20),
-       query=st.from_regex(r"[a-z0-9=&]{0,30}", fullmatch=True))
+@given(
+    headers=st.lists(st.tuples(header_names, header_values), max_size=8),
+    path=st.text(
+        st.characters(blacklist_categories=["Cs", "Cc"], blacklist_characters="/?#%\\"), max_size=20
+    ),
+    query=st.from_regex(r"[a-z0-9=&]{0,30}", fullmatch=True),
+)
 def test_the_app_gets_the_headers_path_and_query_the_client_sent(headers, path, query):
     raw_headers = [(name.encode(), value.encode("latin-1")) for name, value in headers]
-    sent = call(echo_app(), scope("GET", f"/p/{path}", raw_headers, query.encode()),
-                [{"type": "http.request", "body": b""}])
+    sent = call(
+        echo_app(),
+        scope("GET", f"/p/{path}", raw_headers, query.encode()),
+        [{"type": "http.request", "body": b""}],
+    )
     status, _, raw = answer(sent)
     got = json.loads(raw)
     assert status == 200
@@ -129,7 +164,9 @@ def test_a_declared_body_over_the_cap_is_refused_with_413_before_any_of_it_is_re
 
 
 def test_a_content_length_that_is_no_number_is_left_to_the_body_itself():
-    sent = call(echo_app(), scope(headers=[(b"content-length", b"ten")]), [{"type": "http.request", "body": b"{}"}])
+    sent = call(
+        echo_app(), scope(headers=[(b"content-length", b"ten")]), [{"type": "http.request", "body": b"{}"}]
+    )
     status, _, raw = answer(sent)
     assert (status, json.loads(raw)["length"]) == (200, 2)
 
@@ -137,7 +174,9 @@ def test_a_content_length_that_is_no_number_is_left_to_the_body_itself():
 def test_a_chunked_body_that_grows_over_the_cap_is_refused_with_413():
     app = Recorder()
     piece = b"x" * (1024 * 1024)
-    messages = [{"type": "http.request", "body": piece, "more_body": True} for _ in range(MAX_BODY // len(piece) + 1)]
+    messages = [
+        {"type": "http.request", "body": piece, "more_body": True} for _ in range(MAX_BODY // len(piece) + 1)
+    ]
     status, _, _ = answer(call(app, scope(headers=[(b"transfer-encoding", b"chunked")]), messages))
     assert (status, app.calls) == (413, 0)
 

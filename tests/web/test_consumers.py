@@ -51,8 +51,12 @@ def test_consumers_run_at_a_lower_priority_and_sigterm_stops_them():
 
 def test_a_consumer_that_ignores_sigterm_is_killed_after_the_timeout(tmp_path):
     ready = tmp_path / "ready"
-    stubborn = [sys.executable, "-c", "import signal, sys, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); "
-                f"open({str(ready)!r}, 'w').close(); time.sleep(60)"]
+    stubborn = [
+        sys.executable,
+        "-c",
+        "import signal, sys, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); "
+        f"open({str(ready)!r}, 'w').close(); time.sleep(60)",
+    ]
     consumers = ConsumerProcesses([stubborn])
     consumers.keep_running()
     [pid] = consumers.pids

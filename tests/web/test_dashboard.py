@@ -36,10 +36,17 @@ class Dashboard:
 
 def make(database_url, tmp_path, emulator, anonymous: str = "public") -> Dashboard:
     settings = Settings(
-        webhook_secrets=(SECRET,), database_url=database_url, queue_url=f"sqlite:///{tmp_path / 'queue.db'}",
-        github_token="ghp_dashboardtest", github_api_url=emulator.base_url, github_web_url=emulator.base_url,
-        oauth_client_id=CLIENT_ID, oauth_client_secret=CLIENT_SECRET, session_secret="s" * 40,
-        public_url="http://localhost", dashboard_anonymous=anonymous,
+        webhook_secrets=(SECRET,),
+        database_url=database_url,
+        queue_url=f"sqlite:///{tmp_path / 'queue.db'}",
+        github_token="ghp_dashboardtest",
+        github_api_url=emulator.base_url,
+        github_web_url=emulator.base_url,
+        oauth_client_id=CLIENT_ID,
+        oauth_client_secret=CLIENT_SECRET,
+        session_secret="s" * 40,
+        public_url="http://localhost",
+        dashboard_anonymous=anonymous,
     )
     runtime = build(settings)
     data = dashboard_data.fill(runtime.store.engine, repos=2, merges_per_repo=60)
@@ -48,8 +55,12 @@ def make(database_url, tmp_path, emulator, anonymous: str = "public") -> Dashboa
         emulator.add_repo(repo)
     emulator.repos[PUBLIC].permissions.update({"maintainer": "write", "reader": "read"})
     emulator.repos[PRIVATE].permissions["maintainer"] = "admin"
-    return Dashboard(create_app(settings, runtime.services, sessions=runtime.sessions).test_client(), emulator, data,
-                     runtime)
+    return Dashboard(
+        create_app(settings, runtime.services, sessions=runtime.sessions).test_client(),
+        emulator,
+        data,
+        runtime,
+    )
 
 
 @pytest.fixture
@@ -67,8 +78,12 @@ def sign_in(dash: Dashboard, login: str, next_page: str = "/") -> None:
     assert authorize.path == "/login/oauth/authorize"
     query = {k: v[0] for k, v in parse_qs(authorize.query).items()}
     assert query["client_id"] == CLIENT_ID
-    granted = requests.post(f"{dash.emulator.base_url}/login/oauth/authorize", allow_redirects=False, timeout=10,
-                            data={**query, "login": login})
+    granted = requests.post(
+        f"{dash.emulator.base_url}/login/oauth/authorize",
+        allow_redirects=False,
+        timeout=10,
+        data={**query, "login": login},
+    )
     back = urlsplit(granted.headers["Location"])
     answer = dash.client.get(f"{back.path}?{back.query}")
     assert (answer.status_code, answer.headers["Location"]) == (302, next_page)
@@ -127,7 +142,9 @@ def test_filters_sorting_and_pages_have_permalinks(dash):
     assert scores == sorted(scores, reverse=True)
     assert api["links"]["next"] == f"/api/v1/merges?repo={PUBLIC}&level=high&sort=risk&per_page=5&page=2"
     second = dash.client.get(api["links"]["next"]).json
-    assert second["page"] == 2 and not {m["number"] for m in second["items"]} & {m["number"] for m in api["items"]}
+    assert second["page"] == 2 and not {m["number"] for m in second["items"]} & {
+        m["number"] for m in api["items"]
+    }
     page = dash.client.get(f"/?repo={PUBLIC}&level=high&per_page=5").get_data(as_text=True)
     assert 'rel="next"' in page and "permalink to this view" in page
 
@@ -162,7 +179,9 @@ def test_sizes_and_page_numbers_out_of_range_are_clamped(dash):
     assert dash.client.get("/api/v1/merges?per_page=-5").json["per_page"] == 1
     far = dash.client.get("/api/v1/merges?page=99999999999999").json
     assert far["page"] == 100_000 and far["items"] == []
-    history = dash.client.get(f"/api/v1/history?repo={PUBLIC}&suite=verify-step&metric=step_ms&points=999999999")
+    history = dash.client.get(
+        f"/api/v1/history?repo={PUBLIC}&suite=verify-step&metric=step_ms&points=999999999"
+    )
     assert history.status_code == 200 and len(history.json["points"]) == 60
 
 
@@ -172,10 +191,15 @@ def test_pull_request_numbers_no_pull_request_can_have_are_a_404(dash, number):
         assert dash.client.get(path).status_code == 404, path
     sign_in(dash, "maintainer")
     token = dash.client.get("/api/v1/me").json["csrf_token"]
-    answer = dash.client.post(f"/api/v1/merges/{PUBLIC}/{number}/triage", json={"state": "confirmed"},
-                              headers={"X-CSRFToken": token})
+    answer = dash.client.post(
+        f"/api/v1/merges/{PUBLIC}/{number}/triage",
+        json={"state": "confirmed"},
+        headers={"X-CSRFToken": token},
+    )
     assert answer.status_code == 404
-    page = dash.client.post(f"{merge_path(PUBLIC, number)}/triage", data={"state": "confirmed", "csrf_token": token})
+    page = dash.client.post(
+        f"{merge_path(PUBLIC, number)}/triage", data={"state": "confirmed", "csrf_token": token}
+    )
     assert page.status_code == 404
 
 
@@ -187,38 +211,61 @@ def test_titles_with_html_and_mentions_are_escaped(dash):
     assert "<script>alert" not in listing.get_data(as_text=True)
 
 
-@pytest.mark.parametrize("url", ["javascript:alert(document.cookie)", " JavaScript:alert(1)",
-                                 "data:text/html,<script>alert(1)</script>", "//evil.example/pull/1", "https:evil"])
+@pytest.mark.parametrize(
+    "url",
+    [
+        "javascript:alert(document.cookie)",
+        " JavaScript:alert(1)",
+        "data:text/html,<script>alert(1)</script>",
+        "//evil.example/pull/1",
+        "https:evil",
+    ],
+)
 def test_a_pull_request_url_is_linked_only_when_it_is_http_or_https(dash, url):
     repo, number = dash.data.hostile
     with dash.runtime.store.engine.begin() as connection:
-        connection.execute(text("UPDATE merges SET url = :url WHERE repo = :repo AND number = :number"),
-                           {"url": url, "repo": repo, "number": number})
+        connection.execute(
+            text("UPDATE merges SET url = :url WHERE repo = :repo AND number = :number"),
+            {"url": url, "repo": repo, "number": number},
+        )
     detail = dash.client.get(merge_path(repo, number)).get_data(as_text=True)
     listing = dash.client.get(f"/?repo={repo}&per_page=200&level=high&level=medium&level=low&level=none")
     for page in (detail, listing.get_data(as_text=True)):
         hrefs = [html.unescape(h) for h in re.findall(r'href="([^"]*)"', page)]
-        assert not [h for h in hrefs if h.strip().lower().startswith(("javascript:", "data:", "//", "https:e"))]
+        assert not [
+            h for h in hrefs if h.strip().lower().startswith(("javascript:", "data:", "//", "https:e"))
+        ]
     assert f"#{number} on GitHub" not in detail
-    assert dash.client.get(f"/api/v1/merges/{repo}/{number}").json["url"] == url, "the API gives the data as it is"
+    assert dash.client.get(f"/api/v1/merges/{repo}/{number}").json["url"] == url, (
+        "the API gives the data as it is"
+    )
 
 
 def test_the_history_finds_the_planted_changes_and_names_the_merges_that_caused_them(dash):
     for planted in dash.data.planted:
         if planted.repo != PUBLIC:
             continue
-        found = dash.client.get(f"/api/v1/history?repo={PUBLIC}&suite={planted.suite}&metric={planted.metric}").json
+        found = dash.client.get(
+            f"/api/v1/history?repo={PUBLIC}&suite={planted.suite}&metric={planted.metric}"
+        ).json
         changes = {c["suspects"][0]["number"]: c for c in found["change_points"] if c["suspects"]}
         assert planted.number in changes, (planted, found["change_points"])
         assert changes[planted.number]["direction"] == planted.direction
         assert changes[planted.number]["change"] == pytest.approx(planted.change, abs=0.05)
     page = dash.client.get(f"/history?series={PUBLIC}|verify-step|step_ms").get_data(as_text=True)
-    assert 'data-chart="history-chart-data"' in page and "/static/dashboard/vendor/uplot/uPlot.iife.min.js" in page
+    assert (
+        'data-chart="history-chart-data"' in page
+        and "/static/dashboard/vendor/uplot/uPlot.iife.min.js" in page
+    )
 
 
 def test_calibration_is_on_the_page_and_in_the_api(dash):
     api = dash.client.get("/api/v1/calibration").json
-    assert api["all"]["merges"] > 0 and {lvl["key"] for lvl in api["all"]["levels"]} >= {"high", "medium", "low"}
+    assert api["all"]["merges"] > 0 and {lvl["key"] for lvl in api["all"]["levels"]} >= {
+        "high",
+        "medium",
+        "low",
+    }
     assert set(api["repositories"]) == {PUBLIC, dashboard_data.REPOS[1]}
     page = dash.client.get("/calibration").get_data(as_text=True)
     assert "of flagged merges (medium or high) regressed" in page and "Per rule" in page
@@ -249,41 +296,66 @@ def test_a_maintainer_triages_and_the_note_is_escaped(dash):
     target = merge_path(PUBLIC, number) + "/triage"
     bad = dash.client.post(target, data={"state": "fixed", "csrf_token": token})
     assert bad.status_code == 400 and "the number of the pull request" in bad.get_data(as_text=True)
-    note = '<img src=x onerror=alert(1)> cc @octocat'
-    done = dash.client.post(target, data={"state": "fixed", "fixed_by": "#4321", "note": note, "csrf_token": token})
+    note = "<img src=x onerror=alert(1)> cc @octocat"
+    done = dash.client.post(
+        target, data={"state": "fixed", "fixed_by": "#4321", "note": note, "csrf_token": token}
+    )
     assert done.status_code == 303
     page = dash.client.get(merge_path(PUBLIC, number)).get_data(as_text=True)
-    assert "fixed by #4321" in page and "<img src=x" not in page and "&lt;img src=x onerror=alert(1)&gt;" in page
+    assert (
+        "fixed by #4321" in page and "<img src=x" not in page and "&lt;img src=x onerror=alert(1)&gt;" in page
+    )
     api = dash.client.get(f"/api/v1/merges/{PUBLIC}/{number}").json
     assert api["triage"] == {"state": "fixed", "fixed_by": 4321}
     assert api["triage_history"][-1]["user"] == "maintainer" and api["triage_history"][-1]["note"] == note
-    by_api = dash.client.post(f"/api/v1/merges/{PUBLIC}/{number}/triage", headers={"X-CSRFToken": token},
-                              json={"state": "false_alarm", "note": "runner noise"})
+    by_api = dash.client.post(
+        f"/api/v1/merges/{PUBLIC}/{number}/triage",
+        headers={"X-CSRFToken": token},
+        json={"state": "false_alarm", "note": "runner noise"},
+    )
     assert by_api.status_code == 201 and by_api.json["state"] == "false_alarm"
     assert dash.client.get(f"/api/v1/merges?state=false_alarm&repo={PUBLIC}").json["total"] >= 1
 
 
 @pytest.mark.parametrize(
     "body,message",
-    [({"state": "wontfix"}, "state must be one of"), ({"state": "fixed", "fixed_by": "12"}, "fixed_by"),
-     ({"state": "confirmed", "note": "x" * 2001}, "longer than"), ([1, 2], "expected a JSON object")],
+    [
+        ({"state": "wontfix"}, "state must be one of"),
+        ({"state": "fixed", "fixed_by": "12"}, "fixed_by"),
+        ({"state": "confirmed", "note": "x" * 2001}, "longer than"),
+        ([1, 2], "expected a JSON object"),
+    ],
 )
 def test_bad_triage_through_the_api_is_a_400(dash, body, message):
     number = _all(dash, PUBLIC)[0]["number"]
     sign_in(dash, "maintainer")
     token = dash.client.get("/api/v1/me").json["csrf_token"]
-    answer = dash.client.post(f"/api/v1/merges/{PUBLIC}/{number}/triage", json=body, headers={"X-CSRFToken": token})
+    answer = dash.client.post(
+        f"/api/v1/merges/{PUBLIC}/{number}/triage", json=body, headers={"X-CSRFToken": token}
+    )
     assert answer.status_code == 400 and message in answer.json["message"]
 
 
-@pytest.mark.parametrize("next_page", ["//evil.example/steal", "/%09/evil.example/x", "/%5Cevil.example",
-                                       "/%0A/evil.example", "https://evil.example/"])
+@pytest.mark.parametrize(
+    "next_page",
+    [
+        "//evil.example/steal",
+        "/%09/evil.example/x",
+        "/%5Cevil.example",
+        "/%0A/evil.example",
+        "https://evil.example/",
+    ],
+)
 def test_a_forged_or_replayed_sign_in_is_refused_and_next_never_leaves_the_site(dash, next_page):
     assert dash.client.get("/signin/callback?code=abc&state=forged").status_code == 400
     started = dash.client.get(f"/signin?next={next_page}")
     query = {k: v[0] for k, v in parse_qs(urlsplit(started.headers["Location"]).query).items()}
-    granted = requests.post(f"{dash.emulator.base_url}/login/oauth/authorize", allow_redirects=False, timeout=10,
-                            data={**query, "login": "maintainer"})
+    granted = requests.post(
+        f"{dash.emulator.base_url}/login/oauth/authorize",
+        allow_redirects=False,
+        timeout=10,
+        data={**query, "login": "maintainer"},
+    )
     back = urlsplit(granted.headers["Location"])
     answer = dash.client.get(f"{back.path}?{back.query}")
     assert answer.headers["Location"] == "/"
@@ -302,21 +374,41 @@ def _all(dash: Dashboard, repo: str) -> list[dict]:
 
 def test_the_merge_page_draws_each_comparisons_round_chart(dash):
     number = dash.client.get(f"/api/v1/merges?repo={PUBLIC}&verdict=regression").json["items"][0]["number"]
-    stored = dash.client.get(f"/api/v1/merges/{PUBLIC}/{number}").json["results"][0]["comparison"]["charts"][0]
+    stored = dash.client.get(f"/api/v1/merges/{PUBLIC}/{number}").json["results"][0]["comparison"]["charts"][
+        0
+    ]
     page = dash.client.get(merge_path(PUBLIC, number)).get_data(as_text=True)
-    embedded = json.loads(re.search(r'<script type="application/json" id="rounds-0-0-data">(.*?)</script>',
-                                    page, re.S)[1])
-    assert (embedded["labels"], embedded["base"], embedded["head"]) == (stored["labels"], stored["base"],
-                                                                         stored["head"])
+    embedded = json.loads(
+        re.search(r'<script type="application/json" id="rounds-0-0-data">(.*?)</script>', page, re.S)[1]
+    )
+    assert (embedded["labels"], embedded["base"], embedded["head"]) == (
+        stored["labels"],
+        stored["base"],
+        stored["head"],
+    )
     assert 'data-rounds-chart="rounds-0-0-data"' in page and "uPlot.iife.min.js" in page
 
 
-@pytest.mark.parametrize("charts", [None, "x", [{"labels": ["1 BH"], "base": [1.0], "head": []}],
-                                    [{"labels": ["1 BH"], "base": ["1"], "head": [2.0]}],
-                                    [{"labels": [], "base": [], "head": []}], [7]])
+@pytest.mark.parametrize(
+    "charts",
+    [
+        None,
+        "x",
+        [{"labels": ["1 BH"], "base": [1.0], "head": []}],
+        [{"labels": ["1 BH"], "base": ["1"], "head": [2.0]}],
+        [{"labels": [], "base": [], "head": []}],
+        [7],
+    ],
+)
 def test_a_malformed_stored_chart_is_left_out(charts):
     from bot.web.dashboard.pages import _round_charts
 
     assert _round_charts({"charts": charts}, "rounds-0") == []
-    good = {"metric": "m", "labels": ["1 BH", "2 HB"], "base": [1.0, None], "head": [2, 2.5], "verdict": "regression"}
+    good = {
+        "metric": "m",
+        "labels": ["1 BH", "2 HB"],
+        "base": [1.0, None],
+        "head": [2, 2.5],
+        "verdict": "regression",
+    }
     assert _round_charts({"charts": [good]}, "rounds-0")[0]["id"] == "rounds-0-0"

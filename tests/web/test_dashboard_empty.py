@@ -13,17 +13,22 @@ from bot.web.app import create_app
 
 @pytest.fixture
 def client(tmp_path):
-    settings = Settings(database_url=f"sqlite:///{tmp_path / 'perfbot.db'}", queue_url=f"sqlite:///{tmp_path / 'q.db'}")
+    settings = Settings(
+        database_url=f"sqlite:///{tmp_path / 'perfbot.db'}", queue_url=f"sqlite:///{tmp_path / 'q.db'}"
+    )
     runtime = build(settings)
     yield create_app(settings, runtime.services).test_client()
     runtime.close()
 
 
-@pytest.mark.parametrize("path, selector, advice", [
-    ("/", 'id="empty-merges"', "install the App on the repositories to watch"),
-    ("/history", 'id="empty-history"', "bench.dispatch.on_merge: medium"),
-    ("/calibration", 'id="empty-calibration"', "Triage flagged merges on their pages"),
-])
+@pytest.mark.parametrize(
+    "path, selector, advice",
+    [
+        ("/", 'id="empty-merges"', "install the App on the repositories to watch"),
+        ("/history", 'id="empty-history"', "bench.dispatch.on_merge: medium"),
+        ("/calibration", 'id="empty-calibration"', "Triage flagged merges on their pages"),
+    ],
+)
 def test_each_empty_page_says_how_to_fill_it(client, path, selector, advice):
     answer = client.get(path)
     page = html.unescape(answer.get_data(as_text=True))

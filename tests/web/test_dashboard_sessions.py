@@ -103,8 +103,17 @@ def test_a_forged_token_in_a_signed_cookie_is_anonymous(dash):
         assert login(dash) is None
 
 
-@pytest.mark.parametrize("path", ["/", "/api/v1/merges", f"/merges/{PUBLIC}/999999", "/healthz",
-                                  "/static/dashboard/charts.js", "/signin?next=/history"])
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/",
+        "/api/v1/merges",
+        f"/merges/{PUBLIC}/999999",
+        "/healthz",
+        "/static/dashboard/charts.js",
+        "/signin?next=/history",
+    ],
+)
 def test_every_response_carries_the_security_headers(dash, path):
     answer = dash.client.get(path)
     for name, value in HEADERS.items():

@@ -19,17 +19,26 @@ MINE, THEIRS = "octo/mine", "octo/theirs"
 
 @pytest.fixture
 def dash(tmp_path, emulator):
-    settings = Settings(webhook_secrets=(SECRET,), database_url=f"sqlite:///{tmp_path / 'perfbot.db'}",
-                        queue_url=f"sqlite:///{tmp_path / 'queue.db'}", github_token="ghp_failedtest",
-                        github_api_url=emulator.base_url, github_web_url=emulator.base_url,
-                        oauth_client_id=CLIENT_ID, oauth_client_secret=CLIENT_SECRET, session_secret="s" * 40,
-                        public_url="http://localhost")
+    settings = Settings(
+        webhook_secrets=(SECRET,),
+        database_url=f"sqlite:///{tmp_path / 'perfbot.db'}",
+        queue_url=f"sqlite:///{tmp_path / 'queue.db'}",
+        github_token="ghp_failedtest",
+        github_api_url=emulator.base_url,
+        github_web_url=emulator.base_url,
+        oauth_client_id=CLIENT_ID,
+        oauth_client_secret=CLIENT_SECRET,
+        session_secret="s" * 40,
+        public_url="http://localhost",
+    )
     runtime = build(settings)
     emulator.add_oauth_app(CLIENT_ID, CLIENT_SECRET)
     emulator.add_repo(MINE).permissions["maintainer"] = "write"
     emulator.add_repo(THEIRS).permissions["maintainer"] = "read"
-    for guid, repo, error in ((
-            "g-mine", MINE, "NoCredentials: no GitHub credentials <script>"), ("g-theirs", THEIRS, "KeyError: 'x'")):
+    for guid, repo, error in (
+        ("g-mine", MINE, "NoCredentials: no GitHub credentials <script>"),
+        ("g-theirs", THEIRS, "KeyError: 'x'"),
+    ):
         delivery = runtime.store.deliveries.claim("1", guid, "pull_request", "opened", b"{}", repo)
         runtime.store.deliveries.start(delivery, 60, "w")
         runtime.store.deliveries.finish(delivery, "failed", error, "w", "permanent")
@@ -41,8 +50,12 @@ def sign_in(client, emulator, login: str) -> None:
     started = client.get("/signin?next=/")
     authorize = urlsplit(started.headers["Location"])
     query = {k: v[0] for k, v in parse_qs(authorize.query).items()}
-    granted = requests.post(f"{emulator.base_url}/login/oauth/authorize", allow_redirects=False, timeout=10,
-                            data={**query, "login": login})
+    granted = requests.post(
+        f"{emulator.base_url}/login/oauth/authorize",
+        allow_redirects=False,
+        timeout=10,
+        data={**query, "login": login},
+    )
     back = urlsplit(granted.headers["Location"])
     assert client.get(f"{back.path}?{back.query}").status_code == 302
 
@@ -69,8 +82,11 @@ def test_a_maintainer_sees_the_failures_of_the_repositories_they_can_write_to(da
 
 
 def test_without_sign_in_configured_the_page_says_where_failures_are(tmp_path, emulator):
-    settings = Settings(webhook_secrets=(SECRET,), database_url=f"sqlite:///{tmp_path / 'perfbot.db'}",
-                        queue_url=f"sqlite:///{tmp_path / 'queue.db'}")
+    settings = Settings(
+        webhook_secrets=(SECRET,),
+        database_url=f"sqlite:///{tmp_path / 'perfbot.db'}",
+        queue_url=f"sqlite:///{tmp_path / 'queue.db'}",
+    )
     runtime = build(settings)
     try:
         answer = create_app(settings, runtime.services).test_client().get("/deliveries/failed")

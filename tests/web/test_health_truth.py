@@ -26,8 +26,11 @@ PRIVATE_REPO = "Codertocat/Hello-World"
 
 
 def make(tmp_path, queue_url: str | None = None):
-    settings = Settings(webhook_secrets=(SECRET,), database_url=f"sqlite:///{tmp_path / 'perfbot.db'}",
-                        queue_url=queue_url or f"sqlite:///{tmp_path / 'queue.db'}")
+    settings = Settings(
+        webhook_secrets=(SECRET,),
+        database_url=f"sqlite:///{tmp_path / 'perfbot.db'}",
+        queue_url=queue_url or f"sqlite:///{tmp_path / 'queue.db'}",
+    )
     runtime = build(settings, github=FakeGitHubFactory())
     return create_app(settings, runtime.services).test_client(), runtime
 
@@ -50,8 +53,9 @@ def health(client):
 
 def installation(n: int) -> dict:
     payload = github_data.installation_event("installation_repositories", "added")
-    payload["repositories_added"] = [{**payload["repositories_added"][0], "id": 10_000 + n,
-                                      "full_name": f"octo/r{n}", "name": f"r{n}"}]
+    payload["repositories_added"] = [
+        {**payload["repositories_added"][0], "id": 10_000 + n, "full_name": f"octo/r{n}", "name": f"r{n}"}
+    ]
     return payload
 
 
@@ -59,7 +63,13 @@ def test_healthy_when_the_database_takes_writes_and_a_consumer_runs(bot):
     client, runtime = bot
     consumer_seen(runtime)
     status, body = health(client)
-    assert (status, body["status"], body["database"], body["queue"], body["consumers"]) == (200, "ok", "ok", "ok", 1)
+    assert (status, body["status"], body["database"], body["queue"], body["consumers"]) == (
+        200,
+        "ok",
+        "ok",
+        "ok",
+        1,
+    )
 
 
 def test_degraded_but_in_rotation_without_a_consumer(bot):
@@ -78,7 +88,11 @@ def test_degraded_with_failed_deliveries_named_by_kind_and_hint_not_by_repositor
     status, body = health(client)
     assert (status, body["status"], body["problems"]) == (200, "degraded", ["deliveries"])
     last = body["deliveries"]["last_failure"]
-    assert (last["failure"], last["error"], last["hint"]) == ("permanent", "NoCredentials", failures.NoCredentials.hint)
+    assert (last["failure"], last["error"], last["hint"]) == (
+        "permanent",
+        "NoCredentials",
+        failures.NoCredentials.hint,
+    )
     assert body["deliveries"]["failed_last_hour"] == 1
     assert PRIVATE_REPO not in json.dumps(body)
 
@@ -158,7 +172,9 @@ def test_a_locked_database_is_answered_503_before_github_gives_up_and_health_say
         assert still_locked(), "answered while the lock was held, not after it was let go"
         status, body = health(client)
         assert (status, body["status"]) == (503, "down")
-        assert body["database"].startswith("cannot write: StorageUnavailable: the database perfbot.db is unavailable")
+        assert body["database"].startswith(
+            "cannot write: StorageUnavailable: the database perfbot.db is unavailable"
+        )
         assert "locked" in body["database"], body
         assert still_locked()
     assert deliver(client, "installation_repositories", installation(6)).status_code == 202
@@ -174,7 +190,9 @@ def test_a_locked_queue_file_stores_the_delivery_answers_in_time_and_health_name
         assert still_locked(), "answered while the lock was held, not after it was let go"
         status, body = health(client)
         assert (status, body["status"], body["problems"]) == (200, "degraded", ["queue"])
-        assert body["queue"].startswith("unavailable: QueueUnavailable: the queue queue.db is unavailable"), body
+        assert body["queue"].startswith("unavailable: QueueUnavailable: the queue queue.db is unavailable"), (
+            body
+        )
         assert "locked" in body["queue"], body
         assert body["database"] == "ok"
         assert still_locked()

@@ -23,40 +23,114 @@ GOOD, BAD, CULPRIT = "a" * 40, "b" * 40, "c" * 40
 
 def case(repo: str, state: str, good: str = GOOD, bad: str = BAD, **more) -> RegressionCase:
     span = Span(repo, "verify-step", "verify_ms", good, bad)
-    return RegressionCase(key=span.key(), repo=repo, suite=span.suite, metric=span.metric, good_sha=good,
-                          bad_sha=bad, source="merge", state=state, installation_id=None, detected_at=NOW,
-                          **more)
+    return RegressionCase(
+        key=span.key(),
+        repo=repo,
+        suite=span.suite,
+        metric=span.metric,
+        good_sha=good,
+        bad_sha=bad,
+        source="merge",
+        state=state,
+        installation_id=None,
+        detected_at=NOW,
+        **more,
+    )
 
 
 @pytest.fixture
 def dash(tmp_path, emulator):
-    settings = Settings(webhook_secrets=(SECRET,), database_url=f"sqlite:///{tmp_path / 'perfbot.db'}",
-                        queue_url=f"sqlite:///{tmp_path / 'queue.db'}", github_token="ghp_regressions",
-                        github_api_url=emulator.base_url, github_web_url=emulator.base_url,
-                        public_url="http://localhost", dashboard_anonymous="public")
+    settings = Settings(
+        webhook_secrets=(SECRET,),
+        database_url=f"sqlite:///{tmp_path / 'perfbot.db'}",
+        queue_url=f"sqlite:///{tmp_path / 'queue.db'}",
+        github_token="ghp_regressions",
+        github_api_url=emulator.base_url,
+        github_web_url=emulator.base_url,
+        public_url="http://localhost",
+        dashboard_anonymous="public",
+    )
     runtime = build(settings)
     store = runtime.store
-    store.installations.add(None, [Repository(1, PUBLIC, None, private=False), Repository(2, PRIVATE, None, True)])
-    store.dashboard.record_merge(Merge(repo=PUBLIC, number=12, title="slow copy", merge_sha=BAD, head_sha="d" * 40,
-                                       score=80, level="high", merged_at=NOW))
-    store.watch.open(case(PUBLIC, "confirmed", culprit_sha=CULPRIT, culprit_number=12, gpu_minutes=20.0,
-                          note="<script>alert(1)</script>", outcome=json.dumps({"commits": 3, "runs": 4})))
+    store.installations.add(
+        None, [Repository(1, PUBLIC, None, private=False), Repository(2, PRIVATE, None, True)]
+    )
+    store.dashboard.record_merge(
+        Merge(
+            repo=PUBLIC,
+            number=12,
+            title="slow copy",
+            merge_sha=BAD,
+            head_sha="d" * 40,
+            score=80,
+            level="high",
+            merged_at=NOW,
+        )
+    )
+    store.watch.open(
+        case(
+            PUBLIC,
+            "confirmed",
+            culprit_sha=CULPRIT,
+            culprit_number=12,
+            gpu_minutes=20.0,
+            note="<script>alert(1)</script>",
+            outcome=json.dumps({"commits": 3, "runs": 4}),
+        )
+    )
     # the merge run that found the second case kept its fingerprints with its comparison
-    request, _ = store.benchmarks.open(BenchRequest(
-        correlation_id="pb-x", repo=PUBLIC, installation_id=None, number=None, base_sha=GOOD, head_sha="e" * 40,
-        suites=("verify-step",), trigger="merge", status="completed", created_at=NOW))
+    request, _ = store.benchmarks.open(
+        BenchRequest(
+            correlation_id="pb-x",
+            repo=PUBLIC,
+            installation_id=None,
+            number=None,
+            base_sha=GOOD,
+            head_sha="e" * 40,
+            suites=("verify-step",),
+            trigger="merge",
+            status="completed",
+            created_at=NOW,
+        )
+    )
     from bot.core.bench import contract
-    request, _ = store.benchmarks.open(BenchRequest(
-        correlation_id=contract.correlation_id(contract.work_key("merge", PUBLIC, "e" * 40)), repo=PUBLIC,
-        installation_id=None, number=None, base_sha=GOOD, head_sha="e" * 40, suites=("verify-step",),
-        trigger="merge", status="completed", created_at=NOW))
+
+    request, _ = store.benchmarks.open(
+        BenchRequest(
+            correlation_id=contract.correlation_id(contract.work_key("merge", PUBLIC, "e" * 40)),
+            repo=PUBLIC,
+            installation_id=None,
+            number=None,
+            base_sha=GOOD,
+            head_sha="e" * 40,
+            suites=("verify-step",),
+            trigger="merge",
+            status="completed",
+            created_at=NOW,
+        )
+    )
     comparison = json.dumps({"fingerprints": {"base": {"driver": "580.1"}, "head": {"driver": "580.1"}}})
-    store.benchmarks.complete(request, [BenchResult(suite="verify-step", base_sha=GOOD, head_sha="e" * 40,
-                                                    verdict="regression", headline_metric="verify_ms",
-                                                    headline_change=0.1, comparison=comparison,
-                                                    on_default_branch=True)], [], "run:x")
+    store.benchmarks.complete(
+        request,
+        [
+            BenchResult(
+                suite="verify-step",
+                base_sha=GOOD,
+                head_sha="e" * 40,
+                verdict="regression",
+                headline_metric="verify_ms",
+                headline_change=0.1,
+                comparison=comparison,
+                on_default_branch=True,
+            )
+        ],
+        [],
+        "run:x",
+    )
     today = {"good": {"driver": "590.2"}, "bad": {"driver": "590.2"}}
-    store.watch.open(case(PUBLIC, "not_reproduced", bad="e" * 40, outcome=json.dumps({"fingerprints": today})))
+    store.watch.open(
+        case(PUBLIC, "not_reproduced", bad="e" * 40, outcome=json.dumps({"fingerprints": today}))
+    )
     store.watch.open(case(PRIVATE, "out_of_budget"))
     store.watch.charge("w1", PUBLIC, "2030-01-01", "bisect", "high", 40.0, lambda spent: True, NOW)
     store.watch.charge("w2", PUBLIC, "2030-01-01", "merge", "low", 5.0, lambda spent: False, NOW)
@@ -96,8 +170,11 @@ def test_not_reproduced_shows_the_original_and_todays_fingerprints_side_by_side(
     page = dash.get(f"/regressions/{key}").get_data(as_text=True)
     assert 'id="fingerprints"' in page and "580.1" in page and "590.2" in page
     [row] = dash.get(f"/api/v1/regressions/{key}").get_json()["fingerprints"]
-    assert row == {"key": "driver", "original": {"good": "580.1", "bad": "580.1"},
-                   "today": {"good": "590.2", "bad": "590.2"}}
+    assert row == {
+        "key": "driver",
+        "original": {"good": "580.1", "bad": "580.1"},
+        "today": {"good": "590.2", "bad": "590.2"},
+    }
 
 
 def test_unknown_hidden_and_malformed_cases_are_not_found(dash):
@@ -108,4 +185,7 @@ def test_unknown_hidden_and_malformed_cases_are_not_found(dash):
 
 def test_a_merge_page_links_to_the_regressions_of_its_merge_commit(dash):
     page = dash.get("/merges/octo/public/12").get_data(as_text=True)
-    assert f"/regressions?repo=octo/public&amp;sha={BAD}" in page or f"/regressions?repo=octo%2Fpublic&amp;sha={BAD}" in page
+    assert (
+        f"/regressions?repo=octo/public&amp;sha={BAD}" in page
+        or f"/regressions?repo=octo%2Fpublic&amp;sha={BAD}" in page
+    )

@@ -53,14 +53,22 @@ def chain():
 
 
 def github_headers(secret: str, body: bytes, event: str = "pull_request") -> dict[str, str]:
-    return {"Content-Type": "application/json", "User-Agent": "GitHub-Hookshot/abc123",
-            "X-GitHub-Event": event, "X-GitHub-Delivery": str(uuid.uuid4()), "X-GitHub-Hook-ID": "42",
-            "X-Hub-Signature-256": signature.sign(secret, body)}
+    return {
+        "Content-Type": "application/json",
+        "User-Agent": "GitHub-Hookshot/abc123",
+        "X-GitHub-Event": event,
+        "X-GitHub-Delivery": str(uuid.uuid4()),
+        "X-GitHub-Hook-ID": "42",
+        "X-Hub-Signature-256": signature.sign(secret, body),
+    }
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(body=st.binary(max_size=4096), secret=st.text(min_size=1, max_size=40).filter(lambda s: "\x00" not in s),
-       path=st.sampled_from(["/", "/webhook", "/hooks/github"]))
+@given(
+    body=st.binary(max_size=4096),
+    secret=st.text(min_size=1, max_size=40).filter(lambda s: "\x00" not in s),
+    path=st.sampled_from(["/", "/webhook", "/hooks/github"]),
+)
 def test_the_signature_verifies_after_the_relay_for_any_body(chain, body, secret, path):
     address, receiver = chain
     sent = github_headers(secret, body)
@@ -69,24 +77,37 @@ def test_the_signature_verifies_after_the_relay_for_any_body(chain, body, secret
     got_body, got_headers = receiver.received[-1]
     assert got_body == body
     assert signature.verify(got_headers.get("X-Hub-Signature-256"), got_body, [secret])
-    for name in ("X-Hub-Signature-256", "X-GitHub-Event", "X-GitHub-Delivery", "X-GitHub-Hook-ID",
-                 "Content-Type", "User-Agent"):
+    for name in (
+        "X-Hub-Signature-256",
+        "X-GitHub-Event",
+        "X-GitHub-Delivery",
+        "X-GitHub-Hook-ID",
+        "Content-Type",
+        "User-Agent",
+    ):
         assert got_headers[name] == sent[name], name
 
 
 def test_a_real_perfbot_behind_the_relay_takes_a_signed_ping_and_refuses_a_forged_one(tmp_path):
-    settings = Settings(webhook_secrets=(SECRET,), database_url=f"sqlite:///{tmp_path / 'perfbot.db'}",
-                        queue_url=f"sqlite:///{tmp_path / 'q.db'}")
+    settings = Settings(
+        webhook_secrets=(SECRET,),
+        database_url=f"sqlite:///{tmp_path / 'perfbot.db'}",
+        queue_url=f"sqlite:///{tmp_path / 'q.db'}",
+    )
     runtime = build(settings)
     bot, bot_server = serving(create_app(settings, runtime.services))
     relayed = relay.server("127.0.0.1", 0, f"{bot}/webhook")
     threading.Thread(target=relayed.serve_forever, daemon=True).start()
     try:
-        body = json.dumps({"zen": "Keep it logically awesome.", "hook_id": 42}, separators=(",", ":")).encode()
+        body = json.dumps(
+            {"zen": "Keep it logically awesome.", "hook_id": 42}, separators=(",", ":")
+        ).encode()
         url = f"http://127.0.0.1:{relayed.port}/webhook"
         answer = requests.post(url, data=body, headers=github_headers(SECRET, body, "ping"), timeout=10)
         assert answer.status_code == 200, answer.text
-        forged = requests.post(url, data=body + b" ", headers=github_headers(SECRET, body, "ping"), timeout=10)
+        forged = requests.post(
+            url, data=body + b" ", headers=github_headers(SECRET, body, "ping"), timeout=10
+        )
         assert (forged.status_code, forged.json()["message"]) == (403, "signature does not match")
     finally:
         relayed.shutdown()

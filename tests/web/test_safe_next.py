@@ -32,8 +32,10 @@ def location_header(next_page: str) -> str:
 
 # Characters that have fooled redirect checks: separators, controls, whitespace of every kind,
 # look-alike slashes, and the parts of an authority.
-TRICKY = st.sampled_from(list("/\\\t\n\r \x00\x0b\x0c\x1f\x7f\x85\xa0\u2028\u3000\uff0f\u2215@:.%?#")
-                         + ["evil.example", "%09", "%2F", "%5C", "https:", "javascript:"])
+TRICKY = st.sampled_from(
+    list("/\\\t\n\r \x00\x0b\x0c\x1f\x7f\x85\xa0\u2028\u3000\uff0f\u2215@:.%?#")
+    + ["evil.example", "%09", "%2F", "%5C", "https:", "javascript:"]
+)
 NEXT = st.lists(st.one_of(TRICKY, st.text(max_size=3)), max_size=8).map("".join)
 
 
@@ -54,12 +56,29 @@ def test_no_accepted_next_leads_off_the_server(candidate):
 
 
 def test_the_pages_of_the_dashboard_are_accepted_as_they_are():
-    for page in ("/", "/merges/sgl-project/sglang/1347", "/history?series=o/r|verify-step|cycle_ms",
-                 "/?level=high&state=open&page=3", "/merges/o/r/7#triage"):
+    for page in (
+        "/",
+        "/merges/sgl-project/sglang/1347",
+        "/history?series=o/r|verify-step|cycle_ms",
+        "/?level=high&state=open&page=3",
+        "/merges/o/r/7#triage",
+    ):
         assert safe_next(page) == page
 
 
 def test_anything_that_is_not_a_plain_path_goes_to_the_list():
-    for bad in ("/\t/evil.example/x", "//evil.example", "/\\evil.example", "https://evil.example/x",
-                "evil.example", "/caf\u00e9", "/a b", "/\x00", "", None, 7, "/" + "a" * 2_000):
+    for bad in (
+        "/\t/evil.example/x",
+        "//evil.example",
+        "/\\evil.example",
+        "https://evil.example/x",
+        "evil.example",
+        "/caf\u00e9",
+        "/a b",
+        "/\x00",
+        "",
+        None,
+        7,
+        "/" + "a" * 2_000,
+    ):
         assert safe_next(bad) == "/", repr(bad)

@@ -16,15 +16,24 @@ from tests.web.helpers import SECRET
 
 CLIENT_ID, CLIENT_SECRET, SESSION_SECRET = "Iv1.hosttest", "client-secret-for-tests", "s" * 40
 PUBLIC_URL = "https://perfbot.example.com"
-SIGN_IN = {"PERFBOT_OAUTH_CLIENT_ID": CLIENT_ID, "PERFBOT_OAUTH_CLIENT_SECRET": CLIENT_SECRET,
-           "PERFBOT_SESSION_SECRET": SESSION_SECRET}
+SIGN_IN = {
+    "PERFBOT_OAUTH_CLIENT_ID": CLIENT_ID,
+    "PERFBOT_OAUTH_CLIENT_SECRET": CLIENT_SECRET,
+    "PERFBOT_SESSION_SECRET": SESSION_SECRET,
+}
 
 
 def configured(tmp_path, public_url: str | None) -> Settings:
-    return Settings(webhook_secrets=(SECRET,), database_url=f"sqlite:///{tmp_path / 'perfbot.db'}",
-                    queue_url=f"sqlite:///{tmp_path / 'queue.db'}", github_token="ghp_hosttest",
-                    oauth_client_id=CLIENT_ID, oauth_client_secret=CLIENT_SECRET, session_secret=SESSION_SECRET,
-                    public_url=public_url)
+    return Settings(
+        webhook_secrets=(SECRET,),
+        database_url=f"sqlite:///{tmp_path / 'perfbot.db'}",
+        queue_url=f"sqlite:///{tmp_path / 'queue.db'}",
+        github_token="ghp_hosttest",
+        oauth_client_id=CLIENT_ID,
+        oauth_client_secret=CLIENT_SECRET,
+        session_secret=SESSION_SECRET,
+        public_url=public_url,
+    )
 
 
 def test_sign_in_without_a_public_url_is_a_settings_error_that_names_it():
@@ -50,9 +59,12 @@ def client(tmp_path):
     runtime.close()
 
 
-hosts = st.one_of(st.sampled_from(["evil.example", "evil.example:443", "perfbot.example.com.evil.example",
-                                   "127.0.0.1:8000", "[::1]"]),
-                  st.from_regex(r"[a-z0-9.-]{1,40}(:[0-9]{1,5})?", fullmatch=True))
+hosts = st.one_of(
+    st.sampled_from(
+        ["evil.example", "evil.example:443", "perfbot.example.com.evil.example", "127.0.0.1:8000", "[::1]"]
+    ),
+    st.from_regex(r"[a-z0-9.-]{1,40}(:[0-9]{1,5})?", fullmatch=True),
+)
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])

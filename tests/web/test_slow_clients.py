@@ -43,12 +43,15 @@ def raw(base: str, request: bytes, wait_s: float) -> bytes:
 
 def test_deliveries_and_healthz_are_answered_while_slow_clients_hold_more_connections_than_threads(tmp_path):
     body = json.dumps({"zen": "Design for failure.", "hook_id": 1}).encode()
-    with served(tmp_path, environment(PERFBOT_WEBHOOK_SECRET=SECRET)) as server, \
-            SlowClients(server.base, 2 * THREADS, kinds=("headers", "body")) as attack:
+    with (
+        served(tmp_path, environment(PERFBOT_WEBHOOK_SECRET=SECRET)) as server,
+        SlowClients(server.base, 2 * THREADS, kinds=("headers", "body")) as attack,
+    ):
         time.sleep(1.5)  # every slow connection accepted, and a first byte trickled after its opening
         for _ in range(3):
-            answer = requests.post(f"{server.base}/webhook", data=body, headers=headers("ping", body),
-                                   timeout=GITHUB_TIMEOUT_S)
+            answer = requests.post(
+                f"{server.base}/webhook", data=body, headers=headers("ping", body), timeout=GITHUB_TIMEOUT_S
+            )
             assert (answer.status_code, answer.json()) == (200, {"message": "pong"})
             assert requests.get(f"{server.base}/healthz", timeout=GITHUB_TIMEOUT_S).status_code == 200
         assert attack.held() == 2 * THREADS
@@ -59,8 +62,11 @@ def test_the_server_ends_slow_requests_itself(tmp_path):
         # Headers that never end: closed, with nothing sent (what could it answer?).
         assert raw(server.base, b"POST /webhook HTTP/1.1\r\nHost: perfbot\r\nX-Slow: a", wait_s=30) == b""
         # A body announced and never sent: 408 once BODY_S has passed.
-        waited = raw(server.base, b"POST /webhook HTTP/1.1\r\nHost: perfbot\r\nContent-Length: 100\r\n\r\n{",
-                     wait_s=BODY_S + 20)
+        waited = raw(
+            server.base,
+            b"POST /webhook HTTP/1.1\r\nHost: perfbot\r\nContent-Length: 100\r\n\r\n{",
+            wait_s=BODY_S + 20,
+        )
         assert waited.startswith(b"HTTP/1.1 408 ") and waited.endswith(b"}"), waited
         # A body over MAX_BODY: 413 before any of it is read.
         big = f"POST /webhook HTTP/1.1\r\nHost: perfbot\r\nContent-Length: {MAX_BODY + 1}\r\n\r\n".encode()

@@ -31,7 +31,11 @@ def test_the_provenance_names_the_package_its_version_and_integrity_and_every_fi
     assert (note["package"], note["version"]) == ("uplot", "1.6.32")
     assert note["integrity"].startswith("sha512-")
     assert sorted(note["files"]) == sorted(p.name for p in VENDOR.iterdir() if p.name != "provenance.json")
-    assert (VENDOR / "uPlot.iife.min.js").read_text().startswith("/*! https://github.com/leeoniya/uPlot (v1.6.32) */")
+    assert (
+        (VENDOR / "uPlot.iife.min.js")
+        .read_text()
+        .startswith("/*! https://github.com/leeoniya/uPlot (v1.6.32) */")
+    )
 
 
 def test_pages_load_scripts_and_styles_from_this_server_only():
@@ -46,8 +50,13 @@ def test_the_vendored_files_are_those_of_npm_pack(tmp_path):
         skip_or_fail("npm is not installed")
     note = provenance()
     try:
-        packed = subprocess.run([npm, "pack", f"{note['package']}@{note['version']}", "--silent"], cwd=tmp_path,
-                                capture_output=True, text=True, timeout=120)
+        packed = subprocess.run(
+            [npm, "pack", f"{note['package']}@{note['version']}", "--silent"],
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
     except subprocess.TimeoutExpired:
         skip_or_fail("npm pack timed out (no registry?)")
     if packed.returncode != 0:
@@ -59,7 +68,9 @@ def test_the_vendored_files_are_those_of_npm_pack(tmp_path):
         for name, member in note["files"].items():
             extracted = archive.extractfile(member)
             assert extracted is not None, member
-            assert extracted.read() == (VENDOR / name).read_bytes(), f"{name} differs from {member} of the package"
+            assert extracted.read() == (VENDOR / name).read_bytes(), (
+                f"{name} differs from {member} of the package"
+            )
 
 
 @pytest.mark.parametrize("name", ["uPlot.iife.min.js", "uPlot.min.css"])

@@ -173,8 +173,12 @@ def test_a_body_over_25_mb_gets_413(client, runtime):
 
 def test_a_chunked_body_over_25_mb_without_content_length_gets_413(client, runtime):
     body = b'{"pad": "' + b"x" * (25 * 1024 * 1024) + b'"}'
-    response = client.post("/webhook", input_stream=io.BytesIO(body), headers=headers("pull_request", body),
-                           environ_overrides={"wsgi.input_terminated": True})
+    response = client.post(
+        "/webhook",
+        input_stream=io.BytesIO(body),
+        headers=headers("pull_request", body),
+        environ_overrides={"wsgi.input_terminated": True},
+    )
     assert response.status_code == 413 and stored(runtime) == 0
 
 
@@ -234,22 +238,45 @@ def test_any_signed_body_is_answered_without_a_server_error(sqlite_client, body,
         ("workflow_run", lambda p: p["workflow_run"].update(id=None), 400),
         ("pull_request", lambda p: p["pull_request"].update(head="main"), 400),
     ],
-    ids=["comment-a-string", "user-a-string", "number-past-64-bits", "review-a-list", "review-id-a-string",
-         "run-a-number", "title-a-list", "run-id-null", "head-a-string"],
+    ids=[
+        "comment-a-string",
+        "user-a-string",
+        "number-past-64-bits",
+        "review-a-list",
+        "review-id-a-string",
+        "run-a-number",
+        "title-a-list",
+        "run-id-null",
+        "head-a-string",
+    ],
 )
-def test_a_signed_payload_of_the_wrong_shape_is_refused_or_ignored_never_a_500(client, runtime, event, change,
-                                                                                status):
+def test_a_signed_payload_of_the_wrong_shape_is_refused_or_ignored_never_a_500(
+    client, runtime, event, change, status
+):
     payload = {
-        "issue_comment": lambda: github_data.issue_comment("/bench", number=7, repo="octo/engine",
-                                                           installation_id=1, login="maintainer", comment_id=5),
-        "pull_request_review": lambda: github_data.pull_request_review("/bench", number=7, repo="octo/engine",
-                                                                       installation_id=1, login="maintainer",
-                                                                       review_id=6),
+        "issue_comment": lambda: github_data.issue_comment(
+            "/bench", number=7, repo="octo/engine", installation_id=1, login="maintainer", comment_id=5
+        ),
+        "pull_request_review": lambda: github_data.pull_request_review(
+            "/bench", number=7, repo="octo/engine", installation_id=1, login="maintainer", review_id=6
+        ),
         "workflow_run": lambda: github_data.workflow_run(
-            "completed", {"id": 9, "display_title": "perfbot bench pb-1", "event": "workflow_dispatch",
-                          "path": ".github/workflows/perfbot-bench.yml", "status": "completed",
-                          "conclusion": "success", "run_attempt": 1, "html_url": "https://github.com/x",
-                          "head_sha": "a" * 40, "head_branch": "main"}, repo="octo/engine", installation_id=1),
+            "completed",
+            {
+                "id": 9,
+                "display_title": "perfbot bench pb-1",
+                "event": "workflow_dispatch",
+                "path": ".github/workflows/perfbot-bench.yml",
+                "status": "completed",
+                "conclusion": "success",
+                "run_attempt": 1,
+                "html_url": "https://github.com/x",
+                "head_sha": "a" * 40,
+                "head_branch": "main",
+            },
+            repo="octo/engine",
+            installation_id=1,
+        ),
         "pull_request": lambda: github_data.pull_request("opened"),
     }[event]()
     change(payload)

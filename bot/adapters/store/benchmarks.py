@@ -50,14 +50,19 @@ class SqlBenchmarks(Benchmarks):
             existing = session.scalar(_by_correlation(correlation_id))
             active = session.scalars(
                 select(BenchRequestRow)
-                .where(BenchRequestRow.repo == repo, BenchRequestRow.number == number,
-                       BenchRequestRow.status.in_(contract.ACTIVE))
-                .order_by(BenchRequestRow.id.desc()))
+                .where(
+                    BenchRequestRow.repo == repo,
+                    BenchRequestRow.number == number,
+                    BenchRequestRow.status.in_(contract.ACTIVE),
+                )
+                .order_by(BenchRequestRow.id.desc())
+            )
             facts = Admission(
                 existing=None if existing is None else _record(existing),
                 active=tuple(_record(row) for row in active),
                 user_last=_last_command(session, repo, user=user),
-                pr_last=_last_command(session, repo, number=number))
+                pr_last=_last_command(session, repo, number=number),
+            )
             decision, request = decide(facts)
             if request is None:
                 return decision, None
@@ -68,11 +73,15 @@ class SqlBenchmarks(Benchmarks):
 
     def release(self, correlation_id, error, now) -> BenchRequest | None:
         with self.db.session() as session:
-            released = session.connection().execute(
-                update(BenchRequestRow)
-                .where(BenchRequestRow.correlation_id == correlation_id, _NEVER_RAN_YET)
-                .values(status=contract.FAILED, error=error[:4000], completed_at=now, updated_at=now)
-            ).rowcount
+            released = (
+                session.connection()
+                .execute(
+                    update(BenchRequestRow)
+                    .where(BenchRequestRow.correlation_id == correlation_id, _NEVER_RAN_YET)
+                    .values(status=contract.FAILED, error=error[:4000], completed_at=now, updated_at=now)
+                )
+                .rowcount
+            )
             if not released:
                 return None
             return _record(session.scalars(_by_correlation(correlation_id)).one())
@@ -88,8 +97,11 @@ class SqlBenchmarks(Benchmarks):
 
     def for_pull(self, repo, number) -> list[BenchRequest]:
         at = BenchRequestRow.number.is_(None) if number is None else BenchRequestRow.number == number
-        query = (select(BenchRequestRow).where(BenchRequestRow.repo == repo, at)
-                 .order_by(BenchRequestRow.id.desc()))
+        query = (
+            select(BenchRequestRow)
+            .where(BenchRequestRow.repo == repo, at)
+            .order_by(BenchRequestRow.id.desc())
+        )
         with self.db.session() as session:
             return [_record(row) for row in session.scalars(query)]
 
@@ -102,18 +114,36 @@ class SqlBenchmarks(Benchmarks):
                 row = _update(session, request)
                 for result in results:
                     stored = BenchResultRow(
-                        request_id=row.id, repo=row.repo, number=row.number, suite=result.suite,
-                        base_sha=result.base_sha, head_sha=result.head_sha, verdict=result.verdict,
-                        headline_metric=result.headline_metric, headline_change=result.headline_change,
-                        comparison=result.comparison, on_default_branch=result.on_default_branch,
-                        created_at=stamp)
+                        request_id=row.id,
+                        repo=row.repo,
+                        number=row.number,
+                        suite=result.suite,
+                        base_sha=result.base_sha,
+                        head_sha=result.head_sha,
+                        verdict=result.verdict,
+                        headline_metric=result.headline_metric,
+                        headline_change=result.headline_change,
+                        comparison=result.comparison,
+                        on_default_branch=result.on_default_branch,
+                        created_at=stamp,
+                    )
                     session.add(stored)
                     session.flush()
                     session.add_all(
-                        MetricPointRow(result_id=stored.id, repo=row.repo, suite=p.suite, metric=p.metric,
-                                       unit=p.unit, better=p.better, sha=p.sha, value=p.value,
-                                       measured_at=stamp)
-                        for p in points if p.suite == result.suite)
+                        MetricPointRow(
+                            result_id=stored.id,
+                            repo=row.repo,
+                            suite=p.suite,
+                            metric=p.metric,
+                            unit=p.unit,
+                            better=p.better,
+                            sha=p.sha,
+                            value=p.value,
+                            measured_at=stamp,
+                        )
+                        for p in points
+                        if p.suite == result.suite
+                    )
                 for stored_map in step_maps:
                     session.execute(self._replace_map(stored_map, stamp))
         except IntegrityError:
@@ -124,8 +154,12 @@ class SqlBenchmarks(Benchmarks):
         return True
 
     def step_map(self, repo) -> StoredStepMap | None:
-        query = (select(StepMapRow).where(StepMapRow.repo == repo)
-                 .order_by(StepMapRow.stored_at.desc(), StepMapRow.id.desc()).limit(1))
+        query = (
+            select(StepMapRow)
+            .where(StepMapRow.repo == repo)
+            .order_by(StepMapRow.stored_at.desc(), StepMapRow.id.desc())
+            .limit(1)
+        )
         with self.db.session() as session:
             row = session.scalars(query).first()
             if row is None:
@@ -139,21 +173,37 @@ class SqlBenchmarks(Benchmarks):
         """An insert of ``stored`` that replaces its repository and suite's map in the same
         statement (an upsert: two runs completing at once leave one row, the last written)."""
         upsert = (postgresql_insert if self.db.dialect == "postgresql" else sqlite_insert)(table(StepMapRow))
-        values = dict(repo=stored.repo, suite=stored.step_map.suite, branch=stored.branch,
-                      commit_sha=stored.step_map.commit, body=json.dumps(stored.step_map.to_dict()),
-                      stored_at=stamp)
+        values = dict(
+            repo=stored.repo,
+            suite=stored.step_map.suite,
+            branch=stored.branch,
+            commit_sha=stored.step_map.commit,
+            body=json.dumps(stored.step_map.to_dict()),
+            stored_at=stamp,
+        )
         return upsert.values(**values).on_conflict_do_update(
             index_elements=[StepMapRow.repo, StepMapRow.suite],
-            set_={key: upsert.excluded[key] for key in ("branch", "commit_sha", "body", "stored_at")})
+            set_={key: upsert.excluded[key] for key in ("branch", "commit_sha", "body", "stored_at")},
+        )
 
     def results(self, request_id) -> list[BenchResult]:
-        query = (select(BenchResultRow).where(BenchResultRow.request_id == request_id)
-                 .order_by(BenchResultRow.id))
+        query = (
+            select(BenchResultRow).where(BenchResultRow.request_id == request_id).order_by(BenchResultRow.id)
+        )
         with self.db.session() as session:
-            return [BenchResult(suite=r.suite, base_sha=r.base_sha, head_sha=r.head_sha, verdict=r.verdict,
-                                headline_metric=r.headline_metric, headline_change=r.headline_change,
-                                comparison=r.comparison, on_default_branch=r.on_default_branch)
-                    for r in session.scalars(query)]
+            return [
+                BenchResult(
+                    suite=r.suite,
+                    base_sha=r.base_sha,
+                    head_sha=r.head_sha,
+                    verdict=r.verdict,
+                    headline_metric=r.headline_metric,
+                    headline_change=r.headline_change,
+                    comparison=r.comparison,
+                    on_default_branch=r.on_default_branch,
+                )
+                for r in session.scalars(query)
+            ]
 
 
 def _lock_key(repo: str) -> int:
@@ -162,8 +212,9 @@ def _lock_key(repo: str) -> int:
 
 
 # A request not known to have reached GitHub: recorded, or sent without a run found yet.
-_NEVER_RAN_YET = and_(BenchRequestRow.status.in_((contract.REQUESTED, contract.DISPATCHING)),
-                      BenchRequestRow.run_id.is_(None))
+_NEVER_RAN_YET = and_(
+    BenchRequestRow.status.in_((contract.REQUESTED, contract.DISPATCHING)), BenchRequestRow.run_id.is_(None)
+)
 # A request that ended before GitHub ran it: its dispatch refused, or released (`release`).
 _NEVER_RAN = and_(BenchRequestRow.status == contract.FAILED, BenchRequestRow.run_id.is_(None))
 
@@ -172,7 +223,8 @@ def _last_command(session: Session, repo: str, *, user: str | None = None, numbe
     """When the last `/bench` that may have run was accepted (the cooldowns' start): one that
     ended before it reached GitHub is not counted."""
     query = select(func.max(BenchRequestRow.created_at)).where(
-        BenchRequestRow.repo == repo, BenchRequestRow.trigger == "command", not_(_NEVER_RAN))
+        BenchRequestRow.repo == repo, BenchRequestRow.trigger == "command", not_(_NEVER_RAN)
+    )
     if user is not None:
         query = query.where(BenchRequestRow.requested_by == user)
     if number is not None:
@@ -182,24 +234,54 @@ def _last_command(session: Session, repo: str, *, user: str | None = None, numbe
 
 def _new_row(request: BenchRequest) -> BenchRequestRow:
     return BenchRequestRow(
-        correlation_id=request.correlation_id, repo=request.repo, installation_id=request.installation_id,
-        number=request.number, base_sha=request.base_sha, head_sha=request.head_sha,
-        suites=json.dumps(list(request.suites)), rounds=request.rounds, max_rounds=request.max_rounds,
-        trigger=request.trigger, requested_by=request.requested_by, comment_id=request.comment_id,
-        status=request.status, run_id=request.run_id, run_url=request.run_url,
-        check_run_id=request.check_run_id, conclusion=request.conclusion, error=request.error,
-        created_at=request.created_at, updated_at=now(), completed_at=request.completed_at)
+        correlation_id=request.correlation_id,
+        repo=request.repo,
+        installation_id=request.installation_id,
+        number=request.number,
+        base_sha=request.base_sha,
+        head_sha=request.head_sha,
+        suites=json.dumps(list(request.suites)),
+        rounds=request.rounds,
+        max_rounds=request.max_rounds,
+        trigger=request.trigger,
+        requested_by=request.requested_by,
+        comment_id=request.comment_id,
+        status=request.status,
+        run_id=request.run_id,
+        run_url=request.run_url,
+        check_run_id=request.check_run_id,
+        conclusion=request.conclusion,
+        error=request.error,
+        created_at=request.created_at,
+        updated_at=now(),
+        completed_at=request.completed_at,
+    )
 
 
 def _record(row: BenchRequestRow) -> BenchRequest:
     return BenchRequest(
-        correlation_id=row.correlation_id, repo=row.repo, installation_id=row.installation_id,
-        number=row.number, base_sha=row.base_sha, head_sha=row.head_sha,
+        correlation_id=row.correlation_id,
+        repo=row.repo,
+        installation_id=row.installation_id,
+        number=row.number,
+        base_sha=row.base_sha,
+        head_sha=row.head_sha,
         suites=tuple(json.loads(row.suites)),
-        rounds=row.rounds, max_rounds=row.max_rounds, trigger=row.trigger, requested_by=row.requested_by,
-        comment_id=row.comment_id, status=row.status, created_at=utc(row.created_at) or now(),
-        run_id=row.run_id, run_url=row.run_url, check_run_id=row.check_run_id, conclusion=row.conclusion,
-        error=row.error, completed_at=utc(row.completed_at), id=row.id)
+        rounds=row.rounds,
+        max_rounds=row.max_rounds,
+        trigger=row.trigger,
+        requested_by=row.requested_by,
+        comment_id=row.comment_id,
+        status=row.status,
+        created_at=utc(row.created_at) or now(),
+        run_id=row.run_id,
+        run_url=row.run_url,
+        check_run_id=row.check_run_id,
+        conclusion=row.conclusion,
+        error=row.error,
+        completed_at=utc(row.completed_at),
+        id=row.id,
+    )
 
 
 def _by_correlation(correlation_id: str):

@@ -62,10 +62,23 @@ _STATE = case(
     else_="open",
 )
 _LIST_COLUMNS = (
-    MergeRow.repo, MergeRow.number, MergeRow.title, MergeRow.author, MergeRow.url, MergeRow.merged_at,
-    MergeRow.merge_sha, MergeRow.head_sha, MergeRow.score, MergeRow.level, MergeRow.top_reason,
-    MergeRow.bench_verdict, MergeRow.headline_metric, MergeRow.headline_change, _STATE.label("state"),
-    MergeRow.fixed_by, MergeRow.acked,
+    MergeRow.repo,
+    MergeRow.number,
+    MergeRow.title,
+    MergeRow.author,
+    MergeRow.url,
+    MergeRow.merged_at,
+    MergeRow.merge_sha,
+    MergeRow.head_sha,
+    MergeRow.score,
+    MergeRow.level,
+    MergeRow.top_reason,
+    MergeRow.bench_verdict,
+    MergeRow.headline_metric,
+    MergeRow.headline_change,
+    _STATE.label("state"),
+    MergeRow.fixed_by,
+    MergeRow.acked,
 )
 _ORDER = {
     "merged": (MergeRow.merged_at,),
@@ -113,10 +126,22 @@ class SqlDashboard(DashboardStore):
         if repo is not None:
             query = query.where(MergeRow.repo == repo)
         with self._session() as session:
-            return [Merge(repo=r.repo, number=r.number, title=r.title, merge_sha=r.merge_sha,
-                          head_sha=r.head_sha, score=r.score, level=r.level, merged_at=_utc(r.merged_at),
-                          author=r.author, url=r.url, reasons=reasons_from(r.reasons))
-                    for r in session.scalars(query)]
+            return [
+                Merge(
+                    repo=r.repo,
+                    number=r.number,
+                    title=r.title,
+                    merge_sha=r.merge_sha,
+                    head_sha=r.head_sha,
+                    score=r.score,
+                    level=r.level,
+                    merged_at=_utc(r.merged_at),
+                    author=r.author,
+                    url=r.url,
+                    reasons=reasons_from(r.reasons),
+                )
+                for r in session.scalars(query)
+            ]
 
     # the derived columns
 
@@ -138,11 +163,16 @@ class SqlDashboard(DashboardStore):
         order = _order(query)
         # The page's ids first (from the covering index alone on PostgreSQL), then their rows.
         page_ids = (
-            select(MergeRow.id).where(*conditions).order_by(*order, MergeRow.id.desc())
-            .limit(query.per_page).offset((query.page - 1) * query.per_page).subquery()
+            select(MergeRow.id)
+            .where(*conditions)
+            .order_by(*order, MergeRow.id.desc())
+            .limit(query.per_page)
+            .offset((query.page - 1) * query.per_page)
+            .subquery()
         )
         statement = (
-            select(*_LIST_COLUMNS).join(page_ids, MergeRow.id == page_ids.c.id)
+            select(*_LIST_COLUMNS)
+            .join(page_ids, MergeRow.id == page_ids.c.id)
             .order_by(*order, MergeRow.id.desc())
         )
         with self._session() as session:
@@ -155,8 +185,9 @@ class SqlDashboard(DashboardStore):
         with self._session() as session:
             _sync(session)
             row = session.execute(
-                select(*_LIST_COLUMNS, MergeRow.reasons)
-                .where(MergeRow.repo == repo, MergeRow.number == number)
+                select(*_LIST_COLUMNS, MergeRow.reasons).where(
+                    MergeRow.repo == repo, MergeRow.number == number
+                )
             ).one_or_none()
             if row is None:
                 return None
@@ -177,18 +208,32 @@ class SqlDashboard(DashboardStore):
             )
             attempts = session.scalars(
                 select(BenchRequestRow)
-                .where(_attempts(merge.repo, merge.number, merge.head_sha, merge.merge_sha),
-                       BenchRequestRow.status.in_((FAILED, CANCELLED, SUPERSEDED)))
+                .where(
+                    _attempts(merge.repo, merge.number, merge.head_sha, merge.merge_sha),
+                    BenchRequestRow.status.in_((FAILED, CANCELLED, SUPERSEDED)),
+                )
                 .order_by(BenchRequestRow.created_at, BenchRequestRow.id)
             )
             return MergeDetail(
                 merge,
                 _json_list(row.reasons),
                 outcomes,
-                [Ack(repo=a.repo, number=a.number, head_sha=a.head_sha, user=a.user, reason=a.reason,
-                     comment_id=a.comment_id, created_at=_utc(a.created_at) or a.created_at) for a in acks],
-                [TriageEvent(t.state, t.fixed_by, t.note, t.user, _utc(t.created_at) or t.created_at)
-                 for t in triage],
+                [
+                    Ack(
+                        repo=a.repo,
+                        number=a.number,
+                        head_sha=a.head_sha,
+                        user=a.user,
+                        reason=a.reason,
+                        comment_id=a.comment_id,
+                        created_at=_utc(a.created_at) or a.created_at,
+                    )
+                    for a in acks
+                ],
+                [
+                    TriageEvent(t.state, t.fixed_by, t.note, t.user, _utc(t.created_at) or t.created_at)
+                    for t in triage
+                ],
                 [_attempt(a) for a in attempts],
             )
 
@@ -198,8 +243,17 @@ class SqlDashboard(DashboardStore):
             if merge is None:
                 return False
             merge.triage_state, merge.fixed_by = event.state, event.fixed_by
-            session.add(TriageEventRow(repo=repo, number=number, state=event.state, fixed_by=event.fixed_by,
-                                       note=event.note, user=event.user, created_at=event.created_at))
+            session.add(
+                TriageEventRow(
+                    repo=repo,
+                    number=number,
+                    state=event.state,
+                    fixed_by=event.fixed_by,
+                    note=event.note,
+                    user=event.user,
+                    created_at=event.created_at,
+                )
+            )
             return True
 
     def series_keys(self, visible: frozenset[str] | None) -> list[SeriesKey]:
@@ -217,11 +271,18 @@ class SqlDashboard(DashboardStore):
 
     def series_key(self, repo, suite, metric) -> SeriesKey | None:
         with self._session() as session:
-            s = session.scalar(select(MetricSeriesRow).where(
-                MetricSeriesRow.repo == repo, MetricSeriesRow.suite == suite, MetricSeriesRow.metric == metric
-            ))
-            return None if s is None else SeriesKey(s.repo, s.suite, s.metric, s.unit, s.better, s.points,
-                                                     _utc(s.last_at))
+            s = session.scalar(
+                select(MetricSeriesRow).where(
+                    MetricSeriesRow.repo == repo,
+                    MetricSeriesRow.suite == suite,
+                    MetricSeriesRow.metric == metric,
+                )
+            )
+            return (
+                None
+                if s is None
+                else SeriesKey(s.repo, s.suite, s.metric, s.unit, s.better, s.points, _utc(s.last_at))
+            )
 
     def series(self, repo, suite, metric, since, until, limit) -> list[Point]:
         statement = (
@@ -240,8 +301,16 @@ class SqlDashboard(DashboardStore):
 
     def landed(self, repo, since, until, flagged_only=False) -> list[Landed]:
         statement = (
-            select(MergeRow.repo, MergeRow.number, MergeRow.title, MergeRow.merge_sha, MergeRow.merged_at,
-                   MergeRow.score, MergeRow.level, MergeRow.flagged)
+            select(
+                MergeRow.repo,
+                MergeRow.number,
+                MergeRow.title,
+                MergeRow.merge_sha,
+                MergeRow.merged_at,
+                MergeRow.score,
+                MergeRow.level,
+                MergeRow.flagged,
+            )
             .where(MergeRow.repo == repo, MergeRow.merged_at >= since, MergeRow.merged_at <= until)
             .order_by(MergeRow.merged_at, MergeRow.id)
         )
@@ -263,8 +332,13 @@ class SqlDashboard(DashboardStore):
             _sync(session)
             rows = session.execute(statement).all()
         return [
-            MergeOutcomeRow(r.repo, r.level, tuple(str(x.get("rule")) for x in _json_list(r.reasons)),
-                            r.bench_verdict, r.triage_state)
+            MergeOutcomeRow(
+                r.repo,
+                r.level,
+                tuple(str(x.get("rule")) for x in _json_list(r.reasons)),
+                r.bench_verdict,
+                r.triage_state,
+            )
             for r in rows
         ]
 
@@ -333,9 +407,16 @@ def _attempt(row: BenchRequestRow) -> BenchAttempt:
         suites = [str(s) for s in json.loads(row.suites or "[]")]
     except ValueError:
         suites = []
-    return BenchAttempt(suites=suites, status=row.status, conclusion=row.conclusion, error=row.error,
-                        run_url=row.run_url, trigger=row.trigger, head_sha=row.head_sha,
-                        created_at=_utc(row.created_at) or row.created_at)
+    return BenchAttempt(
+        suites=suites,
+        status=row.status,
+        conclusion=row.conclusion,
+        error=row.error,
+        run_url=row.run_url,
+        trigger=row.trigger,
+        head_sha=row.head_sha,
+        created_at=_utc(row.created_at) or row.created_at,
+    )
 
 
 def _sync(session: Session) -> None:
@@ -368,13 +449,16 @@ def _sync(session: Session) -> None:
 
 
 def _merges_touched(session: Session, results_after: int, acks_after: int) -> set[int]:
-    new = select(BenchResultRow.repo, BenchResultRow.number, BenchResultRow.head_sha).where(
-        BenchResultRow.id > results_after
-    ).subquery()
+    new = (
+        select(BenchResultRow.repo, BenchResultRow.number, BenchResultRow.head_sha)
+        .where(BenchResultRow.id > results_after)
+        .subquery()
+    )
     by_pull = select(MergeRow.id).join(
         new,
-        and_(MergeRow.repo == new.c.repo, MergeRow.number == new.c.number,
-             MergeRow.head_sha == new.c.head_sha),
+        and_(
+            MergeRow.repo == new.c.repo, MergeRow.number == new.c.number, MergeRow.head_sha == new.c.head_sha
+        ),
     )
     by_commit = select(MergeRow.id).join(
         new, and_(MergeRow.repo == new.c.repo, MergeRow.merge_sha == new.c.head_sha)
@@ -391,29 +475,52 @@ def _derive(session: Session, merge_ids: Iterable[int]) -> None:
     for chunk in _chunks(sorted(merge_ids)):
         merges = {m.id: m for m in session.scalars(select(MergeRow).where(MergeRow.id.in_(chunk)))}
         measured: dict[int, list[Measured]] = {merge_id: [] for merge_id in merges}
-        pulls = select(MergeRow.id, BenchResultRow.verdict, BenchResultRow.headline_metric,
-                       BenchResultRow.headline_change).join(
-            BenchResultRow,
-            and_(BenchResultRow.repo == MergeRow.repo, BenchResultRow.number == MergeRow.number,
-                 BenchResultRow.head_sha == MergeRow.head_sha),
-        ).where(MergeRow.id.in_(chunk))
-        commits = select(MergeRow.id, BenchResultRow.verdict, BenchResultRow.headline_metric,
-                         BenchResultRow.headline_change).join(
-            BenchResultRow,
-            and_(BenchResultRow.repo == MergeRow.repo, BenchResultRow.head_sha == MergeRow.merge_sha),
-        ).where(MergeRow.id.in_(chunk))
+        pulls = (
+            select(
+                MergeRow.id,
+                BenchResultRow.verdict,
+                BenchResultRow.headline_metric,
+                BenchResultRow.headline_change,
+            )
+            .join(
+                BenchResultRow,
+                and_(
+                    BenchResultRow.repo == MergeRow.repo,
+                    BenchResultRow.number == MergeRow.number,
+                    BenchResultRow.head_sha == MergeRow.head_sha,
+                ),
+            )
+            .where(MergeRow.id.in_(chunk))
+        )
+        commits = (
+            select(
+                MergeRow.id,
+                BenchResultRow.verdict,
+                BenchResultRow.headline_metric,
+                BenchResultRow.headline_change,
+            )
+            .join(
+                BenchResultRow,
+                and_(BenchResultRow.repo == MergeRow.repo, BenchResultRow.head_sha == MergeRow.merge_sha),
+            )
+            .where(MergeRow.id.in_(chunk))
+        )
         for query in (pulls, commits):
             for merge_id, verdict, metric, change in session.execute(query):
                 measured[merge_id].append(Measured(verdict, metric, change))
         keys = [(m.repo, m.number) for m in merges.values()]
-        acked = {
-            (repo, number)
-            for repo, number in session.execute(
-                select(AckRow.repo, AckRow.number)
-                .where(tuple_(AckRow.repo, AckRow.number).in_(keys))
-                .distinct()
-            )
-        } if keys else set()
+        acked = (
+            {
+                (repo, number)
+                for repo, number in session.execute(
+                    select(AckRow.repo, AckRow.number)
+                    .where(tuple_(AckRow.repo, AckRow.number).in_(keys))
+                    .distinct()
+                )
+            }
+            if keys
+            else set()
+        )
         for merge_id, row in merges.items():
             outcome = merge_outcome(measured[merge_id])
             row.bench_verdict = outcome.verdict if outcome else None
@@ -426,7 +533,8 @@ def _derive(session: Session, merge_ids: Iterable[int]) -> None:
 def _recount_series(session: Session, points_after: int) -> None:
     touched = session.execute(
         select(MetricPointRow.repo, MetricPointRow.suite, MetricPointRow.metric)
-        .where(MetricPointRow.id > points_after).distinct()
+        .where(MetricPointRow.id > points_after)
+        .distinct()
     ).all()
     for repo, suite, metric in touched:
         of_series = _of_series(repo, suite, metric)
@@ -434,12 +542,16 @@ def _recount_series(session: Session, points_after: int) -> None:
             select(func.count(), func.max(MetricPointRow.measured_at)).where(*of_series)
         ).one()
         unit, better = session.execute(
-            select(MetricPointRow.unit, MetricPointRow.better).where(*of_series)
-            .order_by(MetricPointRow.measured_at.desc(), MetricPointRow.id.desc()).limit(1)
+            select(MetricPointRow.unit, MetricPointRow.better)
+            .where(*of_series)
+            .order_by(MetricPointRow.measured_at.desc(), MetricPointRow.id.desc())
+            .limit(1)
         ).one()
-        row = session.scalar(select(MetricSeriesRow).where(
-            MetricSeriesRow.repo == repo, MetricSeriesRow.suite == suite, MetricSeriesRow.metric == metric
-        ))
+        row = session.scalar(
+            select(MetricSeriesRow).where(
+                MetricSeriesRow.repo == repo, MetricSeriesRow.suite == suite, MetricSeriesRow.metric == metric
+            )
+        )
         if row is None:
             row = MetricSeriesRow(repo=repo, suite=suite, metric=metric)
             session.add(row)
@@ -452,9 +564,23 @@ def _of_series(repo: str, suite: str, metric: str) -> tuple[Any, ...]:
 
 def _flagged(row: Any) -> FlaggedMerge:
     return FlaggedMerge(
-        row.repo, row.number, row.title, row.author, row.url, _utc(row.merged_at), row.merge_sha,
-        row.head_sha, row.score, row.level, row.top_reason, row.bench_verdict, row.headline_metric,
-        row.headline_change, row.state, row.fixed_by, bool(row.acked),
+        row.repo,
+        row.number,
+        row.title,
+        row.author,
+        row.url,
+        _utc(row.merged_at),
+        row.merge_sha,
+        row.head_sha,
+        row.score,
+        row.level,
+        row.top_reason,
+        row.bench_verdict,
+        row.headline_metric,
+        row.headline_change,
+        row.state,
+        row.fixed_by,
+        bool(row.acked),
     )
 
 
@@ -464,8 +590,15 @@ def _bench_outcome(row: BenchResultRow) -> BenchOutcome:
     except ValueError:
         comparison = {}
     return BenchOutcome(
-        row.suite, row.verdict, row.headline_metric, row.headline_change, row.base_sha, row.head_sha,
-        bool(row.on_default_branch), _utc(row.created_at), comparison if isinstance(comparison, dict) else {},
+        row.suite,
+        row.verdict,
+        row.headline_metric,
+        row.headline_change,
+        row.base_sha,
+        row.head_sha,
+        bool(row.on_default_branch),
+        _utc(row.created_at),
+        comparison if isinstance(comparison, dict) else {},
     )
 
 
@@ -481,4 +614,4 @@ def _json_list(text: str | None) -> list[dict[str, Any]]:
 
 def _chunks(items: Sequence[int]) -> Iterator[Sequence[int]]:
     for start in range(0, len(items), _CHUNK):
-        yield items[start:start + _CHUNK]
+        yield items[start : start + _CHUNK]

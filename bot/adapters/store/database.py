@@ -42,8 +42,9 @@ def table(row: type[Base]) -> Table:
 def make_engine(url: str) -> Engine:
     """An engine for ``url``; SQLite gets WAL, and threads share its connections."""
     if url.startswith("sqlite"):
-        engine = create_engine(url, connect_args={"timeout": WAIT_S, "check_same_thread": False,
-                                                  "factory": GuardedConnection})
+        engine = create_engine(
+            url, connect_args={"timeout": WAIT_S, "check_same_thread": False, "factory": GuardedConnection}
+        )
         event.listen(engine, "connect", _sqlite_pragmas)
         return engine
     return create_engine(url, pool_pre_ping=True, pool_size=10, max_overflow=20)

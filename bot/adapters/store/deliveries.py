@@ -35,11 +35,18 @@ _START = (
         DeliveryRow.status == PENDING,
         # Not held, or held under a lease that ran out. A released delivery (no owner) may be
         # taken before its retry time: only the sweep waits for that.
-        or_(DeliveryRow.lease_owner.is_(None), DeliveryRow.lease_expires_at.is_(None),
-            DeliveryRow.lease_expires_at < _NOW),
+        or_(
+            DeliveryRow.lease_owner.is_(None),
+            DeliveryRow.lease_expires_at.is_(None),
+            DeliveryRow.lease_expires_at < _NOW,
+        ),
     )
-    .values(started_at=_NOW, attempts=DeliveryRow.attempts + 1,
-            lease_owner=bindparam("owner"), lease_expires_at=_LEASE_ENDS)
+    .values(
+        started_at=_NOW,
+        attempts=DeliveryRow.attempts + 1,
+        lease_owner=bindparam("owner"),
+        lease_expires_at=_LEASE_ENDS,
+    )
     .returning(
         DeliveryRow.id,
         DeliveryRow.hook_id,
@@ -53,9 +60,13 @@ _START = (
 )
 _SUBJECT_HELD = (
     select(DeliveryRow.id)
-    .where(DeliveryRow.subject == bindparam("subject"), DeliveryRow.status == PENDING,
-           DeliveryRow.id != bindparam("delivery_id"), DeliveryRow.lease_owner.is_not(None),
-           DeliveryRow.lease_expires_at >= _NOW)
+    .where(
+        DeliveryRow.subject == bindparam("subject"),
+        DeliveryRow.status == PENDING,
+        DeliveryRow.id != bindparam("delivery_id"),
+        DeliveryRow.lease_owner.is_not(None),
+        DeliveryRow.lease_expires_at >= _NOW,
+    )
     .limit(1)
 )
 # Two starts of one subject's deliveries must not both find the other not held: on PostgreSQL a
@@ -64,19 +75,36 @@ _LOCK_SUBJECT = text("SELECT pg_advisory_xact_lock(hashtext(:subject))")
 _OTHER = aliased(DeliveryRow)
 # SQLite, where one writer at a time makes it safe: the start and the subject's check in one statement.
 # Its pull request is free: no other delivery of it is held under a live lease.
-_SUBJECT_FREE = or_(DeliveryRow.subject.is_(None), ~exists().where(
-    _OTHER.subject == DeliveryRow.subject, _OTHER.status == PENDING, _OTHER.id != DeliveryRow.id,
-    _OTHER.lease_owner.is_not(None), _OTHER.lease_expires_at >= _NOW))
+_SUBJECT_FREE = or_(
+    DeliveryRow.subject.is_(None),
+    ~exists().where(
+        _OTHER.subject == DeliveryRow.subject,
+        _OTHER.status == PENDING,
+        _OTHER.id != DeliveryRow.id,
+        _OTHER.lease_owner.is_not(None),
+        _OTHER.lease_expires_at >= _NOW,
+    ),
+)
 _START_UNLESS_BUSY = _START.where(_SUBJECT_FREE)
 _STARTABLE = select(DeliveryRow.subject).where(
-    DeliveryRow.id == bindparam("delivery_id"), DeliveryRow.status == PENDING,
-    or_(DeliveryRow.lease_owner.is_(None), DeliveryRow.lease_expires_at.is_(None),
-        DeliveryRow.lease_expires_at < _NOW))
+    DeliveryRow.id == bindparam("delivery_id"),
+    DeliveryRow.status == PENDING,
+    or_(
+        DeliveryRow.lease_owner.is_(None),
+        DeliveryRow.lease_expires_at.is_(None),
+        DeliveryRow.lease_expires_at < _NOW,
+    ),
+)
 _FINISH = (
     update(table(DeliveryRow))
     .where(DeliveryRow.id == bindparam("delivery_id"), DeliveryRow.status == PENDING)
-    .values(status=bindparam("status"), finished_at=_NOW, error=bindparam("error"),
-            failure=bindparam("failure"), lease_expires_at=None)
+    .values(
+        status=bindparam("status"),
+        finished_at=_NOW,
+        error=bindparam("error"),
+        failure=bindparam("failure"),
+        lease_expires_at=None,
+    )
 )
 _FINISH_HELD = _FINISH.where(DeliveryRow.lease_owner == bindparam("owner"))
 
@@ -86,8 +114,17 @@ class SqlDeliveries(Deliveries):
         self.db = db
 
     def claim(self, hook_id, guid, event, action, payload, repo=None, subject=None) -> int | None:
-        values = dict(hook_id=hook_id, guid=guid, event=event, action=action, payload=payload,
-                      status=PENDING, attempts=0, repo=repo, subject=subject)
+        values = dict(
+            hook_id=hook_id,
+            guid=guid,
+            event=event,
+            action=action,
+            payload=payload,
+            status=PENDING,
+            attempts=0,
+            repo=repo,
+            subject=subject,
+        )
         try:
             with self.db.transaction() as connection:
                 return connection.execute(_CLAIM, values).scalar_one()
@@ -114,8 +151,16 @@ class SqlDeliveries(Deliveries):
                         self._refuse_if_busy(connection, subject, delivery_id)
         if row is None:
             return None
-        return Delivery(id=row.id, hook_id=row.hook_id, guid=row.guid, event=row.event, action=row.action,
-                        payload=row.payload, attempts=row.attempts, error=row.error)
+        return Delivery(
+            id=row.id,
+            hook_id=row.hook_id,
+            guid=row.guid,
+            event=row.event,
+            action=row.action,
+            payload=row.payload,
+            attempts=row.attempts,
+            error=row.error,
+        )
 
     @staticmethod
     def _refuse_if_busy(connection, subject, delivery_id) -> None:
@@ -128,8 +173,11 @@ class SqlDeliveries(Deliveries):
             return 0
         statement = (
             update(DeliveryRow)
-            .where(DeliveryRow.id.in_(delivery_ids), DeliveryRow.lease_owner == owner,
-                   DeliveryRow.status == PENDING)
+            .where(
+                DeliveryRow.id.in_(delivery_ids),
+                DeliveryRow.lease_owner == owner,
+                DeliveryRow.status == PENDING,
+            )
             .values(lease_expires_at=db_now(float(lease_s)))
         )
         with self.db.transaction() as connection:
@@ -156,15 +204,22 @@ class SqlDeliveries(Deliveries):
             connection.execute(statement)
 
     def holders(self) -> list[str]:
-        query = (select(DeliveryRow.lease_owner).distinct()
-                 .where(DeliveryRow.status == PENDING, DeliveryRow.lease_owner.is_not(None)))
+        query = (
+            select(DeliveryRow.lease_owner)
+            .distinct()
+            .where(DeliveryRow.status == PENDING, DeliveryRow.lease_owner.is_not(None))
+        )
         with self.db.session() as session:
             return sorted(session.scalars(query))
 
     def release_holder(self, owner) -> list[int]:
         held = and_(DeliveryRow.status == PENDING, DeliveryRow.lease_owner == owner)
-        statement = (update(DeliveryRow).where(held)
-                     .values(lease_owner=None, lease_expires_at=_NOW).returning(DeliveryRow.id))
+        statement = (
+            update(DeliveryRow)
+            .where(held)
+            .values(lease_owner=None, lease_expires_at=_NOW)
+            .returning(DeliveryRow.id)
+        )
         with self.db.transaction() as connection:
             return sorted(connection.execute(statement).scalars())
 
@@ -210,7 +265,8 @@ class SqlDeliveries(Deliveries):
             .values(payload=b"")
         )
         forget = delete(DeliveryRow).where(
-            finished, DeliveryRow.received_at < now - timedelta(seconds=forget_after_s))
+            finished, DeliveryRow.received_at < now - timedelta(seconds=forget_after_s)
+        )
         with self.db.transaction() as connection:
             connection.execute(drop)
             return connection.execute(forget).rowcount
@@ -223,29 +279,57 @@ class SqlDeliveries(Deliveries):
     def health(self, failed_within_s) -> DeliveryHealth:
         since = db_now(-float(failed_within_s))
         failed = select(func.count()).where(DeliveryRow.status == FAILED, DeliveryRow.finished_at >= since)
-        retrying = select(func.count()).where(DeliveryRow.status == PENDING, DeliveryRow.attempts > 0,
-                                              DeliveryRow.lease_owner.is_(None))
+        retrying = select(func.count()).where(
+            DeliveryRow.status == PENDING, DeliveryRow.attempts > 0, DeliveryRow.lease_owner.is_(None)
+        )
         oldest = select(func.min(DeliveryRow.received_at)).where(DeliveryRow.status == PENDING)
         with self.db.session() as session:
-            row = session.execute(select(failed.scalar_subquery(), retrying.scalar_subquery(),
-                                         oldest.scalar_subquery(), since, _NOW)).one()
+            row = session.execute(
+                select(
+                    failed.scalar_subquery(),
+                    retrying.scalar_subquery(),
+                    oldest.scalar_subquery(),
+                    since,
+                    _NOW,
+                )
+            ).one()
         oldest_at, since_at, now_at = utc(row[2]), utc(row[3]) or row[3], utc(row[4]) or row[4]
         last = next(iter(self.failures(1)), None)
         return DeliveryHealth(
-            failed=row[0], retrying=row[1],
+            failed=row[0],
+            retrying=row[1],
             oldest_pending_s=None if oldest_at is None else max(0.0, (now_at - oldest_at).total_seconds()),
             last_failure=last if last and last.finished_at and last.finished_at >= since_at else None,
         )
 
     def failures(self, limit, repos=None) -> list[FailedDelivery]:
-        query = select(DeliveryRow.id, DeliveryRow.guid, DeliveryRow.event, DeliveryRow.action,
-                       DeliveryRow.repo, DeliveryRow.failure, DeliveryRow.error, DeliveryRow.attempts,
-                       DeliveryRow.finished_at).where(DeliveryRow.status == FAILED)
+        query = select(
+            DeliveryRow.id,
+            DeliveryRow.guid,
+            DeliveryRow.event,
+            DeliveryRow.action,
+            DeliveryRow.repo,
+            DeliveryRow.failure,
+            DeliveryRow.error,
+            DeliveryRow.attempts,
+            DeliveryRow.finished_at,
+        ).where(DeliveryRow.status == FAILED)
         if repos is not None:
             query = query.where(DeliveryRow.repo.in_(sorted(repos)))
         query = query.order_by(DeliveryRow.finished_at.desc(), DeliveryRow.id.desc()).limit(limit)
         with self.db.session() as session:
             rows = session.execute(query).all()
-        return [FailedDelivery(id=r.id, guid=r.guid, event=r.event, action=r.action, repo=r.repo,
-                               failure=r.failure, error=r.error, attempts=r.attempts,
-                               finished_at=utc(r.finished_at)) for r in rows]
+        return [
+            FailedDelivery(
+                id=r.id,
+                guid=r.guid,
+                event=r.event,
+                action=r.action,
+                repo=r.repo,
+                failure=r.failure,
+                error=r.error,
+                attempts=r.attempts,
+                finished_at=utc(r.finished_at),
+            )
+            for r in rows
+        ]

@@ -36,14 +36,25 @@ class SqlInstallations(Installations):
     def _merge(self, connection: Connection, installation_id: int | None, repos: list[Repository]) -> None:
         if repos:
             stamp = now()
-            rows = [dict(id=r.id, full_name=r.full_name, installation_id=installation_id, updated_at=stamp,
-                         private=r.private) for r in repos]
+            rows = [
+                dict(
+                    id=r.id,
+                    full_name=r.full_name,
+                    installation_id=installation_id,
+                    updated_at=stamp,
+                    private=r.private,
+                )
+                for r in repos
+            ]
             connection.execute(self._upsert, rows)
 
     def remove_repositories(self, installation_id, repo_ids) -> None:
         with self.db.session() as session:
-            session.execute(delete(RepositoryRow).where(
-                RepositoryRow.installation_id == installation_id, RepositoryRow.id.in_(repo_ids)))
+            session.execute(
+                delete(RepositoryRow).where(
+                    RepositoryRow.installation_id == installation_id, RepositoryRow.id.in_(repo_ids)
+                )
+            )
 
     def remove(self, installation_id) -> None:
         with self.db.session() as session:

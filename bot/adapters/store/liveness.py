@@ -38,13 +38,23 @@ class SqlLiveness(Liveness):
             connection.execute(delete(ConsumerRow).where(ConsumerRow.owner == owner))
 
     def consumers(self, seen_within_s) -> list[ConsumerSeen]:
-        query = (select(ConsumerRow).where(ConsumerRow.seen_at >= db_now(-float(seen_within_s)))
-                 .order_by(ConsumerRow.owner))
+        query = (
+            select(ConsumerRow)
+            .where(ConsumerRow.seen_at >= db_now(-float(seen_within_s)))
+            .order_by(ConsumerRow.owner)
+        )
         with self.db.session() as session:
             rows = list(session.scalars(query))
-        return [ConsumerSeen(owner=row.owner, started_at=utc(row.started_at) or row.started_at,
-                             seen_at=utc(row.seen_at) or row.seen_at, periodic=row.periodic,
-                             threads=row.threads) for row in rows]
+        return [
+            ConsumerSeen(
+                owner=row.owner,
+                started_at=utc(row.started_at) or row.started_at,
+                seen_at=utc(row.seen_at) or row.seen_at,
+                periodic=row.periodic,
+                threads=row.threads,
+            )
+            for row in rows
+        ]
 
     def forget(self, unseen_for_s) -> int:
         unseen = ConsumerRow.seen_at < db_now(-float(unseen_for_s))

@@ -40,8 +40,9 @@ def upgrade(engine: Engine) -> None:
             if not _schema_error(error):
                 raise
             why = str(first.orig if isinstance(first, DBAPIError) else first).strip().splitlines()
-            raise SchemaNotMigrated("the database's schema could not be migrated: "
-                                    f"{why[0] if why else type(first).__name__}") from first
+            raise SchemaNotMigrated(
+                f"the database's schema could not be migrated: {why[0] if why else type(first).__name__}"
+            ) from first
 
 
 def _upgrade(engine: Engine) -> None:

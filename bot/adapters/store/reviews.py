@@ -34,10 +34,18 @@ class SqlReviews(Reviews):
             row = session.scalar(select(ReviewRow).where(ReviewRow.repo == repo, ReviewRow.number == number))
             if row is None:
                 return None
-            return Review(repo=row.repo, number=row.number, head_sha=row.head_sha, score=row.score,
-                          level=row.level, comment_id=row.comment_id, check_run_id=row.check_run_id,
-                          blocks=tuple(json.loads(row.blocks)) if row.blocks else (),
-                          wants_comment=bool(row.wants_comment), reasons=reasons_from(row.reasons))
+            return Review(
+                repo=row.repo,
+                number=row.number,
+                head_sha=row.head_sha,
+                score=row.score,
+                level=row.level,
+                comment_id=row.comment_id,
+                check_run_id=row.check_run_id,
+                blocks=tuple(json.loads(row.blocks)) if row.blocks else (),
+                wants_comment=bool(row.wants_comment),
+                reasons=reasons_from(row.reasons),
+            )
 
 
 def reasons_json(reasons: tuple[Reason, ...]) -> str:

@@ -20,23 +20,37 @@ class SqlSessionStore(SessionStore):
 
     def create(self, key: str, session: DashboardSession) -> None:
         with self.db.transaction() as connection:
-            connection.execute(insert(Row).values(
-                key=key, login=session.login, private_repos=json.dumps(sorted(session.private_repos)),
-                created_at=session.created_at, checked_at=session.checked_at, expires_at=session.expires_at))
+            connection.execute(
+                insert(Row).values(
+                    key=key,
+                    login=session.login,
+                    private_repos=json.dumps(sorted(session.private_repos)),
+                    created_at=session.created_at,
+                    checked_at=session.checked_at,
+                    expires_at=session.expires_at,
+                )
+            )
 
     def get(self, key: str) -> DashboardSession | None:
         with self.db.usable(), self.db.engine.connect() as connection:
             row = connection.execute(select(Row).where(Row.key == key)).one_or_none()
         if row is None:
             return None
-        return DashboardSession(login=row.login, private_repos=frozenset(json.loads(row.private_repos)),
-                                created_at=_utc(row.created_at), checked_at=_utc(row.checked_at),
-                                expires_at=_utc(row.expires_at))
+        return DashboardSession(
+            login=row.login,
+            private_repos=frozenset(json.loads(row.private_repos)),
+            created_at=_utc(row.created_at),
+            checked_at=_utc(row.checked_at),
+            expires_at=_utc(row.expires_at),
+        )
 
     def recheck(self, key: str, private_repos: frozenset[str], checked_at: datetime) -> None:
         with self.db.transaction() as connection:
-            connection.execute(update(Row).where(Row.key == key).values(
-                private_repos=json.dumps(sorted(private_repos)), checked_at=checked_at))
+            connection.execute(
+                update(Row)
+                .where(Row.key == key)
+                .values(private_repos=json.dumps(sorted(private_repos)), checked_at=checked_at)
+            )
 
     def delete(self, key: str) -> None:
         with self.db.transaction() as connection:

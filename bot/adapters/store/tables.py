@@ -26,8 +26,17 @@ class Base(DeclarativeBase):
     pass
 
 
-LIST_INDEX_INCLUDES = ("id", "repo", "number", "level", "score", "bench_verdict", "headline_change",
-                       "triage_state", "acked")
+LIST_INDEX_INCLUDES = (
+    "id",
+    "repo",
+    "number",
+    "level",
+    "score",
+    "bench_verdict",
+    "headline_change",
+    "triage_state",
+    "acked",
+)
 
 
 class DeliveryRow(Base):
@@ -142,8 +151,12 @@ class MergeRow(Base):
         UniqueConstraint("repo", "number", name="uq_merges_repo_number"),
         # Covering on PostgreSQL: counting, filtering and ordering a list of flagged merges reads
         # only this index; the page's rows are then fetched by id.
-        Index("ix_merges_flagged_merged_at", "flagged", "merged_at",
-              postgresql_include=list(LIST_INDEX_INCLUDES)),
+        Index(
+            "ix_merges_flagged_merged_at",
+            "flagged",
+            "merged_at",
+            postgresql_include=list(LIST_INDEX_INCLUDES),
+        ),
         Index("ix_merges_repo_merged_at", "repo", "merged_at"),
         Index("ix_merges_repo_flagged_merged_at", "repo", "flagged", "merged_at"),
         Index("ix_merges_merge_sha", "merge_sha"),

@@ -49,12 +49,23 @@ class SqlWatch(Watch):
                         row = _new_row(new)
                         session.add(row)
                         session.flush()
-                    moved = session.connection().execute(
-                        update(RegressionCaseRow)
-                        .where(RegressionCaseRow.key == old_key,
-                               RegressionCaseRow.state.in_(case_states.sources_of(case_states.SUPERSEDED)))
-                        .values(state=case_states.SUPERSEDED, superseded_by=new.key, updated_at=now(),
-                                finished_at=now())).rowcount
+                    moved = (
+                        session.connection()
+                        .execute(
+                            update(RegressionCaseRow)
+                            .where(
+                                RegressionCaseRow.key == old_key,
+                                RegressionCaseRow.state.in_(case_states.sources_of(case_states.SUPERSEDED)),
+                            )
+                            .values(
+                                state=case_states.SUPERSEDED,
+                                superseded_by=new.key,
+                                updated_at=now(),
+                                finished_at=now(),
+                            )
+                        )
+                        .rowcount
+                    )
                     return _record(row), bool(moved)
             except IntegrityError:
                 continue
@@ -66,10 +77,15 @@ class SqlWatch(Watch):
         if wanted in case_states.ENDS or wanted == case_states.OUT_OF_BUDGET:
             values.setdefault("finished_at", now)
         with self.db.session() as session:
-            moved = session.connection().execute(
-                update(RegressionCaseRow)
-                .where(RegressionCaseRow.key == key, RegressionCaseRow.state.in_(sources))
-                .values(**values)).rowcount
+            moved = (
+                session.connection()
+                .execute(
+                    update(RegressionCaseRow)
+                    .where(RegressionCaseRow.key == key, RegressionCaseRow.state.in_(sources))
+                    .values(**values)
+                )
+                .rowcount
+            )
             if not moved:
                 return None
             return _record(session.scalars(_by_key(key)).one())
@@ -78,8 +94,10 @@ class SqlWatch(Watch):
         _check(changes)
         with self.db.session() as session:
             session.connection().execute(
-                update(RegressionCaseRow).where(RegressionCaseRow.key == key)
-                .values(**changes, updated_at=now()))
+                update(RegressionCaseRow)
+                .where(RegressionCaseRow.key == key)
+                .values(**changes, updated_at=now())
+            )
 
     def get(self, key) -> RegressionCase | None:
         with self.db.session() as session:
@@ -93,16 +111,25 @@ class SqlWatch(Watch):
             return None if row is None else _record(row)
 
     def of_series(self, repo, suite, metric, states) -> list[RegressionCase]:
-        query = (select(RegressionCaseRow)
-                 .where(RegressionCaseRow.repo == repo, RegressionCaseRow.suite == suite,
-                        RegressionCaseRow.metric == metric, RegressionCaseRow.state.in_(states))
-                 .order_by(RegressionCaseRow.id))
+        query = (
+            select(RegressionCaseRow)
+            .where(
+                RegressionCaseRow.repo == repo,
+                RegressionCaseRow.suite == suite,
+                RegressionCaseRow.metric == metric,
+                RegressionCaseRow.state.in_(states),
+            )
+            .order_by(RegressionCaseRow.id)
+        )
         with self.db.session() as session:
             return [_record(row) for row in session.scalars(query)]
 
     def cases(self, repos, limit=200) -> list[RegressionCase]:
-        query = select(RegressionCaseRow).order_by(RegressionCaseRow.detected_at.desc(),
-                                                   RegressionCaseRow.id.desc()).limit(limit)
+        query = (
+            select(RegressionCaseRow)
+            .order_by(RegressionCaseRow.detected_at.desc(), RegressionCaseRow.id.desc())
+            .limit(limit)
+        )
         if repos is not None:
             query = query.where(RegressionCaseRow.repo.in_(sorted(repos)))
         with self.db.session() as session:
@@ -112,17 +139,21 @@ class SqlWatch(Watch):
         if not prefix or any(c not in "0123456789abcdef" for c in prefix):
             return []
         merges = select(MergeRow.merge_sha.label("sha")).where(
-            MergeRow.repo == repo, MergeRow.merge_sha.startswith(prefix, autoescape=True))
+            MergeRow.repo == repo, MergeRow.merge_sha.startswith(prefix, autoescape=True)
+        )
         points = select(MetricPointRow.sha.label("sha")).where(
-            MetricPointRow.repo == repo, MetricPointRow.sha.startswith(prefix, autoescape=True))
+            MetricPointRow.repo == repo, MetricPointRow.sha.startswith(prefix, autoescape=True)
+        )
         query = select(union(merges, points).subquery().c.sha).distinct().limit(limit)
         with self.db.session() as session:
             return sorted(sha for sha in session.scalars(query) if sha)
 
     def merge_of(self, repo, sha) -> tuple[int, str | None] | None:
-        query = (select(MergeRow.number, MergeRow.url, MergeRow.merge_sha)
-                 .where(MergeRow.repo == repo, or_(MergeRow.merge_sha == sha, MergeRow.head_sha == sha))
-                 .order_by(MergeRow.id))
+        query = (
+            select(MergeRow.number, MergeRow.url, MergeRow.merge_sha)
+            .where(MergeRow.repo == repo, or_(MergeRow.merge_sha == sha, MergeRow.head_sha == sha))
+            .order_by(MergeRow.id)
+        )
         with self.db.session() as session:
             found = session.execute(query).all()
         best = next((row for row in found if row.merge_sha == sha), found[0] if found else None)
@@ -130,11 +161,14 @@ class SqlWatch(Watch):
 
     def series(self, repo, suite, metric) -> list[SeriesRow]:
         point = MetricPointRow
-        query = (select(point.sha, BenchResultRow.base_sha, point.value, point.better)
-                 .join(BenchResultRow, BenchResultRow.id == MetricPointRow.result_id)
-                 .where(MetricPointRow.repo == repo, MetricPointRow.suite == suite,
-                        MetricPointRow.metric == metric)
-                 .order_by(MetricPointRow.measured_at, MetricPointRow.id))
+        query = (
+            select(point.sha, BenchResultRow.base_sha, point.value, point.better)
+            .join(BenchResultRow, BenchResultRow.id == MetricPointRow.result_id)
+            .where(
+                MetricPointRow.repo == repo, MetricPointRow.suite == suite, MetricPointRow.metric == metric
+            )
+            .order_by(MetricPointRow.measured_at, MetricPointRow.id)
+        )
         with self.db.session() as session:
             return [SeriesRow(*row) for row in session.execute(query)]
 
@@ -147,8 +181,18 @@ class SqlWatch(Watch):
                 if known is not None:
                     return bool(known)
                 allowed = bool(allows(_spent(session, repo, day)))
-                session.add(GpuSpendRow(key=key, repo=repo, day=day, kind=kind, level=level, minutes=minutes,
-                                        allowed=allowed, created_at=now))
+                session.add(
+                    GpuSpendRow(
+                        key=key,
+                        repo=repo,
+                        day=day,
+                        kind=kind,
+                        level=level,
+                        minutes=minutes,
+                        allowed=allowed,
+                        created_at=now,
+                    )
+                )
                 return allowed
         except IntegrityError:  # the same work charged at the same moment by another process
             with self.db.session() as session:
@@ -157,21 +201,28 @@ class SqlWatch(Watch):
     def settle(self, key, minutes) -> None:
         with self.db.session() as session:
             session.connection().execute(
-                update(GpuSpendRow).where(GpuSpendRow.key == key).values(minutes=minutes))
+                update(GpuSpendRow).where(GpuSpendRow.key == key).values(minutes=minutes)
+            )
 
     def spending(self, repo, day) -> Spending:
         with self.db.session() as session:
             skipped = session.execute(
-                select(func.count(GpuSpendRow.id), func.coalesce(func.sum(GpuSpendRow.minutes), 0.0))
-                .where(GpuSpendRow.repo == repo, GpuSpendRow.day == day,
-                       GpuSpendRow.allowed.is_(False))).one()
+                select(func.count(GpuSpendRow.id), func.coalesce(func.sum(GpuSpendRow.minutes), 0.0)).where(
+                    GpuSpendRow.repo == repo, GpuSpendRow.day == day, GpuSpendRow.allowed.is_(False)
+                )
+            ).one()
             return Spending(_spent(session, repo, day), int(skipped[0]), float(skipped[1]))
 
 
 def _spent(session: Session, repo: str, day: str) -> float:
-    return float(session.scalar(
-        select(func.coalesce(func.sum(GpuSpendRow.minutes), 0.0))
-        .where(GpuSpendRow.repo == repo, GpuSpendRow.day == day, GpuSpendRow.allowed.is_(True))) or 0.0)
+    return float(
+        session.scalar(
+            select(func.coalesce(func.sum(GpuSpendRow.minutes), 0.0)).where(
+                GpuSpendRow.repo == repo, GpuSpendRow.day == day, GpuSpendRow.allowed.is_(True)
+            )
+        )
+        or 0.0
+    )
 
 
 def _lock_key(repo: str) -> int:

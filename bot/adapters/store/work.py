@@ -40,8 +40,17 @@ class SqlWorkLog(WorkLog):
         try:
             with self.db.session() as session:
                 session.add(WorkKeyRow(key=work_key, created_at=now()))
-                session.add(AckRow(repo=ack.repo, number=ack.number, head_sha=ack.head_sha, user=ack.user,
-                                   reason=ack.reason, comment_id=ack.comment_id, created_at=ack.created_at))
+                session.add(
+                    AckRow(
+                        repo=ack.repo,
+                        number=ack.number,
+                        head_sha=ack.head_sha,
+                        user=ack.user,
+                        reason=ack.reason,
+                        comment_id=ack.comment_id,
+                        created_at=ack.created_at,
+                    )
+                )
         except IntegrityError:
             return False
         return True
@@ -49,37 +58,52 @@ class SqlWorkLog(WorkLog):
     def acks(self, repo, number) -> list[Ack]:
         query = select(AckRow).where(AckRow.repo == repo, AckRow.number == number).order_by(AckRow.id)
         with self.db.session() as session:
-            return [Ack(repo=r.repo, number=r.number, head_sha=r.head_sha, user=r.user, reason=r.reason,
-                        comment_id=r.comment_id, created_at=utc(r.created_at) or now())
-                    for r in session.scalars(query)]
+            return [
+                Ack(
+                    repo=r.repo,
+                    number=r.number,
+                    head_sha=r.head_sha,
+                    user=r.user,
+                    reason=r.reason,
+                    comment_id=r.comment_id,
+                    created_at=utc(r.created_at) or now(),
+                )
+                for r in session.scalars(query)
+            ]
 
     def record_push(self, repo, number, head_sha, pushed_at) -> None:
         try:
             with self.db.session() as session:
-                session.add(PullPushRow(repo=repo, number=number, head_sha=head_sha,
-                                        pushed_at=_utc(pushed_at)))
+                session.add(
+                    PullPushRow(repo=repo, number=number, head_sha=head_sha, pushed_at=_utc(pushed_at))
+                )
         except IntegrityError:
             pass  # the same push again: a replayed or redelivered event
 
     def pushes_before(self, repo, number, before) -> list[tuple[str, datetime]]:
-        query = (select(PullPushRow.head_sha, PullPushRow.pushed_at)
-                 .where(PullPushRow.repo == repo, PullPushRow.number == number,
-                        PullPushRow.pushed_at < _utc(before))
-                 .order_by(PullPushRow.pushed_at, PullPushRow.id))
+        query = (
+            select(PullPushRow.head_sha, PullPushRow.pushed_at)
+            .where(
+                PullPushRow.repo == repo, PullPushRow.number == number, PullPushRow.pushed_at < _utc(before)
+            )
+            .order_by(PullPushRow.pushed_at, PullPushRow.id)
+        )
         with self.db.session() as session:
             return [(sha, utc(at) or at) for sha, at in session.execute(query)]
 
     def approve(self, repo, number, head_sha, by) -> None:
         try:
             with self.db.session() as session:
-                session.add(ApprovalRow(repo=repo, number=number, head_sha=head_sha, approved_by=by,
-                                        created_at=now()))
+                session.add(
+                    ApprovalRow(repo=repo, number=number, head_sha=head_sha, approved_by=by, created_at=now())
+                )
         except IntegrityError:
             pass  # approved before: an approval is a fact about the commit, not about who said it first
 
     def approved(self, repo, number, head_sha) -> bool:
         query = select(ApprovalRow.id).where(
-            ApprovalRow.repo == repo, ApprovalRow.number == number, ApprovalRow.head_sha == head_sha)
+            ApprovalRow.repo == repo, ApprovalRow.number == number, ApprovalRow.head_sha == head_sha
+        )
         with self.db.session() as session:
             return session.scalar(query) is not None
 

@@ -134,8 +134,9 @@ class _Report(_Model):
     fingerprints: _Fingerprints = _Fingerprints()
 
 
-def read(files: Mapping[str, bytes], *, good: str, bad: str,
-         suite: str) -> tuple[BisectOutcome | None, list[str]]:
+def read(
+    files: Mapping[str, bytes], *, good: str, bad: str, suite: str
+) -> tuple[BisectOutcome | None, list[str]]:
     """The outcome of the bisection of ``good``..``bad`` on ``suite`` that ``files`` hold, and the
     problems found (one line each); no outcome when the report is missing, invalid or about other
     commits or another suite."""
@@ -155,18 +156,24 @@ def read(files: Mapping[str, bytes], *, good: str, bad: str,
         return None, [f"{REPORT}: status {report.status} cannot name a culprit"]
     confirmation = _confirmation(report)
     reference = _results(files, REFERENCE_RESULTS, (report.good, report.bad), report.suite, problems)
-    confirmed = (_results(files, CONFIRM_RESULTS, (confirmation.base, confirmation.head), report.suite,
-                          problems) if confirmation is not None else None)
+    confirmed = (
+        _results(files, CONFIRM_RESULTS, (confirmation.base, confirmation.head), report.suite, problems)
+        if confirmation is not None
+        else None
+    )
     if problems:
         return None, problems
     if reference is None and report.status != "error":
         problems.append(f"the artifact holds no {REFERENCE_RESULTS}")
-    diff = (profile.diff_of(confirmed.base.profile, confirmed.head.profile)
-            if confirmed is not None else None)
+    diff = profile.diff_of(confirmed.base.profile, confirmed.head.profile) if confirmed is not None else None
     culprit = report.culprit
     outcome = BisectOutcome(
-        status=report.status, good=report.good, bad=report.bad, suite=report.suite,
-        metric=_plain(report.metric, 128), commits=report.commits,
+        status=report.status,
+        good=report.good,
+        bad=report.bad,
+        suite=report.suite,
+        metric=_plain(report.metric, 128),
+        commits=report.commits,
         culprit=culprit.sha if culprit else None,
         culprit_subject=_plain(culprit.subject, 200) if culprit else None,
         parent=(culprit.parent or report.good) if culprit else None,
@@ -174,9 +181,11 @@ def read(files: Mapping[str, bytes], *, good: str, bad: str,
         ci=confirmation.ci if confirmation else None,
         reference_verdict=report.reference.verdict if report.reference else "error",
         reference_change=_change(report.reference.ratio) if report.reference else None,
-        runs=_runs_made(report), markdown=_markdown(report, confirmation),
+        runs=_runs_made(report),
+        markdown=_markdown(report, confirmation),
         fingerprints={"good": dict(report.fingerprints.good), "bad": dict(report.fingerprints.bad)},
-        kernels_markdown=kernels_markdown(diff) if diff is not None else None)
+        kernels_markdown=kernels_markdown(diff) if diff is not None else None,
+    )
     return outcome, problems
 
 
@@ -200,12 +209,14 @@ def _report(data: bytes | None, problems: list[str]) -> _Report | None:
         problems.append(f"{REPORT}: the top level must be a JSON object")
         return None
     if parsed.get("schema") != 1 or isinstance(parsed.get("schema"), bool):
-        problems.append(f"{REPORT}: unsupported schema {_short(repr(parsed.get('schema')))} (this perfbot "
-                        "reads 1)")
+        problems.append(
+            f"{REPORT}: unsupported schema {_short(repr(parsed.get('schema')))} (this perfbot reads 1)"
+        )
         return None
     if parsed.get("status") not in STATUSES:
-        problems.append(f"{REPORT}: status {_short(repr(parsed.get('status')))} is none of "
-                        f"{', '.join(STATUSES)}")
+        problems.append(
+            f"{REPORT}: status {_short(repr(parsed.get('status')))} is none of {', '.join(STATUSES)}"
+        )
         return None
     try:
         return _Report.model_validate(parsed)
@@ -222,12 +233,19 @@ def _confirmation(report: _Report) -> _Measurement | None:
     if report.culprit is None:
         return None
     parent = report.culprit.parent or report.good
-    return next((m for m in reversed(report.measurements)
-                 if m.purpose == "confirm" and (m.base, m.head) == (parent, report.culprit.sha)), None)
+    return next(
+        (
+            m
+            for m in reversed(report.measurements)
+            if m.purpose == "confirm" and (m.base, m.head) == (parent, report.culprit.sha)
+        ),
+        None,
+    )
 
 
-def _results(files: Mapping[str, bytes], name: str, shas: tuple[str, str], suite: str,
-             problems: list[str]) -> results_file.Results | None:
+def _results(
+    files: Mapping[str, bytes], name: str, shas: tuple[str, str], suite: str, problems: list[str]
+) -> results_file.Results | None:
     """The results file ``name``, if there, checked to measure ``shas`` (base, head) on ``suite``."""
     data = files.get(name)
     if data is None:
@@ -241,42 +259,62 @@ def _results(files: Mapping[str, bytes], name: str, shas: tuple[str, str], suite
         problems.append(f"{name}: JSON nested too deeply")
         return None
     if (loaded.base.sha.lower(), loaded.head.sha.lower()) != shas or loaded.suite != suite:
-        problems.append(f"{name}: measured {_short(loaded.base.sha)}..{_short(loaded.head.sha)} on "
-                        f"{_short(loaded.suite)}, not {shas[0][:10]}..{shas[1][:10]} on {suite}")
+        problems.append(
+            f"{name}: measured {_short(loaded.base.sha)}..{_short(loaded.head.sha)} on "
+            f"{_short(loaded.suite)}, not {shas[0][:10]}..{shas[1][:10]} on {suite}"
+        )
         return None
     return loaded
 
 
 def _markdown(report: _Report, confirmation: _Measurement | None) -> str:
     """The report as Markdown, every string from the artifact escaped."""
-    lines = [f"### perfbot bisect: {escape_md(_plain(report.conclusion, 300))}", "",
-             f"Status: **{report.status.replace('_', ' ')}**. Range `{report.good[:10]}..{report.bad[:10]}` "
-             f"({report.commits} commits), suite `{code(report.suite)}`, metric `{code(report.metric)}`, "
-             f"{_runs_made(report)} benchmark runs.", ""]
+    lines = [
+        f"### perfbot bisect: {escape_md(_plain(report.conclusion, 300))}",
+        "",
+        f"Status: **{report.status.replace('_', ' ')}**. Range `{report.good[:10]}..{report.bad[:10]}` "
+        f"({report.commits} commits), suite `{code(report.suite)}`, metric `{code(report.metric)}`, "
+        f"{_runs_made(report)} benchmark runs.",
+        "",
+    ]
     if report.culprit is not None:
-        lines += [f"**Culprit:** `{report.culprit.sha}` {escape_md(_plain(report.culprit.subject, 200))}"
-                  + (f": {_change(confirmation.ratio)} against its parent" if confirmation else ""), ""]
+        lines += [
+            f"**Culprit:** `{report.culprit.sha}` {escape_md(_plain(report.culprit.subject, 200))}"
+            + (f": {_change(confirmation.ratio)} against its parent" if confirmation else ""),
+            "",
+        ]
     if report.status in _NO_CULPRIT_STATUSES:
         lines += _fingerprint_table(report.fingerprints)
     if report.measurements:
         lines += ["| run | base | head | verdict | change (95% CI) | outcome |", "|---|---|---|---|---|---|"]
-        lines += [f"| {m.purpose} | `{m.base[:10]}` | `{m.head[:10]}` | {code(m.verdict)} | "
-                  f"{_change_ci(m.ratio, m.ci)} | {m.outcome or ''} |" for m in report.measurements]
+        lines += [
+            f"| {m.purpose} | `{m.base[:10]}` | `{m.head[:10]}` | {code(m.verdict)} | "
+            f"{_change_ci(m.ratio, m.ci)} | {m.outcome or ''} |"
+            for m in report.measurements
+        ]
     return "\n".join(lines) + "\n"
 
 
 def _fingerprint_table(prints: _Fingerprints) -> list[str]:
-    keys = sorted(prints.good.keys() | prints.bad.keys(),
-                  key=lambda k: (prints.good.get(k) == prints.bad.get(k), k))
+    keys = sorted(
+        prints.good.keys() | prints.bad.keys(), key=lambda k: (prints.good.get(k) == prints.bad.get(k), k)
+    )
     if not keys:
         return ["No environment fingerprint was recorded.", ""]
     differing = sum(1 for k in keys if prints.good.get(k) != prints.bad.get(k))
-    lines = [f"<details><summary>Environment fingerprints of GOOD and BAD, as measured in this run "
-             f"({differing} differ)</summary>", "", "| key | GOOD | BAD | differs |", "|---|---|---|---|"]
+    lines = [
+        f"<details><summary>Environment fingerprints of GOOD and BAD, as measured in this run "
+        f"({differing} differ)</summary>",
+        "",
+        "| key | GOOD | BAD | differs |",
+        "|---|---|---|---|",
+    ]
     for key in keys[:FINGERPRINT_ROWS]:
         g, b = prints.good.get(key), prints.bad.get(key)
-        lines.append(f"| `{code(clip(key, 120))}` | `{code(clip(g or '–', 200))}` | "
-                     f"`{code(clip(b or '–', 200))}` | {'yes' if g != b else ''} |")
+        lines.append(
+            f"| `{code(clip(key, 120))}` | `{code(clip(g or '–', 200))}` | "
+            f"`{code(clip(b or '–', 200))}` | {'yes' if g != b else ''} |"
+        )
     if len(keys) > FINGERPRINT_ROWS:
         lines += ["", f"… and {len(keys) - FINGERPRINT_ROWS} more keys."]
     return lines + ["", "</details>", ""]

@@ -58,8 +58,15 @@ def correlation_in(title: str | None) -> str | None:
     return found.group(1) if found else None
 
 
-def inputs(number: int | None, base_sha: str, head_sha: str, suites: Sequence[str], rounds: int | None,
-           max_rounds: int | None, correlation: str) -> dict[str, str]:
+def inputs(
+    number: int | None,
+    base_sha: str,
+    head_sha: str,
+    suites: Sequence[str],
+    rounds: int | None,
+    max_rounds: int | None,
+    correlation: str,
+) -> dict[str, str]:
     """The `workflow_dispatch` inputs, all strings, as the contract names them."""
     for sha in (base_sha, head_sha):
         if not SHA.fullmatch(sha):
@@ -81,8 +88,9 @@ METRIC = re.compile(r"[A-Za-z0-9._:/-]{0,64}")
 BISECT = "bisect"  # the `mode` input of a bisect; a bench run sends no mode (workflows before it lack it)
 
 
-def bisect_inputs(good: str, bad: str, suite: str, metric: str, rounds: int | None, max_rounds: int | None,
-                  correlation: str) -> dict[str, str]:
+def bisect_inputs(
+    good: str, bad: str, suite: str, metric: str, rounds: int | None, max_rounds: int | None, correlation: str
+) -> dict[str, str]:
     """The `workflow_dispatch` inputs of a bisect of GOOD..BAD on one suite (``metric`` "": the
     suite's headline metric): a default-branch run, so no pull request."""
     if not SUITE.fullmatch(suite):

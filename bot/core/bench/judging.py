@@ -58,8 +58,14 @@ class Judged:
         return any(suite.launching_lines for suite in self.suites)
 
 
-def judge(artifact: Artifact, base_sha: str, head_sha: str, suites: Sequence[str],
-          subject: str = "This PR", changed: ChangedLines | None = None) -> Judged:
+def judge(
+    artifact: Artifact,
+    base_sha: str,
+    head_sha: str,
+    suites: Sequence[str],
+    subject: str = "This PR",
+    changed: ChangedLines | None = None,
+) -> Judged:
     """Every results file of the artifact that measured ``base_sha`` against ``head_sha``; a file
     that is invalid, measured other commits or a suite that was not asked for is a problem, never a
     verdict. ``subject`` names what changed in the headlines ("This PR", "This commit");
@@ -94,40 +100,53 @@ def is_results_file(name: str) -> bool:
 def _run_errors(loaded: results_file.Results, name: str, most: int = 3) -> list[str]:
     errors = [f"{name}: {loaded.error}"] if loaded.error else []
     failed = [r for r in loaded.rounds if not r.ok]
-    errors += [f"{name}: {r.side} round {r.index} failed: {r.error or 'no reason given'}"
-               for r in failed[:most]]
+    errors += [
+        f"{name}: {r.side} round {r.index} failed: {r.error or 'no reason given'}" for r in failed[:most]
+    ]
     if len(failed) > most:
         errors.append(f"{name}: {len(failed) - most} more rounds failed")
     return errors
 
 
-def _mismatch(loaded: results_file.Results, base_sha: str, head_sha: str, suites: Sequence[str],
-              name: str) -> str | None:
+def _mismatch(
+    loaded: results_file.Results, base_sha: str, head_sha: str, suites: Sequence[str], name: str
+) -> str | None:
     measured = (loaded.base.sha.lower(), loaded.head.sha.lower())
     if not (base_sha.startswith(measured[0]) and head_sha.startswith(measured[1])):
-        return (f"{name}: measured {measured[0][:12]} → {measured[1][:12]}, not the requested "
-                f"{base_sha[:12]} → {head_sha[:12]}")
+        return (
+            f"{name}: measured {measured[0][:12]} → {measured[1][:12]}, not the requested "
+            f"{base_sha[:12]} → {head_sha[:12]}"
+        )
     if suites and loaded.suite not in suites:
         return f"{name}: suite {clip(printable(loaded.suite), 64)!r} was not asked for"
     return None
 
 
-def judge_suite(loaded: results_file.Results, subject: str = "This PR",
-                changed: ChangedLines | None = None) -> SuiteJudgement:
+def judge_suite(
+    loaded: results_file.Results, subject: str = "This PR", changed: ChangedLines | None = None
+) -> SuiteJudgement:
     """One results file compared as `perfbot compare` compares it, with its defaults."""
     comparison = stats.decide(loaded)
     headline = render_compare.headline(comparison, subject)
     first = comparison.metrics[0] if comparison.metrics else None
-    points = tuple((m.name, m.unit, m.better, m.head_median) for m in comparison.metrics
-                   if m.head_median is not None)
+    points = tuple(
+        (m.name, m.unit, m.better, m.head_median) for m in comparison.metrics if m.head_median is not None
+    )
     return SuiteJudgement(
-        suite=loaded.suite, verdict=comparison.verdict, headline=headline,
+        suite=loaded.suite,
+        verdict=comparison.verdict,
+        headline=headline,
         markdown=render_compare.compare_markdown(loaded, comparison, subject=subject, changed=changed),
         headline_metric=first.name if first else None,
         headline_change=first.change if first else None,
-        comparison={**comparison.to_dict(), "fingerprints": _fingerprints(loaded),
-                    "charts": render_chart.charts_json(loaded, comparison)},
-        points=points, launching_lines=_names_launching_lines(loaded))
+        comparison={
+            **comparison.to_dict(),
+            "fingerprints": _fingerprints(loaded),
+            "charts": render_chart.charts_json(loaded, comparison),
+        },
+        points=points,
+        launching_lines=_names_launching_lines(loaded),
+    )
 
 
 def _names_launching_lines(loaded: results_file.Results) -> bool:
@@ -139,6 +158,10 @@ def _fingerprints(loaded: results_file.Results) -> dict[str, dict[str, str]]:
     """Each side's environment fingerprint, flattened to text: kept with the comparison, so that a
     bisect that no longer reproduces a regression can show the original run's environment beside
     today's."""
-    return {side: {key: clip(printable(str(value)), 200)
-                   for key, value in list(envdiff.flatten(loaded.revision(side).fingerprint).items())[:400]}
-            for side in ("base", "head")}
+    return {
+        side: {
+            key: clip(printable(str(value)), 200)
+            for key, value in list(envdiff.flatten(loaded.revision(side).fingerprint).items())[:400]
+        }
+        for side in ("base", "head")
+    }

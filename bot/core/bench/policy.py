@@ -144,8 +144,10 @@ def without_write(command: grammar.Command) -> ShowHelp | Refuse:
     everyone, everything else is refused (nothing else needs to be read for it)."""
     if isinstance(command, grammar.Help):
         return ShowHelp()
-    return Refuse("only people with write access to this repository can start benchmarks",
-                  "ask a maintainer to comment /bench for you")
+    return Refuse(
+        "only people with write access to this repository can start benchmarks",
+        "ask a maintainer to comment /bench for you",
+    )
 
 
 def _approve(command: grammar.Approve, facts: Facts) -> Decision:
@@ -175,56 +177,76 @@ def seen_head(named: str | None, seen: Seen, head: str) -> str | Refuse:
             return Refuse(f"{named} is the start of {len(matches)} commits pushed to this pull request", hint)
         return Refuse(f"no commit pushed to this pull request before your comment starts with {named}", hint)
     if not seen.pushes:
-        return Refuse("perfbot knows of no push of this pull request before your comment, so it cannot tell "
-                      "which head you read", hint)
+        return Refuse(
+            "perfbot knows of no push of this pull request before your comment, so it cannot tell "
+            "which head you read",
+            hint,
+        )
     last = seen.pushes[-1]
     if len({push.head_sha for push in seen.pushes if push.at == last.at}) > 1:
-        return Refuse("several commits were pushed in the same second before your comment, so perfbot "
-                      "cannot tell which head you read", hint)
+        return Refuse(
+            "several commits were pushed in the same second before your comment, so perfbot "
+            "cannot tell which head you read",
+            hint,
+        )
     if last.head_sha != head:
-        return Refuse(f"the head {head[:12]} is not the one this pull request had when your comment was "
-                      f"written ({last.head_sha[:12]}): it was pushed after the comment", hint)
+        return Refuse(
+            f"the head {head[:12]} is not the one this pull request had when your comment was "
+            f"written ({last.head_sha[:12]}): it was pushed after the comment",
+            hint,
+        )
     return last.head_sha
 
 
 def _run(command: grammar.Run, facts: Facts, bench: BenchConfig) -> Decision:
     pull, dispatch = facts.pull, bench.dispatch
     if pull.fork and not facts.approved:
-        return Refuse(f"this pull request comes from a fork and its head {pull.head_sha[:12]} is not "
-                      "approved for the GPU runners",
-                      "a maintainer who has read the change can comment /bench approve, then /bench; "
-                      "a new push needs a new approval")
+        return Refuse(
+            f"this pull request comes from a fork and its head {pull.head_sha[:12]} is not "
+            "approved for the GPU runners",
+            "a maintainer who has read the change can comment /bench approve, then /bench; "
+            "a new push needs a new approval",
+        )
     if facts.active is not None and facts.active.head_sha == pull.head_sha:
         where = f" ({facts.active.run_url})" if facts.active.run_url else ""
-        return Refuse(f"a benchmark of this head is already running{where}",
-                      "wait for its result, or comment /bench cancel first")
+        return Refuse(
+            f"a benchmark of this head is already running{where}",
+            "wait for its result, or comment /bench cancel first",
+        )
     cooling = _cooling(facts, bench)
     if cooling is not None:
         return cooling
     unknown = [s for s in command.suites if s not in contract.known_suites(bench)]
     if unknown:
-        return Refuse(f"unknown suite '{unknown[0]}'",
-                      f"suites here: {', '.join(contract.known_suites(bench))}")
+        return Refuse(
+            f"unknown suite '{unknown[0]}'", f"suites here: {', '.join(contract.known_suites(bench))}"
+        )
     for value, option in ((command.rounds, "--rounds"), (command.max_rounds, "--max-rounds")):
         if value is not None and value > dispatch.max_rounds:
-            return Refuse(f"{option} {value} is more than this repository allows ({dispatch.max_rounds})",
-                          f"ask for at most {dispatch.max_rounds} rounds per side")
+            return Refuse(
+                f"{option} {value} is more than this repository allows ({dispatch.max_rounds})",
+                f"ask for at most {dispatch.max_rounds} rounds per side",
+            )
     if command.rounds and command.max_rounds and command.max_rounds < command.rounds:
-        return Refuse("--max-rounds is smaller than --rounds",
-                      "--max-rounds caps the adaptive rounds above --rounds")
+        return Refuse(
+            "--max-rounds is smaller than --rounds", "--max-rounds caps the adaptive rounds above --rounds"
+        )
     return Dispatch(command.suites or contract.default_suites(bench), command.rounds, command.max_rounds)
 
 
 def _cooling(facts: Facts, bench: BenchConfig) -> Refuse | None:
     """The refusal of a command that came before the cooldowns ran out, if it did."""
     dispatch = bench.dispatch
-    for last, limit, whose in ((facts.user_last, dispatch.cooldown.user, "your last /bench"),
-                               (facts.pr_last, dispatch.cooldown.pr, "the last /bench on this pull request")):
+    for last, limit, whose in (
+        (facts.user_last, dispatch.cooldown.user, "your last /bench"),
+        (facts.pr_last, dispatch.cooldown.pr, "the last /bench on this pull request"),
+    ):
         wait = _wait(last, limit, facts.now)
         if wait is not None:
-            return Refuse(f"{whose} was less than {_duration(limit)} ago",
-                          f"this repository allows one every {_duration(limit)}; "
-                          f"try again in {_duration(wait)}")
+            return Refuse(
+                f"{whose} was less than {_duration(limit)} ago",
+                f"this repository allows one every {_duration(limit)}; try again in {_duration(wait)}",
+            )
     return None
 
 
@@ -236,11 +258,13 @@ def _bisect(command: grammar.Bisect, facts: Facts, bench: BenchConfig) -> Decisi
         return cooling
     unknown = [s for s in command.suites if s not in contract.known_suites(bench)]
     if unknown:
-        return Refuse(f"unknown suite '{unknown[0]}'",
-                      f"suites here: {', '.join(contract.known_suites(bench))}")
+        return Refuse(
+            f"unknown suite '{unknown[0]}'", f"suites here: {', '.join(contract.known_suites(bench))}"
+        )
     if command.good == command.bad:
-        return Refuse("the good and the bad commit are the same",
-                      "name the last good commit, then the first bad one")
+        return Refuse(
+            "the good and the bad commit are the same", "name the last good commit, then the first bad one"
+        )
     suites = command.suites or contract.default_suites(bench)
     return StartBisect(command.good, command.bad, suites, command.metric)
 
@@ -265,8 +289,13 @@ def _duration(value: int | timedelta) -> str:
 def auto_candidate(level: Level, pull: PullInfo, bench: BenchConfig) -> bool:
     """Whether a push may be benchmarked without asking, before asking GitHub who its author is:
     an open, ready pull request of the repository itself whose risk reaches the configured level."""
-    return (pull.open and not pull.draft and not pull.fork and bool(pull.author)
-            and reaches(level, bench.dispatch.auto))
+    return (
+        pull.open
+        and not pull.draft
+        and not pull.fork
+        and bool(pull.author)
+        and reaches(level, bench.dispatch.auto)
+    )
 
 
 def auto(level: Level, author_permission: str, fork: bool, bench: BenchConfig) -> bool:

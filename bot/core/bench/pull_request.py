@@ -84,12 +84,20 @@ def asks_author(new_head: bool, level: Level | None, pull: PullInfo, bench: Benc
 
 def on_push(push: Push, bench: BenchConfig) -> PushRuns:
     pull, start = push.pull, None
-    if (push.level is not None and push.author_permission is not None
-            and asks_author(push.new_head, push.level, pull, bench)
-            and policy.auto(push.level, push.author_permission, pull.fork, bench)):
-        start = Start(key=contract.work_key("auto", pull.repo, f"{pull.number}:{pull.head_sha}"),
-                      number=pull.number, base_sha=pull.base_sha, head_sha=pull.head_sha,
-                      suites=contract.default_suites(bench), trigger="auto")
+    if (
+        push.level is not None
+        and push.author_permission is not None
+        and asks_author(push.new_head, push.level, pull, bench)
+        and policy.auto(push.level, push.author_permission, pull.fork, bench)
+    ):
+        start = Start(
+            key=contract.work_key("auto", pull.repo, f"{pull.number}:{pull.head_sha}"),
+            number=pull.number,
+            base_sha=pull.base_sha,
+            head_sha=pull.head_sha,
+            suites=contract.default_suites(bench),
+            trigger="auto",
+        )
     return PushRuns(superseded(push.new_head, pull.head_sha, push.runs), start)
 
 
@@ -133,8 +141,10 @@ def close_needs_config(close: Close) -> bool:
 def on_close(close: Close, bench: BenchConfig) -> CloseRuns:
     sha = close.merge_sha
     merge_run_wanted = close.merged and sha is not None and bool(contract.SHA.fullmatch(sha))
-    return CloseRuns(tuple(run.correlation_id for run in _active(close.runs)),
-                     merge_run_wanted and policy.on_merge(close.level, bench))
+    return CloseRuns(
+        tuple(run.correlation_id for run in _active(close.runs)),
+        merge_run_wanted and policy.on_merge(close.level, bench),
+    )
 
 
 def merge_run(close: Close, parent: str | None, bench: BenchConfig) -> Start | None:
@@ -142,6 +152,12 @@ def merge_run(close: Close, parent: str | None, bench: BenchConfig) -> Start | N
     (None for a root commit: nothing to compare it with)."""
     if parent is None or close.merge_sha is None:
         return None
-    return Start(key=contract.work_key("merge", close.repo, close.merge_sha), number=None, base_sha=parent,
-                 head_sha=close.merge_sha, suites=contract.default_suites(bench), trigger="merge",
-                 requested_by=f"#{close.number}")
+    return Start(
+        key=contract.work_key("merge", close.repo, close.merge_sha),
+        number=None,
+        base_sha=parent,
+        head_sha=close.merge_sha,
+        suites=contract.default_suites(bench),
+        trigger="merge",
+        requested_by=f"#{close.number}",
+    )

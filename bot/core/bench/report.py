@@ -20,15 +20,31 @@ def check(section: BenchSection, correlation_id: str, gate: bool) -> Check:
     title = render_bench.check_title(section)
     summary = render_bench.section_markdown(section)[:SUMMARY_BUDGET]
     if section.status in contract.ACTIVE:
-        return Check(name=CHECK_NAME, head_sha=section.head_sha, status="in_progress", conclusion=None,
-                     title=title, summary=summary, details_url=section.run_url, external_id=correlation_id)
+        return Check(
+            name=CHECK_NAME,
+            head_sha=section.head_sha,
+            status="in_progress",
+            conclusion=None,
+            title=title,
+            summary=summary,
+            details_url=section.run_url,
+            external_id=correlation_id,
+        )
     conclusion: Conclusion = "neutral"
     if section.status in (contract.SUPERSEDED, contract.CANCELLED):
         conclusion = "cancelled"
     elif section.status == contract.COMPLETED and section.verdict == "regression" and gate:
         conclusion = "failure"
     verdictless = section.status == contract.FAILED or (
-        section.status == contract.COMPLETED and section.verdict in (None, "error"))
-    return Check(name=CHECK_NAME, head_sha=section.head_sha, conclusion=conclusion, title=title,
-                 summary=summary, details_url=section.run_url, external_id=correlation_id,
-                 verdictless=verdictless)
+        section.status == contract.COMPLETED and section.verdict in (None, "error")
+    )
+    return Check(
+        name=CHECK_NAME,
+        head_sha=section.head_sha,
+        conclusion=conclusion,
+        title=title,
+        summary=summary,
+        details_url=section.run_url,
+        external_id=correlation_id,
+        verdictless=verdictless,
+    )

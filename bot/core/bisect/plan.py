@@ -62,8 +62,12 @@ class GiveUp:
 Step = Probe | Culprit | GiveUp
 
 
-def next_step(commits: Sequence[str], known: Mapping[str, Outcome],
-              risk: Mapping[str, float] | None = None, good: str | None = None) -> Step:
+def next_step(
+    commits: Sequence[str],
+    known: Mapping[str, Outcome],
+    risk: Mapping[str, float] | None = None,
+    good: str | None = None,
+) -> Step:
     """The next move of a bisection of ``commits`` (GOOD..BAD, oldest first, BAD last).
 
     ``known``: measured outcomes; the BAD end counts as bad unless measured ``ok``. ``risk``:
@@ -83,8 +87,12 @@ def next_step(commits: Sequence[str], known: Mapping[str, Outcome],
         return Culprit(commits[high], parent, runs, notes)
     open_positions = [i for i in range(low + 1, high) if commits[i] not in known]
     if not open_positions:
-        return GiveUp("only commits that could not be measured are left between the last good and "
-                      "the first bad commit", tuple(commits[low + 1:high + 1]), runs, notes)
+        return GiveUp(
+            "only commits that could not be measured are left between the last good and the first bad commit",
+            tuple(commits[low + 1 : high + 1]),
+            runs,
+            notes,
+        )
     budget = probe_budget(len(commits)) - _probes_made(commits, known)
     position, guided = _choose(open_positions, low, high, _weights(commits, risk), budget)
     why = "splits the suspicion evenly" if guided else "halves the remaining commits"
@@ -125,11 +133,13 @@ def _bounds(commits: Sequence[str], known: Mapping[str, Outcome]) -> tuple[int, 
 
 
 def _inconsistencies(commits: Sequence[str], known: Mapping[str, Outcome], high: int) -> tuple[str, ...]:
-    late_ok = [sha for sha in commits[high + 1:] if known.get(sha) == "ok"]
+    late_ok = [sha for sha in commits[high + 1 :] if known.get(sha) == "ok"]
     if not late_ok:
         return ()
-    return (f"{late_ok[0][:12]} measured ok after the first bad commit {commits[high][:12]}: the "
-            "regression may be flaky, or fixed and reintroduced; the first bad commit is kept",)
+    return (
+        f"{late_ok[0][:12]} measured ok after the first bad commit {commits[high][:12]}: the "
+        "regression may be flaky, or fixed and reintroduced; the first bad commit is kept",
+    )
 
 
 def _probes_made(commits: Sequence[str], known: Mapping[str, Outcome]) -> int:
@@ -141,12 +151,15 @@ def _weights(commits: Sequence[str], risk: Mapping[str, float]) -> list[float]:
         score = risk.get(sha, 0.0)
         score = min(100.0, max(0.0, score)) if math.isfinite(score) else 0.0
         return math.pow(2.0, score / RISK_DOUBLING)
+
     return [weight(sha) for sha in commits]
 
 
-def _choose(open_positions: list[int], low: int, high: int, weights: list[float],
-            budget: int) -> tuple[int, bool]:
+def _choose(
+    open_positions: list[int], low: int, high: int, weights: list[float], budget: int
+) -> tuple[int, bool]:
     """The probe position, and whether the risk weights chose it (else plain halving)."""
+
     def solvable(position: int) -> bool:
         return max(plain_worst_case(position - low), plain_worst_case(high - position)) <= budget - 1
 
@@ -157,7 +170,7 @@ def _choose(open_positions: list[int], low: int, high: int, weights: list[float]
     if not feasible:
         return min(open_positions, key=lambda p: (count_imbalance(p), p)), False
     prefix = [0.0]
-    for w in weights[low + 1:high + 1]:
+    for w in weights[low + 1 : high + 1]:
         prefix.append(prefix[-1] + w)
     total = prefix[-1]
 

@@ -159,10 +159,18 @@ class Measurement:
     why: str
 
     def to_dict(self) -> MeasurementDict:
-        return {"purpose": self.purpose, "base": self.base, "head": self.head,
-                "outcome": self.outcome, "verdict": self.verdict, "ratio": self.ratio,
-                "ci": list(self.ci) if self.ci else None, "p_value": self.p_value,
-                "results": self.results_path, "why": self.why}
+        return {
+            "purpose": self.purpose,
+            "base": self.base,
+            "head": self.head,
+            "outcome": self.outcome,
+            "verdict": self.verdict,
+            "ratio": self.ratio,
+            "ci": list(self.ci) if self.ci else None,
+            "p_value": self.p_value,
+            "results": self.results_path,
+            "why": self.why,
+        }
 
 
 @dataclass(frozen=True, slots=True)
@@ -224,30 +232,65 @@ class BisectReport:
     def to_dict(self) -> BisectReportDict:
         culprit: CulpritDict | None = None
         if self.culprit is not None:
-            culprit = {"sha": self.culprit.sha, "subject": self.culprit.subject,
-                       "parent": self.parent, "score": self.culprit.risk.score,
-                       "level": self.culprit.risk.level, "reasons": self.culprit.risk.reasons,
-                       "files": [{"path": f.path, "added": f.added, "removed": f.removed}
-                                 for f in self.culprit.risk.files]}
+            culprit = {
+                "sha": self.culprit.sha,
+                "subject": self.culprit.subject,
+                "parent": self.parent,
+                "score": self.culprit.risk.score,
+                "level": self.culprit.risk.level,
+                "reasons": self.culprit.risk.reasons,
+                "files": [
+                    {"path": f.path, "added": f.added, "removed": f.removed} for f in self.culprit.risk.files
+                ],
+            }
         reference = self.reference
-        return {"schema": SCHEMA, "status": self.status,
-                "reference": None if reference is None else {
-                    "verdict": reference.verdict, "ratio": reference.ratio,
-                    "ci": list(reference.ci) if reference.ci else None, "results": reference.results_path},
-                "fingerprints": {"good": dict(self.fingerprints.get("good", {})),
-                                 "bad": dict(self.fingerprints.get("bad", {}))},
-                "good": self.good, "bad": self.bad, "suite": self.suite, "metric": self.metric,
-                "commits": self.commits, "culprit": culprit, "conclusion": self.conclusion,
-                "candidates": list(self.candidates),
-                "runs": {"total": len(self.measurements), "probes": self.probes,
-                         "rechecks": self.rechecks, "plain_bisection_probes": self.plain_probes},
-                "measurements": [m.to_dict() for m in self.measurements], "notes": list(self.notes)}
+        return {
+            "schema": SCHEMA,
+            "status": self.status,
+            "reference": None
+            if reference is None
+            else {
+                "verdict": reference.verdict,
+                "ratio": reference.ratio,
+                "ci": list(reference.ci) if reference.ci else None,
+                "results": reference.results_path,
+            },
+            "fingerprints": {
+                "good": dict(self.fingerprints.get("good", {})),
+                "bad": dict(self.fingerprints.get("bad", {})),
+            },
+            "good": self.good,
+            "bad": self.bad,
+            "suite": self.suite,
+            "metric": self.metric,
+            "commits": self.commits,
+            "culprit": culprit,
+            "conclusion": self.conclusion,
+            "candidates": list(self.candidates),
+            "runs": {
+                "total": len(self.measurements),
+                "probes": self.probes,
+                "rechecks": self.rechecks,
+                "plain_bisection_probes": self.plain_probes,
+            },
+            "measurements": [m.to_dict() for m in self.measurements],
+            "notes": list(self.notes),
+        }
 
 
-def conclude(step: Culprit | GiveUp, *, good: str, bad: str, suite: str, metric: str,
-             commits: Sequence[str], suspects: Mapping[str, Suspect], measurements: Sequence[Measurement],
-             confirmation: Measurement | None = None,
-             fingerprints: Mapping[str, Mapping[str, str]] | None = None) -> BisectReport:
+def conclude(
+    step: Culprit | GiveUp,
+    *,
+    good: str,
+    bad: str,
+    suite: str,
+    metric: str,
+    commits: Sequence[str],
+    suspects: Mapping[str, Suspect],
+    measurements: Sequence[Measurement],
+    confirmation: Measurement | None = None,
+    fingerprints: Mapping[str, Mapping[str, str]] | None = None,
+) -> BisectReport:
     """The report of a finished bisection of ``commits`` (GOOD..BAD, oldest first).
 
     ``step``: the planner's last word; ``measurements``: the reference run and the probes, in
@@ -255,49 +298,113 @@ def conclude(step: Culprit | GiveUp, *, good: str, bad: str, suite: str, metric:
     """
     notes = tuple(step.notes)
     if isinstance(step, GiveUp):
-        return BisectReport(good, bad, suite, metric, len(commits), None, None, tuple(measurements), None,
-                            f"no single culprit: {step.reason}", step.candidates, notes, fingerprints or {})
+        return BisectReport(
+            good,
+            bad,
+            suite,
+            metric,
+            len(commits),
+            None,
+            None,
+            tuple(measurements),
+            None,
+            f"no single culprit: {step.reason}",
+            step.candidates,
+            notes,
+            fingerprints or {},
+        )
     culprit, parent = suspects[step.sha], step.parent or good
     if confirmation is None or (confirmation.base, confirmation.head) != (parent, culprit.sha):
         raise ValueError(f"the culprit {culprit.sha[:10]} needs its confirmation against {parent[:10]}")
     runs = (*measurements, confirmation)
     change = percent(confirmation.ratio - 1 if confirmation.ratio is not None else None)
-    conclusion = (f"first bad commit {culprit.sha[:10]} ({culprit.subject}): {metric} {change} "
-                  f"against its parent, {_confirmed(confirmation)}")
-    return BisectReport(good, bad, suite, metric, len(commits), culprit, parent, runs,
-                        plain_probes(len(commits), list(commits).index(culprit.sha)), conclusion,
-                        notes=notes + tuple(_leaning(runs)), fingerprints=fingerprints or {})
+    conclusion = (
+        f"first bad commit {culprit.sha[:10]} ({culprit.subject}): {metric} {change} "
+        f"against its parent, {_confirmed(confirmation)}"
+    )
+    return BisectReport(
+        good,
+        bad,
+        suite,
+        metric,
+        len(commits),
+        culprit,
+        parent,
+        runs,
+        plain_probes(len(commits), list(commits).index(culprit.sha)),
+        conclusion,
+        notes=notes + tuple(_leaning(runs)),
+        fingerprints=fingerprints or {},
+    )
 
 
-def not_reproduced(reference: Measurement, *, suite: str, metric: str, commits: int,
-                   fingerprints: Mapping[str, Mapping[str, str]]) -> BisectReport:
+def not_reproduced(
+    reference: Measurement,
+    *,
+    suite: str,
+    metric: str,
+    commits: int,
+    fingerprints: Mapping[str, Mapping[str, str]],
+) -> BisectReport:
     """The report of a range whose GOOD and BAD, measured now, do not differ on ``metric`` (or
     differ without the runs deciding it: an inconclusive reference is said to be one, never called
     unchanged): no culprit; ``reference`` (GOOD against BAD) and each side's fingerprint are kept."""
     change = percent(reference.ratio - 1 if reference.ratio is not None else None)
     measured = f"{metric} {reference.verdict} ({change}) from GOOD to BAD, measured again now"
     if reference.verdict == "inconclusive":
-        conclusion = (f"not reproduced in today's environment: {measured}, without a decision (more rounds, "
-                      f"or --max-rounds, would decide); no culprit looked for")
+        conclusion = (
+            f"not reproduced in today's environment: {measured}, without a decision (more rounds, "
+            f"or --max-rounds, would decide); no culprit looked for"
+        )
     else:
         conclusion = f"not reproduced in today's environment: {measured}; no culprit to look for"
-    return BisectReport(reference.base, reference.head, suite, metric, commits, None, None, (reference,),
-                        None, conclusion, fingerprints=fingerprints, outcome="not_reproduced")
+    return BisectReport(
+        reference.base,
+        reference.head,
+        suite,
+        metric,
+        commits,
+        None,
+        None,
+        (reference,),
+        None,
+        conclusion,
+        fingerprints=fingerprints,
+        outcome="not_reproduced",
+    )
 
 
-def unusable(reference: Measurement, *, suite: str, metric: str, commits: int,
-             fingerprints: Mapping[str, Mapping[str, str]]) -> BisectReport:
+def unusable(
+    reference: Measurement,
+    *,
+    suite: str,
+    metric: str,
+    commits: int,
+    fingerprints: Mapping[str, Mapping[str, str]],
+) -> BisectReport:
     """The report of a bisection whose reference run (GOOD against BAD) measured nothing usable."""
-    return BisectReport(reference.base, reference.head, suite, metric, commits, None, None, (reference,),
-                        None, f"nothing measured: {reference.why}", fingerprints=fingerprints,
-                        outcome="error")
+    return BisectReport(
+        reference.base,
+        reference.head,
+        suite,
+        metric,
+        commits,
+        None,
+        None,
+        (reference,),
+        None,
+        f"nothing measured: {reference.why}",
+        fingerprints=fingerprints,
+        outcome="error",
+    )
 
 
 def stopped(*, good: str, bad: str, suite: str, metric: str, commits: int, why: str) -> BisectReport:
     """The report of a bisection that stopped on an error before it could conclude (a benchmark
     that edited its checkout, a suite that cannot start): nothing it measured is reported."""
-    return BisectReport(good, bad, suite, metric, commits, None, None, (), None, f"stopped: {why}",
-                        outcome="error")
+    return BisectReport(
+        good, bad, suite, metric, commits, None, None, (), None, f"stopped: {why}", outcome="error"
+    )
 
 
 # Top-level fingerprint keys that say which commit was measured and when, not in what environment:
@@ -313,9 +420,12 @@ def side_fingerprints(good: Mapping[str, Any], bad: Mapping[str, Any]) -> dict[s
 
 def _flat_text(fingerprint: Mapping[str, Any]) -> dict[str, str]:
     before = {k: v for k, v in fingerprint.items() if k not in AFTER_KEYS and k not in NOT_ENVIRONMENT}
-    return {clip(key, MAX_FINGERPRINT_KEY): clip(value if isinstance(value, str) else json.dumps(value),
-                                                 MAX_FINGERPRINT_VALUE)
-            for key, value in flatten(before).items()}
+    return {
+        clip(key, MAX_FINGERPRINT_KEY): clip(
+            value if isinstance(value, str) else json.dumps(value), MAX_FINGERPRINT_VALUE
+        )
+        for key, value in flatten(before).items()
+    }
 
 
 def _leaning(runs: Sequence[Measurement]) -> list[str]:
@@ -327,11 +437,15 @@ def _leaning(runs: Sequence[Measurement]) -> list[str]:
             continue
         change = percent(m.ratio - 1 if m.ratio else None)
         if m.verdict == "inconclusive":
-            notes.append(f"{m.purpose} {m.head[:10]} was inconclusive ({change}); it was counted "
-                         f"{m.outcome} by the side it leaned to")
+            notes.append(
+                f"{m.purpose} {m.head[:10]} was inconclusive ({change}); it was counted "
+                f"{m.outcome} by the side it leaned to"
+            )
         elif m.verdict == "regression" and m.outcome == "ok":
-            notes.append(f"{m.purpose} {m.head[:10]} regressed {change} against {m.base[:10]}, short "
-                         "of halfway to BAD: counted ok (the regression may come in steps)")
+            notes.append(
+                f"{m.purpose} {m.head[:10]} regressed {change} against {m.base[:10]}, short "
+                "of halfway to BAD: counted ok (the regression may come in steps)"
+            )
     return notes
 
 
@@ -340,26 +454,47 @@ def _confirmed(confirmation: Measurement) -> str:
     if confirmation.verdict == "regression" and confirmation.outcome == "bad":
         return "confirmed"
     if confirmation.outcome == "bad":
-        return ("likely, not confirmed: the run against its parent leaned towards the regression "
-                "but did not decide it (more rounds would)")
+        return (
+            "likely, not confirmed: the run against its parent leaned towards the regression "
+            "but did not decide it (more rounds would)"
+        )
     if confirmation.verdict == "regression":
-        return ("NOT confirmed: it regressed against its parent, but its measured change is less "
-                "than halfway to BAD's; another commit may carry part of the regression")
+        return (
+            "NOT confirmed: it regressed against its parent, but its measured change is less "
+            "than halfway to BAD's; another commit may carry part of the regression"
+        )
     return "NOT confirmed against its parent"
 
 
-def probe_as_confirmation(measurements: Sequence[Measurement], parent: str,
-                          culprit: str) -> Measurement | None:
+def probe_as_confirmation(
+    measurements: Sequence[Measurement], parent: str, culprit: str
+) -> Measurement | None:
     """The culprit's confirmation taken from a run that already measured it against ``parent``: a
     probe (or its recheck, the latest; GOOD is the parent of the range's first commit), or the
     reference run itself when the range is one commit (BAD, whose parent is GOOD); None when it must
     be measured."""
-    probe = next((m for m in reversed(measurements) if m.purpose in ("probe", "recheck", "reference")
-                  and (m.base, m.head) == (parent, culprit)), None)
+    probe = next(
+        (
+            m
+            for m in reversed(measurements)
+            if m.purpose in ("probe", "recheck", "reference") and (m.base, m.head) == (parent, culprit)
+        ),
+        None,
+    )
     if probe is None:
         return None
-    return Measurement("confirm", parent, culprit, probe.outcome, probe.verdict, probe.ratio, probe.ci,
-                       probe.p_value, probe.results_path, f"{probe.why} (the {probe.purpose} above)")
+    return Measurement(
+        "confirm",
+        parent,
+        culprit,
+        probe.outcome,
+        probe.verdict,
+        probe.ratio,
+        probe.ci,
+        probe.p_value,
+        probe.results_path,
+        f"{probe.why} (the {probe.purpose} above)",
+    )
 
 
 def regressed_metric(reference: Comparison, wanted: str | None) -> MetricJudgement:
@@ -369,27 +504,37 @@ def regressed_metric(reference: Comparison, wanted: str | None) -> MetricJudgeme
         return named_metric_regressed(by_name.get(wanted), wanted, sorted(by_name))
     regressions = [m for m in reference.metrics if m.verdict == "regression"]
     if not regressions:
-        headline = next((m for m in reference.metrics if m.role == "headline"),
-                        reference.metrics[0] if reference.metrics else None)
-        raise NotReproduced(f"BAD is not measurably slower than GOOD on any metric "
-                            f"({_summary(reference)}): nothing to bisect", headline)
+        headline = next(
+            (m for m in reference.metrics if m.role == "headline"),
+            reference.metrics[0] if reference.metrics else None,
+        )
+        raise NotReproduced(
+            f"BAD is not measurably slower than GOOD on any metric "
+            f"({_summary(reference)}): nothing to bisect",
+            headline,
+        )
     return max(regressions, key=lambda m: abs(m.change or 0.0))
 
 
-def named_metric_regressed(judged: MetricJudgement | None, name: str,
-                           measured: list[str] | None = None) -> MetricJudgement:
+def named_metric_regressed(
+    judged: MetricJudgement | None, name: str, measured: list[str] | None = None
+) -> MetricJudgement:
     """``judged`` (the reference run's judgement of metric ``name``), if it regressed."""
     if judged is None:
         known = f" (it measures: {', '.join(measured)})" if measured else ""
         raise BisectError(f"metric '{name}' is not measured by this suite{known}")
     if judged.verdict != "regression":
-        raise NotReproduced(f"{name} did not regress from GOOD to BAD ({judged.verdict}, "
-                            f"{percent(judged.change)}): nothing to bisect", judged)
+        raise NotReproduced(
+            f"{name} did not regress from GOOD to BAD ({judged.verdict}, "
+            f"{percent(judged.change)}): nothing to bisect",
+            judged,
+        )
     return judged
 
 
-def judge_probe(probe: MetricJudgement | None, reference: MetricJudgement,
-                against: str = "GOOD") -> tuple[Outcome, str]:
+def judge_probe(
+    probe: MetricJudgement | None, reference: MetricJudgement, against: str = "GOOD"
+) -> tuple[Outcome, str]:
     """``bad`` / ``ok`` / ``skipped`` for a probe measured against ``against``, and why: bad when
     it regressed at least halfway (on a ratio scale) to the reference's GOOD..BAD change."""
     if probe is None or probe.verdict == "error" or probe.ratio is None:
@@ -400,11 +545,15 @@ def judge_probe(probe: MetricJudgement | None, reference: MetricJudgement,
     if probe.verdict == "regression":
         if worse:
             return "bad", f"regressed {percent(probe.change)} against {against}"
-        return "ok", (f"regressed {percent(probe.change)} against {against}, short of halfway to the "
-                      f"{percent(reference.change)} from GOOD to BAD")
-    return ("bad" if worse else "ok"), (f"inconclusive ({percent(probe.change)}); nearer the "
-                                        f"{'regressed' if worse else 'good'} side of "
-                                        f"{percent(reference.change)}")
+        return "ok", (
+            f"regressed {percent(probe.change)} against {against}, short of halfway to the "
+            f"{percent(reference.change)} from GOOD to BAD"
+        )
+    return ("bad" if worse else "ok"), (
+        f"inconclusive ({percent(probe.change)}); nearer the "
+        f"{'regressed' if worse else 'good'} side of "
+        f"{percent(reference.change)}"
+    )
 
 
 def past_halfway(ratio: float, reference: float | None) -> bool:
@@ -415,12 +564,28 @@ def past_halfway(ratio: float, reference: float | None) -> bool:
     return ratio >= halfway if halfway >= 1 else ratio <= halfway
 
 
-def measurement(purpose: str, base: str, head: str, judged: MetricJudgement | None,
-                outcome: Outcome | None, why: str, path: str) -> Measurement:
+def measurement(
+    purpose: str,
+    base: str,
+    head: str,
+    judged: MetricJudgement | None,
+    outcome: Outcome | None,
+    why: str,
+    path: str,
+) -> Measurement:
     ci = judged.estimate.ci if judged is not None else None
-    return Measurement(purpose, base, head, outcome, judged.verdict if judged else "error",
-                       judged.ratio if judged else None, ci,
-                       judged.p_value if judged else None, path, why)
+    return Measurement(
+        purpose,
+        base,
+        head,
+        outcome,
+        judged.verdict if judged else "error",
+        judged.ratio if judged else None,
+        ci,
+        judged.p_value if judged else None,
+        path,
+        why,
+    )
 
 
 def _summary(comparison: Comparison) -> str:

@@ -159,7 +159,7 @@ def parse(line: str) -> Command:
     """Parse one command line (starting with ``/bench``)."""
     if len(line) > MAX_LINE:
         return Invalid(f"a /bench line may be at most {MAX_LINE} characters long")
-    words = line[len(PREFIX):].split()
+    words = line[len(PREFIX) :].split()
     if not words:
         return Run()
     verb, rest = words[0], words[1:]
@@ -203,8 +203,9 @@ def _run(words: list[str]) -> Run | Invalid:
             if word not in suites:
                 suites.append(word)
         else:
-            return Invalid(f"{_quote(word)} is not a suite name (letters, digits, '.', '_' and '-', "
-                           "at most 64)")
+            return Invalid(
+                f"{_quote(word)} is not a suite name (letters, digits, '.', '_' and '-', at most 64)"
+            )
         position += 1
     if len(suites) > MAX_SUITES:
         return Invalid(f"at most {MAX_SUITES} suites at a time")
@@ -230,8 +231,10 @@ def _bisect(words: list[str]) -> Bisect | Invalid:
                 position += 1
                 value = words[position] if position < len(words) else ""
             if not _METRIC.fullmatch(value):
-                return Invalid("--metric takes a metric name (letters, digits, '.', '_', ':', '/', '-'), "
-                               f"not {_quote(value or '(nothing)')}")
+                return Invalid(
+                    "--metric takes a metric name (letters, digits, '.', '_', ':', '/', '-'), "
+                    f"not {_quote(value or '(nothing)')}"
+                )
             metric = value
         elif len(shas) < 2:
             if not _SHA_PREFIX.fullmatch(word.lower()):
@@ -241,8 +244,9 @@ def _bisect(words: list[str]) -> Bisect | Invalid:
             if word not in suites:
                 suites.append(word)
         else:
-            return Invalid(f"{_quote(word)} is not a suite name (letters, digits, '.', '_' and '-', "
-                           "at most 64)")
+            return Invalid(
+                f"{_quote(word)} is not a suite name (letters, digits, '.', '_' and '-', at most 64)"
+            )
         position += 1
     if len(shas) < 2:
         return Invalid(f"/bench bisect needs a good and a bad commit: {_BISECT_USAGE}")

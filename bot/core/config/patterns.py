@@ -57,7 +57,7 @@ def scoped_flags(pattern: str) -> str:
     match = _LEADING_FLAGS.match(pattern)
     if match is None:
         return f"(?:{pattern})"
-    return f"(?{match[1]}:{pattern[match.end():]})"
+    return f"(?{match[1]}:{pattern[match.end() :]})"
 
 
 def glob_regex(globs: Iterable[str]) -> Regex:

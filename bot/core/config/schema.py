@@ -126,9 +126,11 @@ class RiskConfig(_Strict):
         default={}, description="New weights for rules, by id."
     )
     comment: Literal["none", "low", "medium", "high"] = Field(
-        default="medium", description="The lowest risk level for which a new PR comment is written "
-                                      "('none': every pull request). An existing comment is always "
-                                      "kept up to date; the check run and label are always published.")
+        default="medium",
+        description="The lowest risk level for which a new PR comment is written "
+        "('none': every pull request). An existing comment is always "
+        "kept up to date; the check run and label are always published.",
+    )
 
 
 _SUITE_NAME = r"^[a-z0-9][a-z0-9._-]*$"
@@ -157,9 +159,11 @@ class Cooldowns(_Strict):
     """How soon after a `/bench` the next one is accepted, in seconds (0: at once)."""
 
     user: Annotated[int, Field(ge=0, le=7 * 86_400)] = Field(
-        default=300, description="Seconds between two `/bench` of one person in this repository.")
+        default=300, description="Seconds between two `/bench` of one person in this repository."
+    )
     pr: Annotated[int, Field(ge=0, le=7 * 86_400)] = Field(
-        default=300, description="Seconds between two `/bench` on one pull request.")
+        default=300, description="Seconds between two `/bench` on one pull request."
+    )
 
 
 class DispatchConfig(_Strict):
@@ -168,58 +172,81 @@ class DispatchConfig(_Strict):
 
     workflow: Annotated[str, Field(pattern=_WORKFLOW_FILE, max_length=100)] = Field(
         default="perfbot-bench.yml",
-        description="File name of the benchmark workflow in .github/workflows on the default branch.")
+        description="File name of the benchmark workflow in .github/workflows on the default branch.",
+    )
     suites: list[Annotated[str, Field(pattern=r"^[A-Za-z0-9._-]{1,64}$")]] = Field(
-        default=[], max_length=20,
+        default=[],
+        max_length=20,
         description="Suites a `/bench` without names and an automatic run measure (default: every "
-                    "suite of bench.suites, else verify-step).")
+        "suite of bench.suites, else verify-step).",
+    )
     auto: TriggerLevel = Field(
-        default="high", description="Risk level from which a trusted author's pull request is "
-                                    "benchmarked on every push without asking ('never': only `/bench`).")
+        default="high",
+        description="Risk level from which a trusted author's pull request is "
+        "benchmarked on every push without asking ('never': only `/bench`).",
+    )
     on_merge: TriggerLevel = Field(
-        default="high", description="Risk level from which a merged pull request's merge commit is "
-                                    "benchmarked against its first parent, for the default branch's history.")
+        default="high",
+        description="Risk level from which a merged pull request's merge commit is "
+        "benchmarked against its first parent, for the default branch's history.",
+    )
     schedule: Literal["never", "daily", "weekly"] = Field(
-        default="never", description="Benchmark the default branch's head on this schedule.")
+        default="never", description="Benchmark the default branch's head on this schedule."
+    )
     schedule_hour: Annotated[int, Field(ge=0, le=23)] = Field(
-        default=3, description="Hour of the day (UTC) from which the scheduled run is started; "
-                               "weekly runs start on Mondays.")
+        default=3,
+        description="Hour of the day (UTC) from which the scheduled run is started; "
+        "weekly runs start on Mondays.",
+    )
     gate: bool = Field(
-        default=False, description="A confirmed regression fails the `perfbot / bench` check (else it is "
-                                   "neutral and informs).")
+        default=False,
+        description="A confirmed regression fails the `perfbot / bench` check (else it is "
+        "neutral and informs).",
+    )
     max_rounds: Annotated[int, Field(ge=1, le=1000)] = Field(
-        default=50, description="The most rounds per side a `/bench --rounds` or `--max-rounds` may ask for.")
+        default=50, description="The most rounds per side a `/bench --rounds` or `--max-rounds` may ask for."
+    )
     cooldown: Cooldowns = Cooldowns()
     budget: Annotated[int, Field(ge=0, le=MAX_BUDGET_MINUTES)] | Literal["unlimited"] = Field(
         default=DEFAULT_BUDGET_MINUTES,
         description="GPU minutes per day (UTC) that merge runs, scheduled runs and bisects of this "
-                    "repository may draw on, riskiest first ('unlimited': no limit; 0: none of them "
-                    "runs). `/bench` on a pull request never draws on it.")
+        "repository may draw on, riskiest first ('unlimited': no limit; 0: none of them "
+        "runs). `/bench` on a pull request never draws on it.",
+    )
+
     @field_validator("budget", mode="before")
     @classmethod
     def _minutes_or_unlimited(cls, value: object) -> object:
         """One message for both shapes the key takes (pydantic would name each member of the union)."""
-        if value == "unlimited" or (isinstance(value, int) and not isinstance(value, bool)
-                                    and 0 <= value <= MAX_BUDGET_MINUTES):
+        if value == "unlimited" or (
+            isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= MAX_BUDGET_MINUTES
+        ):
             return value
-        raise ValueError(f"expected GPU minutes per day (a whole number from 0 to {MAX_BUDGET_MINUTES}) "
-                         f"or 'unlimited', not {value!r:.40}")
+        raise ValueError(
+            f"expected GPU minutes per day (a whole number from 0 to {MAX_BUDGET_MINUTES}) "
+            f"or 'unlimited', not {value!r:.40}"
+        )
 
     run_minutes: Annotated[float, Field(gt=0, le=1440)] = Field(
         default=DEFAULT_RUN_MINUTES,
         description="GPU minutes one A/B run of one suite is counted as against the budget (a bisect "
-                    "counts one per run it may make).")
+        "counts one per run it may make).",
+    )
 
 
 class WatchConfig(_Strict):
     """The ``bench.watch`` section: what perfbot does when a regression lands on the default branch."""
 
     bisect: bool = Field(
-        default=True, description="Bisect a regression on the default branch on the GPU runners, "
-                                  "within bench.dispatch.budget, and name the culprit on its pull request.")
+        default=True,
+        description="Bisect a regression on the default branch on the GPU runners, "
+        "within bench.dispatch.budget, and name the culprit on its pull request.",
+    )
     issue: bool = Field(
-        default=False, description="Also open an issue for each confirmed culprit (one per regression, "
-                                   "updated rather than duplicated).")
+        default=False,
+        description="Also open an issue for each confirmed culprit (one per regression, "
+        "updated rather than duplicated).",
+    )
 
 
 class BenchConfig(_Strict):
@@ -227,26 +254,33 @@ class BenchConfig(_Strict):
     dispatches benchmarks (``dispatch``)."""
 
     suites: dict[Annotated[str, Field(pattern=_SUITE_NAME, max_length=60)], SuiteConfig] = Field(
-        default={}, description="Suites by name; a name of a built-in suite changes its options.")
+        default={}, description="Suites by name; a name of a built-in suite changes its options."
+    )
     rounds: Annotated[int, Field(ge=1, le=1000)] = 5
     warmup: Annotated[int, Field(ge=0, le=100)] = 1
     max_rounds: Annotated[int, Field(ge=1, le=1000)] | None = None
     timeout: Annotated[float, Field(gt=0)] = 900
     python: Annotated[str, Field(min_length=1)] | None = Field(
-        default=None, description="The engine's interpreter, which the suites run (default: python3 on "
-                                  "PATH); a suite's own python wins.")
+        default=None,
+        description="The engine's interpreter, which the suites run (default: python3 on "
+        "PATH); a suite's own python wins.",
+    )
     pass_env: list[Annotated[str, Field(pattern=_ENV_NAME_OR_PREFIX)]] = Field(
-        default=[], description="More variables of the runner's environment for the benchmark processes: "
-                                "names, or prefixes ending in '*' (which never pass a secret-looking name).")
+        default=[],
+        description="More variables of the runner's environment for the benchmark processes: "
+        "names, or prefixes ending in '*' (which never pass a secret-looking name).",
+    )
 
     @field_validator("pass_env")
     @classmethod
     def _not_the_runners_channels(cls, names: list[str]) -> list[str]:
         for name in names:
             if name.startswith(FORBIDDEN_ENV_PREFIXES):
-                raise ValueError(f"{name}: GITHUB_*, ACTIONS_* and RUNNER_* variables are never given to "
-                                 f"benchmarks")
+                raise ValueError(
+                    f"{name}: GITHUB_*, ACTIONS_* and RUNNER_* variables are never given to benchmarks"
+                )
         return names
+
     dispatch: DispatchConfig = DispatchConfig()
     watch: WatchConfig = WatchConfig()
 

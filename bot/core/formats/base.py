@@ -124,8 +124,9 @@ def text(value: Any, source: str, field: str) -> str:
 
 def numbers(value: Any, source: str, field: str) -> list[float]:
     """A list of finite numbers >= 0, each checked (the field names the first bad one)."""
-    return [number(item, source, f"{field}[{index}]")
-            for index, item in enumerate(sequence(value, source, field))]
+    return [
+        number(item, source, f"{field}[{index}]") for index, item in enumerate(sequence(value, source, field))
+    ]
 
 
 def metric_name(raw: str, source: str, field: str) -> str:
@@ -140,8 +141,11 @@ def metric_name(raw: str, source: str, field: str) -> str:
 def put(readings: Readings, name: str, reading: Reading, source: str, field: str) -> None:
     """Add a metric; two benchmarks under one name are a mistake the user must see."""
     if name in readings:
-        raise FormatError(source, field, f"a second benchmark named {name!r} (names must be unique "
-                                         "once made into metric names)")
+        raise FormatError(
+            source,
+            field,
+            f"a second benchmark named {name!r} (names must be unique once made into metric names)",
+        )
     readings[name] = reading
 
 
@@ -176,8 +180,14 @@ def quantile_se(ordered: Sequence[float], p: float) -> float | None:
     return (ordered[high] - ordered[low]) / (2 * Z95)
 
 
-def distribution(samples: Sequence[float], p: float, unit: str, better: Better, scale: float = 1.0,
-                 role: Role | None = None) -> Reading:
+def distribution(
+    samples: Sequence[float],
+    p: float,
+    unit: str,
+    better: Better,
+    scale: float = 1.0,
+    role: Role | None = None,
+) -> Reading:
     """The ``p`` quantile of per-item samples, with its distribution-free standard error."""
     ordered = sorted(x * scale for x in samples)
     return Reading(quantile(ordered, p), unit, better, quantile_se(ordered, p), len(ordered), role)
@@ -194,8 +204,9 @@ def _join(field: str, key: str) -> str:
 
 
 def _kind(value: Any) -> str:
-    return {dict: "an object", list: "a list", str: "a string", bool: "true/false",
-            type(None): "null"}.get(type(value), _show(value))
+    return {dict: "an object", list: "a list", str: "a string", bool: "true/false", type(None): "null"}.get(
+        type(value), _show(value)
+    )
 
 
 def _show(value: Any) -> str:

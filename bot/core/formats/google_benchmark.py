@@ -48,9 +48,11 @@ def parse(content: str, source: str, clock: Clock = "real") -> Readings:
         entry = mapping(entry, source, where)
         if entry.get("error_occurred"):
             message = entry.get("error_message")
-            raise FormatError(source, f"{where}.error_occurred",
-                              f"the benchmark failed: {message}" if isinstance(message, str) else
-                              "the benchmark failed")
+            raise FormatError(
+                source,
+                f"{where}.error_occurred",
+                f"the benchmark failed: {message}" if isinstance(message, str) else "the benchmark failed",
+            )
         key = "run_name" if "run_name" in entry else "name"  # files before run_name have name only
         run = text(required(entry, key, source, where), source, f"{where}.{key}")
         kind = entry.get("run_type", "iteration")
@@ -64,8 +66,9 @@ def parse(content: str, source: str, clock: Clock = "real") -> Readings:
         if unit not in UNITS:
             raise FormatError(source, f"{where}.time_unit", f"{unit!r} is not one of {', '.join(UNITS)}")
         if units.setdefault(run, unit) != unit:
-            raise FormatError(source, f"{where}.time_unit",
-                              f"{run!r} is timed in both {units[run]} and {unit}")
+            raise FormatError(
+                source, f"{where}.time_unit", f"{run!r} is timed in both {units[run]} and {unit}"
+            )
         value = number(required(entry, f"{clock}_time", source, where), source, f"{where}.{clock}_time")
         where_of.setdefault(run, where)
         if kind == "iteration":
@@ -80,8 +83,9 @@ def parse(content: str, source: str, clock: Clock = "real") -> Readings:
     return readings
 
 
-def _reading(times: list[float] | None, aggregates: dict[str, Any], unit: str, source: str,
-             where: str) -> Reading:
+def _reading(
+    times: list[float] | None, aggregates: dict[str, Any], unit: str, source: str, where: str
+) -> Reading:
     if times:
         return averaged(times, unit, "lower")
     if "mean" not in aggregates:

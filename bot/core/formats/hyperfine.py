@@ -41,8 +41,13 @@ def parse(content: str, source: str) -> Readings:
         entry = mapping(entry, source, where)
         name = text(required(entry, "command", source, where), source, f"{where}.command")
         _exited_cleanly(entry, source, where)
-        put(readings, metric_name(name, source, f"{where}.command"), _reading(entry, source, where),
-            source, where)
+        put(
+            readings,
+            metric_name(name, source, f"{where}.command"),
+            _reading(entry, source, where),
+            source,
+            where,
+        )
     return readings
 
 

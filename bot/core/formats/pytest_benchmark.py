@@ -38,8 +38,10 @@ def parse(content: str, source: str) -> Readings:
     if not benchmarks:
         raise FormatError(source, "benchmarks", "empty: did pytest collect any benchmark?")
     entries = [mapping(entry, source, f"benchmarks[{i}]") for i, entry in enumerate(benchmarks)]
-    short = [text(required(e, "name", source, f"benchmarks[{i}]"), source, f"benchmarks[{i}].name")
-             for i, e in enumerate(entries)]
+    short = [
+        text(required(e, "name", source, f"benchmarks[{i}]"), source, f"benchmarks[{i}].name")
+        for i, e in enumerate(entries)
+    ]
     clash = len({metric_name(n, source, "name") for n in short}) < len(short)
     readings: Readings = {}
     for i, entry in enumerate(entries):

@@ -43,9 +43,12 @@ def succeeded(data: dict[str, Any], source: str, total: int) -> None:
         return
     for index, error in enumerate(sequence(errors, source, "errors")):
         if error:
-            raise FormatError(source, f"errors[{index}]",
-                              f"a request failed ({str(error)[:80]!r}); perfbot compares runs whose "
-                              f"{total} requests all succeeded")
+            raise FormatError(
+                source,
+                f"errors[{index}]",
+                f"a request failed ({str(error)[:80]!r}); perfbot compares runs whose "
+                f"{total} requests all succeeded",
+            )
 
 
 def from_arrays(readings: Readings, latency: str, samples: list[float], source: str, field: str) -> None:
@@ -69,8 +72,9 @@ def per_request(readings: Readings, data: dict[str, Any], source: str, e2e: str 
         from_arrays(readings, "e2e", numbers(data[e2e], source, e2e), source, e2e)
 
 
-def from_summary(readings: Readings, latency: str, keys: dict[str, str], data: dict[str, Any],
-                 source: str, needed: bool) -> None:
+def from_summary(
+    readings: Readings, latency: str, keys: dict[str, str], data: dict[str, Any], source: str, needed: bool
+) -> None:
     """``latency``'s quantiles from the tool's own summary (``keys``: quantile to the file's key);
     a latency the tool was not asked to report is left out unless ``needed``."""
     if not needed and not all(key in data for key in keys.values()):
@@ -81,8 +85,10 @@ def from_summary(readings: Readings, latency: str, keys: dict[str, str], data: d
 
 def request_arrays(data: dict[str, Any], key: str, source: str) -> list[list[float]]:
     """A per-request array of arrays (the inter-token gaps of each request)."""
-    return [numbers(item, source, f"{key}[{index}]")
-            for index, item in enumerate(sequence(data[key], source, key))]
+    return [
+        numbers(item, source, f"{key}[{index}]")
+        for index, item in enumerate(sequence(data[key], source, key))
+    ]
 
 
 def accept_length(data: dict[str, Any], key: str, source: str) -> Reading | None:

@@ -37,8 +37,9 @@ def parse(content: str, source: str) -> Readings:
 
 
 def _case(case: dict[str, Any], source: str, where: str) -> str:
-    size = [count(case.get(key), source, f"{where}.{key}")
-            for key in ("batch_size", "input_len", "output_len")]
+    size = [
+        count(case.get(key), source, f"{where}.{key}") for key in ("batch_size", "input_len", "output_len")
+    ]
     return "bs{}_in{}_out{}".format(*size)
 
 
@@ -51,15 +52,20 @@ def _read(case: dict[str, Any], source: str, where: str) -> Readings:
     if "prefill_latency" in case:
         found = {name: Reading(value(key) * MS_PER_S, "ms", "lower") for name, key in STATIC.items()}
     elif "last_gen_throughput" in case:
-        found = {"latency_ms": Reading(value("latency") * MS_PER_S, "ms", "lower"),
-                 # One request's time to first token: reported, too noisy to decide the verdict.
-                 "ttft_ms": Reading(value("last_ttft") * MS_PER_S, "ms", "lower", role="diagnostic")}
+        found = {
+            "latency_ms": Reading(value("latency") * MS_PER_S, "ms", "lower"),
+            # One request's time to first token: reported, too noisy to decide the verdict.
+            "ttft_ms": Reading(value("last_ttft") * MS_PER_S, "ms", "lower", role="diagnostic"),
+        }
         found["gen_tok_s"] = Reading(value("last_gen_throughput"), "tok/s", "higher")
         accepted = case.get("acc_length")
         if accepted is not None and accepted != -1:
             found["accept_length"] = Reading(value("acc_length"), "tokens", "higher")
     else:
-        raise FormatError(source, where, "neither bench_one_batch's 'prefill_latency' nor "
-                                         "bench_one_batch_server's 'last_gen_throughput'")
+        raise FormatError(
+            source,
+            where,
+            "neither bench_one_batch's 'prefill_latency' nor bench_one_batch_server's 'last_gen_throughput'",
+        )
     found["overall_tok_s"] = Reading(value("overall_throughput"), "tok/s", "higher")
     return found

@@ -41,8 +41,14 @@ def _read(data: dict[str, object], source: str) -> Readings:
     else:
         from_summary(readings, "ttft", {"p50": "median_ttft_ms", "p99": "p99_ttft_ms"}, data, source, True)
         from_summary(readings, "itl", {"p50": "median_itl_ms", "p99": "p99_itl_ms"}, data, source, True)
-    from_summary(readings, "e2e", {"p50": "median_e2e_latency_ms", "p99": "p99_e2e_latency_ms"}, data,
-                 source, needed=False)
+    from_summary(
+        readings,
+        "e2e",
+        {"p50": "median_e2e_latency_ms", "p99": "p99_e2e_latency_ms"},
+        data,
+        source,
+        needed=False,
+    )
     accepted = accept_length(data, "accept_length", source)
     if accepted is not None:
         readings["accept_length"] = accepted

@@ -32,10 +32,15 @@ def parse(content: str, source: str) -> Readings:
         per_request(readings, data, source, "latencies")
     else:
         for latency, theirs in SUMMARY.items():
-            from_summary(readings, latency, {"p50": f"median_{theirs}_ms", "p99": f"p99_{theirs}_ms"}, data,
-                         source, needed=latency != "e2e")
+            from_summary(
+                readings,
+                latency,
+                {"p50": f"median_{theirs}_ms", "p99": f"p99_{theirs}_ms"},
+                data,
+                source,
+                needed=latency != "e2e",
+            )
     accepted = accept_length(data, "spec_decode_acceptance_length", source)
     if accepted is not None:
         readings["accept_length"] = accepted
     return readings
-

@@ -46,12 +46,23 @@ class ChangePoint:
     direction: str  # 'regression' or 'improvement', given which way is better
 
     def to_dict(self) -> dict[str, object]:
-        return {"index": self.index, "before": self.before, "after": self.after,
-                "change": self.change, "direction": self.direction}
+        return {
+            "index": self.index,
+            "before": self.before,
+            "after": self.after,
+            "change": self.change,
+            "direction": self.direction,
+        }
 
 
-def detect(values: Sequence[float], better: str = "lower", *, min_effect: float = DEFAULT_MIN_EFFECT,
-           min_size: int = DEFAULT_MIN_SIZE, penalty: float = DEFAULT_PENALTY) -> list[ChangePoint]:
+def detect(
+    values: Sequence[float],
+    better: str = "lower",
+    *,
+    min_effect: float = DEFAULT_MIN_EFFECT,
+    min_size: int = DEFAULT_MIN_SIZE,
+    penalty: float = DEFAULT_PENALTY,
+) -> list[ChangePoint]:
     """The change points of ``values`` (in time order) that moved the median by ``min_effect``
     or more; ``better`` ('lower' or 'higher') says which direction is an improvement."""
     raw = np.asarray(values, dtype=float)

@@ -47,8 +47,10 @@ CATEGORIES: tuple[Category, ...] = (
     _category("power", r"power|watt|pstate|throttl|persistence"),
     _category("nccl", r"nccl"),
     _category("driver and CUDA", r"driver|cuda|cudnn|cublas|nvcc"),
-    _category("torch and kernel libraries",
-              r"torch|triton|flashinfer|sgl.?kernel|deep.?gemm|cutlass|xformers|flash.?attn"),
+    _category(
+        "torch and kernel libraries",
+        r"torch|triton|flashinfer|sgl.?kernel|deep.?gemm|cutlass|xformers|flash.?attn",
+    ),
     _category("GPU and topology", r"gpu|topo|pcie|nvlink|link|mig|ecc|numa|p2p|sku|bus"),
     _category("runtime environment", r"(^|\.)(env|environ)\.|(^|\.)(sglang|vllm|nvshmem|omp|mkl)_"),
     _category("CPU and OS", r"cpu|governor|kernel|(^|\.)os(\.|$)|python|host|machine|numa"),
@@ -83,8 +85,13 @@ class EnvDifference:
     material: bool
 
     def to_dict(self) -> dict[str, Any]:
-        return {"key": self.key, "base": self.base, "head": self.head, "category": self.category,
-                "material": self.material}
+        return {
+            "key": self.key,
+            "base": self.base,
+            "head": self.head,
+            "category": self.category,
+            "material": self.material,
+        }
 
 
 def flatten(fingerprint: Mapping[str, Any] | list[Any], prefix: str = "") -> dict[str, Any]:
@@ -100,8 +107,7 @@ def flatten(fingerprint: Mapping[str, Any] | list[Any], prefix: str = "") -> dic
     return flat
 
 
-def diff(base: Mapping[str, Any], head: Mapping[str, Any],
-         ignore: Iterable[str] = ()) -> list[EnvDifference]:
+def diff(base: Mapping[str, Any], head: Mapping[str, Any], ignore: Iterable[str] = ()) -> list[EnvDifference]:
     """Keys whose values differ between two fingerprints, most likely to move metrics first.
 
     ``ignore``: glob patterns of flattened keys to list but never count as material (for
@@ -125,8 +131,9 @@ def _without_after(fingerprint: Mapping[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in fingerprint.items() if k not in AFTER_KEYS}
 
 
-def _compare(flat_base: dict[str, Any], flat_head: dict[str, Any],
-             ignored: tuple[str, ...]) -> list[EnvDifference]:
+def _compare(
+    flat_base: dict[str, Any], flat_head: dict[str, Any], ignored: tuple[str, ...]
+) -> list[EnvDifference]:
     found = []
     for key in sorted(flat_base.keys() | flat_head.keys()):
         if _IDENTITY.search(key):
@@ -139,8 +146,11 @@ def _compare(flat_base: dict[str, Any], flat_head: dict[str, Any],
             continue
         rank, category = categorise(key)
         material = not reading and not any(fnmatch.fnmatchcase(key, p) for p in ignored)
-        found.append(EnvDifference(key, _shown(old, key in flat_base), _shown(new, key in flat_head),
-                                   category, rank, material))
+        found.append(
+            EnvDifference(
+                key, _shown(old, key in flat_base), _shown(new, key in flat_head), category, rank, material
+            )
+        )
     found.sort(key=lambda d: (not d.material, d.rank, d.key))
     return found
 

@@ -115,9 +115,17 @@ class Traced:
         if not self.annotated:
             return None
         try:
-            return parse_map(StepMap(commit=commit, suite=suite, step=self.profile.what or "step",
-                                     steps=self.profile.steps, source="torch.profiler",
-                                     functions=self.functions, kernels=self.kernels).to_dict())
+            return parse_map(
+                StepMap(
+                    commit=commit,
+                    suite=suite,
+                    step=self.profile.what or "step",
+                    steps=self.profile.steps,
+                    source="torch.profiler",
+                    functions=self.functions,
+                    kernels=self.kernels,
+                ).to_dict()
+            )
         except StepMapError:
             return None  # a commit or suite name the map cannot hold: the profile stands without it
 
@@ -144,8 +152,10 @@ def profile_of(data: Any, source: str, what: str = "step") -> Profile:
 def traced(data: Any, source: str, what: str = "step") -> Traced:
     """The profile of a parsed trace and, where it names the repository's frames, the map's entries."""
     events = _events(data, source)
-    steps = sorted((e for e in events if e.category in ("user_annotation", "") and _STEP.match(e.name)),
-                   key=lambda e: e.start)
+    steps = sorted(
+        (e for e in events if e.category in ("user_annotation", "") and _STEP.match(e.name)),
+        key=lambda e: e.start,
+    )
     device = [e for e in events if e.category in DEVICE_CATEGORIES]
     try:
         if device:
@@ -177,10 +187,17 @@ def _event(item: Any) -> _Event | None:
     caller = defines = None
     if category == "python_function" and isinstance(args, Mapping):
         caller, defines = _frame(args.get("perfbot.caller")), _frame(args.get("perfbot.function"))
-    return _Event(name, category if isinstance(category, str) else "", start, duration,
-                  str(item.get("pid")), str(item.get("tid")),
-                  correlation if isinstance(correlation, int) and not isinstance(correlation, bool) else None,
-                  caller, defines)
+    return _Event(
+        name,
+        category if isinstance(category, str) else "",
+        start,
+        duration,
+        str(item.get("pid")),
+        str(item.get("tid")),
+        correlation if isinstance(correlation, int) and not isinstance(correlation, bool) else None,
+        caller,
+        defines,
+    )
 
 
 def _frame(value: Any) -> Frame | None:
@@ -188,8 +205,14 @@ def _frame(value: Any) -> Frame | None:
     if not isinstance(value, Mapping):
         return None
     try:
-        site = LaunchSite.model_validate({"path": value.get("path"), "line": value.get("line"),
-                                          "function": value.get("function"), "calls": 0.0})
+        site = LaunchSite.model_validate(
+            {
+                "path": value.get("path"),
+                "line": value.get("line"),
+                "function": value.get("function"),
+                "calls": 0.0,
+            }
+        )
     except ValidationError:
         return None
     return Frame(site.path, site.line, site.function)
@@ -219,10 +242,12 @@ class _Windows:
         return position
 
 
-def _device_profile(events: Sequence[_Event], device: Sequence[_Event], steps: Sequence[_Event],
-                    source: str, what: str) -> Traced:
-    launches = {e.correlation: e for e in events
-                if e.category in HOST_CALL_CATEGORIES and e.correlation is not None}
+def _device_profile(
+    events: Sequence[_Event], device: Sequence[_Event], steps: Sequence[_Event], source: str, what: str
+) -> Traced:
+    launches = {
+        e.correlation: e for e in events if e.category in HOST_CALL_CATEGORIES and e.correlation is not None
+    }
     windows = _Windows(steps)
     per_step: list[list[_Event]] = [[] for _ in range(max(len(steps), 1))]
     for activity in device:
@@ -233,21 +258,36 @@ def _device_profile(events: Sequence[_Event], device: Sequence[_Event], steps: S
         step = windows.index(launch.start) if launch is not None else None
         if step is not None:
             per_step[step].append(activity)
-    syncs = [e for e in events if e.category in HOST_CALL_CATEGORIES and e.name in SYNC_CALLS
-             and (not steps or windows.index(e.start) is not None)]
-    rows: list[tuple[str, Family, float]] = [(a.name, classify(a.name, a.category), a.duration)
-                                             for group in per_step for a in group]
+    syncs = [
+        e
+        for e in events
+        if e.category in HOST_CALL_CATEGORIES
+        and e.name in SYNC_CALLS
+        and (not steps or windows.index(e.start) is not None)
+    ]
+    rows: list[tuple[str, Family, float]] = [
+        (a.name, classify(a.name, a.category), a.duration) for group in per_step for a in group
+    ]
     rows += [(s.name, "sync", s.duration) for s in syncs]
     # Each row's host event: a kernel's launch (where the trace links it), a synchronisation itself.
-    hosts = [launches.get(a.correlation) if a.correlation is not None else None
-             for group in per_step for a in group] + list(syncs)
+    hosts = [
+        launches.get(a.correlation) if a.correlation is not None else None
+        for group in per_step
+        for a in group
+    ] + list(syncs)
     count = len(per_step)
     busy = [_union(group) for group in per_step]
     spans = [max(a.end for a in group) - min(a.start for a in group) if group else 0.0 for group in per_step]
     step_us = sum(s.duration for s in steps) / len(steps) if steps else spans[0]
-    profile = Profile(source=source[:200], device="cuda", what=what[:200], steps=count, step_us=step_us,
-                      idle_us=sum(span - b for span, b in zip(spans, busy, strict=True)) / count,
-                      kernels=aggregate(rows, count))
+    profile = Profile(
+        source=source[:200],
+        device="cuda",
+        what=what[:200],
+        steps=count,
+        step_us=step_us,
+        idle_us=sum(span - b for span, b in zip(spans, busy, strict=True)) / count,
+        kernels=aggregate(rows, count),
+    )
     return _attributed(profile, events, steps, rows, hosts)
 
 
@@ -259,15 +299,25 @@ def _cpu_profile(events: Sequence[_Event], steps: Sequence[_Event], source: str,
         outermost = _outermost(ops)
         first, last = min(e.start for e in outermost), max(e.end for e in outermost)
         whole: list[tuple[str, Family, float]] = [(e.name, classify(e.name), e.duration) for e in outermost]
-        profile = Profile(source=source[:200], device="cpu", what=what[:200], steps=1, step_us=last - first,
-                          idle_us=max(last - first - _union(outermost), 0.0), kernels=aggregate(whole, 1))
+        profile = Profile(
+            source=source[:200],
+            device="cpu",
+            what=what[:200],
+            steps=1,
+            step_us=last - first,
+            idle_us=max(last - first - _union(outermost), 0.0),
+            kernels=aggregate(whole, 1),
+        )
         return _attributed(profile, events, steps, whole, outermost)
     windows = _Windows(steps)
     inside: list[list[_Event]] = [[] for _ in steps]
     for op in ops:
         index = windows.index(op.start)
-        if index is not None and (op.pid, op.tid) == (steps[index].pid, steps[index].tid) \
-                and op.end <= steps[index].end:
+        if (
+            index is not None
+            and (op.pid, op.tid) == (steps[index].pid, steps[index].tid)
+            and op.end <= steps[index].end
+        ):
             inside[index].append(op)
     rows: list[tuple[str, Family, float]] = []
     hosts: list[_Event | None] = []
@@ -277,9 +327,15 @@ def _cpu_profile(events: Sequence[_Event], steps: Sequence[_Event], source: str,
         rows += [(e.name, classify(e.name), e.duration) for e in top]
         hosts += top
         idle += max(step.duration - _union(top), 0.0)
-    profile = Profile(source=source[:200], device="cpu", what=what[:200], steps=len(steps),
-                      step_us=sum(s.duration for s in steps) / len(steps), idle_us=idle / len(steps),
-                      kernels=aggregate(rows, len(steps)))
+    profile = Profile(
+        source=source[:200],
+        device="cpu",
+        what=what[:200],
+        steps=len(steps),
+        step_us=sum(s.duration for s in steps) / len(steps),
+        idle_us=idle / len(steps),
+        kernels=aggregate(rows, len(steps)),
+    )
     return _attributed(profile, events, steps, rows, hosts)
 
 
@@ -310,8 +366,13 @@ def _union(events: Iterable[_Event]) -> float:
 # ---------------------------------------------------------------- the repository's frames
 
 
-def _attributed(profile: Profile, events: Sequence[_Event], steps: Sequence[_Event],
-                rows: Sequence[tuple[str, Family, float]], hosts: Sequence[_Event | None]) -> Traced:
+def _attributed(
+    profile: Profile,
+    events: Sequence[_Event],
+    steps: Sequence[_Event],
+    rows: Sequence[tuple[str, Family, float]],
+    hosts: Sequence[_Event | None],
+) -> Traced:
     """``profile`` with each kernel's launching lines, and the map's entries, where the trace names
     the repository's frames (``rows[i]`` was launched by the host event ``hosts[i]``)."""
     python = [e for e in events if e.category == "python_function" and (e.caller or e.defines)]
@@ -327,26 +388,42 @@ def _attributed(profile: Profile, events: Sequence[_Event], steps: Sequence[_Eve
             per_row.setdefault((name[:MAX_NAME] or "(unnamed)", family), Counter())[site] += 1
             per_family.setdefault(family, Counter())[site] += 1
     count = profile.steps
-    kernels = [k.model_copy(update={"sites": _sites(per_row[(k.name, k.family)], count)})
-               if (k.name, k.family) in per_row else k for k in profile.kernels]
-    families = tuple(KernelEntry(family=family, launches_per_step=launches[family] / count,
-                                 launched_by=tuple(MapSite(f.path, f.function, f.line, n / count)
-                                                   for f, n in _most(per_family.get(family, Counter()),
-                                                                     MAX_LAUNCH_SITES)))
-                     for family in sorted(launches))
+    kernels = [
+        k.model_copy(update={"sites": _sites(per_row[(k.name, k.family)], count)})
+        if (k.name, k.family) in per_row
+        else k
+        for k in profile.kernels
+    ]
+    families = tuple(
+        KernelEntry(
+            family=family,
+            launches_per_step=launches[family] / count,
+            launched_by=tuple(
+                MapSite(f.path, f.function, f.line, n / count)
+                for f, n in _most(per_family.get(family, Counter()), MAX_LAUNCH_SITES)
+            ),
+        )
+        for family in sorted(launches)
+    )
     host_us = profile.step_us * count
-    return Traced(profile.model_copy(update={"kernels": kernels}),
-                  _functions([e for e in python if e.defines is not None], steps, count, host_us),
-                  families, annotated=True)
+    return Traced(
+        profile.model_copy(update={"kernels": kernels}),
+        _functions([e for e in python if e.defines is not None], steps, count, host_us),
+        families,
+        annotated=True,
+    )
 
 
 def _sites(counts: Counter[Frame], steps: int) -> list[LaunchSite]:
-    return [LaunchSite(path=f.path, line=f.line, function=f.function, calls=n / steps)
-            for f, n in _most(counts, MAX_SITES)]
+    return [
+        LaunchSite(path=f.path, line=f.line, function=f.function, calls=n / steps)
+        for f, n in _most(counts, MAX_SITES)
+    ]
 
 
 def _most(counts: Counter[Frame], limit: int) -> list[tuple[Frame, int]]:
     """The ``limit`` most frequent frames, ties in file and line order."""
+
     def order(item: tuple[Frame, int]) -> tuple[int, str, int, str]:
         return -item[1], item[0].path, item[0].line, item[0].function
 
@@ -381,8 +458,9 @@ def _innermost_callers(calls: Sequence[_Event], hosts: Sequence[_Event | None]) 
     return found
 
 
-def _functions(calls: Sequence[_Event], steps: Sequence[_Event], count: int,
-               host_us: float) -> tuple[FunctionEntry, ...]:
+def _functions(
+    calls: Sequence[_Event], steps: Sequence[_Event], count: int, host_us: float
+) -> tuple[FunctionEntry, ...]:
     """The repository's functions called within the steps: calls per step and their inclusive share
     of the steps' host time (a recursive call's time is counted once, in its outermost call)."""
     windows = _Windows(steps) if steps else None
@@ -405,12 +483,18 @@ def _functions(calls: Sequence[_Event], steps: Sequence[_Event], count: int,
                 times[frame] = times.get(frame, 0.0) + call.duration
             open_calls.append(call)
     entries: dict[tuple[str, str], FunctionEntry] = {}
-    for frame, n in sorted(numbers.items(), key=lambda item: (-times.get(item[0], 0.0), item[0].path,
-                                                               item[0].line)):
+    for frame, n in sorted(
+        numbers.items(), key=lambda item: (-times.get(item[0], 0.0), item[0].path, item[0].line)
+    ):
         key = (frame.path, frame.function)
         if key in entries or len(entries) >= MAX_FUNCTIONS:
             continue  # one entry per function: two definitions of one name, the one that took longer
         share = min(times.get(frame, 0.0) / host_us, 1.0) if host_us > 0 else 0.0
-        entries[key] = FunctionEntry(path=frame.path, function=frame.function, line=frame.line,
-                                     calls_per_step=n / count, host_share=share)
+        entries[key] = FunctionEntry(
+            path=frame.path,
+            function=frame.function,
+            line=frame.line,
+            calls_per_step=n / count,
+            host_share=share,
+        )
     return tuple(entries.values())

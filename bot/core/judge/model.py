@@ -61,8 +61,9 @@ class Fit:
         return float(2 * scipy_stats.t.sf(abs(self.delta) / self.se, self.df))
 
 
-def fit(base: np.ndarray, head: np.ndarray, base_se: np.ndarray | None = None,
-        head_se: np.ndarray | None = None) -> Fit | None:
+def fit(
+    base: np.ndarray, head: np.ndarray, base_se: np.ndarray | None = None, head_se: np.ndarray | None = None
+) -> Fit | None:
     """Fit the model to positive round values (and their standard errors, in the same unit);
     None when there is no degree of freedom left (fewer than 3 rounds, or one side empty)."""
     if not base.size or not head.size or base.size + head.size < 3:
@@ -78,8 +79,7 @@ def fit(base: np.ndarray, head: np.ndarray, base_se: np.ndarray | None = None,
         means = [float(np.mean(side)) for side in y]
         pooled = sum(float(np.sum((side - m) ** 2)) for side, m in zip(y, means, strict=True)) / (rounds - 2)
         se = math.sqrt(pooled * (1 / base.size + 1 / head.size))
-        return Fit(means[1] - means[0], se, rounds - 2, math.exp(means[0]), math.exp(means[1]),
-                   False, pooled)
+        return Fit(means[1] - means[0], se, rounds - 2, math.exp(means[0]), math.exp(means[1]), False, pooled)
     tau2 = _paule_mandel(y, within, rounds - 2)
     weights = [1 / (tau2 + w) for w in within]
     means = [float(np.sum(wt * side) / np.sum(wt)) for wt, side in zip(weights, y, strict=True)]
@@ -89,8 +89,9 @@ def fit(base: np.ndarray, head: np.ndarray, base_se: np.ndarray | None = None,
     return Fit(means[1] - means[0], se, rounds - 2, math.exp(means[0]), math.exp(means[1]), True, tau2)
 
 
-def rounds_to_decide(found: Fit, min_effect: float, alpha: float, confidence: float,
-                     have: int, cap: int) -> int:
+def rounds_to_decide(
+    found: Fit, min_effect: float, alpha: float, confidence: float, have: int, cap: int
+) -> int:
     """Rounds per side (in all) at which, if the rounds keep scattering as they did, the verdict
     would likely be decided: significant at ``alpha`` when the change is at least ``min_effect``,
     else the ``confidence`` interval inside ``±min_effect``; ``cap`` when even that many would not."""
@@ -129,5 +130,4 @@ def _paule_mandel(y: Sequence[np.ndarray], within: Sequence[np.ndarray], df: int
         return 0.0
     # Beyond the plain pooled variance, the weighted residuals are already below df.
     upper = sum(float(np.sum((side - np.mean(side)) ** 2)) for side in y) / df
-    return float(optimize.brentq(lambda tau2: _q(y, within, tau2) - df, 0.0, upper, xtol=1e-15,
-                                 rtol=1e-12))
+    return float(optimize.brentq(lambda tau2: _q(y, within, tau2) - df, 0.0, upper, xtol=1e-15, rtol=1e-12))

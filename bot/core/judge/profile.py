@@ -26,14 +26,27 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from bot.core.stepmap import is_repository_path
 from bot.core.text import printable
 
-Family = Literal["communication", "gemm", "attention", "elementwise", "memset", "reduction", "sync",
-                 "other"]
-FAMILIES: tuple[Family, ...] = ("communication", "gemm", "attention", "elementwise", "memset",
-                                "reduction", "sync", "other")
+Family = Literal["communication", "gemm", "attention", "elementwise", "memset", "reduction", "sync", "other"]
+FAMILIES: tuple[Family, ...] = (
+    "communication",
+    "gemm",
+    "attention",
+    "elementwise",
+    "memset",
+    "reduction",
+    "sync",
+    "other",
+)
 FAMILY_LABELS: dict[Family, str] = {
-    "communication": "NCCL / communication", "gemm": "GEMM", "attention": "attention",
-    "elementwise": "elementwise / copy", "memset": "memset / fill", "reduction": "reduction",
-    "sync": "host synchronisation", "other": "other"}
+    "communication": "NCCL / communication",
+    "gemm": "GEMM",
+    "attention": "attention",
+    "elementwise": "elementwise / copy",
+    "memset": "memset / fill",
+    "reduction": "reduction",
+    "sync": "host synchronisation",
+    "other": "other",
+}
 MAX_KERNELS = 500
 MAX_NAME = 500
 MAX_SITES = 3  # launching lines kept per kernel
@@ -42,27 +55,71 @@ MIN_SHARE = 0.01  # a family's time moved only by at least this share of the bas
 MIN_RELATIVE = 0.10  # ... and by at least this share of its own base time
 
 # Host calls that block until the device has drained (CUDA runtime and driver API names).
-SYNC_CALLS = frozenset(("cudaDeviceSynchronize", "cudaStreamSynchronize", "cudaEventSynchronize",
-                        "cuCtxSynchronize", "cuStreamSynchronize", "cuEventSynchronize"))
+SYNC_CALLS = frozenset(
+    (
+        "cudaDeviceSynchronize",
+        "cudaStreamSynchronize",
+        "cudaEventSynchronize",
+        "cuCtxSynchronize",
+        "cuStreamSynchronize",
+        "cuEventSynchronize",
+    )
+)
 
 # By name, first match wins: communication and attention kernels carry GEMM-like words (cutlass).
 # Host synchronisations are not classified by name: the trace reader knows them (`SYNC_CALLS`).
 _RULES: tuple[tuple[Family, re.Pattern[str]], ...] = (
-    ("communication", re.compile(r"nccl|all_?reduce|all_?gather|reduce_?scatter|all_?to_?all|"
-                                 r"broadcast|sendrecv|gloo|c10d::|cross_device_reduce|"
-                                 r"one_?shot|two_?shot|custom_?ar|record_param_comms", re.I)),
-    ("memset", re.compile(r"memset|fillfunctor|fill_kernel|aten::(fill_|zero_|zeros|zeros_like|"
-                          r"new_zeros)\b", re.I)),
-    ("attention", re.compile(r"flash|fmha|attention|attn|sdpa|mha_|mla_|batchdecode|batchprefill|"
-                             r"paged_?kv", re.I)),
-    ("gemm", re.compile(r"gemm|nvjet|cublas|cutlass|xmma|wgmma|splitk|aten::(mm|bmm|addmm|matmul|"
-                        r"linear|einsum|baddbmm)\b|_moe_|moe_", re.I)),
-    ("reduction", re.compile(r"reduce|softmax|norm|topk|sort|argmax|argmin|aten::(sum|mean|max|min|"
-                             r"prod|cumsum)\b|scan", re.I)),
-    ("elementwise", re.compile(r"elementwise|copy|memcpy|cat_?array|catarray|index|gather|scatter|"
-                               r"silu|gelu|act_and_mul|rotary|rope|aten::(add|mul|sub|div|cat|clone|"
-                               r"contiguous|to|_to_copy|neg|exp|rsqrt|pow|where|repeat_interleave|"
-                               r"transpose|view|reshape)", re.I)),
+    (
+        "communication",
+        re.compile(
+            r"nccl|all_?reduce|all_?gather|reduce_?scatter|all_?to_?all|"
+            r"broadcast|sendrecv|gloo|c10d::|cross_device_reduce|"
+            r"one_?shot|two_?shot|custom_?ar|record_param_comms",
+            re.I,
+        ),
+    ),
+    (
+        "memset",
+        re.compile(
+            r"memset|fillfunctor|fill_kernel|aten::(fill_|zero_|zeros|zeros_like|"
+            r"new_zeros)\b",
+            re.I,
+        ),
+    ),
+    (
+        "attention",
+        re.compile(
+            r"flash|fmha|attention|attn|sdpa|mha_|mla_|batchdecode|batchprefill|"
+            r"paged_?kv",
+            re.I,
+        ),
+    ),
+    (
+        "gemm",
+        re.compile(
+            r"gemm|nvjet|cublas|cutlass|xmma|wgmma|splitk|aten::(mm|bmm|addmm|matmul|"
+            r"linear|einsum|baddbmm)\b|_moe_|moe_",
+            re.I,
+        ),
+    ),
+    (
+        "reduction",
+        re.compile(
+            r"reduce|softmax|norm|topk|sort|argmax|argmin|aten::(sum|mean|max|min|"
+            r"prod|cumsum)\b|scan",
+            re.I,
+        ),
+    ),
+    (
+        "elementwise",
+        re.compile(
+            r"elementwise|copy|memcpy|cat_?array|catarray|index|gather|scatter|"
+            r"silu|gelu|act_and_mul|rotary|rope|aten::(add|mul|sub|div|cat|clone|"
+            r"contiguous|to|_to_copy|neg|exp|rsqrt|pow|where|repeat_interleave|"
+            r"transpose|view|reshape)",
+            re.I,
+        ),
+    ),
 )
 
 
@@ -123,8 +180,9 @@ class KernelStat(_Model):
     family: Family
     calls: PerStep
     us: PerStep
-    sites: Annotated[list[LaunchSite] | None, Field(max_length=MAX_SITES,
-                                                     exclude_if=lambda value: value is None)] = None
+    sites: Annotated[
+        list[LaunchSite] | None, Field(max_length=MAX_SITES, exclude_if=lambda value: value is None)
+    ] = None
 
 
 class Profile(_Model):
@@ -162,14 +220,18 @@ def aggregate(events: Iterable[tuple[str, Family, float]], steps: int) -> list[K
         calls[key] = calls.get(key, 0) + 1
         time[key] = time.get(key, 0.0) + max(us, 0.0)
     ordered = sorted(calls, key=lambda k: (-time[k], k))
-    rows = [KernelStat(name=n, family=f, calls=calls[(n, f)] / steps, us=time[(n, f)] / steps)
-            for n, f in ordered[:MAX_KERNELS]]
+    rows = [
+        KernelStat(name=n, family=f, calls=calls[(n, f)] / steps, us=time[(n, f)] / steps)
+        for n, f in ordered[:MAX_KERNELS]
+    ]
     folded: dict[Family, tuple[int, float]] = {}
     for key in ordered[MAX_KERNELS:]:
         count, total = folded.get(key[1], (0, 0.0))
         folded[key[1]] = (count + calls[key], total + time[key])
-    rows += [KernelStat(name=f"(other {FAMILY_LABELS[f]} kernels)", family=f, calls=c / steps,
-                        us=t / steps) for f, (c, t) in folded.items()]
+    rows += [
+        KernelStat(name=f"(other {FAMILY_LABELS[f]} kernels)", family=f, calls=c / steps, us=t / steps)
+        for f, (c, t) in folded.items()
+    ]
     return rows
 
 
@@ -234,17 +296,30 @@ class ProfileDiff:
         """The JSON of `perfbot compare` (``kernels``)."""
         return {
             "changed": self.changed,
-            "what": self.head.what, "device": self.head.device,
+            "what": self.head.what,
+            "device": self.head.device,
             "steps": {"base": self.base.steps, "head": self.head.steps},
             "step_us": {"base": self.base.span_us(), "head": self.head.span_us()},
-            "idle_us": None if self.idle is None else {"base": self.idle.base_us, "head": self.idle.head_us,
-                                                       "moved": self.idle.moved},
-            "families": [{"family": f.family, "base_us": f.base_us, "head_us": f.head_us, "moved": f.moved}
-                         for f in self.families],
-            "kernels": [{"name": k.name, "family": k.family, "change": k.change, "base_calls": k.base_calls,
-                         "head_calls": k.head_calls, "base_us": k.base_us, "head_us": k.head_us,
-                         "launched_by": [{"side": k.side, **s.model_dump()} for s in k.sites]}
-                        for k in self.kernels],
+            "idle_us": None
+            if self.idle is None
+            else {"base": self.idle.base_us, "head": self.idle.head_us, "moved": self.idle.moved},
+            "families": [
+                {"family": f.family, "base_us": f.base_us, "head_us": f.head_us, "moved": f.moved}
+                for f in self.families
+            ],
+            "kernels": [
+                {
+                    "name": k.name,
+                    "family": k.family,
+                    "change": k.change,
+                    "base_calls": k.base_calls,
+                    "head_calls": k.head_calls,
+                    "base_us": k.base_us,
+                    "head_us": k.head_us,
+                    "launched_by": [{"side": k.side, **s.model_dump()} for s in k.sites],
+                }
+                for k in self.kernels
+            ],
             "notes": list(self.notes),
         }
 
@@ -255,8 +330,10 @@ def diff(base: Profile, head: Profile) -> ProfileDiff:
     their own time."""
     notes = []
     if (base.device, base.what) != (head.device, head.what):
-        notes.append(f"the two sides profiled different things ({base.device} {base.what!r} against "
-                     f"{head.device} {head.what!r}): read the kernels with care")
+        notes.append(
+            f"the two sides profiled different things ({base.device} {base.what!r} against "
+            f"{head.device} {head.what!r}): read the kernels with care"
+        )
     step = max(base.span_us(), 1e-9)
     base_rows = {(k.name, k.family): k for k in base.kernels}
     head_rows = {(k.name, k.family): k for k in head.kernels}
@@ -273,18 +350,29 @@ def diff(base: Profile, head: Profile) -> ProfileDiff:
             change = "vanished"
         launcher = was if change == "vanished" else now
         sites = tuple(launcher.sites or ()) if launcher else ()
-        changes.append(KernelChange(key[0], key[1], change, b_calls, h_calls, was.us if was else 0.0,
-                                    now.us if now else 0.0, sites))
+        changes.append(
+            KernelChange(
+                key[0],
+                key[1],
+                change,
+                b_calls,
+                h_calls,
+                was.us if was else 0.0,
+                now.us if now else 0.0,
+                sites,
+            )
+        )
     changes.sort(key=lambda c: (-abs(c.head_us - c.base_us), c.name))
     base_families, head_families = base.family_us(), head.family_us()
-    families = tuple(FamilyTime(f, base_families[f], head_families[f], _moved(base_families[f],
-                                                                             head_families[f], step))
-                     for f in FAMILIES if base_families[f] or head_families[f])
+    families = tuple(
+        FamilyTime(f, base_families[f], head_families[f], _moved(base_families[f], head_families[f], step))
+        for f in FAMILIES
+        if base_families[f] or head_families[f]
+    )
     idle = None
     if base.idle_us is not None and head.idle_us is not None:
         idle = FamilyTime("other", base.idle_us, head.idle_us, _moved(base.idle_us, head.idle_us, step))
     return ProfileDiff(base, head, tuple(changes), families, idle, tuple(notes))
-
 
 
 def diff_of(base: Profile | None, head: Profile | None) -> ProfileDiff | None:
@@ -308,15 +396,18 @@ def short_name(name: str, limit: int = 90) -> str:
             if depth == 0:
                 text = text[:position].rstrip() or text
                 break
-    return text if len(text) <= limit else text[:limit - 1] + "…"
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def summary(d: ProfileDiff) -> str:
     """One line: what changed, or that nothing did."""
     if not d.changed:
         return "no kernel appeared or vanished, no call count changed, no family's time moved"
-    counts = ((d.count("appeared"), "appeared"), (d.count("vanished"), "vanished"),
-              (d.count("calls"), "changed calls per step"))
+    counts = (
+        (d.count("appeared"), "appeared"),
+        (d.count("vanished"), "vanished"),
+        (d.count("calls"), "changed calls per step"),
+    )
     parts = [f"{n} {word}" for n, word in counts if n]
     moved = [f for f in d.families if f.moved]
     parts += [f"{f.label} {_signed_ms(f.head_us - f.base_us)} per step" for f in _by_size(moved)[:3]]

@@ -226,20 +226,20 @@ class Results(_Model):
 
     @model_validator(mode="after")
     def _consistent(self) -> Results:
-        if self.step_map is not None and self.step_map["commit"] not in (self.base.sha.lower(),
-                                                                          self.head.sha.lower()):
+        if self.step_map is not None and self.step_map["commit"] not in (
+            self.base.sha.lower(),
+            self.head.sha.lower(),
+        ):
             raise ValueError("step_map.commit: the map is of neither side's commit")
         seen: set[tuple[str, int]] = set()
         for position, round_ in enumerate(self.rounds):
             key = (round_.side, round_.index)
             if key in seen:
-                raise ValueError(f"rounds[{position}]: round {round_.index} of {round_.side} "
-                                 "appears twice")
+                raise ValueError(f"rounds[{position}]: round {round_.index} of {round_.side} appears twice")
             seen.add(key)
             unknown = sorted(set(round_.metrics) - set(self.metrics))
             if unknown:
-                raise ValueError(f"rounds[{position}]: metric {unknown[0]} is not declared in "
-                                 "'metrics'")
+                raise ValueError(f"rounds[{position}]: metric {unknown[0]} is not declared in 'metrics'")
         return self
 
     def revision(self, side: Side) -> Revision:
@@ -256,8 +256,11 @@ class Results(_Model):
     def spreads(self, side: Side, metric: str) -> list[float] | None:
         """The standard errors of `values` (same rounds, same order), or None unless every one of
         those rounds recorded its spread."""
-        errors = [r.spread.get(metric) if r.spread else None
-                  for r in self.rounds_of(side) if r.ok and metric in r.metrics]
+        errors = [
+            r.spread.get(metric) if r.spread else None
+            for r in self.rounds_of(side)
+            if r.ok and metric in r.metrics
+        ]
         if not errors or any(e is None for e in errors):
             return None
         return [e.se for e in errors if e is not None]
@@ -273,8 +276,19 @@ class Results(_Model):
 # Roles of the built-in suites' metric names, for files that do not declare them (written before
 # roles existed). Timings bound by the host (an eager pass launched from Python) or by when the
 # ranks meet (a single collective call) are diagnostics; every other metric is primary.
-_DIAGNOSTICS = frozenset(("verify_eager_ms", "allreduce_us", "allreduce_verify_us", "allreduce_draft_us",
-                          "draft_ms", "spec_tok_s", "spec_speedup", "ttft_ms", "baseline_ttft_ms"))
+_DIAGNOSTICS = frozenset(
+    (
+        "verify_eager_ms",
+        "allreduce_us",
+        "allreduce_verify_us",
+        "allreduce_draft_us",
+        "draft_ms",
+        "spec_tok_s",
+        "spec_speedup",
+        "ttft_ms",
+        "baseline_ttft_ms",
+    )
+)
 
 
 def role_of(metric: str) -> Role:
@@ -325,31 +339,35 @@ def _parse_json(text: str, source: str) -> Any:
     except json.JSONDecodeError as error:
         ended_early = error.pos >= len(text.rstrip()) or error.msg.startswith("Unterminated")
         hint = " (truncated?)" if ended_early else ""
-        raise ResultsError(f"{source}: not valid JSON{hint}: {error.msg} (line {error.lineno}, "
-                           f"column {error.colno})") from None
+        raise ResultsError(
+            f"{source}: not valid JSON{hint}: {error.msg} (line {error.lineno}, column {error.colno})"
+        ) from None
     except RecursionError:
         raise ResultsError(f"{source}: JSON nested too deeply") from None
     except ValueError:
         # Python's guard against quadratic-time conversions (sys.get_int_max_str_digits()).
-        raise ResultsError(f"{source}: not a results file: it holds an integer of more than "
-                           f"{sys.get_int_max_str_digits()} digits") from None
+        raise ResultsError(
+            f"{source}: not a results file: it holds an integer of more than "
+            f"{sys.get_int_max_str_digits()} digits"
+        ) from None
 
 
 def _check_schema(parsed: Any, source: str) -> None:
     if not isinstance(parsed, dict):
-        raise ResultsError(f"{source}: the top level must be a JSON object, not "
-                           f"{_json_type(parsed)}")
+        raise ResultsError(f"{source}: the top level must be a JSON object, not {_json_type(parsed)}")
     schema = parsed.get("schema")
     if schema is None:
         raise ResultsError(f"{source}: not a perfbot results file (no 'schema' key)")
     if schema != SCHEMA:
-        raise ResultsError(f"{source}: unsupported schema {_clip(repr(schema))} "
-                           f"(this perfbot reads {SCHEMA})")
+        raise ResultsError(
+            f"{source}: unsupported schema {_clip(repr(schema))} (this perfbot reads {SCHEMA})"
+        )
 
 
 def _json_type(value: Any) -> str:
     return {list: "an array", str: "a string", bool: "a boolean", type(None): "null"}.get(
-        type(value), "a number")
+        type(value), "a number"
+    )
 
 
 def _clip(text: str, limit: int = 40) -> str:

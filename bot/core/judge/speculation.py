@@ -32,8 +32,11 @@ def _named(part: Part) -> str:
 SPEC_TOK_S, BASELINE_TOK_S = _named("speculative_rate"), _named("plain_rate")
 SPEEDUP, ACCEPT_LENGTH, CYCLE = _named("speedup"), _named("accept_length"), _named("cycle")
 # How the engine ran a measurement (a results file's metric ``mode``), in words.
-MODES = {"full": "with one CUDA graph per pass", "piecewise": "with piecewise CUDA graphs",
-         "eager": "in eager mode"}
+MODES = {
+    "full": "with one CUDA graph per pass",
+    "piecewise": "with piecewise CUDA graphs",
+    "eager": "in eager mode",
+}
 CYCLE_PARTS = tuple(name for name, role in ROLES.items() if role.part in ("cycle_part", "communication"))
 COMMUNICATION = frozenset(name for name, role in ROLES.items() if role.part == "communication")
 # A run that measured one of these measured speculation (the plain rate alone did not).
@@ -79,10 +82,17 @@ class SpeculationJudgement:
         return _stopped_paying(self.status_before, self.status_after)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"speedup_before": self.speedup_before, "speedup_after": self.speedup_after,
-                "status_before": self.status_before, "status_after": self.status_after,
-                "stopped_paying": self.stopped_paying, "cause": self.cause,
-                "sentences": list(self.sentences), "floor": self.floor, "break_even": self.break_even}
+        return {
+            "speedup_before": self.speedup_before,
+            "speedup_after": self.speedup_after,
+            "status_before": self.status_before,
+            "status_after": self.status_after,
+            "stopped_paying": self.stopped_paying,
+            "cause": self.cause,
+            "sentences": list(self.sentences),
+            "floor": self.floor,
+            "break_even": self.break_even,
+        }
 
 
 def label(name: str) -> str:
@@ -98,8 +108,9 @@ def mode_phrase(mode: str | None) -> str:
     return " " + MODES.get(mode, f"in {mode} mode")
 
 
-def judge(metrics: Mapping[str, Judged], min_effect: float,
-          floor: float | None = None) -> SpeculationJudgement | None:
+def judge(
+    metrics: Mapping[str, Judged], min_effect: float, floor: float | None = None
+) -> SpeculationJudgement | None:
     """Speculation verdict in words, or None when the run measured no speculation metric.
     ``floor``: the configured speed-up below which speculation is called out, as below 1."""
     if not SPECULATION_METRICS & metrics.keys():
@@ -107,14 +118,24 @@ def judge(metrics: Mapping[str, Judged], min_effect: float,
     before, after = _speedups(metrics)
     status_before, status_after = _status(before, min_effect), _status(after, min_effect)
     cause = _cause(metrics, min_effect)
-    sentences = _speed_sentences(metrics, (before, after), (status_before, status_after)) + \
-        _cause_sentences(metrics, cause, min_effect)
-    return SpeculationJudgement(before, after, status_before, status_after, cause, tuple(sentences),
-                                floor, break_even(metrics, before, after, floor))
+    sentences = _speed_sentences(metrics, (before, after), (status_before, status_after)) + _cause_sentences(
+        metrics, cause, min_effect
+    )
+    return SpeculationJudgement(
+        before,
+        after,
+        status_before,
+        status_after,
+        cause,
+        tuple(sentences),
+        floor,
+        break_even(metrics, before, after, floor),
+    )
 
 
-def break_even(metrics: Mapping[str, Judged], before: float | None, after: float | None,
-               floor: float | None = None) -> str | None:
+def break_even(
+    metrics: Mapping[str, Judged], before: float | None, after: float | None, floor: float | None = None
+) -> str | None:
     """The line that calls out where speculation stands against not speculating: its speed-up
     (head, with base's) fell below 1 ('speculation now costs more than it saves') or below the
     configured ``floor``, stays there, or came back; with the accept length apart from the kernel
@@ -123,12 +144,17 @@ def break_even(metrics: Mapping[str, Judged], before: float | None, after: float
         return None
     dropped = before is None or before >= 1
     if after < 1:
-        lead = ("Speculation now costs more than it saves" if dropped
-                else "Speculation still costs more than it saves")
+        lead = (
+            "Speculation now costs more than it saves"
+            if dropped
+            else "Speculation still costs more than it saves"
+        )
     elif floor is not None and after < floor:
-        lead = (f"The speed-up of speculation fell below the configured floor of {floor:.2f}×"
-                if before is None or before >= floor
-                else f"The speed-up of speculation stays below the configured floor of {floor:.2f}×")
+        lead = (
+            f"The speed-up of speculation fell below the configured floor of {floor:.2f}×"
+            if before is None or before >= floor
+            else f"The speed-up of speculation stays below the configured floor of {floor:.2f}×"
+        )
     elif before is not None and before < 1:
         lead = "Speculation pays again"
     elif floor is not None and before is not None and before < floor:
@@ -143,9 +169,12 @@ def _apart(metrics: Mapping[str, Judged]) -> str:
     """'Accept length 1.79 → 1.79 tokens. Kernel time: ...; communication: ...': what a cycle
     yields kept apart from what it costs, and the plain step the speed-up is measured against."""
     accept = metrics.get(ACCEPT_LENGTH)
-    parts = [f"Accept length {_span(accept)}." if accept is not None else
-             "Accept length: not measured by this suite (a configured constant), so the speed-up "
-             "moved with the time alone."]
+    parts = [
+        f"Accept length {_span(accept)}."
+        if accept is not None
+        else "Accept length: not measured by this suite (a configured constant), so the speed-up "
+        "moved with the time alone."
+    ]
     kernels = [p for p in CYCLE_PARTS if p in metrics and p not in COMMUNICATION]
     talk = [p for p in CYCLE_PARTS if p in metrics and p in COMMUNICATION]
     for title, names in (("Kernel time", kernels), ("Communication", talk)):
@@ -190,8 +219,11 @@ def _status(speedup: float | None, min_effect: float) -> Status | None:
     return "costs" if speedup <= 1 - min_effect else "break-even"
 
 
-def _speed_sentences(metrics: Mapping[str, Judged], speedups: tuple[float | None, float | None],
-                     statuses: tuple[Status | None, Status | None]) -> list[str]:
+def _speed_sentences(
+    metrics: Mapping[str, Judged],
+    speedups: tuple[float | None, float | None],
+    statuses: tuple[Status | None, Status | None],
+) -> list[str]:
     """What the speedup before and after (base, head) says; statuses: theirs, the same way."""
     before, after = speedups
     status_before, status_after = statuses
@@ -220,8 +252,10 @@ def _versus(metrics: Mapping[str, Judged], side: str, speedup: float, brief: boo
         plain_value = plain.base_center if side == "base" else plain.head_center
         if brief:
             return f"{number(spec_value)} vs {number(plain_value)} {plain.unit}, {faster}"
-        return (f"EAGLE-3 decodes at {number(spec_value)} {spec.unit}, {faster} than the "
-                f"{number(plain_value)} {plain.unit} without speculation")
+        return (
+            f"EAGLE-3 decodes at {number(spec_value)} {spec.unit}, {faster} than the "
+            f"{number(plain_value)} {plain.unit} without speculation"
+        )
     if brief:
         return f"{speedup:.2f}x, {faster}"
     return f"speculative speedup {speedup:.2f}x, {faster} than not speculating"
@@ -235,14 +269,16 @@ def _steady(metric: Judged | None, min_effect: float) -> bool:
     """Unchanged, or no measurable change: the change is small and not claimed."""
     if metric is None or metric.change is None:
         return False
-    return metric.verdict == "unchanged" or (metric.verdict == "inconclusive"
-                                              and abs(metric.change) < min_effect)
+    return metric.verdict == "unchanged" or (
+        metric.verdict == "inconclusive" and abs(metric.change) < min_effect
+    )
 
 
 def _cause(metrics: Mapping[str, Judged], min_effect: float) -> Cause:
     accept = metrics.get(ACCEPT_LENGTH)
     cycle_changed = _changed(metrics.get(CYCLE)) or (
-        CYCLE not in metrics and any(_changed(metrics.get(p)) for p in CYCLE_PARTS))
+        CYCLE not in metrics and any(_changed(metrics.get(p)) for p in CYCLE_PARTS)
+    )
     if _changed(accept) and cycle_changed:
         return "both"
     if _changed(accept):
@@ -259,22 +295,28 @@ def _cause_sentences(metrics: Mapping[str, Judged], cause: Cause, min_effect: fl
     accept, cycle = metrics.get(ACCEPT_LENGTH), metrics.get(CYCLE)
     sentences = []
     if cause in ("accept_length", "both") and accept is not None:
-        sentences.append(f"Accept length {_moved(accept)}: the draft model or the sampling "
-                         "changed what gets accepted.")
+        sentences.append(
+            f"Accept length {_moved(accept)}: the draft model or the sampling changed what gets accepted."
+        )
     if cause in ("cycle_time", "both") and cycle is not None and _changed(cycle):
         same = ""
         if accept is not None and _steady(accept, min_effect):
             same = f" at the same accept length ({number(accept.head_center)})"
-        sentences.append(f"Cycle time {_moved(cycle)}{same}: a kernel or communication "
-                         "change, not the draft.")
+        sentences.append(
+            f"Cycle time {_moved(cycle)}{same}: a kernel or communication change, not the draft."
+        )
     parts = [p for p in CYCLE_PARTS if _changed(metrics.get(p))]
     if parts:
         steady_cycle = " — yet the cycle time did not move measurably" if _steady(cycle, min_effect) else ""
-        sentences.append("Within the cycle: " + "; ".join(
-            f"{label(p)} {_moved(metrics[p])}" for p in parts) + f"{steady_cycle}.")
+        sentences.append(
+            "Within the cycle: "
+            + "; ".join(f"{label(p)} {_moved(metrics[p])}" for p in parts)
+            + f"{steady_cycle}."
+        )
     if COMMUNICATION.intersection(parts):
-        sentences.append("The allreduce moved: look at the communication path (NCCL, custom "
-                         "allreduce, parallel state).")
+        sentences.append(
+            "The allreduce moved: look at the communication path (NCCL, custom allreduce, parallel state)."
+        )
     if cause == "none":
         sentences.append("Neither the accept length nor the cycle time changed measurably.")
     return sentences
@@ -285,5 +327,6 @@ def _moved(metric: Judged) -> str:
     change = metric.change or 0.0
     verb = "grew" if change > 0 else "fell"
     unit = f" {metric.unit}" if metric.unit else ""
-    return (f"{verb} from {number(metric.base_center)} to {number(metric.head_center)}{unit} "
-            f"({percent(change)})")
+    return (
+        f"{verb} from {number(metric.base_center)} to {number(metric.head_center)}{unit} ({percent(change)})"
+    )

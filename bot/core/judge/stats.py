@@ -65,8 +65,10 @@ SPREAD_ROUNDS = 500
 _PAIR_TO_SD = math.sqrt(2) * float(scipy_stats.norm.ppf(0.75))
 _LOCKSTEP = 1e-9  # log-scale tolerance for two metrics that are fixed transforms of each other
 
-WITHHELD_WARNING = ("base and head ran in different environments (see the environment diff): no "
-                    "regression or improvement is claimed")
+WITHHELD_WARNING = (
+    "base and head ran in different environments (see the environment diff): no "
+    "regression or improvement is claimed"
+)
 
 # Order of rows in a report and precedence of the overall verdict.
 VERDICT_ORDER = vocabulary.VERDICTS_WORST_FIRST
@@ -165,22 +167,34 @@ class MetricJudgement:
 
     def to_dict(self) -> dict[str, Any]:
         e = self.estimate
-        return {"name": self.name, "unit": self.unit, "better": self.better,
-                "base_median": e.base_median, "head_median": e.head_median, "ratio": e.ratio,
-                "ci": list(e.ci) if e.ci else None, "p_value": self.p_value,
-                "verdict_interval": None if self.interval is None else {
-                    "low": self.interval[0], "high": self.interval[1],
-                    "confidence": self.interval_confidence},
-                "p_value_unadjusted": e.p_value, "verdict": self.verdict, "reason": self.reason,
-                "p_values": {"model": e.p_value, "mann_whitney": e.p_mwu, "welch_log": e.p_t,
-                             "ks": e.p_ks},
-                "shape_changed": self.shape_changed,
-                "rounds": {"base": e.base_n, "head": e.head_n},
-                "outliers": {"base": e.outliers[0], "head": e.outliers[1]},
-                "extra_rounds": self.extra_rounds, "role": self.role, "mode": self.mode,
-                "base_mean": e.base_center, "head_mean": e.head_center,
-                "model": None if e.fit is None else {"df": e.fit.df, "weighted": e.fit.weighted,
-                                                     "tau": math.sqrt(e.fit.tau2)}}
+        return {
+            "name": self.name,
+            "unit": self.unit,
+            "better": self.better,
+            "base_median": e.base_median,
+            "head_median": e.head_median,
+            "ratio": e.ratio,
+            "ci": list(e.ci) if e.ci else None,
+            "p_value": self.p_value,
+            "verdict_interval": None
+            if self.interval is None
+            else {"low": self.interval[0], "high": self.interval[1], "confidence": self.interval_confidence},
+            "p_value_unadjusted": e.p_value,
+            "verdict": self.verdict,
+            "reason": self.reason,
+            "p_values": {"model": e.p_value, "mann_whitney": e.p_mwu, "welch_log": e.p_t, "ks": e.p_ks},
+            "shape_changed": self.shape_changed,
+            "rounds": {"base": e.base_n, "head": e.head_n},
+            "outliers": {"base": e.outliers[0], "head": e.outliers[1]},
+            "extra_rounds": self.extra_rounds,
+            "role": self.role,
+            "mode": self.mode,
+            "base_mean": e.base_center,
+            "head_mean": e.head_center,
+            "model": None
+            if e.fit is None
+            else {"df": e.fit.df, "weighted": e.fit.weighted, "tau": math.sqrt(e.fit.tau2)},
+        }
 
 
 @dataclass(frozen=True, slots=True)
@@ -239,16 +253,24 @@ class Comparison:
         return _withholds(self.environment, self.drifted)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"verdict": self.verdict, "rounds": dict(self.rounds),
-                "metrics": [m.to_dict() for m in self.metrics],
-                "environment_diff": [d.to_dict() for d in self.environment],
-                "speculation": self.speculation.to_dict() if self.speculation else None,
-                "extra_rounds": self.extra_rounds,
-                "method": {"min_effect": self.settings.min_effect, "alpha": self.settings.alpha,
-                           "looks": self.settings.looks, "confidence": self.settings.confidence,
-                           "min_rounds": MIN_ROUNDS,
-                           "model": "random-effects on log round values, Knapp-Hartung t"},
-                "notes": list(self.notes), "warnings": list(self.warnings)}
+        return {
+            "verdict": self.verdict,
+            "rounds": dict(self.rounds),
+            "metrics": [m.to_dict() for m in self.metrics],
+            "environment_diff": [d.to_dict() for d in self.environment],
+            "speculation": self.speculation.to_dict() if self.speculation else None,
+            "extra_rounds": self.extra_rounds,
+            "method": {
+                "min_effect": self.settings.min_effect,
+                "alpha": self.settings.alpha,
+                "looks": self.settings.looks,
+                "confidence": self.settings.confidence,
+                "min_rounds": MIN_ROUNDS,
+                "model": "random-effects on log round values, Knapp-Hartung t",
+            },
+            "notes": list(self.notes),
+            "warnings": list(self.warnings),
+        }
 
 
 def deciding(metrics: Sequence[MetricJudgement]) -> tuple[MetricJudgement, ...]:
@@ -257,11 +279,21 @@ def deciding(metrics: Sequence[MetricJudgement]) -> tuple[MetricJudgement, ...]:
     return primary or tuple(metrics)
 
 
-def judge(base: Sequence[float], head: Sequence[float], better: Better = "lower",
-          min_effect: float = DEFAULT_MIN_EFFECT, alpha: float = DEFAULT_ALPHA,
-          *, name: str = "metric", unit: str = "", confidence: float = DEFAULT_CONFIDENCE,
-          base_se: Sequence[float] | None = None, head_se: Sequence[float] | None = None,
-          role: Role = "primary", mode: str | None = None) -> MetricJudgement:
+def judge(
+    base: Sequence[float],
+    head: Sequence[float],
+    better: Better = "lower",
+    min_effect: float = DEFAULT_MIN_EFFECT,
+    alpha: float = DEFAULT_ALPHA,
+    *,
+    name: str = "metric",
+    unit: str = "",
+    confidence: float = DEFAULT_CONFIDENCE,
+    base_se: Sequence[float] | None = None,
+    head_se: Sequence[float] | None = None,
+    role: Role = "primary",
+    mode: str | None = None,
+) -> MetricJudgement:
     """Judge one metric from the per-round values of each side; never raises on any floats.
 
     This is the rule `perfbot bench run` uses to decide whether to run more rounds: keep going
@@ -284,8 +316,14 @@ def alpha_per_look(alpha: float, looks: int) -> float:
     return alpha / max(1, looks)
 
 
-def decide(results: Results, min_effect: float = DEFAULT_MIN_EFFECT, alpha: float = DEFAULT_ALPHA,
-           *, confidence: float = DEFAULT_CONFIDENCE, ignore_env: Iterable[str] = ()) -> Comparison:
+def decide(
+    results: Results,
+    min_effect: float = DEFAULT_MIN_EFFECT,
+    alpha: float = DEFAULT_ALPHA,
+    *,
+    confidence: float = DEFAULT_CONFIDENCE,
+    ignore_env: Iterable[str] = (),
+) -> Comparison:
     """Judge every metric of a validated results file and give the overall verdict.
 
     Overall, over the deciding metrics (the primary ones; all, when the file declares none):
@@ -304,16 +342,35 @@ def decide(results: Results, min_effect: float = DEFAULT_MIN_EFFECT, alpha: floa
     roles = {n: results.role(n) for n in names}
     values = {n: (results.values("base", n), results.values("head", n)) for n in names}
     excluded = shared_exclusions(values)
-    found = {n: estimate(*values[n], confidence=confidence, base_se=results.spreads("base", n),
-                         head_se=results.spreads("head", n), exclude=excluded[n]) for n in names}
+    found = {
+        n: estimate(
+            *values[n],
+            confidence=confidence,
+            base_se=results.spreads("base", n),
+            head_se=results.spreads("head", n),
+            exclude=excluded[n],
+        )
+        for n in names
+    }
     primary = [n for n in names if roles[n] != "diagnostic"]
     families = [primary, [n for n in names if n not in primary]]
     judged = []
     for family in families:
         adjusted, hypotheses = family_adjusted(family, found, values)
-        judged += [classify(n, results.metrics[n].unit, results.metrics[n].better, found[n],
-                            adjusted[n], settings, family=hypotheses, role=roles[n],
-                            mode=results.metrics[n].mode) for n in family]
+        judged += [
+            classify(
+                n,
+                results.metrics[n].unit,
+                results.metrics[n].better,
+                found[n],
+                adjusted[n],
+                settings,
+                family=hypotheses,
+                role=roles[n],
+                mode=results.metrics[n].mode,
+            )
+            for n in family
+        ]
     ignore_env = tuple(ignore_env)
     environment = envdiff.diff(results.base.fingerprint, results.head.fingerprint, ignore_env)
     drifted = _drift_warnings(results, ignore_env)
@@ -325,12 +382,16 @@ def decide(results: Results, min_effect: float = DEFAULT_MIN_EFFECT, alpha: floa
     if withheld and verdict != "error":
         verdict = "inconclusive"  # not even "unchanged": the machine may mask a change
     return Comparison(
-        verdict, metrics, tuple(environment),
-        speculation.judge({m.name: m for m in metrics}, min_effect, _floor(results)), settings,
+        verdict,
+        metrics,
+        tuple(environment),
+        speculation.judge({m.name: m for m in metrics}, min_effect, _floor(results)),
+        settings,
         notes=tuple(_run_notes(results) + _metric_notes(metrics)),
         warnings=tuple(drifted + ([WITHHELD_WARNING] if withheld else [])),
         rounds={side: len(results.rounds_of(side)) - len(results.failures(side)) for side in SIDES},
-        drifted=bool(drifted))
+        drifted=bool(drifted),
+    )
 
 
 def _floor(results: Results) -> float | None:
@@ -359,8 +420,9 @@ def holm(p_values: Sequence[float]) -> list[float]:
     return adjusted
 
 
-def shared_exclusions(values: Mapping[str, tuple[Sequence[float], Sequence[float]]]
-                      ) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+def shared_exclusions(
+    values: Mapping[str, tuple[Sequence[float], Sequence[float]]],
+) -> dict[str, tuple[np.ndarray, np.ndarray]]:
     """Each metric's far outliers (`outliers`), the same for metrics whose rounds move in lockstep
     (one a fixed multiple of another or of its inverse): a round left out of the cycle is left
     out of the tok/s derived from it, so that the two never tell different stories. A group's
@@ -373,14 +435,20 @@ def shared_exclusions(values: Mapping[str, tuple[Sequence[float], Sequence[float
     return shared
 
 
-def family_adjusted(names: Sequence[str], found: Mapping[str, Estimate],
-                    values: Mapping[str, tuple[Sequence[float], Sequence[float]]]
-                    ) -> tuple[dict[str, float], int]:
+def family_adjusted(
+    names: Sequence[str],
+    found: Mapping[str, Estimate],
+    values: Mapping[str, tuple[Sequence[float], Sequence[float]]],
+) -> tuple[dict[str, float], int]:
     """Holm-adjusted p-values of one family of metrics, and the number of distinct hypotheses in
     it: metrics whose round values move in lockstep (one is a fixed multiple of the other or of
     its inverse, round by round) and test alike are one hypothesis."""
-    groups = _groups(names, lambda a, b: _lockstep(values[a], values[b])
-                     and math.isclose(found[a].p_value, found[b].p_value, rel_tol=1e-9))
+    groups = _groups(
+        names,
+        lambda a, b: (
+            _lockstep(values[a], values[b]) and math.isclose(found[a].p_value, found[b].p_value, rel_tol=1e-9)
+        ),
+    )
     adjusted = holm([found[g[0]].p_value for g in groups])
     return {name: p for g, p in zip(groups, adjusted, strict=True) for name in g}, len(groups)
 
@@ -398,9 +466,15 @@ def _groups(names: Iterable[str], same: Callable[[str, str], bool]) -> list[list
     return groups
 
 
-def estimate(base: Sequence[float], head: Sequence[float], *, confidence: float = DEFAULT_CONFIDENCE,
-             base_se: Sequence[float] | None = None, head_se: Sequence[float] | None = None,
-             exclude: tuple[np.ndarray, np.ndarray] | None = None) -> Estimate:
+def estimate(
+    base: Sequence[float],
+    head: Sequence[float],
+    *,
+    confidence: float = DEFAULT_CONFIDENCE,
+    base_se: Sequence[float] | None = None,
+    head_se: Sequence[float] | None = None,
+    exclude: tuple[np.ndarray, np.ndarray] | None = None,
+) -> Estimate:
     """Medians, the round model's ratio, interval and p-value, and the rank tests; never raises.
 
     ``base_se`` / ``head_se``: each round's standard error, aligned with the values (ignored unless
@@ -418,13 +492,15 @@ def estimate(base: Sequence[float], head: Sequence[float], *, confidence: float 
     if base_median is None or head_median is None:
         return _estimate(b, h, base_median, head_median, problem="values too large to compare")
     if b.min() <= 0 or h.min() <= 0:
-        why = ("the base median is not a positive number: no ratio can be formed" if base_median <= 0
-               else "a round measured 0: the change cannot be judged as a ratio")
+        why = (
+            "the base median is not a positive number: no ratio can be formed"
+            if base_median <= 0
+            else "a round measured 0: the change cannot be judged as a ratio"
+        )
         return _estimate(b, h, base_median, head_median, problem=why)
     with np.errstate(all="ignore"):
         fit = model.fit(b, h, b_se, h_se)
-    if fit is not None and not (math.isfinite(fit.delta) and math.isfinite(fit.se)
-                                and abs(fit.delta) < 700):
+    if fit is not None and not (math.isfinite(fit.delta) and math.isfinite(fit.se) and abs(fit.delta) < 700):
         fit = None
     ratio = fit.ratio if fit is not None else head_median / base_median
     if not math.isfinite(ratio):
@@ -433,30 +509,66 @@ def estimate(base: Sequence[float], head: Sequence[float], *, confidence: float 
     ci = fit.interval(confidence) if fit is not None else None
     if ci is not None and not all(math.isfinite(end) for end in ci):
         ci = None  # an interval too wide to write down decides nothing either
-    return _estimate(b, h, base_median, head_median, ratio=ratio, ci=ci, p_mwu=p_mwu, p_ks=p_ks,
-                     p_t=p_t, outliers=dropped, fit=fit)
+    return _estimate(
+        b,
+        h,
+        base_median,
+        head_median,
+        ratio=ratio,
+        ci=ci,
+        p_mwu=p_mwu,
+        p_ks=p_ks,
+        p_t=p_t,
+        outliers=dropped,
+        fit=fit,
+    )
 
 
-def _estimate(base: np.ndarray, head: np.ndarray, base_median: float | None, head_median: float | None,
-              **found: Any) -> Estimate:
+def _estimate(
+    base: np.ndarray, head: np.ndarray, base_median: float | None, head_median: float | None, **found: Any
+) -> Estimate:
     """The `Estimate` of the rounds kept of each side, with what was ``found`` (by keyword: ratio,
     ci, p-values, problem, outliers, fit); what it leaves out claims nothing."""
-    return Estimate(base_n=base.size, head_n=head.size, base_median=base_median, head_median=head_median,
-                    **found)
+    return Estimate(
+        base_n=base.size, head_n=head.size, base_median=base_median, head_median=head_median, **found
+    )
 
 
-def classify(name: str, unit: str, better: Better, found: Estimate, p_value: float,
-             settings: Settings, family: int = 1, role: Role = "primary",
-             mode: str | None = None) -> MetricJudgement:
+def classify(
+    name: str,
+    unit: str,
+    better: Better,
+    found: Estimate,
+    p_value: float,
+    settings: Settings,
+    family: int = 1,
+    role: Role = "primary",
+    mode: str | None = None,
+) -> MetricJudgement:
     """The verdict for one metric, given its (possibly multiplicity-adjusted) p-value; ``family``:
     the number of hypotheses it was adjusted among."""
+
     def verdict(kind: Verdict, reason: str, extra: int | None = None) -> MetricJudgement:
         shape = kind in ("unchanged", "inconclusive") and found.p_ks <= settings.alpha / family
-        confidence = (settings.confidence if kind == "unchanged"
-                      else 1 - tested_at(found, p_value, settings, family))
+        confidence = (
+            settings.confidence if kind == "unchanged" else 1 - tested_at(found, p_value, settings, family)
+        )
         interval = _interval(found, confidence)
-        return MetricJudgement(name, unit, better, found, p_value, kind, reason, extra, shape, role, mode,
-                               interval, confidence if interval is not None else None)
+        return MetricJudgement(
+            name,
+            unit,
+            better,
+            found,
+            p_value,
+            kind,
+            reason,
+            extra,
+            shape,
+            role,
+            mode,
+            interval,
+            confidence if interval is not None else None,
+        )
 
     if found.problem or found.ratio is None:
         return verdict("error", found.problem or "no ratio")
@@ -470,8 +582,11 @@ def classify(name: str, unit: str, better: Better, found: Estimate, p_value: flo
     extra = extra_rounds(found, m, settings.alpha / family, settings.confidence)
     if not enough:
         return verdict("inconclusive", f"fewer than {MIN_ROUNDS} successful rounds per side", extra)
-    return verdict("inconclusive", f"not significant at this size (p={p_value:.2g}) and the "
-                   f"interval reaches beyond ±{m:.1%}", extra)
+    return verdict(
+        "inconclusive",
+        f"not significant at this size (p={p_value:.2g}) and the interval reaches beyond ±{m:.1%}",
+        extra,
+    )
 
 
 def tested_at(found: Estimate, p_value: float, settings: Settings, family: int) -> float:
@@ -502,8 +617,7 @@ def extra_rounds(found: Estimate, min_effect: float, alpha: float, confidence: f
     floor = max(1, MIN_ROUNDS - have)
     if found.fit is None or have < 2:
         return floor
-    needed = model.rounds_to_decide(found.fit, min_effect, alpha, confidence, have,
-                                    have + MAX_EXTRA_ROUNDS)
+    needed = model.rounds_to_decide(found.fit, min_effect, alpha, confidence, have, have + MAX_EXTRA_ROUNDS)
     return int(min(MAX_EXTRA_ROUNDS, max(floor, needed - have)))
 
 
@@ -511,8 +625,9 @@ def _without_claim(m: MetricJudgement, why: str) -> MetricJudgement:
     """``m`` with any regression or improvement taken back as inconclusive, saying ``why``."""
     if m.verdict not in _CLAIMS:
         return m
-    return dataclasses.replace(m, verdict="inconclusive", extra_rounds=None,
-                               reason=f"would be a {m.verdict}, but {why}")
+    return dataclasses.replace(
+        m, verdict="inconclusive", extra_rounds=None, reason=f"would be a {m.verdict}, but {why}"
+    )
 
 
 def _withholds(environment: Sequence[envdiff.EnvDifference], drifted: bool) -> bool:
@@ -556,8 +671,9 @@ def _finite(values: Sequence[float], errors: Sequence[float] | None) -> tuple[np
     return array, se if np.all(np.isfinite(se)) else None
 
 
-def outliers(base: Sequence[float] | np.ndarray, head: Sequence[float] | np.ndarray
-             ) -> tuple[np.ndarray, np.ndarray]:
+def outliers(
+    base: Sequence[float] | np.ndarray, head: Sequence[float] | np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
     """The far outliers of each side, as boolean masks over its values: rounds whose log value is
     more than `OUTLIER_MADS` robust standard deviations from the median of its own side; none when
     that would leave out more than `OUTLIER_SHARE` of the rounds, or below `TRIM_ROUNDS` rounds per
@@ -574,8 +690,12 @@ def outliers(base: Sequence[float] | np.ndarray, head: Sequence[float] | np.ndar
     """
     b, h = np.asarray(base, dtype=float), np.asarray(head, dtype=float)
     none = np.zeros(b.shape, dtype=bool), np.zeros(h.shape, dtype=bool)
-    if min(b.size, h.size) < TRIM_ROUNDS or not (np.all(np.isfinite(b)) and np.all(np.isfinite(h))) \
-            or b.min() <= 0 or h.min() <= 0:
+    if (
+        min(b.size, h.size) < TRIM_ROUNDS
+        or not (np.all(np.isfinite(b)) and np.all(np.isfinite(h)))
+        or b.min() <= 0
+        or h.min() <= 0
+    ):
         return none
     with np.errstate(all="ignore"):
         logs = [np.log(side) for side in (b, h)]
@@ -604,13 +724,22 @@ def _pair_differences(side: np.ndarray) -> np.ndarray:
     return differences
 
 
-def _trim(base: np.ndarray, head: np.ndarray, base_se: np.ndarray | None, head_se: np.ndarray | None,
-          far: tuple[np.ndarray, np.ndarray]
-          ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None, np.ndarray | None, tuple[int, int]]:
+def _trim(
+    base: np.ndarray,
+    head: np.ndarray,
+    base_se: np.ndarray | None,
+    head_se: np.ndarray | None,
+    far: tuple[np.ndarray, np.ndarray],
+) -> tuple[np.ndarray, np.ndarray, np.ndarray | None, np.ndarray | None, tuple[int, int]]:
     """The values (and standard errors) without the rounds ``far`` marks, and how many went."""
     keep_base, keep_head = ~far[0], ~far[1]
-    return (base[keep_base], head[keep_head], None if base_se is None else base_se[keep_base],
-            None if head_se is None else head_se[keep_head], (int(far[0].sum()), int(far[1].sum())))
+    return (
+        base[keep_base],
+        head[keep_head],
+        None if base_se is None else base_se[keep_base],
+        None if head_se is None else head_se[keep_head],
+        (int(far[0].sum()), int(far[1].sum())),
+    )
 
 
 def _median(values: np.ndarray) -> float | None:
@@ -642,31 +771,41 @@ def _report_order(m: MetricJudgement) -> tuple[int, bool, float, str]:
 
 
 def _metric_notes(metrics: Sequence[MetricJudgement]) -> list[str]:
-    notes = [f"{m.name}: the head rounds are spread differently from the base rounds "
-             f"(Kolmogorov-Smirnov p={m.estimate.p_ks:.2g}) although the change is not measurable; "
-             "look at the per-round values" for m in metrics if m.shape_changed]
+    notes = [
+        f"{m.name}: the head rounds are spread differently from the base rounds "
+        f"(Kolmogorov-Smirnov p={m.estimate.p_ks:.2g}) although the change is not measurable; "
+        "look at the per-round values"
+        for m in metrics
+        if m.shape_changed
+    ]
     for m in metrics:
         base, head = m.estimate.outliers
         if base or head:
-            notes.append(f"{m.name}: {base} base and {head} head rounds were far outliers "
-                         f"(over {OUTLIER_MADS:g} robust deviations from their side's median) and were "
-                         "left out")
+            notes.append(
+                f"{m.name}: {base} base and {head} head rounds were far outliers "
+                f"(over {OUTLIER_MADS:g} robust deviations from their side's median) and were "
+                "left out"
+            )
     if any(m.primary for m in metrics):
-        notes += [f"{m.name} is a diagnostic: its {m.verdict} explains, the verdict follows the "
-                  "primary metrics" for m in metrics if not m.primary and m.verdict in _CLAIMS]
+        notes += [
+            f"{m.name} is a diagnostic: its {m.verdict} explains, the verdict follows the primary metrics"
+            for m in metrics
+            if not m.primary and m.verdict in _CLAIMS
+        ]
     return notes
 
 
 def _drift_warnings(results: Results, ignore_env: tuple[str, ...]) -> list[str]:
     warnings_ = []
     for side in SIDES:
-        changed = [d for d in envdiff.drift(results.revision(side).fingerprint, ignore_env)
-                   if d.material]
+        changed = [d for d in envdiff.drift(results.revision(side).fingerprint, ignore_env) if d.material]
         if changed:
             first = changed[0]
             more = f" (and {len(changed) - 1} more)" if len(changed) > 1 else ""
-            warnings_.append(f"the {side} environment changed during the run: {first.key} "
-                             f"{first.base} -> {first.head}{more}")
+            warnings_.append(
+                f"the {side} environment changed during the run: {first.key} "
+                f"{first.base} -> {first.head}{more}"
+            )
     return warnings_
 
 
@@ -681,6 +820,8 @@ def _run_notes(results: Results) -> list[str]:
         rounds, failed = results.rounds_of(side), results.failures(side)
         if failed:
             first = failed[0].error or "no error message"
-            notes.append(f"{len(failed)} of {len(rounds)} {side} rounds failed and were left out "
-                         f"(first: {first[:200]})")
+            notes.append(
+                f"{len(failed)} of {len(rounds)} {side} rounds failed and were left out "
+                f"(first: {first[:200]})"
+            )
     return notes

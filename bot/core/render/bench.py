@@ -76,17 +76,23 @@ def section_markdown(section: BenchSection) -> str:
 
 
 def _status_block(section: BenchSection) -> str:
-    what = (f"suites {', '.join(f'`{code(clip(s, 64))}`' for s in section.suites)} · base "
-            f"`{section.base_sha[:12]}` → head `{section.head_sha[:12]}` · {_who(section)}")
+    what = (
+        f"suites {', '.join(f'`{code(clip(s, 64))}`' for s in section.suites)} · base "
+        f"`{section.base_sha[:12]}` → head `{section.head_sha[:12]}` · {_who(section)}"
+    )
     run = f"[workflow run]({section.run_url})" if section.run_url else None
     if section.status == "superseded":
-        line = (f"⏭️ **Benchmark superseded:** a newer push replaced head `{section.head_sha[:12]}` "
-                "before its benchmark finished, so it was cancelled. Comment `/bench` to measure the "
-                "new head.")
+        line = (
+            f"⏭️ **Benchmark superseded:** a newer push replaced head `{section.head_sha[:12]}` "
+            "before its benchmark finished, so it was cancelled. Comment `/bench` to measure the "
+            "new head."
+        )
     elif section.status == "outdated":
         verdict = f" (verdict: {section.verdict})" if section.verdict else ""
-        line = (f"🕰️ The last benchmark measured an earlier head, `{section.head_sha[:12]}`{verdict}. "
-                "Comment `/bench` to measure this one.")
+        line = (
+            f"🕰️ The last benchmark measured an earlier head, `{section.head_sha[:12]}`{verdict}. "
+            "Comment `/bench` to measure this one."
+        )
     elif section.status in ("requested", "dispatching", "running"):
         where = f"see the {run}" if run else "the workflow run is linked here once GitHub starts it"
         line = f"⏳ **Benchmarks are running** on the GPU runners: {where}."
@@ -106,8 +112,10 @@ def _ended_line(section: BenchSection, run: str | None) -> str:
         icon, text = "❌", "perfbot could not start the benchmark"
     link = f" ({run})" if run else ""
     reason = f": {escape_md(clip(section.error, MAX_TEXT))}" if section.error else ""
-    return (f"{icon} **{text}**{link}{reason}. No verdict: the benchmark did not complete, so nothing is "
-            "claimed about this change.")
+    return (
+        f"{icon} **{text}**{link}{reason}. No verdict: the benchmark did not complete, so nothing is "
+        "claimed about this change."
+    )
 
 
 def _who(section: BenchSection) -> str:
@@ -134,8 +142,13 @@ def check_title(section: BenchSection) -> str:
     verdict = section.verdict
     if section.status == "completed" and verdict is not None:
         first = next(r for r in section.results if r.verdict == verdict)
-        label = {"regression": "Regression", "improvement": "Improvement", "unchanged": "No change",
-                 "inconclusive": "Inconclusive", "error": "No verdict"}[verdict]
+        label = {
+            "regression": "Regression",
+            "improvement": "Improvement",
+            "unchanged": "No change",
+            "inconclusive": "Inconclusive",
+            "error": "No verdict",
+        }[verdict]
         return clip(f"{label}: {first.headline}", 200)
     if section.status == "cancelled" and section.conclusion is None:
         return "Benchmark cancelled"
@@ -165,25 +178,31 @@ Only people with write access can start benchmarks; the base is always the pull 
 
 
 def help_reply(default_suites: Sequence[str], known: Sequence[str], cap: int) -> str:
-    return HELP.format(suites=", ".join(f"`{code(s)}`" for s in default_suites),
-                       known=", ".join(f"`{code(s)}`" for s in known), cap=cap)
+    return HELP.format(
+        suites=", ".join(f"`{code(s)}`" for s in default_suites),
+        known=", ".join(f"`{code(s)}`" for s in known),
+        cap=cap,
+    )
 
 
 def refusal_reply(reason: str, hint: str) -> str:
     """One short reply: why nothing was started, and what to do instead (both escaped)."""
-    return (f"😕 **Not started:** {escape_md(clip(reason, MAX_TEXT))}.\n\n"
-            f"{escape_md(clip(hint, MAX_TEXT))}.")
+    return f"😕 **Not started:** {escape_md(clip(reason, MAX_TEXT))}.\n\n{escape_md(clip(hint, MAX_TEXT))}."
 
 
 def stale_approval_reply(approved: str, head: str) -> str:
     """The answer to an approval of a head that is no longer the pull request's head."""
-    return (f"👍 Approved `{code(approved[:12])}` for the GPU runners, but the head is now "
-            f"`{code(head[:12])}`: it was pushed after the commit you approved, and is not approved. "
-            f"Read it, then comment `/bench approve {code(head[:12])}` to approve it too.")
+    return (
+        f"👍 Approved `{code(approved[:12])}` for the GPU runners, but the head is now "
+        f"`{code(head[:12])}`: it was pushed after the commit you approved, and is not approved. "
+        f"Read it, then comment `/bench approve {code(head[:12])}` to approve it too."
+    )
 
 
 def failure_note(event: str, error: str) -> str:
     """The note left on a pull request when perfbot gave up on one of its events."""
-    return (f"⚠️ **perfbot could not process a `{code(clip(event, 40))}` event of this pull request** "
-            f"and stopped retrying: {escape_md(clip(error, MAX_TEXT))}. The operator's logs have the "
-            "details; a new push or command tries again.")
+    return (
+        f"⚠️ **perfbot could not process a `{code(clip(event, 40))}` event of this pull request** "
+        f"and stopped retrying: {escape_md(clip(error, MAX_TEXT))}. The operator's logs have the "
+        "details; a new push or command tries again."
+    )

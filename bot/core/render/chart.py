@@ -47,9 +47,18 @@ class RoundChart:
         return tuple(f"{k + 1} {'BH' if first else 'HB'}" for k, first in enumerate(self.base_first))
 
     def to_dict(self) -> dict[str, Any]:
-        return {"metric": self.metric, "unit": self.unit, "better": self.better, "verdict": self.verdict,
-                "change": self.change, "labels": list(self.labels), "base": list(self.base),
-                "head": list(self.head), "base_first": list(self.base_first), "pairs": self.pairs}
+        return {
+            "metric": self.metric,
+            "unit": self.unit,
+            "better": self.better,
+            "verdict": self.verdict,
+            "change": self.change,
+            "labels": list(self.labels),
+            "base": list(self.base),
+            "head": list(self.head),
+            "base_first": list(self.base_first),
+            "pairs": self.pairs,
+        }
 
 
 def charted(comparison: Comparison) -> list[MetricJudgement]:
@@ -78,8 +87,17 @@ def round_chart(results: Results, m: MetricJudgement) -> RoundChart | None:
     values = [(_value(b, m.name), _value(h, m.name)) for b, h in shown]
     if sum(1 for b, h in values if b is not None and h is not None) < MIN_PAIRS:
         return None
-    return RoundChart(m.name, m.unit, m.better, m.verdict, m.change, tuple(b for b, _ in values),
-                      tuple(h for _, h in values), tuple(b.index < h.index for b, h in shown), pairs)
+    return RoundChart(
+        m.name,
+        m.unit,
+        m.better,
+        m.verdict,
+        m.change,
+        tuple(b for b, _ in values),
+        tuple(h for _, h in values),
+        tuple(b.index < h.index for b, h in shown),
+        pairs,
+    )
 
 
 def _value(round_: Round, metric: str) -> float | None:
@@ -96,8 +114,10 @@ def charts_markdown(charts: Sequence[RoundChart], collapsed: bool) -> str:
     if not charts:
         return ""
     blocks = [_mermaid(c) for c in charts]
-    caption = ("<sub>Per round pair, in the order they ran (BH: base first, HB: head first): "
-               "the grey bars are base, the line is head.")
+    caption = (
+        "<sub>Per round pair, in the order they ran (BH: base first, HB: head first): "
+        "the grey bars are base, the line is head."
+    )
     left_out = [c for c in charts if c.pairs > len(c.base)]
     if left_out:
         caption += f" The first {MAX_PAIRS} of {left_out[0].pairs} pairs are drawn."
@@ -113,27 +133,29 @@ def _mermaid(chart: RoundChart) -> str:
     present = [v for v in chart.base + chart.head if v is not None]
     low, high = _axis(min(present), max(present))
     unit = _safe(chart.unit) or "value"
-    title = (f"{_safe(chart.metric)} ({unit}, {chart.better} is better): {chart.verdict}"
-             + (f" {percent(chart.change)}" if chart.change is not None and chart.verdict != "error" else ""))
+    title = f"{_safe(chart.metric)} ({unit}, {chart.better} is better): {chart.verdict}" + (
+        f" {percent(chart.change)}" if chart.change is not None and chart.verdict != "error" else ""
+    )
     labels = ", ".join(f'"{label}"' for label in chart.labels)
-    return "\n".join([
-        "```mermaid",
-        _palette(chart.verdict),
-        "xychart-beta",
-        f'    title "{_safe(title)}"',
-        f'    x-axis "round pair" [{labels}]',
-        f'    y-axis "{unit}" {_num(low)} --> {_num(high)}',
-        f"    bar [{', '.join(_num(low if v is None else v) for v in chart.base)}]",
-        f"    line [{', '.join(_num(low if v is None else v) for v in chart.head)}]",
-        "```",
-    ])
+    return "\n".join(
+        [
+            "```mermaid",
+            _palette(chart.verdict),
+            "xychart-beta",
+            f'    title "{_safe(title)}"',
+            f'    x-axis "round pair" [{labels}]',
+            f'    y-axis "{unit}" {_num(low)} --> {_num(high)}',
+            f"    bar [{', '.join(_num(low if v is None else v) for v in chart.base)}]",
+            f"    line [{', '.join(_num(low if v is None else v) for v in chart.head)}]",
+            "```",
+        ]
+    )
 
 
 def _palette(verdict: str) -> str:
     """Base in grey; head in the verdict's colour (red: regression, green: improvement, else blue)."""
     head = {"regression": "#c62828", "improvement": "#2e7d32"}.get(verdict, "#1565c0")
-    return ('%%{init: {"themeVariables": {"xyChart": '
-            f'{{"plotColorPalette": "#90a4ae, {head}"}}}}}}}}%%')
+    return f'%%{{init: {{"themeVariables": {{"xyChart": {{"plotColorPalette": "#90a4ae, {head}"}}}}}}}}%%'
 
 
 def _axis(low: float, high: float) -> tuple[float, float]:

@@ -34,12 +34,21 @@ MAX_METRIC_ROWS = 40
 MAX_ENV_ROWS = 20
 MAX_ROUND_VALUES = 30
 MAX_TEXT = 300
-REPRODUCE = ("perfbot bench run --base {base} --head {head} --suite {suite} --out results.json\n"
-             "perfbot compare results.json --format markdown")
+REPRODUCE = (
+    "perfbot bench run --base {base} --head {head} --suite {suite} --out results.json\n"
+    "perfbot compare results.json --format markdown"
+)
 
 _ICON = VERDICT_ICONS
-_RUNNER_KEYS = ("host.name", "gpus.0.name", "driver", "torch.version", "torch.cuda", "torch.nccl",
-                "cpu.model")
+_RUNNER_KEYS = (
+    "host.name",
+    "gpus.0.name",
+    "driver",
+    "torch.version",
+    "torch.cuda",
+    "torch.nccl",
+    "cpu.model",
+)
 
 
 def headline(comparison: Comparison, subject: str = "This PR") -> str:
@@ -68,8 +77,9 @@ def _no_verdict(comparison: Comparison) -> str:
 def _claimed(comparison: Comparison, subject: str) -> str:
     """A regression or an improvement: the headline metric's effect first, then how many more."""
     verdict = comparison.verdict
-    hits = sorted((m for m in comparison.deciding if m.verdict == verdict),
-                  key=lambda m: m.role != "headline")
+    hits = sorted(
+        (m for m in comparison.deciding if m.verdict == verdict), key=lambda m: m.role != "headline"
+    )
     line = f"{subject} {_effect_phrase(hits[0])}"
     if len(hits) > 1:
         line += f", and {len(hits) - 1} more {verdict}{'s' if len(hits) > 2 else ''}"
@@ -123,24 +133,35 @@ def _kind(m: MetricJudgement) -> str:
 # ---------------------------------------------------------------- Markdown
 
 
-def compare_markdown(results: Results, comparison: Comparison, reproduce: str | None = None,
-                     subject: str = "This PR", changed: ChangedLines | None = None) -> str:
+def compare_markdown(
+    results: Results,
+    comparison: Comparison,
+    reproduce: str | None = None,
+    subject: str = "This PR",
+    changed: ChangedLines | None = None,
+) -> str:
     """The PR comment body: headline, table, speculation, environment, details, reproduce.
     ``changed``: the lines the change touched, which the kernel diff marks where they launched a kernel."""
     icon = "⚠️" if comparison.withheld and comparison.verdict != "error" else _ICON[comparison.verdict]
-    blocks = [f"### {icon} {escape_md(headline(comparison, subject))}\n\n{_subline(results, comparison)}",
-              _metric_table(comparison.metrics)]
+    blocks = [
+        f"### {icon} {escape_md(headline(comparison, subject))}\n\n{_subline(results, comparison)}",
+        _metric_table(comparison.metrics),
+    ]
     # A comparison that found no change keeps its chart folded away: the comment stays short.
-    blocks.append(charts_markdown(round_charts(results, comparison),
-                                  collapsed=comparison.verdict == "unchanged"))
+    blocks.append(
+        charts_markdown(round_charts(results, comparison), collapsed=comparison.verdict == "unchanged")
+    )
     blocks += _speculation_block(comparison)
     blocks.append(_environment_block(comparison.environment))
     kernels = profile.diff_of(results.base.profile, results.head.profile)
     if kernels is not None:
         blocks.append(kernels_markdown(kernels, changed))
     failed = sorted((results.profile_errors or {}).items())
-    blocks += [f"> **Note:** no kernel diff: the profiled pass of {side} failed: "
-               + escape_md(clip(why, MAX_TEXT)) for side, why in failed if why]
+    blocks += [
+        f"> **Note:** no kernel diff: the profiled pass of {side} failed: " + escape_md(clip(why, MAX_TEXT))
+        for side, why in failed
+        if why
+    ]
     blocks += [f"> **Warning:** {escape_md(clip(w, MAX_TEXT))}" for w in comparison.warnings[:10]]
     blocks += [f"> **Note:** {escape_md(clip(n, MAX_TEXT))}" for n in comparison.notes[:10]]
     blocks += [_rounds_details(results, comparison), _method_details(results, comparison)]
@@ -150,22 +171,30 @@ def compare_markdown(results: Results, comparison: Comparison, reproduce: str | 
 
 def _subline(results: Results, comparison: Comparison) -> str:
     counts = [f"{side} {len(results.rounds_of(side)) - len(results.failures(side))}" for side in SIDES]
-    return (f"<sub>perfbot compare · suite {escape_md(clip(results.suite, 60))} · base "
-            f"`{results.base.sha[:12]}` → head `{results.head.sha[:12]}` · successful rounds: "
-            f"{', '.join(counts)} · verdict **{comparison.verdict}**</sub>")
+    return (
+        f"<sub>perfbot compare · suite {escape_md(clip(results.suite, 60))} · base "
+        f"`{results.base.sha[:12]}` → head `{results.head.sha[:12]}` · successful rounds: "
+        f"{', '.join(counts)} · verdict **{comparison.verdict}**</sub>"
+    )
 
 
 def _metric_table(metrics: Sequence[MetricJudgement]) -> str:
     if not metrics:
         return "No metric was measured."
-    lines = ["| metric | base | head | change | interval the verdict used | verdict |",
-             "|---|---:|---:|---:|---:|---|"]
+    lines = [
+        "| metric | base | head | change | interval the verdict used | verdict |",
+        "|---|---:|---:|---:|---:|---|",
+    ]
     for m in metrics[:MAX_METRIC_ROWS]:
-        lines.append(f"| {_metric_cell(m)} | {number(m.base_center)} | {number(m.head_center)} | "
-                     f"{percent(m.change)} | {_ci(m)} | {_verdict_cell(m)} |")
+        lines.append(
+            f"| {_metric_cell(m)} | {number(m.base_center)} | {number(m.head_center)} | "
+            f"{percent(m.change)} | {_ci(m)} | {_verdict_cell(m)} |"
+        )
     if len(metrics) > MAX_METRIC_ROWS:
-        lines.append(f"\n…and {len(metrics) - MAX_METRIC_ROWS} more metrics, left out to keep this "
-                     "comment short (`perfbot compare --format json` lists them all).")
+        lines.append(
+            f"\n…and {len(metrics) - MAX_METRIC_ROWS} more metrics, left out to keep this "
+            "comment short (`perfbot compare --format json` lists them all)."
+        )
     return "\n".join(lines)
 
 
@@ -224,12 +253,19 @@ def _environment_block(differences: Sequence[EnvDifference]) -> str:
     readings = [d for d in differences if not d.material]
     if not material:
         text = "**Environment.** Same on both sides"
-        text += (f" (live readings that moved: {escape_md(', '.join(d.key for d in readings[:8]))})."
-                 if readings else ".")
+        text += (
+            f" (live readings that moved: {escape_md(', '.join(d.key for d in readings[:8]))})."
+            if readings
+            else "."
+        )
         return text
-    lines = ["**Environment.** ⚠️ Base and head ran in different environments, so no regression "
-             "or improvement is claimed. Most likely to matter first:", "",
-             "| key | base | head |", "|---|---|---|"]
+    lines = [
+        "**Environment.** ⚠️ Base and head ran in different environments, so no regression "
+        "or improvement is claimed. Most likely to matter first:",
+        "",
+        "| key | base | head |",
+        "|---|---|---|",
+    ]
     for d in material[:MAX_ENV_ROWS]:
         lines.append(f"| {escape_md(clip(d.key, 80))} | {_env_value(d.base)} | {_env_value(d.head)} |")
     if len(material) > MAX_ENV_ROWS:
@@ -242,8 +278,12 @@ def _env_value(value: str | None) -> str:
 
 
 def _rounds_details(results: Results, comparison: Comparison) -> str:
-    lines = ["<details><summary>Per-round values</summary>", "",
-             "| metric | base rounds | head rounds |", "|---|---|---|"]
+    lines = [
+        "<details><summary>Per-round values</summary>",
+        "",
+        "| metric | base rounds | head rounds |",
+        "|---|---|---|",
+    ]
     for m in comparison.metrics[:MAX_METRIC_ROWS]:
         cells = [_round_values(results, side, m.name) for side in SIDES]
         lines.append(f"| `{m.name}` | {cells[0]} | {cells[1]} |")
@@ -260,31 +300,39 @@ def _round_values(results: Results, side: Side, metric: str) -> str:
 
 def _method_details(results: Results, comparison: Comparison) -> str:
     s = comparison.settings
-    lines = ["<details><summary>Method, rounds and runner</summary>", "",
-             "- Each metric: the rounds are the unit of replication (far outliers, over "
-             f"{OUTLIER_MADS:g} robust deviations from the pooled median, left out from "
-             f"{TRIM_ROUNDS} rounds per side); base and head are the geometric means of their "
-             f"rounds, {_weighting(comparison)}; change = head/base − 1 with a "
-             f"t interval on rounds − 2 degrees of freedom. The interval shown is the one the verdict "
-             f"used: for \"unchanged\" the {level(s.confidence)} interval of the equivalence test, "
-             "otherwise the significance test's, at the level that metric was tested at after the "
-             "adjustment below (it leaves out 0 exactly when the change is significant).",
-             "- Significance: the t-test of that random-effects model, Holm-adjusted across the "
-             f"{_family_size(comparison)} at α = {s.alpha:.2g}{_looks(s)}; diagnostics are "
-             "adjusted among themselves and never decide the verdict (Kolmogorov-Smirnov flags "
-             "changes of shape only).",
-             f"- Regression or improvement: significant and at least {s.min_effect:.1%}; unchanged: "
-             f"the interval lies within ±{s.min_effect:.1%}; otherwise inconclusive. At least "
-             f"{MIN_ROUNDS} successful rounds per side before anything but inconclusive.",
-             "- Rounds: " + "; ".join(_round_summary(results, side) for side in SIDES) + "."]
+    lines = [
+        "<details><summary>Method, rounds and runner</summary>",
+        "",
+        "- Each metric: the rounds are the unit of replication (far outliers, over "
+        f"{OUTLIER_MADS:g} robust deviations from the pooled median, left out from "
+        f"{TRIM_ROUNDS} rounds per side); base and head are the geometric means of their "
+        f"rounds, {_weighting(comparison)}; change = head/base − 1 with a "
+        f"t interval on rounds − 2 degrees of freedom. The interval shown is the one the verdict "
+        f'used: for "unchanged" the {level(s.confidence)} interval of the equivalence test, '
+        "otherwise the significance test's, at the level that metric was tested at after the "
+        "adjustment below (it leaves out 0 exactly when the change is significant).",
+        "- Significance: the t-test of that random-effects model, Holm-adjusted across the "
+        f"{_family_size(comparison)} at α = {s.alpha:.2g}{_looks(s)}; diagnostics are "
+        "adjusted among themselves and never decide the verdict (Kolmogorov-Smirnov flags "
+        "changes of shape only).",
+        f"- Regression or improvement: significant and at least {s.min_effect:.1%}; unchanged: "
+        f"the interval lies within ±{s.min_effect:.1%}; otherwise inconclusive. At least "
+        f"{MIN_ROUNDS} successful rounds per side before anything but inconclusive.",
+        "- Rounds: " + "; ".join(_round_summary(results, side) for side in SIDES) + ".",
+    ]
     runner = _runner_summary(results)
     if runner:
         lines.append(f"- Runner: {runner}.")
     readings = [d for d in comparison.environment if not d.material]
     if readings:
-        lines.append("- Live readings that differ (not counted as an environment change): "
-                     + "; ".join(f"{escape_md(clip(d.key, 60))} {_env_value(d.base)} → "
-                                 f"{_env_value(d.head)}" for d in readings[:10]) + ".")
+        lines.append(
+            "- Live readings that differ (not counted as an environment change): "
+            + "; ".join(
+                f"{escape_md(clip(d.key, 60))} {_env_value(d.base)} → {_env_value(d.head)}"
+                for d in readings[:10]
+            )
+            + "."
+        )
     return "\n".join(lines + ["", "</details>"])
 
 
@@ -321,8 +369,11 @@ def _runner_summary(results: Results) -> str:
 
 
 def _reproduce_block(results: Results, reproduce: str | None) -> str:
-    command = reproduce if reproduce is not None else REPRODUCE.format(
-        base=results.base.sha, head=results.head.sha, suite=_shell_word(results.suite))
+    command = (
+        reproduce
+        if reproduce is not None
+        else REPRODUCE.format(base=results.base.sha, head=results.head.sha, suite=_shell_word(results.suite))
+    )
     return "**Reproduce:**\n\n" + code_block(clip(command, 2000), "sh")
 
 
@@ -340,9 +391,12 @@ def compare_text(results: Results, comparison: Comparison, changed: ChangedLines
     # "inconclusive: Inconclusive after 3 rounds" says it twice: the verdict leads only where the
     # headline does not already start with it.
     first = said if said.lower().startswith(comparison.verdict) else f"{comparison.verdict}: {said}"
-    lines = [first,
-             f"suite {printable(clip(results.suite, 100))}, base {results.base.sha[:12]}, head "
-             f"{results.head.sha[:12]}; " + "; ".join(_round_summary(results, s) for s in SIDES), ""]
+    lines = [
+        first,
+        f"suite {printable(clip(results.suite, 100))}, base {results.base.sha[:12]}, head "
+        f"{results.head.sha[:12]}; " + "; ".join(_round_summary(results, s) for s in SIDES),
+        "",
+    ]
     lines += _text_table(comparison.metrics)
     if comparison.speculation and comparison.speculation.sentences:
         lines += ["", "speculation:"] + [f"  {printable(s)}" for s in comparison.speculation.sentences]
@@ -350,15 +404,20 @@ def compare_text(results: Results, comparison: Comparison, changed: ChangedLines
             lines.append(f"  break-even: {printable(comparison.speculation.break_even)}")
     if comparison.environment:
         lines += ["", "environment differences (most likely to matter first):"]
-        lines += [f"  {'*' if d.material else ' '} {printable(clip(d.key, 80))}: "
-                  f"{printable(clip(str(d.base), 60))} -> {printable(clip(str(d.head), 60))}"
-                  for d in comparison.environment[:MAX_ENV_ROWS]]
+        lines += [
+            f"  {'*' if d.material else ' '} {printable(clip(d.key, 80))}: "
+            f"{printable(clip(str(d.base), 60))} -> {printable(clip(str(d.head), 60))}"
+            for d in comparison.environment[:MAX_ENV_ROWS]
+        ]
         lines.append("  (* = counts as a different environment; others are live readings)")
     kernels = profile.diff_of(results.base.profile, results.head.profile)
     if kernels is not None:
         lines += [""] + kernels_text(kernels, changed)
-    lines += [f"note: no kernel diff: the profiled pass of {side} failed: {printable(clip(why, MAX_TEXT))}"
-              for side, why in sorted((results.profile_errors or {}).items()) if why]
+    lines += [
+        f"note: no kernel diff: the profiled pass of {side} failed: {printable(clip(why, MAX_TEXT))}"
+        for side, why in sorted((results.profile_errors or {}).items())
+        if why
+    ]
     lines += [f"warning: {printable(clip(w, MAX_TEXT))}" for w in comparison.warnings]
     lines += [f"note: {printable(clip(n, MAX_TEXT))}" for n in comparison.notes]
     return "\n".join(lines) + "\n"
@@ -368,13 +427,27 @@ def _text_table(metrics: Sequence[MetricJudgement]) -> list[str]:
     rows = [("metric", "base", "head", "change", "interval (level)", "verdict")]
     for m in metrics:
         interval = _ci(m, dash="-", between=" .. ")
-        verdict = m.verdict + (f" (~{m.extra_rounds} more rounds)"
-                               if m.verdict == "inconclusive" and m.extra_rounds else "")
+        verdict = m.verdict + (
+            f" (~{m.extra_rounds} more rounds)" if m.verdict == "inconclusive" and m.extra_rounds else ""
+        )
         unit = f" ({printable(m.unit)})" if m.unit else ""
-        rows.append((f"{m.name}{unit}{_qualifiers(m, printable)}", number(m.base_center),
-                     number(m.head_center),
-                     percent(m.change), interval, verdict))
+        rows.append(
+            (
+                f"{m.name}{unit}{_qualifiers(m, printable)}",
+                number(m.base_center),
+                number(m.head_center),
+                percent(m.change),
+                interval,
+                verdict,
+            )
+        )
     widths = [max(len(r[i]) for r in rows) for i in range(5)]
-    return ["  ".join(cell.ljust(w) if i == 0 else cell.rjust(w)
-                      for i, (cell, w) in enumerate(zip(r[:5], widths, strict=True))) + "  " + r[5]
-            for r in rows]
+    return [
+        "  ".join(
+            cell.ljust(w) if i == 0 else cell.rjust(w)
+            for i, (cell, w) in enumerate(zip(r[:5], widths, strict=True))
+        )
+        + "  "
+        + r[5]
+        for r in rows
+    ]

@@ -61,43 +61,63 @@ def changed_lines(diff_text: str, base_numbers: bool = True, by: str = "this PR"
                     old += 1
                 elif kind == " ":
                     old, new = old + 1, new + 1
-    return ChangedLines({p: frozenset(v) for p, v in head.items()},
-                        {p: frozenset(v) for p, v in base.items()} if base_numbers else None, by)
+    return ChangedLines(
+        {p: frozenset(v) for p, v in head.items()},
+        {p: frozenset(v) for p, v in base.items()} if base_numbers else None,
+        by,
+    )
 
 
 def kernels_markdown(d: ProfileDiff, changed: ChangedLines | None = None) -> str:
     """``<details>``: the summary line, the families' time per step, the kernels that changed (and
     the lines that launched them, those ``changed`` holds marked as changed)."""
     device = "GPU kernels" if d.head.device == "cuda" else "CPU operators"
-    lines = [f"<details><summary>Kernels ({device}, one profiled pass per side, not timed): "
-             f"{escape_html_text(summary(d))}</summary>", "",
-             f"Profiled after the timed rounds: {escape_md(clip(d.head.what, 100))}, base "
-             f"{d.base.steps} and head {d.head.steps} steps; a step took base {_us(d.base.span_us())} → "
-             f"head {_us(d.head.span_us())} under the profiler.", "",
-             "| family | base µs/step | head µs/step | change |", "|---|---:|---:|---|"]
+    lines = [
+        f"<details><summary>Kernels ({device}, one profiled pass per side, not timed): "
+        f"{escape_html_text(summary(d))}</summary>",
+        "",
+        f"Profiled after the timed rounds: {escape_md(clip(d.head.what, 100))}, base "
+        f"{d.base.steps} and head {d.head.steps} steps; a step took base {_us(d.base.span_us())} → "
+        f"head {_us(d.head.span_us())} under the profiler.",
+        "",
+        "| family | base µs/step | head µs/step | change |",
+        "|---|---:|---:|---|",
+    ]
     lines += [_family_row(f, f.label) for f in d.families]
     if d.idle is not None:
-        idle = "host gaps (GPU idle within a step)" if d.head.device == "cuda" else \
-            "outside operators (Python, waits)"
+        idle = (
+            "host gaps (GPU idle within a step)"
+            if d.head.device == "cuda"
+            else "outside operators (Python, waits)"
+        )
         lines.append(_family_row(d.idle, idle))
     if d.kernels:
         shown = d.kernels[:MAX_KERNEL_ROWS]
         sited = any(k.sites for k in shown)
         header = "| kernel | family | calls/step base → head | µs/step base → head | what |"
-        lines += ["", header + (" launched by |" if sited else ""),
-                  "|---|---|---:|---:|---|" + ("---|" if sited else "")]
+        lines += [
+            "",
+            header + (" launched by |" if sited else ""),
+            "|---|---|---:|---:|---|" + ("---|" if sited else ""),
+        ]
         for k in shown:
             launched = f" {_launched_markdown(k, changed)} |" if sited else ""
-            lines.append(f"| `{code(short_name(k.name))}` | {k.family} | {_calls(k)} | "
-                         f"{number(k.base_us)} → {number(k.head_us)} | {_CHANGE_WORDS[k.change]} |{launched}")
+            lines.append(
+                f"| `{code(short_name(k.name))}` | {k.family} | {_calls(k)} | "
+                f"{number(k.base_us)} → {number(k.head_us)} | {_CHANGE_WORDS[k.change]} |{launched}"
+            )
         if len(d.kernels) > MAX_KERNEL_ROWS:
-            lines.append(f"\n…and {len(d.kernels) - MAX_KERNEL_ROWS} more kernels that changed "
-                         "(`perfbot compare --format json` lists them all).")
+            lines.append(
+                f"\n…and {len(d.kernels) - MAX_KERNEL_ROWS} more kernels that changed "
+                "(`perfbot compare --format json` lists them all)."
+            )
         if sited:
             lines.append("\n" + _launch_note(changed))
     lines += [f"\n> **Note:** {escape_md(clip(n, 300))}" for n in d.notes]
-    lines.append("\nA family's time counts as moved at 1% of the step and 10% of its own time; "
-                 "call counts are exact. The profile explains the timed rounds; the verdict comes from them.")
+    lines.append(
+        "\nA family's time counts as moved at 1% of the step and 10% of its own time; "
+        "call counts are exact. The profile explains the timed rounds; the verdict comes from them."
+    )
     return "\n".join(lines + ["", "</details>"])
 
 
@@ -112,12 +132,16 @@ def _launched_markdown(k: KernelChange, changed: ChangedLines | None) -> str:
 
 
 def _launch_note(changed: ChangedLines | None) -> str:
-    base = ("The repository's line that launched each kernel: the innermost call its code made (the "
-            "head's; the base's for a kernel that vanished), from the profiled pass's Python stacks.")
+    base = (
+        "The repository's line that launched each kernel: the innermost call its code made (the "
+        "head's; the base's for a kernel that vanished), from the profiled pass's Python stacks."
+    )
     if changed is None:
         return base
-    return (f"{base} ✏️ marks a line {escape_md(changed.by)} changed; an unmarked line is code it left alone, "
-            "though the cause can still be the change (a default it changed, an argument a caller passes).")
+    return (
+        f"{base} ✏️ marks a line {escape_md(changed.by)} changed; an unmarked line is code it left alone, "
+        "though the cause can still be the change (a default it changed, an argument a caller passes)."
+    )
 
 
 def _family_row(f: FamilyTime, label: str) -> str:
@@ -145,17 +169,24 @@ def kernels_text(d: ProfileDiff, changed: ChangedLines | None = None) -> list[st
     if d.idle is not None:
         rows.append(("host gaps" if d.head.device == "cuda" else "outside operators", d.idle))
     width = max(len(label) for label, _ in rows) if rows else 0
-    lines += [f"  {label.ljust(width)}  {number(f.base_us):>9} -> {number(f.head_us):>9} us/step"
-              f"{'  (moved)' if f.moved else ''}" for label, f in rows]
+    lines += [
+        f"  {label.ljust(width)}  {number(f.base_us):>9} -> {number(f.head_us):>9} us/step"
+        f"{'  (moved)' if f.moved else ''}"
+        for label, f in rows
+    ]
     for k in d.kernels[:MAX_KERNEL_ROWS]:
-        lines.append(f"  {k.change:>9}  {printable(short_name(k.name, 70))} [{k.family}]: calls/step "
-                     f"{number(k.base_calls)} -> {number(k.head_calls)}, us/step {number(k.base_us)} -> "
-                     f"{number(k.head_us)}")
+        lines.append(
+            f"  {k.change:>9}  {printable(short_name(k.name, 70))} [{k.family}]: calls/step "
+            f"{number(k.base_calls)} -> {number(k.head_calls)}, us/step {number(k.base_us)} -> "
+            f"{number(k.head_us)}"
+        )
         for site in k.sites:
             touched = changed is not None and changed.touches(site, k.side)
             mark = f" (changed by {printable(changed.by)})" if changed is not None and touched else ""
-            lines.append(f"             launched by {printable(clip(site.where, 120, keep='ends'))} "
-                         f"{printable(clip(site.function, 80))}, {number(site.calls)}/step{mark}")
+            lines.append(
+                f"             launched by {printable(clip(site.where, 120, keep='ends'))} "
+                f"{printable(clip(site.function, 80))}, {number(site.calls)}/step{mark}"
+            )
     if len(d.kernels) > MAX_KERNEL_ROWS:
         lines.append(f"  ...and {len(d.kernels) - MAX_KERNEL_ROWS} more kernels that changed")
     lines += [f"  note: {printable(clip(n, 300))}" for n in d.notes]

@@ -18,7 +18,7 @@ def stat_lines(files: list[FileRisk], width: int = 60) -> list[str]:
     biggest = max((f.added + f.removed for f in files), default=0)
     lines = []
     for name, f in zip(names, files, strict=True):
-        shown = name if len(name) <= pad else "..." + name[-(pad - 3):]
+        shown = name if len(name) <= pad else "..." + name[-(pad - 3) :]
         if f.is_binary:
             lines.append(f" {shown:<{pad}} | Bin")
             continue
@@ -26,8 +26,10 @@ def stat_lines(files: list[FileRisk], width: int = 60) -> list[str]:
         bar = _bar(f.added, f.removed, biggest)
         lines.append(f" {shown:<{pad}} | {total:>5} {bar}".rstrip())
     added, removed = sum(f.added for f in files), sum(f.removed for f in files)
-    lines.append(f" {_count(len(files), 'file')} changed, {_count(added, 'insertion')}(+), "
-                 f"{_count(removed, 'deletion')}(-)")
+    lines.append(
+        f" {_count(len(files), 'file')} changed, {_count(added, 'insertion')}(+), "
+        f"{_count(removed, 'deletion')}(-)"
+    )
     return lines
 
 
@@ -92,8 +94,11 @@ def report_markdown(report: RiskReport, max_reasons: int = 10, max_files: int = 
         lines.append("No hot path is touched.")
     if report.improvements:
         lines += ["", "**Possible improvements** (weighed apart from the risk):", ""]
-        lines += [f"- {describe(s, escape_md, lambda match: f'`{code(match)}`')} — {_where(s)} "
-                  f"(`{s.rule}`, {s.weight:g})" for s in report.improvements[:max_reasons]]
+        lines += [
+            f"- {describe(s, escape_md, lambda match: f'`{code(match)}`')} — {_where(s)} "
+            f"(`{s.rule}`, {s.weight:g})"
+            for s in report.improvements[:max_reasons]
+        ]
     hot = [f for f in report.files if f.signals and f.cold is None]
     if hot:
         lines += ["", "<details><summary>Files by risk</summary>", ""]
@@ -112,8 +117,7 @@ def _where(s: Signal) -> str:
 
 
 def triage_text(triage: Triage, max_reasons: int = 3, show_files: bool = True) -> str:
-    lines = [f"triage of {triage.range}: {_shown(triage)}, profile {triage.profile}",
-             ""]
+    lines = [f"triage of {triage.range}: {_shown(triage)}, profile {triage.profile}", ""]
     for rank, item in enumerate(triage.commits, 1):
         c, r = item.commit, item.report
         lines.append(f"{rank:>3}. {c.sha[:10]}  {r.score:>3} {r.level:<6}  {c.subject}")
@@ -126,13 +130,19 @@ def triage_text(triage: Triage, max_reasons: int = 3, show_files: bool = True) -
 
 
 def triage_markdown(triage: Triage, max_reasons: int = 3) -> str:
-    lines = [f"### Triage of `{code(triage.range)}` ({_shown(triage)})", "",
-             "| # | commit | score | level | subject | top reasons |", "|---:|---|---:|---|---|---|"]
+    lines = [
+        f"### Triage of `{code(triage.range)}` ({_shown(triage)})",
+        "",
+        "| # | commit | score | level | subject | top reasons |",
+        "|---:|---|---:|---|---|---|",
+    ]
     for rank, item in enumerate(triage.commits, 1):
         c, r = item.commit, item.report
         reasons = "<br>".join(escape_md(s.sentence()) for s in r.signals[:max_reasons])
-        lines.append(f"| {rank} | `{c.sha[:10]}` | {r.score} | {LEVEL_ICONS[r.level]} {r.level} "
-                     f"| {escape_md(c.subject)} | {reasons} |")
+        lines.append(
+            f"| {rank} | `{c.sha[:10]}` | {r.score} | {LEVEL_ICONS[r.level]} {r.level} "
+            f"| {escape_md(c.subject)} | {reasons} |"
+        )
     return "\n".join(lines) + "\n"
 
 
@@ -152,8 +162,10 @@ def rules_markdown(rules: list[Rule]) -> str:
         if r.pattern:
             matches.append(f"`{code(r.pattern)}`")
         scope = " (in hot files or functions only)" if r.scope == "hot" else ""
-        lines.append(f"| `{r.id}` | {r.kind} | {r.category} | {r.weight:g} | "
-                     f"{escape_md(r.description)}{scope} | {'; '.join(matches)} |")
+        lines.append(
+            f"| `{r.id}` | {r.kind} | {r.category} | {r.weight:g} | "
+            f"{escape_md(r.description)}{scope} | {'; '.join(matches)} |"
+        )
     return "\n".join(lines) + "\n"
 
 

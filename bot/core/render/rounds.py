@@ -29,28 +29,38 @@ def spread(samples: list[float]) -> Spread | None:
         return None
     mean = statistics.fmean(samples)
     cv = statistics.stdev(samples) / mean if len(samples) > 1 and mean else 0.0
-    return Spread(median=statistics.median(samples), min=min(samples), max=max(samples), cv=cv,
-                  n=len(samples))
+    return Spread(
+        median=statistics.median(samples), min=min(samples), max=max(samples), cv=cv, n=len(samples)
+    )
 
 
 def markdown(results: Results) -> str:
     base, head = results.base, results.head
     same = base.sha == head.sha
     title = f"### perfbot bench: `{code(results.suite)}`" + (" (A/A: noise run)" if same else "")
-    lines = [title, "",
-             f"base `{base.sha[:10]}` vs head `{head.sha[:10]}`, status **{results.status}**, "
-             f"{rounds_line(results)}", ""]
+    lines = [
+        title,
+        "",
+        f"base `{base.sha[:10]}` vs head `{head.sha[:10]}`, status **{results.status}**, "
+        f"{rounds_line(results)}",
+        "",
+    ]
     if results.metrics:
-        lines += ["| metric | base median | head median | head/base | base range | head range "
-                  "| base CV | head CV |", "|---|---:|---:|---:|---|---|---:|---:|"]
+        lines += [
+            "| metric | base median | head median | head/base | base range | head range "
+            "| base CV | head CV |",
+            "|---|---:|---:|---:|---|---|---:|---:|",
+        ]
         lines += [metric_row(results, name, spec) for name, spec in results.metrics.items()]
         lines.append("")
     lines += failure_lines(results)
     machine = machine_line(base.fingerprint)
     if machine:
         lines += [f"Machine: {machine}", ""]
-    lines += ["Verdicts (regression, improvement, unchanged) come from `perfbot compare` "
-              "on the results file.", ""]
+    lines += [
+        "Verdicts (regression, improvement, unchanged) come from `perfbot compare` on the results file.",
+        "",
+    ]
     return "\n".join(lines)
 
 
@@ -67,8 +77,10 @@ def metric_row(results: Results, name: str, spec: MetricSpec) -> str:
     unit = f" {escape_md(spec.unit)}" if spec.unit else ""
     ratio = f"{head['median'] / base['median']:.3f}" if base and head and base["median"] else "–"
     better = "↓" if spec.better == "lower" else "↑"
-    return (f"| {escape_md(name)} ({better}) | {median(base, unit)} | {median(head, unit)} "
-            f"| {ratio} | {span(base)} | {span(head)} | {percent(base)} | {percent(head)} |")
+    return (
+        f"| {escape_md(name)} ({better}) | {median(base, unit)} | {median(head, unit)} "
+        f"| {ratio} | {span(base)} | {span(head)} | {percent(base)} | {percent(head)} |"
+    )
 
 
 def median(stats: Spread | None, unit: str) -> str:
@@ -84,8 +96,9 @@ def percent(stats: Spread | None) -> str:
 
 
 def failure_lines(results: Results) -> list[str]:
-    failed = [(r.side, r.index, r.error) for r in results.rounds if not r.ok] + \
-             [(w.side, "warm-up", w.error) for w in results.warmups if not w.ok]
+    failed = [(r.side, r.index, r.error) for r in results.rounds if not r.ok] + [
+        (w.side, "warm-up", w.error) for w in results.warmups if not w.ok
+    ]
     lines = [f"- {side} round {index}: {_message(error or 'failed')}" for side, index, error in failed[:10]]
     if len(failed) > 10:
         lines.append(f"- … and {len(failed) - 10} more")

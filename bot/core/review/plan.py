@@ -114,13 +114,24 @@ def plan(facts: PullFacts, assessed: Assessment | None = None) -> ReviewPlan:
     blocks = render_comment.review_blocks(report, pull)
     labelled = report.level in FLAGGED_LEVELS
     return ReviewPlan(
-        head_sha=facts.head_sha, score=report.score, level=report.level, blocks=blocks,
+        head_sha=facts.head_sha,
+        score=report.score,
+        level=report.level,
+        blocks=blocks,
         wants_comment=worth_a_comment(report.level, facts.config.risk.comment, news=config_error is not None),
-        check=Check(name=CHECK_NAME, head_sha=facts.head_sha, conclusion="neutral" if labelled else "success",
-                    title=f"Performance risk: {report.level} ({report.score}/100)",
-                    summary=render_comment.fit_review(blocks),
-                    status_description=(f"{report.level.upper()} risk ({report.score}/100): informational, "
-                                        "not a pass; read the review" if labelled else None)),
+        check=Check(
+            name=CHECK_NAME,
+            head_sha=facts.head_sha,
+            conclusion="neutral" if labelled else "success",
+            title=f"Performance risk: {report.level} ({report.score}/100)",
+            summary=render_comment.fit_review(blocks),
+            status_description=(
+                f"{report.level.upper()} risk ({report.score}/100): informational, "
+                "not a pass; read the review"
+                if labelled
+                else None
+            ),
+        ),
         label=Label(LABEL_PREFIX, LABEL_PREFIX + report.level if labelled else None),
         reasons=tuple(_reason(s) for s in report.signals[:MAX_REASONS]),
     )

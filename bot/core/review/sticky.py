@@ -26,5 +26,8 @@ def compose(review: Sequence[str], bench: BenchSection | None, wants_comment: bo
     benchmarks = render_bench.section_markdown(bench) if bench is not None else ""
     budget = render_comment.BUDGET - len(benchmarks) - 1 if benchmarks else render_comment.BUDGET
     shown = render_comment.fit_review(review, budget) if review else ""
-    return Comment(render_comment.MARKER, render_comment.with_marker(shown, benchmarks),
-                   create=wants_comment or bench is not None)
+    return Comment(
+        render_comment.MARKER,
+        render_comment.with_marker(shown, benchmarks),
+        create=wants_comment or bench is not None,
+    )

@@ -53,8 +53,13 @@ class Row:
         return self.regressed / self.merges if self.merges else None
 
     def to_dict(self) -> dict[str, object]:
-        return {"key": self.key, "merges": self.merges, "regressed": self.regressed,
-                "precision": self.precision, "share_of_regressions": self.caught}
+        return {
+            "key": self.key,
+            "merges": self.merges,
+            "regressed": self.regressed,
+            "precision": self.precision,
+            "share_of_regressions": self.caught,
+        }
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,10 +87,17 @@ class Calibration:
         return self.flagged_regressions / self.regressions if self.regressions else None
 
     def to_dict(self) -> dict[str, object]:
-        return {"merges": self.merges, "regressions": self.regressions, "flagged": self.flagged,
-                "flagged_regressions": self.flagged_regressions, "missed": self.missed,
-                "precision": self.precision, "recall": self.recall,
-                "levels": [r.to_dict() for r in self.levels], "rules": [r.to_dict() for r in self.rules]}
+        return {
+            "merges": self.merges,
+            "regressions": self.regressions,
+            "flagged": self.flagged,
+            "flagged_regressions": self.flagged_regressions,
+            "missed": self.missed,
+            "precision": self.precision,
+            "recall": self.recall,
+            "levels": [r.to_dict() for r in self.levels],
+            "rules": [r.to_dict() for r in self.rules],
+        }
 
 
 def calibrate(outcomes: Iterable[Outcome], flagged_levels: Sequence[str] = FLAGGED_LEVELS) -> Calibration:
@@ -101,7 +113,9 @@ def calibrate(outcomes: Iterable[Outcome], flagged_levels: Sequence[str] = FLAGG
     flagged = [o for o in items if o.level in flagged_levels]
     rules = sorted(by_rule.items(), key=lambda item: (-item[1].merges, item[0]))
     return Calibration(
-        merges=len(items), regressions=total, flagged=len(flagged),
+        merges=len(items),
+        regressions=total,
+        flagged=len(flagged),
         flagged_regressions=sum(o.regressed for o in flagged),
         levels=[c.row(level, total) for level, c in by_level.items() if c.merges or level in LEVELS],
         rules=[c.row(rule, total) for rule, c in rules],

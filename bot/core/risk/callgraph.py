@@ -142,8 +142,7 @@ class CallGraph:
             if nested is not None:
                 return nested
             scope = scope.rpartition(".<locals>.")[0]  # "" once no function encloses it
-        local = (self._by_key.get((caller.path, name))
-                 or self._by_key.get((caller.path, f"{name}.__init__")))
+        local = self._by_key.get((caller.path, name)) or self._by_key.get((caller.path, f"{name}.__init__"))
         if local is not None:
             return local
         top = [f for f in self._by_name.get(name, ()) if f.qualname == name]
@@ -217,14 +216,22 @@ def _nested(body: Iterable[ast.stmt]) -> Iterator[ast.FunctionDef | ast.AsyncFun
             yield node
             continue
         if isinstance(node, ast.stmt):
-            stack.extend(reversed([child for child in ast.iter_child_nodes(node)
-                                   if isinstance(child, ast.stmt | ast.excepthandler | ast.match_case)]))
+            stack.extend(
+                reversed(
+                    [
+                        child
+                        for child in ast.iter_child_nodes(node)
+                        if isinstance(child, ast.stmt | ast.excepthandler | ast.match_case)
+                    ]
+                )
+            )
         elif isinstance(node, ast.ExceptHandler | ast.match_case):
             stack.extend(reversed(node.body))
 
 
-def _function(path: str, qualname: str, owner: str | None,
-              node: ast.FunctionDef | ast.AsyncFunctionDef) -> Function:
+def _function(
+    path: str, qualname: str, owner: str | None, node: ast.FunctionDef | ast.AsyncFunctionDef
+) -> Function:
     calls: set[str] = set()
     methods: set[str] = set()
     own: set[str] = set()
@@ -255,9 +262,18 @@ def _function(path: str, qualname: str, owner: str | None,
                 elif isinstance(decorator, ast.Attribute):
                     methods.add(decorator.attr)
     decorators = {name for name in map(_last_name, node.decorator_list) if name is not None}
-    return Function(path, qualname, node.lineno, owner, frozenset(calls), frozenset(methods),
-                    frozenset(own), frozenset(loaded - stored), frozenset(attributes),
-                    frozenset(decorators))
+    return Function(
+        path,
+        qualname,
+        node.lineno,
+        owner,
+        frozenset(calls),
+        frozenset(methods),
+        frozenset(own),
+        frozenset(loaded - stored),
+        frozenset(attributes),
+        frozenset(decorators),
+    )
 
 
 def _body_nodes(node: ast.FunctionDef | ast.AsyncFunctionDef) -> Iterator[ast.AST]:

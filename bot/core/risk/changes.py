@@ -37,11 +37,15 @@ from bot.core.text import clip
 _HASH_COMMENT = r"#[^\n]*"
 _SLASH_COMMENT = r"//[^\n]*|/\*[\s\S]*?\*/"
 # Prefixed and triple-quoted strings first; a string never spans a line unless triple-quoted.
-_PY_STRING = (r"""[rRbBuUfF]{0,2}(?:\"\"\"[\s\S]*?\"\"\"|'''[\s\S]*?'''|"(?:[^"\\\n]|\\.)*"|"""
-              r"""'(?:[^'\\\n]|\\.)*')""")
+_PY_STRING = (
+    r"""[rRbBuUfF]{0,2}(?:\"\"\"[\s\S]*?\"\"\"|'''[\s\S]*?'''|"(?:[^"\\\n]|\\.)*"|"""
+    r"""'(?:[^'\\\n]|\\.)*')"""
+)
 _C_STRING = r""""(?:[^"\\\n]|\\.)*"|'(?:[^'\\\n]|\\.)*'"""
-_REST = (r"(?P<name>[A-Za-z_]\w*)|(?P<number>\d[\w.]*)|"
-         r"(?P<op>==|!=|<=|>=|->|\*\*|//|::|<<|>>|\+=|-=|\*=|/=|\S)")
+_REST = (
+    r"(?P<name>[A-Za-z_]\w*)|(?P<number>\d[\w.]*)|"
+    r"(?P<op>==|!=|<=|>=|->|\*\*|//|::|<<|>>|\+=|-=|\*=|/=|\S)"
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,8 +61,11 @@ def _language(comment: str, string: str, python: bool = False) -> _Language:
     # Every alternative is linear: no nested or overlapping repetition, so hostile lines
     # cost time in proportion to their length. The look-ahead lets `re` skip, at C speed,
     # every character that can start neither a comment nor a string.
-    return _Language(re.compile(rf"(?P<comment>{comment})|(?P<string>{string})|{_REST}"),
-                     re.compile(rf"(?=[#/\"'rRbBuUfF])(?:{comment}|{string})"), python)
+    return _Language(
+        re.compile(rf"(?P<comment>{comment})|(?P<string>{string})|{_REST}"),
+        re.compile(rf"(?=[#/\"'rRbBuUfF])(?:{comment}|{string})"),
+        python,
+    )
 
 
 _PYTHON = _language(_HASH_COMMENT, _PY_STRING, python=True)
@@ -74,32 +81,90 @@ _IMPORT_LINE = re.compile(r"^\s*(?:(?:from|import)\s|#\s*include\b|[\w.]+(?:\s+a
 # kernel or backend module (changing it swaps the implementation), whatever its form.
 _SELECTING_IMPORT = re.compile(
     r"(?i)kernel|triton|flashinfer|flash_?attn|cutlass|deep_?gemm|deep_?ep|aiter|cuda|nccl|"
-    r"backend|fused|\bops\b|_ops\b|\b_C\b|csrc|cublas|cudnn|mscclpp|quant")
+    r"backend|fused|\bops\b|_ops\b|\b_C\b|csrc|cublas|cudnn|mscclpp|quant"
+)
 # Module-level statements that run once and choose nothing: a logger, the public names, typing.
 _IMPORT_TIME_STATEMENT = re.compile(
     r"^(?:(?:__all__|logger|_logger|LOGGER|log)\s*(?::[^=]*)?[=+]|"
-    r"\w+\s*=\s*(?:typing\.)?(?:TypeVar|NewType|ParamSpec)\()")
+    r"\w+\s*=\s*(?:typing\.)?(?:TypeVar|NewType|ParamSpec)\()"
+)
 # A hunk with something like a log call in it needs tokens to tell the call apart.
-_LOG_HINT = re.compile(r"(?:logger|logging|\blog|LOGGER|warnings)\s*\.\s*\w+\s*\(|"
-                       r"\b(?:print|printf|fprintf|pprint|print_once)\s*\(")
+_LOG_HINT = re.compile(
+    r"(?:logger|logging|\blog|LOGGER|warnings)\s*\.\s*\w+\s*\(|"
+    r"\b(?:print|printf|fprintf|pprint|print_once)\s*\("
+)
 _LANGUAGES = {
     **dict.fromkeys((".py", ".pyi"), _PYTHON),
-    **dict.fromkeys((".c", ".cc", ".cpp", ".cxx", ".h", ".hh", ".hpp", ".cu", ".cuh", ".rs",
-                     ".go", ".java", ".js", ".ts"), _C_LIKE),
-    **dict.fromkeys((".sh", ".bash", ".toml", ".yml", ".yaml", ".cmake", ".txt", ".cfg",
-                     ".ini"), _HASH),
+    **dict.fromkeys(
+        (
+            ".c",
+            ".cc",
+            ".cpp",
+            ".cxx",
+            ".h",
+            ".hh",
+            ".hpp",
+            ".cu",
+            ".cuh",
+            ".rs",
+            ".go",
+            ".java",
+            ".js",
+            ".ts",
+        ),
+        _C_LIKE,
+    ),
+    **dict.fromkeys((".sh", ".bash", ".toml", ".yml", ".yaml", ".cmake", ".txt", ".cfg", ".ini"), _HASH),
 }
 
 # Calls whose whole text is a message: logging, printing, warnings.
 _LOG_RECEIVERS = {"logger", "logging", "log", "_logger", "LOGGER", "warnings"}
 _LOG_FUNCTIONS = {"print", "printf", "fprintf", "pprint", "print_once"}
 # Calls and statements whose string arguments are messages (the rest is code).
-_MESSAGE_STARTERS = {"raise", "assert", "TORCH_CHECK", "TORCH_WARN", "TORCH_INTERNAL_ASSERT",
-                     "AT_ERROR", "STD_TORCH_CHECK", "CHECK"}
-_NOT_RENAMABLE = set(keyword.kwlist) | set(keyword.softkwlist) | {
-    "True", "False", "None", "self", "cls", "const", "static", "return", "void", "auto",
-    "template", "typename", "struct", "namespace", "public", "private", "protected", "virtual",
-    "override", "inline", "unsigned", "int", "float", "double", "bool", "char", "long", "this"}
+_MESSAGE_STARTERS = {
+    "raise",
+    "assert",
+    "TORCH_CHECK",
+    "TORCH_WARN",
+    "TORCH_INTERNAL_ASSERT",
+    "AT_ERROR",
+    "STD_TORCH_CHECK",
+    "CHECK",
+}
+_NOT_RENAMABLE = (
+    set(keyword.kwlist)
+    | set(keyword.softkwlist)
+    | {
+        "True",
+        "False",
+        "None",
+        "self",
+        "cls",
+        "const",
+        "static",
+        "return",
+        "void",
+        "auto",
+        "template",
+        "typename",
+        "struct",
+        "namespace",
+        "public",
+        "private",
+        "protected",
+        "virtual",
+        "override",
+        "inline",
+        "unsigned",
+        "int",
+        "float",
+        "double",
+        "bool",
+        "char",
+        "long",
+        "this",
+    }
+)
 _NAME_STRING = re.compile(r"""^[rRbBuUfF]{0,2}(["'])([A-Z][A-Z0-9_]{2,})\1$""")
 
 
@@ -210,11 +275,13 @@ class HarmlessHunks:
 
     def _confirmed_renames(self) -> dict[int, Harmless]:
         if self._renames is None:
-            candidates = {number: found for number in range(len(self._hunks))
-                          if isinstance(found := self._first_look(number), dict)}
+            candidates = {
+                number: found
+                for number in range(len(self._hunks))
+                if isinstance(found := self._first_look(number), dict)
+            }
             confirmed = _confirmed(self._old_code, candidates)
-            self._renames = {number: Harmless("rename", renames)
-                             for number, renames in confirmed.items()}
+            self._renames = {number: Harmless("rename", renames) for number, renames in confirmed.items()}
         return self._renames
 
 
@@ -252,30 +319,35 @@ def mechanical(files: Sequence[FileChange]) -> dict[int, dict[int, Harmless]]:
     found: dict[int, dict[int, Harmless]] = {}
     by_edit: dict[tuple[tuple[str, ...], tuple[str, ...]], set[int]] = {}
     for file_number, _, removed, added in edits:
-        by_edit.setdefault((tuple(sorted(removed.elements())), tuple(sorted(added.elements()))),
-                           set()).add(file_number)
+        by_edit.setdefault((tuple(sorted(removed.elements())), tuple(sorted(added.elements()))), set()).add(
+            file_number
+        )
     for file_number, number, removed, added in edits:
         sweep = by_edit[tuple(sorted(removed.elements())), tuple(sorted(added.elements()))]
         if removed and added and len(sweep) >= SWEEP_MIN_FILES:
             found.setdefault(file_number, {})[number] = Harmless("sweep", files=len(sweep))
-        elif (sum(removed.values()) + sum(added.values()) >= MOVE_MIN_LINES
-              and all(added_all[line] - added[line] >= n for line, n in removed.items())
-              and all(removed_all[line] - removed[line] >= n for line, n in added.items())):
+        elif (
+            sum(removed.values()) + sum(added.values()) >= MOVE_MIN_LINES
+            and all(added_all[line] - added[line] >= n for line, n in removed.items())
+            and all(removed_all[line] - removed[line] >= n for line, n in added.items())
+        ):
             found.setdefault(file_number, {})[number] = Harmless("move")
     return found
 
 
 def _may_log(text: str) -> bool:
     """Whether ``text`` may hold a log call (plain substring tests first: they are cheap)."""
-    return any(word in text for word in ("log", "LOG", "warnings", "print")) and bool(
-        _LOG_HINT.search(text))
+    return any(word in text for word in ("log", "LOG", "warnings", "print")) and bool(_LOG_HINT.search(text))
 
 
 def _sides(hunk: Hunk, language: _Language) -> tuple[str, str]:
     """The old and the new side of a hunk (context included), comments and strings blanked."""
-    old, new = (language.quoted.sub(" ", "".join(
-        t for t, kind in zip(hunk.texts, hunk.types, strict=True) if kind in kinds))
-        for kinds in (" -", " +"))
+    old, new = (
+        language.quoted.sub(
+            " ", "".join(t for t, kind in zip(hunk.texts, hunk.types, strict=True) if kind in kinds)
+        )
+        for kinds in (" -", " +")
+    )
     return old, new
 
 
@@ -357,8 +429,7 @@ def import_time_only(hunk: Hunk, start: int, end: int, markers: tuple[str, ...])
         if index < start or hunk.types[index] not in "+-" or not is_code_line(text, markers):
             continue
         if is_import:
-            if ((head and text[:1].isspace())
-                    or _SELECTING_IMPORT.search(text if head else statement + text)):
+            if (head and text[:1].isspace()) or _SELECTING_IMPORT.search(text if head else statement + text):
                 return False
         elif not _IMPORT_TIME_STATEMENT.match(text):
             return False
@@ -389,8 +460,9 @@ _CLOSERS = {"(": ")", "[": "]", "{": "}"}
 _PLAIN_STRING = re.compile(r"""^([rRbBuUfF]{0,2})'([^'"\\\n]*)'$""")
 # Statements whose parenthesised parts may hold a tuple that the parentheses make (assert (a, b)
 # is always true), or that say something with them (with, except, def, class).
-_KEEP_PARENTHESES = frozenset({"assert", "with", "async", "except", "def", "class", "import", "from",
-                               "lambda", "@", "print", "exec"})
+_KEEP_PARENTHESES = frozenset(
+    {"assert", "with", "async", "except", "def", "class", "import", "from", "lambda", "@", "print", "exec"}
+)
 
 
 def _canonical(tokens: list[_Token], python: bool) -> list[object]:
@@ -406,11 +478,18 @@ def _canonical(tokens: list[_Token], python: bool) -> list[object]:
     # A backslash continues a Python line; elsewhere it may join a shell command or a macro.
     drop = {index for index, token in enumerate(tokens) if python and token.text == "\\"}
     for opener, closer in pairs.items():
-        if closer - 1 > opener and tokens[closer - 1].text == "," and \
-                _optional_comma(tokens, opener, closer, python):
+        if (
+            closer - 1 > opener
+            and tokens[closer - 1].text == ","
+            and _optional_comma(tokens, opener, closer, python)
+        ):
             drop.add(closer - 1)
-        if python and tokens[opener].text == "(" and closer > opener + 1 and \
-                _redundant(tokens, opener, closer, heads, owner):
+        if (
+            python
+            and tokens[opener].text == "("
+            and closer > opener + 1
+            and _redundant(tokens, opener, closer, heads, owner)
+        ):
             drop.update((opener, closer))
     keys = {index: _key(token, python) for index, token in enumerate(tokens) if index not in drop}
     for head in heads:
@@ -469,9 +548,13 @@ def _statement_heads(tokens: list[_Token], python: bool) -> list[int]:
     or the one after a ``;``); none in other languages."""
     if not python:
         return []
-    return [index for index, token in enumerate(tokens)
-            if token.depth == 0 and token.text not in ")]}"
-            and (token.column >= 0 or (index > 0 and tokens[index - 1].text == ";"))]
+    return [
+        index
+        for index, token in enumerate(tokens)
+        if token.depth == 0
+        and token.text not in ")]}"
+        and (token.column >= 0 or (index > 0 and tokens[index - 1].text == ";"))
+    ]
 
 
 def _statement_of(tokens: list[_Token], heads: list[int]) -> list[int]:
@@ -490,8 +573,9 @@ def _spans(tokens: list[_Token], heads: list[int], python: bool) -> list[tuple[i
     if python:
         starts = [0, *heads] if not heads or heads[0] != 0 else heads
     else:
-        starts = [index for index, token in enumerate(tokens)
-                  if index == 0 or token.first > tokens[index - 1].last]
+        starts = [
+            index for index, token in enumerate(tokens) if index == 0 or token.first > tokens[index - 1].last
+        ]
     bounds = [*starts, len(tokens)]
     return [(a, b) for a, b in itertools.pairwise(bounds) if b > a]
 
@@ -506,11 +590,16 @@ def _optional_comma(tokens: list[_Token], opener: int, closer: int, python: bool
     if bracket == "{":
         return True
     before = tokens[opener - 1] if opener > 0 else None
-    if before is not None and before.text in _SOFT_KEYWORDS and before.kind == "name" and \
-            (opener < 2 or tokens[opener - 2].text != "."):
+    if (
+        before is not None
+        and before.text in _SOFT_KEYWORDS
+        and before.kind == "name"
+        and (opener < 2 or tokens[opener - 2].text != ".")
+    ):
         return False
-    called = before is not None and (before.text in (")", "]") or (
-        before.kind == "name" and before.text not in _KEYWORDS))
+    called = before is not None and (
+        before.text in (")", "]") or (before.kind == "name" and before.text not in _KEYWORDS)
+    )
     if bracket == "[":
         return python and not called  # a subscript's lone comma makes a tuple
     return python and (called or (before is not None and before.text == "import"))
@@ -538,8 +627,9 @@ def _redundant(tokens: list[_Token], opener: int, closer: int, heads: list[int],
     if first in ("if", "elif", "while") and opener == head + 1:
         return after == ":"
     if first == "for":
-        loop_in = next((i for i in range(head + 1, len(tokens))
-                        if tokens[i].text == "in" and tokens[i].depth == 0), None)
+        loop_in = next(
+            (i for i in range(head + 1, len(tokens)) if tokens[i].text == "in" and tokens[i].depth == 0), None
+        )
         return (opener == head + 1 and closer + 1 == loop_in) or (opener - 1 == loop_in and after == ":")
     return False
 
@@ -562,7 +652,7 @@ def _imports(tokens: list[_Token], kept: list[int], python: bool) -> list[tuple[
         module = "".join(texts[1:split])
         if not module or not all(t == "." or t.isidentifier() for t in texts[1:split]):
             return None
-        parts = _import_names(texts[split + 1:], dotted=False)
+        parts = _import_names(texts[split + 1 :], dotted=False)
         return None if parts is None else [("from", module, name, alias) for name, alias in parts]
     return None
 
@@ -578,8 +668,9 @@ def _import_names(texts: list[str], dotted: bool) -> list[tuple[str, str]] | Non
             name, alias = item, ""
         parts = name.split()
         if dotted:
-            valid = bool(parts) and all(p.isidentifier() if i % 2 == 0 else p == "."
-                                        for i, p in enumerate(parts))
+            valid = bool(parts) and all(
+                p.isidentifier() if i % 2 == 0 else p == "." for i, p in enumerate(parts)
+            )
         else:
             valid = len(parts) == 1 and (parts[0].isidentifier() or parts[0] == "*")
         if not valid:
@@ -604,11 +695,10 @@ def _side_tokens(hunk: Hunk, lexer: re.Pattern[str], side: str) -> list[_Token]:
         line = bisect.bisect_right(starts, begin) - 1
         last = bisect.bisect_right(starts, end - 1) - 1 if end - begin > 1 else line
         # A token that spans lines (a docstring) is changed if any of its lines is.
-        touched = changed[line] if last == line else any(changed[line:last + 1])
+        touched = changed[line] if last == line else any(changed[line : last + 1])
         # A line continued with a backslash does not start a statement of its own.
         leads = not tokens or (tokens[-1].last < line and tokens[-1].text != "\\")
-        tokens.append(_Token(kind, match[0], touched, line, last,
-                             begin - starts[line] if leads else -1))
+        tokens.append(_Token(kind, match[0], touched, line, last, begin - starts[line] if leads else -1))
     _set_depths(tokens)
     return tokens
 
@@ -641,11 +731,11 @@ def _mark_messages(tokens: list[_Token]) -> None:
             while start >= 2 and tokens[start - 1].text == "." and tokens[start - 2].kind == "name":
                 start -= 2  # the receiver's owner: self.logger.info(...)
             end = _closing(tokens, index + (1 if tokens[index + 1].text == "(" else 3))
-            for covered in tokens[start:end + 1]:
+            for covered in tokens[start : end + 1]:
                 covered.message = True
             index = end
         elif token.kind == "name" and token.text in _MESSAGE_STARTERS:
-            for covered in tokens[index + 1:_statement_end(tokens, index)]:
+            for covered in tokens[index + 1 : _statement_end(tokens, index)]:
                 if covered.kind == "string":
                     covered.message = True
         index += 1
@@ -654,18 +744,26 @@ def _mark_messages(tokens: list[_Token]) -> None:
 def _alone(tokens: list[_Token], index: int) -> bool:
     """Whether the token is the only one on the lines it spans."""
     token = tokens[index]
-    return ((index == 0 or tokens[index - 1].last < token.first)
-            and (index + 1 == len(tokens) or tokens[index + 1].first > token.last))
+    return (index == 0 or tokens[index - 1].last < token.first) and (
+        index + 1 == len(tokens) or tokens[index + 1].first > token.last
+    )
 
 
 def _is_log_call(tokens: list[_Token], index: int) -> bool:
     text = tokens[index].text
     if text in _LOG_FUNCTIONS:  # a function, not a method of that name
-        return ((index == 0 or tokens[index - 1].text != ".")
-                and index + 1 < len(tokens) and tokens[index + 1].text == "(")
+        return (
+            (index == 0 or tokens[index - 1].text != ".")
+            and index + 1 < len(tokens)
+            and tokens[index + 1].text == "("
+        )
     if text in _LOG_RECEIVERS or text.endswith("logger"):
-        return (index + 3 < len(tokens) and tokens[index + 1].text == "."
-                and tokens[index + 2].kind == "name" and tokens[index + 3].text == "(")
+        return (
+            index + 3 < len(tokens)
+            and tokens[index + 1].text == "."
+            and tokens[index + 2].kind == "name"
+            and tokens[index + 3].text == "("
+        )
     return False
 
 
@@ -684,8 +782,9 @@ def _statement_end(tokens: list[_Token], start: int) -> int:
     depth, line = tokens[start].depth, tokens[start].first
     for index in range(start + 1, len(tokens)):
         token = tokens[index]
-        if token.depth < depth or (token.depth == depth and token.first > line
-                                    and tokens[index - 1].last < token.first):
+        if token.depth < depth or (
+            token.depth == depth and token.first > line and tokens[index - 1].last < token.first
+        ):
             return index
     return len(tokens)
 
@@ -728,8 +827,9 @@ def _renamable(token: _Token) -> str | None:
     return None
 
 
-def _confirmed(old_code: dict[int, list[_Token]], candidates: dict[int, dict[str, str]]
-               ) -> dict[int, tuple[tuple[str, str], ...]]:
+def _confirmed(
+    old_code: dict[int, list[_Token]], candidates: dict[int, dict[str, str]]
+) -> dict[int, tuple[tuple[str, str], ...]]:
     """The candidate hunks whose renames agree over the file and look like renames
     (``old_code``: each candidate's removed code tokens)."""
     merged: dict[str, str] = {}

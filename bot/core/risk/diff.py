@@ -170,11 +170,21 @@ def _quick(section: str) -> list[FileChange] | None:
             keep = _hunk_length(types, meta.source_length, meta.target_length)
             lines, types = lines[:keep], types[:keep]
         context = types.count(" ")
-        if (_NOT_BODY.search(types) or context + types.count("-") != meta.source_length
-                or context + types.count("+") != meta.target_length):
+        if (
+            _NOT_BODY.search(types)
+            or context + types.count("-") != meta.source_length
+            or context + types.count("+") != meta.target_length
+        ):
             return None
-        hunks.append(Hunk(meta.source_start, meta.target_start, meta.section_header,
-                          [line[1:] + "\n" for line in lines], types))
+        hunks.append(
+            Hunk(
+                meta.source_start,
+                meta.target_start,
+                meta.section_header,
+                [line[1:] + "\n" for line in lines],
+                types,
+            )
+        )
     return [_change(patched, hunks)]
 
 
@@ -248,8 +258,16 @@ def _lenient(section: str, why: str) -> FileChange | None:
     added = sum(h.types.count("+") for h in hunks)
     removed = sum(h.types.count("-") for h in hunks)
     status = "renamed" if old and old != path else "modified"
-    return FileChange(path, old if status == "renamed" else None, status, False, added, removed,
-                      hunks, damaged=f"malformed diff ({why})")
+    return FileChange(
+        path,
+        old if status == "renamed" else None,
+        status,
+        False,
+        added,
+        removed,
+        hunks,
+        damaged=f"malformed diff ({why})",
+    )
 
 
 def _close(current: Hunk | None, kinds: list[str], hunks: list[Hunk]) -> None:

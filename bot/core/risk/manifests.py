@@ -29,13 +29,17 @@ from bot.core.risk.diff import FileChange, Hunk
 
 _REQUIREMENT = patterns.regex(
     r"(?:^|[\s\"',\[(])([A-Za-z][A-Za-z0-9._-]*)\s*(?:\[[^\]\n]*\])?\s*"
-    r"(?:(===|==|~=|>=|<=|!=|>|<)\s*(v?\d[^\s,;\"'\])#]*)|(@)\s*([^\s,;\"'\])#]+))")
+    r"(?:(===|==|~=|>=|<=|!=|>|<)\s*(v?\d[^\s,;\"'\])#]*)|(@)\s*([^\s,;\"'\])#]+))"
+)
 _TOML_PIN = patterns.regex(r"^\s*([A-Za-z][A-Za-z0-9._-]*)\s*=\s*[\"']([\^~<>=!]*\d[^\"']*)[\"']")
 _SETTING = patterns.regex(
     r"(?:^|[^\w${])([A-Za-z][A-Za-z0-9_]*?)_(?:VERSION|REVISION|GIT_TAG)\b[\"']?"
-    r"(?:\s*[=:]\s*|\s+)[\"']?(v?\d[\w.+-]*)")
-_IMAGE = patterns.regex(r"(?i)(?:^\s*FROM\s+(?:--platform=\S+\s+)?|\b)"
-                        r"((?:[\w.-]+/)*(?:cuda|pytorch|sglang|vllm-openai|vllm)):(v?\d[\w.+-]*)")
+    r"(?:\s*[=:]\s*|\s+)[\"']?(v?\d[\w.+-]*)"
+)
+_IMAGE = patterns.regex(
+    r"(?i)(?:^\s*FROM\s+(?:--platform=\S+\s+)?|\b)"
+    r"((?:[\w.-]+/)*(?:cuda|pytorch|sglang|vllm-openai|vllm)):(v?\d[\w.+-]*)"
+)
 _WHEEL_INDEX = patterns.regex(r"/whl/(?:nightly/|test/)?(cu\d+|rocm[\d.]+)\b")
 _GIT_TAG = patterns.regex(r"^\s*GIT_TAG\s+[\"']?([\w.+-]+)")
 _DECLARE = patterns.regex(r"FetchContent_Declare\(\s*([\w.-]+)?")
@@ -98,10 +102,10 @@ def _pins(text: str, fallback: str) -> list[tuple[str, str]]:
     found = []
     for match in _REQUIREMENT.finditer(text):
         # One of the two alternatives matched: an operator and a version, or ``@`` and a URL.
-        operator, version = ((match.group(2), match.group(3)) if match[2]
-                             else (match.group(4), match.group(5)))
-        found.append((normalise(match.group(1)), version if operator in ("==", "===", "@")
-                      else operator + version))
+        operator, version = (match.group(2), match.group(3)) if match[2] else (match.group(4), match.group(5))
+        found.append(
+            (normalise(match.group(1)), version if operator in ("==", "===", "@") else operator + version)
+        )
     if not found:
         found += [(normalise(m.group(1)), m.group(2)) for m in _TOML_PIN.finditer(text)]
     found += [(normalise(m.group(1)), m.group(2)) for m in _SETTING.finditer(text)]

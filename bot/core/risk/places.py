@@ -42,7 +42,7 @@ def definitions(text: str) -> list[tuple[int, str, str]]:
     for keyword in _DEF_KEYWORDS:
         for match in keyword.finditer(text):
             line = text.rfind("\n", 0, match.start()) + 1
-            if text[line:match.start()].strip() in ("", "async"):
+            if text[line : match.start()].strip() in ("", "async"):
                 found.append((line, match[0], match[1]))
     found.sort()
     return found

@@ -24,8 +24,9 @@ def as_is(text: str) -> str:
     return text
 
 
-def describe(signal: Signal, text: Callable[[str], str] = as_is,
-             code: Callable[[str], str] | None = None) -> str:
+def describe(
+    signal: Signal, text: Callable[[str], str] = as_is, code: Callable[[str], str] | None = None
+) -> str:
     """A signal's rule description with what it matched, as every rendering shows it: a version
     change, or a token and whether it was ``added`` or ``removed`` (and how often).
 
@@ -62,8 +63,10 @@ def sentence(signal: Signal) -> str:
     elif signal.line is not None:
         where += " at module level"
     if signal.improves:
-        return (f"possible improvement: {describe(signal)} [{signal.rule}, {signal.weight:g} apart from "
-                f"the score{qualifier(signal)}] at {where}")
+        return (
+            f"possible improvement: {describe(signal)} [{signal.rule}, {signal.weight:g} apart from "
+            f"the score{qualifier(signal)}] at {where}"
+        )
     return f"{describe(signal)} [{signal.rule}, +{signal.weight:g}{qualifier(signal)}] at {where}"
 
 
@@ -96,8 +99,10 @@ def paths_too_long(count: int, limit: int) -> str:
 
 
 def edits_config() -> str:
-    return (f"this change edits {CONFIG_PATH}; config changes take effect after merge "
-            "and do not affect this score")
+    return (
+        f"this change edits {CONFIG_PATH}; config changes take effect after merge "
+        "and do not affect this score"
+    )
 
 
 def _name(name: str) -> str:

@@ -39,7 +39,8 @@ class RuleSet:
     token_paths: tuple[patterns.Regex | None, ...]
     token_regex: patterns.Regex | None
     _by_path: dict[str, tuple[Rule | None, list[Rule], list[bool]]] = field(
-        default_factory=dict, compare=False, repr=False)
+        default_factory=dict, compare=False, repr=False
+    )
     token_groups: tuple[int, ...] = ()
     _by_function: dict[str, list[Rule]] = field(default_factory=dict, compare=False, repr=False)
     setups: tuple[tuple[Rule, patterns.Regex], ...] = ()
@@ -74,8 +75,9 @@ class RuleSet:
     def function_rules(self, name: str) -> list[Rule]:
         found = self._by_function.get(name)
         if found is None:
-            found = _remember(self._by_function, name,
-                              [rule for rule, rx in self.functions if rx.search(name)])
+            found = _remember(
+                self._by_function, name, [rule for rule, rx in self.functions if rx.search(name)]
+            )
         return found
 
     def setup_rule(self, name: str) -> Rule | None:
@@ -122,16 +124,21 @@ def merged_rules(config: RepoConfig | None, profile: str) -> list[Rule]:
     return list(by_id.values())
 
 
-def unknown_rule_ids(profile: str, added: Iterable[str], disable: Iterable[str | None],
-                     weights: Iterable[str]) -> list[str]:
+def unknown_rule_ids(
+    profile: str, added: Iterable[str], disable: Iterable[str | None], weights: Iterable[str]
+) -> list[str]:
     """The entries of ``risk.disable`` and ``risk.weights`` that name no rule of ``profile`` nor
     of the config's own (``added``), each as a problem with its key path; a None in ``disable``
     holds the place of an entry that is no id at all (the schema says so)."""
     known = {rule.id for rule in profiles.PROFILES[profile]} | set(added)
-    problems = [f"risk.disable[{i}]: unknown rule id '{rule_id}'"
-                for i, rule_id in enumerate(disable) if rule_id is not None and rule_id not in known]
-    problems += [f"risk.weights.{rule_id}: unknown rule id '{rule_id}'"
-                 for rule_id in weights if rule_id not in known]
+    problems = [
+        f"risk.disable[{i}]: unknown rule id '{rule_id}'"
+        for i, rule_id in enumerate(disable)
+        if rule_id is not None and rule_id not in known
+    ]
+    problems += [
+        f"risk.weights.{rule_id}: unknown rule id '{rule_id}'" for rule_id in weights if rule_id not in known
+    ]
     return problems
 
 
@@ -149,8 +156,7 @@ def build(config: RepoConfig | None, paths: Iterable[str] = (), profile: str | N
 def _compile(profile: str, thresholds: Thresholds, rules: tuple[Rule, ...]) -> RuleSet:
     tokens = tuple(rule for rule in rules if rule.kind == "token")
     alternation = "|".join(
-        f"(?P<perfbot_t{i}>{patterns.scoped_flags(rule.required_pattern)})"
-        for i, rule in enumerate(tokens)
+        f"(?P<perfbot_t{i}>{patterns.scoped_flags(rule.required_pattern)})" for i, rule in enumerate(tokens)
     )
     token_regex = patterns.regex(alternation) if tokens else None
     return RuleSet(
@@ -158,15 +164,17 @@ def _compile(profile: str, thresholds: Thresholds, rules: tuple[Rule, ...]) -> R
         thresholds=thresholds,
         cold=tuple((r, patterns.glob_regex(r.paths)) for r in rules if r.kind == "cold"),
         paths=tuple((r, patterns.glob_regex(r.paths)) for r in rules if r.kind == "path"),
-        functions=tuple((r, patterns.regex(r.required_pattern))
-                        for r in rules if r.kind == "function"),
+        functions=tuple((r, patterns.regex(r.required_pattern)) for r in rules if r.kind == "function"),
         tokens=tokens,
         token_paths=tuple(patterns.glob_regex(r.paths) if r.paths else None for r in tokens),
         token_regex=token_regex,
         token_groups=tuple(token_regex.groupindex[f"perfbot_t{i}"] for i in range(len(tokens)))
-        if token_regex else (),
+        if token_regex
+        else (),
         setups=tuple((r, patterns.regex(r.required_pattern)) for r in rules if r.kind == "setup"),
         dependencies=tuple(
             (r, patterns.regex(f"(?i)^(?:{r.required_pattern})$"), patterns.glob_regex(r.paths))
-            for r in rules if r.kind == "dependency"),
+            for r in rules
+            if r.kind == "dependency"
+        ),
     )

@@ -49,8 +49,20 @@ from bot.core.risk.ruleset import RuleSet
 from bot.core.risk.stepmap_scoring import MapEvidence, Verdict
 
 # The report's types and words are also named here, where their callers have always found them.
-__all__ = ["HARMLESS_SHARE", "IMPROVES_WHEN_REMOVED", "MAX_FILES", "NETTED", "FileRisk", "RiskReport",
-           "Signal", "SourceLookup", "describe", "enclosing_function", "score", "score_file"]
+__all__ = [
+    "HARMLESS_SHARE",
+    "IMPROVES_WHEN_REMOVED",
+    "MAX_FILES",
+    "NETTED",
+    "FileRisk",
+    "RiskReport",
+    "Signal",
+    "SourceLookup",
+    "describe",
+    "enclosing_function",
+    "score",
+    "score_file",
+]
 
 SourceLookup = Callable[[str], list[str] | None]
 # What a match over a file's joined hunks carries besides where it is and what it matched: the
@@ -71,8 +83,9 @@ MAX_FILES = 10_000
 NETTED = frozenset({"dependency"})
 
 
-def score(diff: ParsedDiff, rules: RuleSet, source: SourceLookup | None = None,
-          step_map: MapEvidence | None = None) -> RiskReport:
+def score(
+    diff: ParsedDiff, rules: RuleSet, source: SourceLookup | None = None, step_map: MapEvidence | None = None
+) -> RiskReport:
     """Score ``diff`` against ``rules``; ``source`` may supply a changed file's new text, and
     ``step_map`` what a step runs (`stepmap_scoring`)."""
     warnings = list(diff.warnings)
@@ -83,8 +96,9 @@ def score(diff: ParsedDiff, rules: RuleSet, source: SourceLookup | None = None,
     if long:
         warnings.append(reasons.paths_too_long(long, patterns.MAX_PATH_LENGTH))
     moved = changes.mechanical(scored)  # moves and sweeps are judged over the whole diff
-    files = [score_file(change, rules, source, step_map, moved.get(number))
-             for number, change in enumerate(scored)]
+    files = [
+        score_file(change, rules, source, step_map, moved.get(number)) for number, change in enumerate(scored)
+    ]
     signals = _strongest_per_rule(s for f in files for s in f.signals)
     improvements = _strongest_per_rule(s for f in files for s in f.improvements)
     size = _size_signal(files)
@@ -95,14 +109,26 @@ def score(diff: ParsedDiff, rules: RuleSet, source: SourceLookup | None = None,
     notes = []
     if any(f.path == CONFIG_PATH or f.old_path == CONFIG_PATH for f in files):
         notes.append(reasons.edits_config())
-    return RiskReport(score=total, level=rules.thresholds.level(total), profile=rules.profile,
-                      files=files, signals=signals, warnings=warnings, notes=notes,
-                      improvement=_combine(improvements), improvements=improvements)
+    return RiskReport(
+        score=total,
+        level=rules.thresholds.level(total),
+        profile=rules.profile,
+        files=files,
+        signals=signals,
+        warnings=warnings,
+        notes=notes,
+        improvement=_combine(improvements),
+        improvements=improvements,
+    )
 
 
-def score_file(change: FileChange, rules: RuleSet, source: SourceLookup | None = None,
-               step_map: MapEvidence | None = None,
-               mechanical: Mapping[int, changes.Harmless] | None = None) -> FileRisk:
+def score_file(
+    change: FileChange,
+    rules: RuleSet,
+    source: SourceLookup | None = None,
+    step_map: MapEvidence | None = None,
+    mechanical: Mapping[int, changes.Harmless] | None = None,
+) -> FileRisk:
     cold = rules.for_path(change.path)[0]
     signals: list[Signal] = []
     improvements: list[Signal] = []
@@ -112,10 +138,20 @@ def score_file(change: FileChange, rules: RuleSet, source: SourceLookup | None =
         improvements = [s for s in signals if s.improves]
         signals = [s for s in signals if not s.improves]
     signals = _strongest_per_rule(_one_per_place(signals))
-    return FileRisk(change.path, change.old_path, change.status, change.is_binary, change.added,
-                    change.removed, _combine(signals), cold.id if cold else None, signals,
-                    damaged=change.damaged, code_lines=code_lines,
-                    improvements=_strongest_per_rule(_one_per_place(improvements)))
+    return FileRisk(
+        change.path,
+        change.old_path,
+        change.status,
+        change.is_binary,
+        change.added,
+        change.removed,
+        _combine(signals),
+        cold.id if cold else None,
+        signals,
+        damaged=change.damaged,
+        code_lines=code_lines,
+        improvements=_strongest_per_rule(_one_per_place(improvements)),
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -139,10 +175,13 @@ class _Found:
     setup: Rule | None = None
 
 
-def _file_signals(change: FileChange, rules: RuleSet, source: SourceLookup | None,
-                  step_map: MapEvidence | None = None,
-                  mechanical: Mapping[int, changes.Harmless] | None = None
-                  ) -> tuple[list[Signal], int]:
+def _file_signals(
+    change: FileChange,
+    rules: RuleSet,
+    source: SourceLookup | None,
+    step_map: MapEvidence | None = None,
+    mechanical: Mapping[int, changes.Harmless] | None = None,
+) -> tuple[list[Signal], int]:
     """The signals of a warm file (possible improvements among them), and its changed lines of
     code outside cosmetic hunks."""
     _, path_rules, allowed = rules.for_path(change.path)
@@ -165,8 +204,11 @@ def _file_signals(change: FileChange, rules: RuleSet, source: SourceLookup | Non
         reason = harmless(number)
         if reason is not None and reason.kind == "cosmetic":
             continue  # the same code: nothing in it can be a reason
-        code_lines += sum(1 for text, kind in zip(hunk.texts, hunk.types, strict=True)
-                          if kind in "+-" and changes.is_code_line(text, markers))
+        code_lines += sum(
+            1
+            for text, kind in zip(hunk.texts, hunk.types, strict=True)
+            if kind in "+-" and changes.is_code_line(text, markers)
+        )
         segments = places.segments(hunk, defs.get(number, ()), lines)
         edits = _edits(number, hunk, segments, markers)
         steps = [edit for edit in edits if not edit.imports]
@@ -181,21 +223,41 @@ def _file_signals(change: FileChange, rules: RuleSet, source: SourceLookup | Non
             if verdict is not None:
                 verdicts[(number, edit.segment)] = verdict
                 if verdict.per_step:
-                    fired.append(verdict.signal(change.path, edit.segment.name,
-                                                hunk.line_number(edit.at), _side(hunk, edit.at)))
+                    fired.append(
+                        verdict.signal(
+                            change.path, edit.segment.name, hunk.line_number(edit.at), _side(hunk, edit.at)
+                        )
+                    )
             if fired:
                 hot.add(edit.segment)  # a function rule or the map names it: `scope: hot` tokens fire in it
             lowered = setup_of(number, edit.segment) if verdict is not None else None
             found += [_Found(s, number, lowered) for s in fired]
         edited += edits
         if number in tokens:
-            found += _token_signals(rules, change.path, hunk, number, segments, tokens[number],
-                                    bool(path_rules), hot, allowed, markers, setup_of)
+            found += _token_signals(
+                rules,
+                change.path,
+                hunk,
+                number,
+                segments,
+                tokens[number],
+                bool(path_rules),
+                hot,
+                allowed,
+                markers,
+                setup_of,
+            )
     moved = _dependency_signals(change, rules)
     found = _net_of_removals(found, netted=NETTED if moved else frozenset())
     function, line, side = first or (None, None, "new")
-    paths = [Signal(r.id, r.kind, r.category, r.weight, r.description, change.path, function,
-                    line, side) for r in path_rules] if first is not None or not change.hunks else []
+    paths = (
+        [
+            Signal(r.id, r.kind, r.category, r.weight, r.description, change.path, function, line, side)
+            for r in path_rules
+        ]
+        if first is not None or not change.hunks
+        else []
+    )
     signals = _tempered(rules, found, paths, edited, harmless, setup_of) if found or paths else []
     return signals + moved, code_lines
 
@@ -219,6 +281,7 @@ def _setup_lookup(rules: RuleSet, verdicts: dict[tuple[int, Segment], Verdict], 
         if verdict is None or not (verdict.per_step or hot_file):
             return named
         return verdict.setup(weight, named)
+
     return setup_of
 
 
@@ -268,8 +331,14 @@ def _net_of_removals(found: list[_Found], netted: frozenset[str] = frozenset()) 
     return kept
 
 
-def _tempered(rules: RuleSet, found: list[_Found], paths: list[Signal], edited: list[_Edit],
-              harmless: changes.HarmlessHunks, setup_of: _SetupOf) -> list[Signal]:
+def _tempered(
+    rules: RuleSet,
+    found: list[_Found],
+    paths: list[Signal],
+    edited: list[_Edit],
+    harmless: changes.HarmlessHunks,
+    setup_of: _SetupOf,
+) -> list[Signal]:
     """The signals of one file with their weights lowered where the change cannot matter much:
     in hunks that only rename, or only in set-up code (cosmetic hunks gave none)."""
     signals = []
@@ -278,8 +347,11 @@ def _tempered(rules: RuleSet, found: list[_Found], paths: list[Signal], edited: 
         if reason is not None:
             signals.append(_lowered(item.signal, HARMLESS_SHARE, reason.describe()))
         elif item.setup is not None:
-            note = (item.setup.description if item.setup.id == stepmap_scoring.OFF_STEP
-                    else reasons.in_setup_code(item.signal.function or ""))
+            note = (
+                item.setup.description
+                if item.setup.id == stepmap_scoring.OFF_STEP
+                else reasons.in_setup_code(item.signal.function or "")
+            )
             signals.append(_lowered(item.signal, item.setup.weight / 100, note))
         else:
             signals.append(item.signal)
@@ -289,8 +361,9 @@ def _tempered(rules: RuleSet, found: list[_Found], paths: list[Signal], edited: 
     return signals
 
 
-def _file_share(rules: RuleSet, harmless: changes.HarmlessHunks, edited: list[_Edit],
-                setup_of: _SetupOf) -> tuple[float, str | None]:
+def _file_share(
+    rules: RuleSet, harmless: changes.HarmlessHunks, edited: list[_Edit], setup_of: _SetupOf
+) -> tuple[float, str | None]:
     """The share of their weight a file's path rules keep, and why (None: all of it).
 
     Hunks are judged in order and only until one changes code outside set-up functions: then
@@ -317,9 +390,11 @@ def _file_share(rules: RuleSet, harmless: changes.HarmlessHunks, edited: list[_E
                 return 1.0, None
             setups.append((name, rule))
     if setups:
-        return (min(rule.weight for _, rule in setups) / 100,
-                stepmap_scoring.only_off_step(setups)
-                or reasons.only_setup_code([name or "" for name, _ in setups]))
+        return (
+            min(rule.weight for _, rule in setups) / 100,
+            stepmap_scoring.only_off_step(setups)
+            or reasons.only_setup_code([name or "" for name, _ in setups]),
+        )
     if renamed:  # renames, moves or sweeps, maybe cosmetic hunks, and no other change of code
         return HARMLESS_SHARE, changes.describe_all(renamed)
     return 1.0, None
@@ -328,8 +403,9 @@ def _file_share(rules: RuleSet, harmless: changes.HarmlessHunks, edited: list[_E
 def _lowered(signal: Signal, share: float, why: str) -> Signal:
     if share >= 1.0:
         return signal
-    return dataclasses.replace(signal, weight=round(signal.weight * share, 1), note=why,
-                               full_weight=signal.weight)
+    return dataclasses.replace(
+        signal, weight=round(signal.weight * share, 1), note=why, full_weight=signal.weight
+    )
 
 
 def _dependency_signals(change: FileChange, rules: RuleSet) -> list[Signal]:
@@ -345,14 +421,27 @@ def _dependency_signals(change: FileChange, rules: RuleSet) -> list[Signal]:
             shown = "; ".join(v.describe() for v in hits[:3])
             if len(hits) > 3:
                 shown += f" and {len(hits) - 3} more"
-            signals.append(Signal(rule.id, rule.kind, rule.category, rule.weight,
-                                  rule.description, change.path, None, hits[0].line, "new",
-                                  shown, len(hits)))
+            signals.append(
+                Signal(
+                    rule.id,
+                    rule.kind,
+                    rule.category,
+                    rule.weight,
+                    rule.description,
+                    change.path,
+                    None,
+                    hits[0].line,
+                    "new",
+                    shown,
+                    len(hits),
+                )
+            )
     return signals
 
 
-def _by_hunk(starts: list[int], found: Iterable[tuple[int, str, _Label]]
-             ) -> dict[int, list[tuple[int, str, _Label]]]:
+def _by_hunk(
+    starts: list[int], found: Iterable[tuple[int, str, _Label]]
+) -> dict[int, list[tuple[int, str, _Label]]]:
     """Matches over a file's joined hunks, handed to their hunks with hunk-relative offsets."""
     by_hunk: dict[int, list[tuple[int, str, _Label]]] = {}
     for offset, text, label in found:
@@ -370,8 +459,10 @@ def _tokens(rules: RuleSet, text: str) -> Iterator[tuple[int, str, int]]:
     if rules.token_regex is None:
         return
     matches: Iterator[patterns.Match] = (
-        rules.token_regex.finditer(text.encode("ascii")) if text.isascii()
-        else rules.token_regex.finditer(text))
+        rules.token_regex.finditer(text.encode("ascii"))
+        if text.isascii()
+        else rules.token_regex.finditer(text)
+    )
     for match in matches:
         start, end = match.span()
         yield start, text[start:end], rules.token_rule(match)
@@ -384,13 +475,25 @@ def _function_signals(rules: RuleSet, path: str, hunk: Hunk, edit: _Edit) -> lis
     if not name:
         return []
     line, side = hunk.line_number(edit.at), _side(hunk, edit.at)
-    return [Signal(r.id, r.kind, r.category, r.weight, r.description, path, name, line, side)
-            for r in rules.function_rules(name)]
+    return [
+        Signal(r.id, r.kind, r.category, r.weight, r.description, path, name, line, side)
+        for r in rules.function_rules(name)
+    ]
 
 
-def _token_signals(rules: RuleSet, path: str, hunk: Hunk, hunk_number: int, segments: list[Segment],
-                   matches: list[tuple[int, str, int]], hot_file: bool, hot: set[Segment],
-                   allowed: list[bool], markers: tuple[str, ...], setup_of: _SetupOf) -> list[_Found]:
+def _token_signals(
+    rules: RuleSet,
+    path: str,
+    hunk: Hunk,
+    hunk_number: int,
+    segments: list[Segment],
+    matches: list[tuple[int, str, int]],
+    hot_file: bool,
+    hot: set[Segment],
+    allowed: list[bool],
+    markers: tuple[str, ...],
+    setup_of: _SetupOf,
+) -> list[_Found]:
     """The token rules that fire on the changed lines of a hunk; a ``scope: hot`` one only in a
     hot file or in a ``hot`` segment (one a function rule names)."""
     found = []
@@ -406,8 +509,18 @@ def _token_signals(rules: RuleSet, path: str, hunk: Hunk, hunk_number: int, segm
         seg = segments[bisect.bisect_right(starts, index) - 1]
         if not allowed[number] or (rule.scope == "hot" and not (hot_file or seg in hot)):
             continue
-        signal = Signal(rule.id, rule.kind, rule.category, rule.weight, rule.description, path,
-                        seg.name, hunk.line_number(index), _side(hunk, index), text.strip()[:80])
+        signal = Signal(
+            rule.id,
+            rule.kind,
+            rule.category,
+            rule.weight,
+            rule.description,
+            path,
+            seg.name,
+            hunk.line_number(index),
+            _side(hunk, index),
+            text.strip()[:80],
+        )
         # Set-up code that selects a kernel or backend decides every later step: full weight.
         setup = rule.category not in profiles.SELECTS_CODE_PATH
         found.append(_Found(signal, hunk_number, setup_of(hunk_number, seg) if setup else None))
@@ -496,8 +609,7 @@ def _combine(signals: Iterable[Signal]) -> int:
     """
     by_category: dict[tuple[str, str], list[float]] = {}
     for s in signals:
-        by_category.setdefault((s.category, s.kind), []).append(
-            min(max(s.weight, 0.0), 100.0) / 100.0)
+        by_category.setdefault((s.category, s.kind), []).append(min(max(s.weight, 0.0), 100.0) / 100.0)
     miss = 1.0
     for weights in by_category.values():
         for rank, weight in enumerate(sorted(weights, reverse=True)):

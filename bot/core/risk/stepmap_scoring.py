@@ -79,8 +79,7 @@ class Verdict:
             return named
         if setup_weight is None:
             return None
-        return Rule(id=OFF_STEP, kind="setup", category="setup", weight=setup_weight,
-                    description=self.reason)
+        return Rule(id=OFF_STEP, kind="setup", category="setup", weight=setup_weight, description=self.reason)
 
 
 def sources_wanted(step_map: StepMap, changed: Iterable[str], limit: int) -> list[str]:
@@ -92,8 +91,13 @@ def sources_wanted(step_map: StepMap, changed: Iterable[str], limit: int) -> lis
     return list(dict.fromkeys(paths))[:limit]
 
 
-def evidence(step_map: StepMap, read: Callable[[str], str | None] | None, changed: Iterable[str],
-             branch: str | None, limit: int) -> MapEvidence:
+def evidence(
+    step_map: StepMap,
+    read: Callable[[str], str | None] | None,
+    changed: Iterable[str],
+    branch: str | None,
+    limit: int,
+) -> MapEvidence:
     """The map with the call graph of the files `sources_wanted` names, as ``read`` gives them at
     the map's commit (None: no source to read, no graph); a file it cannot give is left out."""
     if read is None:
@@ -193,17 +197,24 @@ class MapEvidence:
         entry = self.step_map.function_at(root.path, root.qualname)
         if entry is None:
             raise RuntimeError(f"{root.qualname} is reached from the map but not on it")
-        return Verdict(rule, round(share_weight(entry.host_share) * REACHED_SHARE, 1),
-                       f"{lead} {self._measured(entry)}")
+        return Verdict(
+            rule, round(share_weight(entry.host_share) * REACHED_SHARE, 1), f"{lead} {self._measured(entry)}"
+        )
 
     def _off_step(self, names: Sequence[str] = ()) -> Verdict:
         what = f"`{'`, `'.join(names)}` read by no function that runs" if names else "never runs"
-        return Verdict(OFF_STEP, 0.0, f"{what} per {self.step_map.step}: not on the map "
-                                      f"{self._where()}, nor reached from a function on it")
+        return Verdict(
+            OFF_STEP,
+            0.0,
+            f"{what} per {self.step_map.step}: not on the map "
+            f"{self._where()}, nor reached from a function on it",
+        )
 
     def _measured(self, entry: FunctionEntry) -> str:
-        return (f"runs {_times(entry.calls_per_step)} per {self.step_map.step}, "
-                f"{_percent(entry.host_share)} of its host time, measured {self._where()}")
+        return (
+            f"runs {_times(entry.calls_per_step)} per {self.step_map.step}, "
+            f"{_percent(entry.host_share)} of its host time, measured {self._where()}"
+        )
 
     def _where(self) -> str:
         commit = self.step_map.commit[:7]

@@ -72,10 +72,18 @@ class RankedCommit:
 
     def to_dict(self) -> RankedCommitDict:
         c, r = self.commit, self.report
-        return {"sha": c.sha, "subject": c.subject, "author": c.author, "date": c.date,
-                "merge": self.is_merge, "score": r.score, "level": r.level,
-                "reasons": r.reasons, "files": [_stat(f) for f in r.files],
-                "warnings": r.warnings}
+        return {
+            "sha": c.sha,
+            "subject": c.subject,
+            "author": c.author,
+            "date": c.date,
+            "merge": self.is_merge,
+            "score": r.score,
+            "level": r.level,
+            "reasons": r.reasons,
+            "files": [_stat(f) for f in r.files],
+            "warnings": r.warnings,
+        }
 
 
 @dataclass(slots=True)
@@ -95,12 +103,21 @@ class Triage:
         return Triage(self.range, self.profile, self.commits[: max(limit, 0)], self.ranked)
 
     def to_dict(self) -> TriageDict:
-        return {"range": self.range, "profile": self.profile, "total": self.ranked,
-                "commits": [c.to_dict() for c in self.commits]}
+        return {
+            "range": self.range,
+            "profile": self.profile,
+            "total": self.ranked,
+            "commits": [c.to_dict() for c in self.commits],
+        }
 
 
-def rank(commits: Iterable[Commit], rules: ruleset.RuleSet, range_text: str,
-         progress: Callable[[int], None] | None = None, step_map: MapEvidence | None = None) -> Triage:
+def rank(
+    commits: Iterable[Commit],
+    rules: ruleset.RuleSet,
+    range_text: str,
+    progress: Callable[[int], None] | None = None,
+    step_map: MapEvidence | None = None,
+) -> Triage:
     """Score every commit and sort them most suspicious first (`order`: ties are broken by the
     evidence, then by sha, whatever order the commits came in), with what ``step_map`` says a step
     runs when it is given.
@@ -124,13 +141,21 @@ def order(item: RankedCommit) -> tuple[int, float, int, str]:
     strongest single signal (at its rule's full weight), then the one with more changed lines of
     code, then the sha, so that a ranking never depends on the order git listed the commits in."""
     report = item.report
-    strongest = max((s.full_weight if s.full_weight is not None else s.weight
-                     for s in report.signals), default=0.0)
+    strongest = max(
+        (s.full_weight if s.full_weight is not None else s.weight for s in report.signals), default=0.0
+    )
     code_lines = sum(f.code_lines for f in report.files)
     return -report.score, -strongest, -code_lines, item.commit.sha
 
 
 def _stat(file: risk.FileRisk) -> FileStatDict:
-    return {"path": file.path, "old_path": file.old_path, "status": file.status,
-            "added": file.added, "removed": file.removed, "binary": file.is_binary,
-            "score": file.score, "cold": file.cold}
+    return {
+        "path": file.path,
+        "old_path": file.old_path,
+        "status": file.status,
+        "added": file.added,
+        "removed": file.removed,
+        "binary": file.is_binary,
+        "score": file.score,
+        "cold": file.cold,
+    }

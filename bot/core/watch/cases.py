@@ -13,8 +13,17 @@ import hashlib
 from dataclasses import dataclass
 from typing import Literal
 
-State = Literal["detected", "bisecting", "confirmed", "unconfirmed", "not_reproduced", "failed",
-                "out_of_budget", "superseded", "cancelled"]
+State = Literal[
+    "detected",
+    "bisecting",
+    "confirmed",
+    "unconfirmed",
+    "not_reproduced",
+    "failed",
+    "out_of_budget",
+    "superseded",
+    "cancelled",
+]
 DETECTED: State = "detected"
 BISECTING: State = "bisecting"
 CONFIRMED: State = "confirmed"  # a culprit confirmed against its parent
@@ -39,15 +48,26 @@ MOVES: dict[State, tuple[State, ...]] = {
 }
 
 # What the bisect report's status makes of the case (the runner's `perfbot bisect --format json`).
-_BY_REPORT: dict[str, State] = {"confirmed": CONFIRMED, "likely": UNCONFIRMED, "not_confirmed": UNCONFIRMED,
-                                "not_reproduced": NOT_REPRODUCED, "error": FAILED}
+_BY_REPORT: dict[str, State] = {
+    "confirmed": CONFIRMED,
+    "likely": UNCONFIRMED,
+    "not_confirmed": UNCONFIRMED,
+    "not_reproduced": NOT_REPRODUCED,
+    "error": FAILED,
+}
 REPORT_STATUSES = tuple(_BY_REPORT)
 
 LABELS: dict[State, str] = {
-    DETECTED: "detected", BISECTING: "bisecting", CONFIRMED: "culprit confirmed",
-    UNCONFIRMED: "no culprit confirmed", NOT_REPRODUCED: "not reproduced in today's environment",
-    FAILED: "bisect failed", OUT_OF_BUDGET: "out of budget", SUPERSEDED: "superseded",
-    CANCELLED: "cancelled"}
+    DETECTED: "detected",
+    BISECTING: "bisecting",
+    CONFIRMED: "culprit confirmed",
+    UNCONFIRMED: "no culprit confirmed",
+    NOT_REPRODUCED: "not reproduced in today's environment",
+    FAILED: "bisect failed",
+    OUT_OF_BUDGET: "out of budget",
+    SUPERSEDED: "superseded",
+    CANCELLED: "cancelled",
+}
 
 
 @dataclass(frozen=True, order=True)

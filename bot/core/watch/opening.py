@@ -56,16 +56,30 @@ class OpenCase:
     source: Source
 
 
-def from_merge_run(repo: str, suite: str, metric: str | None, base_sha: str, head_sha: str, verdict: str,
-                   change: float | None) -> Found | None:
+def from_merge_run(
+    repo: str,
+    suite: str,
+    metric: str | None,
+    base_sha: str,
+    head_sha: str,
+    verdict: str,
+    change: float | None,
+) -> Found | None:
     """The case of a merge (or scheduled) run's comparison: only a regression opens one."""
     if verdict != "regression" or not metric:
         return None
     return Found(Span(repo, suite, metric, base_sha, head_sha), "merge", change)
 
 
-def from_series(repo: str, suite: str, metric: str, better: str, points: Sequence[SeriesPoint],
-                *, min_effect: float = vocabulary.MIN_EFFECT) -> list[Found]:
+def from_series(
+    repo: str,
+    suite: str,
+    metric: str,
+    better: str,
+    points: Sequence[SeriesPoint],
+    *,
+    min_effect: float = vocabulary.MIN_EFFECT,
+) -> list[Found]:
     """The regressions of a series (oldest point first) whose span holds more than one commit."""
     changes = changepoints.detect([p.value for p in points], better, min_effect=min_effect)
     found = []
@@ -79,8 +93,9 @@ def from_series(repo: str, suite: str, metric: str, better: str, points: Sequenc
     return found
 
 
-def superseded(open_cases: Sequence[OpenCase], found: Sequence[Found], points: Sequence[SeriesPoint]
-               ) -> list[tuple[OpenCase, Found]]:
+def superseded(
+    open_cases: Sequence[OpenCase], found: Sequence[Found], points: Sequence[SeriesPoint]
+) -> list[tuple[OpenCase, Found]]:
     """The open change-point cases of this series that ``found`` moved, each with the change that
     takes its place (the nearest one)."""
     where = {p.sha: index for index, p in enumerate(points)}  # a commit measured twice: its last point
@@ -90,9 +105,14 @@ def superseded(open_cases: Sequence[OpenCase], found: Sequence[Found], points: S
         if case.source != "changepoint" or case.span in spans or case.span.bad not in where:
             continue
         at = where[case.span.bad]
-        near = [(abs(where[f.span.bad] - at), f) for f in found
-                if f.source == "changepoint" and f.span.series() == case.span.series()
-                and f.span.bad in where and abs(where[f.span.bad] - at) <= NEAR]
+        near = [
+            (abs(where[f.span.bad] - at), f)
+            for f in found
+            if f.source == "changepoint"
+            and f.span.series() == case.span.series()
+            and f.span.bad in where
+            and abs(where[f.span.bad] - at) <= NEAR
+        ]
         if near:
             moved.append((case, min(near, key=lambda pair: (pair[0], pair[1].span))[1]))
     return moved

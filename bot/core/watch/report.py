@@ -36,8 +36,11 @@ class Culprit:
     kernels_markdown: str | None
 
 
-_FOUND_BY = {"merge": "a merge run on the default branch", "changepoint": "a change point of the default "
-             "branch's history", "command": "`/bench bisect`"}
+_FOUND_BY = {
+    "merge": "a merge run on the default branch",
+    "changepoint": "a change point of the default branch's history",
+    "command": "`/bench bisect`",
+}
 
 
 def marker(key: str) -> str:
@@ -52,8 +55,10 @@ def culprit_comment(culprit: Culprit) -> str:
     if culprit.ci is not None:
         interval = f" (95% interval {culprit.ci[0]:+.1%} to {culprit.ci[1]:+.1%})"
     subject = f" ({escape_md(culprit.subject)})" if culprit.subject else ""
-    links = [f"[the bisect run]({culprit.run_url})" if culprit.run_url else "",
-             f"[the run that found it]({culprit.found_by_url})" if culprit.found_by_url else ""]
+    links = [
+        f"[the bisect run]({culprit.run_url})" if culprit.run_url else "",
+        f"[the run that found it]({culprit.found_by_url})" if culprit.found_by_url else "",
+    ]
     short = code(culprit.culprit[:12])
     lines = [
         marker(culprit.key),

@@ -150,11 +150,14 @@ class Suite(ABC):
             return  # a base of other suites
         core = suite_kinds.get(kind)
         if core is None:
-            raise TypeError(f"{cls.__qualname__} runs suite kind {kind!r}, which bot.core.config.suite_kinds "
-                            f"does not know")
+            raise TypeError(
+                f"{cls.__qualname__} runs suite kind {kind!r}, which bot.core.config.suite_kinds "
+                f"does not know"
+            )
         if kind in RUNNERS:
-            raise TypeError(f"suite kind {kind!r} has two runners ({RUNNERS[kind].__qualname__}, "
-                            f"{cls.__qualname__})")
+            raise TypeError(
+                f"suite kind {kind!r} has two runners ({RUNNERS[kind].__qualname__}, {cls.__qualname__})"
+            )
         cls.KIND = core
         RUNNERS[kind] = cls
 

@@ -56,8 +56,11 @@ class CommandBench(Suite, kind="command"):
         ``$PERFBOT_PROFILE_DIR`` naming the folder where it writes its Kineto trace."""
         folder = context.out_dir / PROFILE_DIR
         folder.mkdir(parents=True, exist_ok=True)
-        env = {**self.config.env, "PERFBOT_PROFILE_DIR": str(folder),
-               "PERFBOT_METRICS_FILE": str(context.out_dir / METRICS_FILE)}
+        env = {
+            **self.config.env,
+            "PERFBOT_PROFILE_DIR": str(folder),
+            "PERFBOT_METRICS_FILE": str(context.out_dir / METRICS_FILE),
+        }
         command = self.config.profile_command or self.config.command
         return [Command(f"{self.name}-profile", ("bash", "-c", command), env)]
 
@@ -70,8 +73,10 @@ class CommandBench(Suite, kind="command"):
         if metrics_file.exists():
             reported.update(parse_json(metrics_file.read_text(errors="replace")))
         if not reported:
-            raise RoundFailed(f"no metrics: print '{MARKER} name=value unit=... better=lower|higher' "
-                              f"lines or write JSON to $PERFBOT_METRICS_FILE")
+            raise RoundFailed(
+                f"no metrics: print '{MARKER} name=value unit=... better=lower|higher' "
+                f"lines or write JSON to $PERFBOT_METRICS_FILE"
+            )
         return self.measurement(reported)
 
     def measurement(self, reported: dict[str, dict]) -> Measurement:
@@ -82,13 +87,16 @@ class CommandBench(Suite, kind="command"):
             unit = fields.get("unit", declared.unit if declared else "")
             better = fields.get("better", declared.better if declared else None)
             if better is None:
-                raise RoundFailed(f"metric {name!r}: say better=lower or better=higher (or declare it "
-                                  f"in the suite's metrics)")
+                raise RoundFailed(
+                    f"metric {name!r}: say better=lower or better=higher (or declare it "
+                    f"in the suite's metrics)"
+                )
             try:
                 declarations[name] = MetricDeclaration(unit=unit, better=better)
             except ValidationError:
-                raise RoundFailed(f"metric {name!r}: unit {unit!r} / better {better!r} "
-                                  f"not understood") from None
+                raise RoundFailed(
+                    f"metric {name!r}: unit {unit!r} / better {better!r} not understood"
+                ) from None
         return Measurement(values, declarations)
 
 
@@ -110,8 +118,9 @@ def parse_lines(stdout: str) -> dict[str, dict]:
 def _pair(word: str, line: str) -> tuple[str, str]:
     key, sep, value = word.partition("=")
     if not sep or not value or not _NAME.match(key):
-        raise RoundFailed(f"malformed metric line {line.strip()[:100]!r}: "
-                          f"expected key=value, got {word[:40]!r}")
+        raise RoundFailed(
+            f"malformed metric line {line.strip()[:100]!r}: expected key=value, got {word[:40]!r}"
+        )
     return key, value
 
 
@@ -132,8 +141,9 @@ def parse_json(text: str) -> dict[str, dict]:
         if isinstance(entry, dict):
             unknown = set(entry) - {"value", "unit", "better"}
             if unknown or "value" not in entry:
-                raise RoundFailed(f"{METRICS_FILE}: metric {name!r} needs 'value' (and may have 'unit', "
-                                  f"'better')")
+                raise RoundFailed(
+                    f"{METRICS_FILE}: metric {name!r} needs 'value' (and may have 'unit', 'better')"
+                )
             reported[name] = dict(entry)
         else:
             reported[name] = {"value": entry}

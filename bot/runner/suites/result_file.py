@@ -57,8 +57,11 @@ class ResultFileBench(Suite):
         trace (with ``torch.profiler``, or an engine's own profiler pointed there)."""
         folder = context.out_dir / PROFILE_DIR
         folder.mkdir(parents=True, exist_ok=True)
-        env = {**self.config.env, "PERFBOT_PROFILE_DIR": str(folder),
-               VARIABLE: str(context.out_dir / self.FILE)}
+        env = {
+            **self.config.env,
+            "PERFBOT_PROFILE_DIR": str(folder),
+            VARIABLE: str(context.out_dir / self.FILE),
+        }
         return [Command(f"{self.name}-profile", ("bash", "-c", self.config.command), env)]
 
     def parse_profile(self, context: RoundContext, outputs: list[Output]) -> Profile:
@@ -88,8 +91,9 @@ def measurement(readings: Readings, declared: dict[str, MetricDeclaration]) -> M
         values[name] = reading.value
         if name not in declared:
             try:
-                declarations[name] = MetricDeclaration(unit=reading.unit, better=reading.better,
-                                                       role=reading.role or "primary")
+                declarations[name] = MetricDeclaration(
+                    unit=reading.unit, better=reading.better, role=reading.role or "primary"
+                )
             except ValidationError:
                 raise RoundFailed(f"metric {name!r}: unit {reading.unit!r} not understood") from None
         if reading.se is not None and reading.calls:

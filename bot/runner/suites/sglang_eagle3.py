@@ -35,25 +35,50 @@ from .base import (
 MODULE = "sglang.bench_one_batch_server"
 SPEC_FILE, BASELINE_FILE = "eagle3.jsonl", "baseline.jsonl"
 
+
 class SglangEagle3Bench(BuiltInSuite, kind="sglang-eagle3"):
     needs_torch = True
     config: SglangEagle3Suite
 
     def round_commands(self, context: RoundContext) -> list[Command]:
         c = self.config
-        common = [self.python or sys.executable, "-m", MODULE, "--model-path", c.model_path,
-                  "--tp-size", str(c.tp_size), "--batch-size", str(c.batch_size),
-                  "--input-len", str(c.input_len), "--output-len", str(c.output_len), *c.extra_args]
-        speculative = ["--speculative-algorithm", "EAGLE3",
-                       "--speculative-draft-model-path", c.draft_model_path,
-                       "--speculative-num-steps", str(c.num_steps),
-                       "--speculative-eagle-topk", str(c.eagle_topk),
-                       "--speculative-num-draft-tokens", str(c.num_draft_tokens)]
+        common = [
+            self.python or sys.executable,
+            "-m",
+            MODULE,
+            "--model-path",
+            c.model_path,
+            "--tp-size",
+            str(c.tp_size),
+            "--batch-size",
+            str(c.batch_size),
+            "--input-len",
+            str(c.input_len),
+            "--output-len",
+            str(c.output_len),
+            *c.extra_args,
+        ]
+        speculative = [
+            "--speculative-algorithm",
+            "EAGLE3",
+            "--speculative-draft-model-path",
+            c.draft_model_path,
+            "--speculative-num-steps",
+            str(c.num_steps),
+            "--speculative-eagle-topk",
+            str(c.eagle_topk),
+            "--speculative-num-draft-tokens",
+            str(c.num_draft_tokens),
+        ]
         return [
-            Command("eagle3", (*common, *speculative, "--result-filename", str(context.out_dir / SPEC_FILE)),
-                    dict(c.env)),
-            Command("baseline", (*common, "--result-filename", str(context.out_dir / BASELINE_FILE)),
-                    dict(c.env)),
+            Command(
+                "eagle3",
+                (*common, *speculative, "--result-filename", str(context.out_dir / SPEC_FILE)),
+                dict(c.env),
+            ),
+            Command(
+                "baseline", (*common, "--result-filename", str(context.out_dir / BASELINE_FILE)), dict(c.env)
+            ),
         ]
 
     def profile_commands(self, context: RoundContext) -> list[Command]:
@@ -62,8 +87,13 @@ class SglangEagle3Bench(BuiltInSuite, kind="sglang-eagle3"):
         eagle3 = self.round_commands(context)[0]
         folder = context.out_dir / PROFILE_DIR
         folder.mkdir(parents=True, exist_ok=True)
-        return [Command("eagle3-profile", (*eagle3.argv, "--profile"),
-                        {**eagle3.env, "SGLANG_TORCH_PROFILER_DIR": str(folder)})]
+        return [
+            Command(
+                "eagle3-profile",
+                (*eagle3.argv, "--profile"),
+                {**eagle3.env, "SGLANG_TORCH_PROFILER_DIR": str(folder)},
+            )
+        ]
 
     def parse_profile(self, context: RoundContext, outputs: list[Output]) -> Profile:
         # Each tensor-parallel rank writes its own trace; rank 0's stands for them.

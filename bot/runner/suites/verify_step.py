@@ -44,10 +44,28 @@ class VerifyStepBench(BuiltInSuite, kind="verify-step"):
 
     def command(self, context: RoundContext, *extra: str) -> Command:
         c = self.config
-        argv = ["--out", str(context.out_dir / RESULT_FILE), "--pythonpath", str(context.worktree),
-                "--preset", c.preset, "--device", c.device, "--world-size", str(c.world_size),
-                "--cpu-world-size", str(c.cpu_world_size), "--iters", str(c.iters),
-                "--target-se", str(c.target_se), "--warmup-iters", str(c.warmup_iters), "--dtype", c.dtype]
+        argv = [
+            "--out",
+            str(context.out_dir / RESULT_FILE),
+            "--pythonpath",
+            str(context.worktree),
+            "--preset",
+            c.preset,
+            "--device",
+            c.device,
+            "--world-size",
+            str(c.world_size),
+            "--cpu-world-size",
+            str(c.cpu_world_size),
+            "--iters",
+            str(c.iters),
+            "--target-se",
+            str(c.target_se),
+            "--warmup-iters",
+            str(c.warmup_iters),
+            "--dtype",
+            c.dtype,
+        ]
         if c.verify_modes:
             argv += ["--verify-modes", ",".join(c.verify_modes)]
         if c.timeout:
@@ -112,8 +130,11 @@ class VerifyStepBench(BuiltInSuite, kind="verify-step"):
         if mode is not None and mode not in VERIFY_OF_MODE:
             raise RoundFailed(f"{RESULT_FILE}: unknown graph mode {str(mode)[:40]!r}")
         values = {name: finite(name, value) for name, value in metrics.items()}
-        declarations = {name: METRICS[name].model_copy(update={"mode": mode})
-                        for name in FOLLOW_THE_MODE if mode and name in values}
+        declarations = {
+            name: METRICS[name].model_copy(update={"mode": mode})
+            for name in FOLLOW_THE_MODE
+            if mode and name in values
+        }
         return Measurement(values, declarations, _spread(spread, values))
 
 

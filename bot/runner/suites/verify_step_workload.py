@@ -89,10 +89,12 @@ SAFE_ENV = {"NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1", "N
 # checkout under test) first on sys.path, where a planted `torch.py` or `bot/` would shadow the real
 # ones: it is taken off before anything is imported. Works before Python 3.11's -P, which an
 # engine's interpreter may predate.
-_BOOTSTRAP = ("import runpy, sys\n"
-              "if sys.path and sys.path[0] == '': del sys.path[0]\n"
-              "sys.argv = sys.argv[1:]\n"
-              "runpy.run_path(sys.argv[0], run_name='__main__')\n")
+_BOOTSTRAP = (
+    "import runpy, sys\n"
+    "if sys.path and sys.path[0] == '': del sys.path[0]\n"
+    "sys.argv = sys.argv[1:]\n"
+    "runpy.run_path(sys.argv[0], run_name='__main__')\n"
+)
 
 
 def command(python: str, *args: str) -> list[str]:
@@ -123,44 +125,87 @@ class Shape:
 
 PRESETS = {
     "full": Shape(),
-    "tiny": Shape(layers=2, hidden=64, heads=4, kv_heads=2, head_dim=16, experts=4, topk=2,
-                  moe_intermediate=64, context=32, vocab=256),
+    "tiny": Shape(
+        layers=2,
+        hidden=64,
+        heads=4,
+        kv_heads=2,
+        head_dim=16,
+        experts=4,
+        topk=2,
+        moe_intermediate=64,
+        context=32,
+        vocab=256,
+    ),
 }
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="verify_step_workload", description=__doc__.splitlines()[0])
     parser.add_argument("--out", required=True, help="JSON file for the medians (written by rank 0)")
-    parser.add_argument("--preset", choices=("auto", *PRESETS), default="auto",
-                        help="shape defaults: full on GPUs, tiny on CPU (auto)")
+    parser.add_argument(
+        "--preset",
+        choices=("auto", *PRESETS),
+        default="auto",
+        help="shape defaults: full on GPUs, tiny on CPU (auto)",
+    )
     parser.add_argument("--device", choices=("auto", "cuda", "cpu"), default="auto")
     parser.add_argument("--world-size", type=int, default=0, help="ranks (default: all GPUs, else 1)")
-    parser.add_argument("--cpu-world-size", type=int, default=1,
-                        help="ranks on a machine without GPUs, when --world-size is 0 (default 1)")
+    parser.add_argument(
+        "--cpu-world-size",
+        type=int,
+        default=1,
+        help="ranks on a machine without GPUs, when --world-size is 0 (default 1)",
+    )
     parser.add_argument("--iters", type=int, default=100, help="most timed calls per pass")
-    parser.add_argument("--target-se", type=float, default=0.001,
-                        help="stop timing a pass once the standard error of its median is this fraction "
-                             "of it (0: always --iters calls)")
+    parser.add_argument(
+        "--target-se",
+        type=float,
+        default=0.001,
+        help="stop timing a pass once the standard error of its median is this fraction "
+        "of it (0: always --iters calls)",
+    )
     parser.add_argument("--warmup-iters", type=int, default=5)
     parser.add_argument("--dtype", choices=("bfloat16", "float16", "float32"), default="bfloat16")
     parser.add_argument("--no-cuda-graphs", action="store_true", help="time eager mode only")
-    parser.add_argument("--graph", choices=("auto", *MODES), default="auto",
-                        help="the mode the engine runs, which cycle_ms and tok_s follow (auto: "
-                             "piecewise where CUDA graphs can run, else eager)")
-    parser.add_argument("--verify-modes", default="auto", metavar="MODE[,MODE]",
-                        help="verify passes to time: full, piecewise, eager (auto: the engine's mode)")
-    parser.add_argument("--profile", metavar="TRACE",
-                        help="time nothing: profile --profile-steps cycles and write the trace here")
+    parser.add_argument(
+        "--graph",
+        choices=("auto", *MODES),
+        default="auto",
+        help="the mode the engine runs, which cycle_ms and tok_s follow (auto: "
+        "piecewise where CUDA graphs can run, else eager)",
+    )
+    parser.add_argument(
+        "--verify-modes",
+        default="auto",
+        metavar="MODE[,MODE]",
+        help="verify passes to time: full, piecewise, eager (auto: the engine's mode)",
+    )
+    parser.add_argument(
+        "--profile",
+        metavar="TRACE",
+        help="time nothing: profile --profile-steps cycles and write the trace here",
+    )
     parser.add_argument("--profile-steps", type=int, default=5)
-    parser.add_argument("--no-step-map", action="store_true",
-                        help="profile without Python calls: no per-step map, no launching lines")
-    parser.add_argument("--serve", action="store_true",
-                        help="set up once, then run a round for each JSON line {\"out\": FILE} on standard "
-                             "input until it ends (a long-lived worker; --out and --timeout are unused)")
-    parser.add_argument("--allreduce", metavar="MODULE:FUNCTION",
-                        help="allreduce to use instead of torch.distributed.all_reduce")
-    parser.add_argument("--pythonpath", action="append", default=[],
-                        help="directory to import --allreduce from (repeatable)")
+    parser.add_argument(
+        "--no-step-map",
+        action="store_true",
+        help="profile without Python calls: no per-step map, no launching lines",
+    )
+    parser.add_argument(
+        "--serve",
+        action="store_true",
+        help='set up once, then run a round for each JSON line {"out": FILE} on standard '
+        "input until it ends (a long-lived worker; --out and --timeout are unused)",
+    )
+    parser.add_argument(
+        "--allreduce",
+        metavar="MODULE:FUNCTION",
+        help="allreduce to use instead of torch.distributed.all_reduce",
+    )
+    parser.add_argument(
+        "--pythonpath", action="append", default=[], help="directory to import --allreduce from (repeatable)"
+    )
     parser.add_argument("--seed", type=int, default=1234)
     parser.add_argument("--timeout", type=float, default=600, help="seconds before the ranks are killed")
     for field in fields(Shape):
@@ -189,12 +234,15 @@ def resolve_modes(args: argparse.Namespace, device: str, mode: str) -> tuple[str
         wanted = {m.strip() for m in args.verify_modes.split(",") if m.strip()}
         unknown = wanted - set(MODES)
         if unknown or not wanted:
-            raise SystemExit(f"verify_step_workload: --verify-modes {args.verify_modes}: choose from "
-                             f"{', '.join(MODES)}")
+            raise SystemExit(
+                f"verify_step_workload: --verify-modes {args.verify_modes}: choose from {', '.join(MODES)}"
+            )
         graphs = device == "cuda" and not args.no_cuda_graphs
         if not graphs and wanted - {"eager"}:
-            raise SystemExit(f"verify_step_workload: --verify-modes {args.verify_modes}: CUDA graphs do "
-                             f"not run here; use eager")
+            raise SystemExit(
+                f"verify_step_workload: --verify-modes {args.verify_modes}: CUDA graphs do "
+                f"not run here; use eager"
+            )
     return tuple(m for m in ("eager", "full", "piecewise") if m in wanted)
 
 
@@ -219,9 +267,13 @@ def launch(args: argparse.Namespace, argv: list[str]) -> int:
     mode = resolve_mode(args, device)  # refuse an impossible mode before starting any rank
     resolve_modes(args, device, mode)
     port = free_port()
-    peers = [subprocess.Popen(command(sys.executable, *argv, "--worker", "--device", device,
-                                      "--world-size", str(world)),
-                              env=worker_env(rank, world, port)) for rank in range(1, world)]
+    peers = [
+        subprocess.Popen(
+            command(sys.executable, *argv, "--worker", "--device", device, "--world-size", str(world)),
+            env=worker_env(rank, world, port),
+        )
+        for rank in range(1, world)
+    ]
     os.environ.update(worker_env(0, world, port))
     args.device, args.world_size = device, world
     # A serving worker has no deadline of its own: perfbot gives each round one, and ends it.
@@ -290,8 +342,14 @@ def free_port() -> int:
 
 
 def worker_env(rank: int, world: int, port: int) -> dict[str, str]:
-    env = {**os.environ, "RANK": str(rank), "LOCAL_RANK": str(rank), "WORLD_SIZE": str(world),
-           "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port)}
+    env = {
+        **os.environ,
+        "RANK": str(rank),
+        "LOCAL_RANK": str(rank),
+        "WORLD_SIZE": str(world),
+        "MASTER_ADDR": "127.0.0.1",
+        "MASTER_PORT": str(port),
+    }
     for key, value in SAFE_ENV.items():
         env.setdefault(key, value)
     return env
@@ -334,8 +392,12 @@ def run_rank(args: argparse.Namespace) -> None:
     # One rank exchanges nothing: its NCCL communicator is left to be made on first use (never, for
     # an allreduce that returns at one rank), which saves its set-up in every round.
     eager_init = device.type == "cuda" and world > 1
-    dist.init_process_group("nccl" if device.type == "cuda" else "gloo", rank=rank, world_size=world,
-                            device_id=device if eager_init else None)
+    dist.init_process_group(
+        "nccl" if device.type == "cuda" else "gloo",
+        rank=rank,
+        world_size=world,
+        device_id=device if eager_init else None,
+    )
     allreduce = load_allreduce(args.allreduce, args.pythonpath)
     started = {"start": round(imported - _STARTED, 3)}
     if not args.serve:
@@ -366,33 +428,58 @@ def requests(rank: int, world: int):
         yield Path(request[0])
 
 
-def one_round(args: argparse.Namespace, rank: int, world: int, device, allreduce: Callable, out: Path,
-              seed: int, seconds: dict[str, float]) -> None:
+def one_round(
+    args: argparse.Namespace,
+    rank: int,
+    world: int,
+    device,
+    allreduce: Callable,
+    out: Path,
+    seed: int,
+    seconds: dict[str, float],
+) -> None:
     import torch
 
     began = time.monotonic()
     shape = resolve_shape(args, device.type)
     torch.manual_seed(seed + rank)
-    bench = Bench(shape, world, device, getattr(torch, args.dtype), allreduce, args.iters, args.warmup_iters,
-                  args.target_se)
+    bench = Bench(
+        shape,
+        world,
+        device,
+        getattr(torch, args.dtype),
+        allreduce,
+        args.iters,
+        args.warmup_iters,
+        args.target_se,
+    )
     built = time.monotonic()
     mode = resolve_mode(args, device.type)
     graphs = device.type == "cuda" and not args.no_cuda_graphs
-    report: dict = {"graph": mode, "shape": asdict(shape), "world_size": world, "device": device.type,
-                    "dtype": args.dtype, "iters": args.iters, "allreduce": args.allreduce or "torch",
-                    "process": "worker" if args.serve else "fresh"}
+    report: dict = {
+        "graph": mode,
+        "shape": asdict(shape),
+        "world_size": world,
+        "device": device.type,
+        "dtype": args.dtype,
+        "iters": args.iters,
+        "allreduce": args.allreduce or "torch",
+        "process": "worker" if args.serve else "fresh",
+    }
     if args.profile:
         roots = None if args.no_step_map else [str(Path(p).resolve()) for p in args.pythonpath]
         steps = bench.profile(mode, Path(args.profile) if rank == 0 else None, args.profile_steps, roots)
         report["profiled"] = {"trace": args.profile, "steps": steps, "what": bench.cycle_name(mode)}
     else:
-        measured = bench.measure(cuda_graphs=graphs, mode=mode,
-                                 modes=resolve_modes(args, device.type, mode))
+        measured = bench.measure(cuda_graphs=graphs, mode=mode, modes=resolve_modes(args, device.type, mode))
         report["metrics"] = {name: m.value for name, m in measured.items()}
         report["spread"] = {name: {"se": m.se, "calls": m.calls} for name, m in measured.items()}
     bench.barrier()
-    report["seconds"] = {**seconds, "build": round(built - began, 3),
-                         "run": round(time.monotonic() - built, 3)}
+    report["seconds"] = {
+        **seconds,
+        "build": round(built - began, 3),
+        "run": round(time.monotonic() - built, 3),
+    }
     if rank == 0:
         write_atomically(out, json.dumps(report, indent=2))
     del bench  # a serving worker's next round builds everything again, graphs included
@@ -404,9 +491,11 @@ def load_allreduce(spec: str | None, paths: list[str]) -> Callable:
     import torch.distributed as dist
 
     if not spec:
+
         def in_place(tensor):
             dist.all_reduce(tensor)
             return tensor
+
         return in_place
     module_name, _, function_name = spec.partition(":")
     if not function_name:
@@ -416,6 +505,7 @@ def load_allreduce(spec: str | None, paths: list[str]) -> Callable:
 
 
 # ---------------------------------------------------------------- the per-step map's frames
+
 
 def annotate_trace(profiler, trace: Path, roots: list[str]) -> None:
     """Write into the exported trace which frame of the repository under test made each Python call.
@@ -443,9 +533,13 @@ def annotate_trace(profiler, trace: Path, roots: list[str]) -> None:
             fields = node.extra_fields
             callsite = fields.callsite if tag.endswith("PyCall") else None
             python.setdefault(node.name, []).append((node.start_time_ns, fields.caller, callsite))
-    offsets = sorted(e["ts"] - operators[e["args"]["External id"]] / 1000 for e in events
-                     if e.get("cat") == "cpu_op" and isinstance(e.get("args"), dict)
-                     and e["args"].get("External id") in operators)
+    offsets = sorted(
+        e["ts"] - operators[e["args"]["External id"]] / 1000
+        for e in events
+        if e.get("cat") == "cpu_op"
+        and isinstance(e.get("args"), dict)
+        and e["args"].get("External id") in operators
+    )
     if not offsets:
         return
     offset = offsets[len(offsets) // 2]
@@ -459,7 +553,7 @@ def annotate_trace(profiler, trace: Path, roots: list[str]) -> None:
             continue
         instant = (event["ts"] - offset) * 1000
         position = bisection.bisect_left(starts[event["name"]], instant)
-        near = [c for c in calls[max(position - 1, 0):position + 1] if abs(c[0] - instant) < 1000]
+        near = [c for c in calls[max(position - 1, 0) : position + 1] if abs(c[0] - instant) < 1000]
         if not near:
             continue
         _, caller, callsite = min(near, key=lambda c: abs(c[0] - instant))
@@ -560,8 +654,17 @@ def write_atomically(path: Path, text: str) -> None:
 class Bench:
     """The model of one rank and the timings taken on it."""
 
-    def __init__(self, shape: Shape, world: int, device, dtype, allreduce: Callable, iters: int, warmup: int,
-                 target_se: float = 0.0):
+    def __init__(
+        self,
+        shape: Shape,
+        world: int,
+        device,
+        dtype,
+        allreduce: Callable,
+        iters: int,
+        warmup: int,
+        target_se: float = 0.0,
+    ):
         import torch
 
         self.torch, self.shape, self.world, self.device, self.dtype = torch, shape, world, device, dtype
@@ -598,7 +701,8 @@ class Bench:
             "o": self.weight(heads * s.head_dim, s.hidden),
             "k_cache": self.cache(kv_heads),
             "v_cache": self.cache(kv_heads),
-            "heads": heads, "kv_heads": kv_heads,
+            "heads": heads,
+            "kv_heads": kv_heads,
         }
         if moe:
             layer["router"] = self.weight(s.hidden, s.experts)
@@ -669,6 +773,7 @@ class Bench:
 
     def eager(self, steps: Callable) -> Callable:
         """Run a forward pass, every allreduce through the allreduce under test."""
+
         def run():
             forward = steps()
             try:
@@ -677,6 +782,7 @@ class Bench:
                     partial = forward.send(self.allreduce(partial))
             except StopIteration as done:
                 return done.value
+
         return run
 
     def draft(self):
@@ -760,6 +866,7 @@ class Bench:
             if self.device.type == "cuda":
                 activities.append(ProfilerActivity.CUDA)
             trace.parent.mkdir(parents=True, exist_ok=True)
+
             # Kernels count in the step whose host window launched them (`kineto`), so the device
             # may run behind; the profiler drains it when it stops, after the last step's window.
             def export(done) -> None:
@@ -769,11 +876,18 @@ class Bench:
                 try:
                     annotate_trace(done, trace, roots)
                 except Exception as error:  # noqa: BLE001 - the map is extra: the kernel profile stands
-                    print(f"verify_step_workload: no per-step map: the trace's Python calls could not be "
-                          f"named ({type(error).__name__}: {error})", file=sys.stderr)
+                    print(
+                        f"verify_step_workload: no per-step map: the trace's Python calls could not be "
+                        f"named ({type(error).__name__}: {error})",
+                        file=sys.stderr,
+                    )
 
-            with profile(activities=activities, schedule=schedule(wait=0, warmup=1, active=steps, repeat=1),
-                         with_stack=roots is not None, on_trace_ready=export) as profiler:
+            with profile(
+                activities=activities,
+                schedule=schedule(wait=0, warmup=1, active=steps, repeat=1),
+                with_stack=roots is not None,
+                on_trace_ready=export,
+            ) as profiler:
                 for _ in range(steps + 1):
                     cycle()
                     profiler.step()
@@ -820,6 +934,7 @@ class Bench:
                 graph.replay()
                 received.copy_(self.allreduce(partial))
             graphs[-1].replay()
+
         return run
 
     def timed_ms(self, step: Callable) -> Timed:
@@ -892,8 +1007,9 @@ class Bench:
         torch = self.torch
         torch.cuda.synchronize()
         self.barrier()
-        events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
-                  for _ in range(calls)]
+        events = [
+            (torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(calls)
+        ]
         for start, end in events:
             start.record()
             step()

@@ -27,9 +27,13 @@ class Change:
     suspects: list[Landed]
 
     def to_dict(self) -> dict[str, Any]:
-        return {**self.point.to_dict(), "at": self.after.measured_at.isoformat(),
-                "sha_before": self.before.sha, "sha_after": self.after.sha,
-                "suspects": [s.to_dict() for s in self.suspects]}
+        return {
+            **self.point.to_dict(),
+            "at": self.after.measured_at.isoformat(),
+            "sha_before": self.before.sha,
+            "sha_after": self.after.sha,
+            "suspects": [s.to_dict() for s in self.suspects],
+        }
 
 
 @dataclass(frozen=True)
@@ -40,15 +44,24 @@ class History:
     merges: list[Landed]  # flagged merges in the window: the chart's markers
 
     def to_dict(self) -> dict[str, Any]:
-        return {"series": self.key.to_dict(),
-                "points": [{"sha": p.sha, "value": p.value, "measured_at": p.measured_at.isoformat()}
-                           for p in self.points],
-                "change_points": [c.to_dict() for c in self.changes],
-                "merges": [m.to_dict() for m in self.merges]}
+        return {
+            "series": self.key.to_dict(),
+            "points": [
+                {"sha": p.sha, "value": p.value, "measured_at": p.measured_at.isoformat()}
+                for p in self.points
+            ],
+            "change_points": [c.to_dict() for c in self.changes],
+            "merges": [m.to_dict() for m in self.merges],
+        }
 
 
-def history(store: Store, key: SeriesKey, since: datetime | None = None, until: datetime | None = None,
-            limit: int = DEFAULT_POINTS) -> History:
+def history(
+    store: Store,
+    key: SeriesKey,
+    since: datetime | None = None,
+    until: datetime | None = None,
+    limit: int = DEFAULT_POINTS,
+) -> History:
     points = store.dashboard.series(key.repo, key.suite, key.metric, since, until, limit)
     if not points:
         return History(key, [], [], [])
@@ -59,15 +72,18 @@ def history(store: Store, key: SeriesKey, since: datetime | None = None, until: 
         landed = store.dashboard.landed(key.repo, before.measured_at, after.measured_at)
         suspects = attribution.between(landed, before.measured_at, after.measured_at)
         changes.append(Change(cp, before, after, suspects))
-    markers = store.dashboard.landed(key.repo, points[0].measured_at, points[-1].measured_at,
-                                     flagged_only=True)
+    markers = store.dashboard.landed(
+        key.repo, points[0].measured_at, points[-1].measured_at, flagged_only=True
+    )
     return History(key, points, changes, markers)
 
 
 def around(store: Store, repo: str, at: datetime) -> list[History]:
     """Each series of ``repo`` from a week before ``at`` to a week after."""
-    return [history(store, key, at - AROUND, at + AROUND, AROUND_POINTS)
-            for key in store.dashboard.series_keys(frozenset({repo}))]
+    return [
+        history(store, key, at - AROUND, at + AROUND, AROUND_POINTS)
+        for key in store.dashboard.series_keys(frozenset({repo}))
+    ]
 
 
 @functools.lru_cache(maxsize=64)

@@ -27,9 +27,14 @@ class Listing:
     day: str
 
     def to_dict(self) -> dict[str, Any]:
-        return {"day": self.day, "cases": [case_dict(c) for c in self.cases],
-                "budget": {repo: {"spent_minutes": s.spent, "skipped": s.skipped,
-                                  "skipped_minutes": s.skipped_minutes} for repo, s in self.spending.items()}}
+        return {
+            "day": self.day,
+            "cases": [case_dict(c) for c in self.cases],
+            "budget": {
+                repo: {"spent_minutes": s.spent, "skipped": s.skipped, "skipped_minutes": s.skipped_minutes}
+                for repo, s in self.spending.items()
+            },
+        }
 
 
 @dataclass(frozen=True)
@@ -48,27 +53,50 @@ class CaseDetail:
     fingerprints: list[FingerprintRow]  # the original run's and today's, where they differ first
 
     def to_dict(self) -> dict[str, Any]:
-        rows = [{"key": r.key, "original": {"good": r.original_good, "bad": r.original_bad},
-                 "today": {"good": r.today_good, "bad": r.today_bad}} for r in self.fingerprints]
+        rows = [
+            {
+                "key": r.key,
+                "original": {"good": r.original_good, "bad": r.original_bad},
+                "today": {"good": r.today_good, "bad": r.today_bad},
+            }
+            for r in self.fingerprints
+        ]
         outcome = {k: v for k, v in self.outcome.items() if k != "fingerprints"}
         return {**case_dict(self.case), "outcome": outcome, "fingerprints": rows}
 
 
 def case_dict(case: RegressionCase) -> dict[str, Any]:
-    return {"key": case.key, "repo": case.repo, "suite": case.suite, "metric": case.metric or None,
-            "good": case.good_sha, "bad": case.bad_sha, "source": case.source, "state": case.state,
-            "label": states.LABELS.get(case.state, case.state),  # type: ignore[call-overload]
-            "change": case.change, "number": case.number, "requested_by": case.requested_by,
-            "run_url": case.run_url, "culprit": case.culprit_sha, "culprit_number": case.culprit_number,
-            "culprit_subject": case.culprit_subject, "gpu_seconds": round(case.gpu_minutes * 60),
-            "comment_url": case.comment_url, "issue_number": case.issue_number,
-            "superseded_by": case.superseded_by, "note": case.note,
-            "detected_at": _iso(case.detected_at), "updated_at": _iso(case.updated_at),
-            "finished_at": _iso(case.finished_at)}
+    return {
+        "key": case.key,
+        "repo": case.repo,
+        "suite": case.suite,
+        "metric": case.metric or None,
+        "good": case.good_sha,
+        "bad": case.bad_sha,
+        "source": case.source,
+        "state": case.state,
+        "label": states.LABELS.get(case.state, case.state),  # type: ignore[call-overload]
+        "change": case.change,
+        "number": case.number,
+        "requested_by": case.requested_by,
+        "run_url": case.run_url,
+        "culprit": case.culprit_sha,
+        "culprit_number": case.culprit_number,
+        "culprit_subject": case.culprit_subject,
+        "gpu_seconds": round(case.gpu_minutes * 60),
+        "comment_url": case.comment_url,
+        "issue_number": case.issue_number,
+        "superseded_by": case.superseded_by,
+        "note": case.note,
+        "detected_at": _iso(case.detected_at),
+        "updated_at": _iso(case.updated_at),
+        "finished_at": _iso(case.finished_at),
+    }
 
 
-def listing(services: Services, visible: frozenset[str] | None, repo: str | None = None,
-            sha: str | None = None) -> Listing:
+def listing(
+    services: Services, visible: frozenset[str] | None, repo: str | None = None, sha: str | None = None
+) -> Listing:
     """The cases shown: of ``repo`` and of commit ``sha`` (its bad point or its culprit) when given."""
     repos = visible if repo is None else frozenset({repo} & (visible if visible is not None else {repo}))
     found = services.store.watch.cases(repos, SHOWN)
@@ -94,19 +122,30 @@ def _fingerprints(services: Services, case: RegressionCase, outcome: dict[str, A
     if case.state != states.NOT_REPRODUCED or not today:
         return []
     original = _original(services, case)
-    keys = sorted({*today.get("good", {}), *today.get("bad", {}), *original.get("base", {}),
-                   *original.get("head", {})})
-    rows = [FingerprintRow(k, original.get("base", {}).get(k), today.get("good", {}).get(k),
-                           original.get("head", {}).get(k), today.get("bad", {}).get(k)) for k in keys]
-    return sorted(rows, key=lambda r: (r.original_good == r.today_good and r.original_bad == r.today_bad,
-                                       r.key))
+    keys = sorted(
+        {*today.get("good", {}), *today.get("bad", {}), *original.get("base", {}), *original.get("head", {})}
+    )
+    rows = [
+        FingerprintRow(
+            k,
+            original.get("base", {}).get(k),
+            today.get("good", {}).get(k),
+            original.get("head", {}).get(k),
+            today.get("bad", {}).get(k),
+        )
+        for k in keys
+    ]
+    return sorted(
+        rows, key=lambda r: (r.original_good == r.today_good and r.original_bad == r.today_bad, r.key)
+    )
 
 
 def _original(services: Services, case: RegressionCase) -> dict[str, dict[str, str]]:
     """The fingerprints the run that found the regression kept with its comparison (a merge run's),
     or nothing when no run of that span was stored."""
-    request = services.store.benchmarks.get(contract.correlation_id(
-        contract.work_key("merge", case.repo, case.bad_sha)))
+    request = services.store.benchmarks.get(
+        contract.correlation_id(contract.work_key("merge", case.repo, case.bad_sha))
+    )
     if request is None or request.id is None:
         return {}
     for result in services.store.benchmarks.results(request.id):

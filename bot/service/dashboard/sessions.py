@@ -28,9 +28,16 @@ def start(services: Services, sessions: SessionStore, login: str) -> str:
     now = services.now()
     sessions.delete_expired(now)
     token = secrets.token_urlsafe(32)
-    sessions.create(_key(token), DashboardSession(
-        login=login, private_repos=access.readable_private_repos(services, login), created_at=now,
-        checked_at=now, expires_at=now + LIFETIME))
+    sessions.create(
+        _key(token),
+        DashboardSession(
+            login=login,
+            private_repos=access.readable_private_repos(services, login),
+            created_at=now,
+            checked_at=now,
+            expires_at=now + LIFETIME,
+        ),
+    )
     return token
 
 

@@ -21,8 +21,9 @@ class TriageRefused(Exception):
         self.status = status
 
 
-def triage(services: Services, login: str, repo: str, number: int, state: str, fixed_by: int | None,
-           note: str) -> TriageEvent:
+def triage(
+    services: Services, login: str, repo: str, number: int, state: str, fixed_by: int | None, note: str
+) -> TriageEvent:
     """Record the triage, once GitHub confirms that ``login`` has write permission on ``repo``."""
     event = TriageEvent(state, fixed_by, _clean(note), login, services.now())
     _check(event)

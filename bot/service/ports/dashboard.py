@@ -57,13 +57,24 @@ class FlaggedMerge:
     acked: bool
 
     def to_dict(self) -> dict[str, Any]:
-        return {"repo": self.repo, "number": self.number, "title": self.title, "author": self.author,
-                "url": self.url, "merged_at": _iso(self.merged_at), "merge_sha": self.merge_sha,
-                "head_sha": self.head_sha, "risk": {"score": self.score, "level": self.level,
-                                                    "top_reason": self.top_reason},
-                "benchmark": {"verdict": self.verdict, "headline_metric": self.headline_metric,
-                              "headline_change": self.headline_change},
-                "triage": {"state": self.state, "fixed_by": self.fixed_by}, "acknowledged": self.acked}
+        return {
+            "repo": self.repo,
+            "number": self.number,
+            "title": self.title,
+            "author": self.author,
+            "url": self.url,
+            "merged_at": _iso(self.merged_at),
+            "merge_sha": self.merge_sha,
+            "head_sha": self.head_sha,
+            "risk": {"score": self.score, "level": self.level, "top_reason": self.top_reason},
+            "benchmark": {
+                "verdict": self.verdict,
+                "headline_metric": self.headline_metric,
+                "headline_change": self.headline_change,
+            },
+            "triage": {"state": self.state, "fixed_by": self.fixed_by},
+            "acknowledged": self.acked,
+        }
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,10 +104,17 @@ class BenchOutcome:
     comparison: dict[str, Any]  # the JSON of `perfbot compare`
 
     def to_dict(self) -> dict[str, Any]:
-        return {"suite": self.suite, "verdict": self.verdict, "headline_metric": self.headline_metric,
-                "headline_change": self.headline_change, "base_sha": self.base_sha,
-                "head_sha": self.head_sha, "on_default_branch": self.on_default_branch,
-                "created_at": _iso(self.created_at), "comparison": self.comparison}
+        return {
+            "suite": self.suite,
+            "verdict": self.verdict,
+            "headline_metric": self.headline_metric,
+            "headline_change": self.headline_change,
+            "base_sha": self.base_sha,
+            "head_sha": self.head_sha,
+            "on_default_branch": self.on_default_branch,
+            "created_at": _iso(self.created_at),
+            "comparison": self.comparison,
+        }
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,8 +126,13 @@ class TriageEvent:
     created_at: datetime
 
     def to_dict(self) -> dict[str, Any]:
-        return {"state": self.state, "fixed_by": self.fixed_by, "note": self.note, "user": self.user,
-                "created_at": _iso(self.created_at)}
+        return {
+            "state": self.state,
+            "fixed_by": self.fixed_by,
+            "note": self.note,
+            "user": self.user,
+            "created_at": _iso(self.created_at),
+        }
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,9 +150,16 @@ class BenchAttempt:
     created_at: datetime | None
 
     def to_dict(self) -> dict[str, Any]:
-        return {"suites": self.suites, "status": self.status, "conclusion": self.conclusion,
-                "error": self.error, "run_url": self.run_url, "trigger": self.trigger,
-                "head_sha": self.head_sha, "created_at": _iso(self.created_at)}
+        return {
+            "suites": self.suites,
+            "status": self.status,
+            "conclusion": self.conclusion,
+            "error": self.error,
+            "run_url": self.run_url,
+            "trigger": self.trigger,
+            "head_sha": self.head_sha,
+            "created_at": _iso(self.created_at),
+        }
 
 
 @dataclass(frozen=True, slots=True)
@@ -153,8 +183,15 @@ class SeriesKey:
     last_at: datetime | None
 
     def to_dict(self) -> dict[str, Any]:
-        return {"repo": self.repo, "suite": self.suite, "metric": self.metric, "unit": self.unit,
-                "better": self.better, "points": self.points, "last_at": _iso(self.last_at)}
+        return {
+            "repo": self.repo,
+            "suite": self.suite,
+            "metric": self.metric,
+            "unit": self.unit,
+            "better": self.better,
+            "points": self.points,
+            "last_at": _iso(self.last_at),
+        }
 
 
 @dataclass(frozen=True, slots=True)
@@ -178,9 +215,15 @@ class Landed:
     flagged: bool
 
     def to_dict(self) -> dict[str, Any]:
-        return {"number": self.number, "title": self.title, "merge_sha": self.merge_sha,
-                "merged_at": _iso(self.merged_at), "score": self.score, "level": self.level,
-                "flagged": self.flagged}
+        return {
+            "number": self.number,
+            "title": self.title,
+            "merge_sha": self.merge_sha,
+            "merged_at": _iso(self.merged_at),
+            "score": self.score,
+            "level": self.level,
+            "flagged": self.flagged,
+        }
 
 
 @dataclass(frozen=True, slots=True)
@@ -223,8 +266,9 @@ class DashboardStore(ABC):
         missing until `series_keys` lists it)."""
 
     @abstractmethod
-    def series(self, repo: str, suite: str, metric: str, since: datetime | None, until: datetime | None,
-               limit: int) -> list[Point]:
+    def series(
+        self, repo: str, suite: str, metric: str, since: datetime | None, until: datetime | None, limit: int
+    ) -> list[Point]:
         """The last ``limit`` points of the series in [since, until), oldest first."""
 
     @abstractmethod

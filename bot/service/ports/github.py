@@ -55,8 +55,9 @@ class GitHub(ABC):
         """A file's text at ``ref``; None when it does not exist there."""
 
     @abstractmethod
-    def upsert_comment(self, repo: str, number: int, marker: str, body: str,
-                       create: bool = True) -> int | None:
+    def upsert_comment(
+        self, repo: str, number: int, marker: str, body: str, create: bool = True
+    ) -> int | None:
         """Edit the bot's comment holding ``marker``, or create it (unless ``create`` is false);
         its id, None when there was none and none was created."""
 

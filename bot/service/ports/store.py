@@ -81,8 +81,16 @@ class Deliveries(ABC):
     raises `bot.service.failures.StorageUnavailable` when the database cannot be reached or written."""
 
     @abstractmethod
-    def claim(self, hook_id: str, guid: str, event: str, action: str | None, payload: bytes,
-              repo: str | None = None, subject: str | None = None) -> int | None:
+    def claim(
+        self,
+        hook_id: str,
+        guid: str,
+        event: str,
+        action: str | None,
+        payload: bytes,
+        repo: str | None = None,
+        subject: str | None = None,
+    ) -> int | None:
         """Record a new delivery; None when (hook_id, guid) was seen before. ``subject``: what it
         acts on (a pull request), of which one delivery is processed at a time."""
 
@@ -97,14 +105,26 @@ class Deliveries(ABC):
         """Extend ``owner``'s leases on ``delivery_ids`` to ``lease_s`` from now; how many it holds."""
 
     @abstractmethod
-    def finish(self, delivery_id: int, status: str, error: str | None = None, owner: str | None = None,
-               failure: str | None = None) -> bool:
+    def finish(
+        self,
+        delivery_id: int,
+        status: str,
+        error: str | None = None,
+        owner: str | None = None,
+        failure: str | None = None,
+    ) -> bool:
         """Mark a delivery done or failed (``failure``: its kind); with ``owner``, only while
         ``owner`` still holds it. Whether it was marked."""
 
     @abstractmethod
-    def release(self, delivery_id: int, error: str, retry_at: datetime | None = None,
-                owner: str | None = None, failure: str | None = None) -> None:
+    def release(
+        self,
+        delivery_id: int,
+        error: str,
+        retry_at: datetime | None = None,
+        owner: str | None = None,
+        failure: str | None = None,
+    ) -> None:
         """Give a failed attempt back so that a retry can take it (due at ``retry_at``, a moment on
         this process's clock: the database keeps what is left until then, on its own)."""
 
@@ -208,9 +228,14 @@ class Benchmarks(ABC):
         it is new (a retry or a replay of the same work finds the first)."""
 
     @abstractmethod
-    def admit(self, correlation_id: str, repo: str, number: int, user: str,
-              decide: Callable[[Admission], tuple[Decision, BenchRequest | None]]
-              ) -> tuple[Decision, BenchRequest | None]:
+    def admit(
+        self,
+        correlation_id: str,
+        repo: str,
+        number: int,
+        user: str,
+        decide: Callable[[Admission], tuple[Decision, BenchRequest | None]],
+    ) -> tuple[Decision, BenchRequest | None]:
         """Decide on a `/bench` and record what it starts in one transaction that no other
         admission interleaves with: ``decide`` gets the `Admission` facts as they are now and says
         what to do and which request (if any) to record; the decision, and the stored request."""
@@ -234,8 +259,14 @@ class Benchmarks(ABC):
         """A pull request's requests (None: the default branch's), newest first."""
 
     @abstractmethod
-    def complete(self, request: BenchRequest, results: list[BenchResult], points: list[MetricPoint],
-                 work_key: str, step_maps: Sequence[StoredStepMap] = ()) -> bool:
+    def complete(
+        self,
+        request: BenchRequest,
+        results: list[BenchResult],
+        points: list[MetricPoint],
+        work_key: str,
+        step_maps: Sequence[StoredStepMap] = (),
+    ) -> bool:
         """In one transaction: claim ``work_key``, store the request's final state, its results,
         the history points and the step maps (each replacing its repository and suite's); False
         (and nothing stored) when the work was done before."""
@@ -323,8 +354,9 @@ class Watch(ABC):
         new case, and whether the old one was moved."""
 
     @abstractmethod
-    def move(self, key: str, wanted: str, sources: tuple[str, ...], now: datetime,
-             **changes: object) -> RegressionCase | None:
+    def move(
+        self, key: str, wanted: str, sources: tuple[str, ...], now: datetime, **changes: object
+    ) -> RegressionCase | None:
         """Move the case to ``wanted`` (with ``changes`` to its other columns) only while its state
         is one of ``sources``; the moved case, or None when it stood elsewhere (or is unknown)."""
 
@@ -340,8 +372,9 @@ class Watch(ABC):
         """The case a bisect's benchmark request is of."""
 
     @abstractmethod
-    def of_series(self, repo: str, suite: str, metric: str, states: tuple[str, ...]
-                  ) -> list[RegressionCase]: ...
+    def of_series(
+        self, repo: str, suite: str, metric: str, states: tuple[str, ...]
+    ) -> list[RegressionCase]: ...
 
     @abstractmethod
     def cases(self, repos: frozenset[str] | None, limit: int = 200) -> list[RegressionCase]:
@@ -361,8 +394,17 @@ class Watch(ABC):
         """A default-branch series with each point's base, in the order it was measured."""
 
     @abstractmethod
-    def charge(self, key: str, repo: str, day: str, kind: str, level: str, minutes: float,
-               allows: Callable[[float], bool], now: datetime) -> bool:
+    def charge(
+        self,
+        key: str,
+        repo: str,
+        day: str,
+        kind: str,
+        level: str,
+        minutes: float,
+        allows: Callable[[float], bool],
+        now: datetime,
+    ) -> bool:
         """Charge ``minutes`` to the repository's ``day`` if ``allows(minutes spent that day)``, else
         record the work as skipped for the budget; in one transaction no other charge to the
         repository interleaves with. Charged before (``key``): what was decided then."""

@@ -24,8 +24,9 @@ bp.record_once(params.install_converters)
 
 @bp.get("/merges")
 def merges() -> Response:
-    page = state.current().services.store.dashboard.flagged_merges(params.merge_query(request.args,
-                                                                                      viewer.visible()))
+    page = state.current().services.store.dashboard.flagged_merges(
+        params.merge_query(request.args, viewer.visible())
+    )
     return jsonify(page_dict(page, "dashboard_api.merges"))
 
 
@@ -92,8 +93,9 @@ def me() -> Response:
 
 def detail(owner: str, name: str, number: int) -> MergeDetail:
     repo = params.repo(f"{owner}/{name}")
-    found = state.current().services.store.dashboard.merge_detail(repo,
-                                                                  number) if viewer.may_see(repo) else None
+    found = (
+        state.current().services.store.dashboard.merge_detail(repo, number) if viewer.may_see(repo) else None
+    )
     if found is None:
         raise NotFound(f"{repo}#{number} is not a merge on this dashboard")
     return found
@@ -129,14 +131,26 @@ def page_dict(page: MergePage, endpoint: str) -> dict[str, Any]:
         query["page"] = [str(number)]
         return url_for(endpoint, **query)
 
-    return {"items": [m.to_dict() for m in page.items], "total": page.total, "page": page.page,
-            "per_page": page.per_page, "pages": page.pages,
-            "links": {"self": link(page.page) or request.full_path, "next": link(page.page + 1),
-                      "prev": link(page.page - 1)}}
+    return {
+        "items": [m.to_dict() for m in page.items],
+        "total": page.total,
+        "page": page.page,
+        "per_page": page.per_page,
+        "pages": page.pages,
+        "links": {
+            "self": link(page.page) or request.full_path,
+            "next": link(page.page + 1),
+            "prev": link(page.page - 1),
+        },
+    }
 
 
 def detail_dict(found: MergeDetail) -> dict[str, Any]:
-    return {**found.merge.to_dict(), "reasons": found.reasons,
-            "results": [r.to_dict() for r in found.results], "acks": [a.to_dict() for a in found.acks],
-            "triage_history": [t.to_dict() for t in found.triage],
-            "attempts": [a.to_dict() for a in found.attempts]}
+    return {
+        **found.merge.to_dict(),
+        "reasons": found.reasons,
+        "results": [r.to_dict() for r in found.results],
+        "acks": [a.to_dict() for a in found.acks],
+        "triage_history": [t.to_dict() for t in found.triage],
+        "attempts": [a.to_dict() for a in found.attempts],
+    }

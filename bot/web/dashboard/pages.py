@@ -23,11 +23,22 @@ from bot.service.ports.dashboard import LEVELS, SORTS, STATES, TRIAGE_STATES, VE
 from .. import state
 from . import api, params, viewer
 
-bp = Blueprint("dashboard", __name__, template_folder="templates", static_folder="static",
-               static_url_path="/static/dashboard")
+bp = Blueprint(
+    "dashboard",
+    __name__,
+    template_folder="templates",
+    static_folder="static",
+    static_url_path="/static/dashboard",
+)
 bp.record_once(params.install_converters)
-STATE_LABELS = {"open": "open", "acknowledged": "acknowledged", "confirmed": "confirmed",
-                "false_alarm": "false alarm", "reverted": "reverted", "fixed": "fixed"}
+STATE_LABELS = {
+    "open": "open",
+    "acknowledged": "acknowledged",
+    "confirmed": "confirmed",
+    "false_alarm": "false alarm",
+    "reverted": "reverted",
+    "fixed": "fixed",
+}
 _FIXED_BY = re.compile(r"^#?(\d{1,9})$")
 _REPO = re.compile(r"[A-Za-z0-9][A-Za-z0-9-]{0,38}/[A-Za-z0-9._-]{1,100}")
 _REASON = re.compile(r"^(?P<what>.*?) \[[^\]]*\](?: at (?P<where>.*))?$", re.DOTALL)
@@ -37,9 +48,18 @@ _REASON = re.compile(r"^(?P<what>.*?) \[[^\]]*\](?: at (?P<where>.*))?$", re.DOT
 def merges() -> str:
     query = params.merge_query(request.args, viewer.visible())
     page = state.current().services.store.dashboard.flagged_merges(query)
-    return render_template("merges.html", nav="merges", page=page, query=query, repos=_repos(),
-                           levels=LEVELS, verdicts=VERDICTS, states=STATES, sorts=SORTS,
-                           api_url=url_for("dashboard_api.merges", **params.query_args(request.args)))
+    return render_template(
+        "merges.html",
+        nav="merges",
+        page=page,
+        query=query,
+        repos=_repos(),
+        levels=LEVELS,
+        verdicts=VERDICTS,
+        states=STATES,
+        sorts=SORTS,
+        api_url=url_for("dashboard_api.merges", **params.query_args(request.args)),
+    )
 
 
 @bp.get("/dashboard")
@@ -65,8 +85,15 @@ def triage(owner: str, name: str, number: int) -> ResponseReturnValue:
     if fixed_text and not fixed:
         return _merge_page(found, "the fixing pull request: a number like 1234"), 400
     try:
-        triages.triage(state.current().services, login, found.merge.repo, number, form.get("state", ""),
-                       int(fixed[1]) if fixed else None, form.get("note", ""))
+        triages.triage(
+            state.current().services,
+            login,
+            found.merge.repo,
+            number,
+            form.get("state", ""),
+            int(fixed[1]) if fixed else None,
+            form.get("note", ""),
+        )
     except triages.TriageRefused as refused:
         return _merge_page(found, str(refused)), refused.status
     return redirect(f"{here}#triage", 303)
@@ -81,16 +108,26 @@ def history() -> str:
         key = api.series_key()
         since, until = params.dates(request.args)
         found = histories.history(store, key, since, until, params.points(request.args))
-    return render_template("history.html", nav="history", keys=keys, history=found,
-                           plot=_chart(found, "history-chart") if found and found.points else None,
-                           api_url=url_for("dashboard_api.history", **params.query_args(request.args)))
+    return render_template(
+        "history.html",
+        nav="history",
+        keys=keys,
+        history=found,
+        plot=_chart(found, "history-chart") if found and found.points else None,
+        api_url=url_for("dashboard_api.history", **params.query_args(request.args)),
+    )
 
 
 @bp.get("/calibration")
 def calibration() -> str:
     overall, per_repo = calibrations.calibration(state.current().services.store, viewer.visible())
-    return render_template("calibration.html", nav="calibration", overall=overall, per_repo=per_repo,
-                           api_url=url_for("dashboard_api.calibration"))
+    return render_template(
+        "calibration.html",
+        nav="calibration",
+        overall=overall,
+        per_repo=per_repo,
+        api_url=url_for("dashboard_api.calibration"),
+    )
 
 
 @bp.errorhandler(HTTPException)
@@ -101,9 +138,14 @@ def error(failure: HTTPException) -> tuple[str, int]:
 
 @bp.app_context_processor
 def context() -> dict[str, Any]:
-    return {"viewer": viewer.current(), "sign_in": state.current().services.sign_in is not None,
-            "state_labels": STATE_LABELS, "triage_states": TRIAGE_STATES, "commit_url": commit_url,
-            "file_url": file_url}
+    return {
+        "viewer": viewer.current(),
+        "sign_in": state.current().services.sign_in is not None,
+        "state_labels": STATE_LABELS,
+        "triage_states": TRIAGE_STATES,
+        "commit_url": commit_url,
+        "file_url": file_url,
+    }
 
 
 def commit_url(repo: str, sha: str | None) -> str | None:
@@ -190,10 +232,22 @@ def _merge_page(found: MergeDetail, problem: str | None = None) -> str:
     around = histories.around(store, merge.repo, merge.merged_at) if merge.merged_at else []
     charts = [_chart(h, f"chart-{i}", merge.merged_at) for i, h in enumerate(around) if h.points]
     rounds = [_round_charts(r.comparison, f"rounds-{i}") for i, r in enumerate(found.results)]
-    return render_template("merge.html", nav="merges", detail=found, merge=merge, charts=charts,
-                           rounds=rounds, histories=[h for h in around if h.points], problem=problem,
-                           api_url=url_for("dashboard_api.merge", owner=merge.repo.split("/")[0],
-                                           name=merge.repo.split("/")[1], number=merge.number))
+    return render_template(
+        "merge.html",
+        nav="merges",
+        detail=found,
+        merge=merge,
+        charts=charts,
+        rounds=rounds,
+        histories=[h for h in around if h.points],
+        problem=problem,
+        api_url=url_for(
+            "dashboard_api.merge",
+            owner=merge.repo.split("/")[0],
+            name=merge.repo.split("/")[1],
+            number=merge.number,
+        ),
+    )
 
 
 def _chart(found: History, chart_id: str, marker: datetime | None = None) -> dict[str, Any]:
@@ -207,11 +261,26 @@ def _chart(found: History, chart_id: str, marker: datetime | None = None) -> dic
         "better": key.better,
         "x": [int(p.measured_at.timestamp()) for p in found.points],
         "y": [p.value for p in found.points],
-        "changes": [{"i": c.point.index, "direction": c.point.direction, "change": round(c.point.change, 4),
-                     "before": c.point.before, "after": c.point.after} for c in found.changes],
-        "merges": [{"t": int(m.merged_at.timestamp()), "n": m.number, "level": m.level,
-                    "url": _merge_url(m.repo, m.number)}
-                   for m in found.merges if m.merged_at is not None],
+        "changes": [
+            {
+                "i": c.point.index,
+                "direction": c.point.direction,
+                "change": round(c.point.change, 4),
+                "before": c.point.before,
+                "after": c.point.after,
+            }
+            for c in found.changes
+        ],
+        "merges": [
+            {
+                "t": int(m.merged_at.timestamp()),
+                "n": m.number,
+                "level": m.level,
+                "url": _merge_url(m.repo, m.number),
+            }
+            for m in found.merges
+            if m.merged_at is not None
+        ],
         # Where a click on each point goes: its merge's page where a flagged merge made the
         # commit, else the commit on GitHub.
         "links": [pages.get(p.sha) or commit_url(key.repo, p.sha) for p in found.points],
@@ -228,9 +297,16 @@ def _round_charts(comparison: dict[str, Any], prefix: str) -> list[dict[str, Any
     for i, c in enumerate(found[:5] if isinstance(found, list) else []):
         if isinstance(c, dict) and _drawable(c.get("labels"), c.get("base"), c.get("head")):
             change = c.get("change")
-            charts.append({"id": f"{prefix}-{i}", "labels": c["labels"], "base": c["base"], "head": c["head"],
-                           "change": change if _number(change) else None,
-                           **{key: str(c.get(key, "")) for key in ("metric", "unit", "better", "verdict")}})
+            charts.append(
+                {
+                    "id": f"{prefix}-{i}",
+                    "labels": c["labels"],
+                    "base": c["base"],
+                    "head": c["head"],
+                    "change": change if _number(change) else None,
+                    **{key: str(c.get(key, "")) for key in ("metric", "unit", "better", "verdict")},
+                }
+            )
     return charts
 
 
@@ -244,8 +320,11 @@ def _drawable(labels: object, base: object, head: object) -> bool:
     if not (isinstance(labels, list) and isinstance(base, list) and isinstance(head, list)):
         return False
     same = len(labels) == len(base) == len(head) > 0
-    return same and all(isinstance(label, str) for label in labels) and \
-        all(v is None or _number(v) for v in [*base, *head])
+    return (
+        same
+        and all(isinstance(label, str) for label in labels)
+        and all(v is None or _number(v) for v in [*base, *head])
+    )
 
 
 def _number(value: object) -> bool:

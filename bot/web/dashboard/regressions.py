@@ -38,16 +38,23 @@ def _detail(key: str) -> regressions.CaseDetail:
 
 @bp.get("/regressions")
 def index() -> str:
-    api_url = url_for("regressions.index_json", repo=request.args.get("repo") or None,
-                      sha=request.args.get("sha") or None)
-    return render_template("regressions.html", nav="regressions", listing=_listing(), case_labels=LABELS,
-                           api_url=api_url)
+    api_url = url_for(
+        "regressions.index_json", repo=request.args.get("repo") or None, sha=request.args.get("sha") or None
+    )
+    return render_template(
+        "regressions.html", nav="regressions", listing=_listing(), case_labels=LABELS, api_url=api_url
+    )
 
 
 @bp.get("/regressions/<key>")
 def case(key: str) -> str:
-    return render_template("regression.html", nav="regressions", found=_detail(key), case_labels=LABELS,
-                           api_url=url_for("regressions.case_json", key=key))
+    return render_template(
+        "regression.html",
+        nav="regressions",
+        found=_detail(key),
+        case_labels=LABELS,
+        api_url=url_for("regressions.case_json", key=key),
+    )
 
 
 @bp.get("/api/v1/regressions")

@@ -13,13 +13,26 @@ from tests.core.bench.zips import archive, bomb, lying_sizes
 
 
 def test_top_level_results_and_summary_are_read():
-    read = artifact.read(archive({"results.json": b"{}", "results.verify-step.json": b"[]", "summary.md": "# s"}))
+    read = artifact.read(
+        archive({"results.json": b"{}", "results.verify-step.json": b"[]", "summary.md": "# s"})
+    )
     assert read.files == {"results.json": b"{}", "results.verify-step.json": b"[]", "summary.md": b"# s"}
     assert read.skipped == ()
 
 
-@pytest.mark.parametrize("name", ["../results.json", "/etc/results.json", "sub/results.json",
-                                  "..\\results.json", "C:\\results.json", "results.exe", ".json", "a b.json"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "../results.json",
+        "/etc/results.json",
+        "sub/results.json",
+        "..\\results.json",
+        "C:\\results.json",
+        "results.exe",
+        ".json",
+        "a b.json",
+    ],
+)
 def test_entries_outside_the_top_level_or_not_results_are_skipped_and_named(name):
     read = artifact.read(archive({name: b"{}", "results.json": b"{}"}))
     assert set(read.files) == {"results.json"}
@@ -27,7 +40,9 @@ def test_entries_outside_the_top_level_or_not_results_are_skipped_and_named(name
 
 
 def test_links_and_folders_are_skipped():
-    read = artifact.read(archive({"results.json": b"{}"}, links={"summary.md": "/etc/passwd"}, folders=("x",)))
+    read = artifact.read(
+        archive({"results.json": b"{}"}, links={"summary.md": "/etc/passwd"}, folders=("x",))
+    )
     assert set(read.files) == {"results.json"}
     assert any("not a regular file" in line for line in read.skipped)
     assert any("a folder" in line for line in read.skipped)
@@ -105,17 +120,29 @@ def test_exactly_the_most_entries_are_read_and_an_encrypted_entry_is_skipped():
 
 
 def test_the_caps_are_the_documented_ones():
-    assert (artifact.MAX_ENTRIES, artifact.MAX_FILE_BYTES, artifact.MAX_TOTAL_BYTES) == (64, 32 * 2**20, 64 * 2**20)
+    assert (artifact.MAX_ENTRIES, artifact.MAX_FILE_BYTES, artifact.MAX_TOTAL_BYTES) == (
+        64,
+        32 * 2**20,
+        64 * 2**20,
+    )
 
 
 def test_a_file_of_exactly_the_cap_is_read_whole():
-    assert artifact.read(uploaded({"results.json": b"y" * 1000}), max_file=1000).files["results.json"] == b"y" * 1000
+    assert (
+        artifact.read(uploaded({"results.json": b"y" * 1000}), max_file=1000).files["results.json"]
+        == b"y" * 1000
+    )
 
 
-@pytest.mark.parametrize(("name", "why"), [("sub/results.json", "not at the top level of the artifact"),
-                                           ("..\\results.json", "not at the top level of the artifact"),
-                                           ("..results.json", "not at the top level of the artifact"),
-                                           ("results.exe", "not a *.json or *.md file")])
+@pytest.mark.parametrize(
+    ("name", "why"),
+    [
+        ("sub/results.json", "not at the top level of the artifact"),
+        ("..\\results.json", "not at the top level of the artifact"),
+        ("..results.json", "not at the top level of the artifact"),
+        ("results.exe", "not a *.json or *.md file"),
+    ],
+)
 def test_each_skipped_entry_says_why(name, why):
     assert artifact.read(uploaded({name: b"{}"})).skipped == (f"{name}: {why}",)
 

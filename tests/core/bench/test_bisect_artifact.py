@@ -23,26 +23,48 @@ FLAT = bisect_report.side_fingerprints(FINGERPRINT, {**FINGERPRINT, "driver": "9
 
 def measurement(purpose, base, head, outcome, ratio=1.5, path=None):
     verdict = "regression" if outcome == "bad" else "unchanged"
-    return bisect_report.Measurement(purpose, base, head, outcome, verdict, ratio, (ratio - 0.1, ratio + 0.1),
-                                     0.001, path or f"/runner/tmp/{purpose}-{head[:10]}.json", "why")
+    return bisect_report.Measurement(
+        purpose,
+        base,
+        head,
+        outcome,
+        verdict,
+        ratio,
+        (ratio - 0.1, ratio + 0.1),
+        0.001,
+        path or f"/runner/tmp/{purpose}-{head[:10]}.json",
+        "why",
+    )
 
 
 def culprit_report(subject: str = "Fix PCG MoE error") -> dict[str, Any]:
     blank = RiskReport(score=0, level="none", profile="generic", files=[], signals=[])
     suspects = {sha: bisect_report.Suspect(sha, subject, blank) for sha in (FIRST, SECOND, BAD)}
-    runs = [measurement("reference", GOOD, BAD, "bad", path=bisect_report.REFERENCE_RESULTS),
-            measurement("probe", GOOD, FIRST, "ok"), measurement("probe", GOOD, SECOND, "bad")]
+    runs = [
+        measurement("reference", GOOD, BAD, "bad", path=bisect_report.REFERENCE_RESULTS),
+        measurement("probe", GOOD, FIRST, "ok"),
+        measurement("probe", GOOD, SECOND, "bad"),
+    ]
     report = bisect_report.conclude(
-        bisection.Culprit(SECOND, FIRST, 3), good=GOOD, bad=BAD, suite=SUITE, metric="step_ms",
-        commits=[FIRST, SECOND, BAD], suspects=suspects, measurements=runs,
+        bisection.Culprit(SECOND, FIRST, 3),
+        good=GOOD,
+        bad=BAD,
+        suite=SUITE,
+        metric="step_ms",
+        commits=[FIRST, SECOND, BAD],
+        suspects=suspects,
+        measurements=runs,
         confirmation=measurement("confirm", FIRST, SECOND, "bad", 1.25, path=bisect_report.CONFIRM_RESULTS),
-        fingerprints=FLAT)
+        fingerprints=FLAT,
+    )
     return dict(report.to_dict())
 
 
 def not_reproduced_report() -> dict[str, Any]:
     reference = measurement("reference", GOOD, BAD, None, 1.0, path=bisect_report.REFERENCE_RESULTS)
-    report = bisect_report.not_reproduced(reference, suite=SUITE, metric="step_ms", commits=3, fingerprints=FLAT)
+    report = bisect_report.not_reproduced(
+        reference, suite=SUITE, metric="step_ms", commits=3, fingerprints=FLAT
+    )
     return dict(report.to_dict())
 
 
@@ -99,8 +121,11 @@ def test_not_reproduced_keeps_the_reference_and_shows_both_fingerprints():
 
 def test_a_report_about_other_commits_or_another_suite_is_a_problem_and_no_outcome():
     files = artifact(culprit_report())
-    for asked, says in (({"good": FIRST}, "GOOD is aaaa"), ({"bad": FIRST}, "BAD is dddd"),
-                        ({"suite": "other"}, "suite is spin")):
+    for asked, says in (
+        ({"good": FIRST}, "GOOD is aaaa"),
+        ({"bad": FIRST}, "BAD is dddd"),
+        ({"suite": "other"}, "suite is spin"),
+    ):
         outcome, problems = read(files, **asked)
         assert outcome is None and len(problems) == 1 and says in problems[0], problems
 
@@ -110,7 +135,9 @@ def test_results_files_that_measured_other_commits_are_problems():
     assert outcome is None and "reference.results.json: measured" in problems[0]
     outcome, problems = read(artifact(culprit_report(), **{"confirm.results.json": results(GOOD, SECOND)}))
     assert outcome is None and "confirm.results.json: measured" in problems[0]
-    outcome, problems = read(artifact(culprit_report(), **{"confirm.results.json": results(FIRST, SECOND, "x")}))
+    outcome, problems = read(
+        artifact(culprit_report(), **{"confirm.results.json": results(FIRST, SECOND, "x")})
+    )
     assert outcome is None and "on x" in problems[0]
 
 
@@ -148,16 +175,37 @@ def test_strings_from_the_artifact_are_inert_in_the_markdown():
     assert outcome.markdown.count("<img") == outcome.markdown.count("\\<img") > 0  # escaped, inert
 
 
-JSON = st.recursive(st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=20),
-                    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=10), inner,
-                                                                                 max_size=4), max_leaves=20)
-FIELDS = st.sampled_from(["schema", "status", "good", "bad", "suite", "metric", "commits", "culprit",
-                          "conclusion", "runs", "reference", "measurements", "fingerprints"])
+JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=20),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=10), inner, max_size=4),
+    max_leaves=20,
+)
+FIELDS = st.sampled_from(
+    [
+        "schema",
+        "status",
+        "good",
+        "bad",
+        "suite",
+        "metric",
+        "commits",
+        "culprit",
+        "conclusion",
+        "runs",
+        "reference",
+        "measurements",
+        "fingerprints",
+    ]
+)
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.dictionaries(st.sampled_from(["bisect.json", "reference.results.json", "confirm.results.json",
-                                        "summary.md"]), st.binary(max_size=200)))
+@given(
+    st.dictionaries(
+        st.sampled_from(["bisect.json", "reference.results.json", "confirm.results.json", "summary.md"]),
+        st.binary(max_size=200),
+    )
+)
 def test_arbitrary_bytes_never_raise(files):
     outcome, problems = read(files)
     assert outcome is None and problems
@@ -169,8 +217,11 @@ def test_a_valid_report_with_arbitrary_values_in_its_fields_never_raises(changes
     report = culprit_report() if reproduced else not_reproduced_report()
     for key, value in changes:
         report[key] = value
-    outcome, problems = read(artifact(report) if isinstance(report.get("culprit"), dict | None)
-                             else {"bisect.json": json.dumps(report).encode()})
+    outcome, problems = read(
+        artifact(report)
+        if isinstance(report.get("culprit"), dict | None)
+        else {"bisect.json": json.dumps(report).encode()}
+    )
     assert outcome is not None or problems
     if outcome is not None:
         assert outcome.good == GOOD and outcome.bad == BAD and outcome.suite == SUITE

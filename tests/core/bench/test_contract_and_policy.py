@@ -15,8 +15,10 @@ from bot.core.pulls import PullInfo
 
 NOW = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
 HEAD, BASE = "a" * 40, "b" * 40
-CONFIG = load("bench:\n  suites:\n    quick: {kind: command, command: 'true'}\n"
-              "  dispatch: {max_rounds: 20, cooldown: {user: 600, pr: 60}}\n").bench
+CONFIG = load(
+    "bench:\n  suites:\n    quick: {kind: command, command: 'true'}\n"
+    "  dispatch: {max_rounds: 20, cooldown: {user: 600, pr: 60}}\n"
+).bench
 
 
 def pushed(*shas: str, same_second: bool = False) -> policy.Seen:
@@ -28,27 +30,61 @@ def pushed(*shas: str, same_second: bool = False) -> policy.Seen:
 def facts(**changes) -> policy.Facts:
     """The facts of a maintainer's command on an open pull request of the repository itself;
     ``pull={"fork": True}`` makes it come from a fork."""
-    pull = dict(repo="o/r", number=7, open=True, draft=False, head_sha=HEAD, base_sha=BASE,
-                head_repo="o/r", author="author", html_url="https://github.com/o/r/pull/7")
+    pull = dict(
+        repo="o/r",
+        number=7,
+        open=True,
+        draft=False,
+        head_sha=HEAD,
+        base_sha=BASE,
+        head_repo="o/r",
+        author="author",
+        html_url="https://github.com/o/r/pull/7",
+    )
     wanted = changes.pop("pull", {})
     if wanted.pop("fork", False):
         wanted["head_repo"] = "stranger/r"
-    base = dict(pull=PullInfo(**{**pull, **wanted}), login="maintainer", permission="write", approved=False,
-                seen=pushed(HEAD), active=None, user_last=None, pr_last=None, now=NOW)
+    base = dict(
+        pull=PullInfo(**{**pull, **wanted}),
+        login="maintainer",
+        permission="write",
+        approved=False,
+        seen=pushed(HEAD),
+        active=None,
+        user_last=None,
+        pr_last=None,
+        now=NOW,
+    )
     return policy.Facts(**{**base, **changes})
 
 
 def test_the_inputs_are_the_contracts_seven_strings():
     inputs = contract.inputs(7, BASE, HEAD, ("verify-step", "quick"), 5, None, "pb-1")
-    assert inputs == {"pr": "7", "base-sha": BASE, "head-sha": HEAD, "suites": "verify-step quick",
-                      "rounds": "5", "max-rounds": "", "correlation-id": "pb-1"}
+    assert inputs == {
+        "pr": "7",
+        "base-sha": BASE,
+        "head-sha": HEAD,
+        "suites": "verify-step quick",
+        "rounds": "5",
+        "max-rounds": "",
+        "correlation-id": "pb-1",
+    }
     assert contract.inputs(None, BASE, HEAD, ("s",), None, None, "c")["pr"] == ""
 
 
 def test_the_bisect_inputs_are_the_bench_inputs_of_one_suite_without_a_pull_request_plus_mode_and_metric():
     inputs = contract.bisect_inputs(BASE, HEAD, "verify-step", "verify_ms", 3, 5, "pb-2")
-    assert inputs == {"pr": "", "base-sha": BASE, "head-sha": HEAD, "suites": "verify-step", "rounds": "3",
-                      "max-rounds": "5", "correlation-id": "pb-2", "mode": "bisect", "metric": "verify_ms"}
+    assert inputs == {
+        "pr": "",
+        "base-sha": BASE,
+        "head-sha": HEAD,
+        "suites": "verify-step",
+        "rounds": "3",
+        "max-rounds": "5",
+        "correlation-id": "pb-2",
+        "mode": "bisect",
+        "metric": "verify_ms",
+    }
     assert contract.bisect_inputs(BASE, HEAD, "s", "", None, None, "c")["metric"] == ""
     assert "mode" not in contract.inputs(None, BASE, HEAD, ("s",), None, None, "c")
 
@@ -101,8 +137,17 @@ def test_help_is_for_everyone():
     assert policy.decide(grammar.Help(), facts(permission="none"), CONFIG) == policy.ShowHelp()
 
 
-@pytest.mark.parametrize("command", [grammar.Run(), grammar.Approve(), grammar.Cancel(), grammar.Ack("x"),
-                                     grammar.Invalid("x"), grammar.Help()])
+@pytest.mark.parametrize(
+    "command",
+    [
+        grammar.Run(),
+        grammar.Approve(),
+        grammar.Cancel(),
+        grammar.Ack("x"),
+        grammar.Invalid("x"),
+        grammar.Help(),
+    ],
+)
 def test_the_answer_to_someone_without_write_access_needs_no_other_fact(command):
     assert policy.without_write(command) == policy.decide(command, facts(permission="read"), CONFIG)
 
@@ -114,9 +159,12 @@ def test_a_closed_pull_request_is_not_benchmarked():
 
 def test_a_fork_needs_an_approval_of_its_current_head():
     refused = policy.decide(grammar.Run(), facts(pull={"fork": True}), CONFIG)
-    assert isinstance(refused, policy.Refuse) and "fork" in refused.reason and "/bench approve" in refused.hint
-    assert isinstance(policy.decide(grammar.Run(), facts(pull={"fork": True}, approved=True), CONFIG),
-                      policy.Dispatch)
+    assert (
+        isinstance(refused, policy.Refuse) and "fork" in refused.reason and "/bench approve" in refused.hint
+    )
+    assert isinstance(
+        policy.decide(grammar.Run(), facts(pull={"fork": True}, approved=True), CONFIG), policy.Dispatch
+    )
     assert policy.decide(grammar.Approve(), facts(pull={"fork": True}), CONFIG) == policy.ApproveHead(HEAD)
 
 
@@ -124,7 +172,9 @@ def test_an_approval_binds_to_the_head_its_author_read():
     older = "c" * 40
     reviewed = policy.Seen(reviewed=older)
     assert policy.decide(grammar.Approve(), facts(seen=reviewed), CONFIG) == policy.ApproveHead(older, False)
-    assert policy.decide(grammar.Approve(), facts(seen=pushed(older, HEAD)), CONFIG) == policy.ApproveHead(HEAD)
+    assert policy.decide(grammar.Approve(), facts(seen=pushed(older, HEAD)), CONFIG) == policy.ApproveHead(
+        HEAD
+    )
     for seen in (pushed(HEAD, older), policy.Seen()):  # the head came after the comment; nothing known
         refused = policy.decide(grammar.Approve(), facts(seen=seen), CONFIG)
         assert isinstance(refused, policy.Refuse) and f"/bench approve {HEAD}" in refused.hint
@@ -134,7 +184,9 @@ def test_an_approval_binds_to_the_head_its_author_read():
 def test_an_older_head_pushed_again_after_the_comment_is_not_the_one_read():
     """X, then R before the comment; X again after it (not among the pushes before): R was read."""
     unread, read = "c" * 40, HEAD
-    refused = policy.decide(grammar.Approve(), facts(seen=pushed(unread, read), pull={"head_sha": unread}), CONFIG)
+    refused = policy.decide(
+        grammar.Approve(), facts(seen=pushed(unread, read), pull={"head_sha": unread}), CONFIG
+    )
     assert isinstance(refused, policy.Refuse) and f"({read[:12]})" in refused.reason
     assert f"/bench approve {unread}" in refused.hint
 
@@ -142,8 +194,9 @@ def test_an_older_head_pushed_again_after_the_comment_is_not_the_one_read():
 def test_pushes_in_the_same_second_before_the_comment_do_not_say_which_was_read():
     refused = policy.decide(grammar.Approve(), facts(seen=pushed("c" * 40, HEAD, same_second=True)), CONFIG)
     assert isinstance(refused, policy.Refuse) and "same second" in refused.reason
-    assert policy.decide(grammar.Approve(), facts(seen=pushed(HEAD, HEAD, same_second=True)), CONFIG) == \
-        policy.ApproveHead(HEAD)
+    assert policy.decide(
+        grammar.Approve(), facts(seen=pushed(HEAD, HEAD, same_second=True)), CONFIG
+    ) == policy.ApproveHead(HEAD)
 
 
 def test_a_named_sha_binds_in_full_and_a_prefix_picks_one_push_before_the_comment():
@@ -163,13 +216,19 @@ def test_a_named_sha_binds_in_full_and_a_prefix_picks_one_push_before_the_commen
 HEX = st.text("0123456789abcdef", min_size=40, max_size=40)
 
 
-@given(named=st.one_of(st.none(), st.text("0123456789abcdef", min_size=7, max_size=40)),
-       pushes=st.lists(st.tuples(HEX, st.integers(0, 5)), max_size=6), head=HEX)
+@given(
+    named=st.one_of(st.none(), st.text("0123456789abcdef", min_size=7, max_size=40)),
+    pushes=st.lists(st.tuples(HEX, st.integers(0, 5)), max_size=6),
+    head=HEX,
+)
 def test_an_approval_is_of_a_full_sha_the_comment_named_or_pushed_before_it(named, pushes, head):
     """Whatever the comment names and whatever was pushed before it: what is approved is the full
     SHA named, or one push before the comment (the one a prefix names, alone), never another head."""
-    seen = policy.Seen(pushes=tuple(policy.Push(sha, NOW - timedelta(seconds=10 - s))
-                                    for sha, s in sorted(pushes, key=lambda p: p[1])))
+    seen = policy.Seen(
+        pushes=tuple(
+            policy.Push(sha, NOW - timedelta(seconds=10 - s)) for sha, s in sorted(pushes, key=lambda p: p[1])
+        )
+    )
     decision = policy.decide(grammar.Approve(named), facts(seen=seen, pull={"head_sha": head}), CONFIG)
     if isinstance(decision, policy.Refuse):
         assert f"/bench approve {head}" in decision.hint
@@ -195,8 +254,12 @@ def test_no_refusal_hint_reads_as_a_command(command):
 def test_cooldowns_per_person_and_per_pull_request():
     recent = policy.decide(grammar.Run(), facts(user_last=NOW - timedelta(seconds=30)), CONFIG)
     assert isinstance(recent, policy.Refuse) and "10 min" in recent.hint
-    assert isinstance(policy.decide(grammar.Run(), facts(pr_last=NOW - timedelta(seconds=59)), CONFIG), policy.Refuse)
-    assert isinstance(policy.decide(grammar.Run(), facts(pr_last=NOW - timedelta(seconds=61)), CONFIG), policy.Dispatch)
+    assert isinstance(
+        policy.decide(grammar.Run(), facts(pr_last=NOW - timedelta(seconds=59)), CONFIG), policy.Refuse
+    )
+    assert isinstance(
+        policy.decide(grammar.Run(), facts(pr_last=NOW - timedelta(seconds=61)), CONFIG), policy.Dispatch
+    )
 
 
 def test_rounds_beyond_the_cap_are_refused_with_the_cap():
@@ -208,19 +271,24 @@ def test_rounds_beyond_the_cap_are_refused_with_the_cap():
 
 def test_unknown_suites_are_named_with_the_known_ones():
     decision = policy.decide(grammar.Run(("nope",)), facts(), CONFIG)
-    assert isinstance(decision, policy.Refuse) and "'nope'" in decision.reason and "verify-step" in decision.hint
+    assert (
+        isinstance(decision, policy.Refuse) and "'nope'" in decision.reason and "verify-step" in decision.hint
+    )
 
 
 def test_the_same_head_is_not_benchmarked_twice_at_once_but_a_new_head_supersedes():
     same = policy.decide(grammar.Run(), facts(active=policy.Active(HEAD, "https://run")), CONFIG)
     assert isinstance(same, policy.Refuse) and "already running" in same.reason
-    assert isinstance(policy.decide(grammar.Run(), facts(active=policy.Active("c" * 40, None)), CONFIG),
-                      policy.Dispatch)
+    assert isinstance(
+        policy.decide(grammar.Run(), facts(active=policy.Active("c" * 40, None)), CONFIG), policy.Dispatch
+    )
 
 
 def test_cancel_needs_a_running_benchmark_and_ack_keeps_its_reason():
     assert isinstance(policy.decide(grammar.Cancel(), facts(), CONFIG), policy.Refuse)
-    assert policy.decide(grammar.Cancel(), facts(active=policy.Active(HEAD, None)), CONFIG) == policy.CancelRun()
+    assert (
+        policy.decide(grammar.Cancel(), facts(active=policy.Active(HEAD, None)), CONFIG) == policy.CancelRun()
+    )
     assert policy.decide(grammar.Ack("known"), facts(), CONFIG) == policy.Acknowledge(HEAD, "known")
 
 

@@ -14,8 +14,14 @@ from bot.core.render import bench as render_bench
 from bot.core.render.bench import BenchSection, SuiteResult
 from tests.core.judge.results_data import BASE_SHA, EAGLE3, HEAD_SHA, document
 
-QUIET = {"verify_ms": ("ms", "lower", [583.0, 583.4, 582.9, 583.1, 583.2, 582.8, 583.0, 583.3],
-                       [583.1, 583.0, 583.2, 582.9, 583.3, 583.0, 582.8, 583.1])}
+QUIET = {
+    "verify_ms": (
+        "ms",
+        "lower",
+        [583.0, 583.4, 582.9, 583.1, 583.2, 582.8, 583.0, 583.3],
+        [583.1, 583.0, 583.2, 582.9, 583.3, 583.0, 582.8, 583.1],
+    )
+}
 
 
 def files(**docs: dict) -> Artifact:
@@ -37,10 +43,16 @@ def test_a_results_file_becomes_a_verdict_with_its_report_and_history_points():
 
 def test_one_file_per_suite_each_judged():
     quiet = document(QUIET, suite="quick")
-    judged = judging.judge(files(**{"results__sglang-eagle3__json": document(EAGLE3), "results__quick__json": quiet}),
-                           BASE_SHA, HEAD_SHA, ("sglang-eagle3", "quick"))
-    assert sorted((s.suite, s.verdict) for s in judged.suites) == [("quick", "unchanged"),
-                                                                   ("sglang-eagle3", "regression")]
+    judged = judging.judge(
+        files(**{"results__sglang-eagle3__json": document(EAGLE3), "results__quick__json": quiet}),
+        BASE_SHA,
+        HEAD_SHA,
+        ("sglang-eagle3", "quick"),
+    )
+    assert sorted((s.suite, s.verdict) for s in judged.suites) == [
+        ("quick", "unchanged"),
+        ("sglang-eagle3", "regression"),
+    ]
 
 
 def test_a_file_that_measured_other_commits_or_another_suite_is_a_problem_not_a_verdict():
@@ -52,23 +64,29 @@ def test_a_file_that_measured_other_commits_or_another_suite_is_a_problem_not_a_
     assert judged.suites == () and "was not asked for" in judged.problems[0]
 
 
-@pytest.mark.parametrize("content, says", [
-    (b"{not json", "not valid JSON"),
-    (b'{"schema": "other/2"}', "unsupported schema"),
-    (b"\xff\xfe", "not UTF-8"),
-    (b"[]", "must be a JSON object"),
-])
+@pytest.mark.parametrize(
+    "content, says",
+    [
+        (b"{not json", "not valid JSON"),
+        (b'{"schema": "other/2"}', "unsupported schema"),
+        (b"\xff\xfe", "not UTF-8"),
+        (b"[]", "must be a JSON object"),
+    ],
+)
 def test_an_invalid_results_file_is_one_problem_line(content, says):
     judged = judging.judge(Artifact({"results.json": content}), BASE_SHA, HEAD_SHA, ())
     assert judged.suites == () and says in judged.problems[0] and "\n" not in judged.problems[0]
 
 
 def test_an_artifact_without_results_says_so_and_skipped_entries_are_named():
-    judged = judging.judge(Artifact({"summary.md": b"# hi"}, ("../x.json: not at the top level",)),
-                           BASE_SHA, HEAD_SHA, ())
+    judged = judging.judge(
+        Artifact({"summary.md": b"# hi"}, ("../x.json: not at the top level",)), BASE_SHA, HEAD_SHA, ()
+    )
     assert judged.suites == ()
-    assert judged.problems == ("skipped ../x.json: not at the top level",
-                               "the artifact holds no results file (results.json or results.SUITE.json)")
+    assert judged.problems == (
+        "skipped ../x.json: not at the top level",
+        "the artifact holds no results file (results.json or results.SUITE.json)",
+    )
 
 
 def test_failed_rounds_and_the_runs_own_error_explain_a_failed_run():
@@ -86,8 +104,15 @@ RUN = "https://github.com/o/r/actions/runs/9"
 
 
 def section(status: str, **changes) -> BenchSection:
-    base = dict(status=status, base_sha=BASE_SHA, head_sha=HEAD_SHA, suites=("verify-step",), trigger="command",
-                requested_by="maintainer", run_url=RUN)
+    base = dict(
+        status=status,
+        base_sha=BASE_SHA,
+        head_sha=HEAD_SHA,
+        suites=("verify-step",),
+        trigger="command",
+        requested_by="maintainer",
+        run_url=RUN,
+    )
     return BenchSection(**{**base, **changes})
 
 
@@ -95,10 +120,15 @@ SECTIONS = {
     "running": section("running"),
     "running_unlinked": section("dispatching", run_url=None, trigger="auto"),
     "completed": section("completed", conclusion="success", results=(RESULT,)),
-    "failed_run": section("failed", conclusion="failure",
-                          problems=("results.json: head round 2 failed: CUDA error: out of memory",)),
+    "failed_run": section(
+        "failed",
+        conclusion="failure",
+        problems=("results.json: head round 2 failed: CUDA error: out of memory",),
+    ),
     "timed_out": section("failed", conclusion="timed_out"),
-    "refused": section("failed", run_url=None, error="GitHub refused to start the benchmark workflow (404 Not Found)"),
+    "refused": section(
+        "failed", run_url=None, error="GitHub refused to start the benchmark workflow (404 Not Found)"
+    ),
     "superseded": section("superseded"),
     "cancelled": section("cancelled"),
     "outdated": section("outdated", results=(RESULT,)),
@@ -107,8 +137,9 @@ SECTIONS = {
 
 @pytest.mark.parametrize("name", SECTIONS)
 def test_the_section_of_each_state_matches_its_golden_file(name, file_regression):
-    file_regression.check(render_bench.section_markdown(SECTIONS[name]), extension=".md",
-                          basename=f"section_{name}")
+    file_regression.check(
+        render_bench.section_markdown(SECTIONS[name]), extension=".md", basename=f"section_{name}"
+    )
 
 
 @pytest.mark.parametrize("name", ["failed_run", "timed_out", "refused", "cancelled", "superseded", "running"])
@@ -118,15 +149,18 @@ def test_a_run_without_results_never_says_no_regression(name):
     assert "no change" not in text.lower() and "unchanged" not in text.lower()
 
 
-@pytest.mark.parametrize("name, gate, status, conclusion", [
-    ("running", True, "in_progress", None),
-    ("completed", True, "completed", "failure"),
-    ("completed", False, "completed", "neutral"),
-    ("failed_run", True, "completed", "neutral"),
-    ("refused", True, "completed", "neutral"),
-    ("superseded", True, "completed", "cancelled"),
-    ("cancelled", False, "completed", "cancelled"),
-])
+@pytest.mark.parametrize(
+    "name, gate, status, conclusion",
+    [
+        ("running", True, "in_progress", None),
+        ("completed", True, "completed", "failure"),
+        ("completed", False, "completed", "neutral"),
+        ("failed_run", True, "completed", "neutral"),
+        ("refused", True, "completed", "neutral"),
+        ("superseded", True, "completed", "cancelled"),
+        ("cancelled", False, "completed", "cancelled"),
+    ],
+)
 def test_the_check_fails_only_a_confirmed_regression_under_a_gate(name, gate, status, conclusion):
     check = report.check(SECTIONS[name], "pb-1", gate)
     assert (check.name, check.status, check.conclusion) == ("perfbot / bench", status, conclusion)
@@ -134,18 +168,28 @@ def test_the_check_fails_only_a_confirmed_regression_under_a_gate(name, gate, st
 
 
 def test_check_titles_say_the_state_or_the_verdict():
-    assert report.check(SECTIONS["completed"], "c", False).title == "Regression: This PR makes verify_ms 40% slower"
+    assert (
+        report.check(SECTIONS["completed"], "c", False).title
+        == "Regression: This PR makes verify_ms 40% slower"
+    )
     assert report.check(SECTIONS["running"], "c", False).title == "Benchmarks running"
     assert report.check(SECTIONS["timed_out"], "c", False).title == "The benchmark run timed out: no verdict"
     assert report.check(SECTIONS["refused"], "c", False).title == "The benchmark could not start: no verdict"
 
 
 def test_hostile_problems_and_names_cannot_notify_link_or_open_html():
-    hostile = section("failed", conclusion="failure", requested_by="a`b|c", suites=("x`|y",),
-                      problems=("<script>alert(1)</script> @everyone [x](http://evil.example) ![i](http://e/i.png)",))
+    hostile = section(
+        "failed",
+        conclusion="failure",
+        requested_by="a`b|c",
+        suites=("x`|y",),
+        problems=("<script>alert(1)</script> @everyone [x](http://evil.example) ![i](http://e/i.png)",),
+    )
     text = render_bench.section_markdown(hostile)
     assert re.search(r"(?<!\\)<script", text) is None
-    assert "`@everyone`" in text and "](http" not in text.replace("](https://github.com/o/r/actions/runs/9)", "")
+    assert "`@everyone`" in text and "](http" not in text.replace(
+        "](https://github.com/o/r/actions/runs/9)", ""
+    )
 
 
 def test_the_help_and_refusals_are_escaped_and_short():
@@ -158,4 +202,3 @@ def test_the_section_fits_its_budget_with_any_number_of_large_reports():
     huge = tuple(SuiteResult(f"s{i}", "regression", "h", "x" * 20_000) for i in range(5))
     text = render_bench.section_markdown(section("completed", results=huge))
     assert len(text) <= render_bench.SECTION_BUDGET and "left out" in text
-

@@ -7,8 +7,9 @@ import stat
 import zipfile
 
 
-def archive(files: dict[str, bytes | str], *, links: dict[str, str] | None = None,
-            folders: tuple[str, ...] = ()) -> bytes:
+def archive(
+    files: dict[str, bytes | str], *, links: dict[str, str] | None = None, folders: tuple[str, ...] = ()
+) -> bytes:
     """A zip of regular ``files`` (names used as they are, even ``../x`` or ``/etc/x``), symbolic
     ``links`` (name -> target) and empty ``folders``."""
     out = io.BytesIO()
@@ -27,8 +28,10 @@ def archive(files: dict[str, bytes | str], *, links: dict[str, str] | None = Non
 def bomb(uncompressed: int, name: str = "results.json") -> bytes:
     """A small archive that expands to ``uncompressed`` bytes."""
     out = io.BytesIO()
-    with (zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED, compresslevel=9) as zf,
-          zf.open(name, "w", force_zip64=True) as entry):
+    with (
+        zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED, compresslevel=9) as zf,
+        zf.open(name, "w", force_zip64=True) as entry,
+    ):
         chunk = b"\0" * (1 << 20)
         for _ in range(uncompressed >> 20):
             entry.write(chunk)

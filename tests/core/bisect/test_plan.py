@@ -147,20 +147,22 @@ def test_the_budget_and_plain_worst_case_of_tiny_ranges():
 
 def test_a_score_ten_points_higher_is_twice_as_suspicious_and_scores_are_clamped():
     shas = ["a", "b", "c", "d", "e", "f"]
-    weights = bisection._weights(shas, {"a": 0.0, "b": 10.0, "c": 20.0, "d": -5.0, "e": 250.0,
-                                        "f": float("nan")})
+    weights = bisection._weights(
+        shas, {"a": 0.0, "b": 10.0, "c": 20.0, "d": -5.0, "e": 250.0, "f": float("nan")}
+    )
     assert weights == [1.0, 2.0, 4.0, 1.0, 1024.0, 1.0]
     assert bisection._weights(["x"], {}) == [1.0] and bisection.RISK_DOUBLING == 10.0
 
 
 def _imbalance(weights, low, high, p):
-    left = sum(weights[low + 1:p + 1])
-    return round(abs(left - (sum(weights[low + 1:high + 1]) - left)), 9), abs((p - low) - (high - p)), p
+    left = sum(weights[low + 1 : p + 1])
+    return round(abs(left - (sum(weights[low + 1 : high + 1]) - left)), 9), abs((p - low) - (high - p)), p
 
 
 def test_the_probe_splits_the_prior_weight_most_evenly_among_the_positions_the_budget_allows():
     """The rule of the module docstring, computed here by brute force, against the planner."""
     import random
+
     rng = random.Random(11)
     for _ in range(200):
         count = rng.randrange(3, 24)
@@ -173,23 +175,30 @@ def test_the_probe_splits_the_prior_weight_most_evenly_among_the_positions_the_b
         step = bisection.next_step(commits, known, risk)
         weights = [2 ** (risk[sha] / 10) for sha in commits]
         budget = bisection.probe_budget(count) - len(known) + (high == count - 1)
-        feasible = [p for p in range(low + 1, high) if max(bisection.plain_worst_case(p - low),
-                                                           bisection.plain_worst_case(high - p)) <= budget - 1]
+        feasible = [
+            p
+            for p in range(low + 1, high)
+            if max(bisection.plain_worst_case(p - low), bisection.plain_worst_case(high - p)) <= budget - 1
+        ]
         if high == low + 1 or not feasible:
             continue  # a culprit, or the budget spent (test_with_the_budget_spent_the_planner_halves...)
         expected = min(feasible, key=lambda p, w=weights, lo=low, hi=high: _imbalance(w, lo, hi, p))
         assert step.sha == commits[expected], (count, risk)
         halving = min(feasible, key=lambda p: (abs((p - low) - (high - p)), p))
-        assert step.reason.startswith("splits the suspicion evenly" if expected != halving
-                                      else "halves the remaining commits")
+        assert step.reason.startswith(
+            "splits the suspicion evenly" if expected != halving else "halves the remaining commits"
+        )
         assert step.reason.endswith(f"({high - low} candidates left)")
 
 
 def test_with_the_budget_spent_the_planner_halves_and_says_so():
     known = {COMMITS[1]: "bad", COMMITS[5]: "ok", COMMITS[6]: "ok", COMMITS[7]: "ok", COMMITS[8]: "bad"}
     commits = COMMITS[:3] + ["03" + "d" * 38] + COMMITS[3:]
-    step = bisection.next_step(commits, {COMMITS[2]: "bad", **{c: o for c, o in known.items() if c != COMMITS[1]}},
-                               {commits[1]: 90.0})
+    step = bisection.next_step(
+        commits,
+        {COMMITS[2]: "bad", **{c: o for c, o in known.items() if c != COMMITS[1]}},
+        {commits[1]: 90.0},
+    )
     assert isinstance(step, bisection.Probe)
     assert step.reason == "halves the remaining commits (3 candidates left)"
 
@@ -199,7 +208,13 @@ def test_an_ok_after_the_first_bad_is_named_exactly_and_probes_made_leave_out_th
     for late in (3, 4):  # right after the first bad, and further on
         step = bisection.next_step(commits, {commits[1]: "ok", commits[2]: "bad", commits[late]: "ok"})
         assert isinstance(step, bisection.Culprit) and step.sha == commits[2]
-        assert step.notes == (f"{commits[late][:12]} measured ok after the first bad commit {commits[2][:12]}: "
-                              "the regression may be flaky, or fixed and reintroduced; the first bad commit is kept",)
-    assert bisection._probes_made(commits, {commits[0]: "ok", commits[1]: "skipped", commits[3]: "bad",
-                                            commits[5]: "bad"}) == 2
+        assert step.notes == (
+            f"{commits[late][:12]} measured ok after the first bad commit {commits[2][:12]}: "
+            "the regression may be flaky, or fixed and reintroduced; the first bad commit is kept",
+        )
+    assert (
+        bisection._probes_made(
+            commits, {commits[0]: "ok", commits[1]: "skipped", commits[3]: "bad", commits[5]: "bad"}
+        )
+        == 2
+    )

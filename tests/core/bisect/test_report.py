@@ -63,21 +63,46 @@ def suspects():
 
 
 def run(purpose, base, head, outcome, ratio=1.5):
-    return bisect_report.Measurement(purpose, base, head, outcome, "regression" if outcome == "bad" else "unchanged",
-                                     ratio, (ratio - 0.1, ratio + 0.1), 0.001, f"{purpose}-{head[:10]}.json", "why")
+    return bisect_report.Measurement(
+        purpose,
+        base,
+        head,
+        outcome,
+        "regression" if outcome == "bad" else "unchanged",
+        ratio,
+        (ratio - 0.1, ratio + 0.1),
+        0.001,
+        f"{purpose}-{head[:10]}.json",
+        "why",
+    )
 
 
 def conclude(step, measurements, confirmation=None):
-    return bisect_report.conclude(step, good=GOOD, bad=BAD, suite="spin", metric="step_ms",
-                                  commits=[FIRST, SECOND, BAD], suspects=suspects(),
-                                  measurements=measurements, confirmation=confirmation)
+    return bisect_report.conclude(
+        step,
+        good=GOOD,
+        bad=BAD,
+        suite="spin",
+        metric="step_ms",
+        commits=[FIRST, SECOND, BAD],
+        suspects=suspects(),
+        measurements=measurements,
+        confirmation=confirmation,
+    )
 
 
 def test_a_culprit_is_reported_with_its_confirmation_and_the_plain_bisection_count():
-    runs = [run("reference", GOOD, BAD, "bad"), run("probe", GOOD, FIRST, "ok"), run("probe", GOOD, SECOND, "bad")]
+    runs = [
+        run("reference", GOOD, BAD, "bad"),
+        run("probe", GOOD, FIRST, "ok"),
+        run("probe", GOOD, SECOND, "bad"),
+    ]
     report = conclude(bisection.Culprit(SECOND, FIRST, 3), runs, run("confirm", FIRST, SECOND, "bad", 1.25))
     assert report.culprit.sha == SECOND and report.parent == FIRST
-    assert report.conclusion == f"first bad commit {SECOND[:10]} (commit c): step_ms +25.0% against its parent, confirmed"
+    assert (
+        report.conclusion
+        == f"first bad commit {SECOND[:10]} (commit c): step_ms +25.0% against its parent, confirmed"
+    )
     assert [m.purpose for m in report.measurements] == ["reference", "probe", "probe", "confirm"]
     assert (report.probes, report.plain_probes) == (2, bisection.plain_probes(3, 1))
     assert report.to_dict()["candidates"] == [] and report.to_dict()["notes"] == []
@@ -86,9 +111,14 @@ def test_a_culprit_is_reported_with_its_confirmation_and_the_plain_bisection_cou
 
 
 def test_an_unconfirmed_culprit_says_so():
-    report = conclude(bisection.Culprit(FIRST, None, 2), [run("reference", GOOD, BAD, "bad")],
-                      run("confirm", GOOD, FIRST, "ok", 1.0))
-    assert report.parent == GOOD and report.conclusion.endswith("+0.0% against its parent, NOT confirmed against its parent")
+    report = conclude(
+        bisection.Culprit(FIRST, None, 2),
+        [run("reference", GOOD, BAD, "bad")],
+        run("confirm", GOOD, FIRST, "ok", 1.0),
+    )
+    assert report.parent == GOOD and report.conclusion.endswith(
+        "+0.0% against its parent, NOT confirmed against its parent"
+    )
 
 
 def test_a_culprit_without_its_confirmation_is_refused():
@@ -99,7 +129,9 @@ def test_a_culprit_without_its_confirmation_is_refused():
 
 
 def test_giving_up_lists_the_candidates_and_the_notes():
-    step = bisection.GiveUp("only commits that could not be measured are left", (FIRST, SECOND), 3, ("flaky",))
+    step = bisection.GiveUp(
+        "only commits that could not be measured are left", (FIRST, SECOND), 3, ("flaky",)
+    )
     report = conclude(step, [run("reference", GOOD, BAD, "bad"), run("probe", GOOD, FIRST, "skipped")])
     assert report.culprit is None and report.plain_probes is None and report.confirmation is None
     assert report.conclusion == "no single culprit: only commits that could not be measured are left"
@@ -108,7 +140,9 @@ def test_giving_up_lists_the_candidates_and_the_notes():
 
 def test_a_probe_of_the_culprit_against_its_parent_is_its_confirmation():
     probe = run("probe", GOOD, FIRST, "bad", 2.0)
-    confirmation = bisect_report.probe_as_confirmation([run("reference", GOOD, BAD, "bad"), probe], GOOD, FIRST)
+    confirmation = bisect_report.probe_as_confirmation(
+        [run("reference", GOOD, BAD, "bad"), probe], GOOD, FIRST
+    )
     assert confirmation is not None and confirmation.purpose == "confirm"
     assert (confirmation.ratio, confirmation.results_path) == (2.0, probe.results_path)
     assert confirmation.why == "why (the probe above)"
@@ -126,15 +160,23 @@ def test_the_reference_run_confirms_the_culprit_of_a_one_commit_range():
 
 
 def test_a_confirmation_that_only_leaned_makes_the_culprit_likely_not_confirmed():
-    leaning = bisect_report.Measurement("confirm", FIRST, SECOND, "bad", "inconclusive", 1.09,
-                                        (0.99, 1.2), 0.02, "confirm.json", "leaned")
-    runs = [run("reference", GOOD, BAD, "bad"), run("probe", GOOD, FIRST, "ok"), run("probe", GOOD, SECOND, "bad")]
+    leaning = bisect_report.Measurement(
+        "confirm", FIRST, SECOND, "bad", "inconclusive", 1.09, (0.99, 1.2), 0.02, "confirm.json", "leaned"
+    )
+    runs = [
+        run("reference", GOOD, BAD, "bad"),
+        run("probe", GOOD, FIRST, "ok"),
+        run("probe", GOOD, SECOND, "bad"),
+    ]
     report = conclude(bisection.Culprit(SECOND, FIRST, 3), runs, leaning)
     assert "confirmed" not in report.conclusion.replace("not confirmed", "")
-    assert report.conclusion.endswith("+9.0% against its parent, likely, not confirmed: the run against its "
-                                      "parent leaned towards the regression but did not decide it (more rounds would)")
-    assert report.notes == (f"confirm {SECOND[:10]} was inconclusive (+9.0%); it was counted bad by the side "
-                            "it leaned to",)
+    assert report.conclusion.endswith(
+        "+9.0% against its parent, likely, not confirmed: the run against its "
+        "parent leaned towards the regression but did not decide it (more rounds would)"
+    )
+    assert report.notes == (
+        f"confirm {SECOND[:10]} was inconclusive (+9.0%); it was counted bad by the side it leaned to",
+    )
 
 
 def test_a_regression_short_of_halfway_to_bad_is_counted_with_the_good_side():
@@ -145,7 +187,10 @@ def test_a_regression_short_of_halfway_to_bad_is_counted_with_the_good_side():
     past = judged(QUIET, [x * 3.1 for x in QUIET])
     assert short.verdict == past.verdict == "regression"
     outcome, why = bisect_report.judge_probe(short, reference)
-    assert outcome == "ok" and why == "regressed +190.0% against GOOD, short of halfway to the +800.0% from GOOD to BAD"
+    assert (
+        outcome == "ok"
+        and why == "regressed +190.0% against GOOD, short of halfway to the +800.0% from GOOD to BAD"
+    )
     assert bisect_report.judge_probe(past, reference) == ("bad", "regressed +210.0% against GOOD")
 
 
@@ -156,20 +201,28 @@ def test_the_halfway_point_is_on_the_reference_side_for_either_direction():
 
 
 def test_a_confirmation_short_of_halfway_is_not_confirmed_and_the_probes_that_leaned_are_noted():
-    short = bisect_report.Measurement("confirm", FIRST, SECOND, "ok", "regression", 1.1, (1.05, 1.15), 0.001,
-                                      "confirm.json", "short")
-    runs = [run("reference", GOOD, BAD, "bad", 2.0), run("probe", GOOD, FIRST, "ok"),
-            bisect_report.Measurement("probe", GOOD, SECOND, "ok", "regression", 1.2, (1.1, 1.3), 0.001,
-                                      "probe.json", "short")]
+    short = bisect_report.Measurement(
+        "confirm", FIRST, SECOND, "ok", "regression", 1.1, (1.05, 1.15), 0.001, "confirm.json", "short"
+    )
+    runs = [
+        run("reference", GOOD, BAD, "bad", 2.0),
+        run("probe", GOOD, FIRST, "ok"),
+        bisect_report.Measurement(
+            "probe", GOOD, SECOND, "ok", "regression", 1.2, (1.1, 1.3), 0.001, "probe.json", "short"
+        ),
+    ]
     report = conclude(bisection.Culprit(SECOND, FIRST, 3), runs, short)
-    assert report.conclusion.endswith("+10.0% against its parent, NOT confirmed: it regressed against "
-                                      "its parent, but its measured change is less than halfway to BAD's; "
-                                      "another commit may carry part of the regression")
+    assert report.conclusion.endswith(
+        "+10.0% against its parent, NOT confirmed: it regressed against "
+        "its parent, but its measured change is less than halfway to BAD's; "
+        "another commit may carry part of the regression"
+    )
     assert report.notes == (
         f"probe {SECOND[:10]} regressed +20.0% against {GOOD[:10]}, short of halfway to BAD: counted ok "
         "(the regression may come in steps)",
         f"confirm {SECOND[:10]} regressed +10.0% against {FIRST[:10]}, short of halfway to BAD: counted ok "
-        "(the regression may come in steps)")
+        "(the regression may come in steps)",
+    )
 
 
 def test_the_latest_measurement_of_the_pair_is_the_confirmation_and_the_last_confirm_counts():
@@ -178,23 +231,40 @@ def test_the_latest_measurement_of_the_pair_is_the_confirmation_and_the_last_con
     assert confirmation is not None and (confirmation.ratio, confirmation.outcome) == (2.0, "bad")
     assert confirmation.why == "why (the recheck above)"
     contradicted = run("confirm", FIRST, SECOND, "ok", 1.0)
-    runs = [run("reference", GOOD, BAD, "bad"), run("probe", GOOD, SECOND, "bad"), contradicted,
-            run("recheck", GOOD, SECOND, "ok", 1.0)]
+    runs = [
+        run("reference", GOOD, BAD, "bad"),
+        run("probe", GOOD, SECOND, "bad"),
+        contradicted,
+        run("recheck", GOOD, SECOND, "ok", 1.0),
+    ]
     report = conclude(bisection.Culprit(BAD, SECOND, 4), runs, run("confirm", SECOND, BAD, "bad", 1.4))
     assert report.confirmation.head == BAD and report.rechecks == 1 and report.probes == 1
     assert report.to_dict()["runs"] == {"total": 5, "probes": 1, "rechecks": 1, "plain_bisection_probes": 2}
 
 
-@pytest.mark.parametrize(("verdict", "says"), [
-    ("unchanged", "step_ms unchanged (+1.0%) from GOOD to BAD, measured again now; no culprit to look for"),
-    ("inconclusive", "step_ms inconclusive (+150.0%) from GOOD to BAD, measured again now, without a decision "
-                     "(more rounds, or --max-rounds, would decide); no culprit looked for"),
-])
+@pytest.mark.parametrize(
+    ("verdict", "says"),
+    [
+        (
+            "unchanged",
+            "step_ms unchanged (+1.0%) from GOOD to BAD, measured again now; no culprit to look for",
+        ),
+        (
+            "inconclusive",
+            "step_ms inconclusive (+150.0%) from GOOD to BAD, measured again now, without a decision "
+            "(more rounds, or --max-rounds, would decide); no culprit looked for",
+        ),
+    ],
+)
 def test_not_reproduced_says_whether_the_ends_did_not_differ_or_were_not_decided(verdict, says):
     ratio = 2.5 if verdict == "inconclusive" else 1.01
-    reference = bisect_report.Measurement("reference", GOOD, BAD, None, verdict, ratio, None, None, "r.json", "")
+    reference = bisect_report.Measurement(
+        "reference", GOOD, BAD, None, verdict, ratio, None, None, "r.json", ""
+    )
     prints = {"good": {"driver": "1"}, "bad": {"driver": "2"}}
-    report = bisect_report.not_reproduced(reference, suite="spin", metric="step_ms", commits=3, fingerprints=prints)
+    report = bisect_report.not_reproduced(
+        reference, suite="spin", metric="step_ms", commits=3, fingerprints=prints
+    )
     assert report.status == "not_reproduced" and report.culprit is None
     assert report.conclusion == f"not reproduced in today's environment: {says}"
     assert report.to_dict()["fingerprints"] == prints and report.to_dict()["reference"]["verdict"] == verdict

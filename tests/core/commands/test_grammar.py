@@ -23,35 +23,41 @@ from bot.core.commands.grammar import (
 )
 
 
-@pytest.mark.parametrize("text, expected", [
-    ("/bench", Run()),
-    ("/bench verify-step", Run(("verify-step",))),
-    ("/bench verify-step other.suite --rounds 7", Run(("verify-step", "other.suite"), 7)),
-    ("/bench --rounds=3 --max-rounds=12", Run((), 3, 12)),
-    ("/bench\t--max-rounds 4 a a", Run(("a",), None, 4)),
-    ("/bench help", Help()),
-    ("/bench cancel", Cancel()),
-    ("/bench approve", Approve()),
-    ("/bench ack  known: the copy is needed for PCG ", Ack("known: the copy is needed for PCG")),
-])
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("/bench", Run()),
+        ("/bench verify-step", Run(("verify-step",))),
+        ("/bench verify-step other.suite --rounds 7", Run(("verify-step", "other.suite"), 7)),
+        ("/bench --rounds=3 --max-rounds=12", Run((), 3, 12)),
+        ("/bench\t--max-rounds 4 a a", Run(("a",), None, 4)),
+        ("/bench help", Help()),
+        ("/bench cancel", Cancel()),
+        ("/bench approve", Approve()),
+        ("/bench ack  known: the copy is needed for PCG ", Ack("known: the copy is needed for PCG")),
+    ],
+)
 def test_each_command_parses(text, expected):
     assert find(text) == expected
 
 
-@pytest.mark.parametrize("text, says", [
-    ("/bench --rounds 0", "from 1, not '0'"),
-    ("/bench --rounds", "not '(nothing)'"),
-    ("/bench --rounds 9999999999", "whole number"),
-    ("/bench --rounds -3", "whole number"),
-    ("/bench --warmup 2", "unknown option '--warmup'"),
-    ("/bench x;rm", "'x;rm' is not a suite name"),
-    ("/bench $(reboot)", "is not a suite name"),
-    ("/bench `id`", "is not a suite name"),
-    ("/bench help me", "takes nothing after it"),
-    ("/bench ack", "needs a reason"),
-    ("/bench " + " ".join(f"s{i}" for i in range(21)), "at most 20 suites"),
-    ("/bench " + "a" * MAX_LINE, f"at most {MAX_LINE} characters"),
-])
+@pytest.mark.parametrize(
+    "text, says",
+    [
+        ("/bench --rounds 0", "from 1, not '0'"),
+        ("/bench --rounds", "not '(nothing)'"),
+        ("/bench --rounds 9999999999", "whole number"),
+        ("/bench --rounds -3", "whole number"),
+        ("/bench --warmup 2", "unknown option '--warmup'"),
+        ("/bench x;rm", "'x;rm' is not a suite name"),
+        ("/bench $(reboot)", "is not a suite name"),
+        ("/bench `id`", "is not a suite name"),
+        ("/bench help me", "takes nothing after it"),
+        ("/bench ack", "needs a reason"),
+        ("/bench " + " ".join(f"s{i}" for i in range(21)), "at most 20 suites"),
+        ("/bench " + "a" * MAX_LINE, f"at most {MAX_LINE} characters"),
+    ],
+)
 def test_bad_commands_say_what_is_wrong_in_one_line(text, says):
     found = find(text)
     assert isinstance(found, Invalid) and says in found.problem and "\n" not in found.problem
@@ -61,35 +67,40 @@ def test_rounds_beyond_any_cap_parse_and_are_refused_by_the_policy_not_the_gramm
     assert find("/bench --rounds 100000") == Run((), 100000)
 
 
-@pytest.mark.parametrize("text", [
-    "> /bench",
-    ">> /bench verify-step",
-    "```\n/bench\n```",
-    "~~~\n/bench\n~~~",
-    "text\n\n    /bench",
-    "\t/bench",
-    "`/bench`",
-    "see `\n/bench` here",
-    "please /bench",
-    "- /bench",
-    "1. /bench",
-    "# /bench",
-    "/bench\n===",
-    "<!--\n/bench\n-->",
-    "<details>\n/bench\n</details>",
-    "| /bench | a |\n|---|---|",
-    "/bench | a\n--- | ---",
-    "/benchmark",
-    "/Bench",
-    "text\n     /bench",
-])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "> /bench",
+        ">> /bench verify-step",
+        "```\n/bench\n```",
+        "~~~\n/bench\n~~~",
+        "text\n\n    /bench",
+        "\t/bench",
+        "`/bench`",
+        "see `\n/bench` here",
+        "please /bench",
+        "- /bench",
+        "1. /bench",
+        "# /bench",
+        "/bench\n===",
+        "<!--\n/bench\n-->",
+        "<details>\n/bench\n</details>",
+        "| /bench | a |\n|---|---|",
+        "/bench | a\n--- | ---",
+        "/benchmark",
+        "/Bench",
+        "text\n     /bench",
+    ],
+)
 def test_no_command_in_quotes_code_lists_html_or_mid_line(text):
     assert find(text) is None
 
 
 def test_the_first_command_wins():
     assert find("thanks!\n/bench help\n/bench cancel") == Help()
-    assert find("/bench --rounds 0\n/bench") == Invalid("--rounds takes a whole number of rounds from 1, not '0'")
+    assert find("/bench --rounds 0\n/bench") == Invalid(
+        "--rounds takes a whole number of rounds from 1, not '0'"
+    )
 
 
 def test_a_command_after_a_code_block_still_counts():
@@ -130,10 +141,19 @@ def test_an_ack_reason_is_kept_printable_and_bounded():
 
 # ---------------------------------------------------------------- properties
 
-COMMANDS = st.sampled_from(["/bench", "/bench help", "/bench cancel", "/bench approve",
-                            "/bench ack why", "/bench verify-step --rounds 3"])
-PLAIN = st.text(st.characters(whitelist_categories=("Ll", "Lu", "Nd"), whitelist_characters=" .,"),
-                max_size=40).map(lambda s: s.strip() or "x")
+COMMANDS = st.sampled_from(
+    [
+        "/bench",
+        "/bench help",
+        "/bench cancel",
+        "/bench approve",
+        "/bench ack why",
+        "/bench verify-step --rounds 3",
+    ]
+)
+PLAIN = st.text(
+    st.characters(whitelist_categories=("Ll", "Lu", "Nd"), whitelist_characters=" .,"), max_size=40
+).map(lambda s: s.strip() or "x")
 
 
 @settings(max_examples=300, deadline=None)
@@ -144,15 +164,45 @@ def test_any_text_gives_at_most_one_command_and_never_raises(text):
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.lists(st.sampled_from(["/bench", "> ", "```", "`", "    ", "\n", "\n\n", " ", "x", "-", "<!--",
-                                 "-->", "~~~", "|", "\\", "help", "ack", "\t", "*"]), max_size=40))
+@given(
+    st.lists(
+        st.sampled_from(
+            [
+                "/bench",
+                "> ",
+                "```",
+                "`",
+                "    ",
+                "\n",
+                "\n\n",
+                " ",
+                "x",
+                "-",
+                "<!--",
+                "-->",
+                "~~~",
+                "|",
+                "\\",
+                "help",
+                "ack",
+                "\t",
+                "*",
+            ]
+        ),
+        max_size=40,
+    )
+)
 def test_fragments_of_markdown_and_commands_never_raise(parts):
     find("".join(parts))
 
 
 @settings(max_examples=200, deadline=None)
-@given(PLAIN, COMMANDS, PLAIN, st.sampled_from(["quote", "fence", "tilde", "indented", "inline", "mid-line",
-                                                "list", "html"]))
+@given(
+    PLAIN,
+    COMMANDS,
+    PLAIN,
+    st.sampled_from(["quote", "fence", "tilde", "indented", "inline", "mid-line", "list", "html"]),
+)
 def test_a_command_hidden_in_a_quote_code_or_mid_line_is_never_found(before, command, after, hiding):
     hidden = {
         "quote": f"> {command}",
@@ -212,7 +262,10 @@ def test_a_code_span_after_text_on_a_later_line_hides_a_command_only_when_lines_
 def test_an_unknown_option_is_quoted_clipped_to_40_characters():
     long = "--" + "o" * 60
     problem = find(f"/bench {long}").problem
-    assert problem.startswith("unknown option '" + "-" * 2 + "o" * 37 + "…'") and len(problem.split("'")[1]) == 40
+    assert (
+        problem.startswith("unknown option '" + "-" * 2 + "o" * 37 + "…'")
+        and len(problem.split("'")[1]) == 40
+    )
 
 
 def test_lines_before_a_code_span_that_breaks_placement_are_still_read():
@@ -222,26 +275,37 @@ def test_lines_before_a_code_span_that_breaks_placement_are_still_read():
     assert find("text\n`a\nb`\n/bench") is None
 
 
-@pytest.mark.parametrize("text, expected", [
-    ("/bench bisect abc1234 DEF5678", grammar.Bisect("abc1234", "def5678")),
-    ("/bench bisect " + "a" * 40 + " " + "b" * 40 + " verify-step --metric verify_piecewise_ms",
-     grammar.Bisect("a" * 40, "b" * 40, ("verify-step",), "verify_piecewise_ms")),
-    ("/bench bisect 1234567 7654321 --metric=tok/s a b a", grammar.Bisect("1234567", "7654321", ("a", "b"), "tok/s")),
-])
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("/bench bisect abc1234 DEF5678", grammar.Bisect("abc1234", "def5678")),
+        (
+            "/bench bisect " + "a" * 40 + " " + "b" * 40 + " verify-step --metric verify_piecewise_ms",
+            grammar.Bisect("a" * 40, "b" * 40, ("verify-step",), "verify_piecewise_ms"),
+        ),
+        (
+            "/bench bisect 1234567 7654321 --metric=tok/s a b a",
+            grammar.Bisect("1234567", "7654321", ("a", "b"), "tok/s"),
+        ),
+    ],
+)
 def test_bisect_parses_two_commits_suites_and_a_metric(text, expected):
     assert find(text) == expected
 
 
-@pytest.mark.parametrize("text, says", [
-    ("/bench bisect", "needs a good and a bad commit"),
-    ("/bench bisect abc1234", "needs a good and a bad commit"),
-    ("/bench bisect main abc1234", "'main' is not a commit sha"),
-    ("/bench bisect abc123 abc1234", "is not a commit sha"),
-    ("/bench bisect abc1234 abc1235 --metric", "--metric takes a metric name"),
-    ("/bench bisect abc1234 abc1235 --metric $(id)", "--metric takes a metric name"),
-    ("/bench bisect abc1234 abc1235 --rounds 3", "unknown option '--rounds' of /bench bisect"),
-    ("/bench bisect abc1234 abc1235 x;y", "'x;y' is not a suite name"),
-])
+@pytest.mark.parametrize(
+    "text, says",
+    [
+        ("/bench bisect", "needs a good and a bad commit"),
+        ("/bench bisect abc1234", "needs a good and a bad commit"),
+        ("/bench bisect main abc1234", "'main' is not a commit sha"),
+        ("/bench bisect abc123 abc1234", "is not a commit sha"),
+        ("/bench bisect abc1234 abc1235 --metric", "--metric takes a metric name"),
+        ("/bench bisect abc1234 abc1235 --metric $(id)", "--metric takes a metric name"),
+        ("/bench bisect abc1234 abc1235 --rounds 3", "unknown option '--rounds' of /bench bisect"),
+        ("/bench bisect abc1234 abc1235 x;y", "'x;y' is not a suite name"),
+    ],
+)
 def test_a_bad_bisect_says_what_is_wrong_in_one_line(text, says):
     found = find(text)
     assert isinstance(found, Invalid) and says in found.problem and "\n" not in found.problem

@@ -16,8 +16,13 @@ from bot.core.risk import scoring as risk
 
 # Under Python's `re` each of these takes minutes or more against the names below (nested
 # stars backtrack over every split of the name); under RE2 they take microseconds.
-HOSTILE_GLOBS = ["*a*a*a*a*a*a*b", "**/*a*a*a*a*a*a*a*a*c", "a*a*a*a*a*a*a*a*a*a*/**",
-                 "*" * 40 + "z", "**/" * 30 + "q"]
+HOSTILE_GLOBS = [
+    "*a*a*a*a*a*a*b",
+    "**/*a*a*a*a*a*a*a*a*c",
+    "a*a*a*a*a*a*a*a*a*a*/**",
+    "*" * 40 + "z",
+    "**/" * 30 + "q",
+]
 HOSTILE_NAMES = ["a" * 100, "x/" + "a" * 3000, "/".join(["a"] * 2000), "a" * 4000 + "y"]
 
 
@@ -44,9 +49,13 @@ def test_hostile_globs_against_long_names_answer_correctly():
 def test_hostile_repository_rules_score_a_hostile_diff():
     yaml_text = "risk:\n  rules:\n" + "".join(
         f"    - {{id: hostile.r{i}, kind: path, category: c{i}, weight: 10, description: d, "
-        f"paths: ['{glob}']}}\n" for i, glob in enumerate(HOSTILE_GLOBS))
-    text = "".join(f"diff --git a/{name} b/{name}\n--- a/{name}\n+++ b/{name}\n"
-                   f"@@ -1 +1 @@\n-a\n+b\n" for name in HOSTILE_NAMES[:3])
+        f"paths: ['{glob}']}}\n"
+        for i, glob in enumerate(HOSTILE_GLOBS)
+    )
+    text = "".join(
+        f"diff --git a/{name} b/{name}\n--- a/{name}\n+++ b/{name}\n@@ -1 +1 @@\n-a\n+b\n"
+        for name in HOSTILE_NAMES[:3]
+    )
     parsed = diffs.parse(text)
     report = risk.score(parsed, ruleset.build(config.load(yaml_text), ()))
     assert not any(s.rule.startswith("hostile.") for s in report.signals)
@@ -54,8 +63,7 @@ def test_hostile_repository_rules_score_a_hostile_diff():
 
 
 globs = st.lists(st.text(alphabet="ab/*?![]\\.", min_size=1, max_size=8), min_size=1, max_size=3)
-paths = st.lists(st.text(alphabet="ab.[]", min_size=1, max_size=4), min_size=1, max_size=4).map(
-    "/".join)
+paths = st.lists(st.text(alphabet="ab.[]", min_size=1, max_size=4), min_size=1, max_size=4).map("/".join)
 
 
 @pytest.mark.filterwarnings("ignore::FutureWarning")  # pathspec's `re` on globs like `[[]`
@@ -74,8 +82,10 @@ def test_globs_match_as_pathspec_does(globs, path):
 
 def test_an_invalid_glob_is_a_config_error_naming_the_key():
     with pytest.raises(ConfigError) as caught:
-        config.load("risk:\n  rules:\n    - {id: a.b, kind: path, category: c, weight: 1, "
-                    "description: d, paths: ['ok/**', 'bad\\']}\n")
+        config.load(
+            "risk:\n  rules:\n    - {id: a.b, kind: path, category: c, weight: 1, "
+            "description: d, paths: ['ok/**', 'bad\\']}\n"
+        )
     assert caught.value.problems[0].startswith("risk.rules[0].paths: not a valid glob")
 
 
@@ -86,8 +96,7 @@ def test_a_glob_list_with_only_negations_matches_nothing():
 
 def test_paths_over_the_length_cap_match_no_glob_and_are_reported():
     long = "engine/" + "d/" * (patterns.MAX_PATH_LENGTH // 2) + "pynccl.py"
-    text = (f"diff --git a/{long} b/{long}\n--- a/{long}\n+++ b/{long}\n"
-            "@@ -1 +1 @@\n-a\n+    x.item()\n")
+    text = f"diff --git a/{long} b/{long}\n--- a/{long}\n+++ b/{long}\n@@ -1 +1 @@\n-a\n+    x.item()\n"
     parsed = diffs.parse(text)
     report = risk.score(parsed, ruleset.build(config.RepoConfig(), ()))
     assert "path.pynccl" not in {s.rule for s in report.signals}
@@ -97,8 +106,10 @@ def test_paths_over_the_length_cap_match_no_glob_and_are_reported():
 
 def test_files_over_the_count_cap_are_left_out_with_a_warning(monkeypatch):
     monkeypatch.setattr(risk, "MAX_FILES", 3)
-    text = "".join(f"diff --git a/f{i}.py b/f{i}.py\n--- a/f{i}.py\n+++ b/f{i}.py\n"
-                   "@@ -1 +1 @@\n-a\n+b\n" for i in range(5))
+    text = "".join(
+        f"diff --git a/f{i}.py b/f{i}.py\n--- a/f{i}.py\n+++ b/f{i}.py\n@@ -1 +1 @@\n-a\n+b\n"
+        for i in range(5)
+    )
     report = risk.score(diffs.parse(text), ruleset.build(config.RepoConfig(), ()))
     assert [f.path for f in report.files] == ["f0.py", "f1.py", "f2.py"]
     assert "5 files changed: only the first 3 were scored" in report.warnings

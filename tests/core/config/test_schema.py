@@ -49,7 +49,9 @@ risk:
 
 
 def test_errors_name_the_key_path_and_what_was_expected():
-    found = problems("risk:\n  rules:\n    - {id: a, kind: path, category: c, weight: 101, description: d, paths: [x]}\n")
+    found = problems(
+        "risk:\n  rules:\n    - {id: a, kind: path, category: c, weight: 101, description: d, paths: [x]}\n"
+    )
     assert found == ["risk.rules[0].weight: Input should be less than or equal to 100"]
 
 
@@ -65,7 +67,9 @@ def test_every_problem_is_listed():
 
 
 def test_a_regex_re2_cannot_run_is_refused_with_the_reason():
-    found = problems("risk:\n  rules:\n    - {id: a, kind: token, category: c, description: d, pattern: '(?<!x)y'}\n")
+    found = problems(
+        "risk:\n  rules:\n    - {id: a, kind: token, category: c, description: d, pattern: '(?<!x)y'}\n"
+    )
     assert found[0].startswith("risk.rules[0].pattern: not a valid RE2 regular expression")
 
 
@@ -92,13 +96,17 @@ def test_unknown_rule_ids_in_disable_and_weights_are_errors():
     loaded = config.load("risk: {disable: [no.such], weights: {also.missing: 3}}")
     with pytest.raises(ConfigError) as caught:
         ruleset.merged_rules(loaded, "generic")
-    assert caught.value.problems == ["risk.disable[0]: unknown rule id 'no.such'",
-                                     "risk.weights.also.missing: unknown rule id 'also.missing'"]
+    assert caught.value.problems == [
+        "risk.disable[0]: unknown rule id 'no.such'",
+        "risk.weights.also.missing: unknown rule id 'also.missing'",
+    ]
 
 
 def test_a_repository_rule_with_a_profile_id_replaces_it():
-    loaded = config.load("risk:\n  rules:\n    - {id: path.pynccl, kind: path, category: c, weight: 1, "
-                         "description: d, paths: [nccl.py]}\n")
+    loaded = config.load(
+        "risk:\n  rules:\n    - {id: path.pynccl, kind: path, category: c, weight: 1, "
+        "description: d, paths: [nccl.py]}\n"
+    )
     merged = {r.id: r for r in ruleset.merged_rules(loaded, "sglang")}
     assert merged["path.pynccl"].weight == 1 and len(merged) == len(profiles.PROFILES["sglang"])
 
@@ -121,7 +129,9 @@ def test_every_builtin_rule_is_one_the_schema_accepts_as_it_is(name):
         assert config.Rule.model_validate(dataclasses.asdict(rule)).plain() == rule, rule.id
 
 
-@pytest.mark.parametrize(("data", "model"), [(plain.Rule, config.Rule), (plain.Thresholds, config.Thresholds)])
+@pytest.mark.parametrize(
+    ("data", "model"), [(plain.Rule, config.Rule), (plain.Thresholds, config.Thresholds)]
+)
 def test_the_plain_rules_and_thresholds_have_the_schemas_fields_and_defaults(data, model):
     fields = dataclasses.fields(data)
     assert [f.name for f in fields] == list(model.model_fields)
@@ -133,7 +143,9 @@ def test_the_plain_rules_and_thresholds_have_the_schemas_fields_and_defaults(dat
 def test_the_default_rules_are_those_of_the_default_config():
     paths = ["python/sglang/srt/x.py"]
     assert ruleset.build(None, paths) == ruleset.build(config.RepoConfig(), paths)
-    assert ruleset.build(None, paths, "vllm") == ruleset.build(config.RepoConfig(risk=config.RiskConfig(profile="vllm")))
+    assert ruleset.build(None, paths, "vllm") == ruleset.build(
+        config.RepoConfig(risk=config.RiskConfig(profile="vllm"))
+    )
 
 
 def test_the_profile_is_detected_from_the_layout():
@@ -154,12 +166,23 @@ def test_any_text_either_loads_or_raises_config_error(text):
 def test_the_dispatch_section_has_defaults_and_says_what_is_wrong():
     dispatch = config.load("").bench.dispatch
     assert (dispatch.workflow, dispatch.auto, dispatch.on_merge, dispatch.schedule, dispatch.gate) == (
-        "perfbot-bench.yml", "high", "high", "never", False)
+        "perfbot-bench.yml",
+        "high",
+        "high",
+        "never",
+        False,
+    )
     assert (dispatch.cooldown.user, dispatch.cooldown.pr, dispatch.max_rounds) == (300, 300, 50)
-    found = problems("bench:\n  dispatch:\n    workflow: ../evil.yml\n    auto: extreme\n"
-                     "    cooldown: {user: -1}\n    max_rounds: 0\n")
-    assert [p.split(":")[0] for p in found] == ["bench.dispatch.workflow", "bench.dispatch.auto",
-                                                "bench.dispatch.max_rounds", "bench.dispatch.cooldown.user"]
+    found = problems(
+        "bench:\n  dispatch:\n    workflow: ../evil.yml\n    auto: extreme\n"
+        "    cooldown: {user: -1}\n    max_rounds: 0\n"
+    )
+    assert [p.split(":")[0] for p in found] == [
+        "bench.dispatch.workflow",
+        "bench.dispatch.auto",
+        "bench.dispatch.max_rounds",
+        "bench.dispatch.cooldown.user",
+    ]
 
 
 def test_reaches_compares_risk_levels_and_never_reaches_nothing():
@@ -169,6 +192,7 @@ def test_reaches_compares_risk_levels_and_never_reaches_nothing():
 
 def test_reaches_is_the_vocabulary_s_order_with_never_reaching_nothing():
     """Every risk level against every trigger, against the rule as the schema once spelled it out."""
+
     def spelled_out(level, trigger):
         return trigger != "never" and config.LEVELS.index(level) >= config.LEVELS.index(trigger)
 
@@ -185,10 +209,16 @@ def test_the_budget_and_watch_keys_have_defaults_and_say_what_is_wrong():
     assert (bench.watch.bisect, bench.watch.issue) == (True, False)
     assert config.load("bench:\n  dispatch: {budget: unlimited}\n").bench.dispatch.budget == "unlimited"
     assert config.load("bench:\n  dispatch: {budget: 0}\n").bench.dispatch.budget == 0
-    found = problems("bench:\n  dispatch:\n    budget: lots\n    run_minutes: 0\n"
-                     "  watch:\n    bisekt: true\n    issue: maybe\n")
+    found = problems(
+        "bench:\n  dispatch:\n    budget: lots\n    run_minutes: 0\n"
+        "  watch:\n    bisekt: true\n    issue: maybe\n"
+    )
     assert [p.split(":")[0] for p in found] == [
-        "bench.dispatch.budget", "bench.dispatch.run_minutes", "bench.watch.issue", "bench.watch.bisekt"]
+        "bench.dispatch.budget",
+        "bench.dispatch.run_minutes",
+        "bench.watch.issue",
+        "bench.watch.bisekt",
+    ]
     assert "or 'unlimited', not 'lots'" in found[0]
 
 

@@ -11,11 +11,14 @@ from bot.core.config.source import WORK_TREE, ConfigSource
 SHA = "0123456789abcdef0123456789abcdef01234567"
 
 
-@pytest.mark.parametrize(("source", "label"), [
-    (WORK_TREE, ".github/perfbot.yml"),
-    (ConfigSource.at_revision(SHA), ".github/perfbot.yml at 0123456789"),
-    (ConfigSource.default_branch("main"), ".github/perfbot.yml@main"),
-])
+@pytest.mark.parametrize(
+    ("source", "label"),
+    [
+        (WORK_TREE, ".github/perfbot.yml"),
+        (ConfigSource.at_revision(SHA), ".github/perfbot.yml at 0123456789"),
+        (ConfigSource.default_branch("main"), ".github/perfbot.yml@main"),
+    ],
+)
 def test_each_source_names_itself_in_errors(source, label):
     assert source.label == label and source.path == ".github/perfbot.yml"
     with pytest.raises(ConfigError, match=f"^{label}: risk.thresholds.high"):

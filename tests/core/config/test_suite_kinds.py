@@ -44,9 +44,21 @@ def test_the_configs_suites_are_one_of_the_registered_kinds_each():
     suites = schema.schema()["$defs"]["BenchConfig"]["properties"]["suites"]["patternProperties"]
     [union] = suites.values()
     mapping = union["discriminator"]["mapping"]
-    assert set(mapping) == set(suite_kinds.names()) == {
-        "command", "sglang-eagle3", "verify-step", "pytest-benchmark", "google-benchmark", "hyperfine",
-        "vllm-bench-serve", "sglang-bench-serving", "sglang-bench-one-batch"}
+    assert (
+        set(mapping)
+        == set(suite_kinds.names())
+        == {
+            "command",
+            "sglang-eagle3",
+            "verify-step",
+            "pytest-benchmark",
+            "google-benchmark",
+            "hyperfine",
+            "vllm-bench-serve",
+            "sglang-bench-serving",
+            "sglang-bench-one-batch",
+        }
+    )
     for name in suite_kinds.names():
         assert mapping[name] == f"#/$defs/{KINDS[name].options.__name__}"
     loaded = schema.load("bench: {suites: {a: {kind: verify-step}, b: {kind: command, command: x}}}")
@@ -57,10 +69,14 @@ def test_a_wrong_or_missing_kind_is_answered_with_the_registered_kinds(registry)
     register("zz-new")  # registered after the config's union was built: only the wording knows it
     with pytest.raises(ConfigError) as refused:
         schema.load("bench: {suites: {a: {kind: nope}, b: {}}}")
-    kinds = ("'command', 'google-benchmark', 'hyperfine', 'pytest-benchmark', 'sglang-bench-one-batch', "
-             "'sglang-bench-serving', 'sglang-eagle3', 'verify-step', 'vllm-bench-serve', 'zz-new'")
-    assert refused.value.problems == [f"bench.suites.a.kind: 'nope' is not a suite kind (expected one of {kinds})",
-                                      f"bench.suites.b: missing 'kind' (one of {kinds})"]
+    kinds = (
+        "'command', 'google-benchmark', 'hyperfine', 'pytest-benchmark', 'sglang-bench-one-batch', "
+        "'sglang-bench-serving', 'sglang-eagle3', 'verify-step', 'vllm-bench-serve', 'zz-new'"
+    )
+    assert refused.value.problems == [
+        f"bench.suites.a.kind: 'nope' is not a suite kind (expected one of {kinds})",
+        f"bench.suites.b: missing 'kind' (one of {kinds})",
+    ]
 
 
 def test_the_built_in_suites_of_the_dispatch_contract_are_the_registrys():
@@ -74,7 +90,10 @@ def test_a_built_in_suite_runs_with_its_kinds_defaults_or_says_what_it_needs():
     assert KINDS["command"].default_options("make bench").command == "make bench"
     assert KINDS["command"].needs() == "--command CMD or bench.suites.command.command in the config"
     assert KINDS["sglang-eagle3"].default_options() is None
-    assert KINDS["sglang-eagle3"].needs() == "bench.suites.sglang-eagle3 in the config (model_path, draft_model_path)"
+    assert (
+        KINDS["sglang-eagle3"].needs()
+        == "bench.suites.sglang-eagle3 in the config (model_path, draft_model_path)"
+    )
 
 
 def test_a_kind_is_registered_once_under_the_tag_of_its_options(registry):
@@ -107,5 +126,7 @@ def test_a_metric_name_means_one_thing_whichever_kind_reports_it(registry):
 
 def test_a_quantity_the_speculation_explanation_reads_has_one_name(registry):
     register("zz-cycle", {"other_cycle_ms": time_metric("a cycle", "cycle")})
-    with pytest.raises(TypeError, match="the cycle of speculation has more than one name: cycle_ms, other_cycle_ms"):
+    with pytest.raises(
+        TypeError, match="the cycle of speculation has more than one name: cycle_ms, other_cycle_ms"
+    ):
         suite_kinds.metric_roles()

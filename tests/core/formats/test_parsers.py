@@ -59,15 +59,21 @@ def test_pytest_benchmark_names_clashing_benchmarks_by_their_full_names():
     for entry in file["benchmarks"]:
         entry["name"] = "test_same"
     readings = pytest_benchmark.parse(json.dumps(file), "out.json")
-    assert set(readings) == {"test_bench_demo.py::test_sort_10", "test_bench_demo.py::test_sort_1000",
-                             "test_bench_demo.py::test_sum"}
+    assert set(readings) == {
+        "test_bench_demo.py::test_sort_10",
+        "test_bench_demo.py::test_sort_1000",
+        "test_bench_demo.py::test_sum",
+    }
 
 
 def test_google_benchmark_repetitions_give_their_mean_and_its_standard_error():
     readings = google_benchmark.parse(read("google_benchmark_repetitions.json"), "gb.json")
     assert set(readings) == {"sort_list/64", "sort_list/512", "sum_range"}
-    times = [b["real_time"] for b in data("google_benchmark_repetitions.json")["benchmarks"]
-             if b["run_name"] == "sort_list/64" and b["run_type"] == "iteration"]
+    times = [
+        b["real_time"]
+        for b in data("google_benchmark_repetitions.json")["benchmarks"]
+        if b["run_name"] == "sort_list/64" and b["run_type"] == "iteration"
+    ]
     reading = readings["sort_list/64"]
     assert (reading.unit, reading.calls) == ("ns", 3)
     assert reading.value == pytest.approx(statistics.mean(times))
@@ -77,7 +83,10 @@ def test_google_benchmark_repetitions_give_their_mean_and_its_standard_error():
 
 def test_google_benchmark_aggregates_only_give_the_mean_aggregate_and_the_stddev_over_repetitions():
     readings = google_benchmark.parse(read("google_benchmark_aggregates.json"), "gb.json")
-    entries = {(b["run_name"], b["aggregate_name"]): b for b in data("google_benchmark_aggregates.json")["benchmarks"]}
+    entries = {
+        (b["run_name"], b["aggregate_name"]): b
+        for b in data("google_benchmark_aggregates.json")["benchmarks"]
+    }
     reading = readings["sort_list/512"]
     assert reading.value == pytest.approx(entries["sort_list/512", "mean"]["real_time"])
     assert reading.se == pytest.approx(entries["sort_list/512", "stddev"]["real_time"] / math.sqrt(3))
@@ -102,12 +111,22 @@ def test_hyperfine_gives_each_commands_mean_wall_time_in_ms_from_its_runs():
 def test_vllm_detailed_results_give_p50_and_p99_from_the_per_request_arrays():
     file = data("vllm_bench_serve_detailed.json")
     readings = vllm_bench_serve.parse(json.dumps(file), "vllm.json")
-    assert set(readings) == {"output_tok_s", "request_s", "ttft_p50_ms", "ttft_p99_ms", "itl_p50_ms",
-                             "itl_p99_ms", "e2e_p50_ms", "e2e_p99_ms"}
+    assert set(readings) == {
+        "output_tok_s",
+        "request_s",
+        "ttft_p50_ms",
+        "ttft_p99_ms",
+        "itl_p50_ms",
+        "itl_p99_ms",
+        "e2e_p50_ms",
+        "e2e_p99_ms",
+    }
     # perfbot's quantiles are computed as vLLM computes its own (numpy's percentile), in ms.
     assert readings["ttft_p50_ms"].value == pytest.approx(np.percentile(file["ttfts"], 50) * 1000)
     assert readings["ttft_p99_ms"].value == pytest.approx(np.percentile(file["ttfts"], 99) * 1000)
-    assert readings["itl_p99_ms"].value == pytest.approx(np.percentile(np.concatenate(file["itls"]), 99) * 1000)
+    assert readings["itl_p99_ms"].value == pytest.approx(
+        np.percentile(np.concatenate(file["itls"]), 99) * 1000
+    )
     assert readings["e2e_p50_ms"].value == pytest.approx(np.median(file["latencies"]) * 1000)
     assert readings["ttft_p50_ms"].calls == 200 and readings["itl_p50_ms"].calls == 200 * 7
     assert readings["ttft_p50_ms"].se > 0
@@ -139,8 +158,11 @@ def test_sglang_bench_serving_reads_the_last_line_with_its_details():
 
 def test_sglang_one_batch_names_each_case_and_reports_the_accept_length_separately():
     static = sglang_bench_one_batch.parse(read("sglang_bench_one_batch.jsonl"), "ob.jsonl")
-    assert set(static) == {f"bs{bs}_in128_out8/{m}" for bs in (1, 8)
-                           for m in ("prefill_ms", "decode_ms", "total_ms", "overall_tok_s")}
+    assert set(static) == {
+        f"bs{bs}_in128_out8/{m}"
+        for bs in (1, 8)
+        for m in ("prefill_ms", "decode_ms", "total_ms", "overall_tok_s")
+    }
     assert static["bs8_in128_out8/decode_ms"].value == pytest.approx(1000 * (0.0061 + 0.0032))
     server = sglang_bench_one_batch.parse(read("sglang_bench_one_batch_server.jsonl"), "ob.jsonl")
     assert set(server) == {"latency_ms", "ttft_ms", "gen_tok_s", "overall_tok_s", "accept_length"}
@@ -152,34 +174,62 @@ def test_no_accept_length_without_speculation():
     assert "accept_length" not in sglang_bench_one_batch.parse(json.dumps(line), "ob.jsonl")
 
 
-@pytest.mark.parametrize(("parser", "file", "message"), [
-    (google_benchmark.parse, "google_benchmark_error.json",
-     r"^gb: benchmarks\[0\].error_occurred: the benchmark failed: no GPU on this machine$"),
-    (hyperfine.parse, "hyperfine_failed.json", r"^gb: results\[0\].exit_codes\[0\]: a timed run exited 1$"),
-])
+@pytest.mark.parametrize(
+    ("parser", "file", "message"),
+    [
+        (
+            google_benchmark.parse,
+            "google_benchmark_error.json",
+            r"^gb: benchmarks\[0\].error_occurred: the benchmark failed: no GPU on this machine$",
+        ),
+        (
+            hyperfine.parse,
+            "hyperfine_failed.json",
+            r"^gb: results\[0\].exit_codes\[0\]: a timed run exited 1$",
+        ),
+    ],
+)
 def test_a_failed_benchmark_refuses_the_file(parser, file, message):
     with pytest.raises(FormatError, match=message):
         parser(read(file), "gb")
 
 
-@pytest.mark.parametrize(("parser", "content", "message"), [
-    (pytest_benchmark.parse, "{", r"^f: not JSON"),
-    (pytest_benchmark.parse, "{}", r"^f: benchmarks: missing$"),
-    (pytest_benchmark.parse, '{"benchmarks": []}', r"^f: benchmarks: empty"),
-    (pytest_benchmark.parse, '{"benchmarks": [{"name": "t", "stats": {"mean": "x", "rounds": 3}}]}',
-     r"^f: benchmarks\[0\].stats.mean: expected a number, got a string$"),
-    (google_benchmark.parse, '{"benchmarks": [{"name": "b", "real_time": 1, "time_unit": "h"}]}',
-     r"^f: benchmarks\[0\].time_unit: 'h' is not one of ns, us, ms, s$"),
-    (hyperfine.parse, '{"results": [{"command": "a", "times": [0.1, -1]}]}',
-     r"^f: results\[0\].times\[1\]: -1.0 is not a finite number >= 0$"),
-    (vllm_bench_serve.parse, '{"request_throughput": 1}', r"^f: output_throughput: missing$"),
-    (sglang_bench_serving.parse, '{"a": 1}\nnope\n', r"^f: line 2: not JSON$"),
-    (sglang_bench_serving.parse, '{"output_throughput": 1, "request_throughput": 1, "ttfts": [1, null]}',
-     r"^f: line 1: ttfts\[1\]: expected a number, got null$"),
-    (sglang_bench_one_batch.parse, '{"batch_size": 1, "input_len": 8, "output_len": 8}',
-     r"^f: line 1: neither bench_one_batch's"),
-    (sglang_bench_one_batch.parse, "\n", r"^f: no result lines$"),
-])
+@pytest.mark.parametrize(
+    ("parser", "content", "message"),
+    [
+        (pytest_benchmark.parse, "{", r"^f: not JSON"),
+        (pytest_benchmark.parse, "{}", r"^f: benchmarks: missing$"),
+        (pytest_benchmark.parse, '{"benchmarks": []}', r"^f: benchmarks: empty"),
+        (
+            pytest_benchmark.parse,
+            '{"benchmarks": [{"name": "t", "stats": {"mean": "x", "rounds": 3}}]}',
+            r"^f: benchmarks\[0\].stats.mean: expected a number, got a string$",
+        ),
+        (
+            google_benchmark.parse,
+            '{"benchmarks": [{"name": "b", "real_time": 1, "time_unit": "h"}]}',
+            r"^f: benchmarks\[0\].time_unit: 'h' is not one of ns, us, ms, s$",
+        ),
+        (
+            hyperfine.parse,
+            '{"results": [{"command": "a", "times": [0.1, -1]}]}',
+            r"^f: results\[0\].times\[1\]: -1.0 is not a finite number >= 0$",
+        ),
+        (vllm_bench_serve.parse, '{"request_throughput": 1}', r"^f: output_throughput: missing$"),
+        (sglang_bench_serving.parse, '{"a": 1}\nnope\n', r"^f: line 2: not JSON$"),
+        (
+            sglang_bench_serving.parse,
+            '{"output_throughput": 1, "request_throughput": 1, "ttfts": [1, null]}',
+            r"^f: line 1: ttfts\[1\]: expected a number, got null$",
+        ),
+        (
+            sglang_bench_one_batch.parse,
+            '{"batch_size": 1, "input_len": 8, "output_len": 8}',
+            r"^f: line 1: neither bench_one_batch's",
+        ),
+        (sglang_bench_one_batch.parse, "\n", r"^f: no result lines$"),
+    ],
+)
 def test_a_bad_file_is_one_line_naming_the_file_and_the_field(parser, content, message):
     with pytest.raises(FormatError, match=message):
         parser(content, "f")
@@ -187,14 +237,51 @@ def test_a_bad_file_is_one_line_naming_the_file_and_the_field(parser, content, m
 
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=8),
-    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(
-        st.sampled_from(["benchmarks", "results", "stats", "mean", "rounds", "stddev", "name", "fullname", "data",
-                         "times", "command", "run_type", "real_time", "time_unit", "aggregate_name", "repetitions",
-                         "run_name", "ttfts", "itls", "latencies", "errors", "output_throughput",
-                         "request_throughput", "prefill_latency", "last_gen_throughput", "acc_length",
-                         "batch_size", "input_len", "output_len", "exit_codes", "error_occurred"]) | st.text(max_size=4),
-        inner, max_size=6),
-    max_leaves=20)
+    lambda inner: (
+        st.lists(inner, max_size=4)
+        | st.dictionaries(
+            st.sampled_from(
+                [
+                    "benchmarks",
+                    "results",
+                    "stats",
+                    "mean",
+                    "rounds",
+                    "stddev",
+                    "name",
+                    "fullname",
+                    "data",
+                    "times",
+                    "command",
+                    "run_type",
+                    "real_time",
+                    "time_unit",
+                    "aggregate_name",
+                    "repetitions",
+                    "run_name",
+                    "ttfts",
+                    "itls",
+                    "latencies",
+                    "errors",
+                    "output_throughput",
+                    "request_throughput",
+                    "prefill_latency",
+                    "last_gen_throughput",
+                    "acc_length",
+                    "batch_size",
+                    "input_len",
+                    "output_len",
+                    "exit_codes",
+                    "error_occurred",
+                ]
+            )
+            | st.text(max_size=4),
+            inner,
+            max_size=6,
+        )
+    ),
+    max_leaves=20,
+)
 
 
 def check(parser, content: str) -> None:
@@ -225,10 +312,14 @@ def test_any_text_gives_metrics_or_one_format_error_line(parser, content):
 @settings(max_examples=100)
 @given(parser=st.sampled_from(sorted(PARSERS)), seed=st.integers(0, 2**32 - 1), data=st.data())
 def test_a_real_file_with_one_value_replaced_gives_metrics_or_one_format_error_line(parser, seed, data):
-    files = {"pytest_benchmark": "pytest_benchmark.json", "google_benchmark": "google_benchmark_repetitions.json",
-             "hyperfine": "hyperfine.json", "vllm_bench_serve": "vllm_bench_serve_detailed.json",
-             "sglang_bench_serving": "sglang_bench_serving_summary.jsonl",
-             "sglang_bench_one_batch": "sglang_bench_one_batch.jsonl"}
+    files = {
+        "pytest_benchmark": "pytest_benchmark.json",
+        "google_benchmark": "google_benchmark_repetitions.json",
+        "hyperfine": "hyperfine.json",
+        "vllm_bench_serve": "vllm_bench_serve_detailed.json",
+        "sglang_bench_serving": "sglang_bench_serving_summary.jsonl",
+        "sglang_bench_one_batch": "sglang_bench_one_batch.jsonl",
+    }
     content = read(files[parser])
     lines = content.splitlines()
     index = data.draw(st.integers(0, len(lines) - 1))
@@ -274,6 +365,9 @@ def test_the_mean_comes_with_the_standard_error_of_the_sample():
 
 
 def test_a_google_benchmark_entry_without_run_name_is_named_by_its_name():
-    file = {"benchmarks": [{"name": "BM_copy/64", "iterations": 10, "real_time": 5.0, "cpu_time": 4.0,
-                            "time_unit": "ns"}]}
+    file = {
+        "benchmarks": [
+            {"name": "BM_copy/64", "iterations": 10, "real_time": 5.0, "cpu_time": 4.0, "time_unit": "ns"}
+        ]
+    }
     assert google_benchmark.parse(json.dumps(file), "gb.json")["BM_copy/64"].value == 5.0

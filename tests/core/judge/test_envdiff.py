@@ -33,22 +33,49 @@ def test_the_same_fingerprint_has_no_difference():
 
 
 def test_differences_are_ranked_clocks_power_nccl_driver_torch_then_the_rest():
-    head = changed(gpus__0__clocks_max_sm="1500", gpus__0__power_limit="500.00", driver="575.1",
-                   torch__nccl="2.27.1", torch__version="2.12.0", env__NCCL_ALGO="Tree",
-                   host__name="other-runner", cpu__governor="powersave")
+    head = changed(
+        gpus__0__clocks_max_sm="1500",
+        gpus__0__power_limit="500.00",
+        driver="575.1",
+        torch__nccl="2.27.1",
+        torch__version="2.12.0",
+        env__NCCL_ALGO="Tree",
+        host__name="other-runner",
+        cpu__governor="powersave",
+    )
     head["gpus"][0]["clocks.max.sm"] = head["gpus"][0].pop("clocks_max_sm")
     head["gpus"][0]["power.limit"] = head["gpus"][0].pop("power_limit")
     categories = [d.category for d in envdiff.diff(FINGERPRINT, head)]
-    assert categories == ["clocks", "power", "nccl", "nccl", "driver and CUDA",
-                          "torch and kernel libraries", "CPU and OS", "CPU and OS"]
+    assert categories == [
+        "clocks",
+        "power",
+        "nccl",
+        "nccl",
+        "driver and CUDA",
+        "torch and kernel libraries",
+        "CPU and OS",
+        "CPU and OS",
+    ]
     assert all(d.material for d in envdiff.diff(FINGERPRINT, head))
 
 
 def test_the_code_under_test_is_not_an_environment_difference():
-    base = {"sha": "a", "reflog": ["a x", "b y"], "taken_at": "t1", "dirty": False,
-            "packages": {"sglang": "0.5.1.dev1+gabc"}, "checkout_head": "a"}
-    head = {"sha": "b", "reflog": ["c z"], "taken_at": "t2", "dirty": True,
-            "packages": {"sglang": "0.5.1.dev2+gdef"}, "checkout_head": "b"}
+    base = {
+        "sha": "a",
+        "reflog": ["a x", "b y"],
+        "taken_at": "t1",
+        "dirty": False,
+        "packages": {"sglang": "0.5.1.dev1+gabc"},
+        "checkout_head": "a",
+    }
+    head = {
+        "sha": "b",
+        "reflog": ["c z"],
+        "taken_at": "t2",
+        "dirty": True,
+        "packages": {"sglang": "0.5.1.dev2+gdef"},
+        "checkout_head": "b",
+    }
     assert envdiff.diff(base, head) == []
 
 
@@ -86,7 +113,8 @@ def test_a_change_during_the_run_is_drift():
     fingerprint["after"] = {"gpus": [{"power.limit": "450.00", "clocks.sm": "1975"}]}
     found = envdiff.drift(fingerprint)
     assert [(d.key, d.base, d.head, d.material) for d in found] == [
-        ("gpus.0.power.limit", "700.00", "450.00", True)]
+        ("gpus.0.power.limit", "700.00", "450.00", True)
+    ]
     assert envdiff.diff(fingerprint, FINGERPRINT) == []
 
 
@@ -98,12 +126,15 @@ def test_long_values_are_clipped_for_display():
 JSON = st.recursive(
     st.none() | st.booleans() | st.floats(allow_nan=True) | st.integers() | st.text(max_size=12),
     lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=12), inner, max_size=4),
-    max_leaves=25)
+    max_leaves=25,
+)
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.dictionaries(st.text(max_size=12), JSON, max_size=6),
-       st.dictionaries(st.text(max_size=12), JSON, max_size=6))
+@given(
+    st.dictionaries(st.text(max_size=12), JSON, max_size=6),
+    st.dictionaries(st.text(max_size=12), JSON, max_size=6),
+)
 def test_any_fingerprints_compare_without_error_and_each_equals_itself(base, head):
     found = envdiff.diff(base, head)
     assert all(d.base != d.head for d in found)

@@ -15,7 +15,13 @@ from bot.core.judge import profile, results, stats
 
 RESULTS = Path(__file__).resolve().parents[3] / "benchmarks" / "results" / "h200-verdict"
 FILL = "FillFunctor"
-AB = ["r3/ab.json", "r3/ab-worker.json", "r5/ab.json", "r5/ab-worker.json", "r3/bisect/confirm-3e4bb76d9d.json"]
+AB = [
+    "r3/ab.json",
+    "r3/ab-worker.json",
+    "r5/ab.json",
+    "r5/ab-worker.json",
+    "r3/bisect/confirm-3e4bb76d9d.json",
+]
 AA = ["r3/aa.json", "r3/aa-worker.json"]
 
 
@@ -67,10 +73,15 @@ def test_the_earlier_version_took_four_times_as_long_per_round_for_the_same_verd
     assert comparison.verdict == "regression" and before.base.profile is None
     log = (RESULTS / "before" / "before-ab.log").read_text().splitlines()
     # It recorded no seconds per round: its progress lines did ("round 3/6 (...)", then "ok in 12.3s").
-    then = [float(line.split("ok in ")[1].rstrip("s")) for previous, line in zip(log, log[1:], strict=False)
-            if ": round " in previous and "ok in " in line]
+    then = [
+        float(line.split("ok in ")[1].rstrip("s"))
+        for previous, line in zip(log, log[1:], strict=False)
+        if ": round " in previous and "ok in " in line
+    ]
     now, _ = replay("r3/ab.json")
-    assert len(then) == 6 and statistics.median(then) > 4 * statistics.median(r.seconds or 0 for r in now.rounds)
+    assert len(then) == 6 and statistics.median(then) > 4 * statistics.median(
+        r.seconds or 0 for r in now.rounds
+    )
     cost = json.loads((RESULTS / "r3" / "cost.json").read_text())
     fresh = next(row for row in cost if row["run"] == "ab")
     assert fresh["verdict"] == "regression" and fresh["wall_s"] <= 60

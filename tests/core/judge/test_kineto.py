@@ -39,10 +39,30 @@ def test_a_host_synchronisation_is_a_row_and_widens_the_gaps():
 
 def test_device_work_launched_outside_every_step_is_left_out():
     data = trace([[("gemm_a", 10.0)]])
-    data["traceEvents"].append({"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1,
-                                "ts": 1e6, "dur": 1.0, "args": {"correlation": 999}})
-    data["traceEvents"].append({"ph": "X", "cat": "kernel", "name": "late", "pid": 0, "tid": 7, "ts": 1e6 + 3,
-                                "dur": 1.0, "args": {"correlation": 999}})
+    data["traceEvents"].append(
+        {
+            "ph": "X",
+            "cat": "cuda_runtime",
+            "name": "cudaLaunchKernel",
+            "pid": 1,
+            "tid": 1,
+            "ts": 1e6,
+            "dur": 1.0,
+            "args": {"correlation": 999},
+        }
+    )
+    data["traceEvents"].append(
+        {
+            "ph": "X",
+            "cat": "kernel",
+            "name": "late",
+            "pid": 0,
+            "tid": 7,
+            "ts": 1e6 + 3,
+            "dur": 1.0,
+            "args": {"correlation": 999},
+        }
+    )
     assert {k.name for k in kineto.profile_of(data, "t.json").kernels} == {"gemm_a"}
 
 
@@ -54,12 +74,22 @@ def test_a_trace_without_steps_is_one_step_of_all_its_device_work():
 
 
 def test_on_cpu_the_operators_called_in_each_step_are_the_rows():
-    events = [{"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#1", "pid": 1, "tid": 1, "ts": 0, "dur": 100},
-              {"ph": "X", "cat": "cpu_op", "name": "aten::matmul", "pid": 1, "tid": 1, "ts": 5, "dur": 30},
-              {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 6, "dur": 28},
-              {"ph": "X", "cat": "cpu_op", "name": "aten::zeros", "pid": 1, "tid": 1, "ts": 40, "dur": 20},
-              {"ph": "X", "cat": "cpu_op", "name": "aten::zero_", "pid": 1, "tid": 1, "ts": 45, "dur": 10},
-              {"ph": "X", "cat": "cpu_op", "name": "other_thread", "pid": 1, "tid": 2, "ts": 40, "dur": 5}]
+    events = [
+        {
+            "ph": "X",
+            "cat": "user_annotation",
+            "name": "ProfilerStep#1",
+            "pid": 1,
+            "tid": 1,
+            "ts": 0,
+            "dur": 100,
+        },
+        {"ph": "X", "cat": "cpu_op", "name": "aten::matmul", "pid": 1, "tid": 1, "ts": 5, "dur": 30},
+        {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 6, "dur": 28},
+        {"ph": "X", "cat": "cpu_op", "name": "aten::zeros", "pid": 1, "tid": 1, "ts": 40, "dur": 20},
+        {"ph": "X", "cat": "cpu_op", "name": "aten::zero_", "pid": 1, "tid": 1, "ts": 45, "dur": 10},
+        {"ph": "X", "cat": "cpu_op", "name": "other_thread", "pid": 1, "tid": 2, "ts": 40, "dur": 5},
+    ]
     read = kineto.profile_of({"traceEvents": events}, "cpu.json")
     assert read.device == "cpu"
     assert {k.name: k.family for k in read.kernels} == {"aten::matmul": "gemm", "aten::zeros": "memset"}
@@ -76,37 +106,64 @@ def test_a_real_h200_trace_reads_the_padding_fill_and_the_nccl_free_single_rank_
     assert fills and fills[0].calls >= 32
 
 
-@pytest.mark.parametrize("data,expected", [
-    ("[1, 2", "not a JSON trace"),
-    ('{"traceEvents": 3}', "no 'traceEvents' list"),
-    ('"text"', "no 'traceEvents' list"),
-    ('{"traceEvents": [{"ph": "X", "name": "python_function", "ts": 1, "dur": 2}]}', "no kernels and no operators"),
-])
+@pytest.mark.parametrize(
+    "data,expected",
+    [
+        ("[1, 2", "not a JSON trace"),
+        ('{"traceEvents": 3}', "no 'traceEvents' list"),
+        ('"text"', "no 'traceEvents' list"),
+        (
+            '{"traceEvents": [{"ph": "X", "name": "python_function", "ts": 1, "dur": 2}]}',
+            "no kernels and no operators",
+        ),
+    ],
+)
 def test_what_is_not_a_trace_is_one_line(data, expected):
     with pytest.raises(kineto.TraceError, match=expected) as caught:
         kineto.loads(data, "x.json")
     assert "\n" not in str(caught.value)
 
 
-EVENT = st.fixed_dictionaries({
-    "ph": st.sampled_from(["X", "M", "i", 3]),
-    "cat": st.sampled_from(["kernel", "cpu_op", "cuda_runtime", "user_annotation", "gpu_memset", None, 7]),
-    "name": st.one_of(st.sampled_from(["ProfilerStep#1", "gemm", "aten::mm", "cudaDeviceSynchronize"]), st.text(max_size=8),
-                      st.integers()),
-    "ts": st.one_of(st.floats(allow_nan=True, allow_infinity=True), st.integers(-10, 10**6), st.text(max_size=3)),
-    "dur": st.one_of(st.floats(-5, 1e4), st.integers(-5, 10**4), st.none()),
-    "pid": st.sampled_from([0, 1, "Spans"]), "tid": st.sampled_from([1, 7, "x"]),
-    "args": st.one_of(st.none(), st.fixed_dictionaries({"correlation": st.one_of(st.integers(0, 5), st.booleans(),
-                                                                                   st.text(max_size=2))})),
-})
+EVENT = st.fixed_dictionaries(
+    {
+        "ph": st.sampled_from(["X", "M", "i", 3]),
+        "cat": st.sampled_from(
+            ["kernel", "cpu_op", "cuda_runtime", "user_annotation", "gpu_memset", None, 7]
+        ),
+        "name": st.one_of(
+            st.sampled_from(["ProfilerStep#1", "gemm", "aten::mm", "cudaDeviceSynchronize"]),
+            st.text(max_size=8),
+            st.integers(),
+        ),
+        "ts": st.one_of(
+            st.floats(allow_nan=True, allow_infinity=True), st.integers(-10, 10**6), st.text(max_size=3)
+        ),
+        "dur": st.one_of(st.floats(-5, 1e4), st.integers(-5, 10**4), st.none()),
+        "pid": st.sampled_from([0, 1, "Spans"]),
+        "tid": st.sampled_from([1, 7, "x"]),
+        "args": st.one_of(
+            st.none(),
+            st.fixed_dictionaries(
+                {"correlation": st.one_of(st.integers(0, 5), st.booleans(), st.text(max_size=2))}
+            ),
+        ),
+    }
+)
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.one_of(st.lists(EVENT, max_size=30).map(lambda events: {"traceEvents": events}),
-                 st.recursive(st.none() | st.integers() | st.text(max_size=5),
-                              lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner,
-                                                                                          max_size=3),
-                              max_leaves=10)))
+@given(
+    st.one_of(
+        st.lists(EVENT, max_size=30).map(lambda events: {"traceEvents": events}),
+        st.recursive(
+            st.none() | st.integers() | st.text(max_size=5),
+            lambda inner: (
+                st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner, max_size=3)
+            ),
+            max_leaves=10,
+        ),
+    )
+)
 def test_any_json_is_a_profile_or_one_trace_error_line(data):
     try:
         read = kineto.loads(json.dumps(data), "fuzz.json")
@@ -118,8 +175,17 @@ def test_any_json_is_a_profile_or_one_trace_error_line(data):
 
 
 @settings(max_examples=100, deadline=None)
-@given(st.lists(st.lists(st.tuples(st.sampled_from(["gemm_a", "nccl_b", FILL[0]]), st.floats(0.5, 50.0)),
-                         min_size=1, max_size=6), min_size=1, max_size=5))
+@given(
+    st.lists(
+        st.lists(
+            st.tuples(st.sampled_from(["gemm_a", "nccl_b", FILL[0]]), st.floats(0.5, 50.0)),
+            min_size=1,
+            max_size=6,
+        ),
+        min_size=1,
+        max_size=5,
+    )
+)
 def test_whatever_the_steps_launch_is_counted_exactly_once(steps):
     read = kineto.profile_of(trace(steps), "t.json")
     assert read.steps == len(steps)
@@ -131,14 +197,23 @@ def test_whatever_the_steps_launch_is_counted_exactly_once(steps):
 
 # ---------------------------------------------------------------- the repository's frames
 
+
 def _call(name, ts, dur, caller=None, defines=None, tid=1):
     args = {}
     if caller:
         args["perfbot.caller"] = dict(zip(("path", "line", "function"), caller, strict=True))
     if defines:
         args["perfbot.function"] = dict(zip(("path", "line", "function"), defines, strict=True))
-    return {"ph": "X", "cat": "python_function", "name": name, "pid": 1, "tid": tid, "ts": ts, "dur": dur,
-            "args": args}
+    return {
+        "ph": "X",
+        "cat": "python_function",
+        "name": name,
+        "pid": 1,
+        "tid": tid,
+        "ts": ts,
+        "dur": dur,
+        "args": args,
+    }
 
 
 def _op(name, ts, dur, tid=1):
@@ -154,12 +229,29 @@ def _annotated_cpu_trace():
     events = []
     for step, t0 in enumerate((0.0, 1000.0), start=1):
         events += [
-            {"ph": "X", "cat": "user_annotation", "name": f"ProfilerStep#{step}", "pid": 1, "tid": 1, "ts": t0,
-             "dur": 400.0},
-            _call("engine/parallel_state.py(28): all_reduce", t0 + 10, 200, caller=("model.py", 7, "forward"),
-                  defines=(PS, 28, "all_reduce")),
-            _call("engine/parallel_state.py(20): _pad", t0 + 20, 100, caller=(PS, 30, "all_reduce"),
-                  defines=(PS, 20, "_pad")),
+            {
+                "ph": "X",
+                "cat": "user_annotation",
+                "name": f"ProfilerStep#{step}",
+                "pid": 1,
+                "tid": 1,
+                "ts": t0,
+                "dur": 400.0,
+            },
+            _call(
+                "engine/parallel_state.py(28): all_reduce",
+                t0 + 10,
+                200,
+                caller=("model.py", 7, "forward"),
+                defines=(PS, 28, "all_reduce"),
+            ),
+            _call(
+                "engine/parallel_state.py(20): _pad",
+                t0 + 20,
+                100,
+                caller=(PS, 30, "all_reduce"),
+                defines=(PS, 20, "_pad"),
+            ),
             _call("<built-in method zeros>", t0 + 30, 40, caller=(PS, 22, "_pad")),
             _op("aten::zeros", t0 + 31, 30),
             _op("aten::slice", t0 + 80, 10),  # inside _pad, outside any call it made
@@ -170,7 +262,9 @@ def _annotated_cpu_trace():
 
 def test_each_operator_names_the_line_of_the_repository_that_launched_it():
     read = kineto.traced(_annotated_cpu_trace(), "t.json", "cycle")
-    sites = {k.name: [(s.path, s.line, s.function, s.calls) for s in k.sites or []] for k in read.profile.kernels}
+    sites = {
+        k.name: [(s.path, s.line, s.function, s.calls) for s in k.sites or []] for k in read.profile.kernels
+    }
     assert sites["aten::zeros"] == [(PS, 22, "_pad", 1.0)]
     # Python syntax (a slice) makes no call: the line that called the function running it is named.
     assert sites["aten::slice"] == [(PS, 30, "all_reduce", 1.0)]
@@ -192,11 +286,20 @@ def test_the_map_counts_the_repositorys_functions_and_who_launched_each_family()
 
 
 def test_a_recursive_function_counts_every_call_and_its_time_once():
-    events = [{"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#1", "pid": 1, "tid": 1, "ts": 0,
-               "dur": 100.0},
-              _call("walk", 0, 80, caller=("a.py", 3, "main"), defines=("a.py", 10, "walk")),
-              _call("walk", 10, 50, caller=("a.py", 12, "walk"), defines=("a.py", 10, "walk")),
-              _op("aten::add", 20, 5)]
+    events = [
+        {
+            "ph": "X",
+            "cat": "user_annotation",
+            "name": "ProfilerStep#1",
+            "pid": 1,
+            "tid": 1,
+            "ts": 0,
+            "dur": 100.0,
+        },
+        _call("walk", 0, 80, caller=("a.py", 3, "main"), defines=("a.py", 10, "walk")),
+        _call("walk", 10, 50, caller=("a.py", 12, "walk"), defines=("a.py", 10, "walk")),
+        _op("aten::add", 20, 5),
+    ]
     built = kineto.traced({"traceEvents": events}, "t.json").step_map("b" * 40, "s")
     walk = built.function_at("a.py", "walk")
     assert (walk.calls_per_step, walk.host_share) == (2.0, pytest.approx(0.8))
@@ -209,23 +312,27 @@ def test_a_device_kernel_is_attributed_through_its_launch_and_a_sync_by_itself()
     launches = [e for e in data["traceEvents"] if e.get("cat") == "cuda_runtime"]
     for launch in launches:
         line = 40 if launch["name"] == "cudaLaunchKernel" else 41
-        data["traceEvents"].append(_call("<built-in>", launch["ts"] - 0.1, launch["dur"] + 0.2,
-                                         caller=("m.py", line, "step")))
+        data["traceEvents"].append(
+            _call("<built-in>", launch["ts"] - 0.1, launch["dur"] + 0.2, caller=("m.py", line, "step"))
+        )
     read = kineto.traced(data, "t.json")
     rows = {k.name: [(s.path, s.line, s.calls) for s in k.sites or []] for k in read.profile.kernels}
     assert rows == {"gemm_a": [("m.py", 40, 1.0)], "cudaDeviceSynchronize": [("m.py", 41, 1.0)]}
     assert [s.line for s in read.step_map("c" * 40, "s").kernel("sync").launched_by] == [41]
 
 
-@pytest.mark.parametrize("annotation", [
-    {"path": "/abs/x.py", "line": 3, "function": "f"},
-    {"path": "../x.py", "line": 3, "function": "f"},
-    {"path": "venv/site-packages/torch/x.py", "line": 3, "function": "f"},
-    {"path": "x.py", "line": -1, "function": "f"},
-    {"path": "x.py", "line": 3, "function": "f\u202e"},
-    {"path": "x.py", "line": "3", "function": "f"},
-    "x.py:3",
-])
+@pytest.mark.parametrize(
+    "annotation",
+    [
+        {"path": "/abs/x.py", "line": 3, "function": "f"},
+        {"path": "../x.py", "line": 3, "function": "f"},
+        {"path": "venv/site-packages/torch/x.py", "line": 3, "function": "f"},
+        {"path": "x.py", "line": -1, "function": "f"},
+        {"path": "x.py", "line": 3, "function": "f\u202e"},
+        {"path": "x.py", "line": "3", "function": "f"},
+        "x.py:3",
+    ],
+)
 def test_an_annotation_that_names_no_frame_of_the_repository_is_ignored(annotation):
     data = _annotated_cpu_trace()
     for event in data["traceEvents"]:
@@ -247,10 +354,14 @@ def test_a_trace_without_annotations_has_no_map_and_reads_as_before():
     assert "sites" not in read.profile.model_dump(mode="json")["kernels"][0]
 
 
-_json_values = st.recursive(st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=12),
-                            lambda inner: st.lists(inner, max_size=3)
-                            | st.dictionaries(st.sampled_from(["path", "line", "function", "x"]), inner, max_size=4),
-                            max_leaves=12)
+_json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=12),
+    lambda inner: (
+        st.lists(inner, max_size=3)
+        | st.dictionaries(st.sampled_from(["path", "line", "function", "x"]), inner, max_size=4)
+    ),
+    max_leaves=12,
+)
 
 
 @settings(max_examples=200, deadline=None)

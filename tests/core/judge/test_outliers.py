@@ -19,9 +19,12 @@ import calibrate_stats as calibration  # noqa: E402
 def test_with_one_outlier_round_power_rises_with_the_change_and_no_alarm_is_false(rounds):
     """docs/statistics.md: "One outlier round". Under the rule that centred both sides on their
     pooled median, +10% at 5 rounds was called in 40% of files, +5% in 94%."""
-    found = {shift: calibration.run_outlier_cell(calibration.OutlierCell(
-        rounds, shift, 40, calibration.stable_seed("outlier-test", rounds, shift)))
-        for shift in calibration.OUTLIER_SHIFTS}
+    found = {
+        shift: calibration.run_outlier_cell(
+            calibration.OutlierCell(rounds, shift, 40, calibration.stable_seed("outlier-test", rounds, shift))
+        )
+        for shift in calibration.OUTLIER_SHIFTS
+    }
     assert found[0.0]["regression"] + found[0.0]["improvement"] == 0
     powers = [found[shift]["regression"] / 40 for shift in calibration.OUTLIER_SHIFTS[1:]]
     assert powers == sorted(powers) and powers[0] >= 0.95, powers
@@ -64,20 +67,37 @@ def test_a_derived_metric_leaves_out_the_rounds_its_source_leaves_out():
     rounds = []
     for side, values in (("base", base), ("head", head)):
         for index, cycle in enumerate(values):
-            rounds.append({"side": side, "index": index, "ok": True,
-                           "metrics": {"cycle_ms": cycle, "tok_s": 1800 / cycle}})
-    doc = {"schema": results.SCHEMA, "suite": "verify-step", "base": {"sha": "aaaa"}, "head": {"sha": "bbbb"},
-           "metrics": {"cycle_ms": {"unit": "ms", "better": "lower", "role": "headline"},
-                       "tok_s": {"unit": "tok/s", "better": "higher", "role": "primary"}},
-           "rounds": rounds}
+            rounds.append(
+                {
+                    "side": side,
+                    "index": index,
+                    "ok": True,
+                    "metrics": {"cycle_ms": cycle, "tok_s": 1800 / cycle},
+                }
+            )
+    doc = {
+        "schema": results.SCHEMA,
+        "suite": "verify-step",
+        "base": {"sha": "aaaa"},
+        "head": {"sha": "bbbb"},
+        "metrics": {
+            "cycle_ms": {"unit": "ms", "better": "lower", "role": "headline"},
+            "tok_s": {"unit": "tok/s", "better": "higher", "role": "primary"},
+        },
+        "rounds": rounds,
+    }
     judged = {m.name: m for m in stats.decide(results.Results.model_validate(doc)).metrics}
     cycle, tok = judged["cycle_ms"], judged["tok_s"]
     assert cycle.estimate.outliers == tok.estimate.outliers == (1, 0)
     assert cycle.change < 0 < tok.change and cycle.verdict == tok.verdict == "improvement"
     assert (1 + cycle.change) * (1 + tok.change) == pytest.approx(1.0)
-    masks = stats.shared_exclusions({"cycle_ms": (base, head),
-                                     "tok_s": ([1800 / v for v in base], [1800 / v for v in head]),
-                                     "accept_length": ([3.0, 3.1, 2.9, 3.0, 3.05, 2.95], [3.0] * 6)})
+    masks = stats.shared_exclusions(
+        {
+            "cycle_ms": (base, head),
+            "tok_s": ([1800 / v for v in base], [1800 / v for v in head]),
+            "accept_length": ([3.0, 3.1, 2.9, 3.0, 3.05, 2.95], [3.0] * 6),
+        }
+    )
     assert masks["cycle_ms"] is masks["tok_s"]  # one group: one set of exclusions
     assert masks["cycle_ms"][0].tolist() == [False, False, False, False, True, False]
     assert not masks["accept_length"][0].any()  # not derived from the cycle: its own
@@ -87,8 +107,9 @@ def _exact_outliers(base, head):
     """`stats.outliers` with Shamos' deviation over every pair of rounds, as it was computed for any
     number of rounds (an n×n matrix per side)."""
     logs = [np.log(np.asarray(side, dtype=float)) for side in (base, head)]
-    pairs = np.concatenate([np.abs(side[:, None] - side[None, :])[np.triu_indices(side.size, 1)]
-                            for side in logs])
+    pairs = np.concatenate(
+        [np.abs(side[:, None] - side[None, :])[np.triu_indices(side.size, 1)] for side in logs]
+    )
     spread = float(np.median(pairs)) / stats._PAIR_TO_SD
     far = [np.abs(side - np.median(side)) > stats.OUTLIER_MADS * spread for side in logs]
     if spread == 0 or sum(int(f.sum()) for f in far) > stats.OUTLIER_SHARE * (logs[0].size + logs[1].size):

@@ -40,7 +40,8 @@ def test_the_slow_commit_is_a_regression_of_the_piecewise_verify_step(rounds):
     assert piecewise.verdict == "regression" and 0.08 < piecewise.change < 0.20
     assert piecewise.estimate.ci[0] > 1.05
     assert render_compare.headline(comparison).startswith(
-        "This PR makes the EAGLE-3 verify step (piecewise CUDA graph)")
+        "This PR makes the EAGLE-3 verify step (piecewise CUDA graph)"
+    )
 
 
 @pytest.mark.parametrize("name", ["verify-step-aa.json", "run1-verify-step-aa.json"])
@@ -55,8 +56,14 @@ def test_the_parent_against_itself_is_unchanged_and_its_noisy_diagnostics_do_not
     assert comparison.extra_rounds is None
 
 
-ONE_GPU = ["h200-1gpu/ab-1.json", "h200-1gpu/ab-2.json", "h200-1gpu/aa-1.json", "h200-1gpu/aa-2.json",
-           "h200-1gpu/one-rank/ab-1.json", "h200-1gpu/one-rank/aa-1.json"]
+ONE_GPU = [
+    "h200-1gpu/ab-1.json",
+    "h200-1gpu/ab-2.json",
+    "h200-1gpu/aa-1.json",
+    "h200-1gpu/aa-2.json",
+    "h200-1gpu/one-rank/ab-1.json",
+    "h200-1gpu/one-rank/aa-1.json",
+]
 
 
 @pytest.mark.parametrize("name", ONE_GPU)
@@ -81,26 +88,35 @@ def test_the_first_run_calls_the_slower_allreduce_and_eager_pass_but_only_as_dia
     judged = by_name(comparison)
     assert comparison.verdict == "unchanged"
     assert {n for n, m in judged.items() if m.verdict == "regression"} == {
-        "allreduce_verify_us", "allreduce_draft_us", "verify_eager_ms"}
+        "allreduce_verify_us",
+        "allreduce_draft_us",
+        "verify_eager_ms",
+    }
     assert judged["cycle_ms"].verdict == "unchanged"
     assert any("allreduce_verify_us is a diagnostic" in note for note in comparison.notes)
 
 
 @pytest.mark.parametrize("rounds", [None, 3])
-@pytest.mark.parametrize("name,verdict", [
-    ("bisect/reference-95960e0787.json", "regression"),
-    ("bisect/probe-1-46057cffd4.json", "unchanged"),
-    ("bisect/confirm-22cf1e363a.json", "regression"),
-])
+@pytest.mark.parametrize(
+    "name,verdict",
+    [
+        ("bisect/reference-95960e0787.json", "regression"),
+        ("bisect/probe-1-46057cffd4.json", "unchanged"),
+        ("bisect/confirm-22cf1e363a.json", "regression"),
+    ],
+)
 def test_the_bisection_runs_decide_on_the_piecewise_verify_step(name, verdict, rounds):
     _, comparison = replay(name, rounds)
     assert by_name(comparison)["verify_piecewise_ms"].verdict == verdict
     assert comparison.verdict == verdict
 
 
-GOOD, PARENT, CULPRIT, BAD = "23175702f62030cf9323598cc60e2f3e8e1e0f01", \
-    "46057cffd434db780bd712dfcf69c1e784eddb0f", "22cf1e363ac7a32aac1e4bfd741ae53d200513c0", \
-    "95960e0787179a844b8ccad0d5c1968529f12449"
+GOOD, PARENT, CULPRIT, BAD = (
+    "23175702f62030cf9323598cc60e2f3e8e1e0f01",
+    "46057cffd434db780bd712dfcf69c1e784eddb0f",
+    "22cf1e363ac7a32aac1e4bfd741ae53d200513c0",
+    "95960e0787179a844b8ccad0d5c1968529f12449",
+)
 
 
 def bisection_metric(name: str, rounds: int) -> stats.MetricJudgement:
@@ -108,9 +124,13 @@ def bisection_metric(name: str, rounds: int) -> stats.MetricJudgement:
     rounds (3 to 5 per side) allow."""
     loaded, _ = replay(name, rounds)
     metric = "verify_piecewise_ms"
-    return stats.judge(loaded.values("base", metric), loaded.values("head", metric),
-                       alpha=stats.alpha_per_look(stats.DEFAULT_ALPHA, results.looks(3, 5)),
-                       name=metric, unit="ms")
+    return stats.judge(
+        loaded.values("base", metric),
+        loaded.values("head", metric),
+        alpha=stats.alpha_per_look(stats.DEFAULT_ALPHA, results.looks(3, 5)),
+        name=metric,
+        unit="ms",
+    )
 
 
 @pytest.mark.parametrize("rounds", [5, 3])
@@ -118,7 +138,10 @@ def test_the_bisection_of_the_sample_confirms_its_culprit_by_a_verdict(rounds):
     reference = bisection_metric("bisect/reference-95960e0787.json", rounds)
     assert reference.verdict == "regression"
     runs = [bisect_report.measurement("reference", GOOD, BAD, reference, "bad", "reference", "r")]
-    for sha, name in ((PARENT, "bisect/probe-1-46057cffd4.json"), (CULPRIT, "bisect/probe-2-22cf1e363a.json")):
+    for sha, name in (
+        (PARENT, "bisect/probe-1-46057cffd4.json"),
+        (CULPRIT, "bisect/probe-2-22cf1e363a.json"),
+    ):
         judged = bisection_metric(name, rounds)
         outcome, why = bisect_report.judge_probe(judged, reference)
         runs.append(bisect_report.measurement("probe", GOOD, sha, judged, outcome, why, name))
@@ -128,9 +151,16 @@ def test_the_bisection_of_the_sample_confirms_its_culprit_by_a_verdict(rounds):
     confirmation = bisect_report.measurement("confirm", PARENT, CULPRIT, judged, outcome, why, "c")
     blank = RiskReport(score=0, level="none", profile="generic", files=[], signals=[])
     suspects = {sha: bisect_report.Suspect(sha, sha[:4], blank) for sha in (PARENT, CULPRIT, BAD)}
-    report = bisect_report.conclude(bisection.Culprit(CULPRIT, PARENT, 2), good=GOOD, bad=BAD,
-                                    suite="verify-step", metric="verify_piecewise_ms",
-                                    commits=[PARENT, CULPRIT, BAD], suspects=suspects,
-                                    measurements=runs, confirmation=confirmation)
+    report = bisect_report.conclude(
+        bisection.Culprit(CULPRIT, PARENT, 2),
+        good=GOOD,
+        bad=BAD,
+        suite="verify-step",
+        metric="verify_piecewise_ms",
+        commits=[PARENT, CULPRIT, BAD],
+        suspects=suspects,
+        measurements=runs,
+        confirmation=confirmation,
+    )
     assert confirmation.verdict == "regression"
     assert report.conclusion.endswith("against its parent, confirmed")

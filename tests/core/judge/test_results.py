@@ -60,22 +60,32 @@ BAD_DOCUMENTS = {
     "a string value": (lambda d: d["rounds"][0]["metrics"].update(verify_ms="17"), "number"),
     "a boolean value": (lambda d: d["rounds"][0]["metrics"].update(verify_ms=True), "number"),
     "no head side": (lambda d: d.pop("head"), "head"),
-    "no head rounds": (lambda d: d.update(rounds=[r for r in d["rounds"] if r["side"] == "base"]),
-                       "no rounds for the head side"),
+    "no head rounds": (
+        lambda d: d.update(rounds=[r for r in d["rounds"] if r["side"] == "base"]),
+        "no rounds for the head side",
+    ),
     "an undeclared metric": (lambda d: d["rounds"][0]["metrics"].update(bogus=1.0), "not declared"),
     "a round twice": (lambda d: d["rounds"].append(dict(d["rounds"][0])), "appears twice"),
     "a bad sha": (lambda d: d["base"].update(sha="not a sha"), "base.sha"),
     "a bad direction": (lambda d: d["metrics"]["verify_ms"].update(better="faster"), "better"),
-    "a 1 MB metric name": (lambda d: d["metrics"].update({"x" * 2**20: {"unit": "ms", "better": "lower"}}),
-                           "metric names are 1-100 characters"),
-    "an HTML metric name": (lambda d: d["metrics"].update({"<img src=x>": {"unit": "ms", "better": "lower"}}),
-                            "metric names"),
+    "a 1 MB metric name": (
+        lambda d: d["metrics"].update({"x" * 2**20: {"unit": "ms", "better": "lower"}}),
+        "metric names are 1-100 characters",
+    ),
+    "an HTML metric name": (
+        lambda d: d["metrics"].update({"<img src=x>": {"unit": "ms", "better": "lower"}}),
+        "metric names",
+    ),
     "a long unit": (lambda d: d["metrics"]["verify_ms"].update(unit="u" * 1000), "unit"),
     "a long suite": (lambda d: d.update(suite="s" * 10_000), "suite"),
-    "an integer too large for a float": (lambda d: d["rounds"][0]["metrics"].update(verify_ms=10**400),
-                                         "finite"),
-    "a spread too large for a float": (lambda d: d["rounds"][0].update(
-        spread={"verify_ms": {"se": 10**400, "calls": 3}}), "spread"),
+    "an integer too large for a float": (
+        lambda d: d["rounds"][0]["metrics"].update(verify_ms=10**400),
+        "finite",
+    ),
+    "a spread too large for a float": (
+        lambda d: d["rounds"][0].update(spread={"verify_ms": {"se": 10**400, "calls": 3}}),
+        "spread",
+    ),
 }
 
 
@@ -89,16 +99,19 @@ def test_a_bad_document_is_one_short_line_naming_the_problem(change, expected):
     assert "\n" not in message and len(message) < 400
 
 
-@pytest.mark.parametrize("raw,expected", [
-    (text(EAGLE3)[:500], "not valid JSON (truncated?)"),
-    ("", "empty file"),
-    ("[1, 2]", "must be a JSON object, not an array"),
-    ("\"perfbot\"", "not a string"),
-    (b"\xff\xfe{}", "not UTF-8"),
-    ("[" * 100_000, "nested too deeply"),
-    # Python refuses to read integers of over 4,300 digits (a ValueError, not a JSONDecodeError).
-    (text(EAGLE3).replace("17.1", "9" * 5000, 1), "an integer of more than 4300 digits"),
-])
+@pytest.mark.parametrize(
+    "raw,expected",
+    [
+        (text(EAGLE3)[:500], "not valid JSON (truncated?)"),
+        ("", "empty file"),
+        ("[1, 2]", "must be a JSON object, not an array"),
+        ('"perfbot"', "not a string"),
+        (b"\xff\xfe{}", "not UTF-8"),
+        ("[" * 100_000, "nested too deeply"),
+        # Python refuses to read integers of over 4,300 digits (a ValueError, not a JSONDecodeError).
+        (text(EAGLE3).replace("17.1", "9" * 5000, 1), "an integer of more than 4300 digits"),
+    ],
+)
 def test_unreadable_text_is_one_line_too(raw, expected):
     with pytest.raises(results.ResultsError, match="^results.json: ") as caught:
         results.load(raw, "results.json")
@@ -106,8 +119,9 @@ def test_unreadable_text_is_one_line_too(raw, expected):
 
 
 def test_hostile_text_in_an_error_message_is_clipped_and_printable():
-    doc = _mutated(lambda d: d["metrics"].update({"\x1b[31m" + "y" * 5000: {"unit": "ms",
-                                                                          "better": "lower"}}))
+    doc = _mutated(
+        lambda d: d["metrics"].update({"\x1b[31m" + "y" * 5000: {"unit": "ms", "better": "lower"}})
+    )
     with pytest.raises(results.ResultsError) as caught:
         load_doc(doc)
     message = str(caught.value)
@@ -139,12 +153,16 @@ def test_any_bytes_either_load_or_raise_a_results_error(data):
 JSON = st.recursive(
     st.none() | st.booleans() | st.floats(allow_nan=True) | st.integers() | st.text(max_size=20),
     lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=10), inner, max_size=4),
-    max_leaves=20)
+    max_leaves=20,
+)
 
 
 @settings(max_examples=300, deadline=None)
-@given(key=st.sampled_from(["suite", "repo", "base", "head", "metrics", "rounds", "started_at"]),
-       value=JSON, round_key=st.sampled_from(["side", "index", "ok", "error", "metrics"]))
+@given(
+    key=st.sampled_from(["suite", "repo", "base", "head", "metrics", "rounds", "started_at"]),
+    value=JSON,
+    round_key=st.sampled_from(["side", "index", "ok", "error", "metrics"]),
+)
 def test_any_value_anywhere_either_loads_or_raises_a_results_error(key, value, round_key):
     for change in (lambda d: d.update({key: value}), lambda d: d["rounds"][0].update({round_key: value})):
         try:
@@ -175,15 +193,19 @@ def test_unset_roles_modes_and_spreads_are_left_out_of_a_written_file():
 
 
 def test_a_metric_name_decides_the_role_only_when_the_file_does_not():
-    assert [results.role_of(n) for n in ("cycle_ms", "verify_piecewise_ms", "allreduce_verify_us", "mine")] == [
-        "headline", "primary", "diagnostic", "primary"]
+    assert [
+        results.role_of(n) for n in ("cycle_ms", "verify_piecewise_ms", "allreduce_verify_us", "mine")
+    ] == ["headline", "primary", "diagnostic", "primary"]
 
 
-@pytest.mark.parametrize("spread,expected", [
-    ({"not_measured": {"se": 0.1, "calls": 10}}, "did not measure"),
-    ({"verify_ms": {"se": -0.1, "calls": 10}}, "greater than or equal to 0"),
-    ({"verify_ms": {"se": 0.1, "calls": 0}}, "greater than or equal to 1"),
-])
+@pytest.mark.parametrize(
+    "spread,expected",
+    [
+        ({"not_measured": {"se": 0.1, "calls": 10}}, "did not measure"),
+        ({"verify_ms": {"se": -0.1, "calls": 10}}, "greater than or equal to 0"),
+        ({"verify_ms": {"se": 0.1, "calls": 0}}, "greater than or equal to 1"),
+    ],
+)
 def test_a_spread_that_does_not_fit_its_round_is_refused_in_one_line(spread, expected):
     doc = document(EAGLE3)
     doc["rounds"][0]["spread"] = spread
@@ -193,13 +215,32 @@ def test_a_spread_that_does_not_fit_its_round_is_refused_in_one_line(spread, exp
 
 
 def _step_map(commit: str) -> dict:
-    return {"schema": 1, "commit": commit, "suite": "sglang-eagle3", "step": "cycle", "steps": 3,
-            "source": "torch.profiler",
-            "functions": [{"path": "engine/ps.py", "function": "all_reduce", "line": 4, "calls_per_step": 2.0,
-                           "host_share": 0.5}],
-            "kernels": [{"family": "memset", "launches_per_step": 2.0,
-                         "launched_by": [{"path": "engine/ps.py", "function": "all_reduce", "line": 6,
-                                          "per_step": 2.0}]}]}
+    return {
+        "schema": 1,
+        "commit": commit,
+        "suite": "sglang-eagle3",
+        "step": "cycle",
+        "steps": 3,
+        "source": "torch.profiler",
+        "functions": [
+            {
+                "path": "engine/ps.py",
+                "function": "all_reduce",
+                "line": 4,
+                "calls_per_step": 2.0,
+                "host_share": 0.5,
+            }
+        ],
+        "kernels": [
+            {
+                "family": "memset",
+                "launches_per_step": 2.0,
+                "launched_by": [
+                    {"path": "engine/ps.py", "function": "all_reduce", "line": 6, "per_step": 2.0}
+                ],
+            }
+        ],
+    }
 
 
 def test_a_step_map_section_loads_and_reads_back_through_the_map_parser():
@@ -213,11 +254,17 @@ def test_a_step_map_section_loads_and_reads_back_through_the_map_parser():
     assert "step_map" not in json.loads(load_doc(document(EAGLE3)).model_dump_json(by_alias=True))
 
 
-@pytest.mark.parametrize("spoil,message", [
-    (lambda m: m.update(commit="f" * 40), "step_map.commit: the map is of neither side's commit"),
-    (lambda m: m["functions"][0].update(path="/etc/x.py"), r"step_map: functions\[0\]\.path: must be a path"),
-    (lambda m: m.update(steps="3"), "step_map: steps: must be an integer"),
-])
+@pytest.mark.parametrize(
+    "spoil,message",
+    [
+        (lambda m: m.update(commit="f" * 40), "step_map.commit: the map is of neither side's commit"),
+        (
+            lambda m: m["functions"][0].update(path="/etc/x.py"),
+            r"step_map: functions\[0\]\.path: must be a path",
+        ),
+        (lambda m: m.update(steps="3"), "step_map: steps: must be an integer"),
+    ],
+)
 def test_a_bad_step_map_is_one_line_naming_it(spoil, message):
     from tests.core.judge.results_data import BASE_SHA
 

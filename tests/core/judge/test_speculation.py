@@ -34,9 +34,20 @@ STORY = {
 
 
 def test_the_metric_names_of_the_runner_suites_all_have_a_role():
-    assert set(speculation.ROLES) >= {"spec_tok_s", "baseline_tok_s", "accept_length", "cycle_ms",
-                                      "spec_speedup", "ttft_ms", "verify_ms", "allreduce_us", "draft_ms",
-                                      "verify_graph_ms", "allreduce_verify_us", "tok_s"}
+    assert set(speculation.ROLES) >= {
+        "spec_tok_s",
+        "baseline_tok_s",
+        "accept_length",
+        "cycle_ms",
+        "spec_speedup",
+        "ttft_ms",
+        "verify_ms",
+        "allreduce_us",
+        "draft_ms",
+        "verify_graph_ms",
+        "allreduce_verify_us",
+        "tok_s",
+    }
     assert speculation.label("verify_ms") == "the EAGLE-3 verify step"
     assert speculation.label("my_metric") == "my_metric"
 
@@ -44,10 +55,23 @@ def test_the_metric_names_of_the_runner_suites_all_have_a_role():
 def test_the_roles_are_the_metrics_the_kinds_declare_and_nothing_else():
     declared = {name for kind in KINDS.values() for name in kind.metrics}
     assert suite_kinds.metric_roles() == speculation.ROLES and set(speculation.ROLES) == declared
-    assert (speculation.SPEC_TOK_S, speculation.BASELINE_TOK_S, speculation.SPEEDUP, speculation.ACCEPT_LENGTH,
-            speculation.CYCLE) == ("spec_tok_s", "baseline_tok_s", "spec_speedup", "accept_length", "cycle_ms")
-    assert speculation.CYCLE_PARTS == ("verify_ms", "verify_graph_ms", "verify_piecewise_ms", "verify_eager_ms",
-                                       "draft_ms", "allreduce_us", "allreduce_verify_us", "allreduce_draft_us")
+    assert (
+        speculation.SPEC_TOK_S,
+        speculation.BASELINE_TOK_S,
+        speculation.SPEEDUP,
+        speculation.ACCEPT_LENGTH,
+        speculation.CYCLE,
+    ) == ("spec_tok_s", "baseline_tok_s", "spec_speedup", "accept_length", "cycle_ms")
+    assert speculation.CYCLE_PARTS == (
+        "verify_ms",
+        "verify_graph_ms",
+        "verify_piecewise_ms",
+        "verify_eager_ms",
+        "draft_ms",
+        "allreduce_us",
+        "allreduce_verify_us",
+        "allreduce_draft_us",
+    )
 
 
 def test_speculation_that_falls_below_the_baseline_no_longer_pays_in_words():
@@ -70,13 +94,18 @@ def test_a_longer_cycle_at_the_same_accept_length_points_at_kernels_or_communica
 
 
 def test_a_shorter_accept_length_points_at_the_draft_or_sampling():
-    metrics = {**STORY, "accept_length": Judged(3.1, 2.6, "regression", "tokens"),
-               "cycle_ms": Judged(19.0, 19.1, "unchanged", "ms"),
-               "verify_ms": Judged(17.0, 17.0, "unchanged", "ms")}
+    metrics = {
+        **STORY,
+        "accept_length": Judged(3.1, 2.6, "regression", "tokens"),
+        "cycle_ms": Judged(19.0, 19.1, "unchanged", "ms"),
+        "verify_ms": Judged(17.0, 17.0, "unchanged", "ms"),
+    }
     result = speculation.judge(metrics, 0.02)
     assert result.cause == "accept_length"
-    assert any(s.startswith("Accept length fell from 3.10 to 2.60 tokens") and "draft model" in s
-               for s in result.sentences)
+    assert any(
+        s.startswith("Accept length fell from 3.10 to 2.60 tokens") and "draft model" in s
+        for s in result.sentences
+    )
     assert not any("Cycle time" in s for s in result.sentences)
 
 
@@ -88,17 +117,21 @@ def test_both_changes_are_told_apart_when_both_happen():
 
 
 def test_a_slower_allreduce_sends_the_reader_to_the_communication_path():
-    metrics = {"allreduce_us": Judged(45.0, 66.0, "regression", "us"),
-               "accept_length": Judged(1.8, 1.8, "unchanged")}
+    metrics = {
+        "allreduce_us": Judged(45.0, 66.0, "regression", "us"),
+        "accept_length": Judged(1.8, 1.8, "unchanged"),
+    }
     result = speculation.judge(metrics, 0.02)
     assert result.cause == "cycle_time"
     assert any("communication path" in s for s in result.sentences)
 
 
 def test_a_slower_allreduce_hidden_by_graph_replay_is_still_told():
-    metrics = {"cycle_ms": Judged(9.72, 9.78, "unchanged", "ms"),
-               "allreduce_verify_us": Judged(60.5, 122.4, "regression", "us"),
-               "verify_graph_ms": Judged(9.17, 9.22, "unchanged", "ms")}
+    metrics = {
+        "cycle_ms": Judged(9.72, 9.78, "unchanged", "ms"),
+        "allreduce_verify_us": Judged(60.5, 122.4, "regression", "us"),
+        "verify_graph_ms": Judged(9.17, 9.22, "unchanged", "ms"),
+    }
     result = speculation.judge(metrics, 0.02)
     text = " ".join(result.sentences)
     assert "the verify-sized allreduce grew from 60.50 to 122.4 us" in text
@@ -106,9 +139,12 @@ def test_a_slower_allreduce_hidden_by_graph_replay_is_still_told():
 
 
 def test_nothing_changed_says_so():
-    metrics = {"spec_tok_s": Judged(94.0, 94.1, "unchanged", "tok/s"),
-               "baseline_tok_s": Judged(89.0, 89.0, "unchanged", "tok/s"),
-               "accept_length": Judged(1.8, 1.8, "unchanged"), "cycle_ms": Judged(19.0, 19.0, "unchanged")}
+    metrics = {
+        "spec_tok_s": Judged(94.0, 94.1, "unchanged", "tok/s"),
+        "baseline_tok_s": Judged(89.0, 89.0, "unchanged", "tok/s"),
+        "accept_length": Judged(1.8, 1.8, "unchanged"),
+        "cycle_ms": Judged(19.0, 19.0, "unchanged"),
+    }
     result = speculation.judge(metrics, 0.02)
     assert result.cause == "none" and not result.stopped_paying
     assert result.sentences[0].startswith("Speculation still pays")
@@ -131,21 +167,27 @@ def test_a_run_without_speculation_metrics_has_no_speculation_judgement():
     assert speculation.judge({"ttft_ms": Judged(10.0, 12.0, "regression")}, 0.02) is None
 
 
-VERIFY_STEP = {"spec_speedup": Judged(1.31, 0.93, "regression", "x"),
-               "verify_piecewise_ms": Judged(9.2, 14.1, "regression", "ms"),
-               "draft_ms": Judged(1.1, 1.1, "unchanged", "ms"),
-               "allreduce_verify_us": Judged(60.5, 122.4, "regression", "us"),
-               "decode_ms": Judged(7.0, 7.1, "unchanged", "ms")}
+VERIFY_STEP = {
+    "spec_speedup": Judged(1.31, 0.93, "regression", "x"),
+    "verify_piecewise_ms": Judged(9.2, 14.1, "regression", "ms"),
+    "draft_ms": Judged(1.1, 1.1, "unchanged", "ms"),
+    "allreduce_verify_us": Judged(60.5, 122.4, "regression", "us"),
+    "decode_ms": Judged(7.0, 7.1, "unchanged", "ms"),
+}
 
 
 def test_a_speedup_that_falls_below_one_is_called_out_with_the_accept_length_apart():
     line = speculation.judge(VERIFY_STEP, 0.02).break_even
-    assert line.startswith("Speculation now costs more than it saves: 0.93× the tokens per second "
-                           "without speculation (base: 1.31×).")
+    assert line.startswith(
+        "Speculation now costs more than it saves: 0.93× the tokens per second "
+        "without speculation (base: 1.31×)."
+    )
     assert "Accept length: not measured by this suite (a configured constant)" in line
-    assert ("Kernel time: the EAGLE-3 verify step (piecewise CUDA graph) 9.20 → 14.10 ms; the EAGLE-3 draft "
-            "steps 1.10 → 1.10 ms. Communication: the verify-sized allreduce 60.50 → 122.4 us. Without "
-            "speculation: the plain decode step 7.00 → 7.10 ms.") in line
+    assert (
+        "Kernel time: the EAGLE-3 verify step (piecewise CUDA graph) 9.20 → 14.10 ms; the EAGLE-3 draft "
+        "steps 1.10 → 1.10 ms. Communication: the verify-sized allreduce 60.50 → 122.4 us. Without "
+        "speculation: the plain decode step 7.00 → 7.10 ms."
+    ) in line
     with_accept = speculation.judge(STORY, 0.02).break_even
     assert "Accept length 1.79 → 1.79 tokens." in with_accept
 
@@ -157,11 +199,17 @@ def test_a_speedup_below_one_on_both_sides_is_still_called_out():
 
 def test_the_configured_floor_is_called_out_when_crossed_either_way():
     def line(before: float, after: float, floor: float | None = 1.2) -> str | None:
-        return speculation.judge({"spec_speedup": Judged(before, after, "regression")}, 0.02, floor).break_even
+        return speculation.judge(
+            {"spec_speedup": Judged(before, after, "regression")}, 0.02, floor
+        ).break_even
 
-    assert line(1.3, 1.1).startswith("The speed-up of speculation fell below the configured floor of 1.20×: 1.10×")
+    assert line(1.3, 1.1).startswith(
+        "The speed-up of speculation fell below the configured floor of 1.20×: 1.10×"
+    )
     assert line(1.1, 1.15).startswith("The speed-up of speculation stays below the configured floor")
-    assert line(1.1, 1.3).startswith("The speed-up of speculation is back above the configured floor of 1.20×")
+    assert line(1.1, 1.3).startswith(
+        "The speed-up of speculation is back above the configured floor of 1.20×"
+    )
     assert line(0.9, 1.3).startswith("Speculation pays again")
     assert line(1.3, 1.25) is None and line(1.3, 1.1, floor=None) is None
     assert speculation.judge({"spec_speedup": Judged(1.3, 1.1, "regression")}, 0.02, 1.2).floor == 1.2

@@ -105,12 +105,15 @@ def test_a_real_mode_is_not_mistaken_for_outliers():
     assert stats.judge(bimodal, bimodal).estimate.outliers == (0, 0)
 
 
-@pytest.mark.parametrize("base,head,why", [
-    ([], QUIET_BASE, "no successful measurement on the base side"),
-    (QUIET_BASE, [math.nan], "no successful measurement on the head side"),
-    ([0.0] * 6, [1.0] * 6, "not a positive number"),
-    ([1e308, 1.7e308] * 3, [1.0] * 6, "too large"),
-])
+@pytest.mark.parametrize(
+    "base,head,why",
+    [
+        ([], QUIET_BASE, "no successful measurement on the base side"),
+        (QUIET_BASE, [math.nan], "no successful measurement on the head side"),
+        ([0.0] * 6, [1.0] * 6, "not a positive number"),
+        ([1e308, 1.7e308] * 3, [1.0] * 6, "too large"),
+    ],
+)
 def test_what_cannot_be_judged_is_an_error_with_the_reason(base, head, why):
     j = stats.judge(base, head)
     assert j.verdict == "error" and why in j.reason
@@ -120,8 +123,12 @@ floats = st.floats(allow_nan=True, allow_infinity=True, width=64)
 
 
 @settings(max_examples=300, deadline=None)
-@given(base=st.lists(floats, max_size=14), head=st.lists(floats, max_size=14),
-       better=st.sampled_from(["lower", "higher"]), min_effect=st.floats(0, 0.5))
+@given(
+    base=st.lists(floats, max_size=14),
+    head=st.lists(floats, max_size=14),
+    better=st.sampled_from(["lower", "higher"]),
+    min_effect=st.floats(0, 0.5),
+)
 def test_any_floats_give_a_verdict_and_claims_obey_the_rule(base, head, better, min_effect):
     j = stats.judge(base, head, better, min_effect=min_effect)
     assert j.verdict in ("regression", "improvement", "unchanged", "inconclusive", "error")
@@ -250,15 +257,28 @@ def test_the_comparison_json_follows_the_contract():
     data = decide(document(EAGLE3)).to_dict()
     assert {"verdict", "metrics", "environment_diff", "notes"} <= data.keys()
     metric = data["metrics"][0]
-    assert {"name", "unit", "better", "base_median", "head_median", "ratio", "ci", "p_value",
-            "verdict"} <= metric.keys()
+    assert {
+        "name",
+        "unit",
+        "better",
+        "base_median",
+        "head_median",
+        "ratio",
+        "ci",
+        "p_value",
+        "verdict",
+    } <= metric.keys()
     json.dumps(data, allow_nan=False)
 
 
 def test_a_diagnostic_is_judged_but_never_decides_the_verdict():
-    doc = document({"cycle_ms": ("ms", "lower", QUIET_BASE, list(reversed(QUIET_BASE))),
-                    "allreduce_us": ("us", "lower", QUIET_BASE, shifted(QUIET_BASE, 2.0)),
-                    "verify_eager_ms": ("ms", "lower", [10.0, 14.0, 7.0, 12.0], [9.0, 13.0, 8.0, 15.0])})
+    doc = document(
+        {
+            "cycle_ms": ("ms", "lower", QUIET_BASE, list(reversed(QUIET_BASE))),
+            "allreduce_us": ("us", "lower", QUIET_BASE, shifted(QUIET_BASE, 2.0)),
+            "verify_eager_ms": ("ms", "lower", [10.0, 14.0, 7.0, 12.0], [9.0, 13.0, 8.0, 15.0]),
+        }
+    )
     comparison = decide(doc)
     judged = {m.name: m for m in comparison.metrics}
     assert comparison.verdict == "unchanged"
@@ -270,16 +290,25 @@ def test_a_diagnostic_is_judged_but_never_decides_the_verdict():
 
 def test_metrics_that_are_fixed_transforms_of_each_other_are_one_hypothesis():
     cycle = [10.0, 10.05, 9.97]
-    doc = document({"cycle_ms": ("ms", "lower", cycle, shifted(cycle, 1.05)),
-                    "tok_s": ("tok/s", "higher", [1800 / c for c in cycle], [1800 / (c * 1.05) for c in cycle])})
+    doc = document(
+        {
+            "cycle_ms": ("ms", "lower", cycle, shifted(cycle, 1.05)),
+            "tok_s": ("tok/s", "higher", [1800 / c for c in cycle], [1800 / (c * 1.05) for c in cycle]),
+        }
+    )
     comparison = decide(doc)
     judged = {m.name: m for m in comparison.metrics}
     assert judged["cycle_ms"].p_value == judged["tok_s"].p_value == judged["cycle_ms"].estimate.p_value
     assert judged["cycle_ms"].verdict == judged["tok_s"].verdict == "regression"
-    other = document({"cycle_ms": ("ms", "lower", cycle, shifted(cycle, 1.05)),
-                      "other_ms": ("ms", "lower", [5.0, 5.1, 4.9], [5.0, 4.9, 5.1])})
+    other = document(
+        {
+            "cycle_ms": ("ms", "lower", cycle, shifted(cycle, 1.05)),
+            "other_ms": ("ms", "lower", [5.0, 5.1, 4.9], [5.0, 4.9, 5.1]),
+        }
+    )
     assert {m.name: m for m in decide(other).metrics}["cycle_ms"].p_value == pytest.approx(
-        2 * judged["cycle_ms"].estimate.p_value)
+        2 * judged["cycle_ms"].estimate.p_value
+    )
 
 
 def test_a_round_whose_calls_scattered_widely_counts_less():
@@ -310,20 +339,26 @@ def test_unchanged_is_an_equivalence_test_against_the_minimum_effect():
 
 def _estimate_with_interval(low: float, high: float, rounds: int = 5) -> stats.Estimate:
     from bot.core.judge import model
+
     ratio = math.sqrt(low * high)
     fit = model.Fit(math.log(ratio), 0.01, 2 * rounds - 2, 10.0, 10.0 * ratio, False, 0.0)
     return stats.Estimate(rounds, rounds, 10.0, 10.0 * ratio, ratio, (low, high), 0.5, 0.5, fit=fit)
 
 
-@pytest.mark.parametrize(("low", "high", "verdict"), [
-    (0.985, 1.015, "unchanged"),
-    (0.995, 1.025, "inconclusive"),  # the upper end leaves the ±2% band
-    (0.975, 1.005, "inconclusive"),  # the lower end does
-    (0.98, 1.01, "inconclusive"),  # an end on the band's edge is not inside it
-    (0.99, 1.02, "inconclusive"),
-])
+@pytest.mark.parametrize(
+    ("low", "high", "verdict"),
+    [
+        (0.985, 1.015, "unchanged"),
+        (0.995, 1.025, "inconclusive"),  # the upper end leaves the ±2% band
+        (0.975, 1.005, "inconclusive"),  # the lower end does
+        (0.98, 1.01, "inconclusive"),  # an end on the band's edge is not inside it
+        (0.99, 1.02, "inconclusive"),
+    ],
+)
 def test_unchanged_needs_both_ends_of_the_interval_inside_the_band(low, high, verdict):
-    judged = stats.classify("cycle_ms", "ms", "lower", _estimate_with_interval(low, high), 0.5, stats.Settings())
+    judged = stats.classify(
+        "cycle_ms", "ms", "lower", _estimate_with_interval(low, high), 0.5, stats.Settings()
+    )
     assert judged.verdict == verdict
 
 
@@ -360,8 +395,9 @@ rounds = st.lists(st.floats(1.0, 1000.0), min_size=3, max_size=8)
 
 @settings(max_examples=60, deadline=None)
 @given(rounds, rounds, rounds, rounds)
-def test_a_verdicts_interval_excludes_no_change_exactly_when_it_found_a_significant_one(a_base, a_head,
-                                                                                        b_base, b_head):
+def test_a_verdicts_interval_excludes_no_change_exactly_when_it_found_a_significant_one(
+    a_base, a_head, b_base, b_head
+):
     comparison = decide(_two_metrics((a_base, a_head), (b_base, b_head)))
     for m in comparison.metrics:
         if m.interval is None:

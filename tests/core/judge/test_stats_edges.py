@@ -26,18 +26,29 @@ def test_the_constants_are_the_documented_ones():
     assert stats._LOCKSTEP == 1e-9 and pytest.approx(0.9539, abs=1e-4) == stats._PAIR_TO_SD
     settings = stats.Settings()
     assert settings.looks == 1 and [f.name for f in dataclasses.fields(settings)] == [
-        "min_effect", "alpha", "confidence", "looks"]  # no seed: the judgement never resamples
+        "min_effect",
+        "alpha",
+        "confidence",
+        "looks",
+    ]  # no seed: the judgement never resamples
 
 
-@pytest.mark.parametrize(("base", "head", "problem"), [
-    ([], [1.0, 2.0], "no successful measurement on the base side"),
-    ([1.0, float("nan")], [float("inf")], "no successful measurement on the head side"),
-    ([1.7e308, 1.7e308], [1.0, 1.0], "values too large to compare"),
-    ([0.0, 0.0, 0.0], [1.0, 1.0, 1.0], "the base median is not a positive number: no ratio can be formed"),
-    ([1.0, 0.0, 1.0], [1.0, 1.0, 1.0], "a round measured 0: the change cannot be judged as a ratio"),
-    ([1.0, 1.0, 1.0], [1.0, 0.0, 1.0], "a round measured 0: the change cannot be judged as a ratio"),
-    ([1e-300, 1e-300], [1e300, 1e300], "values too far apart to form a ratio"),
-])
+@pytest.mark.parametrize(
+    ("base", "head", "problem"),
+    [
+        ([], [1.0, 2.0], "no successful measurement on the base side"),
+        ([1.0, float("nan")], [float("inf")], "no successful measurement on the head side"),
+        ([1.7e308, 1.7e308], [1.0, 1.0], "values too large to compare"),
+        (
+            [0.0, 0.0, 0.0],
+            [1.0, 1.0, 1.0],
+            "the base median is not a positive number: no ratio can be formed",
+        ),
+        ([1.0, 0.0, 1.0], [1.0, 1.0, 1.0], "a round measured 0: the change cannot be judged as a ratio"),
+        ([1.0, 1.0, 1.0], [1.0, 0.0, 1.0], "a round measured 0: the change cannot be judged as a ratio"),
+        ([1e-300, 1e-300], [1e300, 1e300], "values too far apart to form a ratio"),
+    ],
+)
 def test_what_cannot_be_judged_says_why_and_claims_nothing(base, head, problem):
     found = stats.estimate(base, head)
     assert found.problem == problem and found.ratio is None and found.ci is None
@@ -97,7 +108,10 @@ def test_heading_worse_is_direction_aware_and_needs_the_minimum_effect():
     settings = stats.Settings()
 
     def judged(change, better):
-        return stats.MetricJudgement("m", "", better, estimate(1 + change, (1.0, 1.1)), 0.5, "inconclusive", "")
+        return stats.MetricJudgement(
+            "m", "", better, estimate(1 + change, (1.0, 1.1)), 0.5, "inconclusive", ""
+        )
+
     assert stats._heading_worse(judged(0.03, "lower"), settings)
     assert stats._heading_worse(judged(0.02, "lower"), settings)
     assert not stats._heading_worse(judged(0.01, "lower"), settings)
@@ -108,9 +122,13 @@ def test_heading_worse_is_direction_aware_and_needs_the_minimum_effect():
 
 def test_the_overall_extra_rounds_is_the_sooner_of_a_regression_and_every_metric_settled():
     def judged(change, extra):
-        return stats.MetricJudgement("m", "", "lower", estimate(1 + change, (0.9, 1.2)), 0.5, "inconclusive",
-                                     "", extra)
-    comparison = stats.Comparison("inconclusive", (judged(0.05, 3), judged(0.0, 10)), (), None, stats.Settings())
+        return stats.MetricJudgement(
+            "m", "", "lower", estimate(1 + change, (0.9, 1.2)), 0.5, "inconclusive", "", extra
+        )
+
+    comparison = stats.Comparison(
+        "inconclusive", (judged(0.05, 3), judged(0.0, 10)), (), None, stats.Settings()
+    )
     assert comparison.extra_rounds == 3 and not comparison.drifted
     settled = stats.Comparison("inconclusive", (judged(0.0, 4), judged(0.01, 10)), (), None, stats.Settings())
     assert settled.extra_rounds == 10
@@ -119,13 +137,17 @@ def test_the_overall_extra_rounds_is_the_sooner_of_a_regression_and_every_metric
 def test_lockstep_needs_the_same_rounds_positive_values_and_a_fixed_transform():
     cycle = ([19.0, 19.5, 18.7], [20.1, 20.0, 19.9])
     tok = ([1800 / v for v in cycle[0]], [1800 / v for v in cycle[1]])
-    assert stats._lockstep(cycle, tok) and stats._lockstep(cycle, ([2 * v for v in cycle[0]], [2 * v for v in cycle[1]]))
+    assert stats._lockstep(cycle, tok) and stats._lockstep(
+        cycle, ([2 * v for v in cycle[0]], [2 * v for v in cycle[1]])
+    )
     assert not stats._lockstep(cycle, ([1.0, 2.0, 3.0], [1.0, 2.0, 3.0]))
     assert not stats._lockstep(cycle, (cycle[0][:2], cycle[1]))  # other rounds
     assert not stats._lockstep(([1.0], []), ([2.0], []))  # one round says nothing
     assert not stats._lockstep(([0.0, 1.0], [1.0]), ([0.0, 2.0], [2.0]))
     drift = ([19.0, 19.5, 18.7], [20.1, 20.0, 19.9 * (1 + 2e-9)])
-    assert not stats._lockstep(cycle, drift) and stats._lockstep(cycle, ([19.0, 19.5, 18.7], [20.1, 20.0, 19.9 * (1 + 5e-10)]))
+    assert not stats._lockstep(cycle, drift) and stats._lockstep(
+        cycle, ([19.0, 19.5, 18.7], [20.1, 20.0, 19.9 * (1 + 5e-10)])
+    )
 
 
 def test_exclusions_of_another_shape_are_ignored_and_the_metrics_own_are_used():
@@ -151,9 +173,11 @@ def test_the_outlier_threshold_is_five_of_shamos_deviations():
     """The head's far round lies just inside, then just outside, five deviations from its side's
     median; the deviation is the median of both sides' pairwise log differences over 0.954."""
     clean = [QUIET[0], QUIET[1], QUIET[4], QUIET[3]]
+
     def pairs(values):
         logs = np.log(np.asarray(values))
         return list(np.abs(logs[:, None] - logs[None, :])[np.triu_indices(len(values), 1)])
+
     far = 1000.0  # its own pairs are the largest four, whatever it is
     spread = float(np.median(pairs(QUIET) + pairs([*clean, far]))) / stats._PAIR_TO_SD
     center = float(np.median(np.log([*clean, far])))
@@ -169,8 +193,10 @@ def test_holm_never_goes_above_one():
 
 def test_the_report_order_puts_primary_before_diagnostic_at_the_same_verdict():
     def judged(name, role, change):
-        return stats.MetricJudgement(name, "", "lower", estimate(1 + change, (1.0, 1.1)), 0.5, "inconclusive", "",
-                                     role=role)
+        return stats.MetricJudgement(
+            name, "", "lower", estimate(1 + change, (1.0, 1.1)), 0.5, "inconclusive", "", role=role
+        )
+
     ordered = sorted([judged("a", "diagnostic", 0.5), judged("b", "primary", 0.01)], key=stats._report_order)
     assert [m.name for m in ordered] == ["b", "a"]
 
@@ -180,13 +206,20 @@ def test_the_json_of_a_judgement_keeps_each_sides_outliers_apart():
     doc = stats.judge(QUIET, [*QUIET[:4], 15.0]).to_dict()
     assert found.outliers == (0, 1) and doc["outliers"] == {"base": 0, "head": 1}
     notes = stats._metric_notes([stats.judge(QUIET, [*QUIET[:4], 15.0], name="cycle_ms")])
-    assert notes == ["cycle_ms: 0 base and 1 head rounds were far outliers (over 5 robust deviations from "
-                     "their side's median) and were left out"]
+    assert notes == [
+        "cycle_ms: 0 base and 1 head rounds were far outliers (over 5 robust deviations from "
+        "their side's median) and were left out"
+    ]
 
 
 def test_a_judgement_built_without_options_claims_no_change_of_shape():
     judged = stats.MetricJudgement("m", "", "lower", estimate(1.0, (0.99, 1.01)), 0.5, "unchanged", "")
-    assert (judged.shape_changed, judged.role, judged.mode, judged.extra_rounds) == (False, "primary", None, None)
+    assert (judged.shape_changed, judged.role, judged.mode, judged.extra_rounds) == (
+        False,
+        "primary",
+        None,
+        None,
+    )
     assert stats.Comparison("unchanged", (), (), None, stats.Settings()).drifted is False
 
 
@@ -204,26 +237,39 @@ def test_a_change_of_exactly_the_minimum_effect_is_claimed():
 def test_a_file_without_metrics_says_there_is_nothing_to_judge_and_failed_rounds_are_not_counted():
     from bot.core.judge import results
     from tests.core.judge.results_data import document
+
     doc = document({"cycle_ms": ("ms", "lower", [19.0, 19.1, 19.2], [19.0, 19.1, 19.2])}, failed={"head": 2})
     comparison = stats.decide(results.load(json.dumps(doc)))
     assert comparison.rounds == {"base": 3, "head": 3}
-    empty = {**doc, "metrics": {}, "rounds": [{**r, "metrics": {}, "ok": False, "error": "x"} for r in doc["rounds"]]}
+    empty = {
+        **doc,
+        "metrics": {},
+        "rounds": [{**r, "metrics": {}, "ok": False, "error": "x"} for r in doc["rounds"]],
+    }
     nothing = stats.decide(results.load(json.dumps(empty)))
-    assert nothing.verdict == "error" and "no round measured anything, so there is nothing to judge" in nothing.notes
+    assert (
+        nothing.verdict == "error"
+        and "no round measured anything, so there is nothing to judge" in nothing.notes
+    )
 
 
 def test_a_diagnostic_is_adjusted_in_a_family_of_its_own_and_an_error_stays_an_error_in_another_environment():
     from bot.core.judge import results
     from tests.core.judge.results_data import FINGERPRINT, document
-    values = {"cycle_ms": ("ms", "lower", [19.0, 19.1, 18.9, 19.05, 19.0], [19.5, 19.6, 19.4, 19.55, 19.5]),
-              "tok_s": ("tok/s", "higher", [94.0, 93.0, 95.0, 94.5, 93.5], [94.2, 93.1, 95.3, 94.0, 93.9]),
-              "allreduce_us": ("us", "lower", [30.0, 33.0, 29.0, 31.0, 30.5], [30.5, 32.0, 29.5, 31.5, 30.0])}
+
+    values = {
+        "cycle_ms": ("ms", "lower", [19.0, 19.1, 18.9, 19.05, 19.0], [19.5, 19.6, 19.4, 19.55, 19.5]),
+        "tok_s": ("tok/s", "higher", [94.0, 93.0, 95.0, 94.5, 93.5], [94.2, 93.1, 95.3, 94.0, 93.9]),
+        "allreduce_us": ("us", "lower", [30.0, 33.0, 29.0, 31.0, 30.5], [30.5, 32.0, 29.5, 31.5, 30.0]),
+    }
     doc = document(values)
     doc["metrics"]["allreduce_us"]["role"] = "diagnostic"
     judged = {m.name: m for m in stats.decide(results.load(json.dumps(doc))).metrics}
     assert judged["allreduce_us"].p_value == pytest.approx(judged["allreduce_us"].estimate.p_value)  # alone
     other = {**FINGERPRINT, "driver": "580.00"}
-    broken = document({"cycle_ms": ("ms", "lower", [19.0, 19.1, 19.2], [])}, head_fingerprint=other, failed={"head": 3})
+    broken = document(
+        {"cycle_ms": ("ms", "lower", [19.0, 19.1, 19.2], [])}, head_fingerprint=other, failed={"head": 3}
+    )
     assert stats.decide(results.load(json.dumps(broken))).verdict == "error"
 
 
@@ -235,6 +281,7 @@ def test_two_rounds_in_all_can_show_a_fixed_transform_and_values_below_one_count
 def test_heading_worse_at_exactly_the_minimum_effect_and_never_at_no_change():
     def judged(ratio, better):
         return stats.MetricJudgement("m", "", better, estimate(ratio, (1.0, 1.1)), 0.5, "inconclusive", "")
+
     assert stats._heading_worse(judged(1.5, "lower"), stats.Settings(min_effect=0.5))  # 1.5 - 1 is exact
     assert not stats._heading_worse(judged(1.0, "lower"), stats.Settings(min_effect=0.0))
     assert not stats._heading_worse(judged(1.0, "higher"), stats.Settings(min_effect=0.0))
@@ -284,43 +331,55 @@ def test_outliers_are_found_among_values_below_one():
 
 
 def test_a_metric_without_a_change_sorts_after_one_with_a_change_at_the_same_verdict():
-    without = stats.MetricJudgement("a", "", "lower", dataclasses.replace(estimate(1.0, (1.0, 1.1)), ratio=None),
-                                    0.5, "inconclusive", "")
+    without = stats.MetricJudgement(
+        "a", "", "lower", dataclasses.replace(estimate(1.0, (1.0, 1.1)), ratio=None), 0.5, "inconclusive", ""
+    )
     changed = stats.MetricJudgement("b", "", "lower", estimate(1.5, (1.0, 2.0)), 0.5, "inconclusive", "")
     assert [m.name for m in sorted([without, changed], key=stats._report_order)] == ["b", "a"]
 
 
 def test_only_a_diagnostics_claim_is_noted_as_explaining_not_deciding():
     def judged(name, role, verdict):
-        return stats.MetricJudgement(name, "", "lower", estimate(1.5, (1.4, 1.6)), 0.001, verdict, "", role=role)
-    notes = stats._metric_notes([judged("cycle_ms", "primary", "regression"),
-                                 judged("allreduce_us", "diagnostic", "unchanged")])
+        return stats.MetricJudgement(
+            name, "", "lower", estimate(1.5, (1.4, 1.6)), 0.001, verdict, "", role=role
+        )
+
+    notes = stats._metric_notes(
+        [judged("cycle_ms", "primary", "regression"), judged("allreduce_us", "diagnostic", "unchanged")]
+    )
     assert not any("is a diagnostic" in n for n in notes)
-    notes = stats._metric_notes([judged("cycle_ms", "primary", "unchanged"),
-                                 judged("allreduce_us", "diagnostic", "regression")])
+    notes = stats._metric_notes(
+        [judged("cycle_ms", "primary", "unchanged"), judged("allreduce_us", "diagnostic", "regression")]
+    )
     assert [n for n in notes if "is a diagnostic" in n] == [
-        "allreduce_us is a diagnostic: its regression explains, the verdict follows the primary metrics"]
+        "allreduce_us is a diagnostic: its regression explains, the verdict follows the primary metrics"
+    ]
 
 
 @pytest.mark.parametrize(("changed", "more"), [(1, ""), (2, " (and 1 more)"), (3, " (and 2 more)")])
 def test_a_drift_warning_names_the_first_setting_and_counts_the_others(changed, more):
     from bot.core.judge import results
     from tests.core.judge.results_data import FINGERPRINT, document
+
     after = {"gpus": [{"power.limit": "500.00", "clocks.max.sm": "1500", "name": "NVIDIA H100"}][:1]}
     keys = ["power.limit", "clocks.max.sm", "name"][:changed]
     after["gpus"] = [{k: after["gpus"][0][k] for k in keys}]
     fp = {**FINGERPRINT, "after": after}
     doc = document({"cycle_ms": ("ms", "lower", [19.0, 19.1, 19.2], [19.0, 19.1, 19.2])}, head_fingerprint=fp)
-    [warning] = [w for w in stats.decide(results.load(json.dumps(doc))).warnings if "changed during the run" in w]
+    [warning] = [
+        w for w in stats.decide(results.load(json.dumps(doc))).warnings if "changed during the run" in w
+    ]
     assert warning.endswith(more if more else "500.00")
 
 
 def test_a_long_error_is_cut_to_200_characters_in_the_notes():
     from bot.core.judge import results
     from tests.core.judge.results_data import document
+
     long = "x" * 300
-    doc = document({"cycle_ms": ("ms", "lower", [19.0, 19.1, 19.2], [19.0, 19.1, 19.2])}, failed={"head": 1},
-                   error=long)
+    doc = document(
+        {"cycle_ms": ("ms", "lower", [19.0, 19.1, 19.2], [19.0, 19.1, 19.2])}, failed={"head": 1}, error=long
+    )
     doc["status"], doc["error"] = "failed", long
     notes = stats.decide(results.load(json.dumps(doc))).notes
     assert f"the run did not complete (status failed): {'x' * 200}" in notes
@@ -329,7 +388,9 @@ def test_a_long_error_is_cut_to_200_characters_in_the_notes():
 
 def test_a_lone_metric_is_judged_as_a_family_of_one():
     base, head = [10.0, 10.3], [10.2, 10.6]
-    assert stats.judge(base, head).extra_rounds == stats.extra_rounds(stats.estimate(base, head), 0.02, 0.01, 0.95)
+    assert stats.judge(base, head).extra_rounds == stats.extra_rounds(
+        stats.estimate(base, head), 0.02, 0.01, 0.95
+    )
 
 
 def test_neighbouring_rounds_count_in_the_outliers_deviation():

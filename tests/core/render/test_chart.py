@@ -36,8 +36,14 @@ def test_the_headline_metric_is_charted_pair_by_pair_in_the_order_the_rounds_ran
 
 
 def test_a_suite_without_a_headline_charts_its_first_deciding_metric():
-    loaded, comparison = judged(document({"latency": ("ms", "lower", [10.0, 10.1, 9.9], [12.0, 12.1, 11.9]),
-                                          "noise": ("ms", "lower", [1.0, 1.1, 0.9], [1.0, 1.1, 0.9])}))
+    loaded, comparison = judged(
+        document(
+            {
+                "latency": ("ms", "lower", [10.0, 10.1, 9.9], [12.0, 12.1, 11.9]),
+                "noise": ("ms", "lower", [1.0, 1.1, 0.9], [1.0, 1.1, 0.9]),
+            }
+        )
+    )
     assert [c.metric for c in chart.round_charts(loaded, comparison)] == [comparison.metrics[0].name]
 
 
@@ -68,7 +74,12 @@ def test_an_unchanged_comparison_folds_its_chart_away():
 
 
 def test_numbers_are_plain_decimals_mermaid_can_read():
-    assert [chart._num(v) for v in (123456.7, 0.000123456, 19.0, -2.5)] == ["123460", "0.00012346", "19", "-2.5"]
+    assert [chart._num(v) for v in (123456.7, 0.000123456, 19.0, -2.5)] == [
+        "123460",
+        "0.00012346",
+        "19",
+        "-2.5",
+    ]
 
 
 names = st.text(alphabet=st.sampled_from('abc_."`\n\r[]%{}<>#;:-'), min_size=1, max_size=40)

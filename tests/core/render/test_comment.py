@@ -118,17 +118,37 @@ def test_a_removed_line_links_to_the_old_side():
 
 def test_removals_render_as_removed_and_as_possible_improvements_apart_from_the_score(file_regression):
     from tests.core.render.test_risk import REMOVALS, report
+
     file_regression.check(comment_body(report(REMOVALS), PULL), extension=".md")
 
 
 def test_the_comment_and_the_reports_describe_a_signal_alike():
     """One function builds "description: `match` added (N times)" for every rendering."""
-    added = Signal("token.host-sync", "token", "host-sync", 15, "a host sync", "e/pynccl.py", "f", 3, "new",
-                   "x.item()", 2)
-    removed = Signal("token.host-sync", "token", "host-sync", 15, "a host sync", "e/pynccl.py", "f", 3, "old",
-                     "x.item()")
-    report = RiskReport(15, "low", "generic", [FileRisk("e/pynccl.py", None, "modified", False, 1, 1, 15, None,
-                                                        [added])], [added], improvements=[removed], improvement=15)
+    added = Signal(
+        "token.host-sync",
+        "token",
+        "host-sync",
+        15,
+        "a host sync",
+        "e/pynccl.py",
+        "f",
+        3,
+        "new",
+        "x.item()",
+        2,
+    )
+    removed = Signal(
+        "token.host-sync", "token", "host-sync", 15, "a host sync", "e/pynccl.py", "f", 3, "old", "x.item()"
+    )
+    report = RiskReport(
+        15,
+        "low",
+        "generic",
+        [FileRisk("e/pynccl.py", None, "modified", False, 1, 1, 15, None, [added])],
+        [added],
+        improvements=[removed],
+        improvement=15,
+    )
     body = comment_body(report, PULL)
     assert "a host sync: `x.item()` added (2 times) —" in body
     assert "a host sync: `x.item()` removed —" in body and "`token.host-sync`, 15, not in the score" in body
@@ -137,17 +157,40 @@ def test_the_comment_and_the_reports_describe_a_signal_alike():
 
 
 def test_a_lowered_weight_says_why_and_names_the_other_rules_and_versions():
-    lowered = Signal("path.pynccl", "path", "communicator", 20, "NCCL communicator wrapper",
-                     "e/pynccl.py", "__init__", 5, note="only set-up code changed: __init__()",
-                     full_weight=40, also=("path.communicators",))
-    upgrade = Signal("dependency.runtime", "dependency", "dependency", 60, "runtime stack",
-                     "pyproject.toml", None, 9, match="torch 2.8.0 -> 2.9.1")
-    files = [FileRisk("e/pynccl.py", None, "modified", False, 1, 1, 20, None, [lowered]),
-             FileRisk("pyproject.toml", None, "modified", False, 1, 1, 60, None, [upgrade])]
+    lowered = Signal(
+        "path.pynccl",
+        "path",
+        "communicator",
+        20,
+        "NCCL communicator wrapper",
+        "e/pynccl.py",
+        "__init__",
+        5,
+        note="only set-up code changed: __init__()",
+        full_weight=40,
+        also=("path.communicators",),
+    )
+    upgrade = Signal(
+        "dependency.runtime",
+        "dependency",
+        "dependency",
+        60,
+        "runtime stack",
+        "pyproject.toml",
+        None,
+        9,
+        match="torch 2.8.0 -> 2.9.1",
+    )
+    files = [
+        FileRisk("e/pynccl.py", None, "modified", False, 1, 1, 20, None, [lowered]),
+        FileRisk("pyproject.toml", None, "modified", False, 1, 1, 60, None, [upgrade]),
+    ]
     body = comment_body(RiskReport(68, "high", "generic", files, [upgrade, lowered]), PULL)
     assert "runtime stack: `torch 2.8.0 -> 2.9.1` —" in body
-    assert ("(`path.pynccl`, +20 of 40: only set-up code changed: \\_\\_init\\_\\_\\(\\); "
-            "also path.communicators)") in body
+    assert (
+        "(`path.pynccl`, +20 of 40: only set-up code changed: \\_\\_init\\_\\_\\(\\); "
+        "also path.communicators)"
+    ) in body
 
 
 def test_markdown_and_html_in_paths_are_escaped():
@@ -183,10 +226,24 @@ def test_any_report_fits_in_a_github_comment(items, notes):
 def test_hostile_text_cannot_notify_link_or_hide(file_regression):
     """Paths, descriptions, notes and config errors come from the PR and its repository."""
     path = "python/@octocat/\u202eyp.evil\u202c/www.evil.example/k\u200bernel.py"
-    hot = Signal("path.x", "path", "p", 50, "see https://evil.example/x and ping @org/team", path,
-                 "f\u2066n", 3, "new", "&#64;admin `x`")
+    hot = Signal(
+        "path.x",
+        "path",
+        "p",
+        50,
+        "see https://evil.example/x and ping @org/team",
+        path,
+        "f\u2066n",
+        3,
+        "new",
+        "&#64;admin `x`",
+    )
     report = RiskReport(
-        50, "medium", "generic", [FileRisk(path, None, "modified", False, 1, 0, 50, None, [hot])], [hot],
+        50,
+        "medium",
+        "generic",
+        [FileRisk(path, None, "modified", False, 1, 0, 50, None, [hot])],
+        [hot],
         notes=["mail admin@example.com &#x202E;"],
     )
     pull = PullContext(PULL.html_url, PULL.head_sha, "main", "bad key @everyone at https://x.example")

@@ -15,10 +15,20 @@ from bot.core.render import compare as render_compare
 from bot.core.render.markdown import fit
 from tests.core.judge.results_data import EAGLE3, FINGERPRINT, document
 
-QUIET = {"verify_ms": ("ms", "lower", [583.0, 583.4, 582.9, 583.1, 583.2, 582.8, 583.0, 583.3],
-                       [583.1, 583.0, 583.2, 582.9, 583.3, 583.0, 582.8, 583.1]),
-         "allreduce_us": ("us", "lower", [44.0, 45.0, 44.5, 44.8, 45.2, 44.1, 44.9, 44.6],
-                          [44.4, 44.9, 44.2, 45.1, 44.7, 44.3, 45.0, 44.6])}
+QUIET = {
+    "verify_ms": (
+        "ms",
+        "lower",
+        [583.0, 583.4, 582.9, 583.1, 583.2, 582.8, 583.0, 583.3],
+        [583.1, 583.0, 583.2, 582.9, 583.3, 583.0, 582.8, 583.1],
+    ),
+    "allreduce_us": (
+        "us",
+        "lower",
+        [44.0, 45.0, 44.5, 44.8, 45.2, 44.1, 44.9, 44.6],
+        [44.4, 44.9, 44.2, 45.1, 44.7, 44.3, 45.0, 44.6],
+    ),
+}
 
 
 def judged(doc: dict) -> tuple[results.Results, stats.Comparison]:
@@ -40,8 +50,11 @@ def _failed_head() -> dict:
 
 
 def _hostile() -> dict:
-    doc = document(QUIET, failed={"head": 1},
-                   error="<script>alert(1)</script> | ![x](http://evil/) @team #1 `rm -rf` **boom**")
+    doc = document(
+        QUIET,
+        failed={"head": 1},
+        error="<script>alert(1)</script> | ![x](http://evil/) @team #1 `rm -rf` **boom**",
+    )
     doc["suite"] = "<img src=x onerror=alert(1)>`\n# heading"
     hostile_fp = copy.deepcopy(FINGERPRINT)
     hostile_fp["env"]["NCCL_DEBUG"] = "</details><h1>pwned</h1>|a|b|"
@@ -52,8 +65,7 @@ def _hostile() -> dict:
 SCENARIOS = {
     "regression": lambda: document(EAGLE3),
     "unchanged": lambda: document(QUIET),
-    "inconclusive": lambda: document({"ttft_ms": ("ms", "lower", [30.0, 34.0, 29.0],
-                                                  [33.0, 36.0, 31.0])}),
+    "inconclusive": lambda: document({"ttft_ms": ("ms", "lower", [30.0, 34.0, 29.0], [33.0, 36.0, 31.0])}),
     "environment": _changed_environment,
     "error": _failed_head,
     "hostile": _hostile,
@@ -63,8 +75,9 @@ SCENARIOS = {
 @pytest.mark.parametrize("scenario", SCENARIOS)
 def test_the_markdown_of_each_scenario_matches_its_golden_file(scenario, file_regression):
     loaded, comparison = judged(SCENARIOS[scenario]())
-    file_regression.check(render_compare.compare_markdown(loaded, comparison), extension=".md",
-                          basename=f"compare_{scenario}")
+    file_regression.check(
+        render_compare.compare_markdown(loaded, comparison), extension=".md", basename=f"compare_{scenario}"
+    )
 
 
 def test_the_headline_of_the_motivating_regression_says_it_in_words():
@@ -75,13 +88,16 @@ def test_the_headline_of_the_motivating_regression_says_it_in_words():
     assert render_compare.headline(comparison, subject="Commit 0be30d4").startswith("Commit 0be30d4 makes")
 
 
-@pytest.mark.parametrize("name,unit,better,factor,phrase", [
-    ("spec_tok_s", "tok/s", "higher", 0.64, "makes EAGLE-3 decoding 36% slower"),
-    ("accept_length", "tokens", "higher", 0.8, "lowers the EAGLE-3 accept length by 20%"),
-    ("latency", "ms", "lower", 1.04, "makes latency 4.0% slower"),
-    ("requests_per_s", "req/s", "higher", 0.5, "makes requests_per_s 50% slower"),
-    ("memory_gib", "GiB", "lower", 1.25, "raises memory_gib by 25%"),
-])
+@pytest.mark.parametrize(
+    "name,unit,better,factor,phrase",
+    [
+        ("spec_tok_s", "tok/s", "higher", 0.64, "makes EAGLE-3 decoding 36% slower"),
+        ("accept_length", "tokens", "higher", 0.8, "lowers the EAGLE-3 accept length by 20%"),
+        ("latency", "ms", "lower", 1.04, "makes latency 4.0% slower"),
+        ("requests_per_s", "req/s", "higher", 0.5, "makes requests_per_s 50% slower"),
+        ("memory_gib", "GiB", "lower", 1.25, "raises memory_gib by 25%"),
+    ],
+)
 def test_the_headline_names_the_change_the_way_a_reader_would(name, unit, better, factor, phrase):
     base = [100.0, 100.1, 99.9, 100.2, 99.8, 100.0, 100.1, 99.9]
     _, comparison = judged(document({name: (unit, better, base, [v * factor for v in base])}))
@@ -151,18 +167,29 @@ def test_no_input_text_can_open_html_or_break_out_of_the_report(suite, error, en
 
 def test_the_headline_names_the_mode_the_engine_ran_in():
     base = [9.72, 9.73, 9.71]
-    doc = document({"cycle_ms": ("ms", "lower", base, [v * 1.089 for v in base]),
-                    "allreduce_verify_us": ("us", "lower", [60.0, 93.0, 56.0], [61.0, 90.0, 58.0])}, suite="verify-step")
+    doc = document(
+        {
+            "cycle_ms": ("ms", "lower", base, [v * 1.089 for v in base]),
+            "allreduce_verify_us": ("us", "lower", [60.0, 93.0, 56.0], [61.0, 90.0, 58.0]),
+        },
+        suite="verify-step",
+    )
     doc["metrics"]["cycle_ms"].update(role="headline", mode="piecewise")
     _, comparison = judged(doc)
-    assert render_compare.headline(comparison) == \
-        "This PR makes the EAGLE-3 cycle 8.9% slower with piecewise CUDA graphs"
-    doc["rounds"] = [r if r["side"] == "base" else {**r, "metrics": {**r["metrics"], "cycle_ms": base[r["index"] // 2]}}
-                     for r in doc["rounds"]]
+    assert (
+        render_compare.headline(comparison)
+        == "This PR makes the EAGLE-3 cycle 8.9% slower with piecewise CUDA graphs"
+    )
+    doc["rounds"] = [
+        r if r["side"] == "base" else {**r, "metrics": {**r["metrics"], "cycle_ms": base[r["index"] // 2]}}
+        for r in doc["rounds"]
+    ]
     _, comparison = judged(doc)
-    assert render_compare.headline(comparison) == ("No change beyond ±2% in 1 metric, the EAGLE-3 cycle with "
-                                                   "piecewise CUDA graphs among them (3 rounds per side); "
-                                                   "1 diagnostic undecided")
+    assert render_compare.headline(comparison) == (
+        "No change beyond ±2% in 1 metric, the EAGLE-3 cycle with "
+        "piecewise CUDA graphs among them (3 rounds per side); "
+        "1 diagnostic undecided"
+    )
 
 
 @pytest.mark.parametrize("scenario", ["regression", "unchanged", "inconclusive", "error"])
@@ -175,8 +202,9 @@ def test_the_first_line_of_the_text_says_the_verdict_once(scenario):
     assert not first.lower().startswith(f"{scenario}: {scenario}"), first
 
 
-@pytest.mark.parametrize("floor,expected", [(1.5, 1.5), (2, 2.0), ("1.5", None), (-1, None), (True, None),
-                                            (float("inf"), None)])
+@pytest.mark.parametrize(
+    "floor,expected", [(1.5, 1.5), (2, 2.0), ("1.5", None), (-1, None), (True, None), (float("inf"), None)]
+)
 def test_the_speculation_floor_comes_from_the_results_file_if_usable(floor, expected):
     doc = document({"spec_speedup": ("x", "higher", [1.6, 1.61, 1.59], [1.4, 1.41, 1.39])})
     doc["options"] = {"speculation_floor": floor}
@@ -190,12 +218,20 @@ def test_the_speculation_floor_comes_from_the_results_file_if_usable(floor, expe
 def test_an_inconclusive_row_never_shows_an_interval_that_leaves_out_no_change():
     """The verdict is Holm-adjusted over two primary metrics; the plain 95% interval of `a_ms`
     (+3.7% … +17.3%) excluded 0 next to 'inconclusive'. The row shows the test's own interval."""
-    doc = document({"a_ms": ("ms", "lower", [100.0, 104.0, 97.0, 101.0, 99.0], [110.0, 116.0, 103.0, 117.0, 107.0]),
-                    "b_ms": ("ms", "lower", [50.0, 55.0, 45.0, 52.0, 48.0], [51.0, 47.0, 54.0, 49.0, 53.0])})
+    doc = document(
+        {
+            "a_ms": ("ms", "lower", [100.0, 104.0, 97.0, 101.0, 99.0], [110.0, 116.0, 103.0, 117.0, 107.0]),
+            "b_ms": ("ms", "lower", [50.0, 55.0, 45.0, 52.0, 48.0], [51.0, 47.0, 54.0, 49.0, 53.0]),
+        }
+    )
     loaded, comparison = judged(doc)
     markdown = render_compare.compare_markdown(loaded, comparison)
     row = next(line for line in markdown.splitlines() if line.startswith("| `a_ms`"))
     assert "inconclusive" in row and "+3.7%" not in row
     assert re.search(r"\| -0\.5% … \+22\.2% \(99\.5%\) \|", row), row
-    [line] = [line for line in render_compare.compare_text(loaded, comparison).splitlines() if line.startswith("a_ms")]
+    [line] = [
+        line
+        for line in render_compare.compare_text(loaded, comparison).splitlines()
+        if line.startswith("a_ms")
+    ]
     assert "-0.5% .. +22.2% (99.5%)" in line

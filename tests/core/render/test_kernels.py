@@ -23,7 +23,9 @@ def diff_of(name: str) -> profile.ProfileDiff:
 
 
 def test_the_slow_commit_s_kernel_table_matches_its_golden_file(file_regression):
-    file_regression.check(kernels_markdown(diff_of("r3/ab.json")), extension=".md", basename="kernels_slow_commit")
+    file_regression.check(
+        kernels_markdown(diff_of("r3/ab.json")), extension=".md", basename="kernels_slow_commit"
+    )
 
 
 def test_the_a_a_kernel_table_matches_its_golden_file(file_regression):
@@ -31,15 +33,21 @@ def test_the_a_a_kernel_table_matches_its_golden_file(file_regression):
 
 
 def test_the_terminal_lines_match_their_golden_file(file_regression):
-    file_regression.check("\n".join(kernels_text(diff_of("r3/ab.json"))) + "\n", extension=".txt",
-                          basename="kernels_slow_commit_text")
+    file_regression.check(
+        "\n".join(kernels_text(diff_of("r3/ab.json"))) + "\n",
+        extension=".txt",
+        basename="kernels_slow_commit_text",
+    )
 
 
 def test_the_compare_report_carries_the_table_collapsed_between_environment_and_rounds():
     loaded = results.load((RESULTS / "r3" / "ab.json").read_bytes())
     markdown = render_compare.compare_markdown(loaded, stats.decide(loaded))
-    assert markdown.index("**Environment.**") < markdown.index("<details><summary>Kernels (GPU kernels") \
+    assert (
+        markdown.index("**Environment.**")
+        < markdown.index("<details><summary>Kernels (GPU kernels")
         < markdown.index("<details><summary>Per-round values")
+    )
     assert markdown.count("<details>") == markdown.count("</details>") == 3
 
 
@@ -75,22 +83,32 @@ PS, NCCL = "mini_engine/distributed/parallel_state.py", "mini_engine/distributed
 
 
 def _with_sites(p: profile.Profile, sites: dict[str, list[LaunchSite]]) -> profile.Profile:
-    return p.model_copy(update={"kernels": [k.model_copy(update={"sites": sites.get(k.name)}) for k in p.kernels]})
+    return p.model_copy(
+        update={"kernels": [k.model_copy(update={"sites": sites.get(k.name)}) for k in p.kernels]}
+    )
 
 
 def _sited_slow_commit() -> profile.ProfileDiff:
     """The slow commit's diff with launching lines: the fill from the padding (a line it added), the
     extra copy from the communicator (a line it added), the NCCL kernel from a line it left alone."""
     copy = PADDED[4][0]
-    base = _with_sites(make_profile(PADDED), {copy: [LaunchSite(path="engine/moe.py", line=80, function="Moe.forward",
-                                                                calls=32.0)]})
-    head = _with_sites(make_profile(slow(PADDED), syncs=32), {
-        FILL[0]: [LaunchSite(path=PS, line=22, function="_pad_to_graph_size", calls=32.0)],
-        copy: [LaunchSite(path=NCCL, line=16, function="PyNcclCommunicator.all_reduce", calls=32.0),
-               LaunchSite(path="engine/moe.py", line=80, function="Moe.forward", calls=32.0)],
-        "cudaDeviceSynchronize": [LaunchSite(path=NCCL, line=19, function="PyNcclCommunicator.all_reduce",
-                                             calls=32.0)],
-    })
+    base = _with_sites(
+        make_profile(PADDED),
+        {copy: [LaunchSite(path="engine/moe.py", line=80, function="Moe.forward", calls=32.0)]},
+    )
+    head = _with_sites(
+        make_profile(slow(PADDED), syncs=32),
+        {
+            FILL[0]: [LaunchSite(path=PS, line=22, function="_pad_to_graph_size", calls=32.0)],
+            copy: [
+                LaunchSite(path=NCCL, line=16, function="PyNcclCommunicator.all_reduce", calls=32.0),
+                LaunchSite(path="engine/moe.py", line=80, function="Moe.forward", calls=32.0),
+            ],
+            "cudaDeviceSynchronize": [
+                LaunchSite(path=NCCL, line=19, function="PyNcclCommunicator.all_reduce", calls=32.0)
+            ],
+        },
+    )
     return profile.diff(base, head)
 
 
@@ -101,7 +119,9 @@ def test_the_launching_lines_are_named_and_those_the_commit_changed_marked(file_
     assert f"`{PS}:22` `_pad_to_graph_size` ✏️ changed by this commit" in fill
     [copy] = [line for line in markdown.splitlines() if "direct_copy" in line]
     # The copy's second launcher is a line the commit did not touch: named, never marked.
-    assert "`engine/moe.py:80` `Moe.forward`<br>" not in copy and copy.endswith("`engine/moe.py:80` `Moe.forward` |")
+    assert "`engine/moe.py:80` `Moe.forward`<br>" not in copy and copy.endswith(
+        "`engine/moe.py:80` `Moe.forward` |"
+    )
 
 
 def test_without_the_change_lines_are_named_and_none_is_marked():

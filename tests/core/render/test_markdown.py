@@ -20,11 +20,43 @@ MENTION = re.compile(r"(?<![A-Za-z0-9_])@[A-Za-z0-9]")
 LINK = re.compile(r"(?i)(?:https?|ftp)://|www\.|[A-Za-z0-9.+_-]@[A-Za-z0-9_-]+\.[A-Za-z0-9_-]")
 
 # Text made of what hostile input is made of: syntax, mentions, links, hidden characters.
-pieces = st.sampled_from([
-    "@", "@octocat", "@org/team", "http://", "https://evil.example/x", "www.", "user@example.com",
-    "<script>", "&#64;", "&#x202E;", "\u202e", "\u2066", "\u200b", "\u200d", "\ufeff", "\x1b", "\n",
-    "\r", "\t", "|", "`", "\\", "[x](y)", "![i](u)", "**", "_", "# ", "~", "a", "b", " ", ".", ")",
-])
+pieces = st.sampled_from(
+    [
+        "@",
+        "@octocat",
+        "@org/team",
+        "http://",
+        "https://evil.example/x",
+        "www.",
+        "user@example.com",
+        "<script>",
+        "&#64;",
+        "&#x202E;",
+        "\u202e",
+        "\u2066",
+        "\u200b",
+        "\u200d",
+        "\ufeff",
+        "\x1b",
+        "\n",
+        "\r",
+        "\t",
+        "|",
+        "`",
+        "\\",
+        "[x](y)",
+        "![i](u)",
+        "**",
+        "_",
+        "# ",
+        "~",
+        "a",
+        "b",
+        " ",
+        ".",
+        ")",
+    ]
+)
 hostile = st.lists(pieces | st.text(max_size=5), max_size=30).map("".join)
 
 
@@ -87,20 +119,23 @@ def _outside_spans(escaped: str) -> str:
     return "".join(out)
 
 
-@pytest.mark.parametrize("text,expected", [
-    ("thanks @octocat", "thanks `@octocat`"),
-    ("cc @org/perf-team.", "cc `@org/perf-team`."),
-    ("see https://evil.example/x).", "see `https://evil.example/x`\\)."),
-    ("www.evil.example", "`www.evil.example`"),
-    ("mail bob@example.com", "mail `bob@example.com`"),
-    ("perfbot.yml@main: risk", "perfbot.yml@main: risk"),
-    ("user@host", "user@host"),
-    ("@a@b and x@c", "`@a@b` and x@c"),
-    ("a\u202eb\u200bc\ufeff", "abc"),
-    ("&#x202E;&#64;u", "\\&\\#x202E;\\&\\#64;u"),
-    ("<img src=x>", "\\<img src=x\\>"),
-    ("row | breaker\nnext", "row \\| breaker next"),
-])
+@pytest.mark.parametrize(
+    "text,expected",
+    [
+        ("thanks @octocat", "thanks `@octocat`"),
+        ("cc @org/perf-team.", "cc `@org/perf-team`."),
+        ("see https://evil.example/x).", "see `https://evil.example/x`\\)."),
+        ("www.evil.example", "`www.evil.example`"),
+        ("mail bob@example.com", "mail `bob@example.com`"),
+        ("perfbot.yml@main: risk", "perfbot.yml@main: risk"),
+        ("user@host", "user@host"),
+        ("@a@b and x@c", "`@a@b` and x@c"),
+        ("a\u202eb\u200bc\ufeff", "abc"),
+        ("&#x202E;&#64;u", "\\&\\#x202E;\\&\\#64;u"),
+        ("<img src=x>", "\\<img src=x\\>"),
+        ("row | breaker\nnext", "row \\| breaker next"),
+    ],
+)
 def test_hostile_pieces_become_inert(text, expected):
     assert escape_md(text) == expected
 
@@ -115,8 +150,10 @@ def test_code_span_content_cannot_end_the_span_or_the_row(text):
 
 def test_fit_leaves_out_whole_blocks_and_says_so():
     fitted = fit(["a" * 100, "", "b" * 100, "c" * 50], limit=400)
-    assert fitted == "a" * 100 + "\n\n" + "c" * 50 + "\n\n*1 section(s) left out to stay under GitHub's " \
-                     "comment size limit.*\n"
+    assert (
+        fitted == "a" * 100 + "\n\n" + "c" * 50 + "\n\n*1 section(s) left out to stay under GitHub's "
+        "comment size limit.*\n"
+    )
     assert fit(["x", "", "y"], limit=1000) == "x\n\ny\n"
 
 

@@ -86,8 +86,10 @@ def test_removed_syncs_and_allocations_are_possible_improvements_not_risk():
     assert removals.improvement > 0 and removals.to_dict()["improvement"] == removals.improvement
     assert removals.score == risk._combine(removals.signals)  # the improvements weigh nothing in it
     sentence = improvements["token.allocation"].sentence()
-    assert sentence.startswith("possible improvement: a new allocation or copy in a hot path: "
-                               "`torch.zeros_like(` removed (3 times) [token.allocation, 12 apart from the score]")
+    assert sentence.startswith(
+        "possible improvement: a new allocation or copy in a hot path: "
+        "`torch.zeros_like(` removed (3 times) [token.allocation, 12 apart from the score]"
+    )
 
 
 def test_the_markdown_of_removals(file_regression):
@@ -99,7 +101,7 @@ def test_the_text_of_removals(file_regression):
 
 
 def test_the_markdown_of_a_cold_change(file_regression):
-    cold = HOT[HOT.index("diff --git a/docs"):]
+    cold = HOT[HOT.index("diff --git a/docs") :]
     file_regression.check(render_risk.report_markdown(report(cold)), extension=".md")
 
 
@@ -120,8 +122,10 @@ def commit(sha: str, subject: str, text: str) -> triage.Commit:
 
 
 def ranked() -> triage.Triage:
-    commits = [commit("a", "Update docs", HOT[HOT.index("diff --git a/docs"):]),
-               commit("b", "Fix the allreduce", HOT)]
+    commits = [
+        commit("a", "Update docs", HOT[HOT.index("diff --git a/docs") :]),
+        commit("b", "Fix the allreduce", HOT),
+    ]
     return triage.rank(commits, ruleset.build(config.RepoConfig(), ["python/sglang/"]), "v1..v2")
 
 
@@ -134,9 +138,11 @@ def test_the_triage_markdown(file_regression):
 
 
 def test_stat_lines_scale_bars_and_mark_binaries():
-    files = [risk.FileRisk("big.py", None, "modified", False, 900, 100, 0, None, []),
-             risk.FileRisk("img.png", None, "modified", True, 0, 0, 0, None, []),
-             risk.FileRisk("new.py", "old.py", "renamed", False, 1, 0, 0, None, [])]
+    files = [
+        risk.FileRisk("big.py", None, "modified", False, 900, 100, 0, None, []),
+        risk.FileRisk("img.png", None, "modified", True, 0, 0, 0, None, []),
+        risk.FileRisk("new.py", "old.py", "renamed", False, 1, 0, 0, None, []),
+    ]
     lines = render_risk.stat_lines(files)
     assert lines[0].endswith("1000 " + "+" * 27 + "---")
     assert lines[1].rstrip().endswith("| Bin")
@@ -147,7 +153,7 @@ def test_stat_lines_scale_bars_and_mark_binaries():
 def documented_table(name: str) -> str:
     text = (Path(__file__).parents[3] / "docs" / "risk.md").read_text()
     start = text.index(f"<!-- rules:{name} -->\n") + len(f"<!-- rules:{name} -->\n")
-    return text[start:text.index("<!-- /rules -->", start)]
+    return text[start : text.index("<!-- /rules -->", start)]
 
 
 def test_the_rule_tables_in_the_docs_are_the_builtin_profiles():

@@ -19,15 +19,19 @@ URL, SHA = "https://github.com/octo/engine/pull/7", "a" * 40
 
 def facts(diff: str, config: str | None = diffs.BASE_CONFIG, error: str | None = None) -> PullFacts:
     loaded = load_config(config, "test") if config else RepoConfig()
-    return PullFacts(html_url=URL, head_sha=SHA, default_branch="main", diff=diff, config=loaded,
-                     config_error=error)
+    return PullFacts(
+        html_url=URL, head_sha=SHA, default_branch="main", diff=diff, config=loaded, config_error=error
+    )
 
 
-@pytest.mark.parametrize("diff,level,conclusion,label", [
-    (diffs.HIGH, "high", "neutral", "perf-risk: high"),
-    (diffs.MEDIUM, "medium", "neutral", "perf-risk: medium"),
-    (diffs.COLD, "none", "success", None),
-])
+@pytest.mark.parametrize(
+    "diff,level,conclusion,label",
+    [
+        (diffs.HIGH, "high", "neutral", "perf-risk: high"),
+        (diffs.MEDIUM, "medium", "neutral", "perf-risk: medium"),
+        (diffs.COLD, "none", "success", None),
+    ],
+)
 def test_the_level_decides_the_check_and_the_label(diff, level, conclusion, label):
     planned = plan(facts(diff))
     assert (planned.level, planned.check.conclusion, planned.label.wanted) == (level, conclusion, label)
@@ -52,10 +56,12 @@ def test_a_config_that_failed_to_load_is_reported_and_the_defaults_are_used():
 
 def test_a_config_naming_an_unknown_rule_is_reported_and_scored_with_the_defaults():
     broken = load_config("risk:\n  disable: [no.such-rule]\n", "test")
-    broken_one = assess(PullFacts(html_url=URL, head_sha=SHA, default_branch="main", diff=diffs.MEDIUM,
-                                  config=broken))
-    defaults = assess(PullFacts(html_url=URL, head_sha=SHA, default_branch="main", diff=diffs.MEDIUM,
-                                config=RepoConfig()))
+    broken_one = assess(
+        PullFacts(html_url=URL, head_sha=SHA, default_branch="main", diff=diffs.MEDIUM, config=broken)
+    )
+    defaults = assess(
+        PullFacts(html_url=URL, head_sha=SHA, default_branch="main", diff=diffs.MEDIUM, config=RepoConfig())
+    )
     problem = broken_one.config_problem
     assert problem and "no.such-rule" in problem and defaults.config_problem is None
     assert (broken_one.report.score, broken_one.level) == (defaults.report.score, defaults.level)
@@ -67,7 +73,6 @@ def test_the_default_branch_config_changes_the_score():
     assert plan(facts(diffs.MEDIUM, config=diffs.CONFIG_LOWERING)).level == "low"
 
 
-
 def test_the_plan_renders_the_assessment_it_is_given_and_scores_nothing_again(monkeypatch):
     """The push flow scores the diff once in its snapshot (asking the author depends on the risk)."""
     given = facts(diffs.HIGH)
@@ -76,9 +81,25 @@ def test_the_plan_renders_the_assessment_it_is_given_and_scores_nothing_again(mo
     assert plan(given, assessed) == expected and assessed.level == "high"
 
 
-@pytest.mark.parametrize("is_open,draft,draft_event,expected", [
-    (True, False, False, True), (False, False, False, False), (True, True, False, False), (True, False, True, False)])
+@pytest.mark.parametrize(
+    "is_open,draft,draft_event,expected",
+    [
+        (True, False, False, True),
+        (False, False, False, False),
+        (True, True, False, False),
+        (True, False, True, False),
+    ],
+)
 def test_only_an_open_ready_head_is_reviewed(is_open, draft, draft_event, expected):
-    pull = PullInfo(repo="o/r", number=7, open=is_open, draft=draft, head_sha=SHA, base_sha="b" * 40,
-                    head_repo="o/r", author="a", html_url=URL)
+    pull = PullInfo(
+        repo="o/r",
+        number=7,
+        open=is_open,
+        draft=draft,
+        head_sha=SHA,
+        base_sha="b" * 40,
+        head_repo="o/r",
+        author="a",
+        html_url=URL,
+    )
     assert review_plan.reviewed(pull, draft_event) is expected

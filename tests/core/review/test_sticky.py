@@ -19,8 +19,13 @@ RUNNING = BenchSection("running", "b" * 40, SHA, ("verify-step",), "command", "m
 
 
 def review_blocks(diff: str = diffs.HIGH) -> tuple[str, ...]:
-    facts = PullFacts(html_url="https://github.com/o/r/pull/7", head_sha=SHA, default_branch="main", diff=diff,
-                      config=load(diffs.BASE_CONFIG, "test"))
+    facts = PullFacts(
+        html_url="https://github.com/o/r/pull/7",
+        head_sha=SHA,
+        default_branch="main",
+        diff=diff,
+        config=load(diffs.BASE_CONFIG, "test"),
+    )
     return plan(facts).blocks
 
 
@@ -54,6 +59,7 @@ def test_a_comment_without_a_stored_review_shows_the_benchmarks_alone():
 def _verify_step_regression() -> dict:
     """A verify-step run of a slow commit: the piecewise cycle 9.7 -> 14.6 ms at the configured
     accept length, the plain decode step unchanged, so speculation now costs more than it saves."""
+
     def rounds(center: float, scatter: float = 0.002) -> list[float]:
         return [round(center * (1 + scatter * ((i * 7) % 5 - 2)), 4) for i in range(6)]
 
@@ -66,8 +72,12 @@ def _verify_step_regression() -> dict:
         "allreduce_verify_us": ("us", "lower", rounds(60.5, 0.01), rounds(122.4, 0.01)),
         "decode_ms": ("ms", "lower", decode, decode[::-1]),
         "baseline_tok_s": ("tok/s", "higher", [1000 / d for d in decode], [1000 / d for d in decode[::-1]]),
-        "spec_speedup": ("x", "higher", [1.8 * d / c for d, c in zip(decode, base_cycle, strict=True)],
-                         [1.8 * d / c for d, c in zip(decode[::-1], head_cycle, strict=True)]),
+        "spec_speedup": (
+            "x",
+            "higher",
+            [1.8 * d / c for d, c in zip(decode, base_cycle, strict=True)],
+            [1.8 * d / c for d, c in zip(decode[::-1], head_cycle, strict=True)],
+        ),
     }
     doc = document(metrics, suite="verify-step", base_fingerprint=FINGERPRINT)
     for name, spec in doc["metrics"].items():
@@ -82,9 +92,17 @@ def test_the_comment_with_a_benchmark_verdict_matches_its_golden_file(file_regre
     """The whole comment as GitHub gets it: the review, then the benchmark with its per-round chart
     and the speculation break-even (docs/images/comment-chart.png is this file in a browser)."""
     judged = judge_suite(results.load(json.dumps(_verify_step_regression())))
-    section = BenchSection("completed", BASE_SHA, HEAD_SHA, ("verify-step",), "command", "maintainer",
-                           "https://github.com/o/r/actions/runs/1", conclusion="success",
-                           results=(SuiteResult(judged.suite, judged.verdict, judged.headline, judged.markdown),))
+    section = BenchSection(
+        "completed",
+        BASE_SHA,
+        HEAD_SHA,
+        ("verify-step",),
+        "command",
+        "maintainer",
+        "https://github.com/o/r/actions/runs/1",
+        conclusion="success",
+        results=(SuiteResult(judged.suite, judged.verdict, judged.headline, judged.markdown),),
+    )
     body = sticky.compose(review_blocks(), section, wants_comment=True).body
     assert "```mermaid\n" in body and "**Speculation break-even.** ⚠️ Speculation now costs more" in body
     file_regression.check(body, extension=".md", basename="sticky_comment_with_chart")

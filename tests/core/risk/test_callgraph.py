@@ -11,8 +11,9 @@ from bot.core.risk import callgraph
 
 
 def graph(**files: str) -> callgraph.CallGraph:
-    return callgraph.build({path.replace("__", "/") + ".py": textwrap.dedent(text)
-                            for path, text in files.items()})
+    return callgraph.build(
+        {path.replace("__", "/") + ".py": textwrap.dedent(text) for path, text in files.items()}
+    )
 
 
 def names(functions) -> list[str]:
@@ -65,9 +66,21 @@ MODULE = """
 
 def test_definitions_carry_pythons_qualified_names_and_def_lines():
     g = graph(m=MODULE)
-    assert names(g.functions) == [f"m.py:{q}" for q in sorted(
-        ["helper", "Engine.__init__", "Engine.step", "Engine.step.<locals>.inner", "Engine.scale",
-         "Engine.Nested.run", "conditional", "conditional.<locals>.in_handler"])]
+    assert names(g.functions) == [
+        f"m.py:{q}"
+        for q in sorted(
+            [
+                "helper",
+                "Engine.__init__",
+                "Engine.step",
+                "Engine.step.<locals>.inner",
+                "Engine.scale",
+                "Engine.Nested.run",
+                "conditional",
+                "conditional.<locals>.in_handler",
+            ]
+        )
+    ]
     assert only(g, "m.py", "helper").line == 7
     assert only(g, "m.py", "Engine.step").owner == "Engine"
     assert only(g, "m.py", "Engine.Nested.run").owner == "Engine.Nested"
@@ -103,15 +116,21 @@ def test_calls_resolve_to_nested_then_same_file_then_the_only_one_of_the_name():
     inner = only(g, "m.py", "Engine.step.<locals>.inner")
     assert names(g.callees(inner)) == ["m.py:helper"]
     reached = g.reach([step])
-    assert names(reached) == ["m.py:Engine.scale", "m.py:Engine.step", "m.py:Engine.step.<locals>.inner",
-                              "m.py:helper"]
+    assert names(reached) == [
+        "m.py:Engine.scale",
+        "m.py:Engine.step",
+        "m.py:Engine.step.<locals>.inner",
+        "m.py:helper",
+    ]
     assert all(root is step for root in reached.values())
 
 
 def test_a_name_defined_in_two_files_resolves_to_the_callers_own_else_to_none():
-    g = graph(a="def pad(x):\n    return x\n\ndef run(x):\n    return pad(x)\n",
-              b="def pad(x):\n    return x\n",
-              c="def go(x):\n    return pad(x)\n")
+    g = graph(
+        a="def pad(x):\n    return x\n\ndef run(x):\n    return pad(x)\n",
+        b="def pad(x):\n    return x\n",
+        c="def go(x):\n    return pad(x)\n",
+    )
     assert names(g.callees(only(g, "a.py", "run"))) == ["a.py:pad"]
     assert list(g.callees(only(g, "c.py", "go"))) == []
 
@@ -122,45 +141,61 @@ def test_a_name_defined_once_in_the_graph_resolves_from_another_file():
 
 
 def test_a_class_call_reaches_its_init_in_the_file_or_the_only_one():
-    g = graph(a="class Comm:\n    def __init__(self):\n        pass\n\ndef make():\n    return Comm()\n",
-              c="def build():\n    return Comm()\n")
+    g = graph(
+        a="class Comm:\n    def __init__(self):\n        pass\n\ndef make():\n    return Comm()\n",
+        c="def build():\n    return Comm()\n",
+    )
     assert names(g.callees(only(g, "a.py", "make"))) == ["a.py:Comm.__init__"]
     assert names(g.callees(only(g, "c.py", "build"))) == ["a.py:Comm.__init__"]
-    two = graph(a="class Comm:\n    def __init__(self):\n        pass\n",
-                b="class Comm:\n    def __init__(self):\n        pass\n",
-                c="def build():\n    return Comm()\n")
+    two = graph(
+        a="class Comm:\n    def __init__(self):\n        pass\n",
+        b="class Comm:\n    def __init__(self):\n        pass\n",
+        c="def build():\n    return Comm()\n",
+    )
     assert list(two.callees(only(two, "c.py", "build"))) == []
 
 
 def test_a_plain_name_of_one_top_level_function_wins_over_a_class_elsewhere():
-    g = graph(a="def Comm():\n    return 1\n", b="class Comm:\n    def __init__(self):\n        pass\n",
-              c="def build():\n    return Comm()\n")
+    g = graph(
+        a="def Comm():\n    return 1\n",
+        b="class Comm:\n    def __init__(self):\n        pass\n",
+        c="def build():\n    return Comm()\n",
+    )
     assert names(g.callees(only(g, "c.py", "build"))) == ["a.py:Comm"]
-    g = graph(a="def Comm():\n    return 1\n", b="def Comm():\n    return 2\n",
-              d="class Comm:\n    def __init__(self):\n        pass\n", c="def build():\n    return Comm()\n")
+    g = graph(
+        a="def Comm():\n    return 1\n",
+        b="def Comm():\n    return 2\n",
+        d="class Comm:\n    def __init__(self):\n        pass\n",
+        c="def build():\n    return Comm()\n",
+    )
     assert list(g.callees(only(g, "c.py", "build"))) == []
 
 
 def test_method_calls_resolve_by_name_only_when_unambiguous():
-    g = graph(a="class A:\n    def all_reduce(self, t):\n        return t\n    def run(self, t):\n"
-                "        return self.all_reduce(t)\n",
-              b="def go(comm, t):\n    return comm.all_reduce(t)\n\ndef other(x):\n    return x.forward()\n",
-              c="class B:\n    def forward(self):\n        pass\n\nclass C:\n    def forward(self):\n        pass\n")
+    g = graph(
+        a="class A:\n    def all_reduce(self, t):\n        return t\n    def run(self, t):\n"
+        "        return self.all_reduce(t)\n",
+        b="def go(comm, t):\n    return comm.all_reduce(t)\n\ndef other(x):\n    return x.forward()\n",
+        c="class B:\n    def forward(self):\n        pass\n\nclass C:\n    def forward(self):\n        pass\n",
+    )
     assert names(g.callees(only(g, "b.py", "go"))) == ["a.py:A.all_reduce"]
     assert names(g.callees(only(g, "a.py", "A.run"))) == ["a.py:A.all_reduce"]
     assert list(g.callees(only(g, "b.py", "other"))) == []
 
 
 def test_a_call_on_self_prefers_the_callers_class_and_falls_back_to_the_only_one():
-    g = graph(a="class A:\n    def f(self):\n        return self.g()\n    def g(self):\n        pass\n"
-                "class B:\n    def g(self):\n        pass\n    def h(self):\n        return self.k()\n"
-                "class C:\n    def k(self):\n        pass\n")
+    g = graph(
+        a="class A:\n    def f(self):\n        return self.g()\n    def g(self):\n        pass\n"
+        "class B:\n    def g(self):\n        pass\n    def h(self):\n        return self.k()\n"
+        "class C:\n    def k(self):\n        pass\n"
+    )
     assert names(g.callees(only(g, "a.py", "A.f"))) == ["a.py:A.g"]
     assert names(g.callees(only(g, "a.py", "B.h"))) == ["a.py:C.k"]
 
 
 def test_calls_on_the_error_path_are_left_out():
-    g = graph(p="""
+    g = graph(
+        p="""
         def describe(t):
             return str(t)
 
@@ -180,12 +215,14 @@ def test_calls_on_the_error_path_are_left_out():
                 raise
             finally:
                 log_it()
-        """)
+        """
+    )
     assert names(g.callees(only(g, "p.py", "all_reduce"))) == ["p.py:log_it"]
 
 
 def test_decorators_reach_and_run_in_the_scope_that_defines_the_function():
-    g = graph(d="""
+    g = graph(
+        d="""
         import functools
 
         def timed(fn):
@@ -205,13 +242,19 @@ def test_decorators_reach_and_run_in_the_scope_that_defines_the_function():
             def inner(y=default_size()):
                 return y
             return inner(x)
-        """)
+        """
+    )
     forward = only(g, "d.py", "forward")
     assert forward.decorators == {"timed", "cache", "traced"}
     assert names(g.decorators(forward)) == ["d.py:timed", "d.py:traced"]
     assert names(g.callees(forward)) == ["d.py:default_size", "d.py:forward.<locals>.inner", "d.py:timed"]
-    assert names(g.reach([forward])) == ["d.py:default_size", "d.py:forward", "d.py:forward.<locals>.inner",
-                                         "d.py:timed", "d.py:traced"]
+    assert names(g.reach([forward])) == [
+        "d.py:default_size",
+        "d.py:forward",
+        "d.py:forward.<locals>.inner",
+        "d.py:timed",
+        "d.py:traced",
+    ]
 
 
 def test_reach_names_the_first_root_that_gets_there():
@@ -223,14 +266,21 @@ def test_reach_names_the_first_root_that_gets_there():
 
 
 def test_files_that_do_not_parse_are_skipped_and_named():
-    g = callgraph.build({"bad.py": "def (:\n", "nul.py": "x = 1\0", "deep.py": "x = " + "(" * 1000 + "1" + ")" * 1000,
-                         "good.py": "def ok():\n    pass\n"})
+    g = callgraph.build(
+        {
+            "bad.py": "def (:\n",
+            "nul.py": "x = 1\0",
+            "deep.py": "x = " + "(" * 1000 + "1" + ")" * 1000,
+            "good.py": "def ok():\n    pass\n",
+        }
+    )
     assert set(g.skipped) == {"bad.py", "nul.py", "deep.py"}
     assert names(g.functions) == ["good.py:ok"]
 
 
 def test_async_functions_and_match_cases_count():
-    g = graph(a="""
+    g = graph(
+        a="""
         async def fetch():
             pass
 
@@ -240,7 +290,8 @@ def test_async_functions_and_match_cases_count():
                     def one():
                         pass
             return fetch()
-        """)
+        """
+    )
     assert names(g.functions) == ["a.py:fetch", "a.py:pick", "a.py:pick.<locals>.one"]
     assert names(g.callees(only(g, "a.py", "pick"))) == ["a.py:fetch"]
 
@@ -299,7 +350,8 @@ def test_every_def_of_valid_python_is_in_the_graph_under_its_qualified_name(modu
 
 
 def test_a_name_resolves_through_every_enclosing_function():
-    g = graph(n="""
+    g = graph(
+        n="""
         def outer():
             def helper():
                 pass
@@ -312,13 +364,15 @@ def test_a_name_resolves_through_every_enclosing_function():
                     return helper() + near()
                 return inner()
             return mid()
-        """)
+        """
+    )
     inner = only(g, "n.py", "outer.<locals>.mid.<locals>.inner")
     assert names(g.callees(inner)) == ["n.py:outer.<locals>.helper", "n.py:outer.<locals>.mid.<locals>.near"]
 
 
 def test_a_decorator_resolves_as_a_plain_name_first_then_as_the_only_method_of_its_name():
-    g = graph(a="""
+    g = graph(
+        a="""
         def timed(fn):
             return fn
 
@@ -337,7 +391,9 @@ def test_a_decorator_resolves_as_a_plain_name_first_then_as_the_only_method_of_i
 
         def size():
             return 1
-        """, b="def timed(fn):\n    return fn\n")
+        """,
+        b="def timed(fn):\n    return fn\n",
+    )
     forward = only(g, "a.py", "forward")
     assert names(g.decorators(forward)) == ["a.py:Registry.register", "a.py:timed"]
     assert "size" in forward.calls

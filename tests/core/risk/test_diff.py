@@ -30,7 +30,12 @@ def only_file(text):
 
 def test_a_plain_git_diff_gives_paths_counts_types_and_line_numbers():
     change = only_file(SIMPLE)
-    assert (change.path, change.status, change.added, change.removed) == ("engine/pynccl.py", "modified", 2, 1)
+    assert (change.path, change.status, change.added, change.removed) == (
+        "engine/pynccl.py",
+        "modified",
+        2,
+        1,
+    )
     hunk = change.hunks[0]
     assert hunk.section == "class PyNcclCommunicator:"
     assert hunk.types == " -++ "
@@ -39,26 +44,33 @@ def test_a_plain_git_diff_gives_paths_counts_types_and_line_numbers():
 
 
 def test_a_binary_change_is_a_file_with_no_hunks():
-    change = only_file("diff --git a/w.bin b/w.bin\nindex 1..2 100644\nBinary files a/w.bin and b/w.bin differ\n")
+    change = only_file(
+        "diff --git a/w.bin b/w.bin\nindex 1..2 100644\nBinary files a/w.bin and b/w.bin differ\n"
+    )
     assert change.is_binary and change.hunks == [] and change.path == "w.bin"
 
 
 def test_a_git_binary_patch_is_read_without_its_payload():
-    text = ("diff --git a/w.bin b/w.bin\nindex 1..2 100644\nGIT binary patch\nliteral 5\n"
-            "McmZ?wbaTFX\n\nliteral 0\nHcmV?d00001\n\n")
+    text = (
+        "diff --git a/w.bin b/w.bin\nindex 1..2 100644\nGIT binary patch\nliteral 5\n"
+        "McmZ?wbaTFX\n\nliteral 0\nHcmV?d00001\n\n"
+    )
     change = only_file(text)
     assert change.is_binary and change.added == change.removed == 0
 
 
 def test_a_pure_rename_keeps_both_paths():
-    change = only_file("diff --git a/old.py b/new.py\nsimilarity index 100%\n"
-                       "rename from old.py\nrename to new.py\n")
+    change = only_file(
+        "diff --git a/old.py b/new.py\nsimilarity index 100%\nrename from old.py\nrename to new.py\n"
+    )
     assert (change.status, change.old_path, change.path) == ("renamed", "old.py", "new.py")
 
 
 def test_a_copy_is_reported_as_a_copy():
-    change = only_file("diff --git a/a.py b/c.py\nsimilarity index 90%\ncopy from a.py\ncopy to c.py\n"
-                       "--- a/a.py\n+++ b/c.py\n@@ -1 +1 @@\n-x\n+y\n")
+    change = only_file(
+        "diff --git a/a.py b/c.py\nsimilarity index 90%\ncopy from a.py\ncopy to c.py\n"
+        "--- a/a.py\n+++ b/c.py\n@@ -1 +1 @@\n-x\n+y\n"
+    )
     assert (change.status, change.old_path, change.path) == ("copied", "a.py", "c.py")
 
 
@@ -68,8 +80,10 @@ def test_a_mode_only_change_has_no_lines():
 
 
 def test_no_newline_markers_take_no_line_number():
-    text = ("diff --git a/x.py b/x.py\n--- a/x.py\n+++ b/x.py\n@@ -1,2 +1,2 @@\n a\n-b\n"
-            "\\ No newline at end of file\n+c\n\\ No newline at end of file\n")
+    text = (
+        "diff --git a/x.py b/x.py\n--- a/x.py\n+++ b/x.py\n@@ -1,2 +1,2 @@\n a\n-b\n"
+        "\\ No newline at end of file\n+c\n\\ No newline at end of file\n"
+    )
     hunk = only_file(text).hunks[0]
     assert hunk.types == " -\\+\\"
     assert hunk.line_number(3) == 2 and hunk.line_number(1) == 2
@@ -152,8 +166,19 @@ def git_diffs(draw):
             expected.append((source_start, target_start, "".join(k for k, _ in hunk)))
             source_start += src + 5
             target_start += tgt + 5
-        files.append((path, [f"diff --git a/{path} b/{path}", "index 1..2 100644", f"--- a/{path}",
-                             f"+++ b/{path}", *body], expected))
+        files.append(
+            (
+                path,
+                [
+                    f"diff --git a/{path} b/{path}",
+                    "index 1..2 100644",
+                    f"--- a/{path}",
+                    f"+++ b/{path}",
+                    *body,
+                ],
+                expected,
+            )
+        )
     return files
 
 
@@ -177,9 +202,9 @@ def test_the_quick_reader_agrees_with_unidiffs_full_parse(files):
         quick = diffs._quick(section)
         full = diffs._from_unidiff(PatchSet(section))
         assert quick is not None
-        assert [(f.path, f.added, f.removed, [(h.texts, h.types, h.section) for h in f.hunks])
-                for f in quick] == [(f.path, f.added, f.removed,
-                                     [(h.texts, h.types, h.section) for h in f.hunks]) for f in full]
+        assert [
+            (f.path, f.added, f.removed, [(h.texts, h.types, h.section) for h in f.hunks]) for f in quick
+        ] == [(f.path, f.added, f.removed, [(h.texts, h.types, h.section) for h in f.hunks]) for f in full]
 
 
 @given(st.binary(max_size=400) | st.text(max_size=400))

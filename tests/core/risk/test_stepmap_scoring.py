@@ -21,28 +21,51 @@ from bot.sandbox import sample
 BASE = "5efac9d9d419c62e9688771b6923a7429c927fde"
 STATE = "mini_engine/distributed/parallel_state.py"
 PYNCCL = "mini_engine/distributed/pynccl.py"
-ALL_REDUCE = {"path": STATE, "function": "tensor_model_parallel_all_reduce", "line": 18,
-              "calls_per_step": 32, "host_share": 0.03}
-COMM_ALL_REDUCE = {"path": PYNCCL, "function": "PyNcclCommunicator.all_reduce", "line": 12,
-                   "calls_per_step": 32, "host_share": 0.025}
+ALL_REDUCE = {
+    "path": STATE,
+    "function": "tensor_model_parallel_all_reduce",
+    "line": 18,
+    "calls_per_step": 32,
+    "host_share": 0.03,
+}
+COMM_ALL_REDUCE = {
+    "path": PYNCCL,
+    "function": "PyNcclCommunicator.all_reduce",
+    "line": 12,
+    "calls_per_step": 32,
+    "host_share": 0.025,
+}
 MEASURED = "runs 32 times per verify step, 3% of its host time, measured on main at 5efac9d"
 
 # The sample's communicator with an error path: a message built only when the input is unfit.
-PYNCCL_CHECKED = sample.PYNCCL.replace(
-    "        dist.all_reduce(tensor, group=self.group)\n",
-    "        if tensor.dim() == 0:\n"
-    "            raise ValueError(_shape_error(tensor))\n"
-    "        dist.all_reduce(tensor, group=self.group)\n") + '''
+PYNCCL_CHECKED = (
+    sample.PYNCCL.replace(
+        "        dist.all_reduce(tensor, group=self.group)\n",
+        "        if tensor.dim() == 0:\n"
+        "            raise ValueError(_shape_error(tensor))\n"
+        "        dist.all_reduce(tensor, group=self.group)\n",
+    )
+    + """
 
 def _shape_error(tensor) -> str:
     return f"cannot all-reduce a tensor of shape {tuple(tensor.shape)}"
-'''
+"""
+)
 
 
 def step_map(*functions: dict, commit: str = BASE) -> stepmap.StepMap:
-    return stepmap.parse({"schema": 1, "commit": commit, "suite": "verify-step", "step": "verify step",
-                          "steps": 10, "source": "sys.monitoring", "functions": list(functions),
-                          "kernels": []})
+    return stepmap.parse(
+        {
+            "schema": 1,
+            "commit": commit,
+            "suite": "verify-step",
+            "step": "verify step",
+            "steps": 10,
+            "source": "sys.monitoring",
+            "functions": list(functions),
+            "kernels": [],
+        }
+    )
 
 
 def change(before: dict[str, str], after: dict[str, str]) -> str:
@@ -50,19 +73,25 @@ def change(before: dict[str, str], after: dict[str, str]) -> str:
     for path in sorted(after):
         if before.get(path) == after[path]:
             continue
-        lines = difflib.unified_diff(before.get(path, "").splitlines(keepends=True),
-                                     after[path].splitlines(keepends=True), f"a/{path}", f"b/{path}")
+        lines = difflib.unified_diff(
+            before.get(path, "").splitlines(keepends=True),
+            after[path].splitlines(keepends=True),
+            f"a/{path}",
+            f"b/{path}",
+        )
         parts.append(f"diff --git a/{path} b/{path}\n" + "".join(lines))
     return "".join(parts)
 
 
-def score(before: dict[str, str], after: dict[str, str], evidence: MapEvidence | None,
-          profile: str = "generic") -> risk.RiskReport:
+def score(
+    before: dict[str, str], after: dict[str, str], evidence: MapEvidence | None, profile: str = "generic"
+) -> risk.RiskReport:
     parsed = diffs.parse(change(before, after))
     rules = ruleset.build(None, [], profile)
 
     def source(path: str) -> list[str] | None:
         return after[path].splitlines() if path in after else None
+
     return risk.score(parsed, rules, source, evidence)
 
 
@@ -94,18 +123,28 @@ def test_a_change_to_a_function_on_the_map_is_per_step_hot_and_names_the_measure
     plain = score(base, after, None)
     mapped = score(base, after, evidence(base, ALL_REDUCE))
     found = signal(mapped, "map.per-step")
-    assert (found.weight, found.category, found.kind, found.function) == (59.6, "per-step", "function",
-                                                                          "tensor_model_parallel_all_reduce")
-    assert found.sentence() == (f"{MEASURED} [map.per-step, +59.6] at {STATE}:20 in "
-                                "tensor_model_parallel_all_reduce()")
+    assert (found.weight, found.category, found.kind, found.function) == (
+        59.6,
+        "per-step",
+        "function",
+        "tensor_model_parallel_all_reduce",
+    )
+    assert found.sentence() == (
+        f"{MEASURED} [map.per-step, +59.6] at {STATE}:20 in tensor_model_parallel_all_reduce()"
+    )
     assert mapped.score > plain.score and mapped.level == "high"
 
 
 def test_a_function_on_the_map_is_hot_whatever_its_file_is_called():
     base = {"engine/glue.py": "def shuffle(x):\n    return x\n"}
     after = {"engine/glue.py": "def shuffle(x):\n    return x[::-1]\n"}
-    entry = {"path": "engine/glue.py", "function": "shuffle", "line": 1, "calls_per_step": 1,
-             "host_share": 0.5}
+    entry = {
+        "path": "engine/glue.py",
+        "function": "shuffle",
+        "line": 1,
+        "calls_per_step": 1,
+        "host_share": 0.5,
+    }
     assert score(base, after, None).signals[0].rule == "size"
     report = score(base, after, MapEvidence(step_map(entry)))  # no graph: the map alone says it
     found = signal(report, "map.per-step")
@@ -116,9 +155,15 @@ def test_a_function_on_the_map_is_hot_whatever_its_file_is_called():
 
 def test_a_helper_the_allreduce_calls_is_reached_from_it_and_scores_hot():
     base = base_files()
-    after = dict(base, **{STATE: sample.PARALLEL_STATE.replace(
-        "        _TP_COMMUNICATOR = PyNcclCommunicator()\n",
-        "        _TP_COMMUNICATOR = PyNcclCommunicator(group=None)\n")})
+    after = dict(
+        base,
+        **{
+            STATE: sample.PARALLEL_STATE.replace(
+                "        _TP_COMMUNICATOR = PyNcclCommunicator()\n",
+                "        _TP_COMMUNICATOR = PyNcclCommunicator(group=None)\n",
+            )
+        },
+    )
     without = score(base, after, None)
     report = score(base, after, evidence(base, ALL_REDUCE))
     found = signal(report, "map.reaches")
@@ -129,7 +174,9 @@ def test_a_helper_the_allreduce_calls_is_reached_from_it_and_scores_hot():
 
 
 def test_a_function_reached_through_another_says_reached_from():
-    files = {"a.py": "def top():\n    return mid()\n\ndef mid():\n    return leaf()\n\ndef leaf():\n    return 1\n"}
+    files = {
+        "a.py": "def top():\n    return mid()\n\ndef mid():\n    return leaf()\n\ndef leaf():\n    return 1\n"
+    }
     entry = {"path": "a.py", "function": "top", "line": 1, "calls_per_step": 2, "host_share": 0.1}
     verdict = evidence(files, entry).judge("a.py", "leaf", ["    return 2"])
     assert verdict is not None
@@ -148,16 +195,28 @@ def test_a_change_in_a_hot_files_error_path_gets_set_up_weight():
     assert (lowered.weight, lowered.full_weight) == (20.0, 40)
     assert lowered.note == (
         "only code that does not run per step changed (_shape_error()): never runs per verify step: "
-        "not on the map on main at 5efac9d, nor reached from a function on it")
+        "not on the map on main at 5efac9d, nor reached from a function on it"
+    )
     assert not any(s.category == "per-step" for s in report.signals)
     assert report.score < plain.score and report.level != "high"
 
 
 def test_a_hot_files_function_the_map_never_ran_lowers_its_function_and_token_rules():
-    base = base_files(**{PYNCCL: PYNCCL_CHECKED.replace("def _shape_error(tensor)", "def all_reduce_error(tensor)")
-                         .replace("_shape_error(tensor))", "all_reduce_error(tensor))")})
-    after = dict(base, **{PYNCCL: base[PYNCCL].replace(
-        '    return f"cannot', '    torch.cuda.synchronize()\n    return f"cannot')})
+    base = base_files(
+        **{
+            PYNCCL: PYNCCL_CHECKED.replace(
+                "def _shape_error(tensor)", "def all_reduce_error(tensor)"
+            ).replace("_shape_error(tensor))", "all_reduce_error(tensor))")
+        }
+    )
+    after = dict(
+        base,
+        **{
+            PYNCCL: base[PYNCCL].replace(
+                '    return f"cannot', '    torch.cuda.synchronize()\n    return f"cannot'
+            )
+        },
+    )
     report = score(base, after, evidence(base, ALL_REDUCE, COMM_ALL_REDUCE))
     collective = signal(report, "function.collective")
     assert (collective.function, collective.weight, collective.full_weight) == ("all_reduce_error", 12.5, 25)
@@ -186,17 +245,32 @@ def test_a_decorator_of_a_mapped_function_reaches_it():
 def test_a_module_constant_a_mapped_function_reads_counts_as_that_function():
     base = base_files(**{STATE: sample.PARALLEL_STATE_SLOW})
     after = dict(base, **{STATE: sample.PARALLEL_STATE_SLOW.replace("65536", "131072")})
-    pad = {"path": STATE, "function": "tensor_model_parallel_all_reduce", "line": 30, "calls_per_step": 32,
-           "host_share": 0.03}
+    pad = {
+        "path": STATE,
+        "function": "tensor_model_parallel_all_reduce",
+        "line": 30,
+        "calls_per_step": 32,
+        "host_share": 0.03,
+    }
     report = score(base, after, evidence(base, pad))
     found = signal(report, "map.read-by")
     assert found.function is None and found.weight == 44.7
-    assert found.description == ("`_GRAPH_TOKENS` is read by _pad_to_graph_size(), which is called from "
-                                 f"tensor_model_parallel_all_reduce(), which {MEASURED}")
-    direct = {"path": STATE, "function": "_pad_to_graph_size", "line": 22, "calls_per_step": 32,
-              "host_share": 0.03}
+    assert found.description == (
+        "`_GRAPH_TOKENS` is read by _pad_to_graph_size(), which is called from "
+        f"tensor_model_parallel_all_reduce(), which {MEASURED}"
+    )
+    direct = {
+        "path": STATE,
+        "function": "_pad_to_graph_size",
+        "line": 22,
+        "calls_per_step": 32,
+        "host_share": 0.03,
+    }
     report = score(base, after, evidence(base, direct))
-    assert signal(report, "map.read-by").description == f"`_GRAPH_TOKENS` is read by _pad_to_graph_size(), which {MEASURED}"
+    assert (
+        signal(report, "map.read-by").description
+        == f"`_GRAPH_TOKENS` is read by _pad_to_graph_size(), which {MEASURED}"
+    )
 
 
 def test_a_constant_no_per_step_function_reads_is_off_step_and_a_new_one_is_not_judged():
@@ -213,8 +287,11 @@ def test_a_constant_no_per_step_function_reads_is_off_step_and_a_new_one_is_not_
 
 
 def test_a_constant_of_another_file_counts_only_when_no_other_file_defines_it():
-    files = {"a.py": "SIZE = 1\n", "b.py": "SIZE = 2\n",
-             "c.py": "from a import SIZE\n\ndef run():\n    return SIZE\n"}
+    files = {
+        "a.py": "SIZE = 1\n",
+        "b.py": "SIZE = 2\n",
+        "c.py": "from a import SIZE\n\ndef run():\n    return SIZE\n",
+    }
     entry = {"path": "c.py", "function": "run", "line": 3, "calls_per_step": 1, "host_share": 0.5}
     assert evidence(files, entry).judge("a.py", None, ["SIZE = 3"]).per_step is False  # type: ignore[union-attr]
     del files["b.py"]
@@ -222,9 +299,11 @@ def test_a_constant_of_another_file_counts_only_when_no_other_file_defines_it():
 
 
 def test_a_class_attribute_default_read_by_a_mapped_method_counts():
-    files = {"cfg.py": "class Config:\n    max_batch: int = 32\n    name = 'x'\n",
-             "run.py": "class Runner:\n    budget = 1\n    def step(self, c):\n        return c.max_batch + self.budget\n",
-             "other.py": "class Other:\n    budget = 2\n"}
+    files = {
+        "cfg.py": "class Config:\n    max_batch: int = 32\n    name = 'x'\n",
+        "run.py": "class Runner:\n    budget = 1\n    def step(self, c):\n        return c.max_batch + self.budget\n",
+        "other.py": "class Other:\n    budget = 2\n",
+    }
     entry = {"path": "run.py", "function": "Runner.step", "line": 3, "calls_per_step": 1, "host_share": 0.05}
     ev = evidence(files, entry)
     read = ev.judge("cfg.py", "Config", ["    max_batch: int = 64"])
@@ -259,8 +338,16 @@ def test_a_function_new_in_the_change_or_in_an_unread_file_gets_no_verdict():
 
 
 def test_two_mapped_functions_of_one_name_in_a_file_give_the_larger_share():
-    entries = [{"path": "m.py", "function": f"{owner}.forward", "line": line, "calls_per_step": 1,
-                "host_share": share} for owner, line, share in (("A", 1, 0.001), ("B", 5, 0.1))]
+    entries = [
+        {
+            "path": "m.py",
+            "function": f"{owner}.forward",
+            "line": line,
+            "calls_per_step": 1,
+            "host_share": share,
+        }
+        for owner, line, share in (("A", 1, 0.001), ("B", 5, 0.1))
+    ]
     verdict = MapEvidence(step_map(*entries)).judge("m.py", "forward", [])
     assert verdict is not None and verdict.weight == 80.0
 
@@ -268,8 +355,13 @@ def test_two_mapped_functions_of_one_name_in_a_file_give_the_larger_share():
 def test_a_per_step_function_named_like_set_up_code_is_not_set_up_code_and_its_tokens_fire():
     base = {"engine/attention/backend.py": "def create_buffers(x):\n    return x\n"}
     after = {"engine/attention/backend.py": "def create_buffers(x):\n    return torch.empty_like(x)\n"}
-    entry = {"path": "engine/attention/backend.py", "function": "create_buffers", "line": 1,
-             "calls_per_step": 3, "host_share": 0.02}
+    entry = {
+        "path": "engine/attention/backend.py",
+        "function": "create_buffers",
+        "line": 1,
+        "calls_per_step": 3,
+        "host_share": 0.02,
+    }
     plain = score(base, after, None)
     assert signal(plain, "path.attention").full_weight == 30  # lowered: set-up code by its name
     report = score(base, after, evidence(base, entry))
@@ -284,10 +376,14 @@ def test_a_per_step_function_named_like_set_up_code_is_not_set_up_code_and_its_t
 
 
 def test_off_step_code_beside_set_up_code_names_both_and_keeps_the_lower_share():
-    base = {"mini_engine/distributed/pynccl.py": "def init_comm():\n    return 1\n\n\n\n\n\n\n"
-            "def report(x):\n    return x\n"}
-    after = {"mini_engine/distributed/pynccl.py": "def init_comm():\n    return 2\n\n\n\n\n\n\n"
-             "def report(x):\n    return x + 1\n"}
+    base = {
+        "mini_engine/distributed/pynccl.py": "def init_comm():\n    return 1\n\n\n\n\n\n\n"
+        "def report(x):\n    return x\n"
+    }
+    after = {
+        "mini_engine/distributed/pynccl.py": "def init_comm():\n    return 2\n\n\n\n\n\n\n"
+        "def report(x):\n    return x + 1\n"
+    }
     entry = {"path": PYNCCL, "function": "unrelated", "line": 1, "calls_per_step": 1, "host_share": 0.1}
     report = score(base, after, evidence(base, entry))
     lowered = signal(report, "path.pynccl")
@@ -301,7 +397,11 @@ def test_the_setup_share_comes_from_the_rules_and_without_one_nothing_is_lowered
     verdict = stepmap_scoring.Verdict(stepmap_scoring.OFF_STEP, 0.0, "never runs")
     rule = verdict.setup(35.0, named)
     assert rule is not None and (rule.id, rule.kind, rule.weight, rule.description) == (
-        stepmap_scoring.OFF_STEP, "setup", 35.0, "never runs")
+        stepmap_scoring.OFF_STEP,
+        "setup",
+        35.0,
+        "never runs",
+    )
     assert verdict.setup(None, named) is None
     assert stepmap_scoring.Verdict(stepmap_scoring.PER_STEP, 50.0, "runs").setup(35.0, named) is None
     for reached in (stepmap_scoring.REACHES, stepmap_scoring.READ_BY):
@@ -315,7 +415,9 @@ def test_a_constructor_only_the_call_graph_reaches_stays_set_up_code():
     report = score(base, after, sample_evidence(base))
     reached = signal(report, "map.reaches")
     assert reached.function == "__init__" and reached.full_weight == 28.3 and reached.weight == 14.2
-    assert reached.description.startswith("called from get_tp_communicator(), which runs 8 times per one EAGLE-3")
+    assert reached.description.startswith(
+        "called from get_tp_communicator(), which runs 8 times per one EAGLE-3"
+    )
     assert reached.note == "in set-up code (__init__())"
     pynccl = signal(report, "path.pynccl")
     assert (pynccl.weight, pynccl.note) == (20.0, "only set-up code changed: __init__()")
@@ -326,17 +428,29 @@ def test_off_step_wording_counts_names_beyond_three_and_none_without_the_maps_ru
     assert off is not None
     setups = [("a", off), (None, off), ("b", off), ("c", off), ("a", off)]
     assert stepmap_scoring.only_off_step(setups) == (
-        "only code that does not run per step changed (a(), module-level code, b() and 1 more): why")
+        "only code that does not run per step changed (a(), module-level code, b() and 1 more): why"
+    )
     assert stepmap_scoring.only_off_step([(n, off) for n in "abc"]) == (
-        "only code that does not run per step changed (a(), b(), c()): why")
+        "only code that does not run per step changed (a(), b(), c()): why"
+    )
     plain = ruleset.build(None, [], "generic").setups[0][0]
     assert stepmap_scoring.only_off_step([("init", plain)]) is None
 
 
-@pytest.mark.parametrize(("line", "names"), [
-    ("X = 1", ["X"]), ("    size: int = 8", ["size"]), ("TOTAL += 1", ["TOTAL"]), ("N //= 2", ["N"]),
-    ("a == b", []), ("f(x=1)", []), ("def f(x=1):", []), ("x.y = 1", []), ("    x: int", []),
-])
+@pytest.mark.parametrize(
+    ("line", "names"),
+    [
+        ("X = 1", ["X"]),
+        ("    size: int = 8", ["size"]),
+        ("TOTAL += 1", ["TOTAL"]),
+        ("N //= 2", ["N"]),
+        ("a == b", []),
+        ("f(x=1)", []),
+        ("def f(x=1):", []),
+        ("x.y = 1", []),
+        ("    x: int", []),
+    ],
+)
 def test_assigned_names_of_changed_lines(line, names):
     assert stepmap_scoring.assigned_names([line]) == names
 
@@ -345,14 +459,17 @@ def test_assigned_names_are_unique_in_order():
     assert stepmap_scoring.assigned_names(["B = 1", "A = 2", "B = 3"]) == ["B", "A"]
 
 
-@pytest.mark.parametrize(("calls", "share", "words"), [
-    (1, 0.5, "runs once per verify step, 50% of its host time"),
-    (0.5, 0.0042, "runs 0.5 times per verify step, 0.42% of its host time"),
-    (2, 0.123, "runs 2 times per verify step, 12.3% of its host time"),
-    (1234.4, 1.0, "runs 1234.4 times per verify step, 100% of its host time"),
-    (0.1234, 0.99, "runs 0.12 times per verify step, 99% of its host time"),
-    (10_000_000, 0.000387, "runs 1e+07 times per verify step, 0.04% of its host time"),
-])
+@pytest.mark.parametrize(
+    ("calls", "share", "words"),
+    [
+        (1, 0.5, "runs once per verify step, 50% of its host time"),
+        (0.5, 0.0042, "runs 0.5 times per verify step, 0.42% of its host time"),
+        (2, 0.123, "runs 2 times per verify step, 12.3% of its host time"),
+        (1234.4, 1.0, "runs 1234.4 times per verify step, 100% of its host time"),
+        (0.1234, 0.99, "runs 0.12 times per verify step, 99% of its host time"),
+        (10_000_000, 0.000387, "runs 1e+07 times per verify step, 0.04% of its host time"),
+    ],
+)
 def test_the_measurement_in_words(calls, share, words):
     entry = {"path": "a.py", "function": "f", "line": 1, "calls_per_step": calls, "host_share": share}
     verdict = MapEvidence(step_map(entry, commit="a" * 40)).judge("a.py", "f", [])
@@ -364,17 +481,31 @@ def test_judging_any_place_never_fails(source, function, lines):
     files = {"a.py": source, STATE: sample.PARALLEL_STATE}
     ev = evidence(files, ALL_REDUCE)
     verdict = ev.judge("a.py", function or None, lines)
-    assert verdict is None or verdict.rule in (stepmap_scoring.PER_STEP, stepmap_scoring.REACHES,
-                                               stepmap_scoring.READ_BY, stepmap_scoring.OFF_STEP)
+    assert verdict is None or verdict.rule in (
+        stepmap_scoring.PER_STEP,
+        stepmap_scoring.REACHES,
+        stepmap_scoring.READ_BY,
+        stepmap_scoring.OFF_STEP,
+    )
 
 
 def test_the_sources_wanted_are_the_changed_python_files_then_the_maps_by_share_up_to_a_limit():
-    entries = [{"path": path, "function": name, "line": 1, "calls_per_step": 1, "host_share": share}
-               for path, name, share in (("low.py", "f", 0.01), ("high.py", "g", 0.2), ("high.py", "h", 0.1),
-                                         ("mid.py", "k", 0.05))]
+    entries = [
+        {"path": path, "function": name, "line": 1, "calls_per_step": 1, "host_share": share}
+        for path, name, share in (
+            ("low.py", "f", 0.01),
+            ("high.py", "g", 0.2),
+            ("high.py", "h", 0.1),
+            ("mid.py", "k", 0.05),
+        )
+    ]
     mapped = step_map(*entries)
     assert stepmap_scoring.sources_wanted(mapped, ["README.md", "mid.py", "new.py"], 10) == [
-        "mid.py", "new.py", "high.py", "low.py"]
+        "mid.py",
+        "new.py",
+        "high.py",
+        "low.py",
+    ]
     assert stepmap_scoring.sources_wanted(mapped, [], 2) == ["high.py", "mid.py"]
 
 
@@ -385,6 +516,7 @@ def test_evidence_builds_the_graph_from_what_the_reader_gives():
     def read(path: str) -> str | None:
         asked.append(path)
         return files.get(path)
+
     built = stepmap_scoring.evidence(step_map(ALL_REDUCE), read, [STATE, "gone.py"], "main", 10)
     assert asked == [STATE, "gone.py"] and built.branch == "main"
     stepmap_scoring.evidence(step_map(ALL_REDUCE), read, ["a.py", "b.py", STATE], "main", 2)
@@ -406,9 +538,15 @@ def sample_evidence(files: dict[str, str], mapped: stepmap.StepMap = SAMPLE_MAP)
 def helper_change(mapped: stepmap.StepMap = SAMPLE_MAP) -> tuple[risk.RiskReport, risk.RiskReport]:
     """The sample's allreduce helper changed, scored without and with ``mapped``."""
     base = base_files()
-    after = dict(base, **{STATE: sample.PARALLEL_STATE.replace(
-        "        _TP_COMMUNICATOR = PyNcclCommunicator()\n",
-        "        _TP_COMMUNICATOR = PyNcclCommunicator(group=None)\n")})
+    after = dict(
+        base,
+        **{
+            STATE: sample.PARALLEL_STATE.replace(
+                "        _TP_COMMUNICATOR = PyNcclCommunicator()\n",
+                "        _TP_COMMUNICATOR = PyNcclCommunicator(group=None)\n",
+            )
+        },
+    )
     return score(base, after, None), score(base, after, sample_evidence(base, mapped))
 
 
@@ -424,8 +562,10 @@ def test_with_the_samples_real_map_a_helper_the_allreduce_calls_scores_high():
     assert plain.level == "medium" and mapped.level == "high"
     found = signal(mapped, "map.per-step")
     assert found.function == "get_tp_communicator"
-    assert found.description.startswith("runs 8 times per one EAGLE-3 cycle (2 draft steps + verify), eager, "
-                                        "0.04% of its host time, measured on main at 5efac9d")
+    assert found.description.startswith(
+        "runs 8 times per one EAGLE-3 cycle (2 draft steps + verify), eager, "
+        "0.04% of its host time, measured on main at 5efac9d"
+    )
 
 
 def test_with_the_samples_real_map_an_error_path_change_in_the_communicator_is_not_high():

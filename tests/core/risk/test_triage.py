@@ -6,7 +6,9 @@ from bot.core.risk import ruleset, triage
 from tests.core.risk.test_scoring import file_diff
 
 RULES = ruleset.build(None, profile="generic")
-HOT = file_diff("engine/distributed/pynccl.py", ["        y = 1"], ["        y = 2"], header="def all_reduce(self):")
+HOT = file_diff(
+    "engine/distributed/pynccl.py", ["        y = 1"], ["        y = 2"], header="def all_reduce(self):"
+)
 
 
 def commit(sha: str, parents: int, diff: str) -> triage.Commit:
@@ -14,8 +16,9 @@ def commit(sha: str, parents: int, diff: str) -> triage.Commit:
 
 
 def test_a_merge_has_two_parents_and_only_an_empty_one_gets_the_note():
-    ranked = triage.rank([commit("a", 1, HOT), commit("b", 2, ""), commit("c", 2, HOT), commit("d", 1, "")],
-                         RULES, "x..y").commits
+    ranked = triage.rank(
+        [commit("a", 1, HOT), commit("b", 2, ""), commit("c", 2, HOT), commit("d", 1, "")], RULES, "x..y"
+    ).commits
     by_sha = {item.commit.sha[0]: item for item in ranked}
     assert [by_sha[s].is_merge for s in "abcd"] == [False, True, True, False]
     noted = {s for s, item in by_sha.items() if item.report.notes}

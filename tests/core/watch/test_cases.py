@@ -22,7 +22,9 @@ def test_a_key_is_the_change_itself(repo, suite, metric, good, bad):
 
 
 def test_keys_of_parts_that_run_together_differ():
-    assert Span("a/b", "s", "m1", "0" * 40, "1" * 40).key() != Span("a/b", "s1", "m", "0" * 40, "1" * 40).key()
+    assert (
+        Span("a/b", "s", "m1", "0" * 40, "1" * 40).key() != Span("a/b", "s1", "m", "0" * 40, "1" * 40).key()
+    )
 
 
 def test_an_ended_case_never_moves_and_a_bisecting_one_only_ends():
@@ -41,7 +43,11 @@ def test_the_sources_of_a_move_are_exactly_the_states_that_may_make_it():
 
 def test_every_report_status_of_the_contract_has_an_end_and_anything_else_fails():
     assert {s: cases.after_bisect(s) for s in cases.REPORT_STATUSES} == {
-        "confirmed": "confirmed", "likely": "unconfirmed", "not_confirmed": "unconfirmed",
-        "not_reproduced": "not_reproduced", "error": "failed"}
+        "confirmed": "confirmed",
+        "likely": "unconfirmed",
+        "not_confirmed": "unconfirmed",
+        "not_reproduced": "not_reproduced",
+        "error": "failed",
+    }
     assert cases.after_bisect("made-up") == cases.FAILED
     assert set(cases.LABELS) == set(cases.MOVES)

@@ -24,19 +24,23 @@ class MetricDeclaration(Strict):
     unit: Annotated[str, Field(max_length=20)] = ""
     better: Literal["lower", "higher"]
     role: Literal["headline", "primary", "diagnostic"] | None = Field(
-        default=None, description="primary: the verdict is about it (headline: the one it names "
-                                  "first); diagnostic: reported, never decides the verdict. "
-                                  "Default: primary.")
+        default=None,
+        description="primary: the verdict is about it (headline: the one it names "
+        "first); diagnostic: reported, never decides the verdict. "
+        "Default: primary.",
+    )
     mode: Annotated[str, Field(max_length=40)] | None = Field(
-        default=None, description="How the engine ran when this was measured, named in reports.")
+        default=None, description="How the engine ran when this was measured, named in reports."
+    )
 
 
 Quantity = Literal["time", "rate", "count", "ratio"]
 # What a metric is to the speculation explanation (`bot.core.judge.speculation`): the speculative
 # and the plain decoding rate, their ratio, the accept length, the cycle, or a part of the cycle
 # (``communication``: a part that is a collective call).
-Part = Literal["speculative_rate", "plain_rate", "speedup", "accept_length", "cycle", "cycle_part",
-               "communication"]
+Part = Literal[
+    "speculative_rate", "plain_rate", "speedup", "accept_length", "cycle", "cycle_part", "communication"
+]
 # The parts the explanation reads as one quantity each: one metric name stands for it in every kind.
 SINGLE_PARTS: tuple[Part, ...] = ("speculative_rate", "plain_rate", "speedup", "accept_length", "cycle")
 
@@ -71,13 +75,17 @@ class SuiteOptions(Strict):
         kind: str  # each kind's model declares it as the Literal of its name
 
     env: dict[Annotated[str, Field(pattern=ENV_NAME)], str] = Field(
-        default={}, description="Extra environment variables for every process of the suite.")
+        default={}, description="Extra environment variables for every process of the suite."
+    )
     timeout: Annotated[float, Field(gt=0)] | None = Field(
-        default=None, description="Seconds one round may take (default: the bench timeout).")
+        default=None, description="Seconds one round may take (default: the bench timeout)."
+    )
     profile: bool | None = Field(
-        default=None, description="One un-timed profiled pass per side after the timed rounds, read "
-                                  "into a kernel diff (true or false). Default: on for verify-step "
-                                  "where the machine has a GPU, off for the other suites.")
+        default=None,
+        description="One un-timed profiled pass per side after the timed rounds, read "
+        "into a kernel diff (true or false). Default: on for verify-step "
+        "where the machine has a GPU, off for the other suites.",
+    )
 
 
 class SuiteKind:
@@ -100,8 +108,9 @@ class SuiteKind:
         if tag is None or get_args(tag.annotation) != (name,):
             raise TypeError(f"suite kind {name!r}: its options need kind: Literal[{name!r}]")
         if name in KINDS:
-            raise TypeError(f"suite kind {name!r} is registered twice ({KINDS[name].__qualname__}, "
-                            f"{cls.__qualname__})")
+            raise TypeError(
+                f"suite kind {name!r} is registered twice ({KINDS[name].__qualname__}, {cls.__qualname__})"
+            )
         cls.name = name
         KINDS[name] = cls
 
@@ -123,8 +132,9 @@ class SuiteKind:
     @classmethod
     def needs(cls) -> str:
         """What the built-in suite needs where `default_options` has none, in the user's words."""
-        required = [name for name, field in cls.options.model_fields.items()
-                    if field.is_required() and name != "kind"]
+        required = [
+            name for name, field in cls.options.model_fields.items() if field.is_required() and name != "kind"
+        ]
         return f"bench.suites.{cls.name} in the config ({', '.join(required)})"
 
 

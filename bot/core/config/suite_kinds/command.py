@@ -18,10 +18,13 @@ class CommandSuite(SuiteOptions):
     command: Annotated[str, Field(min_length=1)]
     setup: str | None = Field(default=None, description="Run once per checked-out revision, before rounds.")
     metrics: dict[str, MetricDeclaration] = Field(
-        default={}, description="Units and directions of the metrics the command reports.")
+        default={}, description="Units and directions of the metrics the command reports."
+    )
     profile_command: str | None = Field(
-        default=None, description="The profiled pass (with profile: true): writes a Kineto/Chrome trace "
-                                  "into $PERFBOT_PROFILE_DIR. Default: the command itself.")
+        default=None,
+        description="The profiled pass (with profile: true): writes a Kineto/Chrome trace "
+        "into $PERFBOT_PROFILE_DIR. Default: the command itself.",
+    )
 
 
 class Command(SuiteKind, name="command"):

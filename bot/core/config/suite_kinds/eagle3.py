@@ -5,10 +5,18 @@ from __future__ import annotations
 
 from .base import MetricRole
 
-CYCLE = MetricRole("the EAGLE-3 cycle", "time", "one draft+verify cycle; 1000 * accept_length / spec_tok_s",
-                   part="cycle")
-PLAIN_RATE = MetricRole("non-speculative decoding", "rate",
-                        "tokens per second per request with speculation off", part="plain_rate")
-SPEEDUP = MetricRole("the speculative speedup", "ratio",
-                     "tokens per second with speculation / without; below 1 speculation costs speed",
-                     part="speedup")
+CYCLE = MetricRole(
+    "the EAGLE-3 cycle", "time", "one draft+verify cycle; 1000 * accept_length / spec_tok_s", part="cycle"
+)
+PLAIN_RATE = MetricRole(
+    "non-speculative decoding",
+    "rate",
+    "tokens per second per request with speculation off",
+    part="plain_rate",
+)
+SPEEDUP = MetricRole(
+    "the speculative speedup",
+    "ratio",
+    "tokens per second with speculation / without; below 1 speculation costs speed",
+    part="speedup",
+)

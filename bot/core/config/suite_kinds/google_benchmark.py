@@ -17,7 +17,8 @@ class GoogleBenchmarkSuite(ResultFileSuite):
 
     kind: Literal["google-benchmark"]
     time: Literal["real", "cpu"] = Field(
-        default="real", description="Which time per iteration is the metric: real (wall) or cpu.")
+        default="real", description="Which time per iteration is the metric: real (wall) or cpu."
+    )
 
 
 class GoogleBenchmark(SuiteKind, name="google-benchmark"):

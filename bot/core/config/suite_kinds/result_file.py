@@ -18,5 +18,6 @@ class ResultFileSuite(SuiteOptions):
 
     command: Annotated[str, Field(min_length=1)] = Field(
         description="Run by bash in the checked-out revision every round; it writes the tool's result "
-                    "file to $PERFBOT_RESULT_FILE.")
+        "file to $PERFBOT_RESULT_FILE."
+    )
     setup: str | None = Field(default=None, description="Run once per checked-out revision, before rounds.")

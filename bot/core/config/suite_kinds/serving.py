@@ -17,9 +17,11 @@ from typing import Literal
 from .base import Metric, MetricDeclaration, MetricRole
 from .sglang_eagle3 import SglangEagle3
 
-WHAT = {"ttft": ("time to first token", "from sending a request to its first token"),
-        "itl": ("inter-token latency", "the gap between two tokens of a request, over all requests"),
-        "e2e": ("end-to-end latency", "from sending a request to its last token")}
+WHAT = {
+    "ttft": ("time to first token", "from sending a request to its first token"),
+    "itl": ("inter-token latency", "the gap between two tokens of a request, over all requests"),
+    "e2e": ("end-to-end latency", "from sending a request to its last token"),
+}
 QUANTILE_WORDS = {"p50": "median", "p99": "99th percentile"}
 DIAGNOSTIC_LATENCIES = ("e2e",)
 
@@ -27,18 +29,29 @@ DIAGNOSTIC_LATENCIES = ("e2e",)
 def _latency(latency: str, quantile: str) -> Metric:
     label, meaning = WHAT[latency]
     role: Literal["primary", "diagnostic"] = "diagnostic" if latency in DIAGNOSTIC_LATENCIES else "primary"
-    return Metric(MetricDeclaration(unit="ms", better="lower", role=role),
-                  MetricRole(f"{QUANTILE_WORDS[quantile]} {label}", "time",
-                             f"{meaning}; the {QUANTILE_WORDS[quantile]} over the round's requests"))
+    return Metric(
+        MetricDeclaration(unit="ms", better="lower", role=role),
+        MetricRole(
+            f"{QUANTILE_WORDS[quantile]} {label}",
+            "time",
+            f"{meaning}; the {QUANTILE_WORDS[quantile]} over the round's requests",
+        ),
+    )
 
 
 METRICS: dict[str, Metric] = {
-    "output_tok_s": Metric(MetricDeclaration(unit="tok/s", better="higher", role="headline"),
-                           MetricRole("output throughput", "rate",
-                                      "generated tokens per second, all requests")),
-    "request_s": Metric(MetricDeclaration(unit="req/s", better="higher", role="diagnostic"),
-                        MetricRole("request throughput", "rate", "completed requests per second")),
-    **{f"{latency}_{quantile}_ms": _latency(latency, quantile)
-       for latency in WHAT for quantile in QUANTILE_WORDS},
+    "output_tok_s": Metric(
+        MetricDeclaration(unit="tok/s", better="higher", role="headline"),
+        MetricRole("output throughput", "rate", "generated tokens per second, all requests"),
+    ),
+    "request_s": Metric(
+        MetricDeclaration(unit="req/s", better="higher", role="diagnostic"),
+        MetricRole("request throughput", "rate", "completed requests per second"),
+    ),
+    **{
+        f"{latency}_{quantile}_ms": _latency(latency, quantile)
+        for latency in WHAT
+        for quantile in QUANTILE_WORDS
+    },
     "accept_length": SglangEagle3.metrics["accept_length"],
 }

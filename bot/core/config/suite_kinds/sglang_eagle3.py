@@ -39,22 +39,37 @@ class SglangEagle3(SuiteKind, name="sglang-eagle3"):
     metrics = {
         "spec_tok_s": Metric(
             MetricDeclaration(unit="tok/s", better="higher", role="diagnostic"),
-            MetricRole("EAGLE-3 decoding", "rate", "tokens per second per request with speculation on",
-                       part="speculative_rate")),
-        "baseline_tok_s": Metric(MetricDeclaration(unit="tok/s", better="higher", role="primary"),
-                                 eagle3.PLAIN_RATE),
+            MetricRole(
+                "EAGLE-3 decoding",
+                "rate",
+                "tokens per second per request with speculation on",
+                part="speculative_rate",
+            ),
+        ),
+        "baseline_tok_s": Metric(
+            MetricDeclaration(unit="tok/s", better="higher", role="primary"), eagle3.PLAIN_RATE
+        ),
         "accept_length": Metric(
             MetricDeclaration(unit="tokens", better="higher", role="primary"),
-            MetricRole("the EAGLE-3 accept length", "count",
-                       "tokens gained per draft+verify cycle (1 + accepted drafts)", part="accept_length")),
+            MetricRole(
+                "the EAGLE-3 accept length",
+                "count",
+                "tokens gained per draft+verify cycle (1 + accepted drafts)",
+                part="accept_length",
+            ),
+        ),
         "cycle_ms": Metric(MetricDeclaration(unit="ms", better="lower", role="headline"), eagle3.CYCLE),
-        "spec_speedup": Metric(MetricDeclaration(unit="x", better="higher", role="diagnostic"),
-                               eagle3.SPEEDUP),
+        "spec_speedup": Metric(
+            MetricDeclaration(unit="x", better="higher", role="diagnostic"), eagle3.SPEEDUP
+        ),
         "ttft_ms": Metric(
             MetricDeclaration(unit="ms", better="lower", role="diagnostic"),
-            MetricRole("time to first token", "time", "prefill latency of a request")),
+            MetricRole("time to first token", "time", "prefill latency of a request"),
+        ),
         "baseline_ttft_ms": Metric(
             MetricDeclaration(unit="ms", better="lower", role="diagnostic"),
-            MetricRole("time to first token without speculation", "time",
-                       "prefill latency with speculation off")),
+            MetricRole(
+                "time to first token without speculation", "time", "prefill latency with speculation off"
+            ),
+        ),
     }

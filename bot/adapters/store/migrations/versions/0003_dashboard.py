@@ -30,9 +30,22 @@ def upgrade() -> None:
     with op.batch_alter_table("merges") as merges:
         merges.alter_column("acked", server_default=None)
     # Covering on PostgreSQL: a list of flagged merges is counted, filtered and ordered from it.
-    op.create_index("ix_merges_flagged_merged_at", "merges", ["flagged", "merged_at"],
-                    postgresql_include=["id", "repo", "number", "level", "score", "bench_verdict",
-                                        "headline_change", "triage_state", "acked"])
+    op.create_index(
+        "ix_merges_flagged_merged_at",
+        "merges",
+        ["flagged", "merged_at"],
+        postgresql_include=[
+            "id",
+            "repo",
+            "number",
+            "level",
+            "score",
+            "bench_verdict",
+            "headline_change",
+            "triage_state",
+            "acked",
+        ],
+    )
     op.create_index("ix_merges_repo_merged_at", "merges", ["repo", "merged_at"])
     op.create_index("ix_merges_repo_flagged_merged_at", "merges", ["repo", "flagged", "merged_at"])
     op.create_index("ix_merges_merge_sha", "merges", ["merge_sha"])
@@ -82,6 +95,16 @@ def downgrade() -> None:
     op.drop_index("ix_merges_repo_merged_at", "merges")
     op.drop_index("ix_merges_flagged_merged_at", "merges")
     with op.batch_alter_table("merges") as merges:
-        for column in ("fixed_by", "triage_state", "acked", "headline_change", "headline_metric",
-                       "bench_verdict", "reasons", "top_reason", "url", "author"):
+        for column in (
+            "fixed_by",
+            "triage_state",
+            "acked",
+            "headline_change",
+            "headline_metric",
+            "bench_verdict",
+            "reasons",
+            "top_reason",
+            "url",
+            "author",
+        ):
             merges.drop_column(column)

@@ -27,17 +27,29 @@ def upgrade() -> None:
         deliveries.create_index("ix_deliveries_subject", ["subject"])
     # A delivery held when the schema changed keeps the lease it was taken under, by an owner
     # that no worker is named after (so none takes it over before the lease runs out).
-    table = sa.table("deliveries", sa.column("id", sa.Integer), sa.column("status", sa.String),
-                     sa.column("started_at", sa.DateTime(timezone=True)),
-                     sa.column("lease_owner", sa.String),
-                     sa.column("lease_expires_at", sa.DateTime(timezone=True)))
+    table = sa.table(
+        "deliveries",
+        sa.column("id", sa.Integer),
+        sa.column("status", sa.String),
+        sa.column("started_at", sa.DateTime(timezone=True)),
+        sa.column("lease_owner", sa.String),
+        sa.column("lease_expires_at", sa.DateTime(timezone=True)),
+    )
     connection = op.get_bind()
-    held = connection.execute(sa.select(table.c.id, table.c.started_at).where(
-        table.c.status == "pending", table.c.started_at.is_not(None))).all()
+    held = connection.execute(
+        sa.select(table.c.id, table.c.started_at).where(
+            table.c.status == "pending", table.c.started_at.is_not(None)
+        )
+    ).all()
     for delivery_id, started_at in held:
-        connection.execute(table.update().where(table.c.id == delivery_id).values(
-            lease_owner="a worker of an earlier version",
-            lease_expires_at=started_at + timedelta(seconds=_OLD_LEASE_S)))
+        connection.execute(
+            table.update()
+            .where(table.c.id == delivery_id)
+            .values(
+                lease_owner="a worker of an earlier version",
+                lease_expires_at=started_at + timedelta(seconds=_OLD_LEASE_S),
+            )
+        )
     op.create_table(
         "consumers",
         sa.Column("owner", sa.String(120), primary_key=True),

@@ -42,9 +42,15 @@ def downgrade() -> None:
         sa.Column("pushed_at", sa.DateTime(timezone=True), nullable=False),
         sa.UniqueConstraint("repo", "number", "head_sha", name="uq_pull_heads_pr_sha"),
     )
-    pushes = sa.table("pull_pushes", sa.column("repo", sa.String), sa.column("number", sa.Integer),
-                      sa.column("head_sha", sa.String), sa.column("pushed_at", sa.DateTime(timezone=True)))
-    first = sa.select(pushes.c.repo, pushes.c.number, pushes.c.head_sha, sa.func.min(pushes.c.pushed_at)
-                      ).group_by(pushes.c.repo, pushes.c.number, pushes.c.head_sha)
+    pushes = sa.table(
+        "pull_pushes",
+        sa.column("repo", sa.String),
+        sa.column("number", sa.Integer),
+        sa.column("head_sha", sa.String),
+        sa.column("pushed_at", sa.DateTime(timezone=True)),
+    )
+    first = sa.select(
+        pushes.c.repo, pushes.c.number, pushes.c.head_sha, sa.func.min(pushes.c.pushed_at)
+    ).group_by(pushes.c.repo, pushes.c.number, pushes.c.head_sha)
     op.execute(heads.insert().from_select(["repo", "number", "head_sha", "pushed_at"], first))
     op.drop_table("pull_pushes")

@@ -43,8 +43,9 @@ def upgrade() -> None:
         sa.Column("detected_at", sa.DateTime(timezone=True), nullable=False),
         sa.Column("updated_at", sa.DateTime(timezone=True), nullable=False),
         sa.Column("finished_at", sa.DateTime(timezone=True)),
-        sa.UniqueConstraint("repo", "suite", "metric", "good_sha", "bad_sha",
-                            name="uq_regression_cases_change"),
+        sa.UniqueConstraint(
+            "repo", "suite", "metric", "good_sha", "bad_sha", name="uq_regression_cases_change"
+        ),
     )
     op.create_index("ix_regression_cases_repo_state", "regression_cases", ["repo", "state"])
     op.create_table(
