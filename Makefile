@@ -34,6 +34,7 @@ $(SERVER_STAMP): pyproject.toml requirements/server.txt
 
 lint: install
 	$(BIN)/ruff check bot tests benchmarks examples
+	$(BIN)/ruff format --check bot tests benchmarks examples
 	$(BIN)/lint-imports
 	$(BIN)/mypy
 
