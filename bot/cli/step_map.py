@@ -10,14 +10,13 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from bot.core import stepmap
-from bot.core.risk import stepmap_scoring
-from bot.core.risk.stepmap_scoring import MapEvidence
-
 from .parsing import UsageError
 
+# The map's model and machinery load only when --map is given: most scores have no map.
 if TYPE_CHECKING:
     from bot.adapters.git_repo import GitRepo
+    from bot.core import stepmap
+    from bot.core.risk.stepmap_scoring import MapEvidence
 
 MAX_BYTES = 64 * 2**20
 # Files the call graph reads from the repository (`stepmap_scoring.sources_wanted`).
@@ -37,6 +36,8 @@ def add_option(parser: argparse.ArgumentParser) -> None:
 
 def read(name: str) -> stepmap.StepMap:
     """The map in file ``name``; a file that is not one is a `UsageError` naming it."""
+    from bot.core import stepmap
+
     try:
         with Path(name).open("rb") as handle:
             data = handle.read(MAX_BYTES + 1)
@@ -63,6 +64,8 @@ def evidence(
 ) -> MapEvidence:
     """The map with the call graph of its commit's source when ``repo`` has that commit (else of
     ``fallback``'s, when given; else no graph)."""
+    from bot.core.risk import stepmap_scoring
+
     return stepmap_scoring.evidence(
         step_map, _reader(repo, step_map.commit, fallback), changed, None, MAX_SOURCES
     )

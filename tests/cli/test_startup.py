@@ -158,6 +158,16 @@ def test_score_without_a_config_file_loads_no_pydantic(tmp_path):
     )
 
 
+def test_score_without_a_map_or_config_loads_neither_the_maps_machinery_nor_pathspec(tmp_path):
+    # The built-in globs come translated (`glob_table`); the call graph and the map's model are
+    # for --map only.
+    diff = tmp_path / "change.diff"
+    diff.write_text(DIFF)
+    loaded = modules_loaded("score", str(diff))
+    assert packages(loaded, ("pathspec", "bot.core.stepmap", "bot.core.risk.stepmap_scoring")) == set()
+    assert packages(loaded, ("bot.core.risk.callgraph", "bot.core.risk.triage")) == set()
+
+
 def test_deliver_needs_nothing_but_the_standard_library():
     loaded = modules_loaded("deliver", "--help")
     assert "bot.cli.deliver" in loaded

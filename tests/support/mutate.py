@@ -100,6 +100,10 @@ TESTS: dict[str, tuple[str, ...]] = {
         "tests/core/risk/test_stepmap_scoring.py",
         "tests/cli/test_score_map.py",
     ),
+    "bot/core/risk/map_rules.py": (
+        "tests/core/risk/test_stepmap_scoring.py",
+        "tests/cli/test_score_map.py",
+    ),
     "bot/core/judge/stats.py": (
         "tests/core/judge/test_stats_edges.py",
         "tests/core/judge/test_stats.py",

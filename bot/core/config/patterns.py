@@ -7,7 +7,8 @@ Python's `re` on real engine diffs (see docs/performance.md). Its syntax is Pyth
 look-arounds and back-references.
 
 Globs get the same treatment: pathspec translates each to a regular expression (keeping
-gitignore's semantics), and RE2, not `re`, runs it. Both the globs (a repository's config) and
+gitignore's semantics; the built-in profiles' globs come translated already, `glob_table`), and
+RE2, not `re`, runs it. Both the globs (a repository's config) and
 the paths (a pull request's author) are untrusted: under `re`, ``*a*a*a*a*a*a*b`` against a
 100-character name backtracks for minutes; under RE2 it takes microseconds. Paths longer than
 `MAX_PATH_LENGTH` are not matched at all, which bounds the time per path.
@@ -20,7 +21,8 @@ from collections.abc import Iterable
 from typing import TypeAlias
 
 import re2
-from pathspec.patterns.gitignore.spec import GitIgnoreSpecPattern
+
+from bot.core.config.glob_table import TRANSLATED
 
 # Git's own limit on a path (PATH_MAX on Linux): no real checkout has a longer one.
 MAX_PATH_LENGTH = 4096
@@ -68,15 +70,23 @@ def glob_regex(globs: Iterable[str]) -> Regex:
     """
     parts = []
     for glob in globs:
-        try:
-            source, include = GitIgnoreSpecPattern.pattern_to_regex(glob)
-        except ValueError as error:
-            raise PatternError(f"not a valid glob: {error}") from None
+        source, include = TRANSLATED.get(glob) or _translate(glob)
         if source is not None and include:
             # pathspec names a group in each pattern; names must be unique in one alternation.
             parts.append(_PATHSPEC_GROUP.sub("(?:", source))
     # An empty character class: matches nothing (RE2 has no look-ahead to write `(?!)`).
     return regex("|".join(f"(?:{p})" for p in parts) or r"[^\s\S]")
+
+
+def _translate(glob: str) -> tuple[str | None, bool]:
+    """pathspec's translation of a glob that is not a built-in one (loaded only for those)."""
+    from pathspec.patterns.gitignore.spec import GitIgnoreSpecPattern
+
+    try:
+        source, include = GitIgnoreSpecPattern.pattern_to_regex(glob)
+    except ValueError as error:
+        raise PatternError(f"not a valid glob: {error}") from None
+    return source, bool(include)
 
 
 def matchable(path: str) -> bool:

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from bot.core.config.rules import Rule
 from bot.core.render.markdown import code, escape_md
 from bot.core.risk.scoring import FileRisk, RiskReport, Signal, describe
-from bot.core.risk.triage import Triage
 from bot.core.vocabulary import LEVEL_ICONS
+
+if TYPE_CHECKING:  # named for its type only: `perfbot score` need not load the triage
+    from bot.core.risk.triage import Triage
 
 
 def stat_lines(files: list[FileRisk], width: int = 60) -> list[str]:

@@ -36,17 +36,19 @@ import itertools
 import math
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from bot.core.config import CONFIG_PATH, patterns
 from bot.core.config.rules import Rule
-from bot.core.risk import changes, manifests, places, profiles, reasons, stepmap_scoring
+from bot.core.risk import changes, manifests, map_rules, places, profiles, reasons
 from bot.core.risk.diff import FileChange, Hunk, ParsedDiff
 from bot.core.risk.places import Segment, enclosing_function
 from bot.core.risk.reasons import describe
 from bot.core.risk.report import IMPROVES_WHEN_REMOVED, FileRisk, RiskReport, Signal
 from bot.core.risk.ruleset import RuleSet
-from bot.core.risk.stepmap_scoring import MapEvidence, Verdict
+
+if TYPE_CHECKING:  # a map's machinery loads only where a map is given (`map_rules`)
+    from bot.core.risk.stepmap_scoring import MapEvidence, Verdict
 
 # The report's types and words are also named here, where their callers have always found them.
 __all__ = [
@@ -349,7 +351,7 @@ def _tempered(
         elif item.setup is not None:
             note = (
                 item.setup.description
-                if item.setup.id == stepmap_scoring.OFF_STEP
+                if item.setup.id == map_rules.OFF_STEP
                 else reasons.in_setup_code(item.signal.function or "")
             )
             signals.append(_lowered(item.signal, item.setup.weight / 100, note))
@@ -392,8 +394,7 @@ def _file_share(
     if setups:
         return (
             min(rule.weight for _, rule in setups) / 100,
-            stepmap_scoring.only_off_step(setups)
-            or reasons.only_setup_code([name or "" for name, _ in setups]),
+            map_rules.only_off_step(setups) or reasons.only_setup_code([name or "" for name, _ in setups]),
         )
     if renamed:  # renames, moves or sweeps, maybe cosmetic hunks, and no other change of code
         return HARMLESS_SHARE, changes.describe_all(renamed)

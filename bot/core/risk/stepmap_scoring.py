@@ -29,14 +29,9 @@ from functools import cached_property
 from bot.core.config.rules import Rule
 from bot.core.risk import callgraph
 from bot.core.risk.callgraph import CallGraph, Function
+from bot.core.risk.map_rules import CATEGORY, OFF_STEP, PER_STEP, REACHES, READ_BY
 from bot.core.risk.report import Signal
 from bot.core.stepmap import FunctionEntry, StepMap
-
-PER_STEP = "map.per-step"  # on the map
-REACHES = "map.reaches"  # called by or decorating a function on the map
-READ_BY = "map.read-by"  # a constant or default a function on the map reads
-OFF_STEP = "map.off-step"  # known to the base, never runs per step
-CATEGORY = "per-step"
 
 # A function on the map weighs from FLOOR (a sliver of the step) up to CEILING (FULL_SHARE of the
 # step's host time or more), by the square root of its share: a function at 1% of the step is
@@ -249,14 +244,3 @@ def _times(calls: float) -> str:
 
 def _percent(share: float) -> str:
     return f"{round(share * 100, 2):g}%"
-
-
-def only_off_step(setups: Sequence[tuple[str | None, Rule]]) -> str | None:
-    """Why a hot file's path rules keep the set-up share when some of the code that changed never
-    runs per step (the rest: set-up code); None when none of it is the map's."""
-    off = next((rule for _, rule in setups if rule.id == OFF_STEP), None)
-    if off is None:
-        return None
-    names = list(dict.fromkeys(f"{name}()" if name else "module-level code" for name, _ in setups))
-    shown = ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
-    return f"only code that does not run per step changed ({shown}): {off.description}"

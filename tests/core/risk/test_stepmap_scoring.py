@@ -12,7 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from bot.core import stepmap
-from bot.core.risk import callgraph, ruleset, stepmap_scoring
+from bot.core.risk import callgraph, map_rules, ruleset, stepmap_scoring
 from bot.core.risk import diff as diffs
 from bot.core.risk import scoring as risk
 from bot.core.risk.stepmap_scoring import MapEvidence
@@ -427,14 +427,14 @@ def test_off_step_wording_counts_names_beyond_three_and_none_without_the_maps_ru
     off = stepmap_scoring.Verdict(stepmap_scoring.OFF_STEP, 0.0, "why").setup(50.0)
     assert off is not None
     setups = [("a", off), (None, off), ("b", off), ("c", off), ("a", off)]
-    assert stepmap_scoring.only_off_step(setups) == (
+    assert map_rules.only_off_step(setups) == (
         "only code that does not run per step changed (a(), module-level code, b() and 1 more): why"
     )
-    assert stepmap_scoring.only_off_step([(n, off) for n in "abc"]) == (
+    assert map_rules.only_off_step([(n, off) for n in "abc"]) == (
         "only code that does not run per step changed (a(), b(), c()): why"
     )
     plain = ruleset.build(None, [], "generic").setups[0][0]
-    assert stepmap_scoring.only_off_step([("init", plain)]) is None
+    assert map_rules.only_off_step([("init", plain)]) is None
 
 
 @pytest.mark.parametrize(
