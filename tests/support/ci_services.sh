@@ -26,6 +26,9 @@ pg_port="$(pg_lsclusters -h | awk -v v="$pg_version" '$1 == v && $2 == "main" {p
 _perfbot_root su postgres -c "psql -q -p $pg_port -tAc \"SELECT 1 FROM pg_roles WHERE rolname = 'perfbot'\"" \
   | grep -q 1 \
   || _perfbot_root su postgres -c "psql -q -p $pg_port -c \"CREATE ROLE perfbot LOGIN PASSWORD 'perfbot' CREATEDB\""
+# The tests drop their databases WITH (FORCE), which must also end an autovacuum worker that
+# happens to be in one: without pg_signal_backend that fails the test's teardown at random.
+_perfbot_root su postgres -c "psql -q -p $pg_port -c \"GRANT pg_signal_backend TO perfbot\"" >/dev/null
 export PERFBOT_TEST_POSTGRES_URL="postgresql+psycopg://perfbot:perfbot@127.0.0.1:${pg_port}/postgres"
 
 redis_port=6390
