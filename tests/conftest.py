@@ -8,8 +8,9 @@ import pytest
 
 from tests.support.git_builder import IDENTITY, GitBuilder
 
-# A local run ends with one line for what it skipped, and how to run it.
-pytest_plugins = ["tests.support.skip_summary"]
+# A local run ends with one line for what it skipped, and how to run it; python3 on PATH is an
+# interpreter with nothing installed (the rounds' import path stays small: see the plugin).
+pytest_plugins = ["tests.support.skip_summary", "tests.support.bare_python"]
 
 
 @pytest.fixture
