@@ -34,13 +34,18 @@ class Runtime:
     queue: HueyQueue
     sessions: SqlSessionStore  # the dashboard's signed-in sessions, in the store's database
 
-    def start_consumer(self, threads: int, periodic: bool = True) -> RunningConsumer:
+    def start_consumer(
+        self, threads: int, periodic: bool = True, stop_timeout_s: float | None = None
+    ) -> RunningConsumer:
         """Consume the queue on threads of this process (the process keeps its signal handlers),
         with its duties (`jobs.ConsumerDuties`: it takes over dead workers' deliveries first, and
         renews its leases while it runs); ``periodic``: this consumer also runs the sweep and
-        enqueues the periodic tasks, which one consumer of the queue must do."""
+        enqueues the periodic tasks, which one consumer of the queue must do; ``stop_timeout_s``:
+        how long a graceful stop waits for the running jobs (None: until they end)."""
         duties = jobs.ConsumerDuties(self.services, threads, periodic).start()
-        consumer = self.queue.consumer(workers=threads, in_process=True, periodic=periodic)
+        consumer = self.queue.consumer(
+            workers=threads, in_process=True, periodic=periodic, stop_timeout_s=stop_timeout_s
+        )
         consumer.start()
         return RunningConsumer(consumer, duties)
 

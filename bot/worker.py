@@ -22,6 +22,9 @@ QUEUE_ERRORS_EVERY_S = 30.0  # huey's own complaints about an unreachable queue,
 
 _stopping = threading.Event()
 START_WAITS_S = (1.0, 2.0, 4.0, 8.0, 15.0)  # between attempts to start while storage is away
+# What a stopping worker gives its running jobs: under the 30 s that Kubernetes waits before
+# SIGKILL, and what `perfbot serve` gives the consumers it stops.
+STOP_TIMEOUT_S = 20.0
 
 
 def _stop_on_signals() -> None:
@@ -46,11 +49,16 @@ def when_storage_is_there(start: Callable[[], T]) -> T | None:
     raise AssertionError("unreachable")
 
 
-def run_forever(runtime: Runtime, workers: int = 4, periodic: bool = True) -> int:
-    """Consume until told to stop."""
+def run_forever(
+    runtime: Runtime, workers: int = 4, periodic: bool = True, stop_timeout_s: float = STOP_TIMEOUT_S
+) -> int:
+    """Consume until told to stop; then give the running jobs ``stop_timeout_s`` to end. A job
+    still running after that (one waiting on GitHub, say) is left unfinished: its delivery stays
+    pending in the database and the next consumer takes it over, as after a crash, and no
+    supervisor has to kill the worker to stop it."""
     _stop_on_signals()
     quiet_queue_errors()
-    consumer = when_storage_is_there(lambda: runtime.start_consumer(workers, periodic))
+    consumer = when_storage_is_there(lambda: runtime.start_consumer(workers, periodic, stop_timeout_s))
     if consumer is None:
         return 0
     log.info(
@@ -60,6 +68,14 @@ def run_forever(runtime: Runtime, workers: int = 4, periodic: bool = True) -> in
     _stopping.wait()
     log.info("worker stopping")
     consumer.stop(graceful=True)
+    unfinished = runtime.services.running.current()
+    if unfinished:
+        log.warning(
+            "worker stopped with jobs unfinished after %.0f s; their deliveries stay pending "
+            "and the next consumer takes them over",
+            stop_timeout_s,
+            extra={"deliveries": unfinished},
+        )
     return 0
 
 

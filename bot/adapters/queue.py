@@ -187,10 +187,17 @@ class HueyQueue(Queue):
             else:
                 storage.conn.ping()
 
-    def consumer(self, workers: int = 2, in_process: bool = False, periodic: bool = True) -> Consumer:
+    def consumer(
+        self,
+        workers: int = 2,
+        in_process: bool = False,
+        periodic: bool = True,
+        stop_timeout_s: float | None = None,
+    ) -> Consumer:
         """A consumer on ``workers`` threads; ``periodic``: it also enqueues the periodic tasks when
         they are due, which exactly one consumer of a queue must do (each one that does enqueues
-        them again)."""
+        them again). A graceful stop waits ``stop_timeout_s`` for the running jobs (None: as long
+        as they run); its threads are daemons, so a process may then exit with jobs unfinished."""
         cls = InProcessConsumer if in_process else Consumer
         # huey's idle polling backs off to 10 s by default: a review would wait that long on the
         # SQLite queue. Redis dequeues block instead, so the cap only matters for SQLite.
@@ -203,6 +210,7 @@ class HueyQueue(Queue):
             scheduler_interval=1,
             initial_delay=0.05,
             max_delay=0.25,
+            shutdown_timeout=stop_timeout_s,
         )
 
 

@@ -57,6 +57,13 @@ def setup(subparsers) -> None:
         help="leave the periodic tasks (the minutely sweep, the hourly scheduled "
         "benchmarks) to another worker: exactly one worker of a queue runs them",
     )
+    worker.add_argument(
+        "--stop-timeout",
+        type=float,
+        metavar="SECONDS",
+        help="after SIGTERM, how long running jobs may take to finish (default 20); a job still "
+        "running then is left pending for the next consumer to take over",
+    )
     worker.set_defaults(run=run_worker)
 
 
@@ -128,14 +135,19 @@ def run_worker(args: argparse.Namespace) -> int:
     from bot.service import logs
     from bot.service.failures import SchemaNotMigrated
 
-    settings = _settings()
-    logs.configure(settings.log_level)
     if args.threads < 1:
         raise UsageError("--threads must be positive")
+    if args.stop_timeout is not None and not 0 <= args.stop_timeout < float("inf"):
+        raise UsageError("--stop-timeout must be a number of seconds, 0 or more")
+    settings = _settings()
+    logs.configure(settings.log_level)
     try:
         runtime = worker.when_storage_is_there(lambda: bootstrap.build(settings))
     except SchemaNotMigrated as error:  # not tried again: waiting would not help
         raise UserError(str(error)) from None
     if runtime is None:  # told to stop while it waited
         return 0
-    return worker.run_forever(runtime, workers=args.threads, periodic=args.periodic)
+    stop_timeout_s = worker.STOP_TIMEOUT_S if args.stop_timeout is None else args.stop_timeout
+    return worker.run_forever(
+        runtime, workers=args.threads, periodic=args.periodic, stop_timeout_s=stop_timeout_s
+    )

@@ -81,6 +81,11 @@ class Running:
             self._started.pop(delivery_id, None)
             self._hung.discard(delivery_id)
 
+    def current(self) -> list[int]:
+        """The deliveries whose jobs run now, hung ones included."""
+        with self._lock:
+            return sorted(self._started)
+
     def renewable(self) -> list[int]:
         """The deliveries whose jobs have run less than `MAX_JOB_S`; one past it is presumed hung
         (logged once) and left to run out, so that another worker takes it."""

@@ -8,6 +8,7 @@ import json
 import os
 import shutil
 import signal
+import socket
 import sqlite3
 import subprocess
 import time
@@ -21,6 +22,8 @@ from bot.web.signature import sign
 from tests.support.fixtures import redis_url  # noqa: F401, F811  (a fixture)
 from tests.support.serving import PERFBOT, alive, environment, free_port, served, serving
 from tests.web.helpers import SECRET, headers
+
+NOWHERE = "http://127.0.0.1:9"  # the discard port, closed: a worker's hourly task must not reach github.com
 
 
 def test_serve_on_embedded_defaults_answers_a_signed_ping_and_stops_on_sigterm(tmp_path):
@@ -194,6 +197,22 @@ def test_a_database_url_perfbot_cannot_use_exits_2_with_one_line(tmp_path, monke
     assert len(lines) == 1 and lines[0].startswith("perfbot: error: PERFBOT_DATABASE_URL: "), lines
 
 
+@pytest.mark.parametrize(
+    "args,message",
+    [
+        (["--threads", "0"], "--threads must be positive"),
+        (["--stop-timeout", "-1"], "--stop-timeout must be a number of seconds, 0 or more"),
+        (["--stop-timeout", "nan"], "--stop-timeout must be a number of seconds, 0 or more"),
+        (["--stop-timeout", "inf"], "--stop-timeout must be a number of seconds, 0 or more"),
+    ],
+)
+def test_a_worker_option_out_of_range_exits_2_with_one_line(tmp_path, monkeypatch, capsys, args, message):
+    clear_settings(monkeypatch)
+    monkeypatch.chdir(tmp_path)
+    assert main(["worker", *args]) == 2
+    assert capsys.readouterr().err.strip().splitlines() == [f"perfbot: error: {message}"]
+
+
 def test_a_malformed_queue_url_exits_2(tmp_path, monkeypatch, capsys):
     clear_settings(monkeypatch)
     monkeypatch.setenv("PERFBOT_QUEUE_URL", "amqp://x")
@@ -218,19 +237,77 @@ def test_perfbot_worker_consumes_deliveries_from_redis_and_stops_on_sigterm(tmp_
         [*PERFBOT, "worker", "--threads", "2"],
         cwd=tmp_path,
         text=True,
-        env=environment(PERFBOT_DATABASE_URL=database, PERFBOT_QUEUE_URL=redis_url),
+        env=environment(
+            PERFBOT_DATABASE_URL=database, PERFBOT_QUEUE_URL=redis_url, PERFBOT_GITHUB_API_URL=NOWHERE
+        ),
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
     )
     try:
         assert wait_for(lambda: runtime.store.deliveries.counts() == {"done": 1}, timeout=60)
-    finally:
         process.send_signal(signal.SIGTERM)
         output, _ = process.communicate(timeout=30)
+    finally:
+        stopped(process)
     assert process.returncode == 0, output
     assert {r.full_name for r in runtime.store.installations.repositories()} == {
         r["full_name"] for r in payload["repositories"]
     }
+
+
+def test_perfbot_worker_stops_within_its_stop_timeout_while_a_job_waits_on_github(tmp_path, redis_url):  # noqa: F811
+    """A job stuck on GitHub (a server that takes the connection and never answers) does not keep
+    a worker told to stop: it exits after --stop-timeout, leaving the delivery pending for the next
+    consumer to take over (as after kill -9), not after GitHub's timeouts and retries."""
+    from bot.bootstrap import build
+    from bot.settings import Settings
+    from tests.support import github_data
+
+    silent = socket.create_server(("127.0.0.1", 0))
+    silent.settimeout(60)
+    database = f"sqlite:///{tmp_path / 'perfbot.db'}"
+    runtime = build(Settings(database_url=database, queue_url=redis_url))
+    payload = github_data.pull_request("opened")
+    delivery = runtime.store.deliveries.claim(
+        "1", "g-stuck", "pull_request", "opened", json.dumps(payload).encode()
+    )
+    runtime.queue.enqueue(delivery)
+    process = subprocess.Popen(
+        [*PERFBOT, "worker", "--threads", "2", "--stop-timeout", "1"],
+        cwd=tmp_path,
+        text=True,
+        env=environment(
+            PERFBOT_DATABASE_URL=database,
+            PERFBOT_QUEUE_URL=redis_url,
+            PERFBOT_GITHUB_TOKEN="ghp_test",  # nosec B106 - nothing checks it
+            PERFBOT_GITHUB_API_URL=f"http://127.0.0.1:{silent.getsockname()[1]}",
+        ),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+    )
+    try:
+        connection, _ = silent.accept()  # the job now waits for GitHub's answer
+        process.send_signal(signal.SIGTERM)
+        try:
+            output, _ = process.communicate(timeout=20)
+        except subprocess.TimeoutExpired:
+            pytest.fail("the worker waited for its stuck job")
+        connection.close()
+    finally:
+        stopped(process)
+        silent.close()
+    assert process.returncode == 0, output
+    assert runtime.store.deliveries.counts() == {"pending": 1}
+    [said] = [line for line in map(json.loads, output.splitlines()) if "unfinished" in line["msg"]]
+    assert (said["level"], said["deliveries"]) == ("WARNING", [delivery]), said
+
+
+def stopped(process: subprocess.Popen) -> None:
+    """Kill ``process`` if it still runs: a worker left behind would take the next test's jobs
+    from the shared Redis queue."""
+    if process.poll() is None:
+        process.kill()
+        process.wait()
 
 
 @pytest.mark.parametrize("verb", ["serve", "worker"])
