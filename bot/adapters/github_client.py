@@ -412,17 +412,41 @@ class PyGithubClient(GitHub):
         return data["id"]
 
     @classified
-    def comment_on_commit(self, repo: str, sha: str, body: str) -> str:
+    def comment_on_commit(self, repo: str, sha: str, marker: str, body: str) -> str:
+        """Our comment found among the commit's first 100 (a commit gets few)."""
+        url = self._repo(repo).url
+        _, listed = self.github.requester.requestJsonAndCheck(
+            "GET", f"{url}/commits/{sha}/comments", parameters={"per_page": 100}
+        )
+        for comment in listed or []:
+            if (comment.get("body") or "").startswith(marker) and self._is_our_json(comment):
+                if comment["body"] != body:
+                    self.budget.take()
+                    self.github.requester.requestJsonAndCheck(
+                        "PATCH", f"{url}/comments/{comment['id']}", input={"body": body}
+                    )
+                return comment.get("html_url") or ""
         self.budget.take()
         _, data = self.github.requester.requestJsonAndCheck(
-            "POST", f"{self._repo(repo).url}/commits/{sha}/comments", input={"body": body}
+            "POST", f"{url}/commits/{sha}/comments", input={"body": body}
         )
         return data.get("html_url") or ""
 
+    def _is_our_json(self, item: dict) -> bool:
+        """`_is_ours` for an item read as JSON (a commit comment, an issue)."""
+        app, user = item.get("performed_via_github_app"), item.get("user") or {}
+        if self.app_mode:
+            if app is not None:
+                return app.get("id") == self.app_id
+            return user.get("type") == "Bot" and user.get("login") == self._bot_login()
+        return user.get("login") == self.own_login()
+
     @classified
-    def upsert_issue(self, repo: str, number: int | None, title: str, body: str) -> int:
-        self.budget.take()
+    def upsert_issue(self, repo: str, number: int | None, title: str, body: str, marker: str) -> int:
         url = f"{self._repo(repo).url}/issues"
+        if number is None:
+            number = self._our_issue(url, marker)
+        self.budget.take()
         if number is None:
             _, data = self.github.requester.requestJsonAndCheck(
                 "POST", url, input={"title": title, "body": body}
@@ -432,6 +456,21 @@ class PyGithubClient(GitHub):
                 "PATCH", f"{url}/{number}", input={"title": title, "body": body}
             )
         return data["number"]
+
+    def _our_issue(self, url: str, marker: str) -> int | None:
+        """Ours among the repository's 100 newest issues whose body holds ``marker``: one opened by
+        a worker that died before it could store the number, seconds ago."""
+        _, listed = self.github.requester.requestJsonAndCheck(
+            "GET", url, parameters={"state": "all", "sort": "created", "direction": "desc", "per_page": 100}
+        )
+        for issue in listed or []:
+            if (
+                "pull_request" not in issue
+                and marker in (issue.get("body") or "")
+                and self._is_our_json(issue)
+            ):
+                return int(issue["number"])
+        return None
 
     @classified
     def default_branch(self, repo: str) -> tuple[str, str]:

@@ -802,8 +802,45 @@ class GitHubEmulator:
             html_url=f"{WEB}/{state.full_name}/commit/{commit_sha}#commitcomment-{comment_id}",
         )
         comment["user"] = {**comment["user"], **self._author(request)}
+        comment["_repo"] = state.full_name
         self.commit_comments.append(comment)
-        return _json(201, comment)
+        return _json(201, self._public(comment))
+
+    def list_commit_comments(self, request: Request, owner: str, repo: str, commit_sha: str) -> Response:
+        state = self.repos.get(f"{owner}/{repo}")
+        if state is None:
+            return _not_found()
+        found = [
+            self._public(c)
+            for c in self.commit_comments
+            if c["_repo"] == state.full_name and c["commit_id"] == commit_sha
+        ]
+        return self._page(request, found)
+
+    def update_commit_comment(self, request: Request, owner: str, repo: str, comment_id: str) -> Response:
+        found = [
+            c for c in self.commit_comments if c["id"] == int(comment_id) and c["_repo"] == f"{owner}/{repo}"
+        ]
+        if not found:
+            return _not_found()
+        text = request.get_json()["body"]
+        if len(text) > 65_536:
+            return _too_long()
+        found[0]["body"] = text
+        return _json(200, self._public(found[0]))
+
+    def list_issues(self, request: Request, owner: str, repo: str) -> Response:
+        """The repository's issues, newest first (`state`: open by default, closed or all)."""
+        state = self.repos.get(f"{owner}/{repo}")
+        if state is None:
+            return _not_found()
+        wanted = request.args.get("state", "open")
+        found = [
+            issue
+            for (name, _), issue in sorted(self.issues.items(), key=lambda item: -item[0][1])
+            if name == state.full_name and wanted in ("all", issue["state"])
+        ]
+        return self._page(request, found)
 
     def create_reaction(self, request: Request, owner: str, repo: str, comment_id: str) -> Response:
         comment = self.comments.get(int(comment_id))
@@ -1153,9 +1190,12 @@ _ROUTES = [
     ("GET", "/repos/{owner}/{repo}/contents/{path*}", "get_content"),
     ("GET", "/repos/{owner}/{repo}/issues/{issue_number}/comments", "list_comments"),
     ("POST", "/repos/{owner}/{repo}/issues/{issue_number}/comments", "create_comment"),
+    ("GET", "/repos/{owner}/{repo}/issues", "list_issues"),
     ("POST", "/repos/{owner}/{repo}/issues", "create_issue"),
     ("PATCH", "/repos/{owner}/{repo}/issues/{issue_number}", "update_issue"),
+    ("GET", "/repos/{owner}/{repo}/commits/{commit_sha}/comments", "list_commit_comments"),
     ("POST", "/repos/{owner}/{repo}/commits/{commit_sha}/comments", "create_commit_comment"),
+    ("PATCH", "/repos/{owner}/{repo}/comments/{comment_id}", "update_commit_comment"),
     ("PATCH", "/repos/{owner}/{repo}/issues/comments/{comment_id}", "update_comment"),
     ("GET", "/repos/{owner}/{repo}/issues/{issue_number}/labels", "list_labels"),
     ("POST", "/repos/{owner}/{repo}/issues/{issue_number}/labels", "add_labels"),

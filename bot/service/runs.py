@@ -106,6 +106,8 @@ def _completed(event: WorkflowRunEvent, services: Services, request: BenchReques
         if _watched(request) and not services.store.work.done(watch.watch_key(key)):
             _watch(event, services, request, key)  # stored, then cut short before the watch looked
             return
+        if request.trigger == watch.BISECT_TRIGGER and _announced_again(event, services, request):
+            return  # stored, then cut short before the culprit was named
         log.info("run handled before; replay ignored", extra={"repo": request.repo, "run_id": event.run_id})
         return
     if request.status in (contract.CANCELLED, contract.SUPERSEDED):
@@ -187,6 +189,18 @@ def _bisected(
     services.store.benchmarks.complete(done, [], [], key)  # False on a replay: stored before
     if case is not None and case.state == cases.CONFIRMED:
         watch.announce(services, github, case, config)
+
+
+def _announced_again(event: WorkflowRunEvent, services: Services, request: BenchRequest) -> bool:
+    """Name the bisect's confirmed culprit if the attempt that stored the run could not; whether
+    there was anything to name."""
+    case = services.store.watch.by_correlation(request.correlation_id)
+    if case is None or not watch.unannounced(case):
+        return False
+    github = services.github.for_installation(request.installation_id)
+    config = repo_config.read(github, request.repo, event.repo.default_branch)
+    watch.announce(services, github, case, config.config)
+    return True
 
 
 def _bisect_report(

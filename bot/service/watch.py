@@ -386,10 +386,18 @@ def _outcome_json(outcome: BisectOutcome) -> dict[str, Any]:
     return data
 
 
+def unannounced(case: RegressionCase) -> bool:
+    """A confirmed culprit not yet named, or without an issue (which its config may want)."""
+    confirmed = case.state == states.CONFIRMED and bool(case.culprit_sha) and bool(case.outcome)
+    return confirmed and (case.comment_url is None or case.issue_number is None)
+
+
 def announce(services: Services, github: GitHub, case: RegressionCase, config: RepoConfig) -> RegressionCase:
     """Name a confirmed culprit on its pull request (or its commit), once; and in the issue when
-    ``bench.watch.issue`` asks (updated, never a second one). Safe to repeat."""
-    if case.state != states.CONFIRMED or not case.culprit_sha or not case.outcome:
+    ``bench.watch.issue`` asks (updated, never a second one). Safe to repeat, also after a worker
+    died between GitHub's answer and storing it: the comment and the issue are found by their
+    markers, not created again."""
+    if not unannounced(case) or case.culprit_sha is None:  # (None: for the type checker)
         return case
     culprit = _culprit(services, case)
     body = report.culprit_comment(culprit)
@@ -404,7 +412,7 @@ def announce(services: Services, github: GitHub, case: RegressionCase, config: R
             except PullRequestGone:
                 url = None
         if url is None:
-            url = github.comment_on_commit(case.repo, case.culprit_sha, body)
+            url = github.comment_on_commit(case.repo, case.culprit_sha, report.marker(case.key), body)
         services.store.watch.note(case.key, comment_url=url)
         case = replace(case, comment_url=url)
     if config.bench.watch.issue and case.issue_number is None:
@@ -422,6 +430,7 @@ def announce(services: Services, github: GitHub, case: RegressionCase, config: R
             known,
             report.issue_title(case.suite, case.metric, culprit.culprit),
             report.issue_body(culprit, url),
+            report.issue_marker(culprit.culprit),
         )
         services.store.watch.note(case.key, issue_number=number)
         case = replace(case, issue_number=number)

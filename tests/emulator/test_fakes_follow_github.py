@@ -22,6 +22,7 @@ from tests.service.fakes import BOT_LOGIN, FakeGitHub
 REPO, NUMBER, MISSING = live.REPO, 3, 99
 SHA, OTHER_SHA = "3" * 40, "4" * 40
 PREFIX = "perf-risk: "
+ISSUE_MARKER = "<!-- perfbot:culprit:" + SHA + " -->"
 
 
 class FakeSide:
@@ -77,6 +78,12 @@ class FakeSide:
 
     def set_labels(self, names: list[str]) -> None:
         self.fake.labels[(REPO, NUMBER)] = set(names)
+
+    def commit_comments(self, sha: str) -> list[str]:
+        return [body for repo, on, body in self.fake.commit_comments if (repo, on) == (REPO, sha)]
+
+    def issues(self) -> list[tuple[str, str]]:
+        return [issue for (repo, _), issue in self.fake.issues.items() if repo == REPO]
 
     def labels(self) -> set[str]:
         return self.fake.labels.get((REPO, NUMBER), set())
@@ -135,6 +142,12 @@ class EmulatedSide:
     def set_labels(self, names: list[str]) -> None:
         self.emulator.labels[(REPO, NUMBER)] = list(names)
 
+    def commit_comments(self, sha: str) -> list[str]:
+        return [c["body"] for c in self.emulator.commit_comments if c["commit_id"] == sha]
+
+    def issues(self) -> list[tuple[str, str]]:
+        return [(i["title"], i["body"]) for (repo, _), i in self.emulator.issues.items() if repo == REPO]
+
     def labels(self) -> set[str]:
         return set(self.emulator.labels.get((REPO, NUMBER), []))
 
@@ -153,6 +166,35 @@ def test_only_the_bots_own_marker_comment_is_edited(side):
     again = side.github.upsert_comment(REPO, NUMBER, MARKER, f"{MARKER}\nsecond review")
     assert first == again
     assert side.comments() == [("mallory", quoted), (BOT_LOGIN, f"{MARKER}\nsecond review")]
+
+
+def test_a_commit_comment_and_an_issue_are_found_again_by_their_marker_not_made_twice(side):
+    first = side.github.comment_on_commit(REPO, SHA, MARKER, f"{MARKER}\nfirst")
+    again = side.github.comment_on_commit(REPO, SHA, MARKER, f"{MARKER}\nsecond")
+    assert first == again and side.commit_comments(SHA) == [f"{MARKER}\nsecond"]
+    number = side.github.upsert_issue(REPO, None, "first", f"one\n{ISSUE_MARKER}", ISSUE_MARKER)
+    assert side.github.upsert_issue(REPO, None, "again", f"two\n{ISSUE_MARKER}", ISSUE_MARKER) == number
+    assert side.issues() == [("again", f"two\n{ISSUE_MARKER}")]
+
+
+def test_a_persons_commit_comment_or_issue_that_carries_the_marker_is_not_taken_for_ours(emulator, app_key):
+    side = EmulatedSide(emulator, app_key)
+    person = {"login": "mallory", "type": "User", "id": 9}
+    quoted = f"{MARKER}\nquoted by a person"
+    emulator.commit_comments.append(
+        {"id": 900, "body": quoted, "commit_id": SHA, "user": person, "html_url": "x", "_repo": REPO}
+    )
+    emulator.issues[(REPO, 90)] = {
+        "number": 90,
+        "title": "mine",
+        "body": f"quoting {ISSUE_MARKER}",
+        "state": "open",
+        "user": person,
+    }
+    side.github.comment_on_commit(REPO, SHA, MARKER, f"{MARKER}\nours")
+    assert side.commit_comments(SHA) == [quoted, f"{MARKER}\nours"]
+    assert side.github.upsert_issue(REPO, None, "ours", ISSUE_MARKER, ISSUE_MARKER) != 90
+    assert emulator.issues[(REPO, 90)]["title"] == "mine"
 
 
 def risk(sha: str, conclusion: str, title: str, summary: str) -> Check:

@@ -150,6 +150,7 @@ def test_a_regression_merged_is_bisected_once_and_its_culprit_named_on_its_pull_
             f"GET /repos/{live.REPO}/actions/artifacts/N/zip": 1,
             f"GET /repos/{live.REPO}/issues/N/comments": 1,
             f"POST /repos/{live.REPO}/issues/N/comments": 1,
+            f"GET /repos/{live.REPO}/issues": 1,  # not opened already by an attempt that died
             f"POST /repos/{live.REPO}/issues": 1,
         }
     )
@@ -200,3 +201,45 @@ def test_a_culprit_no_recorded_pull_request_merged_is_named_on_its_commit(bot, e
         f"<!-- perfbot:regression:{case.key} -->"
     )
     assert bot.runtime.store.watch.get(case.key).comment_url == comment["html_url"]
+
+
+@pytest.mark.parametrize(
+    "head,dies_storing",
+    [
+        (CULPRIT, "issue_number"),  # named on its pull request, then the issue
+        (FIRST, "comment_url"),  # no recorded pull request: named on its commit
+    ],
+)
+def test_a_worker_that_dies_after_naming_the_culprit_names_it_once_when_the_delivery_runs_again(
+    bot, emulator, monkeypatch, head, dies_storing
+):
+    """GitHub took the comment (or the issue) but the worker died before storing where it is: the
+    delivery's next attempt (a retry, or another worker's after kill -9) finds it and stores it,
+    and names the culprit no second time."""
+    bisect = merged_with_a_regression(bot, emulator, head=head)
+    [case] = bot.runtime.store.watch.cases(None)
+    monkeypatch.setattr(reports, "SUITE", SUITE)
+    report = reports.culprit_report()
+    report["bad"] = MERGE
+    watch_store = bot.runtime.store.watch
+    note, died = watch_store.note, []
+
+    def dies_once(key, **changes):
+        if dies_storing in changes and not died:
+            died.append(changes)
+            raise RuntimeError("the worker died here")
+        return note(key, **changes)
+
+    monkeypatch.setattr(watch_store, "note", dies_once)
+    artifact = (contract.artifact_name(case.correlation_id), archive(bisect_files(report)))
+    assert finish(bot, emulator, bisect["run_id"], artifact=artifact).status_code == 202
+    bot.wait_idle()
+    assert died, "the fault was not reached"
+    ended = watch_store.get(case.key)
+    marked = f"<!-- perfbot:regression:{case.key} -->"
+    named = [c for c in emulator.comments_on(live.REPO, NUMBER) if c["body"].startswith(marked)]
+    named += [c for c in emulator.commit_comments if c["body"].startswith(marked)]
+    assert len(named) == 1 and ended.comment_url is not None, named
+    assert named[0]["html_url"] in ended.comment_url or ended.comment_url.endswith(f"-{named[0]['id']}")
+    [issue] = emulator.issues.values()
+    assert ended.issue_number == issue["number"]

@@ -172,11 +172,19 @@ class FakeGitHub(GitHub):
         self._existing(repo, number)
         return self.add_comment(repo, number, self.login, body).id
 
-    def comment_on_commit(self, repo, sha, body):
-        self.commit_comments.append((repo, sha, body))
-        return f"https://github.com/{repo}/commit/{sha}#commitcomment-{len(self.commit_comments)}"
+    def comment_on_commit(self, repo, sha, marker, body):
+        for index, (r, s, text) in enumerate(self.commit_comments):
+            if (r, s) == (repo, sha) and text.startswith(marker):
+                self.commit_comments[index] = (repo, sha, body)
+                break
+        else:
+            self.commit_comments.append((repo, sha, body))
+            index = len(self.commit_comments) - 1
+        return f"https://github.com/{repo}/commit/{sha}#commitcomment-{index + 1}"
 
-    def upsert_issue(self, repo, number, title, body):
+    def upsert_issue(self, repo, number, title, body, marker):
+        if number is None:
+            number = next((n for (r, n), (_, b) in self.issues.items() if r == repo and marker in b), None)
         if number is None:
             number = 10_000 + len(self.issues)
         self.issues[(repo, number)] = (title, body)

@@ -12,6 +12,8 @@ from bot.core.render.markdown import code as code
 from bot.core.render.markdown import escape_md as escape_md
 
 MARKER = "<!-- perfbot:regression:{key} -->"
+# In the issue, which one culprit keeps however many of its cases update it.
+ISSUE_MARKER = "<!-- perfbot:culprit:{sha} -->"
 MAX_KERNELS = 20_000  # characters of the kernel table kept in a comment
 
 
@@ -85,6 +87,10 @@ def issue_title(suite: str, metric: str, culprit: str) -> str:
     return f"perfbot: regression of {what[:120]} bisected to {culprit[:12]}"
 
 
+def issue_marker(sha: str) -> str:
+    return ISSUE_MARKER.format(sha=sha)
+
+
 def issue_body(culprit: Culprit, comment_url: str | None) -> str:
     where = f"\n\nNamed on the culprit: {comment_url}" if comment_url else ""
-    return culprit_comment(culprit) + where + "\n"
+    return culprit_comment(culprit) + where + "\n" + issue_marker(culprit.culprit) + "\n"

@@ -88,12 +88,14 @@ class GitHub(ABC):
         """Post a new comment on the pull request; its id."""
 
     @abstractmethod
-    def comment_on_commit(self, repo: str, sha: str, body: str) -> str:
-        """Post a comment on a commit (one no pull request merged); the comment's address."""
+    def comment_on_commit(self, repo: str, sha: str, marker: str, body: str) -> str:
+        """Comment on a commit (one no pull request merged), or edit our comment on it that starts
+        with ``marker``; the comment's address."""
 
     @abstractmethod
-    def upsert_issue(self, repo: str, number: int | None, title: str, body: str) -> int:
-        """Update the issue ``number`` (its title and body), or open one when None; its number."""
+    def upsert_issue(self, repo: str, number: int | None, title: str, body: str, marker: str) -> int:
+        """Update the issue ``number`` (its title and body); when None, the issue we opened whose
+        body holds ``marker``, else a new one; its number."""
 
     @abstractmethod
     def default_branch(self, repo: str) -> tuple[str, str]:
