@@ -62,6 +62,7 @@ CONTRACT_INPUTS = (
 )
 BLOB_PREFIX = "/_blobs/"  # the storage host GitHub redirects artifact downloads to
 WEB = "https://github.com"
+STOP_POLL_S = 0.05  # how often the serving loop looks whether it was told to stop
 logging.getLogger("werkzeug").setLevel(logging.WARNING)  # no access log lines in test output
 
 
@@ -194,7 +195,8 @@ class GitHubEmulator:
     def start(self, host: str = "127.0.0.1", port: int = 0) -> GitHubEmulator:
         server = self._server = make_server(host, port, self._wsgi, threaded=True)
         self.base_url = f"http://{host}:{server.server_port}"
-        self._thread = threading.Thread(target=server.serve_forever, daemon=True)
+        # stop() waits for the serving loop's next poll: 0.5 s by default, paid by every test
+        self._thread = threading.Thread(target=server.serve_forever, args=(STOP_POLL_S,), daemon=True)
         self._thread.start()
         return self
 
