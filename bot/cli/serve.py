@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import sys
 
 from bot.errors import UserError
 
@@ -116,7 +117,7 @@ def _registering(settings, file: str, host: str, port: int):
     import dataclasses
     from pathlib import Path
 
-    from bot.web import app_credentials
+    from bot.web import app_credentials, setup_code
 
     if settings.mode == "app":
         raise UsageError("--register-app: this server is an App already (PERFBOT_APP_ID is set)")
@@ -127,6 +128,9 @@ def _registering(settings, file: str, host: str, port: int):
     local = "localhost" if host in ("127.0.0.1", "0.0.0.0") else host  # nosec B104 - a name shown
     where = settings.public_url or f"http://{local}:{port}"
     log.info("register the GitHub App in a browser at %s/setup/app; its settings go to %s", where, env_file)
+    # On the console only, never in the log: whoever has it may register the App (the web workers,
+    # forked later, inherit it).
+    print(f"perfbot: the registration code for {where}/setup/app is {setup_code.issue()}", file=sys.stderr)
     return dataclasses.replace(settings, register_app_to=str(env_file))
 
 

@@ -1,20 +1,24 @@
 """Registering perfbot's GitHub App in one click, from its manifest (GitHub's manifest flow),
-served while `perfbot serve --register-app FILE` runs:
+served while `perfbot serve --register-app FILE` runs, by the operator who started it only:
 
-1. `GET /setup/app` asks for the server's public address (and, optionally, the organisation that
-   will own the App), then shows the manifest and a button that posts it to GitHub's *new App*
-   page for the user's account or the organisation, with a random ``state`` that a cookie of this
-   browser also holds (SameSite=Lax, HttpOnly: a page of another site cannot set or read it);
+1. `GET /setup/app` asks for the one-time code that `perfbot serve` printed on its console
+   (`setup_code`), the server's public address (fixed when ``PERFBOT_PUBLIC_URL`` is set) and,
+   optionally, the organisation that will own the App; `POST /setup/app` checks the code and that
+   the settings file can still be written, then shows the manifest and a button that posts it to
+   GitHub's *new App* page, with a random ``state`` that a cookie of this browser also holds, with
+   the address, signed with the code (HttpOnly, SameSite=Lax: a visitor can neither make one this
+   server takes nor choose the address written);
 2. GitHub creates the App and sends the browser to `GET /setup/app/done?code=…&state=…`, which
-   checks the state against the cookie, trades the code for the App's credentials (through the
-   `AppRegistration` port) and writes them where the settings read them (`app_credentials`),
-   showing which settings were written and never a secret."""
+   checks the cookie's signature and the state, trades the code for the App's credentials (through
+   the `AppRegistration` port) and writes them where the settings read them (`app_credentials`),
+   showing which settings were written and never a secret; the console's code is then spent."""
 
 from __future__ import annotations
 
 import base64
 import binascii
 import hmac
+import logging
 import re
 import secrets
 from pathlib import Path
@@ -25,13 +29,18 @@ from flask import Blueprint, Response, make_response, render_template, request
 
 from bot.service.ports.app_registration import RegistrationFailed
 
-from . import app_credentials, headers, state
+from . import app_credentials, headers, setup_code, state
 
+log = logging.getLogger("perfbot.app_setup")
 bp = Blueprint("app_setup", __name__)
 STATE_COOKIE = "perfbot_app_setup"
 STATE_LIFETIME_S = 3600  # GitHub's code is valid for an hour too
 _OWNER = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})")
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9 ._-]{0,33}")  # GitHub App names: at most 34 characters
+_WRONG_CODE = (
+    "the registration code: the one `perfbot serve --register-app` printed on its console when it "
+    "started (only the operator who started it may register the App)"
+)
 
 # What perfbot asks for; app-manifest.json in the repository holds the same (a test keeps them so).
 PERMISSIONS = {
@@ -87,14 +96,47 @@ def public_address(text: str) -> str | None:
     return text
 
 
+@bp.record_once
+def _no_csrf_token(setup_state: Any) -> None:
+    # The form carries the operator's code, which a page of another site cannot know either; and
+    # the dashboard's CSRF token lives in a per-process session that another web worker rejects.
+    csrf = setup_state.app.extensions.get("csrf")
+    if csrf is not None:
+        csrf.exempt(bp)
+
+
 @bp.get("/setup/app")
-def start() -> Response:
+def ask() -> Response:
+    """The form: the operator's code, the public address, the organisation, the App's name."""
     settings = state.current().settings
-    public = public_address(request.args.get("public_url") or settings.public_url or "")
-    owner = request.args.get("owner", "").strip()
-    name = request.args.get("name", "").strip() or "perfbot"
+    values = {
+        "public_url": settings.public_url or request.args.get("public_url", ""),
+        "owner": request.args.get("owner", ""),
+        "name": request.args.get("name", "") or "perfbot",
+    }
+    return _ask(values, [], 200)
+
+
+@bp.post("/setup/app")
+def start() -> Response | tuple[str, int]:
+    settings = state.current().settings
+    form = request.form
+    # PERFBOT_PUBLIC_URL, when the operator set it, is where the server lives: no form changes it.
+    typed = settings.public_url or form.get("public_url", "")
+    public = public_address(typed)
+    owner = form.get("owner", "").strip()
+    name = form.get("name", "").strip() or "perfbot"
+    values = {"public_url": typed, "owner": owner, "name": name}
+    if not setup_code.active():
+        return _failed("This server registered an App already: restart it with the settings written.", 409)
+    if not setup_code.matches(form.get("code", "")):
+        log.warning("a registration was refused: the code given is not the one on the console")
+        return _ask(values, [_WRONG_CODE], 403)
+    problem = app_credentials.check_writable(Path(settings.register_app_to or ""))
+    if problem:  # said before GitHub creates an App whose credentials could not be kept
+        return _failed(f"Nothing was asked of GitHub: {problem}.", 409)
     problems = []
-    if "public_url" in request.args and public is None:
+    if public is None:
         problems.append(
             "the public address: an http(s):// URL that GitHub and your browser reach, without a query"
         )
@@ -108,16 +150,8 @@ def start() -> Response:
             f"the address this page is open at: open it at {public}/setup/app, where GitHub "
             "will send you back"
         )
-    values = {
-        "public_url": public or request.args.get("public_url") or settings.public_url or "",
-        "owner": owner,
-        "name": name,
-    }
-    if public is None or problems or "edit" in request.args:
-        page = render_template(
-            "app_setup.html", step="ask", values=values, problems=problems, env_file=settings.register_app_to
-        )
-        return make_response(page, 400 if problems else 200)
+    if public is None or problems:
+        return _ask(values, problems, 400)
     token = secrets.token_urlsafe(32)
     where = f"/organizations/{owner}/settings/apps/new" if owner else "/settings/apps/new"
     action = f"{settings.github_web_url}{where}?{urlencode({'state': token})}"
@@ -132,15 +166,19 @@ def start() -> Response:
             env_file=settings.register_app_to,
         )
     )
+    # The address travels with the state, signed with the operator's code: a visitor can set a
+    # cookie of their own, but not one this server takes.
+    address = _encode(public)
     response.set_cookie(
         STATE_COOKIE,
-        f"{token}.{_encode(public)}",
+        f"{token}.{address}.{setup_code.sign(token, address)}",
         max_age=STATE_LIFETIME_S,
         httponly=True,
         samesite="Lax",
         secure=request.is_secure,
         path="/setup/app",
     )
+    response.headers["Cache-Control"] = "no-store"
     # The one form that leaves this site goes to GitHub, and GitHub's answer comes back here.
     response.headers["Content-Security-Policy"] = headers.CONTENT_SECURITY_POLICY.replace(
         "form-action 'self'", f"form-action 'self' {_origin(settings.github_web_url)} {_origin(public)}"
@@ -152,12 +190,18 @@ def start() -> Response:
 def done() -> tuple[str, int] | Response:
     app_state = state.current()
     settings = app_state.settings
-    expected, _, address = request.cookies.get(STATE_COOKIE, "").partition(".")
+    token, address, mac = (request.cookies.get(STATE_COOKIE, "").split(".") + ["", "", ""])[:3]
     given, public = request.args.get("state", ""), public_address(_decode(address))
-    if not expected or public is None or not hmac.compare_digest(expected.encode(), given.encode()):
+    if (
+        not token
+        or public is None
+        or not setup_code.verify(mac, token, address)
+        or not hmac.compare_digest(token.encode(), given.encode())
+    ):
         return _failed(
-            "This answer does not belong to a registration started in this browser (the state "
-            "does not match, or the hour it had ran out): nothing was registered here. "
+            "This answer does not belong to a registration started in this browser with the "
+            "code on the server's console (the state does not match, or the hour it had ran out, "
+            "or a registration was completed already): nothing was registered here. "
             "Start again from /setup/app.",
             400,
         )
@@ -174,6 +218,7 @@ def done() -> tuple[str, int] | Response:
         )
     except (RegistrationFailed, app_credentials.CredentialsNotWritten) as error:
         return _failed(f"The App may exist on GitHub, but its credentials were not kept: {error}", 502)
+    setup_code.spend()  # once: the state cannot be played again here
     install = f"{app.html_url}/installations/new"
     response = make_response(
         render_template(
@@ -188,6 +233,19 @@ def done() -> tuple[str, int] | Response:
     )
     response.delete_cookie(STATE_COOKIE, path="/setup/app")
     return response
+
+
+def _ask(values: dict[str, str], problems: list[str], status: int) -> Response:
+    settings = state.current().settings
+    page = render_template(
+        "app_setup.html",
+        step="ask",
+        values=values,
+        problems=problems,
+        fixed_public_url=bool(settings.public_url),
+        env_file=settings.register_app_to,
+    )
+    return make_response(page, status)
 
 
 def _encode(text: str) -> str:

@@ -2,10 +2,12 @@
 stand-in (every REST request validated against GitHub's description): the page posts the manifest
 to GitHub's new-App page for an account or an organisation, GitHub sends the browser back with a
 code and the state, the server trades the code for the App's credentials and writes them 0600
-where the settings read them; a foreign state or an existing file registers nothing."""
+where the settings read them; a foreign state or an existing file registers nothing, and only the
+operator holding the code printed on the console starts or finishes a registration."""
 
 from __future__ import annotations
 
+import base64
 import html
 import json
 import logging
@@ -20,7 +22,7 @@ import requests
 
 from bot.bootstrap import build
 from bot.settings import Settings
-from bot.web import app_setup
+from bot.web import app_setup, setup_code
 from bot.web.app import create_app
 
 PUBLIC = "https://perfbot.example.test"
@@ -28,7 +30,14 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture
-def setup(tmp_path, emulator):
+def code():
+    """The code `perfbot serve --register-app` prints on the operator's console."""
+    yield setup_code.issue()
+    setup_code.spend()
+
+
+@pytest.fixture
+def setup(tmp_path, emulator, code):
     env_file = tmp_path / "perfbot-app.env"
     settings = Settings(
         database_url=f"sqlite:///{tmp_path / 'perfbot.db'}",
@@ -44,7 +53,8 @@ def setup(tmp_path, emulator):
 
 def post_page(client, **query) -> tuple[str, dict]:
     """Step 1 answered: the page that posts the manifest, its form's action and fields."""
-    answer = client.get("/setup/app", query_string={"public_url": PUBLIC, **query}, base_url=PUBLIC)
+    form = {"code": setup_code._code, "public_url": PUBLIC, **query}
+    answer = client.post("/setup/app", data=form, base_url=PUBLIC)
     assert answer.status_code == 200
     page = answer.get_data(as_text=True)
     action = html.unescape(re.search(r'<form method="post" action="([^"]+)" id="register">', page)[1])
@@ -176,9 +186,9 @@ def test_a_used_code_is_refused_by_github_and_said_so(setup):
         ({"public_url": "https://elsewhere.example.test"}, "the address this page is open at"),
     ],
 )
-def test_bad_answers_to_the_first_step_are_said_and_post_nothing(setup, query, problem):
+def test_bad_answers_to_the_first_step_are_said_and_post_nothing(setup, code, query, problem):
     client, _, _ = setup
-    answer = client.get("/setup/app", query_string=query, base_url=PUBLIC)
+    answer = client.post("/setup/app", data={"code": code, **query}, base_url=PUBLIC)
     page = html.unescape(answer.get_data(as_text=True))
     assert answer.status_code == 400 and f"Check {problem}" in page and 'id="register"' not in page
 
@@ -191,6 +201,7 @@ def test_the_setup_pages_exist_only_while_registering(tmp_path, emulator):
     try:
         client = create_app(settings, runtime.services).test_client()
         assert client.get("/setup/app").status_code == 404
+        assert client.post("/setup/app").status_code == 404
         assert client.get("/setup/app/done?code=x&state=y").status_code == 404
     finally:
         runtime.close()
@@ -209,3 +220,96 @@ def test_the_manifest_is_the_one_in_the_repository():
         "default_events",
     ):
         assert served[key] == kept[key], key
+
+
+def visitor_registers_an_app_of_their_own(emulator, public: str) -> tuple[str, str]:
+    """A visitor posts perfbot's manifest to GitHub with a state of their own choosing, as the
+    setup page would have: GitHub creates *their* App and sends them back with its code."""
+    action = f"{emulator.base_url}/settings/apps/new?state=visitors-state"
+    form = {"manifest": json.dumps(app_setup.manifest(public, "not-perfbot"))}
+    back = urlsplit(github_creates_the_app(action, form))
+    return back.path, back.query
+
+
+def test_a_visitor_without_the_console_code_cannot_finish_a_registration(setup):
+    """The attack of issue 35: the visitor sets the state cookie themselves (a cookie is whatever
+    the client sends), names the public address in it, and completes the flow with their own App:
+    the server wrote that App's key and secrets and the visitor's address. Failed before."""
+    client, emulator, env_file = setup
+    path, query = visitor_registers_an_app_of_their_own(emulator, "https://evil.example.test")
+    address = base64.urlsafe_b64encode(b"https://evil.example.test").decode().rstrip("=")
+    for cookie in (f"visitors-state.{address}", f"visitors-state.{address}.{'0' * 64}"):
+        client.set_cookie(app_setup.STATE_COOKIE, cookie, domain="perfbot.example.test", path="/setup/app")
+        answer = client.get(f"{path}?{query}", base_url=PUBLIC)
+        assert answer.status_code == 400 and "nothing was registered" in answer.get_data(as_text=True)
+    assert not env_file.exists()
+    assert not any("conversions" in r.path for r in emulator.requests), "the visitor's code was never spent"
+
+
+@pytest.mark.parametrize("given", [None, "", "wrong-code", "x" * 200])
+def test_a_visitor_without_the_console_code_cannot_start_a_registration(setup, given):
+    client, _, env_file = setup
+    form = {"public_url": PUBLIC} | ({} if given is None else {"code": given})
+    answer = client.post("/setup/app", data=form, base_url=PUBLIC)
+    page = html.unescape(answer.get_data(as_text=True))
+    assert answer.status_code == 403 and "Check the registration code" in page
+    assert 'id="register"' not in page and app_setup.STATE_COOKIE not in answer.headers.get("Set-Cookie", "")
+    assert not env_file.exists()
+
+
+def test_the_code_is_spent_once_an_app_is_registered(setup, code):
+    client, _, env_file = setup
+    action, form = post_page(client)
+    back = urlsplit(github_creates_the_app(action, form))
+    assert client.get(f"{back.path}?{back.query}", base_url=PUBLIC).status_code == 200
+    env_file.unlink()  # even were the file moved away, the code registered its one App
+    again = client.post("/setup/app", data={"code": code, "public_url": PUBLIC}, base_url=PUBLIC)
+    assert again.status_code == 409 and 'id="register"' not in again.get_data(as_text=True)
+    replay = client.get(f"{back.path}?{back.query}", base_url=PUBLIC)
+    assert replay.status_code == 400 and not env_file.exists()
+
+
+def test_an_existing_settings_file_is_said_before_github_creates_an_app(setup, code):
+    """Issue 36: the flow created a second App on GitHub before it said the file existed."""
+    client, emulator, env_file = setup
+    env_file.write_text("PERFBOT_APP_ID=1\n")
+    answer = client.post("/setup/app", data={"code": code, "public_url": PUBLIC}, base_url=PUBLIC)
+    page = html.unescape(answer.get_data(as_text=True))
+    assert answer.status_code == 409 and "Nothing was asked of GitHub" in page and str(env_file) in page
+    assert 'id="register"' not in page and emulator.created_apps == []
+
+
+def test_the_public_url_set_by_the_operator_is_the_one_registered(tmp_path, emulator, code):
+    """With PERFBOT_PUBLIC_URL set, what the form says of the address changes nothing."""
+    env_file = tmp_path / "perfbot-app.env"
+    settings = Settings(
+        database_url=f"sqlite:///{tmp_path / 'perfbot.db'}",
+        queue_url=f"sqlite:///{tmp_path / 'q.db'}",
+        github_api_url=emulator.base_url,
+        github_web_url=emulator.base_url,
+        register_app_to=str(env_file),
+        public_url=PUBLIC,
+    )
+    runtime = build(settings)
+    try:
+        client = create_app(settings, runtime.services).test_client()
+        action, form = post_page(client, public_url="https://evil.example.test")
+        assert json.loads(form["manifest"])["url"] == PUBLIC
+        back = urlsplit(github_creates_the_app(action, form))
+        assert client.get(f"{back.path}?{back.query}", base_url=PUBLIC).status_code == 200
+        assert f"PERFBOT_PUBLIC_URL={PUBLIC}" in env_file.read_text().splitlines()
+    finally:
+        runtime.close()
+
+
+def test_serve_prints_the_code_on_the_console_and_not_in_the_log(tmp_path, capsys, caplog):
+    from bot.cli import serve
+
+    caplog.set_level(logging.DEBUG)
+    serve._registering(Settings(), str(tmp_path / "perfbot-app.env"), "127.0.0.1", 8000)
+    try:
+        printed = capsys.readouterr().err
+        assert setup_code._code and setup_code._code in printed
+        assert "http://localhost:8000/setup/app" in printed and setup_code._code not in caplog.text
+    finally:
+        setup_code.spend()
