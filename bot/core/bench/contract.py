@@ -12,6 +12,7 @@ import hashlib
 import re
 from collections.abc import Sequence
 
+from bot.core import metric_names
 from bot.core.config import suite_kinds
 from bot.core.config.schema import BenchConfig
 
@@ -84,7 +85,8 @@ def inputs(
     }
 
 
-METRIC = re.compile(r"[A-Za-z0-9._:/-]{0,64}")
+# A metric to bisect on: any the results contract accepts, or "" for the suite's headline metric.
+METRIC = re.compile(f"(?:{metric_names.NAME})?")
 BISECT = "bisect"  # the `mode` input of a bisect; a bench run sends no mode (workflows before it lack it)
 
 
@@ -96,7 +98,7 @@ def bisect_inputs(
     if not SUITE.fullmatch(suite):
         raise ValueError(f"not one suite name: {suite[:70]!r}")
     if not METRIC.fullmatch(metric):
-        raise ValueError(f"not a metric name: {metric[:70]!r}")
+        raise ValueError(f"not a metric name ({metric_names.WHAT}): {metric[:110]!r}")
     bench = inputs(None, good, bad, (suite,), rounds, max_rounds, correlation)
     return {**bench, "mode": BISECT, "metric": metric}
 

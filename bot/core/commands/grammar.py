@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from markdown_it import MarkdownIt
 from markdown_it.token import Token
 
+from bot.core import metric_names
 from bot.core.text import clip, printable
 
 PREFIX = "/bench"
@@ -212,7 +213,7 @@ def _run(words: list[str]) -> Run | Invalid:
     return Run(tuple(suites), numbers.get("--rounds"), numbers.get("--max-rounds"))
 
 
-_METRIC = re.compile(r"[A-Za-z0-9._:/-]{1,64}")
+_METRIC = metric_names.METRIC_NAME
 _BISECT_USAGE = "/bench bisect GOOD BAD [SUITE ...] [--metric M]"
 
 
@@ -232,8 +233,7 @@ def _bisect(words: list[str]) -> Bisect | Invalid:
                 value = words[position] if position < len(words) else ""
             if not _METRIC.fullmatch(value):
                 return Invalid(
-                    "--metric takes a metric name (letters, digits, '.', '_', ':', '/', '-'), "
-                    f"not {_quote(value or '(nothing)')}"
+                    f"--metric takes a metric name ({metric_names.WHAT}), not {_quote(value or '(nothing)')}"
                 )
             metric = value
         elif len(shas) < 2:
