@@ -1,13 +1,19 @@
 """What a regression case says where people look: the comment on its culprit's pull request (or
 commit), the optional issue's title and body, and the lines of a case that was not reproduced.
 
-Everything that did not come from the bot (a commit subject, a suite or metric name) is escaped;
-the bisect's own Markdown (its kernel table) was rendered by perfbot from a checked report."""
+Everything that did not come from the bot (a commit subject, a suite or metric name) is shown in a
+code span, where GitHub neither formats, links nor notifies, also in the issue's title; the bisect's
+own Markdown (its kernel table) was rendered by perfbot from a checked report.
+
+The bisect's ``ci`` is the 95% interval of the confirmation's ratio (culprit / parent,
+`bot.core.bench.bisect_artifact.BisectOutcome.ci`); it is shown as a change (ratio - 1), as the
+change beside it is."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from bot.core.judge.quantities import percent
 from bot.core.render.markdown import code as code
 from bot.core.render.markdown import escape_md as escape_md
 
@@ -30,7 +36,7 @@ class Culprit:
     culprit: str
     subject: str | None
     change: str | None  # "+12.3%" of the confirmation
-    ci: tuple[float, float] | None
+    ci: tuple[float, float] | None  # the confirmation's 95% interval of the ratio culprit / parent
     commits: int
     runs: int
     run_url: str | None
@@ -49,28 +55,37 @@ def marker(key: str) -> str:
     return MARKER.format(key=key)
 
 
+def span(text: str) -> str:
+    """Untrusted text as an inline code span: one line, its backticks made quotes; never empty."""
+    inside = code(text).replace("\\|", "|").strip() or "?"
+    return f"`{inside}`"
+
+
+def interval(ci: tuple[float, float]) -> str:
+    """The ratio's interval as the change it stands for: (1.075, 1.094) is +7.5% to +9.4%."""
+    return f"95% interval of the change {percent(ci[0] - 1)} to {percent(ci[1] - 1)}"
+
+
 def culprit_comment(culprit: Culprit) -> str:
     """The comment on the culprit's pull request (or commit)."""
-    metric = code(culprit.metric) if culprit.metric else "the headline metric"
+    metric = span(culprit.metric) if culprit.metric else "the headline metric"
     change = f" by **{escape_md(culprit.change)}**" if culprit.change else ""
-    interval = ""
-    if culprit.ci is not None:
-        interval = f" (95% interval {culprit.ci[0]:+.1%} to {culprit.ci[1]:+.1%})"
-    subject = f" ({escape_md(culprit.subject)})" if culprit.subject else ""
+    shown_interval = f" ({interval(culprit.ci)})" if culprit.ci is not None else ""
+    subject = f" ({span(culprit.subject)})" if culprit.subject else ""
     links = [
         f"[the bisect run]({culprit.run_url})" if culprit.run_url else "",
         f"[the run that found it]({culprit.found_by_url})" if culprit.found_by_url else "",
     ]
-    short = code(culprit.culprit[:12])
+    short = span(culprit.culprit[:12])
     lines = [
         marker(culprit.key),
-        f"### perfbot: a confirmed regression of {code(culprit.suite)} bisected to {short}",
+        f"### perfbot: a confirmed regression of {span(culprit.suite)} bisected to {short}",
         "",
         f"Bisected on the GPU runners, commit {short}{subject} changed {metric}{change}"
-        f"{interval} against its parent: a regression, confirmed by re-measuring the two.",
+        f"{shown_interval} against its parent: a regression, confirmed by re-measuring the two.",
         "",
-        f"- Found by {_FOUND_BY.get(culprit.source, 'perfbot')} between {code(culprit.good[:12])} (good) and "
-        f"{code(culprit.bad[:12])} (bad); {culprit.commits} commits bisected in {culprit.runs} benchmark "
+        f"- Found by {_FOUND_BY.get(culprit.source, 'perfbot')} between {span(culprit.good[:12])} (good) and "
+        f"{span(culprit.bad[:12])} (bad); {culprit.commits} commits bisected in {culprit.runs} benchmark "
         "runs.",
     ]
     shown = [link for link in links if link]
@@ -83,8 +98,9 @@ def culprit_comment(culprit: Culprit) -> str:
 
 
 def issue_title(suite: str, metric: str, culprit: str) -> str:
-    what = f"{suite} {metric}".strip()
-    return f"perfbot: regression of {what[:120]} bisected to {culprit[:12]}"
+    """The issue's title, every name in a code span (GitHub renders them in titles too)."""
+    names = " ".join(span(name[:100]) for name in (suite, metric) if name)
+    return f"perfbot: regression of {names} bisected to {span(culprit[:12])}"
 
 
 def issue_marker(sha: str) -> str:
