@@ -271,7 +271,10 @@ def run_suite(
     elif stopped:
         finish(results, "stopped", stopped)
     elif not any(r.ok for r in results.rounds):
-        finish(results, "failed", "no round was measured successfully")
+        last = results.rounds[-1].error if results.rounds else None
+        finish(
+            results, "failed", "no round was measured successfully" + (f"; the last: {last}" if last else "")
+        )
     else:
         finish(results, "complete")
     append_summary(options.summary_path, results)
@@ -399,8 +402,9 @@ def measure(
             counted = context(guard, scratch, suite, side, RoundId("counted", done))
             outcome = run_one(p, suite, counted, worker)
             guard.seal(side)
-            progress.round_finished(began, outcome.ok, outcome.error)
-            results.add_round(
+            # What the file recorded: a round measured but refused (too many metrics, a unit that
+            # does not convert) is reported failed, as it is recorded.
+            recorded = results.add_round(
                 side,
                 done,
                 outcome.ok,
@@ -411,8 +415,9 @@ def measure(
                 outcome.seconds,
                 "worker" if worker is not None else "fresh",
             )
-            if not outcome.ok and options.stop_on_failure:
-                return f"round {done} on {side} failed: {outcome.error}"
+            progress.round_finished(began, recorded.ok, recorded.error)
+            if not recorded.ok and options.stop_on_failure:
+                return f"round {done} on {side} failed: {recorded.error}"
         done, pair = done + 1, pair + 1
     return None
 

@@ -22,8 +22,19 @@ from typing import Any
 from pydantic import ValidationError
 
 from bot.core.config.schema import MetricDeclaration
+from bot.core.formats.units import factor
 from bot.core.judge.profile import Profile
-from bot.core.judge.results import SCHEMA, MetricSpec, Results, Revision, Round, Side, Warmup, problem
+from bot.core.judge.results import (
+    MAX_METRICS,
+    SCHEMA,
+    MetricSpec,
+    Results,
+    Revision,
+    Round,
+    Side,
+    Warmup,
+    problem,
+)
 from bot.core.stepmap import StepMap
 
 from .fingerprint import now
@@ -68,10 +79,17 @@ class ResultsFile:
         """Record a round (with the standard errors of its values, where the suite timed many
         calls, and how long it took); one whose metrics the model refuses is recorded as failed,
         saying why."""
-        self.learned.update(declarations)
-        undeclared = sorted(set(metrics) - set(self.declared) - set(self.learned)) if ok else []
-        if undeclared:
-            measured = _refused(side, index, f"metric {undeclared[0]} has no unit and direction declared")
+        why = None
+        if ok:
+            metrics, spread, why = self._in_known_units(metrics, declarations, spread)
+        if why is None and ok:
+            undeclared = sorted(set(metrics) - set(self.declared) - set(self.learned))
+            if undeclared:
+                why = f"metric {undeclared[0]} has no unit and direction declared"
+        if why is None and ok:
+            why = self._too_many(metrics)
+        if why is not None:
+            measured = _refused(side, index, why, seconds)
         else:
             try:
                 measured = Round.model_validate(
@@ -91,6 +109,45 @@ class ResultsFile:
         self.rounds.append(measured)
         self.write()
         return measured
+
+    def _in_known_units(
+        self,
+        metrics: dict[str, float],
+        declarations: dict[str, MetricDeclaration],
+        spread: dict[str, dict[str, float]] | None,
+    ) -> tuple[dict[str, float], dict[str, dict[str, float]] | None, str | None]:
+        """The round's values in each metric's unit in this file: the one declared, or the one it
+        was first measured in; a time in another time unit is converted (value and standard
+        error), a unit that cannot be converted refuses the round, saying which. What the round
+        declares of each metric is learned, in the metric's unit."""
+        known = {**self.declared, **self.learned}
+        metrics, spread = dict(metrics), {name: dict(s) for name, s in (spread or {}).items()}
+        for name, declaration in declarations.items():
+            if name not in known:
+                self.learned[name] = declaration
+                continue
+            unit = known[name].unit
+            scale = factor(declaration.unit, unit)
+            if scale is None:
+                return metrics, spread, f"metric {name} is in {declaration.unit} here, in {unit} before"
+            # What else the round says of the metric (its role, the mode it ran in) is kept.
+            self.learned[name] = declaration.model_copy(update={"unit": unit})
+            if scale != 1.0 and name in metrics:
+                metrics[name] = metrics[name] * scale
+                if name in spread:
+                    spread[name]["se"] = spread[name]["se"] * scale
+        return metrics, spread or None, None
+
+    def _too_many(self, metrics: dict[str, float]) -> str | None:
+        """Why the round's metrics do not fit the file: more of them, with those earlier rounds
+        reported, than a results file holds (`MAX_METRICS`)."""
+        names = {name for r in self.rounds if r.ok for name in r.metrics} | set(metrics)
+        if len(names) <= MAX_METRICS:
+            return None
+        return (
+            f"{len(names)} metrics, more than the {MAX_METRICS} a suite may report: have it run fewer "
+            f"benchmarks (a filter such as pytest's -k or --benchmark_filter) or split it into suites"
+        )
 
     def add_warmup(self, side: Side, ok: bool, error: str | None, seconds: float | None = None) -> None:
         self.warmups.append(Warmup(side=side, ok=ok, error=error, seconds=_seconds(seconds)))

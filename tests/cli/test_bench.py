@@ -8,6 +8,7 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 
@@ -16,6 +17,7 @@ from bot.runner import fingerprint
 from tests.core.bench import test_bisect_artifact as bisection
 from tests.runner.processes import running_with
 
+FORMATS = Path(__file__).parents[1] / "core" / "formats" / "outputs"
 BENCH_SH = 'echo "PERFBOT_METRIC step_ms=$(cat speed.txt) unit=ms better=lower"\n'
 
 
@@ -85,8 +87,8 @@ def test_failed_rounds_exit_1_with_a_clear_message_and_partial_results(repo, tmp
     )
     assert status == 1
     assert (
-        "0 round(s) measured, 2 failed, failed (no round was measured successfully)"
-        in capsys.readouterr().err
+        "0 round(s) measured, 2 failed, failed (no round was measured successfully; the last: "
+        "command: exit status 9)" in capsys.readouterr().err
     )
     assert all(not r["ok"] for r in json.loads(out.read_text())["rounds"])
 
@@ -278,3 +280,28 @@ def test_bench_report_reads_a_bisection_s_folder_through_the_app_s_reader(tmp_pa
     )
     assert capsys.readouterr().out == "error\n"
     assert "GOOD is aaaaaaaaaa" in (tmp_path / "s.md").read_text()
+
+
+def test_a_file_of_more_benchmarks_than_a_suite_may_report_fails_each_round_in_one_line(
+    repo, tmp_path, capsys
+):
+    """Google Benchmark's own output of 201 benchmarks (`DenseRange(1, 201)`): the model keeps at
+    most `MAX_METRICS` per results file. Before, the first round's write raised a traceback and
+    left the file at status `running` with no round."""
+    builder, _, _ = repo
+    many = (FORMATS / "google_benchmark_201.json").read_text()
+    config = (
+        "bench:\n  rounds: 1\n  warmup: 0\n  suites:\n    micro:\n      kind: google-benchmark\n"
+        '      command: cp many.json "$PERFBOT_RESULT_FILE"\n'
+    )
+    base = builder.commit("many benchmarks", {".github/perfbot.yml": config, "many.json": many})
+    out = tmp_path / "r.json"
+    assert bench_run(builder, "--base", base, "--head", base, "--suite", "micro", "--out", str(out)) == 1
+    error = capsys.readouterr().err
+    assert "Traceback" not in error and error.count("\n") == 1
+    assert "201 metrics, more than the 200 a suite may report" in error
+    written = json.loads(out.read_text())
+    assert written["status"] == "failed" and written["metrics"] == {}
+    assert [r["ok"] for r in written["rounds"]] == [False, False]
+    why = written["rounds"][0]["error"]
+    assert "201 metrics, more than the 200 a suite may report" in why and "\n" not in why

@@ -111,7 +111,7 @@ def test_a_run_where_nothing_was_measured_says_failed(bench_repo, tmp_path):
     repo, base, head = bench_repo
     (outcome,), _ = run(repo, base, head, tmp_path, command="echo nothing useful", rounds=1, warmup=0)
     assert load(outcome)["status"] == "failed"
-    assert outcome.error == "no round was measured successfully"
+    assert outcome.error.startswith("no round was measured successfully; the last: no metrics: ")
 
 
 def test_a_failing_setup_stops_the_suite_before_any_round(bench_repo, tmp_path):

@@ -308,6 +308,20 @@ def test_a_bad_file_fails_the_round_in_one_line_naming_the_file_and_field(tmp_pa
     assert str(failed.value) == "vllm-bench-serve.json: request_throughput: expected a number, got a string"
 
 
+def test_a_result_file_over_the_size_cap_fails_the_round_without_being_read(tmp_path, monkeypatch):
+    """A tool's file over 16 MB (vLLM's --save-detailed keeps every generated text: 58-67 MB seen)
+    is refused in one line, from its size alone."""
+    with (tmp_path / "vllm-bench-serve.json").open("wb") as big:
+        big.truncate(17 * 2**20)
+    monkeypatch.setattr(Path, "read_text", lambda *a, **k: pytest.fail("the file was read"))
+    with pytest.raises(RoundFailed) as failed:
+        suite_of("vllm-bench-serve").parse(round_in(tmp_path), [Output("s", 0, "", "")])
+    assert str(failed.value) == (
+        "vllm-bench-serve.json: 17.0 MB, over the 16 MB a result file may be "
+        "(leave out per-item details the comparison does not need)"
+    )
+
+
 def test_the_profiled_pass_runs_the_command_with_a_folder_for_its_trace(tmp_path):
     suite = suite_of("pytest-benchmark")
     [command] = suite.profile_commands(round_in(tmp_path))

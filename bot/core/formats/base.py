@@ -22,6 +22,10 @@ Z95 = 1.959963984540054  # the normal quantile of a two-sided 95% interval
 _NAME_START = re.compile(r"^[^A-Za-z0-9_]+")
 _NAME_OTHER = re.compile(r"[^A-Za-z0-9_.:/@+-]+")
 MAX_NAME = 100
+# The largest result file read: a summary of thousands of benchmarks, or per-request arrays of
+# tens of thousands of requests, is a few MB; beyond this a file is read whole into memory for
+# nothing a comparison needs (vLLM's --save-detailed keeps every generated text).
+MAX_FILE_BYTES = 16 * 2**20
 
 
 class FormatError(ValueError):
@@ -49,8 +53,30 @@ class Reading:
 Readings = dict[str, Reading]
 
 
+def too_large(size: int, source: str) -> FormatError | None:
+    """The error of a result file of ``size`` bytes, where it is over `MAX_FILE_BYTES`."""
+    if size <= MAX_FILE_BYTES:
+        return None
+    return FormatError(
+        source,
+        "",
+        f"{size / 2**20:.1f} MB, over the {MAX_FILE_BYTES // 2**20} MB a result file may be "
+        f"(leave out per-item details the comparison does not need)",
+    )
+
+
+def present(text: str, source: str) -> None:
+    """`FormatError` for a file too large to read, or one the tool left empty."""
+    error = too_large(len(text), source)
+    if error is not None:
+        raise error
+    if not text.strip():
+        raise FormatError(source, "", "empty: the tool wrote nothing to the file")
+
+
 def load_json(text: str, source: str) -> Any:
     """The JSON value of ``text``; `FormatError` where it is none."""
+    present(text, source)
     try:
         return json.loads(text)
     except RecursionError:
@@ -61,6 +87,7 @@ def load_json(text: str, source: str) -> Any:
 
 def load_json_lines(text: str, source: str) -> list[tuple[str, dict[str, Any]]]:
     """The objects of a JSON-lines file, each with its field path (``line 3``); blank lines skipped."""
+    present(text, source)
     found = []
     for number, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
@@ -76,6 +103,37 @@ def load_json_lines(text: str, source: str) -> list[tuple[str, dict[str, Any]]]:
     if not found:
         raise FormatError(source, "", "no result lines")
     return found
+
+
+def looks_like(data: Any) -> str | None:
+    """Which tool's output ``data`` (a file's JSON value) looks like, by the fields only that tool
+    writes; None where it looks like none of them."""
+    if not isinstance(data, dict):
+        return None
+    first = data.get("benchmarks")
+    first = first[0] if isinstance(first, list) and first and isinstance(first[0], dict) else {}
+    results = data.get("results")
+    if "machine_info" in data or ("stats" in first and "fullname" in first):
+        return "pytest-benchmark"
+    if "context" in data and ("run_type" in first or "time_unit" in first or "real_time" in first):
+        return "Google Benchmark"
+    if isinstance(results, list) and results and isinstance(results[0], dict) and "command" in results[0]:
+        return "hyperfine"
+    if "request_throughput" in data and "completed" in data:
+        return "serving"
+    if "prefill_latency" in data or "last_gen_throughput" in data:
+        return "SGLang bench_one_batch"
+    return None
+
+
+def of_tool(data: Any, tool: str, source: str) -> None:
+    """`FormatError` where ``data`` is another tool's output than ``tool``'s (a name `looks_like`
+    gives): naming the tool it looks like says more than the first field this format misses."""
+    other = looks_like(data)
+    if other is not None and other != tool:
+        whose = "a serving benchmark's" if other == "serving" else f"{other}'s"
+        name = "serving benchmark" if tool == "serving" else tool
+        raise FormatError(source, "", f"not a {name} file: it looks like {whose} output")
 
 
 def mapping(value: Any, source: str, field: str) -> dict[str, Any]:

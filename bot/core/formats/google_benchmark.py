@@ -6,7 +6,10 @@ is their mean, with its standard error from their scatter. With
 ``--benchmark_report_aggregates_only`` only the ``aggregate`` entries are there: the ``mean``
 aggregate, with the ``stddev`` aggregate over the repetitions as its scatter. The other aggregates
 (median, cv, BigO, RMS) are not read, and neither are user counters. A benchmark that reported an
-error (``error_occurred``) makes the file unusable.
+error (``error_occurred``) makes the file unusable, and so does a row without its
+``time_unit`` (never left out by the tool: the number means nothing without it) or a second row
+of one benchmark's repetition (a benchmark registered twice). Each round's unit is the file's;
+the results file converts every round of a metric to one unit (`bot.runner.results`).
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from .base import (
     mapping,
     metric_name,
     number,
+    of_tool,
     put,
     required,
     sequence,
@@ -36,6 +40,7 @@ UNITS = ("ns", "us", "ms", "s")
 
 def parse(content: str, source: str, clock: Clock = "real") -> Readings:
     data = mapping(load_json(content, source), source, "")
+    of_tool(data, "Google Benchmark", source)
     benchmarks = sequence(required(data, "benchmarks", source, ""), source, "benchmarks")
     if not benchmarks:
         raise FormatError(source, "benchmarks", "empty: did the filter match any benchmark?")
@@ -43,6 +48,7 @@ def parse(content: str, source: str, clock: Clock = "real") -> Readings:
     aggregates: dict[str, dict[str, Any]] = {}
     units: dict[str, str] = {}
     where_of: dict[str, str] = {}
+    seen: dict[tuple[str, int | None], str] = {}  # (run, repetition_index) to the row that had it
     for i, entry in enumerate(benchmarks):
         where = f"benchmarks[{i}]"
         entry = mapping(entry, source, where)
@@ -62,7 +68,8 @@ def parse(content: str, source: str, clock: Clock = "real") -> Readings:
                 continue  # median, cv, BigO, RMS: not what the metric is
         elif kind != "iteration":
             raise FormatError(source, f"{where}.run_type", f"{kind!r} is neither 'iteration' nor 'aggregate'")
-        unit = entry.get("time_unit", "ns")
+        # No default: a file without its unit could be any of four, a factor of up to 10^9 apart.
+        unit = required(entry, "time_unit", source, where)
         if unit not in UNITS:
             raise FormatError(source, f"{where}.time_unit", f"{unit!r} is not one of {', '.join(UNITS)}")
         if units.setdefault(run, unit) != unit:
@@ -72,6 +79,7 @@ def parse(content: str, source: str, clock: Clock = "real") -> Readings:
         value = number(required(entry, f"{clock}_time", source, where), source, f"{where}.{clock}_time")
         where_of.setdefault(run, where)
         if kind == "iteration":
+            _one_row_per_repetition(entry, run, seen, source, where)
             runs.setdefault(run, []).append(value)
         else:
             aggregates.setdefault(run, {})[str(which)] = (value, entry.get("repetitions"), where)
@@ -81,6 +89,25 @@ def parse(content: str, source: str, clock: Clock = "real") -> Readings:
         reading = _reading(runs.get(run), aggregates.get(run, {}), units[run], source, where)
         put(readings, metric_name(run, source, f"{where}.run_name"), reading, source, where)
     return readings
+
+
+def _one_row_per_repetition(
+    entry: dict[str, Any], run: str, seen: dict[tuple[str, int | None], str], source: str, where: str
+) -> None:
+    """Rows of one benchmark are its repetitions only where each is a repetition of its own: a
+    second row of a repetition index (a benchmark registered twice, two runs' output in one file)
+    is refused, lest it be counted as one more sample (and the standard error shrink with them)."""
+    index = entry.get("repetition_index")
+    index = index if isinstance(index, int) and not isinstance(index, bool) else None
+    first = seen.setdefault((run, index), where)
+    if first != where:
+        again = f"repetition {index}" if index is not None else "a run"
+        raise FormatError(
+            source,
+            where,
+            f"a second row of {run!r} ({again}, first at {first}): a benchmark registered twice, or two "
+            f"runs' output in one file; repetitions are --benchmark_repetitions",
+        )
 
 
 def _reading(

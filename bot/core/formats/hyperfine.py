@@ -21,6 +21,7 @@ from .base import (
     metric_name,
     number,
     numbers,
+    of_tool,
     put,
     required,
     sequence,
@@ -32,6 +33,7 @@ MS_PER_S = 1000.0
 
 def parse(content: str, source: str) -> Readings:
     data = mapping(load_json(content, source), source, "")
+    of_tool(data, "hyperfine", source)
     results = sequence(required(data, "results", source, ""), source, "results")
     if not results:
         raise FormatError(source, "results", "empty: hyperfine timed no command")

@@ -23,6 +23,7 @@ from .base import (
     metric_name,
     number,
     numbers,
+    of_tool,
     put,
     required,
     sequence,
@@ -34,6 +35,7 @@ MS_PER_S = 1000.0
 
 def parse(content: str, source: str) -> Readings:
     data = mapping(load_json(content, source), source, "")
+    of_tool(data, "pytest-benchmark", source)
     benchmarks = sequence(required(data, "benchmarks", source, ""), source, "benchmarks")
     if not benchmarks:
         raise FormatError(source, "benchmarks", "empty: did pytest collect any benchmark?")

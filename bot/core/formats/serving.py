@@ -35,6 +35,30 @@ def rate(data: dict[str, Any], key: str, unit: str, source: str) -> Reading:
     return Reading(throughput(data, key, source), unit, "higher")
 
 
+def all_succeeded(data: dict[str, Any], source: str) -> None:
+    """A serving run measures the serving of all its requests: the file is refused where its
+    counts say some failed (``failed``, which vLLM writes with or without ``--save-detailed``) or
+    none completed (``completed``: a run of zeros is no measurement)."""
+    failed = data.get("failed")
+    completed = data.get("completed")
+    tried = failed + completed if isinstance(failed, int) and isinstance(completed, int) else None
+    if isinstance(data.get("errors"), list):  # the per-request errors name the first failure
+        succeeded(data, source, tried if tried is not None else len(data["errors"]))
+    if failed is not None and failed != 0:
+        of = f" of {tried}" if tried is not None else ""
+        raise FormatError(
+            source,
+            "failed",
+            f"{_show_count(failed)}{of} requests failed; perfbot compares runs whose requests all succeeded",
+        )
+    if completed is not None and completed == 0:
+        raise FormatError(source, "completed", "0: no request completed, there is nothing to compare")
+
+
+def _show_count(value: Any) -> str:
+    return str(value) if isinstance(value, int) and not isinstance(value, bool) else repr(value)[:20]
+
+
 def succeeded(data: dict[str, Any], source: str, total: int) -> None:
     """A serving run in which a request failed measured something else: the file is refused,
     naming the first failure."""

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .base import FormatError, Reading, Readings, count, load_json_lines, number, put
+from .base import FormatError, Reading, Readings, count, load_json_lines, number, of_tool, put
 
 MS_PER_S = 1000.0
 STATIC = {"prefill_ms": "prefill_latency", "decode_ms": "median_decode_latency", "total_ms": "total_latency"}
@@ -30,6 +30,7 @@ def parse(content: str, source: str) -> Readings:
     cases = load_json_lines(content, source)
     readings: Readings = {}
     for where, case in cases:
+        of_tool(case, "SGLang bench_one_batch", f"{source}: {where}")
         prefix = f"{_case(case, source, where)}/" if len(cases) > 1 else ""
         for name, reading in _read(case, source, where).items():
             put(readings, prefix + name, reading, source, where)

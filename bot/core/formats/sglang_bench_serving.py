@@ -7,14 +7,16 @@ p99 (`serving`), from the per-request arrays ``ttfts`` and ``itls`` (seconds) wh
 ``p99_itl_ms``; the end-to-end latency from ``median_e2e_latency_ms`` and ``p99_e2e_latency_ms``
 (SGLang keeps no per-request array of it); and ``accept_length`` as SGLang reports it (the
 server's average speculative accept length; null without speculation). A failed request (a
-non-empty entry of ``errors``) makes the file unusable.
+non-empty entry of ``errors``, or a ``failed`` count other than 0 where the line has one) makes
+the file unusable, and so does a run in which no request ``completed``.
 """
 
 from __future__ import annotations
 
-from .base import FormatError, Readings, load_json_lines
+from .base import FormatError, Readings, load_json_lines, of_tool
 from .serving import (
     accept_length,
+    all_succeeded,
     from_summary,
     per_request,
     rate,
@@ -32,6 +34,8 @@ def parse(content: str, source: str) -> Readings:
 
 
 def _read(data: dict[str, object], source: str) -> Readings:
+    of_tool(data, "serving", source)
+    all_succeeded(data, source)
     readings: Readings = {
         "output_tok_s": rate(data, "output_throughput", "tok/s", source),
         "request_s": rate(data, "request_throughput", "req/s", source),

@@ -6,14 +6,17 @@ arrays ``ttfts``, ``itls`` and ``latencies`` (seconds) where ``--save-detailed``
 from ``median_ttft_ms``, ``p99_ttft_ms``, ``median_itl_ms``, ``p99_itl_ms`` (and
 ``median_e2el_ms``, ``p99_e2el_ms`` where ``--percentile-metrics`` asked for ``e2el``); and, with
 speculative decoding, ``spec_decode_acceptance_length`` as ``accept_length``. A failed request
-(a non-empty entry of ``errors``) makes the file unusable.
+makes the file unusable: a ``failed`` count other than 0 (written with or without
+``--save-detailed``) or a non-empty entry of ``errors``; so does a run in which no request
+``completed``.
 """
 
 from __future__ import annotations
 
-from .base import Readings, load_json, mapping
+from .base import Readings, load_json, mapping, of_tool
 from .serving import (
     accept_length,
+    all_succeeded,
     from_summary,
     per_request,
     rate,
@@ -24,6 +27,8 @@ SUMMARY = {"ttft": "ttft", "itl": "itl", "e2e": "e2el"}  # perfbot's name to vLL
 
 def parse(content: str, source: str) -> Readings:
     data = mapping(load_json(content, source), source, "")
+    of_tool(data, "serving", source)
+    all_succeeded(data, source)
     readings: Readings = {
         "output_tok_s": rate(data, "output_throughput", "tok/s", source),
         "request_s": rate(data, "request_throughput", "req/s", source),

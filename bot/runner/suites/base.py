@@ -15,6 +15,7 @@ from typing import Any, ClassVar, Literal
 
 from bot.core.config import suite_kinds
 from bot.core.config.suite_kinds.base import MetricDeclaration, SuiteKind
+from bot.core.formats.base import too_large
 from bot.core.judge.kineto import Traced
 from bot.core.judge.profile import Profile
 
@@ -222,6 +223,16 @@ class Suite(ABC):
     def worker_request(self, context: RoundContext) -> tuple[dict, Path]:
         """What to send a worker for one round, and the file whose appearance says it is done."""
         raise RoundFailed(f"suite {self.name!r} has no worker")
+
+
+def read_result(path: Path, name: str) -> str:
+    """The text of a file a benchmark wrote for the round to read: `RoundFailed` in one line where
+    it is over the size a result file may be (`bot.core.formats.base.MAX_FILE_BYTES`), before a
+    byte of it is read."""
+    refused = too_large(path.stat().st_size, name)
+    if refused is not None:
+        raise RoundFailed(str(refused))
+    return path.read_text(errors="replace")
 
 
 def finite(name: str, value: object) -> float:

@@ -27,6 +27,7 @@ from .base import (
     RoundFailed,
     Suite,
     finite,
+    read_result,
     trace_profile,
 )
 
@@ -71,7 +72,7 @@ class CommandBench(Suite, kind="command"):
         reported = parse_lines(outputs[-1].stdout)
         metrics_file = context.out_dir / METRICS_FILE
         if metrics_file.exists():
-            reported.update(parse_json(metrics_file.read_text(errors="replace")))
+            reported.update(parse_json(read_result(metrics_file, METRICS_FILE)))
         if not reported:
             raise RoundFailed(
                 f"no metrics: print '{MARKER} name=value unit=... better=lower|higher' "

@@ -26,6 +26,7 @@ from .base import (
     RoundContext,
     RoundFailed,
     Suite,
+    read_result,
     trace_profile,
 )
 
@@ -76,7 +77,7 @@ class ResultFileBench(Suite):
         if not path.is_file():
             raise RoundFailed(f"{self.FILE}: the command wrote no result file (write it to ${VARIABLE})")
         try:
-            readings = self.read(path.read_text(errors="replace"), self.FILE)
+            readings = self.read(read_result(path, self.FILE), self.FILE)
         except FormatError as error:
             raise RoundFailed(str(error)) from None
         return measurement(readings, self.KIND.declarations())

@@ -29,6 +29,7 @@ from .base import (
     RoundContext,
     RoundFailed,
     finite,
+    read_result,
     trace_profile,
 )
 
@@ -109,7 +110,7 @@ def last_case(path) -> dict:
     """The last JSON line SGLang appended to ``path``."""
     if not path.exists():
         raise RoundFailed(f"bench_one_batch_server wrote no {path.name}")
-    lines = [line for line in path.read_text(errors="replace").splitlines() if line.strip()]
+    lines = [line for line in read_result(path, path.name).splitlines() if line.strip()]
     if not lines:
         raise RoundFailed(f"{path.name} is empty")
     try:

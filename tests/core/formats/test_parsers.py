@@ -227,7 +227,7 @@ def test_a_failed_benchmark_refuses_the_file(parser, file, message):
             '{"batch_size": 1, "input_len": 8, "output_len": 8}',
             r"^f: line 1: neither bench_one_batch's",
         ),
-        (sglang_bench_one_batch.parse, "\n", r"^f: no result lines$"),
+        (sglang_bench_one_batch.parse, "\n", r"^f: empty: the tool wrote nothing to the file$"),
     ],
 )
 def test_a_bad_file_is_one_line_naming_the_file_and_the_field(parser, content, message):
@@ -371,3 +371,170 @@ def test_a_google_benchmark_entry_without_run_name_is_named_by_its_name():
         ]
     }
     assert google_benchmark.parse(json.dumps(file), "gb.json")["BM_copy/64"].value == 5.0
+
+
+def without_time_unit(name: str) -> str:
+    """Google Benchmark's real output with every row's ``time_unit`` taken out (the tool never
+    leaves it out; a hand-edited or converted file may)."""
+    file = data(name)
+    for row in file["benchmarks"]:
+        row.pop("time_unit")
+    return json.dumps(file)
+
+
+def test_a_google_benchmark_file_without_its_time_unit_is_refused_in_one_line():
+    with pytest.raises(FormatError, match=r"^gb.json: benchmarks\[0\].time_unit: missing$"):
+        google_benchmark.parse(without_time_unit("google_benchmark_unit_ms.json"), "gb.json")
+
+
+def test_google_benchmark_gives_each_benchmark_in_the_unit_its_file_names():
+    """`BM_build_dict/1000` in ms (`->Unit(kMillisecond)`) in one file, in us in the other; the
+    results file converts them to one unit (tests/runner/test_results_units.py)."""
+    ms = google_benchmark.parse(read("google_benchmark_unit_ms.json"), "gb.json")
+    us = google_benchmark.parse(read("google_benchmark_unit_us.json"), "gb.json")
+    assert (ms["BM_build_dict/1000"].unit, us["BM_build_dict/1000"].unit) == ("ms", "us")
+    assert (ms["BM_sort/64"].unit, us["BM_sort/64"].unit) == ("ns", "us")  # --benchmark_time_unit=us
+    # The same work, timed on one machine minutes apart: within a factor 2 once in one unit.
+    assert 0.5 < us["BM_build_dict/1000"].value / (ms["BM_build_dict/1000"].value * 1000) < 2
+
+
+def test_google_benchmark_repetitions_are_the_samples_and_the_aggregate_rows_are_skipped():
+    """`--benchmark_repetitions=3`: three iteration rows and four aggregate rows (mean, median,
+    stddev, cv) per benchmark; the standard error is of the three repetitions."""
+    readings = google_benchmark.parse(read("google_benchmark_unit_ms.json"), "gb.json")
+    rows = [
+        b["real_time"]
+        for b in data("google_benchmark_unit_ms.json")["benchmarks"]
+        if b["run_name"] == "BM_sort/4096" and b["run_type"] == "iteration"
+    ]
+    assert len(rows) == 3
+    reading = readings["BM_sort/4096"]
+    assert reading.calls == 3
+    assert reading.value == pytest.approx(statistics.mean(rows))
+    assert reading.se == pytest.approx(statistics.stdev(rows) / math.sqrt(3))
+
+
+def test_a_google_benchmark_registered_twice_is_refused_not_counted_as_repetitions():
+    """Two `BENCHMARK(BM_add)` lines: two rows of `BM_add`, each repetition 0 of 1. Before, such
+    rows were merged as repetitions (the standard error shrinking with their number)."""
+    with pytest.raises(
+        FormatError,
+        match=r"^gb.json: benchmarks\[1\]: a second row of 'BM_add' \(repetition 0, first at benchmarks\[0\]\)",
+    ):
+        google_benchmark.parse(read("google_benchmark_duplicate.json"), "gb.json")
+
+
+def test_two_runs_of_repetitions_in_one_file_are_refused():
+    file = data("google_benchmark_unit_ms.json")
+    file["benchmarks"] += file["benchmarks"]
+    with pytest.raises(FormatError, match=r"a second row of 'BM_build_dict/1000' \(repetition 0"):
+        google_benchmark.parse(json.dumps(file), "gb.json")
+
+
+@pytest.mark.parametrize(
+    ("parser", "file", "message"),
+    [
+        (
+            pytest_benchmark.parse,
+            "google_benchmark_repetitions.json",
+            "not a pytest-benchmark file: it looks like Google Benchmark's output",
+        ),
+        (
+            pytest_benchmark.parse,
+            "hyperfine.json",
+            "not a pytest-benchmark file: it looks like hyperfine's output",
+        ),
+        (
+            google_benchmark.parse,
+            "pytest_benchmark.json",
+            "not a Google Benchmark file: it looks like pytest-benchmark's output",
+        ),
+        (
+            hyperfine.parse,
+            "google_benchmark_single.json",
+            "not a hyperfine file: it looks like Google Benchmark's output",
+        ),
+        (
+            vllm_bench_serve.parse,
+            "pytest_benchmark.json",
+            "not a serving benchmark file: it looks like pytest-benchmark's output",
+        ),
+        (
+            google_benchmark.parse,
+            "vllm_bench_serve_summary_spec.json",
+            "not a Google Benchmark file: it looks like a serving benchmark's output",
+        ),
+        (
+            sglang_bench_serving.parse,
+            "sglang_bench_one_batch.jsonl",
+            "line 2: not a serving benchmark file: it looks like SGLang bench_one_batch's output",
+        ),
+        (
+            sglang_bench_one_batch.parse,
+            "sglang_bench_serving_summary.jsonl",
+            "line 1: not a SGLang bench_one_batch file: it looks like a serving benchmark's output",
+        ),
+    ],
+)
+def test_a_file_of_another_tool_is_named_as_such(parser, file, message):
+    with pytest.raises(FormatError) as refused:
+        parser(read(file), "out.json")
+    assert str(refused.value) == f"out.json: {message}"
+
+
+@pytest.mark.parametrize("parser", sorted(PARSERS))
+@pytest.mark.parametrize("content", ["", "\n  \n"])
+def test_an_empty_file_is_reported_empty_not_as_not_json(parser, content):
+    with pytest.raises(FormatError) as refused:
+        PARSERS[parser](content, "out.json")
+    assert str(refused.value) == "out.json: empty: the tool wrote nothing to the file"
+
+
+@pytest.mark.parametrize("parser", sorted(PARSERS))
+def test_a_file_over_the_size_cap_is_refused_before_it_is_parsed(parser):
+    content = " " * 16 * 2**20 + "{}"  # the documented cap, 16 MB
+    with pytest.raises(FormatError, match=r"^out.json: 16.0 MB, over the 16 MB a result file may be"):
+        PARSERS[parser](content, "out.json")
+
+
+def serving_counts(name: str, completed: int, failed: int) -> str:
+    """The engine's real output (`vllm_bench_serve_summary_spec.json`: 16 requests, all completed)
+    with only its counts changed, as a run with failed requests writes them."""
+    file = data(name)
+    file["completed"], file["failed"] = completed, failed
+    return json.dumps(file)
+
+
+@pytest.mark.parametrize(
+    ("completed", "failed", "message"),
+    [
+        (
+            13,
+            3,
+            r"^v.json: failed: 3 of 16 requests failed; perfbot compares runs whose requests all succeeded$",
+        ),
+        (0, 16, r"^v.json: failed: 16 of 16 requests failed"),
+        (0, 0, r"^v.json: completed: 0: no request completed"),
+    ],
+)
+def test_a_vllm_run_with_failed_requests_is_refused_from_its_counts_without_detail(
+    completed, failed, message
+):
+    """Before, without `--save-detailed` (no `errors` array) the `failed` count went unread: an
+    all-failed run was an ok round of zeros, 3 failed of 16 compared as complete."""
+    with pytest.raises(FormatError, match=message):
+        vllm_bench_serve.parse(
+            serving_counts("vllm_bench_serve_summary_spec.json", completed, failed), "v.json"
+        )
+
+
+def test_an_sglang_run_in_which_no_request_completed_is_refused():
+    """SGLang's line has `completed` and no `failed`; a run of only failures completes none
+    (the real summary line with its count changed)."""
+    line = json.loads(read("sglang_bench_serving_summary.jsonl"))
+    line["completed"] = 0
+    with pytest.raises(FormatError, match=r"^s.jsonl: line 1: completed: 0: no request completed"):
+        sglang_bench_serving.parse(json.dumps(line) + "\n", "s.jsonl")
+    line["completed"], line["failed"] = 14, 2  # where a version writes the count, it is read
+    with pytest.raises(FormatError, match=r"^s.jsonl: line 1: failed: 2 of 16 requests failed"):
+        sglang_bench_serving.parse(json.dumps(line) + "\n", "s.jsonl")
