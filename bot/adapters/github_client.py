@@ -15,6 +15,7 @@ from github import Auth, Github, GithubException, GithubIntegration, GithubRetry
 from github.Repository import Repository as GhRepository
 
 from bot.core.bench import contract
+from bot.core.bench.policy import CommitRange
 from bot.core.checks import Check, commit_status
 from bot.core.pulls import PullInfo
 from bot.service.failures import Gone, InstallationGone, NoCredentials
@@ -485,6 +486,34 @@ class PyGithubClient(GitHub):
         _, data = self.github.requester.requestJsonAndCheck("GET", f"{self._repo(repo).url}/commits/{sha}")
         parents = data.get("parents") or []
         return parents[0]["sha"] if parents else None
+
+    @classified
+    def compare(self, repo: str, base: str, head: str) -> CommitRange | None:
+        # One commit per page: the counts are the whole range's, the list is not needed.
+        url = f"{self._repo(repo).url}/compare/{quote(base, safe='')}...{quote(head, safe='')}"
+        try:
+            _, data = self.github.requester.requestJsonAndCheck("GET", url, parameters={"per_page": 1})
+        except GithubException as error:
+            if answer(error) is Answer.NOT_FOUND:
+                return None
+            raise
+        return CommitRange(str(data["status"]), int(data["ahead_by"]), int(data["behind_by"]))
+
+    @classified
+    def pull_of_commit(self, repo: str, sha: str) -> tuple[int, str | None] | None:
+        url = f"{self._repo(repo).url}/commits/{quote(sha, safe='')}/pulls"
+        try:
+            _, listed = self.github.requester.requestJsonAndCheck("GET", url, parameters={"per_page": 100})
+        except GithubException as error:
+            if answer(error) in (Answer.NOT_FOUND, Answer.INVALID, Answer.CONFLICT):
+                return None
+            raise
+        for pull in listed or []:
+            base = pull.get("base") or {}
+            default = (base.get("repo") or {}).get("default_branch")
+            if pull.get("merged_at") and default and base.get("ref") == default:
+                return int(pull["number"]), pull.get("html_url")
+        return None
 
     @classified
     def dispatch(self, repo: str, workflow: str, ref: str, inputs: dict[str, str]) -> WorkflowRun | None:

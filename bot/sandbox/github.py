@@ -80,6 +80,7 @@ class Pull:
     title: str | None = None  # None: the example's
     head_ref: str | None = None  # None: the example's
     merged: bool = False
+    merge_sha: str | None = None  # the merge commit, once merged
 
 
 @dataclass
@@ -998,6 +999,99 @@ class GitHubEmulator:
         body.update(sha=sha, parents=[{**template, "sha": parent} for parent in state.parents[sha]])
         return _json(200, body)
 
+    def compare(self, request: Request, owner: str, repo: str, basehead: str) -> Response:
+        """``base...head`` over the recorded parents: ahead, behind, identical or diverged, with the
+        commits head has that base lacks (paginated, oldest first); 404 for an unknown commit or
+        two commits with no common ancestor, as GitHub answers."""
+        state = self.repos.get(f"{owner}/{repo}")
+        base_ref, dots, head_ref = basehead.partition("...")
+        if state is None or not dots:
+            return _not_found()
+        base, head = self._resolve(state, base_ref), self._resolve(state, head_ref)
+        if base is None or head is None:
+            return _not_found()
+        of_base, of_head = self._ancestors(state, base), self._ancestors(state, head)
+        in_base, in_head = set(of_base), set(of_head)
+        common = [sha for sha in of_head if sha in in_base]
+        if not common:
+            return _json(404, {"message": f"No common ancestor between {base_ref} and {head_ref}."})
+        ahead = [sha for sha in reversed(of_head) if sha not in in_base]
+        behind = [sha for sha in of_base if sha not in in_head]
+        status = {
+            (False, False): "identical",
+            (True, False): "ahead",
+            (False, True): "behind",
+        }.get((bool(ahead), bool(behind)), "diverged")
+        commit = _retarget(github_data.rest_example("commit"), state.full_name)  # the schema's commits
+        commit["files"] = []
+        page_url = f"{WEB}/{state.full_name}/compare/{basehead}"
+        per_page, page = int(request.args.get("per_page", 250)), int(request.args.get("page", 1))
+        body = {
+            "url": f"{GITHUB}/repos/{state.full_name}/compare/{basehead}",
+            "html_url": page_url,
+            "permalink_url": f"{WEB}/{state.full_name}/compare/{base}...{head}",
+            "diff_url": f"{page_url}.diff",
+            "patch_url": f"{page_url}.patch",
+            "base_commit": {**commit, "sha": base},
+            "merge_base_commit": {**commit, "sha": common[0]},
+            "status": status,
+            "ahead_by": len(ahead),
+            "behind_by": len(behind),
+            "total_commits": len(ahead),
+            "commits": [{**commit, "sha": sha} for sha in ahead[(page - 1) * per_page : page * per_page]],
+            "files": [],
+        }
+        return _json(200, body)
+
+    def commit_pulls(self, request: Request, owner: str, repo: str, commit_sha: str) -> Response:
+        """The pull requests a commit belongs to: those whose head holds it (not their base), or
+        that it merged; open ones too, as GitHub lists them."""
+        state = self.repos.get(f"{owner}/{repo}")
+        sha = self._resolve(state, commit_sha) if state is not None else None
+        if state is None or sha is None:
+            return _json(422, {"message": f"No commit found for SHA: {commit_sha}"})
+        template = github_data.rest_example("pull-request")  # a superset of the list's items
+        found = []
+        for pull in state.pulls.values():
+            mine = sha == pull.merge_sha or (
+                sha in self._ancestors(state, pull.head_sha)
+                and sha not in self._ancestors(state, pull.base_sha)
+            )
+            if not mine:
+                continue
+            body = _retarget(template, state.full_name, pull.number)
+            body.update(number=pull.number, state=pull.state, merged_at=None, requested_teams=[])
+            if pull.merged:
+                body["merged_at"] = "2026-01-01T00:00:00Z"
+            body["head"] = {**body["head"], "sha": pull.head_sha}
+            body["base"] = {**body["base"], "ref": pull.base_ref, "sha": pull.base_sha}
+            body["base"]["repo"] = {**body["base"]["repo"], "default_branch": state.default_branch}
+            found.append(body)
+        return self._page(request, found)
+
+    @staticmethod
+    def _resolve(state: RepoState, ref: str) -> str | None:
+        """A branch's head, a known commit, or the one known commit a prefix of 7+ digits names."""
+        if ref in state.branches:
+            return state.branches[ref]
+        known = set(state.parents) | {p for parents in state.parents.values() for p in parents}
+        if ref in known:
+            return ref
+        matches = [sha for sha in known if len(ref) >= 7 and sha.startswith(ref)]
+        return matches[0] if len(matches) == 1 else None
+
+    @staticmethod
+    def _ancestors(state: RepoState, sha: str) -> list[str]:
+        """``sha`` and every commit it comes from (all parents), nearest first."""
+        seen, order, queue = {sha}, [sha], [sha]
+        while queue:
+            for parent in state.parents.get(queue.pop(0), []):
+                if parent not in seen:
+                    seen.add(parent)
+                    order.append(parent)
+                    queue.append(parent)
+        return order
+
     def get_permission(self, request: Request, owner: str, repo: str, username: str) -> Response:
         state = self.repos.get(f"{owner}/{repo}")
         if state is None or username not in state.permissions:
@@ -1178,6 +1272,8 @@ _ROUTES = [
     ("GET", "/repos/{owner}/{repo}", "get_repo"),
     ("GET", "/repos/{owner}/{repo}/branches/{branch}", "get_branch"),
     ("GET", "/repos/{owner}/{repo}/commits/{ref}", "get_commit"),
+    ("GET", "/repos/{owner}/{repo}/compare/{basehead}", "compare"),
+    ("GET", "/repos/{owner}/{repo}/commits/{commit_sha}/pulls", "commit_pulls"),
     ("GET", "/repos/{owner}/{repo}/collaborators/{username}/permission", "get_permission"),
     ("POST", "/repos/{owner}/{repo}/issues/comments/{comment_id}/reactions", "create_reaction"),
     ("POST", "/repos/{owner}/{repo}/actions/workflows/{workflow_id}/dispatches", "dispatch_workflow"),

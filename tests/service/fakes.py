@@ -12,6 +12,7 @@ import itertools
 from dataclasses import dataclass, replace
 
 from bot.core.bench import contract
+from bot.core.bench.policy import CommitRange
 from bot.core.checks import Check
 from bot.core.pulls import PullInfo
 from bot.service.ports.github import ArtifactInvalid, DispatchRefused, GitHub, GitHubFactory, PullRequestGone
@@ -53,6 +54,8 @@ class FakeGitHub(GitHub):
         self.reactions: list[tuple[str, int, str]] = []
         self.branches: dict[str, tuple[str, str]] = {}  # repo -> (default branch, its head)
         self.parents: dict[tuple[str, str], str] = {}
+        # The pull requests GitHub associates with a commit: (number, url, base branch, merged).
+        self.commit_pulls: dict[tuple[str, str], list[tuple[int, str | None, str, bool]]] = {}
         self.workflows: set[tuple[str, str]] = set()
         self.dispatches: list[dict] = []
         self.runs: dict[int, dict] = {}
@@ -195,6 +198,26 @@ class FakeGitHub(GitHub):
 
     def first_parent(self, repo, sha):
         return self.parents.get((repo, sha))
+
+    def compare(self, repo, base, head):
+        """From ``parents`` (first parents only): ahead when BASE is among HEAD's ancestors, behind
+        when HEAD is among BASE's, identical when one commit; None, as GitHub's 404, otherwise."""
+        if base == head:
+            return CommitRange("identical", 0, 0)
+        for status, start, end in (("ahead", head, base), ("behind", base, head)):
+            steps, sha = 0, start
+            while sha is not None and steps <= 100_000:
+                if sha == end:
+                    return CommitRange(status, *((steps, 0) if status == "ahead" else (0, steps)))
+                sha, steps = self.parents.get((repo, sha)), steps + 1
+        return None
+
+    def pull_of_commit(self, repo, sha):
+        default = self.branches.get(repo, ("main", ""))[0]
+        for number, url, base_ref, merged in self.commit_pulls.get((repo, sha), []):
+            if merged and base_ref == default:
+                return number, url
+        return None
 
     def dispatch(self, repo, workflow, ref, inputs):
         if (repo, workflow) not in self.workflows:

@@ -22,6 +22,20 @@ from bot.core.pulls import PullInfo
 from bot.core.vocabulary import Level
 
 WRITE = ("admin", "write")  # GitHub's `permission`: maintain reads as write, triage as read
+# The most commits `/bench bisect GOOD BAD` bisects: about 7 probes of a plain bisection, each a GPU
+# run; a wider range is narrowed by hand first (or a merge run's case, which the watch opens itself).
+MAX_BISECT_COMMITS = 128
+
+
+@dataclass(frozen=True)
+class CommitRange:
+    """GitHub's comparison of two commits (``compare/BASE...HEAD``): ``status`` is ahead when BASE
+    is an ancestor of HEAD, behind when HEAD is one of BASE, identical when they are one commit, else
+    diverged; ``ahead_by``: the commits HEAD has that BASE lacks (the range's size when ahead)."""
+
+    status: str
+    ahead_by: int
+    behind_by: int
 
 
 @dataclass(frozen=True)
@@ -267,6 +281,33 @@ def _bisect(command: grammar.Bisect, facts: Facts, bench: BenchConfig) -> Decisi
         )
     suites = command.suites or contract.default_suites(bench)
     return StartBisect(command.good, command.bad, suites, command.metric)
+
+
+def bisect_range(good: str, bad: str, compared: CommitRange | None) -> Refuse | None:
+    """Why GOOD..BAD (as GitHub compared them; None: GitHub knows no such pair, or they share no
+    history) cannot be bisected, if it cannot: GOOD must be an ancestor of BAD, another commit,
+    and the range at most `MAX_BISECT_COMMITS` commits."""
+    hint = "name the last good commit, then the first bad one, both of the default branch"
+    if compared is None:
+        return Refuse(
+            f"GitHub cannot compare {good[:12]} with {bad[:12]}: unknown or unrelated commits", hint
+        )
+    if compared.status == "identical":
+        return Refuse(f"{good[:12]} and {bad[:12]} are the same commit", hint)
+    if compared.status == "behind":
+        return Refuse(
+            f"the range is reversed: {bad[:12]} is {compared.behind_by} commits before {good[:12]}",
+            f"swap them: /bench bisect {bad[:12]} {good[:12]}",
+        )
+    if compared.status != "ahead":
+        return Refuse(f"{good[:12]} is not an ancestor of {bad[:12]} (their histories diverged)", hint)
+    if compared.ahead_by > MAX_BISECT_COMMITS:
+        return Refuse(
+            f"{good[:12]}..{bad[:12]} holds {compared.ahead_by} commits, more than the "
+            f"{MAX_BISECT_COMMITS} a /bench bisect takes",
+            "narrow the range first (the dashboard's history shows where the metric changed)",
+        )
+    return None
 
 
 def _wait(last: datetime | None, limit_s: int, now: datetime) -> timedelta | None:

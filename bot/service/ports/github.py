@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 
+from bot.core.bench.policy import CommitRange
 from bot.core.checks import Check
 from bot.core.pulls import PullInfo
 
@@ -104,6 +105,17 @@ class GitHub(ABC):
     @abstractmethod
     def first_parent(self, repo: str, sha: str) -> str | None:
         """The first parent of a commit (None for a root commit)."""
+
+    @abstractmethod
+    def compare(self, repo: str, base: str, head: str) -> CommitRange | None:
+        """How ``head`` stands to ``base`` (GitHub's compare, ``base...head``; shas, prefixes or
+        branches); None when GitHub knows either not, or they share no history (its 404)."""
+
+    @abstractmethod
+    def pull_of_commit(self, repo: str, sha: str) -> tuple[int, str | None] | None:
+        """The pull request whose merge brought commit ``sha`` into the default branch (its merge
+        commit, or one of its commits): its number and web address; None when no merged pull
+        request into the default branch holds it (GitHub's commits/SHA/pulls)."""
 
     @abstractmethod
     def dispatch(self, repo: str, workflow: str, ref: str, inputs: dict[str, str]) -> WorkflowRun | None:
