@@ -8,13 +8,17 @@ communication).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import math
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
+
+from scipy import stats as scipy_stats
 
 from bot.core.config import suite_kinds
 from bot.core.config.suite_kinds.base import MetricRole, Part
 from bot.core.judge.quantities import number, percent
+from bot.core.judge.results import SIDES, Results
 
 Cause = Literal["accept_length", "cycle_time", "both", "none", "unknown"]
 Status = Literal["pays", "break-even", "costs"]
@@ -63,6 +67,9 @@ class Judged(Protocol):
     def unit(self) -> str: ...
 
 
+Interval = tuple[float, float]
+
+
 @dataclass(frozen=True, slots=True)
 class SpeculationJudgement:
     """Speedup of speculation over not speculating, before and after, and the cause of a change."""
@@ -76,6 +83,11 @@ class SpeculationJudgement:
     floor: float | None = None
     # The call-out of its own: the speed-up fell below 1 (or the floor), stays there, or came back.
     break_even: str | None = None
+    # The head's speed-up is below 1 (or the floor) by its whole interval: the call-out warns.
+    short: bool = False
+    # Each side's interval of the speed-up (`speedup_intervals`), where its rounds gave one.
+    interval_before: Interval | None = None
+    interval_after: Interval | None = None
 
     @property
     def stopped_paying(self) -> bool:
@@ -92,6 +104,9 @@ class SpeculationJudgement:
             "sentences": list(self.sentences),
             "floor": self.floor,
             "break_even": self.break_even,
+            "short": self.short,
+            "interval_before": list(self.interval_before) if self.interval_before else None,
+            "interval_after": list(self.interval_after) if self.interval_after else None,
         }
 
 
@@ -109,10 +124,15 @@ def mode_phrase(mode: str | None) -> str:
 
 
 def judge(
-    metrics: Mapping[str, Judged], min_effect: float, floor: float | None = None
+    metrics: Mapping[str, Judged],
+    min_effect: float,
+    floor: float | None = None,
+    intervals: tuple[Interval | None, Interval | None] = (None, None),
 ) -> SpeculationJudgement | None:
     """Speculation verdict in words, or None when the run measured no speculation metric.
-    ``floor``: the configured speed-up below which speculation is called out, as below 1."""
+    ``floor``: the configured speed-up below which speculation is called out, as below 1.
+    ``intervals``: the speed-up's interval of each side, base and head (`speedup_intervals`):
+    the call-out decides on them; a side without one (a single round) is decided on its point."""
     if not SPECULATION_METRICS & metrics.keys():
         return None
     before, after = _speedups(metrics)
@@ -121,6 +141,7 @@ def judge(
     sentences = _speed_sentences(metrics, (before, after), (status_before, status_after)) + _cause_sentences(
         metrics, cause, min_effect
     )
+    line, short = break_even(metrics, before, after, floor, intervals)
     return SpeculationJudgement(
         before,
         after,
@@ -129,40 +150,99 @@ def judge(
         cause,
         tuple(sentences),
         floor,
-        break_even(metrics, before, after, floor),
+        line,
+        short,
+        *intervals,
     )
 
 
-def break_even(
-    metrics: Mapping[str, Judged], before: float | None, after: float | None, floor: float | None = None
-) -> str | None:
-    """The line that calls out where speculation stands against not speculating: its speed-up
-    (head, with base's) fell below 1 ('speculation now costs more than it saves') or below the
-    configured ``floor``, stays there, or came back; with the accept length apart from the kernel
-    and the communication time. None when the speed-up is above both and was."""
-    if after is None:
+def speedup_intervals(results: Results, confidence: float) -> tuple[Interval | None, Interval | None]:
+    """Each side's ``confidence`` interval of the speed-up of speculation: from each round's own
+    speed-up (its speculative over its plain rate, or the speed-up it reports), the t-interval of
+    their mean log, as a ratio. None for a side of fewer than two such rounds."""
+    return (
+        _interval(_round_speedups(results, SIDES[0]), confidence),
+        _interval(_round_speedups(results, SIDES[1]), confidence),
+    )
+
+
+def _round_speedups(results: Results, side: Literal["base", "head"]) -> list[float]:
+    found = []
+    for round_ in results.rounds_of(side):
+        values = round_.metrics if round_.ok else {}
+        if SPEC_TOK_S in values and BASELINE_TOK_S in values:
+            speedup = _ratio(float(values[SPEC_TOK_S]), float(values[BASELINE_TOK_S]))
+        elif SPEEDUP in values:
+            speedup = float(values[SPEEDUP])
+        else:
+            continue
+        if speedup is not None and math.isfinite(speedup) and speedup > 0:
+            found.append(speedup)
+    return found
+
+
+def _interval(speedups: Sequence[float], confidence: float) -> Interval | None:
+    n = len(speedups)
+    if n < 2:
         return None
-    dropped = before is None or before >= 1
-    if after < 1:
+    logs = [math.log(x) for x in speedups]
+    mean = math.fsum(logs) / n
+    sd = math.sqrt(math.fsum((x - mean) ** 2 for x in logs) / (n - 1))
+    reach = float(scipy_stats.t.ppf(0.5 + confidence / 2, n - 1)) * sd / math.sqrt(n)
+    low, high = mean - reach, mean + reach
+    if not (math.isfinite(low) and math.isfinite(high)) or max(abs(low), abs(high)) > 700:
+        return None
+    return math.exp(low), math.exp(high)
+
+
+def break_even(
+    metrics: Mapping[str, Judged],
+    before: float | None,
+    after: float | None,
+    floor: float | None = None,
+    intervals: tuple[Interval | None, Interval | None] = (None, None),
+) -> tuple[str | None, bool]:
+    """The line that calls out where speculation stands against not speculating, and whether it
+    warns: the speed-up (head, with base's) fell below 1 ('speculation now costs more than it
+    saves') or below the configured ``floor``, stays there, or came back; with the accept length
+    apart from the kernel and the communication time. A side is below a bound only where its
+    whole interval is, above it only where its whole interval is (its point, without one): a
+    speed-up whose interval holds 1 is at break-even, and no line calls it either way. None when
+    nothing crossed or stays below."""
+    if after is None:
+        return None, False
+    was_interval, now_interval = intervals
+
+    def below(speedup: float | None, interval: Interval | None, bound: float) -> bool:
+        return speedup is not None and (interval[1] < bound if interval else speedup < bound)
+
+    def above(speedup: float | None, interval: Interval | None, bound: float) -> bool:
+        return speedup is not None and (interval[0] > bound if interval else speedup >= bound)
+
+    if below(after, now_interval, 1):
+        dropped = not below(before, was_interval, 1)
         lead = (
             "Speculation now costs more than it saves"
             if dropped
             else "Speculation still costs more than it saves"
         )
-    elif floor is not None and after < floor:
+        short = True
+    elif floor is not None and below(after, now_interval, floor):
         lead = (
             f"The speed-up of speculation fell below the configured floor of {floor:.2f}×"
-            if before is None or before >= floor
+            if not below(before, was_interval, floor)
             else f"The speed-up of speculation stays below the configured floor of {floor:.2f}×"
         )
-    elif before is not None and before < 1:
-        lead = "Speculation pays again"
-    elif floor is not None and before is not None and before < floor:
-        lead = f"The speed-up of speculation is back above the configured floor of {floor:.2f}×"
+        short = True
+    elif below(before, was_interval, 1) and above(after, now_interval, 1):
+        lead, short = "Speculation pays again", False
+    elif floor is not None and below(before, was_interval, floor) and above(after, now_interval, floor):
+        lead, short = f"The speed-up of speculation is back above the configured floor of {floor:.2f}×", False
     else:
-        return None
-    was = "" if before is None else f" (base: {before:.2f}×)"
-    return f"{lead}: {after:.2f}× the tokens per second without speculation{was}. {_apart(metrics)}"
+        return None, False
+    # The interval itself is not repeated here: the table row of the speed-up gives the numbers.
+    said = f" (base: {before:.2f}×)" if before is not None else ""
+    return f"{lead}: {after:.2f}× the tokens per second without speculation{said}. {_apart(metrics)}", short
 
 
 def _apart(metrics: Mapping[str, Judged]) -> str:

@@ -385,7 +385,12 @@ def decide(
         verdict,
         metrics,
         tuple(environment),
-        speculation.judge({m.name: m for m in metrics}, min_effect, _floor(results)),
+        speculation.judge(
+            {m.name: m for m in metrics},
+            min_effect,
+            _floor(results),
+            speculation.speedup_intervals(results, confidence),
+        ),
         settings,
         notes=tuple(_run_notes(results) + _metric_notes(metrics)),
         warnings=tuple(drifted + ([WITHHELD_WARNING] if withheld else [])),

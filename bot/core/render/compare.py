@@ -243,8 +243,10 @@ def _speculation_block(comparison: Comparison) -> list[str]:
         return []
     blocks = ["**Speculation.** " + " ".join(escape_md(s) for s in spec.sentences)]
     if spec.break_even:  # a line of its own: whether speculation still pays is news by itself
-        short = spec.speedup_after is not None and spec.speedup_after < max(1.0, spec.floor or 0.0)
-        blocks.append(f"**Speculation break-even.** {'⚠️' if short else '✅'} {escape_md(spec.break_even)}")
+        # Decided with the line, on the head's interval: a speed-up that may be 1 warns of nothing.
+        blocks.append(
+            f"**Speculation break-even.** {'⚠️' if spec.short else '✅'} {escape_md(spec.break_even)}"
+        )
     return blocks
 
 

@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import json
+import re
 from dataclasses import dataclass
+
+import numpy as np
 
 from bot.core.config import suite_kinds
 from bot.core.config.suite_kinds.base import KINDS
-from bot.core.judge import speculation
+from bot.core.judge import results, speculation, stats
+from tests.core.judge.results_data import document
 
 
 @dataclass
@@ -213,3 +218,47 @@ def test_the_configured_floor_is_called_out_when_crossed_either_way():
     assert line(0.9, 1.3).startswith("Speculation pays again")
     assert line(1.3, 1.25) is None and line(1.3, 1.1, floor=None) is None
     assert speculation.judge({"spec_speedup": Judged(1.3, 1.1, "regression")}, 0.02, 1.2).floor == 1.2
+
+
+def simulated(seed: int, base_speedup: float, head_speedup: float, rounds: int = 5, noise: float = 0.03):
+    """A results file of an EAGLE-3 suite: each round measures the plain and the speculative
+    decode rate, log-normally scattered by ``noise`` around 100 tok/s and ``speedup`` x 100."""
+    rng = np.random.default_rng(seed)
+
+    def rates(speedup: float) -> tuple[list[float], list[float]]:
+        plain = 100 * np.exp(rng.normal(0, noise, rounds))
+        spec = 100 * speedup * np.exp(rng.normal(0, noise, rounds))
+        return list(map(float, spec)), list(map(float, plain))
+
+    (base_spec, base_plain), (head_spec, head_plain) = rates(base_speedup), rates(head_speedup)
+    return results.load(
+        json.dumps(
+            document(
+                {
+                    "spec_tok_s": ("tok/s", "higher", base_spec, head_spec),
+                    "baseline_tok_s": ("tok/s", "higher", base_plain, head_plain),
+                }
+            )
+        )
+    )
+
+
+def test_the_break_even_call_out_rarely_fires_at_a_true_speed_up_of_one():
+    """Before, the line compared the point estimate with 1: at a true 1.00x about half of A/A runs
+    (and 18 of 20 in a real trial) got a warning line. Now it is decided on the speed-up's 95%
+    interval: below 1 only where the whole interval is."""
+    fired = 0
+    for seed in range(200):
+        judged = stats.decide(simulated(seed, 1.0, 1.0)).speculation
+        fired += judged.short
+    assert fired <= 10, f"{fired} of 200 A/A runs at a true 1.00x were called short"
+
+
+def test_a_real_fall_below_one_still_fires():
+    called = [stats.decide(simulated(seed, 1.3, 0.85)).speculation for seed in range(100)]
+    assert sum(c.short and c.break_even.startswith("Speculation now costs") for c in called) >= 95
+    line = called[0].break_even
+    pattern = (
+        r"^Speculation now costs more than it saves: 0\.\d\d× the tokens per second without speculation "
+    )
+    assert re.search(pattern + r"\(base: 1\.\d\d×\)\.", line), line
