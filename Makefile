@@ -10,7 +10,7 @@ STAMP        := $(call stamp,test,requirements/test.txt requirements/torch.txt)
 SERVER_STAMP := $(call stamp,server,requirements/server.txt)
 TOOLS_STAMP  := $(TOOLS)/.installed-$(shell cksum requirements/tools.txt | cut -d' ' -f1)
 
-.PHONY: install install-server test test-all lint lint-workflows unit slow run sandbox bench lock audit clean mutation mutation-changed
+.PHONY: install install-server test test-all lint lint-workflows unit slow run sandbox bench lock audit clean mutation mutation-changed flaky
 
 install: $(STAMP)
 
@@ -103,6 +103,13 @@ mutation: install
 
 mutation-changed: install
 	$(BIN)/python -m tests.support.mutate --changed HEAD~1 --max-mutants 20
+
+# The test files changed since FLAKY_BASE (default: the last commit), run FLAKY_RUNS times (default 5)
+# while every core is kept busy: a test that passes only on a quiet machine fails here first
+# (tests/support/flaky_check.sh). CI: `make flaky FLAKY_BASE=origin/main`.
+FLAKY_BASE ?= HEAD~1
+flaky: install
+	tests/support/flaky_check.sh $(FLAKY_BASE)
 
 # pip-tools, pip-audit, zizmor and bandit, in a venv of their own (never in .venv: they are not perfbot's).
 $(TOOLS_STAMP): requirements/tools.txt

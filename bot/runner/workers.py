@@ -5,7 +5,8 @@ A worker starts in a scope of its own (`bot.runner.scope`, as every benchmark co
 namespace where the machine allows one, so that nothing it starts outlives it) in the side's
 worktree, with the environment and read-only folders a round gets (`rounds.child_env`,
 `RoundContext.read_only`), and reads one JSON request per
-round on standard input; a round is done when the suite's output file appears, and failed when the
+round on standard input; a round is done when the suite's output file appears (so a worker writes it
+aside and renames it into place: a file written in place can be read before its content), and failed when the
 worker exits or the round's deadline passes (the whole scope is ended, and the side's later rounds
 run in fresh processes again; so do all of them where the worker cannot start). What a
 worker cannot see, every fresh round still does: process start-up, a new CUDA context and

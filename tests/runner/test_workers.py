@@ -36,12 +36,17 @@ FRESH_PY = (
     "import json, os\n"
     f"open(os.path.join(os.environ['PERFBOT_OUT_DIR'], {RESULT!r}), 'w').write(os.environ['PERFBOT_VALUES'])\n"
 )
-# The same, for every request on standard input, until "stop".
+# The same, for every request on standard input, until "stop". The runner takes the file's appearance
+# for the round's end, so the file appears whole (written aside, then renamed into place), as the
+# built-in workers write theirs; written in place, the runner could read it empty (1 run in 10 did).
 SERVE_PY = (
     "import json, os, sys\n"
     "for line in sys.stdin:\n"
     "    if line.strip() == 'stop':\n        break\n"
-    "    open(json.loads(line)['out'], 'w').write(os.environ['PERFBOT_VALUES'])\n"
+    "    out = json.loads(line)['out']\n"
+    "    with open(out + '.partial', 'w') as partial:\n"
+    "        partial.write(os.environ['PERFBOT_VALUES'])\n"
+    "    os.replace(out + '.partial', out)\n"
 )
 
 
