@@ -8,10 +8,13 @@ A suite's options are its kind's model, one of the kinds `bot.core.config.suite_
 
 from __future__ import annotations
 
+import difflib
 import re
+import types
+import typing
 from typing import TYPE_CHECKING, Annotated, Any, Literal, Union
 
-from pydantic import Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, Field, ValidationError, field_validator, model_validator
 from pydantic_core import ErrorDetails
 
 from bot.core import vocabulary
@@ -305,6 +308,16 @@ def schema() -> dict[str, Any]:
 
 def load(text: str | bytes, source: str = CONFIG_PATH) -> RepoConfig:
     """Parse and validate YAML text; raise `ConfigError` naming the key path of each problem."""
+    data = parse(text, source)
+    try:
+        return RepoConfig.model_validate(data)
+    except ValidationError as error:
+        raise ConfigError(source, [describe(e, data) for e in error.errors()]) from None
+
+
+def parse(text: str | bytes, source: str = CONFIG_PATH) -> dict[str, Any]:
+    """The YAML text as a mapping, not yet validated; `ConfigError` when it is not YAML or not a
+    mapping."""
     import yaml  # here, not at the top: a command that reads no config file never needs it
 
     try:
@@ -318,19 +331,17 @@ def load(text: str | bytes, source: str = CONFIG_PATH) -> RepoConfig:
         data = {}
     if not isinstance(data, dict):
         raise ConfigError(source, [f"the top level must be a mapping, not {type(data).__name__}"])
-    try:
-        return RepoConfig.model_validate(data)
-    except ValidationError as error:
-        raise ConfigError(source, [describe(e, data) for e in error.errors()]) from None
+    return data
 
 
 _KEY = "[key]"  # pydantic's mark for a problem with a mapping's key rather than its value
 _MAPPING_TYPES = ("model_type", "model_attributes_type", "dict_type")
 
 
-def describe(error: ErrorDetails, data: object) -> str:
+def describe(error: ErrorDetails, data: object, *, guess: bool = False) -> str:
     """One problem as the user wrote it: the key path in their file (``bench.suites.NAME.preset``,
-    ``risk.rules[0].paths``) and what was expected, in the words of the file, not of the models."""
+    ``risk.rules[0].paths``) and what was expected, in the words of the file, not of the models;
+    with ``guess``, an unknown key close to a known one says which ("did you mean ...?")."""
     path, key_problem = key_path(error["loc"], data)
     where = path or "(top level)"
     kind, context, value = error["type"], error.get("ctx") or {}, error.get("input")
@@ -338,7 +349,12 @@ def describe(error: ErrorDetails, data: object) -> str:
         expected = context.get("expected")
         return f"{where}: unknown key" + (f" (expected one of {expected})" if expected else "")
     if kind == "extra_forbidden":
-        return f"{where}: unknown key"
+        close = (
+            difflib.get_close_matches(str(error["loc"][-1]), _known_keys(error["loc"][:-1]), n=1)
+            if guess
+            else []
+        )
+        return f"{where}: unknown key" + (f" (did you mean '{close[0]}'?)" if close else "")
     if kind == "missing":
         return f"{where}: missing (required)"
     if kind in _MAPPING_TYPES:
@@ -377,6 +393,52 @@ def key_path(loc: tuple[int | str, ...], data: object) -> tuple[str, bool]:
         parts.append(f".{item}")
         node = node.get(item) if isinstance(node, dict) else None
     return "".join(parts).lstrip("."), key_problem
+
+
+def _known_keys(loc: tuple[int | str, ...]) -> list[str]:
+    """The keys the model at ``loc`` (pydantic's location of a mapping) accepts, for a guess at the
+    key an unknown one meant."""
+    model: Any = RepoConfig
+    for part in loc:
+        model = _inner(_plain(model), part)
+        if model is None:
+            return []
+    model = _plain(model)
+    return list(model.model_fields) if isinstance(model, type) and issubclass(model, BaseModel) else []
+
+
+def _plain(kind: Any) -> Any:
+    """``kind`` without ``Annotated`` and ``| None``."""
+    while typing.get_origin(kind) is Annotated:
+        kind = typing.get_args(kind)[0]
+    if typing.get_origin(kind) in (Union, types.UnionType):
+        members = [m for m in typing.get_args(kind) if m is not type(None)]
+        if len(members) == 1:
+            return _plain(members[0])
+    return kind
+
+
+def _inner(kind: Any, part: int | str) -> Any:
+    """The type one location part further in: a model's field, a mapping's or a list's item, or the
+    suite kind's model that the part (the union's tag) names."""
+    if isinstance(kind, type) and issubclass(kind, BaseModel):
+        field = kind.model_fields.get(str(part))
+        return field.annotation if field is not None else None
+    origin = typing.get_origin(kind)
+    if origin is dict:
+        return typing.get_args(kind)[1]
+    if origin in (list, tuple):
+        return typing.get_args(kind)[0]
+    if origin in (Union, types.UnionType):
+        for member in map(_plain, typing.get_args(kind)):
+            tag = (
+                member.model_fields.get("kind")
+                if isinstance(member, type) and issubclass(member, BaseModel)
+                else None
+            )
+            if tag is not None and part in typing.get_args(tag.annotation):
+                return member
+    return None
 
 
 def _kinds() -> str:

@@ -63,11 +63,19 @@ def read(text: str | bytes | None, source: ConfigSource) -> RepoConfig:
 
 
 def read_or_defaults(text: str | bytes | None, source: ConfigSource) -> tuple[RepoConfig, str | None]:
-    """As `read`, but an invalid config gives the defaults and the error's one line, for a caller
-    that must go on (a review still goes out, and says why its rules are the defaults)."""
-    from bot.core.config.schema import ConfigError, RepoConfig
+    """As `read`, for a caller that must go on (a review still goes out): an invalid config keeps its
+    valid keys, leaves out the invalid ones and holds the runs perfbot starts on its own until it is
+    fixed (`lenient`); with the line that says so. A file that is not YAML gives the defaults, held
+    the same way."""
+    from bot.core.config import lenient
+    from bot.core.config.schema import ConfigError, RepoConfig, parse
 
+    if text is None:
+        return RepoConfig(), None
     try:
-        return read(text, source), None
+        config, problems = lenient.salvage(parse(text, source.label))
     except ConfigError as error:
-        return RepoConfig(), str(error)
+        return lenient.held(RepoConfig()), lenient.problem_line(error)
+    if not problems:
+        return config, None
+    return config, lenient.problem_line(ConfigError(source.label, problems))

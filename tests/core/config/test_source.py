@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from bot.core.config import lenient
 from bot.core.config import source as config_source
 from bot.core.config.schema import ConfigError, RepoConfig
 from bot.core.config.source import WORK_TREE, ConfigSource
@@ -35,7 +36,14 @@ def test_a_valid_config_is_read():
     assert config.risk.profile == "vllm"
 
 
-def test_an_invalid_config_gives_the_defaults_and_the_error_for_a_caller_that_goes_on():
+def test_an_invalid_config_gives_its_valid_part_held_and_the_error_for_a_caller_that_goes_on():
     config, error = config_source.read_or_defaults("version: 2\n", ConfigSource.default_branch("dev"))
-    assert config == RepoConfig()
+    assert config == lenient.held(RepoConfig())
     assert error is not None and error.startswith(".github/perfbot.yml@dev: version")
+    assert "off until it is fixed" in error
+
+
+def test_a_file_that_is_not_yaml_gives_the_defaults_held():
+    config, error = config_source.read_or_defaults("risk: [\n", ConfigSource.default_branch("dev"))
+    assert config == lenient.held(RepoConfig())
+    assert error is not None and "not valid YAML" in error
