@@ -45,6 +45,7 @@ from scipy import stats as scipy_stats
 
 from bot.core import vocabulary
 from bot.core.judge import envdiff, model, speculation
+from bot.core.judge.quantities import number
 from bot.core.judge.results import SIDES, Results, Role
 
 Verdict = vocabulary.Verdict
@@ -393,7 +394,7 @@ def decide(
         ),
         settings,
         notes=tuple(_run_notes(results) + _metric_notes(metrics)),
-        warnings=tuple(drifted + ([WITHHELD_WARNING] if withheld else [])),
+        warnings=tuple(drifted + ([WITHHELD_WARNING] if withheld else []) + _identical_rounds(values)),
         rounds={side: len(results.rounds_of(side)) - len(results.failures(side)) for side in SIDES},
         drifted=bool(drifted),
     )
@@ -798,6 +799,29 @@ def _metric_notes(metrics: Sequence[MetricJudgement]) -> list[str]:
             if not m.primary and m.verdict in _CLAIMS
         ]
     return notes
+
+
+def _identical_rounds(values: Mapping[str, tuple[Sequence[float], Sequence[float]]]) -> list[str]:
+    """A warning per metric whose rounds of a side (two or more) all gave one value to the last
+    bit: no timing repeats itself exactly, so the number is a count, or a file read again rather
+    than measured, and the interval's width (none) says nothing of its precision."""
+    warnings_ = []
+    for name, sides in values.items():
+        same = [
+            side
+            for side, rounds in zip(SIDES, sides, strict=True)
+            if len(rounds) >= 2 and len(set(rounds)) == 1
+        ]
+        if not same:
+            continue
+        which = "both sides" if len(same) == 2 else f"the {same[0]} side"
+        shown = ", ".join(f"{number(values[name][SIDES.index(side)][0])} on {side}" for side in same)
+        warnings_.append(
+            f"{name}: every round of {which} gave the same value to the last bit ({shown}): a number "
+            "that does not vary (a deterministic count, a saved file read again) is no timing, and "
+            "its interval's zero width is not precision"
+        )
+    return warnings_
 
 
 def _drift_warnings(results: Results, ignore_env: tuple[str, ...]) -> list[str]:

@@ -69,6 +69,16 @@ def _rounds(comparison: Comparison) -> int:
     return min(comparison.rounds.values(), default=0)
 
 
+def _per_side(rounds: int) -> str:
+    """'1 round per side', '3 rounds per side'."""
+    return f"{rounds} round{'' if rounds == 1 else 's'} per side"
+
+
+def _more_rounds(extra: int) -> str:
+    """'1 more round', '4 more rounds'."""
+    return f"{extra} more round{'' if extra == 1 else 's'}"
+
+
 def _no_verdict(comparison: Comparison) -> str:
     reason = next((m.reason for m in comparison.deciding if m.verdict == "error"), None)
     return f"No verdict: {(comparison.notes or [reason or 'nothing to judge'])[-1]}"
@@ -94,7 +104,7 @@ def _inconclusive(comparison: Comparison) -> str:
     more = f": about {extra} more per side would likely decide" if extra else ""
     if extra and extra >= MAX_EXTRA_ROUNDS:
         more = f": the noisiest metrics would need more than {MAX_EXTRA_ROUNDS} more per side"
-    return f"Inconclusive after {_rounds(comparison)} rounds per side{more}"
+    return f"Inconclusive after {_per_side(_rounds(comparison))}{more}"
 
 
 def _unchanged(comparison: Comparison) -> str:
@@ -105,7 +115,7 @@ def _unchanged(comparison: Comparison) -> str:
     undecided = sum(1 for m in comparison.metrics if not m.primary and m.verdict == "inconclusive")
     tail = f"; {undecided} diagnostic{'s' if undecided > 1 else ''} undecided" if undecided else ""
     count = f"{len(steady)} metric{'s' if len(steady) != 1 else ''}"
-    return f"No change beyond ±{margin:.0%} in {count}{among} ({_rounds(comparison)} rounds per side){tail}"
+    return f"No change beyond ±{margin:.0%} in {count}{among} ({_per_side(_rounds(comparison))}){tail}"
 
 
 def _effect_phrase(m: MetricJudgement) -> str:
@@ -233,7 +243,7 @@ def level(confidence: float) -> str:
 def _verdict_cell(m: MetricJudgement) -> str:
     cell = f"{_ICON[m.verdict]} {m.verdict}"
     if m.verdict == "inconclusive" and m.extra_rounds:
-        cell += f" (≈{m.extra_rounds} more rounds)"
+        cell += f" (≈{_more_rounds(m.extra_rounds)})"
     return cell
 
 
@@ -306,8 +316,8 @@ def _method_details(results: Results, comparison: Comparison) -> str:
         "<details><summary>Method, rounds and runner</summary>",
         "",
         "- Each metric: the rounds are the unit of replication (far outliers, over "
-        f"{OUTLIER_MADS:g} robust deviations from the pooled median, left out from "
-        f"{TRIM_ROUNDS} rounds per side); base and head are the geometric means of their "
+        f"{OUTLIER_MADS:g} robust deviations from the pooled median, left out where a side has at "
+        f"least {TRIM_ROUNDS} rounds); base and head are the geometric means of their "
         f"rounds, {_weighting(comparison)}; change = head/base − 1 with a "
         f"t interval on rounds − 2 degrees of freedom. The interval shown is the one the verdict "
         f'used: for "unchanged" the {level(s.confidence)} interval of the equivalence test, '
@@ -430,7 +440,7 @@ def _text_table(metrics: Sequence[MetricJudgement]) -> list[str]:
     for m in metrics:
         interval = _ci(m, dash="-", between=" .. ")
         verdict = m.verdict + (
-            f" (~{m.extra_rounds} more rounds)" if m.verdict == "inconclusive" and m.extra_rounds else ""
+            f" (~{_more_rounds(m.extra_rounds)})" if m.verdict == "inconclusive" and m.extra_rounds else ""
         )
         unit = f" ({printable(m.unit)})" if m.unit else ""
         rows.append(
