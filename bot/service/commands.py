@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, replace
+from datetime import datetime
 
 from bot.core.bench import contract, policy
 from bot.core.commands import grammar
@@ -55,6 +56,7 @@ class _Snapshot:
     config: RepoConfig
     config_error: str | None
     facts: policy.Facts
+    bisected: tuple[datetime | None, datetime | None] = (None, None)  # `_last_bisects`
 
     @property
     def repo(self) -> str:
@@ -139,7 +141,13 @@ def _gather(
         now=services.now(),
     )
     return _Snapshot(
-        event=event, github=github, pull=pull, config=config, config_error=config_error, facts=facts
+        event=event,
+        github=github,
+        pull=pull,
+        config=config,
+        config_error=config_error,
+        facts=facts,
+        bisected=_last_bisects(services, repo, event.login, pull.number),
     )
 
 
@@ -167,13 +175,49 @@ def _decide_in_turn(services: Services, snapshot: _Snapshot, command: grammar.Co
     key = contract.work_key("command", snapshot.repo, snapshot.event.subject)
 
     def decide(now: Admission) -> tuple[policy.Decision, None]:
-        facts = replace(snapshot.facts, user_last=now.user_last, pr_last=now.pr_last)
+        facts = _with_bisects(snapshot, replace(snapshot.facts, user_last=now.user_last, pr_last=now.pr_last))
         return policy.decide(command, facts, snapshot.config.bench), None
 
     decision, _ = services.store.benchmarks.admit(
         contract.correlation_id(key), snapshot.repo, snapshot.pull.number, snapshot.event.login, decide
     )
     return decision
+
+
+def _with_bisects(snapshot: _Snapshot, facts: policy.Facts) -> policy.Facts:
+    """``facts`` with the `/bench bisect` commands counted among the last accepted `/bench` of the
+    asker and of the pull request: the cooldowns bound bisects as they bound runs."""
+    mine, ours = snapshot.bisected
+    return replace(
+        facts,
+        user_last=max(filter(None, (facts.user_last, mine)), default=None),
+        pr_last=max(filter(None, (facts.pr_last, ours)), default=None),
+    )
+
+
+def _last_bisects(
+    services: Services, repo: str, login: str, number: int
+) -> tuple[datetime | None, datetime | None]:
+    """When the asker, and anyone on pull request ``number``, last had a `/bench bisect` accepted
+    (its case opened), read before the admission: the admission's transaction holds the store's
+    writer, and the cases are the watch's."""
+    mine: datetime | None = None
+    ours: datetime | None = None
+    for case in services.store.watch.cases(frozenset({repo})):
+        if case.source != "command":
+            continue
+        if case.requested_by is not None and case.requested_by.lower() == login.lower():
+            mine = max(filter(None, (mine, case.detected_at)))
+        if case.number == number:
+            ours = max(filter(None, (ours, case.detected_at)))
+    return mine, ours
+
+
+def _refuse(services: Services, snapshot: _Snapshot, refusal: policy.Refuse) -> None:
+    _react(snapshot.github, snapshot.event, "confused")
+    _reply(
+        services, snapshot.github, snapshot.event, render_bench.refusal_reply(refusal.reason, refusal.hint)
+    )
 
 
 def _start_bisect(services: Services, snapshot: _Snapshot, decision: policy.StartBisect) -> None:
@@ -200,6 +244,23 @@ def _start_bisect(services: Services, snapshot: _Snapshot, decision: policy.Star
                 ),
             )
             return
+    good, bad = found["good"][0], found["bad"][0]
+    if good == bad:
+        _refuse(
+            services,
+            snapshot,
+            policy.Refuse(
+                f"{decision.good} and {decision.bad} are one commit, {good[:12]}, written two ways",
+                "name the last good commit, then the first bad one",
+            ),
+        )
+        return
+    # GitHub's word on the range, before anything is opened or charged: GOOD an ancestor of BAD,
+    # and a range small enough to bisect.
+    refusal = policy.bisect_range(good, bad, github.compare(repo, good, bad))
+    if refusal is not None:
+        _refuse(services, snapshot, refusal)
+        return
     _react(github, event, "eyes")
     states = []
     for suite in decision.suites:
@@ -207,8 +268,8 @@ def _start_bisect(services: Services, snapshot: _Snapshot, decision: policy.Star
             services,
             repo,
             event.repo.installation_id,
-            found["good"][0],
-            found["bad"][0],
+            good,
+            bad,
             suite,
             decision.metric or "",
             event.login,
@@ -239,11 +300,14 @@ def _admit(services: Services, snapshot: _Snapshot, command: grammar.Run) -> Non
         if now.existing is not None:
             return _Replay(now.existing), None
         running = now.active[0] if now.active else None
-        facts = replace(
-            snapshot.facts,
-            user_last=now.user_last,
-            pr_last=now.pr_last,
-            active=policy.Active(running.head_sha, running.run_url) if running else None,
+        facts = _with_bisects(
+            snapshot,
+            replace(
+                snapshot.facts,
+                user_last=now.user_last,
+                pr_last=now.pr_last,
+                active=policy.Active(running.head_sha, running.run_url) if running else None,
+            ),
         )
         decision = policy.decide(command, facts, snapshot.config.bench)
         if not isinstance(decision, policy.Dispatch):

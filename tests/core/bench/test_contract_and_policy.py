@@ -322,3 +322,26 @@ def test_the_built_in_suites_are_the_runners():
     from bot.runner.suites import BUILT_IN
 
     assert contract.BUILT_IN_SUITES == BUILT_IN
+
+
+@pytest.mark.parametrize(
+    ("compared", "says"),
+    [
+        (None, "GitHub cannot compare"),
+        (policy.CommitRange("identical", 0, 0), "are the same commit"),
+        (policy.CommitRange("behind", 0, 4), "the range is reversed"),
+        (policy.CommitRange("diverged", 2, 3), "is not an ancestor of"),
+        (
+            policy.CommitRange("ahead", policy.MAX_BISECT_COMMITS + 1, 0),
+            f"holds {policy.MAX_BISECT_COMMITS + 1} commits",
+        ),
+    ],
+)
+def test_a_range_github_does_not_place_good_before_bad_within_the_cap_is_refused(compared, says):
+    refusal = policy.bisect_range(BASE, HEAD, compared)
+    assert isinstance(refusal, policy.Refuse) and says in refusal.reason
+
+
+@pytest.mark.parametrize("count", [1, policy.MAX_BISECT_COMMITS])
+def test_a_range_good_before_bad_within_the_cap_is_bisected(count):
+    assert policy.bisect_range(BASE, HEAD, policy.CommitRange("ahead", count, 0)) is None
