@@ -63,6 +63,14 @@ class PullRequestEvent:
     html_url: str
     merged_at: datetime | None
     updated_at: datetime | None
+    base_ref: str | None = None  # the branch it targets (merged into); None: the payload named none
+
+    @property
+    def merged_into_default_branch(self) -> bool:
+        """Merged, and into the default branch: only such a merge is part of its history (recorded,
+        benchmarked, watched). A merge into another branch (``release/x``) is a plain close.
+        GitHub always names the base; a payload without one is read as the default branch's."""
+        return self.merged and (self.base_ref is None or self.base_ref == self.repo.default_branch)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -147,6 +155,10 @@ class _Head(_Shape):
     sha: str
 
 
+class _Base(_Shape):
+    ref: str | None = None
+
+
 class _PullRequest(_Shape):
     number: Number
     state: str
@@ -154,6 +166,7 @@ class _PullRequest(_Shape):
     merged: bool | None = False
     merge_commit_sha: str | None = None
     head: _Head
+    base: _Base | None = None
     title: str | None = ""
     user: _User | None = None
     html_url: str
@@ -295,6 +308,7 @@ def _pull_request(payload: dict[str, Any]) -> PullRequestEvent:
         html_url=pr.html_url,
         merged_at=pr.merged_at,
         updated_at=pr.updated_at,
+        base_ref=pr.base.ref if pr.base is not None else None,
     )
 
 

@@ -249,7 +249,7 @@ def _gather_close(event: PullRequestEvent, services: Services) -> _Close | None:
     runs = bench_plan.Close(
         repo=repo,
         number=number,
-        merged=event.merged,
+        merged=event.merged_into_default_branch,  # a merge into another branch: a plain close
         merge_sha=event.merge_commit_sha,
         level=reviewed.level if reviewed is not None else None,
         runs=_runs(requests),
@@ -264,7 +264,7 @@ def _gather_close(event: PullRequestEvent, services: Services) -> _Close | None:
             complete=bool(reviewed.blocks),
         )
     )
-    scores = event.merged and record.scores_merge(published)
+    scores = event.merged_into_default_branch and record.scores_merge(published)
     github = services.github.for_installation(event.repo.installation_id)
     needs_config = scores or bench_plan.close_needs_config(runs)
     config = repo_config.read(github, repo, branch) if needs_config else None
@@ -292,7 +292,7 @@ def _merged_head(github: GitHub, event: PullRequestEvent, config: ConfigRead) ->
 
 def _decide_close(close: _Close) -> _ClosePlan:
     scored = review_plan.plan(close.facts).risk if close.facts is not None else None
-    merge = record.merge_risk(close.published, scored) if close.event.merged else None
+    merge = record.merge_risk(close.published, scored) if close.event.merged_into_default_branch else None
     runs = None
     if close.config is not None and bench_plan.close_needs_config(close.runs):
         runs = bench_plan.on_close(close.runs, close.config.config.bench)

@@ -113,3 +113,58 @@ def test_a_removal_by_another_installation_leaves_the_repository_watched(service
         ("o/a", 5),
         ("o/b", 5),
     ]
+
+
+# ------------------------------------------------ only merges into the default branch are its history
+
+
+def github_merge(base_ref: str, default_branch: str = "main") -> tuple[dict, dict]:
+    """GitHub's own `pull_request` example (opened, then closed and merged, checked against its
+    schema) of the service tests' repository, targeting ``base_ref``."""
+    from bot.sandbox import payloads
+    from tests.core.judge.results_data import HEAD_SHA
+    from tests.service import test_bench
+    from tests.support import github_data
+
+    made = []
+    for action in ("opened", "closed"):
+        payload = payloads.pull_request(
+            action, head_sha=HEAD_SHA, number=test_bench.NUMBER, repo=test_bench.REPO, installation_id=42
+        )
+        payload["repository"]["default_branch"] = default_branch
+        payload["pull_request"]["base"]["ref"] = base_ref
+        payload["pull_request"]["base"]["repo"]["default_branch"] = default_branch
+        made.append(github_data.valid("pull_request", payload))
+    return made[0], made[1]
+
+
+@pytest.fixture
+def bench_services(sqlite_store) -> Services:
+    from tests.core.judge.results_data import BASE_SHA
+    from tests.service import test_bench
+
+    github = test_bench.make_github()
+    github.parents[(test_bench.REPO, "c" * 40)] = BASE_SHA  # the example's merge commit
+    github.permissions[(test_bench.REPO, "Codertocat")] = "read"
+    return Services(store=sqlite_store, github=FakeGitHubFactory(github), queue=FakeQueue())
+
+
+def test_a_merge_into_the_default_branch_is_recorded_and_benchmarked(bench_services):
+    opened, closed = github_merge("main")
+    ROUTER.dispatch("pull_request", opened, bench_services)
+    ROUTER.dispatch("pull_request", closed, bench_services)
+    [merge] = bench_services.store.dashboard.merges()
+    assert merge.merge_sha == "c" * 40
+    [run] = [d for d in bench_services.github.github.dispatches if d["inputs"]["head-sha"] == "c" * 40]
+    assert run["inputs"]["pr"] == ""
+
+
+@pytest.mark.parametrize(("base_ref", "default_branch"), [("release/x", "main"), ("main", "trunk")])
+def test_a_merge_into_another_branch_is_neither_recorded_nor_benchmarked(
+    bench_services, base_ref, default_branch
+):
+    opened, closed = github_merge(base_ref, default_branch)
+    ROUTER.dispatch("pull_request", opened, bench_services)
+    ROUTER.dispatch("pull_request", closed, bench_services)
+    assert bench_services.store.dashboard.merges() == []
+    assert [d for d in bench_services.github.github.dispatches if d["inputs"]["head-sha"] == "c" * 40] == []
