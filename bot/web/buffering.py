@@ -9,6 +9,13 @@ request headers within gunicorn's keep-alive (which gunicorn applies only betwee
 `Protocol` applies it to the first request too), then its body within `BODY_S`, at most
 `webhook.MAX_BODY` bytes (413 at once when Content-Length says more). Only a request read whole
 goes to a thread (`--threads` of them per worker), which is then never held by its client.
+
+Nothing is known of a request before its body is whole and its signature checked, so what
+unauthenticated clients can hold is bounded per worker: `MAX_CONNECTIONS` open connections (one
+more is answered 503 with Retry-After and closed at once, `Busy`), and `MAX_BYTES_HELD` bytes of
+bodies, counted as they arrive and until their answer is sent (`Budget`): a body that would go over
+is answered 503 with Retry-After and closed, while the requests already read whole keep theirs and
+are answered as usual.
 """
 
 from __future__ import annotations
@@ -34,6 +41,12 @@ BODY_S = 10.0
 # When the worker stops, how long a connection between requests may still send one (as long as
 # gunicorn's threaded worker gives it).
 STOP_LINGER_S = 2.0
+# Per worker. Two bodies of GitHub's largest size fit in the bytes; an idle or slow connection
+# costs a socket and gunicorn's buffers (its parser's limits: 8 KB a header line), so 256 of them
+# hold a few MB. Over either, the client is told when to try again.
+MAX_CONNECTIONS = 256
+MAX_BYTES_HELD = 2 * MAX_BODY + 16 * 1024 * 1024
+RETRY_AFTER_S = 5
 
 Scope = dict[str, Any]
 Message = dict[str, Any]
@@ -89,7 +102,11 @@ class Worker(ASGIWorker):
         # gunicorn's own loop, less the ASGI lifespan (the WSGI app has none), on `Protocol`.
         ssl = self._get_ssl_context()
         for listener in self.sockets:
-            server = await self.loop.create_server(lambda: Protocol(self), sock=listener.sock, ssl=ssl)
+            server = await self.loop.create_server(
+                lambda: admitted(self.connections, MAX_CONNECTIONS, lambda: Protocol(self)),
+                sock=listener.sock,
+                ssl=ssl,
+            )
             self.servers.append(server)
         while self.alive and self.ppid == os.getppid():
             self.notify()
@@ -98,6 +115,63 @@ class Worker(ASGIWorker):
             connection.linger(STOP_LINGER_S)
         await self._shutdown()
         self.asgi.close()
+
+
+def admitted(open_now: set[Any], limit: int, protocol: Callable[[], asyncio.Protocol]) -> asyncio.Protocol:
+    """The protocol for a connection just accepted: ``protocol()`` while fewer than ``limit`` are
+    open, else `Busy` (the event loop calls this and then ``connection_made`` with nothing in
+    between, so the count is the one the connection joins)."""
+    return protocol() if len(open_now) < limit else Busy()
+
+
+class Busy(asyncio.Protocol):
+    """A connection over `MAX_CONNECTIONS`: answered 503 with Retry-After before anything is read
+    (a client may answer before reading the request), then closed."""
+
+    BODY = b'{"message": "too many connections: try again soon"}'
+    ANSWER = (
+        b"HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\n"
+        b"Retry-After: %d\r\nConnection: close\r\nContent-Length: %d\r\n\r\n%s"
+        % (RETRY_AFTER_S, len(BODY), BODY)
+    )
+
+    def connection_made(self, transport: Any) -> None:
+        transport.write(self.ANSWER)
+        transport.close()
+
+
+class Budget:
+    """The bytes of request bodies a worker holds, from their first byte until their answer is
+    sent; used from the event loop's thread only."""
+
+    def __init__(self, limit: int | None = None):
+        self.limit, self.held = MAX_BYTES_HELD if limit is None else limit, 0
+
+    def take(self, size: int) -> bool:
+        if self.held + size > self.limit:
+            return False
+        self.held += size
+        return True
+
+    def give(self, size: int) -> None:
+        self.held -= size
+
+
+class Holding:
+    """What one request took of a `Budget`, given back once, when it is answered."""
+
+    def __init__(self, budget: Budget):
+        self.budget, self.size = budget, 0
+
+    def take(self, size: int) -> bool:
+        if not self.budget.take(size):
+            return False
+        self.size += size
+        return True
+
+    def give_back(self) -> None:
+        self.budget.give(self.size)
+        self.size = 0
 
 
 @dataclass
@@ -113,31 +187,37 @@ class WsgiOnThreads:
     """An ASGI app that reads the request's body whole (within `BODY_S`, at most `MAX_BODY`
     bytes), then runs the WSGI ``app`` on one of ``threads`` threads and sends its answer."""
 
-    def __init__(self, app: WsgiApp, threads: int):
+    def __init__(self, app: WsgiApp, threads: int, budget: Budget | None = None):
         self.app = app
         self.pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="perfbot-web")
+        self.budget = budget or Budget()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":  # a WebSocket upgrade: refused before it is accepted (403)
             await send({"type": "websocket.close", "code": 1008})
             return
-        body = await read_body(scope, receive)
-        if body is None:
-            return  # the client went away: no one to answer
-        if isinstance(body, Reply):
-            await respond(send, body)
-            return
-        environ = wsgi_environ(scope, body)
-        reply = await asyncio.get_running_loop().run_in_executor(self.pool, run_wsgi, self.app, environ)
-        await respond(send, reply)
+        holding = Holding(self.budget)
+        try:
+            body = await read_body(scope, receive, holding)
+            if body is None:
+                return  # the client went away: no one to answer
+            if isinstance(body, Reply):
+                await respond(send, body)
+                return
+            environ = wsgi_environ(scope, body)
+            reply = await asyncio.get_running_loop().run_in_executor(self.pool, run_wsgi, self.app, environ)
+            await respond(send, reply)
+        finally:
+            holding.give_back()
 
     def close(self) -> None:
         self.pool.shutdown(wait=False, cancel_futures=True)
 
 
-async def read_body(scope: Scope, receive: Receive) -> bytes | Reply | None:
-    """The whole body; else the answer that refuses it (413 too large, 408 too slow); None when
-    the client disconnected."""
+async def read_body(scope: Scope, receive: Receive, holding: Holding) -> bytes | Reply | None:
+    """The whole body, its bytes taken from ``holding``'s budget; else the answer that refuses it
+    (413 too large, 408 too slow, 503 over the worker's budget); None when the client
+    disconnected."""
     declared = _content_length(scope)
     if declared is not None and declared > MAX_BODY:
         return refusal(413, f"the body is over {MAX_BODY} bytes")
@@ -152,6 +232,12 @@ async def read_body(scope: Scope, receive: Receive) -> bytes | Reply | None:
                 size += len(chunk)
                 if size > MAX_BODY:
                     return refusal(413, f"the body is over {MAX_BODY} bytes")
+                if not holding.take(len(chunk)):
+                    return refusal(
+                        503,
+                        "the server holds as many request bodies as it may: try again soon",
+                        ((b"retry-after", str(RETRY_AFTER_S).encode()),),
+                    )
                 chunks.append(chunk)
                 if not message.get("more_body", False):
                     return b"".join(chunks)
@@ -169,12 +255,13 @@ def _content_length(scope: Scope) -> int | None:
     return None
 
 
-def refusal(status: int, message: str) -> Reply:
+def refusal(status: int, message: str, extra: tuple[tuple[bytes, bytes], ...] = ()) -> Reply:
     body = json.dumps({"message": message}).encode()
     headers = [
         (b"content-type", b"application/json"),
         (b"content-length", str(len(body)).encode()),
         (b"connection", b"close"),
+        *extra,
     ]  # what is left of its body is never read
     return Reply(status, headers, [body])
 

@@ -237,3 +237,137 @@ def test_the_app_runs_on_the_workers_threads_never_on_the_event_loop(threads):
         bridge.close()
     assert len(seen) == 6 and all(name.startswith("perfbot-web") for name in seen)
     assert len(set(seen)) <= threads
+
+
+def flood(bridge, count: int, chunk: bytes, released: asyncio.Event, answered: list[int]):
+    """``count`` requests that each send ``chunk`` of a body declared longer, then wait until
+    ``released`` (a stalled client); the status of each answer, in ``answered``."""
+
+    async def one() -> None:
+        messages = [{"type": "http.request", "body": chunk, "more_body": True}]
+
+        async def receive() -> dict:
+            if messages:
+                return messages.pop(0)
+            await released.wait()
+            return {"type": "http.disconnect"}
+
+        async def send(message: dict) -> None:
+            if message["type"] == "http.response.start":
+                answered.append(message["status"])
+                assert message["status"] != 503 or (b"retry-after", b"5") in message["headers"]
+
+        length = str(len(chunk) * 10).encode()
+        await bridge(scope(headers=[(b"content-length", length)]), receive, send)
+
+    return [asyncio.ensure_future(one()) for _ in range(count)]
+
+
+async def until(condition, within_s: float = 60) -> None:
+    """Wait for ``condition`` (a check that the answer came, not a timing: the limit is generous)."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + within_s
+    while not condition():
+        assert loop.time() < deadline, "the condition never came"
+        await asyncio.sleep(0.01)
+
+
+def test_stalled_bodies_hold_no_more_than_the_workers_budget_and_the_rest_are_told_to_retry(monkeypatch):
+    """Issue 35: 40 connections that send most of a large body and stall held 962 MB of the web
+    worker. 64 stalled clients of 100 KB each against a budget of 1 MB: 10 are held, 54 are
+    answered 503 with Retry-After at once (before: none answered until their deadline)."""
+    monkeypatch.setattr(buffering, "MAX_BYTES_HELD", 1_000_000, raising=False)
+    monkeypatch.setattr(buffering, "BODY_S", 3600)
+    app, answered, peak = Recorder(), [], []
+    bridge = WsgiOnThreads(app, threads=2)
+
+    async def attack() -> None:
+        released = asyncio.Event()
+        tasks = flood(bridge, 64, b" " * 100_000, released, answered)
+        await until(lambda: len(answered) >= 54)
+        peak.append(bridge.budget.held)
+        released.set()
+        await asyncio.gather(*tasks)
+
+    try:
+        asyncio.run(attack())
+    finally:
+        bridge.close()
+    assert answered == [503] * 54 and peak == [1_000_000] and app.calls == 0
+    assert bridge.budget.held == 0, "every byte given back once its client went away"
+
+
+def test_requests_read_whole_are_answered_while_stalled_bodies_fill_the_budget(monkeypatch):
+    monkeypatch.setattr(buffering, "MAX_BYTES_HELD", 1_000_000, raising=False)
+    monkeypatch.setattr(buffering, "BODY_S", 3600)
+    running, go_on = threading.Event(), threading.Event()
+
+    def slow_app(environ, start_response):
+        running.set()
+        go_on.wait(timeout=60)
+        start_response("200 OK", [])
+        return [environ["wsgi.input"].read()]
+
+    bridge, answered, delivered = WsgiOnThreads(slow_app, threads=2), [], []
+
+    async def both() -> None:
+        body = b"{" + b" " * 299_998 + b"}"
+        messages = [{"type": "http.request", "body": body, "more_body": False}]
+
+        async def receive() -> dict:
+            return messages.pop(0) if messages else {"type": "http.disconnect"}
+
+        async def send(message: dict) -> None:
+            delivered.append(message)
+
+        accepted = asyncio.ensure_future(
+            bridge(scope(headers=[(b"content-length", str(len(body)).encode())]), receive, send)
+        )
+        await until(running.is_set)
+        released = asyncio.Event()
+        tasks = flood(bridge, 20, b" " * 100_000, released, answered)
+        await until(lambda: len(answered) >= 13)
+        go_on.set()
+        await accepted
+        released.set()
+        await asyncio.gather(*tasks)
+
+    try:
+        asyncio.run(both())
+    finally:
+        go_on.set()
+        bridge.close()
+    status, _, body = answer(delivered)
+    assert status == 200 and len(body) == 300_000
+    assert answered == [503] * 13, "7 stalled bodies fit beside the accepted one, the rest were refused"
+
+
+def test_a_connection_over_the_workers_cap_is_answered_503_and_closed_before_anything_is_read():
+    open_now: set = set()
+
+    class Held(asyncio.Protocol):
+        def connection_made(self, transport) -> None:
+            open_now.add(self)
+
+    async def connect_all() -> list[bytes]:
+        loop = asyncio.get_running_loop()
+        server = await loop.create_server(lambda: buffering.admitted(open_now, 3, Held), "127.0.0.1", 0)
+        port = server.sockets[0].getsockname()[1]
+        got, kept = [], []
+        for n in range(5):
+            reader, writer = await asyncio.open_connection("127.0.0.1", port)
+            kept.append(writer)
+            if n < 3:
+                await until(lambda n=n: len(open_now) == n + 1)  # admitted, and held open
+            else:
+                got.append(await asyncio.wait_for(reader.read(), 30))  # answered, then closed
+        assert len(open_now) == 3
+        for writer in kept:
+            writer.close()
+        server.close()
+        return got
+
+    got = asyncio.run(connect_all())
+    assert len(got) == 2
+    for answer_bytes in got:
+        assert answer_bytes.startswith(b"HTTP/1.1 503 ") and b"\r\nRetry-After: 5\r\n" in answer_bytes

@@ -5,7 +5,9 @@ signed ping; what perfbot answers comes back, and a perfbot that does not answer
 from __future__ import annotations
 
 import json
+import socket
 import threading
+import time
 import uuid
 
 import pytest
@@ -125,3 +127,113 @@ def test_a_perfbot_that_does_not_answer_is_a_502_and_only_posts_are_relayed():
         assert requests.get(url, timeout=10).status_code == 405
     finally:
         relayed.shutdown()
+
+
+def relay_to(receiver_url: str):
+    relayed = relay.server("127.0.0.1", 0, receiver_url)
+    threading.Thread(target=relayed.serve_forever, daemon=True).start()
+    return relayed
+
+
+def opened(port: int, data: bytes) -> socket.socket:
+    sock = socket.create_connection(("127.0.0.1", port), timeout=60)
+    sock.sendall(data)
+    return sock
+
+
+def answer_of(sock: socket.socket) -> bytes:
+    """What the relay sent before it closed the connection (the socket's 60 s timeout: a test
+    whose relay never answers fails, it does not hang)."""
+    received = b""
+    try:
+        while chunk := sock.recv(65536):
+            received += chunk
+    except TimeoutError:
+        return received + b"<still open>"
+    return received
+
+
+def stalled(port: int, declared: int = 1000, sent: bytes = b"{") -> socket.socket:
+    head = f"POST /webhook HTTP/1.1\r\nHost: relay\r\nContent-Length: {declared}\r\n\r\n".encode()
+    return opened(port, head + sent)
+
+
+@pytest.fixture
+def small_relay(monkeypatch):
+    """A relay with small limits (raising=False: the limits did not exist before issue 35)."""
+    monkeypatch.setattr(relay, "READ_S", 1.0, raising=False)
+    monkeypatch.setattr(relay, "MAX_CONNECTIONS", 4, raising=False)
+    monkeypatch.setattr(relay, "MAX_BYTES_HELD", 250_000, raising=False)
+    receiver = Receiver()
+    target, target_server = serving(receiver)
+    relayed = relay_to(f"{target}/webhook")
+    yield relayed, receiver
+    relayed.shutdown()
+    relayed.server_close()
+    target_server.shutdown()
+
+
+def test_a_stalled_or_trickling_body_is_cut_off_at_the_read_deadline(small_relay):
+    """Issue 35: `perfbot relay` had no read timeout; a stalled body held its thread and memory
+    for as long as the socket stayed open."""
+    relayed, receiver = small_relay
+    silent = stalled(relayed.port)
+    trickling = stalled(relayed.port)
+    cut = False
+    for _ in range(10):  # a byte every 0.3 s renews no deadline
+        try:
+            trickling.send(b" ")
+        except OSError:  # the relay closed it (its 408 may be lost to the reset)
+            cut = True
+            break
+        time.sleep(0.3)
+    with silent:
+        assert answer_of(silent).startswith(b"HTTP/1.0 408 ")
+    with trickling:
+        try:
+            got = answer_of(trickling)
+        except ConnectionResetError:
+            got = b"<reset>"
+        assert cut or got.startswith(b"HTTP/1.0 408 "), got
+        assert not got.endswith(b"<still open>")
+    assert receiver.received == []
+
+
+def test_connections_over_the_cap_are_answered_503_at_once_and_threads_stay_bounded(small_relay):
+    """Issue 35: a thread per connection (40 stalled bodies: 341 threads)."""
+    relayed, receiver = small_relay
+    monkey_read_s = relayed.read_s
+    relayed.read_s = 30  # the held ones stay held while the others come
+    threads_before = threading.active_count()
+    held = [stalled(relayed.port) for _ in range(4)]
+    try:
+        for _ in range(6):
+            with opened(relayed.port, b"") as over:
+                got = answer_of(over)
+                assert got.startswith(b"HTTP/1.0 503 ") and b"\r\nRetry-After: 5\r\n" in got, got
+        assert threading.active_count() - threads_before <= 4
+    finally:
+        relayed.read_s = monkey_read_s
+        for sock in held:
+            sock.close()
+    body = b'{"zen": "ok"}'
+    answered = requests.post(
+        f"http://127.0.0.1:{relayed.port}/webhook",
+        data=body,
+        headers=github_headers(SECRET, body),
+        timeout=30,
+    )
+    assert answered.status_code == 202 and receiver.received[-1][0] == body
+
+
+def test_bodies_held_beyond_the_relays_budget_are_answered_503(small_relay):
+    relayed, receiver = small_relay
+    relayed.read_s = 30
+    first = stalled(relayed.port, declared=1_000_000, sent=b" " * 200_000)
+    time.sleep(0.5)  # read by the relay before the next one comes (not an assertion: an order)
+    second = stalled(relayed.port, declared=1_000_000, sent=b" " * 200_000)
+    with first, second:
+        got = answer_of(second)
+        assert got.startswith(b"HTTP/1.0 503 ") and b"Retry-After: 5" in got, got
+        assert relayed.app.budget.held <= 250_000
+    assert receiver.received == []
