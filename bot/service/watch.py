@@ -27,7 +27,7 @@ from bot.core.watch.cases import Span
 
 from . import benchmarks
 from .ports.github import GitHub, PullRequestGone
-from .records import BenchRequest, RegressionCase
+from .records import BenchRequest, BenchResult, RegressionCase
 from .services import Services
 
 log = logging.getLogger("perfbot.watch")
@@ -46,57 +46,114 @@ def watch_key(run_key: str) -> str:
 def after_run(
     services: Services, github: GitHub, request: BenchRequest, config: RepoConfig, default_branch: str
 ) -> list[RegressionCase]:
-    """Look at a finished merge or scheduled run: the cases it opens (or finds), each bisected
-    when the config and the budget allow. Safe to repeat."""
+    """Look at a finished merge or scheduled run: every primary metric of every suite is a series
+    of its own; the cases the run opens, moves, widens or ends (`bot.core.watch.opening`), each
+    case still active bisected when the config and the budget allow. Safe to repeat."""
     if request.id is None or request.trigger not in ("merge", "schedule"):
         return []
     repo, store = request.repo, services.store
-    results = store.benchmarks.results(request.id)
     number = _merged_number(request)
-    opened: list[RegressionCase] = []
-    for result in results:
-        found = opening.from_merge_run(
-            repo,
-            result.suite,
-            result.headline_metric,
-            result.base_sha,
-            result.head_sha,
-            result.verdict,
-            result.headline_change,
-        )
-        if found is not None:
-            opened.append(_open(services, request, found, number=number))
-        if result.headline_metric:
-            opened += _series(services, request, result.suite, result.headline_metric)
-    for case in opened:
-        if case.state in states.ACTIVE:
-            bisect(services, github, case, config, default_branch)
-    return opened
+    touched: list[RegressionCase] = []
+    done: set[str] = set()
+    for result in store.benchmarks.results(request.id):
+        primaries = _primaries(result)
+        # One change, one case: the run's regressions of several metrics are one (its first
+        # regressed metric in the comparison's order, the headline first, carries it).
+        for metric, verdict, change in primaries:
+            found = opening.from_merge_run(
+                repo, result.suite, metric, result.base_sha, result.head_sha, verdict, change
+            )
+            if found is not None:
+                touched.append(_open(services, request, found, number=number))
+                break
+        for metric, _, _ in primaries:
+            touched += _series(services, github, request, result.suite, metric, len(primaries), config)
+        # Every case of the suite not yet dispatched is carried on, those of this look and those an
+        # earlier attempt opened and was cut short before dispatching (its retry decides nothing new).
+        waiting = store.watch.of_series(repo, result.suite, None, (states.DETECTED, states.BISECTING))
+        for case in [*touched, *waiting]:
+            if case.state in states.ACTIVE and case.key not in done:
+                done.add(case.key)
+                bisect(services, github, case, config, default_branch)
+    return touched
 
 
-def _series(services: Services, request: BenchRequest, suite: str, metric: str) -> list[RegressionCase]:
-    """The change points of one series that open a case, and the open cases they move."""
-    rows = services.store.watch.series(request.repo, suite, metric)
+def _primaries(result: BenchResult) -> list[tuple[str, str, float | None]]:
+    """The metrics of a suite's comparison that decide its verdict (not its diagnostics), each with
+    its own verdict and change; the headline alone when the comparison lists none."""
+    try:
+        metrics = json.loads(result.comparison).get("metrics") or []
+    except (ValueError, AttributeError):
+        metrics = []
+    found = [
+        (str(m["name"]), str(m.get("verdict") or ""), _change(m.get("ratio")))
+        for m in metrics
+        if isinstance(m, dict) and m.get("name") and m.get("role") != "diagnostic"
+    ]
+    if not found and result.headline_metric:
+        found = [(result.headline_metric, result.verdict, result.headline_change)]
+    return found
+
+
+def _change(ratio: object) -> float | None:
+    return float(ratio) - 1 if isinstance(ratio, int | float) and not isinstance(ratio, bool) else None
+
+
+def _series(
+    services: Services,
+    github: GitHub,
+    request: BenchRequest,
+    suite: str,
+    metric: str,
+    metrics: int,
+    config: RepoConfig,
+) -> list[RegressionCase]:
+    """One series looked at again with its new point: its established changes and what they do
+    to the cases it has (gather, decide in the core, apply)."""
+    store, repo = services.store.watch, request.repo
+    rows = store.series(repo, suite, metric)
     if not rows:
         return []
     points = [opening.SeriesPoint(r.sha, r.base_sha, r.value) for r in rows]
-    found = opening.from_series(request.repo, suite, metric, rows[-1].better, points)
-    stored = services.store.watch.of_series(request.repo, suite, metric, states.OPEN)
-    open_cases = [opening.OpenCase(c.key, _span(c), c.source) for c in stored]  # type: ignore[arg-type]
-    moved = {new.span: old for old, new in opening.superseded(open_cases, found, points)}
-    opened = []
-    for change in found:
-        case = _new_case(services, request, change)
-        if change.span in moved:
-            case, _ = services.store.watch.supersede(moved[change.span].key, case)
-            log.info(
-                "regression case moved",
-                extra={"repo": request.repo, "case": moved[change.span].key, "to": case.key},
-            )
-        else:
-            case = _opened(services, case)
-        opened.append(case)
-    return opened
+    better = rows[-1].better
+    found = opening.established(repo, suite, metric, better, points, metrics=metrics)
+    # The suite's cases of every metric: a change that several metrics show at once is one case
+    known = [
+        opening.KnownCase(c.key, _span(c), c.source, c.state)  # type: ignore[arg-type]
+        for c in store.of_series(repo, suite, None, states.KNOWN)
+    ]
+    touched = []
+    for decision in opening.decide(found, known, points, better):
+        case = _apply(services, github, request, decision, config)
+        if case is not None:
+            touched.append(case)
+    return touched
+
+
+def _apply(
+    services: Services, github: GitHub, request: BenchRequest, decision: opening.Decision, config: RepoConfig
+) -> RegressionCase | None:
+    store, now = services.store.watch, services.now()
+    if decision.action == "recover":
+        assert decision.key is not None
+        note = "the series came back within noise of its level before the change: nothing to bisect"
+        store.move(decision.key, states.RECOVERED, states.OPEN, now, note=note)
+        log.info("regression case recovered", extra={"repo": request.repo, "case": decision.key})
+        return None
+    assert decision.found is not None
+    case = _new_case(services, request, decision.found)
+    if decision.action == "open":
+        return _opened(services, case)
+    assert decision.key is not None
+    old = store.get(decision.key)
+    case, moved = store.supersede(decision.key, case)
+    if moved and old is not None and old.state == states.BISECTING:
+        _release(services, github, old, config)  # its range did not hold the change: a wider one does
+    log.info(
+        "regression case moved" if decision.action == "move" else "regression case widened",
+        extra={"repo": request.repo, "case": decision.key, "to": case.key},
+    )
+    return case
 
 
 def _open(
@@ -208,6 +265,9 @@ def bisect(
         return case
     if not config.bench.watch.bisect:
         return case
+    refused = _refused_inputs(case)
+    if refused is not None:  # nothing charged, nothing dispatched: the case says why
+        return store.watch.move(case.key, states.FAILED, states.OPEN, now, note=refused) or case
     dispatch = config.bench.dispatch
     cost = budget.bisect_cost(budget.BISECT_RUNS_RESERVED, dispatch.run_minutes)
     allowed = store.watch.charge(
@@ -246,6 +306,29 @@ def bisect(
     return _carry_on(services, github, moved, config, default_branch)
 
 
+def _refused_inputs(case: RegressionCase) -> str | None:
+    """Why the bisect's dispatch would be refused before it reaches GitHub (None: it would not):
+    checked before anything is charged or moved, so that such a case fails at once instead of
+    holding a reserve and a bisecting state for good."""
+    try:
+        contract.bisect_inputs(case.good_sha, case.bad_sha, case.suite, case.metric, None, None, "x")
+    except ValueError as error:
+        return clip(printable(f"the bisect cannot be dispatched: {error}"), 1000)
+    return None
+
+
+def _release(services: Services, github: GitHub, case: RegressionCase, config: RepoConfig) -> None:
+    """A bisect that will not report (its case failed at dispatch, or was widened): its run
+    cancelled when one is running, and its reserve given back to today's budget."""
+    if case.correlation_id is None:
+        return
+    request = services.store.benchmarks.get(case.correlation_id)
+    if request is not None and request.status in contract.ACTIVE:
+        benchmarks.stop(services, github, request, contract.SUPERSEDED, config.bench)
+    when = request.created_at if request is not None else services.now()
+    services.store.watch.settle(_charge_key(case.correlation_id, when), 0.0)
+
+
 def _charge_key(correlation: str, at: datetime) -> str:
     """A bisect's charge, once per day: skipped for the budget today, it may be charged tomorrow
     (the hourly sweep tries it again); the request is recorded at the charge's moment, so its
@@ -282,7 +365,10 @@ def _carry_on(
             (states.BISECTING,),
             services.now(),
             note=clip(printable(request.error or "the bisect failed"), 1000),
+            gpu_minutes=0.0,
         )
+        if ended is not None:  # never dispatched: its reserve goes back to today's budget
+            services.store.watch.settle(_charge_key(request.correlation_id, request.created_at), 0.0)
         return ended or case
     if request.run_url and request.run_url != case.run_url:
         services.store.watch.note(case.key, run_url=request.run_url)
@@ -295,7 +381,8 @@ def sweep(services: Services, github: GitHub, repo: str, config: RepoConfig, def
     and bisecting cases whose request never reached GitHub (the delivery that was to dispatch it
     failed for good); how many were dispatched now."""
     dispatched = 0
-    for case in services.store.watch.cases(frozenset({repo})):
+    waiting = services.store.watch.cases(frozenset({repo}))
+    for case in sorted(waiting, key=lambda c: (c.detected_at, c.key)):  # the oldest first
         if case.state == states.BISECTING:
             request = services.store.benchmarks.get(contract.correlation_id(bisect_key(case)))
             if request is not None and request.status not in (contract.REQUESTED, contract.DISPATCHING):
@@ -359,7 +446,7 @@ def finished(
     if outcome is None:
         state, changes = states.FAILED, {"note": clip(printable("; ".join(problems) or "no report"), 1000)}
     else:
-        state = states.after_bisect(outcome.status)
+        state = states.after_bisect(outcome.status, outcome.reference_verdict)
         spent = budget.bisect_cost(outcome.runs, minutes)
         services.store.watch.settle(_charge_key(request.correlation_id, request.created_at), spent)
         merge = services.store.watch.merge_of(case.repo, outcome.culprit) if outcome.culprit else None
@@ -393,38 +480,29 @@ def unannounced(case: RegressionCase) -> bool:
 
 
 def announce(services: Services, github: GitHub, case: RegressionCase, config: RepoConfig) -> RegressionCase:
-    """Name a confirmed culprit on its pull request (or its commit), once; and in the issue when
-    ``bench.watch.issue`` asks (updated, never a second one). Safe to repeat, also after a worker
-    died between GitHub's answer and storing it: the comment and the issue are found by their
-    markers, not created again."""
-    if not unannounced(case) or case.culprit_sha is None:  # (None: for the type checker)
+    """Name a confirmed culprit on the pull request that brought it (or on its commit), once per
+    culprit; and in the issue when ``bench.watch.issue`` asks (updated, never a second one). Safe
+    to repeat, also after a worker died between GitHub's answer and storing it: the comment and the
+    issue are found by their markers, not created again."""
+    culprit_sha = case.culprit_sha
+    if not unannounced(case) or culprit_sha is None:  # (None: for the type checker)
         return case
     culprit = _culprit(services, case)
     body = report.culprit_comment(culprit)
+    named = services.store.watch.of_culprit(case.repo, culprit_sha)
     url = case.comment_url
     if url is None:
-        merge = services.store.watch.merge_of(case.repo, case.culprit_sha)
-        if merge is not None:
-            number, pr_url = merge
-            try:
-                comment_id = github.upsert_comment(case.repo, number, report.marker(case.key), body)
-                url = f"{pr_url or ''}#issuecomment-{comment_id}"
-            except PullRequestGone:
-                url = None
-        if url is None:
-            url = github.comment_on_commit(case.repo, case.culprit_sha, report.marker(case.key), body)
+        # Once per culprit: another case that found the same commit (another metric, a second
+        # `/bench bisect` of it) has named it already.
+        url = next((c.comment_url for c in named if c.comment_url and c.key != case.key), None)
+    if url is None:
+        url = _name_on_github(services, github, case, culprit_sha, body)
+    if url != case.comment_url:
         services.store.watch.note(case.key, comment_url=url)
         case = replace(case, comment_url=url)
     if config.bench.watch.issue and case.issue_number is None:
         # One issue per culprit: a second regression it caused (another suite or metric) updates it.
-        known = next(
-            (
-                c.issue_number
-                for c in services.store.watch.cases(frozenset({case.repo}))
-                if c.culprit_sha == case.culprit_sha and c.issue_number is not None
-            ),
-            None,
-        )
+        known = next((c.issue_number for c in named if c.issue_number is not None), None)
         number = github.upsert_issue(
             case.repo,
             known,
@@ -435,6 +513,28 @@ def announce(services: Services, github: GitHub, case: RegressionCase, config: R
         services.store.watch.note(case.key, issue_number=number)
         case = replace(case, issue_number=number)
     return case
+
+
+def _name_on_github(
+    services: Services, github: GitHub, case: RegressionCase, culprit_sha: str, body: str
+) -> str:
+    """The comment naming the culprit: on the pull request that brought it into the default
+    branch (its merge commit, or a commit inside a pull request merged with a merge commit), else
+    on the commit; its address."""
+    pull = services.store.watch.merge_of(case.repo, culprit_sha) or github.pull_of_commit(
+        case.repo, culprit_sha
+    )
+    if pull is not None:
+        number, pr_url = pull
+        try:
+            comment_id = github.upsert_comment(case.repo, number, report.marker(case.key), body)
+        except PullRequestGone:
+            pass
+        else:
+            if case.culprit_number != number:
+                services.store.watch.note(case.key, culprit_number=number)
+            return f"{pr_url or ''}#issuecomment-{comment_id}"
+    return github.comment_on_commit(case.repo, culprit_sha, report.marker(case.key), body)
 
 
 def _culprit(services: Services, case: RegressionCase) -> report.Culprit:

@@ -76,7 +76,10 @@ def test_a_move_happens_once_and_only_from_its_sources(store):
     moved = store.watch.get(case().key)
     assert (moved.state, moved.correlation_id, moved.gpu_minutes) == ("bisecting", "pb-1", 40.0)
     assert store.watch.by_correlation("pb-1").key == case().key
-    assert store.watch.move(case().key, states.SUPERSEDED, states.sources_of(states.SUPERSEDED), NOW) is None
+    assert (
+        store.watch.move(case().key, states.OUT_OF_BUDGET, states.sources_of(states.OUT_OF_BUDGET), NOW)
+        is None
+    )
     ended = store.watch.move(
         case().key,
         states.CONFIRMED,
@@ -96,17 +99,19 @@ def test_a_moved_change_supersedes_an_open_case_only(store):
     assert moved and store.watch.get(old.key).state == "superseded"
     assert store.watch.get(old.key).superseded_by == new.key and new.state == "detected"
     assert store.watch.supersede(old.key, case("a", "c")) == (new, False)  # again: nothing more
-    bisecting, _ = store.watch.open(case("d", "e", state=states.BISECTING))
-    assert store.watch.supersede(bisecting.key, case("d", "f"))[1] is False
-    assert store.watch.get(bisecting.key).state == "bisecting"
+    ended, _ = store.watch.open(case("d", "e", state=states.CONFIRMED))
+    assert store.watch.supersede(ended.key, case("d", "f"))[1] is False
+    assert store.watch.get(ended.key).state == "confirmed"
+    # a bisect whose range no longer holds the change is superseded by a wider one
+    bisecting, _ = store.watch.open(case("g", "h", state=states.BISECTING))
+    wider, moved = store.watch.supersede(bisecting.key, case("f", "h"))
+    assert moved and store.watch.get(bisecting.key).superseded_by == wider.key
     assert [c.key for c in store.watch.of_series("o/r", "verify-step", "verify_ms", states.OPEN)] == [
         new.key,
         case("d", "f").key,
+        wider.key,
     ]
-    assert [c.key for c in store.watch.cases(frozenset({"o/r"}), limit=2)] == [
-        case("d", "f").key,
-        bisecting.key,
-    ]
+    assert [c.key for c in store.watch.cases(frozenset({"o/r"}), limit=2)] == [wider.key, bisecting.key]
     assert store.watch.cases(frozenset({"other/repo"})) == []
 
 

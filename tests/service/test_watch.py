@@ -204,7 +204,7 @@ def test_a_change_point_across_unmeasured_commits_opens_a_case_once(services, gi
     opened = watch.after_run(services, github, last, config, "main")
     again = watch.after_run(services, github, last, config, "main")
     [case] = services.store.watch.cases(None)
-    assert [c.key for c in opened] == [c.key for c in again] == [case.key]
+    assert [c.key for c in opened] == [case.key] and again == []  # the second look: nothing new
     assert (case.source, case.good_sha, case.bad_sha) == ("changepoint", f"{7:040x}", f"{8:040x}")
     assert case.state == "bisecting" and len(bisects(github)) == 1
 
@@ -247,6 +247,8 @@ def test_bench_bisect_starts_one_case_per_suite_on_known_default_branch_commits_
 
     good, bad = "1" * 8 + "a" * 32, "2" * 8 + "b" * 32
     known_merges(services, good, bad)
+    github.parents[(REPO, bad)] = "3" * 40
+    github.parents[(REPO, "3" * 40)] = good  # two commits: good..bad is bisected
     services.now = lambda: NOW
     send(
         services,

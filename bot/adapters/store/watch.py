@@ -116,9 +116,19 @@ class SqlWatch(Watch):
             .where(
                 RegressionCaseRow.repo == repo,
                 RegressionCaseRow.suite == suite,
-                RegressionCaseRow.metric == metric,
                 RegressionCaseRow.state.in_(states),
             )
+            .order_by(RegressionCaseRow.id)
+        )
+        if metric is not None:
+            query = query.where(RegressionCaseRow.metric == metric)
+        with self.db.session() as session:
+            return [_record(row) for row in session.scalars(query)]
+
+    def of_culprit(self, repo, sha) -> list[RegressionCase]:
+        query = (
+            select(RegressionCaseRow)
+            .where(RegressionCaseRow.repo == repo, RegressionCaseRow.culprit_sha == sha)
             .order_by(RegressionCaseRow.id)
         )
         with self.db.session() as session:
@@ -177,10 +187,16 @@ class SqlWatch(Watch):
             with self.db.session() as session:
                 if self.db.dialect == "postgresql":
                     session.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": _lock_key(repo)})
-                known = session.scalar(select(GpuSpendRow.allowed).where(GpuSpendRow.key == key))
-                if known is not None:
-                    return bool(known)
+                known = session.scalar(select(GpuSpendRow).where(GpuSpendRow.key == key))
+                if known is not None and known.allowed:
+                    return True
                 allowed = bool(allows(_spent(session, repo, day)))
+                if known is not None:
+                    # refused earlier today: budget freed since (a bisect that reported early, one
+                    # that failed at dispatch) may allow it now
+                    if allowed:
+                        known.allowed, known.created_at = True, now
+                    return allowed
                 session.add(
                     GpuSpendRow(
                         key=key,

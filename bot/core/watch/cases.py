@@ -23,6 +23,8 @@ State = Literal[
     "out_of_budget",
     "superseded",
     "cancelled",
+    "recovered",
+    "inconclusive",
 ]
 DETECTED: State = "detected"
 BISECTING: State = "bisecting"
@@ -33,17 +35,29 @@ FAILED: State = "failed"  # the bisect run measured nothing usable, or GitHub re
 OUT_OF_BUDGET: State = "out_of_budget"
 SUPERSEDED: State = "superseded"  # a later point moved the change: another case holds it
 CANCELLED: State = "cancelled"  # `/bench cancel`, or bisecting is turned off
+RECOVERED: State = "recovered"  # the series came back within noise before a bisect was spent on it
+INCONCLUSIVE: State = "inconclusive"  # good and bad measured again, without the runs deciding
 
 Source = Literal["merge", "changepoint", "command"]
 
 OPEN: tuple[State, ...] = (DETECTED, OUT_OF_BUDGET)  # not yet bisecting: may still be superseded
 ACTIVE: tuple[State, ...] = (DETECTED, OUT_OF_BUDGET, BISECTING)
-ENDS: tuple[State, ...] = (CONFIRMED, UNCONFIRMED, NOT_REPRODUCED, FAILED, SUPERSEDED, CANCELLED)
+ENDS: tuple[State, ...] = (
+    CONFIRMED,
+    UNCONFIRMED,
+    NOT_REPRODUCED,
+    INCONCLUSIVE,
+    FAILED,
+    SUPERSEDED,
+    CANCELLED,
+    RECOVERED,
+)
+KNOWN: tuple[State, ...] = tuple(s for s in (*ACTIVE, *ENDS) if s != SUPERSEDED)  # a series' cases
 
 MOVES: dict[State, tuple[State, ...]] = {
-    DETECTED: (BISECTING, OUT_OF_BUDGET, SUPERSEDED, CANCELLED),
-    OUT_OF_BUDGET: (BISECTING, SUPERSEDED, CANCELLED),
-    BISECTING: (CONFIRMED, UNCONFIRMED, NOT_REPRODUCED, FAILED, CANCELLED),
+    DETECTED: (BISECTING, OUT_OF_BUDGET, SUPERSEDED, CANCELLED, RECOVERED),
+    OUT_OF_BUDGET: (BISECTING, SUPERSEDED, CANCELLED, RECOVERED),
+    BISECTING: (CONFIRMED, UNCONFIRMED, NOT_REPRODUCED, INCONCLUSIVE, FAILED, CANCELLED, SUPERSEDED),
     **{end: () for end in ENDS},
 }
 
@@ -67,6 +81,8 @@ LABELS: dict[State, str] = {
     OUT_OF_BUDGET: "out of budget",
     SUPERSEDED: "superseded",
     CANCELLED: "cancelled",
+    RECOVERED: "back within noise",
+    INCONCLUSIVE: "re-measured without a decision",
 }
 
 
@@ -100,6 +116,10 @@ def sources_of(wanted: State) -> tuple[State, ...]:
     return tuple(state for state, targets in MOVES.items() if wanted in targets)
 
 
-def after_bisect(report_status: str) -> State:
-    """The state a bisecting case ends in, given its report's status (an unknown one: failed)."""
+def after_bisect(report_status: str, reference_verdict: str | None = None) -> State:
+    """The state a bisecting case ends in, given its report's status (an unknown one: failed): a
+    range not reproduced because GOOD against BAD, measured again, was only inconclusive is said to
+    be inconclusive, never that the two no longer differ."""
+    if report_status == "not_reproduced" and reference_verdict == "inconclusive":
+        return INCONCLUSIVE
     return _BY_REPORT.get(report_status, FAILED)

@@ -1,30 +1,83 @@
-"""When a regression on the default branch opens a case, and when a later point supersedes one.
+"""When a regression on the default branch opens a case, and what a later point does to the cases
+a series already has: the watch's decision, made once per new point of each series.
 
-Two things open a case: a merge run whose comparison says regression (the merge commit against
-its first parent: the span is that merge), and a change point of a default-branch series, found
-by today's detection (`bot.core.history.changepoints`, the same noise floor), whose span holds
-more than one commit: the last point of the old level and the first of the new one were not
-measured one commit apart, so the change is somewhere between them and has to be bisected. A
-change point between a commit and its first parent is the merge run's to report.
+Two things open a case: a merge run whose comparison says regression for a primary metric (the
+merge commit against its first parent: the span is that merge), and an **established** change point
+of a default-branch series. A change point is established when it
 
-Only a change point's case moves: a later point can place the change elsewhere (ruptures sees more
-of the new level). An open case of a series (not yet bisecting) whose change is no longer found
-where it was, while one of the same direction is found within `NEAR` points of it, is superseded
-by the case of the new place. A case whose change is simply no longer found stays: the dashboard
-shows it, and a maintainer may cancel it.
+- is found by today's detection (`bot.core.history.changepoints`, the same noise floor as the
+  history page) over the series' latest `Rules.window` points,
+- has at least `Rules.settle` points after it (the detection needs `min_size` points a side, so a
+  change seen with fewer is placed too early: waiting one point more than that puts it where it is),
+- and is confirmed by a one-sided rank test (Mann-Whitney) of the points after it against up to
+  `Rules.before` points before it, at `Rules.alpha` divided by the number of primary metrics the
+  suite watches (Bonferroni: a suite with several primary metrics must not raise several times the
+  false cases of a suite with one), because the series is looked at again at every point.
+
+A change point between a commit and its first parent opens a case too: the merge run of that commit
+may have been inconclusive on its own, and the case's bisect, which for one commit is its
+confirmation, re-measures it (had the run called it a regression, its case has the same span: the
+same case).
+
+One change, one case: a known case of the series (any state but superseded) whose span lies within
+`NEAR` points of an established change covers it. What the change does to that case:
+
+- a case not yet bisecting whose span is not the change's any more is **moved** (superseded by the
+  case of the new span, in one transaction);
+- a bisecting case whose range does not hold the change is **widened**: its bisect superseded by
+  one over the union of the two ranges;
+- otherwise nothing: the case already holds the change.
+
+A case not yet bisecting whose change is no longer found and whose series' latest `Rules.settle`
+points are back within noise of the level before it **recovers**: it ends without a bisect.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+from scipy import stats
 
 from bot.core import vocabulary
 from bot.core.history import changepoints
 
-from .cases import Source, Span
+from .cases import (
+    BISECTING,
+    FAILED,
+    INCONCLUSIVE,
+    NOT_REPRODUCED,
+    OPEN,
+    RECOVERED,
+    SUPERSEDED,
+    Source,
+    Span,
+    State,
+)
 
 NEAR = changepoints.DEFAULT_MIN_SIZE
+Values = changepoints.Series
+# How much worse than the best split (in noise variances) a split may fit and still be a place the
+# change may be at; chi-squared with one degree of freedom passes 6.6 once in a hundred.
+PLAUSIBLE = 6.6
+WIDEN = 2  # points a range is widened by each side after it did not reproduce a change still seen
+ELSEWHERE: tuple[State, ...] = (NOT_REPRODUCED, INCONCLUSIVE, RECOVERED, FAILED)
+
+
+@dataclass(frozen=True)
+class Rules:
+    """The detection's settings (`docs/watch.md` gives the figures they were chosen on)."""
+
+    window: int = 100  # latest points analysed: older changes were decided when they were new
+    settle: int = changepoints.DEFAULT_MIN_SIZE + 1  # points after a change before it can open a case
+    before: int = 30  # points before a change that the confirmation compares against
+    alpha: float = 0.001  # one-sided, per series and look, before the split across metrics
+    min_effect: float = vocabulary.MIN_EFFECT
+
+
+RULES = Rules()
 
 
 @dataclass(frozen=True)
@@ -48,12 +101,24 @@ class Found:
 
 
 @dataclass(frozen=True)
-class OpenCase:
-    """A stored case that may still be superseded (detected, or out of budget)."""
+class KnownCase:
+    """A stored case of the series, as the decision needs it."""
 
     key: str
     span: Span
     source: Source
+    state: State
+
+
+@dataclass(frozen=True)
+class Decision:
+    """What one look at a series does: ``open`` a case of ``found``; ``move`` the open case ``key``
+    to ``found``; ``widen`` the bisecting case ``key`` to ``found``; ``recover`` the open case
+    ``key`` (its series is back within noise)."""
+
+    action: Literal["open", "move", "widen", "recover"]
+    found: Found | None = None
+    key: str | None = None
 
 
 def from_merge_run(
@@ -65,54 +130,173 @@ def from_merge_run(
     verdict: str,
     change: float | None,
 ) -> Found | None:
-    """The case of a merge (or scheduled) run's comparison: only a regression opens one."""
+    """The case of a merge (or scheduled) run's comparison of one metric: only a regression opens
+    one."""
     if verdict != "regression" or not metric:
         return None
     return Found(Span(repo, suite, metric, base_sha, head_sha), "merge", change)
 
 
-def from_series(
+def established(
     repo: str,
     suite: str,
     metric: str,
     better: str,
     points: Sequence[SeriesPoint],
     *,
-    min_effect: float = vocabulary.MIN_EFFECT,
+    metrics: int = 1,
+    rules: Rules = RULES,
 ) -> list[Found]:
-    """The regressions of a series (oldest point first) whose span holds more than one commit."""
-    changes = changepoints.detect([p.value for p in points], better, min_effect=min_effect)
+    """The established regressions of a series (oldest point first), each as the span between the
+    last point of the old level and the first of the new one."""
+    points = points[-rules.window :]
+    values = np.asarray([p.value for p in points], dtype=float)
+    changes = changepoints.detect(values.tolist(), better, min_effect=rules.min_effect)
+    bounds = [0, *(c.index for c in changes), len(points)]
+    alpha = rules.alpha / max(1, metrics)
     found = []
-    for change in changes:
-        if change.direction != "regression" or not 0 < change.index < len(points):
+    for at, change in enumerate(changes, start=1):
+        index = change.index
+        if change.direction != "regression" or not 0 < index <= len(points) - rules.settle:
             continue
-        good, bad = points[change.index - 1], points[change.index]
-        if bad.base_sha == good.sha or bad.sha == good.sha:
-            continue  # one commit apart: the run of that commit says it
+        before = values[max(bounds[at - 1], index - rules.before) : index]
+        after = values[index : bounds[at + 1]]
+        if len(before) < rules.settle or _p_worse(before, after, better) > alpha:
+            continue
+        first, last = _plausible(values, bounds[at - 1], index, bounds[at + 1])
+        good, bad = points[first - 1], points[last]
+        if bad.sha == good.sha:
+            continue  # one commit measured twice: no commit between them to blame
         found.append(Found(Span(repo, suite, metric, good.sha, bad.sha), "changepoint", change.change))
     return found
 
 
-def superseded(
-    open_cases: Sequence[OpenCase], found: Sequence[Found], points: Sequence[SeriesPoint]
-) -> list[tuple[OpenCase, Found]]:
-    """The open change-point cases of this series that ``found`` moved, each with the change that
-    takes its place (the nearest one)."""
+def decide(
+    found: Sequence[Found],
+    known: Sequence[KnownCase],
+    points: Sequence[SeriesPoint],
+    better: str,
+    *,
+    rules: Rules = RULES,
+) -> list[Decision]:
+    """What the established changes ``found`` of one series do to its ``known`` cases."""
     where = {p.sha: index for index, p in enumerate(points)}  # a commit measured twice: its last point
-    moved = []
-    spans = {f.span for f in found}
-    for case in open_cases:
-        if case.source != "changepoint" or case.span in spans or case.span.bad not in where:
+    placed = [
+        (case, span)
+        for case in known
+        if case.state != SUPERSEDED and (span := _range(case.span, where)) is not None
+    ]
+    decisions: list[Decision] = []
+    taken: set[str] = set()
+    for change in found:
+        at = where[change.span.bad]
+        near = [(case, span) for case, span in placed if _covers(case, span, at)]
+        if not near:
+            decisions.append(Decision("open", change))
             continue
-        at = where[case.span.bad]
-        near = [
-            (abs(where[f.span.bad] - at), f)
-            for f in found
-            if f.source == "changepoint"
-            and f.span.series() == case.span.series()
-            and f.span.bad in where
-            and abs(where[f.span.bad] - at) <= NEAR
-        ]
-        if near:
-            moved.append((case, min(near, key=lambda pair: (pair[0], pair[1].span))[1]))
-    return moved
+        case, (good, bad) = min(near, key=lambda pair: (_distance(pair[1], at), pair[0].key))
+        if case.state == NOT_REPRODUCED and (good, bad) == (where[change.span.good], at):
+            # Re-measured, its range did not reproduce, yet the series still steps exactly there: a
+            # point beside it was a wild one and the change is a neighbour's. Once: `WIDEN` points
+            # more each side (the wider case's range then holds the change).
+            lo, hi = max(0, good - WIDEN), min(len(points) - 1, bad + WIDEN)
+            wide = Span(*change.span.series(), points[lo].sha, points[hi].sha)
+            if not any(_range(c.span, where) == (lo, hi) for c in known):
+                decisions.append(Decision("open", Found(wide, "changepoint", change.change)))
+            continue
+        if case.key in taken or case.span == change.span:
+            continue
+        if case.state in OPEN and case.source == "changepoint":
+            taken.add(case.key)
+            decisions.append(Decision("move", change, case.key))
+        elif case.state == BISECTING and not good < at <= bad:
+            taken.add(case.key)
+            lo, hi = min(good, at - 1), max(bad, at)
+            wide = Span(*change.span.series(), points[lo].sha, points[hi].sha)
+            decisions.append(Decision("widen", Found(wide, case.source, change.change), case.key))
+    values = np.asarray([p.value for p in points], dtype=float)
+    for case, span in placed:
+        if case.state not in OPEN or case.key in taken or case.source != "changepoint":
+            continue
+        if any(_near(span, where[f.span.bad]) for f in found):
+            continue
+        if _recovered(values, span[0], rules, better):
+            decisions.append(Decision("recover", key=case.key))
+    return decisions
+
+
+def _covers(case: KnownCase, span: tuple[int, int], at: int) -> bool:
+    """Whether a known case already stands for a change first seen at point ``at``: one within
+    `NEAR` points of it; but a bisect that re-measured its range and found no change there, or a
+    case whose series came back, says nothing of a change beside its range, only inside it."""
+    if case.state in ELSEWHERE:
+        return span[0] < at <= span[1]
+    return _near(span, at)
+
+
+def _p_worse(before: Values, after: Values, better: str) -> float:
+    """One-sided p-value that ``after`` is worse than ``before`` (rank test: heavy tails and a
+    single wild point do not decide it)."""
+    if len(before) < 2 or len(after) < 2:
+        return 1.0
+    worse: Literal["greater", "less"] = "greater" if better == "lower" else "less"
+    # exact for the sizes the watch sees: scipy's automatic choice falls back to the normal
+    # approximation at the first tie, which for 7 points against 6 is three times too timid
+    method: Literal["exact", "asymptotic"] = "exact" if len(after) * len(before) <= 2_500 else "asymptotic"
+    result = stats.mannwhitneyu(after, before, alternative=worse, method=method)
+    return float(result.pvalue)
+
+
+def _plausible(values: Values, lo: int, index: int, hi: int) -> tuple[int, int]:
+    """The first and last places the change may be at: every split within `NEAR` points of
+    ``index`` whose two-level least-squares fit of ``values[lo:hi]`` is not worse than the best by
+    more than `PLAUSIBLE` noise variances (a profile-likelihood set). With noise of the size of the
+    step, the best split can miss the commit by a point; the span then holds its neighbours too,
+    which costs the bisect a probe instead of naming the wrong range."""
+    segment = values[lo:hi]
+    splits = range(max(lo + 2, index - NEAR), min(hi - 2, index + NEAR) + 1)
+    errors = {k: _sse(segment[: k - lo]) + _sse(segment[k - lo :]) for k in splits}
+    if index not in errors:
+        return index, index
+    best = errors[index]
+    noise = best / max(1, len(segment) - 2)
+    if noise <= 0:
+        return index, index
+    plausible = [k for k, error in errors.items() if (error - best) / noise <= PLAUSIBLE]
+    return min(plausible), max(plausible)
+
+
+def _sse(values: Values) -> float:
+    return float(np.sum((values - values.mean()) ** 2))
+
+
+def _recovered(values: Values, good: int, rules: Rules, better: str) -> bool:
+    """Whether the latest `settle` points (after the case's good point) are back at the level
+    before it: within the noise floor of its median, and not worse by the confirmation's test."""
+    latest = values[-rules.settle :]
+    if good + 1 > len(values) - rules.settle:
+        return False
+    before = values[max(0, good + 1 - rules.before) : good + 1]
+    if len(before) < 2:
+        return False
+    level = float(np.median(before))
+    if level == 0 or abs(float(np.median(latest)) / level - 1) >= rules.min_effect:
+        return False
+    return _p_worse(before, latest, better) > rules.alpha
+
+
+def _range(span: Span, where: dict[str, int]) -> tuple[int, int] | None:
+    """A span as the indexes of its good and bad points in the series (None: not both in it)."""
+    if span.good not in where or span.bad not in where:
+        return None
+    good, bad = where[span.good], where[span.bad]
+    return (good, bad) if good < bad else None
+
+
+def _distance(span: tuple[int, int], at: int) -> int:
+    good, bad = span
+    return 0 if good < at <= bad else min(abs(at - bad), abs(at - good - 1))
+
+
+def _near(span: tuple[int, int], at: int) -> bool:
+    return _distance(span, at) <= NEAR

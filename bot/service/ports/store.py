@@ -350,8 +350,9 @@ class Watch(ABC):
     @abstractmethod
     def supersede(self, old_key: str, new: RegressionCase) -> tuple[RegressionCase, bool]:
         """In one transaction: record ``new`` (or find it) and move the case ``old_key`` to
-        superseded by it, only while that one is still open (detected, out of budget); the stored
-        new case, and whether the old one was moved."""
+        superseded by it, only while that one has not ended (detected, out of budget, or bisecting:
+        a bisect whose range no longer holds the change); the stored new case, and whether the old
+        one was moved."""
 
     @abstractmethod
     def move(
@@ -373,8 +374,14 @@ class Watch(ABC):
 
     @abstractmethod
     def of_series(
-        self, repo: str, suite: str, metric: str, states: tuple[str, ...]
-    ) -> list[RegressionCase]: ...
+        self, repo: str, suite: str, metric: str | None, states: tuple[str, ...]
+    ) -> list[RegressionCase]:
+        """The cases of one series in ``states`` (``metric`` None: of every metric of the suite),
+        oldest first."""
+
+    @abstractmethod
+    def of_culprit(self, repo: str, sha: str) -> list[RegressionCase]:
+        """The cases of ``repo`` whose bisect confirmed ``sha`` as their culprit, oldest first."""
 
     @abstractmethod
     def cases(self, repos: frozenset[str] | None, limit: int = 200) -> list[RegressionCase]:

@@ -31,7 +31,17 @@ def test_an_ended_case_never_moves_and_a_bisecting_one_only_ends():
     for end in cases.ENDS:
         assert not any(cases.can_move(end, wanted) for wanted in cases.MOVES)
     assert set(cases.MOVES[cases.BISECTING]) <= {*cases.ENDS}
-    assert not cases.can_move(cases.BISECTING, cases.SUPERSEDED)
+    # a bisect whose range no longer holds the change is superseded by a wider one
+    assert cases.can_move(cases.BISECTING, cases.SUPERSEDED)
+    assert not cases.can_move(cases.BISECTING, cases.RECOVERED)  # its bisect will say
+    assert not cases.can_move(cases.CONFIRMED, cases.SUPERSEDED)
+
+
+def test_a_range_measured_again_without_a_decision_is_inconclusive_not_unchanged():
+    assert cases.after_bisect("not_reproduced", "inconclusive") == cases.INCONCLUSIVE
+    assert cases.after_bisect("not_reproduced", "unchanged") == cases.NOT_REPRODUCED
+    assert cases.after_bisect("confirmed", "regression") == cases.CONFIRMED
+    assert cases.after_bisect("what?") == cases.FAILED
     assert cases.can_move(cases.OUT_OF_BUDGET, cases.BISECTING)
     assert not cases.can_move("no-such-state", cases.BISECTING)
 

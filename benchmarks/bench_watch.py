@@ -1,0 +1,302 @@
+"""Monte-Carlo benchmark of the watch's decision: simulated default-branch streams, the product's
+own detection (`bot.core.watch.opening.established` and `decide`) run after every new point, and
+the cases it opens, moves, widens and recovers kept as the service keeps them.
+
+Each stream is a series of one metric (lower is better) measured once per point. A stepped stream
+gets a step of ``+STEP`` at a random point after ``WARM`` quiet points; a quiet stream never
+changes. Noise is Gaussian or heavy-tailed (Student's t with 3 degrees of freedom, scaled to the
+same standard deviation), at a coefficient of variation of 1% or 2%. Two ways of measuring:
+
+- ``daily``: one scheduled run a day, several merges apart: every span holds several commits;
+- ``merges``: every merge measured against its parent, its own run inconclusive (the series alone
+  must find the step: its one-commit span is re-measured by the case).
+
+A case is dispatched to its bisect as soon as it opens (an unlimited budget), and the bisect
+reports ``BISECT_DELAY`` points later: confirmed when the case's range holds the step's commit,
+not reproduced otherwise. Printed per cell: for stepped streams, how often the step gave exactly
+one case and one bisect, how often it was found (a case confirmed), misses, the delay (points
+measured after the step when the case opened: median and 90th percentile), cases and bisects per
+step; for quiet streams, the share of streams that opened any case and the cases per stream. Each
+rate has a 95% Wilson interval. Two seeds are run: the tuning set and a held-out set.
+
+    python benchmarks/bench_watch.py                  # 1,000 streams a cell, both sets
+    python benchmarks/bench_watch.py --streams 200    # quicker
+    python benchmarks/bench_watch.py --check          # exit 1 if a target is missed (held-out set)
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from bot.core.watch import cases as states
+from bot.core.watch.cases import Span
+from bot.core.watch.opening import Decision, KnownCase, SeriesPoint, decide, established
+
+WARM = 30  # quiet points before a step may come
+AFTER = 24  # points measured after the step
+BISECT_DELAY = 1  # points between a bisect's dispatch and its report
+SEEDS = {"tuning": 20261206, "held-out": 777_000_001}
+
+
+@dataclass
+class SimCase:
+    key: str
+    span: Span
+    state: str
+    opened_at: int  # how many points the series had when it opened
+
+
+@dataclass
+class Outcome:
+    cases: list[SimCase] = field(default_factory=list)
+    bisects: int = 0
+    found_at: int | None = None  # points after the step when the first case holding it opened
+    confirmed: bool = False
+
+
+def sha(i: int) -> str:
+    return f"{i:040x}"
+
+
+def noise(rng: np.random.Generator, n: int, cv: float, tails: str) -> np.ndarray:
+    if tails == "gaussian":
+        return rng.normal(0.0, cv, n)
+    return rng.standard_t(3, n) * cv / math.sqrt(3.0)
+
+
+def simulate(
+    rng: np.random.Generator, *, n: int, step: float, step_at: int | None, cv: float, tails: str, mode: str
+) -> Outcome:
+    """One stream, the decision run after every point; the outcome for its step (if any)."""
+    values = 10.0 * (1.0 + noise(rng, n, cv, tails))
+    if step_at is not None:
+        values[step_at:] *= 1.0 + step
+    commits_per_point = 1 if mode == "merges" else 3
+    points: list[SeriesPoint] = []
+    cases: dict[str, SimCase] = {}
+    pending: dict[str, int] = {}  # bisecting case -> the point count when it reports
+    out = Outcome()
+    # Commit numbering: point i measures commit c(i) = (i + 1) * commits_per_point; the step's
+    # commit is the one measured first at ``step_at`` (or, in daily mode, one of the commits in
+    # between, which the range (good, bad] holds either way).
+    step_commit = None if step_at is None else step_at * commits_per_point + 1
+
+    def commit_of(sha_text: str) -> int:
+        return int(sha_text, 16)
+
+    for i in range(n):
+        commit = (i + 1) * commits_per_point
+        base = commit - 1
+        points.append(SeriesPoint(sha(commit), sha(base), float(values[i])))
+        for key, due in list(pending.items()):
+            if len(points) >= due:
+                case = cases[key]
+                holds = step_commit is not None and commit_of(case.span.good) < step_commit <= commit_of(
+                    case.span.bad
+                )
+                case.state = states.CONFIRMED if holds else states.NOT_REPRODUCED
+                out.confirmed |= holds
+                del pending[key]
+        found = established("o/r", "s", "m", "lower", points)
+        known = [KnownCase(c.key, c.span, "changepoint", c.state) for c in cases.values()]  # type: ignore[arg-type]
+        for decision in decide(found, known, points, "lower"):
+            _apply(decision, cases, pending, out, len(points))
+        if step_at is not None and out.found_at is None:
+            for case in cases.values():
+                if commit_of(case.span.good) < (step_commit or 0) <= commit_of(case.span.bad):
+                    out.found_at = i - step_at + 1
+                    break
+    out.cases = list(cases.values())
+    return out
+
+
+def _apply(
+    decision: Decision, cases: dict[str, SimCase], pending: dict[str, int], out: Outcome, now: int
+) -> None:
+    """As the service applies it: a new case is bisected at once; a move or widening supersedes
+    the old case by a new one (bisected again when it was bisecting); a recovery ends it."""
+    if decision.action == "recover":
+        assert decision.key is not None
+        cases[decision.key].state = states.RECOVERED
+        return
+    assert decision.found is not None
+    span = decision.found.span
+    key = span.key()
+    if decision.key is not None:
+        cases[decision.key].state = states.SUPERSEDED
+        pending.pop(decision.key, None)
+    if key in cases:
+        return
+    cases[key] = SimCase(key, span, states.BISECTING, now)
+    pending[key] = now + BISECT_DELAY
+    out.bisects += 1
+
+
+@dataclass
+class Rate:
+    hits: int
+    total: int
+
+    def __str__(self) -> str:
+        if self.total == 0:
+            return "-"
+        p, n, z = self.hits / self.total, self.total, 1.96
+        centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+        half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+        return f"{100 * p:5.1f}% [{100 * max(0, centre - half):4.1f}, {100 * min(1, centre + half):5.1f}]"
+
+    @property
+    def value(self) -> float:
+        return self.hits / self.total if self.total else math.nan
+
+
+@dataclass
+class Cell:
+    name: str
+    exact_one: Rate
+    found: Rate
+    missed: Rate
+    delays: list[int]
+    cases_per: float
+    bisects_per: float
+    false_streams: Rate | None = None
+
+
+def stepped(streams: int, seed: int, *, step: float, cv: float, tails: str, mode: str) -> Cell:
+    rng = np.random.default_rng(seed)
+    one = found = missed = 0
+    delays: list[int] = []
+    total_cases = total_bisects = 0
+    for _ in range(streams):
+        step_at = WARM + int(rng.integers(0, 10))
+        out = simulate(rng, n=step_at + AFTER, step=step, step_at=step_at, cv=cv, tails=tails, mode=mode)
+        opened = len(out.cases)
+        total_cases += opened
+        total_bisects += out.bisects
+        one += opened == 1 and out.bisects == 1
+        found += out.found_at is not None
+        missed += out.found_at is None
+        if out.found_at is not None:
+            delays.append(out.found_at)
+    name = f"+{step:.0%} step, CV {cv:.0%}, {tails}, {mode}"
+    return Cell(
+        name,
+        Rate(one, streams),
+        Rate(found, streams),
+        Rate(missed, streams),
+        delays,
+        total_cases / streams,
+        total_bisects / streams,
+    )
+
+
+def quiet(streams: int, seed: int, *, n: int, cv: float, tails: str, mode: str) -> Cell:
+    rng = np.random.default_rng(seed)
+    any_case = total = 0
+    for _ in range(streams):
+        out = simulate(rng, n=n, step=0.0, step_at=None, cv=cv, tails=tails, mode=mode)
+        any_case += bool(out.cases)
+        total += out.bisects
+    name = f"quiet {n} points, CV {cv:.0%}, {tails}, {mode}"
+    cell = Cell(name, Rate(0, 0), Rate(0, 0), Rate(0, 0), [], 0.0, total / streams)
+    cell.false_streams = Rate(any_case, streams)
+    return cell
+
+
+@dataclass(frozen=True)
+class Target:
+    what: str
+    cell: str
+    holds: Callable[[Cell], bool]
+
+
+TARGETS = (
+    Target(
+        "≥ 98% of +8% steps at CV 1% give exactly one case and one bisect",
+        "+8% step, CV 1%, gaussian, daily",
+        lambda c: c.exact_one.value >= 0.98,
+    ),
+    Target(
+        "+8% at CV 2% found in ≥ 97%, median delay ≤ 6 points",
+        "+8% step, CV 2%, gaussian, daily",
+        lambda c: c.found.value >= 0.97 and statistics.median(c.delays) <= 6,
+    ),
+    Target(
+        "≤ 1% of quiet streams at CV 2% over 90 points open a case",
+        "quiet 90 points, CV 2%, gaussian, daily",
+        lambda c: c.false_streams is not None and c.false_streams.value <= 0.01,
+    ),
+    Target(
+        "+3% at CV 1% found in ≥ 90%", "+3% step, CV 1%, gaussian, daily", lambda c: c.found.value >= 0.90
+    ),
+)
+
+
+def run(streams: int, seed: int) -> list[Cell]:
+    cells = []
+    for mode in ("daily", "merges"):
+        for tails in ("gaussian", "heavy"):
+            for step, cv in ((0.08, 0.01), (0.08, 0.02), (0.03, 0.01)):
+                cells.append(stepped(streams, seed, step=step, cv=cv, tails=tails, mode=mode))
+            for n in (30, 90):
+                for cv in (0.01, 0.02):
+                    cells.append(quiet(streams, seed + n, n=n, cv=cv, tails=tails, mode=mode))
+    return cells
+
+
+def show(cells: list[Cell]) -> None:
+    print(
+        f"{'stream':44} {'one case+bisect':>22} {'found':>22} {'delay med/p90':>13} {'cases':>6} {'bisects':>7}"
+    )
+    for c in cells:
+        if c.false_streams is not None:
+            print(
+                f"{c.name:44} {'any case: ' + str(c.false_streams):>46} {'':>13} {'':>6} {c.bisects_per:7.3f}"
+            )
+            continue
+        delay = "-"
+        if c.delays:
+            ordered = sorted(c.delays)
+            delay = f"{statistics.median(ordered):g}/{ordered[int(0.9 * (len(ordered) - 1))]}"
+        print(
+            f"{c.name:44} {c.exact_one!s:>22} {c.found!s:>22} {delay:>13} "
+            f"{c.cases_per:6.3f} {c.bisects_per:7.3f}"
+        )
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--streams", type=int, default=1000, help="streams per cell (default 1000)")
+    parser.add_argument("--set", choices=[*SEEDS, "both"], default="both")
+    parser.add_argument(
+        "--check", action="store_true", help="exit 1 if a target is missed on the held-out set"
+    )
+    args = parser.parse_args()
+    failed = False
+    for name, seed in SEEDS.items():
+        if args.set not in ("both", name):
+            continue
+        started = time.monotonic()
+        cells = run(args.streams, seed)
+        print(
+            f"\n## {name} set (seed {seed}), {args.streams} streams a cell, {time.monotonic() - started:.0f} s"
+        )
+        show(cells)
+        by_name = {c.name: c for c in cells}
+        for target in TARGETS:
+            ok = target.holds(by_name[target.cell])
+            print(f"{'met ' if ok else 'MISSED'} {target.what}")
+            failed |= not ok and name == "held-out"
+    return 1 if args.check and failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
