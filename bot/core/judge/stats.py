@@ -850,7 +850,8 @@ def _run_notes(results: Results) -> list[str]:
         if failed:
             first = failed[0].error or "no error message"
             notes.append(
-                f"{len(failed)} of {len(rounds)} {side} rounds failed and were left out "
+                f"{len(failed)} of {len(rounds)} {side} rounds failed and "
+                f"{'was' if len(failed) == 1 else 'were'} left out "
                 f"(first: {first[:200]})"
             )
     return notes

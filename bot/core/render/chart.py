@@ -1,11 +1,19 @@
 """The per-round chart of a comparison: for each headline metric, every round pair's base and head
 value in the order the pair ran (ABBA: base first, then head first, ...) and the metric's verdict.
 
+Which side of a pair ran first is the order of the rounds in the results file (the order they
+ran), not their indexes: the runner numbers each side's rounds by their pair, so both rounds of a
+pair have one index.
+
 The PR comment draws it as a Mermaid ``xychart-beta`` block, which GitHub renders inside the comment
 (base as grey bars, head as a line in the verdict's colour: that chart type has no legend, so the
-caption under it says which is which); the dashboard draws the same `RoundChart` data with uPlot
-(`to_dict`). Metric names and units come from the results file: they are reduced to characters
-that cannot end a Mermaid string or the fenced block.
+caption under it says which is which), on an axis from 0, so that a bar's height is its value and
+a small change looks small. A pair with a failed round is not drawn (a bar has to have a height,
+and any height would read as a measurement): the caption names it. Where no chart can be drawn (a
+round pair or none with both sides measured) a sentence says so. The dashboard draws the same
+`RoundChart` data with uPlot (`to_dict`; a failed round is a gap there). Metric names and units
+come from the results file: they are reduced to characters that cannot end a Mermaid string or
+the fenced block.
 """
 
 from __future__ import annotations
@@ -87,6 +95,7 @@ def round_chart(results: Results, m: MetricJudgement) -> RoundChart | None:
     values = [(_value(b, m.name), _value(h, m.name)) for b, h in shown]
     if sum(1 for b, h in values if b is not None and h is not None) < MIN_PAIRS:
         return None
+    ran = {id(round_): position for position, round_ in enumerate(results.rounds)}
     return RoundChart(
         m.name,
         m.unit,
@@ -95,8 +104,29 @@ def round_chart(results: Results, m: MetricJudgement) -> RoundChart | None:
         m.change,
         tuple(b for b, _ in values),
         tuple(h for _, h in values),
-        tuple(b.index < h.index for b, h in shown),
+        tuple(ran[id(b)] < ran[id(h)] for b, h in shown),
         pairs,
+    )
+
+
+def no_chart(results: Results, comparison: Comparison) -> str:
+    """The sentence in place of a chart that cannot be drawn: which metric, and how many round
+    pairs with both sides measured it the run has of the `MIN_PAIRS` it takes; '' where every
+    charted metric has its chart."""
+    missing = [m for m in charted(comparison) if round_chart(results, m) is None]
+    if not missing:
+        return ""
+    m = missing[0]
+    base, head = results.rounds_of("base"), results.rounds_of("head")
+    complete = sum(
+        1
+        for b, h in zip(base, head, strict=False)
+        if _value(b, m.name) is not None and _value(h, m.name) is not None
+    )
+    pairs = f"{complete} such pair" + ("" if complete == 1 else "s")
+    return (
+        f"<sub>No per-round chart of `{_safe(m.name)}`: it takes at least {MIN_PAIRS} round pairs in "
+        f"which both sides measured it, and this run has {pairs}.</sub>"
     )
 
 
@@ -116,13 +146,21 @@ def charts_markdown(charts: Sequence[RoundChart], collapsed: bool) -> str:
     blocks = [_mermaid(c) for c in charts]
     caption = (
         "<sub>Per round pair, in the order they ran (BH: base first, HB: head first): "
-        "the grey bars are base, the line is head."
+        "the grey bars are base, the line is head, on an axis from 0."
     )
     left_out = [c for c in charts if c.pairs > len(c.base)]
     if left_out:
         caption += f" The first {MAX_PAIRS} of {left_out[0].pairs} pairs are drawn."
-    if any(None in c.base or None in c.head for c in charts):
-        caption += " A failed round is drawn at the axis' lower end."
+    for c in charts:
+        failed = [
+            label for label, b, h in zip(c.labels, c.base, c.head, strict=True) if b is None or h is None
+        ]
+        if failed:
+            which = ", ".join(failed[:10]) + (f" and {len(failed) - 10} more" if len(failed) > 10 else "")
+            caption += (
+                f" Not drawn{' for ' + _safe(c.metric) if len(charts) > 1 else ''}: pair"
+                f"{'s' if len(failed) > 1 else ''} {which}, where a round failed (see the per-round values)."
+            )
     body = "\n\n".join(blocks) + "\n\n" + caption + "</sub>"
     if collapsed:
         return f"<details><summary>Per-round chart</summary>\n\n{body}\n\n</details>"
@@ -130,13 +168,18 @@ def charts_markdown(charts: Sequence[RoundChart], collapsed: bool) -> str:
 
 
 def _mermaid(chart: RoundChart) -> str:
-    present = [v for v in chart.base + chart.head if v is not None]
-    low, high = _axis(min(present), max(present))
+    drawn = [
+        (label, b, h)
+        for label, b, h in zip(chart.labels, chart.base, chart.head, strict=True)
+        if b is not None and h is not None
+    ]
+    high = _top(max(max(b, h) for _, b, h in drawn))
+    low = min(0.0, *(min(b, h) * 1.1 for _, b, h in drawn))  # 0, unless a value is below it
     unit = _safe(chart.unit) or "value"
     title = f"{_safe(chart.metric)} ({unit}, {chart.better} is better): {chart.verdict}" + (
         f" {percent(chart.change)}" if chart.change is not None and chart.verdict != "error" else ""
     )
-    labels = ", ".join(f'"{label}"' for label in chart.labels)
+    labels = ", ".join(f'"{label}"' for label, _, _ in drawn)
     return "\n".join(
         [
             "```mermaid",
@@ -145,8 +188,8 @@ def _mermaid(chart: RoundChart) -> str:
             f'    title "{_safe(title)}"',
             f'    x-axis "round pair" [{labels}]',
             f'    y-axis "{unit}" {_num(low)} --> {_num(high)}',
-            f"    bar [{', '.join(_num(low if v is None else v) for v in chart.base)}]",
-            f"    line [{', '.join(_num(low if v is None else v) for v in chart.head)}]",
+            f"    bar [{', '.join(_num(b) for _, b, _ in drawn)}]",
+            f"    line [{', '.join(_num(h) for _, _, h in drawn)}]",
             "```",
         ]
     )
@@ -158,10 +201,9 @@ def _palette(verdict: str) -> str:
     return f'%%{{init: {{"themeVariables": {{"xyChart": {{"plotColorPalette": "#90a4ae, {head}"}}}}}}}}%%'
 
 
-def _axis(low: float, high: float) -> tuple[float, float]:
-    """An axis that shows the rounds' differences: the values' range with a margin, not from 0."""
-    span = high - low or abs(high) * 0.01 or 1.0
-    return low - span * 0.15, high + span * 0.15
+def _top(high: float) -> float:
+    """The axis' top: a tenth above the largest value (1 where every value is 0 or less)."""
+    return high * 1.1 if high > 0 else 1.0
 
 
 def _num(value: float) -> str:

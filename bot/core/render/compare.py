@@ -23,7 +23,7 @@ from bot.core.judge.stats import (
     MetricJudgement,
     Settings,
 )
-from bot.core.render.chart import charts_markdown, round_charts
+from bot.core.render.chart import charts_markdown, no_chart, round_charts
 from bot.core.render.kernels import ChangedLines, kernels_markdown, kernels_text
 from bot.core.render.markdown import code_block, escape_md, fit
 from bot.core.text import clip, printable
@@ -158,9 +158,9 @@ def compare_markdown(
         _metric_table(comparison.metrics),
     ]
     # A comparison that found no change keeps its chart folded away: the comment stays short.
-    blocks.append(
-        charts_markdown(round_charts(results, comparison), collapsed=comparison.verdict == "unchanged")
-    )
+    charts = round_charts(results, comparison)
+    blocks.append(charts_markdown(charts, collapsed=comparison.verdict == "unchanged"))
+    blocks.append(no_chart(results, comparison))  # why a charted metric has none, if one has not
     blocks += _speculation_block(comparison)
     blocks.append(_environment_block(comparison.environment))
     kernels = profile.diff_of(results.base.profile, results.head.profile)

@@ -79,9 +79,12 @@ def document(
     suite: str = "sglang-eagle3",
     error: str = "CUDA error: out of memory",
 ) -> dict[str, Any]:
-    """A results document: rounds interleaved ABBA-like, ``failed[side]`` extra failed rounds."""
+    """A results document as `perfbot bench run` writes it: round pairs in ABBA order (base first,
+    then head first, ...), each round numbered within its side by its pair (the runner's
+    ``index``), the file listing them in the order they ran; ``failed[side]`` extra failed rounds
+    after them."""
     failed = failed or {}
-    rounds, index = [], 0
+    rounds = []
     count = max(len(values) for _, _, b, h in metrics.values() for values in (b, h))
     for i in range(count):
         for side in ("base", "head") if i % 2 == 0 else ("head", "base"):
@@ -89,12 +92,10 @@ def document(
             values = {n: m[position][i] for n, m in metrics.items() if i < len(m[position])}
             if not values:
                 continue
-            rounds.append({"side": side, "index": index, "ok": True, "error": None, "metrics": values})
-            index += 1
+            rounds.append({"side": side, "index": i, "ok": True, "error": None, "metrics": values})
     for side in ("base", "head"):
-        for _ in range(failed.get(side, 0)):
-            rounds.append({"side": side, "index": index, "ok": False, "error": error, "metrics": {}})
-            index += 1
+        for k in range(failed.get(side, 0)):
+            rounds.append({"side": side, "index": count + k, "ok": False, "error": error, "metrics": {}})
     return {
         "schema": "perfbot.results/1",
         "suite": suite,

@@ -383,7 +383,7 @@ def test_a_long_error_is_cut_to_200_characters_in_the_notes():
     doc["status"], doc["error"] = "failed", long
     notes = stats.decide(results.load(json.dumps(doc))).notes
     assert f"the run did not complete (status failed): {'x' * 200}" in notes
-    assert f"1 of 4 head rounds failed and were left out (first: {'x' * 200})" in notes
+    assert f"1 of 4 head rounds failed and was left out (first: {'x' * 200})" in notes
 
 
 def test_a_lone_metric_is_judged_as_a_family_of_one():

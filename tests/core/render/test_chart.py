@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from bot.core.judge import results, stats
 from bot.core.render import chart
+from bot.core.render import compare as render_compare
 from tests.core.judge.results_data import EAGLE3, document
 
 
@@ -47,21 +48,61 @@ def test_a_suite_without_a_headline_charts_its_first_deciding_metric():
     assert [c.metric for c in chart.round_charts(loaded, comparison)] == [comparison.metrics[0].name]
 
 
-def test_a_failed_round_is_a_gap_in_the_data_and_drawn_at_the_axis_end():
+def test_the_pairs_are_labelled_by_the_order_in_the_file_not_by_the_rounds_indexes():
+    """The runner gives both rounds of a pair one index (its pair's): before, every pair compared
+    equal indexes and read 'HB'. The test data number rounds as the runner does."""
     doc = _verify_step()
-    failed = next(r for r in doc["rounds"] if r["side"] == "head" and r["index"] == 1)
+    assert {(r["side"], r["index"]) for r in doc["rounds"][:2]} == {("base", 0), ("head", 0)}
+    loaded, comparison = judged(doc)
+    [drawn] = chart.round_charts(loaded, comparison)
+    assert drawn.labels[:4] == ("1 BH", "2 HB", "3 BH", "4 HB")
+    doc["rounds"][0], doc["rounds"][1] = doc["rounds"][1], doc["rounds"][0]  # head ran first
+    loaded, comparison = judged(doc)
+    assert chart.round_charts(loaded, comparison)[0].labels[:2] == ("1 HB", "2 HB")
+
+
+def test_the_bars_stand_on_an_axis_from_zero():
+    """Before, the axis spanned the values' range plus 15%: a +1% change filled the chart."""
+    loaded, comparison = judged(_verify_step())
+    markdown = chart.charts_markdown(chart.round_charts(loaded, comparison), collapsed=False)
+    top = max(max(EAGLE3["cycle_ms"][2]), max(EAGLE3["cycle_ms"][3])) * 1.1
+    assert f'y-axis "ms" 0 --> {chart._num(top)}' in markdown
+    assert "on an axis from 0" in markdown
+
+
+def test_a_pair_with_a_failed_round_is_left_out_of_the_drawing_and_named():
+    """Before, a failed round was drawn at the axis' lower end, where it looked like the fastest."""
+    doc = _verify_step()
+    failed = next(r for r in doc["rounds"] if r["side"] == "head" and r["index"] == 0)
     failed.update(ok=False, error="CUDA error", metrics={})
     loaded, comparison = judged(doc)
     [drawn] = chart.round_charts(loaded, comparison)
-    assert drawn.head[0] is None
+    assert drawn.head[0] is None and drawn.to_dict()["head"][0] is None  # a gap in the dashboard
     markdown = chart.charts_markdown([drawn], collapsed=False)
-    assert "A failed round is drawn at the axis' lower end" in markdown
-    low = re.search(r'y-axis "ms" ([\d.]+) -->', markdown).group(1)
-    assert re.search(r"line \[" + re.escape(low) + ",", markdown)
+    assert '"1 BH"' not in markdown and re.search(r'x-axis "round pair" \["2 HB", "3 BH"', markdown)
+    bars = re.search(r"bar \[([^\]]*)\]", markdown).group(1).split(", ")
+    line = re.search(r"line \[([^\]]*)\]", markdown).group(1).split(", ")
+    assert len(bars) == len(line) == len(drawn.base) - 1
+    assert "Not drawn: pair 1 BH, where a round failed (see the per-round values)." in markdown
+
+
+def test_one_round_per_side_says_why_there_is_no_chart():
+    loaded, comparison = judged(_one_pair())
+    assert chart.round_charts(loaded, comparison) == []
+    sentence = chart.no_chart(loaded, comparison)
+    assert sentence == (
+        "<sub>No per-round chart of `latency`: it takes at least 2 round pairs in which both sides "
+        "measured it, and this run has 1 such pair.</sub>"
+    )
+    assert sentence in render_compare.compare_markdown(loaded, comparison)
+
+
+def _one_pair() -> dict:
+    return document({"latency": ("ms", "lower", [10.0], [12.0])})
 
 
 def test_too_few_pairs_draw_nothing():
-    loaded, comparison = judged(document({"latency": ("ms", "lower", [10.0], [12.0])}))
+    loaded, comparison = judged(_one_pair())
     assert chart.round_charts(loaded, comparison) == []
     assert chart.charts_markdown([], collapsed=True) == ""
 

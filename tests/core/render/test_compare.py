@@ -62,8 +62,17 @@ def _hostile() -> dict:
     return doc
 
 
+def _failed_pair() -> dict:
+    """The regression with one head round failed (its pair is left out of the chart)."""
+    doc = document(EAGLE3)
+    failed = next(r for r in doc["rounds"] if r["side"] == "head" and r["index"] == 2)
+    failed.update(ok=False, error="CUDA error: an illegal memory access was encountered", metrics={})
+    return doc
+
+
 SCENARIOS = {
     "regression": lambda: document(EAGLE3),
+    "failed_pair": _failed_pair,
     "unchanged": lambda: document(QUIET),
     "inconclusive": lambda: document({"ttft_ms": ("ms", "lower", [30.0, 34.0, 29.0], [33.0, 36.0, 31.0])}),
     "environment": _changed_environment,
