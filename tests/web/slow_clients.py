@@ -1,7 +1,9 @@
 """Slow and idle clients, as an attacker holds them against a server: connections that send
 nothing, stop inside their headers, or send whole headers with a Content-Length and then trickle
-the body, a byte every `TRICKLE_S`. One the server closes is opened again at once (an attacker
-reconnects), until `stop`. Used by tests/web/test_slow_clients.py and, at full size, by
+the body, a byte every `TRICKLE_S`; or ("bulk", not among the default kinds) announce a body of
+GitHub's largest size and send all of it but its last byte as fast as they may (`BULK_PER_TICK`
+a tick), then stall, to make the server hold as many bytes as it will. One the server closes is
+opened again at once (an attacker reconnects), until `stop`. Used by tests/web/test_slow_clients.py and, at full size, by
 benchmarks/bench_faults.py (the `slow-clients` scenario)."""
 
 from __future__ import annotations
@@ -16,12 +18,18 @@ from dataclasses import dataclass, field
 
 KINDS = ("idle", "headers", "body")
 TRICKLE_S = 1.0
+BULK_BODY = 25 * 1024 * 1024  # webhook.MAX_BODY: the largest body the server takes
+BULK_PER_TICK = 4 * 1024 * 1024
 OPENINGS = {
     "idle": b"",
     "headers": b"POST /webhook HTTP/1.1\r\nHost: perfbot\r\nX-Slow: ",
     "body": (
         b"POST /webhook HTTP/1.1\r\nHost: perfbot\r\nContent-Type: application/json\r\n"
         b"X-GitHub-Event: ping\r\nContent-Length: 1000000\r\n\r\n{"
+    ),
+    "bulk": (
+        b"POST /webhook HTTP/1.1\r\nHost: perfbot\r\nContent-Type: application/json\r\n"
+        b"X-GitHub-Event: ping\r\nContent-Length: " + str(BULK_BODY).encode() + b"\r\n\r\n{"
     ),
 }
 
@@ -31,6 +39,7 @@ class Held:
     kind: str
     sock: socket.socket
     opened: float
+    sent: int = 0  # of a bulk body
 
 
 @dataclass
@@ -121,12 +130,29 @@ class SlowClients:
     def _trickle(self, held: Held) -> None:
         if held.kind == "idle":
             return
+        if held.kind == "bulk":
+            self._bulk(held)
+            return
         try:
             held.sock.send(b"a" if held.kind == "headers" else b" ")
         except BlockingIOError:
             return
         except OSError:
             self._closed(held)
+
+    def _bulk(self, held: Held) -> None:
+        block = b" " * 65536
+        budget = min(BULK_PER_TICK, BULK_BODY - 2 - held.sent)  # the opening sent 1, 1 never
+        while budget > 0:
+            try:
+                sent = held.sock.send(block[: min(len(block), budget)])
+            except BlockingIOError:
+                return
+            except OSError:
+                self._closed(held)
+                return
+            held.sent += sent
+            budget -= sent
 
     def _closed(self, held: Held) -> None:
         self.tally.closed_by_server += 1
