@@ -21,6 +21,7 @@ QUEUE_ERRORS_EVERY_S = 30.0  # huey's own complaints about an unreachable queue,
 
 
 _stopping = threading.Event()
+_stopped_by: list[int] = []  # the signals received, first first
 START_WAITS_S = (1.0, 2.0, 4.0, 8.0, 15.0)  # between attempts to start while storage is away
 # What a stopping worker gives its running jobs: under the 30 s that Kubernetes waits before
 # SIGKILL, and what `perfbot serve` gives the consumers it stops.
@@ -29,7 +30,12 @@ STOP_TIMEOUT_S = 20.0
 
 def _stop_on_signals() -> None:
     for sig in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(sig, lambda *_: _stopping.set())
+        signal.signal(sig, _stop)
+
+
+def _stop(signum: int, frame: object) -> None:
+    _stopped_by.append(signum)
+    _stopping.set()
 
 
 def when_storage_is_there(start: Callable[[], T]) -> T | None:
@@ -52,10 +58,11 @@ def when_storage_is_there(start: Callable[[], T]) -> T | None:
 def run_forever(
     runtime: Runtime, workers: int = 4, periodic: bool = True, stop_timeout_s: float = STOP_TIMEOUT_S
 ) -> int:
-    """Consume until told to stop; then give the running jobs ``stop_timeout_s`` to end. A job
-    still running after that (one waiting on GitHub, say) is left unfinished: its delivery stays
-    pending in the database and the next consumer takes it over, as after a crash, and no
-    supervisor has to kill the worker to stop it."""
+    """Consume until told to stop; then, after SIGTERM, give the running jobs ``stop_timeout_s`` to
+    end; after SIGINT (a Ctrl-C, or `perfbot serve` passing one on), none: a person waits. A job
+    still running then (one waiting on GitHub, say) is left unfinished: its delivery stays pending
+    in the database and the next consumer takes it over, as after a crash, and no supervisor has
+    to kill the worker to stop it."""
     _stop_on_signals()
     quiet_queue_errors()
     consumer = when_storage_is_there(lambda: runtime.start_consumer(workers, periodic, stop_timeout_s))
@@ -66,14 +73,15 @@ def run_forever(
         extra={"workers": workers, "periodic": periodic, "queue": runtime.queue.url.split("://")[0]},
     )
     _stopping.wait()
-    log.info("worker stopping")
-    consumer.stop(graceful=True)
+    quick = signal.SIGINT in _stopped_by
+    log.info("worker stopping", extra={"waiting_for_jobs_s": 0 if quick else stop_timeout_s})
+    consumer.stop(graceful=not quick)
     unfinished = runtime.services.running.current()
     if unfinished:
         log.warning(
             "worker stopped with jobs unfinished after %.0f s; their deliveries stay pending "
             "and the next consumer takes them over",
-            stop_timeout_s,
+            0 if quick else stop_timeout_s,
             extra={"deliveries": unfinished},
         )
     return 0

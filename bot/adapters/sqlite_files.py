@@ -35,7 +35,9 @@ only once its commit returned.
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import fcntl
+import functools
 import logging
 import os
 import signal
@@ -52,6 +54,8 @@ from bot.service.failures import StorageUnavailable
 
 log = logging.getLogger("perfbot.sqlite")
 
+PR_SET_PDEATHSIG = 1  # Linux's prctl option: the signal a process gets when its parent dies
+STOP_TIMEOUT_S = 5.0  # what a stopping master gives the checkpointer before killing it
 AUTOCHECKPOINT_PAGES = 10_000  # 40 MB of 4 KiB pages; SQLite's default is 1,000
 
 
@@ -296,16 +300,38 @@ class WalCheckpoints:
                 extra={"pid": self._process.pid},
             )
         command = [sys.executable, "-m", __name__, "--every", str(self.interval_s), *self.paths]
-        self._process = subprocess.Popen(command, stdin=subprocess.DEVNULL)
+        self._process = subprocess.Popen(
+            command, stdin=subprocess.DEVNULL, preexec_fn=functools.partial(_supervised_by, os.getpid())
+        )
 
     @property
     def pid(self) -> int | None:
         return None if self._process is None else self._process.pid
 
     def stop(self) -> None:
+        """End the checkpointer and wait for it, so that the master exits after it."""
         if self._process is not None and self._process.poll() is None:
             self._process.terminate()
-            self._process.wait(10)
+            try:
+                self._process.wait(STOP_TIMEOUT_S)
+            except subprocess.TimeoutExpired:  # in a checkpoint the filesystem holds: it is only a copy
+                self._process.kill()
+                self._process.wait()
+
+
+def _supervised_by(master: int) -> None:
+    """In the checkpointer, before it runs: a Ctrl-C at the terminal is for the master, which then
+    stops it (SIGTERM, whose default action ends it without a word); were it the checkpointer's
+    too, it would print a KeyboardInterrupt traceback and could die before the master knows it is
+    stopping, which would start another. The kernel sends SIGTERM when the master dies without
+    stopping it (SIGKILL), Linux only; elsewhere it notices within an interval (`checkpoint_every`)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    if not sys.platform.startswith("linux"):
+        return
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+    if os.getppid() != master:  # it died before the prctl took effect
+        os.kill(os.getpid(), signal.SIGTERM)
 
 
 def _status(returncode: int) -> str:

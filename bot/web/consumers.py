@@ -70,7 +70,10 @@ class ConsumerProcesses:
             if self._stopping or slot.process is not None or now < slot.start_after:
                 continue
             die_with_master = functools.partial(_die_with, os.getpid())
-            slot.process = subprocess.Popen(slot.command, preexec_fn=die_with_master)
+            # A process group of its own: a Ctrl-C at the terminal reaches the master alone, which
+            # passes it on (`terminate`) once it knows it is stopping; were it the consumer's too,
+            # the consumer could exit first and the master start another.
+            slot.process = subprocess.Popen(slot.command, preexec_fn=die_with_master, process_group=0)
             slot.started = now
             _lower_priority(slot.process.pid)
             log.info("queue consumer started", extra={"consumer": slot.number, "pid": slot.process.pid})
@@ -98,12 +101,14 @@ class ConsumerProcesses:
                 )
             slot.process = None
 
-    def terminate(self) -> None:
-        """Ask every consumer to stop (SIGTERM: each finishes the jobs it holds) and start no more."""
+    def terminate(self, quick: bool = False) -> None:
+        """Ask every consumer to stop and start no more: SIGTERM, each finishes the jobs it holds
+        (within its --stop-timeout); ``quick`` (a Ctrl-C), SIGINT: each stops now, leaving its
+        running jobs pending for the next consumer (`bot.worker`)."""
         self._stopping = True
         for slot in self._slots:
             if slot.process is not None and slot.process.poll() is None:
-                slot.process.send_signal(signal.SIGTERM)
+                slot.process.send_signal(signal.SIGINT if quick else signal.SIGTERM)
 
     def wait(self, timeout: float) -> None:
         """Wait up to ``timeout`` seconds in all for the consumers to exit, then kill the rest: a job

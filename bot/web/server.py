@@ -32,7 +32,10 @@ from .app import create_app
 from .consumers import ConsumerProcesses, worker_commands
 
 log = logging.getLogger("perfbot.serve")
-GC_THRESHOLDS = (50_000, 50, 50)  # young generation every 50,000 allocations, not every 700
+GC_THRESHOLDS = (50_000, 50, 50)
+# What a Ctrl-C gives the consumers to exit before they are killed: they stop without waiting for
+# their jobs (`bot.worker`), so this is only a bound.
+QUICK_STOP_S = 5.0  # young generation every 50,000 allocations, not every 700
 
 
 class PerfbotServer(BaseApplication):
@@ -141,12 +144,16 @@ class SupervisingArbiter(Arbiter):
         super().reap_workers()
 
     def stop(self, graceful: bool = True) -> None:
-        if self.consumers is None:
-            super().stop(graceful)
-            return
-        self.consumers.terminate()  # first, so that they wind down while the workers do
+        """Stop the consumers, the web workers and the checkpointer, and return once they are gone:
+        the master exits after its children, never before. SIGTERM stops gracefully (running jobs
+        get the consumers' --stop-timeout); SIGINT and SIGQUIT (``graceful`` false: a Ctrl-C) stop
+        within a few seconds, running jobs left pending for the next consumer."""
+        if self.consumers is not None:  # first, so that they wind down while the workers do
+            self.consumers.terminate(quick=not graceful)
         super().stop(graceful)
-        self.consumers.wait(self.cfg.graceful_timeout)
+        if self.consumers is not None:
+            self.consumers.wait(self.cfg.graceful_timeout if graceful else QUICK_STOP_S)
+        self.checkpoints.stop()
 
 
 def serve(
