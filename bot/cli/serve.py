@@ -72,15 +72,18 @@ def _settings():
     from bot.settings import Settings, SettingsError
 
     try:
-        settings = Settings.from_env()
+        return Settings.from_env()
     except SettingsError as error:
         raise UsageError(str(error)) from None
+
+
+def _warn_without_credentials(settings) -> None:
+    """Said once the server is sure to start: before a mistake that stops it, it would only hide it."""
     if settings.mode == "none":
         log.warning(
             "no GitHub credentials (PERFBOT_APP_ID + PERFBOT_PRIVATE_KEY, or PERFBOT_GITHUB_TOKEN): "
             "deliveries are accepted but reviews cannot be published"
         )
-    return settings
 
 
 def run_serve(args: argparse.Namespace) -> int:
@@ -98,6 +101,7 @@ def run_serve(args: argparse.Namespace) -> int:
         settings = _registering(settings, args.register_app, args.host, args.port)
     elif not settings.webhook_secrets:
         raise UsageError("PERFBOT_WEBHOOK_SECRET is not set: it must match the App's webhook secret")
+    _warn_without_credentials(settings)
     from bot.service.failures import SchemaNotMigrated, StorageUnavailable
 
     try:
@@ -145,6 +149,7 @@ def run_worker(args: argparse.Namespace) -> int:
         raise UsageError("--stop-timeout must be a number of seconds, 0 or more")
     settings = _settings()
     logs.configure(settings.log_level)
+    _warn_without_credentials(settings)
     try:
         runtime = worker.when_storage_is_there(lambda: bootstrap.build(settings))
     except SchemaNotMigrated as error:  # not tried again: waiting would not help
