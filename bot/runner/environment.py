@@ -62,8 +62,18 @@ _SECRET_WORDS = frozenset(
     }
 )
 # What a credential looks like whatever the variable's name, each with what it is: a value that
-# holds one anywhere never passes a prefix. Each shape has a test that a generated credential of
-# its shape, embedded in a longer value, is caught (tests/runner/test_environment.py).
+# holds one anywhere never passes a prefix, and the fingerprint (bot/runner/fingerprint.py) asks
+# here too, so this is the one list. Each shape has a test that a generated credential of its
+# shape, embedded in a longer value, is caught (tests/runner/test_environment.py). Sources, the
+# issuers' own descriptions of their formats: GitHub "About authentication to GitHub" (token
+# prefixes); AWS IAM "Unique identifiers" (key id prefixes); Slack "Token types"; Google Cloud "API
+# keys" and Google Identity "OAuth 2.0" (ya29. access tokens, GOCSPX- client secrets); Stripe "API
+# keys" and "Webhook signatures"; GitLab "Token overview" (prefixes); npm "About access tokens";
+# PyPI "API tokens" (macaroons, base64 of their location); SendGrid "API keys"; Docker "Personal
+# access tokens"; Databricks "Personal access tokens"; DigitalOcean "Token prefixes"; Azure
+# Storage "Configure a connection string"; Discord "Webhook resource"; OpenAI and Anthropic API
+# references (sk-…); Hugging Face "User access tokens"; RFC 7519 (JWT), RFC 7468 (PEM), RFC 7617
+# and RFC 6750 (Basic and Bearer).
 _SHAPES = (
     # ``scheme://user:password@host``, ``https://token@host``
     ("a URL with a user part", r"[A-Za-z][A-Za-z0-9+.-]*://[^/?#\s@]+@"),
@@ -86,8 +96,26 @@ _SHAPES = (
     ),
     ("an Azure shared access signature", r"(?i)[?&]sig=[A-Za-z0-9%+/=]{8,}"),
     ("an OpenAI-style API key (sk-...)", r"(?<![A-Za-z0-9])sk-[A-Za-z0-9_-]{20,}"),
-    ("a Slack token", r"(?<![A-Za-z0-9])xox[abposre]-[A-Za-z0-9-]{10,}"),
+    # xoxb- (bot), xoxp- (user), xoxa-/xoxr- (workspace, refresh), xoxe- (rotating); xapp- (app-level)
+    ("a Slack token", r"(?<![A-Za-z0-9])(?:xox[abposre]|xapp)-[A-Za-z0-9-]{10,}"),
     ("a Slack webhook", r"(?i)hooks\.slack\.com/(?:services|workflows|triggers)/"),
+    ("a Google API key", r"(?<![A-Za-z0-9_-])AIza[0-9A-Za-z_-]{35}"),
+    ("a Google OAuth access token", r"(?<![A-Za-z0-9])ya29\.[0-9A-Za-z_-]{20,}"),
+    ("a Google OAuth client secret", r"(?<![A-Za-z0-9])GOCSPX-[0-9A-Za-z_-]{20,}"),
+    ("a Stripe secret or restricted key", r"(?<![A-Za-z0-9])[sr]k_(?:live|test)_[0-9A-Za-z]{20,}"),
+    ("a Stripe webhook signing secret", r"(?<![A-Za-z0-9])whsec_[A-Za-z0-9+/=]{20,}"),
+    (
+        "a GitLab token",
+        r"(?<![A-Za-z0-9])gl(?:pat|dt|rt|ptt|soat|ft|cbt|oas|imt|agent)-[0-9A-Za-z_-]{20,}",
+    ),
+    ("an npm token", r"(?<![A-Za-z0-9])npm_[A-Za-z0-9]{36}"),
+    ("a PyPI token", r"(?<![A-Za-z0-9])pypi-AgE[A-Za-z0-9_-]{50,}"),
+    ("a SendGrid API key", r"(?<![A-Za-z0-9])SG\.[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{43}"),
+    ("a Docker Hub token", r"(?<![A-Za-z0-9])dckr_pat_[A-Za-z0-9_-]{20,}"),
+    ("a Databricks token", r"(?<![A-Za-z0-9])dapi[0-9a-f]{32}"),
+    ("a DigitalOcean token", r"(?<![A-Za-z0-9])do[opr]_v1_[0-9a-f]{64}"),
+    ("an Azure connection string's key", r"(?i)(?:AccountKey|SharedAccessKey)=[A-Za-z0-9+/]{20,}"),
+    ("a Discord webhook", r"(?i)discord(?:app)?\.com/api/webhooks/[0-9]+/"),
     # an Authorization header's value: ``Bearer`` and a token, ``Basic`` and base64 (which has a
     # capital, a digit or padding: ``basic throughput`` is prose)
     (

@@ -260,14 +260,57 @@ CREDENTIALS = {
     "an OpenAI-style API key (sk-...)": st.builds(
         "sk-{}{}".format, st.sampled_from(["", "proj-", "ant-api03-"]), chars(B64URL, 20, 90)
     ),
-    "a Slack token": st.builds(
-        "xox{}-{}-{}".format, st.sampled_from("bpar"), chars("0123456789", 10, 13), chars(ALNUM, 24)
+    "a Slack token": st.one_of(
+        st.builds(
+            "xox{}-{}-{}".format, st.sampled_from("bpar"), chars("0123456789", 10, 13), chars(ALNUM, 24)
+        ),
+        st.builds(
+            "xapp-1-A{}-{}-{}".format,
+            chars(ALNUM[:36], 10),
+            chars("0123456789", 13),
+            chars("0123456789abcdef", 64),
+        ),
     ),
     "a Slack webhook": st.builds(
         "https://hooks.slack.com/services/T{}/B{}/{}".format,
         chars(ALNUM[:26], 8),
         chars(ALNUM[:26], 8),
         chars(ALNUM, 24),
+    ),
+    "a Google API key": st.builds("AIza{}".format, chars(B64URL, 35)),
+    "a Google OAuth access token": st.builds("ya29.{}".format, chars(B64URL, 40, 200)),
+    "a Google OAuth client secret": st.builds("GOCSPX-{}".format, chars(B64URL, 28)),
+    "a Stripe secret or restricted key": st.builds(
+        "{}_{}_{}".format,
+        st.sampled_from(["sk", "rk"]),
+        st.sampled_from(["live", "test"]),
+        chars(ALNUM, 24, 99),
+    ),
+    "a Stripe webhook signing secret": st.builds("whsec_{}".format, chars(ALNUM, 32)),
+    "a GitLab token": st.builds(
+        "{}-{}".format,
+        st.sampled_from(["glpat", "gldt", "glrt", "glptt", "glsoat", "glft"]),
+        chars(B64URL, 20),
+    ),
+    "an npm token": st.builds("npm_{}".format, chars(ALNUM, 36)),
+    "a PyPI token": st.builds("pypi-AgEIcHlwaS5vcmc{}".format, chars(B64URL, 50, 180)),
+    "a SendGrid API key": st.builds("SG.{}.{}".format, chars(B64URL, 22), chars(B64URL, 43)),
+    "a Docker Hub token": st.builds("dckr_pat_{}".format, chars(B64URL, 27)),
+    "a Databricks token": st.builds("dapi{}".format, chars("0123456789abcdef", 32)),
+    "a DigitalOcean token": st.builds(
+        "do{}_v1_{}".format, st.sampled_from("opr"), chars("0123456789abcdef", 64)
+    ),
+    "an Azure connection string's key": st.builds(
+        "DefaultEndpointsProtocol=https;AccountName={};{}={}".format,
+        chars("abcdefgh", 3, 10),
+        st.sampled_from(["AccountKey", "SharedAccessKey"]),
+        chars(ALNUM + "+/", 40, 88),
+    ),
+    "a Discord webhook": st.builds(
+        "https://{}/api/webhooks/{}/{}".format,
+        st.sampled_from(["discord.com", "discordapp.com"]),
+        chars("0123456789", 17, 19),
+        chars(B64URL, 68),
     ),
     "an HTTP Authorization value": st.one_of(
         st.builds("Bearer {}".format, chars(B64URL + ".", 8, 60)),
