@@ -5,7 +5,8 @@ The folder gets exactly these top-level files:
 
 - ``bisect.json``: the report (`BisectReport.to_dict`), with the results files named as in this
   folder (``reference.results.json``, ``confirm.results.json``) and every other run by its file
-  name alone, so that no path of the runner's disk leaves it;
+  name alone, so that no path of the runner's disk leaves it; and, when given, ``range``: the
+  commits of GOOD..BAD bisected, oldest first, where the App places the culprit;
 - ``reference.results.json``: the results file of GOOD against BAD measured by this bisection;
 - ``confirm.results.json``: the culprit against its parent, when there is a culprit;
 - ``summary.md``: the report as Markdown (the job summary).
@@ -22,7 +23,7 @@ import hashlib
 import json
 import os
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -37,9 +38,14 @@ SUMMARY = "summary.md"
 FILES = (REPORT, REFERENCE_RESULTS, CONFIRM_RESULTS, SUMMARY)
 
 
-def write(report: BisectReport, folder: Path, written: Mapping[Path, str]) -> dict[str, str]:
+def write(
+    report: BisectReport, folder: Path, written: Mapping[Path, str], commits: Sequence[str] | None = None
+) -> dict[str, str]:
     """Write the artifact files of ``report`` into ``folder``; their SHA-256 by name. ``written``:
-    the SHA-256 of each results file as perfbot wrote it (`bench.BenchOptions.written`)."""
+    the SHA-256 of each results file as perfbot wrote it (`bench.BenchOptions.written`);
+    ``commits``: GOOD..BAD as bisected (`GitRepo.rev_list`, oldest first), recorded as the range."""
+    if commits is not None:
+        _check_range(report, commits)
     copies: dict[str, bytes] = {}
     renamed: dict[str, str] = {}
     reference, confirmation = report.reference, report.confirmation if report.culprit else None
@@ -52,6 +58,8 @@ def write(report: BisectReport, folder: Path, written: Mapping[Path, str]) -> di
             # A one-commit range's confirmation is its reference run: one file, named as the reference.
             renamed.setdefault(run.results_path, name)
     named = _named(dict(report.to_dict()), renamed)
+    if commits is not None:
+        named["range"] = list(commits)
     copies[REPORT] = (json.dumps(named, indent=2, ensure_ascii=False) + "\n").encode()
     copies[SUMMARY] = render_bisect.bisect_markdown(report).encode()
     try:
@@ -59,6 +67,14 @@ def write(report: BisectReport, folder: Path, written: Mapping[Path, str]) -> di
         return {name: _write(folder / name, content) for name, content in copies.items()}
     except OSError as error:
         raise BisectError(f"{folder}: cannot write the artifact files ({error.strerror})") from None
+
+
+def _check_range(report: BisectReport, commits: Sequence[str]) -> None:
+    """The range must be the report's: ending at BAD, as many commits, its culprit among them."""
+    if not commits or commits[-1] != report.bad or len(commits) != report.commits:
+        raise BisectError(f"the range of {len(commits)} commits given is not the report's GOOD..BAD")
+    if report.culprit is not None and report.culprit.sha not in commits:
+        raise BisectError(f"the culprit {report.culprit.sha[:10]} is not in the range given")
 
 
 def _results_bytes(path: Path, written: Mapping[Path, str]) -> bytes | None:

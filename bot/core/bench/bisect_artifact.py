@@ -7,6 +7,12 @@ it: the report's schema and status, every sha 40 hex digits, and GOOD, BAD and t
 those the App dispatched; the results files must measure the commits the report says they do. Any
 mismatch is a problem line and no outcome. Nothing raises on bad data.
 
+A culprit is believed only where the report places it in GOOD..BAD: its ``range`` (the commits
+bisected, oldest first, written by `perfbot bisect --artifact`) must end at BAD, leave GOOD out,
+count ``commits`` and hold the culprit and every commit measured (a parent may lie before GOOD);
+a report whose range does not is refused whole. A report without a range (from runners before
+it) cannot place its culprit: `UNPLACED_CULPRIT_BELIEVED` says whether it is believed all the same.
+
 The outcome's Markdown is rendered here from the validated report, never taken from the artifact's
 ``summary.md`` (text the runner wrote, where the code under test ran): every string in it is escaped.
 """
@@ -40,6 +46,11 @@ SHA = r"^[0-9a-f]{40}$"
 MAX_FINGERPRINT_KEYS = results_file.MAX_FINGERPRINT_LEAVES
 MAX_MEASUREMENTS = 200
 FINGERPRINT_ROWS = 120
+MAX_RANGE = 20_000  # commits a report may list (about 0.9 MB of JSON); a wider range is no bisect's
+# Whether a culprit named by a report that lists no range is still believed, as before ranges were
+# written: True while `perfbot bisect --artifact` does not yet pass its range to
+# `bot.runner.bisect_artifact.write` (bot/cli/bisect.py); once it does, False: such a culprit is refused.
+UNPLACED_CULPRIT_BELIEVED = True
 _CULPRIT_STATUSES = ("confirmed", "likely")
 _NO_CULPRIT_STATUSES = ("not_reproduced", "error")
 
@@ -126,6 +137,7 @@ class _Report(_Model):
     suite: Name
     metric: Metric
     commits: Annotated[int, Field(ge=0, le=10_000_000)]
+    range: Annotated[list[Sha], Field(max_length=MAX_RANGE)] | None = None  # oldest first
     culprit: _Culprit | None = None
     conclusion: Text
     runs: _Runs
@@ -154,6 +166,14 @@ def read(
         return None, [f"{REPORT}: status {report.status} names no culprit"]
     if report.status in _NO_CULPRIT_STATUSES and report.culprit is not None:
         return None, [f"{REPORT}: status {report.status} cannot name a culprit"]
+    misplaced = _misplaced(report)
+    if misplaced:
+        return None, [f"{REPORT}: {problem}" for problem in misplaced]
+    if report.culprit is not None and report.range is None and not UNPLACED_CULPRIT_BELIEVED:
+        return None, [
+            f"{REPORT}: lists no commits of GOOD..BAD, so its culprit {report.culprit.sha[:10]} "
+            "cannot be placed in the range"
+        ]
     confirmation = _confirmation(report)
     reference = _results(files, REFERENCE_RESULTS, (report.good, report.bad), report.suite, problems)
     confirmed = (
@@ -187,6 +207,30 @@ def read(
         kernels_markdown=kernels_markdown(diff) if diff is not None else None,
     )
     return outcome, problems
+
+
+def _misplaced(report: _Report) -> list[str]:
+    """Where the report's range contradicts GOOD..BAD or its own culprit and runs (one line each)."""
+    if report.range is None:
+        return []
+    listed = report.range
+    index = {sha: at for at, sha in enumerate(listed)}
+    found = []
+    if not listed or listed[-1] != report.bad:
+        found.append(f"its range does not end at BAD {report.bad[:10]}")
+    if report.good in index:
+        found.append(f"its range holds GOOD {report.good[:10]}")
+    if len(index) != len(listed) or len(listed) != report.commits:
+        found.append(
+            f"its range lists {len(listed)} commits ({len(index)} distinct), not the {report.commits} it says"
+        )
+    # (A culprit's parent may lie before GOOD: an inner commit of a branch forked earlier.)
+    if report.culprit is not None and report.culprit.sha not in index:
+        found.append(f"its culprit {report.culprit.sha[:10]} is not a commit of GOOD..BAD")
+    for m in report.measurements:
+        if m.purpose != "reference" and m.head not in index:
+            found.append(f"its {m.purpose} run measured {m.head[:10]}, not a commit of GOOD..BAD")
+    return found
 
 
 def _runs_made(report: _Report) -> int:
