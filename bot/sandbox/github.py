@@ -178,6 +178,7 @@ class GitHubEmulator:
         self.web_links = False  # True: github.com's addresses in answers point at this server's pages
         self.stamped = False  # True: new comments carry the time they were made (else the example's)
         self.site: Callable[[Request], Response | None] | None = None  # those pages (the sandbox's)
+        self.trusted_origins: set[str] = set()  # may post the pages that only show (`_cross_site_write`)
         self._ids = itertools.count(1001)
         self._lock = threading.RLock()
         self._server: BaseWSGIServer | None = None
@@ -347,6 +348,14 @@ class GitHubEmulator:
         )
         with self._lock:
             self.requests.append(recorded)
+        if self._cross_site_write(request):
+            recorded.status = 403
+            return Response(
+                "the GitHub stand-in refuses cross-site writes: a page of another site asked your "
+                "browser to send this",
+                403,
+                mimetype="text/plain",
+            )
         web = self._web_routes.get((request.method, request.path)) or self._web_pattern(request)
         if web is not None:  # github.com's pages, not the REST API
             with self._lock:
@@ -366,6 +375,22 @@ class GitHubEmulator:
             response = self._route(request)
         recorded.status = response.status_code
         return response
+
+    def _cross_site_write(self, request: Request) -> bool:
+        """Whether a browser sends this write for a page of another site: any page the developer
+        opens could otherwise post `/bench`, or anything else, to the stand-in on localhost. A
+        browser says where a request comes from (``Origin``; ``Sec-Fetch-Site``); a client that is
+        no browser (the bot, `perfbot deliver`, curl) says neither and is let through. Pages that
+        only show something may be posted from the ``trusted_origins`` (the App's own server posts
+        its manifest to the registration page, as on github.com)."""
+        if request.method in ("GET", "HEAD", "OPTIONS"):
+            return False
+        origin = request.headers.get("Origin")
+        fetch_site = request.headers.get("Sec-Fetch-Site")
+        own = {self.base_url, *self.trusted_origins} if _shows_only(request) else {self.base_url}
+        if origin is not None:
+            return origin.rstrip("/") not in own
+        return fetch_site not in (None, "same-origin", "none")
 
     def _validate(self, request: Request, body: bytes) -> str | None:
         """What is wrong with the request, as GitHub's REST description says (None: nothing). The
@@ -1325,6 +1350,14 @@ _API_PREFIXES = (
     "/organizations/",
     BLOB_PREFIX,
 )
+
+
+def _shows_only(request: Request) -> bool:
+    """The App registration page, which a form of the App's server posts its manifest to: it
+    shows what would be created; creating it is a post of its own page."""
+    return request.method == "POST" and (
+        request.path == "/settings/apps/new" or _ORG_NEW_APP.fullmatch(request.path) is not None
+    )
 
 
 def _is_api(path: str) -> bool:
