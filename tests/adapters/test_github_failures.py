@@ -231,6 +231,8 @@ ARGUMENTS = {
     "comment_id": 1,
     "content": "eyes",
     "sha": SHA,
+    "base": SHA,
+    "head": "master",
     "workflow": "perfbot-bench.yml",
     "inputs": {"correlation-id": "pb-1"},
     "correlation_id": "pb-1",
