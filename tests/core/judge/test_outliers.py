@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from bot.core.judge import results, stats
+from bot.core.judge import estimate, results, stats
 
 sys.path.insert(0, str(Path(__file__).parents[3] / "benchmarks"))
 import calibrate_stats as calibration  # noqa: E402
@@ -110,7 +110,7 @@ def _exact_outliers(base, head):
     pairs = np.concatenate(
         [np.abs(side[:, None] - side[None, :])[np.triu_indices(side.size, 1)] for side in logs]
     )
-    spread = float(np.median(pairs)) / stats._PAIR_TO_SD
+    spread = float(np.median(pairs)) / estimate._PAIR_TO_SD
     far = [np.abs(side - np.median(side)) > stats.OUTLIER_MADS * spread for side in logs]
     if spread == 0 or sum(int(f.sum()) for f in far) > stats.OUTLIER_SHARE * (logs[0].size + logs[1].size):
         return np.zeros(logs[0].shape, bool), np.zeros(logs[1].shape, bool)

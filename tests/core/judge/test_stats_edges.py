@@ -10,7 +10,9 @@ import math
 import numpy as np
 import pytest
 
-from bot.core.judge import model, stats
+from bot.core.judge import estimate as estimating
+from bot.core.judge import model, multiplicity, stats, verdicts
+from bot.core.judge import notes as wording
 
 QUIET = [10.0, 10.01, 9.99, 10.02, 9.98]
 
@@ -23,7 +25,7 @@ def estimate(ratio: float, ci: tuple[float, float], *, p_ks: float = 0.5, rounds
 def test_the_constants_are_the_documented_ones():
     assert (stats.DEFAULT_MIN_EFFECT, stats.DEFAULT_ALPHA, stats.DEFAULT_CONFIDENCE) == (0.02, 0.01, 0.95)
     assert (stats.MIN_ROUNDS, stats.MAX_EXTRA_ROUNDS) == (3, 1000)
-    assert stats._LOCKSTEP == 1e-9 and pytest.approx(0.9539, abs=1e-4) == stats._PAIR_TO_SD
+    assert multiplicity._LOCKSTEP == 1e-9 and pytest.approx(0.9539, abs=1e-4) == estimating._PAIR_TO_SD
     settings = stats.Settings()
     assert settings.looks == 1 and [f.name for f in dataclasses.fields(settings)] == [
         "min_effect",
@@ -112,12 +114,12 @@ def test_heading_worse_is_direction_aware_and_needs_the_minimum_effect():
             "m", "", better, estimate(1 + change, (1.0, 1.1)), 0.5, "inconclusive", ""
         )
 
-    assert stats._heading_worse(judged(0.03, "lower"), settings)
-    assert stats._heading_worse(judged(0.02, "lower"), settings)
-    assert not stats._heading_worse(judged(0.01, "lower"), settings)
-    assert not stats._heading_worse(judged(-0.03, "lower"), settings)
-    assert stats._heading_worse(judged(-0.03, "higher"), settings)
-    assert not stats._heading_worse(judged(0.03, "higher"), settings)
+    assert verdicts._heading_worse(judged(0.03, "lower"), settings)
+    assert verdicts._heading_worse(judged(0.02, "lower"), settings)
+    assert not verdicts._heading_worse(judged(0.01, "lower"), settings)
+    assert not verdicts._heading_worse(judged(-0.03, "lower"), settings)
+    assert verdicts._heading_worse(judged(-0.03, "higher"), settings)
+    assert not verdicts._heading_worse(judged(0.03, "higher"), settings)
 
 
 def test_the_overall_extra_rounds_is_the_sooner_of_a_regression_and_every_metric_settled():
@@ -137,15 +139,15 @@ def test_the_overall_extra_rounds_is_the_sooner_of_a_regression_and_every_metric
 def test_lockstep_needs_the_same_rounds_positive_values_and_a_fixed_transform():
     cycle = ([19.0, 19.5, 18.7], [20.1, 20.0, 19.9])
     tok = ([1800 / v for v in cycle[0]], [1800 / v for v in cycle[1]])
-    assert stats._lockstep(cycle, tok) and stats._lockstep(
+    assert multiplicity._lockstep(cycle, tok) and multiplicity._lockstep(
         cycle, ([2 * v for v in cycle[0]], [2 * v for v in cycle[1]])
     )
-    assert not stats._lockstep(cycle, ([1.0, 2.0, 3.0], [1.0, 2.0, 3.0]))
-    assert not stats._lockstep(cycle, (cycle[0][:2], cycle[1]))  # other rounds
-    assert not stats._lockstep(([1.0], []), ([2.0], []))  # one round says nothing
-    assert not stats._lockstep(([0.0, 1.0], [1.0]), ([0.0, 2.0], [2.0]))
+    assert not multiplicity._lockstep(cycle, ([1.0, 2.0, 3.0], [1.0, 2.0, 3.0]))
+    assert not multiplicity._lockstep(cycle, (cycle[0][:2], cycle[1]))  # other rounds
+    assert not multiplicity._lockstep(([1.0], []), ([2.0], []))  # one round says nothing
+    assert not multiplicity._lockstep(([0.0, 1.0], [1.0]), ([0.0, 2.0], [2.0]))
     drift = ([19.0, 19.5, 18.7], [20.1, 20.0, 19.9 * (1 + 2e-9)])
-    assert not stats._lockstep(cycle, drift) and stats._lockstep(
+    assert not multiplicity._lockstep(cycle, drift) and multiplicity._lockstep(
         cycle, ([19.0, 19.5, 18.7], [20.1, 20.0, 19.9 * (1 + 5e-10)])
     )
 
@@ -179,7 +181,7 @@ def test_the_outlier_threshold_is_five_of_shamos_deviations():
         return list(np.abs(logs[:, None] - logs[None, :])[np.triu_indices(len(values), 1)])
 
     far = 1000.0  # its own pairs are the largest four, whatever it is
-    spread = float(np.median(pairs(QUIET) + pairs([*clean, far]))) / stats._PAIR_TO_SD
+    spread = float(np.median(pairs(QUIET) + pairs([*clean, far]))) / estimating._PAIR_TO_SD
     center = float(np.median(np.log([*clean, far])))
     inside, outside = math.exp(center + 4.9 * spread), math.exp(center + 5.1 * spread)
     assert not stats.outliers(QUIET, [*clean, inside])[1].any()
@@ -205,7 +207,7 @@ def test_the_json_of_a_judgement_keeps_each_sides_outliers_apart():
     found = stats.estimate(QUIET, [*QUIET[:4], 15.0])
     doc = stats.judge(QUIET, [*QUIET[:4], 15.0]).to_dict()
     assert found.outliers == (0, 1) and doc["outliers"] == {"base": 0, "head": 1}
-    notes = stats._metric_notes([stats.judge(QUIET, [*QUIET[:4], 15.0], name="cycle_ms")])
+    notes = wording.metric_notes([stats.judge(QUIET, [*QUIET[:4], 15.0], name="cycle_ms")])
     assert notes == [
         "cycle_ms: 0 base and 1 head rounds were far outliers (over 5 robust deviations from "
         "their side's median) and were left out"
@@ -274,17 +276,17 @@ def test_a_diagnostic_is_adjusted_in_a_family_of_its_own_and_an_error_stays_an_e
 
 
 def test_two_rounds_in_all_can_show_a_fixed_transform_and_values_below_one_count():
-    assert stats._lockstep(([0.5], [0.25]), ([0.2], [0.1]))  # one round a side, every value below 1
-    assert stats._lockstep(([0.5, 0.4], [0.25, 0.3]), ([2.0, 2.5], [4.0, 1 / 0.3]))  # the inverse
+    assert multiplicity._lockstep(([0.5], [0.25]), ([0.2], [0.1]))  # one round a side, every value below 1
+    assert multiplicity._lockstep(([0.5, 0.4], [0.25, 0.3]), ([2.0, 2.5], [4.0, 1 / 0.3]))  # the inverse
 
 
 def test_heading_worse_at_exactly_the_minimum_effect_and_never_at_no_change():
     def judged(ratio, better):
         return stats.MetricJudgement("m", "", better, estimate(ratio, (1.0, 1.1)), 0.5, "inconclusive", "")
 
-    assert stats._heading_worse(judged(1.5, "lower"), stats.Settings(min_effect=0.5))  # 1.5 - 1 is exact
-    assert not stats._heading_worse(judged(1.0, "lower"), stats.Settings(min_effect=0.0))
-    assert not stats._heading_worse(judged(1.0, "higher"), stats.Settings(min_effect=0.0))
+    assert verdicts._heading_worse(judged(1.5, "lower"), stats.Settings(min_effect=0.5))  # 1.5 - 1 is exact
+    assert not verdicts._heading_worse(judged(1.0, "lower"), stats.Settings(min_effect=0.0))
+    assert not verdicts._heading_worse(judged(1.0, "higher"), stats.Settings(min_effect=0.0))
 
 
 def test_extra_rounds_from_two_rounds_a_side_follow_the_model_not_the_floor():
@@ -344,11 +346,11 @@ def test_only_a_diagnostics_claim_is_noted_as_explaining_not_deciding():
             name, "", "lower", estimate(1.5, (1.4, 1.6)), 0.001, verdict, "", role=role
         )
 
-    notes = stats._metric_notes(
+    notes = wording.metric_notes(
         [judged("cycle_ms", "primary", "regression"), judged("allreduce_us", "diagnostic", "unchanged")]
     )
     assert not any("is a diagnostic" in n for n in notes)
-    notes = stats._metric_notes(
+    notes = wording.metric_notes(
         [judged("cycle_ms", "primary", "unchanged"), judged("allreduce_us", "diagnostic", "regression")]
     )
     assert [n for n in notes if "is a diagnostic" in n] == [
@@ -402,6 +404,8 @@ def test_neighbouring_rounds_count_in_the_outliers_deviation():
 def test_above_500_rounds_the_spread_is_taken_over_500_quantiles_from_the_least_to_the_greatest():
     assert stats.SPREAD_ROUNDS == 500
     side = np.arange(1000.0)[::-1]  # in run order, not value order
-    sample = stats._spread_sample(side)
+    sample = estimating._spread_sample(side)
     assert sample.size == 500 and (sample[0], sample[-1]) == (0.0, 999.0) and np.all(np.diff(sample) > 0)
-    assert np.array_equal(stats._spread_sample(side[:500]), side[:500])  # up to 500: every round, as it is
+    assert np.array_equal(
+        estimating._spread_sample(side[:500]), side[:500]
+    )  # up to 500: every round, as it is
