@@ -3,6 +3,8 @@ each built-in suite is made from its kind's defaults and reports its kind's metr
 
 from __future__ import annotations
 
+import importlib
+import re
 import sys
 from pathlib import Path
 
@@ -10,10 +12,14 @@ import pytest
 
 from bot.core.config import suite_kinds
 from bot.core.config.schema import BenchConfig
+from bot.core.formats.base import FormatError
 from bot.runner.suites import RUNNERS, SuiteError, make_suite
 from bot.runner.suites.command import CommandBench
+from bot.runner.suites.result_file import ResultFileBench
 
 ROOT = Path(__file__).resolve().parents[2]
+FORMATS = ROOT / "bot" / "core" / "formats"
+SAMPLES = ROOT / "tests" / "core" / "formats" / "outputs"
 
 
 def test_the_runner_and_the_core_know_exactly_the_same_kinds():
@@ -31,6 +37,38 @@ def test_each_kind_is_one_module_of_the_core_and_one_of_the_runner():
         assert sys.modules[RUNNERS[name].__module__].__file__ == str(
             ROOT / "bot" / "runner" / "suites" / f"{module}.py"
         )
+
+
+def test_a_tool_kind_is_three_modules_and_a_sample_of_the_tools_output():
+    """The recipe of docs/bench.md ('Add a tool format'): a kind whose runner reads a tool's file
+    has a format module of its name whose `parse` the runner reads with (checked on the sample),
+    and a sample of the tool's own output in tests/core/formats/outputs that its README names;
+    and every format module is some kind's. The kinds come from the registries, never a list."""
+    tools = {name: runner for name, runner in RUNNERS.items() if issubclass(runner, ResultFileBench)}
+    formats = {
+        path.stem
+        for path in FORMATS.glob("*.py")
+        if hasattr(importlib.import_module(f"bot.core.formats.{path.stem}"), "parse")
+    }
+    assert formats == {name.replace("-", "_") for name in tools} and len(tools) >= 1
+    readme = (SAMPLES / "README.md").read_text()
+    for name in tools:
+        module = name.replace("-", "_")
+        parse = importlib.import_module(f"bot.core.formats.{module}").parse
+        samples = sorted(p for p in SAMPLES.iterdir() if p.name.startswith(module) and p.suffix != ".md")
+        assert samples and f"`{module}" in readme, (
+            f"{name}: no sample of the tool's output, or not in README.md"
+        )
+        config = suite_kinds.get(name).options(kind=name, command="true")
+        suite = make_suite("s", BenchConfig(suites={"s": config}))
+        content = samples[0].read_text()
+        try:
+            expected = parse(content, "f")
+        except FormatError as error:  # a sample of a failed run: the runner refuses it alike
+            with pytest.raises(FormatError, match=re.escape(str(error))):
+                suite.read(content, "f")
+        else:
+            assert suite.read(content, "f") == expected
 
 
 def test_a_runner_runs_a_kind_the_core_knows_and_only_one_runner_runs_it():

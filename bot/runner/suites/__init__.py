@@ -3,7 +3,9 @@
 Each module of this package that defines a `Suite` subclass with a ``kind`` registers the runner's
 half of that kind (`base.RUNNERS`); every module here is imported below, so that adding a module
 adds the runner of its kind. The kinds themselves, their options and metrics, are the core's
-(`bot.core.config.suite_kinds`).
+(`bot.core.config.suite_kinds`); a kind that runs a standard tool has its runner derived from
+`result_file.ResultFileBench`, which reads the tool's file with the format of the kind's name
+(`bot.core.formats`).
 """
 
 from __future__ import annotations

@@ -3,6 +3,7 @@ with units, directions and spreads, and refuses bad files in one line naming the
 
 from __future__ import annotations
 
+import importlib
 import json
 import math
 import re
@@ -14,6 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from bot.core import formats
 from bot.core.formats import (
     google_benchmark,
     hyperfine,
@@ -26,14 +28,28 @@ from bot.core.formats.base import FormatError, mean_and_se, quantile, quantile_s
 from bot.core.judge.results import METRIC_NAME
 
 OUTPUTS = Path(__file__).parent / "outputs"
+# Every format of the package, found as its modules with a `parse` (a new format is tested by the
+# properties below without being listed here).
 PARSERS = {
-    "pytest_benchmark": pytest_benchmark.parse,
-    "google_benchmark": google_benchmark.parse,
-    "hyperfine": hyperfine.parse,
-    "vllm_bench_serve": vllm_bench_serve.parse,
-    "sglang_bench_serving": sglang_bench_serving.parse,
-    "sglang_bench_one_batch": sglang_bench_one_batch.parse,
+    path.stem: module.parse
+    for path in sorted(Path(formats.__file__).parent.glob("*.py"))
+    if hasattr(module := importlib.import_module(f"{formats.__name__}.{path.stem}"), "parse")
 }
+# A real file of each format, which the tests below change one value of.
+SAMPLE = {
+    "pytest_benchmark": "pytest_benchmark.json",
+    "google_benchmark": "google_benchmark_repetitions.json",
+    "hyperfine": "hyperfine.json",
+    "vllm_bench_serve": "vllm_bench_serve_detailed.json",
+    "sglang_bench_serving": "sglang_bench_serving_summary.jsonl",
+    "sglang_bench_one_batch": "sglang_bench_one_batch.jsonl",
+}
+
+
+def test_every_format_has_a_sample_of_its_tools_output():
+    assert set(SAMPLE) == set(PARSERS) and len(PARSERS) >= 1
+    for name, parse in PARSERS.items():
+        assert parse(read(SAMPLE[name]), "f"), name
 
 
 def read(name: str) -> str:
@@ -312,15 +328,7 @@ def test_any_text_gives_metrics_or_one_format_error_line(parser, content):
 @settings(max_examples=100)
 @given(parser=st.sampled_from(sorted(PARSERS)), seed=st.integers(0, 2**32 - 1), data=st.data())
 def test_a_real_file_with_one_value_replaced_gives_metrics_or_one_format_error_line(parser, seed, data):
-    files = {
-        "pytest_benchmark": "pytest_benchmark.json",
-        "google_benchmark": "google_benchmark_repetitions.json",
-        "hyperfine": "hyperfine.json",
-        "vllm_bench_serve": "vllm_bench_serve_detailed.json",
-        "sglang_bench_serving": "sglang_bench_serving_summary.jsonl",
-        "sglang_bench_one_batch": "sglang_bench_one_batch.jsonl",
-    }
-    content = read(files[parser])
+    content = read(SAMPLE[parser])
     lines = content.splitlines()
     index = data.draw(st.integers(0, len(lines) - 1))
     replacement = data.draw(st.sampled_from(['"x"', "null", "-1", "1e999", "[]", "{}", "true", "0"]))

@@ -6,6 +6,10 @@ their units, directions and words (`bot.core.judge.speculation` takes its roles 
 whether a suite of its name is known without a config entry (`bot.core.bench.contract`). Every
 module here is imported below, so that adding a module adds the kind; its runner half, which runs
 a round and reads what it left, is a module of `bot.runner.suites` registered under the same name.
+A kind that runs a standard tool (its options derived from `result_file.ResultFileSuite`) has a
+third module of that name, the tool's format in `bot.core.formats`, which its runner half reads
+the tool's file with. docs/bench.md ("Add a tool format") is the recipe; the tests derive the
+kinds from these modules. A module here that registers no kind says so in its docstring.
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 ``bench.suites.NAME``), the metrics it reports (unit, better direction, role in the verdict, and the
 words reports use for them), and whether a suite of the kind's own name is known without a config
 entry. How a suite of the kind runs a round and reads what the round left is the runner's half
-(`bot.runner.suites`), registered under the same name.
+(`bot.runner.suites`), registered under the same name. This module registers no kind of its own.
 """
 
 from __future__ import annotations

@@ -1,5 +1,6 @@
 """The words of what more than one EAGLE-3 kind measures under one name: the cycle, the decoding
-rate without speculation and the speed-up of speculation over it."""
+rate without speculation and the speed-up of speculation over it. This module registers no kind of
+its own."""
 
 from __future__ import annotations
 
