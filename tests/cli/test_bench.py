@@ -305,3 +305,34 @@ def test_a_file_of_more_benchmarks_than_a_suite_may_report_fails_each_round_in_o
     assert [r["ok"] for r in written["rounds"]] == [False, False]
     why = written["rounds"][0]["error"]
     assert "201 metrics, more than the 200 a suite may report" in why and "\n" not in why
+
+
+def test_a_head_that_times_a_benchmark_in_another_unit_is_compared_in_the_bases(repo, tmp_path, capsys):
+    """Google Benchmark's real output: base times `BM_build_dict` with `->Unit(kMillisecond)`,
+    head with `->Unit(kMicrosecond)` (the same work). Before, head's microseconds were compared
+    with base's milliseconds: about 100,000% slower. Each round copies one saved file, so every
+    round of a side repeats its value to the last bit, which the comparison warns of."""
+    builder, _, _ = repo
+    config = (
+        "bench:\n  rounds: 3\n  warmup: 0\n  suites:\n    micro:\n      kind: google-benchmark\n"
+        '      command: cp gb.json "$PERFBOT_RESULT_FILE"\n'
+    )
+    files = {
+        ".github/perfbot.yml": config,
+        "gb.json": (FORMATS / "google_benchmark_unit_ms.json").read_text(),
+    }
+    base = builder.commit("base: ms", files)
+    head = builder.commit("head: us", {"gb.json": (FORMATS / "google_benchmark_unit_us.json").read_text()})
+    out = tmp_path / "r.json"
+    assert bench_run(builder, "--base", base, "--head", head, "--suite", "micro", "--out", str(out)) == 0
+    written = json.loads(out.read_text())
+    assert written["metrics"]["BM_build_dict/1000"]["unit"] == "ms"
+    capsys.readouterr()
+    assert main(["compare", str(out), "--format", "json"]) in (0, 1)
+    compared = json.loads(capsys.readouterr().out)
+    [row] = [m for m in compared["metrics"] if m["name"] == "BM_build_dict/1000"]
+    assert row["unit"] == "ms" and 0.5 < row["ratio"] < 2, row
+    assert any(
+        w.startswith("BM_build_dict/1000: every round of both sides gave the same value")
+        for w in compared["warnings"]
+    )
