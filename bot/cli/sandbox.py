@@ -23,7 +23,8 @@ def setup(subparsers) -> None:
         "the sample engine's repository, replay its history as merged pull requests (each "
         "merge benchmarked on this machine's CPU, which fills the dashboard), open a pull "
         "request for the bot to review, and print the addresses of its thread and of the "
-        "dashboard. Comment /bench on the thread to benchmark it. Ctrl-C stops everything. A "
+        "dashboard. Comment /bench on the thread to benchmark it. Ctrl-C (or SIGTERM, or closing the "
+        "terminal) stops everything, its children included. A "
         "development tool: nothing leaves this machine.",
     )
     parser.add_argument(

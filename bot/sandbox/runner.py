@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from . import children
 from .github import GitHubEmulator
 
 STOP_GRACE_S = 15  # between SIGTERM and SIGKILL for a benchmark that is being stopped
@@ -223,6 +224,7 @@ class Runner:
             stderr=subprocess.STDOUT,
             text=True,
             start_new_session=True,
+            preexec_fn=children.dying_with_this_process(),  # this thread lives as long as the runner
         )
         with self._lock:
             self._processes.add(process)

@@ -39,7 +39,7 @@ import bot
 from bot.core.config import CONFIG_PATH
 from bot.errors import UserError
 
-from . import hookshot, identity, payloads, sample
+from . import children, hookshot, identity, payloads, sample
 from .github import GitHubEmulator, RepoState
 from .pages import Hooks, Site
 from .runner import Runner
@@ -112,7 +112,9 @@ class Sandbox:
     # the whole session
 
     def run(self) -> int:
-        previous = signal.signal(signal.SIGTERM, _interrupt)
+        # Every signal it can catch stops it and its children as Ctrl-C does (SIGHUP: the terminal
+        # was closed); for SIGKILL, the children have a parent-death signal (`children`).
+        previous = {sig: signal.signal(sig, _interrupt) for sig in (signal.SIGTERM, signal.SIGHUP)}
         self.started = time.monotonic()
         try:
             self.start()
@@ -131,8 +133,15 @@ class Sandbox:
         except KeyboardInterrupt:
             self.say("perfbot sandbox: stopping")
         finally:
-            self.stop()
-            signal.signal(signal.SIGTERM, previous)
+            # A second signal while stopping must not cut the stop short.
+            for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+                signal.signal(sig, signal.SIG_IGN)
+            try:
+                self.stop()
+            finally:
+                signal.signal(signal.SIGINT, signal.default_int_handler)
+                for sig, handler in previous.items():
+                    signal.signal(sig, handler)
         self.say("perfbot sandbox: stopped")
         return 0
 
@@ -242,7 +251,13 @@ class Sandbox:
             str(self.options.port),
         ]
         server = self.server = subprocess.Popen(
-            command, cwd=self.folder, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+            command,
+            cwd=self.folder,
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,  # the terminal's Ctrl-C is the sandbox's to handle
+            preexec_fn=children.dying_with_this_process(),
         )
         log.close()
         if not self._until(lambda: server.poll() is not None or _healthy(self.bot_url), 120):
