@@ -4,11 +4,15 @@ read is capped (zip bombs, links, paths that climb out, lies in the archive's he
 from __future__ import annotations
 
 import io
+import json
+import tracemalloc
 import zipfile
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
-from bot.core.bench import artifact
+from bot.core.bench import artifact, judging
 from tests.core.bench.zips import archive, bomb, lying_sizes
 
 
@@ -151,3 +155,76 @@ def test_a_long_entry_name_is_clipped_to_80_characters_in_what_was_skipped():
     name = "r" * 150 + ".exe"
     (line,) = artifact.read(uploaded({name: b"{}"})).skipped
     assert line.endswith(": not a *.json or *.md file") and len(line.split(":")[0]) == 80
+
+
+def deflated(files: dict[str, str]) -> bytes:
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED, compresslevel=9) as made:
+        for name, text in files.items():
+            made.writestr(name, text)
+    return buffer.getvalue()
+
+
+def peak_mib(work) -> float:
+    """The most memory Python allocated while ``work`` ran (tracemalloc), in MiB."""
+    tracemalloc.start()
+    try:
+        work()
+        return tracemalloc.get_traced_memory()[1] / 2**20
+    finally:
+        tracemalloc.stop()
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '{"schema": "perfbot.results/1", "rounds": [' + "{}," * 10_000_000 + "{}]}",
+        '{"schema": "perfbot.results/1", "rounds": [' + '{"a":0},' * 3_000_000 + "{}]}",
+        # within the value cap: the most a parse may cost
+        '{"schema": "perfbot.results/1", "suite": "x", "base": {"sha": "a"}, "rounds": ['
+        + '{"a":0},' * 300_000
+        + "{}]}",
+    ],
+    ids=["10M empty objects", "3M small objects", "just under the cap"],
+)
+def test_a_small_artifact_within_the_byte_caps_costs_its_reader_bounded_memory(text):
+    """Issue 35: a 60 KB artifact within the caps (30 MB of tiny JSON values) cost a consumer about
+    0.9 GB to read and judge (785 MB for one parse; the step maps parse it again). Failed before."""
+    data = deflated({"results.json": text})
+    assert len(data) < 64_000 and len(text) < artifact.MAX_FILE_BYTES
+
+    def consume() -> None:
+        judging.judge(artifact.read(data), "a" * 40, "b" * 40, ["x"])
+
+    assert peak_mib(consume) < 150
+
+
+json_values_strategy = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=5),
+    lambda children: (
+        st.lists(children, max_size=5) | st.dictionaries(st.text(max_size=5), children, max_size=5)
+    ),
+    max_leaves=40,
+)
+
+
+def count_values(value) -> int:
+    """Values, keys and containers, as parsing makes them."""
+    if isinstance(value, list):
+        return 1 + sum(count_values(v) for v in value)
+    if isinstance(value, dict):
+        return 1 + sum(1 + count_values(v) for v in value.values())
+    return 1
+
+
+@given(value=json_values_strategy, compact=st.booleans())
+def test_the_count_before_parsing_is_never_below_what_parsing_makes(value, compact):
+    text = json.dumps(value, separators=(",", ":") if compact else None).encode()
+    assert artifact.json_values(text) >= count_values(value)
+
+
+def test_a_json_file_over_the_value_cap_is_skipped_and_named_and_the_others_read(monkeypatch):
+    monkeypatch.setattr(artifact, "MAX_JSON_VALUES", 10)
+    read = artifact.read(archive({"results.json": b"[" + b"0," * 10 + b"0]", "summary.md": b"a,b,c," * 9}))
+    assert read.files == {"summary.md": b"a,b,c," * 9}
+    assert read.skipped == ("results.json: holds over 10 JSON values",)
