@@ -3,7 +3,9 @@ that the bot dispatched, done on this machine. For each workflow dispatch the st
 it runs `perfbot bench run` (base against head, on the CPU, with the dispatched suites and rounds)
 on the sample's checkout and `perfbot bench report`, uploads the results folder as the run's
 artifact (``perfbot-results-<correlation id>``), completes the run, and sends GitHub's
-`workflow_run` webhook; the run's log is what its page on the stand-in shows.
+`workflow_run` webhook; the run's log is what its page on the stand-in shows. A dispatch in bisect
+mode (``mode: bisect``, as the watch sends) runs `perfbot bisect` instead and uploads its artifact
+files, as the action does.
 
 A pull request's run (a `/bench`) is started before the merges waiting. Merge runs (no ``pr``
 input) measure one round per side unless the dispatch asks for more, without the kernel profile:
@@ -50,6 +52,8 @@ class Key:
     rounds: str
     max_rounds: str
     profile: bool
+    mode: str = "bench"  # or "bisect": GOOD is base, BAD head, and one suite (the action's inputs)
+    metric: str = ""  # bisect mode: the metric to bisect on ("": the suite's headline metric)
 
 
 @dataclass
@@ -167,6 +171,13 @@ class Runner:
         if self.cannot_measure is not None:
             (out / "summary.md").write_text(f"No benchmark ran: {self.cannot_measure}\n")
             return Measured(1, out, f"perfbot: {self.cannot_measure}\n", 0.0)
+        if key.mode == "bisect":
+            return self._bisect(key, out, started)
+        if key.mode != "bench":  # as the action refuses it
+            (out / "summary.md").write_text(
+                f"No benchmark ran: mode must be bench or bisect, not {key.mode!r}\n"
+            )
+            return Measured(2, out, "perfbot: mode must be bench or bisect\n", 0.0)
         command = [
             self.python,
             "-m",
@@ -209,12 +220,54 @@ class Runner:
             log += said
         return Measured(code, out, log, time.monotonic() - started)
 
-    def _run(self, command: list[str]) -> tuple[int, str]:
+    def _bisect(self, key: Key, out: Path, started: float) -> Measured:
+        """What the action does in bisect mode: `perfbot bisect GOOD BAD` on the one suite, its runs
+        in a folder of their own and only its artifact files (bisect.json, the reference's and the
+        confirmation's results files, summary.md as perfbot wrote it) in ``out``, which is uploaded;
+        then `perfbot bench report` reads them back as the App does, for the run's log."""
+        runs = Path(tempfile.mkdtemp(prefix="bisect-runs-", dir=self.folder))
+        suite = key.suites[0] if key.suites else "verify-step"
+        command = [
+            self.python,
+            "-m",
+            "bot",
+            "bisect",
+            key.base,
+            key.head,
+            "--repo",
+            str(self.checkout),
+            "--suite",
+            suite,
+            "--out",
+            str(runs),
+            "--format",
+            "json",
+            "--config",
+            str(self.config),
+            "--python",
+            self.engine_python,
+            "--profile" if key.profile else "--no-profile",
+            *(["--metric", key.metric] if key.metric else []),
+            *(["--rounds", key.rounds] if key.rounds else []),
+            *(["--max-rounds", key.max_rounds] if key.max_rounds else []),
+        ]
+        code, log = self._run(command, {"PERFBOT_BISECT_ARTIFACT": str(out)})
+        if not self._stopping.is_set():
+            summary = runs / "report.md"  # not in ``out``: the uploaded summary.md stays perfbot's
+            report = [self.python, "-m", "bot", "bench", "report", str(out), "--markdown", str(summary)]
+            report += ["--good", key.base, "--bad", key.head, "--suite", suite]
+            _, said = self._run(report)
+            log += said
+        return Measured(code, out, log, time.monotonic() - started)
+
+    def _run(self, command: list[str], settings: dict[str, str] | None = None) -> tuple[int, str]:
         """Run ``command`` in a session of its own (a Ctrl-C of the terminal is the sandbox's to
-        handle), outside the checkout, as the action does; its exit status and output."""
+        handle), outside the checkout, as the action does, with perfbot's ``settings`` in its
+        environment; its exit status and output."""
         if self._stopping.is_set():
             return 1, "stopped\n"
         env = {k: v for k, v in self.env.items() if not k.startswith(("PERFBOT_", "GITHUB_"))}
+        env.update(settings or {})
         env["PYTHONSAFEPATH"] = "1"
         process = subprocess.Popen(
             command,
@@ -244,7 +297,9 @@ class Runner:
                 self._seen += len(new)
             for dispatched in new:
                 turn = None
-                if not dispatched["inputs"].get("pr"):  # a merge's: sent back in the order dispatched
+                inputs = dispatched["inputs"]
+                if not inputs.get("pr") and (inputs.get("mode") or "bench") == "bench":
+                    # a merge's: sent back in the order dispatched (a bisect's goes back when done)
                     turn, self._merges_seen = self._merges_seen, self._merges_seen + 1
                 threading.Thread(
                     target=self._serve,
@@ -256,7 +311,8 @@ class Runner:
     def _serve(self, dispatched: dict[str, Any], turn: int | None) -> None:
         inputs, run_id = dispatched["inputs"], dispatched["run_id"]
         suites = tuple(inputs.get("suites", "").replace(",", " ").split())
-        if turn is not None and not inputs.get("rounds"):
+        mode = inputs.get("mode") or "bench"
+        if mode == "bench" and turn is not None and not inputs.get("rounds"):
             key = self.merge_key(inputs["base-sha"], inputs["head-sha"], suites)
         else:
             key = Key(
@@ -266,13 +322,18 @@ class Runner:
                 inputs.get("rounds", ""),
                 inputs.get("max-rounds", ""),
                 True,
+                mode,
+                inputs.get("metric", ""),
             )
         rounds = f" --rounds {key.rounds}" if key.rounds else ""
-        self._log(
-            run_id,
-            f"perfbot bench run --base {key.base[:12]} --head {key.head[:12]} "
-            f"--suite {' --suite '.join(suites)}{rounds}\n",
-        )
+        if mode == "bisect":
+            said = f"perfbot bisect {key.base[:12]} {key.head[:12]} --suite {suites[0] if suites else ''}"
+        else:
+            said = (
+                f"perfbot bench run --base {key.base[:12]} --head {key.head[:12]} "
+                f"--suite {' --suite '.join(suites)}"
+            )
+        self._log(run_id, f"{said}{rounds}\n")
         self._set(run_id, status="in_progress")
         self._event(run_id, "in_progress")
         try:
