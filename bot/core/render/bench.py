@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from bot.core.render.markdown import code, escape_md, fit
+from bot.core.render.markdown import code, escape_md, fit, link_target
 from bot.core.text import clip
 from bot.core.vocabulary import VERDICT_ICONS, VERDICTS_WORST_FIRST
 
@@ -78,19 +78,20 @@ def section_markdown(section: BenchSection) -> str:
 def _status_block(section: BenchSection) -> str:
     what = (
         f"suites {', '.join(f'`{code(clip(s, 64))}`' for s in section.suites)} · base "
-        f"`{section.base_sha[:12]}` → head `{section.head_sha[:12]}` · {_who(section)}"
+        f"`{code(section.base_sha[:12])}` → head `{code(section.head_sha[:12])}` · {_who(section)}"
     )
-    run = f"[workflow run]({section.run_url})" if section.run_url else None
+    target = link_target(section.run_url) if section.run_url else None
+    run = f"[workflow run]({target})" if target else None
     if section.status == "superseded":
         line = (
-            f"⏭️ **Benchmark superseded:** a newer push replaced head `{section.head_sha[:12]}` "
+            f"⏭️ **Benchmark superseded:** a newer push replaced head `{code(section.head_sha[:12])}` "
             "before its benchmark finished, so it was cancelled. Comment `/bench` to measure the "
             "new head."
         )
     elif section.status == "outdated":
-        verdict = f" (verdict: {section.verdict})" if section.verdict else ""
+        verdict = f" (verdict: {escape_md(section.verdict)})" if section.verdict else ""
         line = (
-            f"🕰️ The last benchmark measured an earlier head, `{section.head_sha[:12]}`{verdict}. "
+            f"🕰️ The last benchmark measured an earlier head, `{code(section.head_sha[:12])}`{verdict}. "
             "Comment `/bench` to measure this one."
         )
     elif section.status in ("requested", "dispatching", "running"):

@@ -53,14 +53,14 @@ def bisect_markdown(report: BisectReport) -> str:
     lines = [
         f"### perfbot bisect: {escape_md(report.conclusion)}",
         "",
-        f"Range `{report.good[:10]}..{report.bad[:10]}` ({report.commits} commits), suite "
+        f"Range `{code(report.good[:10])}..{code(report.bad[:10])}` ({report.commits} commits), suite "
         f"`{code(report.suite)}`, metric `{code(report.metric)}`. {_runs_line(report)}",
         "",
     ]
     if report.culprit is not None:
         c = report.culprit
         lines += [
-            f"**Culprit:** `{c.sha}` {escape_md(c.subject)} (risk {c.risk.score}/100, {c.risk.level})",
+            f"**Culprit:** `{code(c.sha)}` {escape_md(c.subject)} (risk {c.risk.score}/100, {c.risk.level})",
             "",
         ]
         lines += [f"- {escape_md(reason)}" for reason in c.risk.reasons[:5]]
@@ -72,8 +72,8 @@ def bisect_markdown(report: BisectReport) -> str:
     lines += ["| run | base | head | verdict | change (95% CI) | outcome |", "|---|---|---|---|---|---|"]
     for m in report.measurements:
         lines.append(
-            f"| {m.purpose} | `{m.base[:10]}` | `{m.head[:10]}` | {m.verdict} | "
-            f"{_change(m)} | {m.outcome or ''} |"
+            f"| {escape_md(m.purpose)} | `{code(m.base[:10])}` | `{code(m.head[:10])}` | "
+            f"{escape_md(m.verdict)} | {_change(m)} | {escape_md(m.outcome or '')} |"
         )
     return "\n".join(lines) + "\n"
 

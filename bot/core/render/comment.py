@@ -118,7 +118,7 @@ def _reason(signal: Signal, pull: PullContext) -> str:
     inside = f" in `{_code(signal.function)}`" if signal.function else ""
     extra = escape_md(_clip(signal.qualifier(), MAX_TEXT))
     weight = f"{signal.weight:g}, not in the score" if signal.improves else f"+{signal.weight:g}"
-    return f"{what} — {link}{inside} (`{signal.rule}`, {weight}{extra})"
+    return f"{what} — {link}{inside} (`{_code(signal.rule)}`, {weight}{extra})"
 
 
 def _improvements(report: RiskReport, pull: PullContext) -> str:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import html
 import re
 from collections.abc import Iterable
+from urllib.parse import quote, urlsplit
 
 from bot.core.text import printable
 
@@ -86,6 +87,20 @@ def code(text: str) -> str:
     """Untrusted text for inside a code span: one line, no backtick to end the span, no hidden
     characters, and pipes escaped so that a table row stays one row."""
     return _one_line(text).replace("`", "'").replace("|", "\\|")
+
+
+def link_target(url: str) -> str | None:
+    """``url`` as the target of a Markdown link, ``[text](target)``: an http(s) URL with a host,
+    every character that could end the target or start another (a parenthesis, a space, angle
+    brackets, quotes, a backtick, a pipe) percent-encoded; None for anything else (``javascript:``,
+    a relative path, a URL that does not parse)."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return None
+    if parts.scheme.lower() not in ("http", "https") or not parts.netloc:
+        return None
+    return quote(printable(url, replacement=""), safe=":/?#[]@!$&*+,;=%-._~")
 
 
 def code_block(text: str, info: str = "") -> str:

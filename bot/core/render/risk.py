@@ -91,7 +91,7 @@ def report_markdown(report: RiskReport, max_reasons: int = 10, max_files: int = 
                 why += f" ({escape_md(s.note or '')})"
             if s.also:
                 why += "; also " + ", ".join(f"`{code(rule)}`" for rule in s.also)
-            lines.append(f"| {weight} | `{s.rule}` | {where} | {why} |")
+            lines.append(f"| {weight} | `{code(s.rule)}` | {where} | {why} |")
         if len(report.signals) > max_reasons:
             lines.append(f"\n…and {len(report.signals) - max_reasons} more reasons.")
     else:
@@ -100,7 +100,7 @@ def report_markdown(report: RiskReport, max_reasons: int = 10, max_files: int = 
         lines += ["", "**Possible improvements** (weighed apart from the risk):", ""]
         lines += [
             f"- {describe(s, escape_md, lambda match: f'`{code(match)}`')} — {_where(s)} "
-            f"(`{s.rule}`, {s.weight:g})"
+            f"(`{code(s.rule)}`, {s.weight:g})"
             for s in report.improvements[:max_reasons]
         ]
     hot = [f for f in report.files if f.signals and f.cold is None]
@@ -144,7 +144,7 @@ def triage_markdown(triage: Triage, max_reasons: int = 3) -> str:
         c, r = item.commit, item.report
         reasons = "<br>".join(escape_md(s.sentence()) for s in r.signals[:max_reasons])
         lines.append(
-            f"| {rank} | `{c.sha[:10]}` | {r.score} | {LEVEL_ICONS[r.level]} {r.level} "
+            f"| {rank} | `{code(c.sha[:10])}` | {r.score} | {LEVEL_ICONS[r.level]} {r.level} "
             f"| {escape_md(c.subject)} | {reasons} |"
         )
     return "\n".join(lines) + "\n"
@@ -167,7 +167,7 @@ def rules_markdown(rules: list[Rule]) -> str:
             matches.append(f"`{code(r.pattern)}`")
         scope = " (in hot files or functions only)" if r.scope == "hot" else ""
         lines.append(
-            f"| `{r.id}` | {r.kind} | {r.category} | {r.weight:g} | "
+            f"| `{code(r.id)}` | {escape_md(r.kind)} | {escape_md(r.category)} | {r.weight:g} | "
             f"{escape_md(r.description)}{scope} | {'; '.join(matches)} |"
         )
     return "\n".join(lines) + "\n"
