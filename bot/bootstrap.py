@@ -15,7 +15,7 @@ from bot.adapters.queue import HueyQueue
 from bot.adapters.sqlite_files import WalCheckpoints
 from bot.adapters.store.sessions import SqlSessionStore
 from bot.adapters.store.sql import SqlStore, sqlite_file
-from bot.service import benchmarks, jobs
+from bot.service import hourly, jobs
 from bot.service.ports.github import GitHubFactory
 from bot.service.router import Router
 from bot.service.routes import ROUTER
@@ -87,7 +87,7 @@ def build(
         queue.bind(
             lambda delivery_id: jobs.process(delivery_id, services, router),
             lambda: jobs.housekeeping(services),
-            lambda: benchmarks.scheduled(services),
+            lambda: hourly.sweep(services),
         )
         return Runtime(settings, services, router, store, queue, SqlSessionStore(store.db))
     except BaseException:

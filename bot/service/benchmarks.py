@@ -14,14 +14,12 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import replace
-from datetime import datetime
 
 from bot.core.bench import contract, policy
 from bot.core.bench import report as bench_report
-from bot.core.config.schema import BenchConfig
+from bot.core.config.schema import BenchConfig, RepoConfig
 from bot.core.watch import budget as watch_budget
 
-from . import repo_config
 from .bench_section import request_section
 from .ports.github import DispatchRefused, GitHub
 from .records import BenchRequest, WorkflowRun
@@ -264,27 +262,18 @@ def active(services: Services, repo: str, number: int) -> list[BenchRequest]:
 # ---------------------------------------------------------------- the schedule
 
 
-def scheduled(services: Services) -> int:
-    """The hourly sweep: a run of each watched repository's default branch head when its config's
-    schedule says one is due (once per slot); how many were started."""
-    started = 0
-    for repository in services.store.installations.repositories():
-        try:
-            started += _scheduled_run(
-                services, repository.full_name, repository.installation_id, services.now()
-            )
-        except Exception:  # one repository's trouble must not stop the others'
-            log.exception("scheduled benchmark failed", extra={"repo": repository.full_name})
-    return started
-
-
-def _scheduled_run(services: Services, repo: str, installation_id: int | None, now: datetime) -> int:
-    github = services.github.for_installation(installation_id)
-    branch, head = github.default_branch(repo)
-    config, _ = repo_config.read(github, repo, branch)
-    from . import watch  # imported here: the watch dispatches its bisects through this module
-
-    watch.sweep(services, github, repo, config, branch)
+def scheduled_run(
+    services: Services,
+    github: GitHub,
+    repo: str,
+    installation_id: int | None,
+    config: RepoConfig,
+    branch: str,
+    head: str,
+) -> int:
+    """A run of the default branch's head when the config's schedule says one is due (once per
+    slot, within the budget); how many were started (0 or 1)."""
+    now = services.now()
     slot = policy.schedule_slot(config.bench, now)
     if slot is None:
         return 0

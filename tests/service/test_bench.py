@@ -13,7 +13,7 @@ from sqlalchemy import text
 from bot.core.bench import contract
 from bot.core.pulls import PullInfo
 from bot.core.render.comment import MARKER
-from bot.service import benchmarks, failures, intake, jobs
+from bot.service import benchmarks, failures, hourly, intake, jobs
 from bot.service.commands import REPLY_MARKER
 from bot.service.records import Repository
 from bot.service.routes import ROUTER
@@ -654,10 +654,10 @@ def test_the_schedule_benchmarks_the_default_branch_once_per_slot(services, gith
     github.parents[(REPO, "f" * 40)] = "0" * 40
     services.store.installations.replace(42, [Repository(1, REPO, 42)])
     services.now = lambda: NOW
-    assert benchmarks.scheduled(services) == 1
-    assert benchmarks.scheduled(services) == 0, "one run per slot"
+    assert hourly.sweep(services) == 1
+    assert hourly.sweep(services) == 0, "one run per slot"
     services.now = lambda: NOW + timedelta(days=1)
-    assert benchmarks.scheduled(services) == 1
+    assert hourly.sweep(services) == 1
     assert [d["inputs"]["head-sha"] for d in github.dispatches] == ["f" * 40, "f" * 40]
     assert {r.trigger for r in services.store.benchmarks.for_pull(REPO, None)} == {"schedule"}
 

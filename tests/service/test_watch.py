@@ -11,7 +11,7 @@ import pytest
 
 from bot.core.bench import contract
 from bot.core.watch import cases
-from bot.service import watch
+from bot.service import hourly, watch
 from bot.service.records import BenchRequest, BenchResult, MetricPoint
 from bot.service.services import Services
 from tests.core.judge.results_data import BASE_SHA, HEAD_SHA
@@ -192,8 +192,12 @@ def series_point(services, sha: str, base: str, value: float, index: int) -> Non
     )
 
 
+QUIET = [10.0, 10.1, 9.9, 10.0, 10.05, 9.95, 10.0, 10.02, 9.98, 10.03, 9.97, 10.01]
+STEPPED = [12.0, 12.1, 11.9, 12.0, 12.05, 11.95, 12.02]
+
+
 def test_a_change_point_across_unmeasured_commits_opens_a_case_once(services, github):
-    values = [10.0, 10.1, 9.9, 10.0, 10.05, 9.95, 10.0, 12.0, 12.1, 11.9, 12.0, 12.05, 11.95]
+    values = QUIET + STEPPED
     for index, value in enumerate(values):  # daily runs: each against its parent, days apart
         series_point(services, f"{index + 1:040x}", f"{index + 500:040x}", value, index)
     last = services.store.benchmarks.get(f"pb-s{len(values) - 1}")
@@ -205,7 +209,7 @@ def test_a_change_point_across_unmeasured_commits_opens_a_case_once(services, gi
     again = watch.after_run(services, github, last, config, "main")
     [case] = services.store.watch.cases(None)
     assert [c.key for c in opened] == [case.key] and again == []  # the second look: nothing new
-    assert (case.source, case.good_sha, case.bad_sha) == ("changepoint", f"{7:040x}", f"{8:040x}")
+    assert (case.source, case.good_sha, case.bad_sha) == ("changepoint", f"{12:040x}", f"{13:040x}")
     assert case.state == "bisecting" and len(bisects(github)) == 1
 
 
@@ -388,17 +392,16 @@ def test_a_report_of_other_commits_fails_the_case_and_names_nobody(services, git
 def test_the_hourly_sweep_bisects_a_case_skipped_for_the_budget_once_a_new_day_allows_it(services, github):
     from datetime import timedelta
 
-    from bot.service import benchmarks
     from bot.service.records import Repository
 
     merged(services, github, CONFIG + "    budget: 44\n")  # the merge run's 5 leave 39: less than 40
     [case] = services.store.watch.cases(None)
     services.store.installations.replace(42, [Repository(1, REPO, 42)])
-    benchmarks.scheduled(services)
+    hourly.sweep(services)
     assert services.store.watch.get(case.key).state == "out_of_budget" and bisects(github) == []
     services.now = lambda: NOW + timedelta(days=1)
-    benchmarks.scheduled(services)
-    benchmarks.scheduled(services)
+    hourly.sweep(services)
+    hourly.sweep(services)
     assert services.store.watch.get(case.key).state == "bisecting" and len(bisects(github)) == 1
     assert services.store.watch.spending(REPO, "2026-12-02").spent == 40.0
 
@@ -421,7 +424,7 @@ def test_the_hourly_sweep_dispatches_a_bisect_whose_delivery_gave_up_before_gith
         merged(services, github)
     monkeypatch.setattr(benchmarks, "start", real)
     services.store.installations.replace(42, [Repository(1, REPO, 42)])
-    benchmarks.scheduled(services)
-    benchmarks.scheduled(services)
+    hourly.sweep(services)
+    hourly.sweep(services)
     [case] = services.store.watch.cases(None)
     assert case.state == "bisecting" and len(bisects(github)) == 1

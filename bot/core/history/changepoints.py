@@ -118,13 +118,23 @@ def _placed(series: Series, coarse: list[int], block: int) -> list[int]:
     return placed
 
 
-def _in_noise_units(series: Series) -> Series | None:
-    """The series centred on its median and divided by its noise, wild points clipped; None
-    when it has no noise to speak of (every point equal)."""
+def noise(series: Series) -> float:
+    """The standard deviation of a series' noise, estimated robustly from consecutive differences
+    (median absolute deviation), so that its steps and single wild points do not count as noise;
+    0 when every point is equal."""
+    if len(series) < 2:
+        return 0.0
     steps = np.diff(series)
     sigma = _MAD_TO_SIGMA * float(np.median(np.abs(steps - np.median(steps)))) / np.sqrt(2)
     if sigma == 0.0:
         sigma = float(np.std(steps)) / np.sqrt(2)  # quantised values: most steps are exactly 0
+    return float(sigma)
+
+
+def _in_noise_units(series: Series) -> Series | None:
+    """The series centred on its median and divided by its noise, wild points clipped; None
+    when it has no noise to speak of (every point equal)."""
+    sigma = noise(series)
     if sigma == 0.0:
         return None
     return _clip_spikes((series - np.median(series)) / sigma)

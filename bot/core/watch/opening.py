@@ -28,8 +28,9 @@ One change, one case: a known case of the series (any state but superseded) whos
   one over the union of the two ranges;
 - otherwise nothing: the case already holds the change.
 
-A case not yet bisecting whose change is no longer found and whose series' latest `Rules.settle`
-points are back within noise of the level before it **recovers**: it ends without a bisect.
+A change-point case not yet bisecting whose series' latest `Rules.settle` points are back within
+noise of the level before it **recovers**: it ends without a bisect (a regression reverted before
+its turn came costs nothing).
 """
 
 from __future__ import annotations
@@ -73,8 +74,9 @@ class Rules:
     window: int = 100  # latest points analysed: older changes were decided when they were new
     settle: int = changepoints.DEFAULT_MIN_SIZE + 1  # points after a change before it can open a case
     before: int = 30  # points before a change that the confirmation compares against
-    alpha: float = 0.001  # one-sided, per series and look, before the split across metrics
+    alpha: float = 0.0002  # one-sided, per series and look, before the split across metrics
     min_effect: float = vocabulary.MIN_EFFECT
+    sigmas: float = 2.0  # the levels' medians apart by at least this many noise deviations
 
 
 RULES = Rules()
@@ -148,27 +150,47 @@ def established(
     rules: Rules = RULES,
 ) -> list[Found]:
     """The established regressions of a series (oldest point first), each as the span between the
-    last point of the old level and the first of the new one."""
-    points = points[-rules.window :]
-    values = np.asarray([p.value for p in points], dtype=float)
-    changes = changepoints.detect(values.tolist(), better, min_effect=rules.min_effect)
-    bounds = [0, *(c.index for c in changes), len(points)]
+    last point of the old level and the first of the new one (with the neighbours it may be at)."""
+    tail = points[-(rules.window + 1) :]
+    values = np.asarray([p.value for p in tail], dtype=float)
     alpha = rules.alpha / max(1, metrics)
+    # The same change at the same place one look ago (one point fewer after it): a single look
+    # that a wild point tipped over the test does not open a case, and the delay is unchanged.
+    now, before = len(tail) - min(len(tail), rules.window), max(0, len(tail) - 1 - rules.window)
+    earlier = {before + c[0] for c in _confirmed(values[before:-1], better, rules.settle - 1, alpha, rules)}
     found = []
+    for index, lo, hi, change in _confirmed(values[now:], better, rules.settle, alpha, rules):
+        if now + index not in earlier:
+            continue
+        first, last = _plausible(values[now:], lo, index, hi)
+        good, bad = tail[now + first - 1], tail[now + last]
+        if bad.sha == good.sha:
+            continue  # one commit measured twice: no commit between them to blame
+        found.append(Found(Span(repo, suite, metric, good.sha, bad.sha), "changepoint", change))
+    return found
+
+
+def _confirmed(
+    values: Values, better: str, settle: int, alpha: float, rules: Rules
+) -> list[tuple[int, int, int, float]]:
+    """The regressions of ``values`` with ``settle`` points after them that the rank test
+    confirms: each as its index, the bounds of its neighbouring levels, and its relative change."""
+    changes = changepoints.detect(values.tolist(), better, min_effect=rules.min_effect)
+    bounds = [0, *(c.index for c in changes), len(values)]
+    noise = changepoints.noise(values)
+    confirmed = []
     for at, change in enumerate(changes, start=1):
         index = change.index
-        if change.direction != "regression" or not 0 < index <= len(points) - rules.settle:
+        if change.direction != "regression" or not 0 < index <= len(values) - settle:
             continue
         before = values[max(bounds[at - 1], index - rules.before) : index]
         after = values[index : bounds[at + 1]]
         if len(before) < rules.settle or _p_worse(before, after, better) > alpha:
             continue
-        first, last = _plausible(values, bounds[at - 1], index, bounds[at + 1])
-        good, bad = points[first - 1], points[last]
-        if bad.sha == good.sha:
-            continue  # one commit measured twice: no commit between them to blame
-        found.append(Found(Span(repo, suite, metric, good.sha, bad.sha), "changepoint", change.change))
-    return found
+        if abs(float(np.median(after) - np.median(before))) < rules.sigmas * noise:
+            continue
+        confirmed.append((index, bounds[at - 1], bounds[at + 1], change.change))
+    return confirmed
 
 
 def decide(
@@ -204,21 +226,20 @@ def decide(
             if not any(_range(c.span, where) == (lo, hi) for c in known):
                 decisions.append(Decision("open", Found(wide, "changepoint", change.change)))
             continue
-        if case.key in taken or case.span == change.span:
+        if case.key in taken or (case.span.good, case.span.bad) == (change.span.good, change.span.bad):
             continue
-        if case.state in OPEN and case.source == "changepoint":
+        if case.state in OPEN and case.source == "changepoint" and case.span.metric == change.span.metric:
             taken.add(case.key)
             decisions.append(Decision("move", change, case.key))
         elif case.state == BISECTING and not good < at <= bad:
+            # another metric's bisect too: its range is widened, its metric kept
             taken.add(case.key)
             lo, hi = min(good, at - 1), max(bad, at)
-            wide = Span(*change.span.series(), points[lo].sha, points[hi].sha)
+            wide = Span(*case.span.series(), points[lo].sha, points[hi].sha)
             decisions.append(Decision("widen", Found(wide, case.source, change.change), case.key))
     values = np.asarray([p.value for p in points], dtype=float)
     for case, span in placed:
         if case.state not in OPEN or case.key in taken or case.source != "changepoint":
-            continue
-        if any(_near(span, where[f.span.bad]) for f in found):
             continue
         if _recovered(values, span[0], rules, better):
             decisions.append(Decision("recover", key=case.key))

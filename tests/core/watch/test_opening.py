@@ -73,12 +73,29 @@ def test_one_commit_measured_twice_is_no_span():
 
 
 def test_the_confirmation_is_split_across_the_suites_primary_metrics():
-    # Six points a side, fully apart: a one-sided rank test gives p = 1/924 = 0.00108.
-    values = [10.0, 10.1, 9.9, 10.05, 9.95, 10.02, 12.0, 12.1, 11.9, 12.05, 11.95, 12.02]
-    loose = Rules(alpha=0.002)
+    # Seven points before, six after, fully apart: a one-sided rank test gives p = 1/1716 now and
+    # 1/792 one look ago (five after), when the change must have been confirmed too.
+    values = [10.0, 10.1, 9.9, 10.05, 9.95, 10.02, 9.98, 12.0, 12.1, 11.9, 12.05, 11.95, 12.02]
+    loose = Rules(alpha=0.0015)
     assert len(found_in(values, rules=loose)) == 1
-    assert found_in(values, rules=loose, metrics=2) == []  # 0.001 each
-    assert found_in(values) == []  # the default 0.001: not with so few points before
+    assert found_in(values, rules=loose, metrics=2) == []  # 0.00075 each: not one look ago
+    assert found_in(values) == []  # the default 0.0002: not with so few points before
+
+
+def test_a_change_confirmed_only_now_and_not_one_look_ago_waits_one_point():
+    # Six points before, fully apart from those after: p = 1/924 with six after, 1/462 one look
+    # ago with five; at 0.0015 only the latest look confirms it, so it waits for the next point.
+    values = [10.0, 10.1, 9.9, 10.05, 9.95, 10.02, 12.0, 12.1, 11.9, 12.05, 11.95, 12.02]
+    rules = Rules(alpha=0.0015)
+    assert found_in(values, rules=rules) == []
+    assert len(found_in([*values, 12.03], rules=rules)) == 1
+
+
+def test_a_shift_within_twice_the_noise_opens_nothing_however_many_points_confirm_it():
+    rng = np.random.default_rng(3)
+    noisy = 10 * (1 + rng.normal(0, 0.02, 40))
+    noisy[20:] *= 1.03  # 1.5 noise deviations: the rank test alone, over 20 points, would take it
+    assert found_in(noisy.tolist(), rules=Rules(alpha=0.01, sigmas=2.0)) == []
 
 
 def test_a_change_needs_as_many_points_before_it_as_it_waits_for_after():
