@@ -10,6 +10,8 @@ from flask_wtf.csrf import generate_csrf
 from werkzeug.datastructures import MultiDict
 from werkzeug.exceptions import NotFound, Unauthorized
 
+from bot.core.config import suite_kinds
+from bot.core.config.suite_kinds.base import SuiteKind
 from bot.service.dashboard import calibration as calibrations
 from bot.service.dashboard import history as histories
 from bot.service.dashboard import triage as triages
@@ -117,10 +119,33 @@ def series_key() -> SeriesKey:
         found = state.current().services.store.dashboard.series_key(repo, suite, metric)
         if found is not None:
             return found
-    for key in state.current().services.store.dashboard.series_keys(viewer.visible()):
+    keys = state.current().services.store.dashboard.series_keys(viewer.visible())
+    for key in headline_first(keys):
         if (repo in (None, key.repo)) and suite in (None, key.suite) and metric in (None, key.metric):
             return key
     raise NotFound("no such series on this dashboard")
+
+
+def headline_first(keys: list[SeriesKey]) -> list[SeriesKey]:
+    """``keys`` with the headline metrics first, so that a history named by nothing (or by its
+    repository or suite only) opens on what a verdict is about, not on the first diagnostic metric
+    in alphabetical order: first the metric a suite kind of the series' suite's name declares its
+    headline, then any kind's headline, then the primary metrics, then the rest, each in the order
+    given."""
+    return sorted(keys, key=_headline_rank)
+
+
+def _headline_rank(key: SeriesKey) -> int:
+    kind = suite_kinds.get(key.suite)
+    if kind is not None and _role(kind, key.metric) == "headline":
+        return 0
+    roles = {_role(k, key.metric) for k in map(suite_kinds.get, suite_kinds.names()) if k is not None}
+    return 1 if "headline" in roles else 2 if "primary" in roles else 3
+
+
+def _role(kind: type[SuiteKind], metric: str) -> str | None:
+    found = kind.metrics.get(metric)
+    return found.declared.role if found is not None and not found.retired else None
 
 
 def page_dict(page: MergePage, endpoint: str) -> dict[str, Any]:

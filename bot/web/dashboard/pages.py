@@ -230,7 +230,9 @@ def _merge_page(found: MergeDetail, problem: str | None = None) -> str:
     merge = found.merge
     store = state.current().services.store
     around = histories.around(store, merge.repo, merge.merged_at) if merge.merged_at else []
-    charts = [_chart(h, f"chart-{i}", merge.merged_at) for i, h in enumerate(around) if h.points]
+    charts = [
+        _chart(h, f"chart-{i}", merge.merged_at, merge.merge_sha) for i, h in enumerate(around) if h.points
+    ]
     rounds = [_round_charts(r.comparison, f"rounds-{i}") for i, r in enumerate(found.results)]
     return render_template(
         "merge.html",
@@ -250,10 +252,22 @@ def _merge_page(found: MergeDetail, problem: str | None = None) -> str:
     )
 
 
-def _chart(found: History, chart_id: str, marker: datetime | None = None) -> dict[str, Any]:
-    """What the chart script draws: times in seconds, values, change points and merge markers."""
+def _chart(
+    found: History, chart_id: str, marker: datetime | None = None, marker_sha: str | None = None
+) -> dict[str, Any]:
+    """What the chart script draws: times in seconds, values, change points and merge markers.
+
+    A merge's marker stands on its merge commit's point where the history has one, not at the time
+    it merged: the point is measured minutes later, after the merge's benchmark ran, so a marker
+    at the merge time stood one point early (the culprit's marker before the point before the drop)
+    and a click between them opened the neighbouring merge. A merge without a point keeps its time."""
     key = found.key
     pages = {m.merge_sha: _merge_url(m.repo, m.number) for m in found.merges if m.merge_sha}
+    measured = {p.sha: int(p.measured_at.timestamp()) for p in found.points}
+
+    def at(sha: str | None, when: datetime) -> int:
+        return measured.get(sha, int(when.timestamp())) if sha else int(when.timestamp())
+
     return {
         "id": chart_id,
         "title": f"{key.repo} · {key.suite} · {key.metric}",
@@ -273,7 +287,7 @@ def _chart(found: History, chart_id: str, marker: datetime | None = None) -> dic
         ],
         "merges": [
             {
-                "t": int(m.merged_at.timestamp()),
+                "t": at(m.merge_sha, m.merged_at),
                 "n": m.number,
                 "level": m.level,
                 "url": _merge_url(m.repo, m.number),
@@ -285,7 +299,7 @@ def _chart(found: History, chart_id: str, marker: datetime | None = None) -> dic
         # commit, else the commit on GitHub.
         "links": [pages.get(p.sha) or commit_url(key.repo, p.sha) for p in found.points],
         "shas": [p.sha for p in found.points],
-        "marker": int(marker.timestamp()) if marker else None,
+        "marker": at(marker_sha, marker) if marker else None,
     }
 
 

@@ -4,7 +4,8 @@
    merges as markers along the bottom; and each [data-rounds-chart] box, a comparison's rounds. A
    click on a history chart opens what is under the cursor: a flagged merge's marker its merge page,
    a point its merge's page where a flagged merge made that commit, else the commit on GitHub (the
-   server sends each point's link). The drawn charts are listed in window.perfbotCharts. */
+   server sends each point's link). A chart in a folded <details> is fitted to the page when it is
+   opened. The drawn charts are listed in window.perfbotCharts. */
 (function () {
   "use strict";
   var LEVEL_COLOURS = { high: "#c62828", medium: "#ef6c00", low: "#9e9d24", none: "#78909c" };
@@ -87,10 +88,19 @@
     });
     charts.push({ id: data.id, plot: plot, points: data.x.length, changes: data.changes, merges: data.merges.length,
                   linkAt: function (left) { plot.setCursor({ left: left, top: 10 }); return linkAt(plot, data); } });
-    window.addEventListener("resize", function () {
+    function fit() {
       var w = Math.max(280, box.clientWidth);
       plot.setSize({ width: w, height: w < 600 ? 220 : 320 });
-    });
+    }
+    window.addEventListener("resize", fit);
+    refitWhenOpened(box, fit);
+  }
+
+  // A chart drawn in a closed <details> (the merge page folds all but the first) had no width:
+  // it takes the page's once opened.
+  function refitWhenOpened(box, fit) {
+    var fold = box.closest("details");
+    if (fold) { fold.addEventListener("toggle", function () { if (fold.open) { fit(); } }); }
   }
 
   /* A comparison's per-round chart: base and head of each round pair, in the order the pairs ran
@@ -120,10 +130,12 @@
     };
     var plot = new uPlot(opts, [x, data.base, data.head], box);
     charts.push({ id: data.id, plot: plot, points: x.length, kind: "rounds" });
-    window.addEventListener("resize", function () {
+    function fit() {
       var w = Math.max(280, box.clientWidth);
       plot.setSize({ width: w, height: w < 600 ? 200 : 260 });
-    });
+    }
+    window.addEventListener("resize", fit);
+    refitWhenOpened(box, fit);
   }
 
   document.querySelectorAll("[data-chart]").forEach(draw);
