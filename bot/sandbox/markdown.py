@@ -79,5 +79,15 @@ def _raw_html(renderer: Any, tokens: Sequence[Token], index: int, options: Any, 
     return clean(tokens[index].content)
 
 
+def _fence(renderer: Any, tokens: Sequence[Token], index: int, options: Any, env: Any) -> str:
+    """A ```mermaid block as GitHub leaves it for Mermaid to draw (its source, escaped, in
+    ``<pre class="mermaid">``); any other block as CommonMark renders it."""
+    token = tokens[index]
+    if token.info.strip() == "mermaid":
+        return f'<pre class="mermaid">{html.escape(token.content)}</pre>\n'
+    return str(renderer.fence(tokens, index, options, env))
+
+
 _MARKDOWN.add_render_rule("html_block", _raw_html)
 _MARKDOWN.add_render_rule("html_inline", _raw_html)
+_MARKDOWN.add_render_rule("fence", _fence)

@@ -59,8 +59,18 @@ class Hooks:
 class Site:
     """Called by the stand-in for every request outside the REST API; None: no such page."""
 
-    def __init__(self, standin: GitHubEmulator, hooks: Hooks, user: str, dashboard: str):
+    def __init__(
+        self,
+        standin: GitHubEmulator,
+        hooks: Hooks,
+        user: str,
+        dashboard: str,
+        mermaid: Path | str | None = None,
+    ):
+        """``mermaid``: the path of mermaid.min.js, which draws the comments' charts, or why there
+        is none (the page then shows their source and says so)."""
         self.standin, self.hooks, self.user, self.dashboard = standin, hooks, user, dashboard
+        self.mermaid = mermaid
 
     def __call__(self, request: Request) -> Response | None:
         path = request.path.rstrip("/") or "/"
@@ -68,6 +78,8 @@ class Site:
             return self._page("index.html", repos=self._repos())
         if path == "/_sandbox/sandbox.css":
             return Response((HERE / "sandbox.css").read_text(), 200, mimetype="text/css")
+        if path == "/_sandbox/mermaid.min.js" and isinstance(self.mermaid, Path):
+            return Response(self.mermaid.read_bytes(), 200, mimetype="text/javascript")
         if path == "/webhook" and request.method == "POST":
             return self._relay(request)
         pull = _PULL.fullmatch(path)
@@ -137,7 +149,11 @@ class Site:
             )
 
     def _page(self, name: str, **values: Any) -> Response:
-        page = _TEMPLATES.get_template(name).render(dashboard=self.dashboard, **values)
+        mermaid = {
+            "mermaid": isinstance(self.mermaid, Path),
+            "mermaid_missing": self.mermaid if isinstance(self.mermaid, str) else None,
+        }
+        page = _TEMPLATES.get_template(name).render(dashboard=self.dashboard, **mermaid, **values)
         return Response(page, 200, mimetype="text/html")
 
     # what the pages show

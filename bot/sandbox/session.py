@@ -39,7 +39,7 @@ import bot
 from bot.core.config import CONFIG_PATH
 from bot.errors import UserError
 
-from . import children, hookshot, identity, payloads, sample
+from . import children, hookshot, identity, mermaid, payloads, sample
 from .github import GitHubEmulator, RepoState
 from .pages import Hooks, Site
 from .runner import Runner
@@ -224,7 +224,16 @@ class Sandbox:
                 "choose another with --github-port"
             ) from None
         hooks = Hooks(self._send, self._forward, self.secret, INSTALLATION_ID)
-        self.standin.site = Site(self.standin, hooks, USER, f"{self.bot_url}/")
+        self.standin.site = Site(self.standin, hooks, USER, f"{self.bot_url}/", self._mermaid())
+
+    def _mermaid(self) -> Path | str:
+        """mermaid.min.js for the thread page, cached beside the sandbox's folder (which is emptied
+        at each start), or why there is none."""
+        try:
+            return mermaid.script(self.folder.parent)
+        except (mermaid.Unavailable, OSError) as error:
+            self.say(f"perfbot sandbox: the thread page shows charts as their source: {error}")
+            return str(error)
 
     def _serve(self) -> None:
         """`perfbot serve` in the folder, as the sandbox's App, until it answers /healthz."""
