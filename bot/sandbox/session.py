@@ -51,6 +51,7 @@ CONTRIBUTOR = "mini-engine-dev"  # who wrote the replayed pull requests: no writ
 INSTALLATION_ID = 1
 MARKER = ".perfbot-sandbox"  # a folder holding it is the sandbox's own, made afresh each start
 SUITES = ("verify-step",)
+VERDICT_ROUNDS = 3  # the fewest rounds per side the statistics decide with (bench.rounds below)
 REVERT_SUBJECT = f'Revert "{sample.SLOW_SUBJECT}"'
 # The repository's .github/perfbot.yml on master, and the config the runner benchmarks with (as the
 # action's `config` input): the sample's suite, lighter for a laptop's CPU; every merge benchmarked.
@@ -325,6 +326,14 @@ class Sandbox:
             f"Replaying the engine's history: {len(self.merges)} pull requests merged into "
             f"{DEFAULT_BRANCH}, each benchmarked on this machine's CPU ..."
         )
+        if self.options.merge_rounds < VERDICT_ROUNDS:
+            rounds = self.options.merge_rounds
+            self.say(
+                f"  (quick mode: {rounds} round{'s' if rounds > 1 else ''} per side, enough for the "
+                "history's points, too few for a verdict: every merge stays inconclusive and the "
+                f"calibration page has no outcomes; --merge-rounds {VERDICT_ROUNDS} or more lets the "
+                "statistics decide, in about that many times as long)"
+            )
         for done, (number, title, sha, _) in enumerate(self.merges, start=1):
             self._merge(number, sha)
             ok = self._until(functools.partial(self._benchmarked, sha), 900)
