@@ -158,6 +158,28 @@ def _database_url(text: str) -> str:
     return text
 
 
+def check_sqlite_folder(database_url: str) -> None:
+    """`SettingsError` when a SQLite database's folder, which SQLite cannot make, is missing or
+    cannot be written: a mistake for `perfbot serve` and `perfbot worker` to name at start (SQLite
+    says only "unable to open database file"). An existing file is left to the store, which tells a
+    read-only one from one that is away (503 until it is back); so is a server database."""
+    url = make_url(database_url)
+    if url.get_backend_name() != "sqlite" or not url.database or url.database == ":memory:":
+        return
+    database = Path(url.database)
+    folder = database.parent
+    if not folder.is_dir():
+        raise SettingsError(
+            f"PERFBOT_DATABASE_URL: the folder {folder} does not exist "
+            "(SQLite makes the file, not its folder)"
+        )
+    if not database.exists() and not os.access(folder, os.W_OK | os.X_OK):
+        raise SettingsError(
+            f"PERFBOT_DATABASE_URL: the folder {folder} is not writable, "
+            f"so {database.name} cannot be made there"
+        )
+
+
 def queue_file_beside(database_url: str) -> str:
     """``perfbot.db`` -> ``perfbot.queue.db`` in the same folder; a server database -> the cwd."""
     url = make_url(database_url)

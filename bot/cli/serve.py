@@ -69,12 +69,14 @@ def setup(subparsers) -> None:
 
 
 def _settings():
-    from bot.settings import Settings, SettingsError
+    from bot.settings import Settings, SettingsError, check_sqlite_folder
 
     try:
-        return Settings.from_env()
+        settings = Settings.from_env()
+        check_sqlite_folder(settings.database_url)
     except SettingsError as error:
         raise UsageError(str(error)) from None
+    return settings
 
 
 def _warn_without_credentials(settings) -> None:
