@@ -123,8 +123,9 @@ def run(args: argparse.Namespace) -> int:
             raise UsageError(str(error)) from None
         if artifact is not None:
             try:
-                digests = bisect_artifact.write(report, artifact, options.written)
-            except BisectError as error:
+                commits = GitRepo.open(options.measure.repo).rev_list(report.good, report.bad)
+                digests = bisect_artifact.write(report, artifact, options.written, commits=commits)
+            except (BisectError, RepoError) as error:
                 raise UsageError(str(error)) from None
         emit(
             args.format,

@@ -215,9 +215,29 @@ def _bisect_report(
         content.files, good=request.base_sha, bad=request.head_sha, suite=request.suites[0]
     )
     problems += found
+    if outcome is not None and outcome.culprit and not _within(github, request, outcome.culprit):
+        # the report is written where the code under test ran: its own list of commits could be
+        # forged too, so GitHub's history places the culprit
+        problems.append(
+            f"the report names {outcome.culprit[:12]}, which GitHub does not place in "
+            f"{request.base_sha[:12]}..{request.head_sha[:12]}: no culprit is named"
+        )
+        outcome = None
     if outcome is None and conclusion != "success":
         problems.append(f"the bisect run concluded {conclusion or 'without a conclusion'}")
     return problems, outcome
+
+
+def _within(github: GitHub, request: BenchRequest, culprit: str) -> bool:
+    """Whether ``culprit`` lies in GOOD..BAD on GitHub: GOOD behind it, and it BAD or behind BAD."""
+    after_good = github.compare(request.repo, request.base_sha, culprit)
+    before_bad = github.compare(request.repo, culprit, request.head_sha)
+    return (
+        after_good is not None
+        and after_good.status == "ahead"
+        and before_bad is not None
+        and before_bad.status in ("ahead", "identical")
+    )
 
 
 def _show(

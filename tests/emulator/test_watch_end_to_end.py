@@ -32,7 +32,8 @@ def bot(emulator, database_url, tmp_path, app_key):
     """A high-risk pull request whose head is the culprit, merged as MERGE on top of GOOD."""
     state = live.add_repository(emulator, CONFIG + "  watch:\n    issue: true\n", {"maintainer": "write"})
     emulator.add_pull(live.REPO, NUMBER, CULPRIT, diffs.HIGH, base_sha=GOOD, base_ref=live.DEFAULT_BRANCH)
-    state.parents[MERGE] = [GOOD]
+    # the pull request's commits FIRST and CULPRIT, merged with a merge commit on top of GOOD
+    state.parents.update({MERGE: [GOOD, CULPRIT], CULPRIT: [FIRST], FIRST: [GOOD], GOOD: []})
     running = live.start(emulator, database_url, f"sqlite:///{tmp_path / 'queue.db'}", app_key)
     yield running
     running.stop()
@@ -148,6 +149,9 @@ def test_a_regression_merged_is_bisected_once_and_its_culprit_named_on_its_pull_
             f"GET /repos/{live.REPO}/contents/.github/perfbot.yml": 1,
             f"GET /repos/{live.REPO}/actions/runs/N/artifacts": 1,
             f"GET /repos/{live.REPO}/actions/artifacts/N/zip": 1,
+            # the culprit placed in GOOD..BAD by GitHub's history, not by the report's own list
+            f"GET /repos/{live.REPO}/compare/{GOOD}...{CULPRIT}": 1,
+            f"GET /repos/{live.REPO}/compare/{CULPRIT}...{MERGE}": 1,
             f"GET /repos/{live.REPO}/issues/N/comments": 1,
             f"POST /repos/{live.REPO}/issues/N/comments": 1,
             f"GET /repos/{live.REPO}/issues": 1,  # not opened already by an attempt that died

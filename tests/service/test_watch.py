@@ -312,6 +312,13 @@ def bisecting_case(services, github, config: str = CONFIG):
     from tests.core.bench import test_bisect_artifact as reports
 
     github.files[(REPO, ".github/perfbot.yml", "main")] = config
+    github.parents.update(
+        {
+            (REPO, reports.BAD): reports.SECOND,
+            (REPO, reports.SECOND): reports.FIRST,
+            (REPO, reports.FIRST): reports.GOOD,
+        }
+    )
     services.now = lambda: NOW
     case, _ = watch.open_by_hand(
         services, REPO, 42, reports.GOOD, reports.BAD, "spin", "step_ms", "maintainer", 7
@@ -428,3 +435,17 @@ def test_the_hourly_sweep_dispatches_a_bisect_whose_delivery_gave_up_before_gith
     hourly.sweep(services)
     [case] = services.store.watch.cases(None)
     assert case.state == "bisecting" and len(bisects(github)) == 1
+
+
+def test_a_culprit_github_does_not_place_in_the_range_is_never_named(services, github):
+    """The report is written where the code under test ran, its list of commits too: an older
+    innocent commit named as the culprit got a public comment and an issue before."""
+    from tests.core.bench import test_bisect_artifact as reports
+
+    known_merges(services, reports.SECOND)
+    case, run_id = bisecting_case(services, github, CONFIG + "  watch:\n    issue: true\n")
+    github.parents[(REPO, reports.BAD)] = reports.FIRST  # SECOND is not on the way from BAD to GOOD
+    report_back(services, github, case, run_id, reports.artifact(reports.culprit_report()))
+    ended = services.store.watch.get(case.key)
+    assert (ended.state, ended.culprit_sha) == ("failed", None) and "does not place" in ended.note
+    assert github.comments.get((REPO, 100), []) == [] and github.issues == {} and github.commit_comments == []
