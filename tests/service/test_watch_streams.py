@@ -170,7 +170,7 @@ def test_budget_a_bisect_gives_back_by_reporting_early_is_used_the_same_day(serv
     config = CONFIG + "    budget: 60\n"
     github.files[(REPO, ".github/perfbot.yml", "main")] = config
     chain = (reports.BAD, reports.SECOND, reports.FIRST, reports.GOOD)
-    github.parents.update({(REPO, child): parent for child, parent in zip(chain, chain[1:])})
+    github.parents.update({(REPO, child): parent for child, parent in zip(chain, chain[1:], strict=False)})
     first, _ = watch.open_by_hand(services, REPO, 42, reports.GOOD, reports.BAD, "spin", "step_ms", "m", 7)
     first = watch.bisect(services, github, first, load(config), "main")
     second, _ = watch.open_by_hand(services, REPO, 42, sha(1), sha(2), "spin", "step_ms", "m", 7)
