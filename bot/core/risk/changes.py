@@ -260,7 +260,12 @@ class HarmlessHunks:
     def _look(self, number: int, language: _Language) -> Harmless | dict[str, str] | None:
         hunk = self._hunks[number]
         sides = _sides(hunk, language)
-        if not _may_log(hunk.joined()) and not _may_match(sides) and not _may_reformat(hunk, sides):
+        if _may_log(hunk.joined()):
+            # Tokens set log calls aside whole; their text, set aside the same way, leaves what
+            # the tokens would compare, so sides that differ beyond names and formatting then
+            # need no tokens either.
+            sides = (_without_log_calls(sides[0]), _without_log_calls(sides[1]))
+        if not _may_match(sides) and not _may_reformat(hunk, sides):
             return None  # the code differs beyond what tokens could explain away
         # Whole sides, context included: the same lines moved past their context are a change.
         before, after = (_code(hunk, language.lexer, side) for side in "-+")
@@ -338,6 +343,62 @@ def mechanical(files: Sequence[FileChange]) -> dict[int, dict[int, Harmless]]:
 def _may_log(text: str) -> bool:
     """Whether ``text`` may hold a log call (plain substring tests first: they are cheap)."""
     return any(word in text for word in ("log", "LOG", "warnings", "print")) and bool(_LOG_HINT.search(text))
+
+
+_GAPS = " \t\n\r\f\v\\"  # what may stand between two tokens of one call
+_BRACKET = re.compile(r"[()\[\]{}]")
+
+
+def _without_log_calls(text: str) -> str:
+    """``text`` (a side with its comments and strings blanked) without the log calls that
+    `_mark_messages` sets aside, as `_is_log_call` finds them: a log function called (not a method
+    of that name), or a log receiver's ``.name(``, with the names and dots before the receiver;
+    each up to the bracket that closes its call (to the end when the hunk ends first)."""
+    kept, position = [], 0
+    for match in _LOG_HINT.finditer(text):
+        start = _word_start(text, match.start())
+        if start < position:
+            continue  # inside a call already left out
+        word = _NAME.match(text, start)
+        name = word[0] if word else ""
+        dot = _skip_gaps(text, start)
+        if name in _LOG_FUNCTIONS:
+            if dot > 0 and text[dot - 1] == ".":
+                continue  # a method of that name: no log call
+        elif name in _LOG_RECEIVERS or name.endswith("logger"):
+            while dot > 0 and text[dot - 1] == ".":  # the receiver's owners: self.logger.info(...)
+                owner_end = _skip_gaps(text, dot - 1)
+                owner = _word_start(text, owner_end)
+                found = _NAME.match(text, owner)
+                if owner == owner_end or found is None or found.end() != owner_end or owner < position:
+                    break
+                start, dot = owner, _skip_gaps(text, owner)
+        else:
+            continue
+        depth, end = 1, len(text)
+        for bracket in _BRACKET.finditer(text, match.end()):
+            depth += 1 if bracket[0] in "([{" else -1
+            if depth == 0:
+                end = bracket.end()
+                break
+        kept += [text[position:start], " "]
+        position = end
+    kept.append(text[position:])
+    return "".join(kept)
+
+
+def _skip_gaps(text: str, index: int) -> int:
+    """Where the gaps before ``text[index]`` start."""
+    while index > 0 and text[index - 1] in _GAPS:
+        index -= 1
+    return index
+
+
+def _word_start(text: str, index: int) -> int:
+    """Where the word that ends just before ``text[index]``, or holds it, starts."""
+    while index > 0 and (text[index - 1].isalnum() or text[index - 1] == "_"):
+        index -= 1
+    return index
 
 
 def _sides(hunk: Hunk, language: _Language) -> tuple[str, str]:
