@@ -23,6 +23,8 @@ from bot.core.commands import grammar
 from bot.core.config.schema import BenchConfig, RepoConfig
 from bot.core.pulls import PullInfo
 from bot.core.render import bench as render_bench
+from bot.core.watch import cases as states
+from bot.core.watch import report
 from bot.core.watch.cases import ACTIVE as ACTIVE_CASE
 
 from . import benchmarks, repo_config, reviewing, sticky, watch
@@ -90,6 +92,8 @@ def handle(event: CommandEvent, services: Services) -> None:
         _admit(services, snapshot, command)
     elif isinstance(command, grammar.Bisect):
         _apply(services, snapshot, _decide_in_turn(services, snapshot, command))
+    elif isinstance(command, grammar.Dismiss):
+        _reply(services, github, event, _dismiss(services, snapshot, command))
     elif isinstance(command, grammar.Cancel) and _cancel_cases(services, snapshot):
         running = benchmarks.active(services, snapshot.repo, snapshot.pull.number)
         for request in running:  # and the pull request's own benchmark, as a plain /bench cancel does
@@ -280,6 +284,32 @@ def _start_bisect(services: Services, snapshot: _Snapshot, decision: policy.Star
     if any(case.state == "bisecting" for _, case in states):
         _react(github, event, "rocket")
     _reply(services, github, event, watch.started_reply(states))
+
+
+def _dismiss(services: Services, snapshot: _Snapshot, command: grammar.Dismiss) -> str:
+    """`/bench dismiss CASE`: the one case of this repository whose key starts so, ended; the reply."""
+    matching = [
+        case
+        for case in services.store.watch.cases(frozenset({snapshot.repo}), limit=10_000)
+        if case.key.startswith(command.case)
+    ]
+    named = report.code(command.case)
+    if len(matching) != 1:
+        what = "no regression case" if not matching else f"{len(matching)} regression cases"
+        return f"😕 **Not dismissed:** {what} of this repository start with {named}; name one by its key."
+    [case] = matching
+    span = f"{report.code(case.good_sha[:12])}..{report.code(case.bad_sha[:12])}"
+    about = f"{report.code(case.suite)} {report.code(case.metric)} {span}"
+    ended = watch.dismiss(
+        services, snapshot.github, case, snapshot.config, snapshot.event.login, command.reason
+    )
+    if ended is None:
+        label = states.LABELS.get(case.state, case.state)  # type: ignore[call-overload]
+        return f"😕 **Not dismissed:** the case of {about} has ended already ({label})."
+    return (
+        f"👍 **Dismissed** the case of {about}: no bisect runs for it, and a change beside it opens "
+        "no other case."
+    )
 
 
 def _cancel_cases(services: Services, snapshot: _Snapshot) -> bool:

@@ -412,6 +412,22 @@ def cancel(services: Services, github: GitHub, case: RegressionCase, config: Rep
     return True
 
 
+def dismiss(
+    services: Services, github: GitHub, case: RegressionCase, config: RepoConfig, by: str, reason: str
+) -> RegressionCase | None:
+    """`/bench dismiss`: end a case a maintainer calls noise (or known), its bisect's run stopped and
+    its reserve given back; None when it had ended already."""
+    note = f"dismissed by {clip(printable(by), 100)}" + (
+        f": {clip(printable(reason), 300)}" if reason else ""
+    )
+    moved = services.store.watch.move(
+        case.key, states.DISMISSED, states.sources_of(states.DISMISSED), services.now(), note=note
+    )
+    if moved is not None and case.state == states.BISECTING:
+        _release(services, github, case, config)
+    return moved
+
+
 # ---------------------------------------------------------------- the bisect's report
 
 

@@ -449,3 +449,21 @@ def test_a_culprit_github_does_not_place_in_the_range_is_never_named(services, g
     ended = services.store.watch.get(case.key)
     assert (ended.state, ended.culprit_sha) == ("failed", None) and "does not place" in ended.note
     assert github.comments.get((REPO, 100), []) == [] and github.issues == {} and github.commit_comments == []
+
+
+def test_a_maintainer_dismisses_a_case_its_bisect_stops_and_its_reserve_comes_back(services, github):
+    from tests.service.test_bench import comment, replies
+
+    merged(services, github)
+    [case] = services.store.watch.cases(None)
+    assert case.state == "bisecting"
+    send(services, "issue_comment", comment(f"/bench dismiss {case.key[:13]} runner noise", comment_id=601))
+    ended = services.store.watch.get(case.key)
+    assert ended.state == cases.DISMISSED and ended.note == "dismissed by maintainer: runner noise"
+    assert services.store.benchmarks.get(case.correlation_id).status == "superseded"
+    assert services.store.watch.spending(REPO, "2026-12-01").spent == 5.0  # the merge run's alone
+    assert "Dismissed" in replies(github)[-1] and case.suite in replies(github)[-1]
+    send(services, "issue_comment", comment(f"/bench dismiss {case.key}", comment_id=602, minute=3))
+    assert "has ended already (dismissed by a maintainer)" in replies(github)[-1]
+    send(services, "issue_comment", comment("/bench dismiss case-00000000", comment_id=603, minute=6))
+    assert "no regression case" in replies(github)[-1]

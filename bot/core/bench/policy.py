@@ -150,6 +150,8 @@ def decide(command: grammar.Command, facts: Facts, bench: BenchConfig) -> Decisi
         if facts.active is None:
             return Refuse("no benchmark of this pull request is running", "comment /bench to start one")
         return CancelRun()
+    if isinstance(command, grammar.Dismiss):  # answered by the watch, which knows the cases
+        return Refuse("a regression case is dismissed by the watch", "comment /bench help")
     return _run(command, facts, bench)
 
 

@@ -9,6 +9,7 @@ GitHub renders, up to GitHub's own comment length, and a command line is bounded
     /bench [SUITE ...] [--rounds N] [--max-rounds N]
     /bench help | cancel | approve [SHA] | ack REASON
     /bench bisect GOOD BAD [SUITE ...] [--metric M]
+    /bench dismiss CASE [REASON]
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ _NUMBER = re.compile(r"[0-9]{1,9}")
 _RAW_COMMAND = re.compile(r" {0,3}/bench(?:[ \t]|$)")
 _BREAKS = ("softbreak", "hardbreak")
 _SHA_PREFIX = re.compile(r"[0-9a-f]{7,40}")
+_CASE_KEY = re.compile(r"case-[0-9a-f]{8,32}")
 _NEWLINES = re.compile(r"\r\n?")
 # CommonMark with GitHub's tables: a table row is never a command.
 _MARKDOWN = MarkdownIt("commonmark").enable(["table", "strikethrough"])
@@ -90,7 +92,17 @@ class Invalid:
     problem: str
 
 
-Command = Run | Help | Cancel | Approve | Ack | Bisect | Invalid
+@dataclass(frozen=True)
+class Dismiss:
+    """`/bench dismiss CASE [REASON]`: a regression case of the default branch is noise, or known
+    and accepted: it ends (its bisect stopped) and no change beside it opens another. ``case``: the
+    case's key, or its start (``case-`` and at least 8 of its hex digits)."""
+
+    case: str
+    reason: str = ""
+
+
+Command = Run | Help | Cancel | Approve | Ack | Bisect | Dismiss | Invalid
 
 
 def find(comment: str) -> Command | None:
@@ -175,6 +187,10 @@ def parse(line: str) -> Command:
         return Approve(rest[0].lower() if rest else None)
     if verb == "bisect":
         return _bisect(rest)
+    if verb == "dismiss":
+        if not rest or not _CASE_KEY.fullmatch(rest[0].lower()):
+            return Invalid("/bench dismiss needs a case: /bench dismiss case-1a2b3c4d [REASON]")
+        return Dismiss(rest[0].lower(), printable(" ".join(rest[1:]), replacement=""))
     if verb in ("help", "cancel"):
         if rest:
             return Invalid(f"/bench {verb} takes nothing after it")

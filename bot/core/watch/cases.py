@@ -25,6 +25,7 @@ State = Literal[
     "cancelled",
     "recovered",
     "inconclusive",
+    "dismissed",
 ]
 DETECTED: State = "detected"
 BISECTING: State = "bisecting"
@@ -37,6 +38,7 @@ SUPERSEDED: State = "superseded"  # a later point moved the change: another case
 CANCELLED: State = "cancelled"  # `/bench cancel`, or bisecting is turned off
 RECOVERED: State = "recovered"  # the series came back within noise before a bisect was spent on it
 INCONCLUSIVE: State = "inconclusive"  # good and bad measured again, without the runs deciding
+DISMISSED: State = "dismissed"  # `/bench dismiss`: a maintainer says it is noise, or known
 
 Source = Literal["merge", "changepoint", "command"]
 
@@ -51,13 +53,23 @@ ENDS: tuple[State, ...] = (
     SUPERSEDED,
     CANCELLED,
     RECOVERED,
+    DISMISSED,
 )
 KNOWN: tuple[State, ...] = tuple(s for s in (*ACTIVE, *ENDS) if s != SUPERSEDED)  # a series' cases
 
 MOVES: dict[State, tuple[State, ...]] = {
-    DETECTED: (BISECTING, OUT_OF_BUDGET, SUPERSEDED, CANCELLED, RECOVERED),
-    OUT_OF_BUDGET: (BISECTING, SUPERSEDED, CANCELLED, RECOVERED),
-    BISECTING: (CONFIRMED, UNCONFIRMED, NOT_REPRODUCED, INCONCLUSIVE, FAILED, CANCELLED, SUPERSEDED),
+    DETECTED: (BISECTING, OUT_OF_BUDGET, SUPERSEDED, CANCELLED, RECOVERED, DISMISSED),
+    OUT_OF_BUDGET: (BISECTING, SUPERSEDED, CANCELLED, RECOVERED, DISMISSED),
+    BISECTING: (
+        CONFIRMED,
+        UNCONFIRMED,
+        NOT_REPRODUCED,
+        INCONCLUSIVE,
+        FAILED,
+        CANCELLED,
+        SUPERSEDED,
+        DISMISSED,
+    ),
     **{end: () for end in ENDS},
 }
 
@@ -83,6 +95,7 @@ LABELS: dict[State, str] = {
     CANCELLED: "cancelled",
     RECOVERED: "back within noise",
     INCONCLUSIVE: "re-measured without a decision",
+    DISMISSED: "dismissed by a maintainer",
 }
 
 
