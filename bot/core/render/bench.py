@@ -171,7 +171,7 @@ HELP = """\
 | `/bench --rounds N` · `--max-rounds N` | rounds per side (at most {cap}); adaptive rounds up to N |
 | `/bench cancel` | stop this pull request's running benchmark (and the bisects asked for here) |
 | `/bench bisect GOOD BAD [SUITE ...] [--metric M]` | bisect a regression between two default-branch commits |
-| `/bench dismiss CASE [REASON]` | end a regression case of the default branch as noise or known (its key, from the dashboard) |
+| `/bench dismiss CASE [REASON]` | end a regression case of the default branch as noise or known |
 | `/bench approve [SHA]` | let the fork head you read (or SHA) reach the GPU runners, until the next push |
 | `/bench ack REASON` | acknowledge a flagged regression |
 | `/bench help` | this table |
