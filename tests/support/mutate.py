@@ -35,6 +35,15 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 # The decision modules, and the tests that judge each.
+_STATS_TESTS = (
+    "tests/core/judge/test_stats_edges.py",
+    "tests/core/judge/test_stats.py",
+    "tests/core/bisect/test_report.py",
+    "tests/core/judge/test_speculation.py",
+    "tests/core/judge/test_results.py",
+    "tests/core/judge/test_replays.py",
+    "tests/core/judge/test_outliers.py",
+)
 TESTS: dict[str, tuple[str, ...]] = {
     "bot/core/commands/grammar.py": ("tests/core/commands",),
     "bot/core/bisect/plan.py": ("tests/core/bisect/test_plan.py",),
@@ -104,15 +113,17 @@ TESTS: dict[str, tuple[str, ...]] = {
         "tests/core/risk/test_stepmap_scoring.py",
         "tests/cli/test_score_map.py",
     ),
-    "bot/core/judge/stats.py": (
-        "tests/core/judge/test_stats_edges.py",
-        "tests/core/judge/test_stats.py",
-        "tests/core/bisect/test_report.py",
-        "tests/core/judge/test_speculation.py",
-        "tests/core/judge/test_results.py",
-        "tests/core/judge/test_replays.py",
-        "tests/core/judge/test_outliers.py",
+    **{
+        # the comparison's statistics, split by concern: each judged by the same tests
+        f"bot/core/judge/{module}.py": _STATS_TESTS
+        for module in ("stats", "estimate", "verdicts", "multiplicity", "notes")
+    },
+    # What opens a regression case of the default branch, and what a later point does to the cases.
+    "bot/core/watch/opening.py": (
+        "tests/core/watch/test_opening.py",
+        "tests/service/test_watch_streams.py",
     ),
+    "bot/core/watch/cases.py": ("tests/core/watch/test_cases.py", "tests/core/watch/test_opening.py"),
     # The direction rule and the minimum effect the comparison and the history share.
     "bot/core/vocabulary.py": (
         "tests/core/test_vocabulary.py",

@@ -104,7 +104,8 @@ def _run_errors(loaded: results_file.Results, name: str, most: int = 3) -> list[
         f"{name}: {r.side} round {r.index} failed: {r.error or 'no reason given'}" for r in failed[:most]
     ]
     if len(failed) > most:
-        errors.append(f"{name}: {len(failed) - most} more rounds failed")
+        more = len(failed) - most
+        errors.append(f"{name}: {more} more round{'s' if more != 1 else ''} failed")
     return errors
 
 

@@ -97,6 +97,13 @@ def test_failed_rounds_and_the_runs_own_error_explain_a_failed_run():
     assert "head round" in judged.run_errors[1] and "out of memory" in judged.run_errors[1]
 
 
+def test_failed_rounds_past_the_first_three_are_counted_in_words_that_fit_the_count():
+    for failed, last in ((4, "results.json: 1 more round failed"), (5, "results.json: 2 more rounds failed")):
+        doc = document(QUIET, failed={"head": failed}, error="CUDA error: out of memory")
+        judged = judging.judge(files(results__json=doc), BASE_SHA, HEAD_SHA, ())
+        assert judged.run_errors[-1] == last
+
+
 # ---------------------------------------------------------------- the section and the check
 
 RESULT = SuiteResult("verify-step", "regression", "This PR makes verify_ms 40% slower", "### 🔴 table")
