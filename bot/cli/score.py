@@ -70,7 +70,9 @@ def run(args: argparse.Namespace) -> int:
             text = repo.read_file(path)
             return text.splitlines() if text is not None else None
 
-    evidence = step_map.evidence(mapped, repo, (f.path for f in parsed.files)) if mapped else None
+    evidence = (
+        step_map.evidence(mapped, repo, (f.path for f in parsed.files), diff=parsed) if mapped else None
+    )
     report = risk.score(parsed, rules, source, evidence)
     emit(
         args.format,

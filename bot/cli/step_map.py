@@ -16,6 +16,7 @@ from .parsing import UsageError
 if TYPE_CHECKING:
     from bot.adapters.git_repo import GitRepo
     from bot.core import stepmap
+    from bot.core.risk.diff import ParsedDiff
     from bot.core.risk.stepmap_scoring import MapEvidence
 
 MAX_BYTES = 64 * 2**20
@@ -60,14 +61,19 @@ def read(name: str) -> stepmap.StepMap:
 
 
 def evidence(
-    step_map: stepmap.StepMap, repo: GitRepo | None, changed: Iterable[str] = (), fallback: str | None = None
+    step_map: stepmap.StepMap,
+    repo: GitRepo | None,
+    changed: Iterable[str] = (),
+    fallback: str | None = None,
+    diff: ParsedDiff | None = None,
 ) -> MapEvidence:
     """The map with the call graph of its commit's source when ``repo`` has that commit (else of
-    ``fallback``'s, when given; else no graph)."""
+    ``fallback``'s, when given; else no graph); ``diff``, the change scored, lets the map's recorded
+    lines judge which of its lines ran."""
     from bot.core.risk import stepmap_scoring
 
     return stepmap_scoring.evidence(
-        step_map, _reader(repo, step_map.commit, fallback), changed, None, MAX_SOURCES
+        step_map, _reader(repo, step_map.commit, fallback), changed, None, MAX_SOURCES, diff
     )
 
 

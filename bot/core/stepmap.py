@@ -6,15 +6,22 @@ repository launched them. The map travels as the optional ``step_map`` section o
 or on its own as a map file; both come back from runners and are untrusted, so `parse` validates
 every field and says what is wrong in one `StepMapError` line naming the field.
 
+Optionally (``lines``; maps made before it have none), per file of the repository, the lines that
+ran during the measured steps, as sorted ranges of line numbers: at most `MAX_LINE_RANGES` ranges in
+all, a recorder that would exceed it leaves whole files out. A file the map's ``lines`` does not name
+was not recorded; it is not a file none of whose lines ran.
+
 Paths are the repository's own, relative and in POSIX form: a map never names an absolute path,
 a parent directory or an installed package.
 """
 
 from __future__ import annotations
 
+import bisect
+import dataclasses
 import math
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal, TypeGuard
 
 from bot.core.text import clip, printable
@@ -28,6 +35,7 @@ MAX_LAUNCH_SITES = 50
 MAX_PATH_CHARS = 400
 MAX_NAME_CHARS = 300
 MAX_LINE = 10_000_000
+MAX_LINE_RANGES = 20_000
 _COMMIT = re.compile(r"^[0-9a-fA-F]{40}$")
 _INSTALLED = frozenset(("site-packages", "dist-packages"))
 
@@ -78,6 +86,17 @@ class StepMap:
     source: Source
     functions: tuple[FunctionEntry, ...]
     kernels: tuple[KernelEntry, ...]
+    # path: sorted ranges of the lines that ran; None: not recorded
+    lines: dict[str, tuple[tuple[int, int], ...]] | None = field(default=None, hash=False)
+
+    def ran(self, path: str, line: int) -> bool | None:
+        """Whether line ``line`` of ``path`` ran during the measured steps; None when the map did
+        not record that file's lines."""
+        if self.lines is None or path not in self.lines:
+            return None
+        ranges = self.lines[path]
+        index = bisect.bisect_right(ranges, (line, MAX_LINE + 1)) - 1
+        return index >= 0 and ranges[index][0] <= line <= ranges[index][1]
 
     def function_at(self, path: str, qualname: str) -> FunctionEntry | None:
         """The entry of function ``qualname`` defined in ``path``, or None if the step never ran it."""
@@ -123,6 +142,11 @@ class StepMap:
                 }
                 for k in self.kernels
             ],
+            **(
+                {"lines": {path: [list(r) for r in ranges] for path, ranges in self.lines.items()}}
+                if self.lines is not None
+                else {}
+            ),
         }
 
 
@@ -138,6 +162,12 @@ def from_results(results: object) -> StepMap | None:
     if not isinstance(results, dict) or results.get("step_map") is None:
         return None
     return _map(results["step_map"], "step_map")
+
+
+def with_lines(step_map: StepMap, data: object) -> StepMap:
+    """``step_map`` with the ``lines`` a recorder wrote (untrusted: checked as `parse` checks a
+    map's own, `StepMapError` naming the field)."""
+    return dataclasses.replace(step_map, lines=_lines(data, "lines"))
 
 
 def is_repository_path(path: str) -> bool:
@@ -178,7 +208,43 @@ def _map(data: object, where: str) -> StepMap:
         source=source,
         functions=parsed_functions,
         kernels=parsed_kernels,
+        lines=_lines(fields.get("lines"), _at(where, "lines")),
     )
+
+
+def _lines(data: object, where: str) -> dict[str, tuple[tuple[int, int], ...]] | None:
+    """The ``lines`` field: absent or null in a map made without it."""
+    if data is None:
+        return None
+    if not isinstance(data, dict):
+        raise StepMapError(f"{where}: must be a JSON object, got {_kind(data)}")
+    found: dict[str, tuple[tuple[int, int], ...]] = {}
+    total = 0
+    for path, ranges in data.items():
+        at = f"{where}[{_show(path)}]"
+        if not is_repository_path(path):
+            raise StepMapError(
+                f"{at}: must name a path relative to the repository, outside installed packages"
+            )
+        if not isinstance(ranges, list):
+            raise StepMapError(f"{at}: must be an array of [first, last] line ranges, got {_kind(ranges)}")
+        total += len(ranges)
+        if total > MAX_LINE_RANGES:
+            raise StepMapError(f"{where}: more than {MAX_LINE_RANGES} line ranges")
+        parsed: list[tuple[int, int]] = []
+        for i, pair in enumerate(ranges):
+            if (
+                not isinstance(pair, list)
+                or len(pair) != 2
+                or not all(_is_int(n) and 1 <= n <= MAX_LINE for n in pair)
+                or pair[0] > pair[1]
+            ):
+                raise StepMapError(f"{at}[{i}]: must be [first, last], lines 1-{MAX_LINE}, got {_show(pair)}")
+            if parsed and pair[0] <= parsed[-1][1]:
+                raise StepMapError(f"{at}[{i}]: ranges must be sorted and apart, got {_show(pair)}")
+            parsed.append((pair[0], pair[1]))
+        found[path] = tuple(parsed)
+    return found
 
 
 def _function(data: object, where: str) -> FunctionEntry:

@@ -5,7 +5,9 @@ It runs as a round does (`rounds.run_pass`: the same allow-listed environment, t
 the same way of killing what it started), so profiling changes nothing about how the timed rounds
 ran and never touches their numbers; a pass that fails leaves its side without a profile and says
 why, and the verdict is unaffected. Where the pass recorded the repository's frames, it also gives
-the per-step map of its commit (`bot.core.stepmap`).
+the per-step map of its commit (`bot.core.stepmap`), with the lines that ran in the measured steps
+where the workload recorded them (`step_lines`); a record that is unfit is left out and the map
+stands without lines.
 """
 
 from __future__ import annotations
@@ -13,10 +15,12 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
+from bot.core import stepmap
 from bot.core.judge.kineto import Traced
 from bot.core.judge.profile import Profile
 from bot.core.stepmap import StepMap
 
+from . import step_lines
 from .rounds import could_not_start, run_pass
 from .suites.base import RoundContext, RoundFailed, Suite
 
@@ -40,4 +44,19 @@ def profile_side(suite: Suite, context: RoundContext, timeout: float, commit: st
         return ProfileOutcome(None, str(failure), time.monotonic() - began)
     except OSError as error:
         return ProfileOutcome(None, could_not_start(error), time.monotonic() - began)
-    return ProfileOutcome(traced.profile, None, time.monotonic() - began, traced.step_map(commit, suite.name))
+    mapped = traced.step_map(commit, suite.name)
+    if mapped is not None:
+        mapped = with_recorded_lines(mapped, context)
+    return ProfileOutcome(traced.profile, None, time.monotonic() - began, mapped)
+
+
+def with_recorded_lines(mapped: StepMap, context: RoundContext) -> StepMap:
+    """``mapped`` with the lines the workload recorded in the pass's folder, where it did and the
+    record is fit; else ``mapped`` as it is."""
+    recorded = step_lines.read(context.out_dir)
+    if recorded is None:
+        return mapped
+    try:
+        return stepmap.with_lines(mapped, recorded)
+    except stepmap.StepMapError:
+        return mapped

@@ -8,6 +8,7 @@ import logging
 import re
 from collections.abc import Iterable
 
+from bot.core.risk import diff as diffs
 from bot.core.risk import stepmap_scoring
 from bot.core.risk.stepmap_scoring import MapEvidence
 
@@ -28,9 +29,12 @@ def changed_paths(diff: str) -> list[str]:
     return list(dict.fromkeys(match[1] for match in _NEW_PATH.finditer(diff)))
 
 
-def evidence(services: Services, github: GitHub, repo: str, changed: Iterable[str]) -> MapEvidence | None:
+def evidence(
+    services: Services, github: GitHub, repo: str, changed: Iterable[str], diff: str | None = None
+) -> MapEvidence | None:
     """What the stored map says of a pull request's changes to ``changed``; None when the
-    repository has no map."""
+    repository has no map. ``diff``: the pull request's unified diff, which lets the map's recorded
+    lines judge whether the changed lines ran in its steps (None: by function only)."""
     stored = services.store.benchmarks.step_map(repo)
     if stored is None:
         return None
@@ -39,7 +43,8 @@ def evidence(services: Services, github: GitHub, repo: str, changed: Iterable[st
     def read(path: str) -> str | None:
         return github.read_file(repo, path, commit)
 
-    found = stepmap_scoring.evidence(stored.step_map, read, changed, stored.branch, MAX_SOURCES)
+    parsed = diffs.parse(diff) if diff is not None and stored.step_map.lines is not None else None
+    found = stepmap_scoring.evidence(stored.step_map, read, changed, stored.branch, MAX_SOURCES, parsed)
     if found.graph is not None and found.graph.skipped:
         log.info(
             "files of the map's commit that do not parse; left out of the call graph",

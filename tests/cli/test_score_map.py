@@ -145,3 +145,41 @@ def test_a_missing_or_oversized_map_file_or_a_directory_is_a_one_line_error(tmp_
     monkeypatch.setattr("bot.cli.step_map.MAX_BYTES", 10)
     code, _, err = run(capsys, "score", diff, "--map", write(tmp_path, "m.json", MAP))
     assert code == 2 and err.count("\n") == 1 and "larger than the 0 MiB a map file may be" in err
+
+
+GETTER = {
+    "path": STATE,
+    "function": "get_tp_communicator",
+    "line": 11,
+    "calls_per_step": 8,
+    "host_share": 0.0002,
+}
+# The lines of parallel_state.py two ranks' steps run: not the getter's first-call branch (line 14).
+STATE_RAN = [[13, 13], [15, 15], [19, 19], [21, 21]]
+DECOY = f"""\
+diff --git a/{STATE} b/{STATE}
+--- a/{STATE}
++++ b/{STATE}
+@@ -12,4 +12,6 @@ def get_tp_communicator() -> PyNcclCommunicator:
+     global _TP_COMMUNICATOR
+     if _TP_COMMUNICATOR is None:
+         _TP_COMMUNICATOR = PyNcclCommunicator()
++        if _TP_COMMUNICATOR.world_size < 1:
++            raise RuntimeError("no ranks")
+     return _TP_COMMUNICATOR
+"""
+
+
+def test_score_with_a_maps_lines_judges_a_raise_in_the_first_call_branch_as_set_up(
+    sample_repo, tmp_path, capsys
+):
+    diff = write(tmp_path, "d.diff", DECOY)
+    functions = {**MAP, "functions": [*MAP["functions"], GETTER]}
+    by_function = write(tmp_path, "f.json", functions)
+    by_line = write(tmp_path, "l.json", {**functions, "lines": {STATE: STATE_RAN}})
+    _, out, _ = run(capsys, "score", diff, "--map", by_function, "--repo", sample_repo, "--format", "json")
+    assert json.loads(out)["level"] == "high"
+    code, out, _ = run(capsys, "score", diff, "--map", by_line, "--repo", sample_repo, "--format", "json")
+    data = json.loads(out)
+    assert code == 0 and data["level"] != "high"
+    assert not any("[map.per-step" in reason for reason in data["reasons"])

@@ -261,3 +261,73 @@ def test_a_valid_map_with_one_field_spoiled_is_refused_by_name(data, draw):
     )
     with pytest.raises(StepMapError, match=rf"^{key}: "):
         stepmap.parse(data)
+
+
+# -- the lines that ran (optional: maps made before them have none)
+
+
+def test_a_map_without_lines_reads_as_one_that_did_not_record_them():
+    mapped = stepmap.parse(sample())
+    assert mapped.lines is None and mapped.ran("engine/model.py", 40) is None
+    assert "lines" not in mapped.to_dict()
+
+
+def test_lines_read_back_as_written_and_say_which_lines_ran():
+    data = dict(sample(), lines={"engine/model.py": [[3, 3], [40, 44]], "engine/parallel_state.py": []})
+    mapped = stepmap.parse(data)
+    assert mapped.lines == {"engine/model.py": ((3, 3), (40, 44)), "engine/parallel_state.py": ()}
+    assert [mapped.ran("engine/model.py", n) for n in (2, 3, 4, 39, 40, 44, 45)] == [
+        False,
+        True,
+        False,
+        False,
+        True,
+        True,
+        False,
+    ]
+    assert mapped.ran("engine/parallel_state.py", 12) is False  # recorded, none ran
+    assert mapped.ran("engine/other.py", 1) is None  # not recorded
+    assert stepmap.parse(json.loads(json.dumps(mapped.to_dict()))) == mapped
+    assert stepmap.parse(dict(sample(), lines=None)).lines is None
+    hash(mapped)  # a map stays hashable with its lines
+
+
+@pytest.mark.parametrize(
+    "lines,message",
+    [
+        ([], r"^lines: must be a JSON object, got an array"),
+        ({"/abs.py": [[1, 1]]}, r"^lines\['/abs.py'\]: must name a path relative"),
+        ({"a.py": {}}, r"^lines\['a.py'\]: must be an array of \[first, last\]"),
+        ({"a.py": [[2, 1]]}, r"^lines\['a.py'\]\[0\]: must be \[first, last\]"),
+        ({"a.py": [[0, 1]]}, r"^lines\['a.py'\]\[0\]: must be \[first, last\]"),
+        ({"a.py": [[1, 10_000_001]]}, r"^lines\['a.py'\]\[0\]: must be \[first, last\]"),
+        ({"a.py": [[1, True]]}, r"^lines\['a.py'\]\[0\]: must be \[first, last\]"),
+        ({"a.py": [[1, 2, 3]]}, r"^lines\['a.py'\]\[0\]: must be \[first, last\]"),
+        ({"a.py": [7]}, r"^lines\['a.py'\]\[0\]: must be \[first, last\]"),
+        ({"a.py": [[1, 4], [4, 5]]}, r"^lines\['a.py'\]\[1\]: ranges must be sorted and apart"),
+        ({"a.py": [[5, 6], [1, 2]]}, r"^lines\['a.py'\]\[1\]: ranges must be sorted and apart"),
+    ],
+)
+def test_each_problem_of_the_lines_is_one_line_naming_the_field(lines, message):
+    with pytest.raises(StepMapError, match=message) as raised:
+        stepmap.parse(dict(sample(), lines=lines))
+    assert "\n" not in str(raised.value)
+
+
+def test_lines_are_capped_in_ranges_over_all_files():
+    half = stepmap.MAX_LINE_RANGES // 2
+    fits = {
+        "a.py": [[2 * n + 1, 2 * n + 1] for n in range(half)],
+        "b.py": [[2 * n + 1, 2 * n + 1] for n in range(half)],
+    }
+    assert len(stepmap.parse(dict(sample(), lines=fits)).lines["b.py"]) == half  # type: ignore[index]
+    over = dict(fits, **{"c.py": [[1, 1]]})
+    with pytest.raises(StepMapError, match=rf"^lines: more than {stepmap.MAX_LINE_RANGES} line ranges"):
+        stepmap.parse(dict(sample(), lines=over))
+
+
+def test_with_lines_checks_a_recorders_lines_as_a_maps_own():
+    mapped = stepmap.parse(sample())
+    assert stepmap.with_lines(mapped, {"a.py": [[1, 2]]}).lines == {"a.py": ((1, 2),)}
+    with pytest.raises(StepMapError, match=r"^lines\['a.py'\]\[0\]"):
+        stepmap.with_lines(mapped, {"a.py": [[2, 1]]})

@@ -112,11 +112,11 @@ def test_a_pull_requests_run_stores_no_map(services, github):
     assert services.store.benchmarks.step_map(REPO) is None
 
 
-def store_map(services, commit: str = "c" * 40) -> None:
+def store_map(services, commit: str = "c" * 40, **extra: object) -> None:
     request, _ = services.store.benchmarks.open(_merge_request())
     done = replace(request, status="completed", conclusion="success")
     assert services.store.benchmarks.complete(
-        done, [], [], "run:x", [StoredStepMap(REPO, "main", stepmap.parse(map_data(commit)))]
+        done, [], [], "run:x", [StoredStepMap(REPO, "main", stepmap.parse({**map_data(commit), **extra}))]
     )
 
 
@@ -171,3 +171,19 @@ def test_the_changed_paths_of_a_diff_come_first_and_once():
     diff = GLUE_DIFF + GLUE_DIFF.replace(GLUE, "b.py") + GLUE_DIFF + "+++ b/with space.py \n"
     assert step_maps.changed_paths(diff) == [GLUE, "b.py", "with space.py"]
     assert json.dumps(step_maps.changed_paths("")) == "[]"
+
+
+def test_with_the_diff_the_stored_maps_lines_judge_whether_the_changed_lines_ran(services, github):
+    github.files[(REPO, GLUE, "c" * 40)] = GLUE_BASE
+    store_map(services, lines={GLUE: [[10, 10]]})  # run() ran; helper's line 6 did not
+    cold = step_maps.evidence(services, github, REPO, [GLUE], GLUE_DIFF)
+    assert cold is not None and cold.judge(GLUE, "helper", ["    return x"]).rule == "map.off-step"  # type: ignore[union-attr]
+    by_function = step_maps.evidence(services, github, REPO, [GLUE])
+    assert by_function is not None and by_function.judge(GLUE, "helper", []).rule == "map.reaches"  # type: ignore[union-attr]
+
+
+def test_a_changed_line_the_stored_maps_steps_ran_keeps_the_per_step_verdict(services, github):
+    github.files[(REPO, GLUE, "c" * 40)] = GLUE_BASE
+    store_map(services, lines={GLUE: [[6, 6], [10, 10]]})
+    ran = step_maps.evidence(services, github, REPO, [GLUE], GLUE_DIFF)
+    assert ran is not None and ran.judge(GLUE, "helper", []).rule == "map.reaches"  # type: ignore[union-attr]

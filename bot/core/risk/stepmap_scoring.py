@@ -16,19 +16,26 @@ branch's latest):
 
 A function, constant or default the base does not have (new in the change), or one in a file the
 graph did not read, gets no verdict: the static rules judge it as they would without a map.
+
+Where the map recorded the lines that ran in its steps and the diff is given, a change to a
+function that runs per step (on the map or reached from it) whose changed lines all lay where the
+measured steps never went (a lazy-init branch, an error path; `map_lines`) never runs per step
+either; one changed line that ran, or that cannot be placed, keeps the function's weight.
 """
 
 from __future__ import annotations
 
+import functools
 import math
 import re
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 
 from bot.core.config.rules import Rule
-from bot.core.risk import callgraph
+from bot.core.risk import callgraph, map_lines
 from bot.core.risk.callgraph import CallGraph, Function
+from bot.core.risk.diff import ParsedDiff
 from bot.core.risk.map_rules import CATEGORY, OFF_STEP, PER_STEP, REACHES, READ_BY
 from bot.core.risk.report import Signal
 from bot.core.stepmap import FunctionEntry, StepMap
@@ -92,9 +99,11 @@ def evidence(
     changed: Iterable[str],
     branch: str | None,
     limit: int,
+    diff: ParsedDiff | None = None,
 ) -> MapEvidence:
     """The map with the call graph of the files `sources_wanted` names, as ``read`` gives them at
-    the map's commit (None: no source to read, no graph); a file it cannot give is left out."""
+    the map's commit (None: no source to read, no graph); a file it cannot give is left out.
+    ``diff``: the change judged, whose lines the map's recorded lines judge (None: functions only)."""
     if read is None:
         return MapEvidence(step_map, None, branch)
     sources = {}
@@ -102,7 +111,7 @@ def evidence(
         text = read(path)
         if text is not None:
             sources[path] = text
-    return MapEvidence(step_map, callgraph.build(sources), branch)
+    return MapEvidence(step_map, callgraph.build(sources), branch, sources, diff)
 
 
 def share_weight(share: float) -> float:
@@ -125,6 +134,8 @@ class MapEvidence:
     step_map: StepMap
     graph: CallGraph | None = None
     branch: str | None = None
+    sources: Mapping[str, str] | None = None  # path: text at the map's commit, for `map_lines`
+    diff: ParsedDiff | None = None
 
     def judge(self, path: str, function: str | None, changed: Sequence[str]) -> Verdict | None:
         """The verdict on a change at ``function`` (None: module level) of ``path`` whose changed
@@ -132,7 +143,8 @@ class MapEvidence:
         if function is not None:
             entry = self._entry(path, function)
             if entry is not None:
-                return Verdict(PER_STEP, share_weight(entry.host_share), self._measured(entry))
+                cold = self._cold(path, function, entry)
+                return cold or Verdict(PER_STEP, share_weight(entry.host_share), self._measured(entry))
         if self.graph is None:
             return None
         if function is not None:
@@ -140,6 +152,9 @@ class MapEvidence:
             for definition in known:
                 root = self._reached.get(definition)
                 if root is not None:
+                    cold = self._cold(path, function, self.step_map.function_at(root.path, root.qualname))
+                    if cold is not None:
+                        return cold
                     return self._via(root, f"{_how(self.graph, definition, root)} {root.qualname}(), which")
             if known:
                 return self._off_step()
@@ -168,6 +183,42 @@ class MapEvidence:
         entries = sorted(self.step_map.functions, key=lambda e: -e.host_share)
         roots = [self.graph.function(e.path, e.function) for e in entries]
         return self.graph.reach(root for root in roots if root is not None)
+
+    @cached_property
+    def _changed(self) -> dict[str, list[map_lines.ChangedLine]]:
+        """The diff's changed places per (new) path, judged by the map's lines, where the map
+        recorded the file's lines and its text at the map's commit was read."""
+        if self.diff is None or self.sources is None or self.step_map.lines is None:
+            return {}
+        found = {}
+        for change in self.diff.files:
+            base = change.old_path or change.path
+            text = self.sources.get(base)
+            if text is None or base not in self.step_map.lines or not change.hunks:
+                continue
+            found[change.path] = map_lines.changed_lines(
+                text, change, functools.partial(self.step_map.ran, base)
+            )
+        return found
+
+    def _cold(self, path: str, function: str, entry: FunctionEntry | None) -> Verdict | None:
+        """The verdict that ``function`` changed only where the measured steps never went, or None
+        when a changed line of it ran (or none could be judged)."""
+        found = [c for c in self._changed.get(path, ()) if c.function == function]
+        if not found or any(c.ran for c in found):
+            return None
+        shown = ", ".join(str(c.line + 1 if c.added else c.line) for c in found[:3])
+        runs = (
+            f" (it {self._measured(entry)})"
+            if entry is not None and entry.function.endswith(function)
+            else ""
+        )
+        return Verdict(
+            OFF_STEP,
+            0.0,
+            f"the lines changed in {function}() (line {shown} of the map's commit) did not run in "
+            f"the {self.step_map.steps} measured {self.step_map.step}s {self._where()}{runs}",
+        )
 
     def _entry(self, path: str, function: str) -> FunctionEntry | None:
         return self._entries.get((path, function))
