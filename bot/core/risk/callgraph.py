@@ -9,7 +9,9 @@ of that name in the caller's scope or file, else the one of that name in the who
 is only one; a method call (``x.name()``) to the method of that name in the caller's class when the
 receiver is ``self`` or ``cls``, else to the one function of that name in the graph, if only one.
 Calls made only on an error path (inside a ``raise`` statement or an ``except`` handler) are left
-out: they do not run on a step that works.
+out: they do not run on a step that works. A decorator reaches, besides itself, the functions it
+defines and returns (``return wrapper``), and theirs in turn: a factory ``@traced("x")`` returns
+a decorator that returns the wrapper, and the wrapper is what runs on every call (`wrappers`).
 
 Qualified names are Python's own (``Class.method``, ``outer.<locals>.inner``), as a profiler
 reports them. Files that do not parse are skipped and named in `CallGraph.skipped`.
@@ -43,6 +45,7 @@ class Function:
     reads: frozenset[str] = frozenset()  # global names read: not a parameter, not assigned in it
     attributes: frozenset[str] = frozenset()  # attributes read: ``x.name``
     decorators: frozenset[str] = frozenset()  # the last name of each decorator
+    returns: frozenset[str] = frozenset()  # plain names its body returns: ``return wrapper``
 
     @property
     def name(self) -> str:
@@ -116,9 +119,26 @@ class CallGraph:
             if found is not None:
                 yield found
 
+    def wrappers(self, function: Function) -> Iterator[Function]:
+        """The decorators of ``function`` and, for each, the functions defined in it that it
+        returns, and theirs in turn: what a decorator (factory) puts in place of ``function``."""
+        seen: set[Function] = set()
+        queue = deque(self.decorators(function))
+        while queue:
+            found = queue.popleft()
+            if found in seen:
+                continue
+            seen.add(found)
+            yield found
+            for name in sorted(found.returns):
+                inner = self._by_key.get((found.path, f"{found.qualname}.<locals>.{name}"))
+                if inner is not None:
+                    queue.append(inner)
+
     def reach(self, roots: Iterable[Function]) -> dict[Function, Function]:
-        """Every function that runs when one of ``roots`` does (by call or as its decorator), each
-        with the first of ``roots`` it is reached from; the roots themselves included."""
+        """Every function that runs when one of ``roots`` does (by call, as its decorator or what a
+        decorator returns in its place: `wrappers`), each with the first of ``roots`` it is reached
+        from; the roots themselves included."""
         reached: dict[Function, Function] = {}
         queue: deque[tuple[Function, Function]] = deque()
         for root in roots:
@@ -127,7 +147,7 @@ class CallGraph:
                 queue.append((root, root))
         while queue:
             function, root = queue.popleft()
-            for found in (*self.callees(function), *self.decorators(function)):
+            for found in (*self.callees(function), *self.wrappers(function)):
                 if found not in reached:
                     reached[found] = root
                     queue.append((found, root))
@@ -239,7 +259,10 @@ def _function(
     stored: set[str] = {a.arg for a in (*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs)}
     stored |= {a.arg for a in (node.args.vararg, node.args.kwarg) if a is not None}
     attributes: set[str] = set()
+    returns: set[str] = set()
     for child in _body_nodes(node):
+        if isinstance(child, ast.Return) and isinstance(child.value, ast.Name):
+            returns.add(child.value.id)
         if isinstance(child, ast.Call):
             target = child.func
             if isinstance(target, ast.Name):
@@ -273,6 +296,7 @@ def _function(
         frozenset(loaded - stored),
         frozenset(attributes),
         frozenset(decorators),
+        frozenset(returns),
     )
 
 

@@ -7,7 +7,9 @@ branch's latest):
 - a changed function on the map is per-step hot whatever its file is called, weighted by its share
   of the step's host time (`share_weight`);
 - one not on the map but called by, or decorating, one that is (`callgraph`, from the base's
-  source) reaches it: per-step too, at `REACHED_SHARE` of the weight of the mapped function;
+  source) reaches it: per-step too, at `REACHED_SHARE` of the weight of the mapped function; a
+  decorator of it, and the wrapper a decorator (factory) returns in its place, which runs on every
+  call, count at the mapped function's whole weight;
 - a module-level constant or class attribute default read by a function that runs per step counts
   as that function, at the same share;
 - a changed function the base's call graph knows that neither is on the map nor reaches it never
@@ -50,6 +52,8 @@ FULL_SHARE = 0.10
 # is only a part of the time the mapped one is measured by.
 REACHED_SHARE = 0.75
 
+# How a function runs in the place of a mapped one (`_how`): it counts at that one's whole weight.
+_IN_PLACE = ("decorates", "is what a decorator puts in place of")
 _ASSIGNMENT = re.compile(r"^[ \t]*([A-Za-z_]\w*)[ \t]*(?::[^=\n]*)?(?://|\*\*|>>|<<|[-+*/%&|^@])?=(?!=)")
 
 
@@ -155,7 +159,8 @@ class MapEvidence:
                     cold = self._cold(path, function, self.step_map.function_at(root.path, root.qualname))
                     if cold is not None:
                         return cold
-                    return self._via(root, f"{_how(self.graph, definition, root)} {root.qualname}(), which")
+                    how = _how(self.graph, definition, root)
+                    return self._via(root, f"{how} {root.qualname}(), which", whole=how in _IN_PLACE)
             if known:
                 return self._off_step()
             classes = self.graph.klass(path, function)
@@ -232,19 +237,21 @@ class MapEvidence:
             for reader, root in self._reached.items():
                 if _reads(graph, reader, path, name, class_attributes):
                     lead = f"`{name}` is read by {reader.qualname}(), which"
-                    if reader is not root:
-                        how = _how(graph, reader, root)
-                        how = how if how == "decorates" else f"is {how}"
-                        lead = f"{lead} {how} {root.qualname}(), which"
-                    return self._via(root, lead, rule=READ_BY)
+                    how = _how(graph, reader, root) if reader is not root else ""
+                    if how:
+                        lead = f"{lead} {how if how in _IN_PLACE else f'is {how}'} {root.qualname}(), which"
+                    return self._via(root, lead, rule=READ_BY, whole=how in _IN_PLACE)
         return self._off_step(names)
 
-    def _via(self, root: Function, lead: str, rule: str = REACHES) -> Verdict:
+    def _via(self, root: Function, lead: str, rule: str = REACHES, whole: bool = False) -> Verdict:
+        """A verdict at ``root``'s weight: all of it for what runs in its place (``whole``: its
+        decorator and the wrapper that decorator returns), `REACHED_SHARE` of it otherwise."""
         entry = self.step_map.function_at(root.path, root.qualname)
         if entry is None:
             raise RuntimeError(f"{root.qualname} is reached from the map but not on it")
+        share = 1.0 if whole else REACHED_SHARE
         return Verdict(
-            rule, round(share_weight(entry.host_share) * REACHED_SHARE, 1), f"{lead} {self._measured(entry)}"
+            rule, round(share_weight(entry.host_share) * share, 1), f"{lead} {self._measured(entry)}"
         )
 
     def _off_step(self, names: Sequence[str] = ()) -> Verdict:
@@ -268,10 +275,13 @@ class MapEvidence:
 
 
 def _how(graph: CallGraph, function: Function, root: Function) -> str:
-    """How ``function`` runs when ``root`` does: it decorates it, ``root`` calls it, or something
-    ``root`` calls does."""
+    """How ``function`` runs when ``root`` does: it decorates it, it is the wrapper a decorator of
+    ``root`` returns (runs on every call in its place), ``root`` calls it, or something ``root``
+    calls does."""
     if function in graph.decorators(root):
         return "decorates"
+    if function in graph.wrappers(root):
+        return "is what a decorator puts in place of"
     return "called from" if function in graph.callees(root) else "reached from"
 
 
