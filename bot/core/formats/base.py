@@ -190,7 +190,8 @@ def numbers(value: Any, source: str, field: str) -> list[float]:
 def metric_name(raw: str, source: str, field: str) -> str:
     """A tool's benchmark name as a metric name of the results contract: characters it does not
     allow become ``_`` (``test_sort[10]`` is ``test_sort_10``), at most 100 characters."""
-    name = _NAME_OTHER.sub("_", _NAME_START.sub("", raw)).strip("_")[:MAX_NAME]
+    # start-stripped last: stripping '_' can uncover a character a name may not start with ('_/')
+    name = _NAME_START.sub("", _NAME_OTHER.sub("_", raw).strip("_"))[:MAX_NAME]
     if not name:
         raise FormatError(source, field, f"{_show(raw)} gives no usable metric name")
     return name
