@@ -13,6 +13,12 @@ out: they do not run on a step that works. A decorator reaches, besides itself, 
 defines and returns (``return wrapper``), and theirs in turn: a factory ``@traced("x")`` returns
 a decorator that returns the wrapper, and the wrapper is what runs on every call (`wrappers`).
 
+Module-level assignments (also under a module-level ``if``, ``try``, ``with`` or loop) are kept as
+`Binding`s with the names and attributes their value reads, and those the ``if`` tests around them
+read: the data a module computes at import time from a config default, an environment default
+(``os.environ.get(NAME, DEFAULT)``) or another module's constant, which the map's scoring follows
+to the functions that read the result.
+
 Qualified names are Python's own (``Class.method``, ``outer.<locals>.inner``), as a profiler
 reports them. Files that do not parse are skipped and named in `CallGraph.skipped`.
 """
@@ -66,6 +72,18 @@ class Klass:
         return self.qualname.rpartition(".")[2]
 
 
+@dataclass(frozen=True, slots=True)
+class Binding:
+    """A module-level assignment of ``name`` in ``path``, and what its value (or an ``if`` test
+    around it) reads: global names, and attributes (``x.name``)."""
+
+    path: str
+    name: str
+    line: int
+    reads: frozenset[str] = frozenset()
+    attributes: frozenset[str] = frozenset()
+
+
 @dataclass(frozen=True)
 class CallGraph:
     """The functions and classes of some files, and the names each file assigns at module level."""
@@ -74,6 +92,7 @@ class CallGraph:
     classes: tuple[Klass, ...] = ()
     constants: frozenset[tuple[str, str]] = frozenset()  # (path, name) assigned at module level
     skipped: tuple[str, ...] = ()  # files that did not parse
+    bindings: tuple[Binding, ...] = ()
 
     @cached_property
     def _by_key(self) -> dict[tuple[str, str], Function]:
@@ -181,6 +200,7 @@ def build(sources: Mapping[str, str]) -> CallGraph:
     functions: list[Function] = []
     classes: list[Klass] = []
     constants: set[tuple[str, str]] = set()
+    bindings: list[Binding] = []
     skipped = []
     for path, text in sorted(sources.items()):
         try:
@@ -193,7 +213,8 @@ def build(sources: Mapping[str, str]) -> CallGraph:
         functions += found.functions
         classes += found.classes
         constants |= {(path, name) for name in found.constants}
-    return CallGraph(tuple(functions), tuple(classes), frozenset(constants), tuple(skipped))
+        bindings += found.bindings
+    return CallGraph(tuple(functions), tuple(classes), frozenset(constants), tuple(skipped), tuple(bindings))
 
 
 class _File:
@@ -204,11 +225,40 @@ class _File:
         self.functions: list[Function] = []
         self.classes: list[Klass] = []
         self.constants: set[str] = set()
+        self.bindings: list[Binding] = []
 
     def module(self, tree: ast.Module) -> None:
-        for statement in tree.body:
-            self.constants |= _assigned(statement)
+        self._module_level(tree.body, frozenset(), frozenset())
         self._definitions(tree.body, "", None)
+
+    def _module_level(
+        self, body: Iterable[ast.stmt], reads: frozenset[str], attributes: frozenset[str]
+    ) -> None:
+        """Record the assignments among ``body`` and in the blocks under it that run at import
+        (not in definitions), with what the ``if`` tests around them read (``reads``,
+        ``attributes``)."""
+        for statement in body:
+            names = _assigned(statement)
+            self.constants |= names
+            value = getattr(statement, "value", None)
+            if names and isinstance(value, ast.expr):
+                loaded, attrs = _loads(value)
+                for name in sorted(names):
+                    self.bindings.append(
+                        Binding(self.path, name, statement.lineno, reads | loaded, attributes | attrs)
+                    )
+            if isinstance(statement, _DEFINITIONS):
+                continue
+            inner_reads, inner_attributes = reads, attributes
+            if isinstance(statement, ast.If | ast.While):
+                loaded, attrs = _loads(statement.test)
+                inner_reads, inner_attributes = reads | loaded, attributes | attrs
+            for block in ("body", "orelse", "finalbody"):
+                nested = getattr(statement, block, None)
+                if isinstance(nested, list):
+                    self._module_level(nested, inner_reads, inner_attributes)
+            for handler in getattr(statement, "handlers", ()):
+                self._module_level(handler.body, reads, attributes)
 
     def _definitions(self, body: Iterable[ast.stmt], prefix: str, owner: str | None) -> None:
         """Record the definitions among ``body`` and, through `_nested`, those inside them."""
@@ -316,6 +366,18 @@ def _body_nodes(node: ast.FunctionDef | ast.AsyncFunctionDef) -> Iterator[ast.AS
                 stack.extend(d for d in child.args.kw_defaults if d is not None)
             continue
         stack.extend(ast.iter_child_nodes(child))
+
+
+def _loads(node: ast.expr) -> tuple[frozenset[str], frozenset[str]]:
+    """The global names and the attributes an expression reads."""
+    names: set[str] = set()
+    attributes: set[str] = set()
+    for child in ast.walk(node):
+        if isinstance(child, ast.Name) and isinstance(child.ctx, ast.Load):
+            names.add(child.id)
+        elif isinstance(child, ast.Attribute) and isinstance(child.ctx, ast.Load):
+            attributes.add(child.attr)
+    return frozenset(names), frozenset(attributes)
 
 
 def _last_name(node: ast.expr) -> str | None:

@@ -11,7 +11,9 @@ branch's latest):
   decorator of it, and the wrapper a decorator (factory) returns in its place, which runs on every
   call, count at the mapped function's whole weight;
 - a module-level constant or class attribute default read by a function that runs per step counts
-  as that function, at the same share;
+  as that function, at its weight (the whole of a mapped reader's), also when it reaches the reader
+  through module-level constants computed from it at import (a config default copied into a
+  constant of another module, an environment default, a flag an ``if`` at import tests);
 - a changed function the base's call graph knows that neither is on the map nor reaches it never
   runs per step: in a hot file (one with path rules) its signals keep the set-up share, as set-up
   code does.
@@ -30,13 +32,14 @@ from __future__ import annotations
 import functools
 import math
 import re
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 
 from bot.core.config.rules import Rule
 from bot.core.risk import callgraph, map_lines
-from bot.core.risk.callgraph import CallGraph, Function
+from bot.core.risk.callgraph import Binding, CallGraph, Function
 from bot.core.risk.diff import ParsedDiff
 from bot.core.risk.map_rules import CATEGORY, OFF_STEP, PER_STEP, REACHES, READ_BY
 from bot.core.risk.report import Signal
@@ -229,18 +232,23 @@ class MapEvidence:
         return self._entries.get((path, function))
 
     def _read(self, path: str, names: list[str], class_attributes: bool) -> Verdict:
-        """The verdict on changed constants (or class attribute defaults) ``names`` of ``path``."""
+        """The verdict on changed constants (or class attribute defaults) ``names`` of ``path``:
+        read by a function that runs per step, directly or through module-level constants
+        computed from them at import (`_flows`)."""
         graph = self.graph
         if graph is None:
             raise RuntimeError("constants are judged only with the base's call graph")
         for name in names:
-            for reader, root in self._reached.items():
-                if _reads(graph, reader, path, name, class_attributes):
-                    lead = f"`{name}` is read by {reader.qualname}(), which"
+            for target, chain in _flows(graph, path, name, class_attributes):
+                for reader, root in self._reached.items():
+                    if not _reads(graph, reader, *target):
+                        continue
+                    origin = _origin(graph, path, name, class_attributes, chain)
+                    lead = f"{origin} read by {reader.qualname}(), which"
                     how = _how(graph, reader, root) if reader is not root else ""
                     if how:
                         lead = f"{lead} {how if how in _IN_PLACE else f'is {how}'} {root.qualname}(), which"
-                    return self._via(root, lead, rule=READ_BY, whole=how in _IN_PLACE)
+                    return self._via(root, lead, rule=READ_BY, whole=reader is root or how in _IN_PLACE)
         return self._off_step(names)
 
     def _via(self, root: Function, lead: str, rule: str = REACHES, whole: bool = False) -> Verdict:
@@ -285,18 +293,62 @@ def _how(graph: CallGraph, function: Function, root: Function) -> str:
     return "called from" if function in graph.callees(root) else "reached from"
 
 
-def _reads(graph: CallGraph, reader: Function, path: str, name: str, class_attributes: bool) -> bool:
-    """Whether ``reader`` reads the constant (or class attribute default) ``name`` of ``path``:
-    from its own file, or from anywhere when only one file (class) of the graph defines it."""
+def _reads(
+    graph: CallGraph, reader: Function | Binding, path: str, name: str, class_attributes: bool
+) -> bool:
+    """Whether ``reader`` (a function, or a module-level binding's value) reads the constant (or
+    class attribute default) ``name`` of ``path``: from its own file, or from anywhere when only
+    one file (class) of the graph defines it, by name (``from m import NAME``) or as an attribute
+    of that file's module (``m.NAME``); a class default where one class has it, or the reader
+    names the class."""
     if class_attributes:
         if name not in reader.attributes:
             return False
         owners = [k for k in graph.classes if name in k.attributes]
-        return len(owners) == 1 or (reader.path == path and any(k.qualname == reader.owner for k in owners))
-    if name not in reader.reads:
-        return False
+        if len(owners) == 1:
+            return True
+        owner = getattr(reader, "owner", None)
+        if reader.path == path and any(k.qualname == owner for k in owners):
+            return True
+        return isinstance(reader, Binding) and any(k.path == path and k.name in reader.reads for k in owners)
     defined = {where for where, constant in graph.constants if constant == name}
-    return reader.path == path or defined == {path}
+    if name in reader.reads:
+        return reader.path == path or defined == {path}
+    module = path.rpartition("/")[2].removesuffix(".py")
+    return name in reader.attributes and module in reader.reads and defined == {path}
+
+
+# How many module-level copies `_flows` follows from a changed constant or default.
+MAX_COPIES = 4
+
+
+def _flows(
+    graph: CallGraph, path: str, name: str, class_attributes: bool
+) -> Iterator[tuple[tuple[str, str, bool], tuple[Binding, ...]]]:
+    """The changed constant (or default) itself, then each module-level binding computed from
+    it at import, and from those in turn (up to `MAX_COPIES` deep), with the bindings between."""
+    start = (path, name, class_attributes)
+    queue: deque[tuple[tuple[str, str, bool], tuple[Binding, ...]]] = deque([(start, ())])
+    seen = {start}
+    while queue:
+        target, chain = queue.popleft()
+        yield target, chain
+        if len(chain) >= MAX_COPIES:
+            continue
+        for binding in graph.bindings:
+            found = (binding.path, binding.name, False)
+            if found not in seen and _reads(graph, binding, *target):
+                seen.add(found)
+                queue.append((found, (*chain, binding)))
+
+
+def _origin(graph: CallGraph, path: str, name: str, class_attributes: bool, chain: Sequence[Binding]) -> str:
+    """How a changed constant or default reaches its reader: "`X` is", or "the default of
+    `Config.x`, copied to `_X` in a.py, is"."""
+    owners = [k.qualname for k in graph.classes if k.path == path and name in k.attributes]
+    head = f"the default of `{owners[0]}.{name}`" if class_attributes and owners and chain else f"`{name}`"
+    copies = "".join(f", copied to `{b.name}` in {b.path}" for b in chain)
+    return f"{head}{copies}{',' if chain else ''} is"
 
 
 def _times(calls: float) -> str:
