@@ -21,7 +21,8 @@ def setup(subparsers) -> None:
         "every POST on to --to with its raw body and GitHub's headers unchanged, so the "
         "signature verifies at perfbot; answer what perfbot answered. For trying perfbot "
         "from a laptop or a private network (werkzeug's server; put a TLS proxy in front "
-        "of it for anything lasting).",
+        "of it for anything lasting). At most 32 connections at once, 10 s for a request and "
+        "66 MB of bodies held; beyond those it answers 503 with Retry-After.",
     )
     parser.add_argument(
         "--listen", metavar="HOST:PORT", required=True, help="address to listen on, e.g. 0.0.0.0:9000"
