@@ -31,6 +31,9 @@ STOP_TIMEOUT_S = 20.0
 def _stop_on_signals() -> None:
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, _stop)
+    # `perfbot serve` starts its consumers with SIGINT blocked (`bot.web.consumers`): one it sent
+    # while this process started is delivered now, to the handler.
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
 
 
 def _stop(signum: int, frame: object) -> None:
@@ -65,6 +68,8 @@ def run_forever(
     to kill the worker to stop it."""
     _stop_on_signals()
     quiet_queue_errors()
+    if _stopping.is_set():  # told to stop while it started: nothing to consume, nothing to wait for
+        return 0
     consumer = when_storage_is_there(lambda: runtime.start_consumer(workers, periodic, stop_timeout_s))
     if consumer is None:
         return 0

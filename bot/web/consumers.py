@@ -110,9 +110,11 @@ class ConsumerProcesses:
             if slot.process is not None and slot.process.poll() is None:
                 slot.process.send_signal(signal.SIGINT if quick else signal.SIGTERM)
 
-    def wait(self, timeout: float) -> None:
+    def wait(self, timeout: float, quick: bool = False) -> None:
         """Wait up to ``timeout`` seconds in all for the consumers to exit, then kill the rest: a job
-        killed half-done stays pending in the store and the stale-delivery sweep enqueues it again."""
+        killed half-done stays pending in the store and the stale-delivery sweep enqueues it again.
+        After a ``quick`` stop (a Ctrl-C) that is expected of a consumer still starting on a busy
+        machine, so it is said as information, not as a warning."""
         deadline = time.monotonic() + timeout
         for slot in self._slots:
             if slot.process is None:
@@ -120,8 +122,11 @@ class ConsumerProcesses:
             try:
                 slot.process.wait(max(0.0, deadline - time.monotonic()))
             except subprocess.TimeoutExpired:
-                log.warning(
-                    "queue consumer did not stop in time; killed",
+                (log.info if quick else log.warning)(
+                    "queue consumer still running %.0f s after the %s stop; killed, its running jobs "
+                    "stay pending for the next consumer",
+                    timeout,
+                    "quick" if quick else "graceful",
                     extra={"consumer": slot.number, "pid": slot.process.pid},
                 )
                 slot.process.kill()
@@ -133,7 +138,12 @@ def _die_with(master: int) -> None:
     """In the consumer, before it runs: the kernel kills it when the server's ``master`` dies
     without stopping it (SIGKILL, a crash), so that a server started again never shares the queue
     with consumers of the last one. A job killed so stays pending in the store for the sweep.
-    Linux only: elsewhere the consumer outlives a master that was killed."""
+    Linux only: elsewhere the consumer outlives a master that was killed.
+
+    SIGINT (the master's quick stop) is blocked until `perfbot worker` has its handler: one sent
+    while the consumer still starts (imports take seconds on a loaded machine) waits for it, instead
+    of a KeyboardInterrupt traceback in the middle of an import."""
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
     if not sys.platform.startswith("linux"):
         return
     libc = ctypes.CDLL(None, use_errno=True)

@@ -152,7 +152,7 @@ class SupervisingArbiter(Arbiter):
             self.consumers.terminate(quick=not graceful)
         super().stop(graceful)
         if self.consumers is not None:
-            self.consumers.wait(self.cfg.graceful_timeout if graceful else QUICK_STOP_S)
+            self.consumers.wait(self.cfg.graceful_timeout if graceful else QUICK_STOP_S, quick=not graceful)
         self.checkpoints.stop()
 
 

@@ -117,7 +117,7 @@ def test_ctrl_c_ends_every_process_within_seconds_without_a_traceback(tmp_path, 
     assert "Traceback" not in stderr and "KeyboardInterrupt" not in stderr, stderr
     assert left == {}, f"still running: {left}\n{stderr}"
     assert took < FEW_SECONDS, f"{took:.1f} s\n{stderr}"
-    assert "killed" not in stderr, stderr
+    assert "graceful stop; killed" not in stderr, stderr  # what the 20 s wait ended with
 
 
 def test_sigterm_to_the_master_alone_ends_its_children_before_it_exits(tmp_path, silent_github):
