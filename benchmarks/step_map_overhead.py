@@ -9,6 +9,13 @@ each trace (`bot.runner.traces.read_traced`).
 It prints, per variant, the median seconds of the pass's process and of reading its trace, the
 trace's size, and the extra seconds the map adds (with - without). `benchmarks/gpu_verify_step.sh`
 runs it after its verdicts.
+
+``--lines`` measures instead what recording the lines that ran (`bot.runner.step_lines`) adds to
+the profiled steps themselves: the sample's verify-step workload's ranks (two gloo ranks on CPU)
+built in this script's own processes, each pair of profiled passes (Python stacks on, as the map
+wants) run alternately with and without the recorder around them on rank 0, in one run:
+
+    .venv/bin/python benchmarks/step_map_overhead.py --lines --pairs 5
 """
 
 from __future__ import annotations
@@ -70,6 +77,77 @@ def one_pass(
     return ran, reading, trace.stat().st_size
 
 
+def lines_rank(repo: Path, scratch: Path, args: argparse.Namespace) -> None:
+    """One rank of ``--lines``: build the workload's model, then profile ``args.steps`` cycles per
+    pass, ``args.pairs`` times with and without the line recorder (ABBA), rank 0 timing each."""
+    import os
+
+    import torch
+    import torch.distributed as dist
+
+    from bot.runner import step_lines
+
+    rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
+    torch.set_num_threads(1)
+    dist.init_process_group("gloo", rank=rank, world_size=world)
+    allreduce = verify_step_workload.load_allreduce(ALLREDUCE, [str(repo)])
+    shape = verify_step_workload.PRESETS["tiny"]
+    bench = verify_step_workload.Bench(shape, world, torch.device("cpu"), torch.float32, allreduce, 5, 2)
+    roots = [str(repo.resolve())]
+    timings: dict[bool, list[float]] = {True: [], False: []}
+    ranges = 0
+    for pair in range(args.pairs):
+        for with_lines in (pair % 2 == 0, pair % 2 == 1):
+            trace = scratch / f"lines-{pair}-{int(with_lines)}.json" if rank == 0 else None
+            recorder = step_lines.LineRecorder(roots) if with_lines and rank == 0 else None
+            bench.barrier()
+            began = time.perf_counter()
+            if recorder is not None:
+                with recorder:
+                    bench.profile("eager", trace, args.steps, roots)
+            else:
+                bench.profile("eager", trace, args.steps, roots)
+            timings[with_lines].append(time.perf_counter() - began)
+            if recorder is not None:
+                ranges = sum(len(r) for r in recorder.ranges().values())
+    bench.barrier()
+    dist.destroy_process_group()
+    if rank != 0:
+        return
+    without, with_ = statistics.median(timings[False]), statistics.median(timings[True])
+    print(
+        f"profiled pass of the sample's slow commit, in process: cpu, {world} gloo ranks, "
+        f"{args.steps} cycles (+1 warm-up, +{bench.warmup} before), {args.pairs} passes per variant (medians)"
+    )
+    print("| variant | pass s |")
+    print("|---|---:|")
+    print(f"| stacks only | {without:.3f} |")
+    print(f"| stacks + lines | {with_:.3f} |")
+    print(
+        f"recording lines adds {with_ - without:+.3f} s ({(with_ - without) / without:+.0%}); "
+        f"{ranges} line ranges recorded"
+    )
+
+
+def lines_main(args: argparse.Namespace) -> int:
+    """``--lines``: start the ranks (this script again, ``--lines-rank``) and wait for them."""
+    from bot.runner.suites.verify_step_workload import free_port, worker_env
+
+    with tempfile.TemporaryDirectory() as scratch:
+        manifest = build(Path(scratch) / "sample")
+        repo = Path(manifest["path"])
+        subprocess.run(["git", "-C", str(repo), "checkout", "-q", manifest["slow"]], check=True)
+        port = free_port()
+        argv = [sys.executable, __file__, "--lines-rank", str(repo), "--scratch", scratch]
+        argv += ["--steps", str(args.steps), "--pairs", str(args.pairs)]
+        ranks = [
+            subprocess.Popen(argv, env=worker_env(rank, args.world_size, port))
+            for rank in range(args.world_size)
+        ]
+        codes = [rank.wait(timeout=900) for rank in ranks]
+    return max(codes)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--device", choices=("auto", "cpu", "cuda"), default="cpu")
@@ -77,7 +155,17 @@ def main() -> int:
     parser.add_argument("--steps", type=int, default=5, help="profiled cycles per pass (the suite's default)")
     parser.add_argument("--pairs", type=int, default=3, help="passes with and without the map, alternately")
     parser.add_argument("--python", default=sys.executable, help="the engine's interpreter (it needs torch)")
+    parser.add_argument(
+        "--lines", action="store_true", help="measure recording the lines that ran, in process"
+    )
+    parser.add_argument("--lines-rank", metavar="REPO", help=argparse.SUPPRESS)
+    parser.add_argument("--scratch", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.lines_rank:
+        lines_rank(Path(args.lines_rank), Path(args.scratch), args)
+        return 0
+    if args.lines:
+        return lines_main(args)
     with tempfile.TemporaryDirectory() as scratch:
         manifest = build(Path(scratch) / "sample")
         repo = Path(manifest["path"])
