@@ -13,7 +13,6 @@ from __future__ import annotations
 import html
 import re
 from collections.abc import Iterable
-from urllib.parse import quote, urlsplit
 
 from bot.core.text import printable
 
@@ -32,6 +31,10 @@ _LINKISH = re.compile(
 )
 _WORD_CHARACTER = re.compile(r"[A-Za-z0-9_]")
 _BACKTICKS = re.compile(r"`+")
+# A link target: http(s) and a host; what a target may hold as it is (RFC 3986's characters, less
+# the parentheses and quotes that end or confuse one in Markdown).
+_WEB_ADDRESS = re.compile(r"(?i)https?://[^/?#\s\\]+")
+_UNSAFE_IN_TARGET = re.compile(r"[^A-Za-z0-9:/?#\[\]@!$&*+,;=%._~-]")
 
 
 def escape_md(text: str) -> str:
@@ -92,15 +95,12 @@ def code(text: str) -> str:
 def link_target(url: str) -> str | None:
     """``url`` as the target of a Markdown link, ``[text](target)``: an http(s) URL with a host,
     every character that could end the target or start another (a parenthesis, a space, angle
-    brackets, quotes, a backtick, a pipe) percent-encoded; None for anything else (``javascript:``,
-    a relative path, a URL that does not parse)."""
-    try:
-        parts = urlsplit(url)
-    except ValueError:
+    brackets, quotes, a backtick, a pipe, anything not ASCII) percent-encoded as UTF-8; None for
+    anything else (``javascript:``, a relative path, no host)."""
+    url = printable(url, replacement="")
+    if not _WEB_ADDRESS.match(url):
         return None
-    if parts.scheme.lower() not in ("http", "https") or not parts.netloc:
-        return None
-    return quote(printable(url, replacement=""), safe=":/?#[]@!$&*+,;=%-._~")
+    return _UNSAFE_IN_TARGET.sub(lambda found: "".join(f"%{b:02X}" for b in found[0].encode()), url)
 
 
 def code_block(text: str, info: str = "") -> str:
