@@ -323,12 +323,13 @@ def mechanical(files: Sequence[FileChange]) -> dict[int, dict[int, Harmless]]:
                 added_all.update(added)
     found: dict[int, dict[int, Harmless]] = {}
     by_edit: dict[tuple[tuple[str, ...], tuple[str, ...]], set[int]] = {}
-    for file_number, _, removed, added in edits:
-        by_edit.setdefault((tuple(sorted(removed.elements())), tuple(sorted(added.elements()))), set()).add(
-            file_number
-        )
-    for file_number, number, removed, added in edits:
-        sweep = by_edit[tuple(sorted(removed.elements())), tuple(sorted(added.elements()))]
+    keys = [
+        (tuple(sorted(removed.elements())), tuple(sorted(added.elements()))) for _, _, removed, added in edits
+    ]
+    for (file_number, _, _, _), key in zip(edits, keys, strict=True):
+        by_edit.setdefault(key, set()).add(file_number)
+    for (file_number, number, removed, added), key in zip(edits, keys, strict=True):
+        sweep = by_edit[key]
         if removed and added and len(sweep) >= SWEEP_MIN_FILES:
             found.setdefault(file_number, {})[number] = Harmless("sweep", files=len(sweep))
         elif (
@@ -416,8 +417,8 @@ def _may_reformat(hunk: Hunk, sides: tuple[str, str]) -> bool:
     """Whether the sides could differ only by what `_canonical` undoes: the same characters,
     in any order, once whitespace, commas, parentheses and line continuations are left out; or
     changed lines that are all imports (or includes), which may be split and merged."""
-    old, new = (Counter(side.translate(_REFORMAT_NOISE)) for side in sides)
-    if old == new:
+    old, new = (side.translate(_REFORMAT_NOISE) for side in sides)
+    if len(old) == len(new) and Counter(old) == Counter(new):  # the lengths first: they are free
         return True
     changed = [text for text, kind in zip(hunk.texts, hunk.types, strict=True) if kind in "+-"]
     return bool(changed) and all(_IMPORT_LINE.match(text) for text in changed)
