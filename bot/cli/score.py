@@ -46,8 +46,8 @@ def setup(subparsers) -> None:
 
 def run(args: argparse.Namespace) -> int:
     data = read_input(args.diff, args.max_mib * 2**20)
-    mapped = step_map.read(args.map) if args.map else None
     repo = _open(args.repo) if args.repo else None
+    mapped = step_map.read(args.map, repo) if args.map else None
     text = repo.config_text(WORK_TREE) if repo is not None and args.config is None else None
     config = read_config(args.config, text, WORK_TREE)  # None: no file, the built-in profiles as they are
     parsed = diffs.parse(data)

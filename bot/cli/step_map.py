@@ -28,15 +28,17 @@ def add_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--map",
         metavar="FILE",
-        help="a per-step map (JSON: a map file, or a results file holding one): "
-        "changed functions a step runs score as hot, those it never runs in hot "
+        help="a per-step map (JSON: a map file, or a results file holding one), or a "
+        "torch-profiler trace with Python stacks (with --repo checked out at the traced "
+        "commit): changed functions a step runs score as hot, those it never runs in hot "
         "files as set-up code; with a repository that has the map's commit, "
         "functions they call and constants they read count too",
     )
 
 
-def read(name: str) -> stepmap.StepMap:
-    """The map in file ``name``; a file that is not one is a `UsageError` naming it."""
+def read(name: str, repo: GitRepo | None = None) -> stepmap.StepMap:
+    """The map in file ``name``, or made from the torch-profiler trace in it with ``repo`` (its
+    checked-out commit: the traced one); a file that is neither is a `UsageError` naming it."""
     from bot.core import stepmap
 
     try:
@@ -54,10 +56,29 @@ def read(name: str) -> stepmap.StepMap:
         raise UsageError(f"{name}: not a JSON map file ({_first_line(error)})") from None
     except RecursionError:
         raise UsageError(f"{name}: not a JSON map file (nested too deeply)") from None
+    from bot.runner import trace_map
+
     try:
+        if trace_map.is_trace(parsed):
+            return _from_trace(name, parsed, repo)
         return stepmap.parse(parsed)
     except stepmap.StepMapError as error:
         raise UsageError(f"{name}: {error}") from None
+
+
+def _from_trace(name: str, trace: dict, repo: GitRepo | None) -> stepmap.StepMap:
+    """The map of a torch-profiler trace at ``repo``'s checked-out commit."""
+    from bot.runner import trace_map
+
+    commit = repo.head_sha() if repo is not None else None
+    if repo is None or commit is None:
+        raise UsageError(
+            f"{name}: a profiler trace; --repo must name the repository checked out at the traced commit"
+        )
+    resolve = trace_map.resolved(
+        trace_map.file_names(trace), lambda paths: repo.existing_paths(commit, paths)
+    )
+    return trace_map.build(trace, resolve, lambda path: repo.show(commit, path), commit, "profiled step")
 
 
 def evidence(
