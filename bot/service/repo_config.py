@@ -13,7 +13,8 @@ from .ports.github import GitHub
 
 
 class ConfigRead(NamedTuple):
-    """The config in force, and why the repository's own could not be used (then: the defaults)."""
+    """The config in force, and what is wrong with the repository's own (then: its valid keys, with
+    the runs perfbot starts on its own held until it is fixed; `bot.core.config.lenient`)."""
 
     config: RepoConfig
     problem: str | None = None
