@@ -115,9 +115,7 @@ class _Structure:
         return None if verdict is None else ChangedLine(line, False, function, verdict)
 
     def added(self, after: int, text: str, ran: Callable[[int], bool | None]) -> ChangedLine | None:
-        stripped = text.strip()
-        if not stripped or stripped.startswith("#"):
-            return None
+        """The place of a line of code added after base line ``after`` (not blank, not a comment)."""
         column = _indentation(text)
         blocks = [b for b in self.blocks if b.column == column and b.first <= after + 1 and after <= b.reach]
         if not blocks:

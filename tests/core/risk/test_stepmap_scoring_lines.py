@@ -214,3 +214,71 @@ def test_changed_lines_places_removed_and_added_lines_by_statement():
         (9, True, None, False)
     ]
     assert places(source + "Z = 1\n") == [(9, True, None, False)]
+
+
+def _places(source: str, after: str, ran_lines: set[int]) -> list[tuple[int, bool, str | None, bool]]:
+    parsed = diffs.parse(change({"m.py": source}, {"m.py": after}))
+    found = map_lines.changed_lines(source, parsed.files[0], lambda line: line in ran_lines)
+    return [(c.line, c.added, c.function, c.ran) for c in found]
+
+
+def test_an_added_line_belongs_to_a_block_only_up_to_the_code_that_follows_it():
+    commented = "def f(x):\n    if x:\n        a = 1\n        # trailing note\n    return a\n"
+    after = commented.replace("        # trailing note\n", "        # trailing note\n        b = 2\n")
+    assert _places(commented, after, {2, 5}) == [(4, True, "f", False)]  # the comment ends no block
+    followed = "def f(x):\n    if x:\n        a = 1\n    b = 2\n    return a\n"
+    # deeper than anything open after ``b = 2``: no block of the base's takes it
+    assert _places(followed, followed.replace("    b = 2\n", "    b = 2\n        c = 3\n"), {2, 4, 5}) == []
+    assert _places(
+        followed, followed.replace("        a = 1\n", "        a = 1\n        c = 3\n"), {2, 4, 5}
+    ) == [(3, True, "f", False)]
+
+
+def test_a_removed_line_is_judged_by_the_whole_statement_holding_it():
+    source = "def f(x):\n    if x:\n        a = g(\n            1,\n        )\n    return x\n"
+    # the added continuation line sits in no block: the removed one judges the change
+    assert _places(source, source.replace("            1,\n", "            2,\n"), {2, 6}) == [
+        (4, False, "f", False)
+    ]
+    assert _places(source, source.replace("            1,\n", "            2,\n"), {2, 3, 6})[0] == (
+        4,
+        False,
+        "f",
+        True,
+    )
+    one_line = "def f(x):\n    if x: a = 1\n    return x\n"
+    # header and body on one line: the removed line gives no evidence, the added one its neighbour's
+    assert _places(one_line, one_line.replace("a = 1", "a = 2"), {2, 3}) == [(2, True, "f", True)]
+
+
+def test_a_hunk_that_does_not_match_the_maps_source_gives_no_evidence():
+    source = "def f(x):\n    if x:\n        a = 1\n    return x\n"
+    after = source.replace("a = 1", "a = 2")
+    assert _places(source, after, {2, 4}) != []
+    parsed = diffs.parse(change({"m.py": source}, {"m.py": after}))
+    other = source.replace("return x", "return x + 0")  # a context line differs
+    assert map_lines.changed_lines(other, parsed.files[0], lambda line: False) == []
+    shorter = "def f(x):\n"  # the hunk runs past the file's end
+    assert map_lines.changed_lines(shorter, parsed.files[0], lambda line: False) == []
+
+
+def test_a_statement_ran_when_any_of_its_own_lines_did_and_a_compound_one_by_its_header():
+    source = "def f(x):\n    if x:\n        a = g(\n            1,\n        )\n    return x\n"
+    changed = source.replace("            1,\n", "            2,\n")
+    assert _places(source, changed, {4})[0] == (4, False, "f", True)  # a later line of it ran
+    block = "def f(x):\n    if x:\n        a = 1\n    return x\n"
+    after_block = block.replace("    return x\n", "    b = 2\n    return x\n")
+    assert _places(block, after_block, {3}) == [(3, True, "f", False)]  # the test's line did not run
+    assert _places(block, after_block, {2}) == [(3, True, "f", True)]
+
+
+def test_a_block_ends_after_its_last_statements_last_line():
+    source = "def f(x):\n    if x:\n        a = g(\n    1)\n    return a\n"
+    after = source.replace("    1)\n", "    1)\n        b = 2\n")
+    assert _places(source, after, {2, 3, 5}) == [(4, True, "f", True)]
+
+
+def test_a_compound_statements_header_is_all_its_lines_before_the_body():
+    source = "def f(x):\n    if (x and\n            x):\n        a = 1\n    return x\n"
+    after = source.replace("    return x\n", "    b = 2\n    return x\n")
+    assert _places(source, after, {3}) == [(4, True, "f", True)]
