@@ -50,3 +50,17 @@ def test_folded_charts_open_at_the_page_s_width(sqlite_server, page):
     width = page.evaluate("document.querySelector('#chart-0').clientWidth")
     assert abs(page.evaluate("window.perfbotCharts.find(c => c.id === 'chart-1').plot.width") - width) <= 2
     assert page.evaluate("document.documentElement.scrollHeight") > height + 200  # it was folded away
+
+
+def test_history_markers_stand_on_their_merges_points_and_a_click_there_opens_that_merge(sqlite_server, page):
+    page.goto(f"{sqlite_server}/history?series={PUBLIC}|verify-step|step_ms")
+    page.wait_for_function("window.perfbotCharts && window.perfbotCharts.length === 1")
+    data = page.evaluate("JSON.parse(document.getElementById('history-chart-data').textContent)")
+    merges = data["merges"]
+    assert merges and all(m["t"] in data["x"] for m in merges)
+    # A click on a merge's point opens that merge, not a neighbour.
+    m = merges[len(merges) // 2]
+    i = data["x"].index(m["t"])
+    left = page.evaluate(f"window.perfbotCharts[0].plot.valToPos({m['t']}, 'x')")
+    assert page.evaluate(f"window.perfbotCharts[0].linkAt({left})") == m["url"]
+    assert data["links"][i] == m["url"]  # the point itself leads there too
