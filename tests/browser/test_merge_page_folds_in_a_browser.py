@@ -1,6 +1,7 @@
-"""The merge page's folded charts in Chromium, on `perfbot serve` with SQLite: only the first chart
-of each kind is drawn open, a folded one opens with its caption and is then drawn at the page's
-width (in a browser that gives it none while folded, it is fitted when opened), and the page is far shorter than with every chart open."""
+"""The dashboard's charts in Chromium, on `perfbot serve` with SQLite (no PostgreSQL needed): the merge
+page's folded charts (only the first chart of each kind open; a folded one opens with its caption,
+at the page's width: in a browser that gives it none while folded, it is fitted when opened) and
+the history's merge markers, which stand on their merges' points."""
 
 from __future__ import annotations
 
