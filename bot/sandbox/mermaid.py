@@ -15,7 +15,7 @@ from pathlib import Path
 VERSION = "11.17.2"
 SHA256 = "6ad2f42c3fc26bbf9e45cbb6d11898972573ea52b33a5f4ff51952899f950ffd"  # of mermaid-VERSION.tgz
 SCRIPT = "mermaid.min.js"
-FETCH_TIMEOUT_S = 120
+FETCH_TIMEOUT_S = 90
 
 
 class Unavailable(RuntimeError):
@@ -34,7 +34,8 @@ def script(cache: Path) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     try:
         packed = subprocess.run(
-            [npm, "pack", "--silent", f"mermaid@{VERSION}"],
+            # Offline, npm would retry for minutes before it gave up: once, and briefly.
+            [npm, "pack", "--silent", "--fetch-retries=0", "--fetch-timeout=20000", f"mermaid@{VERSION}"],
             cwd=folder,
             capture_output=True,
             text=True,
