@@ -159,11 +159,11 @@ class MapEvidence:
             for definition in known:
                 root = self._reached.get(definition)
                 if root is not None:
-                    cold = self._cold(path, function, self.step_map.function_at(root.path, root.qualname))
+                    cold = self._cold(path, function, None)
                     if cold is not None:
                         return cold
                     how = _how(self.graph, definition, root)
-                    return self._via(root, f"{how} {root.qualname}(), which", whole=how in _IN_PLACE)
+                    return self._via(root, f"{how} {root.qualname}(), which", REACHES, how in _IN_PLACE)
             if known:
                 return self._off_step()
             classes = self.graph.klass(path, function)
@@ -216,11 +216,7 @@ class MapEvidence:
         if not found or any(c.ran for c in found):
             return None
         shown = ", ".join(str(c.line + 1 if c.added else c.line) for c in found[:3])
-        runs = (
-            f" (it {self._measured(entry)})"
-            if entry is not None and entry.function.endswith(function)
-            else ""
-        )
+        runs = f" (it {self._measured(entry)})" if entry is not None else ""
         return Verdict(
             OFF_STEP,
             0.0,
@@ -251,7 +247,7 @@ class MapEvidence:
                     return self._via(root, lead, rule=READ_BY, whole=reader is root or how in _IN_PLACE)
         return self._off_step(names)
 
-    def _via(self, root: Function, lead: str, rule: str = REACHES, whole: bool = False) -> Verdict:
+    def _via(self, root: Function, lead: str, rule: str, whole: bool) -> Verdict:
         """A verdict at ``root``'s weight: all of it for what runs in its place (``whole``: its
         decorator and the wrapper that decorator returns), `REACHED_SHARE` of it otherwise."""
         entry = self.step_map.function_at(root.path, root.qualname)

@@ -25,6 +25,11 @@ from dataclasses import dataclass
 
 
 @dataclass
+class CacheConfig:
+    block_size: int = 16
+
+
+@dataclass
 class EngineConfig:
     tp_size: int = 1
     sync_allreduce: bool = False
@@ -107,11 +112,12 @@ def test_a_constant_read_as_an_attribute_of_its_module_counts():
     )  # type: ignore[union-attr]
 
 
-def test_copies_are_followed_a_bounded_number_of_times():
+def test_copies_are_followed_four_deep():
     chain = ["A0 = 1"] + [f"A{i} = A{i - 1}" for i in range(1, 7)]
     files = {"c.py": "\n".join(chain) + "\n\n\ndef f():\n    return A{n}\n"}
     entry = {"path": "c.py", "function": "f", "line": 9, "calls_per_step": 1, "host_share": 0.1}
-    for n, reached in ((stepmap_scoring.MAX_COPIES, True), (stepmap_scoring.MAX_COPIES + 1, False)):
+    assert stepmap_scoring.MAX_COPIES == 4
+    for n, reached in ((4, True), (5, False)):
         mapped = {"c.py": files["c.py"].replace("{n}", str(n))}
         verdict = evidence(mapped, entry).judge("c.py", None, ["A0 = 2"])
         assert verdict is not None and verdict.per_step is reached
@@ -119,10 +125,28 @@ def test_copies_are_followed_a_bounded_number_of_times():
 
 def test_bindings_record_what_a_module_level_value_and_the_if_around_it_read():
     graph = callgraph.build(
-        {"m.py": "import os\nif os.environ.get('X'):\n    Y = cfg.size\nelse:\n    Y = 1\nZ: int = Y + 1\n"}
+        {
+            "m.py": "import os\nif os.environ.get('X'):\n    Y = cfg.size\nelse:\n    Y = 1\nZ: int = Y + 1\nW: int\n"
+        }
     )
     found = {(b.name, b.line): (b.reads, b.attributes) for b in graph.bindings}
     assert found[("Y", 3)] == ({"os", "cfg"}, {"environ", "get", "size"})
     assert found[("Y", 5)] == ({"os"}, {"environ", "get"})
     assert found[("Z", 6)] == ({"Y"}, frozenset())
-    assert ("m.py", "Y") in graph.constants
+    assert ("m.py", "Y") in graph.constants and ("m.py", "W") in graph.constants
+    assert "W" not in {b.name for b in graph.bindings}  # declared, no value read
+
+
+def test_a_default_two_classes_have_flows_through_a_copy_that_names_its_class():
+    config = CONFIG_BASE.replace(
+        "    block_size: int = 16\n", "    block_size: int = 16\n    sync_allreduce: bool = False\n"
+    )
+    base = base_files(**{STATE: STATE_CONFIGURED, CONFIG: config})
+    changed = ["    sync_allreduce: bool = True"]
+    verdict = evidence(base, ALL_REDUCE_CONFIGURED).judge(CONFIG, "EngineConfig", changed)
+    assert verdict is not None and verdict.rule == stepmap_scoring.READ_BY
+    unnamed = dict(
+        base, **{STATE: STATE_CONFIGURED.replace("EngineConfig().sync_allreduce", "settings.sync_allreduce")}
+    )
+    verdict = evidence(unnamed, ALL_REDUCE_CONFIGURED).judge(CONFIG, "EngineConfig", changed)
+    assert verdict is not None and verdict.rule == stepmap_scoring.OFF_STEP

@@ -282,3 +282,45 @@ def test_a_compound_statements_header_is_all_its_lines_before_the_body():
     source = "def f(x):\n    if (x and\n            x):\n        a = 1\n    return x\n"
     after = source.replace("    return x\n", "    b = 2\n    return x\n")
     assert _places(source, after, {3}) == [(4, True, "f", True)]
+
+
+def test_a_new_file_in_the_diff_leaves_the_line_verdicts_of_the_others_alone():
+    base = base_files()
+    after = dict(base, **{STATE: decoy(), "mini_engine/new.py": "def fresh():\n    return 1\n"})
+    verdict = lined(base, after, {STATE: STATE_RAN}, ALL_REDUCE, GETTER).judge(
+        STATE, "get_tp_communicator", []
+    )
+    assert verdict is not None and not verdict.per_step
+
+
+def test_a_reached_functions_cold_lines_name_them_and_at_most_three():
+    base = base_files()
+    after = dict(
+        base,
+        **{
+            STATE: sample.PARALLEL_STATE.replace(
+                "        _TP_COMMUNICATOR = PyNcclCommunicator()\n",
+                "        _TP_COMMUNICATOR = PyNcclCommunicator()\n        log(1)\n",
+            )
+        },
+    )
+    verdict = lined(base, after, {STATE: STATE_RAN}, ALL_REDUCE).judge(STATE, "get_tp_communicator", [])
+    assert verdict is not None and verdict.rule == "map.off-step"
+    assert verdict.reason == (
+        "the lines changed in get_tp_communicator() (line 15 of the map's commit) did not run in the "
+        "10 measured verify steps on main at 5efac9d"
+    )
+    source = (
+        "def f(x):\n    if x:\n        a = 1\n        b = 2\n        c = 3\n        d = 4\n    return x\n"
+    )
+    changed = source.replace("= 1", "= 5").replace("= 2", "= 6").replace("= 3", "= 7").replace("= 4", "= 8")
+    entry = {"path": "m.py", "function": "f", "line": 1, "calls_per_step": 1, "host_share": 0.1}
+    evidence = MapEvidence(
+        lined_map(entry, lines={"m.py": [[2, 2], [7, 7]]}),
+        callgraph.build({"m.py": source}),
+        "main",
+        {"m.py": source},
+        diffs.parse(change({"m.py": source}, {"m.py": changed})),
+    )
+    verdict = evidence.judge("m.py", "f", [])
+    assert verdict is not None and "(line 3, 4, 5 of the map's commit)" in verdict.reason
