@@ -41,7 +41,7 @@ import numpy as np
 
 from bot.core.watch import cases as states
 from bot.core.watch.cases import Span
-from bot.core.watch.opening import Decision, KnownCase, SeriesPoint, decide, established
+from bot.core.watch.opening import Decision, KnownCase, Move, Recover, SeriesPoint, Widen, decide, established
 
 WARM = 30  # quiet points before a step may come
 AFTER = 24  # points measured after the step
@@ -126,14 +126,12 @@ def _apply(
 ) -> None:
     """As the service applies it: a new case is bisected at once; a move or widening supersedes
     the old case by a new one (bisected again when it was bisecting); a recovery ends it."""
-    if decision.action == "recover":
-        assert decision.key is not None
+    if isinstance(decision, Recover):
         cases[decision.key].state = states.RECOVERED
         return
-    assert decision.found is not None
     span = decision.found.span
     key = span.key()
-    if decision.key is not None:
+    if isinstance(decision, Move | Widen):
         cases[decision.key].state = states.SUPERSEDED
         pending.pop(decision.key, None)
     if key in cases:

@@ -134,23 +134,20 @@ def _apply(
     services: Services, github: GitHub, request: BenchRequest, decision: opening.Decision, config: RepoConfig
 ) -> RegressionCase | None:
     store, now = services.store.watch, services.now()
-    if decision.action == "recover":
-        assert decision.key is not None
+    if isinstance(decision, opening.Recover):
         note = "the series came back within noise of its level before the change: nothing to bisect"
         store.move(decision.key, states.RECOVERED, states.OPEN, now, note=note)
         log.info("regression case recovered", extra={"repo": request.repo, "case": decision.key})
         return None
-    assert decision.found is not None
     case = _new_case(services, request, decision.found)
-    if decision.action == "open":
+    if isinstance(decision, opening.Open):
         return _opened(services, case)
-    assert decision.key is not None
     old = store.get(decision.key)
     case, moved = store.supersede(decision.key, case)
     if moved and old is not None and old.state == states.BISECTING:
         _release(services, github, old, config)  # its range did not hold the change: a wider one does
     log.info(
-        "regression case moved" if decision.action == "move" else "regression case widened",
+        "regression case moved" if isinstance(decision, opening.Move) else "regression case widened",
         extra={"repo": request.repo, "case": decision.key, "to": case.key},
     )
     return case

@@ -59,6 +59,7 @@ def run(services, github, index: int, values: dict[str, float], *, chained: bool
     )
     stored, _ = services.store.benchmarks.open(request)
     metrics = [{"name": name, "role": "primary", "verdict": "inconclusive", "ratio": 1.0} for name in values]
+    prints = {"base": {"driver": "base-of-" + head[-4:]}, "head": {"driver": "of-" + head[-4:]}}
     result = BenchResult(
         suite=SUITE,
         base_sha=base,
@@ -66,7 +67,7 @@ def run(services, github, index: int, values: dict[str, float], *, chained: bool
         verdict="inconclusive",
         headline_metric=next(iter(values)),
         headline_change=0.0,
-        comparison=json.dumps({"metrics": metrics}),
+        comparison=json.dumps({"metrics": metrics, "fingerprints": prints}),
         on_default_branch=True,
     )
     points = [MetricPoint(SUITE, name, "ms", "lower", head, value) for name, value in values.items()]
@@ -210,3 +211,23 @@ def test_the_sweep_dispatches_the_oldest_waiting_case_first(services, github):
         states.OUT_OF_BUDGET,
         states.OUT_OF_BUDGET,
     ]
+
+
+def test_a_change_point_not_reproduced_shows_the_runs_that_found_it_beside_todays(services, github):
+    """Its page showed no fingerprints of the original runs: only a merge run's were looked up."""
+    from bot.service.dashboard import regressions
+
+    for index, value in enumerate(stepped()):
+        run(services, github, index, {"step_ms": value}, chained=False)
+    [case] = services.store.watch.cases(None)
+    today = {"good": {"driver": "today-good"}, "bad": {"driver": "today-bad"}}
+    outcome = json.dumps({"fingerprints": today, "commits": 3, "runs": 1, "reference_verdict": "unchanged"})
+    services.store.watch.move(case.key, states.NOT_REPRODUCED, (states.BISECTING,), NOW, outcome=outcome)
+    [row] = regressions.detail(services, None, case.key).fingerprints
+    assert (row.key, row.original_good, row.today_good, row.original_bad, row.today_bad) == (
+        "driver",
+        "of-" + sha(20)[-4:],
+        "today-good",
+        "of-" + sha(21)[-4:],
+        "today-bad",
+    )

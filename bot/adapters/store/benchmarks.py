@@ -186,24 +186,41 @@ class SqlBenchmarks(Benchmarks):
             set_={key: upsert.excluded[key] for key in ("branch", "commit_sha", "body", "stored_at")},
         )
 
+    def measured(self, repo, suite, head_sha) -> BenchResult | None:
+        query = (
+            select(BenchResultRow)
+            .where(
+                BenchResultRow.repo == repo,
+                BenchResultRow.suite == suite,
+                BenchResultRow.head_sha == head_sha,
+                BenchResultRow.on_default_branch.is_(True),
+            )
+            .order_by(BenchResultRow.id.desc())
+            .limit(1)
+        )
+        with self.db.session() as session:
+            row = session.scalar(query)
+            return None if row is None else _result(row)
+
     def results(self, request_id) -> list[BenchResult]:
         query = (
             select(BenchResultRow).where(BenchResultRow.request_id == request_id).order_by(BenchResultRow.id)
         )
         with self.db.session() as session:
-            return [
-                BenchResult(
-                    suite=r.suite,
-                    base_sha=r.base_sha,
-                    head_sha=r.head_sha,
-                    verdict=r.verdict,
-                    headline_metric=r.headline_metric,
-                    headline_change=r.headline_change,
-                    comparison=r.comparison,
-                    on_default_branch=r.on_default_branch,
-                )
-                for r in session.scalars(query)
-            ]
+            return [_result(r) for r in session.scalars(query)]
+
+
+def _result(row: BenchResultRow) -> BenchResult:
+    return BenchResult(
+        suite=row.suite,
+        base_sha=row.base_sha,
+        head_sha=row.head_sha,
+        verdict=row.verdict,
+        headline_metric=row.headline_metric,
+        headline_change=row.headline_change,
+        comparison=row.comparison,
+        on_default_branch=row.on_default_branch,
+    )
 
 
 def _lock_key(repo: str) -> int:

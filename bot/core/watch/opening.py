@@ -113,14 +113,38 @@ class KnownCase:
 
 
 @dataclass(frozen=True)
-class Decision:
-    """What one look at a series does: ``open`` a case of ``found``; ``move`` the open case ``key``
-    to ``found``; ``widen`` the bisecting case ``key`` to ``found``; ``recover`` the open case
-    ``key`` (its series is back within noise)."""
+class Open:
+    """Open a case of ``found``."""
 
-    action: Literal["open", "move", "widen", "recover"]
-    found: Found | None = None
-    key: str | None = None
+    found: Found
+
+
+@dataclass(frozen=True)
+class Move:
+    """The open case ``key`` no longer stands where the change is: the case of ``found`` takes its
+    place."""
+
+    key: str
+    found: Found
+
+
+@dataclass(frozen=True)
+class Widen:
+    """The bisecting case ``key``'s range does not hold the change: the case of ``found`` (the union
+    of the two ranges) takes its place and is bisected."""
+
+    key: str
+    found: Found
+
+
+@dataclass(frozen=True)
+class Recover:
+    """The open case ``key``'s series is back within noise of its level before the change."""
+
+    key: str
+
+
+Decision = Open | Move | Widen | Recover
 
 
 def from_merge_run(
@@ -214,7 +238,7 @@ def decide(
         at = where[change.span.bad]
         near = [(case, span) for case, span in placed if _covers(case, span, at)]
         if not near:
-            decisions.append(Decision("open", change))
+            decisions.append(Open(change))
             continue
         case, (good, bad) = min(near, key=lambda pair: (_distance(pair[1], at), pair[0].key))
         if case.state == NOT_REPRODUCED and (good, bad) == (where[change.span.good], at):
@@ -224,25 +248,25 @@ def decide(
             lo, hi = max(0, good - WIDEN), min(len(points) - 1, bad + WIDEN)
             wide = Span(*change.span.series(), points[lo].sha, points[hi].sha)
             if not any(_range(c.span, where) == (lo, hi) for c in known):
-                decisions.append(Decision("open", Found(wide, "changepoint", change.change)))
+                decisions.append(Open(Found(wide, "changepoint", change.change)))
             continue
         if case.key in taken or (case.span.good, case.span.bad) == (change.span.good, change.span.bad):
             continue
         if case.state in OPEN and case.source == "changepoint" and case.span.metric == change.span.metric:
             taken.add(case.key)
-            decisions.append(Decision("move", change, case.key))
+            decisions.append(Move(case.key, change))
         elif case.state == BISECTING and not good < at <= bad:
             # another metric's bisect too: its range is widened, its metric kept
             taken.add(case.key)
             lo, hi = min(good, at - 1), max(bad, at)
             wide = Span(*case.span.series(), points[lo].sha, points[hi].sha)
-            decisions.append(Decision("widen", Found(wide, case.source, change.change), case.key))
+            decisions.append(Widen(case.key, Found(wide, case.source, change.change)))
     values = np.asarray([p.value for p in points], dtype=float)
     for case, span in placed:
         if case.state not in OPEN or case.key in taken or case.source != "changepoint":
             continue
         if _recovered(values, span[0], rules, better):
-            decisions.append(Decision("recover", key=case.key))
+            decisions.append(Recover(case.key))
     return decisions
 
 

@@ -14,7 +14,7 @@ from bot.core.watch import budget
 from bot.core.watch import cases as states
 
 from ..ports.store import Spending
-from ..records import RegressionCase
+from ..records import BenchResult, RegressionCase
 from ..services import Services
 
 SHOWN = 200
@@ -119,7 +119,7 @@ def _fingerprints(services: Services, case: RegressionCase, outcome: dict[str, A
     """Today's fingerprints (the bisect's reference run) beside the original run's, for a case
     that was not reproduced: the keys that differ between then and now first."""
     today = outcome.get("fingerprints") or {}
-    if case.state != states.NOT_REPRODUCED or not today:
+    if case.state not in (states.NOT_REPRODUCED, states.INCONCLUSIVE) or not today:
         return []
     original = _original(services, case)
     keys = sorted(
@@ -141,18 +141,30 @@ def _fingerprints(services: Services, case: RegressionCase, outcome: dict[str, A
 
 
 def _original(services: Services, case: RegressionCase) -> dict[str, dict[str, str]]:
-    """The fingerprints the run that found the regression kept with its comparison (a merge run's),
-    or nothing when no run of that span was stored."""
+    """The fingerprints of the runs that found the regression: a merge run's of its span (its base
+    and its head); for a change point of the history, the head of the run that measured the good
+    commit and the head of the one that measured the bad commit; nothing where no run was stored."""
     request = services.store.benchmarks.get(
         contract.correlation_id(contract.work_key("merge", case.repo, case.bad_sha))
     )
-    if request is None or request.id is None:
+    if request is not None and request.id is not None:
+        for result in services.store.benchmarks.results(request.id):
+            if result.suite == case.suite and result.base_sha == case.good_sha:
+                return _prints(result)
+    good = services.store.benchmarks.measured(case.repo, case.suite, case.good_sha)
+    bad = services.store.benchmarks.measured(case.repo, case.suite, case.bad_sha)
+    return {
+        "base": _prints(good).get("head", {}) if good else {},
+        "head": _prints(bad).get("head", {}) if bad else {},
+    }
+
+
+def _prints(result: BenchResult) -> dict[str, dict[str, str]]:
+    try:
+        found = json.loads(result.comparison).get("fingerprints")
+    except (ValueError, AttributeError):
         return {}
-    for result in services.store.benchmarks.results(request.id):
-        if result.suite == case.suite and result.base_sha == case.good_sha:
-            found = json.loads(result.comparison).get("fingerprints")
-            return found if isinstance(found, dict) else {}
-    return {}
+    return found if isinstance(found, dict) else {}
 
 
 def _iso(moment: Any) -> str | None:

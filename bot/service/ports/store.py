@@ -279,6 +279,11 @@ class Benchmarks(ABC):
     @abstractmethod
     def results(self, request_id: int) -> list[BenchResult]: ...
 
+    @abstractmethod
+    def measured(self, repo: str, suite: str, head_sha: str) -> BenchResult | None:
+        """The latest default-branch result of ``suite`` whose head was ``head_sha``: the run that
+        put that commit's point into the history."""
+
 
 class WorkLog(ABC):
     """Work keys (each piece of work done once), the pushes of pull requests, fork approvals and

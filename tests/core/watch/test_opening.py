@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 from bot.core.watch import cases as states
 from bot.core.watch import opening
 from bot.core.watch.cases import Span
-from bot.core.watch.opening import Decision, Found, KnownCase, Rules, SeriesPoint
+from bot.core.watch.opening import Found, KnownCase, Move, Open, Recover, Rules, SeriesPoint, Widen
 
 
 def sha(n: int) -> str:
@@ -141,7 +141,7 @@ def decide(known, found=(STEP,), points=POINTS):
 
 
 def test_a_new_change_opens_one_case_and_a_known_one_opens_none():
-    assert decide([]) == [Decision("open", STEP)]
+    assert decide([]) == [Open(STEP)]
     for state in (states.DETECTED, states.BISECTING, states.CONFIRMED, states.CANCELLED):
         assert decide([case("k", 12, 13, state)]) == [], state
 
@@ -150,32 +150,30 @@ def test_a_change_near_a_known_case_belongs_to_it():
     # confirmed or cancelled beside it: the same change, not a second bisect
     for state in (states.CONFIRMED, states.CANCELLED, states.UNCONFIRMED):
         assert decide([case("k", 10, 11, state)]) == [], state
-    assert decide([case("k", 10, 11, states.DETECTED)]) == [Decision("move", STEP, "k")]
+    assert decide([case("k", 10, 11, states.DETECTED)]) == [Move("k", STEP)]
     assert decide([case("k", 10, 11, states.DETECTED, source="merge")]) == []
 
 
 def test_a_bisecting_case_is_widened_when_its_range_misses_the_change_and_kept_when_it_holds_it():
     assert decide([case("k", 9, 14, states.BISECTING)]) == []
     widened = decide([case("k", 9, 11, states.BISECTING)])
-    assert widened == [Decision("widen", Found(span(9, 13), "changepoint", 0.2), "k")]
+    assert widened == [Widen("k", Found(span(9, 13), "changepoint", 0.2))]
 
 
 def test_a_range_not_reproduced_beside_the_change_does_not_hide_it():
-    assert decide([case("k", 13, 14, states.NOT_REPRODUCED)]) == [Decision("open", STEP)]
-    assert decide([case("k", 13, 14, states.RECOVERED)]) == [Decision("open", STEP)]
+    assert decide([case("k", 13, 14, states.NOT_REPRODUCED)]) == [Open(STEP)]
+    assert decide([case("k", 13, 14, states.RECOVERED)]) == [Open(STEP)]
 
 
 def test_the_same_range_not_reproduced_while_the_step_stays_is_widened_once():
     wide = Found(span(10, 15), "changepoint", 0.2)
-    assert decide([case("k", 12, 13, states.NOT_REPRODUCED)]) == [Decision("open", wide)]
+    assert decide([case("k", 12, 13, states.NOT_REPRODUCED)]) == [Open(wide)]
     known = [case("k", 12, 13, states.NOT_REPRODUCED), case("w", 10, 15, states.BISECTING)]
     assert decide(known) == []
 
 
 def test_an_open_case_whose_series_came_back_recovers_and_one_still_stepping_does_not():
     back = daily(QUIET + [12.0, 12.1] + QUIET)
-    assert decide([case("k", 12, 13, states.DETECTED)], found=(), points=back) == [
-        Decision("recover", key="k")
-    ]
+    assert decide([case("k", 12, 13, states.DETECTED)], found=(), points=back) == [Recover("k")]
     assert decide([case("k", 12, 13, states.DETECTED)], found=(), points=POINTS) == []
     assert decide([case("k", 12, 13, states.BISECTING)], found=(), points=back) == []
