@@ -131,6 +131,7 @@ def dash(tmp_path, emulator):
     store.watch.open(
         case(PUBLIC, "not_reproduced", bad="e" * 40, outcome=json.dumps({"fingerprints": today}))
     )
+    store.watch.open(case(PUBLIC, "inconclusive", bad="f" * 40, outcome=json.dumps({"fingerprints": today})))
     store.watch.open(case(PRIVATE, "out_of_budget"))
     store.watch.charge("w1", PUBLIC, "2030-01-01", "bisect", "high", 40.0, lambda spent: True, NOW)
     store.watch.charge("w2", PUBLIC, "2030-01-01", "merge", "low", 5.0, lambda spent: False, NOW)
@@ -146,7 +147,7 @@ def test_the_list_shows_the_visible_cases_their_states_and_todays_budget(dash):
     assert 'id="gpu-budget"' in page and "40" in page and ">1<" in page  # spent 40, one run skipped
     assert ">1200<" in page  # 20 GPU minutes
     listing = dash.get("/api/v1/regressions").get_json()
-    assert {c["state"] for c in listing["cases"]} == {"confirmed", "not_reproduced"}
+    assert {c["state"] for c in listing["cases"]} == {"confirmed", "not_reproduced", "inconclusive"}
     assert listing["budget"][PUBLIC] == {"spent_minutes": 40.0, "skipped": 1, "skipped_minutes": 5.0}
 
 
@@ -175,6 +176,12 @@ def test_not_reproduced_shows_the_original_and_todays_fingerprints_side_by_side(
         "original": {"good": "580.1", "bad": "580.1"},
         "today": {"good": "590.2", "bad": "590.2"},
     }
+
+
+def test_a_range_re_measured_without_a_decision_is_never_said_to_no_longer_differ(dash):
+    page = dash.get(f"/regressions/{case(PUBLIC, 'inconclusive', bad='f' * 40).key}").get_data(as_text=True)
+    assert "Re-measured without a decision" in page and "no longer differ" not in page
+    assert 'id="fingerprints"' in page and "590.2" in page
 
 
 def test_unknown_hidden_and_malformed_cases_are_not_found(dash):
