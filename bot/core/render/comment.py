@@ -162,7 +162,8 @@ def _notes(report: RiskReport, pull: PullContext) -> str:
     if pull.config_error:
         notes.append(
             f"> **Config problem:** {escape_md(_clip(pull.config_error, MAX_TEXT))} — "
-            "this review used the built-in defaults."
+            "this review used the file's valid keys (the built-in defaults for the rest), and the "
+            "benchmarks perfbot starts on its own are held until the file is fixed."
         )
     notes += [f"> **Warning:** {escape_md(_clip(w, MAX_TEXT))}" for w in report.warnings[:MAX_NOTES]]
     if len(report.warnings) > MAX_NOTES:
