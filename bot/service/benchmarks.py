@@ -181,6 +181,7 @@ def within_budget(services: Services, request: BenchRequest, level: str, bench: 
         cost,
         lambda spent: watch_budget.allows(level, spent, cost, bench.dispatch.budget),
         now,
+        str(bench.dispatch.budget),
     )
     if not allowed:
         log.info(

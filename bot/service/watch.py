@@ -276,6 +276,7 @@ def bisect(
         cost,
         lambda spent: budget.allows(budget.BISECT, spent, cost, dispatch.budget),
         now,
+        str(dispatch.budget),
     )
     if not allowed:
         skipped = store.watch.move(

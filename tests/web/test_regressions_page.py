@@ -133,7 +133,7 @@ def dash(tmp_path, emulator):
     )
     store.watch.open(case(PUBLIC, "inconclusive", bad="f" * 40, outcome=json.dumps({"fingerprints": today})))
     store.watch.open(case(PRIVATE, "out_of_budget"))
-    store.watch.charge("w1", PUBLIC, "2030-01-01", "bisect", "high", 40.0, lambda spent: True, NOW)
+    store.watch.charge("w1", PUBLIC, "2030-01-01", "bisect", "high", 40.0, lambda spent: True, NOW, "240")
     store.watch.charge("w2", PUBLIC, "2030-01-01", "merge", "low", 5.0, lambda spent: False, NOW)
     runtime.services.now = lambda: NOW
     yield create_app(settings, runtime.services, sessions=runtime.sessions).test_client()
@@ -148,7 +148,13 @@ def test_the_list_shows_the_visible_cases_their_states_and_todays_budget(dash):
     assert ">1200<" in page  # 20 GPU minutes
     listing = dash.get("/api/v1/regressions").get_json()
     assert {c["state"] for c in listing["cases"]} == {"confirmed", "not_reproduced", "inconclusive"}
-    assert listing["budget"][PUBLIC] == {"spent_minutes": 40.0, "skipped": 1, "skipped_minutes": 5.0}
+    assert listing["budget"][PUBLIC] == {
+        "spent_minutes": 40.0,
+        "limit_minutes": "240",
+        "skipped": 1,
+        "skipped_minutes": 5.0,
+    }
+    assert 'data-label="Daily budget"' in page and ">240<" in page  # the limit beside the spending
 
 
 def test_a_commit_filters_the_list_and_bad_filters_are_refused(dash):

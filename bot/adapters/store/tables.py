@@ -427,3 +427,5 @@ class GpuSpendRow(Base):
     minutes: Mapped[float] = mapped_column(Float)
     allowed: Mapped[bool] = mapped_column(Boolean)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    # the day's budget the charge was weighed against: minutes, or "unlimited" (None: before 0010)
+    budget: Mapped[str | None] = mapped_column(String(16), nullable=True)

@@ -182,7 +182,7 @@ class SqlWatch(Watch):
         with self.db.session() as session:
             return [SeriesRow(*row) for row in session.execute(query)]
 
-    def charge(self, key, repo, day, kind, level, minutes, allows, now) -> bool:
+    def charge(self, key, repo, day, kind, level, minutes, allows, now, budget=None) -> bool:
         try:
             with self.db.session() as session:
                 if self.db.dialect == "postgresql":
@@ -195,7 +195,7 @@ class SqlWatch(Watch):
                     # refused earlier today: budget freed since (a bisect that reported early, one
                     # that failed at dispatch) may allow it now
                     if allowed:
-                        known.allowed, known.created_at = True, now
+                        known.allowed, known.created_at, known.budget = True, now, budget
                     return allowed
                 session.add(
                     GpuSpendRow(
@@ -207,6 +207,7 @@ class SqlWatch(Watch):
                         minutes=minutes,
                         allowed=allowed,
                         created_at=now,
+                        budget=budget,
                     )
                 )
                 return allowed
@@ -227,7 +228,13 @@ class SqlWatch(Watch):
                     GpuSpendRow.repo == repo, GpuSpendRow.day == day, GpuSpendRow.allowed.is_(False)
                 )
             ).one()
-            return Spending(_spent(session, repo, day), int(skipped[0]), float(skipped[1]))
+            limit = session.scalar(
+                select(GpuSpendRow.budget)
+                .where(GpuSpendRow.repo == repo, GpuSpendRow.day == day, GpuSpendRow.budget.is_not(None))
+                .order_by(GpuSpendRow.created_at.desc(), GpuSpendRow.id.desc())
+                .limit(1)
+            )
+            return Spending(_spent(session, repo, day), int(skipped[0]), float(skipped[1]), limit)
 
 
 def _spent(session: Session, repo: str, day: str) -> float:

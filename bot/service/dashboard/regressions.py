@@ -31,7 +31,12 @@ class Listing:
             "day": self.day,
             "cases": [case_dict(c) for c in self.cases],
             "budget": {
-                repo: {"spent_minutes": s.spent, "skipped": s.skipped, "skipped_minutes": s.skipped_minutes}
+                repo: {
+                    "spent_minutes": s.spent,
+                    "limit_minutes": s.limit,
+                    "skipped": s.skipped,
+                    "skipped_minutes": s.skipped_minutes,
+                }
                 for repo, s in self.spending.items()
             },
         }

@@ -342,6 +342,7 @@ class Spending:
     spent: float
     skipped: int
     skipped_minutes: float
+    limit: str | None = None  # the budget the day's latest charge was weighed against ("unlimited")
 
 
 class Watch(ABC):
@@ -416,10 +417,12 @@ class Watch(ABC):
         minutes: float,
         allows: Callable[[float], bool],
         now: datetime,
+        budget: str | None = None,
     ) -> bool:
         """Charge ``minutes`` to the repository's ``day`` if ``allows(minutes spent that day)``, else
         record the work as skipped for the budget; in one transaction no other charge to the
-        repository interleaves with. Charged before (``key``): what was decided then."""
+        repository interleaves with. Charged before (``key``): what was decided then. ``budget``:
+        the day's budget it was weighed against, kept for the dashboard."""
 
     @abstractmethod
     def settle(self, key: str, minutes: float) -> None:
