@@ -150,3 +150,26 @@ def test_a_map_with_recorded_lines_judges_a_raise_in_the_first_call_branch_cold_
     error = {PATH: STATE.replace('raise ValueError("negative")', 'raise ValueError("below zero")')}
     assert not any(s.category == "per-step" for s in score(base, error, evidence(error)).signals)
     assert json.loads(json.dumps(mapped.to_dict()))["lines"] == lines
+
+
+def test_the_recorders_cap_is_the_maps():
+    assert step_lines.MAX_RANGES == stepmap.MAX_LINE_RANGES
+
+
+def test_the_record_is_written_into_a_new_folder_and_over_an_old_one(tmp_path):
+    recorder = step_lines.LineRecorder([tmp_path])
+    recorder.ran = {PATH: {1}}
+    recorder.write(tmp_path / "a" / "b")
+    recorder.ran = {PATH: {2}}
+    recorder.write(tmp_path / "a" / "b")
+    assert step_lines.read(tmp_path / "a" / "b") == {PATH: [[2, 2]]}
+
+
+def test_only_existing_absolute_files_under_the_roots_are_the_repositorys(tmp_path, monkeypatch):
+    load(tmp_path / "repo")
+    recorder = step_lines.LineRecorder([tmp_path / "repo"])
+    assert recorder._path(str(tmp_path / "repo" / PATH)) == PATH
+    monkeypatch.chdir(tmp_path / "repo")
+    assert recorder._path(PATH) is None  # a relative name depends on the working directory: not taken
+    assert recorder._path(str(tmp_path / "repo" / "engine" / "gone.py")) is None
+    assert recorder._path("<string>") is None

@@ -168,3 +168,30 @@ def test_score_with_a_map_made_from_a_cpu_torch_profiler_trace(engine, tmp_path,
     )
     assert main(["score", str(diff), "--map", str(trace)]) == 2
     assert "--repo must name the repository checked out at the traced commit" in capsys.readouterr().err
+
+
+def test_is_trace_only_for_an_object_with_a_list_of_events():
+    assert trace_map.is_trace({"traceEvents": []})
+    assert not trace_map.is_trace({"traceEvents": {}})
+    assert not trace_map.is_trace([{"traceEvents": []}])
+    assert not trace_map.is_trace({"schema": 1})
+
+
+def test_annotate_counts_the_calls_it_named_and_skips_what_is_no_call():
+    trace = {
+        "traceEvents": [
+            "not an event",
+            event("engine/layers.py(13): mlp", 2, 40),
+            event("engine/layers.py(13): mlp", 50, 30),
+            event("engine/layers.py(13): mlp", 90, 1, cat="cpu_op"),
+            event("engine/layers.py: mlp", 95, 1),
+        ]
+    }
+    assert trace_map.file_names(trace) == ["engine/layers.py"]
+    assert (
+        trace_map.annotate(trace, {"engine/layers.py": "engine/layers.py"}, {"engine/layers.py": LAYERS}.get)
+        == 2
+    )
+    named = [e["args"].get("perfbot.function") for e in trace["traceEvents"][1:]]
+    assert named[:2] == [{"path": "engine/layers.py", "line": 13, "function": "mlp"}] * 2
+    assert named[2:] == [None, None]
