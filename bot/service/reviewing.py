@@ -73,7 +73,7 @@ def missing(
             diff=diff,
             config=config.config,
             config_error=config.problem,
-            step_map=step_maps.evidence(services, github, repo, step_maps.changed_paths(diff)),
+            step_map=step_maps.evidence(services, github, repo, step_maps.changed_paths(diff), diff),
         )
     )
     return publish(github, stored, pull, plan)

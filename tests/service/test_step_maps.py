@@ -187,3 +187,14 @@ def test_a_changed_line_the_stored_maps_steps_ran_keeps_the_per_step_verdict(ser
     store_map(services, lines={GLUE: [[6, 6], [10, 10]]})
     ran = step_maps.evidence(services, github, REPO, [GLUE], GLUE_DIFF)
     assert ran is not None and ran.judge(GLUE, "helper", []).rule == "map.reaches"  # type: ignore[union-attr]
+
+
+def test_a_review_judges_by_the_maps_lines_a_change_no_step_ran(services, github):
+    """The review passed no diff to the map, so a map's lines were never read by the App."""
+    github.diffs[(REPO, 7)] = GLUE_DIFF
+    github.files[(REPO, GLUE, "c" * 40)] = GLUE_BASE
+    store_map(services, lines={GLUE: [[10, 10]]})  # run() ran; helper's changed line 6 did not
+    send(services, "pull_request", pull_request("opened"))
+    review = services.store.reviews.get(REPO, 7)
+    assert not any(reason.text.startswith("called from run(), which runs") for reason in review.reasons)
+    assert [reason.rule for reason in review.reasons] == ["size"]  # judged as set-up: no map reason

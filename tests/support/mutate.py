@@ -103,11 +103,21 @@ TESTS: dict[str, tuple[str, ...]] = {
     # The per-step map's rules and the call graph they follow.
     "bot/core/risk/callgraph.py": (
         "tests/core/risk/test_callgraph.py",
+        "tests/core/risk/test_callgraph_wrappers.py",
         "tests/core/risk/test_stepmap_scoring.py",
+        "tests/core/risk/test_stepmap_scoring_data.py",
     ),
     "bot/core/risk/stepmap_scoring.py": (
         "tests/core/risk/test_stepmap_scoring.py",
+        "tests/core/risk/test_stepmap_scoring_lines.py",
+        "tests/core/risk/test_stepmap_scoring_wrappers.py",
+        "tests/core/risk/test_stepmap_scoring_data.py",
         "tests/cli/test_score_map.py",
+    ),
+    # Which changed lines of a mapped function ran in the profiled steps (the map's recorded lines).
+    "bot/core/risk/map_lines.py": (
+        "tests/core/risk/test_stepmap_scoring_lines.py",
+        "tests/runner/test_step_lines.py",
     ),
     "bot/core/risk/map_rules.py": (
         "tests/core/risk/test_stepmap_scoring.py",
