@@ -188,6 +188,9 @@ def test_the_profiled_pass_maps_the_step_and_compare_names_the_slow_commit_s_lau
     functions = {(f["path"], f["function"]): f for f in step_map["functions"]}
     reduce = functions[("mini_engine/distributed/parallel_state.py", "tensor_model_parallel_all_reduce")]
     assert reduce["calls_per_step"] > 0 and 0 < reduce["host_share"] <= 1
+    # the lines the warm steps ran, recorded after the profiled ones: the allreduce's body among them
+    ranges = step_map["lines"]["mini_engine/distributed/parallel_state.py"]
+    assert ranges and all(first <= last for first, last in ranges)
     diff = tmp_path / "slow.diff"
     diff.write_text(git.Repo(sample["path"]).git.diff(sample["before_slow"], sample["slow"]) + "\n")
     assert cli.main(["compare", str(results), "--diff", str(diff)]) == 0

@@ -61,6 +61,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import importlib.util
 import json
 import math
 import os
@@ -507,6 +508,41 @@ def load_allreduce(spec: str | None, paths: list[str]) -> Callable:
 # ---------------------------------------------------------------- the per-step map's frames
 
 
+LINE_CYCLES = 2  # cycles run under the line recorder, after the profiled ones
+
+
+def record_lines(cycle: Callable, roots: list[str], folder: Path | None, torch) -> None:
+    """The repository's lines a step runs (`bot/runner/step_lines.py`, loaded by path: this file
+    runs alone), recorded over `LINE_CYCLES` more cycles after the profiled ones, so that tracing
+    every line costs the profile nothing, and warm, so that first-call branches are not counted as
+    per-step. Only the rank that profiles (``folder`` given) records; the others run the cycles."""
+    recorder = None
+    if folder is not None:
+        try:
+            spec = importlib.util.spec_from_file_location(
+                "perfbot_step_lines", Path(__file__).resolve().parents[1] / "step_lines.py"
+            )
+            module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
+            spec.loader.exec_module(module)  # type: ignore[union-attr]
+            recorder = module.LineRecorder(roots)
+        except (OSError, ImportError, AttributeError) as error:
+            print(
+                f"verify_step_workload: the map gets no lines ({type(error).__name__}: {error})",
+                file=sys.stderr,
+            )
+    with torch.inference_mode():
+        if recorder is not None:
+            recorder.start()
+        try:
+            for _ in range(LINE_CYCLES):
+                cycle()
+        finally:
+            if recorder is not None:
+                recorder.stop()
+    if recorder is not None:
+        recorder.write(folder)
+
+
 def annotate_trace(profiler, trace: Path, roots: list[str]) -> None:
     """Write into the exported trace which frame of the repository under test made each Python call.
 
@@ -859,39 +895,46 @@ class Bench:
             if trace is None:
                 for _ in range(steps + 1):
                     cycle()
-                return steps
-            from torch.profiler import ProfilerActivity, profile, schedule
-
-            activities = [ProfilerActivity.CPU]
-            if self.device.type == "cuda":
-                activities.append(ProfilerActivity.CUDA)
-            trace.parent.mkdir(parents=True, exist_ok=True)
-
-            # Kernels count in the step whose host window launched them (`kineto`), so the device
-            # may run behind; the profiler drains it when it stops, after the last step's window.
-            def export(done) -> None:
-                done.export_chrome_trace(str(trace))
-                if roots is None:
-                    return
-                try:
-                    annotate_trace(done, trace, roots)
-                except Exception as error:  # noqa: BLE001 - the map is extra: the kernel profile stands
-                    print(
-                        f"verify_step_workload: no per-step map: the trace's Python calls could not be "
-                        f"named ({type(error).__name__}: {error})",
-                        file=sys.stderr,
-                    )
-
-            with profile(
-                activities=activities,
-                schedule=schedule(wait=0, warmup=1, active=steps, repeat=1),
-                with_stack=roots is not None,
-                on_trace_ready=export,
-            ) as profiler:
-                for _ in range(steps + 1):
-                    cycle()
-                    profiler.step()
+            else:
+                self.profiled(cycle, trace, steps, roots)
+        if roots is not None:  # every rank: the recording rank's cycles wait on the others' collectives
+            record_lines(cycle, roots, trace.parent.parent if trace is not None else None, torch)
         return steps
+
+    def profiled(self, cycle: Callable, trace: Path, steps: int, roots: list[str] | None) -> None:
+        """``steps`` cycles under PyTorch's profiler (after one it counts as its warm-up), the trace
+        written to ``trace`` and, with ``roots``, its Python calls named."""
+        from torch.profiler import ProfilerActivity, profile, schedule
+
+        activities = [ProfilerActivity.CPU]
+        if self.device.type == "cuda":
+            activities.append(ProfilerActivity.CUDA)
+        trace.parent.mkdir(parents=True, exist_ok=True)
+
+        # Kernels count in the step whose host window launched them (`kineto`), so the device
+        # may run behind; the profiler drains it when it stops, after the last step's window.
+        def export(done) -> None:
+            done.export_chrome_trace(str(trace))
+            if roots is None:
+                return
+            try:
+                annotate_trace(done, trace, roots)
+            except Exception as error:  # noqa: BLE001 - the map is extra: the kernel profile stands
+                print(
+                    f"verify_step_workload: no per-step map: the trace's Python calls could not be "
+                    f"named ({type(error).__name__}: {error})",
+                    file=sys.stderr,
+                )
+
+        with profile(
+            activities=activities,
+            schedule=schedule(wait=0, warmup=1, active=steps, repeat=1),
+            with_stack=roots is not None,
+            on_trace_ready=export,
+        ) as profiler:
+            for _ in range(steps + 1):
+                cycle()
+                profiler.step()
 
     def graphed(self, step: Callable) -> Callable:
         torch = self.torch
