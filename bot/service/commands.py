@@ -304,7 +304,7 @@ def _dismiss(services: Services, snapshot: _Snapshot, command: grammar.Dismiss) 
         services, snapshot.github, case, snapshot.config, snapshot.event.login, command.reason
     )
     if ended is None:
-        label = states.LABELS.get(case.state, case.state)  # type: ignore[call-overload]
+        label = states.LABELS.get(case.state, case.state)
         return f"😕 **Not dismissed:** the case of {about} has ended already ({label})."
     return (
         f"👍 **Dismissed** the case of {about}: no bisect runs for it, and a change beside it opens "

@@ -10,6 +10,7 @@ from typing import Any
 from bot.core.review.record import Reason as Reason  # the reasons of a review, as the core lists them
 from bot.core.stepmap import StepMap
 from bot.core.vocabulary import Level, Trigger
+from bot.core.watch.cases import Source, State
 
 
 @dataclass(frozen=True)
@@ -186,8 +187,8 @@ class RegressionCase:
     metric: str  # "": the suite's headline metric (a `/bench bisect` without --metric)
     good_sha: str
     bad_sha: str
-    source: str  # merge | changepoint | command
-    state: str
+    source: Source
+    state: State
     installation_id: int | None
     detected_at: datetime
     number: int | None = None  # the pull request a merge run's case is of

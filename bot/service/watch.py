@@ -119,7 +119,7 @@ def _series(
     found = opening.established(repo, suite, metric, better, points, metrics=metrics)
     # The suite's cases of every metric: a change that several metrics show at once is one case
     known = [
-        opening.KnownCase(c.key, _span(c), c.source, c.state)  # type: ignore[arg-type]
+        opening.KnownCase(c.key, _span(c), c.source, c.state)
         for c in store.of_series(repo, suite, None, states.KNOWN)
     ]
     touched = []
@@ -218,7 +218,7 @@ def started_reply(started: list[tuple[str, RegressionCase]]) -> str:
     """The reply to `/bench bisect`: where each suite's case stands."""
     lines = ["**perfbot bisect**", ""]
     for suite, case in started:
-        where = states.LABELS.get(case.state, case.state)  # type: ignore[call-overload]
+        where = states.LABELS.get(case.state, case.state)
         run = f" ([run]({case.run_url}))" if case.run_url else ""
         note = f": {report.escape_md(case.note)}" if case.note and case.state != states.BISECTING else ""
         span = f"{report.code(case.good_sha[:12])}..{report.code(case.bad_sha[:12])}"
@@ -427,20 +427,6 @@ def dismiss(
 
 
 # ---------------------------------------------------------------- the bisect's report
-
-
-def inputs_of(services: Services, request: BenchRequest) -> dict[str, str]:
-    """The dispatch inputs of a bisect request: its case names the metric."""
-    case = services.store.watch.by_correlation(request.correlation_id)
-    return contract.bisect_inputs(
-        request.base_sha,
-        request.head_sha,
-        request.suites[0],
-        case.metric if case else "",
-        request.rounds,
-        request.max_rounds,
-        request.correlation_id,
-    )
 
 
 def finished(

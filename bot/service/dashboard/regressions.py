@@ -80,7 +80,7 @@ def case_dict(case: RegressionCase) -> dict[str, Any]:
         "bad": case.bad_sha,
         "source": case.source,
         "state": case.state,
-        "label": states.LABELS.get(case.state, case.state),  # type: ignore[call-overload]
+        "label": states.LABELS.get(case.state, case.state),
         "change": case.change,
         "number": case.number,
         "requested_by": case.requested_by,
