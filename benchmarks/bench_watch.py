@@ -110,7 +110,7 @@ def simulate(
                 del pending[key]
         found = established("o/r", "s", "m", "lower", points)
         known = [KnownCase(c.key, c.span, "changepoint", c.state) for c in cases.values()]  # type: ignore[arg-type]
-        for decision in decide(found, known, points, "lower"):
+        for decision in decide(found, known, points, "lower", metric="m"):
             _apply(decision, cases, pending, out, len(points))
         if step_at is not None and out.found_at is None:
             for case in cases.values():

@@ -123,7 +123,7 @@ def _series(
         for c in store.of_series(repo, suite, None, states.KNOWN)
     ]
     touched = []
-    for decision in opening.decide(found, known, points, better):
+    for decision in opening.decide(found, known, points, better, metric=metric):
         case = _apply(services, github, request, decision, config)
         if case is not None:
             touched.append(case)

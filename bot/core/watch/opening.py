@@ -223,9 +223,11 @@ def decide(
     points: Sequence[SeriesPoint],
     better: str,
     *,
+    metric: str,
     rules: Rules = RULES,
 ) -> list[Decision]:
-    """What the established changes ``found`` of one series do to its ``known`` cases."""
+    """What the established changes ``found`` of one series (of ``metric``) do to its suite's
+    ``known`` cases; only a case of ``metric`` can recover by what this series shows."""
     where = {p.sha: index for index, p in enumerate(points)}  # a commit measured twice: its last point
     placed = [
         (case, span)
@@ -265,7 +267,7 @@ def decide(
     for case, span in placed:
         if case.state not in OPEN or case.key in taken or case.source != "changepoint":
             continue
-        if _recovered(values, span[0], rules, better):
+        if case.span.metric == metric and _recovered(values, span[0], rules, better):
             decisions.append(Recover(case.key))
     return decisions
 

@@ -137,7 +137,7 @@ STEP = Found(span(12, 13), "changepoint", 0.2)
 
 
 def decide(known, found=(STEP,), points=POINTS):
-    return opening.decide(list(found), list(known), points, "lower")
+    return opening.decide(list(found), list(known), points, "lower", metric="m")
 
 
 def test_a_new_change_opens_one_case_and_a_known_one_opens_none():
@@ -177,3 +177,10 @@ def test_an_open_case_whose_series_came_back_recovers_and_one_still_stepping_doe
     assert decide([case("k", 12, 13, states.DETECTED)], found=(), points=back) == [Recover("k")]
     assert decide([case("k", 12, 13, states.DETECTED)], found=(), points=POINTS) == []
     assert decide([case("k", 12, 13, states.BISECTING)], found=(), points=back) == []
+
+
+def test_another_metrics_series_coming_back_recovers_no_case():
+    # a quiet p99 series says nothing of the step_ms case beside it in the suite
+    back = daily(QUIET + [12.0, 12.1] + QUIET)
+    other = KnownCase("k", Span("o/r", "s", "step_ms", sha(12), sha(13)), "changepoint", states.DETECTED)
+    assert opening.decide([], [other], back, "lower", metric="p99_ms") == []
