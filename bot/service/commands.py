@@ -288,14 +288,10 @@ def _start_bisect(services: Services, snapshot: _Snapshot, decision: policy.Star
 
 def _dismiss(services: Services, snapshot: _Snapshot, command: grammar.Dismiss) -> str:
     """`/bench dismiss CASE`: the one case of this repository whose key starts so, ended; the reply."""
-    matching = [
-        case
-        for case in services.store.watch.cases(frozenset({snapshot.repo}), limit=10_000)
-        if case.key.startswith(command.case)
-    ]
+    matching = services.store.watch.starting(snapshot.repo, command.case)
     named = report.code(command.case)
     if len(matching) != 1:
-        what = "no regression case" if not matching else f"{len(matching)} regression cases"
+        what = "no regression case" if not matching else "more than one regression case"
         return f"😕 **Not dismissed:** {what} of this repository start with {named}; name one by its key."
     [case] = matching
     span = f"{report.code(case.good_sha[:12])}..{report.code(case.bad_sha[:12])}"

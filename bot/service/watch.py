@@ -315,14 +315,21 @@ def _refused_inputs(case: RegressionCase) -> str | None:
     return None
 
 
-def _release(services: Services, github: GitHub, case: RegressionCase, config: RepoConfig) -> None:
-    """A bisect that will not report (its case failed at dispatch, or was widened): its run
-    cancelled when one is running, and its reserve given back to today's budget."""
+def _release(
+    services: Services,
+    github: GitHub,
+    case: RegressionCase,
+    config: RepoConfig,
+    why: str = contract.SUPERSEDED,
+) -> None:
+    """A bisect that will not report (its case was widened, or dismissed): its run stopped as
+    ``why`` (superseded, cancelled) when one is running, and its reserve given back to today's
+    budget."""
     if case.correlation_id is None:
         return
     request = services.store.benchmarks.get(case.correlation_id)
     if request is not None and request.status in contract.ACTIVE:
-        benchmarks.stop(services, github, request, contract.SUPERSEDED, config.bench)
+        benchmarks.stop(services, github, request, why, config.bench)
     when = request.created_at if request is not None else services.now()
     services.store.watch.settle(_charge_key(case.correlation_id, when), 0.0)
 
@@ -422,7 +429,7 @@ def dismiss(
         case.key, states.DISMISSED, states.sources_of(states.DISMISSED), services.now(), note=note
     )
     if moved is not None and case.state == states.BISECTING:
-        _release(services, github, case, config)
+        _release(services, github, case, config, contract.CANCELLED)
     return moved
 
 

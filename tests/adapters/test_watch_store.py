@@ -166,3 +166,12 @@ def test_a_series_reads_each_point_with_the_base_its_run_measured(store):
     store.benchmarks.complete(stored, [result], [point], "run:o/r:1:1")
     rows = store.watch.series("o/r", "verify-step", "verify_ms")
     assert [(r.sha, r.base_sha, r.value, r.better) for r in rows] == [("2" * 40, "1" * 40, 7.5, "lower")]
+
+
+def test_a_case_is_found_by_the_start_of_its_key_in_its_repository_only(store):
+    first, _ = store.watch.open(case("a", "b"))
+    second, _ = store.watch.open(case("c", "d"))
+    assert store.watch.starting("o/r", first.key) == [first]
+    assert store.watch.starting("o/r", "case-") == [first, second]  # at most 2: enough to say "more than one"
+    assert store.watch.starting("other/repo", first.key) == []
+    assert store.watch.starting("o/r", "case-%") == []  # a LIKE wildcard is a character, not a pattern

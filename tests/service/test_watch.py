@@ -460,7 +460,7 @@ def test_a_maintainer_dismisses_a_case_its_bisect_stops_and_its_reserve_comes_ba
     send(services, "issue_comment", comment(f"/bench dismiss {case.key[:13]} runner noise", comment_id=601))
     ended = services.store.watch.get(case.key)
     assert ended.state == cases.DISMISSED and ended.note == "dismissed by maintainer: runner noise"
-    assert services.store.benchmarks.get(case.correlation_id).status == "superseded"
+    assert services.store.benchmarks.get(case.correlation_id).status == "cancelled"
     assert services.store.watch.spending(REPO, "2026-12-01").spent == 5.0  # the merge run's alone
     assert "Dismissed" in replies(github)[-1] and case.suite in replies(github)[-1]
     send(services, "issue_comment", comment(f"/bench dismiss {case.key}", comment_id=602, minute=3))

@@ -125,6 +125,16 @@ class SqlWatch(Watch):
         with self.db.session() as session:
             return [_record(row) for row in session.scalars(query)]
 
+    def starting(self, repo, prefix, limit=2) -> list[RegressionCase]:
+        query = (
+            select(RegressionCaseRow)
+            .where(RegressionCaseRow.repo == repo, RegressionCaseRow.key.startswith(prefix, autoescape=True))
+            .order_by(RegressionCaseRow.id)
+            .limit(limit)
+        )
+        with self.db.session() as session:
+            return [_record(row) for row in session.scalars(query)]
+
     def of_culprit(self, repo, sha) -> list[RegressionCase]:
         query = (
             select(RegressionCaseRow)

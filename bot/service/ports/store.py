@@ -386,6 +386,10 @@ class Watch(ABC):
         oldest first."""
 
     @abstractmethod
+    def starting(self, repo: str, prefix: str, limit: int = 2) -> list[RegressionCase]:
+        """The cases of ``repo`` whose key starts with ``prefix``, at most ``limit``."""
+
+    @abstractmethod
     def of_culprit(self, repo: str, sha: str) -> list[RegressionCase]:
         """The cases of ``repo`` whose bisect confirmed ``sha`` as their culprit, oldest first."""
 
