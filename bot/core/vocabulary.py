@@ -10,7 +10,13 @@ from typing import Literal
 Level = Literal["none", "low", "medium", "high"]
 LEVELS: tuple[str, ...] = ("none", "low", "medium", "high")
 FLAGGED_LEVELS: tuple[str, ...] = ("medium", "high")  # labelled on the PR, flagged on the dashboard
-LEVEL_ICONS: dict[str, str] = {"high": "🔴", "medium": "🟠", "low": "🟡", "none": "⚪"}
+# Icons: a risk level is a square, a verdict a circle (or ❌ for none). A risk level is a prediction
+# from the diff, a verdict a measurement on the GPU runners; the two sit side by side in the sticky
+# comment, the check runs and the dashboard, and a red square next to a red circle still reads as
+# two different claims at a glance ("risky change" versus "measured slower"). The colours keep one
+# meaning across both (red is the worst of each), so only the shape tells which kind it is: no icon
+# may serve both vocabularies (tests/core/test_vocabulary.py holds them apart).
+LEVEL_ICONS: dict[str, str] = {"high": "🟥", "medium": "🟧", "low": "🟨", "none": "⬜"}
 
 # Verdicts of a comparison, worst first: a section of several suites says its worst one.
 Verdict = Literal["regression", "improvement", "unchanged", "inconclusive", "error"]

@@ -9,6 +9,7 @@ from urllib.parse import parse_qs, urlsplit
 
 import requests
 
+from bot.core.vocabulary import LEVEL_ICONS, VERDICT_ICONS
 from tests.support import dashboard_data
 
 PUBLIC = dashboard_data.REPOS[0]
@@ -37,9 +38,11 @@ def test_filtering_narrows_the_list_and_the_url_is_its_permalink(server, page, s
     rows = page.locator("table.merges tbody tr")
     assert rows.count() == min(50, narrowed)
     assert set(rows.locator("td[data-label=Risk] .badge").all_inner_texts()) <= {
-        f"high {n}" for n in range(101)
+        f"{LEVEL_ICONS['high']} high {n}" for n in range(101)
     }
-    assert set(rows.locator("td[data-label=Benchmark]").all_inner_texts()) == {"regression"}
+    assert set(rows.locator("td[data-label=Benchmark]").all_inner_texts()) == {
+        f"{VERDICT_ICONS['regression']} regression"
+    }
     permalink = page.get_attribute("#permalink", "href")
     page.goto(server + permalink)
     assert int(page.inner_text("#total")) == narrowed

@@ -160,7 +160,7 @@ def test_dry_run_prints_the_review_the_bot_would_write(capsys):
     out = capsys.readouterr().out
     assert out.startswith("202 Accepted: queued (pull_request.opened, dry run)\n")
     assert "POST /repos/Codertocat/Hello-World/issues/2/comments\n    <!-- perfbot:risk-review -->" in out
-    assert "### 🔴 Performance risk: **high** (81/100)" in out
+    assert "### 🟥 Performance risk: **high** (81/100)" in out
     assert "check run 'perfbot / risk': completed, neutral" in out
     assert "labels: perf-risk: high" in out
 

@@ -67,7 +67,7 @@ def test_score_markdown_is_the_pr_table(tmp_path, capsys):
     diff = tmp_path / "d.diff"
     diff.write_text(HOT)
     code, out, _ = run(capsys, "score", str(diff), "--format", "markdown")
-    assert code == 0 and out.startswith("### 🔴 Performance risk: **high**") and "| weight |" in out
+    assert code == 0 and out.startswith("### 🟥 Performance risk: **high**") and "| weight |" in out
 
 
 def test_score_of_an_empty_diff_is_none(tmp_path, capsys):

@@ -39,3 +39,13 @@ def test_a_change_point_and_a_verdict_name_one_change_alike():
         [point] = changepoints.detect(series, better)
         judged = stats.judge([10.0, 10.01, 9.99, 10.0, 10.02], [11.0, 11.01, 10.99, 11.0, 11.02], better)
         assert point.direction == judged.verdict == vocabulary.direction(0.1, better)
+
+
+def test_no_icon_is_both_a_risk_level_and_a_verdict():
+    """A maintainer tells a predicted risk from a measured verdict by its icon alone (issue 36: a
+    high risk and a regression were both a red circle)."""
+    assert set(vocabulary.LEVEL_ICONS) == set(vocabulary.LEVELS)
+    assert set(vocabulary.VERDICT_ICONS) == set(vocabulary.VERDICTS_WORST_FIRST)
+    levels, verdicts = set(vocabulary.LEVEL_ICONS.values()), set(vocabulary.VERDICT_ICONS.values())
+    assert len(levels) == len(vocabulary.LEVELS) and len(verdicts) == len(vocabulary.VERDICTS_WORST_FIRST)
+    assert not levels & verdicts, f"shared by a risk level and a verdict: {levels & verdicts}"

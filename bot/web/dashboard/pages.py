@@ -14,6 +14,7 @@ from flask import Blueprint, redirect, render_template, request, url_for
 from flask.typing import ResponseReturnValue
 from werkzeug.exceptions import HTTPException
 
+from bot.core import vocabulary
 from bot.service.dashboard import calibration as calibrations
 from bot.service.dashboard import history as histories
 from bot.service.dashboard import triage as triages
@@ -145,6 +146,8 @@ def context() -> dict[str, Any]:
         "triage_states": TRIAGE_STATES,
         "commit_url": commit_url,
         "file_url": file_url,
+        "level_icons": vocabulary.LEVEL_ICONS,
+        "verdict_icons": vocabulary.VERDICT_ICONS,
     }
 
 
