@@ -19,6 +19,10 @@ from .parsing import LazyVerbs, Parser
 VERBS = {
     "score": ("bot.cli.score", "score one unified diff for performance risk"),
     "triage": ("bot.cli.triage", "rank the commits of BASE..HEAD by performance risk"),
+    "map": (
+        "bot.cli.map_cmd",
+        "make a per-step map from a torch-profiler trace and the repository at the traced commit",
+    ),
     "config": ("bot.cli.config_cmd", "check or describe .github/perfbot.yml"),
     "bench": ("bot.cli.bench", "benchmark revisions on this machine (runner side)"),
     "compare": (

@@ -11,18 +11,28 @@ from the commit's source), as the profiled pass of perfbot's own suites does, an
 map with `bot.core.judge.kineto` (steps: the trace's ``ProfilerStep#N`` windows, else the whole
 trace as one). Calls into installed packages, or into a file the repository does not have, or whose
 definition line names no function of the source, are left out.
+
+Two ways in: `perfbot map` (and ``perfbot score --map``) read the commit's files from git; a suite's
+profiled pass reads them from the side's worktree, checked out at the commit it measured
+(`worktree`, `traced`), so that the trace an engine's own profiler wrote there gives the map the
+results file carries. `read` loads a trace file (``.json`` or gzip) under the runner's size cap.
 """
 
 from __future__ import annotations
 
 import ast
+import json
 import re
+import zlib
 from collections.abc import Callable, Iterable, Mapping
+from pathlib import Path
 from typing import Any
 
 from bot.core import stepmap
 from bot.core.judge import kineto
 from bot.core.stepmap import StepMap
+
+from .traces import MAX_TRACE_BYTES, TraceUnreadable
 
 _CALL = re.compile(r"^(?P<file>.+\.py)\((?P<line>\d+)\): (?P<name>.+)$")
 _INSTALLED = ("site-packages/", "dist-packages/")
@@ -89,6 +99,7 @@ def build(
     read: Callable[[str], str | None],
     commit: str,
     what: str,
+    suite: str = "trace",
 ) -> StepMap:
     """The map of ``data`` at ``commit`` (`annotate`, then `kineto`); `stepmap.StepMapError` when
     no call of the trace is one of the repository's functions, or the trace is no profile."""
@@ -98,13 +109,69 @@ def build(
             "(was it recorded with Python stacks, with_stack=True?)"
         )
     try:
-        traced = kineto.traced(data, "trace", what)
+        found = kineto.traced(data, "trace", what)
     except kineto.TraceError as error:
         raise stepmap.StepMapError(str(error)) from None
-    mapped = traced.step_map(commit, "trace")
+    mapped = found.step_map(commit, suite)
     if mapped is None:
         raise stepmap.StepMapError("the trace's calls make no map")
     return mapped
+
+
+def traced(data: Mapping[str, Any], root: Path, source: str, what: str) -> kineto.Traced:
+    """What a trace says (`kineto.traced`: its profile, and the map's entries where one of its calls
+    is a function of the worktree at ``root``), its calls named by the worktree's files; a trace
+    whose calls some other means named already (perfbot's own workloads) is read as it is."""
+    if not _named(data):
+        exists, read_file = worktree(root)
+        annotate(data, resolved(file_names(data), exists), read_file)
+    return kineto.traced(data, source, what)
+
+
+def worktree(root: Path) -> tuple[Callable[[list[str]], list[str]], Callable[[str], str | None]]:
+    """Which of some paths are files of the worktree at ``root``, and a file's text: a path that
+    leads outside it (through a link) is none of its files."""
+    top = root.resolve()
+
+    def inside(path: str) -> Path | None:
+        where = (top / path).resolve()
+        return where if where.is_relative_to(top) and where.is_file() else None
+
+    def exists(paths: list[str]) -> list[str]:
+        return [p for p in paths if inside(p) is not None]
+
+    def read_file(path: str) -> str | None:
+        where = inside(path)
+        try:
+            return where.read_text(errors="replace") if where is not None else None
+        except OSError:
+            return None
+
+    return exists, read_file
+
+
+def read(path: Path) -> Any:
+    """The parsed JSON of the trace file at ``path`` (``.json``, or gzip whatever its name), at
+    most `MAX_TRACE_BYTES` once decompressed; `TraceUnreadable` in one line otherwise."""
+    try:
+        with path.open("rb") as handle:
+            raw = handle.read(MAX_TRACE_BYTES + 1)
+    except OSError as error:
+        raise TraceUnreadable(f"{path.name}: {error.strerror or error}") from None
+    too_large = TraceUnreadable(f"{path.name}: larger than {MAX_TRACE_BYTES // 2**20} MiB")
+    if len(raw) > MAX_TRACE_BYTES:
+        raise too_large
+    if raw[:2] == b"\x1f\x8b":
+        try:
+            raw = zlib.decompressobj(16 + zlib.MAX_WBITS).decompress(raw, MAX_TRACE_BYTES + 1)
+        except zlib.error as error:
+            raise TraceUnreadable(f"{path.name}: not a gzip file ({error})") from None
+        if len(raw) > MAX_TRACE_BYTES:
+            raise too_large
+    try:
+        return json.loads(raw)
+    except (ValueError, RecursionError):
+        raise TraceUnreadable(f"{path.name}: not a JSON trace") from None
 
 
 def resolved(names: Iterable[str], exists: Callable[[list[str]], Iterable[str]]) -> dict[str, str]:
@@ -114,6 +181,13 @@ def resolved(names: Iterable[str], exists: Callable[[list[str]], Iterable[str]])
     return {
         name: next(c for c in found if c in present) for name, found in wanted.items() if present & set(found)
     }
+
+
+def _named(data: Mapping[str, Any]) -> bool:
+    return any(
+        isinstance(e, Mapping) and isinstance(e.get("args"), Mapping) and "perfbot.function" in e["args"]
+        for e in data.get("traceEvents", ())
+    )
 
 
 def _call(event: object) -> tuple[str, int] | None:

@@ -4,16 +4,19 @@ trace torch's profiler writes on the CPU for a model laid out like an engine, `p
 
 from __future__ import annotations
 
+import gzip
 import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
 from bot.cli.main import main
 from bot.core import stepmap
 from bot.runner import trace_map
+from bot.runner.traces import TraceUnreadable
 from tests.support.missing import importorskip
 
 LAYERS = """\
@@ -195,3 +198,114 @@ def test_annotate_counts_the_calls_it_named_and_skips_what_is_no_call():
     named = [e["args"].get("perfbot.function") for e in trace["traceEvents"][1:]]
     assert named[:2] == [{"path": "engine/layers.py", "line": 13, "function": "mlp"}] * 2
     assert named[2:] == [None, None]
+
+
+ENGINE = Path(__file__).resolve().parent / "trace_engine"
+
+
+def engine_trace() -> dict:
+    return json.loads(gzip.decompress((ENGINE / "trace.json.gz").read_bytes()))
+
+
+def test_traced_names_the_calls_by_the_worktrees_files_as_a_profiled_pass_would():
+    # A suite's profiled pass: the trace the engine's own profiler wrote, the side's worktree.
+    found = trace_map.traced(engine_trace(), ENGINE, "trace.json.gz", "decode step")
+    mapped = found.step_map("b" * 40, "server")
+    assert mapped is not None and found.profile.steps == 3
+    assert {(f.path, f.function) for f in mapped.functions} == {
+        ("engine/scheduler.py", "Scheduler.step"),
+        ("engine/model_runner.py", "ModelRunner.forward"),
+        ("engine/layers/linear.py", "RowParallelLinear.forward"),
+        ("engine/utils/tracing.py", "traced.<locals>.decorator.<locals>.inner"),
+        ("engine/distributed/parallel_state.py", "tensor_model_parallel_all_reduce"),
+        ("engine/distributed/parallel_state.py", "get_tp_group"),
+    }
+    assert (mapped.suite, mapped.step, mapped.commit) == ("server", "decode step", "b" * 40)
+
+
+def test_traced_without_the_repositorys_calls_gives_the_profile_and_no_map(tmp_path):
+    found = trace_map.traced(engine_trace(), tmp_path, "trace.json.gz", "step")
+    assert found.profile.steps == 3 and found.step_map("b" * 40, "server") is None
+
+
+def test_traced_leaves_a_trace_named_already_as_it_is(tmp_path):
+    # perfbot's own workloads name their calls (and the lines that made them) themselves.
+    data = {
+        "traceEvents": [
+            event("ProfilerStep#1", 0, 100, cat="user_annotation"),
+            {
+                **event("engine/layers.py(13): mlp", 2, 40),
+                "args": {"perfbot.function": {"path": "pkg/own.py", "line": 3, "function": "own"}},
+            },
+            event("aten::mm", 4, 20, cat="cpu_op"),
+        ]
+    }
+    mapped = trace_map.traced(data, ENGINE, "t", "step").step_map("b" * 40, "s")
+    assert mapped is not None and [(f.path, f.function) for f in mapped.functions] == [("pkg/own.py", "own")]
+
+
+def test_the_worktrees_files_are_only_those_inside_it(tmp_path):
+    root = tmp_path / "tree"
+    (root / "pkg").mkdir(parents=True)
+    (root / "pkg" / "a.py").write_text("def a():\n    pass\n")
+    (tmp_path / "outside.py").write_text("def secret():\n    pass\n")
+    (root / "pkg" / "link.py").symlink_to(tmp_path / "outside.py")
+    (root / "pkg" / "inner.py").symlink_to(root / "pkg" / "a.py")
+    exists, read = trace_map.worktree(root)
+    assert exists(["pkg/a.py", "pkg/link.py", "pkg/inner.py", "pkg", "pkg/none.py"]) == [
+        "pkg/a.py",
+        "pkg/inner.py",
+    ]
+    assert read("pkg/a.py") == "def a():\n    pass\n"
+    assert read("pkg/link.py") is None and read("pkg") is None and read("pkg/none.py") is None
+
+
+def test_read_takes_a_plain_or_gzipped_trace_under_the_cap(tmp_path, monkeypatch):
+    plain = tmp_path / "t.json"
+    data = {"traceEvents": [event("x.py(1): f", 0, 1)] * 50}
+    plain.write_text(json.dumps(data))
+    packed = tmp_path / "t.json.gz"
+    packed.write_bytes(gzip.compress(plain.read_bytes()))
+    assert trace_map.read(plain) == trace_map.read(packed) == data
+    monkeypatch.setattr(trace_map, "MAX_TRACE_BYTES", len(plain.read_bytes()))
+    assert trace_map.read(plain) == trace_map.read(packed)
+    monkeypatch.setattr(trace_map, "MAX_TRACE_BYTES", len(plain.read_bytes()) - 1)
+    for path in (plain, packed):
+        with pytest.raises(TraceUnreadable, match=r"^t\.json(\.gz)?: larger than 0 MiB$"):
+            trace_map.read(path)
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        (b"{", "bad: not a JSON trace"),
+        (b"\x1f\x8b\x08broken", "bad: not a gzip file"),
+        (b"[" * 100_000 + b"]" * 100_000, "bad: not a JSON trace"),
+    ],
+)
+def test_read_says_in_one_line_what_is_no_trace(tmp_path, content, message):
+    bad = tmp_path / "bad"
+    bad.write_bytes(content)
+    with pytest.raises(TraceUnreadable, match=f"^{message}"):
+        trace_map.read(bad)
+    with pytest.raises(TraceUnreadable, match="^none.json: No such file"):
+        trace_map.read(tmp_path / "none.json")
+
+
+@pytest.mark.slow
+def test_a_trace_torch_writes_afresh_maps_as_the_kept_one(tmp_path):
+    importorskip("torch")
+    fresh = tmp_path / "trace.json.gz"
+    subprocess.run(
+        [sys.executable, str(ENGINE / "profile_engine.py"), str(fresh)],
+        env={**os.environ, "PYTHONPATH": str(ENGINE)},
+        check=True,
+        timeout=300,
+        capture_output=True,
+    )
+    kept = trace_map.traced(engine_trace(), ENGINE, "kept", "step").step_map("b" * 40, "s")
+    made = trace_map.traced(trace_map.read(fresh), ENGINE, "fresh", "step").step_map("b" * 40, "s")
+    assert kept is not None and made is not None
+    assert {(f.path, f.function, f.calls_per_step) for f in made.functions} == {
+        (f.path, f.function, f.calls_per_step) for f in kept.functions
+    }

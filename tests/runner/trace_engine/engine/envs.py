@@ -1,0 +1,3 @@
+import os
+
+ENGINE_CHECK_FINITE = os.environ.get("ENGINE_CHECK_FINITE", "0") == "1"
