@@ -9,6 +9,7 @@ from bot.service.ports.store import Store
 
 from . import migrate
 from .benchmarks import SqlBenchmarks
+from .config_problems import SqlConfigProblems
 from .dashboard import SqlDashboard
 from .database import Database, make_engine, sqlite_file
 from .deliveries import SqlDeliveries
@@ -33,6 +34,8 @@ class SqlStore(Store):
         self.dashboard = SqlDashboard(self.db)
         self.liveness = SqlLiveness(self.db)
         self.watch = SqlWatch(self.db)
+        # not in the service's Store port yet: the dashboard reads it (bot.web.dashboard.config_notes)
+        self.config_problems = SqlConfigProblems(self.db)
 
     @classmethod
     def connect(cls, url: str, migrate_schema: bool = True) -> SqlStore:

@@ -429,3 +429,16 @@ class GpuSpendRow(Base):
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
     # the day's budget the charge was weighed against: minutes, or "unlimited" (None: before 0010)
     budget: Mapped[str | None] = mapped_column(String(16), nullable=True)
+
+
+class ConfigProblemRow(Base):
+    """What is wrong with a repository's `.github/perfbot.yml` on its default branch, as perfbot last
+    read it (`bot.core.config.lenient`: its valid keys in force, the runs perfbot starts on its own
+    held); a repository whose config reads clean has no row."""
+
+    __tablename__ = "config_problems"
+
+    repo: Mapped[str] = mapped_column(String(200), primary_key=True)
+    source: Mapped[str] = mapped_column(String(300))  # the file and branch: .github/perfbot.yml@main
+    problems: Mapped[str] = mapped_column(Text)  # JSON list: one line per invalid key, as the file names it
+    since: Mapped[datetime] = mapped_column(DateTime(timezone=True))  # first read with these problems

@@ -22,7 +22,7 @@ from bot.service.dashboard.history import History
 from bot.service.ports.dashboard import LEVELS, SORTS, STATES, TRIAGE_STATES, VERDICTS, MergeDetail
 
 from .. import state
-from . import api, params, viewer
+from . import api, config_notes, params, viewer
 
 bp = Blueprint(
     "dashboard",
@@ -148,6 +148,7 @@ def context() -> dict[str, Any]:
         "file_url": file_url,
         "level_icons": vocabulary.LEVEL_ICONS,
         "verdict_icons": vocabulary.VERDICT_ICONS,
+        "config_notes": config_notes.notes,  # called by base.html: only pages that show it ask the store
     }
 
 
