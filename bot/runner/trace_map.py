@@ -14,8 +14,9 @@ definition line names no function of the source, are left out.
 
 Two ways in: `perfbot map` (and ``perfbot score --map``) read the commit's files from git; a suite's
 profiled pass reads them from the side's worktree, checked out at the commit it measured
-(`worktree`, `traced`), so that the trace an engine's own profiler wrote there gives the map the
-results file carries. `read` loads a trace file (``.json`` or gzip) under the runner's size cap.
+(`worktree`, `traced`, `read_traced`), so that the trace an engine's own profiler wrote there gives
+the map the results file carries. `read` loads a trace file (``.json`` or gzip) under the runner's
+size cap.
 """
 
 from __future__ import annotations
@@ -122,10 +123,21 @@ def traced(data: Mapping[str, Any], root: Path, source: str, what: str) -> kinet
     """What a trace says (`kineto.traced`: its profile, and the map's entries where one of its calls
     is a function of the worktree at ``root``), its calls named by the worktree's files; a trace
     whose calls some other means named already (perfbot's own workloads) is read as it is."""
-    if not _named(data):
+    if is_trace(data) and not _named(data):
         exists, read_file = worktree(root)
         annotate(data, resolved(file_names(data), exists), read_file)
     return kineto.traced(data, source, what)
+
+
+def read_traced(path: Path, root: Path, what: str) -> kineto.Traced:
+    """`traced` of the trace file at ``path`` (`read`): what `bot.runner.traces.read_traced` gives,
+    with the map's entries where the trace's Python calls are the worktree's; `TraceUnreadable` in
+    one line for a file that is no trace."""
+    data = read(path)
+    try:
+        return traced(data, root, path.name, what)
+    except kineto.TraceError as error:
+        raise TraceUnreadable(str(error)) from None
 
 
 def worktree(root: Path) -> tuple[Callable[[list[str]], list[str]], Callable[[str], str | None]]:

@@ -309,3 +309,17 @@ def test_a_trace_torch_writes_afresh_maps_as_the_kept_one(tmp_path):
     assert {(f.path, f.function, f.calls_per_step) for f in made.functions} == {
         (f.path, f.function, f.calls_per_step) for f in kept.functions
     }
+
+
+def test_read_traced_reads_a_trace_file_against_the_worktree_or_says_why_not(tmp_path):
+    found = trace_map.read_traced(ENGINE / "trace.json.gz", ENGINE, "decode step")
+    mapped = found.step_map("b" * 40, "server")
+    assert mapped is not None and len(mapped.functions) == 6 and mapped.step == "decode step"
+    empty = tmp_path / "empty.json"
+    empty.write_text('{"traceEvents": []}')
+    with pytest.raises(TraceUnreadable, match="^empty.json: "):
+        trace_map.read_traced(empty, ENGINE, "step")
+    listed = tmp_path / "list.json"
+    listed.write_text("[]")
+    with pytest.raises(TraceUnreadable, match="^list.json: "):
+        trace_map.read_traced(listed, ENGINE, "step")
