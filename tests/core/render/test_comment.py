@@ -9,7 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bot.core.config.schema import CONFIG_PATH
+from bot.core.config.lenient import problem_line
+from bot.core.config.schema import CONFIG_PATH, ConfigError
 from bot.core.render import comment as render_comment
 from bot.core.render.comment import MARKER, PullContext, diff_anchor, review_markdown, with_marker
 from bot.core.risk.scoring import FileRisk, RiskReport, Signal
@@ -82,7 +83,10 @@ def test_comment_golden(name, file_regression):
 
 
 def test_comment_golden_with_a_broken_config(file_regression):
-    pull = PullContext(PULL.html_url, PULL.head_sha, "main", ".github/perfbot.yml@main: risk: unknown key")
+    line = problem_line(
+        ConfigError(".github/perfbot.yml@main", ["risk.profil: unknown key (did you mean 'profile'?)"])
+    )
+    pull = PullContext(PULL.html_url, PULL.head_sha, "main", line)
     file_regression.check(
         comment_body(scenario("medium"), pull), basename="comment_config_error", extension=".md"
     )
