@@ -15,10 +15,20 @@ history), and the script reports:
   `range`), averaged over a random order of the commits it ties with, and as `perfbot triage`
   orders them (ties broken deterministically);
 - the operating point: the lowest level that catches >= ``--recall`` of the held-out culprits
-  while flagging <= ``--flagged`` of the window, if there is one.
+  while flagging <= ``--flagged`` of the window, if there is one;
+- with maps: an entry of a set may name a per-step map of its range (``"map": FILE``, a map file
+  as `perfbot map` or a profiled pass writes it, relative to the set's file; its commit one the
+  repository has, normally the range's base: what the App would have stored from main). Its range
+  is then scored twice, as the gate scores a pull request without a map and with it (the call
+  graph read at the map's commit), and the report adds, over the mapped ranges of each set: per
+  level, the share of culprits and the share of the ranges' other commits that reach it, without
+  and with the maps, each with a 95% Wilson interval, and the MRR both ways. The window has no map
+  (a map judges the code of its own commit's neighbourhood), so the mapped figures are read
+  against the ranges' own commits.
 
     python benchmarks/operating_point.py --repo ~/src/sglang --window 5000 --json op.json
     python benchmarks/operating_point.py --repo ~/src/sglang --window 200   # measure the rate first
+    python benchmarks/operating_point.py --repo ~/src/sglang --heldout mapped.json  # entries with "map"
 """
 
 from __future__ import annotations
@@ -32,14 +42,20 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from bot.adapters.git_repo import GitRepo
+from scipy.stats import binomtest
+
+from bot.adapters.git_repo import GitRepo, RepoError
+from bot.core import stepmap
 from bot.core.config import schema
 from bot.core.config.schema import RepoConfig
-from bot.core.risk import profiles, ruleset, triage
+from bot.core.risk import diff as diffs
+from bot.core.risk import profiles, ruleset, stepmap_scoring, triage
+from bot.core.risk.stepmap_scoring import MapEvidence
 
 HERE = Path(__file__).parent
 LEVELS = ("low", "medium", "high")
 GRID = (1, 5, 10, 15, 20, 25, 30, 35, 40, 45, 50, 60, 70, 80, 90)  # thresholds the curve prints
+MAP_SOURCES = 500  # files the call graph reads at a map's commit (as `perfbot score --map`)
 
 
 @dataclass
@@ -51,6 +67,8 @@ class Culprit:
     score: int
     range_scores: list[int] = field(default_factory=list)  # the other commits of its range
     position: int = 0  # 1-based place in `perfbot triage`'s order of its range
+    mapped: Culprit | None = None  # the same, its range scored with the entry's map
+    range_shas: list[str] = field(default_factory=list)  # of `range_scores`, in the same order
 
     @property
     def higher(self) -> int:
@@ -134,28 +152,120 @@ def score_window(repo: GitRepo, rules: ruleset.RuleSet, count: int) -> tuple[lis
     )
 
 
-def score_set(repo: GitRepo, rules: ruleset.RuleSet, data: dict) -> list[Culprit]:
+def score_set(repo: GitRepo, rules: ruleset.RuleSet, data: dict, where: Path | None = None) -> list[Culprit]:
+    """Each entry's culprit among its range; an entry with a ``map`` (a file relative to ``where``,
+    the set's folder) is scored with it too (`Culprit.mapped`)."""
     labelled = {entry["culprit"]["sha"] for entry in data["regressions"]}
     found = []
     for entry in data["regressions"]:
-        sha, span = entry["culprit"]["sha"], entry["range"]
-        ranked = triage.rank(
-            repo.range_patches(span["base"], span["head"]), rules, f"{span['base']}..{span['head']}"
-        ).commits
-        order = [item for item in ranked if item.commit.sha == sha or item.commit.sha not in labelled]
-        place = next((i for i, item in enumerate(order) if item.commit.sha == sha), None)
-        if place is None:
-            raise SystemExit(f"{sha[:10]} is not in its range {span['base'][:10]}..{span['head'][:10]}")
-        found.append(
-            Culprit(
-                sha,
-                entry["culprit"]["subject"],
-                order[place].report.score,
-                [item.report.score for item in order if item.commit.sha != sha],
-                place + 1,
-            )
-        )
+        span = entry["range"]
+        commits = list(repo.range_patches(span["base"], span["head"]))
+        culprit = place(commits, rules, entry, labelled)
+        if entry.get("map") is not None:
+            # The files the range changes come first in the call graph, as a review reads them.
+            changed = [f.path for commit in commits for f in diffs.parse(commit.diff).files]
+            evidence = map_evidence(repo, (where or Path()) / entry["map"], changed)
+            culprit.mapped = place(commits, rules, entry, labelled, evidence)
+        found.append(culprit)
     return found
+
+
+def place(
+    commits: list[triage.Commit],
+    rules: ruleset.RuleSet,
+    entry: dict,
+    labelled: set[str],
+    evidence: MapEvidence | None = None,
+) -> Culprit:
+    """The entry's culprit, scored among ``commits`` (its range) as `perfbot triage` scores them
+    (with ``evidence``: the map's), the other labelled culprits of the range left out."""
+    sha, span = entry["culprit"]["sha"], entry["range"]
+    ranked = triage.rank(commits, rules, f"{span['base']}..{span['head']}", None, evidence).commits
+    order = [item for item in ranked if item.commit.sha == sha or item.commit.sha not in labelled]
+    at = next((i for i, item in enumerate(order) if item.commit.sha == sha), None)
+    if at is None:
+        raise SystemExit(f"{sha[:10]} is not in its range {span['base'][:10]}..{span['head'][:10]}")
+    others = [item for item in order if item.commit.sha != sha]
+    return Culprit(
+        sha,
+        entry["culprit"]["subject"],
+        order[at].report.score,
+        [item.report.score for item in others],
+        at + 1,
+        range_shas=[item.commit.sha for item in others],
+    )
+
+
+def map_evidence(repo: GitRepo, path: Path, changed: list[str]) -> MapEvidence:
+    """The map in ``path`` with the call graph of its commit's source in ``repo`` (``changed``
+    files first)."""
+    try:
+        mapped = stepmap.parse(json.loads(path.read_text()))
+    except (OSError, ValueError) as error:  # JSONDecodeError and StepMapError are ValueErrors
+        raise SystemExit(f"{path}: not a map file ({error})") from None
+    try:
+        commit = repo.resolve(mapped.commit)
+    except RepoError:
+        raise SystemExit(f"{path}: the repository has no commit {mapped.commit[:12]}, the map's") from None
+    return stepmap_scoring.evidence(mapped, lambda name: repo.show(commit, name), changed, None, MAP_SOURCES)
+
+
+def wilson(hits: int, total: int) -> tuple[float, float]:
+    """A 95% Wilson interval of the share ``hits`` of ``total``."""
+    found = binomtest(hits, total).proportion_ci(confidence_level=0.95, method="wilson")
+    return found.low, found.high
+
+
+def share_with_interval(scores: list[int], threshold: int) -> dict:
+    hits = sum(1 for s in scores if s >= threshold)
+    low, high = wilson(hits, len(scores)) if scores else (0.0, 1.0)
+    return {
+        "share": hits / len(scores) if scores else 0.0,
+        "hits": hits,
+        "of": len(scores),
+        "95": [low, high],
+    }
+
+
+def others(culprits: list[Culprit]) -> list[int]:
+    """The scores of the commits of the culprits' ranges that are no culprit, each commit once
+    (ranges overlap)."""
+    found: dict[str, int] = {}
+    for culprit in culprits:
+        for sha, score in zip(culprit.range_shas, culprit.range_scores, strict=True):
+            found.setdefault(sha, score)
+    return list(found.values())
+
+
+def map_report(found: list[Culprit], thresholds: dict[str, int]) -> dict | None:
+    """Over the culprits scored with a map: per level, the share of them and of their ranges' other
+    commits that reach it, without the maps and with them; None when no culprit has a map."""
+    mapped = [c for c in found if c.mapped is not None]
+    if not mapped:
+        return None
+    sides = {"without": mapped, "with": [c.mapped for c in mapped if c.mapped is not None]}
+    return {
+        "culprits": len(mapped),
+        "range_commits": len(others(mapped)),
+        "levels": {
+            level: {
+                side: {
+                    "culprits": share_with_interval([c.score for c in culprits], thresholds[level]),
+                    "others": share_with_interval(others(culprits), thresholds[level]),
+                }
+                for side, culprits in sides.items()
+            }
+            for level in LEVELS
+        },
+        "mrr": {
+            side: sum(c.reciprocal_rank for c in culprits) / len(culprits) for side, culprits in sides.items()
+        },
+        "scores": [
+            {"sha": c.sha, "subject": c.subject, "without": c.score, "with": c.mapped.score}
+            for c in mapped
+            if c.mapped is not None
+        ],
+    }
 
 
 def report(
@@ -197,6 +307,8 @@ def report(
             ],
         }
     figures["curve"] = curve(window_scores, {n: [c.score for c in f] for n, f in sets.items()})
+    with_maps = {name: map_report(found, thresholds) for name, found in sets.items()}
+    figures["maps"] = {name: value for name, value in with_maps.items() if value is not None}
     figures["culprits_in_window"] = len(culprit_shas)
     if heldout:
         figures["operating_point"] = operating_point(
@@ -237,6 +349,7 @@ def render(figures: dict) -> str:
         lines.append(
             f"{threshold:<8} {values['flagged']:>8.1%} " + " ".join(f"{values[n]:>10.1%}" for n in names)
         )
+    lines += render_maps(figures.get("maps", {}))
     if "operating_point" in figures:
         lines.append(f"operating point: {figures['operating_point'] or 'no level meets both'}")
         for key, label in (("at_recall", "catching the recall"), ("at_flagged", "flagging the most")):
@@ -247,6 +360,29 @@ def render(figures: dict) -> str:
                     f"catches " + ", ".join(f"{n} {point[n]:.1%}" for n in names)
                 )
     return "\n".join(lines)
+
+
+def render_maps(maps: dict) -> list[str]:
+    """The with-maps section of `render`: per set whose entries name maps, per level, the shares
+    of culprits and of their ranges' other commits without and with the maps, 95% intervals."""
+    columns = [(who, side) for who in ("culprits", "others") for side in ("without", "with")]
+    lines: list[str] = []
+    for name, figures in maps.items():
+        lines += [
+            "",
+            f"{name} with maps: {figures['culprits']} culprits in mapped ranges, "
+            f"{figures['range_commits']} other commits in those ranges; MRR "
+            f"{figures['mrr']['without']:.3f} without the maps, {figures['mrr']['with']:.3f} with them",
+            f"{'level':<8} " + " ".join(f"{who + ' ' + side:>22}" for who, side in columns),
+        ]
+        for level, row in figures["levels"].items():
+            lines.append(f"{level:<8} " + " ".join(f"{_share(row[side][who]):>22}" for who, side in columns))
+    return lines
+
+
+def _share(cell: dict) -> str:
+    low, high = cell["95"]
+    return f"{cell['hits']}/{cell['of']} {cell['share']:.0%} [{low:.0%}, {high:.0%}]"
 
 
 def main() -> int:
@@ -273,8 +409,10 @@ def main() -> int:
         file=sys.stderr,
     )
     sets = {
-        "tuning": score_set(repo, rules, json.loads(Path(args.tuning).read_text())),
-        "heldout": score_set(repo, rules, json.loads(Path(args.heldout).read_text())),
+        "tuning": score_set(repo, rules, json.loads(Path(args.tuning).read_text()), Path(args.tuning).parent),
+        "heldout": score_set(
+            repo, rules, json.loads(Path(args.heldout).read_text()), Path(args.heldout).parent
+        ),
     }
     if args.vllm_repo:
         vllm = GitRepo.open(args.vllm_repo)

@@ -177,3 +177,116 @@ def test_the_trade_along_the_curve():
     assert (found["at_recall"]["threshold"], found["at_recall"]["flagged"]) == (10, 0.5)
     assert (found["at_flagged"]["threshold"], found["at_flagged"]["h"]) == (70, 0.25)
     assert op.trade(points, "h", 1.1, -1) == {"at_recall": None, "at_flagged": None}
+
+
+# A constant of one file that a mapped function of another reads every step.
+SIZES = "engine/sizes.py"
+STEP = "engine/step.py"
+STEP_PY = "from engine.sizes import BLOCK\n\n\ndef run(x):\n    return x[:BLOCK]\n"
+
+
+@pytest.fixture
+def mapped_history(git_builder, tmp_path):
+    """A base commit the map was made of, then docs, a culprit that changes a constant the mapped
+    step reads, and a change to code no step runs."""
+    base = git_builder.commit("start", {SIZES: "BLOCK = 16\n", STEP: STEP_PY, "docs/a.md": "a\n"})
+    docs = git_builder.commit("docs", {"docs/a.md": "b\n"})
+    culprit = git_builder.commit("Smaller blocks (#3)", {SIZES: "BLOCK = 4\n"})
+    helper = git_builder.commit("a helper", {"engine/tools.py": "def shout(x):\n    return x.upper()\n"})
+    mapped = {
+        "schema": 1,
+        "commit": base,
+        "suite": "trace",
+        "step": "profiled step",
+        "steps": 3,
+        "source": "torch.profiler",
+        "kernels": [],
+        "functions": [{"path": STEP, "function": "run", "line": 4, "calls_per_step": 8, "host_share": 0.2}],
+    }
+    (tmp_path / "maps").mkdir()
+    (tmp_path / "maps" / "base.json").write_text(json.dumps(mapped))
+    entry = {
+        "culprit": {"sha": culprit, "subject": "Smaller blocks (#3)"},
+        "range": {"base": base, "head": helper},
+        "map": "maps/base.json",
+    }
+    return git_builder, {"base": base, "docs": docs, "culprit": culprit, "helper": helper}, entry
+
+
+def test_an_entry_with_a_map_is_scored_without_and_with_it(mapped_history, tmp_path):
+    builder, shas, entry = mapped_history
+    repo = op.GitRepo.open(builder.root)
+    rules = op.ruleset.build(op.RepoConfig(), [])
+    plain = {"regressions": [{k: v for k, v in entry.items() if k != "map"}]}
+    [alone] = op.score_set(repo, rules, plain, tmp_path)
+    [both] = op.score_set(repo, rules, {"regressions": [entry]}, tmp_path)
+    assert alone.mapped is None and (alone.sha, alone.score) == (both.sha, both.score)
+    assert both.mapped is not None and both.mapped.score >= 60 > both.score
+    assert both.mapped.position == 1 and sorted(both.mapped.range_shas) == sorted(
+        [shas["docs"], shas["helper"]]
+    )
+    figures = op.map_report([alone, both], {"low": 1, "medium": 30, "high": 60})
+    assert figures is not None and (figures["culprits"], figures["range_commits"]) == (1, 2)
+    high = figures["levels"]["high"]
+    assert high["without"]["culprits"] == {
+        "share": 0.0,
+        "hits": 0,
+        "of": 1,
+        "95": pytest.approx([0.0, 0.7935], abs=1e-4),
+    }
+    assert high["with"]["culprits"]["hits"] == 1 and high["with"]["culprits"]["95"][1] == pytest.approx(1.0)
+    assert high["with"]["others"]["hits"] == 0 and high["with"]["others"]["of"] == 2
+    assert figures["scores"] == [
+        {
+            "sha": shas["culprit"],
+            "subject": "Smaller blocks (#3)",
+            "without": both.score,
+            "with": both.mapped.score,
+        }
+    ]
+    assert op.map_report([alone], {"low": 1, "medium": 30, "high": 60}) is None
+    printed = "\n".join(op.render_maps({"heldout": figures}))
+    assert "heldout with maps: 1 culprits in mapped ranges, 2 other commits in those ranges" in printed
+    assert "0/1 0% [0%, 79%]" in printed and "1/1 100% [21%, 100%]" in printed
+
+
+def test_the_ranges_other_commits_count_once_however_many_ranges_hold_them():
+    a = op.Culprit("a", "s", 10, [5, 7], 1, range_shas=["x", "y"])
+    b = op.Culprit("b", "s", 10, [7, 3], 1, range_shas=["y", "z"])
+    assert op.others([a, b]) == [5, 7, 3]
+
+
+def test_wilson_intervals_bracket_the_share():
+    assert op.wilson(0, 27) == pytest.approx((0.0, 0.1246), abs=1e-4)
+    low, high = op.wilson(7, 8)
+    assert low < 7 / 8 < high and (round(low, 2), round(high, 2)) == (0.53, 0.98)
+    assert op.share_with_interval([], 30) == {"share": 0.0, "hits": 0, "of": 0, "95": [0.0, 1.0]}
+
+
+def test_a_map_the_repository_cannot_read_stops_the_script(mapped_history, tmp_path):
+    builder, _, entry = mapped_history
+    repo = op.GitRepo.open(builder.root)
+    rules = op.ruleset.build(op.RepoConfig(), [])
+    (tmp_path / "maps" / "bad.json").write_text("{}")
+    with pytest.raises(SystemExit, match="bad.json: not a map file"):
+        op.score_set(repo, rules, {"regressions": [{**entry, "map": "maps/bad.json"}]}, tmp_path)
+    other = json.loads((tmp_path / "maps" / "base.json").read_text()) | {"commit": "e" * 40}
+    (tmp_path / "maps" / "other.json").write_text(json.dumps(other))
+    with pytest.raises(SystemExit, match="the repository has no commit eeeeeeeeeeee, the map's"):
+        op.score_set(repo, rules, {"regressions": [{**entry, "map": "maps/other.json"}]}, tmp_path)
+
+
+def test_the_script_reports_the_held_out_sets_maps(mapped_history, tmp_path, capsys, monkeypatch):
+    builder, _, entry = mapped_history
+    labelled = tmp_path / "set.json"
+    labelled.write_text(json.dumps({"regressions": [entry]}))
+    out = tmp_path / "op.json"
+    argv = ["operating_point.py", "--repo", str(builder.root), "--window", "3", "--heldout", str(labelled)]
+    monkeypatch.setattr(
+        sys, "argv", [*argv, "--tuning", str(labelled), "--bootstrap", "20", "--json", str(out)]
+    )
+    assert op.main() == 0
+    figures = json.loads(out.read_text())
+    assert set(figures["maps"]) == {"tuning", "heldout"}
+    assert figures["maps"]["heldout"]["levels"]["high"]["with"]["culprits"]["hits"] == 1
+    assert "heldout with maps: 1 culprits" in capsys.readouterr().out
