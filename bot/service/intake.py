@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 from enum import Enum
 
-from . import deadline
+from . import chain, deadline
 from .events import CommandEvent, Event, MalformedPayload, PullRequestEvent, WorkflowRunEvent
 from .failures import StorageUnavailable, Transient
 from .ports.store import Store
@@ -48,6 +48,9 @@ def accept(
     stored is kept in ``services.storing`` for `/healthz`.
     """
     action = payload.get("action") if isinstance(payload.get("action"), str) else None
+    if event == chain.EVENT:  # the bot's own jobs are queued by the bot alone, never from the web
+        log.warning("a delivery of the bot's own job event refused", extra={"event": event})
+        return Outcome.IGNORED
     try:
         wanted = router.accept(event, payload)
     except MalformedPayload as problem:

@@ -1,6 +1,9 @@
-"""The one pipeline of each event kind, as the intake and the worker route deliveries."""
+"""The one pipeline of each event kind, as the intake and the worker route deliveries: GitHub's
+events, and the bot's own steps (`bot.service.chain`), which only the worker ever sees."""
 
-from . import commands, installations, pull_requests, runs
+from typing import Any
+
+from . import chain, commands, events, installations, pull_requests, runs, steps
 from .events import (
     CommandEvent,
     InstallationEvent,
@@ -10,6 +13,11 @@ from .events import (
 )
 from .router import Pipeline, Router
 
+
+def _parse(event: str, payload: dict[str, Any]) -> Any:
+    return chain.parse(payload) if event == chain.EVENT else events.parse(event, payload)
+
+
 # The GitHub event names each kind is parsed from are `bot.service.events.KINDS`'.
 ROUTER = Router(
     {
@@ -18,5 +26,7 @@ ROUTER = Router(
         WorkflowRunEvent: Pipeline(runs.wants, runs.handle),
         InstallationEvent: Pipeline(installations.wants, installations.on_installation),
         InstallationRepositoriesEvent: Pipeline(installations.wants, installations.on_repositories),
-    }
+        chain.Step: Pipeline(steps.wants, steps.handle),
+    },
+    parse=_parse,
 )

@@ -26,7 +26,7 @@ from bot.core.render.kernels import ChangedLines, changed_lines
 from bot.core.text import clip, printable
 from bot.core.watch import cases
 
-from . import benchmarks, repo_config, reviewing, sticky, watch
+from . import benchmarks, chain, repo_config, sticky, watch
 from .bench_section import SHOWN_TRIGGERS
 from .events import WorkflowRunEvent
 from .failures import Permanent
@@ -97,17 +97,15 @@ def _started(event: WorkflowRunEvent, services: Services, request: BenchRequest)
         return
     running = replace(request, status=contract.RUNNING, run_id=event.run_id, run_url=event.html_url)
     services.store.benchmarks.update(running)
-    _show(services, github, running, config, event.repo.default_branch)
+    _show(services, github, running, config)
 
 
 def _completed(event: WorkflowRunEvent, services: Services, request: BenchRequest) -> None:
     key = f"run:{request.repo}:{event.run_id}:{event.run_attempt}"
     if services.store.work.done(key):
-        if _watched(request) and not services.store.work.done(watch.watch_key(key)):
-            _watch(event, services, request, key)  # stored, then cut short before the watch looked
-            return
-        if request.trigger == watch.BISECT_TRIGGER and _announced_again(event, services, request):
-            return  # stored, then cut short before the culprit was named
+        # Stored, perhaps cut short before its next step was queued: queued now (once, whatever
+        # the replays), or nothing when it was.
+        _next_step(event, services, request)
         log.info("run handled before; replay ignored", extra={"repo": request.repo, "run_id": event.run_id})
         return
     if request.status in (contract.CANCELLED, contract.SUPERSEDED):
@@ -134,31 +132,29 @@ def _completed(event: WorkflowRunEvent, services: Services, request: BenchReques
             "conclusion": finished.conclusion,
         },
     )
-    _show(services, github, finished, config, event.repo.default_branch)
-    if _watched(finished):
-        _watch(event, services, finished, key, github, config.config)
+    _show(services, github, finished, config)
+    _next_step(event, services, finished)
 
 
-def _watched(request: BenchRequest) -> bool:
-    return request.trigger in ("merge", "schedule")
-
-
-def _watch(
-    event: WorkflowRunEvent,
-    services: Services,
-    request: BenchRequest,
-    key: str,
-    github: GitHub | None = None,
-    config: RepoConfig | None = None,
-) -> None:
-    """The watch's look at a stored default-branch run (`bot.service.watch`), then its work key."""
-    if request.status == contract.COMPLETED:
-        stored = services.store.benchmarks.get(request.correlation_id) or request
-        github = github or services.github.for_installation(request.installation_id)
-        if config is None:
-            config = repo_config.read(github, request.repo, event.repo.default_branch).config
-        watch.after_run(services, github, stored, config, event.repo.default_branch)
-    services.store.work.claim(watch.watch_key(key))
+def _next_step(event: WorkflowRunEvent, services: Services, request: BenchRequest) -> None:
+    """The watch's next step after a stored run (`bot.service.steps`): the look at a completed
+    default-branch run's series; the naming of a bisect's confirmed culprit."""
+    subject = None
+    if request.trigger in ("merge", "schedule") and request.status == contract.COMPLETED:
+        subject, action = request.correlation_id, chain.LOOK
+    elif request.trigger == watch.BISECT_TRIGGER:
+        case = services.store.watch.by_correlation(request.correlation_id)
+        if case is not None and watch.unannounced(case):
+            subject, action = case.key, chain.ANNOUNCE
+    if subject is not None:
+        step = chain.Step(
+            action=action,
+            repo=request.repo,
+            installation_id=request.installation_id,
+            default_branch=event.repo.default_branch,
+            subject=subject,
+        )
+        chain.queue(services, step)
 
 
 def _bisected(
@@ -171,7 +167,7 @@ def _bisected(
 ) -> None:
     """A bisect's run completed: its report read through the same checks as results (the
     artifact's name, size, archive), its case ended, then its request stored with the run's work
-    key; the culprit is named last (again on a replay, until it is)."""
+    key; the naming of a confirmed culprit is queued last (again on a replay, until it is)."""
     case = services.store.watch.by_correlation(request.correlation_id)
     problems: list[str] = []
     status = contract.COMPLETED if event.conclusion in ("success", "failure") else contract.FAILED
@@ -179,6 +175,8 @@ def _bisected(
         problems, outcome = _bisect_report(github, request, event.conclusion)
         case = watch.finished(services, request, outcome, problems, config)
         status = status if outcome is not None else contract.FAILED
+    elif case is not None and case.state in watch.RELEASED:
+        watch.settle_released(services, request)  # its reserve back, if its release did not give it
     done = replace(
         request,
         status=status,
@@ -186,21 +184,8 @@ def _bisected(
         completed_at=services.now(),
         error=_join(problems) or None,
     )
-    services.store.benchmarks.complete(done, [], [], key)  # False on a replay: stored before
-    if case is not None and case.state == cases.CONFIRMED:
-        watch.announce(services, github, case, config)
-
-
-def _announced_again(event: WorkflowRunEvent, services: Services, request: BenchRequest) -> bool:
-    """Name the bisect's confirmed culprit if the attempt that stored the run could not; whether
-    there was anything to name."""
-    case = services.store.watch.by_correlation(request.correlation_id)
-    if case is None or not watch.unannounced(case):
-        return False
-    github = services.github.for_installation(request.installation_id)
-    config = repo_config.read(github, request.repo, event.repo.default_branch)
-    watch.announce(services, github, case, config.config)
-    return True
+    if services.store.benchmarks.complete(done, [], [], key):  # False on a replay: stored before
+        _next_step(event, services, done)
 
 
 def _bisect_report(
@@ -245,7 +230,6 @@ def _show(
     github: GitHub,
     request: BenchRequest,
     config: repo_config.ConfigRead,
-    default_branch: str,
 ) -> None:
     """The request's check run, and for a pull request the sticky comment's benchmark section."""
     try:
@@ -255,13 +239,9 @@ def _show(
         return
     if request.number is None or request.trigger not in SHOWN_TRIGGERS:
         return
-    try:
-        fresh = reviewing.missing(
-            services, github, request.repo, request.number, default_branch, config=config
-        )
-    except PullRequestGone:
-        fresh = None
-    sticky.write(services, github, request.repo, request.number, None, fresh)
+    # The review above the section is the stored one: the `/bench` that asked for the run, or the
+    # push before it, reviewed the head (a run's completion never scores a diff).
+    sticky.write(services, github, request.repo, request.number, None)
 
 
 def _outcome(

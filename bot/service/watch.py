@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 import logging
-from dataclasses import asdict, replace
+from dataclasses import asdict, dataclass, replace
 from datetime import datetime
 from typing import Any
 
@@ -35,26 +35,29 @@ log = logging.getLogger("perfbot.watch")
 BISECT_TRIGGER = "bisect"
 
 
-def watch_key(run_key: str) -> str:
-    """The work key of the watch's look at a finished run (after the run's own work key)."""
-    return f"watch:{run_key}"
+@dataclass(frozen=True)
+class Looked:
+    """What a look at a run's series leaves for the next steps: the cases to bisect (each still
+    active case of the suites looked at, those an earlier attempt left too), and the superseded
+    cases whose bisect is to be stopped (`release`)."""
+
+    dispatch: tuple[str, ...] = ()
+    release: tuple[str, ...] = ()
 
 
 # ---------------------------------------------------------------- opening cases
 
 
-def after_run(
-    services: Services, github: GitHub, request: BenchRequest, config: RepoConfig, default_branch: str
-) -> list[RegressionCase]:
+def look(services: Services, request: BenchRequest) -> Looked:
     """Look at a finished merge or scheduled run: every primary metric of every suite is a series
-    of its own; the cases the run opens, moves, widens or ends (`bot.core.watch.opening`), each
-    case still active bisected when the config and the budget allow. Safe to repeat."""
+    of its own; the cases the run opens, moves, widens or ends (`bot.core.watch.opening`). Reads
+    and writes the store alone (the next steps talk to GitHub). Safe to repeat."""
     if request.id is None or request.trigger not in ("merge", "schedule"):
-        return []
+        return Looked()
     repo, store = request.repo, services.store
     number = _merged_number(request)
-    touched: list[RegressionCase] = []
-    done: set[str] = set()
+    dispatch: dict[str, None] = {}
+    release: dict[str, None] = {}
     for result in store.benchmarks.results(request.id):
         primaries = _primaries(result)
         # One change, one case: the run's regressions of several metrics are one (its first
@@ -64,18 +67,15 @@ def after_run(
                 repo, result.suite, metric, result.base_sha, result.head_sha, verdict, change
             )
             if found is not None:
-                touched.append(_open(services, request, found, number=number))
+                _open(services, request, found, number=number)
                 break
         for metric, _, _ in primaries:
-            touched += _series(services, github, request, result.suite, metric, len(primaries), config)
-        # Every case of the suite not yet dispatched is carried on, those of this look and those an
-        # earlier attempt opened and was cut short before dispatching (its retry decides nothing new).
-        waiting = store.watch.of_series(repo, result.suite, None, (states.DETECTED, states.BISECTING))
-        for case in [*touched, *waiting]:
-            if case.state in states.ACTIVE and case.key not in done:
-                done.add(case.key)
-                bisect(services, github, case, config, default_branch)
-    return touched
+            release.update(dict.fromkeys(_series(services, request, result.suite, metric, len(primaries))))
+        # Every case of the suite still open goes on to its dispatch, those of this look and those
+        # an earlier attempt opened and was cut short before queueing (its retry decides nothing new).
+        for case in store.watch.of_series(repo, result.suite, None, (states.DETECTED, states.BISECTING)):
+            dispatch[case.key] = None
+    return Looked(tuple(dispatch), tuple(release))
 
 
 def _primaries(result: BenchResult) -> list[tuple[str, str, float | None]]:
@@ -99,17 +99,10 @@ def _change(ratio: object) -> float | None:
     return float(ratio) - 1 if isinstance(ratio, int | float) and not isinstance(ratio, bool) else None
 
 
-def _series(
-    services: Services,
-    github: GitHub,
-    request: BenchRequest,
-    suite: str,
-    metric: str,
-    metrics: int,
-    config: RepoConfig,
-) -> list[RegressionCase]:
+def _series(services: Services, request: BenchRequest, suite: str, metric: str, metrics: int) -> list[str]:
     """One series looked at again with its new point: its established changes and what they do
-    to the cases it has (gather, decide in the core, apply)."""
+    to the cases it has (gather, decide in the core, apply); the keys of the bisecting cases it
+    superseded."""
     store, repo = services.store.watch, request.repo
     rows = store.series(repo, suite, metric)
     if not rows:
@@ -122,35 +115,33 @@ def _series(
         opening.KnownCase(c.key, _span(c), c.source, c.state)
         for c in store.of_series(repo, suite, None, states.KNOWN)
     ]
-    touched = []
-    for decision in opening.decide(found, known, points, better, metric=metric):
-        case = _apply(services, github, request, decision, config)
-        if case is not None:
-            touched.append(case)
-    return touched
+    return [
+        decision.key
+        for decision in opening.decide(found, known, points, better, metric=metric)
+        if _apply(services, request, decision) and isinstance(decision, opening.Move | opening.Widen)
+    ]
 
 
-def _apply(
-    services: Services, github: GitHub, request: BenchRequest, decision: opening.Decision, config: RepoConfig
-) -> RegressionCase | None:
+def _apply(services: Services, request: BenchRequest, decision: opening.Decision) -> bool:
+    """Apply one decision of the core; whether it superseded a bisecting case (whose range did
+    not hold the change: a wider one does), which is then to be released."""
     store, now = services.store.watch, services.now()
     if isinstance(decision, opening.Recover):
         note = "the series came back within noise of its level before the change: nothing to bisect"
         store.move(decision.key, states.RECOVERED, states.OPEN, now, note=note)
         log.info("regression case recovered", extra={"repo": request.repo, "case": decision.key})
-        return None
+        return False
     case = _new_case(services, request, decision.found)
     if isinstance(decision, opening.Open):
-        return _opened(services, case)
+        _opened(services, case)
+        return False
     old = store.get(decision.key)
     case, moved = store.supersede(decision.key, case)
-    if moved and old is not None and old.state == states.BISECTING:
-        _release(services, github, old, config)  # its range did not hold the change: a wider one does
     log.info(
         "regression case moved" if isinstance(decision, opening.Move) else "regression case widened",
         extra={"repo": request.repo, "case": decision.key, "to": case.key},
     )
-    return case
+    return moved and old is not None and old.state == states.BISECTING
 
 
 def _open(
@@ -315,7 +306,7 @@ def _refused_inputs(case: RegressionCase) -> str | None:
     return None
 
 
-def _release(
+def release(
     services: Services,
     github: GitHub,
     case: RegressionCase,
@@ -332,6 +323,17 @@ def _release(
         benchmarks.stop(services, github, request, why, config.bench)
     when = request.created_at if request is not None else services.now()
     services.store.watch.settle(_charge_key(case.correlation_id, when), 0.0)
+
+
+# A case whose bisect was stopped before it reported: its reserve is owed back.
+RELEASED = (states.SUPERSEDED, states.DISMISSED, states.CANCELLED)
+
+
+def settle_released(services: Services, request: BenchRequest) -> None:
+    """A bisect's run that ended after its case was superseded, dismissed or cancelled: its
+    reserve given back (again, if its release came first: settling is idempotent), whatever was
+    cut short between the case's move and its release."""
+    services.store.watch.settle(_charge_key(request.correlation_id, request.created_at), 0.0)
 
 
 def _charge_key(correlation: str, at: datetime) -> str:
@@ -382,12 +384,16 @@ def _carry_on(
 
 
 def sweep(services: Services, github: GitHub, repo: str, config: RepoConfig, default_branch: str) -> int:
-    """The hourly sweep's second chance: cases skipped for the budget (a new day has a new budget),
-    and bisecting cases whose request never reached GitHub (the delivery that was to dispatch it
-    failed for good); how many were dispatched now."""
+    """The hourly sweep's second chance: cases skipped for the budget (a new day has a new budget,
+    a bisect that reported early frees some), bisecting cases whose request never reached GitHub
+    (the job that was to dispatch it failed for good), and confirmed culprits not yet named (the
+    job that was to name them failed for good); how many bisects were dispatched now."""
     dispatched = 0
     waiting = services.store.watch.cases(frozenset({repo}))
     for case in sorted(waiting, key=lambda c: (c.detected_at, c.key)):  # the oldest first
+        if unannounced(case):
+            announce(services, github, case, config)
+            continue
         if case.state == states.BISECTING:
             request = services.store.benchmarks.get(contract.correlation_id(bisect_key(case)))
             if request is not None and request.status not in (contract.REQUESTED, contract.DISPATCHING):
@@ -410,10 +416,7 @@ def cancel(services: Services, github: GitHub, case: RegressionCase, config: Rep
     )
     if moved is None:
         return False
-    if case.correlation_id:
-        request = services.store.benchmarks.get(case.correlation_id)
-        if request is not None and request.status in contract.ACTIVE:
-            benchmarks.stop(services, github, request, contract.CANCELLED, config.bench)
+    release(services, github, case, config, contract.CANCELLED)  # its run stopped, its reserve back
     return True
 
 
@@ -429,7 +432,7 @@ def dismiss(
         case.key, states.DISMISSED, states.sources_of(states.DISMISSED), services.now(), note=note
     )
     if moved is not None and case.state == states.BISECTING:
-        _release(services, github, case, config, contract.CANCELLED)
+        release(services, github, case, config, contract.CANCELLED)
     return moved
 
 

@@ -69,10 +69,11 @@ def merged_with_a_regression(bot, emulator, head: str = CULPRIT) -> dict:
     before = len(emulator.requests)
     assert finish(bot, emulator, merge_run["run_id"], artifact=artifact).status_code == 202
     bot.wait_idle()
-    # the merge run's own requests, then one dispatch: the watch reads the config no second time
+    # the merge run's own requests; the look reads the store alone; the dispatch job reads the
+    # config as it stands when the GPU is spent (bisecting may have been switched off meanwhile)
     assert requests_since(emulator, before) == Counter(
         {
-            f"GET /repos/{live.REPO}/contents/.github/perfbot.yml": 1,
+            f"GET /repos/{live.REPO}/contents/.github/perfbot.yml": 2,
             f"GET /repos/{live.REPO}/actions/runs/N/artifacts": 1,
             f"GET /repos/{live.REPO}/actions/artifacts/N/zip": 1,
             f"PATCH /repos/{live.REPO}/check-runs/N": 1,
@@ -144,9 +145,10 @@ def test_a_regression_merged_is_bisected_once_and_its_culprit_named_on_its_pull_
         if c["body"].startswith(f"<!-- perfbot:regression:{case.key} -->")
     ]
     assert CULPRIT[:12] in comment and run["html_url"] in comment and "+25" in comment, comment
+    # the run's job and the announcing job each read the config (whether an issue is wanted)
     assert requests_since(emulator, before) == Counter(
         {
-            f"GET /repos/{live.REPO}/contents/.github/perfbot.yml": 1,
+            f"GET /repos/{live.REPO}/contents/.github/perfbot.yml": 2,
             f"GET /repos/{live.REPO}/actions/runs/N/artifacts": 1,
             f"GET /repos/{live.REPO}/actions/artifacts/N/zip": 1,
             # the culprit placed in GOOD..BAD by GitHub's history, not by the report's own list

@@ -13,9 +13,9 @@ from sqlalchemy import text
 from bot.core.bench import contract
 from bot.core.pulls import PullInfo
 from bot.core.render.comment import MARKER
-from bot.service import benchmarks, failures, hourly, intake, jobs
+from bot.service import benchmarks, chain, failures, hourly, intake, jobs
 from bot.service.commands import REPLY_MARKER
-from bot.service.records import Repository
+from bot.service.records import BenchRequest, Repository
 from bot.service.routes import ROUTER
 from bot.service.services import Services
 from tests.core.bench.zips import archive
@@ -145,6 +145,31 @@ def workflow_run(
 
 def send(services: Services, event: str, payload: dict) -> None:
     ROUTER.dispatch(event, payload, services)
+    drain(services)
+
+
+def look_at(services: Services, request: BenchRequest) -> None:
+    """The watch's look at a stored default-branch run queued, as the run's completion queues it,
+    and the chain after it run."""
+    step = chain.Step(
+        action=chain.LOOK,
+        repo=request.repo,
+        installation_id=request.installation_id,
+        default_branch="main",
+        subject=request.correlation_id,
+    )
+    chain.queue(services, step)
+    drain(services)
+
+
+def drain(services: Services, failures: int = 0) -> None:
+    """Run the bot's own jobs that were queued (the watch's steps), as the worker would: each
+    stored delivery processed once, in the order queued, those it queues after it; ``failures``:
+    how many may fail."""
+    queue, outcomes = services.queue, []
+    while isinstance(queue, FakeQueue) and queue.jobs:
+        outcomes.append(jobs.process(queue.jobs.pop(0), services, ROUTER))
+    assert outcomes.count("failed") == failures, outcomes
 
 
 def sticky(github: FakeGitHub) -> str:

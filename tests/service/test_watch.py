@@ -11,7 +11,7 @@ import pytest
 
 from bot.core.bench import contract
 from bot.core.watch import cases
-from bot.service import hourly, watch
+from bot.service import hourly, leases, watch
 from bot.service.records import BenchRequest, BenchResult, MetricPoint
 from bot.service.services import Services
 from tests.core.judge.results_data import BASE_SHA, HEAD_SHA
@@ -20,6 +20,8 @@ from tests.service.test_bench import (
     CONFIG,
     NOW,
     REPO,
+    drain,
+    look_at,
     make_github,
     pull_request,
     send,
@@ -158,7 +160,12 @@ def test_a_kill_after_the_case_moved_and_before_the_dispatch_dispatches_once_on_
     assert case.state == "bisecting" and bisects(github) == []
     monkeypatch.setattr(benchmarks, "start", real)
     run_id = github.dispatches[-1]["run_id"]
-    send(services, "workflow_run", workflow_run(github, run_id))  # the delivery tried again
+    send(services, "workflow_run", workflow_run(github, run_id))  # the run's delivery again: no new step
+    assert bisects(github) == []
+    # The killed worker's dispatch job, taken over once its worker is seen dead, tried again
+    for delivery_id in services.store.deliveries.release_holder(leases.owner_id()):
+        services.queue.enqueue(delivery_id)
+    drain(services)
     send(services, "workflow_run", workflow_run(github, run_id))
     assert len(bisects(github)) == 1 and len(services.store.watch.cases(None)) == 1
 
@@ -202,13 +209,11 @@ def test_a_change_point_across_unmeasured_commits_opens_a_case_once(services, gi
         series_point(services, f"{index + 1:040x}", f"{index + 500:040x}", value, index)
     last = services.store.benchmarks.get(f"pb-s{len(values) - 1}")
     services.now = lambda: NOW
-    from bot.core.config.schema import load
-
-    config = load(CONFIG)
-    opened = watch.after_run(services, github, last, config, "main")
-    again = watch.after_run(services, github, last, config, "main")
+    github.files[(REPO, ".github/perfbot.yml", "main")] = CONFIG
+    look_at(services, last)
+    again = watch.look(services, last)  # a look cut short and tried again: nothing new
     [case] = services.store.watch.cases(None)
-    assert [c.key for c in opened] == [case.key] and again == []  # the second look: nothing new
+    assert again == watch.Looked(dispatch=(case.key,))  # its dispatch queued once already
     assert (case.source, case.good_sha, case.bad_sha) == ("changepoint", f"{12:040x}", f"{13:040x}")
     assert case.state == "bisecting" and len(bisects(github)) == 1
 

@@ -1,5 +1,5 @@
 """The watch over streams of default-branch runs, as it lives: every run's points stored as a
-completed run stores them, the watch's look after each (`watch.after_run`), the real store and the
+completed run stores them, the watch's look after each (its chain of jobs, run as the worker runs them), the real store and the
 fake GitHub. One step is one case and one bisect; inconclusive merge runs and a noisy second
 metric neither hide nor fake it; the budget's reserve comes back when a bisect will not report."""
 
@@ -17,7 +17,7 @@ from bot.service import hourly, watch
 from bot.service.records import BenchRequest, BenchResult, MetricPoint, Repository
 from bot.service.services import Services
 from tests.service.fakes import FakeGitHub, FakeGitHubFactory, FakeQueue
-from tests.service.test_bench import CONFIG, NOW, REPO, make_github
+from tests.service.test_bench import CONFIG, NOW, REPO, look_at, make_github
 
 SUITE = "verify-step"
 
@@ -72,7 +72,8 @@ def run(services, github, index: int, values: dict[str, float], *, chained: bool
     )
     points = [MetricPoint(SUITE, name, "ms", "lower", head, value) for name, value in values.items()]
     services.store.benchmarks.complete(stored, [result], points, f"run:{index}")
-    watch.after_run(services, github, services.store.benchmarks.get(f"pb-p{index}"), load(config), "main")
+    github.files[(REPO, ".github/perfbot.yml", "main")] = config
+    look_at(services, services.store.benchmarks.get(f"pb-p{index}"))
 
 
 def bisects(github) -> list[dict]:

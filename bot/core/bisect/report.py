@@ -182,7 +182,7 @@ class Suspect:
     risk: RiskReport
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class BisectReport:
     good: str
     bad: str
@@ -299,19 +299,19 @@ def conclude(
     notes = tuple(step.notes)
     if isinstance(step, GiveUp):
         return BisectReport(
-            good,
-            bad,
-            suite,
-            metric,
-            len(commits),
-            None,
-            None,
-            tuple(measurements),
-            None,
-            f"no single culprit: {step.reason}",
-            step.candidates,
-            notes,
-            fingerprints or {},
+            good=good,
+            bad=bad,
+            suite=suite,
+            metric=metric,
+            commits=len(commits),
+            culprit=None,
+            parent=None,
+            measurements=tuple(measurements),
+            plain_probes=None,
+            conclusion=f"no single culprit: {step.reason}",
+            candidates=step.candidates,
+            notes=notes,
+            fingerprints=fingerprints or {},
         )
     culprit, parent = suspects[step.sha], step.parent or good
     if confirmation is None or (confirmation.base, confirmation.head) != (parent, culprit.sha):
@@ -323,16 +323,16 @@ def conclude(
         f"against its parent, {_confirmed(confirmation)}"
     )
     return BisectReport(
-        good,
-        bad,
-        suite,
-        metric,
-        len(commits),
-        culprit,
-        parent,
-        runs,
-        plain_probes(len(commits), list(commits).index(culprit.sha)),
-        conclusion,
+        good=good,
+        bad=bad,
+        suite=suite,
+        metric=metric,
+        commits=len(commits),
+        culprit=culprit,
+        parent=parent,
+        measurements=runs,
+        plain_probes=plain_probes(len(commits), list(commits).index(culprit.sha)),
+        conclusion=conclusion,
         notes=notes + tuple(_leaning(runs)),
         fingerprints=fingerprints or {},
     )
@@ -359,16 +359,16 @@ def not_reproduced(
     else:
         conclusion = f"not reproduced in today's environment: {measured}; no culprit to look for"
     return BisectReport(
-        reference.base,
-        reference.head,
-        suite,
-        metric,
-        commits,
-        None,
-        None,
-        (reference,),
-        None,
-        conclusion,
+        good=reference.base,
+        bad=reference.head,
+        suite=suite,
+        metric=metric,
+        commits=commits,
+        culprit=None,
+        parent=None,
+        measurements=(reference,),
+        plain_probes=None,
+        conclusion=conclusion,
         fingerprints=fingerprints,
         outcome="not_reproduced",
     )
@@ -384,16 +384,16 @@ def unusable(
 ) -> BisectReport:
     """The report of a bisection whose reference run (GOOD against BAD) measured nothing usable."""
     return BisectReport(
-        reference.base,
-        reference.head,
-        suite,
-        metric,
-        commits,
-        None,
-        None,
-        (reference,),
-        None,
-        f"nothing measured: {reference.why}",
+        good=reference.base,
+        bad=reference.head,
+        suite=suite,
+        metric=metric,
+        commits=commits,
+        culprit=None,
+        parent=None,
+        measurements=(reference,),
+        plain_probes=None,
+        conclusion=f"nothing measured: {reference.why}",
         fingerprints=fingerprints,
         outcome="error",
     )
@@ -403,7 +403,17 @@ def stopped(*, good: str, bad: str, suite: str, metric: str, commits: int, why: 
     """The report of a bisection that stopped on an error before it could conclude (a benchmark
     that edited its checkout, a suite that cannot start): nothing it measured is reported."""
     return BisectReport(
-        good, bad, suite, metric, commits, None, None, (), None, f"stopped: {why}", outcome="error"
+        good=good,
+        bad=bad,
+        suite=suite,
+        metric=metric,
+        commits=commits,
+        culprit=None,
+        parent=None,
+        measurements=(),
+        plain_probes=None,
+        conclusion=f"stopped: {why}",
+        outcome="error",
     )
 
 
