@@ -234,7 +234,8 @@ def test_traced_leaves_a_trace_named_already_as_it_is(tmp_path):
         "traceEvents": [
             event("ProfilerStep#1", 0, 100, cat="user_annotation"),
             {
-                **event("engine/layers.py(13): mlp", 2, 40),
+                # a file the worktree has, at a function's line: named again, it would be Scheduler.step
+                **event("engine/scheduler.py(10): step", 2, 40),
                 "args": {"perfbot.function": {"path": "pkg/own.py", "line": 3, "function": "own"}},
             },
             event("aten::mm", 4, 20, cat="cpu_op"),
@@ -273,6 +274,14 @@ def test_read_takes_a_plain_or_gzipped_trace_under_the_cap(tmp_path, monkeypatch
     for path in (plain, packed):
         with pytest.raises(TraceUnreadable, match=r"^t\.json(\.gz)?: larger than 0 MiB$"):
             trace_map.read(path)
+
+
+def test_the_cap_is_said_in_mib(tmp_path, monkeypatch):
+    monkeypatch.setattr(trace_map, "MAX_TRACE_BYTES", 3 * 2**20)
+    big = tmp_path / "big.json"
+    big.write_bytes(b'{"traceEvents": []}' + b" " * (3 * 2**20))
+    with pytest.raises(TraceUnreadable, match=r"^big\.json: larger than 3 MiB$"):
+        trace_map.read(big)
 
 
 @pytest.mark.parametrize(
