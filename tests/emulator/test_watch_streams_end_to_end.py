@@ -29,7 +29,7 @@ def test_one_step_in_daily_runs_is_one_case_one_bisect_and_one_culprit_named_on_
     for value in values[:14]:
         main.daily({"step_ms": value})
     good = main.head
-    number, _, culprit = main.merge(diffs.MEDIUM)  # recorded, not measured (below on_merge)
+    number, [inner], culprit = main.merge(diffs.MEDIUM)  # recorded, not measured (below on_merge)
     main.commit("d")
     bad = main.head
     main.complete(main.scheduled(), {"step_ms": (values[14], values[14])})
@@ -39,7 +39,7 @@ def test_one_step_in_daily_runs_is_one_case_one_bisect_and_one_culprit_named_on_
     assert (case.state, case.good_sha, case.bad_sha, case.metric) == ("bisecting", good, bad, "step_ms")
     [bisect] = main.bisects()
     assert (bisect["inputs"]["base-sha"], bisect["inputs"]["head-sha"]) == (good, bad)
-    main.report_back(bisect, culprit_report(good, bad, [culprit, bad], culprit, "step_ms"))
+    main.report_back(bisect, culprit_report(good, bad, [inner, culprit, bad], culprit, "step_ms"))
     ended = main.bot.runtime.store.watch.get(case.key)
     assert (ended.state, ended.culprit_sha, ended.culprit_number) == ("confirmed", culprit, number)
     [comment] = main.culprit_comments()

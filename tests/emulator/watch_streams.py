@@ -19,6 +19,7 @@ from bot.adapters.queue import SCHEDULE_TASK
 from bot.core.bench import contract
 from bot.core.bisect import plan as bisection
 from bot.core.bisect import report as bisect_report
+from bot.core.render.comment import MARKER
 from bot.core.risk.scoring import RiskReport
 from bot.service.records import Repository
 from tests.core.bench.zips import archive
@@ -89,9 +90,10 @@ class Main:
         return cls(bot, emulator, state)
 
     def sha(self, kind: str) -> str:
-        """A new commit's sha: a kind's hex digit, then a count (unique, and no prefix of another)."""
+        """A new commit's sha: a kind's hex digit and a count, which its first 7 digits already
+        tell apart from every other commit's (as `/bench bisect` names them), then the kind again."""
         self.count += 1
-        return f"{kind}{self.count:039x}"
+        return f"{kind}{self.count:06x}".ljust(40, kind)
 
     def commit(self, kind: str = "e", *more_parents: str) -> str:
         """A commit on top of the branch's head, which it becomes."""
@@ -102,20 +104,26 @@ class Main:
 
     # ------------------------------------------------------------ pull requests merged
 
-    def merge(self, diff: str = diffs.HIGH, *, base_ref: str | None = None) -> tuple[int, str, str]:
-        """A pull request of one commit, opened and merged with a merge commit into the default
-        branch (or ``base_ref``, leaving the default branch as it was): its number, head and
-        merge commit. Its merge run, if any, is left dispatched."""
+    def merge(
+        self, diff: str = diffs.HIGH, *, commits: int = 1, squash: bool = False, base_ref: str | None = None
+    ) -> tuple[int, list[str], str]:
+        """A pull request of ``commits`` commits, opened, then merged into the default branch (or
+        into ``base_ref``, leaving the default branch as it was) with a merge commit, or squashed
+        into one commit on top of the branch: its number, its commits (oldest first) and the merge
+        commit. Its merge run, if any, is left dispatched."""
         number, self.next_pull = self.next_pull, self.next_pull + 1
-        head = self.sha("b")
-        self.state.parents[head] = [self.head]
-        branch = base_ref or live.DEFAULT_BRANCH
+        pushed, parent = [], self.head
+        for _ in range(commits):
+            pushed.append(self.sha("b"))
+            self.state.parents[pushed[-1]] = [parent]
+            parent = pushed[-1]
+        head, branch = pushed[-1], base_ref or live.DEFAULT_BRANCH
         pull = self.emulator.add_pull(live.REPO, number, head, diff, base_sha=self.head, base_ref=branch)
-        if base_ref is None:
-            merge = self.commit("c", head)
-        else:
+        if base_ref is not None:
             merge = self.sha("c")
             self.state.parents[merge] = [self.head, head]
+        else:
+            merge = self.commit("c") if squash else self.commit("c", head)
         for action in ("opened", "closed"):
             payload = github_data.pull_request(
                 action, head_sha=head, number=number, repo=live.REPO, installation_id=1
@@ -126,7 +134,24 @@ class Main:
                 pull.state, pull.merged, pull.merge_sha = "closed", True, merge
             assert self.bot.deliver("pull_request", payload).status_code == 202
             self.bot.wait_idle()
-        return number, head, merge
+        return number, pushed, merge
+
+    def say(self, body: str, number: int, login: str = "maintainer") -> None:
+        """A comment posted on pull request ``number`` and its `issue_comment` event delivered."""
+        posted = self.emulator.add_comment(live.REPO, number, body, login)
+        payload = github_data.issue_comment(
+            body, number=number, repo=live.REPO, installation_id=1, login=login, comment_id=posted["id"]
+        )
+        assert self.bot.deliver("issue_comment", payload).status_code == 202
+        self.bot.wait_idle()
+
+    def replies(self, number: int) -> list[str]:
+        """The bot's comments on pull request ``number``, but its sticky review."""
+        return [
+            c["body"]
+            for c in self.emulator.comments_on(live.REPO, number)
+            if c["user"]["type"] == "Bot" and not c["body"].startswith(MARKER)
+        ]
 
     # ------------------------------------------------------------ runs
 
@@ -174,6 +199,11 @@ class Main:
         )
         response = finish(self.bot, self.emulator, dispatched["run_id"], conclusion, artifact=artifact)
         assert response.status_code == 202
+        self.bot.wait_idle()
+
+    def complete_without_results(self, dispatched: dict, conclusion: str = "failure") -> None:
+        """The run completed with no artifact (it failed before writing one); then idle."""
+        assert finish(self.bot, self.emulator, dispatched["run_id"], conclusion).status_code == 202
         self.bot.wait_idle()
 
     def daily(self, levels: Mapping[str, float]) -> None:
