@@ -170,9 +170,11 @@ def workflow_run(action: str, run: dict[str, Any], *, repo: str, installation_id
     )
     payload["workflow_run"].update({key: run[key] for key in keys})
     payload["workflow_run"]["path"] = run["path"].split("@")[0]
-    # The example's times say how long GitHub's example run took, which the bot's budget would
-    # read as this run's length: the stand-in does not time its runs, so it says none.
-    payload["workflow_run"].update(run_started_at=None, updated_at=None)
+    # The run's own times, not the example's (the bot's budget reads their difference as the run's
+    # length): it started when it was dispatched, and its last update is this event.
+    started = run.get("created_at") or payload["workflow_run"]["run_started_at"]
+    now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    payload["workflow_run"].update(run_started_at=started, updated_at=max(started, now))
     if action != "completed":
         status = "in_progress" if action == "in_progress" else "queued"
         payload["workflow_run"].update(status=status, conclusion=None)

@@ -166,6 +166,17 @@ def _inputs(services: Services, request: BenchRequest) -> dict[str, str]:
     )
 
 
+def _charge_key(request: BenchRequest) -> str:
+    return f"budget:{request.correlation_id}"
+
+
+def settle(services: Services, request: BenchRequest, minutes: float | None) -> None:
+    """A default-branch run's charge settled to the runner time its workflow run took, once known
+    (a run charged at ``run_minutes`` may take longer or shorter); nothing when it is not."""
+    if minutes is not None and request.trigger in ("merge", "schedule"):
+        services.store.watch.settle(_charge_key(request), minutes)
+
+
 def within_budget(services: Services, request: BenchRequest, level: str, bench: BenchConfig) -> bool:
     """Charge a default-branch run to its repository's GPU budget of today, riskiest first
     (`bot.core.watch.budget`); False, and the run recorded as skipped for the budget, when its
@@ -173,7 +184,7 @@ def within_budget(services: Services, request: BenchRequest, level: str, bench: 
     now = services.now()
     cost = watch_budget.run_cost(request.suites, bench.dispatch.run_minutes)
     allowed = services.store.watch.charge(
-        f"budget:{request.correlation_id}",
+        _charge_key(request),
         request.repo,
         watch_budget.day(now),
         request.trigger,

@@ -102,6 +102,7 @@ class WorkflowRunEvent:
     correlation_id: str
     conclusion: str | None
     html_url: str | None
+    minutes: float | None = None  # how long the run took, start to last update (once completed)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -234,6 +235,9 @@ class _WorkflowRun(_Shape):
     display_title: str | None = ""
     conclusion: str | None = None
     html_url: str | None = None
+    # Read leniently (`_minutes`): they only settle the budget's charge, never refuse the delivery.
+    run_started_at: Any = None
+    updated_at: Any = None
 
 
 class _WorkflowRunPayload(_Shape):
@@ -384,7 +388,20 @@ def _workflow_run(payload: dict[str, Any]) -> WorkflowRunEvent | None:
         correlation_id=correlation,
         conclusion=found.conclusion,
         html_url=found.html_url,
+        minutes=_minutes(found) if parsed.action == "completed" else None,
     )
+
+
+def _minutes(run: _WorkflowRun) -> float | None:
+    """The run's length in minutes, from its start to its last update (its end, once completed);
+    None when GitHub's times are missing, unreadable or out of order."""
+    try:
+        started = datetime.fromisoformat(str(run.run_started_at))
+        ended = datetime.fromisoformat(str(run.updated_at))
+        seconds = (ended - started).total_seconds()
+    except (TypeError, ValueError):  # a time missing, unreadable, or one without its zone
+        return None
+    return round(seconds / 60, 2) if 0 <= seconds <= 35 * 86_400 else None
 
 
 def _installation(payload: dict[str, Any]) -> InstallationEvent:

@@ -123,6 +123,7 @@ def _completed(event: WorkflowRunEvent, services: Services, request: BenchReques
     stored_maps = [StoredStepMap(request.repo, event.repo.default_branch, m) for m in maps]
     if not services.store.benchmarks.complete(finished, results, points, key, stored_maps):
         return
+    benchmarks.settle(services, finished, event.minutes)
     log.info(
         "benchmark finished",
         extra={
@@ -173,7 +174,7 @@ def _bisected(
     status = contract.COMPLETED if event.conclusion in ("success", "failure") else contract.FAILED
     if case is not None and case.state == cases.BISECTING:
         problems, outcome = _bisect_report(github, request, event.conclusion)
-        case = watch.finished(services, request, outcome, problems, config)
+        case = watch.finished(services, request, outcome, problems, config, event.minutes)
         status = status if outcome is not None else contract.FAILED
     elif case is not None and case.state in watch.RELEASED:
         watch.settle_released(services, request)  # its reserve back, if its release did not give it

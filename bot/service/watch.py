@@ -445,19 +445,21 @@ def finished(
     outcome: BisectOutcome | None,
     problems: list[str],
     config: RepoConfig,
+    minutes: float | None = None,
 ) -> RegressionCase | None:
     """End the bisecting case of ``request`` with what its report says (None: no report could be
-    read; the case fails with ``problems``). The budget's charge is settled to the runs made."""
+    read; the case fails with ``problems``). The budget's charge is settled to the runner time its
+    workflow run took (``minutes``), or where GitHub did not say, to the runs made."""
     case = services.store.watch.by_correlation(request.correlation_id)
     if case is None:
         return None
-    now, minutes = services.now(), config.bench.dispatch.run_minutes
+    now, run_minutes, measured = services.now(), config.bench.dispatch.run_minutes, minutes
     changes: dict[str, object]
     if outcome is None:
         state, changes = states.FAILED, {"note": clip(printable("; ".join(problems) or "no report"), 1000)}
     else:
         state = states.after_bisect(outcome.status, outcome.reference_verdict)
-        spent = budget.bisect_cost(outcome.runs, minutes)
+        spent = measured if measured is not None else budget.bisect_cost(outcome.runs, run_minutes)
         services.store.watch.settle(_charge_key(request.correlation_id, request.created_at), spent)
         merge = services.store.watch.merge_of(case.repo, outcome.culprit) if outcome.culprit else None
         changes = {
