@@ -1,10 +1,18 @@
 """`perfbot bench run` orchestration: worktrees, set-up, warm-ups, ABBA rounds, fingerprints, results.
 
-The flow for each suite: take the machine's fingerprint, check out base and head as worktrees, run
-the suite's set-up in each, run the warm-up rounds (not counted), then counted rounds in ABBA pairs
-until `adaptive.should_continue` says stop, each round a fresh process under a timeout, and last,
-where the suite profiles (`Suite.profiles`), one un-timed profiled pass per side (`profiling`). The
-results file is rewritten after every round, so an interrupted run still leaves what it measured.
+The flow for each suite: take the machine's fingerprint (beside checking out base and head as
+worktrees), run the suite's set-up in each, start both sides' workers at once where the suite has
+them (`workers`; a worker that warms up as it starts, building and capturing what a round does, is
+its side's first warm-up), run the warm-up rounds (not counted), then counted rounds in ABBA pairs
+until `adaptive.should_continue` says stop, each round a fresh process or a worker's under a
+timeout, and last, where the suite profiles (`Suite.profiles`), one un-timed profiled pass per side
+(`profiling`), in the side's worker where it can. The results file is rewritten after every round,
+so an interrupted run still leaves what it measured, and records where the seconds went
+(`timeline`).
+
+A caller can keep a side's worker beyond the run (`workers.Kept`: a bisection keeps GOOD's for every
+run against GOOD); such a worker serves a run only while its tree is as it last served, and one that
+died ends the run that needed it (`WorkerLost`), which then measures nothing.
 
 No side's processes may change what the other side runs (`integrity`): each gets the other's
 worktree read-only where its scope can, and before each of a side's set-ups, rounds and passes its
@@ -14,10 +22,12 @@ ends the run: every round it measured is discarded, and the results file says wh
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -37,7 +47,9 @@ from .rounds import RoundResult, child_env, describe_failure, run_command, run_r
 from .schedule import pair_order, warmup_order
 from .suites import Suite, make_suite
 from .suites.base import PROFILED_PASS, WORKER_START, RoundContext, RoundId
-from .workers import Worker
+from .timeline import Timeline
+from .timeline import markdown as timeline_markdown
+from .workers import Kept, Worker, WorkerLost
 from .worktrees import Worktrees
 
 
@@ -69,6 +81,7 @@ class SuiteOutcome:
     failed_rounds: int
     error: str | None = None
     tampered: bool = False  # a side's tree or the engine changed: nothing of the run is trusted
+    lost: str | None = None  # a worker kept across runs died or went stale: nothing was measured
 
 
 @dataclass
@@ -165,6 +178,9 @@ def run(
     base_tree: Path | None = None,
     head_tree: Path | None = None,
     planned: Plan | None = None,
+    kept: Kept | None = None,
+    keep: Path | None = None,
+    stacks: dict[str, dict] | None = None,
 ) -> list[SuiteOutcome]:
     """Benchmark every suite; the results files are written as rounds finish.
 
@@ -172,7 +188,12 @@ def run(
     made and keeps (a bisection keeps GOOD's across runs, and checks each before and after its
     rounds); the sides it does not give are checked out here. ``planned``: `plan` of these
     ``options`` and ``config``, where the caller made it already (a bisection, for its suite).
+    ``kept``: workers the caller keeps across runs; the worker of the side whose tree is ``keep``
+    (one the caller gave) is taken from it, or started and left in it, for the next run.
+    ``stacks``: the engine interpreter's packages as an earlier run of the caller's asked them
+    (`fingerprint.machine`), filled here where empty.
     """
+    timeline = Timeline()
     p = planned if planned is not None else plan(options, config)
     contained = scope.strategy()
     fenced = "; the other side's worktree and perfbot's files are read-only to it" * contained.read_only
@@ -180,25 +201,40 @@ def run(
         f"fingerprinting the machine (base {p.base_sha[:10]}, head {p.head_sha[:10]}); every "
         f"benchmark process runs in a scope of its own: {contained.name}{fenced}"
     )
-    machine = fingerprint.machine(p.suites[0].python)
-    check_torch(p.suites, machine)
     outcomes = []
-    with Worktrees(p.repo) as scratch:
-        trees = {
-            "base": base_tree or scratch.add("base", p.base_sha),
-            "head": head_tree or scratch.add("head", p.head_sha),
-        }
-        guard = new_guard(p, trees, scratch.root)
+    # The fingerprint asks the engine's interpreter for its packages (it imports torch: seconds),
+    # so it is taken beside the checkouts and the integrity manifests, which need no interpreter
+    # of the engine's but the import-path probe.
+    with ThreadPoolExecutor(1) as aside, Worktrees(p.repo) as scratch:
+        began = time.monotonic()
+        taken = aside.submit(_fingerprint, p.suites[0].python, stacks)
+        with timeline.phase("worktrees"):
+            trees = {
+                "base": base_tree or scratch.add("base", p.base_sha),
+                "head": head_tree or scratch.add("head", p.head_sha),
+            }
+        with timeline.phase("integrity", detail="the import path and each tree's manifest"):
+            guard = new_guard(p, trees, scratch.root)
+        machine, done = taken.result()
+        timeline.add("fingerprint", began, ended=done)
+        check_torch(p.suites, machine)
         progress.say(
             f"each side's worktree and the engine's import path ({len(guard.shared)} folders) are "
             f"checked before every round"
         )
         for suite in p.suites:
-            outcome = run_suite(p, suite, guard, scratch.root, machine, options, progress)
+            outcome = run_suite(
+                p, suite, guard, scratch.root, machine, options, progress, timeline.branch(), kept, keep
+            )
             outcomes.append(outcome)
-            if outcome.tampered or (options.stop_on_failure and outcome.failed_rounds):
+            if outcome.tampered or outcome.lost or (options.stop_on_failure and outcome.failed_rounds):
                 break
     return outcomes
+
+
+def _fingerprint(python: str | None, stacks: dict[str, dict] | None) -> tuple[dict, float]:
+    """The machine's fingerprint, and when it was done (`time.monotonic`)."""
+    return fingerprint.machine(python, stacks), time.monotonic()
 
 
 def new_guard(p: Plan, trees: dict[str, Path], scratch: Path) -> Guard:
@@ -240,34 +276,48 @@ def run_suite(
     machine: dict,
     options: BenchOptions,
     progress: Progress,
+    timeline: Timeline | None = None,
+    kept: Kept | None = None,
+    keep: Path | None = None,
 ) -> SuiteOutcome:
     """One suite's set-up, warm-ups and rounds; ``scratch``: this run's folder for their outputs."""
-    results = new_results(p, suite, machine, options)
+    timeline = timeline if timeline is not None else Timeline()
+    results = new_results(p, suite, machine, options, timeline)
     workers: dict[str, Worker | None] = {}
     gpus = bool(machine.get("gpus"))
-    tampered = None
+    tampered = lost = None
     try:
+        stopped = set_up(suite, guard, scratch, p.round_timeout(suite), progress, timeline)
+        if not stopped:
+            start_workers(p, suite, guard, scratch, progress, workers, timeline, kept, keep)
         stopped = (
-            set_up(suite, guard, scratch, p.round_timeout(suite), progress)
-            or warm_up(p, suite, guard, scratch, results, options, progress, workers)
-            or measure(p, suite, guard, scratch, results, options, progress, workers)
+            stopped
+            or warm_up(p, suite, guard, scratch, results, options, progress, workers, timeline)
+            or measure(p, suite, guard, scratch, results, options, progress, workers, timeline)
         )
-        stop_workers(workers)
         profiles = options.profile if options.profile is not None else suite.profiles(gpus)
         if not stopped and any(r.ok for r in results.rounds) and profiles:
-            profile(p, suite, guard, scratch, results, progress)
+            profile(p, suite, guard, scratch, results, progress, workers, timeline)
         guard.check_shared()  # what the last round left in the engine, before this suite's verdict
     except TreeChanged as error:
         tampered = str(error)
         progress.say(f"{suite.name}: {tampered}")
+    except WorkerLost as error:
+        lost = str(error)
+        progress.say(f"{suite.name}: {lost}")
     except KeyboardInterrupt:
         finish(results, "stopped", "interrupted before the rounds were done")
         raise
     finally:
-        stop_workers(workers)
-    if tampered:
-        results.discard(tampered)
-        finish(results, "failed", tampered)
+        trusted = not (tampered or lost)
+        stop_workers(workers, guard, kept, keep if trusted else None)
+        if kept is not None and not trusted:
+            kept.stop_all()
+    began = time.monotonic()
+    if tampered or lost:
+        why = tampered or lost or ""
+        results.discard(why)
+        finish(results, "failed", why)
     elif stopped:
         finish(results, "stopped", stopped)
     elif not any(r.ok for r in results.rounds):
@@ -277,6 +327,8 @@ def run_suite(
         )
     else:
         finish(results, "complete")
+    timeline.add("report", began, detail="the results file finished and the step summary written")
+    results.write()  # with the report's phase
     append_summary(options.summary_path, results)
     ok = sum(r.ok for r in results.rounds)
     return SuiteOutcome(
@@ -287,10 +339,13 @@ def run_suite(
         len(results.rounds) - ok,
         results.error,
         tampered=tampered is not None,
+        lost=lost,
     )
 
 
-def new_results(p: Plan, suite: Suite, machine: dict, options: BenchOptions) -> ResultsFile:
+def new_results(
+    p: Plan, suite: Suite, machine: dict, options: BenchOptions, timeline: Timeline | None = None
+) -> ResultsFile:
     """The suite's results file, written before any round; `BenchError` when what it would record
     does not fit the model (a fingerprint too large, a repository name too long)."""
     settings = {
@@ -311,7 +366,15 @@ def new_results(p: Plan, suite: Suite, machine: dict, options: BenchOptions) -> 
             for sha in (p.base_sha, p.head_sha)
         )
         results = ResultsFile(
-            path, suite.name, name, base, head, suite.metrics, settings, ledger=options.written
+            path,
+            suite.name,
+            name,
+            base,
+            head,
+            suite.metrics,
+            settings,
+            ledger=options.written,
+            timeline=timeline,
         )
         results.write()
     except ValidationError as error:
@@ -323,12 +386,20 @@ def finish(results: ResultsFile, status: str, error: str | None = None) -> None:
     results.finish(status, error, after=fingerprint.clocks())
 
 
-def set_up(suite: Suite, guard: Guard, scratch: Path, timeout: float, progress: Progress) -> str | None:
+def set_up(
+    suite: Suite,
+    guard: Guard,
+    scratch: Path,
+    timeout: float,
+    progress: Progress,
+    timeline: Timeline | None = None,
+) -> str | None:
     """Run the suite's set-up in each worktree; a failure stops the suite (every round would fail).
     A set-up may install into the engine: what its import path holds afterwards is the reference."""
     for side, tree in guard.trees.items():
         guard.check_tree(side)
         for command in suite.setup_commands(tree):
+            began = time.monotonic()
             progress.say(f"{suite.name}: set-up in {side} ({command.name})")
             logs = scratch / f"setup-{suite.name}-{side}"
             logs.mkdir(exist_ok=True)
@@ -340,6 +411,8 @@ def set_up(suite: Suite, guard: Guard, scratch: Path, timeout: float, progress: 
                 logs / command.name,
                 guard.fence(side),
             )
+            if timeline is not None:
+                timeline.add("set-up", began, side, command.name)
             if not output.ok:
                 guard.seal(side)
                 return f"set-up in {side} failed: {describe_failure(output, timeout)}"
@@ -357,11 +430,25 @@ def warm_up(
     options: BenchOptions,
     progress: Progress,
     workers: dict[str, Worker | None],
+    timeline: Timeline | None = None,
 ) -> str | None:
     """The uncounted rounds; where the suite has a worker, the worker serves them, so that its
-    start-up is paid by a round that was going to be thrown away."""
+    start-up is paid by a round that was going to be thrown away. A worker that warmed up as it
+    started (built and captured what a round does, untimed: `Worker.warms`) was its side's first
+    warm-up already, and a worker kept warm from an earlier run needs none."""
+    timeline = timeline if timeline is not None else Timeline()
     order = warmup_order(p.warmup)
+    warmed = set()
+    for side in SIDES:
+        worker = workers.get(side)
+        if p.warmup and worker is not None and worker.warms and worker.ready_seconds is not None:
+            warmed.add(side)
+            if not worker.kept:  # one kept from an earlier run warmed up there
+                results.add_warmup(side, True, None, worker.ready_seconds)
     for number, side in enumerate(order):
+        if side in warmed:
+            warmed.discard(side)  # this warm-up was the worker's start
+            continue
         began = progress.round_started(
             suite.name, "warm-up", number // 2 + 1, p.warmup, side, sha_of(p, side), len(order) - number
         )
@@ -370,11 +457,102 @@ def warm_up(
         warmup = context(guard, scratch, suite, side, RoundId("warmup", number + 1))
         outcome = run_one(p, suite, warmup, worker)
         guard.seal(side)
+        lost_worker(worker, outcome.error)
+        timeline.add(
+            "warm-up", began, side, "worker" if worker is not None else "fresh", suite.round_seconds(warmup)
+        )
         progress.round_finished(began, outcome.ok, outcome.error)
         results.add_warmup(side, outcome.ok, outcome.error, outcome.seconds)
         if not outcome.ok and options.stop_on_failure:
             return f"warm-up round on {side} failed: {outcome.error}"
     return None
+
+
+def start_workers(
+    p: Plan,
+    suite: Suite,
+    guard: Guard,
+    scratch: Path,
+    progress: Progress,
+    workers: dict[str, Worker | None],
+    timeline: Timeline,
+    kept: Kept | None = None,
+    keep: Path | None = None,
+) -> None:
+    """Both sides' workers, started at once and waited for until each has warmed up, before any
+    round: their start-ups overlap instead of adding up, and no round is timed while a worker is
+    still starting. A side whose tree has a worker in ``kept`` gets that one (`Kept.lend`:
+    `WorkerLost` where it died or its tree changed). Where a round's scope cannot keep one side's
+    processes off the other's tree, no worker lives through the other side's rounds (`take_turn`),
+    and each starts when its side first needs it, as before."""
+    if not scope.strategy().read_only:
+        return
+    began = time.monotonic()
+    for side in SIDES:
+        guard.check(side)
+        lent = kept.lend(guard.trees[side]) if kept is not None else None
+        if lent is not None:
+            workers[side] = lent
+            timeline.add("worker start", began, side, "kept warm from an earlier run", ended=began)
+            continue
+        # A worker that may be kept beyond this run writes its log where the caller keeps things:
+        # this run's folder is removed when the run ends.
+        folder = (
+            kept.root if kept is not None and kept.root is not None and guard.trees[side] == keep else None
+        )
+        serving(workers, suite, guard, folder or scratch, side, progress)
+    for side in SIDES:
+        worker = workers.get(side)
+        if worker is None or worker.kept:
+            continue
+        why = worker.wait_ready(p.round_timeout(suite))
+        guard.seal(side)
+        if why is not None:
+            worker.stop()
+            workers[side] = None  # as if it had died: the side's rounds run in fresh processes
+            progress.say(
+                f"{suite.name}: the worker of {side} did not start ({why}); its rounds run in fresh processes"
+            )
+            timeline.add("worker start", worker.began, side, "failed")
+            continue
+        ready = worker.ready_seconds
+        timeline.add(
+            "worker start",
+            worker.began,
+            side,
+            "started, then built and captured once (the warm-up)" if worker.warms else "started",
+            _ready_seconds(worker),
+            ended=worker.began + ready if ready is not None else None,
+        )
+        progress.say(
+            f"{suite.name}: the worker of {side} is ready"
+            + (
+                f" after {ready:.1f}s (started and warmed up beside the other side's)"
+                if ready is not None
+                else ""
+            )
+        )
+
+
+def _ready_seconds(worker: Worker) -> dict[str, float]:
+    """What a worker's ready file says of its start (the suite's keys), where it says anything."""
+    if worker.ready_file is None:
+        return {}
+    try:
+        seconds = json.loads(worker.ready_file.read_text())["seconds"]
+        return {str(k): float(v) for k, v in seconds.items() if isinstance(v, int | float)}
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return {}
+
+
+def lost_worker(worker: Worker | None, error: str | None) -> None:
+    """`WorkerLost` where ``worker`` is kept across runs and has died: the run ends, measuring
+    nothing more, instead of going on in other processes than the ones it was kept for."""
+    if worker is not None and worker.kept and not worker.alive:
+        raise WorkerLost(
+            f"the worker kept across runs died (exit status {worker.process.returncode}): {error}; "
+            f"this run measures nothing"
+        )
 
 
 def measure(
@@ -386,7 +564,9 @@ def measure(
     options: BenchOptions,
     progress: Progress,
     workers: dict[str, Worker | None],
+    timeline: Timeline | None = None,
 ) -> str | None:
+    timeline = timeline if timeline is not None else Timeline()
     done, pair = 0, 0
     while adaptive.should_continue(samples(results), done, p.rounds, p.max_rounds):
         planned = max(p.rounds, done + 1)  # per side: the minimum, or one more pair the rule asked for
@@ -402,6 +582,14 @@ def measure(
             counted = context(guard, scratch, suite, side, RoundId("counted", done))
             outcome = run_one(p, suite, counted, worker)
             guard.seal(side)
+            lost_worker(worker, outcome.error)
+            timeline.add(
+                "round",
+                began,
+                side,
+                "worker" if worker is not None else "fresh",
+                suite.round_seconds(counted),
+            )
             # What the file recorded: a round measured but refused (too many metrics, a unit that
             # does not convert) is reported failed, as it is recorded.
             recorded = results.add_round(
@@ -443,11 +631,25 @@ def run_one(p: Plan, suite: Suite, round_context: RoundContext, worker: Worker |
     return worker.serve(round_context, p.round_timeout(suite))
 
 
-def stop_workers(workers: dict[str, Worker | None]) -> None:
+def stop_workers(
+    workers: dict[str, Worker | None],
+    guard: Guard | None = None,
+    kept: Kept | None = None,
+    keep: Path | None = None,
+) -> None:
+    """Stop the run's workers, but for the one of the side whose tree is ``keep``, which goes
+    (alive, warm, never profiled) into ``kept`` for the caller's next run."""
     for side, worker in list(workers.items()):
-        if worker is not None:
+        workers[side] = None
+        if worker is None:
+            continue
+        tree = guard.trees[side] if guard is not None else None
+        if kept is not None and tree is not None and tree == keep and worker.alive and not worker.profiled:
+            kept.keep(tree, worker)
+        elif kept is not None and tree is not None and worker.kept:
+            kept.release(tree)
+        else:
             worker.stop()
-            workers[side] = None
 
 
 def serving(
@@ -475,26 +677,40 @@ def serving(
             )
     worker = workers[side]
     if worker is not None and not worker.alive:
+        lost_worker(worker, "found dead before a round")
         workers[side] = worker = None  # it died: the side's later rounds run in fresh processes
+    if worker is not None and worker.profiled:
+        worker = None  # it times nothing after the profiled pass
     return worker
 
 
 def profile(
-    p: Plan, suite: Suite, guard: Guard, scratch: Path, results: ResultsFile, progress: Progress
+    p: Plan,
+    suite: Suite,
+    guard: Guard,
+    scratch: Path,
+    results: ResultsFile,
+    progress: Progress,
+    workers: dict[str, Worker | None] | None = None,
+    timeline: Timeline | None = None,
 ) -> None:
     """One un-timed profiled pass per side, after every timed round: its kernels explain the
-    verdict and never enter it. A pass that fails leaves that side without a profile, saying why."""
+    verdict and never enter it. A pass that fails leaves that side without a profile, saying why.
+    Where the side's worker is alive and can profile, the pass runs in it (no process start of its
+    own); that worker times nothing afterwards."""
+    timeline = timeline if timeline is not None else Timeline()
     for side in SIDES:
-        progress.say(f"{suite.name}: profiled pass of {side} ({sha_of(p, side)[:10]}), not timed")
+        worker = (workers or {}).get(side)
+        if worker is not None and not (worker.alive and not worker.profiled):
+            worker = None
+        where = "in the worker" if worker is not None else "in fresh processes"
+        progress.say(f"{suite.name}: profiled pass of {side} ({sha_of(p, side)[:10]}), not timed, {where}")
         began = time.monotonic()
-        guard.check(side)
-        outcome = profiling.profile_side(
-            suite,
-            context(guard, scratch, suite, side, PROFILED_PASS),
-            p.round_timeout(suite),
-            sha_of(p, side),
-        )
+        take_turn(guard, workers if workers is not None else {}, side)
+        pass_context = context(guard, scratch, suite, side, PROFILED_PASS)
+        outcome = profiling.profile_side(suite, pass_context, p.round_timeout(suite), sha_of(p, side), worker)
         guard.seal(side)
+        timeline.add("profile", began, side, outcome.where, suite.round_seconds(pass_context))
         progress.round_finished(began, outcome.profile is not None, outcome.error, counted=False)
         if outcome.profile is not None:
             results.set_profile(side, outcome.profile)
@@ -537,7 +753,11 @@ def sha_of(p: Plan, side: str) -> str:
 
 
 def append_summary(path: Path | None, results: ResultsFile) -> None:
+    """The rounds' summary and where the run's seconds went, appended to the step summary."""
     if path is None:
         return
+    spent = timeline_markdown(results.timeline) if results.timeline is not None else ""
     with path.open("a", encoding="utf-8") as stream:
         stream.write(rounds_summary.markdown(results.snapshot()) + "\n")
+        if spent:
+            stream.write("\n" + spent + "\n")

@@ -12,7 +12,13 @@
    that keeps contradicting itself ends as "not confirmed", never in a loop.
 
 Each run is an ordinary `perfbot bench run` whose results file stays in the output folder; GOOD's
-worktree is checked out once and kept for every run against it. Every worktree is checked before
+worktree is checked out once and kept for every run against it, and so is GOOD's worker where the
+suite has one (`workers.Kept`): warm from the reference run on, it serves every probe's GOOD rounds
+(the first and the closing pair still in fresh processes), each run re-checking GOOD's tree before
+every round as ever and lending the worker only while the tree is exactly as it last served. A kept
+worker that died, or whose tree changed, ends the bisection with an error naming it: no probe is
+measured on a stale tree or counted as "skipped" for the commit's sake. The engine's interpreter is
+asked for its packages once, for every run's fingerprint. Every worktree is checked before
 and after each run's rounds (`provenance`): its HEAD is the commit it names, no tracked file
 changed, and the suite's interpreter imports the checkout's packages from it. A re-run with the same
 settings and the same output folder reuses the runs already there and measures only what is
@@ -21,6 +27,8 @@ missing (`bisect_folder`).
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -38,6 +46,7 @@ from .bisect_folder import RECHECK, BisectFolder
 from .options import MeasureOptions
 from .progress import Progress
 from .suites import Suite
+from .workers import Kept
 from .worktrees import Worktrees
 
 # Runs made again, at most, when confirmations contradict the probes (one per commit re-measured).
@@ -74,8 +83,8 @@ def bisect(options: BisectOptions, config: RepoConfig, progress: Progress) -> Bi
         item.commit.sha: Suspect(item.commit.sha, item.commit.subject, item.report) for item in ranked.commits
     }
     order = repo.rev_list(good, bad)
-    with Worktrees(repo) as kept:
-        runner = _Runner(options, config, progress, folder, good, kept)
+    with Worktrees(repo) as kept, _kept_workers(kept.root) as workers:
+        runner = _Runner(options, config, progress, folder, good, kept, workers)
         progress.say(f"bisect: reference run, GOOD {good[:10]} against BAD {bad[:10]}")
         loaded, path, problem = runner.reference(good, bad)
         if loaded is None or not loaded.metrics:
@@ -154,6 +163,17 @@ def bisect(options: BisectOptions, config: RepoConfig, progress: Progress) -> Bi
     )
 
 
+@contextmanager
+def _kept_workers(root: Path) -> Iterator[Kept]:
+    """Workers kept across the bisection's runs (their logs under ``root``), all stopped when it
+    ends, however it ends."""
+    workers = Kept(root)
+    try:
+        yield workers
+    finally:
+        workers.stop_all()
+
+
 def _named(metric: stats.MetricJudgement) -> str:
     """``cycle_ms (the headline, piecewise)``: the metric a bisection follows, and what it is."""
     words = [
@@ -217,9 +237,12 @@ class _Runner:
         folder: BisectFolder,
         good: str,
         kept: Worktrees,
+        workers: Kept | None = None,
     ):
         self.options, self.config, self.progress = options, config, progress
         self.folder, self.good, self.kept = folder, good, kept
+        self.workers = workers if workers is not None else Kept()
+        self.stacks: dict[str, dict] = {}  # the engine interpreter's packages, asked once
         self._good_tree: Path | None = None
 
     def run(self, base: str, head: str, label: str) -> Path:
@@ -245,9 +268,19 @@ class _Runner:
             for side, tree in trees.items():
                 self.verified(tree, shas[side], suite, "before the rounds")
             outcome = bench.run(
-                options, self.config.bench, self.progress, trees["base"], trees["head"], planned
+                options,
+                self.config.bench,
+                self.progress,
+                trees["base"],
+                trees["head"],
+                planned,
+                kept=self.workers,
+                keep=trees["base"] if base == self.good else None,
+                stacks=self.stacks,
             )[0]
             try:
+                if outcome.lost:
+                    raise BisectError(f"the {label} run of {head[:10]} measured nothing: {outcome.lost}")
                 for side, tree in trees.items():
                     self.verified(tree, shas[side], suite, "after the rounds")
             except BisectError:

@@ -245,8 +245,11 @@ print(json.dumps(out))
 """
 
 
-def machine(python: str | None = None) -> dict:
-    """What describes the machine and software stack, with absent fields for missing tools."""
+def machine(python: str | None = None, stacks: dict[str, dict] | None = None) -> dict:
+    """What describes the machine and software stack, with absent fields for missing tools.
+    ``stacks``: what interpreters answered earlier in this process (`python_stack`, by path), which a
+    caller making many runs with one engine (a bisection) keeps, so that it is asked once: the probe
+    imports torch, seconds of every run."""
     data: dict = {"taken_at": now(), "host": host(), "cpu": cpu(), "env": env_vars()}
     gpus = nvidia_gpus()
     if gpus:
@@ -255,7 +258,13 @@ def machine(python: str | None = None) -> dict:
     topology = nvidia_topology()
     if topology:
         data["topology"] = topology
-    data.update(python_stack(python or sys.executable))
+    python = python or sys.executable
+    if stacks is None:
+        data.update(python_stack(python))
+    else:
+        if python not in stacks:
+            stacks[python] = python_stack(python)
+        data.update(stacks[python])
     return data
 
 

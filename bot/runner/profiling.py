@@ -2,12 +2,14 @@
 a profiler, whose trace becomes that side's kernel profile in the results file.
 
 It runs as a round does (`rounds.run_pass`: the same allow-listed environment, the same deadline and
-the same way of killing what it started), so profiling changes nothing about how the timed rounds
-ran and never touches their numbers; a pass that fails leaves its side without a profile and says
-why, and the verdict is unaffected. Where the pass recorded the repository's frames, it also gives
-the per-step map of its commit (`bot.core.stepmap`), with the lines that ran in the measured steps
-where the workload recorded them (`step_lines`); a record that is unfit is left out and the map
-stands without lines.
+the same way of killing what it started), or, where the side's worker is alive and the suite's
+worker can profile (`Suite.worker_profile_request`), in that worker after its last timed round (no
+process start of its own; the worker times nothing afterwards). Either way it comes after the timed
+rounds, so profiling changes nothing about how they ran and never touches their numbers; a pass
+that fails leaves its side without a profile and says why, and the verdict is unaffected. Where
+the pass recorded the repository's frames, it also gives the per-step map of its commit
+(`bot.core.stepmap`), with the lines that ran in the measured steps where the workload recorded
+them (`step_lines`); a record that is unfit is left out and the map stands without lines.
 """
 
 from __future__ import annotations
@@ -22,7 +24,8 @@ from bot.core.stepmap import StepMap
 
 from . import step_lines
 from .rounds import could_not_start, run_pass
-from .suites.base import RoundContext, RoundFailed, Suite
+from .suites.base import Output, RoundContext, RoundFailed, Suite
+from .workers import Worker
 
 
 @dataclass
@@ -31,23 +34,34 @@ class ProfileOutcome:
     error: str | None
     seconds: float
     step_map: StepMap | None = None
+    where: str = "fresh process"
 
 
-def profile_side(suite: Suite, context: RoundContext, timeout: float, commit: str = "") -> ProfileOutcome:
+def profile_side(
+    suite: Suite, context: RoundContext, timeout: float, commit: str = "", worker: Worker | None = None
+) -> ProfileOutcome:
     """One side's profiled pass (``context``: of `PROFILED_PASS`): its profile, or why there is none,
-    and the per-step map of ``commit`` where the pass recorded the repository's frames."""
+    and the per-step map of ``commit`` where the pass recorded the repository's frames. In
+    ``worker`` where given and its suite's worker can profile, else in fresh processes."""
     began = time.monotonic()
+    where = "fresh process"
     try:
-        outputs = run_pass(suite, suite.profile_commands, context, timeout)
+        served = worker.profile(context, timeout) if worker is not None else None
+        if served is None:
+            outputs = run_pass(suite, suite.profile_commands, context, timeout)
+        elif not served.ok:
+            raise RoundFailed(served.error or "the worker's profiled pass failed")
+        else:
+            where, outputs = "in the worker", [Output(suite.name, 0, "", "")]
         traced: Traced = suite.parse_traced(context, outputs)
     except RoundFailed as failure:
-        return ProfileOutcome(None, str(failure), time.monotonic() - began)
+        return ProfileOutcome(None, str(failure), time.monotonic() - began, where=where)
     except OSError as error:
-        return ProfileOutcome(None, could_not_start(error), time.monotonic() - began)
+        return ProfileOutcome(None, could_not_start(error), time.monotonic() - began, where=where)
     mapped = traced.step_map(commit, suite.name)
     if mapped is not None:
         mapped = with_recorded_lines(mapped, context)
-    return ProfileOutcome(traced.profile, None, time.monotonic() - began, mapped)
+    return ProfileOutcome(traced.profile, None, time.monotonic() - began, mapped, where)
 
 
 def with_recorded_lines(mapped: StepMap, context: RoundContext) -> StepMap:

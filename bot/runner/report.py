@@ -5,16 +5,20 @@ as `perfbot bench run --out` names them) is judged as the bot judges a run's art
 (`bot.core.bench.judging.judge_suite`: as `perfbot compare` does, with its defaults). A file that
 cannot be judged (a run that failed before any round, a file cut short) is an ``error`` for its
 suite, with the reason; the folder's verdict is the worst of its suites'
-(`bot.core.render.results_folder`).
+(`bot.core.render.results_folder`). Each suite's Markdown ends with where its run's seconds went,
+where the file records it (`timeline`).
 """
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from bot.core.bench import judging
 from bot.core.judge import results
 from bot.core.render.results_folder import Report, folder_report, unusable
+
+from . import timeline
 
 MAX_FILE_BYTES = 64 * 2**20
 
@@ -39,4 +43,16 @@ def judge(path: Path) -> tuple[str, str]:
     except results.ResultsError as error:
         return "error", unusable(path.name, data, str(error))
     suite = judging.judge_suite(loaded)
-    return suite.verdict, suite.markdown
+    spent = spent_markdown(data)
+    return suite.verdict, suite.markdown + (f"\n\n{spent}" if spent else "")
+
+
+def spent_markdown(data: bytes) -> str:
+    """Where the run's seconds went, from the file's ``timeline`` (empty where it has none that
+    reads: the results model leaves the field to this reader)."""
+    try:
+        recorded = json.loads(data).get("timeline")
+    except (ValueError, AttributeError):
+        return ""
+    read = timeline.read(recorded)
+    return timeline.markdown(read) if read is not None else ""

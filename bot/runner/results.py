@@ -5,7 +5,8 @@ measured.
 Beyond what `perfbot compare` needs, the file says how the run went: ``status`` (``running`` while
 rounds go on, then ``complete``, ``stopped`` when the run ended early, or ``failed`` when no round
 could be measured), ``error`` (why it stopped), ``warmups`` (the uncounted warm-up rounds) and
-``options`` (how the run was asked for); docs/runner.md describes the format. A round is ``ok`` only
+``options`` (how the run was asked for) and ``timeline`` (where its seconds went, `timeline`);
+docs/runner.md describes the format. A round is ``ok`` only
 when it was measured and its metrics fit the model.
 """
 
@@ -38,6 +39,7 @@ from bot.core.judge.results import (
 from bot.core.stepmap import StepMap
 
 from .fingerprint import now
+from .timeline import Timeline
 
 
 @dataclass
@@ -63,6 +65,7 @@ class ResultsFile:
     # path -> SHA-256 of the bytes last written there, shared by a run's files: what the action
     # checks the uploaded files against (a benchmark's process may have rewritten the file since).
     ledger: dict[Path, str] | None = None
+    timeline: Timeline | None = None  # the run's phases so far, written with every rewrite
 
     def add_round(
         self,
@@ -234,7 +237,10 @@ class ResultsFile:
         )
 
     def write(self) -> None:
-        digest = write_json(self.path, self.snapshot().model_dump(mode="json", by_alias=True))
+        data = self.snapshot().model_dump(mode="json", by_alias=True)
+        if self.timeline is not None:
+            data["timeline"] = self.timeline.to_json()
+        digest = write_json(self.path, data)
         if self.ledger is not None:
             self.ledger[self.path] = digest
 

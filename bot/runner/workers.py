@@ -12,6 +12,16 @@ run in fresh processes again; so do all of them where the worker cannot start). 
 worker cannot see, every fresh round still does: process start-up, a new CUDA context and
 communicator; `bench` runs the first pair and the pair that completes the minimum in fresh
 processes for that reason.
+
+Both sides' workers start at once (`start`, then `wait_ready`): where the suite's worker says when it
+has warmed up (`Suite.worker_ready`: built and captured what a round does, untimed), that start is
+the side's warm-up. After the timed rounds the worker can run the profiled pass too
+(`Suite.worker_profile_request`); a worker that profiled never times a round again.
+
+`Kept` holds workers beyond one run: a bisection keeps GOOD's for every run against GOOD. A kept
+worker is lent to a run only while GOOD's tree is exactly as it was when the worker last served
+(`Kept.lend`); one that died, or whose tree changed, ends the run that needed it (`WorkerLost`):
+nothing is measured on a stale tree, and no side silently falls back to other processes.
 """
 
 from __future__ import annotations
@@ -20,8 +30,10 @@ import contextlib
 import json
 import subprocess
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 
+from .integrity import Manifest, changes, manifest, summary
 from .rounds import RoundResult, child_env, parsed, read_text
 from .scope import Scope, strategy
 from .suites.base import Output, RoundContext, Suite
@@ -29,19 +41,35 @@ from .suites.base import Output, RoundContext, Suite
 _POLL = 0.02
 
 
+class WorkerLost(RuntimeError):
+    """A worker kept across runs died, or its tree changed since it last served: the run that
+    needed it measures nothing more."""
+
+
 class Worker:
     """One side's serving process."""
 
-    def __init__(self, suite: Suite, process: subprocess.Popen, log: Path, scope: Scope):
+    def __init__(
+        self, suite: Suite, process: subprocess.Popen, log: Path, scope: Scope, ready: Path | None = None
+    ):
         self.suite, self.process, self.log, self.scope = suite, process, log, scope
+        self.ready_file = ready
+        self.began = time.monotonic()
+        self.ready_seconds: float | None = None  # from its start until it said it was ready
+        self.profiled = False  # it ran the profiled pass: its process times nothing any more
+        self.kept = False  # lent by `Kept`: the run that borrowed it does not stop it
 
     @classmethod
     def start(cls, suite: Suite, context: RoundContext) -> Worker | None:
-        """A worker for ``context.side`` in ``context.worktree``, or None where the suite has none."""
+        """A worker for ``context.side`` in ``context.worktree``, or None where the suite has none.
+        It starts and returns at once; `wait_ready` waits for it to have warmed up."""
         command = suite.worker_command(context)
         if command is None:
             return None
         log = context.out_dir / f"{command.name}.log"
+        ready = suite.worker_ready(context)
+        if ready is not None:
+            ready.unlink(missing_ok=True)
         scope = Scope(strategy())
         with log.open("wb") as output:
             process = scope.popen(
@@ -53,17 +81,54 @@ class Worker:
                 stdin=subprocess.PIPE,
                 read_only=context.read_only,
             )
-        return cls(suite, process, log, scope)
+        return cls(suite, process, log, scope, ready)
 
     @property
     def alive(self) -> bool:
         return self.process.poll() is None
 
+    @property
+    def warms(self) -> bool:
+        """Whether its start includes the warm-up a first round would be (`Suite.worker_ready`)."""
+        return self.ready_file is not None
+
+    def wait_ready(self, timeout: float) -> str | None:
+        """Wait until the worker says it has warmed up (at once where it says nothing): None, or why
+        it is not ready (it exited, or ``timeout`` seconds passed: then it is stopped)."""
+        if self.ready_file is None or self.ready_seconds is not None:
+            return None
+        while not self.ready_file.exists():
+            if not self.alive:
+                return self._why(f"the worker exited with status {self.process.returncode} while starting")
+            if time.monotonic() - self.began > timeout:
+                self.stop()
+                return self._why(f"the worker was not ready after {timeout:g}s and was killed")
+            time.sleep(_POLL)
+        self.ready_seconds = time.monotonic() - self.began
+        return None
+
     def serve(self, context: RoundContext, timeout: float) -> RoundResult:
         """One round in this worker, judged as a fresh round is (`rounds.parsed`) from what it wrote."""
+        if self.profiled:
+            raise RuntimeError("a worker that profiled times no more rounds")
+        request, done = self.suite.worker_request(context)
+        return self._ask(context, request, done, timeout, parse=True)
+
+    def profile(self, context: RoundContext, timeout: float) -> RoundResult | None:
+        """The profiled pass in this worker (``context``: of `PROFILED_PASS`), after its timed
+        rounds: ok once the pass's report appeared (the suite reads the trace from the folder),
+        else why not; None where the suite's worker cannot profile. The worker times nothing after."""
+        asked = self.suite.worker_profile_request(context)
+        if asked is None:
+            return None
+        self.profiled = True
+        return self._ask(context, *asked, timeout, parse=False)
+
+    def _ask(
+        self, context: RoundContext, request: dict, done: Path, timeout: float, parse: bool
+    ) -> RoundResult:
         began = time.monotonic()
         context.out_dir.mkdir(parents=True, exist_ok=True)
-        request, done = self.suite.worker_request(context)
         if self.process.stdin is None:
             return self._failed("the worker has no standard input", began)
         try:
@@ -78,15 +143,20 @@ class Worker:
                 self.stop()
                 return self._failed(f"timed out after {timeout:g}s in the worker, which was killed", began)
             time.sleep(_POLL)
+        if not parse:
+            return RoundResult(True, None, seconds=time.monotonic() - began)
         return parsed(self.suite, context, [Output(self.suite.name, 0, "", "")], began)
 
+    def _why(self, what: str) -> str:
+        try:
+            log = read_text(self.log)
+        except OSError:
+            log = ""
+        tail = [line.strip() for line in log.splitlines() if line.strip()]
+        return f"{self.suite.name}: {what}" + (f": {tail[-1][:300]}" if tail else "")
+
     def _failed(self, why: str, began: float) -> RoundResult:
-        tail = [line.strip() for line in read_text(self.log).splitlines() if line.strip()]
-        return RoundResult(
-            False,
-            f"{self.suite.name}: {why}" + (f": {tail[-1][:300]}" if tail else ""),
-            seconds=time.monotonic() - began,
-        )
+        return RoundResult(False, self._why(why), seconds=time.monotonic() - began)
 
     def stop(self) -> None:
         """Ask the worker to finish, then end whatever is left of its session. Its input is closed
@@ -105,3 +175,61 @@ class Worker:
         except (OSError, subprocess.TimeoutExpired):
             pass
         self.scope.end()
+
+
+@dataclass
+class _Held:
+    worker: Worker
+    tree: Path
+    sealed: Manifest  # the tree as it was when the worker last served
+
+
+@dataclass
+class Kept:
+    """Workers kept beyond one run, by worktree (a bisection's GOOD), and what each tree held when
+    its worker last served. The owner ends them (`stop_all`)."""
+
+    root: Path | None = None  # where kept workers' folders (their logs) go; else the run's own
+    held: dict[Path, _Held] = field(default_factory=dict)
+
+    def lend(self, tree: Path) -> Worker | None:
+        """The worker kept for ``tree``, to serve a run: None where none is kept (the run starts one
+        and may `keep` it); `WorkerLost` where the kept one died or its tree changed since it last
+        served (it is stopped and forgotten: the next run starts a new one)."""
+        held = self.held.get(tree)
+        if held is None:
+            return None
+        worker = held.worker
+        if not worker.alive:
+            del self.held[tree]
+            worker.stop()
+            raise WorkerLost(
+                worker._why(
+                    f"the worker kept for {tree.name} across runs died (exit status "
+                    f"{worker.process.returncode}) before this run; this run measures nothing"
+                )
+            )
+        found = changes(held.sealed, manifest(tree))
+        if found:
+            del self.held[tree]
+            worker.stop()
+            raise WorkerLost(
+                f"{tree.name}'s worktree changed since its kept worker last served: {summary(found)}; "
+                f"the worker is stopped and this run measures nothing"
+            )
+        return worker
+
+    def keep(self, tree: Path, worker: Worker) -> None:
+        """Keep ``worker`` (alive, not profiled) for ``tree`` as the tree is now."""
+        worker.kept = True
+        self.held[tree] = _Held(worker, tree, manifest(tree))
+
+    def release(self, tree: Path) -> None:
+        """Forget and stop the worker kept for ``tree``, if any."""
+        held = self.held.pop(tree, None)
+        if held is not None:
+            held.worker.stop()
+
+    def stop_all(self) -> None:
+        for tree in list(self.held):
+            self.release(tree)

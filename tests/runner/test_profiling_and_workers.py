@@ -159,7 +159,7 @@ def verify_step(**options) -> BenchConfig:
 
 
 @pytest.mark.slow
-def test_a_worker_serves_the_warm_ups_and_the_middle_rounds_between_fresh_ones(bench_repo, tmp_path):
+def test_a_worker_warms_up_as_it_starts_serves_the_middle_rounds_and_profiles(bench_repo, tmp_path):
     importorskip("torch")
     repo, base, head = bench_repo
     outcome, _ = run(
@@ -172,6 +172,7 @@ def test_a_worker_serves_the_warm_ups_and_the_middle_rounds_between_fresh_ones(b
         warmup=1,
         python=sys.executable,
         timeout=120,
+        profile=True,
     )
     data = json.loads(outcome.path.read_text())
     assert outcome.status == "complete", [r["error"] for r in data["rounds"]]
@@ -183,21 +184,35 @@ def test_a_worker_serves_the_warm_ups_and_the_middle_rounds_between_fresh_ones(b
         (2, "fresh"),
         (2, "fresh"),
     ]
-    assert all(w["ok"] for w in data["warmups"])
+    assert [(w["side"], w["ok"]) for w in data["warmups"]] == [("base", True), ("head", True)]
+    phases = data["timeline"]["phases"]
+    # Each worker's start built the model and captured once: that was its side's warm-up round.
+    started = [p for p in phases if p["phase"] == "worker start"]
+    assert [p["side"] for p in started] == ["base", "head"]
+    assert all({"build", "capture", "run"} <= set(p["inside"]) for p in started)
+    assert not [p for p in phases if p["phase"] == "warm-up"]
+    fresh = [p for p in phases if p["phase"] == "round" and p["detail"] == "fresh"]
+    assert all(p["inside"]["start"] > 0 for p in fresh)  # the interpreter's and torch's start
+    # The profiled pass ran in each side's worker, after the rounds, and gave each side a profile.
+    profiled = [(p["side"], p["detail"]) for p in phases if p["phase"] == "profile"]
+    assert profiled == [("base", "in the worker"), ("head", "in the worker")]
+    loaded = results.load(outcome.path.read_bytes())
+    assert loaded.base.profile is not None and loaded.head.profile is not None
 
 
 @pytest.mark.slow
 def test_a_worker_that_dies_leaves_its_side_to_fresh_processes(git_builder, tmp_path):
     importorskip("torch")
-    # The allreduce dies in any process of the side's worker (its round index is -1), nowhere else.
+    # The allreduce dies in any process of the side's worker (its folder is the worker's), nowhere
+    # else: the worker dies as it warms up, before it is ready.
     hook = (
         "import os\nimport torch.distributed as dist\n\n\ndef all_reduce(tensor):\n"
-        "    if os.environ.get('PERFBOT_ROUND') == '-1':\n        os._exit(3)\n"
+        "    if '/workers/' in os.environ.get('PERFBOT_OUT_DIR', ''):\n        os._exit(3)\n"
         "    dist.all_reduce(tensor)\n    return tensor\n"
     )
     base = git_builder.commit("base", {"hooks.py": hook})
     head = git_builder.commit("head", {"README": "x\n"})
-    outcome, _ = run(
+    outcome, progress = run(
         git_builder.root,
         base,
         head,
@@ -209,8 +224,10 @@ def test_a_worker_that_dies_leaves_its_side_to_fresh_processes(git_builder, tmp_
         timeout=120,
     )
     data = json.loads(outcome.path.read_text())
-    assert [w["ok"] for w in data["warmups"]] == [False, False]
-    assert "the worker exited with status" in data["warmups"][0]["error"]
+    for side in ("base", "head"):
+        assert f"the worker of {side} did not start (verify-step: the worker exited with status" in progress
+    # Neither worker warmed up, so each side's warm-up ran as a round, in a fresh process.
+    assert [(w["side"], w["ok"]) for w in data["warmups"]] == [("base", True), ("head", True)]
     assert all(r["ok"] and r["process"] == "fresh" for r in data["rounds"]), [
         r["error"] for r in data["rounds"]
     ]

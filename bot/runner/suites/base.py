@@ -224,6 +224,23 @@ class Suite(ABC):
         """What to send a worker for one round, and the file whose appearance says it is done."""
         raise RoundFailed(f"suite {self.name!r} has no worker")
 
+    def worker_ready(self, context: RoundContext) -> Path | None:
+        """The file whose appearance says the worker started for ``context`` (of `WORKER_START`) has
+        warmed up (built and captured what a round builds, untimed) and waits for requests; None
+        where its worker says nothing before its first round (which then pays its start-up)."""
+        return None
+
+    def worker_profile_request(self, context: RoundContext) -> tuple[dict, Path] | None:
+        """What to send a worker for the profiled pass (``context``: of `PROFILED_PASS`), and the
+        file whose appearance says it is done; None where its worker cannot profile (the pass then
+        runs in fresh processes)."""
+        return None
+
+    def round_seconds(self, context: RoundContext) -> dict[str, float]:
+        """Where the round's own time went, as its process reported it (interpreter start, model
+        build, capture, ...: the keys are the suite's); empty where it says nothing."""
+        return {}
+
 
 def read_result(path: Path, name: str) -> str:
     """The text of a file a benchmark wrote for the round to read: `RoundFailed` in one line where

@@ -24,6 +24,7 @@ from .verify_step_workload import VERIFY_OF_MODE
 
 RESULT_FILE = "verify_step.json"
 TRACE_FILE = "trace.json"
+READY_FILE = "ready.json"  # a worker's, once it has warmed up
 
 METRICS = VerifyStep.declarations()
 # The metrics that follow the mode the engine ran in, which the benchmark's report names.
@@ -84,12 +85,32 @@ class VerifyStepBench(BuiltInSuite, kind="verify-step"):
         return Command(self.name, tuple(argv), dict(c.env))
 
     def worker_command(self, context: RoundContext) -> Command | None:
-        """With ``worker: true``: the benchmark set up once (``--serve``), a round per request."""
-        return self.command(context, "--serve") if self.config.worker else None
+        """With ``worker: true``: the benchmark set up once (``--serve``) and warmed up (its model
+        built and its graphs captured and run once, untimed: ``--ready``), a round per request."""
+        if not self.config.worker:
+            return None
+        return self.command(context, "--serve", "--ready", str(context.out_dir / READY_FILE))
 
     def worker_request(self, context: RoundContext) -> tuple[dict, Path]:
         out = context.out_dir / RESULT_FILE
         return {"out": str(out)}, out
+
+    def worker_ready(self, context: RoundContext) -> Path | None:
+        return context.out_dir / READY_FILE
+
+    def worker_profile_request(self, context: RoundContext) -> tuple[dict, Path] | None:
+        """The profiled pass in the worker, after its timed rounds: as ``--profile`` (the same
+        cycles, trace and recorded lines), without a process start of its own."""
+        out = context.out_dir / RESULT_FILE
+        return {"out": str(out), "profile": str(context.out_dir / PROFILE_DIR / TRACE_FILE)}, out
+
+    def round_seconds(self, context: RoundContext) -> dict[str, float]:
+        """The workload's ``seconds`` (start, build, capture, run), where its report has them."""
+        try:
+            seconds = json.loads((context.out_dir / RESULT_FILE).read_text())["seconds"]
+            return {str(k): float(v) for k, v in seconds.items() if isinstance(v, int | float)}
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
+            return {}
 
     def profiles_by_default(self, gpus: bool) -> bool:
         """On where the benchmark runs on a GPU (PyTorch's profiler reads CUPTI there)."""

@@ -54,7 +54,14 @@ what the per-step map and the kernel diff's launching lines are read from.
 
 ``--serve`` makes a long-lived worker (`bot.runner.workers`): set up once (interpreter, CUDA context,
 process group, the allreduce under test), then one round per JSON line ``{"out": FILE}`` on rank 0's
-standard input, each building the model and capturing its graphs again, until the input ends.
+standard input, each building the model and capturing its graphs again, until the input ends; a line
+``{"out": FILE, "profile": TRACE}`` is the profiled pass instead (as ``--profile TRACE``). With
+``--ready FILE`` the worker first builds the model and captures and runs its graphs once, untimed (the
+warm-up a first round would be), then rank 0 writes FILE (``{"seconds": {...}}``): the worker is ready.
+
+Each report's ``seconds`` say where the round's time went: ``start`` (interpreter and torch import,
+0 in a worker), ``build`` (the model's weights), ``capture`` (CUDA graph capture, with the eager
+calls before it) and ``run`` (everything after the build, capture included).
 """
 
 from __future__ import annotations
@@ -198,6 +205,11 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help='set up once, then run a round for each JSON line {"out": FILE} on standard '
         "input until it ends (a long-lived worker; --out and --timeout are unused)",
+    )
+    parser.add_argument(
+        "--ready",
+        metavar="FILE",
+        help="with --serve: build and capture once, untimed, then write FILE (the worker is warm)",
     )
     parser.add_argument(
         "--allreduce",
@@ -404,8 +416,49 @@ def run_rank(args: argparse.Namespace) -> None:
     if not args.serve:
         one_round(args, rank, world, device, allreduce, Path(args.out), args.seed, started)
         return
-    for number, out in enumerate(requests(rank, world)):
+    if args.ready:
+        warm(args, rank, world, device, allreduce, Path(args.ready), started)
+    for number, request in enumerate(requests(rank, world)):
+        args.profile = request["profile"]
+        out = Path(request["out"])
         one_round(args, rank, world, device, allreduce, out, args.seed + 1000 * number, {"start": 0.0})
+
+
+def warm(
+    args: argparse.Namespace,
+    rank: int,
+    world: int,
+    device,
+    allreduce: Callable,
+    ready: Path,
+    seconds: dict[str, float],
+) -> None:
+    """A serving worker's warm-up: the model built and the engine's graphs captured and run once,
+    untimed (what a first round pays for: lazily loaded kernels, library handles, the allocator's
+    pools), then ``ready`` written by rank 0. The graphs are dropped: every round captures its own."""
+    import torch
+
+    began = time.monotonic()
+    bench = Bench(
+        resolve_shape(args, device.type),
+        world,
+        device,
+        getattr(torch, args.dtype),
+        allreduce,
+        args.iters,
+        args.warmup_iters,
+        args.target_se,
+    )
+    built = time.monotonic()
+    bench.warm(resolve_mode(args, device.type), device.type == "cuda" and not args.no_cuda_graphs)
+    bench.barrier()
+    timing = {**seconds, "build": round(built - began, 3), "capture": round(bench.capture_s, 3)}
+    timing["run"] = round(time.monotonic() - built, 3)
+    if rank == 0:
+        write_atomically(ready, json.dumps({"seconds": timing}))
+    del bench
+    if device.type == "cuda":
+        torch.cuda.empty_cache()
 
 
 def requests(rank: int, world: int):
@@ -414,19 +467,25 @@ def requests(rank: int, world: int):
     import torch.distributed as dist
 
     while True:
-        request = [None]
+        request: list[dict | None] = [None]
         if rank == 0:
             line = sys.stdin.readline().strip()
             try:
-                request = [json.loads(line)["out"] if line and line != "stop" else None]
-            except (ValueError, KeyError, TypeError):
+                request = [_request(json.loads(line)) if line and line != "stop" else None]
+            except (ValueError, KeyError, TypeError, AttributeError):
                 print(f"verify_step_workload: not a request: {line[:80]!r}", file=sys.stderr)
                 request = [None]
         if world > 1:
             dist.broadcast_object_list(request, src=0)
         if request[0] is None:
             return
-        yield Path(request[0])
+        yield request[0]
+
+
+def _request(line: dict) -> dict:
+    """A request's ``out`` and, for the profiled pass, ``profile`` (both file names)."""
+    profile = line.get("profile")
+    return {"out": str(line["out"]), "profile": None if profile is None else str(profile)}
 
 
 def one_round(
@@ -479,6 +538,7 @@ def one_round(
     report["seconds"] = {
         **seconds,
         "build": round(built - began, 3),
+        "capture": round(bench.capture_s, 3),
         "run": round(time.monotonic() - built, 3),
     }
     if rank == 0:
@@ -713,6 +773,7 @@ class Bench:
         self.verify_input = self.activations(self.verify_tokens)
         self.draft_input = self.activations(self.draft_tokens)
         self.decode_input = self.activations(shape.batch)  # one token per sequence, no speculation
+        self.capture_s = 0.0  # seconds spent making CUDA graphs (`graphed`, `piecewise`)
 
     # -- weights and inputs
 
@@ -936,7 +997,24 @@ class Bench:
                 cycle()
                 profiler.step()
 
+    def warm(self, mode: str, cuda_graphs: bool) -> None:
+        """Each step the rounds time (verify, draft, plain decode) made as in ``mode`` (its graphs
+        captured) and run once; untimed."""
+        mode = mode if cuda_graphs else "eager"
+        steps = (self.verify_in(mode), self.draft_in(mode), self.target_in(mode, self.decode_steps))
+        with self.torch.inference_mode():  # made outside it and run inside it, as `timed_ms` does
+            for step in steps:
+                step()
+        self.synchronize()
+
     def graphed(self, step: Callable) -> Callable:
+        began = time.monotonic()
+        try:
+            return self._graphed(step)
+        finally:
+            self.capture_s += time.monotonic() - began
+
+    def _graphed(self, step: Callable) -> Callable:
         torch = self.torch
         side = torch.cuda.Stream()
         side.wait_stream(torch.cuda.current_stream())
@@ -953,6 +1031,13 @@ class Bench:
         """Piecewise CUDA graphs: the compute between two allreduces is one graph; the allreduces run
         eagerly in between (SGLang's ``--enable-piecewise-cuda-graph``), so host-side costs of the
         allreduce under test (a synchronisation, an extra launch) stay visible."""
+        began = time.monotonic()
+        try:
+            return self._piecewise(steps)
+        finally:
+            self.capture_s += time.monotonic() - began
+
+    def _piecewise(self, steps: Callable) -> Callable:
         torch = self.torch
         self.eager(steps)()  # warm-up outside capture (cuBLAS handles, NCCL communicators)
         graphs, partials, reduced_inputs = [], [], []

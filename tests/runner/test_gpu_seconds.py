@@ -1,0 +1,341 @@
+"""Where a run's seconds go, and the lifecycle that cuts them (issue 39): the timeline in the results
+file and the report; both workers started at once, their warm start counted as the warm-up; the
+profiled pass in the worker; GOOD's worker kept across a bisection's runs, and a kept worker that
+died or whose tree changed ending the run that needed it, with nothing measured."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import signal
+import sys
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from bot.adapters.git_repo import GitRepo
+from bot.core.config.schema import BenchConfig
+from bot.core.config.suite_kinds.command import CommandSuite
+from bot.core.judge import results
+from bot.runner import bench, fingerprint, report, timeline
+from bot.runner.options import MeasureOptions
+from bot.runner.progress import Progress
+from bot.runner.suites.base import PROFILE_DIR, Command
+from bot.runner.suites.command import METRICS_FILE, CommandBench
+from bot.runner.workers import Kept
+from bot.runner.worktrees import Worktrees
+
+ROOT = Path(__file__).resolve().parents[2]
+# A worker for the fixture's repository: started, it sleeps $START_S (its warm-up), says it is
+# ready, then for each request writes the round's metric from its tree's speed.txt (or, asked for
+# the profiled pass, a trace) and notes who served it (an id of its own, its tree) in $PIDS; it
+# dies on its $DIE_AT-th request.
+SERVE_PY = f"""\
+import json, os, sys, time, uuid
+sys.path.insert(0, {str(ROOT)!r})
+ready, pids, me = sys.argv[1], os.environ["PIDS"], uuid.uuid4().hex
+time.sleep(float(os.environ.get("START_S", "0")))
+with open(ready + ".part", "w") as f:
+    json.dump({{"seconds": {{"start": 0.2, "build": 0.1, "run": 0.3, "capture": 0.2}}}}, f)
+os.replace(ready + ".part", ready)
+served = 0
+for line in sys.stdin:
+    if line.strip() == "stop":
+        break
+    request, served = json.loads(line), served + 1
+    if served == int(os.environ.get("DIE_AT", "0")):
+        os._exit(3)
+    with open(pids, "a") as f:
+        f.write(f"{{me}} {{os.path.basename(os.getcwd())}}\\n")
+    if request.get("profile"):
+        from tests.core.judge.profile_data import trace
+        os.makedirs(os.path.dirname(request["profile"]), exist_ok=True)
+        with open(request["profile"], "w") as f:
+            json.dump(trace([[("gemm_a", 10.0)]] * 2), f)
+        text = "done"
+    else:
+        value = int(open("speed.txt").read()) * 100 + served % 3
+        text = json.dumps({{"step_ms": {{"value": value, "unit": "ms", "better": "lower"}}}})
+    with open(request["out"] + ".part", "w") as f:
+        f.write(text)
+    os.replace(request["out"] + ".part", request["out"])
+"""
+
+
+@pytest.fixture(autouse=True)
+def no_torch_probe(monkeypatch):
+    monkeypatch.setattr(fingerprint, "python_stack", lambda python: {})
+
+
+@pytest.fixture
+def with_worker(monkeypatch, tmp_path):
+    """The command suite given the worker above (its ready file, its profiled pass); ``env`` sets
+    the worker's environment (START_S, DIE_AT)."""
+    script = tmp_path / "serve.py"
+    script.write_text(SERVE_PY)
+    env = {"PIDS": str(tmp_path / "pids.txt")}
+
+    def command(self, context):
+        return Command("serve", (sys.executable, str(script), str(context.out_dir / "ready.json")), dict(env))
+
+    monkeypatch.setattr(CommandBench, "worker_command", command)
+    monkeypatch.setattr(CommandBench, "worker_ready", lambda self, context: context.out_dir / "ready.json")
+    monkeypatch.setattr(
+        CommandBench,
+        "worker_request",
+        lambda self, context: ({"out": str(context.out_dir / METRICS_FILE)}, context.out_dir / METRICS_FILE),
+    )
+    monkeypatch.setattr(
+        CommandBench,
+        "worker_profile_request",
+        lambda self, context: (
+            {
+                "out": str(context.out_dir / "profiled"),
+                "profile": str(context.out_dir / PROFILE_DIR / "t.json"),
+            },
+            context.out_dir / "profiled",
+        ),
+    )
+    return env
+
+
+def config(profile: bool = False) -> BenchConfig:
+    # A fresh profiled pass would fail (exit 9): a profile in the file came from the worker.
+    return BenchConfig(
+        suites={
+            "quick": CommandSuite(
+                kind="command", command="bash bench.sh", profile=profile, profile_command="exit 9"
+            )
+        }
+    )
+
+
+def run(repo, base, head, out: Path, conf: BenchConfig, warmup: int = 1, **kwargs):
+    opts = bench.BenchOptions(
+        base=base,
+        head=head,
+        suites=["quick"],
+        out=out,
+        measure=MeasureOptions(repo=repo, rounds=3, warmup=warmup, timeout=60),
+    )
+    stream = io.StringIO()
+    (outcome,) = bench.run(opts, conf, Progress(stream), **kwargs)
+    return outcome, json.loads(outcome.path.read_text()), stream.getvalue()
+
+
+def phases(data: dict, name: str) -> list[dict]:
+    return [p for p in data["timeline"]["phases"] if p["phase"] == name]
+
+
+def served(env: dict, tree: str) -> list[str]:
+    """The ids of the workers that served ``tree``'s requests, one per request."""
+    lines = Path(env["PIDS"]).read_text().splitlines() if Path(env["PIDS"]).exists() else []
+    return [who for who, where in (line.split() for line in lines) if where == tree]
+
+
+def test_the_results_file_records_where_the_seconds_went_and_the_report_shows_it(bench_repo, tmp_path):
+    repo, base, head = bench_repo
+    outcome, data, _ = run(repo, base, head, tmp_path / "results.json", config())
+    assert outcome.status == "complete"
+    names = [p["phase"] for p in data["timeline"]["phases"]]
+    for once in ("fingerprint", "worktrees", "integrity", "report"):
+        assert names.count(once) == 1, names
+    assert names.count("warm-up") == 2 and names.count("round") == 6
+    assert [(p["side"], p["detail"]) for p in phases(data, "round")] == [
+        ("base", "fresh"),
+        ("head", "fresh"),
+        ("head", "fresh"),
+        ("base", "fresh"),
+        ("base", "fresh"),
+        ("head", "fresh"),
+    ]
+    rounds = phases(data, "round")
+    assert all(
+        a["start"] + a["seconds"] <= b["start"] + 1e-3 for a, b in zip(rounds, rounds[1:], strict=False)
+    )
+    assert data["timeline"]["seconds"] >= rounds[-1]["start"] + rounds[-1]["seconds"]
+    verdict, markdown = report.judge(outcome.path)
+    assert verdict == "regression"
+    assert "<details><summary>Where the time went:" in markdown
+    assert "| round | 6 |" in markdown and "| warm-up | 2 |" in markdown
+    results.load(outcome.path.read_bytes())  # the file is as valid as ever
+
+
+def test_both_workers_start_at_once_and_their_warm_start_is_the_warm_up(bench_repo, tmp_path, with_worker):
+    repo, base, head = bench_repo
+    with_worker["START_S"] = "1"
+    outcome, data, progress = run(repo, base, head, tmp_path / "results.json", config())
+    assert outcome.status == "complete", data["error"]
+    started = {p["side"]: p for p in phases(data, "worker start")}
+    assert set(started) == {"base", "head"}
+    base_start, head_start = started["base"], started["head"]
+    # Each began before the other was ready: the two start-ups overlapped.
+    assert head_start["start"] < base_start["start"] + base_start["seconds"]
+    assert base_start["start"] < head_start["start"] + head_start["seconds"]
+    assert base_start["inside"] == {"start": 0.2, "build": 0.1, "run": 0.3, "capture": 0.2}
+    # The worker's warm start was each side's warm-up: no warm-up round ran.
+    assert phases(data, "warm-up") == [] and "warm-up 1/1" not in progress
+    assert [(w["side"], w["ok"]) for w in data["warmups"]] == [("base", True), ("head", True)]
+    assert [r["process"] for r in data["rounds"]] == ["fresh", "fresh", "worker", "worker", "fresh", "fresh"]
+    # Every worker round was timed after both workers were ready.
+    first = min(p["start"] for p in phases(data, "round"))
+    assert all(first >= p["start"] + p["seconds"] for p in started.values())
+
+
+def test_a_second_warm_up_still_runs_as_a_round_in_the_worker(bench_repo, tmp_path, with_worker):
+    repo, base, head = bench_repo
+    outcome, data, _ = run(repo, base, head, tmp_path / "results.json", config(), warmup=2)
+    assert outcome.status == "complete", data["error"]
+    assert [(p["side"], p["detail"]) for p in phases(data, "warm-up")] == [
+        ("base", "worker"),
+        ("head", "worker"),
+    ]
+    assert len(data["warmups"]) == 4 and all(w["ok"] for w in data["warmups"])
+
+
+def test_the_profiled_pass_runs_in_the_worker_after_the_timed_rounds(bench_repo, tmp_path, with_worker):
+    repo, base, head = bench_repo
+    outcome, data, progress = run(repo, base, head, tmp_path / "results.json", config(profile=True))
+    loaded = results.load(outcome.path.read_bytes())
+    assert outcome.status == "complete" and loaded.profile_errors is None
+    assert loaded.base.profile is not None and loaded.head.profile is not None
+    assert [(p["side"], p["detail"]) for p in phases(data, "profile")] == [
+        ("base", "in the worker"),
+        ("head", "in the worker"),
+    ]
+    assert "profiled pass of base (" in progress and "in the worker" in progress
+    last_round = max(p["start"] + p["seconds"] for p in phases(data, "round"))
+    assert all(p["start"] >= last_round for p in phases(data, "profile"))
+
+
+@pytest.fixture
+def good_tree(bench_repo):
+    repo, base, _ = bench_repo
+    with Worktrees(GitRepo.open(repo)) as kept:
+        yield kept.add("good", base), kept.root
+
+
+def test_good_s_worker_is_kept_warm_across_runs_against_good(bench_repo, tmp_path, with_worker, good_tree):
+    repo, base, head = bench_repo
+    tree, root = good_tree
+    kept = Kept(root)
+    try:
+        first, data1, _ = run(
+            repo, base, head, tmp_path / "1.json", config(), base_tree=tree, kept=kept, keep=tree
+        )
+        assert first.status == "complete" and set(kept.held) == {tree}
+        worker = kept.held[tree].worker
+        assert worker.alive
+        second, data2, _ = run(
+            repo, base, head, tmp_path / "2.json", config(), base_tree=tree, kept=kept, keep=tree
+        )
+        assert second.status == "complete", data2["error"]
+        assert kept.held[tree].worker is worker and worker.alive
+    finally:
+        kept.stop_all()
+    assert not worker.alive
+    started = {p["side"]: p["detail"] for p in phases(data2, "worker start")}
+    assert started["base"] == "kept warm from an earlier run"
+    assert [w["side"] for w in data2["warmups"]] == ["head"]  # GOOD's warmed up in the first run
+    good = served(with_worker, "good")
+    assert len(good) == 2 and len(set(good)) == 1  # one GOOD worker served both runs' middle rounds
+
+
+def test_a_kept_worker_that_died_between_runs_fails_the_next_run_loudly(
+    bench_repo, tmp_path, with_worker, good_tree
+):
+    repo, base, head = bench_repo
+    tree, root = good_tree
+    kept = Kept(root)
+    try:
+        run(repo, base, head, tmp_path / "1.json", config(), base_tree=tree, kept=kept, keep=tree)
+        worker = kept.held[tree].worker
+        os.kill(worker.process.pid, signal.SIGKILL)
+        worker.process.wait(timeout=30)
+        outcome, data, progress = run(
+            repo, base, head, tmp_path / "2.json", config(), base_tree=tree, kept=kept, keep=tree
+        )
+    finally:
+        kept.stop_all()
+    assert outcome.status == "failed" and outcome.lost is not None
+    assert "the worker kept for good across runs died" in data["error"]
+    assert "this run measures nothing" in data["error"] and data["rounds"] == []
+    assert kept.held == {}
+
+
+def test_a_kept_worker_that_dies_in_a_run_ends_it_with_every_round_discarded(
+    bench_repo, tmp_path, with_worker, good_tree
+):
+    repo, base, head = bench_repo
+    tree, root = good_tree
+    with_worker["DIE_AT"] = "2"  # GOOD's worker serves one round in the first run, dies in the second
+    kept = Kept(root)
+    try:
+        first, _, _ = run(
+            repo, base, head, tmp_path / "1.json", config(), base_tree=tree, kept=kept, keep=tree
+        )
+        assert first.status == "complete" and tree in kept.held
+        outcome, data, _ = run(
+            repo, base, head, tmp_path / "2.json", config(), base_tree=tree, kept=kept, keep=tree
+        )
+    finally:
+        kept.stop_all()
+    assert outcome.status == "failed" and outcome.lost is not None
+    assert "the worker kept across runs died" in data["error"]
+    assert data["rounds"] and not any(r["ok"] for r in data["rounds"])
+    assert all(r["error"].startswith("discarded: ") for r in data["rounds"])
+    assert kept.held == {}
+
+
+def test_a_kept_worker_whose_tree_changed_serves_nothing(bench_repo, tmp_path, with_worker, good_tree):
+    repo, base, head = bench_repo
+    tree, root = good_tree
+    kept = Kept(root)
+    try:
+        run(repo, base, head, tmp_path / "1.json", config(), base_tree=tree, kept=kept, keep=tree)
+        worker = kept.held[tree].worker
+        (tree / "planted.py").write_text("x = 1\n")  # what the worker imported may no longer be
+        outcome, data, _ = run(
+            repo, base, head, tmp_path / "2.json", config(), base_tree=tree, kept=kept, keep=tree
+        )
+    finally:
+        kept.stop_all()
+    assert outcome.status == "failed" and data["rounds"] == []
+    assert "good's worktree changed since its kept worker last served" in data["error"]
+    assert "planted.py" in data["error"]
+    assert not worker.alive and kept.held == {}
+
+
+outside = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=20),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=10), inner, max_size=4),
+    max_leaves=20,
+)
+phase = st.fixed_dictionaries(
+    {},
+    optional={
+        "phase": st.sampled_from([*timeline.PHASES, "nap"]) | outside,
+        "start": st.floats() | outside,
+        "seconds": st.floats() | outside,
+        "side": st.sampled_from(["base", "head", "other"]) | outside,
+        "detail": st.text(max_size=300) | outside,
+        "inside": st.dictionaries(st.sampled_from(list(timeline.INSIDE)), st.floats() | outside) | outside,
+    },
+)
+
+
+@given(
+    st.fixed_dictionaries({"phases": st.lists(phase | outside, max_size=6)}, optional={"seconds": outside})
+    | outside
+)
+def test_a_timeline_from_a_results_file_is_read_or_left_out_never_a_crash(data):
+    read = timeline.read(data)
+    if read is None:
+        return
+    for p in read.phases:
+        assert p.name in timeline.PHASES and p.side in (None, "base", "head")
+        assert 0 <= p.seconds < 1e7 and 0 <= p.began < 1e7 and (p.detail is None or len(p.detail) <= 200)
+    timeline.markdown(read)
