@@ -132,7 +132,7 @@ def _gather(
 ) -> _Snapshot:
     repo, store = event.repo.full_name, services.store
     pull = github.pull(repo, event.number)
-    config, config_error = repo_config.read(github, repo, event.repo.default_branch)
+    config, config_error = repo_config.read(github, repo, event.repo.default_branch, store.config_problems)
     facts = policy.Facts(
         pull=pull,
         login=event.login,

@@ -21,7 +21,7 @@ def sweep(services: Services) -> int:
         try:
             github = services.github.for_installation(repository.installation_id)
             branch, head = github.default_branch(repo)
-            config, _ = repo_config.read(github, repo, branch)
+            config, _ = repo_config.read(github, repo, branch, services.store.config_problems)
         except Exception:  # one repository's trouble must not stop the others'
             log.exception("hourly sweep could not read the repository", extra={"repo": repo})
             continue

@@ -165,7 +165,7 @@ def _gather_push(event: PullRequestEvent, services: Services) -> _Push | None:
     reviewed = review_plan.reviewed(pull, event.draft)
     if not reviewed and not bench_plan.superseded(new_head, pull.head_sha, _runs(requests)):
         return None
-    config = repo_config.read(github, repo, branch)
+    config = repo_config.read(github, repo, branch, services.store.config_problems)
     diff = github.pull_diff(repo, number) if reviewed else None
     facts = None
     if diff is not None:

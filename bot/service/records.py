@@ -207,3 +207,16 @@ class RegressionCase:
     note: str | None = None  # why it stands where it does (out of budget, failed, cancelled by whom)
     updated_at: datetime | None = None
     finished_at: datetime | None = None
+
+
+@dataclass(frozen=True)
+class RepoConfigProblems:
+    """What perfbot's last read of a repository's config on its default branch found wrong: ``source``
+    names the file and branch (`.github/perfbot.yml@main`), each of ``problems`` one invalid key as
+    the file names it (with its "did you mean", if any); ``since``: when perfbot first read the file
+    with these problems (`bot.core.config.lenient`: its valid keys in force, automatic runs held)."""
+
+    repo: str
+    source: str
+    problems: tuple[str, ...]
+    since: datetime

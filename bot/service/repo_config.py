@@ -10,6 +10,7 @@ from bot.core.config.schema import RepoConfig
 from bot.core.config.source import ConfigSource
 
 from .ports.github import GitHub
+from .ports.store import ConfigProblems
 
 
 class ConfigRead(NamedTuple):
@@ -20,8 +21,12 @@ class ConfigRead(NamedTuple):
     problem: str | None = None
 
 
-def read(github: GitHub, repo: str, default_branch: str) -> ConfigRead:
-    """The config in force on the default branch (one read of GitHub)."""
+def read(github: GitHub, repo: str, default_branch: str, noted: ConfigProblems | None = None) -> ConfigRead:
+    """The config in force on the default branch (one read of GitHub); with ``noted``, what it
+    found wrong (or that nothing was) is kept there for the dashboard."""
     source = ConfigSource.default_branch(default_branch)
     text = github.read_file(repo, source.path, default_branch)
-    return ConfigRead(*config_source.read_or_defaults(text, source))
+    config, problem, problems = config_source.read_with_problems(text, source)
+    if noted is not None:
+        noted.record(repo, source.label, problems)
+    return ConfigRead(config, problem)

@@ -63,7 +63,11 @@ def missing(
     pull = pull or github.pull(repo, number)
     if not reviewing.reviewed(pull):
         return None
-    config = config if config is not None else repo_config.read(github, repo, default_branch)
+    config = (
+        config
+        if config is not None
+        else repo_config.read(github, repo, default_branch, services.store.config_problems)
+    )
     diff = github.pull_diff(repo, number)
     plan = reviewing.plan(
         reviewing.PullFacts(

@@ -7,14 +7,14 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
-from datetime import datetime
 
 from sqlalchemy import delete, select
 from sqlalchemy.dialects.postgresql import insert as postgresql_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
 from bot.core.text import clip
+from bot.service.ports.store import ConfigProblems
+from bot.service.records import RepoConfigProblems
 
 from .database import Database, now, table, utc
 from .tables import ConfigProblemRow
@@ -24,19 +24,7 @@ MAX_PROBLEMS = 50
 MAX_TEXT = 300
 
 
-@dataclass(frozen=True)
-class StoredConfigProblems:
-    """A repository's config problems: ``source`` names the file and branch (`.github/perfbot.yml@main`),
-    each of ``problems`` one invalid key as the file names it (with its "did you mean", if any);
-    ``since``: when perfbot first read the file with these problems."""
-
-    repo: str
-    source: str
-    problems: tuple[str, ...]
-    since: datetime
-
-
-class SqlConfigProblems:
+class SqlConfigProblems(ConfigProblems):
     def __init__(self, db: Database):
         self.db = db
 
@@ -66,7 +54,7 @@ class SqlConfigProblems:
                 )
             )
 
-    def current(self, repos: Iterable[str] | None = None) -> list[StoredConfigProblems]:
+    def current(self, repos: Iterable[str] | None = None) -> list[RepoConfigProblems]:
         """The problems of ``repos`` (None: of every repository), by repository name."""
         query = select(ConfigProblemRow).order_by(ConfigProblemRow.repo)
         if repos is not None:
@@ -77,14 +65,14 @@ class SqlConfigProblems:
         with self.db.session() as session:
             return [_stored(row) for row in session.scalars(query)]
 
-    def _of(self, repo: str) -> StoredConfigProblems | None:
+    def _of(self, repo: str) -> RepoConfigProblems | None:
         found = self.current([repo])
         return found[0] if found else None
 
 
-def _stored(row: ConfigProblemRow) -> StoredConfigProblems:
+def _stored(row: ConfigProblemRow) -> RepoConfigProblems:
     problems = json.loads(row.problems)
-    return StoredConfigProblems(
+    return RepoConfigProblems(
         repo=row.repo,
         source=row.source,
         problems=tuple(str(p) for p in problems) if isinstance(problems, list) else (),

@@ -34,7 +34,6 @@ class SqlStore(Store):
         self.dashboard = SqlDashboard(self.db)
         self.liveness = SqlLiveness(self.db)
         self.watch = SqlWatch(self.db)
-        # not in the service's Store port yet: the dashboard reads it (bot.web.dashboard.config_notes)
         self.config_problems = SqlConfigProblems(self.db)
 
     @classmethod

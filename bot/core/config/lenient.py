@@ -66,12 +66,19 @@ def held(config: RepoConfig) -> RepoConfig:
     return config.model_copy(update={"bench": bench})
 
 
+# The problems a pull request's note names one by one; a file with more says how many more.
+LINE_PROBLEMS = 5
+
+
 def problem_line(error: ConfigError) -> str:
-    """The one line a pull request and the dashboard show for a config read this way."""
+    """The one line a pull request shows for a config read this way: every problem (a maintainer
+    with two typos learns of both on one push), up to `LINE_PROBLEMS`."""
+    named = "; ".join(error.problems[:LINE_PROBLEMS])
+    more = len(error.problems) - LINE_PROBLEMS
     return (
-        f"{error} — its valid keys are in force, the invalid ones are left out, and the runs "
-        "perfbot starts on its own (bench.dispatch.auto, on_merge, schedule, bench.watch.bisect) "
-        "are off until it is fixed"
+        f"{error.source}: {named}" + (f" (and {more} more)" if more > 0 else "") + " — its valid keys "
+        "are in force, the invalid ones are left out, and the runs perfbot starts on its own "
+        "(bench.dispatch.auto, on_merge, schedule, bench.watch.bisect) are off until it is fixed"
     )
 
 

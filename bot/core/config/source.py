@@ -67,15 +67,24 @@ def read_or_defaults(text: str | bytes | None, source: ConfigSource) -> tuple[Re
     valid keys, leaves out the invalid ones and holds the runs perfbot starts on its own until it is
     fixed (`lenient`); with the line that says so. A file that is not YAML gives the defaults, held
     the same way."""
+    config, line, _ = read_with_problems(text, source)
+    return config, line
+
+
+def read_with_problems(
+    text: str | bytes | None, source: ConfigSource
+) -> tuple[RepoConfig, str | None, tuple[str, ...]]:
+    """As `read_or_defaults`, with each problem of the file apart (one per invalid key, with its
+    "did you mean"), for whoever lists them all (the dashboard)."""
     from bot.core.config import lenient
     from bot.core.config.schema import ConfigError, RepoConfig, parse
 
     if text is None:
-        return RepoConfig(), None
+        return RepoConfig(), None, ()
     try:
         config, problems = lenient.salvage(parse(text, source.label))
     except ConfigError as error:
-        return lenient.held(RepoConfig()), lenient.problem_line(error)
+        return lenient.held(RepoConfig()), lenient.problem_line(error), tuple(error.problems)
     if not problems:
-        return config, None
-    return config, lenient.problem_line(ConfigError(source.label, problems))
+        return config, None, ()
+    return config, lenient.problem_line(ConfigError(source.label, problems)), tuple(problems)

@@ -10,7 +10,7 @@ is claimed once, a work key once, a benchmark admitted under its rules in one tr
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TypeVar
@@ -22,6 +22,7 @@ from ..records import (
     Delivery,
     MetricPoint,
     RegressionCase,
+    RepoConfigProblems,
     Repository,
     Review,
     StoredStepMap,
@@ -436,6 +437,19 @@ class Watch(ABC):
     def spending(self, repo: str, day: str) -> Spending: ...
 
 
+class ConfigProblems(ABC):
+    """The problems of each repository's config as perfbot last read it from its default branch,
+    for the dashboard to show (the pull request's review says them itself)."""
+
+    @abstractmethod
+    def record(self, repo: str, source: str, problems: Sequence[str]) -> None:
+        """What a read of ``repo``'s config found: its problems, or none (its record goes)."""
+
+    @abstractmethod
+    def current(self, repos: Iterable[str] | None = None) -> list[RepoConfigProblems]:
+        """The problems of ``repos`` (None: of every repository), by repository name."""
+
+
 class Store(ABC):
     """Every aggregate's port over one database."""
 
@@ -447,6 +461,7 @@ class Store(ABC):
     dashboard: DashboardStore
     liveness: Liveness
     watch: Watch
+    config_problems: ConfigProblems
 
     @abstractmethod
     def ping(self) -> None:

@@ -3,44 +3,22 @@ key (with its "did you mean", where one is close), and that the runs perfbot sta
 held until the file is fixed. Shown on the pages of that repository, and on the pages of every
 repository (the list unfiltered, the calibration, the regressions) for each the viewer may see.
 
-The problems are what the store kept from perfbot's last read of the file
-(`bot.adapters.store.config_problems`); the service's `Store` port does not name that store yet,
-so it is looked up by what it does (`ConfigProblemsReader`), and a store without it shows none."""
+The problems are what the store kept from perfbot's last read of the file (`repo_config.read`)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from datetime import datetime
-from typing import Protocol, runtime_checkable
-
 from flask import request
 from werkzeug.exceptions import HTTPException
+
+from bot.service.records import RepoConfigProblems
 
 from .. import state
 from . import params, viewer
 
 
-class ConfigProblems(Protocol):
-    @property
-    def repo(self) -> str: ...
-    @property
-    def source(self) -> str: ...
-    @property
-    def problems(self) -> tuple[str, ...]: ...
-    @property
-    def since(self) -> datetime: ...
-
-
-@runtime_checkable
-class ConfigProblemsReader(Protocol):
-    def current(self, repos: Iterable[str] | None = None) -> list[ConfigProblems]: ...
-
-
-def notes() -> list[ConfigProblems]:
+def notes() -> list[RepoConfigProblems]:
     """The config problems of the repositories this page is about that the viewer may see."""
-    reader = getattr(state.current().services.store, "config_problems", None)
-    if not isinstance(reader, ConfigProblemsReader):
-        return []
+    reader = state.current().services.store.config_problems
     try:
         shown = viewer.visible()
     except HTTPException:  # a page for a viewer who may see nothing (the 401 page itself)

@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from bot.core.config import lenient
 from bot.core.config import source as config_source
-from bot.core.config.schema import RepoConfig
+from bot.core.config.schema import ConfigError, RepoConfig
 from bot.core.config.source import ConfigSource
 
 # The issue's file: a maintainer switched GPU spending off, then misspelt one key.
@@ -110,3 +110,17 @@ def test_any_mapping_gives_a_config_that_never_runs_on_its_own_when_it_had_a_pro
     assert isinstance(config, RepoConfig)
     if problems:
         assert automatic(config) == ("never", "never", "never", False)
+
+
+def test_the_line_names_every_problem_up_to_a_few_then_how_many_more():
+    """Issue 36: a pull request named the first invalid key only ('and 1 more')."""
+    two = ConfigError(
+        "f.yml@main", ["bench.timout: unknown key (did you mean 'timeout'?)", "risk.x: unknown key"]
+    )
+    line = lenient.problem_line(two)
+    assert line.startswith(
+        "f.yml@main: bench.timout: unknown key (did you mean 'timeout'?); risk.x: unknown key — "
+    )
+    assert "more)" not in line and line.endswith("are off until it is fixed")
+    many = lenient.problem_line(ConfigError("f.yml", [f"k{i}: unknown key" for i in range(8)]))
+    assert "k4: unknown key (and 3 more) — " in many and "k5" not in many
