@@ -81,7 +81,7 @@ def test_the_sandbox_shows_the_review_a_filled_dashboard_and_a_bench_round_trip(
         page = requests.get(thread, timeout=10).text
         assert (
             "perfbot[bot]</strong>" in page
-            and "<h3>🔴 Performance risk: <strong>high</strong> (81/100)</h3>" in page
+            and "<h3>🟥 Performance risk: <strong>high</strong> (81/100)</h3>" in page
         )
         assert "<strong>Top reasons</strong>" in page and "NCCL communicator wrapper" in page
 
