@@ -143,9 +143,12 @@ def test_bench_bisect_keeps_the_cooldowns_of_bench(emulator, database_url, tmp_p
         main.bot.stop()
 
 
-@pytest.mark.parametrize("which", ["reversed", "written two ways", "unrelated"])
+@pytest.mark.parametrize("which", ["reversed", "written two ways", "unrelated", "too long"])
 def test_bench_bisect_refuses_a_range_github_does_not_place_with_a_clear_reply(main, which):
     (_, _, first), (_, _, second), (_, _, third) = merged(main, 3)
+    for _ in range(130):  # pushed straight to the default branch
+        main.commit("e")
+    _, _, far = main.merge(diffs.MEDIUM)
     before = main.head  # a pull request merged into another history (a root of its own), recorded
     main.head = main.sha("e")
     main.state.parents[main.head] = []
@@ -155,7 +158,69 @@ def test_bench_bisect_refuses_a_range_github_does_not_place_with_a_clear_reply(m
         "reversed": (third, first, "reversed"),
         "written two ways": (second[:8], second[:12], "one commit"),
         "unrelated": (first, stranger, "unrelated"),
+        "too long": (third, far, "132 commits, more than the 128"),
     }[which]
     main.say(f"/bench bisect {good[:12]} {bad[:12]} {SUITE}", THREAD)
     assert main.bisects() == [] and main.bot.runtime.store.watch.cases(None) == []
     assert says in main.replies(THREAD)[-1], main.replies(THREAD)[-1]
+
+
+def test_the_culprit_comment_and_issue_give_the_interval_as_a_change(
+    emulator, database_url, tmp_path, app_key
+):
+    """The confirmation's ratio interval (1.07, 1.09) was printed as a change: "+8.0% (95%
+    interval +107.0% to +109.0%)"."""
+    main = started(emulator, database_url, tmp_path, app_key, CONFIG + "  watch:\n    issue: true\n")
+    try:
+        (_, _, good), (number, [inner], culprit) = merged(main, 2)
+        main.say(f"/bench bisect {good[:12]} {culprit[:12]} {SUITE} --metric step_ms", THREAD)
+        [bisect] = main.bisects()
+        main.report_back(bisect, culprit_report(good, culprit, [inner, culprit], culprit, "step_ms"))
+        [comment] = main.culprit_comments()
+        assert "+7.0% to +9.0%" in comment["body"] and "+107" not in comment["body"], comment["body"]
+        [issue] = main.emulator.issues.values()
+        assert "+7.0% to +9.0%" in issue["body"] and "+107" not in issue["body"]
+        assert comment in main.emulator.comments_on(live.REPO, number)
+    finally:
+        main.bot.stop()
+
+
+def test_the_sweep_serves_the_oldest_waiting_case_first_with_the_budget_a_bisect_gave_back(
+    emulator, database_url, tmp_path, app_key
+):
+    """Budget for one bisect's reserve and a half: two more wait for it. The first bisect reports
+    after a few runs, which frees most of its reserve: the hourly sweep, that same day, dispatches
+    the older of the two waiting cases. The sweep served the newest first, and never reused budget
+    freed the same day."""
+    config = CONFIG.replace("budget: unlimited", "budget: 60").replace("schedule: daily", "schedule: never")
+    main = started(emulator, database_url, tmp_path, app_key, config)
+    try:
+        merges = merged(main, 4)
+        (_, _, a), (_, [pushed], b), (_, _, c), (_, _, d) = merges
+        for good, bad in ((a, b), (b, c), (c, d)):
+            main.say(f"/bench bisect {good[:12]} {bad[:12]} {SUITE} --metric step_ms", THREAD)
+        [first] = main.bisects()
+        opened = sorted(main.bot.runtime.store.watch.cases(None), key=lambda case: case.detected_at)
+        assert [case.state for case in opened] == ["bisecting", "out_of_budget", "out_of_budget"]
+        main.report_back(first, culprit_report(a, b, [pushed, b], b, "step_ms"))
+        main.hourly(datetime.now(UTC))
+        states = [main.bot.runtime.store.watch.get(case.key).state for case in opened]
+        assert states == ["confirmed", "bisecting", "out_of_budget"], states
+        assert [d["inputs"]["base-sha"] for d in main.bisects()] == [a, b]
+    finally:
+        main.bot.stop()
+
+
+def test_the_dashboard_shows_the_days_budget_beside_what_it_spent(emulator, database_url, tmp_path, app_key):
+    """The regressions page showed the minutes spent today, never the budget they are spent of."""
+    main = started(
+        emulator, database_url, tmp_path, app_key, CONFIG.replace("budget: unlimited", "budget: 45")
+    )
+    try:
+        (_, _, good), (_, _, bad) = merged(main, 2)
+        main.say(f"/bench bisect {good[:12]} {bad[:12]} {SUITE} --metric step_ms", THREAD)
+        assert len(main.bisects()) == 1
+        page = main.bot.client.get("/regressions").get_data(as_text=True)
+        assert 'data-label="Daily budget">45<' in page, page
+    finally:
+        main.bot.stop()

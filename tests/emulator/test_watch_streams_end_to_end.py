@@ -9,8 +9,17 @@ from __future__ import annotations
 
 import pytest
 
+from tests.core.judge.results_data import FINGERPRINT
 from tests.emulator import live
-from tests.emulator.watch_streams import CONFIG, Main, culprit_report, noisy, stepped
+from tests.emulator.watch_streams import (
+    CONFIG,
+    TODAYS_DRIVER,
+    Main,
+    culprit_report,
+    no_culprit_report,
+    noisy,
+    stepped,
+)
 from tests.service import diffs
 
 
@@ -72,6 +81,7 @@ def test_every_merge_measured_and_the_slow_ones_own_run_inconclusive_the_step_is
     assert (bisect["inputs"]["base-sha"], bisect["inputs"]["head-sha"]) == (merges[13], merges[14])
 
 
+@pytest.mark.slow  # 24 days of two metrics: about 20-25 s
 def test_a_noisy_second_metric_neither_hides_the_stable_metrics_step_nor_opens_a_case(main):
     """A serving-like suite: a heavy-tailed p99 beside a clean +8% step. The old watch followed
     whichever metric had the worst verdict of each run, the noisy one, and never opened a case."""
@@ -104,3 +114,26 @@ def test_a_metric_name_a_results_file_accepts_is_bisected_and_wedges_nothing(mai
     main.daily({name: values[-1]})  # the next day's scheduled run is started and read back
     main.daily({name: values[-2]})
     assert len(main.bisects()) == 1
+
+
+def test_a_change_point_re_measured_without_a_decision_says_so_beside_the_runs_that_found_it(main):
+    """The bisect measured GOOD against BAD again and its runs decided nothing: the case's page said
+    they "no longer differ", and showed no fingerprints of the runs that found a change point (only
+    a merge run's were looked up)."""
+    values = stepped(n=21, at=14, seed=5)
+    for value in values:
+        main.daily({"step_ms": value})
+    bisect = main.bisects()[0]  # (one step, one bisect: the first test's business)
+    case = main.bot.runtime.store.watch.by_correlation(bisect["inputs"]["correlation-id"])
+    assert case is not None and case.source == "changepoint"
+    main.report_back(bisect, no_culprit_report(case.good_sha, case.bad_sha, 2, "step_ms"), "failure")
+    ended = main.bot.runtime.store.watch.get(case.key)
+    assert (ended.state, ended.culprit_sha) == ("inconclusive", None)
+    assert main.culprit_comments() == []
+    page = main.bot.client.get(f"/regressions/{case.key}").get_data(as_text=True)
+    assert "no longer differ" not in page and "without the runs deciding" in page
+    [driver] = [row for row in page.split("<tr>") if "<code>driver</code>" in row]
+    cells = [cell.split("</td>")[0] for cell in driver.split("<td>")[2:]]
+    assert cells == [FINGERPRINT["driver"], FINGERPRINT["driver"], FINGERPRINT["driver"], TODAYS_DRIVER], (
+        cells
+    )

@@ -21,11 +21,11 @@ from bot.core.bisect import plan as bisection
 from bot.core.bisect import report as bisect_report
 from bot.core.render.comment import MARKER
 from bot.core.risk.scoring import RiskReport
+from bot.sandbox import payloads
 from bot.service.records import Repository
 from tests.core.bench.zips import archive
 from tests.core.judge.results_data import FINGERPRINT, document
 from tests.emulator import live
-from tests.emulator.bench_support import finish
 from tests.service import diffs
 from tests.support import github_data
 from tests.support.github_emulator import GitHubEmulator, RepoState
@@ -49,6 +49,7 @@ CONFIG = (
 FIRST_DAY = datetime(2026, 11, 1, 12, 0, tzinfo=UTC)
 ROOT = "0" * 39 + "1"
 MARKED = "<!-- perfbot:regression:"
+TODAYS_DRIVER = "999.1"  # the driver of the bisect's runs, not the one of the runs that found a case
 
 
 def stepped(n: int = 40, at: int = 20, step: float = 0.08, cv: float = 0.01, seed: int = 1) -> list[float]:
@@ -86,7 +87,7 @@ class Main:
     def start(cls, bot: live.LiveBot, emulator: GitHubEmulator, state: RepoState) -> Main:
         state.parents[ROOT] = []
         state.branches[live.DEFAULT_BRANCH] = ROOT
-        bot.runtime.store.installations.replace(1, [Repository(1, live.REPO, 1)])
+        bot.runtime.store.installations.replace(1, [Repository(1, live.REPO, 1, private=False)])
         return cls(bot, emulator, state)
 
     def sha(self, kind: str) -> str:
@@ -203,7 +204,8 @@ class Main:
 
     def complete_without_results(self, dispatched: dict, conclusion: str = "failure") -> None:
         """The run completed with no artifact (it failed before writing one); then idle."""
-        assert finish(self.bot, self.emulator, dispatched["run_id"], conclusion).status_code == 202
+        response = finish(self.bot, self.emulator, dispatched["run_id"], conclusion)
+        assert response.status_code == 202
         self.bot.wait_idle()
 
     def daily(self, levels: Mapping[str, float]) -> None:
@@ -243,6 +245,24 @@ class Main:
         response = finish(self.bot, self.emulator, dispatched["run_id"], conclusion, artifact=artifact)
         assert response.status_code == 202
         self.bot.wait_idle()
+
+
+def finish(
+    bot: live.LiveBot,
+    emulator: GitHubEmulator,
+    run_id: int,
+    conclusion: str = "success",
+    artifact: tuple[str, bytes] | None = None,
+) -> object:
+    """Upload the artifact (if any), complete the run and deliver GitHub's `workflow_run` event,
+    which says when the run started and when it last changed, as GitHub's does."""
+    if artifact is not None:
+        emulator.upload_artifact(live.REPO, run_id, *artifact)
+    run = emulator.complete_run(run_id, conclusion)
+    payload = payloads.workflow_run("completed", run, repo=live.REPO, installation_id=1)
+    ended = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    payload["workflow_run"].update(run_started_at=run["created_at"], updated_at=ended)
+    return bot.deliver("workflow_run", github_data.valid("workflow_run", payload))
 
 
 def _results(base: str, head: str, metric: str) -> bytes:
@@ -292,5 +312,29 @@ def culprit_report(
         measurements=runs,
         confirmation=_measurement("confirm", parent, culprit, True, bisect_report.CONFIRM_RESULTS),
         fingerprints=bisect_report.side_fingerprints(FINGERPRINT, FINGERPRINT),
+    )
+    return dict(report.to_dict())
+
+
+def no_culprit_report(good: str, bad: str, commits: int, metric: str, verdict: str = "inconclusive") -> dict:
+    """The report `perfbot bisect` writes when GOOD against BAD, measured again, did not show the
+    regression (``verdict``: unchanged, or only inconclusive), in an environment whose driver is not
+    the one the runs that found it had (999.1)."""
+    ratio = 1.01 if verdict == "inconclusive" else 1.0
+    reference = bisect_report.Measurement(
+        "reference",
+        good,
+        bad,
+        None,
+        verdict,
+        ratio,
+        (0.97, 1.05) if verdict == "inconclusive" else (0.995, 1.005),
+        0.4,
+        bisect_report.REFERENCE_RESULTS,
+        "the metric's runs",
+    )
+    today = bisect_report.side_fingerprints(FINGERPRINT, {**FINGERPRINT, "driver": TODAYS_DRIVER})
+    report = bisect_report.not_reproduced(
+        reference, suite=SUITE, metric=metric, commits=commits, fingerprints=today
     )
     return dict(report.to_dict())
