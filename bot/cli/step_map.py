@@ -50,6 +50,10 @@ def read(name: str, repo: GitRepo | None = None) -> stepmap.StepMap:
         raise UsageError(f"{name}: cannot read ({error.strerror})") from None
     if len(data) > MAX_BYTES:
         raise UsageError(f"{name}: larger than the {MAX_BYTES // 2**20} MiB a map file may be")
+    if data[:2] == b"\x1f\x8b":  # what the engines' profilers write (.json.gz)
+        raise UsageError(
+            f"{name}: gzipped; make a map of a gzipped trace with `perfbot map`, then use the map"
+        )
     try:
         parsed = json.loads(data)
     except (UnicodeDecodeError, json.JSONDecodeError) as error:

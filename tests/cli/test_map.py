@@ -241,3 +241,10 @@ def test_the_longest_accepted_names_pass(engine_repo, tmp_path):
     out = tmp_path / "map.json"
     assert main(["map", str(TRACE), "--repo", str(engine_repo), "--suite", "s" * 100, "-o", str(out)]) == 0
     assert stepmap.parse(json.loads(out.read_text())).suite == "s" * 100
+
+
+def test_score_sends_a_gzipped_trace_to_perfbot_map(engine_repo, tmp_path, capsys):
+    patch = tmp_path / "change.diff"
+    patch.write_text(CONFIG_DEFAULT)
+    err = one_line_error(capsys, ["score", str(patch), "--repo", str(engine_repo), "--map", str(TRACE)])
+    assert f"{TRACE}: gzipped; make a map of a gzipped trace with `perfbot map`, then use the map" in err
