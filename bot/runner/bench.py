@@ -452,15 +452,15 @@ def warm_up(
         began = progress.round_started(
             suite.name, "warm-up", number // 2 + 1, p.warmup, side, sha_of(p, side), len(order) - number
         )
-        take_turn(guard, workers, side)
+        ran = take_turn(guard, workers, side, timeline)
         worker = serving(workers, suite, guard, scratch, side, progress)
         warmup = context(guard, scratch, suite, side, RoundId("warmup", number + 1))
         outcome = run_one(p, suite, warmup, worker)
-        guard.seal(side)
-        lost_worker(worker, outcome.error)
         timeline.add(
-            "warm-up", began, side, "worker" if worker is not None else "fresh", suite.round_seconds(warmup)
+            "warm-up", ran, side, "worker" if worker is not None else "fresh", suite.round_seconds(warmup)
         )
+        seal(guard, side, timeline)
+        lost_worker(worker, outcome.error)
         progress.round_finished(began, outcome.ok, outcome.error)
         results.add_warmup(side, outcome.ok, outcome.error, outcome.seconds)
         if not outcome.ok and options.stop_on_failure:
@@ -487,9 +487,14 @@ def start_workers(
     and each starts when its side first needs it, as before."""
     if not scope.strategy().read_only:
         return
+    if all(
+        suite.worker_command(RoundContext(tree, scratch, side, WORKER_START)) is None
+        for side, tree in guard.trees.items()
+    ):
+        return  # no worker: every round a fresh process
     began = time.monotonic()
     for side in SIDES:
-        guard.check(side)
+        take_turn(guard, workers, side, timeline)
         lent = kept.lend(guard.trees[side]) if kept is not None else None
         if lent is not None:
             workers[side] = lent
@@ -506,7 +511,7 @@ def start_workers(
         if worker is None or worker.kept:
             continue
         why = worker.wait_ready(p.round_timeout(suite))
-        guard.seal(side)
+        seal(guard, side, timeline)
         if why is not None:
             worker.stop()
             workers[side] = None  # as if it had died: the side's rounds run in fresh processes
@@ -577,19 +582,15 @@ def measure(
             began = progress.round_started(
                 suite.name, "round", done + 1, planned, side, sha_of(p, side), 2 * (planned - done) - position
             )
-            take_turn(guard, workers, side)
+            ran = take_turn(guard, workers, side, timeline)
             worker = None if fresh else serving(workers, suite, guard, scratch, side, progress)
             counted = context(guard, scratch, suite, side, RoundId("counted", done))
             outcome = run_one(p, suite, counted, worker)
-            guard.seal(side)
-            lost_worker(worker, outcome.error)
             timeline.add(
-                "round",
-                began,
-                side,
-                "worker" if worker is not None else "fresh",
-                suite.round_seconds(counted),
+                "round", ran, side, "worker" if worker is not None else "fresh", suite.round_seconds(counted)
             )
+            seal(guard, side, timeline)
+            lost_worker(worker, outcome.error)
             # What the file recorded: a round measured but refused (too many metrics, a unit that
             # does not convert) is reported failed, as it is recorded.
             recorded = results.add_round(
@@ -610,18 +611,31 @@ def measure(
     return None
 
 
-def take_turn(guard: Guard, workers: dict[str, Worker | None], side: str) -> None:
+def take_turn(
+    guard: Guard, workers: dict[str, Worker | None], side: str, timeline: Timeline | None = None
+) -> float:
     """Before a round of ``side``: its tree and the engine's import path are as they were left
     (`TreeChanged` if not). Where the scope cannot make this side's tree read-only to the other
     side, the other side's worker, which would live through the round, is stopped first (it starts
-    again when its side needs it)."""
+    again when its side needs it). When the round may begin (`time.monotonic`)."""
     if not scope.strategy().read_only:
         for other in SIDES:
             worker = workers.get(other)
             if other != side and worker is not None:
                 worker.stop()
                 del workers[other]
+    began = time.monotonic()
     guard.check(side)
+    if timeline is not None:
+        timeline.add("integrity", began, side, "checked before a round")
+    return time.monotonic()
+
+
+def seal(guard: Guard, side: str, timeline: Timeline) -> None:
+    """After a round of ``side``: what its tree holds now is its own (`Guard.seal`)."""
+    began = time.monotonic()
+    guard.seal(side)
+    timeline.add("integrity", began, side, "sealed after a round")
 
 
 def run_one(p: Plan, suite: Suite, round_context: RoundContext, worker: Worker | None) -> RoundResult:
@@ -706,11 +720,11 @@ def profile(
         where = "in the worker" if worker is not None else "in fresh processes"
         progress.say(f"{suite.name}: profiled pass of {side} ({sha_of(p, side)[:10]}), not timed, {where}")
         began = time.monotonic()
-        take_turn(guard, workers if workers is not None else {}, side)
+        ran = take_turn(guard, workers if workers is not None else {}, side, timeline)
         pass_context = context(guard, scratch, suite, side, PROFILED_PASS)
         outcome = profiling.profile_side(suite, pass_context, p.round_timeout(suite), sha_of(p, side), worker)
-        guard.seal(side)
-        timeline.add("profile", began, side, outcome.where, suite.round_seconds(pass_context))
+        timeline.add("profile", ran, side, outcome.where, suite.round_seconds(pass_context))
+        seal(guard, side, timeline)
         progress.round_finished(began, outcome.profile is not None, outcome.error, counted=False)
         if outcome.profile is not None:
             results.set_profile(side, outcome.profile)

@@ -141,9 +141,13 @@ def test_the_results_file_records_where_the_seconds_went_and_the_report_shows_it
     outcome, data, _ = run(repo, base, head, tmp_path / "results.json", config())
     assert outcome.status == "complete"
     names = [p["phase"] for p in data["timeline"]["phases"]]
-    for once in ("fingerprint", "worktrees", "integrity", "report"):
+    for once in ("fingerprint", "worktrees", "report"):
         assert names.count(once) == 1, names
     assert names.count("warm-up") == 2 and names.count("round") == 6
+    # The manifests: once to begin with, then checked before and sealed after each of the 8 rounds.
+    checks = [(p.get("side"), p.get("detail")) for p in phases(data, "integrity")]
+    assert checks.count(("base", "checked before a round")) == 4
+    assert checks.count(("head", "sealed after a round")) == 4 and len(checks) == 17
     assert [(p["side"], p["detail"]) for p in phases(data, "round")] == [
         ("base", "fresh"),
         ("head", "fresh"),
