@@ -14,7 +14,7 @@ A job whose subject has moved on meanwhile (a case no longer open, a culprit nam
 
 from __future__ import annotations
 
-import logging
+from dataclasses import replace
 
 from bot.core.bench import contract
 from bot.core.watch import budget
@@ -23,8 +23,6 @@ from bot.core.watch import cases as states
 from . import repo_config, watch
 from .chain import ANNOUNCE, DISPATCH, LOOK, RELEASE, Step, queue
 from .services import Services
-
-log = logging.getLogger("perfbot.steps")
 
 
 def wants(step: Step) -> bool:
@@ -35,31 +33,17 @@ def handle(step: Step, services: Services) -> None:
     {LOOK: _look, DISPATCH: _dispatch, RELEASE: _release, ANNOUNCE: _announce}[step.action](step, services)
 
 
-def _next(action, repo: str, installation_id: int | None, default_branch: str, subject: str) -> Step:
-    return Step(
-        action=action,
-        repo=repo,
-        installation_id=installation_id,
-        default_branch=default_branch,
-        subject=subject,
-    )
-
-
 def _look(step: Step, services: Services) -> None:
     request = services.store.benchmarks.get(step.subject)
     if request is None or request.repo != step.repo or request.status != contract.COMPLETED:
         return
     looked = watch.look(services, request)
     for key in looked.release:
-        queue(services, _next(RELEASE, step.repo, step.installation_id, step.default_branch, key))
+        queue(services, replace(step, action=RELEASE, subject=key))
     day = budget.day(services.now())
     for key in looked.dispatch:
         # once a day: a case left out of today's budget is tried again by a later day's look
-        queue(
-            services,
-            _next(DISPATCH, step.repo, step.installation_id, step.default_branch, key),
-            f"{key}\0{day}",
-        )
+        queue(services, replace(step, action=DISPATCH, subject=key), f"{key}\0{day}")
 
 
 def _dispatch(step: Step, services: Services) -> None:
