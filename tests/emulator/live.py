@@ -78,7 +78,10 @@ def start(
     queue_url: str,
     app_key: tuple[str, str] | None,
     workers: int = 2,
+    periodic: bool = True,
 ) -> LiveBot:
+    """The bot over ``emulator``; ``periodic``: its consumer also runs the periodic tasks when the
+    clock says they are due (off: a test runs them itself, at the time it chooses)."""
     if app_key is not None:
         trust_app(emulator, app_key)
         settings = Settings(app_id=APP_ID, private_key=app_key[0])
@@ -96,5 +99,5 @@ def start(
     )
     github = PyGithubFactory(settings, retry=retry_policy(total=4, backoff=0.05, secondary_wait=1))
     runtime = build(settings, github=github, retry_delay=0)
-    consumer = runtime.start_consumer(workers)
+    consumer = runtime.start_consumer(workers, periodic=periodic)
     return LiveBot(emulator, runtime, create_app(settings, runtime.services).test_client(), consumer)

@@ -18,7 +18,9 @@ THREAD = 2  # the open pull request the commands are said on
 
 def started(emulator, database_url, tmp_path, app_key, config: str = CONFIG):
     state = live.add_repository(emulator, config, {"maintainer": "write", "other": "write"})
-    running = live.start(emulator, database_url, f"sqlite:///{tmp_path / 'queue.db'}", app_key)
+    running = live.start(
+        emulator, database_url, f"sqlite:///{tmp_path / 'queue.db'}", app_key, periodic=False
+    )
     main = Main.start(running, emulator, state)
     emulator.add_pull(
         live.REPO, THREAD, "f" * 40, diffs.COLD, base_sha=main.head, base_ref=live.DEFAULT_BRANCH

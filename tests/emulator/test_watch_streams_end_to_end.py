@@ -26,7 +26,9 @@ from tests.service import diffs
 @pytest.fixture
 def main(emulator, database_url, tmp_path, app_key):
     state = live.add_repository(emulator, CONFIG, {"maintainer": "write"})
-    running = live.start(emulator, database_url, f"sqlite:///{tmp_path / 'queue.db'}", app_key)
+    running = live.start(
+        emulator, database_url, f"sqlite:///{tmp_path / 'queue.db'}", app_key, periodic=False
+    )
     yield Main.start(running, emulator, state)
     running.stop()
 

@@ -167,7 +167,8 @@ class Main:
 
     def hourly(self, at: datetime) -> None:
         """The queue's hourly task (the sweep, then the scheduled run), run now on this thread with
-        the clock at ``at``; the consumer is idle meanwhile, so the clock is no other job's."""
+        the clock at ``at``: the bot's consumer runs no periodic task itself (`Main.start`'s bot is
+        started with them off) and is idle meanwhile, so the clock is no other job's."""
         services = self.bot.runtime.services
         self.bot.wait_idle()
         [task] = [t for t in self.bot.runtime.queue.huey._registry.periodic_tasks if t.name == SCHEDULE_TASK]
