@@ -63,13 +63,16 @@ def test_one_step_in_daily_runs_is_one_case_one_bisect_and_one_culprit_named_on_
 def test_every_merge_measured_and_the_slow_ones_own_run_inconclusive_the_step_is_found(main):
     """Each merge run measures its merge against the one before (3 rounds a side at 4% scatter):
     the slow merge's own run is inconclusive, and the old watch, leaving a one-commit span to that
-    run's verdict, never opened a case although the series shows the step."""
+    run's verdict, never opened a case although the series shows the step. The bisect goes into
+    the slow pull request's own commit: the culprit is named on that pull request, once."""
     values = stepped(n=22, at=14, step=0.058, seed=4)
     merges, verdicts = [], []
     before = values[0]
     main.commit("e")
     for value in values:
-        _, _, merge = main.merge()
+        number, pushed, merge = main.merge()
+        if len(merges) == 14:
+            slow, [culprit] = number, pushed
         [run] = [d for d in main.emulator.dispatches if d["inputs"]["head-sha"] == merge]
         main.complete(run, {"step_ms": (before, value)}, scatter=0.04)
         request = main.bot.runtime.store.benchmarks.get(run["inputs"]["correlation-id"])
@@ -81,6 +84,13 @@ def test_every_merge_measured_and_the_slow_ones_own_run_inconclusive_the_step_is
     assert (case.good_sha, case.bad_sha, case.metric) == (merges[13], merges[14], "step_ms")
     [bisect] = main.bisects()
     assert (bisect["inputs"]["base-sha"], bisect["inputs"]["head-sha"]) == (merges[13], merges[14])
+    main.report_back(
+        bisect, culprit_report(merges[13], merges[14], [culprit, merges[14]], culprit, "step_ms")
+    )
+    ended = main.bot.runtime.store.watch.get(case.key)
+    assert (ended.state, ended.culprit_sha, ended.culprit_number) == ("confirmed", culprit, slow)
+    [comment] = main.culprit_comments()
+    assert comment in main.emulator.comments_on(live.REPO, slow)
 
 
 @pytest.mark.slow  # 24 days of two metrics: about 20-25 s
