@@ -13,7 +13,7 @@ from tests.emulator import live
 from tests.emulator.watch_streams import CONFIG, SUITE, Main, culprit_report
 from tests.service import diffs
 
-THREAD = 2  # the open pull request the commands are said on
+THREAD, ELSEWHERE = 2, 3  # the open pull requests the commands are said on
 
 
 def started(emulator, database_url, tmp_path, app_key, config: str = CONFIG):
@@ -22,9 +22,11 @@ def started(emulator, database_url, tmp_path, app_key, config: str = CONFIG):
         emulator, database_url, f"sqlite:///{tmp_path / 'queue.db'}", app_key, periodic=False
     )
     main = Main.start(running, emulator, state)
-    emulator.add_pull(
-        live.REPO, THREAD, "f" * 40, diffs.COLD, base_sha=main.head, base_ref=live.DEFAULT_BRANCH
-    )
+    for number in (THREAD, ELSEWHERE):
+        head = f"{number:x}".rjust(40, "f")
+        emulator.add_pull(
+            live.REPO, number, head, diffs.COLD, base_sha=main.head, base_ref=live.DEFAULT_BRANCH
+        )
     return main
 
 
@@ -129,18 +131,29 @@ def test_a_bisect_that_fails_gives_its_reserve_back_to_the_days_budget(
         main.bot.stop()
 
 
-def test_bench_bisect_keeps_the_cooldowns_of_bench(emulator, database_url, tmp_path, app_key):
-    """One maintainer spent 235 of 240 minutes in seconds: `/bench bisect` ignored the cooldowns."""
-    config = CONFIG.replace("cooldown: {user: 0, pr: 0}", "cooldown: {user: 600, pr: 0}")
+@pytest.mark.parametrize("bound", ["user", "pr"])
+def test_bench_bisect_keeps_the_cooldowns_of_bench(emulator, database_url, tmp_path, app_key, bound):
+    """One maintainer spent 235 of 240 minutes in seconds: `/bench bisect` ignored the cooldowns. A
+    bisect counts as a `/bench` of who asked (``user``) and on the pull request it was asked on
+    (``pr``)."""
+    seconds = {"user": 600, "pr": 0} if bound == "user" else {"user": 0, "pr": 600}
+    config = CONFIG.replace(
+        "cooldown: {user: 0, pr: 0}", f"cooldown: {{user: {seconds['user']}, pr: {seconds['pr']}}}"
+    )
     main = started(emulator, database_url, tmp_path, app_key, config)
     try:
-        (_, _, first), (_, _, second), (_, _, third) = merged(main, 3)
+        (_, _, first), (_, _, second), (_, _, third), (_, _, fourth) = merged(main, 4)
         main.say(f"/bench bisect {first[:12]} {second[:12]} {SUITE}", THREAD)
         main.say(f"/bench bisect {second[:12]} {third[:12]} {SUITE}", THREAD)
         assert len(main.bisects()) == 1
         assert "try again in" in main.replies(THREAD)[-1], main.replies(THREAD)[-1]
         main.say(f"/bench bisect {second[:12]} {third[:12]} {SUITE}", THREAD, login="other")
-        assert len(main.bisects()) == 2, "another maintainer is not held by the first one's cooldown"
+        if bound == "user":
+            assert len(main.bisects()) == 2, "another maintainer is not held by the first one's cooldown"
+        else:
+            assert len(main.bisects()) == 1 and "try again in" in main.replies(THREAD)[-1]
+            main.say(f"/bench bisect {third[:12]} {fourth[:12]} {SUITE}", ELSEWHERE, login="other")
+            assert len(main.bisects()) == 2, "another pull request is not held by this one's cooldown"
     finally:
         main.bot.stop()
 
