@@ -23,7 +23,9 @@ def setup(subparsers) -> None:
         "the sample engine's repository, replay its history as merged pull requests (each "
         "merge benchmarked on this machine's CPU, which fills the dashboard), open a pull "
         "request for the bot to review, and print the addresses of its thread and of the "
-        "dashboard. Comment /bench on the thread to benchmark it. Ctrl-C (or SIGTERM, or closing the "
+        "dashboard; then wait for the watch's regression case of the merge that regressed (bisected "
+        "by the sandbox's runner, its culprit named on its pull request) and print its page and "
+        "the calibration's. Comment /bench on the thread to benchmark it. Ctrl-C (or SIGTERM, or closing the "
         "terminal) stops everything, its children included. A "
         "development tool: nothing leaves this machine.",
     )
@@ -46,15 +48,18 @@ def setup(subparsers) -> None:
         type=int,
         default=None,
         metavar="N",
-        help="benchmarks measured at once (default: 1, or 2 with 8 cores or more)",
+        help="benchmarks measured at once (default: 2 with 2 cores or more, else 1: each "
+        "benchmark of the sample's suite keeps to one core)",
     )
     parser.add_argument(
         "--merge-rounds",
         type=int,
-        default=1,
+        default=3,
         metavar="N",
-        help="rounds per side of each merge's benchmark (default 1: the history's points; "
-        "3 or more give each merge a verdict)",
+        help="rounds per side of each merge's benchmark (default 3, the fewest the statistics "
+        "decide with: a merge that regressed opens a regression case, bisected and its culprit "
+        "named, and the calibration page has outcomes; 1 or 2 is a quick mode that only fills "
+        "the history's points)",
     )
     parser.set_defaults(run=run)
 
@@ -68,7 +73,7 @@ def run(args: argparse.Namespace) -> int:
             raise UsageError(f"{name} must be from 1 to 65535")
     if github_port == args.port:
         raise UsageError("--github-port must differ from --port")
-    parallel = args.parallel if args.parallel is not None else (2 if (os.cpu_count() or 1) >= 8 else 1)
+    parallel = args.parallel if args.parallel is not None else (2 if (os.cpu_count() or 1) >= 2 else 1)
     for name, value in (("--parallel", parallel), ("--merge-rounds", args.merge_rounds)):
         if not 1 <= value <= 50:
             raise UsageError(f"{name} must be from 1 to 50")

@@ -5,7 +5,8 @@ on the sample's checkout and `perfbot bench report`, uploads the results folder 
 artifact (``perfbot-results-<correlation id>``), completes the run, and sends GitHub's
 `workflow_run` webhook; the run's log is what its page on the stand-in shows. A dispatch in bisect
 mode (``mode: bisect``, as the watch sends) runs `perfbot bisect` instead and uploads its artifact
-files, as the action does.
+files, as the action does. The action's `perfbot bench report` step runs in this process (the
+same functions, without an interpreter of its own per run).
 
 A pull request's run (a `/bench`) is started before the merges waiting. Merge runs (no ``pr``
 input) measure one round per side unless the dispatch asks for more, without the kernel profile:
@@ -98,7 +99,7 @@ class Runner:
         self.parallel, self.merge_rounds = parallel, merge_rounds
         self.env = dict(os.environ if env is None else env)
         self.cannot_measure = can_measure  # why no benchmark can run here (None: they can)
-        self.finished: list[dict[str, Any]] = []  # the runs completed, in order: run, key, measured
+        self.finished: list[dict[str, Any]] = []  # runs completed, in order: run, key, measured, pull
         self._measured: dict[Key, Future] = {}
         self._jobs: queue.PriorityQueue[_Job] = queue.PriorityQueue()
         self._order = itertools.count()
@@ -206,18 +207,7 @@ class Runner:
             command += ["--suite", suite]
         code, log = self._run(command)
         if not self._stopping.is_set():
-            report = [
-                self.python,
-                "-m",
-                "bot",
-                "bench",
-                "report",
-                str(out),
-                "--markdown",
-                str(out / "summary.md"),
-            ]
-            _, said = self._run(report)
-            log += said
+            log += _report(out, out / "summary.md")
         return Measured(code, out, log, time.monotonic() - started)
 
     def _bisect(self, key: Key, out: Path, started: float) -> Measured:
@@ -253,11 +243,8 @@ class Runner:
         ]
         code, log = self._run(command, {"PERFBOT_BISECT_ARTIFACT": str(out)})
         if not self._stopping.is_set():
-            summary = runs / "report.md"  # not in ``out``: the uploaded summary.md stays perfbot's
-            report = [self.python, "-m", "bot", "bench", "report", str(out), "--markdown", str(summary)]
-            report += ["--good", key.base, "--bad", key.head, "--suite", suite]
-            _, said = self._run(report)
-            log += said
+            # not in ``out``: the uploaded summary.md stays perfbot's
+            log += _report(out, runs / "report.md", good=key.base, bad=key.head, suite=suite)
         return Measured(code, out, log, time.monotonic() - started)
 
     def _run(self, command: list[str], settings: dict[str, str] | None = None) -> tuple[int, str]:
@@ -349,7 +336,13 @@ class Runner:
             self._log(run_id, measured.log)
             self._finish(dispatched, measured)
             self.finished.append(
-                {"run_id": run_id, "key": key, "measured": measured, "merge": turn is not None}
+                {
+                    "run_id": run_id,
+                    "key": key,
+                    "measured": measured,
+                    "merge": turn is not None,
+                    "pull": str(inputs.get("pr") or ""),  # a pull request's run (a /bench), or ""
+                }
             )
         finally:
             if turn is not None:
@@ -383,6 +376,29 @@ class Runner:
         with self.standin.lock:
             run = self.standin.runs[run_id]
             run["_log"] = run.get("_log", "") + text
+
+
+def _report(
+    folder: Path, markdown: Path, *, good: str | None = None, bad: str | None = None, suite: str | None = None
+) -> str:
+    """What `perfbot bench report FOLDER --markdown FILE` (with ``--good``/``--bad``/``--suite`` for
+    a bisection) prints and writes, done in this process with the functions it calls: the action's
+    step, without a second interpreter (and its statistics imports) per run on a small machine."""
+    from bot.runner import bisect_artifact
+    from bot.runner import report as results_report
+
+    said = ["perfbot bench report", str(folder), "--markdown", str(markdown)]
+    try:
+        if good is not None:
+            said += ["--good", good, "--bad", bad or "", "--suite", suite or ""]
+            verdict, text = bisect_artifact.read_folder(folder, good=good, bad=bad, suite=suite)
+        else:
+            found = results_report.report(folder)
+            verdict, text = found.verdict, found.markdown
+        markdown.write_text(text, encoding="utf-8")
+    except Exception as error:  # as the command would exit: said in the run's log
+        return f"{' '.join(said)}\nperfbot: {type(error).__name__}: {error}\n"
+    return f"{' '.join(said)}\n{verdict}\n"
 
 
 def _zip(files: list[Path]) -> bytes:

@@ -39,7 +39,7 @@ import bot
 from bot.core.config import CONFIG_PATH
 from bot.errors import UserError
 
-from . import children, hookshot, identity, mermaid, payloads, sample
+from . import children, hookshot, identity, mermaid, outcome, payloads, sample
 from .github import GitHubEmulator, RepoState
 from .pages import Hooks, Site
 from .runner import Runner
@@ -52,6 +52,7 @@ INSTALLATION_ID = 1
 MARKER = ".perfbot-sandbox"  # a folder holding it is the sandbox's own, made afresh each start
 SUITES = ("verify-step",)
 VERDICT_ROUNDS = 3  # the fewest rounds per side the statistics decide with (bench.rounds below)
+CASE_WAIT_S = 600  # for the watch's case of a merge that regressed: its bisect, its culprit named
 REVERT_SUBJECT = f'Revert "{sample.SLOW_SUBJECT}"'
 # The repository's .github/perfbot.yml on master, and the config the runner benchmarks with (as the
 # action's `config` input): the sample's suite, lighter for a laptop's CPU; every merge benchmarked.
@@ -91,7 +92,7 @@ class Options:
     port: int = 8010
     github_port: int = 8011
     parallel: int = 1
-    merge_rounds: int = 1
+    merge_rounds: int = VERDICT_ROUNDS
 
 
 class Sandbox:
@@ -121,6 +122,7 @@ class Sandbox:
             self.start()
             self.open_pull_requests()
             self.replay()
+            self.conclude()
             self.say(
                 f"Try /bench: comment it on {self.standin.base_url}/{REPO}/pull/{self.reland} "
                 "(you are Codertocat, a maintainer), or send it as GitHub would:"
@@ -341,6 +343,36 @@ class Sandbox:
             self.say(f"  [{done}/{len(self.merges)}] #{number} {title}: merged, {said}   ({self._took()})")
         self.say(f"History filled: {self.bot_url}/history   (the merges: {self.bot_url}/)   ({self._took()})")
 
+    def conclude(self) -> None:
+        """What the watch and the calibration made of the history, as the dashboard's API gives
+        them: the case of a merge that regressed (waited for until its bisect ended and a culprit
+        it confirmed is named on its pull request), the calibration's outcomes, and the time it
+        all took, with the machine's load (a shared machine's other work slows every benchmark)."""
+        merges = self._api("merges")["items"]
+        if outcome.regressed(merges):
+            cases: list[dict[str, Any]] = []
+
+            def ended() -> bool:
+                cases[:] = self._api("regressions")["cases"]
+                return outcome.settled(cases)
+
+            if not self._until(ended, CASE_WAIT_S):
+                self.say(f"  (the watch's case had not ended after {CASE_WAIT_S} s: it stands as below)")
+            for line in outcome.case_lines(cases, self.bot_url) or ["No regression case yet"]:
+                self.say(f"{line}   ({self._took()})")
+        else:
+            self.say(outcome.no_case_line(self.options.merge_rounds, VERDICT_ROUNDS))
+        self.say(outcome.calibration_line(self._api("calibration"), merges, self.bot_url))
+        load = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
+        busy = f", load average {load:.1f} on {os.cpu_count()} cores" if load is not None else ""
+        self.say(f"Every page filled after {self._took()}{busy}")
+
+    def _api(self, path: str) -> dict[str, Any]:
+        """The dashboard's JSON API (``/api/v1/<path>``) of the sandbox's repository."""
+        url = f"{self.bot_url}/api/v1/{path}?repo={REPO}"
+        with urlrequest.urlopen(url, timeout=30) as answer:  # nosec B310: the sandbox's own server
+            return json.load(answer)
+
     def _merge(self, number: int, sha: str) -> None:
         # GitHub's merged_at has whole seconds: merging in the second after the previous merge's
         # results were stored keeps this merge after that point of the history, as it happened.
@@ -358,10 +390,11 @@ class Sandbox:
         return bool(checks) and all(c["status"] == "completed" for c in checks)
 
     def watch(self) -> None:
-        """Until interrupted: say when a pull request's benchmark comes back."""
+        """Until interrupted: say when a pull request's benchmark comes back (not a merge's, nor a
+        bisect the watch asked for)."""
         said = 0
         while not self._stopping.wait(0.5):
-            finished = [f for f in (self.runner.finished if self.runner else []) if not f["merge"]]
+            finished = [f for f in (self.runner.finished if self.runner else []) if f["pull"]]
             for run in finished[said:]:
                 seconds = run["measured"].seconds
                 self.say(

@@ -1,10 +1,14 @@
-"""The sandbox says when its merges are measured too briefly for a verdict (its quick mode), and
-why the calibration page then has no outcomes."""
+"""The sandbox measures its merges for a verdict by default, and says when they are measured too
+briefly for one (its quick mode), and why the calibration page then has no outcomes."""
 
 from __future__ import annotations
 
+import argparse
+
 import pytest
 
+from bot.cli import sandbox as command
+from bot.sandbox import session
 from bot.sandbox.session import Options, Sandbox
 
 
@@ -23,3 +27,17 @@ def test_the_replay_says_whether_its_merges_can_reach_a_verdict(tmp_path, rounds
         ]
     else:
         assert quick == []
+
+
+def test_by_default_the_merges_are_measured_for_a_verdict(tmp_path):
+    """Without options every merge gets the rounds a verdict needs (the quick mode is asked for),
+    so the watch and the calibration page have outcomes."""
+    parser = argparse.ArgumentParser()
+    command.setup(parser.add_subparsers())
+    args = parser.parse_args(["sandbox", "--dir", str(tmp_path)])
+    assert args.merge_rounds == session.VERDICT_ROUNDS == Options(tmp_path).merge_rounds == 3
+    said: list[str] = []
+    sandbox = Sandbox(Options(tmp_path), say=said.append)
+    sandbox.merges = []
+    sandbox.replay()
+    assert not [line for line in said if "quick mode" in line]

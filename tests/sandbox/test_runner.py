@@ -102,6 +102,10 @@ def test_merges_go_back_in_the_order_dispatched_with_their_artifacts(world):
         results = json.loads(files.read("results.json"))
         assert results["head"]["sha"] == head and len(results["rounds"]) == 2  # one round per side
     assert "perfbot bench run --base" in standin.runs[slow]["_log"]
+    # the action's report step: its reading of the folder (one round per side: no verdict)
+    *_, reading, verdict, uploaded = standin.runs[slow]["_log"].splitlines()
+    assert reading.startswith("perfbot bench report ") and verdict == "inconclusive"
+    assert uploaded == "uploaded the artifact perfbot-results-pb-slow: results.json, summary.md"
     events = [(p["workflow_run"]["id"], p["action"]) for e, p in sent]
     assert events.index((slow, "in_progress")) < events.index((slow, "completed"))
 

@@ -72,6 +72,8 @@ def test_a_bisect_dispatch_runs_perfbot_bisect_and_uploads_its_artifact(git_buil
     run = standin.runs[run_id]
     assert run["conclusion"] == "success", run["_log"]
     assert f"perfbot bisect {good[:12]} {bad[:12]} --suite spin" in run["_log"]
+    # the action's report step reads the bisection back, about what was dispatched
+    assert f"--good {good} --bad {bad} --suite spin\nconfirmed\n" in run["_log"]
     [artifact] = standin.artifacts.values()
     assert artifact["name"] == "perfbot-results-pb-bisect"
     archive = zipfile.ZipFile(io.BytesIO(artifact["_zip"]))

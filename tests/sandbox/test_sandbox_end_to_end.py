@@ -1,9 +1,12 @@
 """`perfbot sandbox` end to end, as a new user runs it: the command as a process, its addresses
 printed; the pull request's thread carries the bot's risk review; the dashboard's history holds
 one point per replayed merge, each the number its benchmark measured, with the slow commit's
-merge as the change point; a `/bench` written on the thread comes back with a verdict; Ctrl-C
-stops everything. Screenshots of the thread and the dashboard go to the test's folder, and to
-docs/images with PERFBOT_UPDATE_SCREENSHOTS=1."""
+merge as the change point; that merge's run says regression, so the watch opens one case, the
+sandbox's runner bisects it (`perfbot bisect` in bisect mode) and its culprit is named on its pull
+request and on the case's page; the calibration page has the merges' outcomes; a `/bench`
+written on the thread comes back with a verdict; Ctrl-C stops everything. Screenshots of the
+thread, the history, the case, the culprit's pull request and the calibration go to the test's
+folder, and to docs/images with PERFBOT_UPDATE_SCREENSHOTS=1."""
 
 from __future__ import annotations
 
@@ -13,6 +16,7 @@ import os
 import re
 import shutil
 import signal
+import statistics
 import subprocess
 import threading
 import time
@@ -44,10 +48,15 @@ class Output:
             self.lines.append(line.rstrip("\n"))
 
     def wait(self, start: str, timeout: float) -> str:
-        assert wait_for(lambda: any(line.startswith(start) for line in self.lines), timeout, interval=0.2), (
-            "\n".join(self.lines)
-        )
-        return next(line for line in self.lines if line.startswith(start))
+        """The first line that starts with ``start``; fails at once when the sandbox has told its
+        whole story (it asks for /bench last) without it."""
+        told = "Ctrl-C stops everything."
+        assert wait_for(
+            lambda: any(line.startswith((start, told)) for line in self.lines), timeout, interval=0.2
+        ), "\n".join(self.lines)
+        found = [line for line in self.lines if line.startswith(start)]
+        assert found, f"the sandbox said no line starting {start!r}:\n" + "\n".join(self.lines)
+        return found[0]
 
     def address(self, start: str, timeout: float) -> str:
         return re.search(r"http://\S+", self.wait(start, timeout))[0]
@@ -91,6 +100,12 @@ def test_the_sandbox_shows_the_review_a_filled_dashboard_and_a_bench_round_trip(
         merges = requests.get(f"{dashboard}api/v1/merges", timeout=10).json()["items"]
         assert {m["number"] for m in merges} == set(range(1, 11))
 
+        said = output.wait("Regression case of #6", 900)
+        case = assert_the_slow_merge_is_bisected_and_named(dashboard, folder, said)
+        said = output.wait("Calibration:", 60)
+        assert_the_calibration_has_outcomes(dashboard, said)
+        everything = float(re.search(r"Every page filled after (\d+) s", output.wait("Every page", 60))[1])
+
         # Adaptive rounds, as a maintainer asks on a noisy machine: 3 rounds per side of the CPU
         # suite were inconclusive on a loaded 2-core machine (+374%, interval -80% .. +10,921%).
         answer = requests.post(f"{thread}/comments", data={"body": "/bench --max-rounds 8"}, timeout=10)
@@ -106,7 +121,7 @@ def test_the_sandbox_shows_the_review_a_filled_dashboard_and_a_bench_round_trip(
             and "requested by <code>Codertocat</code>" in page
         )
         benched = time.monotonic() - started
-        take_screenshots(thread, dashboard, tmp_path)
+        take_screenshots(thread, dashboard, case, tmp_path)
     finally:
         left = children(process.pid)
         process.send_signal(signal.SIGINT)
@@ -114,8 +129,8 @@ def test_the_sandbox_shows_the_review_a_filled_dashboard_and_a_bench_round_trip(
     output.thread.join(10)
     print("\n".join(output.lines))
     print(
-        f"bot's comment after {commented:.0f} s, history filled after {filled:.0f} s, "
-        f"/bench back after {benched:.0f} s"
+        f"bot's comment after {commented:.0f} s, history filled after {filled:.0f} s, every page "
+        f"(the case's culprit named, calibration) after {everything:.0f} s, /bench back after {benched:.0f} s"
     )
     assert process.returncode == 0 and output.lines[-1] == "perfbot sandbox: stopped"
     assert wait_for(lambda: not any(alive(pid) for pid in left), timeout=30), left
@@ -123,7 +138,8 @@ def test_the_sandbox_shows_the_review_a_filled_dashboard_and_a_bench_round_trip(
 
 def assert_the_history_is_the_merges_measured(dashboard: str, folder: Path) -> None:
     """The points are the merge commits, in merge order, each valued as its results file says
-    (one round per side: the head's round), and the change point is the slow commit's merge."""
+    (the median of the head's rounds: fewer than 5, none left out), and the change point is the
+    slow commit's merge."""
     history = requests.get(
         f"{dashboard}api/v1/history",
         params={"repo": REPO, "suite": "verify-step", "metric": "cycle_ms"},
@@ -132,8 +148,9 @@ def assert_the_history_is_the_merges_measured(dashboard: str, folder: Path) -> N
     measured = {}
     for path in glob.glob(str(folder / "run-*" / "results.json")):
         results = json.loads(Path(path).read_text())
-        [head_round] = [r for r in results["rounds"] if r["side"] == "head"]
-        measured[results["head"]["sha"]] = head_round["metrics"]["cycle_ms"]
+        heads = [r["metrics"]["cycle_ms"] for r in results["rounds"] if r["side"] == "head" and r["ok"]]
+        assert 3 <= len(heads) < 5, heads
+        measured[results["head"]["sha"]] = statistics.median(heads)
     commits = [c["sha"] for c in sample.build(folder.parent / "again")["commits"]]
     points = history["points"]
     assert [p["sha"] for p in points][:9] == commits[1:]  # then the revert
@@ -145,13 +162,60 @@ def assert_the_history_is_the_merges_measured(dashboard: str, folder: Path) -> N
     assert [s["number"] for s in change["suspects"]] == [6]
 
 
-def take_screenshots(thread: str, dashboard: str, tmp_path: Path) -> None:
+def assert_the_slow_merge_is_bisected_and_named(dashboard: str, folder: Path, said: str) -> dict:
+    """One case, of the slow merge (#6, its run's regression), bisected by the sandbox's runner
+    in bisect mode, its culprit confirmed and named on #6's thread and on the case's page."""
+    [case] = requests.get(f"{dashboard}api/v1/regressions", params={"repo": REPO}, timeout=10).json()["cases"]
+    assert (case["source"], case["number"], case["good"], case["bad"]) == (
+        "merge",
+        6,
+        sample.BEFORE_SLOW_SHA,
+        sample.SLOW_SHA,
+    )
+    assert (case["state"], case["culprit"], case["culprit_number"]) == ("confirmed", sample.SLOW_SHA, 6)
+    assert said.startswith(
+        f"Regression case of #6 (verify-step {case['metric']}): culprit confirmed, "
+        f"{sample.SLOW_SHA[:12]} named on #6: {dashboard}regressions/{case['key']}"
+    ), said
+    # the runner ran perfbot bisect and uploaded its artifact, which the App read
+    [artifact] = glob.glob(str(folder / "run-*" / "bisect.json"))
+    assert json.loads(Path(artifact).read_text())["status"] == "confirmed"
+    run = requests.get(case["run_url"], timeout=10).text
+    assert f"perfbot bisect {sample.BEFORE_SLOW_SHA[:12]} {sample.SLOW_SHA[:12]} --suite verify-step" in run
+    # named on the culprit's pull request, once
+    pull = case["comment_url"].split("#")[0]
+    assert pull.endswith(f"/{REPO}/pull/6")
+    page = requests.get(pull, timeout=10).text
+    named = [c for c in page.split('<div class="comment') if "a confirmed regression of" in c]
+    assert len(named) == 1 and f"bisected to <code>{sample.SLOW_SHA[:12]}</code>" in named[0], named
+    assert "perfbot[bot]</strong>" in named[0]
+    # and on the case's page of the dashboard
+    shown = requests.get(f"{dashboard}regressions/{case['key']}", timeout=10).text
+    assert "culprit confirmed" in shown and sample.SLOW_SHA[:12] in shown
+    return case
+
+
+def assert_the_calibration_has_outcomes(dashboard: str, said: str) -> None:
+    """The slow merge's regression is an outcome: a high risk that regressed."""
+    figures = requests.get(f"{dashboard}api/v1/calibration", timeout=10).json()["all"]
+    assert figures["merges"] >= 1 and figures["regressions"] == 1 and figures["missed"] == 0
+    [high] = [row for row in figures["levels"] if row["key"] == "high"]
+    assert high["regressed"] == 1
+    assert said.startswith(f"Calibration:  {dashboard}calibration   ({figures['merges']} merge")
+    page = requests.get(f"{dashboard}calibration", timeout=10).text
+    assert "path.pynccl" in page
+
+
+def take_screenshots(thread: str, dashboard: str, case: dict, tmp_path: Path) -> None:
     sync_api = importorskip("playwright.sync_api")
     if not Path(CHROMIUM).exists():
         skip_or_fail(f"{CHROMIUM} is missing (apt-get install chromium)")
     shots = {
         "sandbox-thread": (thread, True),
         "sandbox-history": (f"{dashboard}history?repo={REPO}&suite=verify-step&metric=cycle_ms", True),
+        "sandbox-regression": (f"{dashboard}regressions/{case['key']}", True),
+        "sandbox-culprit": (case["comment_url"].split("#")[0], True),
+        "sandbox-calibration": (f"{dashboard}calibration", True),
     }
     with sync_api.sync_playwright() as playwright:
         browser = playwright.chromium.launch(
