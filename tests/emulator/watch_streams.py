@@ -21,11 +21,11 @@ from bot.core.bisect import plan as bisection
 from bot.core.bisect import report as bisect_report
 from bot.core.render.comment import MARKER
 from bot.core.risk.scoring import RiskReport
-from bot.sandbox import payloads
 from bot.service.records import Repository
 from tests.core.bench.zips import archive
 from tests.core.judge.results_data import FINGERPRINT, document
 from tests.emulator import live
+from tests.emulator.bench_support import finish
 from tests.service import diffs
 from tests.support import github_data
 from tests.support.github_emulator import GitHubEmulator, RepoState
@@ -246,24 +246,6 @@ class Main:
         response = finish(self.bot, self.emulator, dispatched["run_id"], conclusion, artifact=artifact)
         assert response.status_code == 202
         self.bot.wait_idle()
-
-
-def finish(
-    bot: live.LiveBot,
-    emulator: GitHubEmulator,
-    run_id: int,
-    conclusion: str = "success",
-    artifact: tuple[str, bytes] | None = None,
-) -> object:
-    """Upload the artifact (if any), complete the run and deliver GitHub's `workflow_run` event,
-    which says when the run started and when it last changed, as GitHub's does."""
-    if artifact is not None:
-        emulator.upload_artifact(live.REPO, run_id, *artifact)
-    run = emulator.complete_run(run_id, conclusion)
-    payload = payloads.workflow_run("completed", run, repo=live.REPO, installation_id=1)
-    ended = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-    payload["workflow_run"].update(run_started_at=run["created_at"], updated_at=ended)
-    return bot.deliver("workflow_run", github_data.valid("workflow_run", payload))
 
 
 def _results(base: str, head: str, metric: str) -> bytes:
