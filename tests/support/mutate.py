@@ -131,6 +131,7 @@ TESTS: dict[str, tuple[str, ...]] = {
     # What opens a regression case of the default branch, and what a later point does to the cases.
     "bot/core/watch/opening.py": (
         "tests/core/watch/test_opening.py",
+        "tests/core/watch/test_opening_boundaries.py",
         "tests/service/test_watch_streams.py",
     ),
     "bot/core/watch/cases.py": ("tests/core/watch/test_cases.py", "tests/core/watch/test_opening.py"),
