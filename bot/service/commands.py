@@ -261,9 +261,14 @@ def _start_bisect(services: Services, snapshot: _Snapshot, decision: policy.Star
         return
     # GitHub's word on the range, before anything is opened or charged: GOOD an ancestor of BAD,
     # and a range small enough to bisect.
-    refusal = policy.bisect_range(good, bad, github.compare(repo, good, bad))
+    compared = github.compare(repo, good, bad)
+    refusal = policy.bisect_range(good, bad, compared)
     if refusal is not None:
         _refuse(services, snapshot, refusal)
+        return
+    if compared is not None and compared.ahead_by == 1:  # BAD alone: named, no GPU spent on it
+        pull = services.store.watch.merge_of(repo, bad) or github.pull_of_commit(repo, bad)
+        _reply(services, github, event, watch.single_commit_reply(good, bad, pull[0] if pull else None))
         return
     _react(github, event, "eyes")
     states = []

@@ -222,6 +222,22 @@ def started_reply(started: list[tuple[str, RegressionCase]]) -> str:
     return "\n".join(lines)
 
 
+def single_commit_reply(good: str, bad: str, number: int | None) -> str:
+    """The reply to `/bench bisect` over a range that holds one commit: nothing to bisect."""
+    brought = f", brought by #{number}" if number is not None else ""
+    measure = f"`/bench` on #{number}" if number is not None else "`/bench` on its pull request"
+    return "\n".join(
+        [
+            "**perfbot bisect**",
+            "",
+            f"{report.code(good[:12])}..{report.code(bad[:12])} holds one commit, "
+            f"{report.code(bad[:12])}{brought}: there is nothing to bisect, and no GPU was spent. "
+            f"If the metric changed over this range, that commit changed it; {measure} measures it "
+            "against its base.",
+        ]
+    )
+
+
 def _span(case: RegressionCase) -> Span:
     return Span(case.repo, case.suite, case.metric, case.good_sha, case.bad_sha)
 
@@ -456,7 +472,10 @@ def finished(
     now, run_minutes, measured = services.now(), config.bench.dispatch.run_minutes, minutes
     changes: dict[str, object]
     if outcome is None:
-        state, changes = states.FAILED, {"note": clip(printable("; ".join(problems) or "no report"), 1000)}
+        # No report: the runner time it took, where GitHub said, is all it is charged
+        services.store.watch.settle(_charge_key(request.correlation_id, request.created_at), measured or 0.0)
+        note = clip(printable("; ".join(problems) or "no report"), 1000)
+        state, changes = states.FAILED, {"note": note, "gpu_minutes": measured or 0.0}
     else:
         state = states.after_bisect(outcome.status, outcome.reference_verdict)
         spent = measured if measured is not None else budget.bisect_cost(outcome.runs, run_minutes)
