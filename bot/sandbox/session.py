@@ -108,6 +108,7 @@ class Sandbox:
         self.runner: Runner | None = None
         self.bot_url = f"http://{options.host}:{options.port}"
         self.manifest: dict[str, Any] = {}
+        self.merges: list[tuple[int, str, str, str]] = []  # the history: number, title, head, base
         self.started = time.monotonic()
         self._stopping = threading.Event()
 
@@ -168,14 +169,7 @@ class Sandbox:
             f"(the bot's log: {self.folder / 'perfbot.log'})"
         )
         self.say(f"  GitHub stand-in  {self.standin.base_url}  holds {REPO}, the sample engine")
-        self._serve()
-        self.say(f"  perfbot serve    {self.bot_url}  (SQLite files in the folder)")
-        self._send("installation", self._installation())
         cannot = _cannot_benchmark()
-        if cannot:
-            self.say(
-                f"perfbot sandbox: no benchmarks on this machine ({cannot}); reviews and merges still run"
-            )
         self.runner = Runner(
             self.standin,
             REPO,
@@ -189,6 +183,18 @@ class Sandbox:
             can_measure=cannot,
             env=_child_env(),
         ).start()
+        # The merges are measured ahead of their dispatches, in order, from now on: while the bot
+        # starts and reviews, most of the time it all takes is these measurements.
+        self.merges = self._history()
+        for _, _, head, base in self.merges:
+            self.runner.prepare(self.runner.merge_key(base, head, SUITES))
+        self._serve()
+        self.say(f"  perfbot serve    {self.bot_url}  (SQLite files in the folder)")
+        self._send("installation", self._installation())
+        if cannot:
+            self.say(
+                f"perfbot sandbox: no benchmarks on this machine ({cannot}); reviews and merges still run"
+            )
 
     def stop(self) -> None:
         self._stopping.set()
@@ -280,16 +286,17 @@ class Sandbox:
 
     # the pull requests
 
+    def _history(self) -> list[tuple[int, str, str, str]]:
+        """The history's pull requests to merge: number, title, head and base, in order."""
+        commits = self.manifest["commits"][1:] + [{"sha": self.manifest["revert"], "subject": REVERT_SUBJECT}]
+        parents = [self.manifest["first"]] + [c["sha"] for c in commits[:-1]]
+        return [(n, c["subject"], c["sha"], parents[n - 1]) for n, c in enumerate(commits, start=1)]
+
     def open_pull_requests(self) -> None:
         """The history's pull requests, and the one that brings the slow commit back."""
-        commits = self.manifest["commits"][1:] + [{"sha": self.manifest["revert"], "subject": REVERT_SUBJECT}]
-        parent = self.manifest["first"]
-        self.merges = []
-        for number, commit in enumerate(commits, start=1):
-            self._open(number, commit["subject"], commit["sha"], parent, DEFAULT_BRANCH, CONTRIBUTOR)
-            self.merges.append((number, commit["subject"], commit["sha"], parent))
-            parent = commit["sha"]
-        self.reland = len(commits) + 1
+        for number, title, head, base in self.merges:
+            self._open(number, title, head, base, DEFAULT_BRANCH, CONTRIBUTOR)
+        self.reland = len(self.merges) + 1
         slow = next(number for number, _, sha, _ in self.merges if sha == self.manifest["slow"])
         self._open(
             self.reland,
@@ -299,9 +306,6 @@ class Sandbox:
             DEFAULT_BRANCH,
             CONTRIBUTOR,
         )
-        if self.runner is not None:
-            for _, _, head, base in self.merges:  # measured ahead of their dispatches, in order
-                self.runner.prepare(self.runner.merge_key(base, head, SUITES))
         thread = f"{self.standin.base_url}/{REPO}/pull/{self.reland}"
         if not self._until(
             lambda: any(c["user"]["type"] == "Bot" for c in self.standin.comments_on(REPO, self.reland)), 120
