@@ -63,7 +63,11 @@ class TreeChanged(RuntimeError):
 def manifest(root: Path, skip_names: Iterable[str] = (), skip_paths: Iterable[str] = ()) -> Manifest:
     """Every entry under ``root`` (not following symbolic links), ``root`` included; empty when
     ``root`` does not exist. Sub-folders named in ``skip_names`` or at ``skip_paths`` are left out,
-    with everything in them."""
+    with everything in them.
+
+    The walk is GNU find's where it is there (`_found`: the same entries, read in C, four to five
+    times faster over an engine's site-packages, which is walked before every round); where find is
+    missing or does not finish cleanly (an entry that vanished, a folder it cannot read), Python's."""
     names, paths = frozenset(skip_names), frozenset(skip_paths)
     try:
         top = root.lstat()
@@ -72,6 +76,15 @@ def manifest(root: Path, skip_names: Iterable[str] = (), skip_paths: Iterable[st
     found: Manifest = {"": _entry(top)}
     if not stat.S_ISDIR(top.st_mode):
         return found
+    walked = _found(root, names, paths)
+    found.update(walked if walked is not None else _walked(root, names, paths))
+    return found
+
+
+def _walked(root: Path, names: frozenset[str], paths: frozenset[str]) -> Manifest:
+    """The entries under ``root`` (``root`` itself left out) as `manifest` takes them, read by
+    Python."""
+    found: Manifest = {}
     pending = [(str(root), "")]
     while pending:
         folder, relative = pending.pop()
@@ -96,6 +109,61 @@ def manifest(root: Path, skip_names: Iterable[str] = (), skip_paths: Iterable[st
 
 def _entry(info: os.stat_result) -> Entry:
     return info.st_mode, info.st_size, info.st_mtime_ns, info.st_ctime_ns, info.st_ino
+
+
+# find's one-letter file types (%y), as the type bits of st_mode.
+_TYPES = {
+    "f": stat.S_IFREG,
+    "d": stat.S_IFDIR,
+    "l": stat.S_IFLNK,
+    "p": stat.S_IFIFO,
+    "s": stat.S_IFSOCK,
+    "c": stat.S_IFCHR,
+    "b": stat.S_IFBLK,
+}
+_FIND_TIMEOUT = 120
+
+
+def _found(root: Path, names: frozenset[str], paths: frozenset[str]) -> Manifest | None:
+    """The entries under ``root`` (``root`` itself left out) as `manifest` takes them, read by GNU
+    find: None where find is not GNU's, fails, or prints what this cannot read."""
+    prune = [arg for name in sorted(names) for arg in ("-o", "-name", _glob(name))]
+    prune += [arg for path in sorted(paths) for arg in ("-o", "-path", _glob(path))]
+    test = ["-type", "d", "(", *prune[1:], ")", "-prune", "-o"] if prune else []
+    argv = ["find", str(root), "-mindepth", "1", *test, "-printf", "%y %m %s %T@ %C@ %i %P\\0"]
+    try:
+        done = subprocess.run(argv, capture_output=True, timeout=_FIND_TIMEOUT, check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    if done.returncode != 0:
+        return None
+    found: Manifest = {}
+    try:
+        for record in done.stdout.split(b"\0")[:-1]:
+            kind, mode, size, mtime, ctime, inode, path = record.split(b" ", 6)
+            found[os.fsdecode(path)] = (
+                _TYPES[kind.decode()] | int(mode, 8),
+                int(size),
+                _ns(mtime),
+                _ns(ctime),
+                int(inode),
+            )
+    except (ValueError, KeyError):
+        return None
+    return found
+
+
+def _ns(text: bytes) -> int:
+    """``1796533105.2947547040`` (find's %T@) in nanoseconds, exactly."""
+    seconds, _, fraction = text.decode().partition(".")
+    if not seconds.isdigit() or not (fraction.isdigit() or not fraction):
+        raise ValueError(text)
+    return int(seconds) * 1_000_000_000 + int(fraction[:9].ljust(9, "0"))
+
+
+def _glob(text: str) -> str:
+    """``text`` as a find pattern that matches it alone (its wildcards escaped)."""
+    return "".join(f"\\{c}" if c in "*?[]\\" else c for c in text)
 
 
 def changes(
