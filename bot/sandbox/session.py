@@ -374,8 +374,11 @@ class Sandbox:
     def _api(self, path: str) -> dict[str, Any]:
         """The dashboard's JSON API (``/api/v1/<path>``) of the sandbox's repository."""
         url = f"{self.bot_url}/api/v1/{path}?repo={REPO}"
-        with urlrequest.urlopen(url, timeout=30) as answer:  # nosec B310: the sandbox's own server
-            return json.load(answer)
+        try:
+            with urlrequest.urlopen(url, timeout=30) as answer:  # nosec B310: the sandbox's own server
+                return json.load(answer)
+        except (OSError, ValueError) as error:  # the bot stopped, or answered what is no JSON
+            raise SandboxError(f"{url}: {error}: see {self.folder / 'perfbot.log'}") from None
 
     def _merge(self, number: int, sha: str) -> None:
         # GitHub's merged_at has whole seconds: merging in the second after the previous merge's

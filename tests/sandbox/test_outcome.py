@@ -4,7 +4,11 @@ named, and says why there is no case in its quick mode."""
 
 from __future__ import annotations
 
+import pytest
+
 from bot.sandbox import outcome
+from bot.sandbox.session import Options, Sandbox, SandboxError
+from tests.support.serving import free_port
 
 BOT = "http://127.0.0.1:8010"
 SLOW = "3e4bb76d9da013e8b68744a70392fbfbc90e4881"
@@ -78,3 +82,13 @@ def test_the_calibration_line_counts_the_merges_with_an_outcome():
         f"Calibration:  {BOT}/calibration   (no merge has an outcome yet; "
         "2 measured without a clear verdict have none)"
     )
+
+
+def test_a_bot_that_does_not_answer_is_said_in_one_line(tmp_path):
+    """No traceback when the sandbox's own server is gone by the time it reads the dashboard."""
+    sandbox = Sandbox(Options(tmp_path, port=free_port()), say=lambda line: None)
+    with pytest.raises(SandboxError) as refused:
+        sandbox.conclude()
+    said = str(refused.value)
+    assert said.startswith(f"{sandbox.bot_url}/api/v1/merges?repo=sandbox/mini-engine: ") and "\n" not in said
+    assert said.endswith(f"see {tmp_path.resolve() / 'perfbot.log'}")
