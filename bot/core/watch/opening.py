@@ -63,6 +63,9 @@ Values = changepoints.Series
 # How much worse than the best split (in noise variances) a split may fit and still be a place the
 # change may be at; chi-squared with one degree of freedom passes 6.6 once in a hundred.
 PLAUSIBLE = 6.6
+# Beyond both levels by this many robust noise deviations, a reading belongs to neither (a throttled
+# run): a Gaussian reading goes this far once in about two million.
+WILD = 5.0
 WIDEN = 2  # points a range is widened by each side after it did not reproduce a change still seen
 ELSEWHERE: tuple[State, ...] = (NOT_REPRODUCED, INCONCLUSIVE, RECOVERED, FAILED)
 
@@ -300,7 +303,7 @@ def _plausible(values: Values, lo: int, index: int, hi: int) -> tuple[int, int]:
     more than `PLAUSIBLE` noise variances (a profile-likelihood set). With noise of the size of the
     step, the best split can miss the commit by a point; the span then holds its neighbours too,
     which costs the bisect a probe instead of naming the wrong range."""
-    segment = values[lo:hi]
+    segment = _within_levels(values[lo:hi], index - lo)
     splits = range(max(lo + 2, index - NEAR), min(hi - 2, index + NEAR) + 1)
     errors = {k: _sse(segment[: k - lo]) + _sse(segment[k - lo :]) for k in splits}
     if index not in errors:
@@ -311,6 +314,20 @@ def _plausible(values: Values, lo: int, index: int, hi: int) -> tuple[int, int]:
         return index, index
     plausible = [k for k, error in errors.items() if (error - best) / noise <= PLAUSIBLE]
     return min(plausible), max(plausible)
+
+
+def _within_levels(segment: Values, cut: int) -> Values:
+    """``segment`` with each reading that belongs to neither level (beyond both, by more than
+    `WILD` robust noise deviations of the fit split at ``cut``) brought back to that bound. One
+    throttled run far above both levels would otherwise dominate every split's squared error and
+    make them all fit alike; a reading between the levels (which may belong to either) is kept."""
+    before, after = segment[:cut], segment[cut:]
+    levels = float(np.median(before)), float(np.median(after))
+    residuals = np.concatenate((before - levels[0], after - levels[1]))
+    sigma = 1.4826 * float(np.median(np.abs(residuals)))
+    if sigma <= 0:
+        return segment
+    return np.clip(segment, min(levels) - WILD * sigma, max(levels) + WILD * sigma)
 
 
 def _sse(values: Values) -> float:
