@@ -22,6 +22,7 @@ code; regular expressions tell those apart first, so only the rest are turned in
 from __future__ import annotations
 
 import bisect
+import functools
 import itertools
 import keyword
 import re
@@ -230,7 +231,7 @@ class HarmlessHunks:
     def __init__(self, change: FileChange, mechanical: Mapping[int, Harmless] | None = None):
         self._hunks = change.hunks
         self._mechanical = mechanical or {}  # moves and sweeps, judged over the whole change
-        self._language = _LANGUAGES.get(PurePosixPath(change.path).suffix.lower())
+        self._language = _language_of(change.path)
         if change.is_binary or change.status in ("added", "deleted"):
             self._language = None
         self._first: dict[int, Harmless | dict[str, str] | None] = {}
@@ -265,7 +266,9 @@ class HarmlessHunks:
             # the tokens would compare, so sides that differ beyond names and formatting then
             # need no tokens either.
             sides = (_without_log_calls(sides[0]), _without_log_calls(sides[1]))
-        if not _may_match(sides) and not _may_reformat(hunk, sides):
+        if not (_same_punctuation(sides) and (_may_match(sides) or _same_characters(sides))) and not (
+            _imports_only(hunk)
+        ):
             return None  # the code differs beyond what tokens could explain away
         # Whole sides, context included: the same lines moved past their context are a change.
         before, after = (_code(hunk, language.lexer, side) for side in "-+")
@@ -306,26 +309,27 @@ def mechanical(files: Sequence[FileChange]) -> dict[int, dict[int, Harmless]]:
     host sync written into every backend) or only removed are new behaviour everywhere, not a
     mechanical edit. Only source files in a language known here are judged."""
     edits: list[tuple[int, int, Counter[str], Counter[str]]] = []
+    keys: list[tuple[tuple[str, ...], tuple[str, ...]]] = []  # each edit's lines, sorted
     removed_all: Counter[str] = Counter()
     added_all: Counter[str] = Counter()
     for file_number, change in enumerate(files):
-        if change.is_binary or PurePosixPath(change.path).suffix.lower() not in _LANGUAGES:
+        if change.is_binary or _language_of(change.path) is None:
             continue
         markers = comment_markers(change.path)
         for number, hunk in enumerate(change.hunks):
-            removed, added = Counter[str](), Counter[str]()
-            for text, kind in zip(hunk.texts, hunk.types, strict=True):
-                if kind in "+-" and is_code_line(text, markers):
-                    (removed if kind == "-" else added)[text.strip()] += 1
-            if removed or added:
-                edits.append((file_number, number, removed, added))
-                removed_all.update(removed)
-                added_all.update(added)
+            indices, stripped = hunk.code_changes(markers)
+            if not indices:
+                continue
+            types = hunk.types
+            old = sorted([text for index, text in zip(indices, stripped, strict=True) if types[index] == "-"])
+            new = sorted([text for index, text in zip(indices, stripped, strict=True) if types[index] != "-"])
+            removed, added = Counter(old), Counter(new)
+            edits.append((file_number, number, removed, added))
+            keys.append((tuple(old), tuple(new)))
+            removed_all.update(old)  # from the lists: counting them runs in C, a Counter's items do not
+            added_all.update(new)
     found: dict[int, dict[int, Harmless]] = {}
     by_edit: dict[tuple[tuple[str, ...], tuple[str, ...]], set[int]] = {}
-    keys = [
-        (tuple(sorted(removed.elements())), tuple(sorted(added.elements()))) for _, _, removed, added in edits
-    ]
     for (file_number, _, _, _), key in zip(edits, keys, strict=True):
         by_edit.setdefault(key, set()).add(file_number)
     for (file_number, number, removed, added), key in zip(edits, keys, strict=True):
@@ -343,7 +347,9 @@ def mechanical(files: Sequence[FileChange]) -> dict[int, dict[int, Harmless]]:
 
 def _may_log(text: str) -> bool:
     """Whether ``text`` may hold a log call (plain substring tests first: they are cheap)."""
-    return any(word in text for word in ("log", "LOG", "warnings", "print")) and bool(_LOG_HINT.search(text))
+    return ("log" in text or "LOG" in text or "warnings" in text or "print" in text) and bool(
+        _LOG_HINT.search(text)
+    )
 
 
 _GAPS = " \t\n\r\f\v\\"  # what may stand between two tokens of one call
@@ -404,12 +410,7 @@ def _word_start(text: str, index: int) -> int:
 
 def _sides(hunk: Hunk, language: _Language) -> tuple[str, str]:
     """The old and the new side of a hunk (context included), comments and strings blanked."""
-    old, new = (
-        language.quoted.sub(
-            " ", "".join(t for t, kind in zip(hunk.texts, hunk.types, strict=True) if kind in kinds)
-        )
-        for kinds in (" -", " +")
-    )
+    old, new = (language.quoted.sub(" ", "".join(hunk.lines_of(kinds))) for kinds in (" -", " +"))
     return old, new
 
 
@@ -417,11 +418,31 @@ def _may_reformat(hunk: Hunk, sides: tuple[str, str]) -> bool:
     """Whether the sides could differ only by what `_canonical` undoes: the same characters,
     in any order, once whitespace, commas, parentheses and line continuations are left out; or
     changed lines that are all imports (or includes), which may be split and merged."""
+    return _same_characters(sides) or _imports_only(hunk)
+
+
+def _same_characters(sides: tuple[str, str]) -> bool:
+    """The same characters, in any order, once what formatters add or take away is left out."""
     old, new = (side.translate(_REFORMAT_NOISE) for side in sides)
-    if len(old) == len(new) and Counter(old) == Counter(new):  # the lengths first: they are free
-        return True
-    changed = [text for text, kind in zip(hunk.texts, hunk.types, strict=True) if kind in "+-"]
+    return len(old) == len(new) and Counter(old) == Counter(new)  # the lengths first: they are free
+
+
+def _imports_only(hunk: Hunk) -> bool:
+    """Whether the hunk changes lines and every changed line is part of an import (or include)."""
+    changed = hunk.lines_of("+-")
     return bool(changed) and all(_IMPORT_LINE.match(text) for text in changed)
+
+
+# Characters that neither `_may_match` (names become one letter, whitespace goes) nor
+# `_same_characters` (whitespace, commas, parentheses and backslashes go) takes away or adds.
+_PUNCTUATION = "=.:[]{}+-*/%<>!&|^~@;?$`"
+
+
+def _same_punctuation(sides: tuple[str, str]) -> bool:
+    """Each of `_PUNCTUATION` as often on both sides: what `_may_match` and `_same_characters`
+    both need, tested first because counting characters costs far less than either."""
+    old, new = sides
+    return all(old.count(char) == new.count(char) for char in _PUNCTUATION)
 
 
 def _may_match(sides: tuple[str, str]) -> bool:
@@ -441,9 +462,21 @@ def _may_match(sides: tuple[str, str]) -> bool:
     return True
 
 
+# Paths met again and again (triage reads a file's changes in commit after commit), bounded
+# against a hostile list of names.
+_PATH_CACHE = 4096
+
+
+@functools.lru_cache(maxsize=_PATH_CACHE)
+def _language_of(path: str) -> _Language | None:
+    """How to read the file at ``path``, by its suffix (None: a language not known here)."""
+    return _LANGUAGES.get(PurePosixPath(path).suffix.lower())
+
+
+@functools.lru_cache(maxsize=_PATH_CACHE)
 def comment_markers(path: str) -> tuple[str, ...]:
     """What starts a comment in the file at ``path`` (none for a language not known here)."""
-    language = _LANGUAGES.get(PurePosixPath(path).suffix.lower())
+    language = _language_of(path)
     if language is None:
         return ()
     return ("#",) if language.lexer.pattern.startswith("(?P<comment>#") else ("//", "/*")
@@ -744,9 +777,10 @@ def _import_names(texts: list[str], dotted: bool) -> list[tuple[str, str]] | Non
 def _side_tokens(hunk: Hunk, lexer: re.Pattern[str], side: str) -> list[_Token]:
     """The tokens of one side of ``hunk`` (its context and its ``side`` lines), each with the
     lines it spans and the brackets around it."""
-    keep = [index for index, kind in enumerate(hunk.types) if kind == " " or kind == side]
+    keep = hunk.indices_of(" " + side)
     texts = [hunk.texts[index] for index in keep]
-    changed = [hunk.types[index] == side for index in keep]
+    types = hunk.types
+    changed = [types[index] == side for index in keep]
     starts = [0, *itertools.accumulate(map(len, texts))][:-1]
     tokens: list[_Token] = []
     for match in lexer.finditer("".join(texts)):

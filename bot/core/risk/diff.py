@@ -8,13 +8,16 @@ of failing the whole diff, and memory stays bounded by the largest file, not the
 from __future__ import annotations
 
 import bisect
+import functools
 import itertools
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from unidiff import PatchedFile, PatchSet
+from unidiff.constants import RE_HUNK_HEADER, RE_NO_NEWLINE_MARKER
 from unidiff.errors import UnidiffParseError
+from unidiff.patch import Hunk as UnidiffHunk
 
 _PLAIN_HEADER = re.compile(r"^--- .*\n\+\+\+ ", re.MULTILINE)
 _NOT_BODY = re.compile(r"[^ +\-\\]")
@@ -36,6 +39,11 @@ class Hunk:
     texts: list[str]
     types: str
     _offsets: list[int] | None = field(default=None, repr=False)
+    # Derived once, on demand, and never compared: scoring asks for them several times per hunk.
+    _joined: str | None = field(default=None, repr=False, compare=False)
+    _code: tuple[tuple[str, ...], list[int], list[str]] | None = field(
+        default=None, repr=False, compare=False
+    )
 
     def offsets(self) -> list[int]:
         """Start offset of each line inside ``joined()``; computed once, on demand."""
@@ -44,7 +52,41 @@ class Hunk:
         return self._offsets
 
     def joined(self) -> str:
-        return "".join(self.texts)
+        """The hunk's lines as one text; computed once (a hunk is not changed once parsed)."""
+        if self._joined is None:
+            self._joined = "".join(self.texts)
+        return self._joined
+
+    def lines_of(self, kinds: str) -> list[str]:
+        """The texts of the lines whose type is one of ``kinds`` (" -": the old side), in order."""
+        return list(itertools.compress(self.texts, self._mask(kinds)))
+
+    def indices_of(self, kinds: str) -> list[int]:
+        """The indices of the lines whose type is one of ``kinds``, in order."""
+        return list(itertools.compress(range(len(self.texts)), self._mask(kinds)))
+
+    def _mask(self, kinds: str) -> bytes:
+        # One byte per line, 1 where its type is one of ``kinds``: `itertools.compress` then
+        # picks the lines in C instead of a loop over every line of the hunk.
+        if len(self.types) != len(self.texts):
+            raise ValueError(f"a hunk of {len(self.texts)} lines with {len(self.types)} line types")
+        return self.types.encode("ascii", "replace").translate(_type_mask(kinds))
+
+    def code_changes(self, markers: tuple[str, ...]) -> tuple[list[int], list[str]]:
+        """The added and removed lines that hold code (not blank, not only a comment starting
+        with one of ``markers``): their indices, and their text stripped; computed once per
+        ``markers`` (a hunk belongs to one file, so to one set of them)."""
+        found = self._code
+        if found is None or found[0] != markers:
+            starts = markers or ("\0",)
+            texts = self.texts
+            pairs = [
+                (index, stripped)
+                for index in self.indices_of("+-")
+                if (stripped := texts[index].strip()) and not stripped.startswith(starts)
+            ]
+            found = self._code = (markers, [index for index, _ in pairs], [text for _, text in pairs])
+        return found[1], found[2]
 
     def line_at(self, offset: int) -> int:
         """Index of the line holding character ``offset`` of ``joined()``."""
@@ -57,6 +99,12 @@ class Hunk:
         if kind == "-":
             return self.source_start + before.count(" ") + before.count("-")
         return self.target_start + before.count(" ") + before.count("+")
+
+
+@functools.cache
+def _type_mask(kinds: str) -> bytes:
+    """A `bytes.translate` table: 1 for the line types in ``kinds``, 0 for every other byte."""
+    return bytes(1 if chr(code) in kinds else 0 for code in range(256))
 
 
 @dataclass(slots=True)
@@ -149,14 +197,54 @@ def _quick(section: str) -> list[FileChange] | None:
     """The common case, fast: unidiff reads and checks the headers and hunk counts
     (``metadata_only``), and the hunk bodies are sliced straight from the text, instead of
     unidiff building an object per line. None when the section is anything but plain
-    (several files, blank or foreign lines in a body): the full parse then takes it."""
+    (several files, blank or foreign lines in a body): the full parse then takes it.
+
+    Most sections need not even be walked by unidiff line by line: `_from_headers` has it read
+    the file header alone, and the hunks are checked here exactly as unidiff would check them."""
+    headers = _line_starts(section, "@@ ")
+    patched = _from_headers(section, headers)
+    if patched is not None:
+        found = _sliced(section, headers, patched, whole=True)
+        if found is not None:
+            return found
     patch = PatchSet(section, metadata_only=True)
     if len(patch) != 1:
         return None
     patched = patch[0]
-    headers = _line_starts(section, "@@ ")
     if len(headers) != len(patched):
         return None
+    return _sliced(section, headers, patched, whole=False)
+
+
+def _from_headers(section: str, headers: list[int]) -> PatchedFile | None:
+    """The file of a section as unidiff's ``metadata_only`` parse of the whole section would
+    give it, from its header alone and its hunk headers (`_sliced` with ``whole`` then checks
+    the bodies as that parse would); None where that is not sure (no hunks, a header that does
+    not end with the ``+++`` line, a hunk header unidiff would not read as one)."""
+    if not headers:
+        return None
+    header = section[: headers[0]]
+    if not header.startswith("+++ ", header.rfind("\n", 0, len(header) - 1) + 1):
+        return None
+    patch = PatchSet(header, metadata_only=True)
+    if len(patch) != 1:
+        return None
+    patched = patch[0]
+    for start in headers:
+        end = section.find("\n", start)
+        match = RE_HUNK_HEADER.match(section[start : end if end >= 0 else len(section)])
+        if match is None:
+            return None
+        # As unidiff reads a hunk header: a length left out is 1.
+        lengths = [1 if match[group] is None else int(match[group]) for group in (2, 4)]
+        patched.append(UnidiffHunk(int(match[1]), lengths[0], int(match[3]), lengths[1], match[5]))
+    return patched
+
+
+def _sliced(section: str, headers: list[int], patched: PatchedFile, whole: bool) -> list[FileChange] | None:
+    """The hunks of ``section`` sliced from its text, with unidiff's metadata of them; None if a
+    body is not plain. ``whole``: the metadata came from `_from_headers`, so the body must also be
+    what unidiff's parse of the whole section would accept, hunk by hunk, with nothing after."""
     hunks = []
     for number, meta in enumerate(patched):
         start = section.find("\n", headers[number]) + 1 or len(section)
@@ -168,6 +256,8 @@ def _quick(section: str) -> list[FileChange] | None:
         if number == len(headers) - 1:
             # What follows the last hunk (a format-patch signature, a blank line) is not in it.
             keep = _hunk_length(types, meta.source_length, meta.target_length)
+            if whole and keep < len(types):
+                return None
             lines, types = lines[:keep], types[:keep]
         context = types.count(" ")
         if (
@@ -175,6 +265,8 @@ def _quick(section: str) -> list[FileChange] | None:
             or context + types.count("-") != meta.source_length
             or context + types.count("+") != meta.target_length
         ):
+            return None
+        if whole and not _unidiff_would_close(lines, types):
             return None
         hunks.append(
             Hunk(
@@ -186,6 +278,14 @@ def _quick(section: str) -> list[FileChange] | None:
             )
         )
     return [_change(patched, hunks)]
+
+
+def _unidiff_would_close(lines: list[str], types: str) -> bool:
+    """Whether unidiff's parse reads a hunk of these (counted, plain) lines as one: it ends the
+    hunk at its last counted line, so a marker line after that must be a "No newline" marker,
+    and a hunk of no counted line it would not end at all."""
+    last = max(types.rfind(" "), types.rfind("+"), types.rfind("-"))
+    return last >= 0 and all(RE_NO_NEWLINE_MARKER.match(line) for line in lines[last + 1 :])
 
 
 def _hunk_length(types: str, source_length: int, target_length: int) -> int:

@@ -47,6 +47,9 @@ class RuleSet:
     # (rule, the package names it is about, the manifests it reads)
     dependencies: tuple[tuple[Rule, patterns.Regex, patterns.Regex], ...] = ()
     _by_setup: dict[str, Rule | None] = field(default_factory=dict, compare=False, repr=False)
+    _by_manifest: dict[str, list[tuple[Rule, patterns.Regex]]] = field(
+        default_factory=dict, compare=False, repr=False
+    )
 
     def token_rule(self, match: patterns.Match) -> int:
         """Index in ``tokens`` of the rule whose group took part in ``match`` of ``token_regex``."""
@@ -90,10 +93,18 @@ class RuleSet:
         return self._by_setup[name]
 
     def dependency_rules(self, path: str) -> list[tuple[Rule, patterns.Regex]]:
-        """The dependency rules that read ``path``, each with its package-name regex."""
+        """The dependency rules that read ``path``, each with its package-name regex (memoised,
+        as `for_path` is)."""
         if not self.dependencies or not patterns.matchable(path):
             return []
-        return [(rule, names) for rule, names, files in self.dependencies if files.search(path)]
+        found = self._by_manifest.get(path)
+        if found is None:
+            found = _remember(
+                self._by_manifest,
+                path,
+                [(rule, names) for rule, names, files in self.dependencies if files.search(path)],
+            )
+        return found
 
 
 def _remember(memo: dict[str, _Value], key: str, value: _Value) -> _Value:

@@ -206,11 +206,7 @@ def _file_signals(
         reason = harmless(number)
         if reason is not None and reason.kind == "cosmetic":
             continue  # the same code: nothing in it can be a reason
-        code_lines += sum(
-            1
-            for text, kind in zip(hunk.texts, hunk.types, strict=True)
-            if kind in "+-" and changes.is_code_line(text, markers)
-        )
+        code_lines += len(hunk.code_changes(markers)[0])
         segments = places.segments(hunk, defs.get(number, ()), lines)
         edits = _edits(number, hunk, segments, markers)
         steps = [edit for edit in edits if not edit.imports]
@@ -305,10 +301,9 @@ def _edits(number: int, hunk: Hunk, segments: list[Segment], markers: tuple[str,
 def _first_code_change(hunk: Hunk, start: int, end: int, markers: tuple[str, ...]) -> int | None:
     """The first added or removed line of ``start``..``end`` that holds code (not blank, not only
     a comment), or None."""
-    for index in range(start, end):
-        if hunk.types[index] in "+-" and changes.is_code_line(hunk.texts[index], markers):
-            return index
-    return None
+    indices = hunk.code_changes(markers)[0]
+    at = bisect.bisect_left(indices, start)
+    return indices[at] if at < len(indices) and indices[at] < end else None
 
 
 def _net_of_removals(found: list[_Found], netted: frozenset[str] = frozenset()) -> list[_Found]:

@@ -1,0 +1,191 @@
+"""The shortcuts that keep `perfbot triage` fast must never change what it reads or judges.
+
+Each shortcut is checked against the slower way it replaces, over generated input: the diff reader
+that has unidiff read a file's header alone (against unidiff's reading of the whole section,
+damaged sections included), the per-hunk lines of code (against `is_code_line` line by line), and
+the count of punctuation that rules most hunks out before their names are compared (against
+judging every hunk without it)."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
+from unidiff import PatchSet
+from unidiff.errors import UnidiffParseError
+
+from bot.core.risk import changes
+from bot.core.risk import diff as diffs
+from tests.core.risk.test_changes import file_diff
+from tests.core.risk.test_log_prefilter import LINES as LOG_LINES
+
+# --- the diff reader -----------------------------------------------------------------------------
+
+
+def whole_section_reading(section: str) -> list[diffs.FileChange] | None:
+    """The quick reader as it was: unidiff's metadata parse of the whole section, every time."""
+    patch = PatchSet(section, metadata_only=True)
+    if len(patch) != 1:
+        return None
+    headers = diffs._line_starts(section, "@@ ")
+    if len(headers) != len(patch[0]):
+        return None
+    return diffs._sliced(section, headers, patch[0], whole=False)
+
+
+def outcome(read, section):
+    try:
+        return read(section)
+    except UnidiffParseError as error:
+        return ("error", str(error))
+
+
+_text = st.text(st.sampled_from("ab (),#+-\\@"), max_size=12)
+_body_line = st.one_of(
+    st.tuples(st.sampled_from(" +-"), _text).map("".join),
+    st.just("\\ No newline at end of file"),
+    st.just("\\ something else"),
+    st.just(""),
+    st.just("@@ stray"),
+)
+
+
+@st.composite
+def sections(draw):
+    """One file's section of a git diff, often well formed, often damaged in the ways unidiff
+    and the quick reader must agree about: wrong counts, marker lines, blank or foreign lines,
+    hunks of no lines, headers that are not hunk headers, lines after the last hunk."""
+    path = draw(st.sampled_from(["e/x.py", "a b.py", "k.cu"]))
+    header = [f"diff --git a/{path} b/{path}"]
+    kind = draw(st.sampled_from(["modified", "added", "deleted", "renamed", "plain", "extra", "plain extra"]))
+    if kind == "added":
+        header += ["new file mode 100644", "index 0..1", "--- /dev/null", f"+++ b/{path}"]
+    elif kind == "deleted":
+        header += ["deleted file mode 100644", "index 1..0", f"--- a/{path}", "+++ /dev/null"]
+    elif kind == "renamed":
+        header += ["similarity index 90%", f"rename from old/{path}", f"rename to {path}"]
+        header += [f"--- a/old/{path}", f"+++ b/{path}"]
+    elif kind.startswith("plain"):
+        header = [f"--- a/{path}", f"+++ b/{path}"]
+    else:
+        header += ["index 1..2 100644", f"--- a/{path}", f"+++ b/{path}"]
+    if kind.endswith("extra"):  # a line between the file header and the first hunk
+        header.append(draw(st.sampled_from(["", "garbage", "index 3..4"])))
+    body = []
+    for _ in range(draw(st.integers(0, 3))):
+        lines = draw(st.lists(st.tuples(st.sampled_from(" +-"), _text).map("".join), max_size=6))
+        source = sum(line[0] in " -" for line in lines) + draw(st.sampled_from([0, 0, 0, 1, -1]))
+        target = sum(line[0] in " +" for line in lines) + draw(st.sampled_from([0, 0, 0, 1, -1]))
+        start = 0 if kind == "added" else 3
+        body.append(f"@@ -{start},{max(source, 0)} +{3},{max(target, 0)} @@ def f():")
+        if draw(st.booleans()):
+            lines.insert(draw(st.integers(0, len(lines))), draw(_body_line))
+        body += lines
+    body += draw(st.lists(_body_line, max_size=2))
+    return "\n".join(header + body) + draw(st.sampled_from(["\n", "", "\n\n"]))
+
+
+@given(sections())
+@settings(max_examples=1500, suppress_health_check=[HealthCheck.too_slow], deadline=None)
+def test_reading_a_files_header_alone_gives_what_reading_the_whole_section_gave(section):
+    assert outcome(diffs._quick, section) == outcome(whole_section_reading, section)
+
+
+def test_a_plain_section_is_read_from_its_header_alone():
+    section = "diff --git a/x.py b/x.py\nindex 1..2\n--- a/x.py\n+++ b/x.py\n@@ -1,2 +1,2 @@\n a\n-b\n+c\n"
+    headers = diffs._line_starts(section, "@@ ")
+    assert diffs._from_headers(section, headers) is not None
+    # A marker after a hunk's last line that unidiff would not read as one: not sure, the
+    # whole section is read as before.
+    damaged = section + "\\ not the marker\n"
+    patched = diffs._from_headers(damaged, headers)
+    assert patched is not None and diffs._sliced(damaged, headers, patched, whole=True) is None
+
+
+# --- the lines of code of a hunk ----------------------------------------------------------------
+
+_lines = st.lists(
+    st.tuples(st.sampled_from(" +-\\"), st.sampled_from(["", "  ", "x = 1", "# c", "  // c", "/* c", "\0x"])),
+    max_size=12,
+)
+
+
+@given(_lines, st.sampled_from([(), ("#",), ("//", "/*")]))
+def test_a_hunks_lines_of_code_are_what_is_code_line_says_line_by_line(lines, markers):
+    hunk = diffs.Hunk(1, 1, "", [text + "\n" for _, text in lines], "".join(kind for kind, _ in lines))
+    expected = [
+        index
+        for index, (kind, text) in enumerate(lines)
+        if kind in "+-" and changes.is_code_line(text + "\n", markers)
+    ]
+    assert hunk.code_changes(markers) == (expected, [lines[i][1].strip() for i in expected])
+    assert hunk.code_changes(markers) == (expected, [lines[i][1].strip() for i in expected])  # once more
+    assert hunk.lines_of(" -") == [text + "\n" for kind, text in lines if kind in " -"]
+    assert hunk.indices_of("+") == [index for index, (kind, _) in enumerate(lines) if kind == "+"]
+
+
+def test_a_hunk_whose_types_and_lines_disagree_is_refused():
+    with pytest.raises(ValueError, match="2 lines with 1 line types"):
+        diffs.Hunk(1, 1, "", ["a\n", "b\n"], "+").lines_of("+")
+
+
+# --- the punctuation count ----------------------------------------------------------------------
+
+_side = st.text(st.sampled_from("ab_1 \n,()\\=.:[]+-*<>;x"), max_size=30)
+
+
+@given(_side, _side)
+@settings(max_examples=500)
+@example("x = (y)", "x = y")  # parentheses: what a formatter adds
+@example("f(a, b,)", "f(a, b)")  # a trailing comma
+@example("a.b[c]", "d.e[f]")  # names
+def test_sides_that_could_match_or_be_reformatted_have_the_same_punctuation(old, new):
+    sides = (old, new)
+    if changes._may_match(sides) or changes._same_characters(sides):
+        assert changes._same_punctuation(sides)
+
+
+MORE_LINES = st.sampled_from(
+    [
+        "    x = y[0]",
+        "    x = y[1]",
+        "    x=y[0]",
+        "    x = (y[0])",
+        "    a, b = b, a",
+        "    (a, b) = (b, a)",
+        "    return a <= b",
+        "    return b >= a",
+        "    z = x.y.z",
+        "    z = x.w.z",
+        "    from m import (a, b)",
+        "    from m import a",
+        "    import m.n as k",
+        "    s = 'a:b'",
+        '    s = "a;b"',
+        "    t = {a: b}",
+    ]
+)
+
+
+def judged(text: str) -> list[object]:
+    return [None if h is None else h.describe() for h in changes.classify(diffs.parse(text).files[0])]
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    removed=st.lists(MORE_LINES | LOG_LINES, max_size=5),
+    added=st.lists(MORE_LINES | LOG_LINES, max_size=5),
+    before=st.lists(MORE_LINES, max_size=2),
+)
+@example(removed=["    x = y[0]"], added=["    x = (y[0])"], before=[])  # cosmetic
+@example(
+    removed=["    from m import (a, b)"], added=["    from m import a", "    from m import b"], before=[]
+)
+@example(removed=["    z = x.y.z"], added=["    z = x.w.z"], before=["    z = x.y.z"])
+def test_counting_punctuation_first_never_changes_a_judgement(removed, added, before):
+    text = file_diff("e/x.py", removed, added, ("def f(x):", *before), ("    return x",))
+    shortcut = judged(text)
+    with pytest.MonkeyPatch.context() as patched:
+        patched.setattr(changes, "_same_punctuation", lambda sides: True)
+        compared = judged(text)
+    assert shortcut == compared
