@@ -308,10 +308,8 @@ def mechanical(files: Sequence[FileChange]) -> dict[int, dict[int, Harmless]]:
     `SWEEP_MIN_FILES` or more files, and the edit replaces lines: the same lines only added (a
     host sync written into every backend) or only removed are new behaviour everywhere, not a
     mechanical edit. Only source files in a language known here are judged."""
-    edits: list[tuple[int, int, Counter[str], Counter[str]]] = []
-    keys: list[tuple[tuple[str, ...], tuple[str, ...]]] = []  # each edit's lines, sorted
-    removed_all: Counter[str] = Counter()
-    added_all: Counter[str] = Counter()
+    # Each edit's removed and added lines of code, sorted (what makes two edits the same).
+    edits: list[tuple[int, int, tuple[str, ...], tuple[str, ...]]] = []
     for file_number, change in enumerate(files):
         if change.is_binary or _language_of(change.path) is None:
             continue
@@ -323,25 +321,24 @@ def mechanical(files: Sequence[FileChange]) -> dict[int, dict[int, Harmless]]:
             types = hunk.types
             old = sorted([text for index, text in zip(indices, stripped, strict=True) if types[index] == "-"])
             new = sorted([text for index, text in zip(indices, stripped, strict=True) if types[index] != "-"])
-            removed, added = Counter(old), Counter(new)
-            edits.append((file_number, number, removed, added))
-            keys.append((tuple(old), tuple(new)))
-            removed_all.update(old)  # from the lists: counting them runs in C, a Counter's items do not
-            added_all.update(new)
+            edits.append((file_number, number, tuple(old), tuple(new)))
+    # Counted once over all edits, in C; a hunk's own lines are counted only where it may be a move.
+    removed_all = Counter(itertools.chain.from_iterable(gone for _, _, gone, _ in edits))
+    added_all = Counter(itertools.chain.from_iterable(came for _, _, _, came in edits))
     found: dict[int, dict[int, Harmless]] = {}
     by_edit: dict[tuple[tuple[str, ...], tuple[str, ...]], set[int]] = {}
-    for (file_number, _, _, _), key in zip(edits, keys, strict=True):
-        by_edit.setdefault(key, set()).add(file_number)
-    for (file_number, number, removed, added), key in zip(edits, keys, strict=True):
-        sweep = by_edit[key]
-        if removed and added and len(sweep) >= SWEEP_MIN_FILES:
+    for file_number, _, gone, came in edits:
+        by_edit.setdefault((gone, came), set()).add(file_number)
+    for file_number, number, gone, came in edits:
+        sweep = by_edit[(gone, came)]
+        if gone and came and len(sweep) >= SWEEP_MIN_FILES:
             found.setdefault(file_number, {})[number] = Harmless("sweep", files=len(sweep))
-        elif (
-            sum(removed.values()) + sum(added.values()) >= MOVE_MIN_LINES
-            and all(added_all[line] - added[line] >= n for line, n in removed.items())
-            and all(removed_all[line] - removed[line] >= n for line, n in added.items())
-        ):
-            found.setdefault(file_number, {})[number] = Harmless("move")
+        elif len(gone) + len(came) >= MOVE_MIN_LINES:
+            removed, added = Counter(gone), Counter(came)
+            if all(added_all[line] - added[line] >= n for line, n in removed.items()) and all(
+                removed_all[line] - removed[line] >= n for line, n in added.items()
+            ):
+                found.setdefault(file_number, {})[number] = Harmless("move")
     return found
 
 

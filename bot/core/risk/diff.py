@@ -10,6 +10,7 @@ from __future__ import annotations
 import bisect
 import functools
 import itertools
+import operator
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -20,6 +21,8 @@ from unidiff.errors import UnidiffParseError
 from unidiff.patch import Hunk as UnidiffHunk
 
 _PLAIN_HEADER = re.compile(r"^--- .*\n\+\+\+ ", re.MULTILINE)
+_FIRST = operator.itemgetter(0)
+_REST = operator.itemgetter(slice(1, None))
 _NOT_BODY = re.compile(r"[^ +\-\\]")
 _HUNK_HEADER = re.compile(r"^@@ -(\d+)(?:,\d+)? \+(\d+)(?:,\d+)? @@ ?(.*)$")
 _GIT_PATHS = re.compile(r"^diff --git (?:\"?a/)?(.+?)\"? (?:\"?b/)?(.+?)\"?$")
@@ -79,13 +82,14 @@ class Hunk:
         found = self._code
         if found is None or found[0] != markers:
             starts = markers or ("\0",)
-            texts = self.texts
-            pairs = [
-                (index, stripped)
-                for index in self.indices_of("+-")
-                if (stripped := texts[index].strip()) and not stripped.startswith(starts)
-            ]
-            found = self._code = (markers, [index for index, _ in pairs], [text for _, text in pairs])
+            changed = self._mask("+-")
+            stripped = [text.strip() for text in itertools.compress(self.texts, changed)]
+            code = [bool(text) and not text.startswith(starts) for text in stripped]
+            found = self._code = (
+                markers,
+                list(itertools.compress(itertools.compress(range(len(self.texts)), changed), code)),
+                list(itertools.compress(stripped, code)),
+            )
         return found[1], found[2]
 
     def line_at(self, offset: int) -> int:
@@ -252,7 +256,10 @@ def _sliced(section: str, headers: list[int], patched: PatchedFile, whole: bool)
         lines = section[start:end].split("\n")
         if lines[-1] == "":
             lines.pop()
-        types = "".join([line[:1] or "?" for line in lines])
+        try:  # each line's first character, picked in C; a blank line has none
+            types = "".join(map(_FIRST, lines))
+        except IndexError:
+            types = "".join([line[:1] or "?" for line in lines])
         if number == len(headers) - 1:
             # What follows the last hunk (a format-patch signature, a blank line) is not in it.
             keep = _hunk_length(types, meta.source_length, meta.target_length)
@@ -273,7 +280,7 @@ def _sliced(section: str, headers: list[int], patched: PatchedFile, whole: bool)
                 meta.source_start,
                 meta.target_start,
                 meta.section_header,
-                [line[1:] + "\n" for line in lines],
+                list(map(operator.add, map(_REST, lines), itertools.repeat("\n"))),  # line[1:] + "\n", in C
                 types,
             )
         )
@@ -291,6 +298,15 @@ def _unidiff_would_close(lines: list[str], types: str) -> bool:
 def _hunk_length(types: str, source_length: int, target_length: int) -> int:
     """How many of the lines typed ``types`` a hunk of those lengths spans (with the
     "No newline" markers that close it)."""
+    context = types.count(" ")
+    old, new = context + types.count("-"), context + types.count("+")
+    if old < source_length or new < target_length:
+        return len(types)  # never complete: all of it
+    if old == source_length and new == target_length:
+        # Complete at its last counted line (the common case: nothing follows), then its markers.
+        end = max(types.rfind(" "), types.rfind("-"), types.rfind("+")) + 1
+        rest = types[end:]
+        return end + len(rest) - len(rest.lstrip("\\"))
     old = new = 0
     for index, kind in enumerate(types):
         if old >= source_length and new >= target_length and kind != "\\":

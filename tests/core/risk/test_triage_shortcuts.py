@@ -189,3 +189,26 @@ def test_counting_punctuation_first_never_changes_a_judgement(removed, added, be
         patched.setattr(changes, "_same_punctuation", lambda sides: True)
         compared = judged(text)
     assert shortcut == compared
+
+
+def hunk_length_line_by_line(types: str, source_length: int, target_length: int) -> int:
+    """How `diffs._hunk_length` counted before it had its shortcut for hunks of exact counts."""
+    old = new = 0
+    for index, kind in enumerate(types):
+        if old >= source_length and new >= target_length and kind != "\\":
+            return index
+        if kind in " -":
+            old += 1
+        if kind in " +":
+            new += 1
+    return len(types)
+
+
+@given(st.text(st.sampled_from(" +-\\?"), max_size=12), st.integers(0, 8), st.integers(0, 8))
+@settings(max_examples=1000)
+@example(" -+\\\\ ", 2, 2)
+@example("\\\\ +", 0, 0)
+def test_the_length_of_a_last_hunk_is_counted_as_line_by_line(types, source_length, target_length):
+    assert diffs._hunk_length(types, source_length, target_length) == hunk_length_line_by_line(
+        types, source_length, target_length
+    )
