@@ -81,12 +81,12 @@ def culprit_comment(culprit: Culprit) -> str:
         marker(culprit.key),
         f"### perfbot: a confirmed regression of {span(culprit.suite)} bisected to {short}",
         "",
-        f"Bisected on the GPU runners, commit {short}{subject} changed {metric}{change}"
+        f"Bisected on the project's benchmark runners, commit {short}{subject} changed {metric}{change}"
         f"{shown_interval} against its parent: a regression, confirmed by re-measuring the two.",
         "",
         f"- Found by {_FOUND_BY.get(culprit.source, 'perfbot')} between {span(culprit.good[:12])} (good) and "
-        f"{span(culprit.bad[:12])} (bad); {culprit.commits} commits bisected in {culprit.runs} benchmark "
-        "runs.",
+        f"{span(culprit.bad[:12])} (bad); {_count(culprit.commits, 'commit')} bisected in "
+        f"{_count(culprit.runs, 'benchmark run')}.",
     ]
     shown = [link for link in links if link]
     if shown:
@@ -110,3 +110,7 @@ def issue_marker(sha: str) -> str:
 def issue_body(culprit: Culprit, comment_url: str | None) -> str:
     where = f"\n\nNamed on the culprit: {comment_url}" if comment_url else ""
     return culprit_comment(culprit) + where + "\n" + issue_marker(culprit.culprit) + "\n"
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"

@@ -56,6 +56,14 @@ def test_the_interval_is_the_change_not_the_ratio():
     assert "107.5%" not in comment
 
 
+def test_one_commit_and_one_run_are_counted_in_the_singular_and_no_gpu_is_claimed():
+    # A one-commit range bisected by its reference run alone (the sandbox's CPU runner does this
+    # too): "1 commits bisected in 1 benchmark runs" on "the GPU runners" before.
+    comment = report.culprit_comment(replace(CULPRIT, commits=1, runs=1))
+    assert "1 commit bisected in 1 benchmark run." in comment
+    assert "GPU" not in comment
+
+
 def _inline(markdown: str) -> list:
     tokens = MarkdownIt("commonmark").parse(markdown)
     return [child for token in tokens if token.children for child in token.children]
