@@ -16,9 +16,17 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from unidiff import PatchedFile, PatchSet
-from unidiff.constants import RE_HUNK_HEADER, RE_NO_NEWLINE_MARKER
+from unidiff.constants import (  # type: ignore[attr-defined]  # the index pattern is newer than its stubs
+    RE_DIFF_GIT_HEADER,
+    RE_DIFF_GIT_INDEX,
+    RE_HUNK_HEADER,
+    RE_NO_NEWLINE_MARKER,
+    RE_SOURCE_FILENAME,
+    RE_TARGET_FILENAME,
+)
 from unidiff.errors import UnidiffParseError
 from unidiff.patch import Hunk as UnidiffHunk
+from unidiff.patch import PatchInfo
 
 _PLAIN_HEADER = re.compile(r"^--- .*\n\+\+\+ ", re.MULTILINE)
 _FIRST = operator.itemgetter(0)
@@ -230,10 +238,12 @@ def _from_headers(section: str, headers: list[int]) -> PatchedFile | None:
     header = section[: headers[0]]
     if not header.startswith("+++ ", header.rfind("\n", 0, len(header) - 1) + 1):
         return None
-    patch = PatchSet(header, metadata_only=True)
-    if len(patch) != 1:
-        return None
-    patched = patch[0]
+    patched = _plain_git_header(header)
+    if patched is None:
+        patch = PatchSet(header, metadata_only=True)
+        if len(patch) != 1:
+            return None
+        patched = patch[0]
     for start in headers:
         end = section.find("\n", start)
         match = RE_HUNK_HEADER.match(section[start : end if end >= 0 else len(section)])
@@ -242,6 +252,30 @@ def _from_headers(section: str, headers: list[int]) -> PatchedFile | None:
         # As unidiff reads a hunk header: a length left out is 1.
         lengths = [1 if match[group] is None else int(match[group]) for group in (2, 4)]
         patched.append(UnidiffHunk(int(match[1]), lengths[0], int(match[3]), lengths[1], match[5]))
+    return patched
+
+
+def _plain_git_header(header: str) -> PatchedFile | None:
+    """The file of the commonest header (``diff --git``, ``index`` with a mode, ``---``, ``+++``),
+    built as unidiff's parse builds it, line by line with unidiff's own patterns, without its
+    parser's set-up; None for any other header (unidiff reads it)."""
+    lines = header.split("\n")
+    if len(lines) != 5 or lines[4]:
+        return None
+    git = RE_DIFF_GIT_HEADER.match(lines[0])
+    index = RE_DIFF_GIT_INDEX.match(lines[1])
+    source = RE_SOURCE_FILENAME.match(lines[2])
+    target = RE_TARGET_FILENAME.match(lines[3])
+    if git is None or index is None or source is None or target is None:
+        return None
+    if target["filename"] != git["target"]:
+        return None  # unidiff refuses a target that is not the git header's: it reads it and says so
+    info = PatchInfo()
+    info.append(lines[0] + "\n")
+    info.append(lines[1] + "\n")  # the ``---`` and ``+++`` lines are no patch info
+    patched = PatchedFile(info, git["source"], git["target"], source["timestamp"], target["timestamp"])
+    # What unidiff 1.0 also records (its type stubs predate them): the modes, where the file starts.
+    vars(patched).update(source_mode=index["mode"], target_mode=index["mode"], diff_line_no=1)
     return patched
 
 

@@ -212,3 +212,54 @@ def test_the_length_of_a_last_hunk_is_counted_as_line_by_line(types, source_leng
     assert diffs._hunk_length(types, source_length, target_length) == hunk_length_line_by_line(
         types, source_length, target_length
     )
+
+
+def what_perfbot_reads(patched) -> tuple[object, ...]:
+    return (
+        patched.source_file,
+        patched.target_file,
+        patched.source_timestamp,
+        patched.target_timestamp,
+        patched.is_binary_file,
+        patched.source_mode,
+        patched.target_mode,
+        patched.diff_line_no,
+        list(patched.patch_info or ()),
+        patched.path,
+        patched.is_rename,
+        len(patched),
+    )
+
+
+_name = st.sampled_from(["x.py", "a b.py", '"q.py"', "t\tab.py", "dir/x.cu", "y"])
+
+
+@st.composite
+def git_headers(draw):
+    """Four header lines, mostly of the commonest shape, with the variations unidiff tells apart."""
+    old, new = draw(_name), draw(_name)
+    first = draw(st.sampled_from([f"diff --git a/{old} b/{new}", f"diff --git {old} {new}", "diff --git x"]))
+    index = draw(
+        st.sampled_from(["index 1a..2b 100644", "index 1a..2b", "index zz..2b 100755", "new mode 1"])
+    )
+    source = draw(st.sampled_from([f"--- a/{old}", f"--- a/{old}\t2024-01-01", "--- /dev/null", "+++ x"]))
+    target = draw(st.sampled_from([f"+++ b/{new}", f"+++ b/{new}\tnow", f"+++ b/{old}", "+++ /dev/null"]))
+    lines = [first, index, source, target]
+    if draw(st.booleans()):
+        lines.insert(draw(st.integers(0, 4)), draw(st.sampled_from(["similarity index 9%", "", "@@"])))
+    return "\n".join(lines) + draw(st.sampled_from(["\n", "", "\n\n"]))
+
+
+@given(git_headers())
+@settings(max_examples=800, deadline=None)
+@example("diff --git a/x.py b/x.py\nindex 1a..2b 100644\n--- a/x.py\n+++ b/x.py\n")
+def test_the_commonest_header_is_read_as_unidiff_reads_it(header):
+    fast = diffs._plain_git_header(header)
+    try:
+        patch = PatchSet(header, metadata_only=True)
+    except UnidiffParseError:
+        assert fast is None
+        return
+    if fast is not None:
+        assert len(patch) == 1
+        assert what_perfbot_reads(fast) == what_perfbot_reads(patch[0])
