@@ -318,9 +318,9 @@ def mechanical(files: Sequence[FileChange]) -> dict[int, dict[int, Harmless]]:
             indices, stripped = hunk.code_changes(markers)
             if not indices:
                 continue
-            types = hunk.types
-            old = sorted([text for index, text in zip(indices, stripped, strict=True) if types[index] == "-"])
-            new = sorted([text for index, text in zip(indices, stripped, strict=True) if types[index] != "-"])
+            kinds = "".join(map(hunk.types.__getitem__, indices))  # each line of code's type, in C
+            old = sorted(itertools.compress(stripped, map("-".__eq__, kinds)))
+            new = sorted(itertools.compress(stripped, map("-".__ne__, kinds)))
             edits.append((file_number, number, tuple(old), tuple(new)))
     # Counted once over all edits, in C; a hunk's own lines are counted only where it may be a move.
     removed_all = Counter(itertools.chain.from_iterable(gone for _, _, gone, _ in edits))
@@ -775,23 +775,26 @@ def _side_tokens(hunk: Hunk, lexer: re.Pattern[str], side: str) -> list[_Token]:
     """The tokens of one side of ``hunk`` (its context and its ``side`` lines), each with the
     lines it spans and the brackets around it."""
     keep = hunk.indices_of(" " + side)
-    texts = [hunk.texts[index] for index in keep]
-    types = hunk.types
-    changed = [types[index] == side for index in keep]
+    texts = list(map(hunk.texts.__getitem__, keep))
+    changed = list(map(side.__eq__, map(hunk.types.__getitem__, keep)))
     starts = [0, *itertools.accumulate(map(len, texts))][:-1]
     tokens: list[_Token] = []
+    append, line_of = tokens.append, bisect.bisect_right
+    previous_last, previous_text = -1, ""  # the last token's last line and text (none yet)
     for match in lexer.finditer("".join(texts)):
         kind = match.lastgroup
         if kind is None or kind == "comment":  # never None: every alternative is a named group
             continue
         begin, end = match.span()
-        line = bisect.bisect_right(starts, begin) - 1
-        last = bisect.bisect_right(starts, end - 1) - 1 if end - begin > 1 else line
+        line = line_of(starts, begin) - 1
+        last = line_of(starts, end - 1) - 1 if end - begin > 1 else line
         # A token that spans lines (a docstring) is changed if any of its lines is.
         touched = changed[line] if last == line else any(changed[line : last + 1])
         # A line continued with a backslash does not start a statement of its own.
-        leads = not tokens or (tokens[-1].last < line and tokens[-1].text != "\\")
-        tokens.append(_Token(kind, match[0], touched, line, last, begin - starts[line] if leads else -1))
+        text = match[0]
+        leads = not tokens or (previous_last < line and previous_text != "\\")
+        append(_Token(kind, text, touched, line, last, begin - starts[line] if leads else -1))
+        previous_last, previous_text = last, text
     _set_depths(tokens)
     return tokens
 
