@@ -132,6 +132,7 @@ TESTS: dict[str, tuple[str, ...]] = {
     "bot/core/watch/opening.py": (
         "tests/core/watch/test_opening.py",
         "tests/core/watch/test_opening_boundaries.py",
+        "tests/core/watch/test_opening_wild_points.py",
         "tests/service/test_watch_streams.py",
     ),
     "bot/core/watch/cases.py": ("tests/core/watch/test_cases.py", "tests/core/watch/test_opening.py"),

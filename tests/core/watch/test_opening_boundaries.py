@@ -82,6 +82,20 @@ def test_a_neighbouring_split_within_six_point_six_noise_variances_of_the_best_w
     assert spans(found_in([*QUIET, 10.0, 10.916, *NEW])) == [span(13, 15)]
 
 
+def test_a_step_that_falls_part_way_back_and_rises_again_is_spanned_to_its_second_rise():
+    # Up at commit 13, part way back for three points, up again at commit 17: the change may be at
+    # either rise. The span reaches the second rise, the last split that leaves two points after it.
+    (found,) = found_in([*QUIET, 12.0, 10.2, 10.4, 10.6, 12.05, 11.95])
+    good, bad = int(found.span.good, 16), int(found.span.bad, 16)
+    assert good < 13 and bad == 17
+
+
+def test_the_latest_point_alone_is_no_place_for_the_change():
+    # Up at commit 13, four points part way back, up again at the latest point (commit 18): a
+    # split leaving one point after it is no level, so the span stays at the first rise.
+    assert spans(found_in([*QUIET, 12.0, 10.2, 10.2, 10.2, 10.2, 12.0])) == [span(12, 13)]
+
+
 def test_two_flat_levels_of_a_quantised_metric_give_the_exact_span():
     # no residual noise at all (a count, whole megabytes): the best split is the only place
     assert spans(found_in([10.0] * 12 + [12.0] * 6)) == [span(12, 13)]
@@ -156,6 +170,8 @@ def test_a_superseded_case_or_one_the_series_cannot_place_holds_nothing():
     assert decide([unplaced]) == [Open(STEP)]
     reversed_ = case("k", 14, 13, states.DETECTED)  # its good commit measured after its bad one
     assert decide([reversed_]) == [Open(STEP)]
+    itself = case("k", 12, 12, states.DETECTED, source="merge")  # a run of a commit against itself
+    assert decide([itself]) == [Open(STEP)]
 
 
 def test_a_case_moves_once_in_a_look_however_many_changes_land_near_it():
@@ -177,8 +193,11 @@ def test_a_series_back_within_the_noise_floor_but_worse_by_the_rank_test_has_not
     # the case: p = 1/C(18,6) = 0.000054, worse at 0.0002. Its case does not end by itself.
     points = daily(QUIET + NEW + BACK)
     assert decide([case("k", 12, 13, states.DETECTED)], found=(), points=points) == []
-    # at an alpha below that p it is back
-    loose = Rules(alpha=below(1 / math.comb(12 + 6, 6)))
+    # at an alpha of that p exactly it is still worse (p <= alpha, as the confirmation reads it);
+    # a hair below it, it is back
+    p = 1 / math.comb(12 + 6, 6)
+    assert decide([case("k", 12, 13, states.DETECTED)], found=(), points=points, rules=Rules(alpha=p)) == []
+    loose = Rules(alpha=below(p))
     assert decide([case("k", 12, 13, states.DETECTED)], found=(), points=points, rules=loose) == [
         Recover("k")
     ]
