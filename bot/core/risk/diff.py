@@ -91,8 +91,10 @@ class Hunk:
         if found is None or found[0] != markers:
             starts = markers or ("\0",)
             changed = self._mask("+-")
-            stripped = [text.strip() for text in itertools.compress(self.texts, changed)]
-            code = [bool(text) and not text.startswith(starts) for text in stripped]
+            # Not blank and not a comment, decided for every changed line in C (maps, no loop).
+            stripped = list(map(str.strip, itertools.compress(self.texts, changed)))
+            comment = map(operator.methodcaller("startswith", starts), stripped)
+            code = list(map(operator.and_, map(bool, stripped), map(operator.not_, comment)))
             found = self._code = (
                 markers,
                 list(itertools.compress(itertools.compress(range(len(self.texts)), changed), code)),
