@@ -331,3 +331,49 @@ def test_with_lines_checks_a_recorders_lines_as_a_maps_own():
     assert stepmap.with_lines(mapped, {"a.py": [[1, 2]]}).lines == {"a.py": ((1, 2),)}
     with pytest.raises(StepMapError, match=r"^lines\['a.py'\]\[0\]"):
         stepmap.with_lines(mapped, {"a.py": [[2, 1]]})
+
+
+def spoiled(**fields) -> dict:
+    data = sample()
+    data.update(fields)
+    return data
+
+
+@pytest.mark.parametrize(
+    ("fields", "message"),
+    [
+        ({"commit": "a" * 41}, "commit: longer than 40 characters"),
+        ({"suite": "s" * 101}, "suite: longer than 100 characters"),
+        ({"step": "s" * 101}, "step: longer than 100 characters"),
+        ({"steps": 10**9 + 1}, "steps: must be an integer 1-1000000000, got 1000000001"),
+        ({"steps": 0}, "steps: must be an integer 1-1000000000, got 0"),
+    ],
+)
+def test_each_bound_refuses_one_past_it(fields, message):
+    with pytest.raises(StepMapError, match=f"^{message}$"):
+        stepmap.parse(spoiled(**fields))
+
+
+def test_each_bound_takes_its_own_value():
+    mapped = stepmap.parse(spoiled(suite="s" * 100, step="t" * 100, steps=10**9))
+    assert (mapped.suite, mapped.step, mapped.steps) == ("s" * 100, "t" * 100, 10**9)
+    assert stepmap.parse(spoiled(steps=1)).steps == 1
+
+
+def test_a_range_up_to_the_last_line_a_map_may_name_holds_its_first_line():
+    mapped = stepmap.parse(spoiled(lines={"a.py": [[1, 2], [5, stepmap.MAX_LINE]]}))
+    assert mapped.ran("a.py", 5) and mapped.ran("a.py", stepmap.MAX_LINE)
+    assert not mapped.ran("a.py", 4) and mapped.ran("a.py", 2)
+
+
+def test_a_function_or_launch_site_may_be_on_the_last_line_a_map_may_name():
+    data = sample()
+    data["functions"][0]["line"] = stepmap.MAX_LINE
+    data["kernels"][0]["launched_by"][0]["line"] = 0
+    mapped = stepmap.parse(data)
+    assert mapped.functions[0].line == stepmap.MAX_LINE and mapped.kernels[0].launched_by[0].line == 0
+    data["functions"][0]["line"] = stepmap.MAX_LINE + 1
+    with pytest.raises(
+        StepMapError, match=r"^functions\[0\]\.line: must be an integer 0-10000000, got 10000001$"
+    ):
+        stepmap.parse(data)
