@@ -73,7 +73,7 @@ _PYTHON = _language(_HASH_COMMENT, _PY_STRING, python=True)
 _HASH = _language(_HASH_COMMENT, _C_STRING)
 _C_LIKE = _language(_SLASH_COMMENT, _C_STRING)
 _NAME = re.compile(r"[A-Za-z_]\w*")
-# What formatters add or take away: left out when `_may_reformat` compares two sides.
+# What formatters add or take away: left out when `_same_characters` compares two sides.
 _REFORMAT_NOISE = str.maketrans("", "", " \t\n\r\f\v,()\\")
 # A line of an import statement or an include: its head, a name of its list, or its closing.
 _IMPORT_HEAD = re.compile(r"^\s*(?:from\s+\S+\s+import\b|import\s|#\s*include\b)")
@@ -411,15 +411,10 @@ def _sides(hunk: Hunk, language: _Language) -> tuple[str, str]:
     return old, new
 
 
-def _may_reformat(hunk: Hunk, sides: tuple[str, str]) -> bool:
-    """Whether the sides could differ only by what `_canonical` undoes: the same characters,
-    in any order, once whitespace, commas, parentheses and line continuations are left out; or
-    changed lines that are all imports (or includes), which may be split and merged."""
-    return _same_characters(sides) or _imports_only(hunk)
-
-
 def _same_characters(sides: tuple[str, str]) -> bool:
-    """The same characters, in any order, once what formatters add or take away is left out."""
+    """Whether the sides could differ only by what `_canonical` undoes: the same characters, in
+    any order, once whitespace, commas, parentheses and line continuations are left out (else,
+    only changed imports may be, `_imports_only`: they may be split and merged)."""
     old, new = (side.translate(_REFORMAT_NOISE) for side in sides)
     return len(old) == len(new) and Counter(old) == Counter(new)  # the lengths first: they are free
 
