@@ -248,3 +248,24 @@ def test_score_sends_a_gzipped_trace_to_perfbot_map(engine_repo, tmp_path, capsy
     patch.write_text(CONFIG_DEFAULT)
     err = one_line_error(capsys, ["score", str(patch), "--repo", str(engine_repo), "--map", str(TRACE)])
     assert f"{TRACE}: gzipped; make a map of a gzipped trace with `perfbot map`, then use the map" in err
+
+
+def test_a_trace_without_profiler_steps_is_one_step_said_in_the_singular(engine_repo, tmp_path, capsys):
+    data = json.loads(gzip.decompress(TRACE.read_bytes()))
+    data["traceEvents"] = [
+        e for e in data["traceEvents"] if not str(e.get("name", "")).startswith("ProfilerStep#")
+    ]
+    whole = tmp_path / "whole.json"
+    whole.write_text(json.dumps(data))
+    out = tmp_path / "map.json"
+    assert main(["map", str(whole), "--repo", str(engine_repo), "-o", str(out)]) == 0
+    assert " over 1 profiled step at " in capsys.readouterr().err
+    assert out.read_text().startswith(
+        '{\n "schema": 1,\n "commit": '
+    )  # one space a level: maps are read by people
+    assert stepmap.parse(json.loads(out.read_text())).steps == 1
+
+
+def test_a_bad_name_is_shown_clipped(engine_repo, capsys):
+    err = one_line_error(capsys, ["map", str(TRACE), "--repo", str(engine_repo), "--step", "x" * 101])
+    assert err.endswith(f"--step: 1-100 printable characters, got {'x' * 40!r}\n")
