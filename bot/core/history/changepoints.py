@@ -126,8 +126,12 @@ def noise(series: Series) -> float:
         return 0.0
     steps = np.diff(series)
     sigma = _MAD_TO_SIGMA * float(np.median(np.abs(steps - np.median(steps)))) / np.sqrt(2)
-    if sigma == 0.0:
-        sigma = float(np.std(steps)) / np.sqrt(2)  # quantised values: most steps are exactly 0
+    if sigma == 0.0:  # quantised values: most steps are exactly 0
+        # Their mean size as a normal's deviation, without the two largest (one wild reading makes
+        # two, and squared they would outweigh a real step); with them when they were all there was.
+        sizes = np.sort(np.abs(steps))
+        kept = sizes[: max(1, len(sizes) - 2)]
+        sigma = float(kept.mean() if kept.any() else sizes.mean()) * np.sqrt(np.pi / 2) / np.sqrt(2)
     return float(sigma)
 
 
