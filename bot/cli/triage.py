@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Iterable
 
 from bot.adapters import git_repo
 from bot.adapters.git_repo import GitRepo
 from bot.core.config.source import WORK_TREE
 from bot.core.render import risk as render_risk
-from bot.core.risk import profiles, ruleset, triage
+from bot.core.risk import diff, profiles, ruleset, triage
 from bot.runner.progress import Progress
 
 from . import step_map
@@ -38,16 +39,22 @@ def setup(subparsers) -> None:
 
 def run(args: argparse.Namespace) -> int:
     base, head = git_repo.split_range(args.range)
-    mapped = step_map.read(args.map) if args.map else None
     repo = GitRepo.open(args.repo)
+    mapped = step_map.read(args.map, repo) if args.map else None
     text = repo.config_text(WORK_TREE) if args.config is None else None
     config = read_config(args.config, text, WORK_TREE)  # None: no file, the built-in profiles as they are
     progress = Progress(enabled=not args.quiet and sys.stderr.isatty(), rewrite=True)
     base_sha, head_sha, total = repo.count_range(base, head)
     rules = ruleset.build(config, repo.existing_paths(head_sha, profiles.MARKERS), args.profile)
     progress.say(f"reading {total} commits of {args.range} ...")
-    commits = repo.range_patches(base_sha, head_sha)
-    evidence = step_map.evidence(mapped, repo, fallback=base_sha) if mapped else None
+    commits: Iterable[triage.Commit] = repo.range_patches(base_sha, head_sha)
+    evidence = None
+    if mapped:
+        # The map's call graph reads the files the range changes too (a default copied into a
+        # constant the step reads): the patches are read whole first, only when a map is given.
+        commits = list(commits)
+        changed = sorted({f.path for c in commits for f in diff.parse(c.diff).files})
+        evidence = step_map.evidence(mapped, repo, changed, fallback=base_sha)
     result = triage.rank(
         commits, rules, args.range, lambda done: progress.count("scoring commit", done, total), evidence
     )

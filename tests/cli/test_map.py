@@ -269,3 +269,31 @@ def test_a_trace_without_profiler_steps_is_one_step_said_in_the_singular(engine_
 def test_a_bad_name_is_shown_clipped(engine_repo, capsys):
     err = one_line_error(capsys, ["map", str(TRACE), "--repo", str(engine_repo), "--step", "x" * 101])
     assert err.endswith(f"--step: 1-100 printable characters, got {'x' * 40!r}\n")
+
+
+def test_triage_with_a_trace_made_map_sees_a_changed_default_the_step_reads(engine_repo, tmp_path, capsys):
+    """The call graph of a triage's map was built without the range's changed files, so a default
+    copied into a module constant read per step was missed (scored 1, not high). Failed before."""
+    clone = tmp_path / "clone"
+    subprocess.run(["git", "clone", "-q", str(engine_repo), str(clone)], check=True)
+    config = clone / "engine" / "config.py"
+    config.write_text(
+        config.read_text().replace("sync_allreduce: bool = False", "sync_allreduce: bool = True")
+    )
+    git(clone, "commit", "-qam", "Sync every allreduce")
+    mapped = make_map(clone, tmp_path, "--commit", "HEAD~1")
+    capsys.readouterr()
+    argv = [
+        "triage",
+        "HEAD~1..HEAD",
+        "--repo",
+        str(clone),
+        "--map",
+        str(mapped),
+        "--format",
+        "json",
+        "--quiet",
+    ]
+    main(argv)
+    [commit] = json.loads(capsys.readouterr().out)["commits"]
+    assert commit["level"] == "high", commit
