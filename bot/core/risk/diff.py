@@ -327,6 +327,8 @@ def _unidiff_would_close(lines: list[str], types: str) -> bool:
     """Whether unidiff's parse reads a hunk of these (counted, plain) lines as one: it ends the
     hunk at its last counted line, so a marker line after that must be a "No newline" marker,
     and a hunk of no counted line it would not end at all."""
+    if types[-1:] in (" ", "+", "-"):
+        return True  # the commonest: the hunk ends with a counted line, nothing follows it
     last = max(types.rfind(" "), types.rfind("+"), types.rfind("-"))
     return last >= 0 and all(RE_NO_NEWLINE_MARKER.match(line) for line in lines[last + 1 :])
 
