@@ -492,9 +492,10 @@ def start_workers(
         for side, tree in guard.trees.items()
     ):
         return  # no worker: every round a fresh process
+    for side in SIDES:  # both checked first, so that the second worker does not wait on a check
+        take_turn(guard, workers, side, timeline)
     began = time.monotonic()
     for side in SIDES:
-        take_turn(guard, workers, side, timeline)
         lent = kept.lend(guard.trees[side]) if kept is not None else None
         if lent is not None:
             workers[side] = lent
