@@ -342,10 +342,31 @@ def mechanical(files: Sequence[FileChange]) -> dict[int, dict[int, Harmless]]:
     return found
 
 
+# `_LOG_HINT`'s alternatives one by one, each starting with its literal (which `re` finds at C
+# speed; the alternation as a whole, or a leading \b, makes it try every position). Those that
+# `_LOG_HINT` wants at the start of a word have that checked at each match: a match of one of
+# these patterns never holds another of the same pattern, so none is missed.
+_LOG_CALLS = tuple(
+    re.compile(rf"{word}\s*\.\s*\w+\s*\(") for word in ("logger", "logging", "LOGGER", "warnings")
+)
+_LOG_CALLS_AT_WORD = tuple(
+    re.compile(pattern)
+    for pattern in (r"log\s*\.\s*\w+\s*\(", r"print(?:f|_once)?\s*\(", r"fprintf\s*\(", r"pprint\s*\(")
+)
+_WORD_CHARACTER = re.compile(r"\w")
+
+
 def _may_log(text: str) -> bool:
-    """Whether ``text`` may hold a log call (plain substring tests first: they are cheap)."""
-    return ("log" in text or "LOG" in text or "warnings" in text or "print" in text) and bool(
-        _LOG_HINT.search(text)
+    """Whether ``text`` may hold a log call: whether `_LOG_HINT` finds one (plain substring tests
+    first: they are cheap)."""
+    if not ("log" in text or "LOG" in text or "warnings" in text or "print" in text):
+        return False
+    if any(pattern.search(text) for pattern in _LOG_CALLS):
+        return True
+    return any(
+        found.start() == 0 or _WORD_CHARACTER.match(text, found.start() - 1) is None
+        for pattern in _LOG_CALLS_AT_WORD
+        for found in pattern.finditer(text)
     )
 
 

@@ -263,3 +263,30 @@ def test_the_commonest_header_is_read_as_unidiff_reads_it(header):
     if fast is not None:
         assert len(patch) == 1
         assert what_perfbot_reads(fast) == what_perfbot_reads(patch[0])
+
+
+# --- the log-call hint ---------------------------------------------------------------------------
+
+_LOG_FRAGMENTS = st.sampled_from(
+    ["log", "logger", "logging", "LOGGER", "warnings", "print", "printf", "fprintf", "pprint", "print_once"]
+    + ["x", "_", "é", ".", " ", "\n", "(", "info", "obj.", "my", "2", "catalog", "blog"]
+)
+
+
+def log_hint_as_one_pattern(text: str) -> bool:
+    """`changes._may_log` as it was: `_LOG_HINT`, one alternation, searched whole."""
+    return ("log" in text or "LOG" in text or "warnings" in text or "print" in text) and bool(
+        changes._LOG_HINT.search(text)
+    )
+
+
+@given(st.lists(_LOG_FRAGMENTS, max_size=12).map("".join))
+@settings(max_examples=2000)
+@example("catalog.x(")  # "log" inside a word: no log call
+@example("xlog.log(")
+@example("é print(x)")
+@example("myprint_once (")
+@example("fprintf(x) pprint (y)")
+@example("blog.x( log.y(")
+def test_the_log_hint_searched_alternative_by_alternative_finds_what_the_whole_pattern_finds(text):
+    assert changes._may_log(text) == log_hint_as_one_pattern(text)
