@@ -90,9 +90,11 @@ _IMPORT_TIME_STATEMENT = re.compile(
     r"\w+\s*=\s*(?:typing\.)?(?:TypeVar|NewType|ParamSpec)\()"
 )
 # A hunk with something like a log call in it needs tokens to tell the call apart.
+# (Every alternative starts with one of [lLwpf]: the look-ahead, which changes no match, lets `re`
+# skip the other characters at C speed.)
 _LOG_HINT = re.compile(
-    r"(?:logger|logging|\blog|LOGGER|warnings)\s*\.\s*\w+\s*\(|"
-    r"\b(?:print|printf|fprintf|pprint|print_once)\s*\("
+    r"(?=[lLwpf])(?:(?:logger|logging|\blog|LOGGER|warnings)\s*\.\s*\w+\s*\(|"
+    r"\b(?:print|printf|fprintf|pprint|print_once)\s*\()"
 )
 _LANGUAGES = {
     **dict.fromkeys((".py", ".pyi"), _PYTHON),
