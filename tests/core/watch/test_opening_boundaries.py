@@ -237,3 +237,10 @@ def test_a_case_moved_in_this_look_does_not_also_recover():
     assert decide([case("k", 12, 13, states.DETECTED)], found=(elsewhere,), points=back) == [
         Move("k", elsewhere)
     ]
+
+
+def test_recovery_needs_two_points_before_the_case_one_is_no_level():
+    # the case's good commit is the series' second point (two before it: back) or its first (one)
+    back = [10.0, 10.1, 12.0, 12.1, *QUIET[:6]]
+    assert decide([case("k", 2, 3, states.DETECTED)], found=(), points=daily(back)) == [Recover("k")]
+    assert decide([case("k", 1, 2, states.DETECTED)], found=(), points=daily(back[1:])) == []
