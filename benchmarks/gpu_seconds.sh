@@ -14,7 +14,8 @@
 # Each figure is the wall time of the whole commands, start to verdict (`perfbot bench run` then
 # `perfbot bench report`) or dispatch to culprit read back; every progress line is stamped with
 # the seconds since its command started, and each results file's timeline (where it has one) is
-# printed. Results land in ${OUT}/<tree>/. WHAT chooses the parts: "ab aa cold bisect" (default).
+# printed. Results land in ${OUT}/<tree>/ (this checkout's in current/). WHAT chooses the parts:
+# "ab aa cold bisect" (default); BASELINE_WHAT those of the other checkouts (default: WHAT).
 set -uo pipefail
 OUT=${OUT:-benchmarks/results/gpu-seconds}
 TREES=${TREES:-.}
@@ -95,7 +96,9 @@ bisect() {
 }
 
 for tree in $TREES; do
-  for what in $WHAT; do
+  parts=$WHAT
+  [ "$tree" != . ] && parts=${BASELINE_WHAT:-$WHAT}  # what to measure of an earlier version
+  for what in $parts; do
     case $what in
       ab) verdict "$tree" ab "$SCRATCH/sample" "$BEFORE" "$SLOW" ;;
       aa) verdict "$tree" aa "$SCRATCH/sample" "$BEFORE" --aa ;;
