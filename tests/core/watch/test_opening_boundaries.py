@@ -90,6 +90,14 @@ def test_a_step_that_falls_part_way_back_and_rises_again_is_spanned_to_its_secon
     assert good < 13 and bad == 17
 
 
+def test_after_an_earlier_improvement_the_span_is_placed_within_the_regressions_own_levels():
+    # The series improved at commit 13 (11.5 -> 10) and regressed at 26 or 27 (a point halfway at
+    # 26): the span is the one a series with the regression alone gives, moved by 12 points.
+    higher = [v + 1.5 for v in QUIET]
+    assert spans(found_in([*QUIET, 10.0, 11.0, *NEW])) == [span(13, 15)]
+    assert spans(found_in([*higher, *QUIET, 10.0, 11.0, *NEW])) == [span(25, 27)]
+
+
 def test_the_latest_point_alone_is_no_place_for_the_change():
     # Up at commit 13, four points part way back, up again at the latest point (commit 18): a
     # split leaving one point after it is no level, so the span stays at the first rise.
