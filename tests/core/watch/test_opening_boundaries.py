@@ -252,3 +252,15 @@ def test_recovery_needs_two_points_before_the_case_one_is_no_level():
     back = [10.0, 10.1, 12.0, 12.1, *QUIET[:6]]
     assert decide([case("k", 2, 3, states.DETECTED)], found=(), points=daily(back)) == [Recover("k")]
     assert decide([case("k", 1, 2, states.DETECTED)], found=(), points=daily(back[1:])) == []
+
+
+def test_the_rank_test_judges_from_two_points_a_side():
+    # Fewer than two points on a side is no evidence; two are (p = 1/C(8,2) for two points before
+    # the case below six latest ones, 1/C(14,2) for twelve before and two latest): at a loose alpha
+    # the series is still worse, so its case does not recover.
+    loose = Rules(alpha=0.05)
+    two_before = daily([9.9, 9.95, 12.0, 12.1, 10.0, 10.02, 10.03, 10.05, 10.04, 10.01])
+    assert decide([case("k", 2, 3, states.DETECTED)], found=(), points=two_before, rules=loose) == []
+    two_latest = daily([*QUIET, 12.0, 12.1, 10.15, 10.16])
+    short = Rules(alpha=0.05, settle=2)
+    assert decide([case("k", 12, 13, states.DETECTED)], found=(), points=two_latest, rules=short) == []
