@@ -22,12 +22,15 @@ from bot.core.judge.profile import Profile
 PROFILE_DIR = "profile"  # the folder of a profiled pass's traces, inside its round folder
 
 
-def trace_profile(context: RoundContext, what: str, prefer: str = "") -> Profile:
-    """The profile of the trace a profiled pass wrote under its ``profile/`` folder."""
-    from ..traces import TraceUnreadable, find, read
+def trace_traced(context: RoundContext, what: str, prefer: str = "") -> Traced:
+    """What the trace a profiled pass wrote under its ``profile/`` folder says: its profile and,
+    where its Python calls (an engine's profiler with Python stacks) are functions of the side's
+    worktree, the per-step map's entries (`bot.runner.trace_map`)."""
+    from ..trace_map import read_traced
+    from ..traces import TraceUnreadable, find
 
     try:
-        return read(find(context.out_dir / PROFILE_DIR, prefer), what)
+        return read_traced(find(context.out_dir / PROFILE_DIR, prefer), context.worktree, what)
     except TraceUnreadable as error:
         raise RoundFailed(f"profile: {error}") from None
 

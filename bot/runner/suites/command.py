@@ -16,6 +16,7 @@ from pydantic import ValidationError
 
 from bot.core.config.suite_kinds.base import MetricDeclaration
 from bot.core.config.suite_kinds.command import CommandSuite
+from bot.core.judge.kineto import Traced
 from bot.core.judge.profile import Profile
 
 from .base import (
@@ -28,7 +29,7 @@ from .base import (
     Suite,
     finite,
     read_result,
-    trace_profile,
+    trace_traced,
 )
 
 MARKER = "PERFBOT_METRIC"
@@ -66,7 +67,10 @@ class CommandBench(Suite, kind="command"):
         return [Command(f"{self.name}-profile", ("bash", "-c", command), env)]
 
     def parse_profile(self, context: RoundContext, outputs: list[Output]) -> Profile:
-        return trace_profile(context, f"the {self.name} command's trace")
+        return self.parse_traced(context, outputs).profile
+
+    def parse_traced(self, context: RoundContext, outputs: list[Output]) -> Traced:
+        return trace_traced(context, f"the {self.name} command's trace")
 
     def parse(self, context: RoundContext, outputs: list[Output]) -> Measurement:
         reported = parse_lines(outputs[-1].stdout)

@@ -16,6 +16,7 @@ from pydantic import ValidationError
 from bot.core.config.suite_kinds.base import MetricDeclaration
 from bot.core.config.suite_kinds.result_file import ResultFileSuite
 from bot.core.formats.base import FormatError, Readings
+from bot.core.judge.kineto import Traced
 from bot.core.judge.profile import Profile
 
 from .base import (
@@ -27,7 +28,7 @@ from .base import (
     RoundFailed,
     Suite,
     read_result,
-    trace_profile,
+    trace_traced,
 )
 
 VARIABLE = "PERFBOT_RESULT_FILE"
@@ -66,7 +67,10 @@ class ResultFileBench(Suite):
         return [Command(f"{self.name}-profile", ("bash", "-c", self.config.command), env)]
 
     def parse_profile(self, context: RoundContext, outputs: list[Output]) -> Profile:
-        return trace_profile(context, f"the {self.name} command's trace")
+        return self.parse_traced(context, outputs).profile
+
+    def parse_traced(self, context: RoundContext, outputs: list[Output]) -> Traced:
+        return trace_traced(context, f"the {self.name} command's trace")
 
     @abstractmethod
     def read(self, content: str, source: str) -> Readings:

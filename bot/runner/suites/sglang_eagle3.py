@@ -18,6 +18,7 @@ import json
 import sys
 
 from bot.core.config.suite_kinds.sglang_eagle3 import SglangEagle3Suite
+from bot.core.judge.kineto import Traced
 from bot.core.judge.profile import Profile
 
 from .base import (
@@ -30,7 +31,7 @@ from .base import (
     RoundFailed,
     finite,
     read_result,
-    trace_profile,
+    trace_traced,
 )
 
 MODULE = "sglang.bench_one_batch_server"
@@ -97,8 +98,11 @@ class SglangEagle3Bench(BuiltInSuite, kind="sglang-eagle3"):
         ]
 
     def parse_profile(self, context: RoundContext, outputs: list[Output]) -> Profile:
+        return self.parse_traced(context, outputs).profile
+
+    def parse_traced(self, context: RoundContext, outputs: list[Output]) -> Traced:
         # Each tensor-parallel rank writes its own trace; rank 0's stands for them.
-        return trace_profile(context, "SGLang's EAGLE-3 decode (bench_one_batch_server --profile)", "TP-0")
+        return trace_traced(context, "SGLang's EAGLE-3 decode (bench_one_batch_server --profile)", "TP-0")
 
     def parse(self, context: RoundContext, outputs: list[Output]) -> Measurement:
         spec = last_case(context.out_dir / SPEC_FILE)
