@@ -11,7 +11,7 @@ bound before the splits are compared, above and below.
 
 from __future__ import annotations
 
-from tests.core.watch.test_opening import QUIET, found_in, span
+from tests.core.watch.test_opening import NEW, QUIET, found_in, span
 
 
 def test_a_single_wild_point_three_points_after_a_clean_step_leaves_the_span_at_the_step():
@@ -24,3 +24,10 @@ def test_a_single_reading_far_below_both_levels_before_the_step_leaves_the_span_
     quiet = list(QUIET)
     quiet[8] = 3.0
     assert [f.span for f in found_in([*quiet, 12.0, 12.1, 11.9, 12.05, 11.95, 12.02])] == [span(12, 13)]
+
+
+def test_a_wild_reading_in_a_new_level_longer_than_the_old_one_leaves_the_span_at_the_step():
+    # 14 points after the step (more than the 12 before it), the 4th a throttled run
+    after = [*NEW, *NEW][:14]
+    after[3] = 30.0
+    assert [f.span for f in found_in([*QUIET, *after])] == [span(12, 13)]
