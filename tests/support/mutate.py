@@ -133,6 +133,7 @@ TESTS: dict[str, tuple[str, ...]] = {
         "tests/core/watch/test_opening.py",
         "tests/core/watch/test_opening_boundaries.py",
         "tests/core/watch/test_opening_wild_points.py",
+        "tests/core/watch/test_opening_quantised_wild.py",
         "tests/service/test_watch_streams.py",
     ),
     "bot/core/watch/cases.py": ("tests/core/watch/test_cases.py", "tests/core/watch/test_opening.py"),
@@ -145,6 +146,16 @@ TESTS: dict[str, tuple[str, ...]] = {
         "tests/core/config/test_schema.py",
     ),
     "bot/core/bench/artifact.py": ("tests/core/bench/test_artifact.py",),
+    # The per-step map: its file, a torch-profiler trace made into one, the command that makes it.
+    "bot/core/stepmap.py": ("tests/core/test_stepmap.py", "tests/core/risk/test_stepmap_scoring_lines.py"),
+    "bot/runner/trace_map.py": (
+        "tests/runner/test_trace_map.py",
+        "tests/cli/test_score_map.py",
+        "tests/cli/test_map.py",
+    ),
+    "bot/cli/map_cmd.py": ("tests/cli/test_map.py",),
+    # The bot's own jobs: a stored step read back, queued once.
+    "bot/service/chain.py": ("tests/service/test_chain.py",),
 }
 _SWAPS: dict[type, type] = {
     ast.Lt: ast.LtE,

@@ -324,9 +324,8 @@ def _within_levels(segment: Values, cut: int) -> Values:
     before, after = segment[:cut], segment[cut:]
     levels = float(np.median(before)), float(np.median(after))
     residuals = np.concatenate((before - levels[0], after - levels[1]))
+    # 0 for a quantised series (most residuals exactly 0): then beyond the levels is wild already
     sigma = 1.4826 * float(np.median(np.abs(residuals)))
-    if sigma <= 0:
-        return segment
     return np.clip(segment, min(levels) - WILD * sigma, max(levels) + WILD * sigma)
 
 
