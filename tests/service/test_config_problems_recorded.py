@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from bot.service import hourly
 from bot.service.records import Repository
-from tests.service.test_bench import NUMBER, REPO, comment, pull_request, send
+from tests.service.test_bench import REPO, comment, pull_request, send
 from tests.service.test_bench import github as github  # noqa: F401 (a fixture)
 from tests.service.test_bench import services as services  # noqa: F401 (a fixture)
 from tests.service.test_config_typo import SWITCHED_OFF_WITH_A_TYPO
