@@ -329,7 +329,7 @@ def release(
     config: RepoConfig,
     why: str = contract.SUPERSEDED,
 ) -> None:
-    """A bisect that will not report (its case was widened, or dismissed): its run stopped as
+    """A bisect that will not report (its case was widened, cancelled or dismissed): its run stopped as
     ``why`` (superseded, cancelled) when one is running, and its reserve given back to today's
     budget."""
     if case.correlation_id is None:
