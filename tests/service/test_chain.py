@@ -62,7 +62,7 @@ def test_the_web_cannot_queue_the_bots_own_jobs(services):
     assert chain.EVENT not in ROUTER.events()  # and the App never subscribes to it
 
 
-@settings(max_examples=200, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=200, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(
     st.dictionaries(
         st.sampled_from(["action", "repo", "installation_id", "default_branch", "subject", "x"]),
@@ -129,3 +129,23 @@ def test_the_hourly_sweep_names_a_culprit_whose_announcement_failed_for_good(ser
     assert named.comment_url is not None
     hourly.sweep(services)  # named: the next sweep leaves it
     assert services.store.watch.get(case.key).comment_url == named.comment_url
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        {"action": "bisect"},
+        {"repo": ""},
+        {"repo": ["o/r"]},
+        {"default_branch": 7},
+        {"subject": None},
+        {"installation_id": "42"},
+        {"installation_id": True},
+    ],
+)
+def test_each_field_of_a_stored_step_is_checked(change):
+    good = {**look().__dict__}
+    assert chain.parse(good) == look()
+    assert chain.parse({**good, "installation_id": None}).installation_id is None
+    with pytest.raises(MalformedPayload):
+        chain.parse({**good, **change})

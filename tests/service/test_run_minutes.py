@@ -5,7 +5,7 @@ or out of order keep the estimate and never refuse the delivery."""
 from __future__ import annotations
 
 import pytest
-from hypothesis import given
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from bot.service import events
@@ -86,6 +86,7 @@ def test_times_github_did_not_give_keep_the_estimate_and_the_delivery(services, 
     assert ended.state == "confirmed" and ended.gpu_minutes == 5.0 * 4  # the runs made, estimated
 
 
+@settings(suppress_health_check=[HealthCheck.too_slow])  # a loaded machine, not the strategy
 @given(
     st.one_of(st.none(), st.text(max_size=30), st.integers()),
     st.one_of(st.none(), st.text(max_size=30), st.lists(st.integers(), max_size=2)),
