@@ -62,7 +62,11 @@ def test_the_web_cannot_queue_the_bots_own_jobs(services):
     assert chain.EVENT not in ROUTER.events()  # and the App never subscribes to it
 
 
-@settings(max_examples=200, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@settings(
+    max_examples=200,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
 @given(
     st.dictionaries(
         st.sampled_from(["action", "repo", "installation_id", "default_branch", "subject", "x"]),

@@ -86,7 +86,7 @@ def test_times_github_did_not_give_keep_the_estimate_and_the_delivery(services, 
     assert ended.state == "confirmed" and ended.gpu_minutes == 5.0 * 4  # the runs made, estimated
 
 
-@settings(suppress_health_check=[HealthCheck.too_slow])  # a loaded machine, not the strategy
+@settings(deadline=None, suppress_health_check=[HealthCheck.too_slow])  # a loaded machine, not the code
 @given(
     st.one_of(st.none(), st.text(max_size=30), st.integers()),
     st.one_of(st.none(), st.text(max_size=30), st.lists(st.integers(), max_size=2)),
