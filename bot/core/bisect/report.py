@@ -358,6 +358,33 @@ def not_reproduced(
         )
     else:
         conclusion = f"not reproduced in today's environment: {measured}; no culprit to look for"
+    return _reference_alone(reference, suite, metric, commits, fingerprints, conclusion, "not_reproduced")
+
+
+def unusable(
+    reference: Measurement,
+    *,
+    suite: str,
+    metric: str,
+    commits: int,
+    fingerprints: Mapping[str, Mapping[str, str]],
+) -> BisectReport:
+    """The report of a bisection whose reference run (GOOD against BAD) measured nothing usable."""
+    return _reference_alone(
+        reference, suite, metric, commits, fingerprints, f"nothing measured: {reference.why}", "error"
+    )
+
+
+def _reference_alone(
+    reference: Measurement,
+    suite: str,
+    metric: str,
+    commits: int,
+    fingerprints: Mapping[str, Mapping[str, str]],
+    conclusion: str,
+    outcome: Status,
+) -> BisectReport:
+    """A report that ends at its reference run (GOOD against BAD): no probe, no culprit."""
     return BisectReport(
         good=reference.base,
         bad=reference.head,
@@ -370,32 +397,7 @@ def not_reproduced(
         plain_probes=None,
         conclusion=conclusion,
         fingerprints=fingerprints,
-        outcome="not_reproduced",
-    )
-
-
-def unusable(
-    reference: Measurement,
-    *,
-    suite: str,
-    metric: str,
-    commits: int,
-    fingerprints: Mapping[str, Mapping[str, str]],
-) -> BisectReport:
-    """The report of a bisection whose reference run (GOOD against BAD) measured nothing usable."""
-    return BisectReport(
-        good=reference.base,
-        bad=reference.head,
-        suite=suite,
-        metric=metric,
-        commits=commits,
-        culprit=None,
-        parent=None,
-        measurements=(reference,),
-        plain_probes=None,
-        conclusion=f"nothing measured: {reference.why}",
-        fingerprints=fingerprints,
-        outcome="error",
+        outcome=outcome,
     )
 
 

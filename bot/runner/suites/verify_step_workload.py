@@ -439,16 +439,7 @@ def warm(
     import torch
 
     began = time.monotonic()
-    bench = Bench(
-        resolve_shape(args, device.type),
-        world,
-        device,
-        getattr(torch, args.dtype),
-        allreduce,
-        args.iters,
-        args.warmup_iters,
-        args.target_se,
-    )
+    bench = _bench(args, world, device, allreduce)
     built = time.monotonic()
     bench.warm(resolve_mode(args, device.type), device.type == "cuda" and not args.no_cuda_graphs)
     bench.barrier()
@@ -459,6 +450,22 @@ def warm(
     del bench
     if device.type == "cuda":
         torch.cuda.empty_cache()
+
+
+def _bench(args: argparse.Namespace, world: int, device, allreduce: Callable) -> Bench:
+    """The model the options describe, built on ``device`` (a warm-up and a round build it alike)."""
+    import torch
+
+    return Bench(
+        resolve_shape(args, device.type),
+        world,
+        device,
+        getattr(torch, args.dtype),
+        allreduce,
+        args.iters,
+        args.warmup_iters,
+        args.target_se,
+    )
 
 
 def requests(rank: int, world: int):
@@ -503,16 +510,7 @@ def one_round(
     began = time.monotonic()
     shape = resolve_shape(args, device.type)
     torch.manual_seed(seed + rank)
-    bench = Bench(
-        shape,
-        world,
-        device,
-        getattr(torch, args.dtype),
-        allreduce,
-        args.iters,
-        args.warmup_iters,
-        args.target_se,
-    )
+    bench = _bench(args, world, device, allreduce)
     built = time.monotonic()
     mode = resolve_mode(args, device.type)
     graphs = device.type == "cuda" and not args.no_cuda_graphs
