@@ -193,6 +193,80 @@ def test_counting_punctuation_first_never_changes_a_judgement(removed, added, be
     assert shortcut == compared
 
 
+IMPORT_LINES = st.sampled_from(
+    [
+        "from m import a",
+        "from m import b",
+        "from m import a, b",
+        "from m import b, a",
+        "from m import (a, b)",
+        "from m import (",
+        "    a,",
+        "    b,",
+        ")",
+        "from m import a as k",
+        "from m.n import c",
+        "from .m import a",
+        "import m",
+        "import m.n",
+        "import m.n as k",
+        "import m, q",
+        "import q",
+        "from q import a",
+        "from m import *",
+        "a,",
+        "k",
+    ]
+)
+CONTEXT_LINES = st.sampled_from(
+    ["import os", "from m import a", "x = a(b)", 'logger.info("a %s", b)', "k = 'm'", "# from m import z"]
+)
+INCLUDE_LINES = st.sampled_from(
+    ['#include "a.h"', '#include "b.h"', "#include <c/d.h>", "#include <c/e.h>", '#include "a/b.h"']
+)
+
+
+@settings(max_examples=500, deadline=None)
+@given(
+    removed=st.lists(IMPORT_LINES, max_size=5),
+    added=st.lists(IMPORT_LINES, max_size=5),
+    before=st.lists(CONTEXT_LINES, max_size=2),
+    after=st.lists(CONTEXT_LINES, max_size=2),
+)
+@example(removed=["from m import a", "from m import b"], added=["from m import a, b"], before=[], after=[])
+@example(removed=["from m import a, b"], added=["from m import (", "    b,", "    a,", ")"], before=[], after=[])
+@example(removed=["import m.n as k"], added=["import m.n as k", "import q"], before=[], after=[])
+@example(removed=["from m import a"], added=["from q import a"], before=["x = a(b)"], after=[])
+def test_comparing_names_first_never_changes_the_judgement_of_an_import_hunk(removed, added, before, after):
+    """An import-only hunk that the other quick tests rule out still goes to tokens when its
+    sides use the same names (a reordered, merged or split block); one with another name does not."""
+    text = file_diff("e/x.py", removed, added, tuple(before), tuple(after) or ("x = 1",))
+    shortcut = judged(text)
+    with pytest.MonkeyPatch.context() as patched:
+        patched.setattr(changes, "_same_names", lambda sides: True)
+        compared = judged(text)
+    assert shortcut == compared
+
+
+@settings(max_examples=200, deadline=None)
+@given(removed=st.lists(INCLUDE_LINES, max_size=4), added=st.lists(INCLUDE_LINES, max_size=4))
+@example(removed=['#include "a.h"', '#include "b.h"'], added=['#include "b.h"', '#include "a.h"'])
+def test_comparing_names_first_never_changes_the_judgement_of_an_include_hunk(removed, added):
+    text = file_diff("k/x.cu", removed, added, ("#pragma once",), ("int x;",))
+    shortcut = judged(text)
+    with pytest.MonkeyPatch.context() as patched:
+        patched.setattr(changes, "_same_names", lambda sides: True)
+        compared = judged(text)
+    assert shortcut == compared
+
+
+def test_an_import_hunk_that_only_reorders_is_still_cosmetic_and_one_that_adds_a_name_is_not():
+    reordered = file_diff("e/x.py", ["from m import a", "from m import b"], ["from m import b, a"])
+    added = file_diff("e/x.py", ["from m import a"], ["from m import a, b"])
+    assert judged(reordered) == ["only comments, docstrings, log messages or formatting changed"]
+    assert judged(added) == [None]
+
+
 def hunk_length_line_by_line(types: str, source_length: int, target_length: int) -> int:
     """How `diffs._hunk_length` counted before it had its shortcut for hunks of exact counts."""
     old = new = 0
