@@ -79,15 +79,20 @@ def free_port() -> int:
 
 
 def start_server(
-    workdir: Path, extra_env: dict[str, str], workers: int = 1, source: Path = ROOT
+    workdir: Path,
+    extra_env: dict[str, str],
+    workers: int = 1,
+    source: Path = ROOT,
+    serve_args: tuple[str, ...] = (),
 ) -> tuple[subprocess.Popen, str]:
-    """`perfbot serve` of the perfbot source tree ``source`` (this checkout by default)."""
+    """`perfbot serve` of the perfbot source tree ``source`` (this checkout by default), with
+    ``serve_args`` added to its command line."""
     port = free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith("PERFBOT_")}
     env.update(PERFBOT_WEBHOOK_SECRET=SECRET, PERFBOT_LOG_LEVEL="WARNING", PYTHONPATH=str(source))
     env.update(extra_env)
     process = subprocess.Popen(
-        [sys.executable, "-m", "bot", "serve", "--port", str(port), "--workers", str(workers)],
+        [sys.executable, "-m", "bot", "serve", "--port", str(port), "--workers", str(workers), *serve_args],
         cwd=workdir,
         env=env,
         stdout=subprocess.DEVNULL,
@@ -290,7 +295,11 @@ def processed(db: Path) -> tuple[int, int, int, int]:
     with sqlite3.connect(db) as connection:
         done = connection.execute("SELECT count(*) FROM deliveries WHERE status = 'done'").fetchone()[0]
         again = connection.execute("SELECT count(*) FROM deliveries WHERE attempts > 1").fetchone()[0]
-        repos = connection.execute("SELECT count(*) FROM repositories").fetchone()[0]
+        # The installation deliveries' repositories alone: a pull request's delivery records its
+        # own repository too (the one the reviews are of).
+        repos = connection.execute(
+            "SELECT count(*) FROM repositories WHERE full_name LIKE 'bench/repo-%'"
+        ).fetchone()[0]
         reviews = connection.execute("SELECT count(*) FROM reviews").fetchone()[0]
     return done, again, repos, reviews
 
@@ -318,7 +327,13 @@ def run_emulator(connection, pulls: int, diff_lines: int) -> None:
 
 
 def intake_benchmark(
-    rate: float, seconds: float, workers: int, review_rate: float, diff_lines: int, source: Path = ROOT
+    rate: float,
+    seconds: float,
+    workers: int,
+    review_rate: float,
+    diff_lines: int,
+    source: Path = ROOT,
+    serve_args: tuple[str, ...] = (),
 ) -> dict:
     count, reviews = int(rate * seconds), int(review_rate * seconds)
     here, there = multiprocessing.get_context("spawn").Pipe()
@@ -330,7 +345,11 @@ def intake_benchmark(
     sent = deliveries(count, shas)
     with tempfile.TemporaryDirectory() as tmp:
         process, base = start_server(
-            Path(tmp), {"PERFBOT_GITHUB_TOKEN": TOKEN, "PERFBOT_GITHUB_API_URL": api_url}, workers, source
+            Path(tmp),
+            {"PERFBOT_GITHUB_TOKEN": TOKEN, "PERFBOT_GITHUB_API_URL": api_url},
+            workers,
+            source,
+            serve_args,
         )
         try:
             load_average_before = os.getloadavg()
@@ -507,6 +526,13 @@ def main() -> int:
     parser.add_argument("--diff-lines", type=int, default=5000)
     parser.add_argument("--workers", type=int, default=1, help="perfbot serve --workers (default 1)")
     parser.add_argument(
+        "--serve-arg",
+        action="append",
+        default=[],
+        metavar="ARG",
+        help="one more argument for perfbot serve in the intake part, e.g. --serve-arg=--consumer-threads=1",
+    )
+    parser.add_argument(
         "--baseline",
         type=Path,
         help="also measure the intake of this perfbot source tree, first (before/after)",
@@ -518,7 +544,13 @@ def main() -> int:
     layouts = [("baseline", args.baseline)] if args.baseline else []
     for name, source in [*layouts, ("this checkout", ROOT)]:
         intake = intake_benchmark(
-            args.rate, args.seconds, args.workers, args.review_rate, args.diff_lines, source
+            args.rate,
+            args.seconds,
+            args.workers,
+            args.review_rate,
+            args.diff_lines,
+            source,
+            tuple(args.serve_arg),
         )
         met = report_intake(f"{name} ({source})", intake, args.rate, args.seconds)
         ok = ok and (met or source != ROOT)  # the targets are this checkout's
