@@ -234,7 +234,9 @@ INCLUDE_LINES = st.sampled_from(
     after=st.lists(CONTEXT_LINES, max_size=2),
 )
 @example(removed=["from m import a", "from m import b"], added=["from m import a, b"], before=[], after=[])
-@example(removed=["from m import a, b"], added=["from m import (", "    b,", "    a,", ")"], before=[], after=[])
+@example(
+    removed=["from m import a, b"], added=["from m import (", "    b,", "    a,", ")"], before=[], after=[]
+)
 @example(removed=["import m.n as k"], added=["import m.n as k", "import q"], before=[], after=[])
 @example(removed=["from m import a"], added=["from q import a"], before=["x = a(b)"], after=[])
 def test_comparing_names_first_never_changes_the_judgement_of_an_import_hunk(removed, added, before, after):
