@@ -97,8 +97,7 @@ def test_the_sandbox_shows_the_review_a_filled_dashboard_and_a_bench_round_trip(
         output.wait("History filled:", 1800)
         filled = time.monotonic() - started
         assert_the_history_is_the_merges_measured(dashboard, folder)
-        merges = requests.get(f"{dashboard}api/v1/merges", timeout=10).json()["items"]
-        assert {m["number"] for m in merges} == set(range(1, 11))
+        assert_the_merges_listed_are_the_flagged_ones(dashboard)
 
         said = output.wait("Regression case of #6", 900)
         case = assert_the_slow_merge_is_bisected_and_named(dashboard, folder, said)
@@ -160,6 +159,20 @@ def assert_the_history_is_the_merges_measured(dashboard: str, folder: Path) -> N
     [change] = history["change_points"]
     assert (change["sha_after"], change["direction"]) == (sample.SLOW_SHA, "regression")
     assert [s["number"] for s in change["suspects"]] == [6]
+
+
+def assert_the_merges_listed_are_the_flagged_ones(dashboard: str) -> None:
+    """The dashboard lists a merge of risk worth a look or whose benchmark did not find it
+    unchanged. Which low-risk merges its 3 rounds per side find unchanged depends on the machine's
+    noise (a quiet machine decides the docs-only merge; a loaded one leaves it inconclusive), so
+    each merge is checked against that rule, and the high-risk ones must be there."""
+    listed = {m["number"] for m in requests.get(f"{dashboard}api/v1/merges", timeout=10).json()["items"]}
+    for number in range(1, 11):
+        merge = requests.get(f"{dashboard}api/v1/merges/{REPO}/{number}", timeout=10).json()
+        verdict = merge["benchmark"]["verdict"]
+        flagged = merge["risk"]["level"] in ("medium", "high") or verdict not in (None, "unchanged")
+        assert (number in listed) == flagged, (number, merge["risk"], verdict)
+    assert {6, 10} <= listed
 
 
 def assert_the_slow_merge_is_bisected_and_named(dashboard: str, folder: Path, said: str) -> dict:
