@@ -57,7 +57,8 @@ def setup(subparsers) -> None:
         default=3,
         metavar="N",
         help="rounds per side of each merge's benchmark (default 3, the fewest the statistics "
-        "decide with: a merge that regressed opens a regression case, bisected and its culprit "
+        "decide with, and up to 6 while more would decide: a merge that regressed opens a "
+        "regression case, bisected and its culprit "
         "named, and the calibration page has outcomes; 1 or 2 is a quick mode that only fills "
         "the history's points)",
     )

@@ -41,6 +41,8 @@ from . import children
 from .github import GitHubEmulator
 
 STOP_GRACE_S = 15  # between SIGTERM and SIGKILL for a benchmark that is being stopped
+VERDICT_ROUNDS = 3  # the fewest rounds per side the statistics decide with (the config's bench.rounds)
+MERGE_MAX_ROUNDS = 6  # a merge's benchmark goes on to this many per side while more would decide
 
 
 @dataclass(frozen=True, order=True)
@@ -138,7 +140,13 @@ class Runner:
     # measurements
 
     def merge_key(self, base: str, head: str, suites: tuple[str, ...]) -> Key:
-        return Key(base, head, suites, str(self.merge_rounds), "", False)
+        """A merge's benchmark: ``merge_rounds`` per side, and where those can reach a verdict,
+        more (up to `MERGE_MAX_ROUNDS`) while the statistics say more would decide, as a
+        maintainer's ``/bench --max-rounds`` does: three rounds of a +250% change whose slow
+        path scatters by half were left inconclusive on a quiet machine, and no case opened."""
+        adaptive = VERDICT_ROUNDS <= self.merge_rounds < MERGE_MAX_ROUNDS
+        most = str(MERGE_MAX_ROUNDS) if adaptive else ""
+        return Key(base, head, suites, str(self.merge_rounds), most, False)
 
     def prepare(self, key: Key) -> Future:
         """Measure ``key`` now (if not already), ahead of its dispatch; merges wait behind pull requests."""

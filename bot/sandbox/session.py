@@ -42,7 +42,7 @@ from bot.errors import UserError
 from . import children, hookshot, identity, mermaid, outcome, payloads, sample
 from .github import GitHubEmulator, RepoState
 from .pages import Hooks, Site
-from .runner import Runner
+from .runner import VERDICT_ROUNDS, Runner
 
 REPO = "sandbox/mini-engine"
 DEFAULT_BRANCH = "master"  # as in GitHub's example payloads: those `perfbot deliver` builds fit
@@ -51,7 +51,6 @@ CONTRIBUTOR = "mini-engine-dev"  # who wrote the replayed pull requests: no writ
 INSTALLATION_ID = 1
 MARKER = ".perfbot-sandbox"  # a folder holding it is the sandbox's own, made afresh each start
 SUITES = ("verify-step",)
-VERDICT_ROUNDS = 3  # the fewest rounds per side the statistics decide with (bench.rounds below)
 CASE_WAIT_S = 600  # for the watch's case of a merge that regressed: its bisect, its culprit named
 REVERT_SUBJECT = f'Revert "{sample.SLOW_SUBJECT}"'
 # The repository's .github/perfbot.yml on master, and the config the runner benchmarks with (as the

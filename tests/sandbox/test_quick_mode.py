@@ -9,6 +9,7 @@ import pytest
 
 from bot.cli import sandbox as command
 from bot.sandbox import session
+from bot.sandbox.runner import Runner
 from bot.sandbox.session import Options, Sandbox
 
 
@@ -41,3 +42,14 @@ def test_by_default_the_merges_are_measured_for_a_verdict(tmp_path):
     sandbox.merges = []
     sandbox.replay()
     assert not [line for line in said if "quick mode" in line]
+
+
+@pytest.mark.parametrize(("rounds", "most"), [(1, ""), (2, ""), (3, "6"), (5, "6"), (6, ""), (8, "")])
+def test_a_merge_measured_for_a_verdict_goes_on_while_more_rounds_would_decide(tmp_path, rounds, most):
+    """Three rounds per side of the slow merge (+250%, its slow path scattering by half) were left
+    inconclusive on a quiet machine, and no case opened: a merge's benchmark that can reach a
+    verdict takes more rounds, up to `MERGE_MAX_ROUNDS`, while the statistics say more would
+    decide; the quick mode stays quick."""
+    runner = Runner(None, "o/r", tmp_path, tmp_path, tmp_path / "c.yml", print, dict, merge_rounds=rounds)
+    key = runner.merge_key("a" * 40, "b" * 40, ("verify-step",))
+    assert (key.rounds, key.max_rounds) == (str(rounds), most)
