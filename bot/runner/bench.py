@@ -104,6 +104,15 @@ class Plan:
         return self.timeout if self.timeout_given else suite.timeout or self.timeout
 
 
+def round_limits(measure: MeasureOptions, config: BenchConfig) -> tuple[int, int]:
+    """Rounds per side, and the most that adaptive rounds may reach: the command line's, else
+    the config's (``bench.rounds``, ``bench.max_rounds``). A run and the significance level it is
+    judged at must both read them here: a judgement that counted fewer looks than the run took
+    would raise false alarms."""
+    rounds = measure.rounds or config.rounds
+    return rounds, max(measure.max_rounds or config.max_rounds or rounds, rounds)
+
+
 def plan(options: BenchOptions, config: BenchConfig) -> Plan:
     """Check everything the user named (repository, revisions, suites, options); raise before running."""
     measure = options.measure
@@ -135,8 +144,7 @@ def plan(options: BenchOptions, config: BenchConfig) -> Plan:
     for suite in suites:
         if suite.python and suite.python != engine:
             suite.python = interpreter(suite.python, f"suite '{suite.name}': ")
-    rounds = measure.rounds or config.rounds
-    max_rounds = max(measure.max_rounds or config.max_rounds or rounds, rounds)
+    rounds, max_rounds = round_limits(measure, config)
     warmup = config.warmup if measure.warmup is None else measure.warmup
     paths = {s.name: out_path(options.out, s.name, len(suites) > 1) for s in suites}
     return Plan(

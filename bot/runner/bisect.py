@@ -418,10 +418,8 @@ class _Runner:
     def alpha(self) -> float:
         """The significance level of one judgement: split over the looks that adaptive rounds
         may take, as `perfbot compare` does, so that peeking does not raise false alarms."""
-        measure = self.options.measure
-        rounds = measure.rounds or self.config.bench.rounds
-        looks = results.looks(rounds, measure.max_rounds or rounds)
-        return stats.alpha_per_look(self.options.alpha, looks)
+        rounds, most = bench.round_limits(self.options.measure, self.config.bench)
+        return stats.alpha_per_look(self.options.alpha, results.looks(rounds, most))
 
 
 def _load(path: Path, base: str, head: str) -> results.Results:
