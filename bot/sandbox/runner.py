@@ -42,7 +42,8 @@ from .github import GitHubEmulator
 
 STOP_GRACE_S = 15  # between SIGTERM and SIGKILL for a benchmark that is being stopped
 VERDICT_ROUNDS = 3  # the fewest rounds per side the statistics decide with (the config's bench.rounds)
-MERGE_MAX_ROUNDS = 6  # a merge's benchmark goes on to this many per side while more would decide
+# A merge's benchmark goes on to this many per side while more would decide (the config's max_rounds).
+MERGE_MAX_ROUNDS = 6
 
 
 @dataclass(frozen=True, order=True)
@@ -145,8 +146,9 @@ class Runner:
         maintainer's ``/bench --max-rounds`` does: three rounds of a +250% change whose slow
         path scatters by half were left inconclusive on a quiet machine, and no case opened."""
         adaptive = VERDICT_ROUNDS <= self.merge_rounds < MERGE_MAX_ROUNDS
-        most = str(MERGE_MAX_ROUNDS) if adaptive else ""
-        return Key(base, head, suites, str(self.merge_rounds), most, False)
+        # Explicit either way: the quick mode's rounds must not grow to the config's max_rounds.
+        most = MERGE_MAX_ROUNDS if adaptive else self.merge_rounds
+        return Key(base, head, suites, str(self.merge_rounds), str(most), False)
 
     def prepare(self, key: Key) -> Future:
         """Measure ``key`` now (if not already), ahead of its dispatch; merges wait behind pull requests."""

@@ -64,6 +64,8 @@ risk:
   thresholds: {low: 0, medium: 30, high: 60}
 bench:
   rounds: 3
+  # and on to 6 per side while more rounds would decide: the slow commit's rounds scatter by half
+  max_rounds: 6
   warmup: 0
   suites:
     verify-step:

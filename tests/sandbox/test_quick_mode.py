@@ -44,7 +44,7 @@ def test_by_default_the_merges_are_measured_for_a_verdict(tmp_path):
     assert not [line for line in said if "quick mode" in line]
 
 
-@pytest.mark.parametrize(("rounds", "most"), [(1, ""), (2, ""), (3, "6"), (5, "6"), (6, ""), (8, "")])
+@pytest.mark.parametrize(("rounds", "most"), [(1, "1"), (2, "2"), (3, "6"), (5, "6"), (6, "6"), (8, "8")])
 def test_a_merge_measured_for_a_verdict_goes_on_while_more_rounds_would_decide(tmp_path, rounds, most):
     """Three rounds per side of the slow merge (+250%, its slow path scattering by half) were left
     inconclusive on a quiet machine, and no case opened: a merge's benchmark that can reach a
