@@ -20,6 +20,7 @@ from bot.core.risk import changes
 from bot.core.risk import diff as diffs
 from tests.core.risk.test_changes import file_diff
 from tests.core.risk.test_log_prefilter import LINES as LOG_LINES
+from tests.core.risk.test_log_prefilter import judged
 
 # --- the diff reader -----------------------------------------------------------------------------
 
@@ -169,8 +170,11 @@ MORE_LINES = st.sampled_from(
 )
 
 
-def judged(text: str) -> list[object]:
-    return [None if h is None else h.describe() for h in changes.classify(diffs.parse(text).files[0])]
+def judged_without(text: str, shortcut: str) -> list[object]:
+    """`judged` with the quick test ``shortcut`` of `changes` passing every hunk on (the oracle)."""
+    with pytest.MonkeyPatch.context() as patched:
+        patched.setattr(changes, shortcut, lambda sides: True)
+        return judged(text)
 
 
 @settings(max_examples=400, deadline=None)
@@ -186,11 +190,7 @@ def judged(text: str) -> list[object]:
 @example(removed=["    z = x.y.z"], added=["    z = x.w.z"], before=["    z = x.y.z"])
 def test_counting_punctuation_first_never_changes_a_judgement(removed, added, before):
     text = file_diff("e/x.py", removed, added, ("def f(x):", *before), ("    return x",))
-    shortcut = judged(text)
-    with pytest.MonkeyPatch.context() as patched:
-        patched.setattr(changes, "_same_punctuation", lambda sides: True)
-        compared = judged(text)
-    assert shortcut == compared
+    assert judged(text) == judged_without(text, "_same_punctuation")
 
 
 IMPORT_LINES = st.sampled_from(
@@ -243,11 +243,7 @@ def test_comparing_names_first_never_changes_the_judgement_of_an_import_hunk(rem
     """An import-only hunk that the other quick tests rule out still goes to tokens when its
     sides use the same names (a reordered, merged or split block); one with another name does not."""
     text = file_diff("e/x.py", removed, added, tuple(before), tuple(after) or ("x = 1",))
-    shortcut = judged(text)
-    with pytest.MonkeyPatch.context() as patched:
-        patched.setattr(changes, "_same_names", lambda sides: True)
-        compared = judged(text)
-    assert shortcut == compared
+    assert judged(text) == judged_without(text, "_same_names")
 
 
 @settings(max_examples=200, deadline=None)
@@ -255,11 +251,7 @@ def test_comparing_names_first_never_changes_the_judgement_of_an_import_hunk(rem
 @example(removed=['#include "a.h"', '#include "b.h"'], added=['#include "b.h"', '#include "a.h"'])
 def test_comparing_names_first_never_changes_the_judgement_of_an_include_hunk(removed, added):
     text = file_diff("k/x.cu", removed, added, ("#pragma once",), ("int x;",))
-    shortcut = judged(text)
-    with pytest.MonkeyPatch.context() as patched:
-        patched.setattr(changes, "_same_names", lambda sides: True)
-        compared = judged(text)
-    assert shortcut == compared
+    assert judged(text) == judged_without(text, "_same_names")
 
 
 def test_an_import_hunk_that_only_reorders_is_still_cosmetic_and_one_that_adds_a_name_is_not():
