@@ -42,7 +42,8 @@ from .github import GitHubEmulator
 
 STOP_GRACE_S = 15  # between SIGTERM and SIGKILL for a benchmark that is being stopped
 VERDICT_ROUNDS = 3  # the fewest rounds per side the statistics decide with (the config's bench.rounds)
-# A merge's benchmark goes on to this many per side while more would decide (the config's max_rounds).
+# A benchmark of the sandbox goes on to this many rounds per side while more would decide (its
+# config's bench.max_rounds, which the merges also give explicitly).
 MERGE_MAX_ROUNDS = 6
 
 

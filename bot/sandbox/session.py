@@ -42,7 +42,7 @@ from bot.errors import UserError
 from . import children, hookshot, identity, mermaid, outcome, payloads, sample
 from .github import GitHubEmulator, RepoState
 from .pages import Hooks, Site
-from .runner import VERDICT_ROUNDS, Runner
+from .runner import MERGE_MAX_ROUNDS, VERDICT_ROUNDS, Runner
 
 REPO = "sandbox/mini-engine"
 DEFAULT_BRANCH = "master"  # as in GitHub's example payloads: those `perfbot deliver` builds fit
@@ -64,8 +64,8 @@ risk:
   thresholds: {low: 0, medium: 30, high: 60}
 bench:
   rounds: 3
-  # and on to 6 per side while more rounds would decide: the slow commit's rounds scatter by half
-  max_rounds: 6
+  # and on to more per side while more rounds would decide: the slow commit's rounds scatter by half
+  max_rounds: MERGE_MAX_ROUNDS
   warmup: 0
   suites:
     verify-step:
@@ -79,7 +79,7 @@ bench:
     auto: never
     on_merge: low
     cooldown: {user: 0, pr: 0}
-"""
+""".replace("MERGE_MAX_ROUNDS", str(MERGE_MAX_ROUNDS))
 
 
 class SandboxError(UserError, RuntimeError):
