@@ -49,7 +49,7 @@ from .suites import Suite, make_suite
 from .suites.base import PROFILED_PASS, WORKER_START, RoundContext, RoundId
 from .timeline import Timeline
 from .timeline import markdown as timeline_markdown
-from .workers import Kept, Worker, WorkerLost
+from .workers import Kept, Worker, WorkerLost, stop_all
 from .worktrees import Worktrees
 
 
@@ -227,7 +227,11 @@ def run(
         timeline.add("fingerprint", began, ended=done)
         check_torch(p.suites, machine)
         progress.say(
-            f"each side's worktree and the engine's import path ({len(guard.shared)} folders) are "
+            f"each side's worktree is checked before every round; the engine's import path "
+            f"({len(guard.shared)} folders) is read-only to the rounds and checked after the set-up "
+            f"and at the end"
+            if guard.shared_fenced
+            else f"each side's worktree and the engine's import path ({len(guard.shared)} folders) are "
             f"checked before every round"
         )
         for suite in p.suites:
@@ -255,7 +259,12 @@ def new_guard(p: Plan, trees: dict[str, Path], scratch: Path) -> Guard:
             engine.update(integrity.import_path(suite.python, env, [*trees.values(), scratch]))
     own = integrity.perfbot_files(engine)
     kept = [*trees.values(), scratch]
-    return Guard(trees, sorted(engine), fences=[path for path in own if not integrity.holds(path, kept)])
+    return Guard(
+        trees,
+        sorted(engine),
+        fences=[path for path in own if not integrity.holds(path, kept)],
+        shared_fenced=scope.strategy().read_only,
+    )
 
 
 def check_torch(suites: list[Suite], machine: dict) -> None:
@@ -292,16 +301,17 @@ def run_suite(
     timeline = timeline if timeline is not None else Timeline()
     results = new_results(p, suite, machine, options, timeline)
     workers: dict[str, Worker | None] = {}
+    spares: dict[str, list[Worker]] = {side: [] for side in SIDES}
     gpus = bool(machine.get("gpus"))
     tampered = lost = None
     try:
         stopped = set_up(suite, guard, scratch, p.round_timeout(suite), progress, timeline)
         if not stopped:
-            start_workers(p, suite, guard, scratch, progress, workers, timeline, kept, keep)
+            start_workers(p, suite, guard, scratch, progress, workers, timeline, kept, keep, spares)
         stopped = (
             stopped
             or warm_up(p, suite, guard, scratch, results, options, progress, workers, timeline)
-            or measure(p, suite, guard, scratch, results, options, progress, workers, timeline)
+            or measure(p, suite, guard, scratch, results, options, progress, workers, timeline, spares)
         )
         profiles = options.profile if options.profile is not None else suite.profiles(gpus)
         if not stopped and any(r.ok for r in results.rounds) and profiles:
@@ -318,6 +328,7 @@ def run_suite(
         raise
     finally:
         trusted = not (tampered or lost)
+        stop_all([spare for side in SIDES for spare in spares[side]])
         stop_workers(workers, guard, kept, keep if trusted else None)
         if kept is not None and not trusted:
             kept.stop_all()
@@ -486,13 +497,15 @@ def start_workers(
     timeline: Timeline,
     kept: Kept | None = None,
     keep: Path | None = None,
+    spares: dict[str, list[Worker]] | None = None,
 ) -> None:
     """Both sides' workers, started at once and waited for until each has warmed up, before any
     round: their start-ups overlap instead of adding up, and no round is timed while a worker is
     still starting. A side whose tree has a worker in ``kept`` gets that one (`Kept.lend`:
-    `WorkerLost` where it died or its tree changed). Where a round's scope cannot keep one side's
-    processes off the other's tree, no worker lives through the other side's rounds (`take_turn`),
-    and each starts when its side first needs it, as before."""
+    `WorkerLost` where it died or its tree changed). Beside them, into ``spares``, a spare for each
+    of the side's fresh rounds (`fresh_rounds`), set up by the time the rounds begin. Where a
+    round's scope cannot keep one side's processes off the other's tree, no worker lives through
+    the other side's rounds (`take_turn`), and each starts when its side first needs it, as before."""
     if not scope.strategy().read_only:
         return
     if all(
@@ -515,9 +528,27 @@ def start_workers(
             kept.root if kept is not None and kept.root is not None and guard.trees[side] == keep else None
         )
         serving(workers, suite, guard, folder or scratch, side, progress)
+    if spares is not None:
+        start_spares(p, suite, guard, scratch, progress, spares)
     for side in SIDES:
+        for spare in list(spares[side] if spares is not None else ()):
+            why = spare.wait_ready(p.round_timeout(suite))
+            if why is not None and spares is not None:
+                spare.stop()
+                spares[side].remove(spare)  # its round runs in a process started at its turn
+                progress.say(f"{suite.name}: a spare of {side} did not start ({why})")
+            timeline.add(
+                "worker start",
+                spare.began,
+                side,
+                "failed" if why is not None else "a fresh round's process, started ahead (no warm-up)",
+                _ready_seconds(spare),
+                ended=spare.began + spare.ready_seconds if spare.ready_seconds is not None else None,
+            )
         worker = workers.get(side)
         if worker is None or worker.kept:
+            if spares is not None and spares[side]:
+                seal(guard, side, timeline)
             continue
         why = worker.wait_ready(p.round_timeout(suite))
         seal(guard, side, timeline)
@@ -546,6 +577,46 @@ def start_workers(
                 else ""
             )
         )
+
+
+def fresh_rounds(p: Plan) -> list[int]:
+    """The rounds (counted from 0) that each side runs in a process of its own: the first and the
+    one that completes the minimum, so that what only a new process shows (start-up, a new context
+    and communicator) is in every run."""
+    return sorted({0, max(p.rounds, 1) - 1})
+
+
+def start_spares(
+    p: Plan, suite: Suite, guard: Guard, scratch: Path, progress: Progress, spares: dict[str, list[Worker]]
+) -> None:
+    """A spare for each fresh round of each side (`Worker.start` with ``spare``), started at once;
+    none where the suite has none. One that cannot start leaves its round to a process started at
+    its turn."""
+    for side in SIDES:
+        for number in range(len(fresh_rounds(p))):
+            folder = scratch / "workers" / suite.name / f"{side}-spare-{number + 1}"
+            folder.mkdir(parents=True, exist_ok=True)
+            try:
+                spare = Worker.start(
+                    suite,
+                    RoundContext(guard.trees[side], folder, side, WORKER_START, guard.round_fence(side)),
+                    spare=True,
+                )
+            except (OSError, scope.ScopeError) as error:
+                progress.say(f"{suite.name}: a spare of {side} could not start ({error})")
+                continue
+            if spare is None:
+                return  # the suite has none
+            spares[side].append(spare)
+
+
+def _spare(spares: dict[str, list[Worker]] | None, side: str) -> Worker | None:
+    """A spare of ``side`` still alive that has served nothing; None where there is none (the
+    round then runs in a process started now)."""
+    for spare in list(spares[side] if spares is not None else ()):
+        if spare.alive and not spare.served:
+            return spare
+    return None
 
 
 def _ready_seconds(worker: Worker) -> dict[str, float]:
@@ -579,25 +650,27 @@ def measure(
     progress: Progress,
     workers: dict[str, Worker | None],
     timeline: Timeline | None = None,
+    spares: dict[str, list[Worker]] | None = None,
 ) -> str | None:
     timeline = timeline if timeline is not None else Timeline()
     done, pair = 0, 0
     while adaptive.should_continue(samples(results), done, p.rounds, p.max_rounds):
         planned = max(p.rounds, done + 1)  # per side: the minimum, or one more pair the rule asked for
-        # The first pair and the one that completes the minimum run in fresh processes, so that what
-        # only a new process shows (start-up, a new context and communicator) is in every run.
-        fresh = done == 0 or done + 1 == p.rounds
+        fresh = done in fresh_rounds(p)
         for position, side in enumerate(pair_order(pair)):
             began = progress.round_started(
                 suite.name, "round", done + 1, planned, side, sha_of(p, side), 2 * (planned - done) - position
             )
             ran = take_turn(guard, workers, side, timeline)
-            worker = None if fresh else serving(workers, suite, guard, scratch, side, progress)
+            if fresh:
+                worker = _spare(spares, side)
+            else:
+                worker = serving(workers, suite, guard, scratch, side, progress)
             counted = context(guard, scratch, suite, side, RoundId("counted", done))
             outcome = run_one(p, suite, counted, worker)
-            timeline.add(
-                "round", ran, side, "worker" if worker is not None else "fresh", suite.round_seconds(counted)
-            )
+            process = "worker" if worker is not None and not worker.spare else "fresh"
+            where = "fresh, started ahead" if worker is not None and worker.spare else process
+            timeline.add("round", ran, side, where, suite.round_seconds(counted))
             seal(guard, side, timeline)
             lost_worker(worker, outcome.error)
             # What the file recorded: a round measured but refused (too many metrics, a unit that
@@ -611,7 +684,7 @@ def measure(
                 outcome.declarations,
                 outcome.spread,
                 outcome.seconds,
-                "worker" if worker is not None else "fresh",
+                process,
             )
             progress.round_finished(began, recorded.ok, recorded.error)
             if not recorded.ok and options.stop_on_failure:
@@ -690,7 +763,7 @@ def serving(
         folder.mkdir(parents=True, exist_ok=True)
         try:
             workers[side] = Worker.start(
-                suite, RoundContext(guard.trees[side], folder, side, WORKER_START, guard.fence(side))
+                suite, RoundContext(guard.trees[side], folder, side, WORKER_START, guard.round_fence(side))
             )
         except (OSError, scope.ScopeError) as error:
             workers[side] = None  # as if it had died: the side's rounds run in fresh processes
@@ -768,7 +841,7 @@ def context(guard: Guard, scratch: Path, suite: Suite, side: str, round_: RoundI
     parent = scratch / "rounds" / suite.name
     parent.mkdir(parents=True, exist_ok=True)
     out_dir = Path(tempfile.mkdtemp(prefix=f"{side}-{round_.label}-", dir=parent))
-    return RoundContext(guard.trees[side], out_dir, side, round_, guard.fence(side))
+    return RoundContext(guard.trees[side], out_dir, side, round_, guard.round_fence(side))
 
 
 def sha_of(p: Plan, side: str) -> str:

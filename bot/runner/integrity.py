@@ -8,12 +8,14 @@ module that shadows another) or plants a start-up hook in the engine's site-pack
 
 Two defences (docs/security.md, "Result integrity"):
 
-- where a round runs in a mount namespace (`bot.runner.scope`), the other side's worktree and
-  perfbot's own files are read-only to it (`Guard.fence`);
+- where a round runs in a mount namespace (`bot.runner.scope`), the other side's worktree,
+  perfbot's own files and the engine's import path are read-only to it (`Guard.round_fence`; a
+  set-up, which may install into the engine, gets `Guard.fence`, without the import path);
 - everywhere, a `Guard` takes a manifest of each side's tree (every entry, ignored files included:
   path, type and mode, size, mtime, ctime, inode) when that side's round ends, and checks it when its
   next round starts; and it watches the engine's import path (`import_path`), shared by both sides,
-  before every round and at the end. Any change is `TreeChanged`: the run ends with no verdict.
+  after the set-up and at the end, and before every round too where the rounds cannot be kept from
+  writing it (`Guard.shared_fenced` false). Any change is `TreeChanged`: the run ends with no verdict.
 
 A side's own round may change its own tree (its ``__pycache__``, build outputs): the manifest is
 taken again after it. In the engine's import path the only change accepted is what Python itself
@@ -225,13 +227,25 @@ class Guard:
     sealed: dict[str, Manifest] = field(default_factory=dict)
     watched: dict[Path, Manifest] = field(default_factory=dict)
     last: str | None = None  # the side whose processes ran last
+    # The rounds' scope makes what `round_fence` names read-only (`scope.Strategy.read_only`): no
+    # round can write the import path, so it is walked after the set-up and at the end only.
+    shared_fenced: bool = False
+    unfenced: list[Path] = field(default_factory=list)  # folders of ``shared`` not made read-only
 
     def fence(self, side: str) -> tuple[Path, ...]:
         """What a process of ``side`` gets read-only where its scope can: the other side's worktree
         and the fences, less any folder that holds ``side``'s own worktree."""
+        return self._fenced(side, self.fences)
+
+    def round_fence(self, side: str) -> tuple[Path, ...]:
+        """What a round, warm-up, worker or profiled pass of ``side`` gets read-only: `fence`, and
+        the engine's import path where `shared_fenced` (a set-up may install into it; a round may not)."""
+        return self._fenced(side, [*self.fences, *self.shared] if self.shared_fenced else self.fences)
+
+    def _fenced(self, side: str, fences: Sequence[Path]) -> tuple[Path, ...]:
         own = Path(os.path.realpath(self.trees[side]))
         others = [Path(os.path.realpath(tree)) for name, tree in self.trees.items() if name != side]
-        return tuple(outermost([*others, *(p for p in self.fences if not _within(own, p))]))
+        return tuple(outermost([*others, *(p for p in fences if not _within(own, p))]))
 
     def seal(self, side: str) -> None:
         """``side``'s processes are done for now: what its tree holds is its own."""
@@ -240,9 +254,9 @@ class Guard:
 
     def check(self, side: str) -> None:
         """Before a round of ``side``: its tree is as its last round left it, and the engine's
-        import path as the last check saw it; else `TreeChanged`."""
+        import path as the last check saw it where a round could have written it; else `TreeChanged`."""
         self.check_tree(side)
-        self.check_shared()
+        self.check_shared(self.shared if not self.shared_fenced else self.unfenced)
 
     def check_tree(self, side: str) -> None:
         """``side``'s tree is as its last round (or set-up) left it; else `TreeChanged`."""
@@ -257,13 +271,15 @@ class Guard:
 
     def seal_shared(self) -> None:
         """What the engine's import path holds now is the reference (after a set-up, which may
-        install into it)."""
+        install into it). A folder of it that does not exist yet (the user's site-packages, say)
+        cannot be made read-only: `check` walks those before every round, whatever the scope."""
         self.watched = {root: self._walk(root) for root in self.shared}
+        self.unfenced = [root for root in self.shared if not root.is_dir()]
 
-    def check_shared(self) -> None:
-        """The engine's import path changed only as Python changes it; then what it holds now,
-        bytecode included, is the reference."""
-        for root in self.shared:
+    def check_shared(self, roots: Sequence[Path] | None = None) -> None:
+        """The engine's import path (or those of its folders in ``roots``) changed only as Python
+        changes it; then what it holds now, bytecode included, is the reference."""
+        for root in self.shared if roots is None else roots:
             now = self._walk(root)
             found = changes(self.watched[root], now, python_writes=True) if root in self.watched else []
             if found:

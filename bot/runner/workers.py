@@ -18,6 +18,12 @@ has warmed up (`Suite.worker_ready`: built and captured what a round does, untim
 the side's warm-up. After the timed rounds the worker can run the profiled pass too
 (`Suite.worker_profile_request`); a worker that profiled never times a round again.
 
+A spare (`Worker.start` with ``spare``) is a process for one fresh round, started beside the
+workers before any round (`Suite.spare_command`): set up as a fresh round's process is, with no
+warm-up, it serves that one round and nothing else, so the round is still a process of its own (a
+new context, communicator, allocator and capture), and its interpreter and libraries start while
+no round is timed instead of inside the round's turn.
+
 `Kept` holds workers beyond one run: a bisection keeps GOOD's for every run against GOOD. A kept
 worker is lent to a run only while GOOD's tree is exactly as it was when the worker last served
 (`Kept.lend`); one that died, or whose tree changed, ends the run that needed it (`WorkerLost`):
@@ -50,20 +56,29 @@ class Worker:
     """One side's serving process."""
 
     def __init__(
-        self, suite: Suite, process: subprocess.Popen, log: Path, scope: Scope, ready: Path | None = None
+        self,
+        suite: Suite,
+        process: subprocess.Popen,
+        log: Path,
+        scope: Scope,
+        ready: Path | None = None,
+        spare: bool = False,
     ):
         self.suite, self.process, self.log, self.scope = suite, process, log, scope
         self.ready_file = ready
+        self.spare = spare  # a fresh round's process started ahead: it serves one round, no more
+        self.served = 0
         self.began = time.monotonic()
         self.ready_seconds: float | None = None  # from its start until it said it was ready
         self.profiled = False  # it ran the profiled pass: its process times nothing any more
         self.kept = False  # lent by `Kept`: the run that borrowed it does not stop it
 
     @classmethod
-    def start(cls, suite: Suite, context: RoundContext) -> Worker | None:
-        """A worker for ``context.side`` in ``context.worktree``, or None where the suite has none.
-        It starts and returns at once; `wait_ready` waits for it to have warmed up."""
-        command = suite.worker_command(context)
+    def start(cls, suite: Suite, context: RoundContext, spare: bool = False) -> Worker | None:
+        """A worker for ``context.side`` in ``context.worktree`` (with ``spare``: a spare), or None
+        where the suite has none. It starts and returns at once; `wait_ready` waits for it to have
+        warmed up (a spare: to have set up)."""
+        command = suite.spare_command(context) if spare else suite.worker_command(context)
         if command is None:
             return None
         log = context.out_dir / f"{command.name}.log"
@@ -81,7 +96,7 @@ class Worker:
                 stdin=subprocess.PIPE,
                 read_only=context.read_only,
             )
-        return cls(suite, process, log, scope, ready)
+        return cls(suite, process, log, scope, ready, spare)
 
     @property
     def alive(self) -> bool:
@@ -90,7 +105,7 @@ class Worker:
     @property
     def warms(self) -> bool:
         """Whether its start includes the warm-up a first round would be (`Suite.worker_ready`)."""
-        return self.ready_file is not None
+        return self.ready_file is not None and not self.spare
 
     def wait_ready(self, timeout: float) -> str | None:
         """Wait until the worker says it has warmed up (at once where it says nothing): None, or why
@@ -111,6 +126,9 @@ class Worker:
         """One round in this worker, judged as a fresh round is (`rounds.parsed`) from what it wrote."""
         if self.profiled:
             raise RuntimeError("a worker that profiled times no more rounds")
+        if self.spare and self.served:
+            raise RuntimeError("a spare serves one round")
+        self.served += 1
         request, done = self.suite.worker_request(context)
         return self._ask(context, request, done, timeout, parse=True)
 
@@ -158,23 +176,36 @@ class Worker:
     def _failed(self, why: str, began: float) -> RoundResult:
         return RoundResult(False, self._why(why), seconds=time.monotonic() - began)
 
-    def stop(self) -> None:
-        """Ask the worker to finish, then end whatever is left of its session. Its input is closed
-        whether or not it was still alive, so a dead worker's pipe is not left open."""
+    def ask_to_stop(self) -> None:
+        """Tell the worker to finish, without waiting: its input is closed whether or not it was
+        still alive, so a dead worker's pipe is not left open."""
         stdin = self.process.stdin
+        if stdin is None or stdin.closed:
+            return
         try:
-            try:
-                if stdin is not None and self.alive:
-                    stdin.write(b"stop\n")
-                    stdin.flush()
-            finally:
-                if stdin is not None:
-                    with contextlib.suppress(OSError):
-                        stdin.close()
-            self.process.wait(timeout=10)
-        except (OSError, subprocess.TimeoutExpired):
+            if self.alive:
+                stdin.write(b"stop\n")
+                stdin.flush()
+        except OSError:
             pass
+        finally:
+            with contextlib.suppress(OSError):
+                stdin.close()
+
+    def stop(self) -> None:
+        """Ask the worker to finish, then end whatever is left of its session."""
+        self.ask_to_stop()
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.process.wait(timeout=10)
         self.scope.end()
+
+
+def stop_all(workers: list[Worker]) -> None:
+    """Stop ``workers``, all told at once so that they finish side by side."""
+    for worker in workers:
+        worker.ask_to_stop()
+    for worker in workers:
+        worker.stop()
 
 
 @dataclass

@@ -23,6 +23,7 @@ from bot.core.judge import results
 from bot.runner import bench, fingerprint, report, timeline
 from bot.runner.options import MeasureOptions
 from bot.runner.progress import Progress
+from bot.runner.suites import make_suite
 from bot.runner.suites.base import PROFILE_DIR, Command
 from bot.runner.suites.command import METRICS_FILE, CommandBench
 from bot.runner.workers import Kept
@@ -343,3 +344,131 @@ def test_a_timeline_from_a_results_file_is_read_or_left_out_never_a_crash(data):
         assert p.name in timeline.PHASES and p.side in (None, "base", "head")
         assert 0 <= p.seconds < 1e7 and 0 <= p.began < 1e7 and (p.detail is None or len(p.detail) <= 200)
     timeline.markdown(read)
+
+
+@pytest.fixture
+def with_spares(monkeypatch, with_worker, tmp_path):
+    """The worker above also serves as the suite's spare (`Suite.spare_command`); ``SPARE`` set
+    to a command replaces it (one that cannot start, say)."""
+    script = tmp_path / "serve.py"
+
+    def command(self, context):
+        if "SPARE" in with_worker:
+            return Command("spare", ("bash", "-c", with_worker["SPARE"]), {})
+        return Command(
+            "spare", (sys.executable, str(script), str(context.out_dir / "ready.json")), dict(with_worker)
+        )
+
+    monkeypatch.setattr(CommandBench, "spare_command", command)
+    return with_worker
+
+
+def alive_running(text: str) -> list[int]:
+    """The processes whose command line holds ``text``."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            if entry.name.isdigit() and text in (entry / "cmdline").read_bytes().decode(errors="replace"):
+                found.append(int(entry.name))
+        except OSError:
+            continue
+    return found
+
+
+@pytest.mark.parametrize(("rounds", "fresh"), [(1, [0]), (2, [0, 1]), (3, [0, 2]), (5, [0, 4])])
+def test_the_fresh_rounds_are_the_first_and_the_one_that_completes_the_minimum(rounds, fresh):
+    p = type("P", (), {"rounds": rounds})()  # what fresh_rounds reads of a Plan
+    assert bench.fresh_rounds(p) == fresh
+
+
+def test_each_fresh_round_runs_in_a_spare_of_its_own_started_beside_the_workers(
+    bench_repo, tmp_path, with_spares
+):
+    repo, base, head = bench_repo
+    with_spares["START_S"] = "0.5"
+    outcome, data, _ = run(repo, base, head, tmp_path / "results.json", config())
+    assert outcome.status == "complete", data["error"]
+    assert [(p["side"], p["detail"]) for p in phases(data, "round")] == [
+        ("base", "fresh, started ahead"),
+        ("head", "fresh, started ahead"),
+        ("head", "worker"),
+        ("base", "worker"),
+        ("base", "fresh, started ahead"),
+        ("head", "fresh, started ahead"),
+    ]
+    # The results file says what the model needs: a fresh round is a process of its own.
+    assert [r["process"] for r in data["rounds"]] == ["fresh", "fresh", "worker", "worker", "fresh", "fresh"]
+    for side in ("base", "head"):
+        who = served(with_spares, side)
+        assert len(who) == 3 and len(set(who)) == 3, who  # two spares and the worker, one round each
+    started = phases(data, "worker start")
+    assert sorted(p["side"] for p in started) == ["base"] * 3 + ["head"] * 3
+    assert sum("started ahead (no warm-up)" in p["detail"] for p in started) == 4
+    # Every process had started before the first round was timed, and none outlives the run.
+    first = min(p["start"] for p in phases(data, "round"))
+    assert all(first >= p["start"] + p["seconds"] for p in started)
+    assert alive_running(str(tmp_path / "serve.py")) == []
+    verdict, _ = report.judge(outcome.path)
+    assert verdict == "regression"
+
+
+def test_a_spare_that_cannot_start_leaves_its_round_to_a_process_of_its_turn(
+    bench_repo, tmp_path, with_spares
+):
+    repo, base, head = bench_repo
+    with_spares["SPARE"] = "exit 3"
+    outcome, data, progress = run(repo, base, head, tmp_path / "results.json", config())
+    assert outcome.status == "complete", data["error"]
+    assert "a spare of base did not start" in progress and "a spare of head did not start" in progress
+    assert [p["detail"] for p in phases(data, "round")] == [
+        "fresh",
+        "fresh",
+        "worker",
+        "worker",
+        "fresh",
+        "fresh",
+    ]
+    assert sum(p["detail"] == "failed" for p in phases(data, "worker start")) == 4
+
+
+def test_a_spare_that_died_after_starting_is_passed_over(bench_repo, tmp_path, with_spares, monkeypatch):
+    repo, base, head = bench_repo
+    original = bench.start_spares
+
+    def then_kill_one(p, suite, guard, scratch, progress, spares):
+        original(p, suite, guard, scratch, progress, spares)
+        victim = spares["head"][0]
+        victim.wait_ready(30)
+        os.kill(victim.process.pid, signal.SIGKILL)
+        victim.process.wait(timeout=30)
+
+    monkeypatch.setattr(bench, "start_spares", then_kill_one)
+    outcome, data, _ = run(repo, base, head, tmp_path / "results.json", config())
+    assert outcome.status == "complete", data["error"]
+    assert [(p["side"], p["detail"]) for p in phases(data, "round")][:2] == [
+        ("base", "fresh, started ahead"),
+        ("head", "fresh, started ahead"),  # the other spare
+    ]
+    assert [p["detail"] for p in phases(data, "round")][4:] == ["fresh, started ahead", "fresh"]
+    assert all(r["ok"] for r in data["rounds"])
+
+
+def test_a_spare_serves_one_round(bench_repo, tmp_path, with_spares):
+    from bot.runner.suites.base import WORKER_START, RoundContext
+    from bot.runner.workers import Worker
+
+    repo, base, _ = bench_repo
+    suite = make_suite("quick", config())
+    folder = tmp_path / "spare"
+    folder.mkdir()
+    spare = Worker.start(suite, RoundContext(Path(repo), folder, "base", WORKER_START), spare=True)
+    assert spare is not None and spare.spare and not spare.warms
+    try:
+        assert spare.wait_ready(30) is None
+        first = RoundContext(Path(repo), tmp_path / "r1", "base", bench.RoundId("counted", 0))
+        assert spare.serve(first, 30).ok
+        with pytest.raises(RuntimeError, match="a spare serves one round"):
+            spare.serve(RoundContext(Path(repo), tmp_path / "r2", "base", bench.RoundId("counted", 1)), 30)
+    finally:
+        spare.stop()
+    assert not spare.alive

@@ -147,6 +147,41 @@ def test_the_guard_watches_the_engine_and_accepts_its_bytecode(tmp_path):
         guard.check("base")
 
 
+def test_a_fenced_import_path_is_walked_at_the_ends_and_an_unfenced_folder_before_every_round(tmp_path):
+    """Where the rounds' scope makes the import path read-only (`shared_fenced`), a round cannot
+    write it: `check` walks only the folders that could not be made read-only (one that did not
+    exist after the set-up: a user's site-packages a round creates and fills), and the end's
+    `check_shared` walks them all. A set-up's fence leaves the import path writable."""
+    site = tree(tmp_path / "engine" / "site-packages")
+    user = tmp_path / "home" / "site-packages"  # not there yet
+    guard = Guard({"base": tree(tmp_path / "base"), "head": tree(tmp_path / "head")}, [site, user])
+    guard.shared_fenced = True
+    assert site in guard.round_fence("base") and user in guard.round_fence("base")
+    assert site not in guard.fence("base") and tmp_path / "head" in guard.fence("base")
+    guard.seal_shared()
+    assert guard.unfenced == [user]
+    (site / "planted.pth").write_text("")  # what no round could do: only the end's walk sees it
+    guard.check("base")
+    with pytest.raises(TreeChanged, match=r"added planted\.pth"):
+        guard.check_shared()
+    (site / "planted.pth").unlink()
+    guard.seal_shared()
+    user.mkdir(parents=True)
+    (user / "hook.pth").write_text("")
+    with pytest.raises(TreeChanged, match=r"the engine's import path changed.*added "):
+        guard.check("base")
+
+
+def test_an_unfenced_import_path_is_walked_before_every_round(tmp_path):
+    site = tree(tmp_path / "engine" / "site-packages")
+    guard = Guard({"base": tree(tmp_path / "base")}, [site])
+    assert guard.round_fence("base") == guard.fence("base")
+    guard.seal_shared()
+    (site / "planted.pth").write_text("")
+    with pytest.raises(TreeChanged, match=r"added planted\.pth"):
+        guard.check("base")
+
+
 def test_the_engine_s_import_path_is_asked_of_its_interpreter(tmp_path):
     venv = tmp_path / "engine"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)

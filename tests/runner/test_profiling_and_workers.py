@@ -188,11 +188,18 @@ def test_a_worker_warms_up_as_it_starts_serves_the_middle_rounds_and_profiles(be
     phases = data["timeline"]["phases"]
     # Each worker's start built the model and captured once: that was its side's warm-up round.
     started = [p for p in phases if p["phase"] == "worker start"]
-    assert [p["side"] for p in started] == ["base", "head"]
-    assert all({"build", "capture", "run"} <= set(p["inside"]) for p in started)
+    workers = [p for p in started if p["detail"].startswith("started")]
+    assert [p["side"] for p in workers] == ["base", "head"]
+    assert all({"build", "capture", "run"} <= set(p["inside"]) for p in workers)
     assert not [p for p in phases if p["phase"] == "warm-up"]
-    fresh = [p for p in phases if p["phase"] == "round" and p["detail"] == "fresh"]
-    assert all(p["inside"]["start"] > 0 for p in fresh)  # the interpreter's and torch's start
+    # Each fresh round ran in a spare: a process of its own, set up (interpreter, torch) beside the
+    # workers, with no warm-up: its round built the model and captured, as a fresh process does.
+    spares = [p for p in started if p["detail"] == "a fresh round's process, started ahead (no warm-up)"]
+    assert sorted(p["side"] for p in spares) == ["base", "base", "head", "head"]
+    assert all(p["inside"]["start"] > 0 for p in spares)  # the interpreter's and torch's start
+    fresh = [p for p in phases if p["phase"] == "round" and p["detail"] == "fresh, started ahead"]
+    assert len(fresh) == 4
+    assert all(p["inside"]["start"] == 0 and {"build", "capture"} <= set(p["inside"]) for p in fresh)
     # The profiled pass ran in each side's worker, after the rounds, and gave each side a profile.
     profiled = [(p["side"], p["detail"]) for p in phases if p["phase"] == "profile"]
     assert profiled == [("base", "in the worker"), ("head", "in the worker")]
@@ -203,11 +210,12 @@ def test_a_worker_warms_up_as_it_starts_serves_the_middle_rounds_and_profiles(be
 @pytest.mark.slow
 def test_a_worker_that_dies_leaves_its_side_to_fresh_processes(git_builder, tmp_path):
     importorskip("torch")
-    # The allreduce dies in any process of the side's worker (its folder is the worker's), nowhere
-    # else: the worker dies as it warms up, before it is ready.
+    # The allreduce dies in any process of the side's worker (its folder is the worker's; a spare's
+    # is not), nowhere else: the worker dies as it warms up, before it is ready.
     hook = (
         "import os\nimport torch.distributed as dist\n\n\ndef all_reduce(tensor):\n"
-        "    if '/workers/' in os.environ.get('PERFBOT_OUT_DIR', ''):\n        os._exit(3)\n"
+        "    out = os.environ.get('PERFBOT_OUT_DIR', '')\n"
+        "    if '/workers/' in out and '-spare-' not in out:\n        os._exit(3)\n"
         "    dist.all_reduce(tensor)\n    return tensor\n"
     )
     base = git_builder.commit("base", {"hooks.py": hook})

@@ -5,9 +5,11 @@ review reproduced it: during its own (warm-up) round the head rewrote the base's
 it (a changed source file, a forged ``__pycache__`` file whose header matches the source's mtime and
 size, a package that shadows a module) or planted a start-up hook (``.pth``, ``sitecustomize``) in
 the engine's site-packages, and every measured base round ran the poisoned code: a head 20% slower
-was reported as an improvement. Now the other side's worktree is read-only to a round where a mount
-namespace is available, and everywhere each side's tree and the engine's import path are checked
-before every round: a change ends the run with an ``error`` verdict that names the side and the path.
+was reported as an improvement. Now the other side's worktree and the engine's import path are
+read-only to a round where a mount namespace is available, and everywhere each side's tree is checked
+before every round, and the engine's import path before every round where it cannot be made read-only
+(after the set-up and at the end everywhere): a change ends the run with an ``error`` verdict that
+names the side and the path.
 """
 
 from __future__ import annotations
@@ -171,6 +173,15 @@ def test_a_head_that_plants_a_start_up_hook_in_the_engine_never_gets_a_verdict(
     monkeypatch.setenv(STRATEGY_VARIABLE, strategy)
     runner, markers = poisoning_head(git_builder, tmp_path, how, engine(tmp_path))
     steps, upload = runner.run()
+    if strategy == "pid-namespace":
+        # The engine's import path is read-only to the rounds: the hook is never planted, and the
+        # run is honest (its import path is walked after the set-up and at the end, not per round).
+        assert "Read-only file system" in (markers / "denied").read_text()
+        assert steps["bench"].returncode == 0, steps["bench"].stderr
+        assert measured(upload) == {"base": {10}, "head": {12}}
+        assert runner.outputs()["verdict"] == "regression"
+        return
+    # Without a mount namespace the hook is planted; the next round's check of the import path sees it.
     assert (markers / "wrote").read_text() == how
     assert steps["bench"].returncode == 1
     assert "the engine's import path changed" in steps["bench"].stderr

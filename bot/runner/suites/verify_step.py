@@ -91,6 +91,13 @@ class VerifyStepBench(BuiltInSuite, kind="verify-step"):
             return None
         return self.command(context, "--serve", "--ready", str(context.out_dir / READY_FILE))
 
+    def spare_command(self, context: RoundContext) -> Command | None:
+        """With ``worker: true``: the benchmark set up (``--serve``), ready without a warm-up
+        (``--ready FILE --cold``); its one round builds and captures as a fresh process's does."""
+        if not self.config.worker:
+            return None
+        return self.command(context, "--serve", "--ready", str(context.out_dir / READY_FILE), "--cold")
+
     def worker_request(self, context: RoundContext) -> tuple[dict, Path]:
         out = context.out_dir / RESULT_FILE
         return {"out": str(out)}, out

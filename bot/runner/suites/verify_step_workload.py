@@ -58,6 +58,9 @@ standard input, each building the model and capturing its graphs again, until th
 ``{"out": FILE, "profile": TRACE}`` is the profiled pass instead (as ``--profile TRACE``). With
 ``--ready FILE`` the worker first builds the model and captures and runs its graphs once, untimed (the
 warm-up a first round would be), then rank 0 writes FILE (``{"seconds": {...}}``): the worker is ready.
+With ``--cold`` as well it writes FILE once set up, without that warm-up: its first round then runs as
+a fresh process's round does (build, first capture, timing), the process started ahead of it (the
+runner's spare for a fresh round, `bot.runner.workers`).
 
 Each report's ``seconds`` say where the round's time went: ``start`` (interpreter and torch import,
 0 in a worker), ``build`` (the model's weights), ``capture`` (CUDA graph capture, with the eager
@@ -210,6 +213,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--ready",
         metavar="FILE",
         help="with --serve: build and capture once, untimed, then write FILE (the worker is warm)",
+    )
+    parser.add_argument(
+        "--cold",
+        action="store_true",
+        help="with --serve --ready: write FILE once set up, without the warm-up (a fresh round's "
+        "process started ahead of its round)",
     )
     parser.add_argument(
         "--allreduce",
@@ -416,7 +425,12 @@ def run_rank(args: argparse.Namespace) -> None:
     if not args.serve:
         one_round(args, rank, world, device, allreduce, Path(args.out), args.seed, started)
         return
-    if args.ready:
+    if args.ready and args.cold:
+        if device.type == "cuda":
+            torch.cuda.synchronize()  # the device's context made before the process says it is ready
+        if rank == 0:
+            write_atomically(Path(args.ready), json.dumps({"seconds": started}))
+    elif args.ready:
         warm(args, rank, world, device, allreduce, Path(args.ready), started)
     for number, request in enumerate(requests(rank, world)):
         args.profile = request["profile"]
