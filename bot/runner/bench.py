@@ -300,9 +300,9 @@ def run_suite(
     """One suite's set-up, warm-ups and rounds; ``scratch``: this run's folder for their outputs."""
     timeline = timeline if timeline is not None else Timeline()
     results = new_results(p, suite, machine, options, timeline)
-    workers: dict[str, Worker | None] = {}
-    spares: dict[str, list[Worker]] = {side: [] for side in SIDES}
     gpus = bool(machine.get("gpus"))
+    workers: dict[str, Worker | None] = {}
+    spares = Spares(profiles=options.profile if options.profile is not None else suite.profiles(gpus))
     tampered = lost = None
     try:
         stopped = set_up(suite, guard, scratch, p.round_timeout(suite), progress, timeline)
@@ -313,9 +313,8 @@ def run_suite(
             or warm_up(p, suite, guard, scratch, results, options, progress, workers, timeline)
             or measure(p, suite, guard, scratch, results, options, progress, workers, timeline, spares)
         )
-        profiles = options.profile if options.profile is not None else suite.profiles(gpus)
-        if not stopped and any(r.ok for r in results.rounds) and profiles:
-            profile(p, suite, guard, scratch, results, progress, workers, timeline)
+        if not stopped and any(r.ok for r in results.rounds) and spares.profiles:
+            profile(p, suite, guard, scratch, results, progress, workers, timeline, spares)
         guard.check_shared()  # what the last round left in the engine, before this suite's verdict
     except TreeChanged as error:
         tampered = str(error)
@@ -328,7 +327,7 @@ def run_suite(
         raise
     finally:
         trusted = not (tampered or lost)
-        stop_all([spare for side in SIDES for spare in spares[side]])
+        stop_all(spares.all())
         stop_workers(workers, guard, kept, keep if trusted else None)
         if kept is not None and not trusted:
             kept.stop_all()
@@ -497,13 +496,14 @@ def start_workers(
     timeline: Timeline,
     kept: Kept | None = None,
     keep: Path | None = None,
-    spares: dict[str, list[Worker]] | None = None,
+    spares: Spares | None = None,
 ) -> None:
     """Both sides' workers, started at once and waited for until each has warmed up, before any
     round: their start-ups overlap instead of adding up, and no round is timed while a worker is
     still starting. A side whose tree has a worker in ``kept`` gets that one (`Kept.lend`:
     `WorkerLost` where it died or its tree changed). Beside them, into ``spares``, a spare for each
-    of the side's fresh rounds (`fresh_rounds`), set up by the time the rounds begin. Where a
+    of the side's fresh rounds (`fresh_rounds`) and one for its profiled pass where the run
+    profiles, set up by the time the rounds begin. Where a
     round's scope cannot keep one side's processes off the other's tree, no worker lives through
     the other side's rounds (`take_turn`), and each starts when its side first needs it, as before."""
     if not scope.strategy().read_only:
@@ -531,23 +531,22 @@ def start_workers(
     if spares is not None:
         start_spares(p, suite, guard, scratch, progress, spares)
     for side in SIDES:
-        for spare in list(spares[side] if spares is not None else ()):
+        for spare in spares.of(side) if spares is not None else []:
             why = spare.wait_ready(p.round_timeout(suite))
             if why is not None and spares is not None:
-                spare.stop()
-                spares[side].remove(spare)  # its round runs in a process started at its turn
+                spares.drop(side, spare)  # its round or pass runs in a process started at its turn
                 progress.say(f"{suite.name}: a spare of {side} did not start ({why})")
             timeline.add(
                 "worker start",
                 spare.began,
                 side,
-                "failed" if why is not None else "a fresh round's process, started ahead (no warm-up)",
+                "failed" if why is not None else spare_detail(spare),
                 _ready_seconds(spare),
                 ended=spare.began + spare.ready_seconds if spare.ready_seconds is not None else None,
             )
         worker = workers.get(side)
         if worker is None or worker.kept:
-            if spares is not None and spares[side]:
+            if spares is not None and spares.of(side):
                 seal(guard, side, timeline)
             continue
         why = worker.wait_ready(p.round_timeout(suite))
@@ -586,37 +585,74 @@ def fresh_rounds(p: Plan) -> list[int]:
     return sorted({0, max(p.rounds, 1) - 1})
 
 
+@dataclass
+class Spares:
+    """Processes started ahead of their one use (`Worker.start` with ``spare``): per side, one for
+    each fresh round, and, where the run profiles (``profiles``), one for the profiled pass."""
+
+    profiles: bool = False
+    rounds: dict[str, list[Worker]] = field(default_factory=lambda: {side: [] for side in SIDES})
+    profilers: dict[str, Worker] = field(default_factory=dict)
+
+    def of(self, side: str) -> list[Worker]:
+        return [*self.rounds[side], *([self.profilers[side]] if side in self.profilers else [])]
+
+    def all(self) -> list[Worker]:
+        return [spare for side in SIDES for spare in self.of(side)]
+
+    def drop(self, side: str, spare: Worker) -> None:
+        """``spare`` did not start: it is stopped, and what it was for runs in a process of its turn."""
+        spare.stop()
+        if spare in self.rounds[side]:
+            self.rounds[side].remove(spare)
+        if self.profilers.get(side) is spare:
+            del self.profilers[side]
+
+    def for_round(self, side: str) -> Worker | None:
+        """A round spare of ``side`` still alive that has served nothing; None where there is none
+        (the round then runs in a process started now)."""
+        return next((s for s in self.rounds[side] if s.alive and not s.served), None)
+
+    def for_profile(self, side: str) -> Worker | None:
+        """``side``'s profiler spare, alive and unused; else None."""
+        spare = self.profilers.get(side)
+        return spare if spare is not None and spare.alive and not spare.profiled else None
+
+
+def spare_detail(spare: Worker) -> str:
+    if spare.profiler:
+        return "the profiled pass's process, started ahead (its profiler set up, no warm-up)"
+    return "a fresh round's process, started ahead (no warm-up)"
+
+
 def start_spares(
-    p: Plan, suite: Suite, guard: Guard, scratch: Path, progress: Progress, spares: dict[str, list[Worker]]
+    p: Plan, suite: Suite, guard: Guard, scratch: Path, progress: Progress, spares: Spares
 ) -> None:
-    """A spare for each fresh round of each side (`Worker.start` with ``spare``), started at once;
-    none where the suite has none. One that cannot start leaves its round to a process started at
-    its turn."""
+    """A spare for each fresh round of each side, and one for each side's profiled pass where the
+    run profiles, started at once; none where the suite has none. One that cannot start leaves its
+    round or pass to a process started at its turn."""
     for side in SIDES:
-        for number in range(len(fresh_rounds(p))):
-            folder = scratch / "workers" / suite.name / f"{side}-spare-{number + 1}"
+        uses = [False] * len(fresh_rounds(p)) + [True] * spares.profiles
+        for number, profiler in enumerate(uses):
+            name = "profiler" if profiler else f"spare-{number + 1}"
+            folder = scratch / "workers" / suite.name / f"{side}-{name}"
             folder.mkdir(parents=True, exist_ok=True)
             try:
                 spare = Worker.start(
                     suite,
                     RoundContext(guard.trees[side], folder, side, WORKER_START, guard.round_fence(side)),
                     spare=True,
+                    profiler=profiler,
                 )
             except (OSError, scope.ScopeError) as error:
                 progress.say(f"{suite.name}: a spare of {side} could not start ({error})")
                 continue
             if spare is None:
                 return  # the suite has none
-            spares[side].append(spare)
-
-
-def _spare(spares: dict[str, list[Worker]] | None, side: str) -> Worker | None:
-    """A spare of ``side`` still alive that has served nothing; None where there is none (the
-    round then runs in a process started now)."""
-    for spare in list(spares[side] if spares is not None else ()):
-        if spare.alive and not spare.served:
-            return spare
-    return None
+            if profiler:
+                spares.profilers[side] = spare
+            else:
+                spares.rounds[side].append(spare)
 
 
 def _ready_seconds(worker: Worker) -> dict[str, float]:
@@ -650,7 +686,7 @@ def measure(
     progress: Progress,
     workers: dict[str, Worker | None],
     timeline: Timeline | None = None,
-    spares: dict[str, list[Worker]] | None = None,
+    spares: Spares | None = None,
 ) -> str | None:
     timeline = timeline if timeline is not None else Timeline()
     done, pair = 0, 0
@@ -663,7 +699,7 @@ def measure(
             )
             ran = take_turn(guard, workers, side, timeline)
             if fresh:
-                worker = _spare(spares, side)
+                worker = spares.for_round(side) if spares is not None else None
             else:
                 worker = serving(workers, suite, guard, scratch, side, progress)
             counted = context(guard, scratch, suite, side, RoundId("counted", done))
@@ -789,23 +825,29 @@ def profile(
     progress: Progress,
     workers: dict[str, Worker | None] | None = None,
     timeline: Timeline | None = None,
+    spares: Spares | None = None,
 ) -> None:
     """One un-timed profiled pass per side, after every timed round: its kernels explain the
     verdict and never enter it. A pass that fails leaves that side without a profile, saying why.
-    Where the side's worker is alive and can profile, the pass runs in it (no process start of its
-    own); that worker times nothing afterwards."""
+    It runs in the side's profiler spare where one is alive (its profiler set up while nothing was
+    timed), else in the side's worker where it is alive and can profile (no process start of its
+    own; that worker times nothing afterwards)."""
     timeline = timeline if timeline is not None else Timeline()
     for side in SIDES:
-        worker = (workers or {}).get(side)
+        worker = spares.for_profile(side) if spares is not None else None
+        if worker is None:
+            worker = (workers or {}).get(side)
         if worker is not None and not (worker.alive and not worker.profiled):
             worker = None
-        where = "in the worker" if worker is not None else "in fresh processes"
+        ahead = worker is not None and worker.spare
+        where = "in a process started ahead" if ahead else "in the worker" if worker else "in fresh processes"
         progress.say(f"{suite.name}: profiled pass of {side} ({sha_of(p, side)[:10]}), not timed, {where}")
         began = time.monotonic()
         ran = take_turn(guard, workers if workers is not None else {}, side, timeline)
         pass_context = context(guard, scratch, suite, side, PROFILED_PASS)
         outcome = profiling.profile_side(suite, pass_context, p.round_timeout(suite), sha_of(p, side), worker)
-        timeline.add("profile", ran, side, outcome.where, suite.round_seconds(pass_context))
+        done = "in a process started ahead" if ahead and outcome.where == "in the worker" else outcome.where
+        timeline.add("profile", ran, side, done, suite.round_seconds(pass_context))
         seal(guard, side, timeline)
         progress.round_finished(began, outcome.profile is not None, outcome.error, counted=False)
         if outcome.profile is not None:

@@ -22,7 +22,8 @@ A spare (`Worker.start` with ``spare``) is a process for one fresh round, starte
 workers before any round (`Suite.spare_command`): set up as a fresh round's process is, with no
 warm-up, it serves that one round and nothing else, so the round is still a process of its own (a
 new context, communicator, allocator and capture), and its interpreter and libraries start while
-no round is timed instead of inside the round's turn.
+no round is timed instead of inside the round's turn. A profiler spare (``profiler``) serves the
+side's profiled pass instead, its profiler set up as it started (seconds on a GPU), and times nothing.
 
 `Kept` holds workers beyond one run: a bisection keeps GOOD's for every run against GOOD. A kept
 worker is lent to a run only while GOOD's tree is exactly as it was when the worker last served
@@ -67,6 +68,7 @@ class Worker:
         self.suite, self.process, self.log, self.scope = suite, process, log, scope
         self.ready_file = ready
         self.spare = spare  # a fresh round's process started ahead: it serves one round, no more
+        self.profiler = False  # a spare for the profiled pass (its profiler set up as it started)
         self.served = 0
         self.began = time.monotonic()
         self.ready_seconds: float | None = None  # from its start until it said it was ready
@@ -74,11 +76,13 @@ class Worker:
         self.kept = False  # lent by `Kept`: the run that borrowed it does not stop it
 
     @classmethod
-    def start(cls, suite: Suite, context: RoundContext, spare: bool = False) -> Worker | None:
-        """A worker for ``context.side`` in ``context.worktree`` (with ``spare``: a spare), or None
-        where the suite has none. It starts and returns at once; `wait_ready` waits for it to have
-        warmed up (a spare: to have set up)."""
-        command = suite.spare_command(context) if spare else suite.worker_command(context)
+    def start(
+        cls, suite: Suite, context: RoundContext, spare: bool = False, profiler: bool = False
+    ) -> Worker | None:
+        """A worker for ``context.side`` in ``context.worktree`` (with ``spare``: a spare; with
+        ``profiler`` too, one for the profiled pass), or None where the suite has none. It starts and
+        returns at once; `wait_ready` waits for it to have warmed up (a spare: to have set up)."""
+        command = suite.spare_command(context, profiler) if spare else suite.worker_command(context)
         if command is None:
             return None
         log = context.out_dir / f"{command.name}.log"
@@ -96,7 +100,9 @@ class Worker:
                 stdin=subprocess.PIPE,
                 read_only=context.read_only,
             )
-        return cls(suite, process, log, scope, ready, spare)
+        worker = cls(suite, process, log, scope, ready, spare)
+        worker.profiler = profiler
+        return worker
 
     @property
     def alive(self) -> bool:

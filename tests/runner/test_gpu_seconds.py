@@ -352,7 +352,7 @@ def with_spares(monkeypatch, with_worker, tmp_path):
     to a command replaces it (one that cannot start, say)."""
     script = tmp_path / "serve.py"
 
-    def command(self, context):
+    def command(self, context, profiler=False):
         if "SPARE" in with_worker:
             return Command("spare", ("bash", "-c", with_worker["SPARE"]), {})
         return Command(
@@ -437,7 +437,7 @@ def test_a_spare_that_died_after_starting_is_passed_over(bench_repo, tmp_path, w
 
     def then_kill_one(p, suite, guard, scratch, progress, spares):
         original(p, suite, guard, scratch, progress, spares)
-        victim = spares["head"][0]
+        victim = spares.rounds["head"][0]
         victim.wait_ready(30)
         os.kill(victim.process.pid, signal.SIGKILL)
         victim.process.wait(timeout=30)
@@ -472,3 +472,39 @@ def test_a_spare_serves_one_round(bench_repo, tmp_path, with_spares):
     finally:
         spare.stop()
     assert not spare.alive
+
+
+def test_the_profiled_pass_runs_in_a_process_started_ahead_and_the_worker_stays_unprofiled(
+    bench_repo, tmp_path, with_spares
+):
+    repo, base, head = bench_repo
+    outcome, data, progress = run(repo, base, head, tmp_path / "results.json", config(profile=True))
+    loaded = results.load(outcome.path.read_bytes())
+    assert outcome.status == "complete" and loaded.profile_errors is None
+    assert loaded.base.profile is not None and loaded.head.profile is not None
+    assert [(p["side"], p["detail"]) for p in phases(data, "profile")] == [
+        ("base", "in a process started ahead"),
+        ("head", "in a process started ahead"),
+    ]
+    assert "profiled pass of base (" in progress and "in a process started ahead" in progress
+    started = [p["detail"] for p in phases(data, "worker start")]
+    assert started.count("the profiled pass's process, started ahead (its profiler set up, no warm-up)") == 2
+    for side in ("base", "head"):
+        who = served(with_spares, side)
+        assert len(who) == 4 and len(set(who)) == 4, who  # two round spares, the worker, the profiler
+
+
+def test_a_kept_worker_is_kept_after_a_profiled_run_that_profiled_in_a_spare(
+    bench_repo, tmp_path, with_spares, good_tree
+):
+    repo, base, head = bench_repo
+    tree, root = good_tree
+    kept = Kept(root)
+    try:
+        first, data, _ = run(
+            repo, base, head, tmp_path / "1.json", config(profile=True), base_tree=tree, kept=kept, keep=tree
+        )
+        assert first.status == "complete", data["error"]
+        assert set(kept.held) == {tree} and not kept.held[tree].worker.profiled
+    finally:
+        kept.stop_all()

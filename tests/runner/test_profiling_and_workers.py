@@ -159,7 +159,7 @@ def verify_step(**options) -> BenchConfig:
 
 
 @pytest.mark.slow
-def test_a_worker_warms_up_as_it_starts_serves_the_middle_rounds_and_profiles(bench_repo, tmp_path):
+def test_a_worker_warms_up_as_it_starts_and_serves_the_middle_rounds_spares_the_rest(bench_repo, tmp_path):
     importorskip("torch")
     repo, base, head = bench_repo
     outcome, _ = run(
@@ -200,9 +200,12 @@ def test_a_worker_warms_up_as_it_starts_serves_the_middle_rounds_and_profiles(be
     fresh = [p for p in phases if p["phase"] == "round" and p["detail"] == "fresh, started ahead"]
     assert len(fresh) == 4
     assert all(p["inside"]["start"] == 0 and {"build", "capture"} <= set(p["inside"]) for p in fresh)
-    # The profiled pass ran in each side's worker, after the rounds, and gave each side a profile.
+    # The profiled pass ran in each side's profiler spare (its profiler set up as it started, beside
+    # the workers), after the rounds, and gave each side a profile.
     profiled = [(p["side"], p["detail"]) for p in phases if p["phase"] == "profile"]
-    assert profiled == [("base", "in the worker"), ("head", "in the worker")]
+    assert profiled == [("base", "in a process started ahead"), ("head", "in a process started ahead")]
+    profilers = [p for p in started if p["detail"].startswith("the profiled pass's process")]
+    assert sorted(p["side"] for p in profilers) == ["base", "head"]
     loaded = results.load(outcome.path.read_bytes())
     assert loaded.base.profile is not None and loaded.head.profile is not None
 

@@ -223,11 +223,12 @@ class Suite(ABC):
         """The process that serves this side's rounds, or None: every round a fresh process."""
         return None
 
-    def spare_command(self, context: RoundContext) -> Command | None:
+    def spare_command(self, context: RoundContext, profiler: bool = False) -> Command | None:
         """A process for one fresh round, started ahead of it: set up (interpreter, libraries,
         device) as a fresh round's process is when its round begins, then serving one request as
         a worker does, with no warm-up (its `worker_ready` file written once set up); None where the
-        suite has none (its fresh rounds then pay their start-up)."""
+        suite has none (its fresh rounds then pay their start-up). With ``profiler``: one for the
+        profiled pass instead, its profiler's one-time set-up done before it says it is ready."""
         return None
 
     def worker_request(self, context: RoundContext) -> tuple[dict, Path]:

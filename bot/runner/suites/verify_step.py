@@ -91,12 +91,14 @@ class VerifyStepBench(BuiltInSuite, kind="verify-step"):
             return None
         return self.command(context, "--serve", "--ready", str(context.out_dir / READY_FILE))
 
-    def spare_command(self, context: RoundContext) -> Command | None:
+    def spare_command(self, context: RoundContext, profiler: bool = False) -> Command | None:
         """With ``worker: true``: the benchmark set up (``--serve``), ready without a warm-up
-        (``--ready FILE --cold``); its one round builds and captures as a fresh process's does."""
+        (``--ready FILE --cold``); its one round builds and captures as a fresh process's does.
+        With ``profiler``: its profiler set up too (``--warm-profiler``), for the profiled pass."""
         if not self.config.worker:
             return None
-        return self.command(context, "--serve", "--ready", str(context.out_dir / READY_FILE), "--cold")
+        ready = ("--serve", "--ready", str(context.out_dir / READY_FILE), "--cold")
+        return self.command(context, *ready, *(("--warm-profiler",) if profiler else ()))
 
     def worker_request(self, context: RoundContext) -> tuple[dict, Path]:
         out = context.out_dir / RESULT_FILE

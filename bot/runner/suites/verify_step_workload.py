@@ -60,7 +60,9 @@ standard input, each building the model and capturing its graphs again, until th
 warm-up a first round would be), then rank 0 writes FILE (``{"seconds": {...}}``): the worker is ready.
 With ``--cold`` as well it writes FILE once set up, without that warm-up: its first round then runs as
 a fresh process's round does (build, first capture, timing), the process started ahead of it (the
-runner's spare for a fresh round, `bot.runner.workers`).
+runner's spare for a fresh round, `bot.runner.workers`); ``--warm-profiler`` also runs an empty
+profiler session first, so that the profiler's one-time set-up (its Python tracer, CUPTI on a GPU:
+seconds) is paid while nothing is measured (the runner's spare for a profiled pass, which times no round).
 
 Each report's ``seconds`` say where the round's time went: ``start`` (interpreter and torch import,
 0 in a worker), ``build`` (the model's weights), ``capture`` (CUDA graph capture, with the eager
@@ -219,6 +221,12 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="with --serve --ready: write FILE once set up, without the warm-up (a fresh round's "
         "process started ahead of its round)",
+    )
+    parser.add_argument(
+        "--warm-profiler",
+        action="store_true",
+        help="with --cold: set the profiler up once (an empty session) before writing FILE; for a "
+        "process that profiles and times nothing",
     )
     parser.add_argument(
         "--allreduce",
@@ -426,6 +434,8 @@ def run_rank(args: argparse.Namespace) -> None:
         one_round(args, rank, world, device, allreduce, Path(args.out), args.seed, started)
         return
     if args.ready and args.cold:
+        if args.warm_profiler:
+            warm_profiler(torch, device)
         if device.type == "cuda":
             torch.cuda.synchronize()  # the device's context made before the process says it is ready
         if rank == 0:
@@ -436,6 +446,18 @@ def run_rank(args: argparse.Namespace) -> None:
         args.profile = request["profile"]
         out = Path(request["out"])
         one_round(args, rank, world, device, allreduce, out, args.seed + 1000 * number, {"start": 0.0})
+
+
+def warm_profiler(torch, device) -> None:
+    """One empty session of PyTorch's profiler, with the activities and Python stacks a profiled pass
+    records: its one-time set-up done (what the first session in a process pays)."""
+    from torch.profiler import ProfilerActivity, profile
+
+    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device.type == "cuda" else [])
+    with profile(activities=activities, with_stack=True):
+        torch.ones(8, device=device).sum()
+    if device.type == "cuda":
+        torch.cuda.synchronize()
 
 
 def warm(
