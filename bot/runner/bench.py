@@ -27,7 +27,7 @@ import os
 import shutil
 import tempfile
 import time
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -211,11 +211,10 @@ def run(
     )
     outcomes = []
     # The fingerprint asks the engine's interpreter for its packages (it imports torch: seconds),
-    # so it is taken beside the checkouts and the integrity manifests, which need no interpreter
-    # of the engine's but the import-path probe.
+    # so it is taken beside the checkouts, the integrity manifests and the start of the first
+    # suite's processes (`Fingerprint`).
     with ThreadPoolExecutor(1) as aside, Worktrees(p.repo) as scratch:
-        began = time.monotonic()
-        taken = aside.submit(_fingerprint, p.suites[0].python, stacks)
+        machine = Fingerprint(aside.submit(_fingerprint, p.suites[0].python, stacks), p.suites)
         with timeline.phase("worktrees"):
             trees = {
                 "base": base_tree or scratch.add("base", p.base_sha),
@@ -223,9 +222,6 @@ def run(
             }
         with timeline.phase("integrity", detail="the import path and each tree's manifest"):
             guard = new_guard(p, trees, scratch.root)
-        machine, done = taken.result()
-        timeline.add("fingerprint", began, ended=done)
-        check_torch(p.suites, machine)
         progress.say(
             f"each side's worktree is checked before every round; the engine's import path "
             f"({len(guard.shared)} folders) is read-only to the rounds and checked after the set-up "
@@ -247,6 +243,36 @@ def run(
 def _fingerprint(python: str | None, stacks: dict[str, dict] | None) -> tuple[dict, float]:
     """The machine's fingerprint, and when it was done (`time.monotonic`)."""
     return fingerprint.machine(python, stacks), time.monotonic()
+
+
+class Fingerprint:
+    """The machine's fingerprint, taken aside (``taken``) while the run goes on: waited for only
+    where it is needed (`get`: a suite's results file; the first time, every suite's interpreter
+    is checked for torch, `check_torch`), and recorded once in each suite's timeline."""
+
+    def __init__(self, taken: Future[tuple[dict, float]], suites: list[Suite]):
+        self.taken, self.suites = taken, suites
+        self.began = time.monotonic()
+        self._machine: dict | None = None
+        self._done = 0.0
+        self._gpus: bool | None = None
+
+    def get(self, timeline: Timeline | None = None) -> dict:
+        if self._machine is None:
+            machine, self._done = self.taken.result()
+            check_torch(self.suites, machine)
+            self._machine = machine
+        if timeline is not None and not any(p.name == "fingerprint" for p in timeline.phases):
+            timeline.add("fingerprint", self.began, ended=self._done)
+        return self._machine
+
+    def gpus(self) -> bool:
+        """Whether the machine has a GPU, without waiting for the rest of the fingerprint."""
+        if self._machine is not None or self.taken.done():
+            return bool(self.get().get("gpus"))
+        if self._gpus is None:
+            self._gpus = bool(fingerprint.nvidia_gpus())
+        return self._gpus
 
 
 def new_guard(p: Plan, trees: dict[str, Path], scratch: Path) -> Guard:
@@ -290,24 +316,31 @@ def run_suite(
     suite: Suite,
     guard: Guard,
     scratch: Path,
-    machine: dict,
+    machine: Fingerprint,
     options: BenchOptions,
     progress: Progress,
     timeline: Timeline | None = None,
     kept: Kept | None = None,
     keep: Path | None = None,
 ) -> SuiteOutcome:
-    """One suite's set-up, warm-ups and rounds; ``scratch``: this run's folder for their outputs."""
+    """One suite's set-up, warm-ups and rounds; ``scratch``: this run's folder for their outputs.
+    Its processes start before the machine's fingerprint is waited for (the results file records
+    it), and no round begins before both are done."""
     timeline = timeline if timeline is not None else Timeline()
-    results = new_results(p, suite, machine, options, timeline)
-    gpus = bool(machine.get("gpus"))
     workers: dict[str, Worker | None] = {}
-    spares = Spares(profiles=options.profile if options.profile is not None else suite.profiles(gpus))
+    spares = Spares(
+        profiles=options.profile if options.profile is not None else suite.profiles(machine.gpus())
+    )
+    results: ResultsFile | None = None
     tampered = lost = None
     try:
         stopped = set_up(suite, guard, scratch, p.round_timeout(suite), progress, timeline)
-        if not stopped:
-            start_workers(p, suite, guard, scratch, progress, workers, timeline, kept, keep, spares)
+        launched = not stopped and launch_workers(
+            p, suite, guard, scratch, progress, workers, timeline, kept, keep, spares
+        )
+        results = new_results(p, suite, machine.get(timeline), options, timeline)
+        if launched:
+            wait_for_workers(p, suite, guard, progress, workers, timeline, spares)
         stopped = (
             stopped
             or warm_up(p, suite, guard, scratch, results, options, progress, workers, timeline)
@@ -323,7 +356,8 @@ def run_suite(
         lost = str(error)
         progress.say(f"{suite.name}: {lost}")
     except KeyboardInterrupt:
-        finish(results, "stopped", "interrupted before the rounds were done")
+        if results is not None:
+            finish(results, "stopped", "interrupted before the rounds were done")
         raise
     finally:
         trusted = not (tampered or lost)
@@ -331,6 +365,8 @@ def run_suite(
         stop_workers(workers, guard, kept, keep if trusted else None)
         if kept is not None and not trusted:
             kept.stop_all()
+    if results is None:  # the set-up or a kept worker ended the suite before the file was begun
+        results = new_results(p, suite, machine.get(timeline), options, timeline)
     began = time.monotonic()
     if tampered or lost:
         why = tampered or lost or ""
@@ -486,7 +522,7 @@ def warm_up(
     return None
 
 
-def start_workers(
+def launch_workers(
     p: Plan,
     suite: Suite,
     guard: Guard,
@@ -497,22 +533,22 @@ def start_workers(
     kept: Kept | None = None,
     keep: Path | None = None,
     spares: Spares | None = None,
-) -> None:
-    """Both sides' workers, started at once and waited for until each has warmed up, before any
-    round: their start-ups overlap instead of adding up, and no round is timed while a worker is
-    still starting. A side whose tree has a worker in ``kept`` gets that one (`Kept.lend`:
-    `WorkerLost` where it died or its tree changed). Beside them, into ``spares``, a spare for each
-    of the side's fresh rounds (`fresh_rounds`) and one for its profiled pass where the run
-    profiles, set up by the time the rounds begin. Where a
-    round's scope cannot keep one side's processes off the other's tree, no worker lives through
-    the other side's rounds (`take_turn`), and each starts when its side first needs it, as before."""
+) -> bool:
+    """Both sides' workers started at once, before any round (`wait_for_workers` waits until each
+    has warmed up): their start-ups overlap instead of adding up, and no round is timed while a
+    worker is still starting. A side whose tree has a worker in ``kept`` gets that one
+    (`Kept.lend`: `WorkerLost` where it died or its tree changed). Beside them, into ``spares``, a
+    spare for each of the side's fresh rounds (`fresh_rounds`) and one for its profiled pass where
+    the run profiles. Whether anything was started. Where a round's scope cannot keep one side's
+    processes off the other's tree, no worker lives through the other side's rounds (`take_turn`),
+    and each starts when its side first needs it, as before."""
     if not scope.strategy().read_only:
-        return
+        return False
     if all(
         suite.worker_command(RoundContext(tree, scratch, side, WORKER_START)) is None
         for side, tree in guard.trees.items()
     ):
-        return  # no worker: every round a fresh process
+        return False  # no worker: every round a fresh process
     for side in SIDES:  # both checked first, so that the second worker does not wait on a check
         take_turn(guard, workers, side, timeline)
     began = time.monotonic()
@@ -530,6 +566,20 @@ def start_workers(
         serving(workers, suite, guard, folder or scratch, side, progress)
     if spares is not None:
         start_spares(p, suite, guard, scratch, progress, spares)
+    return True
+
+
+def wait_for_workers(
+    p: Plan,
+    suite: Suite,
+    guard: Guard,
+    progress: Progress,
+    workers: dict[str, Worker | None],
+    timeline: Timeline,
+    spares: Spares | None = None,
+) -> None:
+    """Wait until every process `launch_workers` started is ready (a worker warmed up, a spare set
+    up); one that is not is stopped, and what it was for runs in processes started at its turn."""
     for side in SIDES:
         for spare in spares.of(side) if spares is not None else []:
             why = spare.wait_ready(p.round_timeout(suite))

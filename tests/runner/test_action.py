@@ -321,7 +321,8 @@ def test_an_engine_interpreter_without_torch_is_refused_at_once_in_one_line(targ
         f"answer perfbot's probe), and suite 'verify-step' runs torch: name the engine's interpreter "
         f"with --python (the action's engine-python) or bench.python"
     ]
-    assert "round" not in steps["bench"].stderr  # refused before any set-up or round
+    # Refused before any set-up, warm-up or round began.
+    assert not re.search(r"set-up in|warm-up \d|round \d|worker of", steps["bench"].stderr), steps["bench"].stderr
 
 
 def test_a_python_without_torch_is_named_with_why(target, tmp_path):

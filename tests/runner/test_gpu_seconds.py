@@ -10,6 +10,7 @@ import json
 import os
 import signal
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -508,3 +509,25 @@ def test_a_kept_worker_is_kept_after_a_profiled_run_that_profiled_in_a_spare(
         assert set(kept.held) == {tree} and not kept.held[tree].worker.profiled
     finally:
         kept.stop_all()
+
+
+def test_the_processes_start_while_the_fingerprint_is_taken(bench_repo, tmp_path, with_worker, monkeypatch):
+    """The fingerprint's probe imports torch (seconds on a GPU machine): the run waits for it only
+    where the results file needs it, after the processes have been started; no round is timed
+    before both are done."""
+    original = bench._fingerprint
+
+    def slow(python, stacks):
+        time.sleep(1.5)
+        return original(python, stacks)
+
+    monkeypatch.setattr(bench, "_fingerprint", slow)
+    repo, base, head = bench_repo
+    outcome, data, _ = run(repo, base, head, tmp_path / "results.json", config())
+    assert outcome.status == "complete", data["error"]
+    (taken,) = phases(data, "fingerprint")
+    assert taken["seconds"] >= 1.5
+    started = phases(data, "worker start")
+    assert len(started) == 2 and all(p["start"] < taken["start"] + taken["seconds"] for p in started)
+    first = min(p["start"] for p in phases(data, "round"))
+    assert first >= taken["start"] + taken["seconds"]
