@@ -12,8 +12,7 @@ from pathlib import Path
 from bot.adapters.git_repo import GitRepo
 from bot.core.config.schema import RepoConfig
 from bot.core.config.source import ConfigSource
-from bot.runner import bench, bisect_artifact, scope
-from bot.runner import report as results_report
+from bot.runner import bench, scope
 from bot.runner.progress import Progress
 from bot.runner.suites import BUILT_IN
 from bot.runner.suites.base import SuiteError
@@ -174,6 +173,10 @@ def write_digests(fd: int, digests: dict[str, str]) -> None:
 
 
 def run_report(args: argparse.Namespace) -> int:
+    # Judging imports SciPy (about a second): only `bench report` needs it, not `bench run`'s start.
+    from bot.runner import bisect_artifact
+    from bot.runner import report as results_report
+
     folder = Path(args.folder)
     if not folder.is_dir():
         raise UsageError(f"{folder}: not a folder of results files")

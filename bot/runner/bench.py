@@ -22,6 +22,7 @@ ends the run: every round it measured is discarded, and the results file says wh
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import shutil
@@ -30,6 +31,7 @@ import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from pydantic import ValidationError
 
@@ -38,7 +40,7 @@ from bot.core.config.schema import BenchConfig
 from bot.core.judge.results import SIDES, Revision, problem
 from bot.core.render import rounds as rounds_summary
 
-from . import adaptive, fingerprint, integrity, profiling, scope
+from . import fingerprint, integrity, profiling, scope
 from .integrity import Guard, TreeChanged
 from .options import MeasureOptions
 from .progress import Progress
@@ -51,6 +53,13 @@ from .timeline import Timeline
 from .timeline import markdown as timeline_markdown
 from .workers import Kept, Worker, WorkerLost, stop_all
 from .worktrees import Worktrees
+
+if TYPE_CHECKING:
+    from . import adaptive
+
+# The adaptive rule judges with SciPy (about a second to import): imported aside while the run's
+# processes start (`run`), where `measure` needs it only once the rounds begin.
+_ADAPTIVE = "bot.runner.adaptive"
 
 
 class BenchError(ValueError):
@@ -213,8 +222,9 @@ def run(
     # The fingerprint asks the engine's interpreter for its packages (it imports torch: seconds),
     # so it is taken beside the checkouts, the integrity manifests and the start of the first
     # suite's processes (`Fingerprint`).
-    with ThreadPoolExecutor(1) as aside, Worktrees(p.repo) as scratch:
+    with ThreadPoolExecutor(2) as aside, Worktrees(p.repo) as scratch:
         machine = Fingerprint(aside.submit(_fingerprint, p.suites[0].python, stacks), p.suites)
+        aside.submit(importlib.import_module, _ADAPTIVE)
         with timeline.phase("worktrees"):
             trees = {
                 "base": base_tree or scratch.add("base", p.base_sha),
@@ -348,6 +358,8 @@ def run_suite(
         )
         if not stopped and any(r.ok for r in results.rounds) and spares.profiles:
             profile(p, suite, guard, scratch, results, progress, workers, timeline, spares)
+        for spare in spares.all():  # each has served its one use: they end while the engine is walked
+            spare.ask_to_stop()
         guard.check_shared()  # what the last round left in the engine, before this suite's verdict
     except TreeChanged as error:
         tampered = str(error)
@@ -361,8 +373,7 @@ def run_suite(
         raise
     finally:
         trusted = not (tampered or lost)
-        stop_all(spares.all())
-        stop_workers(workers, guard, kept, keep if trusted else None)
+        stop_workers(workers, guard, kept, keep if trusted else None, spares.all())
         if kept is not None and not trusted:
             kept.stop_all()
     if results is None:  # the set-up or a kept worker ended the suite before the file was begun
@@ -738,6 +749,8 @@ def measure(
     timeline: Timeline | None = None,
     spares: Spares | None = None,
 ) -> str | None:
+    from . import adaptive  # imported aside by `run` while the processes started
+
     timeline = timeline if timeline is not None else Timeline()
     done, pair = 0, 0
     while adaptive.should_continue(samples(results), done, p.rounds, p.max_rounds):
@@ -818,9 +831,12 @@ def stop_workers(
     guard: Guard | None = None,
     kept: Kept | None = None,
     keep: Path | None = None,
+    spares: list[Worker] | None = None,
 ) -> None:
-    """Stop the run's workers, but for the one of the side whose tree is ``keep``, which goes
-    (alive, warm, never profiled) into ``kept`` for the caller's next run."""
+    """Stop the run's workers and ``spares``, all told at once (`stop_all`), but for the worker of
+    the side whose tree is ``keep``, which goes (alive, warm, never profiled) into ``kept`` for the
+    caller's next run."""
+    ending = list(spares or [])
     for side, worker in list(workers.items()):
         workers[side] = None
         if worker is None:
@@ -831,7 +847,8 @@ def stop_workers(
         elif kept is not None and tree is not None and worker.kept:
             kept.release(tree)
         else:
-            worker.stop()
+            ending.append(worker)
+    stop_all(ending)
 
 
 def serving(
@@ -911,6 +928,8 @@ def profile(
 def samples(results: ResultsFile) -> dict[str, adaptive.MetricSamples]:
     """Each measured metric's round values per side (with their standard errors where recorded),
     its direction and whether it decides the verdict, for the adaptive rule."""
+    from . import adaptive
+
     measured = results.snapshot()
     base, head = SIDES
     return {

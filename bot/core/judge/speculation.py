@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
-from scipy import stats as scipy_stats
+from scipy.special import stdtrit  # Student's t quantile; scipy.stats costs the runner's start a second
 
 from bot.core.config import suite_kinds
 from bot.core.config.suite_kinds.base import MetricRole, Part
@@ -188,7 +188,7 @@ def _interval(speedups: Sequence[float], confidence: float) -> Interval | None:
     logs = [math.log(x) for x in speedups]
     mean = math.fsum(logs) / n
     sd = math.sqrt(math.fsum((x - mean) ** 2 for x in logs) / (n - 1))
-    reach = float(scipy_stats.t.ppf(0.5 + confidence / 2, n - 1)) * sd / math.sqrt(n)
+    reach = float(stdtrit(n - 1, 0.5 + confidence / 2)) * sd / math.sqrt(n)
     low, high = mean - reach, mean + reach
     if not (math.isfinite(low) and math.isfinite(high)) or max(abs(low), abs(high)) > 700:
         return None
