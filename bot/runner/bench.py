@@ -1,12 +1,14 @@
 """`perfbot bench run` orchestration: worktrees, set-up, warm-ups, ABBA rounds, fingerprints, results.
 
 The flow for each suite: take the machine's fingerprint (beside checking out base and head as
-worktrees), run the suite's set-up in each, start both sides' workers at once where the suite has
-them (`workers`; a worker that warms up as it starts, building and capturing what a round does, is
-its side's first warm-up), run the warm-up rounds (not counted), then counted rounds in ABBA pairs
-until `adaptive.should_continue` says stop, each round a fresh process or a worker's under a
-timeout, and last, where the suite profiles (`Suite.profiles`), one un-timed profiled pass per side
-(`profiling`), in the side's worker where it can. The results file is rewritten after every round,
+worktrees, and beside the first suite's processes starting: `Fingerprint`), run the suite's set-up
+in each, start both sides' workers at once where the suite has them (`workers`; a worker that warms
+up as it starts, building and capturing what a round does, is its side's first warm-up) and beside
+them the spares (`Spares`: a process for each fresh round and for each profiled pass, set up ahead
+of its one use), run the warm-up rounds (not counted), then counted rounds in ABBA pairs until
+`adaptive.should_continue` says stop, each round a fresh process (a spare where there is one) or a
+worker's under a timeout, and last, where the suite profiles (`Suite.profiles`), one un-timed
+profiled pass per side (`profiling`), in the side's profiler spare or worker where it can. The results file is rewritten after every round,
 so an interrupted run still leaves what it measured, and records where the seconds went
 (`timeline`).
 
@@ -15,8 +17,10 @@ run against GOOD); such a worker serves a run only while its tree is as it last 
 died ends the run that needed it (`WorkerLost`), which then measures nothing.
 
 No side's processes may change what the other side runs (`integrity`): each gets the other's
-worktree read-only where its scope can, and before each of a side's set-ups, rounds and passes its
-tree and the engine's import path are checked against what they held after its last one. A change
+worktree, and every round, worker and pass the engine's import path, read-only where its scope can;
+before each of a side's set-ups, rounds and passes its tree is checked against what it held after
+its last one, and the engine's import path after the set-ups, at the end and, where the scope
+cannot make it read-only, before every round too. A change
 ends the run: every round it measured is discarded, and the results file says why (``failed``).
 """
 
