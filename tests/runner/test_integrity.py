@@ -312,3 +312,57 @@ def test_unprivileged_in_a_user_namespace_the_folder_stays_read_only():
         assert (folder / "f").read_text() == "base\n"
     finally:
         shutil.rmtree(work, ignore_errors=True)
+
+
+def test_a_summary_names_the_first_change_and_counts_the_rest():
+    assert integrity.summary(["added a"]) == "added a"
+    assert integrity.summary(["added a", "changed b"]) == "added a (and 1 more)"
+    assert integrity.summary(["added a", "changed b", "changed c"]) == "added a (and 2 more)"
+
+
+def test_changes_list_what_came_and_went_first_then_files_then_folders():
+    folder, file = (0o40755, 0, 1, 1, 1), (0o100644, 1, 1, 1, 2)
+    before = {"": folder, "a": file, "gone": file, "sub": folder}
+    after = {
+        "": (0o40755, 0, 2, 2, 1),
+        "a": (0o100644, 2, 2, 2, 2),
+        "zz": file,
+        "sub": (0o40755, 0, 2, 2, 1),
+    }
+    assert changes(before, after) == ["removed gone", "added zz", "changed a", "changed .", "changed sub"]
+
+
+def test_only_python_s_own_bytecode_writes_pass_in_the_engine():
+    cache, pyc = (0o40755, 0, 1, 1, 7), (0o100644, 1, 1, 1, 8)
+    before = {"pkg": (0o40755, 0, 1, 1, 5), "pkg/__pycache__": cache}
+    # A new .pyc in an existing cache: the cache folder's times change, nothing else.
+    later = {**before, "pkg/__pycache__": (0o40755, 0, 2, 2, 7), "pkg/__pycache__/m.pyc": pyc}
+    assert changes(before, later, python_writes=True) == []
+    # The cache folder replaced by another (a new inode): not what Python does on import.
+    replaced = {**later, "pkg/__pycache__": (0o40755, 0, 2, 2, 99)}
+    assert changes(before, replaced, python_writes=True) == ["changed pkg/__pycache__"]
+    # A folder that did not get a new cache but changed: a change even to an importing interpreter.
+    touched = {**before, "pkg": (0o40755, 0, 2, 2, 5)}
+    assert changes(before, touched, python_writes=True) == ["changed pkg"]
+
+
+def test_a_side_s_own_change_is_not_blamed_on_the_other_side(tmp_path):
+    guard = Guard({"base": tree(tmp_path / "base"), "head": tree(tmp_path / "head")})
+    guard.seal("base")
+    (tmp_path / "base" / "work.py").write_text("SPEED = 20\n")
+    with pytest.raises(TreeChanged, match=r"^the base worktree changed between its rounds: changed work\.py"):
+        guard.check("base")
+
+
+@pytest.mark.parametrize(
+    ("text", "nanoseconds"),
+    [(b"12.5", 12_500_000_000), (b"12", 12_000_000_000), (b"1.0000000019", 1_000_000_001)],
+)
+def test_find_s_times_are_read_to_the_nanosecond(text, nanoseconds):
+    assert integrity._ns(text) == nanoseconds
+
+
+@pytest.mark.parametrize("text", [b"1x.5", b"1.5x", b"-1.5", b""])
+def test_a_time_find_did_not_write_is_refused(text):
+    with pytest.raises(ValueError):
+        integrity._ns(text)
