@@ -71,6 +71,7 @@ class Worker:
         self.profiler = False  # a spare for the profiled pass (its profiler set up as it started)
         self.served = 0
         self.began = time.monotonic()
+        self._began_wall = time.time()  # the ready file's mtime is on this clock
         self.ready_seconds: float | None = None  # from its start until it said it was ready
         self.profiled = False  # it ran the profiled pass: its process times nothing any more
         self.kept = False  # lent by `Kept`: the run that borrowed it does not stop it
@@ -126,6 +127,10 @@ class Worker:
                 return self._why(f"the worker was not ready after {timeout:g}s and was killed")
             time.sleep(_POLL)
         self.ready_seconds = time.monotonic() - self.began
+        with contextlib.suppress(OSError):
+            # When it said so, not when this wait (which waits for the others in turn) looked.
+            said = self.ready_file.stat().st_mtime - self._began_wall
+            self.ready_seconds = min(self.ready_seconds, max(said, 0.0))
         return None
 
     def serve(self, context: RoundContext, timeout: float) -> RoundResult:

@@ -356,9 +356,9 @@ def with_spares(monkeypatch, with_worker, tmp_path):
     def command(self, context, profiler=False):
         if "SPARE" in with_worker:
             return Command("spare", ("bash", "-c", with_worker["SPARE"]), {})
-        return Command(
-            "spare", (sys.executable, str(script), str(context.out_dir / "ready.json")), dict(with_worker)
-        )
+        env = dict(with_worker)
+        env["START_S"] = env.pop("SPARE_START_S", env.get("START_S", "0"))
+        return Command("spare", (sys.executable, str(script), str(context.out_dir / "ready.json")), env)
 
     monkeypatch.setattr(CommandBench, "spare_command", command)
     return with_worker
@@ -531,3 +531,20 @@ def test_the_processes_start_while_the_fingerprint_is_taken(bench_repo, tmp_path
     assert len(started) == 2 and all(p["start"] < taken["start"] + taken["seconds"] for p in started)
     first = min(p["start"] for p in phases(data, "round"))
     assert first >= taken["start"] + taken["seconds"]
+
+
+def test_a_spare_s_start_is_when_it_said_it_was_ready_not_when_it_was_looked_at(
+    bench_repo, tmp_path, with_spares
+):
+    """The processes are waited for one after another: a spare ready long before the worker waited
+    for ahead of it is recorded with its own start, not the wait's."""
+    repo, base, head = bench_repo
+    with_spares["START_S"], with_spares["SPARE_START_S"] = "3", "0"
+    outcome, data, _ = run(repo, base, head, tmp_path / "results.json", config())
+    assert outcome.status == "complete", data["error"]
+    started = phases(data, "worker start")
+    workers = [p for p in started if p["detail"].startswith("started")]
+    spares = [p for p in started if p["detail"].startswith("a fresh round's process")]
+    assert len(workers) == 2 and len(spares) == 4
+    assert all(p["seconds"] >= 3 for p in workers)
+    assert all(p["seconds"] < 2 for p in spares), [p["seconds"] for p in spares]
