@@ -8,9 +8,9 @@ them the spares (`Spares`: a process for each fresh round and for each profiled 
 of its one use), run the warm-up rounds (not counted), then counted rounds in ABBA pairs until
 `adaptive.should_continue` says stop, each round a fresh process (a spare where there is one) or a
 worker's under a timeout, and last, where the suite profiles (`Suite.profiles`), one un-timed
-profiled pass per side (`profiling`), in the side's profiler spare or worker where it can. The results file is rewritten after every round,
-so an interrupted run still leaves what it measured, and records where the seconds went
-(`timeline`).
+profiled pass per side (`profiling`), in the side's profiler spare or worker where it can. The
+results file is rewritten after every round, so an interrupted run still leaves what it measured,
+and records where the seconds went (`timeline`).
 
 A caller can keep a side's worker beyond the run (`workers.Kept`: a bisection keeps GOOD's for every
 run against GOOD); such a worker serves a run only while its tree is as it last served, and one that

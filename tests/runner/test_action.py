@@ -322,7 +322,9 @@ def test_an_engine_interpreter_without_torch_is_refused_at_once_in_one_line(targ
         f"with --python (the action's engine-python) or bench.python"
     ]
     # Refused before any set-up, warm-up or round began.
-    assert not re.search(r"set-up in|warm-up \d|round \d|worker of", steps["bench"].stderr), steps["bench"].stderr
+    assert not re.search(r"set-up in|warm-up \d|round \d|worker of", steps["bench"].stderr), steps[
+        "bench"
+    ].stderr
 
 
 def test_a_python_without_torch_is_named_with_why(target, tmp_path):
