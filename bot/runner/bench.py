@@ -226,8 +226,9 @@ def run(
     # The fingerprint asks the engine's interpreter for its packages (it imports torch: seconds),
     # so it is taken beside the checkouts, the integrity manifests and the start of the first
     # suite's processes (`Fingerprint`).
-    with ThreadPoolExecutor(2) as aside, Worktrees(p.repo) as scratch:
-        machine = Fingerprint(aside.submit(_fingerprint, p.suites[0].python, stacks), p.suites)
+    with ThreadPoolExecutor(3) as aside, Worktrees(p.repo) as scratch:
+        gpus = aside.submit(fingerprint.nvidia_gpus)  # first: whether to start profiler spares
+        machine = Fingerprint(aside.submit(_fingerprint, p.suites[0].python, stacks, gpus), gpus, p.suites)
         aside.submit(importlib.import_module, _ADAPTIVE)
         with timeline.phase("worktrees"):
             trees = {
@@ -254,9 +255,12 @@ def run(
     return outcomes
 
 
-def _fingerprint(python: str | None, stacks: dict[str, dict] | None) -> tuple[dict, float]:
-    """The machine's fingerprint, and when it was done (`time.monotonic`)."""
-    return fingerprint.machine(python, stacks), time.monotonic()
+def _fingerprint(
+    python: str | None, stacks: dict[str, dict] | None, gpus: Future[list[dict]]
+) -> tuple[dict, float]:
+    """The machine's fingerprint (its GPUs as ``gpus`` found them), and when it was done
+    (`time.monotonic`)."""
+    return fingerprint.machine(python, stacks, gpus.result()), time.monotonic()
 
 
 class Fingerprint:
@@ -264,12 +268,11 @@ class Fingerprint:
     where it is needed (`get`: a suite's results file; the first time, every suite's interpreter
     is checked for torch, `check_torch`), and recorded once in each suite's timeline."""
 
-    def __init__(self, taken: Future[tuple[dict, float]], suites: list[Suite]):
-        self.taken, self.suites = taken, suites
+    def __init__(self, taken: Future[tuple[dict, float]], gpus: Future[list[dict]], suites: list[Suite]):
+        self.taken, self._gpus, self.suites = taken, gpus, suites
         self.began = time.monotonic()
         self._machine: dict | None = None
         self._done = 0.0
-        self._gpus: bool | None = None
 
     def get(self, timeline: Timeline | None = None) -> dict:
         if self._machine is None:
@@ -281,12 +284,9 @@ class Fingerprint:
         return self._machine
 
     def gpus(self) -> bool:
-        """Whether the machine has a GPU, without waiting for the rest of the fingerprint."""
-        if self._machine is not None or self.taken.done():
-            return bool(self.get().get("gpus"))
-        if self._gpus is None:
-            self._gpus = bool(fingerprint.nvidia_gpus())
-        return self._gpus
+        """Whether the machine has a GPU, without waiting for the rest of the fingerprint (the
+        fingerprint records the same answer)."""
+        return bool(self._gpus.result())
 
 
 def new_guard(p: Plan, trees: dict[str, Path], scratch: Path) -> Guard:

@@ -245,13 +245,15 @@ print(json.dumps(out))
 """
 
 
-def machine(python: str | None = None, stacks: dict[str, dict] | None = None) -> dict:
+def machine(
+    python: str | None = None, stacks: dict[str, dict] | None = None, gpus: list[dict] | None = None
+) -> dict:
     """What describes the machine and software stack, with absent fields for missing tools.
     ``stacks``: what interpreters answered earlier in this process (`python_stack`, by path), which a
     caller making many runs with one engine (a bisection) keeps, so that it is asked once: the probe
-    imports torch, seconds of every run."""
+    imports torch, seconds of every run. ``gpus``: `nvidia_gpus` where the caller asked already."""
     data: dict = {"taken_at": now(), "host": host(), "cpu": cpu(), "env": env_vars()}
-    gpus = nvidia_gpus()
+    gpus = nvidia_gpus() if gpus is None else gpus
     if gpus:
         data["gpus"] = gpus
         data["driver"] = gpus[0].get("driver_version")

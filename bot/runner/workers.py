@@ -64,11 +64,12 @@ class Worker:
         scope: Scope,
         ready: Path | None = None,
         spare: bool = False,
+        profiler: bool = False,
     ):
         self.suite, self.process, self.log, self.scope = suite, process, log, scope
         self.ready_file = ready
         self.spare = spare  # a fresh round's process started ahead: it serves one round, no more
-        self.profiler = False  # a spare for the profiled pass (its profiler set up as it started)
+        self.profiler = profiler  # a spare for the profiled pass (its profiler set up as it started)
         self.served = 0
         self.began = time.monotonic()
         self._began_wall = time.time()  # the ready file's mtime is on this clock
@@ -101,9 +102,7 @@ class Worker:
                 stdin=subprocess.PIPE,
                 read_only=context.read_only,
             )
-        worker = cls(suite, process, log, scope, ready, spare)
-        worker.profiler = profiler
-        return worker
+        return cls(suite, process, log, scope, ready, spare, profiler)
 
     @property
     def alive(self) -> bool:

@@ -202,17 +202,20 @@ def test_a_second_warm_up_still_runs_as_a_round_in_the_worker(bench_repo, tmp_pa
     assert len(data["warmups"]) == 4 and all(w["ok"] for w in data["warmups"])
 
 
-def test_the_profiled_pass_runs_in_the_worker_after_the_timed_rounds(bench_repo, tmp_path, with_worker):
+def profiled_run(bench_repo, tmp_path, where: str) -> dict:
+    """A profiled run that gave each side a profile, each pass run ``where``; its results file."""
     repo, base, head = bench_repo
     outcome, data, progress = run(repo, base, head, tmp_path / "results.json", config(profile=True))
     loaded = results.load(outcome.path.read_bytes())
     assert outcome.status == "complete" and loaded.profile_errors is None
     assert loaded.base.profile is not None and loaded.head.profile is not None
-    assert [(p["side"], p["detail"]) for p in phases(data, "profile")] == [
-        ("base", "in the worker"),
-        ("head", "in the worker"),
-    ]
-    assert "profiled pass of base (" in progress and "in the worker" in progress
+    assert [(p["side"], p["detail"]) for p in phases(data, "profile")] == [("base", where), ("head", where)]
+    assert "profiled pass of base (" in progress and where in progress
+    return data
+
+
+def test_the_profiled_pass_runs_in_the_worker_after_the_timed_rounds(bench_repo, tmp_path, with_worker):
+    data = profiled_run(bench_repo, tmp_path, "in the worker")
     last_round = max(p["start"] + p["seconds"] for p in phases(data, "round"))
     assert all(p["start"] >= last_round for p in phases(data, "profile"))
 
@@ -478,16 +481,7 @@ def test_a_spare_serves_one_round(bench_repo, tmp_path, with_spares):
 def test_the_profiled_pass_runs_in_a_process_started_ahead_and_the_worker_stays_unprofiled(
     bench_repo, tmp_path, with_spares
 ):
-    repo, base, head = bench_repo
-    outcome, data, progress = run(repo, base, head, tmp_path / "results.json", config(profile=True))
-    loaded = results.load(outcome.path.read_bytes())
-    assert outcome.status == "complete" and loaded.profile_errors is None
-    assert loaded.base.profile is not None and loaded.head.profile is not None
-    assert [(p["side"], p["detail"]) for p in phases(data, "profile")] == [
-        ("base", "in a process started ahead"),
-        ("head", "in a process started ahead"),
-    ]
-    assert "profiled pass of base (" in progress and "in a process started ahead" in progress
+    data = profiled_run(bench_repo, tmp_path, "in a process started ahead")
     started = [p["detail"] for p in phases(data, "worker start")]
     assert started.count("the profiled pass's process, started ahead (its profiler set up, no warm-up)") == 2
     for side in ("base", "head"):
@@ -517,14 +511,19 @@ def test_the_processes_start_while_the_fingerprint_is_taken(bench_repo, tmp_path
     before both are done."""
     original = bench._fingerprint
 
-    def slow(python, stacks):
+    def slow(*asked):
         time.sleep(1.5)
-        return original(python, stacks)
+        return original(*asked)
 
+    asked = []
     monkeypatch.setattr(bench, "_fingerprint", slow)
+    monkeypatch.setattr(fingerprint, "nvidia_gpus", lambda: asked.append(1) or [])
     repo, base, head = bench_repo
     outcome, data, _ = run(repo, base, head, tmp_path / "results.json", config())
     assert outcome.status == "complete", data["error"]
+    # The GPUs are asked once for the start (the fingerprint records that answer) and once for the
+    # clocks after the rounds: whether to profile is not a second query while the fingerprint runs.
+    assert len(asked) == 2
     (taken,) = phases(data, "fingerprint")
     assert taken["seconds"] >= 1.5
     started = phases(data, "worker start")
