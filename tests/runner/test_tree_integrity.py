@@ -138,6 +138,14 @@ def measured(upload: dict) -> dict[str, set[float]]:
     return found
 
 
+def denied_and_honest(runner: Runner, markers: Path, steps: dict, upload: dict) -> None:
+    """The attack's write was refused, and the run measured each side's own code: the regression."""
+    assert "Read-only file system" in (markers / "denied").read_text()
+    assert steps["bench"].returncode == 0, steps["bench"].stderr
+    assert measured(upload) == {"base": {10}, "head": {12}}
+    assert runner.outputs()["verdict"] == "regression"
+
+
 @pytest.mark.parametrize("how", sorted(IN_TREE))
 @pytest.mark.parametrize("strategy", SCOPES)
 def test_a_head_that_rewrites_the_base_worktree_never_gets_a_verdict(
@@ -148,10 +156,7 @@ def test_a_head_that_rewrites_the_base_worktree_never_gets_a_verdict(
     steps, upload = runner.run()
     if strategy == "pid-namespace":
         # The base's worktree is read-only to the head's processes: the attack fails, the run is honest.
-        assert "Read-only file system" in (markers / "denied").read_text()
-        assert steps["bench"].returncode == 0, steps["bench"].stderr
-        assert measured(upload) == {"base": {10}, "head": {12}}
-        assert runner.outputs()["verdict"] == "regression"
+        denied_and_honest(runner, markers, steps, upload)
         return
     # Without a mount namespace the write succeeds; the base's next round finds its tree changed.
     assert (markers / "wrote").read_text() == how
@@ -176,10 +181,7 @@ def test_a_head_that_plants_a_start_up_hook_in_the_engine_never_gets_a_verdict(
     if strategy == "pid-namespace":
         # The engine's import path is read-only to the rounds: the hook is never planted, and the
         # run is honest (its import path is walked after the set-up and at the end, not per round).
-        assert "Read-only file system" in (markers / "denied").read_text()
-        assert steps["bench"].returncode == 0, steps["bench"].stderr
-        assert measured(upload) == {"base": {10}, "head": {12}}
-        assert runner.outputs()["verdict"] == "regression"
+        denied_and_honest(runner, markers, steps, upload)
         return
     # Without a mount namespace the hook is planted; the next round's check of the import path sees it.
     assert (markers / "wrote").read_text() == how
