@@ -200,7 +200,9 @@ def test_a_suite_s_own_timeout_applies_unless_the_command_line_gives_one(bench_r
 def test_a_run_the_results_file_cannot_record_is_refused_before_any_round(bench_repo, tmp_path, monkeypatch):
     repo, base, head = bench_repo
     monkeypatch.setattr(
-        fingerprint, "machine", lambda python, stacks=None, gpus=None: {"env": {f"NCCL_{i}": "1" for i in range(6000)}}
+        fingerprint,
+        "machine",
+        lambda python, stacks=None, gpus=None: {"env": {f"NCCL_{i}": "1" for i in range(6000)}},
     )
     with pytest.raises(
         bench.BenchError,
