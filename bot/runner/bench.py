@@ -32,10 +32,11 @@ import os
 import shutil
 import tempfile
 import time
+from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from pydantic import ValidationError
 
@@ -64,6 +65,7 @@ if TYPE_CHECKING:
 # The adaptive rule judges with SciPy (about a second to import): imported aside while the run's
 # processes start (`run`), where `measure` needs it only once the rounds begin.
 _ADAPTIVE = "bot.runner.adaptive"
+T = TypeVar("T")
 
 
 class BenchError(ValueError):
@@ -346,6 +348,8 @@ def run_suite(
         profiles=options.profile if options.profile is not None else suite.profiles(machine.gpus())
     )
     results: ResultsFile | None = None
+    reads: ProfileReads | None = None
+    clocks: Future[dict] | None = None
     tampered = lost = None
     try:
         stopped = set_up(suite, guard, scratch, p.round_timeout(suite), progress, timeline)
@@ -361,10 +365,16 @@ def run_suite(
             or measure(p, suite, guard, scratch, results, options, progress, workers, timeline, spares)
         )
         if not stopped and any(r.ok for r in results.rounds) and spares.profiles:
-            profile(p, suite, guard, scratch, results, progress, workers, timeline, spares)
-        for spare in spares.all():  # each has served its one use: they end while the engine is walked
-            spare.ask_to_stop()
-        guard.check_shared()  # what the last round left in the engine, before this suite's verdict
+            reads = profile(p, suite, guard, scratch, results, progress, workers, timeline, spares)
+        # Every process this run has done with ends while the engine is walked and the profiles are
+        # read: the spares (each served its one use) and the workers but the one the caller keeps.
+        # The GPUs' clocks after the rounds are asked meanwhile (nvidia-smi takes a while).
+        clocks = aside(fingerprint.clocks)
+        for process in [*spares.all(), *leaving(workers, guard, kept, keep)]:
+            process.ask_to_stop()
+        guard.check_shared()
+        if reads is not None:
+            reads.collect()  # what the last round left in the engine, before this suite's verdict
     except TreeChanged as error:
         tampered = str(error)
         progress.say(f"{suite.name}: {tampered}")
@@ -376,6 +386,8 @@ def run_suite(
             finish(results, "stopped", "interrupted before the rounds were done")
         raise
     finally:
+        if reads is not None:
+            reads.close()
         trusted = not (tampered or lost)
         stop_workers(workers, guard, kept, keep if trusted else None, spares.all())
         if kept is not None and not trusted:
@@ -386,16 +398,15 @@ def run_suite(
     if tampered or lost:
         why = tampered or lost or ""
         results.discard(why)
-        finish(results, "failed", why)
+        finish(results, "failed", why, clocks)
     elif stopped:
-        finish(results, "stopped", stopped)
+        finish(results, "stopped", stopped, clocks)
     elif not any(r.ok for r in results.rounds):
         last = results.rounds[-1].error if results.rounds else None
-        finish(
-            results, "failed", "no round was measured successfully" + (f"; the last: {last}" if last else "")
-        )
+        why = "no round was measured successfully" + (f"; the last: {last}" if last else "")
+        finish(results, "failed", why, clocks)
     else:
-        finish(results, "complete")
+        finish(results, "complete", after=clocks)
     timeline.add("report", began, detail="the results file finished and the step summary written")
     results.write()  # with the report's phase
     append_summary(options.summary_path, results)
@@ -451,8 +462,21 @@ def new_results(
     return results
 
 
-def finish(results: ResultsFile, status: str, error: str | None = None) -> None:
-    results.finish(status, error, after=fingerprint.clocks())
+def finish(
+    results: ResultsFile, status: str, error: str | None = None, after: Future[dict] | None = None
+) -> None:
+    """Finish ``results`` with the GPUs' clocks after the rounds: ``after``, where they were asked
+    already (`aside`), else asked now."""
+    results.finish(status, error, after=after.result() if after is not None else fingerprint.clocks())
+
+
+def aside(call: Callable[[], T]) -> Future[T]:
+    """``call`` on a thread of its own, its answer waited for where it is needed."""
+    pool = ThreadPoolExecutor(1, thread_name_prefix="perfbot-aside")
+    try:
+        return pool.submit(call)
+    finally:
+        pool.shutdown(wait=False)
 
 
 def set_up(
@@ -855,6 +879,18 @@ def stop_workers(
     stop_all(ending)
 
 
+def leaving(
+    workers: dict[str, Worker | None], guard: Guard, kept: Kept | None, keep: Path | None
+) -> list[Worker]:
+    """The workers that `stop_workers` will stop: all but the one of the side whose tree is ``keep``
+    (which goes into ``kept`` where it is still fit to serve)."""
+    return [
+        worker
+        for side, worker in workers.items()
+        if worker is not None and not (kept is not None and guard.trees[side] == keep)
+    ]
+
+
 def serving(
     workers: dict[str, Worker | None],
     suite: Suite,
@@ -897,13 +933,15 @@ def profile(
     workers: dict[str, Worker | None] | None = None,
     timeline: Timeline | None = None,
     spares: Spares | None = None,
-) -> None:
+) -> ProfileReads:
     """One un-timed profiled pass per side, after every timed round: its kernels explain the
     verdict and never enter it. A pass that fails leaves that side without a profile, saying why.
     It runs in the side's profiler spare where one is alive (its profiler set up while nothing was
     timed), else in the side's worker where it is alive and can profile (no process start of its
-    own; that worker times nothing afterwards)."""
+    own; that worker times nothing afterwards). Each pass's trace is read on a thread of its own
+    while the next pass runs (and the run's end goes on): `ProfileReads.collect` records them."""
     timeline = timeline if timeline is not None else Timeline()
+    reads = ProfileReads(results, progress, timeline)
     for side in SIDES:
         worker = spares.for_profile(side) if spares is not None else None
         if worker is None:
@@ -913,20 +951,69 @@ def profile(
         ahead = worker is not None and worker.spare
         where = "in a process started ahead" if ahead else "in the worker" if worker else "in fresh processes"
         progress.say(f"{suite.name}: profiled pass of {side} ({sha_of(p, side)[:10]}), not timed, {where}")
-        began = time.monotonic()
         ran = take_turn(guard, workers if workers is not None else {}, side, timeline)
         pass_context = context(guard, scratch, suite, side, PROFILED_PASS)
-        outcome = profiling.profile_side(suite, pass_context, p.round_timeout(suite), sha_of(p, side), worker)
-        done = "in a process started ahead" if ahead and outcome.where == "in the worker" else outcome.where
-        timeline.add("profile", ran, side, done, suite.round_seconds(pass_context))
+        served = profiling.serve_pass(suite, pass_context, p.round_timeout(suite), worker)
         seal(guard, side, timeline)
-        progress.round_finished(began, outcome.profile is not None, outcome.error, counted=False)
-        if outcome.profile is not None:
-            results.set_profile(side, outcome.profile)
+        reads.start(side, ran, ahead, suite, pass_context, served, sha_of(p, side))
+    return reads
+
+
+class ProfileReads:
+    """The profiled passes' traces being read, one thread each (`profile`): `collect` waits for
+    them and records each side's profile (or why it has none), its phase and its progress line."""
+
+    def __init__(self, results: ResultsFile, progress: Progress, timeline: Timeline):
+        self.results, self.progress, self.timeline = results, progress, timeline
+        self._pool = ThreadPoolExecutor(len(SIDES), thread_name_prefix="perfbot-trace")
+        self._pending: list[tuple[str, float, bool, Suite, RoundContext, Future]] = []
+
+    def start(
+        self,
+        side: str,
+        ran: float,
+        ahead: bool,
+        suite: Suite,
+        pass_context: RoundContext,
+        served: profiling.ServedPass | profiling.ProfileOutcome,
+        commit: str,
+    ) -> None:
+        if isinstance(served, profiling.ProfileOutcome):  # it failed: nothing to read
+            read: Future = Future()
+            read.set_result((served, time.monotonic()))
         else:
-            results.profile_failed(side, outcome.error or "no profile")
-        if outcome.step_map is not None and side == "base":
-            results.set_step_map(outcome.step_map)  # the map of the code a change is made to
+            read = self._pool.submit(_read_pass, suite, pass_context, served, commit)
+        self._pending.append((side, ran, ahead, suite, pass_context, read))
+
+    def collect(self) -> None:
+        try:
+            for side, ran, ahead, suite, pass_context, read in self._pending:
+                outcome, ended = read.result()
+                done = (
+                    "in a process started ahead"
+                    if ahead and outcome.where == "in the worker"
+                    else outcome.where
+                )
+                self.timeline.add("profile", ran, side, done, suite.round_seconds(pass_context), ended=ended)
+                self.progress.round_finished(ran, outcome.profile is not None, outcome.error, counted=False)
+                if outcome.profile is not None:
+                    self.results.set_profile(side, outcome.profile)
+                else:
+                    self.results.profile_failed(side, outcome.error or "no profile")
+                if outcome.step_map is not None and side == "base":
+                    self.results.set_step_map(outcome.step_map)  # the map of the code a change is made to
+        finally:
+            self.close()
+
+    def close(self) -> None:
+        self._pending.clear()
+        self._pool.shutdown(wait=False, cancel_futures=True)
+
+
+def _read_pass(
+    suite: Suite, pass_context: RoundContext, served: profiling.ServedPass, commit: str
+) -> tuple[profiling.ProfileOutcome, float]:
+    return profiling.read_pass(suite, pass_context, served, commit), time.monotonic()
 
 
 def samples(results: ResultsFile) -> dict[str, adaptive.MetricSamples]:

@@ -43,6 +43,25 @@ def profile_side(
     """One side's profiled pass (``context``: of `PROFILED_PASS`): its profile, or why there is none,
     and the per-step map of ``commit`` where the pass recorded the repository's frames. In
     ``worker`` where given and its suite's worker can profile, else in fresh processes."""
+    served = serve_pass(suite, context, timeout, worker)
+    return served if isinstance(served, ProfileOutcome) else read_pass(suite, context, served, commit)
+
+
+@dataclass
+class ServedPass:
+    """A profiled pass that ran (`serve_pass`), its trace not read yet (`read_pass`)."""
+
+    outputs: list[Output]
+    where: str
+    began: float
+
+
+def serve_pass(
+    suite: Suite, context: RoundContext, timeout: float, worker: Worker | None = None
+) -> ServedPass | ProfileOutcome:
+    """Run one side's profiled pass: what it left to read, or (a `ProfileOutcome` without a profile)
+    why it failed. Reading its trace is left to `read_pass`, which may run beside the next pass:
+    it takes the CPU only, while a pass is the GPU's."""
     began = time.monotonic()
     where = "fresh process"
     try:
@@ -53,15 +72,27 @@ def profile_side(
             raise RoundFailed(served.error or "the worker's profiled pass failed")
         else:
             where, outputs = "in the worker", [Output(suite.name, 0, "", "")]
-        traced: Traced = suite.parse_traced(context, outputs)
     except RoundFailed as failure:
         return ProfileOutcome(None, str(failure), time.monotonic() - began, where=where)
     except OSError as error:
         return ProfileOutcome(None, could_not_start(error), time.monotonic() - began, where=where)
+    return ServedPass(outputs, where, began)
+
+
+def read_pass(suite: Suite, context: RoundContext, served: ServedPass, commit: str = "") -> ProfileOutcome:
+    """The profile (and per-step map of ``commit``) of the pass `serve_pass` ran, or why it has none."""
+    try:
+        traced: Traced = suite.parse_traced(context, served.outputs)
+    except RoundFailed as failure:
+        return ProfileOutcome(None, str(failure), time.monotonic() - served.began, where=served.where)
+    except OSError as error:
+        return ProfileOutcome(
+            None, could_not_start(error), time.monotonic() - served.began, where=served.where
+        )
     mapped = traced.step_map(commit, suite.name)
     if mapped is not None:
         mapped = with_recorded_lines(mapped, context)
-    return ProfileOutcome(traced.profile, None, time.monotonic() - began, mapped, where)
+    return ProfileOutcome(traced.profile, None, time.monotonic() - served.began, mapped, served.where)
 
 
 def with_recorded_lines(mapped: StepMap, context: RoundContext) -> StepMap:

@@ -10,6 +10,7 @@ import json
 import os
 import signal
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -21,13 +22,14 @@ from bot.adapters.git_repo import GitRepo
 from bot.core.config.schema import BenchConfig
 from bot.core.config.suite_kinds.command import CommandSuite
 from bot.core.judge import results
-from bot.runner import bench, fingerprint, report, timeline
+from bot.runner import bench, fingerprint, profiling, report, timeline
+from bot.runner.integrity import Guard
 from bot.runner.options import MeasureOptions
 from bot.runner.progress import Progress
 from bot.runner.suites import make_suite
 from bot.runner.suites.base import PROFILE_DIR, Command
 from bot.runner.suites.command import METRICS_FILE, CommandBench
-from bot.runner.workers import Kept
+from bot.runner.workers import Kept, Worker
 from bot.runner.worktrees import Worktrees
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -220,6 +222,30 @@ def test_the_profiled_pass_runs_in_the_worker_after_the_timed_rounds(bench_repo,
     assert all(p["start"] >= last_round for p in phases(data, "profile"))
 
 
+def test_a_side_s_trace_is_read_while_the_next_pass_runs(bench_repo, tmp_path, with_worker, monkeypatch):
+    """Reading a trace takes the CPU only: base's is read beside head's pass, not before it (the
+    read waits here for head's pass to begin; read first, it would have waited in vain)."""
+    head_began, seen = threading.Event(), {}
+    serve, read = profiling.serve_pass, profiling.read_pass
+
+    def serving(suite, context, *args):
+        if context.side == "head":
+            head_began.set()
+        return serve(suite, context, *args)
+
+    def reading(suite, context, served, commit=""):
+        if context.side == "base":
+            seen["head's pass began first"] = head_began.wait(10)
+        return read(suite, context, served, commit)
+
+    monkeypatch.setattr(profiling, "serve_pass", serving)
+    monkeypatch.setattr(profiling, "read_pass", reading)
+    data = profiled_run(bench_repo, tmp_path, "in the worker")
+    assert seen == {"head's pass began first": True}
+    base, head = phases(data, "profile")
+    assert base["start"] + base["seconds"] > head["start"]  # base's phase lasts until its trace is read
+
+
 @pytest.fixture
 def good_tree(bench_repo):
     repo, base, _ = bench_repo
@@ -251,6 +277,62 @@ def test_good_s_worker_is_kept_warm_across_runs_against_good(bench_repo, tmp_pat
     assert [w["side"] for w in data2["warmups"]] == ["head"]  # GOOD's warmed up in the first run
     good = served(with_worker, "good")
     assert len(good) == 2 and len(set(good)) == 1  # one GOOD worker served both runs' middle rounds
+
+
+def test_the_workers_end_while_the_engine_is_walked_but_the_kept_one(
+    bench_repo, tmp_path, with_worker, good_tree, monkeypatch
+):
+    """At the end, each worker the run has done with is told to stop before the engine's import path
+    is walked, so that its exit overlaps the walk; GOOD's, kept for the next run, is not told."""
+    events: list[tuple[str, Worker | None]] = []
+    ask, walk = Worker.ask_to_stop, Guard.check_shared
+    monkeypatch.setattr(Worker, "ask_to_stop", lambda self: events.append(("stop", self)) or ask(self))
+    monkeypatch.setattr(
+        Guard, "check_shared", lambda self, *a: events.append(("walk", None)) or walk(self, *a)
+    )
+    repo, base, head = bench_repo
+    tree, root = good_tree
+    kept = Kept(root)
+    try:
+        outcome, data, _ = run(
+            repo, base, head, tmp_path / "1.json", config(), base_tree=tree, kept=kept, keep=tree
+        )
+        assert outcome.status == "complete", data["error"]
+        good = kept.held[tree].worker
+        last_walk = max(i for i, (what, _) in enumerate(events) if what == "walk")
+        told = [worker for what, worker in events[:last_walk] if what == "stop"]
+        assert len(told) == 1 and told[0] is not good  # head's
+        assert good.alive and all(worker is not good for _, worker in events)
+    finally:
+        kept.stop_all()
+
+
+def test_the_clocks_after_the_rounds_are_asked_while_the_engine_is_walked(
+    bench_repo, tmp_path, with_worker, monkeypatch
+):
+    """nvidia-smi takes a while on a GPU machine: the clocks after the rounds are asked beside the
+    end's walk of the engine (which waits here for that; asked after it, they never came)."""
+    asked, seen = threading.Event(), {}
+    walk = Guard.check_shared
+
+    def gpus():
+        if seen:  # the query after the rounds (the first decides the fingerprint)
+            asked.set()
+        seen.setdefault("start", True)
+        return []
+
+    def walking(self, *roots):
+        if not roots:  # the end's walk, after the rounds
+            seen["clocks asked during the walk"] = asked.wait(10)
+        return walk(self, *roots)
+
+    monkeypatch.setattr(fingerprint, "nvidia_gpus", gpus)
+    monkeypatch.setattr(Guard, "check_shared", walking)
+    repo, base, head = bench_repo
+    outcome, data, _ = run(repo, base, head, tmp_path / "results.json", config())
+    assert outcome.status == "complete", data["error"]
+    assert seen == {"start": True, "clocks asked during the walk": True}
+    assert "taken_at" in data["base"]["fingerprint"]["after"]
 
 
 def test_a_kept_worker_that_died_between_runs_fails_the_next_run_loudly(

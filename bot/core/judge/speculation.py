@@ -13,8 +13,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
-from scipy.special import stdtrit  # Student's t quantile; scipy.stats costs the runner's start a second
-
 from bot.core.config import suite_kinds
 from bot.core.config.suite_kinds.base import MetricRole, Part
 from bot.core.judge.quantities import number, percent
@@ -188,6 +186,10 @@ def _interval(speedups: Sequence[float], confidence: float) -> Interval | None:
     logs = [math.log(x) for x in speedups]
     mean = math.fsum(logs) / n
     sd = math.sqrt(math.fsum((x - mean) ** 2 for x in logs) / (n - 1))
+    # Imported here: the runner's suites read this module's constants, and SciPy (with NumPy) costs
+    # `perfbot bench run`'s start a third of a second before its processes can start.
+    from scipy.special import stdtrit  # Student's t quantile
+
     reach = float(stdtrit(n - 1, 0.5 + confidence / 2)) * sd / math.sqrt(n)
     low, high = mean - reach, mean + reach
     if not (math.isfinite(low) and math.isfinite(high)) or max(abs(low), abs(high)) > 700:
