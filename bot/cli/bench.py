@@ -8,18 +8,17 @@ import os
 import secrets
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from bot.adapters.git_repo import GitRepo
-from bot.core.config.schema import RepoConfig
-from bot.core.config.source import ConfigSource
-from bot.runner import bench, scope
-from bot.runner.progress import Progress
-from bot.runner.suites import BUILT_IN
-from bot.runner.suites.base import SuiteError
+from bot.core.config import suite_kinds
 
 from . import measure_options
 from .common import Parser, UsageError, load_config, stop_on_sigterm
 from .measure_options import non_negative_int
+
+if TYPE_CHECKING:
+    from bot.core.config.schema import RepoConfig
+    from bot.runner import bench
 
 
 def setup(subparsers) -> None:
@@ -45,7 +44,7 @@ def setup(subparsers) -> None:
         action="append",
         dest="suites",
         metavar="NAME",
-        help=f"suite to run (repeatable): {', '.join(BUILT_IN)} or one of the config's",
+        help=f"suite to run (repeatable): {', '.join(suite_kinds.built_in())} or one of the config's",
     )
     run.add_argument("--aa", action="store_true", help="A/A noise run: --base on both sides")
     run.add_argument(
@@ -114,6 +113,12 @@ def setup(subparsers) -> None:
 
 
 def run_bench(args: argparse.Namespace) -> int:
+    # The runner (GitPython, pydantic, the suites) is imported by the verbs that run: `bench report`,
+    # the action's verdict, starts without it.
+    from bot.runner import bench, scope
+    from bot.runner.progress import Progress
+    from bot.runner.suites.base import SuiteError
+
     # The action names where perfbot writes in its environment, not its command line, which every
     # process of the machine can read; and no benchmark may read perfbot's environment or memory.
     scope.hide_from_benchmarks()
@@ -199,6 +204,9 @@ def bench_config(name: str | None, repo_path: Path, base: str) -> RepoConfig:
     change under test cannot change how it is benchmarked (docs/configuration.md)."""
     if name is not None:
         return load_config(name)
+    from bot.adapters.git_repo import GitRepo
+    from bot.core.config.source import ConfigSource
+
     repo = GitRepo.open(repo_path)
     source = ConfigSource.at_revision(repo.resolve(base))
     return load_config(None, repo.config_text(source), source)
