@@ -40,6 +40,7 @@ INSIDE = {
     "build": "model build",
     "run": "graph capture and timing (or profiling)",
     "capture": "graph capture",  # a part of "run"
+    "profiler": "profiler set-up",  # a profiled pass's spare, before it said it was ready
 }
 MAX_PHASES = 2_000  # far more than any run has: a run of 10,000 rounds keeps its first ones
 
@@ -175,7 +176,9 @@ def markdown(timeline: Timeline) -> str:
     }
     if any(inside.values()):
         said = ", ".join(
-            f"{INSIDE[key]} {inside[key]:.1f} s" for key in ("start", "build", "run") if inside[key]
+            f"{INSIDE[key]} {inside[key]:.1f} s"
+            for key in ("start", "build", "run", "profiler")
+            if inside[key]
         )
         captured = f" (of which graph capture {inside['capture']:.1f} s)" if inside["capture"] else ""
         lines += ["", f"Inside the benchmark's processes, as they reported it: {said}{captured}."]

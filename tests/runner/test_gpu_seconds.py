@@ -629,3 +629,22 @@ def test_a_spare_s_start_is_when_it_said_it_was_ready_not_when_it_was_looked_at(
     assert len(workers) == 2 and len(spares) == 4
     assert all(p["seconds"] >= 3 for p in workers)
     assert all(p["seconds"] < 2 for p in spares), [p["seconds"] for p in spares]
+
+
+def test_a_profiler_spare_s_set_up_is_said_in_the_report():
+    """The profiled pass's spare reports how long its profiler took to set up (`profiler`): the
+    report's timeline says it beside the interpreter's start."""
+    data = {
+        "seconds": 8.0,
+        "phases": [
+            {
+                "phase": "worker start",
+                "start": 0.7,
+                "seconds": 6.3,
+                "side": "base",
+                "inside": {"start": 1.8, "profiler": 4.2},
+            }
+        ],
+    }
+    text = timeline.markdown(timeline.read(data))
+    assert "interpreter and torch start 1.8 s, profiler set-up 4.2 s." in text

@@ -313,3 +313,72 @@ def test_the_profiled_pass_names_the_repository_s_frames_in_its_trace(tmp_path):
     assert [(s.path, s.line, s.function) for s in clone.sites] == [("engine/comm.py", 5, "all_reduce")]
     built = read.step_map("a" * 40, "verify-step")
     assert built.function_at("engine/comm.py", "all_reduce").line == 4
+
+
+def test_a_profiler_spare_sets_its_profiler_up_without_importing_torch_s_compiler(tmp_path):
+    """PyTorch's profiler asks ``hasattr(torch, "_inductor")`` as it starts, which imports
+    torch.compile's compiler (over a second of the spare's start, for a setting the engine, which
+    never imported it, cannot be using): the spare's profiler session and its profiled pass leave
+    it unimported, and the pass still writes its trace."""
+    from bot.runner import traces
+
+    ready, trace, out = tmp_path / "ready.json", tmp_path / "profile" / "trace.json", tmp_path / "pass.json"
+    request = json.dumps({"out": str(out), "profile": str(trace)})
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-X",
+            "importtime",
+            "-m",
+            "bot.runner.suites.verify_step_workload",
+            "--out",
+            "unused",
+            "--serve",
+            "--ready",
+            str(ready),
+            "--cold",
+            "--warm-profiler",
+            "--device",
+            "cpu",
+            "--world-size",
+            "1",
+            "--profile-steps",
+            "2",
+        ],
+        input=request + "\nstop\n",
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    imported = {
+        line.rsplit("|", 1)[-1].strip() for line in done.stderr.splitlines() if "import time:" in line
+    }
+    assert "torch" in imported and "torch._inductor" not in imported and "torch._dynamo" not in imported
+    assert json.loads(ready.read_text())["seconds"]["profiler"] >= 0
+    assert json.loads(out.read_text())["profiled"]["steps"] == 2
+    assert traces.read(trace, "cycle").steps == 2
+
+
+@pytest.mark.parametrize(
+    ("imported", "environment", "hidden"),
+    [(False, {}, True), (True, {}, False), (False, {"TORCHINDUCTOR_CUDAGRAPHS": "1"}, False)],
+)
+def test_the_compiler_is_hidden_from_the_profiler_s_start_only_where_nothing_imported_it(
+    monkeypatch, imported, environment, hidden
+):
+    import types
+
+    from bot.runner.suites import verify_step_workload
+
+    torch = types.SimpleNamespace(_lazy_modules={"_dynamo", "_inductor"})
+    if imported:
+        monkeypatch.setitem(sys.modules, "torch._inductor", types.ModuleType("torch._inductor"))
+    else:
+        monkeypatch.delitem(sys.modules, "torch._inductor", raising=False)
+    monkeypatch.delenv("TORCHINDUCTOR_CUDAGRAPHS", raising=False)
+    for name, value in environment.items():
+        monkeypatch.setenv(name, value)
+    with verify_step_workload.compiler_left_unimported(torch):
+        assert ("_inductor" not in torch._lazy_modules) == hidden
+    assert torch._lazy_modules == {"_dynamo", "_inductor"}

@@ -62,7 +62,9 @@ With ``--cold`` as well it writes FILE once set up, without that warm-up: its fi
 a fresh process's round does (build, first capture, timing), the process started ahead of it (the
 runner's spare for a fresh round, `bot.runner.workers`); ``--warm-profiler`` also runs an empty
 profiler session first, so that the profiler's one-time set-up (its Python tracer, CUPTI on a GPU:
-seconds) is paid while nothing is measured (the runner's spare for a profiled pass, which times no round).
+seconds) is paid while nothing is measured (the runner's spare for a profiled pass, which times no round;
+its ready file says how long that took, ``profiler``). The profiler starts without importing
+torch.compile's compiler where nothing else has (`compiler_left_unimported`).
 
 Each report's ``seconds`` say where the round's time went: ``start`` (interpreter and torch import,
 0 in a worker), ``build`` (the model's weights), ``capture`` (CUDA graph capture, with the eager
@@ -72,6 +74,7 @@ calls before it) and ``run`` (everything after the build, capture included).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import importlib.util
 import json
@@ -435,7 +438,9 @@ def run_rank(args: argparse.Namespace) -> None:
         return
     if args.ready and args.cold:
         if args.warm_profiler:
+            began = time.monotonic()
             warm_profiler(torch, device)
+            started["profiler"] = round(time.monotonic() - began, 3)
         if device.type == "cuda":
             torch.cuda.synchronize()  # the device's context made before the process says it is ready
         if rank == 0:
@@ -454,10 +459,35 @@ def warm_profiler(torch, device) -> None:
     from torch.profiler import ProfilerActivity, profile
 
     activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device.type == "cuda" else [])
-    with profile(activities=activities, with_stack=True):
+    with compiler_left_unimported(torch), profile(activities=activities, with_stack=True):
         torch.ones(8, device=device).sum()
     if device.type == "cuda":
         torch.cuda.synchronize()
+
+
+@contextlib.contextmanager
+def compiler_left_unimported(torch):
+    """PyTorch's profiler, as it starts, asks ``hasattr(torch, "_inductor")`` to read one setting of
+    torch.compile (whether its CUDA graphs are on), and that question imports the compiler where
+    nothing has (``torch._inductor`` and ``torch._dynamo``: over a second, most of a first profiler
+    session). Where the compiler is not imported, nothing it compiled runs, and the setting is its
+    default unless the environment turns it on: then, and only while the profiler starts, the
+    question is answered no (torch's set of lazily imported modules without it), which is what the
+    profiler would have read. Imports by name (``import torch._inductor``) are untouched."""
+    lazy = getattr(torch, "_lazy_modules", None)
+    if (
+        "torch._inductor" in sys.modules
+        or not isinstance(lazy, set)
+        or "_inductor" not in lazy
+        or os.environ.get("TORCHINDUCTOR_CUDAGRAPHS") == "1"
+    ):
+        yield
+        return
+    lazy.discard("_inductor")
+    try:
+        yield
+    finally:
+        lazy.add("_inductor")
 
 
 def warm(
@@ -1021,12 +1051,16 @@ class Bench:
                     file=sys.stderr,
                 )
 
-        with profile(
-            activities=activities,
-            schedule=schedule(wait=0, warmup=1, active=steps, repeat=1),
-            with_stack=roots is not None,
-            on_trace_ready=export,
-        ) as profiler:
+        with contextlib.ExitStack() as stack:
+            with compiler_left_unimported(self.torch):  # only while it starts (`prepare_trace`)
+                profiler = stack.enter_context(
+                    profile(
+                        activities=activities,
+                        schedule=schedule(wait=0, warmup=1, active=steps, repeat=1),
+                        with_stack=roots is not None,
+                        on_trace_ready=export,
+                    )
+                )
             for _ in range(steps + 1):
                 cycle()
                 profiler.step()
