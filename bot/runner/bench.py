@@ -344,9 +344,7 @@ def run_suite(
     it), and no round begins before both are done."""
     timeline = timeline if timeline is not None else Timeline()
     workers: dict[str, Worker | None] = {}
-    spares = Spares(
-        profiles=options.profile if options.profile is not None else suite.profiles(machine.gpus())
-    )
+    spares = Spares(profiles=options.profile if options.profile is not None else suite.profiles(machine.gpus))
     results: ResultsFile | None = None
     reads: ProfileReads | None = None
     clocks: Future[dict] | None = None

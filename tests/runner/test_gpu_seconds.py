@@ -648,3 +648,24 @@ def test_a_profiler_spare_s_set_up_is_said_in_the_report():
     }
     text = timeline.markdown(timeline.read(data))
     assert "interpreter and torch start 1.8 s, profiler set-up 4.2 s." in text
+
+
+def test_a_suite_that_says_it_profiles_starts_its_processes_without_waiting_for_nvidia_smi(
+    bench_repo, tmp_path, with_spares, monkeypatch
+):
+    """Whether to start profiler spares needs the machine's GPUs only where the suite does not say
+    whether it profiles: one that says so starts its processes while nvidia-smi still answers."""
+    asked = []
+
+    def slow_gpus():
+        asked.append(time.monotonic())
+        time.sleep(1.5)
+        return []
+
+    monkeypatch.setattr(fingerprint, "nvidia_gpus", slow_gpus)
+    repo, base, head = bench_repo
+    outcome, data, _ = run(repo, base, head, tmp_path / "results.json", config(profile=True))
+    assert outcome.status == "complete", data["error"]
+    started = phases(data, "worker start")
+    assert len(started) == 8 and all(p["start"] < 1.5 for p in started)  # 2 workers, 6 spares
+    assert len(phases(data, "profile")) == 2

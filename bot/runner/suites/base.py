@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, Literal
@@ -195,9 +196,10 @@ class Suite(ABC):
 
     profile: bool | None = None  # the config's `profile`: on, off, or None for `profiles_by_default`
 
-    def profiles(self, gpus: bool) -> bool:
-        """Whether this run profiles: as the config says, else `profiles_by_default`."""
-        return self.profile if self.profile is not None else self.profiles_by_default(gpus)
+    def profiles(self, gpus: Callable[[], bool]) -> bool:
+        """Whether this run profiles: as the config says, else `profiles_by_default`; ``gpus``
+        (whether the machine has one) is asked only then (nvidia-smi takes a while)."""
+        return self.profile if self.profile is not None else self.profiles_by_default(gpus())
 
     def profiles_by_default(self, gpus: bool) -> bool:
         """Profile without being asked (``gpus``: the machine's fingerprint saw a GPU)? Only where a
