@@ -35,6 +35,7 @@ import time
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
@@ -63,7 +64,8 @@ if TYPE_CHECKING:
     from . import adaptive
 
 # The adaptive rule judges with SciPy (about a second to import): imported aside while the run's
-# processes start (`run`), where `measure` needs it only once the rounds begin.
+# processes start (`run_suite`), where `measure` needs it only once the rounds begin; not before
+# they are started, whose start it would slow (one interpreter lock: 0.3 s on the H100 machine).
 _ADAPTIVE = "bot.runner.adaptive"
 T = TypeVar("T")
 
@@ -231,7 +233,6 @@ def run(
     with ThreadPoolExecutor(3) as aside, Worktrees(p.repo) as scratch:
         gpus = aside.submit(fingerprint.nvidia_gpus)  # first: whether to start profiler spares
         machine = Fingerprint(aside.submit(_fingerprint, p.suites[0].python, stacks, gpus), gpus, p.suites)
-        aside.submit(importlib.import_module, _ADAPTIVE)
         with timeline.phase("worktrees"):
             trees = {
                 "base": base_tree or scratch.add("base", p.base_sha),
@@ -354,6 +355,7 @@ def run_suite(
         launched = not stopped and launch_workers(
             p, suite, guard, scratch, progress, workers, timeline, kept, keep, spares
         )
+        aside(partial(importlib.import_module, _ADAPTIVE))  # once the processes are on their way
         results = new_results(p, suite, machine.get(timeline), options, timeline)
         if launched:
             wait_for_workers(p, suite, guard, progress, workers, timeline, spares)

@@ -669,3 +669,32 @@ def test_a_suite_that_says_it_profiles_starts_its_processes_without_waiting_for_
     started = phases(data, "worker start")
     assert len(started) == 8 and all(p["start"] < 1.5 for p in started)  # 2 workers, 6 spares
     assert len(phases(data, "profile")) == 2
+
+
+def test_scipy_is_imported_aside_once_the_processes_are_started(
+    bench_repo, tmp_path, with_worker, monkeypatch
+):
+    """The adaptive rule's SciPy is imported on a thread beside the processes' start, not before
+    they are started: one interpreter lock, and the import slowed their launch."""
+    import importlib
+
+    events: list[str] = []
+    launch, load = bench.launch_workers, importlib.import_module
+
+    def launching(*args, **kwargs):
+        events.append("launching")
+        launched = launch(*args, **kwargs)
+        events.append("launched")
+        return launched
+
+    def importing(name, *args):
+        if name == "bot.runner.adaptive":
+            events.append("adaptive")
+        return load(name, *args)
+
+    monkeypatch.setattr(bench, "launch_workers", launching)
+    monkeypatch.setattr(importlib, "import_module", importing)
+    repo, base, head = bench_repo
+    outcome, data, _ = run(repo, base, head, tmp_path / "results.json", config())
+    assert outcome.status == "complete", data["error"]
+    assert events[:3] == ["launching", "launched", "adaptive"]
