@@ -372,9 +372,9 @@ def run_suite(
         clocks = aside(fingerprint.clocks)
         for process in [*spares.all(), *leaving(workers, guard, kept, keep)]:
             process.ask_to_stop()
-        guard.check_shared()
+        guard.check_shared()  # what the last round left in the engine, before this suite's verdict
         if reads is not None:
-            reads.collect()  # what the last round left in the engine, before this suite's verdict
+            reads.collect()
     except TreeChanged as error:
         tampered = str(error)
         progress.say(f"{suite.name}: {tampered}")
@@ -995,7 +995,8 @@ class ProfileReads:
                     else outcome.where
                 )
                 self.timeline.add("profile", ran, side, done, suite.round_seconds(pass_context), ended=ended)
-                self.progress.round_finished(ran, outcome.profile is not None, outcome.error, counted=False)
+                ok = outcome.profile is not None
+                self.progress.round_finished(ran, ok, outcome.error, counted=False, ended=ended)
                 if outcome.profile is not None:
                     self.results.set_profile(side, outcome.profile)
                 else:

@@ -57,9 +57,12 @@ class Progress:
         self.say(f"{suite}: {label} {number}/{total} of {side} ({sha[:10]}){self.eta(left)}")
         return time.monotonic()
 
-    def round_finished(self, began: float, ok: bool, error: str | None, counted: bool = True) -> None:
-        """``counted``: a round whose time the ETA of the next rounds should learn from."""
-        seconds = time.monotonic() - began
+    def round_finished(
+        self, began: float, ok: bool, error: str | None, counted: bool = True, ended: float | None = None
+    ) -> None:
+        """``counted``: a round whose time the ETA of the next rounds should learn from; ``ended``:
+        when it ended, where that was before now (`time.monotonic`)."""
+        seconds = (time.monotonic() if ended is None else ended) - began
         if counted:
             self.durations.append(seconds)
         self.say(f"  ok in {seconds:.1f}s" if ok else f"  FAILED after {seconds:.1f}s: {error}")

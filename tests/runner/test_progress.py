@@ -46,3 +46,14 @@ def test_nothing_is_written_when_disabled():
 
 def test_durations_read_as_hours_minutes_or_seconds():
     assert [format_duration(s) for s in (7, 125, 3725)] == ["7s", "2m05s", "1h02m"]
+
+
+def test_a_pass_that_ended_before_it_is_reported_says_its_own_seconds():
+    """A profiled pass is reported once its trace is read, after the end's walk: its line says
+    how long it took, not how long ago it began."""
+    out = io.StringIO()
+    p = Progress(stream=out)
+    p.round_finished(100.0, True, None, counted=False, ended=102.5)
+    p.round_finished(100.0, False, "no trace", counted=False, ended=101.0)
+    assert "ok in 2.5s" in out.getvalue() and "FAILED after 1.0s: no trace" in out.getvalue()
+    assert p.durations == []
