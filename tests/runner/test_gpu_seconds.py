@@ -654,21 +654,26 @@ def test_a_suite_that_says_it_profiles_starts_its_processes_without_waiting_for_
     bench_repo, tmp_path, with_spares, monkeypatch
 ):
     """Whether to start profiler spares needs the machine's GPUs only where the suite does not say
-    whether it profiles: one that says so starts its processes while nvidia-smi still answers."""
-    asked = []
+    whether it profiles: one that says so launches its processes while nvidia-smi still answers
+    (which waits here for the launch; asked first, it would have waited in vain)."""
+    launching, seen = threading.Event(), {}
+    launch = bench.launch_workers
 
-    def slow_gpus():
-        asked.append(time.monotonic())
-        time.sleep(1.5)
+    def gpus():
+        seen.setdefault("launched while nvidia-smi answered", launching.wait(10))
         return []
 
-    monkeypatch.setattr(fingerprint, "nvidia_gpus", slow_gpus)
+    def launched(*args, **kwargs):
+        launching.set()
+        return launch(*args, **kwargs)
+
+    monkeypatch.setattr(fingerprint, "nvidia_gpus", gpus)
+    monkeypatch.setattr(bench, "launch_workers", launched)
     repo, base, head = bench_repo
     outcome, data, _ = run(repo, base, head, tmp_path / "results.json", config(profile=True))
     assert outcome.status == "complete", data["error"]
-    started = phases(data, "worker start")
-    assert len(started) == 8 and all(p["start"] < 1.5 for p in started)  # 2 workers, 6 spares
-    assert len(phases(data, "profile")) == 2
+    assert seen == {"launched while nvidia-smi answered": True}
+    assert len(phases(data, "worker start")) == 8 and len(phases(data, "profile")) == 2  # 2 workers, 6 spares
 
 
 def test_scipy_is_imported_aside_once_the_processes_are_started(
