@@ -43,7 +43,7 @@ from pydantic import ValidationError
 
 from bot.adapters.git_repo import GitRepo
 from bot.core.config.schema import BenchConfig
-from bot.core.judge.results import SIDES, Revision, problem
+from bot.core.judge.results import SIDES, Revision, Side, problem
 from bot.core.render import rounds as rounds_summary
 
 from . import fingerprint, integrity, profiling, scope
@@ -966,11 +966,11 @@ class ProfileReads:
     def __init__(self, results: ResultsFile, progress: Progress, timeline: Timeline):
         self.results, self.progress, self.timeline = results, progress, timeline
         self._pool = ThreadPoolExecutor(len(SIDES), thread_name_prefix="perfbot-trace")
-        self._pending: list[tuple[str, float, bool, Suite, RoundContext, Future]] = []
+        self._pending: list[tuple[Side, float, bool, Suite, RoundContext, Future]] = []
 
     def start(
         self,
-        side: str,
+        side: Side,
         ran: float,
         ahead: bool,
         suite: Suite,
