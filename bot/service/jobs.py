@@ -7,6 +7,8 @@ import json
 import logging
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import timedelta
 
@@ -44,25 +46,79 @@ def process(delivery_id: int, services: Services, router: Router, owner: str | N
     the queue turns into a retry after the backoff."""
     owner = owner or leases.owner_id()
     try:
-        delivery = services.store.deliveries.start(delivery_id, LEASE_S, owner)
+        started = _start(delivery_id, services, router, owner)
     except StorageUnavailable as error:
         _complain(f"cannot take delivery {delivery_id}; trying again in {STORAGE_RETRY_S:.0f} s: {error}")
         raise RetryLater(STORAGE_RETRY_S) from None
     except SubjectBusy:  # one delivery of a pull request at a time: no attempt was counted
         raise RetryLater(SUBJECT_BUSY_S) from None
+    delivery = started.delivery
     if delivery is None:
         return "skipped"
-    token = current_delivery.set(delivery.guid)
-    services.running.add(delivery_id)
-    try:
+    if started.done:
+        return "done"
+    with _working(services, delivery, renewed=True):
+        if started.failed is not None:
+            return _failed(services, delivery, owner, started.failed)
         try:
             router.dispatch(delivery.event, json.loads(delivery.payload), services)
         except Exception as error:
             return _failed(services, delivery, owner, error)
         _record(lambda: _finished(services, delivery, owner))
         return "done"
+
+
+@dataclass(frozen=True)
+class _Started:
+    delivery: Delivery | None  # None: done already, or held by a live worker
+    done: bool = False  # a brief delivery's work and finish were committed with its lease
+    failed: Exception | None = None  # a brief delivery's work failed: to be recorded as any failure
+
+
+class _Undone(Exception):
+    """A brief delivery's work failed inside its lease's transaction, which is rolled back whole."""
+
+    def __init__(self, error: Exception):
+        super().__init__(str(error))
+        self.error = error
+
+
+def _start(delivery_id: int, services: Services, router: Router, owner: str) -> _Started:
+    """Take the delivery's lease. A brief delivery (its pipeline writes a few rows of the store,
+    `Pipeline.brief`) is also worked and finished in the lease's transaction: one hold of the
+    SQLite writer lock instead of three, each of which kept the intake waiting. A crash in it
+    leaves the delivery as it was (pending, not held: the sweep enqueues it again). When its work
+    fails, the transaction is rolled back and the lease taken again on its own, so that the attempt
+    is counted and its failure recorded as any other's."""
+    deliveries = services.store.deliveries
+    try:
+        with services.store.together():
+            delivery = deliveries.start(delivery_id, LEASE_S, owner)
+            if delivery is None or not router.brief(delivery.event):
+                return _Started(delivery)
+            with _working(services, delivery, renewed=False):  # nothing to renew: nothing committed yet
+                try:
+                    router.dispatch(delivery.event, json.loads(delivery.payload), services)
+                    deliveries.finish(delivery.id, "done", owner=owner)  # its own lease, this transaction's
+                except Exception as error:
+                    raise _Undone(error) from error
+            return _Started(delivery, done=True)
+    except _Undone as undone:
+        return _Started(deliveries.start(delivery_id, LEASE_S, owner), failed=undone.error)
+
+
+@contextmanager
+def _working(services: Services, delivery: Delivery, renewed: bool) -> Iterator[None]:
+    """The delivery's GUID in the logs meanwhile, and its lease renewed by the heartbeat when
+    ``renewed`` (a committed lease: the work may outlast it)."""
+    token = current_delivery.set(delivery.guid)
+    if renewed:
+        services.running.add(delivery.id)
+    try:
+        yield
     finally:
-        services.running.discard(delivery_id)
+        if renewed:
+            services.running.discard(delivery.id)
         current_delivery.reset(token)
 
 

@@ -18,6 +18,9 @@ class Pipeline:
 
     wants: Callable[[Any], bool]
     handle: Callable[[Any, Any], None]
+    # Its work is a few rows of the store and nothing else (no GitHub call, no wait): a job may do
+    # it in the transaction that takes the delivery's lease (`bot.service.jobs`).
+    brief: bool = False
 
 
 class Router:
@@ -53,6 +56,11 @@ class Router:
             return self.accept(event, payload) is not None
         except MalformedPayload:
             return False
+
+    def brief(self, event: str) -> bool:
+        """Whether the pipeline of ``event`` is a brief one (`Pipeline.brief`)."""
+        pipeline = self._pipelines.get(self._kinds.get(event))  # type: ignore[arg-type]
+        return pipeline is not None and pipeline.brief
 
     def dispatch(self, event: str, payload: dict, services: Any) -> bool:
         """Run the event's pipeline; whether one ran. `MalformedPayload` propagates."""

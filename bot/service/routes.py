@@ -24,8 +24,10 @@ ROUTER = Router(
         PullRequestEvent: Pipeline(pull_requests.wants, pull_requests.handle),
         CommandEvent: Pipeline(commands.wants, commands.handle),
         WorkflowRunEvent: Pipeline(runs.wants, runs.handle),
-        InstallationEvent: Pipeline(installations.wants, installations.on_installation),
-        InstallationRepositoriesEvent: Pipeline(installations.wants, installations.on_repositories),
+        InstallationEvent: Pipeline(installations.wants, installations.on_installation, brief=True),
+        InstallationRepositoriesEvent: Pipeline(
+            installations.wants, installations.on_repositories, brief=True
+        ),
         chain.Step: Pipeline(steps.wants, steps.handle),
     },
     parse=_parse,

@@ -204,6 +204,9 @@ class Job:
     def __init__(self, meanwhile=lambda: None):
         self.meanwhile, self.ran = meanwhile, 0
 
+    def brief(self, event) -> bool:  # its work runs under a committed lease, which others see
+        return False
+
     def dispatch(self, event, payload, services) -> None:
         self.ran += 1
         self.meanwhile()

@@ -73,6 +73,74 @@ def test_installation_events_keep_the_repository_list(store):
     assert [r.id for r in store.installations.repositories()] == [20]
 
 
+def test_calls_together_are_one_transaction_committed_at_its_end(store):
+    delivery_id = store.deliveries.claim("9", "g", "installation_repositories", "added", b"{}")
+    with store.together():
+        assert store.deliveries.start(delivery_id, 60, "one") is not None
+        store.installations.add(1, [Repository(10, "o/a", 1)])
+        store.installations.remove_repositories(1, [11])  # a session joins it too
+        assert [r.id for r in store.installations.repositories()] == [10]  # its own writes, seen
+        with store.together():  # inside another, it is that one
+            store.deliveries.finish(delivery_id, "done", owner="one")
+    assert store.deliveries.counts() == {"done": 1}
+    assert [r.id for r in store.installations.repositories()] == [10]
+
+
+def test_calls_together_that_raise_leave_nothing_behind(store):
+    class Crash(BaseException):
+        pass
+
+    delivery_id = store.deliveries.claim("9", "g", "installation_repositories", "added", b"{}")
+    try:
+        with store.together():
+            store.deliveries.start(delivery_id, 60, "one")
+            store.installations.add(1, [Repository(10, "o/a", 1)])
+            raise Crash
+    except Crash:
+        pass
+    assert store.installations.repositories() == []
+    assert store.deliveries.start(delivery_id, 60, "two").attempts == 1  # never started before
+
+
+def test_calls_together_take_the_writer_lock_once(tmp_path, monkeypatch):
+    store = SqlStore.connect(f"sqlite:///{tmp_path / 'perfbot.db'}")
+    taken: list[None] = []
+    acquire = store.db._writer.acquire
+    monkeypatch.setattr(
+        store.db._writer, "acquire", lambda timeout_s: taken.append(None) or acquire(timeout_s)
+    )
+    delivery_id = store.deliveries.claim("9", "g", "installation_repositories", "added", b"{}")
+    with store.together():
+        store.deliveries.start(delivery_id, 60, "one")
+        store.installations.add(1, [Repository(10, "o/a", 1)])
+        store.deliveries.finish(delivery_id, "done", owner="one")
+    assert len(taken) == 2  # the claim, then the three calls together
+    store.engine.dispose()
+
+
+def test_calls_together_are_this_threads_alone(store):
+    """Another thread's calls meanwhile are transactions of their own, committed whatever
+    becomes of the block."""
+    done = threading.Event()
+
+    def elsewhere() -> None:
+        store.installations.add(2, [Repository(20, "p/z", 2)])
+        done.set()
+
+    try:
+        with store.together():
+            store.installations.add(1, [Repository(10, "o/a", 1)])
+            thread = threading.Thread(target=elsewhere)
+            thread.start()
+            if store.engine.dialect.name != "sqlite":  # on SQLite it waits for the writer lock
+                assert done.wait(10)
+            raise ValueError("rolled back")
+    except ValueError:
+        pass
+    thread.join(10)
+    assert [r.id for r in store.installations.repositories()] == [20]
+
+
 def test_the_last_review_of_a_pull_request_replaces_the_previous_one(store):
     first = Review(
         repo="o/a",

@@ -10,6 +10,8 @@ from sqlalchemy.orm import Session
 
 from bot.adapters.store.tables import DeliveryRow
 from bot.service import failures, intake, jobs
+from bot.service.events import MalformedPayload
+from bot.service.records import Repository
 from bot.service.router import Pipeline, Router
 from bot.service.routes import ROUTER
 from bot.service.services import Services
@@ -162,3 +164,124 @@ def test_housekeeping_requeues_lost_work_and_forgets_old_deliveries(make):
     jobs.housekeeping(services)
     assert services.queue.jobs == [1, 2, 1]
     assert (stored(services, 1).status, stored(services, 2)) == ("pending", None)
+
+
+# ------------------------------------------------ brief deliveries: lease, work and finish at once
+
+
+class Rows:
+    """A router of one brief pipeline, for `installation_repositories` deliveries: it records the
+    repository of the payload, then fails ``failures`` times (after its write) or crashes."""
+
+    def __init__(self, failures: int = 0, crash: BaseException | None = None):
+        self.runs, self.failures, self.crash = 0, failures, crash
+        self.router = Router(
+            {dict: Pipeline(lambda event: True, self, brief=True)},
+            parse=lambda event, payload: payload,
+            kinds={"installation_repositories": dict},
+        )
+
+    def __call__(self, payload, services):
+        self.runs += 1
+        services.store.installations.add(5, [Repository(payload["id"], payload["name"], 5)])
+        if self.crash is not None:
+            raise self.crash
+        if self.failures:
+            self.failures -= 1
+            raise RuntimeError("the disk said no")
+
+
+def brief_delivery(services: Services, repo_id: int = 1) -> int:
+    body = json.dumps({"id": repo_id, "name": f"o/r{repo_id}"}).encode()
+    return services.store.deliveries.claim("1", f"g-{repo_id}", "installation_repositories", "added", body)
+
+
+def writer_locks_taken(services: Services, monkeypatch) -> list[None]:
+    """Every hold of the store's writer lock from now on, one entry each."""
+    taken: list[None] = []
+    lock = services.store.db._writer
+    acquire = lock.acquire
+    monkeypatch.setattr(lock, "acquire", lambda timeout_s: taken.append(None) or acquire(timeout_s))
+    return taken
+
+
+def test_an_installation_delivery_is_leased_worked_and_finished_in_one_hold_of_the_writer_lock(
+    make, monkeypatch
+):
+    """The SQLite writer lock is what the intake waits for: one hold per delivery, not three
+    (lease, the repository's row, finish)."""
+    services = make()
+    payload = {
+        "action": "added",
+        "installation": {"id": 5},
+        "repositories_added": [{"id": 7, "full_name": "o/seven", "private": False}],
+        "repositories_removed": [],
+    }
+    delivery_id = services.store.deliveries.claim(
+        "1", "g", "installation_repositories", "added", json.dumps(payload).encode()
+    )
+    taken = writer_locks_taken(services, monkeypatch)
+    assert jobs.process(delivery_id, services, ROUTER) == "done"
+    assert len(taken) == 1
+    row = stored(services, delivery_id)
+    assert (row.status, row.attempts, row.lease_expires_at) == ("done", 1, None)
+    assert [r.full_name for r in services.store.installations.repositories()] == ["o/seven"]
+    assert jobs.process(delivery_id, services, ROUTER) == "skipped"
+
+
+def test_a_pull_request_delivery_commits_its_lease_before_its_work(make, monkeypatch):
+    """A review waits on GitHub: its lease is committed first, for the heartbeat to renew and the
+    other workers to see, and its work is not one transaction with it."""
+    services, recorder = make(), Recorder()
+    accept(services, recorder)
+    seen: list[str | None] = []
+    recorder.router._pipelines[dict] = Pipeline(
+        lambda event: True, lambda payload, services: seen.append(stored(services, 1).lease_owner)
+    )
+    assert jobs.process(1, services, recorder.router, owner="host/ns/1.1") == "done"
+    assert seen == ["host/ns/1.1"]
+
+
+def test_a_failed_brief_delivery_keeps_nothing_of_its_work_and_counts_one_attempt(make):
+    services, rows = make(), Rows(failures=1)
+    delivery_id = brief_delivery(services)
+    with pytest.raises(failures.RetryLater):
+        jobs.process(delivery_id, services, rows.router)
+    row = stored(services, delivery_id)
+    assert (row.status, row.attempts, row.lease_owner, row.failure) == ("pending", 1, None, "bug")
+    assert row.error.startswith("RuntimeError: the disk said no")
+    assert services.store.installations.repositories() == []  # rolled back with the transaction
+    assert rows.runs == 1
+    later(services, seconds=60)
+    assert jobs.process(delivery_id, services, rows.router) == "done"
+    assert (stored(services, delivery_id).attempts, rows.runs) == (2, 2)
+    assert [r.full_name for r in services.store.installations.repositories()] == ["o/r1"]
+
+
+def test_a_brief_delivery_failing_for_good_is_marked_failed(make):
+    services = make()
+    rows = Rows(crash=MalformedPayload("installation_repositories payload: no repositories"))
+    delivery_id = brief_delivery(services)
+    assert jobs.process(delivery_id, services, rows.router) == "failed"
+    row = stored(services, delivery_id)
+    assert (row.status, row.attempts, row.failure) == ("failed", 1, "permanent")
+    assert services.store.installations.repositories() == []
+
+
+def test_a_worker_killed_in_a_brief_delivery_leaves_it_as_it_was_for_the_sweep(make):
+    """Killed between its statements, as a kill -9 would: nothing was committed, so the delivery
+    is pending, held by nobody, and not attempted; the sweep enqueues it again."""
+
+    class Killed(BaseException):
+        pass
+
+    services, rows = make(), Rows(crash=Killed())
+    delivery_id = brief_delivery(services)
+    with pytest.raises(Killed):
+        jobs.process(delivery_id, services, rows.router)
+    row = stored(services, delivery_id)
+    assert (row.status, row.attempts, row.lease_owner) == ("pending", 0, None)
+    assert services.store.installations.repositories() == []
+    later(services, seconds=jobs.UNQUEUED_S + 1)
+    assert jobs.requeue_stale(services) == 1
+    assert jobs.process(delivery_id, services, Rows().router) == "done"

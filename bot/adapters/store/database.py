@@ -6,13 +6,18 @@ the driver's own error was.
 How long a call waits for a SQLite file that someone else is writing (a backup, a `sqlite3` shell
 inside a transaction, another writer waiting on those) is the caller's to say: the intake and
 `/healthz` run under a short `bot.service.deadline`, which bounds both the wait for the writer
-lock and SQLite's busy timeout; any other call (a consumer's) waits up to `WAIT_S`."""
+lock and SQLite's busy timeout; any other call (a consumer's) waits up to `WAIT_S`.
+
+`Database.together` makes the calls of a block one transaction, one hold of the writer lock: a
+queue consumer takes a delivery's lease, does its few rows of work and finishes it that way, where
+three holds each kept the intake waiting for the lock."""
 
 from __future__ import annotations
 
 import os
 from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager, nullcontext
+from contextvars import ContextVar
 from datetime import UTC, datetime
 
 from sqlalchemy import URL, Connection, Engine, Table, create_engine, event, make_url, text
@@ -32,6 +37,10 @@ from ..sqlite_files import (
 from .tables import Base
 
 WAIT_S = 30.0  # the longest any call waits for a locked SQLite file; the intake's deadline is far shorter
+
+# The transaction of this thread's `Database.together` block, and whose: a context variable, since
+# each thread (and each asyncio task) runs its own calls.
+_TOGETHER: ContextVar[tuple[Database, Connection] | None] = ContextVar("perfbot_together", default=None)
 
 
 def table(row: type[Base]) -> Table:
@@ -94,15 +103,46 @@ class Database:
 
     @contextmanager
     def session(self) -> Iterator[Session]:
+        joined = self._joined()
+        if joined is not None:
+            # The block's transaction is committed or rolled back by `together`, never by this session.
+            joining = Session(bind=joined, expire_on_commit=False, join_transaction_mode="rollback_only")
+            with joining as session:
+                yield session
+                session.flush()
+            return
         with self._writing(deadline.left(WAIT_S)), self.usable(), self._sessions.begin() as session:
             self._busy_timeout(session.connection(), deadline.left(WAIT_S))  # what the lock left
             yield session
 
     @contextmanager
     def transaction(self) -> Iterator[Connection]:
+        joined = self._joined()
+        if joined is not None:
+            yield joined
+            return
         with self._writing(deadline.left(WAIT_S)), self.usable(), self.engine.begin() as connection:
             self._busy_timeout(connection, deadline.left(WAIT_S))  # what the lock left
             yield connection
+
+    @contextmanager
+    def together(self) -> Iterator[None]:
+        """Every `session` and `transaction` of this thread within the block joins one transaction,
+        under one hold of the writer lock: committed when the block ends, rolled back whole when
+        it raises. Inside another such block, it is that one."""
+        if self._joined() is not None:
+            yield
+            return
+        with self.transaction() as connection:
+            token = _TOGETHER.set((self, connection))
+            try:
+                yield
+            finally:
+                _TOGETHER.reset(token)
+
+    def _joined(self) -> Connection | None:
+        current = _TOGETHER.get()
+        return current[1] if current is not None and current[0] is self else None
 
     def ping(self) -> None:
         with self.usable(), self.engine.connect() as connection:

@@ -1,7 +1,9 @@
 """`SqlStore`: the service's `Store` over SQLAlchemy, one adapter per aggregate on one database
-(one short transaction per call)."""
+(one short transaction per call, or one for a block of calls: `together`)."""
 
 from __future__ import annotations
+
+from contextlib import AbstractContextManager
 
 from sqlalchemy import Engine
 
@@ -53,3 +55,6 @@ class SqlStore(Store):
 
     def ping(self) -> None:
         self.db.ping()
+
+    def together(self) -> AbstractContextManager[None]:
+        return self.db.together()

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TypeVar
@@ -466,3 +467,8 @@ class Store(ABC):
     @abstractmethod
     def ping(self) -> None:
         """Raise when the database cannot be reached."""
+
+    @abstractmethod
+    def together(self) -> AbstractContextManager[None]:
+        """A block whose calls, on this thread, are one transaction: all of their writes committed
+        when it ends, or none when it raises (a crash included). Inside another, it is that one."""
