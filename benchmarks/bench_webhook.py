@@ -125,7 +125,13 @@ def stop(process: subprocess.Popen) -> None:
     except subprocess.TimeoutExpired:
         process.kill()
         raise SystemExit("perfbot serve did not stop within 60 s of SIGTERM") from None
-    left = [pid for pid in family if Path(f"/proc/{pid}").exists() and not zombie(pid)]
+    # What the server's processes started end when they do (a consumer's scoring process on its
+    # parent's death), a moment after them.
+    waited_until = time.monotonic() + 2.0
+    while (left := [pid for pid in family if Path(f"/proc/{pid}").exists() and not zombie(pid)]) and (
+        time.monotonic() < waited_until
+    ):
+        time.sleep(0.05)
     for pid in left:
         os.kill(pid, signal.SIGKILL)
     if process.returncode != 0 or left:
@@ -140,13 +146,26 @@ def descendants(pid: int) -> list[int]:
     found, todo = [], [pid]
     while todo:
         parent = todo.pop()
-        try:
-            children = [int(c) for c in Path(f"/proc/{parent}/task/{parent}/children").read_text().split()]
-        except OSError:
-            continue
+        children = children_of(parent)
         found += children
         todo += children
     return found
+
+
+def children_of(pid: int) -> list[int]:
+    """The children of every thread of ``pid``: a consumer's scoring process is started by the
+    thread of the first review, not by the main thread."""
+    children: list[int] = []
+    try:
+        tasks = list(Path(f"/proc/{pid}/task").iterdir())
+    except OSError:
+        return children
+    for task in tasks:
+        try:
+            children += [int(c) for c in (task / "children").read_text().split()]
+        except OSError:
+            continue
+    return children
 
 
 def zombie(pid: int) -> bool:
@@ -255,13 +274,11 @@ def load(base: str, rate: float, sent: list[tuple[str, bytes]], senders: int) ->
 def cpu_seconds(pid: int) -> float:
     """User + system CPU of a process and its descendants (the gunicorn master and its workers)."""
     tick = os.sysconf("SC_CLK_TCK")
-    total, todo = 0.0, [pid]
-    while todo:
-        current = todo.pop()
+    total = 0.0
+    for current in [pid, *descendants(pid)]:
         try:
             fields = Path(f"/proc/{current}/stat").read_text().rsplit(")", 1)[1].split()
             total += (int(fields[11]) + int(fields[12])) / tick
-            todo += [int(c) for c in Path(f"/proc/{current}/task/{current}/children").read_text().split()]
         except (OSError, IndexError):
             continue
     return total
@@ -269,17 +286,21 @@ def cpu_seconds(pid: int) -> float:
 
 def roles_cpu(pid: int) -> dict[str, float]:
     """CPU seconds of the server's processes by role: gunicorn's master, its web workers, its
-    queue consumers (`perfbot worker` children)."""
+    queue consumers (`perfbot worker` children, with what they started: the scoring process)."""
     tick = os.sysconf("SC_CLK_TCK")
     found = {"master": 0.0, "web workers": 0.0, "consumers": 0.0}
-    for current in [pid, *descendants(pid)]:
+    todo = [(pid, "master")]
+    while todo:
+        current, role = todo.pop()
         try:
             fields = Path(f"/proc/{current}/stat").read_text().rsplit(")", 1)[1].split()
             command = Path(f"/proc/{current}/cmdline").read_bytes().replace(b"\0", b" ").decode()
         except (OSError, IndexError):
             continue
-        role = "master" if current == pid else "consumers" if " worker" in command else "web workers"
+        if role != "consumers":
+            role = "master" if current == pid else "consumers" if " worker" in command else "web workers"
         found[role] += (int(fields[11]) + int(fields[12])) / tick
+        todo += [(child, role) for child in children_of(current)]
     return found
 
 

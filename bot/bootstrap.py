@@ -12,6 +12,7 @@ from bot.adapters.github_client import PyGithubFactory
 from bot.adapters.github_manifest import GitHubAppRegistration
 from bot.adapters.github_oauth import GitHubSignIn
 from bot.adapters.queue import HueyQueue
+from bot.adapters.scoring_process import ScoringProcess
 from bot.adapters.sqlite_files import WalCheckpoints
 from bot.adapters.store.sessions import SqlSessionStore
 from bot.adapters.store.sql import SqlStore, sqlite_file
@@ -68,10 +69,12 @@ def build(
     github: GitHubFactory | None = None,
     router: Router = ROUTER,
     retry_delay: float | None = None,
+    scoring_process: ScoringProcess | None = None,
 ) -> Runtime:
     """Connect (and migrate) the store, open the queue and bind the jobs to it; ``github``
     replaces the PyGithub factory (tests), ``retry_delay`` every retry's wait (tests; by default
-    the jobs' backoff)."""
+    the jobs' backoff); ``scoring_process`` scores the reviews' diffs (by default, the thread
+    reviewing does: the queue consumer's process passes one, `perfbot worker`)."""
     store = SqlStore.connect(settings.database_url)
     try:  # a failed start leaves no connection open: the callers try again, each with a new engine
         queue = HueyQueue(settings.resolved_queue_url, retry_delay=retry_delay)
@@ -84,6 +87,8 @@ def build(
                 GitHubAppRegistration(settings.github_api_url) if settings.register_app_to else None
             ),
         )
+        if scoring_process is not None:
+            services.assess = scoring_process
         queue.bind(
             lambda delivery_id: jobs.process(delivery_id, services, router),
             lambda: jobs.housekeeping(services),

@@ -142,6 +142,7 @@ def _registering(settings, file: str, host: str, port: int):
 
 def run_worker(args: argparse.Namespace) -> int:
     from bot import bootstrap, worker
+    from bot.adapters.scoring_process import ScoringProcess
     from bot.service import logs
     from bot.service.failures import SchemaNotMigrated
 
@@ -152,13 +153,19 @@ def run_worker(args: argparse.Namespace) -> int:
     settings = _settings()
     logs.configure(settings.log_level)
     _warn_without_credentials(settings)
+    # Reviews score their diffs in a process of their own: on these threads, scoring would hold the
+    # interpreter while another thread holds a SQLite writer lock that the intake waits for.
+    scoring = ScoringProcess()
     try:
-        runtime = worker.when_storage_is_there(lambda: bootstrap.build(settings))
+        runtime = worker.when_storage_is_there(lambda: bootstrap.build(settings, scoring_process=scoring))
     except SchemaNotMigrated as error:  # not tried again: waiting would not help
         raise UserError(str(error)) from None
     if runtime is None:  # told to stop while it waited
         return 0
     stop_timeout_s = worker.STOP_TIMEOUT_S if args.stop_timeout is None else args.stop_timeout
-    return worker.run_forever(
-        runtime, workers=args.threads, periodic=args.periodic, stop_timeout_s=stop_timeout_s
-    )
+    try:
+        return worker.run_forever(
+            runtime, workers=args.threads, periodic=args.periodic, stop_timeout_s=stop_timeout_s
+        )
+    finally:
+        scoring.close()

@@ -171,7 +171,7 @@ def _gather_push(event: PullRequestEvent, services: Services) -> _Push | None:
     if diff is not None:
         mapped = step_maps.evidence(services, github, repo, step_maps.changed_paths(diff), diff)
         facts = _facts(pull.html_url, pull.head_sha, branch, config, diff, mapped)
-    risk = review_plan.assess(facts) if facts is not None else None  # asking the author depends on it
+    risk = services.assess(facts) if facts is not None else None  # asking the author depends on it
     asks = bench_plan.asks_author(new_head, risk.level if risk else None, pull, config.config.bench)
     return _Push(
         event=event,

@@ -69,15 +69,14 @@ def missing(
         else repo_config.read(github, repo, default_branch, services.store.config_problems)
     )
     diff = github.pull_diff(repo, number)
-    plan = reviewing.plan(
-        reviewing.PullFacts(
-            html_url=pull.html_url,
-            head_sha=pull.head_sha,
-            default_branch=default_branch,
-            diff=diff,
-            config=config.config,
-            config_error=config.problem,
-            step_map=step_maps.evidence(services, github, repo, step_maps.changed_paths(diff), diff),
-        )
+    facts = reviewing.PullFacts(
+        html_url=pull.html_url,
+        head_sha=pull.head_sha,
+        default_branch=default_branch,
+        diff=diff,
+        config=config.config,
+        config_error=config.problem,
+        step_map=step_maps.evidence(services, github, repo, step_maps.changed_paths(diff), diff),
     )
+    plan = reviewing.plan(facts, services.assess(facts))
     return publish(github, stored, pull, plan)

@@ -7,6 +7,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
+from bot.core.review import plan as review_plan
+
 from .leases import Running
 from .ports.app_registration import AppRegistration
 from .ports.github import GitHubFactory
@@ -35,5 +37,8 @@ class Services:
     sign_in: SignIn | None = None  # None: dashboard sign-in is not configured
     # None: not registering an App (only `perfbot serve --register-app` does)
     app_registration: AppRegistration | None = None
+    # How a review scores its diff: on the calling thread, or where `bot.bootstrap` says (the
+    # consumer process: a process of its own, `bot.adapters.scoring_process`).
+    assess: Callable[[review_plan.PullFacts], review_plan.Assessment] = review_plan.assess
     storing: Storing = field(default_factory=Storing)  # whether its intake stored the last delivery
     running: Running = field(default_factory=Running)  # the deliveries its consumer threads work on

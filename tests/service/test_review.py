@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from bot.core.render.comment import MARKER
@@ -52,6 +54,19 @@ def github() -> FakeGitHub:
 @pytest.fixture
 def services(github, sqlite_store) -> Services:
     return Services(store=sqlite_store, github=FakeGitHubFactory(github), queue=FakeQueue())
+
+
+def test_a_review_scores_its_diff_where_the_services_say(services, github):
+    """The consumer process scores in a process of its own (`bot.adapters.scoring_process`)."""
+    scored = []
+
+    def assess(facts: reviewing.PullFacts) -> reviewing.Assessment:
+        scored.append(facts.head_sha)
+        return reviewing.assess(facts)
+
+    ROUTER.dispatch("pull_request", payload("opened"), replace(services, assess=assess))
+    assert scored == [SHA]
+    assert github.comments[(REPO, NUMBER)]
 
 
 @pytest.mark.parametrize("action", ["opened", "synchronize", "reopened", "ready_for_review"])

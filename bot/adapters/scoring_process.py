@@ -1,0 +1,72 @@
+"""A pull request's risk assessment (`bot.core.review.plan.assess`) in a process of its own, at
+the lowest CPU priority: how `perfbot worker` scores the diffs it reviews.
+
+Scoring a 5,000-line diff is 0.1 s of pure Python. On a consumer thread it took the interpreter
+from the threads holding a SQLite file's writer lock, which then waited with the lock held while
+the intake waited for the lock (docs/performance.md, "Webhook intake"). In a process of its own it
+takes only a CPU, and at the lowest priority only what the intake and the consumers leave.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import multiprocessing
+import os
+import signal
+import sys
+import threading
+from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
+
+from bot.core.review import plan as review_plan
+
+LOWEST_PRIORITY = 19  # the niceness of the scoring process
+PR_SET_PDEATHSIG = 1  # Linux's prctl option: the signal a process gets when its parent dies
+
+
+class ScoringProcess:
+    """`review_plan.assess` run in one process, started at the first call, for all the threads of
+    this one (a review waits for its turn: scoring never takes more than one CPU). One that died
+    (killed, out of memory) fails the calls it was running, and the next call starts another."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._pool: ProcessPoolExecutor | None = None
+
+    def __call__(self, facts: review_plan.PullFacts) -> review_plan.Assessment:
+        pool = self._started()
+        try:
+            return pool.submit(review_plan.assess, facts).result()
+        except BrokenProcessPool:
+            with self._lock:
+                if self._pool is pool:
+                    self._pool = None
+            raise
+
+    def _started(self) -> ProcessPoolExecutor:
+        with self._lock:
+            if self._pool is None:
+                # Not forked from this process, whose other threads may hold locks: the forkserver,
+                # a fresh interpreter, forks the scoring process with the scoring modules loaded.
+                context = multiprocessing.get_context("forkserver")
+                context.set_forkserver_preload([review_plan.__name__])
+                self._pool = ProcessPoolExecutor(1, mp_context=context, initializer=_scoring_process)
+            return self._pool
+
+    def close(self) -> None:
+        with self._lock:
+            pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.shutdown(wait=False, cancel_futures=True)
+
+
+def _scoring_process() -> None:
+    """In the scoring process, before its first call: the lowest priority, and gone with its
+    parent, the forkserver (which ends when this worker's process does, a kill -9 included)."""
+    os.setpriority(os.PRIO_PROCESS, 0, LOWEST_PRIORITY)
+    if not sys.platform.startswith("linux"):
+        return
+    parent = os.getppid()
+    ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    if os.getppid() != parent:  # it died before the prctl took effect
+        os._exit(1)
