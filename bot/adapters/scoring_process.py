@@ -46,10 +46,11 @@ class ScoringProcess:
     def _started(self) -> ProcessPoolExecutor:
         with self._lock:
             if self._pool is None:
-                # Not forked from this process, whose other threads may hold locks: the forkserver,
-                # a fresh interpreter, forks the scoring process with the scoring modules loaded.
-                context = multiprocessing.get_context("forkserver")
-                context.set_forkserver_preload([review_plan.__name__])
+                # Not forked from this process, whose other threads may hold locks: a fresh
+                # interpreter, and this process's own child, so that it dies with this one (a
+                # forkserver's child outlived a consumer killed with SIGKILL, and kept the
+                # forkserver alive with it).
+                context = multiprocessing.get_context("spawn")
                 self._pool = ProcessPoolExecutor(1, mp_context=context, initializer=_scoring_process)
             return self._pool
 
@@ -62,7 +63,8 @@ class ScoringProcess:
 
 def _scoring_process() -> None:
     """In the scoring process, before its first call: the lowest priority, and gone with its
-    parent, the forkserver (which ends when this worker's process does, a kill -9 included)."""
+    parent, the process that scores through it (a kill -9 included): multiprocessing's resource
+    tracker then sees both gone and ends too."""
     os.setpriority(os.PRIO_PROCESS, 0, LOWEST_PRIORITY)
     if not sys.platform.startswith("linux"):
         return

@@ -5,8 +5,11 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
+import sys
 import time
 from concurrent.futures.process import BrokenProcessPool
+from pathlib import Path
 
 import pytest
 
@@ -60,3 +63,45 @@ def test_a_scoring_process_that_died_fails_its_review_and_the_next_one_starts_an
         pytest.fail("the dead scoring process went unnoticed")
     assert scoring(FACTS) == review_plan.assess(FACTS)
     assert scoring_pid(scoring) != pid
+
+
+# A process that scores through a `ScoringProcess`, then says its scoring process's pid and the
+# pid of multiprocessing's resource tracker, and waits to be killed.
+SCORER = """
+import multiprocessing.resource_tracker as tracker, sys, time
+from bot.adapters.scoring_process import ScoringProcess
+from tests.adapters.test_scoring_process import FACTS, scoring_pid
+scoring = ScoringProcess()
+scoring(FACTS)
+print(scoring_pid(scoring), tracker._resource_tracker._pid, flush=True)
+time.sleep(600)
+"""
+
+
+def alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+def test_a_consumer_killed_with_sigkill_leaves_no_scoring_process_behind():
+    """Its scoring process and multiprocessing's resource tracker end with it (a forkserver's child
+    outlived the consumer and kept the forkserver alive: three processes left per crash)."""
+    scorer = subprocess.Popen(
+        [sys.executable, "-c", SCORER], stdout=subprocess.PIPE, text=True, cwd=Path(__file__).parents[2]
+    )
+    try:
+        scoring, tracker = (int(pid) for pid in scorer.stdout.readline().split())
+        assert alive(scoring) and alive(tracker)
+    finally:
+        scorer.kill()
+        scorer.wait()
+    deadline = time.monotonic() + 10
+    while (alive(scoring) or alive(tracker)) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    left = [pid for pid in (scoring, tracker) if alive(pid)]
+    for pid in left:
+        os.kill(pid, signal.SIGKILL)
+    assert not left, "left running after the consumer was killed"

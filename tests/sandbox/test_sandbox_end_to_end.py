@@ -82,6 +82,10 @@ def test_the_sandbox_shows_the_review_a_filled_dashboard_and_a_bench_round_trip(
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
+        # Ctrl-C reaches it as it reaches a command typed in a terminal, even where the tests run in
+        # the background (a shell's background job inherits SIGINT ignored, and the stop at the end
+        # then waited in vain).
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     output, started = Output(process), time.monotonic()
     try:
