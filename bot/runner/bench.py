@@ -230,9 +230,9 @@ def run(
     # The fingerprint asks the engine's interpreter for its packages (it imports torch: seconds),
     # so it is taken beside the checkouts, the integrity manifests and the start of the first
     # suite's processes (`Fingerprint`).
-    with ThreadPoolExecutor(3) as aside, Worktrees(p.repo) as scratch:
-        gpus = aside.submit(fingerprint.nvidia_gpus)  # first: whether to start profiler spares
-        machine = Fingerprint(aside.submit(_fingerprint, p.suites[0].python, stacks, gpus), gpus, p.suites)
+    with ThreadPoolExecutor(2) as probes, Worktrees(p.repo) as scratch:
+        gpus = probes.submit(fingerprint.nvidia_gpus)  # first: whether to start profiler spares
+        machine = Fingerprint(probes.submit(_fingerprint, p.suites[0].python, stacks, gpus), gpus, p.suites)
         with timeline.phase("worktrees"):
             trees = {
                 "base": base_tree or scratch.add("base", p.base_sha),
@@ -777,7 +777,7 @@ def measure(
     timeline: Timeline | None = None,
     spares: Spares | None = None,
 ) -> str | None:
-    from . import adaptive  # imported aside by `run` while the processes started
+    from . import adaptive  # imported aside by `run_suite` while the processes started
 
     timeline = timeline if timeline is not None else Timeline()
     done, pair = 0, 0

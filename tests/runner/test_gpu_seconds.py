@@ -130,6 +130,15 @@ def run(repo, base, head, out: Path, conf: BenchConfig, warmup: int = 1, **kwarg
     return outcome, json.loads(outcome.path.read_text()), stream.getvalue()
 
 
+def complete_run(bench_repo, tmp_path, conf: BenchConfig | None = None) -> dict:
+    """A run of the fixture's repository (``conf``: the quick suite, unprofiled) that completed;
+    its results file."""
+    repo, base, head = bench_repo
+    outcome, data, _ = run(repo, base, head, tmp_path / "results.json", conf or config())
+    assert outcome.status == "complete", data["error"]
+    return data
+
+
 def phases(data: dict, name: str) -> list[dict]:
     return [p for p in data["timeline"]["phases"] if p["phase"] == name]
 
@@ -328,9 +337,7 @@ def test_the_clocks_after_the_rounds_are_asked_while_the_engine_is_walked(
 
     monkeypatch.setattr(fingerprint, "nvidia_gpus", gpus)
     monkeypatch.setattr(Guard, "check_shared", walking)
-    repo, base, head = bench_repo
-    outcome, data, _ = run(repo, base, head, tmp_path / "results.json", config())
-    assert outcome.status == "complete", data["error"]
+    data = complete_run(bench_repo, tmp_path)
     assert seen == {"start": True, "clocks asked during the walk": True}
     assert "taken_at" in data["base"]["fingerprint"]["after"]
 
@@ -600,9 +607,7 @@ def test_the_processes_start_while_the_fingerprint_is_taken(bench_repo, tmp_path
     asked = []
     monkeypatch.setattr(bench, "_fingerprint", slow)
     monkeypatch.setattr(fingerprint, "nvidia_gpus", lambda: asked.append(1) or [])
-    repo, base, head = bench_repo
-    outcome, data, _ = run(repo, base, head, tmp_path / "results.json", config())
-    assert outcome.status == "complete", data["error"]
+    data = complete_run(bench_repo, tmp_path)
     # The GPUs are asked once for the start (the fingerprint records that answer) and once for the
     # clocks after the rounds: whether to profile is not a second query while the fingerprint runs.
     assert len(asked) == 2
@@ -669,9 +674,7 @@ def test_a_suite_that_says_it_profiles_starts_its_processes_without_waiting_for_
 
     monkeypatch.setattr(fingerprint, "nvidia_gpus", gpus)
     monkeypatch.setattr(bench, "launch_workers", launched)
-    repo, base, head = bench_repo
-    outcome, data, _ = run(repo, base, head, tmp_path / "results.json", config(profile=True))
-    assert outcome.status == "complete", data["error"]
+    data = complete_run(bench_repo, tmp_path, config(profile=True))
     assert seen == {"launched while nvidia-smi answered": True}
     assert len(phases(data, "worker start")) == 8 and len(phases(data, "profile")) == 2  # 2 workers, 6 spares
 
@@ -699,7 +702,5 @@ def test_scipy_is_imported_aside_once_the_processes_are_started(
 
     monkeypatch.setattr(bench, "launch_workers", launching)
     monkeypatch.setattr(importlib, "import_module", importing)
-    repo, base, head = bench_repo
-    outcome, data, _ = run(repo, base, head, tmp_path / "results.json", config())
-    assert outcome.status == "complete", data["error"]
+    complete_run(bench_repo, tmp_path)
     assert events[:3] == ["launching", "launched", "adaptive"]
