@@ -20,8 +20,12 @@ log = logging.getLogger("perfbot.worker")
 QUEUE_ERRORS_EVERY_S = 30.0  # huey's own complaints about an unreachable queue, at most this often
 
 
-_stopping = threading.Event()
-_stopped_by: list[int] = []  # the signals received, first first
+# The signals received, first first. The handler only appends to this list, which takes no lock:
+# Python runs a handler in the main thread between two of its bytecodes, perhaps while it holds a
+# lock, and a handler that set a `threading.Event` took the Event's lock, which the main thread
+# holds for an instant as it enters a wait: a SIGTERM then hung the worker for good.
+_stopped_by: list[int] = []
+STOP_POLL_S = 0.1  # how often a wait looks at that list: a stop is heard within this
 START_WAITS_S = (1.0, 2.0, 4.0, 8.0, 15.0)  # between attempts to start while storage is away
 # What a stopping worker gives its running jobs: under the 30 s that Kubernetes waits before
 # SIGKILL, and what `perfbot serve` gives the consumers it stops.
@@ -38,7 +42,22 @@ def _stop_on_signals() -> None:
 
 def _stop(signum: int, frame: object) -> None:
     _stopped_by.append(signum)
-    _stopping.set()
+
+
+def told_to_stop(within_s: float | None) -> bool:
+    """Whether SIGTERM or SIGINT came, waiting for one at most ``within_s`` (None: until one does)."""
+    deadline = None if within_s is None else time.monotonic() + within_s
+    while not _stopped_by:
+        left = STOP_POLL_S if deadline is None else min(STOP_POLL_S, deadline - time.monotonic())
+        if left <= 0:
+            return False
+        time.sleep(left)
+    return True
+
+
+def stopped_by() -> list[int]:
+    """The stop signals received so far, first first."""
+    return list(_stopped_by)
 
 
 def when_storage_is_there(start: Callable[[], T]) -> T | None:
@@ -53,7 +72,7 @@ def when_storage_is_there(start: Callable[[], T]) -> T | None:
         except Transient as error:
             wait = START_WAITS_S[min(attempt, len(START_WAITS_S) - 1)]
             log.error("worker cannot start yet, trying again in %.0f s: %s", wait, error)
-            if _stopping.wait(wait):
+            if told_to_stop(wait):
                 return None
     raise AssertionError("unreachable")
 
@@ -68,7 +87,7 @@ def run_forever(
     to kill the worker to stop it."""
     _stop_on_signals()
     quiet_queue_errors()
-    if _stopping.is_set():  # told to stop while it started: nothing to consume, nothing to wait for
+    if told_to_stop(0):  # told to stop while it started: nothing to consume, nothing to wait for
         return 0
     consumer = when_storage_is_there(lambda: runtime.start_consumer(workers, periodic, stop_timeout_s))
     if consumer is None:
@@ -77,7 +96,7 @@ def run_forever(
         "worker started",
         extra={"workers": workers, "periodic": periodic, "queue": runtime.queue.url.split("://")[0]},
     )
-    _stopping.wait()
+    told_to_stop(None)
     quick = signal.SIGINT in _stopped_by
     log.info("worker stopping", extra={"waiting_for_jobs_s": 0 if quick else stop_timeout_s})
     consumer.stop(graceful=not quick)
