@@ -99,12 +99,27 @@ def start_server(
         stderr=subprocess.PIPE,
         text=True,
     )
+    # Its log read as it comes, never left to fill the pipe (a server blocked writing a warning
+    # would look slow, or never stop); the last lines kept to say why it failed.
+    said: collections.deque[str] = collections.deque(maxlen=40)
+    threading.Thread(target=said.extend, args=(process.stderr,), daemon=True).start()
+    SERVER_LOGS[process.pid] = said
     base = f"http://127.0.0.1:{port}"
     ready = wait_for(lambda: _healthy(base), timeout=90, interval=0.2)
     if not ready:
         process.kill()
-        raise SystemExit(f"perfbot serve did not start: {process.stderr.read()[-2000:]}")
+        process.wait()
+        raise SystemExit(f"perfbot serve did not start: {_last_words(process)}")
     return process, base
+
+
+SERVER_LOGS: dict[int, collections.deque[str]] = {}
+
+
+def _last_words(process: subprocess.Popen) -> str:
+    """The end of a server's log, for an error message."""
+    time.sleep(0.2)  # what it wrote as it ended, read by its thread
+    return "".join(SERVER_LOGS.get(process.pid, ()))[-3000:] or "(it logged nothing)"
 
 
 def _healthy(base: str) -> bool:
@@ -124,7 +139,10 @@ def stop(process: subprocess.Popen) -> None:
         process.wait(timeout=60)
     except subprocess.TimeoutExpired:
         process.kill()
-        raise SystemExit("perfbot serve did not stop within 60 s of SIGTERM") from None
+        process.wait()
+        raise SystemExit(
+            f"perfbot serve did not stop within 60 s of SIGTERM; its log ended with:\n{_last_words(process)}"
+        ) from None
     # What the server's processes started end when they do (a consumer's scoring process on its
     # parent's death), a moment after them.
     waited_until = time.monotonic() + 2.0

@@ -15,7 +15,7 @@ import os
 import signal
 import sys
 import threading
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 
 from bot.core.review import plan as review_plan
@@ -42,6 +42,12 @@ class ScoringProcess:
                 if self._pool is pool:
                     self._pool = None
             raise
+
+    def start(self) -> Future[int]:
+        """Start the process now rather than at the first review, which would otherwise wait for a
+        fresh interpreter to start and import the scoring (2.7 s on a busy 2-core machine against
+        0.3 s for the review itself): the pid of the process, once it is ready."""
+        return self._started().submit(os.getpid)
 
     def _started(self) -> ProcessPoolExecutor:
         with self._lock:

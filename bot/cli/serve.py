@@ -162,6 +162,10 @@ def run_worker(args: argparse.Namespace) -> int:
         raise UserError(str(error)) from None
     if runtime is None:  # told to stop while it waited
         return 0
+    try:
+        scoring.start()
+    except OSError as error:  # the first review tries again
+        log.warning("could not start the scoring process yet: %s", error)
     stop_timeout_s = worker.STOP_TIMEOUT_S if args.stop_timeout is None else args.stop_timeout
     try:
         return worker.run_forever(

@@ -105,3 +105,13 @@ def test_a_consumer_killed_with_sigkill_leaves_no_scoring_process_behind():
     for pid in left:
         os.kill(pid, signal.SIGKILL)
     assert not left, "left running after the consumer was killed"
+
+
+def test_a_scoring_process_started_ahead_scores_the_first_review_itself(scoring):
+    """`perfbot worker` starts it with the worker: the first review then finds it ready rather
+    than waiting for a fresh interpreter to start and import the scoring."""
+    pid = scoring.start().result(timeout=60)
+    assert pid != os.getpid()
+    assert scoring_pid(scoring) == pid
+    assert scoring(FACTS) == review_plan.assess(FACTS)
+    assert scoring_pid(scoring) == pid, "the review started another process"
