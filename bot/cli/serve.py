@@ -141,7 +141,7 @@ def _registering(settings, file: str, host: str, port: int):
 
 
 def run_worker(args: argparse.Namespace) -> int:
-    from bot import bootstrap, worker
+    from bot import bootstrap, collector, worker
     from bot.adapters.scoring_process import ScoringProcess
     from bot.service import logs
     from bot.service.failures import SchemaNotMigrated
@@ -162,6 +162,7 @@ def run_worker(args: argparse.Namespace) -> int:
         raise UserError(str(error)) from None
     if runtime is None:  # told to stop while it waited
         return 0
+    collector.tune_after_start()  # what it built is kept for its life
     try:
         scoring.start()
     except OSError as error:  # the first review tries again

@@ -10,7 +10,6 @@ Retry-After) and builds the real app at a request once storage is back."""
 
 from __future__ import annotations
 
-import gc
 import json
 import logging
 import sys
@@ -23,7 +22,7 @@ from flask import Flask
 from gunicorn.app.base import BaseApplication
 from gunicorn.arbiter import Arbiter
 
-from bot import bootstrap
+from bot import bootstrap, collector
 from bot.service.failures import Transient
 from bot.settings import Settings
 
@@ -32,7 +31,6 @@ from .app import create_app
 from .consumers import ConsumerProcesses, worker_commands
 
 log = logging.getLogger("perfbot.serve")
-GC_THRESHOLDS = (50_000, 50, 50)
 # What a Ctrl-C gives the consumers to exit before they are killed: they stop without waiting for
 # their jobs (`bot.worker`), so this is only a bound.
 QUICK_STOP_S = 5.0  # young generation every 50,000 allocations, not every 700
@@ -199,8 +197,4 @@ def serve(
 
 
 def _tune_collector(worker: Any) -> None:
-    # Collections of the oldest generation walk every object the app has made since start
-    # (routes, migrations, rules) and stalled acknowledgements by up to 270 ms: keep start-up
-    # objects out of the collector, and collect the young generation less often.
-    gc.freeze()
-    gc.set_threshold(*GC_THRESHOLDS)
+    collector.tune_after_start()

@@ -4,6 +4,7 @@ embedded queue in a process it supervises; bad settings exit 2."""
 from __future__ import annotations
 
 import fcntl
+import gc
 import json
 import os
 import shutil
@@ -212,6 +213,33 @@ def test_a_worker_option_out_of_range_exits_2_with_one_line(tmp_path, monkeypatc
     monkeypatch.chdir(tmp_path)
     assert main(["worker", *args]) == 2
     assert capsys.readouterr().err.strip().splitlines() == [f"perfbot: error: {message}"]
+
+
+def test_perfbot_worker_keeps_what_it_built_at_start_out_of_the_collector(tmp_path, monkeypatch):
+    """Its oldest generation's collections walked every object made since start, and paused a
+    consumer thread that held a SQLite writer lock the intake waited for."""
+    from bot import collector, worker
+
+    clear_settings(monkeypatch)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("PERFBOT_DATABASE_URL", f"sqlite:///{tmp_path / 'perfbot.db'}")
+    monkeypatch.setenv("PERFBOT_QUEUE_URL", f"sqlite:///{tmp_path / 'queue.db'}")
+    monkeypatch.setenv("PERFBOT_GITHUB_API_URL", NOWHERE)
+    seen = {}
+
+    def consumed(runtime, **options):
+        seen.update(threshold=gc.get_threshold(), frozen=gc.get_freeze_count())
+        return 0
+
+    monkeypatch.setattr(worker, "run_forever", consumed)
+    threshold = gc.get_threshold()
+    try:
+        assert main(["worker", "--threads", "1"]) == 0
+    finally:
+        gc.unfreeze()
+        gc.set_threshold(*threshold)
+    assert seen["threshold"] == collector.THRESHOLDS
+    assert seen["frozen"] > 10_000, "the start-up objects were left to the collector"
 
 
 def test_a_malformed_queue_url_exits_2(tmp_path, monkeypatch, capsys):
