@@ -64,11 +64,12 @@ lint-workflows: install $(TOOLS_STAMP) $(ACTIONLINT)
 
 # The quick tests (pytest leaves the slow ones out by default), then the slow ones: end-to-end
 # benchmark and bisect runs on CPU, a 50 MiB diff. `make test` runs everything, as CI does.
+# Each stage ends with its slowest tests, so that what makes it long shows in every CI log.
 unit: install
-	$(BIN)/pytest -q
+	$(BIN)/pytest -q --durations=15 --durations-min=5
 
 slow: install
-	$(BIN)/pytest -q -m slow
+	$(BIN)/pytest -q -m slow --durations=15 --durations-min=5
 
 test: lint unit slow
 
