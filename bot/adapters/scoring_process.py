@@ -57,24 +57,34 @@ class ScoringProcess:
                 # forkserver's child outlived a consumer killed with SIGKILL, and kept the
                 # forkserver alive with it).
                 context = multiprocessing.get_context("spawn")
-                self._pool = ProcessPoolExecutor(1, mp_context=context, initializer=_scoring_process)
+                self._pool = ProcessPoolExecutor(
+                    1, mp_context=context, initializer=_scoring_process, initargs=(os.getpid(),)
+                )
             return self._pool
 
     def close(self) -> None:
+        """End the process now, without waiting for it to read its stop: at the lowest priority on
+        busy CPUs that took seconds, which the worker's exit waited for (the interpreter joins the
+        pool's thread at exit, and that thread joins the process)."""
         with self._lock:
             pool, self._pool = self._pool, None
-        if pool is not None:
-            pool.shutdown(wait=False, cancel_futures=True)
+        if pool is None:
+            return
+        processes = list((pool._processes or {}).values())  # the pool's own record of them
+        pool.shutdown(wait=False, cancel_futures=True)
+        for process in processes:
+            process.kill()
 
 
-def _scoring_process() -> None:
+def _scoring_process(parent: int) -> None:
     """In the scoring process, before its first call: the lowest priority, and gone with its
-    parent, the process that scores through it (a kill -9 included): multiprocessing's resource
-    tracker then sees both gone and ends too."""
+    ``parent``, the process that scores through it (a kill -9 included): multiprocessing's resource
+    tracker then sees both gone and ends too. The parent's pid comes from the parent: one killed
+    while this process still started (seconds, at this priority on busy CPUs) has left it to
+    another, whose pid the child would otherwise take for its parent's, and live on."""
     os.setpriority(os.PRIO_PROCESS, 0, LOWEST_PRIORITY)
     if not sys.platform.startswith("linux"):
         return
-    parent = os.getppid()
     ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
     if os.getppid() != parent:  # it died before the prctl took effect
         os._exit(1)

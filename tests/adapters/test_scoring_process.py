@@ -115,3 +115,88 @@ def test_a_scoring_process_started_ahead_scores_the_first_review_itself(scoring)
     assert scoring_pid(scoring) == pid
     assert scoring(FACTS) == review_plan.assess(FACTS)
     assert scoring_pid(scoring) == pid, "the review started another process"
+
+
+# A process with a scoring process started, which says that one's pid, then closes it and exits
+# when told to.
+CLOSER = """
+import sys
+from bot.adapters.scoring_process import ScoringProcess
+scoring = ScoringProcess()
+print(scoring.start().result(timeout=60), flush=True)
+sys.stdin.readline()
+scoring.close()
+"""
+
+
+def test_a_worker_closing_its_scoring_process_exits_without_waiting_for_it():
+    """A scoring process that gets no CPU (the lowest priority on busy CPUs; here, stopped) does not
+    keep its worker from exiting: before, the worker's exit waited until it read its stop, and
+    `perfbot serve`'s stop under load took over 30 s."""
+    closer = subprocess.Popen(
+        [sys.executable, "-c", CLOSER],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        cwd=Path(__file__).parents[2],
+    )
+    scoring = int(closer.stdout.readline())
+    os.kill(scoring, signal.SIGSTOP)
+    try:
+        closer.stdin.write("close\n")
+        closer.stdin.flush()
+        try:
+            closer.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            pytest.fail("the worker waited for its scoring process to exit")
+    finally:
+        closer.kill()
+        closer.wait()
+        if alive(scoring):
+            os.kill(scoring, signal.SIGKILL)
+    assert closer.returncode == 0
+
+
+# A process that starts its scoring process and is killed at once, while that one still starts.
+KILLED_AT_START = """
+import os, signal
+from bot.adapters.scoring_process import ScoringProcess
+ScoringProcess().start()
+os.kill(os.getpid(), signal.SIGKILL)
+"""
+
+
+def marked(mark: str) -> list[int]:
+    """The processes whose environment holds ``mark``."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            if (
+                entry.name.isdigit()
+                and mark.encode() in (entry / "environ").read_bytes()
+                and alive(int(entry.name))
+            ):
+                found.append(int(entry.name))
+        except OSError:
+            continue
+    return found
+
+
+def test_a_consumer_killed_while_its_scoring_process_starts_leaves_none_behind():
+    """The scoring process took the pid of whoever adopted it for its parent's, and lived on, idle,
+    holding the consumer's standard output (a test of `perfbot serve` then waited for it)."""
+    mark = f"PERFBOT_TEST_MARK={os.getpid()}-{time.monotonic_ns()}"
+    name, value = mark.split("=")
+    subprocess.run(
+        [sys.executable, "-c", KILLED_AT_START],
+        cwd=Path(__file__).parents[2],
+        env={**os.environ, name: value},
+        timeout=60,
+    )
+    deadline = time.monotonic() + 30
+    while marked(mark) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    left = marked(mark)
+    for pid in left:
+        os.kill(pid, signal.SIGKILL)
+    assert not left, "left running after the consumer was killed"
