@@ -97,7 +97,7 @@ def run_forever(
         extra={"workers": workers, "periodic": periodic, "queue": runtime.queue.url.split("://")[0]},
     )
     told_to_stop(None)
-    quick = signal.SIGINT in _stopped_by
+    quick = signal.SIGINT in stopped_by()
     log.info("worker stopping", extra={"waiting_for_jobs_s": 0 if quick else stop_timeout_s})
     consumer.stop(graceful=not quick)
     unfinished = runtime.services.running.current()

@@ -33,7 +33,7 @@ from .consumers import ConsumerProcesses, worker_commands
 log = logging.getLogger("perfbot.serve")
 # What a Ctrl-C gives the consumers to exit before they are killed: they stop without waiting for
 # their jobs (`bot.worker`), so this is only a bound.
-QUICK_STOP_S = 5.0  # young generation every 50,000 allocations, not every 700
+QUICK_STOP_S = 5.0
 
 
 class PerfbotServer(BaseApplication):
