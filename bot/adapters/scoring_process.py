@@ -70,10 +70,12 @@ class ScoringProcess:
             pool, self._pool = self._pool, None
         if pool is None:
             return
-        processes = list((pool._processes or {}).values())  # the pool's own record of them
-        pool.shutdown(wait=False, cancel_futures=True)
-        for process in processes:
+        for process in list((pool._processes or {}).values()):  # the pool's own record of them
             process.kill()
+        # Then the pool's thread, which sees its process gone and ends at once: left running, it
+        # raced the interpreter's exit, which wakes it through a pipe that it may have closed
+        # ("Exception ignored in: <module 'threading'>" on the worker's output).
+        pool.shutdown(wait=True, cancel_futures=True)
 
 
 def _scoring_process(parent: int) -> None:

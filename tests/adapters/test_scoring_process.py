@@ -7,6 +7,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
@@ -200,3 +201,12 @@ def test_a_consumer_killed_while_its_scoring_process_starts_leaves_none_behind()
     for pid in left:
         os.kill(pid, signal.SIGKILL)
     assert not left, "left running after the consumer was killed"
+
+
+def test_close_leaves_no_thread_of_the_pool_to_race_the_interpreter_s_exit(scoring):
+    """The pool's thread, left running after close(), met the interpreter's exit, which wakes it
+    through a pipe it may have closed: "Exception ignored in: <module 'threading'>" on the output
+    of a worker stopped with a job still running."""
+    scoring.start().result(timeout=60)
+    scoring.close()
+    assert [t.name for t in threading.enumerate() if type(t).__name__ == "_ExecutorManagerThread"] == []
