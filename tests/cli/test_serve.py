@@ -22,7 +22,16 @@ from bot.cli.main import main
 from bot.web.signature import sign
 from tests.support.fixtures import redis_url  # noqa: F401, F811  (a fixture)
 from tests.support.github_emulator import wait_for
-from tests.support.serving import PERFBOT, alive, children, environment, free_port, served, serving
+from tests.support.serving import (
+    PERFBOT,
+    alive,
+    children,
+    environment,
+    free_port,
+    served,
+    serving,
+    web_worker,
+)
 from tests.web.helpers import SECRET, headers
 
 NOWHERE = "http://127.0.0.1:9"  # the discard port, closed: a worker's hourly task must not reach github.com
@@ -69,7 +78,7 @@ def test_serve_consumes_the_embedded_queue_in_a_process_of_its_own_and_restarts_
 
     with served(tmp_path, environment(PERFBOT_WEBHOOK_SECRET=SECRET)) as server:
         store = SqlStore.connect(f"sqlite:///{tmp_path / 'perfbot.db'}", migrate_schema=False)
-        [web] = [pid for pid, command in server.children().items() if " -m bot serve " in f"{command} "]
+        web = web_worker(server.process.pid)
         [consumer] = server.consumers()
         checkpointer = [
             pid for pid, command in server.children().items() if "bot.adapters.sqlite_files" in command

@@ -22,7 +22,7 @@ from tests.support.faults import (
 )
 from tests.support.github_emulator import wait_for
 from tests.support.missing import skip_or_fail
-from tests.support.serving import children
+from tests.support.serving import children, web_worker
 
 pytestmark = pytest.mark.slow
 
@@ -101,11 +101,7 @@ def test_a_web_worker_started_while_the_files_are_immutable_serves_503_and_recov
         if not chattr("+i", files):
             pytest.skip("chattr +i is not possible here (needs root and an ext4-like filesystem)")
         try:
-            [web] = [
-                pid
-                for pid, command in children(server.process.pid).items()
-                if " -m bot serve " in f"{command} "
-            ]
+            web = web_worker(server.process.pid)
             os.kill(web, signal.SIGKILL)  # gunicorn's master starts another, which boots without storage
             assert wait_for(
                 lambda: web not in children(server.process.pid) and len(children(server.process.pid)) >= 1,

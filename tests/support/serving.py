@@ -105,6 +105,19 @@ def served(
     )
 
 
+def web_worker(master: int) -> int:
+    """The web worker of the `perfbot serve` whose master is ``master``. Waited for until it alone
+    matches: a child the master has forked and not yet executed (the checkpointer, a consumer) has
+    the master's command line for that moment, and once passed for a second web worker."""
+
+    def matching() -> list[int]:
+        return [pid for pid, command in children(master).items() if " -m bot serve " in f"{command} "]
+
+    assert wait_for(lambda: len(matching()) == 1, timeout=30), children(master)
+    [web] = matching()
+    return web
+
+
 def children(pid: int) -> dict[int, str]:
     """The child processes of ``pid`` (Linux's /proc): pid -> command line."""
     try:
