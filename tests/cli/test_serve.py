@@ -13,6 +13,7 @@ import socket
 import sqlite3
 import subprocess
 import time
+from pathlib import Path
 
 import pytest
 import requests
@@ -94,6 +95,9 @@ def test_serve_consumes_the_embedded_queue_in_a_process_of_its_own_and_restarts_
         with open(lock_file_beside(str(tmp_path / "perfbot.db")), "a+") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)
             os.kill(consumer, signal.SIGSTOP)
+            # Stopped for certain before the lock is let go: a consumer thread waiting for the lock
+            # (its heartbeat) and not yet stopped would take it, and then stop holding it.
+            assert wait_for(lambda: stopped_threads(consumer), timeout=10)
             fcntl.flock(lock, fcntl.LOCK_UN)
         deliver(server.base, 2)
         time.sleep(1)
@@ -141,6 +145,17 @@ def test_of_several_consumers_one_alone_runs_the_periodic_tasks_and_so_does_the_
         left = server.consumers()
         assert set(left) == others | {replacement}  # the others ran on meanwhile, never restarted
     assert not any(alive(pid) for pid in left)
+
+
+def stopped_threads(pid: int) -> bool:
+    """Whether every thread of ``pid`` is stopped (SIGSTOP takes effect thread by thread)."""
+    states = []
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        try:
+            states.append((task / "stat").read_text().rsplit(")", 1)[1].split()[0])
+        except OSError:
+            continue  # it ended meanwhile
+    return bool(states) and all(state in ("T", "t") for state in states)
 
 
 def clear_settings(monkeypatch) -> None:
