@@ -156,9 +156,6 @@ TESTS: dict[str, tuple[str, ...]] = {
     "bot/cli/map_cmd.py": ("tests/cli/test_map.py",),
     # The bot's own jobs: a stored step read back, queued once.
     "bot/service/chain.py": ("tests/service/test_chain.py",),
-    # The worker's stop signals and its collector: whether a stop is heard, and how the process is tuned.
-    "bot/worker.py": ("tests/test_worker.py",),
-    "bot/collector.py": ("tests/test_collector.py",),
     # What each side may change between its rounds: the trees' and the import path's manifests.
     "bot/runner/integrity.py": ("tests/runner/test_integrity.py", "tests/runner/test_manifest_walk.py"),
 }
