@@ -9,7 +9,7 @@ from bot import collector
 
 def test_tune_after_start_freezes_what_exists_and_collects_the_young_generation_less_often():
     threshold = gc.get_threshold()
-    made = [object() for _ in range(1000)]
+    made = [[] for _ in range(1000)]  # lists: objects the collector tracks
     try:
         collector.tune_after_start()
         assert gc.get_threshold() == collector.THRESHOLDS

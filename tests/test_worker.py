@@ -55,11 +55,13 @@ def test_told_to_stop_waits_for_a_signal_or_its_timeout():
 
         worker._stop_on_signals()
         started = time.monotonic()
-        print(worker.told_to_stop(0.3), round(time.monotonic() - started, 1))
+        told = worker.told_to_stop(0.3)
+        waited = time.monotonic() - started
+        print(told, 0.3 <= waited < 5)
         threading.Timer(0.5, os.kill, (os.getpid(), signal.SIGINT)).start()
         started = time.monotonic()
         print(worker.told_to_stop(None), time.monotonic() - started < 5, worker.stopped_by())
         """
     )
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=30)
-    assert done.stdout.split("\n")[:2] == ["False 0.3", "True True [2]"], done.stderr
+    assert done.stdout.split("\n")[:2] == ["False True", "True True [2]"], done.stderr

@@ -286,16 +286,7 @@ def test_perfbot_worker_consumes_deliveries_from_redis_and_stops_on_sigterm(tmp_
         "1", "g-worker", "installation", "created", json.dumps(payload).encode()
     )
     runtime.queue.enqueue(delivery)
-    process = subprocess.Popen(
-        [*PERFBOT, "worker", "--threads", "2"],
-        cwd=tmp_path,
-        text=True,
-        env=environment(
-            PERFBOT_DATABASE_URL=database, PERFBOT_QUEUE_URL=redis_url, PERFBOT_GITHUB_API_URL=NOWHERE
-        ),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-    )
+    process = worker(tmp_path, database, redis_url, "--threads", "2")
     try:
         assert wait_for(lambda: runtime.store.deliveries.counts() == {"done": 1}, timeout=60)
         process.send_signal(signal.SIGTERM)
@@ -317,23 +308,14 @@ def test_perfbot_worker_starts_its_scoring_process_before_any_review(tmp_path):
     database = f"sqlite:///{tmp_path / 'perfbot.db'}"
     queue = f"sqlite:///{tmp_path / 'queue.db'}"
     build(Settings(database_url=database, queue_url=queue)).close()
-    process = subprocess.Popen(
-        [*PERFBOT, "worker", "--threads", "1"],
-        cwd=tmp_path,
-        text=True,
-        env=environment(
-            PERFBOT_DATABASE_URL=database, PERFBOT_QUEUE_URL=queue, PERFBOT_GITHUB_API_URL=NOWHERE
-        ),
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
+    process = worker(tmp_path, database, queue, "--threads", "1")
     try:
         scorers = lambda: [c for c in children(process.pid).values() if "spawn_main" in c]  # noqa: E731
         assert wait_for(lambda: len(scorers()) == 1, timeout=60), children(process.pid)
     finally:
         process.send_signal(signal.SIGTERM)
         try:
-            process.wait(timeout=30)
+            process.communicate(timeout=30)
         finally:
             stopped(process)
     assert process.returncode == 0
@@ -356,18 +338,16 @@ def test_perfbot_worker_stops_within_its_stop_timeout_while_a_job_waits_on_githu
         "1", "g-stuck", "pull_request", "opened", json.dumps(payload).encode()
     )
     runtime.queue.enqueue(delivery)
-    process = subprocess.Popen(
-        [*PERFBOT, "worker", "--threads", "2", "--stop-timeout", "1"],
-        cwd=tmp_path,
-        text=True,
-        env=environment(
-            PERFBOT_DATABASE_URL=database,
-            PERFBOT_QUEUE_URL=redis_url,
-            PERFBOT_GITHUB_TOKEN="ghp_test",  # nosec B106 - nothing checks it
-            PERFBOT_GITHUB_API_URL=f"http://127.0.0.1:{silent.getsockname()[1]}",
-        ),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
+    process = worker(
+        tmp_path,
+        database,
+        redis_url,
+        "--threads",
+        "2",
+        "--stop-timeout",
+        "1",
+        PERFBOT_GITHUB_TOKEN="ghp_test",  # nosec B106 - nothing checks it
+        PERFBOT_GITHUB_API_URL=f"http://127.0.0.1:{silent.getsockname()[1]}",
     )
     try:
         connection, _ = silent.accept()  # the job now waits for GitHub's answer
@@ -384,6 +364,26 @@ def test_perfbot_worker_stops_within_its_stop_timeout_while_a_job_waits_on_githu
     assert runtime.store.deliveries.counts() == {"pending": 1}
     [said] = [line for line in map(json.loads, output.splitlines()) if "unfinished" in line["msg"]]
     assert (said["level"], said["deliveries"]) == ("WARNING", [delivery]), said
+
+
+def worker(tmp_path, database: str, queue: str, *args: str, **settings: str) -> subprocess.Popen:
+    """`perfbot worker` with ``args`` on ``database`` and ``queue``, its output (log and all) piped;
+    GitHub is nowhere unless ``settings`` say otherwise."""
+    return subprocess.Popen(
+        [*PERFBOT, "worker", *args],
+        cwd=tmp_path,
+        text=True,
+        env=environment(
+            **{
+                "PERFBOT_DATABASE_URL": database,
+                "PERFBOT_QUEUE_URL": queue,
+                "PERFBOT_GITHUB_API_URL": NOWHERE,
+                **settings,
+            }
+        ),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+    )
 
 
 def stopped(process: subprocess.Popen) -> None:
