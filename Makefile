@@ -65,11 +65,15 @@ lint-workflows: install $(TOOLS_STAMP) $(ACTIONLINT)
 # The quick tests (pytest leaves the slow ones out by default), then the slow ones: end-to-end
 # benchmark and bisect runs on CPU, a 50 MiB diff. `make test` runs everything, as CI does.
 # Each stage ends with its slowest tests, so that what makes it long shows in every CI log.
+# Both run in pytest-xdist processes, one per core and at most 8 (each takes a Redis database of
+# its own, and PostgreSQL databases are per process already); TEST_PROCESSES=0 runs them in one.
+TEST_PROCESSES ?= auto
+PARALLEL := -n $(TEST_PROCESSES) --maxprocesses 8
 unit: install
-	$(BIN)/pytest -q --durations=15 --durations-min=5
+	$(BIN)/pytest -q $(PARALLEL) --durations=15 --durations-min=5
 
 slow: install
-	$(BIN)/pytest -q -m slow --durations=15 --durations-min=5
+	$(BIN)/pytest -q -m slow $(PARALLEL) --durations=15 --durations-min=5
 
 test: lint unit slow
 

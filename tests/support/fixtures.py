@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import uuid
+from urllib.parse import urlsplit
 
 import pytest
 from sqlalchemy import create_engine, text
@@ -65,11 +66,23 @@ def store(database_url) -> SqlStore:
     store.engine.dispose()
 
 
+def _worker_redis_url(url: str) -> str:
+    """The Redis database of this pytest process: under pytest-xdist each worker flushes its own
+    (gw0 takes 1, gw1 takes 2, ...), never another worker's keys; alone, the URL's own."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "")
+    if not worker.startswith("gw"):
+        return url
+    index = 1 + int(worker[2:])
+    if index > 15:  # Redis has 16 databases unless configured otherwise
+        pytest.fail(f"pytest-xdist worker {worker}: Redis has no database {index}; run with -n 15 or fewer")
+    return urlsplit(url)._replace(path=f"/{index}").geturl()
+
+
 @pytest.fixture
 def redis_url() -> str:
     import redis
 
-    url = _service_url("PERFBOT_TEST_REDIS_URL")
+    url = _worker_redis_url(_service_url("PERFBOT_TEST_REDIS_URL"))
     client = redis.Redis.from_url(url)
     client.flushdb()
     yield url
