@@ -8,15 +8,15 @@ why and what to do.
 Only new comments count: edits and deletions are not routed here. The bot never acts on its own
 comments (its login, and the marker every reply of its carries), nor on any bot's. Each comment is
 handled once, whatever delivery carries it: its benchmark request is keyed on the comment's id, and
-so are its replies. A `/bench` that starts a run is admitted in one database transaction, so that
-concurrent comments cannot both pass the cooldowns or the "one running" rule.
+so are its replies. A `/bench` that starts a run, and the cases of a `/bench bisect`, are admitted
+in one database transaction each, so that concurrent comments cannot both pass the cooldowns or the
+"one running" rule.
 """
 
 from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, replace
-from datetime import datetime
 
 from bot.core.bench import contract, policy
 from bot.core.commands import grammar
@@ -58,7 +58,6 @@ class _Snapshot:
     config: RepoConfig
     config_error: str | None
     facts: policy.Facts
-    bisected: tuple[datetime | None, datetime | None] = (None, None)  # `_last_bisects`
 
     @property
     def repo(self) -> str:
@@ -151,7 +150,6 @@ def _gather(
         config=config,
         config_error=config_error,
         facts=facts,
-        bisected=_last_bisects(services, repo, event.login, pull.number),
     )
 
 
@@ -175,46 +173,19 @@ def _decide(services: Services, snapshot: _Snapshot, command: grammar.Command) -
 
 
 def _decide_in_turn(services: Services, snapshot: _Snapshot, command: grammar.Command) -> policy.Decision:
-    """Decide with the cooldowns' facts read in the admission's transaction (nothing recorded)."""
+    """Decide with the cooldowns read in the admission's transaction (nothing recorded): a first
+    answer, before GitHub is asked about the range; `_start_bisect` decides again in the
+    transaction that opens the cases."""
     key = contract.work_key("command", snapshot.repo, snapshot.event.subject)
 
     def decide(now: Admission) -> tuple[policy.Decision, None]:
-        facts = _with_bisects(snapshot, replace(snapshot.facts, user_last=now.user_last, pr_last=now.pr_last))
+        facts = replace(snapshot.facts, user_last=now.user_last, pr_last=now.pr_last)
         return policy.decide(command, facts, snapshot.config.bench), None
 
     decision, _ = services.store.benchmarks.admit(
         contract.correlation_id(key), snapshot.repo, snapshot.pull.number, snapshot.event.login, decide
     )
     return decision
-
-
-def _with_bisects(snapshot: _Snapshot, facts: policy.Facts) -> policy.Facts:
-    """``facts`` with the `/bench bisect` commands counted among the last accepted `/bench` of the
-    asker and of the pull request: the cooldowns bound bisects as they bound runs."""
-    mine, ours = snapshot.bisected
-    return replace(
-        facts,
-        user_last=max(filter(None, (facts.user_last, mine)), default=None),
-        pr_last=max(filter(None, (facts.pr_last, ours)), default=None),
-    )
-
-
-def _last_bisects(
-    services: Services, repo: str, login: str, number: int
-) -> tuple[datetime | None, datetime | None]:
-    """When the asker, and anyone on pull request ``number``, last had a `/bench bisect` accepted
-    (its case opened), read before the admission: the admission's transaction holds the store's
-    writer, and the cases are the watch's."""
-    mine: datetime | None = None
-    ours: datetime | None = None
-    for case in services.store.watch.cases(frozenset({repo})):
-        if case.source != "command":
-            continue
-        if case.requested_by is not None and case.requested_by.lower() == login.lower():
-            mine = max(filter(None, (mine, case.detected_at)))
-        if case.number == number:
-            ours = max(filter(None, (ours, case.detected_at)))
-    return mine, ours
 
 
 def _refuse(services: Services, snapshot: _Snapshot, refusal: policy.Refuse) -> None:
@@ -270,22 +241,30 @@ def _start_bisect(services: Services, snapshot: _Snapshot, decision: policy.Star
         pull = services.store.watch.merge_of(repo, bad) or github.pull_of_commit(repo, bad)
         _reply(services, github, event, watch.single_commit_reply(good, bad, pull[0] if pull else None))
         return
+    # The cooldowns decided again in the transaction that opens the cases: two bisects asked at
+    # once cannot both pass them.
+    refusal, cases = watch.open_by_hand(
+        services,
+        repo,
+        event.repo.installation_id,
+        good,
+        bad,
+        decision.suites,
+        decision.metric or "",
+        event.login,
+        snapshot.pull.number,
+        lambda now: policy.cooling_refusal(
+            replace(snapshot.facts, user_last=now.user_last, pr_last=now.pr_last), snapshot.config.bench
+        ),
+    )
+    if refusal is not None:
+        _refuse(services, snapshot, refusal)
+        return
     _react(github, event, "eyes")
     states = []
-    for suite in decision.suites:
-        case, _ = watch.open_by_hand(
-            services,
-            repo,
-            event.repo.installation_id,
-            good,
-            bad,
-            suite,
-            decision.metric or "",
-            event.login,
-            snapshot.pull.number,
-        )
+    for case in cases:
         case = watch.bisect(services, github, case, snapshot.config, event.repo.default_branch)
-        states.append((suite, case))
+        states.append((case.suite, case))
     if any(case.state == "bisecting" for _, case in states):
         _react(github, event, "rocket")
     _reply(services, github, event, watch.started_reply(states))
@@ -331,14 +310,11 @@ def _admit(services: Services, snapshot: _Snapshot, command: grammar.Run) -> Non
         if now.existing is not None:
             return _Replay(now.existing), None
         running = now.active[0] if now.active else None
-        facts = _with_bisects(
-            snapshot,
-            replace(
-                snapshot.facts,
-                user_last=now.user_last,
-                pr_last=now.pr_last,
-                active=policy.Active(running.head_sha, running.run_url) if running else None,
-            ),
+        facts = replace(
+            snapshot.facts,
+            user_last=now.user_last,
+            pr_last=now.pr_last,
+            active=policy.Active(running.head_sha, running.run_url) if running else None,
         )
         decision = policy.decide(command, facts, snapshot.config.bench)
         if not isinstance(decision, policy.Dispatch):
@@ -444,8 +420,6 @@ def _apply(services: Services, snapshot: _Snapshot, decision: policy.Decision) -
             f"ack:{snapshot.repo}:{event.subject}",
         )
         _react(github, event, "+1")
-    elif isinstance(decision, policy.StartBisect):
-        _start_bisect(services, snapshot, decision)
     elif isinstance(decision, policy.CancelRun):
         for request in benchmarks.active(services, snapshot.repo, pull.number):
             benchmarks.stop(services, github, request, contract.CANCELLED, snapshot.config.bench)

@@ -13,9 +13,10 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, replace
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeVar
 
 from bot.core.bench import contract
 from bot.core.bench.bisect_artifact import BisectOutcome
@@ -27,8 +28,11 @@ from bot.core.watch.cases import Span
 
 from . import benchmarks
 from .ports.github import GitHub, PullRequestGone
+from .ports.store import Cooldowns
 from .records import BenchRequest, BenchResult, RegressionCase
 from .services import Services
+
+Refusal = TypeVar("Refusal")
 
 log = logging.getLogger("perfbot.watch")
 
@@ -180,29 +184,39 @@ def open_by_hand(
     installation_id: int | None,
     good: str,
     bad: str,
-    suite: str,
+    suites: Sequence[str],
     metric: str,
     requested_by: str,
     number: int,
-) -> tuple[RegressionCase, bool]:
-    """`/bench bisect GOOD BAD` on pull request ``number``: the case of that span (the one there is,
-    when it is known)."""
-    span = Span(repo, suite, metric, good, bad)
-    case = RegressionCase(
-        key=span.key(),
-        repo=repo,
-        suite=suite,
-        metric=metric,
-        good_sha=good,
-        bad_sha=bad,
-        source="command",
-        state=states.DETECTED,
-        installation_id=installation_id,
-        detected_at=services.now(),
-        requested_by=requested_by,
-        number=number,
-    )
-    return services.store.watch.open(case)
+    refuse: Callable[[Cooldowns], Refusal | None] = lambda _cooldowns: None,
+) -> tuple[Refusal | None, list[RegressionCase]]:
+    """`/bench bisect GOOD BAD` on pull request ``number``: the case of that span for each of
+    ``suites`` (the one there is, when it is known), opened in the command's admission unless
+    ``refuse``, given the cooldowns as they are in it, says why not; the refusal, or the cases."""
+    cases = [
+        RegressionCase(
+            key=Span(repo, suite, metric, good, bad).key(),
+            repo=repo,
+            suite=suite,
+            metric=metric,
+            good_sha=good,
+            bad_sha=bad,
+            source="command",
+            state=states.DETECTED,
+            installation_id=installation_id,
+            detected_at=services.now(),
+            requested_by=requested_by,
+            number=number,
+        )
+        for suite in suites
+    ]
+
+    def decide(cooldowns: Cooldowns) -> tuple[Refusal | None, bool]:
+        refusal = refuse(cooldowns)
+        return refusal, refusal is None
+
+    refusal, opened = services.store.watch.open_by_command(repo, number, requested_by, cases, decide)
+    return refusal, [case for case, _ in opened]
 
 
 def started_reply(started: list[tuple[str, RegressionCase]]) -> str:

@@ -309,6 +309,12 @@ def test_requests_are_listed_per_pull_request_and_for_the_default_branch(store):
     assert [r.correlation_id for r in asked["someone"].active] == ["pb-2", "pb-1"]
 
 
+def test_the_cooldowns_count_a_login_s_bench_whatever_its_case(store):
+    store.benchmarks.open(_request("pb-1", requested_by="Maintainer"))
+    seen, _ = store.benchmarks.admit("pb-new", "o/r", 8, "maintainer", lambda now: (now, None))
+    assert seen.user_last == NOW and seen.pr_last is None
+
+
 def test_a_completed_request_stores_its_results_and_points_once(store):
     request, _ = store.benchmarks.open(_request(number=None, trigger="merge"))
     done = replace(request, status="completed", conclusion="success", completed_at=NOW)

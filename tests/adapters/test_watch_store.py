@@ -175,3 +175,51 @@ def test_a_case_is_found_by_the_start_of_its_key_in_its_repository_only(store):
     assert store.watch.starting("o/r", "case-") == [first, second]  # at most 2: enough to say "more than one"
     assert store.watch.starting("other/repo", first.key) == []
     assert store.watch.starting("o/r", "case-%") == []  # a LIKE wildcard is a character, not a pattern
+
+
+def test_bisects_asked_at_once_pass_the_cooldown_once_whatever_the_store_instance(database_url):
+    """Eight `/bench bisect` of one person at once, of eight ranges, each through a store of its own:
+    the cooldown decided inside the admission that opens the cases lets one open."""
+    from bot.adapters.store.sql import SqlStore
+
+    stores = [SqlStore.connect(database_url, migrate_schema=index == 0) for index in range(8)]
+    seen: list = []
+
+    def decide(cooldowns):
+        seen.append(cooldowns)
+        return ("refused", False) if cooldowns.user_last is not None else ("opened", True)
+
+    def ask(index: int):
+        asked = case(good=f"{index}", bad="f", source="command", requested_by="Maintainer", number=7)
+        return stores[index].watch.open_by_command("o/r", 7, "maintainer", [asked], decide)
+
+    indexes = iter(range(8))
+    lock = threading.Lock()
+
+    def next_ask():
+        with lock:
+            index = next(indexes)
+        return ask(index)
+
+    outcomes = together(8, next_ask)
+    for each in stores:
+        each.engine.dispose()
+    assert sorted(decision for decision, _ in outcomes) == ["opened"] + ["refused"] * 7
+    [(opened, new)] = next(cases for decision, cases in outcomes if decision == "opened")
+    assert new and opened.requested_by == "Maintainer"
+    assert all(c.user_last == NOW for c in seen if c.user_last is not None), "the login's case aside"
+
+
+def test_a_bisect_s_own_case_does_not_cool_its_replay_and_is_found_not_opened_again(store):
+    asked = case(source="command", requested_by="maintainer", number=7)
+    first = store.watch.open_by_command("o/r", 7, "maintainer", [asked], lambda c: (c, True))
+    again = store.watch.open_by_command("o/r", 7, "maintainer", [asked], lambda c: (c, True))
+    assert first[0].user_last is None and again[0].user_last is None and again[0].pr_last is None
+    assert [new for _, new in first[1]] == [True] and [new for _, new in again[1]] == [False]
+    other = store.watch.open_by_command("o/r", 8, "MAINTAINER", [case("c", "d")], lambda c: (c, False))
+    assert other == (store.watch.open_by_command("o/r", 8, "maintainer", [], lambda c: (c, False))[0], [])
+    assert other[0].user_last == NOW and other[0].pr_last is None, "the login whatever its case; PR 7's"
+    assert store.watch.get(case("c", "d").key) is None, "refused: nothing opened"
+    store.watch.open(case("e", "f", number=9, requested_by="maintainer"))  # the watch's own, of PR 9's merge
+    watched = store.watch.open_by_command("o/r", 9, "someone", [], lambda c: (c, False))[0]
+    assert watched.pr_last is None, "a case the watch opened is no command: it starts no cooldown"

@@ -5,15 +5,17 @@ the cap, each a clear reply)."""
 
 from __future__ import annotations
 
+import threading
 from datetime import timedelta
 
 import pytest
 
 from bot.core.bench import policy
 from bot.service.records import Merge
+from bot.service.routes import ROUTER
 from bot.service.services import Services
 from tests.service.fakes import FakeGitHub, FakeGitHubFactory, FakeQueue
-from tests.service.test_bench import CONFIG, NOW, REPO, comment, make_github, replies, send
+from tests.service.test_bench import CONFIG, NOW, REPO, comment, drain, make_github, replies, send
 
 COOLING = CONFIG.replace("cooldown: {user: 0, pr: 0}", "cooldown: {user: 14400, pr: 0}")
 PR_COOLING = CONFIG.replace("cooldown: {user: 0, pr: 0}", "cooldown: {user: 0, pr: 3600}")
@@ -111,6 +113,44 @@ def test_after_the_cooldown_the_next_bisect_is_accepted(services, github):
         comment(f"/bench bisect {shas[3][:8]} {shas[6][:8]} sglang-eagle3", comment_id=502, minute=2),
     )
     assert len(bisects(github)) == 2
+
+
+def test_two_bisects_asked_at_once_by_one_person_pass_the_cooldown_once(services, github):
+    """Both comments handled at the same time, each having read the cooldowns before either opened
+    its case (GitHub's compare of each range waits for the other): one bisect, one refusal."""
+    github.files[(REPO, ".github/perfbot.yml", "main")] = COOLING
+    shas = history(services, github, 6)
+    both, compare = threading.Barrier(2), github.compare
+
+    def compare_together(repo, base, head):
+        both.wait(timeout=30)
+        return compare(repo, base, head)
+
+    github.compare = compare_together
+    failures: list[BaseException] = []
+
+    def ask(words: str, comment_id: int) -> None:
+        try:
+            ROUTER.dispatch(
+                "issue_comment",
+                comment(f"/bench bisect {words} sglang-eagle3", comment_id=comment_id),
+                services,
+            )
+        except BaseException as error:  # noqa: BLE001 - reported by the test below
+            failures.append(error)
+
+    threads = [
+        threading.Thread(target=ask, args=(f"{shas[0][:8]} {shas[3][:8]}", 501)),
+        threading.Thread(target=ask, args=(f"{shas[3][:8]} {shas[6][:8]}", 502)),
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=60)
+    assert not failures
+    drain(services)
+    assert len(services.store.watch.cases(None)) == 1 and len(bisects(github)) == 1
+    assert sum("your last /bench was less than 4 h ago" in reply for reply in replies(github)) == 1
 
 
 @pytest.mark.parametrize(

@@ -325,8 +325,8 @@ def bisecting_case(services, github, config: str = CONFIG):
         }
     )
     services.now = lambda: NOW
-    case, _ = watch.open_by_hand(
-        services, REPO, 42, reports.GOOD, reports.BAD, "spin", "step_ms", "maintainer", 7
+    _, [case] = watch.open_by_hand(
+        services, REPO, 42, reports.GOOD, reports.BAD, ["spin"], "step_ms", "maintainer", 7
     )
     case = watch.bisect(services, github, case, load(config), "main")
     [dispatched] = bisects(github)

@@ -173,9 +173,11 @@ def test_budget_a_bisect_gives_back_by_reporting_early_is_used_the_same_day(serv
     github.files[(REPO, ".github/perfbot.yml", "main")] = config
     chain = (reports.BAD, reports.SECOND, reports.FIRST, reports.GOOD)
     github.parents.update({(REPO, child): parent for child, parent in zip(chain, chain[1:], strict=False)})
-    first, _ = watch.open_by_hand(services, REPO, 42, reports.GOOD, reports.BAD, "spin", "step_ms", "m", 7)
+    _, [first] = watch.open_by_hand(
+        services, REPO, 42, reports.GOOD, reports.BAD, ["spin"], "step_ms", "m", 7
+    )
     first = watch.bisect(services, github, first, load(config), "main")
-    second, _ = watch.open_by_hand(services, REPO, 42, sha(1), sha(2), "spin", "step_ms", "m", 7)
+    _, [second] = watch.open_by_hand(services, REPO, 42, sha(1), sha(2), ["spin"], "step_ms", "m", 7)
     second = watch.bisect(services, github, second, load(config), "main")
     assert (first.state, second.state) == (states.BISECTING, states.OUT_OF_BUDGET)
     [dispatched] = bisects(github)
@@ -198,7 +200,7 @@ def test_the_sweep_dispatches_the_oldest_waiting_case_first(services, github):
     opened = []
     for minute, (good, bad) in enumerate(((1, 2), (3, 4), (5, 6))):
         services.now = lambda minute=minute: NOW + timedelta(minutes=minute)
-        case, _ = watch.open_by_hand(services, REPO, 42, sha(good), sha(bad), "spin", "step_ms", "m", 7)
+        _, [case] = watch.open_by_hand(services, REPO, 42, sha(good), sha(bad), ["spin"], "step_ms", "m", 7)
         opened.append(case)
     services.store.watch.charge("other", REPO, "2026-12-01", "merge", "high", 40.0, lambda spent: True, NOW)
     for case in reversed(opened):

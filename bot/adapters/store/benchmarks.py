@@ -1,17 +1,15 @@
 """The `Benchmarks` port over SQL: requests, their admission and release, results and history
 points.
 
-An admission is one transaction that no other admission to the same repository interleaves with:
-on SQLite the writer lock already queues every writer, on PostgreSQL a transaction-scoped advisory
-lock keyed on the repository does (a plain transaction would let two `/bench` comments read the same
-"nothing running" and both dispatch)."""
+An admission is one transaction that no other admission to the same repository interleaves with
+(`admission`): a plain transaction would let two `/bench` comments read the same "nothing running"
+and both dispatch."""
 
 from __future__ import annotations
 
-import hashlib
 import json
 
-from sqlalchemy import and_, func, not_, select, text, update
+from sqlalchemy import and_, select, update
 from sqlalchemy.dialects.postgresql import insert as postgresql_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.exc import IntegrityError
@@ -22,6 +20,7 @@ from bot.core.bench import contract
 from bot.service.ports.store import Admission, Benchmarks
 from bot.service.records import BenchRequest, BenchResult, StoredStepMap
 
+from . import admission
 from .database import Database, now, table, utc
 from .tables import BenchRequestRow, BenchResultRow, MetricPointRow, StepMapRow, WorkKeyRow
 
@@ -45,8 +44,7 @@ class SqlBenchmarks(Benchmarks):
 
     def admit(self, correlation_id, repo, number, user, decide):
         with self.db.session() as session:
-            if self.db.dialect == "postgresql":
-                session.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": _lock_key(repo)})
+            admission.lock(session, self.db.dialect, repo)
             existing = session.scalar(_by_correlation(correlation_id))
             active = session.scalars(
                 select(BenchRequestRow)
@@ -60,8 +58,8 @@ class SqlBenchmarks(Benchmarks):
             facts = Admission(
                 existing=None if existing is None else _record(existing),
                 active=tuple(_record(row) for row in active),
-                user_last=_last_command(session, repo, user=user),
-                pr_last=_last_command(session, repo, number=number),
+                user_last=admission.last_command(session, repo, user=user),
+                pr_last=admission.last_command(session, repo, number=number),
             )
             decision, request = decide(facts)
             if request is None:
@@ -223,30 +221,10 @@ def _result(row: BenchResultRow) -> BenchResult:
     )
 
 
-def _lock_key(repo: str) -> int:
-    """A signed 64-bit key for PostgreSQL's advisory locks, the same for the same repository."""
-    return int.from_bytes(hashlib.sha256(f"perfbot-admit:{repo}".encode()).digest()[:8], "big", signed=True)
-
-
 # A request not known to have reached GitHub: recorded, or sent without a run found yet.
 _NEVER_RAN_YET = and_(
     BenchRequestRow.status.in_((contract.REQUESTED, contract.DISPATCHING)), BenchRequestRow.run_id.is_(None)
 )
-# A request that ended before GitHub ran it: its dispatch refused, or released (`release`).
-_NEVER_RAN = and_(BenchRequestRow.status == contract.FAILED, BenchRequestRow.run_id.is_(None))
-
-
-def _last_command(session: Session, repo: str, *, user: str | None = None, number: int | None = None):
-    """When the last `/bench` that may have run was accepted (the cooldowns' start): one that
-    ended before it reached GitHub is not counted."""
-    query = select(func.max(BenchRequestRow.created_at)).where(
-        BenchRequestRow.repo == repo, BenchRequestRow.trigger == "command", not_(_NEVER_RAN)
-    )
-    if user is not None:
-        query = query.where(BenchRequestRow.requested_by == user)
-    if number is not None:
-        query = query.where(BenchRequestRow.number == number)
-    return utc(session.scalar(query))
 
 
 def _new_row(request: BenchRequest) -> BenchRequestRow:

@@ -9,14 +9,17 @@ import hashlib
 from dataclasses import asdict, fields
 
 from sqlalchemy import func, or_, select, text, union, update
+from sqlalchemy.dialects.postgresql import insert as postgresql_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from bot.core.watch import cases as case_states
-from bot.service.ports.store import SeriesRow, Spending, Watch
+from bot.service.ports.store import Cooldowns, SeriesRow, Spending, Watch
 from bot.service.records import RegressionCase
 
-from .database import Database, now, utc
+from . import admission
+from .database import Database, now, table, utc
 from .tables import BenchResultRow, GpuSpendRow, MergeRow, MetricPointRow, RegressionCaseRow
 
 _COLUMNS = {f.name for f in fields(RegressionCase)}
@@ -39,6 +42,29 @@ class SqlWatch(Watch):
             if existing is None:  # the same change under another key: cannot be, keys are the change
                 raise
             return existing, False
+
+    def open_by_command(self, repo, number, user, cases, decide):
+        keys = [case.key for case in cases]
+        with self.db.session() as session:
+            admission.lock(session, self.db.dialect, repo)
+            cooldowns = Cooldowns(
+                user_last=admission.last_command(session, repo, user=user, own_cases=keys),
+                pr_last=admission.last_command(session, repo, number=number, own_cases=keys),
+            )
+            decision, accepted = decide(cooldowns)
+            if not accepted:
+                return decision, []
+            opened = []
+            for case in cases:
+                # The watch opens cases outside the admission: one of the same change opened in the
+                # meantime is found, never a conflict that would roll the admission back.
+                rows = table(RegressionCaseRow)
+                insert = (postgresql_insert if self.db.dialect == "postgresql" else sqlite_insert)(rows)
+                added = session.execute(
+                    insert.values(**_new_values(case)).on_conflict_do_nothing().returning(rows.c.id)
+                ).first()
+                opened.append((_record(session.scalars(_by_key(case.key)).one()), added is not None))
+            return decision, opened
 
     def supersede(self, old_key, new) -> tuple[RegressionCase, bool]:
         for _ in range(2):  # a second server opening the same new case first: then find it
@@ -273,10 +299,14 @@ def _by_key(key: str):
     return select(RegressionCaseRow).where(RegressionCaseRow.key == key)
 
 
-def _new_row(case: RegressionCase) -> RegressionCaseRow:
+def _new_values(case: RegressionCase) -> dict[str, object]:
     values = asdict(case)
     values["updated_at"] = values["updated_at"] or case.detected_at
-    return RegressionCaseRow(**values)
+    return values
+
+
+def _new_row(case: RegressionCase) -> RegressionCaseRow:
+    return RegressionCaseRow(**_new_values(case))
 
 
 def _record(row: RegressionCaseRow) -> RegressionCase:

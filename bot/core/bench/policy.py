@@ -229,7 +229,7 @@ def _run(command: grammar.Run, facts: Facts, bench: BenchConfig) -> Decision:
             f"a benchmark of this head is already running{where}",
             "wait for its result, or comment /bench cancel first",
         )
-    cooling = _cooling(facts, bench)
+    cooling = cooling_refusal(facts, bench)
     if cooling is not None:
         return cooling
     unknown = [s for s in command.suites if s not in contract.known_suites(bench)]
@@ -250,7 +250,7 @@ def _run(command: grammar.Run, facts: Facts, bench: BenchConfig) -> Decision:
     return Dispatch(command.suites or contract.default_suites(bench), command.rounds, command.max_rounds)
 
 
-def _cooling(facts: Facts, bench: BenchConfig) -> Refuse | None:
+def cooling_refusal(facts: Facts, bench: BenchConfig) -> Refuse | None:
     """The refusal of a command that came before the cooldowns ran out, if it did."""
     dispatch = bench.dispatch
     for last, limit, whose in (
@@ -269,7 +269,7 @@ def _cooling(facts: Facts, bench: BenchConfig) -> Refuse | None:
 def _bisect(command: grammar.Bisect, facts: Facts, bench: BenchConfig) -> Decision:
     """A bisect runs only commits of the default branch (the service checks them), never a fork's
     head; the cooldowns of `/bench` apply, and each suite must be known."""
-    cooling = _cooling(facts, bench)
+    cooling = cooling_refusal(facts, bench)
     if cooling is not None:
         return cooling
     unknown = [s for s in command.suites if s not in contract.known_suites(bench)]

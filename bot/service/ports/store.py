@@ -46,6 +46,16 @@ class Admission:
     pr_last: datetime | None
 
 
+@dataclass(frozen=True)
+class Cooldowns:
+    """What a `/bench bisect` decision depends on that concurrent commands change, read inside the
+    admission's transaction: when the asker's, and the pull request's, last command that may spend
+    GPU time was accepted (a `/bench` run or another bisect's case)."""
+
+    user_last: datetime | None
+    pr_last: datetime | None
+
+
 @dataclass(frozen=True, kw_only=True)
 class FailedDelivery:
     """A delivery that perfbot gave up on, as the dashboard and `/healthz` show it."""
@@ -354,6 +364,21 @@ class Watch(ABC):
     @abstractmethod
     def open(self, case: RegressionCase) -> tuple[RegressionCase, bool]:
         """Record ``case`` unless its change (its key) is known: the stored case, and whether it is new."""
+
+    @abstractmethod
+    def open_by_command(
+        self,
+        repo: str,
+        number: int,
+        user: str,
+        cases: Sequence[RegressionCase],
+        decide: Callable[[Cooldowns], tuple[Decision, bool]],
+    ) -> tuple[Decision, list[tuple[RegressionCase, bool]]]:
+        """`/bench bisect` by ``user`` on pull request ``number``: decide and open its ``cases`` in
+        one admission (`Benchmarks.admit`'s: no other command's admission to ``repo`` interleaves).
+        ``decide`` gets the cooldowns as they are now (a case among ``cases`` that exists already,
+        this command's own before a replay, does not count) and says what to do and whether to open
+        them; the decision, and each case as stored with whether it is new (none when refused)."""
 
     @abstractmethod
     def supersede(self, old_key: str, new: RegressionCase) -> tuple[RegressionCase, bool]:
