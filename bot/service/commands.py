@@ -90,7 +90,9 @@ def handle(event: CommandEvent, services: Services) -> None:
     if isinstance(command, grammar.Run) and snapshot.pull.open:
         _admit(services, snapshot, command)
     elif isinstance(command, grammar.Bisect):
-        _apply(services, snapshot, _decide_in_turn(services, snapshot, command))
+        # The cooldowns are decided as its cases are opened (`_start_bisect`), where the cases an
+        # earlier attempt at this comment opened are told apart from other commands'.
+        _apply(services, snapshot, policy.decide(command, snapshot.facts, snapshot.config.bench))
     elif isinstance(command, grammar.Dismiss):
         _reply(services, github, event, _dismiss(services, snapshot, command))
     elif isinstance(command, grammar.Cancel) and _cancel_cases(services, snapshot):
@@ -170,22 +172,6 @@ def _decide(services: Services, snapshot: _Snapshot, command: grammar.Command) -
     running = benchmarks.active(services, snapshot.repo, snapshot.pull.number)
     active = policy.Active(running[0].head_sha, running[0].run_url) if running else None
     return policy.decide(command, replace(snapshot.facts, active=active), snapshot.config.bench)
-
-
-def _decide_in_turn(services: Services, snapshot: _Snapshot, command: grammar.Command) -> policy.Decision:
-    """Decide with the cooldowns read in the admission's transaction (nothing recorded): a first
-    answer, before GitHub is asked about the range; `_start_bisect` decides again in the
-    transaction that opens the cases."""
-    key = contract.work_key("command", snapshot.repo, snapshot.event.subject)
-
-    def decide(now: Admission) -> tuple[policy.Decision, None]:
-        facts = replace(snapshot.facts, user_last=now.user_last, pr_last=now.pr_last)
-        return policy.decide(command, facts, snapshot.config.bench), None
-
-    decision, _ = services.store.benchmarks.admit(
-        contract.correlation_id(key), snapshot.repo, snapshot.pull.number, snapshot.event.login, decide
-    )
-    return decision
 
 
 def _refuse(services: Services, snapshot: _Snapshot, refusal: policy.Refuse) -> None:

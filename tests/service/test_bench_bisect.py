@@ -115,6 +115,26 @@ def test_after_the_cooldown_the_next_bisect_is_accepted(services, github):
     assert len(bisects(github)) == 2
 
 
+def test_a_bisect_handled_again_after_a_failed_dispatch_is_not_refused_by_its_own_case(services, github):
+    """The comment handled again (the queue's retry) after its case was opened and its dispatch
+    failed: its own case does not start the cooldown against it, and the bisect is dispatched."""
+    github.files[(REPO, ".github/perfbot.yml", "main")] = COOLING
+    shas = history(services, github, 6)
+    asked = comment(f"/bench bisect {shas[0][:8]} {shas[3][:8]} sglang-eagle3")
+    dispatch = github.dispatch
+
+    def down(*args, **kwargs):
+        raise ConnectionError("GitHub did not answer")
+
+    github.dispatch = down
+    with pytest.raises(ConnectionError):
+        ROUTER.dispatch("issue_comment", asked, services)
+    github.dispatch = dispatch
+    send(services, "issue_comment", asked)  # the retry
+    assert len(services.store.watch.cases(None)) == 1 and len(bisects(github)) == 1
+    assert not any("less than 4 h ago" in reply for reply in replies(github)), replies(github)
+
+
 def test_two_bisects_asked_at_once_by_one_person_pass_the_cooldown_once(services, github):
     """Both comments handled at the same time, each having read the cooldowns before either opened
     its case (GitHub's compare of each range waits for the other): one bisect, one refusal."""
