@@ -39,11 +39,25 @@ from multiprocessing import Pool
 
 import numpy as np
 
+from bot.core.judge.verdicts import judge
 from bot.core.watch import cases as states
 from bot.core.watch.cases import Span
-from bot.core.watch.opening import Decision, KnownCase, Move, Recover, SeriesPoint, Widen, decide, established
+from bot.core.watch.opening import (
+    Decision,
+    Found,
+    KnownCase,
+    Move,
+    Open,
+    Recover,
+    SeriesPoint,
+    Widen,
+    decide,
+    established,
+    from_merge_run,
+)
 
 WARM = 30  # quiet points before a step may come
+ROUNDS = 5  # rounds per side of a merge's run in ``runs`` mode (the config's bench.rounds)
 AFTER = 24  # points measured after the step
 BISECT_DELAY = 1  # points between a bisect's dispatch and its report
 SEEDS = {"tuning": 20261206, "held-out": 777_000_001}
@@ -55,6 +69,7 @@ class SimCase:
     span: Span
     state: str
     opened_at: int  # how many points the series had when it opened
+    source: str = "changepoint"
 
 
 @dataclass
@@ -75,6 +90,23 @@ def noise(rng: np.random.Generator, n: int, cv: float, tails: str) -> np.ndarray
     return rng.standard_t(3, n) * cv / math.sqrt(3.0)
 
 
+def merge_run(
+    rng: np.random.Generator, base_level: float, head_level: float, cv: float, tails: str
+) -> tuple[float, Found | None]:
+    """One merge's run, as a runner makes it: `ROUNDS` rounds a side on one machine, each round
+    scattering at the stream's CV, and a factor of the machine shared by both sides, sized so that
+    the series' point (the head's median) scatters at the stream's CV too (the same noise as the
+    other ways of measuring: the change-point test's floor is 2%); the run judged by the product's
+    statistics, and what the watch's merge rule makes of its verdict."""
+    # the median of ROUNDS Gaussian values scatters by about 1.2 / sqrt(ROUNDS) of one of them
+    machine = 1.0 + noise(rng, 1, cv * math.sqrt(1.0 - 1.44 / ROUNDS), tails)[0]
+    base = base_level * machine * (1.0 + noise(rng, ROUNDS, cv, tails))
+    head = head_level * machine * (1.0 + noise(rng, ROUNDS, cv, tails))
+    verdict = judge(base.tolist(), head.tolist(), "lower")
+    found = from_merge_run("o/r", "s", "m", "", "", verdict.verdict, verdict.change, verdict.p_value)
+    return float(np.median(head)), found
+
+
 def simulate(
     rng: np.random.Generator, *, n: int, step: float, step_at: int | None, cv: float, tails: str, mode: str
 ) -> Outcome:
@@ -82,7 +114,7 @@ def simulate(
     values = 10.0 * (1.0 + noise(rng, n, cv, tails))
     if step_at is not None:
         values[step_at:] *= 1.0 + step
-    commits_per_point = 1 if mode == "merges" else 3
+    commits_per_point = 3 if mode == "daily" else 1
     points: list[SeriesPoint] = []
     cases: dict[str, SimCase] = {}
     pending: dict[str, int] = {}  # bisecting case -> the point count when it reports
@@ -98,6 +130,15 @@ def simulate(
     for i in range(n):
         commit = (i + 1) * commits_per_point
         base = commit - 1
+        by_run: list[Decision] = []
+        if mode == "runs":
+
+            def level(c: int) -> float:
+                return 10.0 * (1.0 + step if step_commit is not None and c >= step_commit else 1.0)
+
+            values[i], found_by_run = merge_run(rng, level(base), level(commit), cv, tails)
+            if found_by_run is not None:
+                by_run.append(Open(Found(Span("o/r", "s", "m", sha(base), sha(commit)), "merge")))
         points.append(SeriesPoint(sha(commit), sha(base), float(values[i])))
         for key, due in list(pending.items()):
             if len(points) >= due:
@@ -109,7 +150,9 @@ def simulate(
                 out.confirmed |= holds
                 del pending[key]
         found = established("o/r", "s", "m", "lower", points)
-        known = [KnownCase(c.key, c.span, "changepoint", c.state) for c in cases.values()]  # type: ignore[arg-type]
+        for decision in by_run:
+            _apply(decision, cases, pending, out, len(points))
+        known = [KnownCase(c.key, c.span, c.source, c.state) for c in cases.values()]  # type: ignore[arg-type]
         for decision in decide(found, known, points, "lower", metric="m"):
             _apply(decision, cases, pending, out, len(points))
         if step_at is not None and out.found_at is None:
@@ -136,7 +179,7 @@ def _apply(
         pending.pop(decision.key, None)
     if key in cases:
         return
-    cases[key] = SimCase(key, span, states.BISECTING, now)
+    cases[key] = SimCase(key, span, states.BISECTING, now, decision.found.source)
     pending[key] = now + BISECT_DELAY
     out.bisects += 1
 
@@ -240,11 +283,11 @@ TARGETS = (
 )
 
 
-def run(pool: Pool, streams: int, seed: int, full: bool) -> list[Cell]:
-    """The targets' cells in both noise shapes (daily runs); with ``full``, every cell in both ways
-    of measuring."""
+def run(pool: Pool, streams: int, seed: int, full: bool, modes: tuple[str, ...] = ("daily",)) -> list[Cell]:
+    """The targets' cells in both noise shapes (``modes``, daily runs by default); with ``full``,
+    every cell in both ways of measuring."""
     cells = []
-    for mode in ("daily", "merges") if full else ("daily",):
+    for mode in ("daily", "merges", *[m for m in modes if m not in ("daily", "merges")]) if full else modes:
         for tails in ("gaussian", "heavy"):
             for step, cv in ((0.08, 0.01), (0.08, 0.02), (0.03, 0.01)):
                 cells.append(stepped(pool, streams, seed, step=step, cv=cv, tails=tails, mode=mode))
@@ -278,6 +321,12 @@ def main() -> int:
     parser.add_argument("--set", choices=[*SEEDS, "both"], default="both")
     parser.add_argument("--full", action="store_true", help="every cell, also every merge measured")
     parser.add_argument(
+        "--mode",
+        action="append",
+        choices=("daily", "merges", "runs"),
+        help="ways of measuring (default: daily; runs: every merge's own run judged)",
+    )
+    parser.add_argument(
         "--jobs", type=int, default=os.cpu_count() or 1, help="processes (default: all cores)"
     )
     parser.add_argument(
@@ -290,12 +339,14 @@ def main() -> int:
             continue
         started = time.monotonic()
         with Pool(args.jobs) as pool:
-            cells = run(pool, args.streams, seed, args.full)
+            cells = run(pool, args.streams, seed, args.full, tuple(args.mode or ("daily",)))
         took = time.monotonic() - started
         print(f"\n## {name} set (seed {seed}), {args.streams} streams a cell, {took:.0f} s")
         show(cells)
         by_name = {c.name: c for c in cells}
         for target in TARGETS:
+            if target.cell not in by_name:
+                continue
             ok = target.holds(by_name[target.cell])
             print(f"{'met ' if ok else 'MISSED'} {target.what}")
             failed |= not ok and name == "held-out"

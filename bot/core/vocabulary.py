@@ -41,6 +41,11 @@ Better = Literal["lower", "higher"]
 # The smallest relative change of a metric that counts as one (2%): below it, a comparison claims no
 # regression or improvement and a series' history shows no change point.
 MIN_EFFECT = 0.02
+# The p-value (two-sided, adjusted over a run's primary metrics, divided over its looks) at which one
+# run's regression stands for a stream of runs: the watch opens a case of a merge from its run alone
+# at this level, and an adaptive run goes on past a weaker regression while more rounds would reach
+# it. A run's own level (0.01) is for one comparison; the default branch is looked at run after run.
+WATCH_ALPHA = 0.00001
 
 # What starts a benchmark request, and the states it goes through.
 Trigger = Literal["command", "auto", "merge", "schedule", "bisect"]

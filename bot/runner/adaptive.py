@@ -8,6 +8,13 @@ every metric when none is), at a significance level divided over the looks the r
 false-alarm rate. It goes on while such a metric is *inconclusive* and the core estimates that the
 rounds still allowed could decide it; a diagnostic, or a metric that would need more rounds than
 the cap allows (an eager timing drowned in host noise, say), does not keep the GPUs busy in vain.
+
+A *regression* stops the run only once it is strong enough to stand for a stream of runs
+(`vocabulary.WATCH_ALPHA` over the looks, the level at which the watch opens a case of a merge from
+its run alone): below it, the run goes on while the core estimates that the rounds still allowed
+would reach it. The verdict's own level is unchanged (each look is tested at its share of
+``alpha``, whatever the rule for stopping), so a merge run that stopped at its first significant
+look, weaker than one quiet merge in a hundred thousand, would have told the watch nothing.
 """
 
 from __future__ import annotations
@@ -15,7 +22,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import NamedTuple
 
-from bot.core.judge import results, stats
+from bot.core import vocabulary
+from bot.core.judge import model, results, stats
 
 
 class MetricSamples(NamedTuple):
@@ -36,14 +44,22 @@ def should_continue(
         return True
     if rounds_done >= max_rounds:
         return False
-    alpha = stats.alpha_per_look(stats.DEFAULT_ALPHA, results.looks(min_rounds, max_rounds))
+    looks = results.looks(min_rounds, max_rounds)
+    alpha = stats.alpha_per_look(stats.DEFAULT_ALPHA, looks)
     deciding = {n: m for n, m in samples.items() if m.primary} or dict(samples)
+    strong = vocabulary.WATCH_ALPHA / looks
+    family = len(deciding)
     return any(
-        worth_more_rounds(name, metric, alpha, max_rounds - rounds_done) for name, metric in deciding.items()
+        worth_more_rounds(name, metric, alpha, max_rounds - rounds_done, strong=strong / family)
+        for name, metric in deciding.items()
     )
 
 
-def worth_more_rounds(name: str, metric: MetricSamples, alpha: float, rounds_left: int) -> bool:
+def worth_more_rounds(
+    name: str, metric: MetricSamples, alpha: float, rounds_left: int, *, strong: float = 0.0
+) -> bool:
+    """Whether more rounds (at most ``rounds_left`` a side) would likely settle an inconclusive
+    metric, or bring a regression weaker than ``strong`` (its p-value) down to it."""
     judgement = stats.judge(
         metric.base,
         metric.head,
@@ -53,6 +69,17 @@ def worth_more_rounds(name: str, metric: MetricSamples, alpha: float, rounds_lef
         base_se=metric.base_se,
         head_se=metric.head_se,
     )
+    if judgement.verdict == "regression":
+        fit = judgement.estimate.fit
+        if fit is None or judgement.p_value <= strong:
+            return False
+        have = judgement.estimate.rounds
+        cap = have + rounds_left
+        # rounds_to_decide answers cap + 1 when even cap rounds would not reach it
+        needed = model.rounds_to_decide(
+            fit, stats.DEFAULT_MIN_EFFECT, strong, stats.DEFAULT_CONFIDENCE, have, cap + 1
+        )
+        return needed <= cap
     if judgement.verdict != "inconclusive" or judgement.extra_rounds is None:
         return False
     return judgement.extra_rounds <= rounds_left

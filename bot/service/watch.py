@@ -16,7 +16,7 @@ import logging
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, replace
 from datetime import datetime
-from typing import Any, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 from bot.core.bench import contract
 from bot.core.bench.bisect_artifact import BisectOutcome
@@ -63,18 +63,26 @@ def look(services: Services, request: BenchRequest) -> Looked:
     dispatch: dict[str, None] = {}
     release: dict[str, None] = {}
     for result in store.benchmarks.results(request.id):
-        primaries = _primaries(result)
+        primaries, looks = _primaries(result)
         # One change, one case: the run's regressions of several metrics are one (its first
         # regressed metric in the comparison's order, the headline first, carries it).
-        for metric, verdict, change in primaries:
+        for m in primaries:
             found = opening.from_merge_run(
-                repo, result.suite, metric, result.base_sha, result.head_sha, verdict, change
+                repo,
+                result.suite,
+                m.name,
+                result.base_sha,
+                result.head_sha,
+                m.verdict,
+                m.change,
+                m.p_value,
+                looks,
             )
             if found is not None:
                 _open(services, request, found, number=number)
                 break
-        for metric, _, _ in primaries:
-            release.update(dict.fromkeys(_series(services, request, result.suite, metric, len(primaries))))
+        for m in primaries:
+            release.update(dict.fromkeys(_series(services, request, result.suite, m.name, len(primaries))))
         # Every case of the suite still open goes on to its dispatch, those of this look and those
         # an earlier attempt opened and was cut short before queueing (its retry decides nothing new).
         for case in store.watch.of_series(repo, result.suite, None, (states.DETECTED, states.BISECTING)):
@@ -82,25 +90,44 @@ def look(services: Services, request: BenchRequest) -> Looked:
     return Looked(tuple(dispatch), tuple(release))
 
 
-def _primaries(result: BenchResult) -> list[tuple[str, str, float | None]]:
+class _RunMetric(NamedTuple):
+    """One primary metric of a run's comparison, as the watch reads it."""
+
+    name: str
+    verdict: str
+    change: float | None
+    p_value: float | None  # adjusted over the run's primary metrics; None when not recorded
+
+
+def _primaries(result: BenchResult) -> tuple[list[_RunMetric], int]:
     """The metrics of a suite's comparison that decide its verdict (not its diagnostics), each with
-    its own verdict and change; the headline alone when the comparison lists none."""
+    its own verdict, change and p-value, and the looks the run took (an adaptive run's); the
+    headline alone, without a p-value, when the comparison lists none."""
     try:
-        metrics = json.loads(result.comparison).get("metrics") or []
+        comparison = json.loads(result.comparison)
+        metrics, method = comparison.get("metrics") or [], comparison.get("method") or {}
     except (ValueError, AttributeError):
-        metrics = []
+        metrics, method = [], {}
     found = [
-        (str(m["name"]), str(m.get("verdict") or ""), _change(m.get("ratio")))
+        _RunMetric(
+            str(m["name"]), str(m.get("verdict") or ""), _change(m.get("ratio")), _number(m.get("p_value"))
+        )
         for m in metrics
         if isinstance(m, dict) and m.get("name") and m.get("role") != "diagnostic"
     ]
     if not found and result.headline_metric:
-        found = [(result.headline_metric, result.verdict, result.headline_change)]
-    return found
+        found = [_RunMetric(result.headline_metric, result.verdict, result.headline_change, None)]
+    looks = method.get("looks") if isinstance(method, dict) else None
+    return found, looks if isinstance(looks, int) and not isinstance(looks, bool) and looks > 0 else 1
+
+
+def _number(value: object) -> float | None:
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
 
 
 def _change(ratio: object) -> float | None:
-    return float(ratio) - 1 if isinstance(ratio, int | float) and not isinstance(ratio, bool) else None
+    number = _number(ratio)
+    return None if number is None else number - 1
 
 
 def _series(services: Services, request: BenchRequest, suite: str, metric: str, metrics: int) -> list[str]:

@@ -70,3 +70,31 @@ def test_an_undecided_diagnostic_does_not_keep_the_run_going():
     noisy = MetricSamples([9.3, 9.9, 9.1, 10.2, 9.5], [10.0, 10.3, 9.8, 10.6, 10.2], "lower", primary=False)
     assert not should_continue({"cycle_ms": decided, "allreduce_us": noisy}, 5, min_rounds=5, max_rounds=30)
     assert should_continue({"allreduce_us": noisy}, 5, min_rounds=5, max_rounds=30)  # nothing else decides
+
+
+def test_a_regression_too_weak_to_stand_for_the_default_branch_goes_on_while_rounds_would_settle_it():
+    # The sandbox's slow merge at 3 rounds a side: p = 3e-4, a regression at the run's level but
+    # not at the watch's (1e-5 over 4 looks); at 6 rounds it reaches 1e-9. The old rule stopped at
+    # 3, and the watch could not open the case.
+    weak = MetricSamples([9.3, 9.0, 9.6], [55.0, 38.0, 71.0], "lower")
+    assert should_continue({"cycle_ms": weak}, 3, min_rounds=3, max_rounds=6)
+    assert not should_continue({"cycle_ms": weak}, 3, min_rounds=3, max_rounds=3)  # fixed length
+
+
+def test_a_regression_goes_on_only_as_far_as_the_cap_would_bring_it_to_the_watch_s_level():
+    # +3.6%, p = 5e-4 at 5 rounds a side: 9 a side would bring it to 1e-5 over the 5 looks of a
+    # run of 5 to 9 rounds; a run of 5 to 8 would need 9 too, one more than it may take
+    slight = MetricSamples([10.0, 10.1, 9.9, 10.05, 9.95], [10.3, 10.5, 10.2, 10.45, 10.35], "lower")
+    assert should_continue({"verify_ms": slight}, 5, min_rounds=5, max_rounds=20)
+    assert should_continue({"verify_ms": slight}, 5, min_rounds=5, max_rounds=9)
+    assert not should_continue({"verify_ms": slight}, 5, min_rounds=5, max_rounds=8)
+
+
+def test_the_watch_s_level_is_shared_among_the_looks_and_the_primary_metrics():
+    base = [10.0, 10.1, 9.9, 10.05, 9.95]
+    strong = MetricSamples(
+        base, [v * 1.07 / 1.035 for v in (10.3, 10.5, 10.2, 10.45, 10.35)], "lower"
+    )  # p 4e-6
+    assert not should_continue({"verify_ms": strong}, 5, min_rounds=5, max_rounds=6)  # 1e-5 over 2 looks
+    assert should_continue({"verify_ms": strong}, 5, min_rounds=5, max_rounds=8)  # over 4 looks: not yet
+    assert should_continue({"verify_ms": strong, "cycle_ms": strong}, 5, min_rounds=5, max_rounds=6)

@@ -40,9 +40,19 @@ def sha(n: int) -> str:
     return f"{n:040x}"
 
 
-def run(services, github, index: int, values: dict[str, float], *, chained: bool, config: str = CONFIG):
+def run(
+    services,
+    github,
+    index: int,
+    values: dict[str, float],
+    *,
+    chained: bool,
+    config: str = CONFIG,
+    verdict: tuple[str, float, int] = ("inconclusive", 0.5, 1),
+):
     """The run of point ``index`` (commit ``index + 1``) stored as a completed default-branch run
-    stores it, every metric primary and its own verdict inconclusive, then the watch's look."""
+    stores it, every metric primary with the run's ``verdict`` (its word, adjusted p-value and
+    looks; inconclusive by default), then the watch's look."""
     head = sha(index + 1)
     base = sha(index) if chained else sha(index + 10_000)  # daily: other commits in between
     request = BenchRequest(
@@ -58,16 +68,21 @@ def run(services, github, index: int, values: dict[str, float], *, chained: bool
         created_at=NOW,
     )
     stored, _ = services.store.benchmarks.open(request)
-    metrics = [{"name": name, "role": "primary", "verdict": "inconclusive", "ratio": 1.0} for name in values]
+    word, p_value, looks = verdict
+    ratio = 1.1 if word == "regression" else 1.0
+    metrics = [
+        {"name": name, "role": "primary", "verdict": word, "ratio": ratio, "p_value": p_value}
+        for name in values
+    ]
     prints = {"base": {"driver": "base-of-" + head[-4:]}, "head": {"driver": "of-" + head[-4:]}}
     result = BenchResult(
         suite=SUITE,
         base_sha=base,
         head_sha=head,
-        verdict="inconclusive",
+        verdict=word,
         headline_metric=next(iter(values)),
-        headline_change=0.0,
-        comparison=json.dumps({"metrics": metrics, "fingerprints": prints}),
+        headline_change=ratio - 1,
+        comparison=json.dumps({"metrics": metrics, "fingerprints": prints, "method": {"looks": looks}}),
         on_default_branch=True,
     )
     points = [MetricPoint(SUITE, name, "ms", "lower", head, value) for name, value in values.items()]
@@ -105,6 +120,29 @@ def test_every_merge_measured_and_each_run_inconclusive_the_series_finds_the_ste
         run(services, github, index, {"step_ms": value}, chained=True)
     [case] = services.store.watch.cases(None)
     assert (case.good_sha, case.bad_sha) == (sha(20), sha(21)) and len(bisects(github)) == 1
+
+
+def test_merge_runs_that_say_regression_at_their_own_level_open_no_case_on_a_quiet_stream(services, github):
+    # Every merge measured, and one run in twenty says "regression" at the run's own level, as one
+    # in two hundred does on a quiet branch: the old watch opened a case on each of them.
+    rng = np.random.default_rng(12)
+    for index, value in enumerate((10 * (1 + rng.normal(0, 0.01, 40))).tolist()):
+        said = ("regression", 0.004, 1) if index % 20 == 7 else ("inconclusive", 0.5, 1)
+        run(services, github, index, {"step_ms": value}, chained=True, verdict=said)
+    assert services.store.watch.cases(None) == [] and bisects(github) == []
+
+
+def test_a_merge_run_s_regression_at_the_watch_s_level_opens_its_case_at_once(services, github):
+    values = stepped(n=24, at=20)
+    for index, value in enumerate(values):
+        # the looks of an adaptive run divide the watch's level: 5e-5 over 4 looks is not enough
+        said = ("regression", 5e-5, 4) if index == 20 else ("inconclusive", 0.5, 1)
+        run(services, github, index, {"step_ms": value}, chained=True, verdict=said)
+    assert services.store.watch.cases(None) == []
+    run(services, github, 24, {"step_ms": values[-1]}, chained=True, verdict=("regression", 2e-6, 4))
+    [case] = services.store.watch.cases(None)
+    assert (case.source, case.good_sha, case.bad_sha) == ("merge", sha(24), sha(25))
+    assert len(bisects(github)) == 1
 
 
 def test_a_noisy_second_metric_neither_hides_the_stable_ones_step_nor_fakes_one(services, github):

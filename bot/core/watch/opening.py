@@ -80,6 +80,10 @@ class Rules:
     alpha: float = 0.0002  # one-sided, per series and look, before the split across metrics
     min_effect: float = vocabulary.MIN_EFFECT
     sigmas: float = 2.0  # the levels' medians apart by at least this many noise deviations
+    # A merge run's regression opens a case alone at this p-value (two-sided, adjusted over the
+    # run's primary metrics, divided over its looks); the run's own level (0.01) opened a false
+    # case on 43% of quiet streams of 90 merges, each measured (docs/watch.md).
+    merge_alpha: float = vocabulary.WATCH_ALPHA
 
 
 RULES = Rules()
@@ -158,10 +162,19 @@ def from_merge_run(
     head_sha: str,
     verdict: str,
     change: float | None,
+    p_value: float | None = None,
+    looks: int = 1,
+    *,
+    rules: Rules = RULES,
 ) -> Found | None:
-    """The case of a merge (or scheduled) run's comparison of one metric: only a regression opens
-    one."""
+    """The case of a merge (or scheduled) run's comparison of one metric: a regression opens one
+    when its p-value (adjusted over the run's primary metrics) is at most `Rules.merge_alpha`
+    divided over the run's looks. The run's own level is for one comparison; the watch looks at
+    every measured merge, so one run's regression must be that much stronger before it stands for
+    the stream (a weaker one is a point of the series, which the change-point test weighs)."""
     if verdict != "regression" or not metric:
+        return None
+    if p_value is None or not p_value <= rules.merge_alpha / max(1, looks):
         return None
     return Found(Span(repo, suite, metric, base_sha, head_sha), "merge", change)
 
