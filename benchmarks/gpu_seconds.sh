@@ -14,8 +14,9 @@
 # Each figure is the wall time of the whole commands, start to verdict (`perfbot bench run` then
 # `perfbot bench report`) or dispatch to culprit read back; every progress line is stamped with
 # the seconds since its command started, and each results file's timeline (where it has one) is
-# printed. Results land in ${OUT}/<tree>/ (this checkout's in current/). WHAT chooses the parts:
-# "ab aa cold bisect" (default); BASELINE_WHAT those of the other checkouts (default: WHAT).
+# printed, with the instants that bound its phases. Results land in ${OUT}/<tree>/<part>/ (this
+# checkout's in current/; a part named again in WHAT in <part>-2/, <part>-3/...). WHAT chooses the
+# parts: "ab aa cold bisect" (default); BASELINE_WHAT those of the other checkouts (default: WHAT).
 set -uo pipefail
 OUT=${OUT:-benchmarks/results/gpu-seconds}
 TREES=${TREES:-.}
@@ -61,8 +62,9 @@ seconds() { "$PY" -c 'import sys; print(f"{float(sys.argv[2]) - float(sys.argv[1
 
 # verdict TREE NAME REPO BASE HEAD|--aa: perfbot bench run, then perfbot bench report of its folder.
 verdict() {
-  local tree=$1 name=$2 repo=$3 base=$4 head=$5 dir="$OUT/$(label "$1")/$2"
-  rm -rf "$dir" && mkdir -p "$dir"
+  local tree=$1 name=$2 repo=$3 base=$4 head=$5 dir="$OUT/$(label "$1")/$2" n=1
+  while [ -e "$dir" ]; do n=$((n + 1)); dir="$OUT/$(label "$1")/$2-$n"; done
+  mkdir -p "$dir"
   local side=(--head "$head"); [ "$head" = --aa ] && side=(--aa)
   local began ended status
   began=$(date +%s.%N)
@@ -72,7 +74,7 @@ verdict() {
   status=$(cd "$tree" && PYTHONPATH="$PWD${BASE_PYTHONPATH:+:$BASE_PYTHONPATH}" "$PY" -m bot bench report "$dir" \
     --markdown "$dir/report.md")
   ended=$(date +%s.%N)
-  echo "RESULT $(label "$tree") $name: $(seconds "$began" "$ended") s start to verdict, verdict $status"
+  echo "RESULT $(label "$tree") $(basename "$dir"): $(seconds "$began" "$ended") s start to verdict, verdict $status"
 }
 
 # bisect TREE: the action's bisect-mode invocation on the cold repository, then the artifact read back.
@@ -115,11 +117,26 @@ import json, sys
 from pathlib import Path
 from bot.runner import timeline
 
+def instants(read) -> str:
+    """When the processes were launched and all ready, the rounds and the profiled passes began
+    and ended, and the results file was finished (seconds since the run's timeline began)."""
+    def of(name):
+        return [p for p in read.phases if p.name == name]
+    said = []
+    for name, label in (("worker start", "processes"), ("round", "rounds"), ("profile", "profiles")):
+        phases = of(name)
+        if phases:
+            began = min(p.began for p in phases)
+            ended = max(p.began + p.seconds for p in phases)
+            said.append(f"{label} {began:.2f}-{ended:.2f}")
+    return ", ".join(said) + (f", results {read.total:.2f}" if read.total is not None else "")
+
 for path in sorted(Path(sys.argv[1]).glob("*/*/results.json")) + sorted(Path(sys.argv[1]).glob("*/bisect/runs/*.json")):
     data = json.loads(path.read_text())
     read = timeline.read(data.get("timeline"))
     if read is None:
         continue
     print(f"\n== {path}")
+    print(f"instants: {instants(read)}")
     print(timeline.markdown(read))
 PYTHON

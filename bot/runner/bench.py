@@ -4,13 +4,14 @@ The flow for each suite: take the machine's fingerprint (beside checking out bas
 worktrees, and beside the first suite's processes starting: `Fingerprint`), run the suite's set-up
 in each, start both sides' workers at once where the suite has them (`workers`; a worker that warms
 up as it starts, building and capturing what a round does, is its side's first warm-up) and beside
-them the spares (`Spares`: a process for each fresh round and for each profiled pass, set up ahead
-of its one use), run the warm-up rounds (not counted), then counted rounds in ABBA pairs until
-`adaptive.should_continue` says stop, each round a fresh process (a spare where there is one) or a
-worker's under a timeout, and last, where the suite profiles (`Suite.profiles`), one un-timed
-profiled pass per side (`profiling`), in the side's profiler spare or worker where it can. The
-results file is rewritten after every round, so an interrupted run still leaves what it measured,
-and records where the seconds went (`timeline`).
+them the spares (`Spares`: a process for each fresh round, and for a profiled pass that the side's
+worker does not serve, set up ahead of its one use), run the warm-up rounds (not counted), then
+counted rounds in ABBA pairs until `adaptive.should_continue` says stop, each round a fresh process
+(a spare where there is one) or a worker's under a timeout, and last, where the suite profiles
+(`Suite.profiles`), one un-timed profiled pass per side (`profiling`), in the side's worker where it
+can (warm, its timed rounds done), else in the side's profiler spare (a worker kept across runs is
+never profiled). The results file is rewritten after every round, so an interrupted run still leaves
+what it measured, and records where the seconds went (`timeline`).
 
 A caller can keep a side's worker beyond the run (`workers.Kept`: a bisection keeps GOOD's for every
 run against GOOD); such a worker serves a run only while its tree is as it last served, and one that
@@ -22,6 +23,11 @@ before each of a side's set-ups, rounds and passes its tree is checked against w
 its last one, and the engine's import path after the set-ups, at the end and, where the scope
 cannot make it read-only, before every round too. A change
 ends the run: every round it measured is discarded, and the results file says why (``failed``).
+A suite whose processes wait at a gate before they run the repository's code (`Suite.gated`) has
+them started before the walk after the set-ups, which then runs beside their interpreter's and
+torch's start; the gate opens once it is done (`open_gate`), so no code of either side runs before
+the reference is taken. A walk that finds the import path listed as the last one did, byte for
+byte, parses nothing (`integrity.walk`).
 """
 
 from __future__ import annotations
@@ -67,6 +73,7 @@ if TYPE_CHECKING:
 # processes start (`run_suite`), where `measure` needs it only once the rounds begin; not before
 # they are started, whose start it would slow (one interpreter lock: 0.3 s on the H100 machine).
 _ADAPTIVE = "bot.runner.adaptive"
+GATE = "gate"  # created once the engine's import path is walked after the set-up (`open_gate`)
 T = TypeVar("T")
 
 
@@ -351,10 +358,16 @@ def run_suite(
     clocks: Future[dict] | None = None
     tampered = lost = None
     try:
-        stopped = set_up(suite, guard, scratch, p.round_timeout(suite), progress, timeline)
+        # A gated suite's processes start before the engine's import path is walked after the
+        # set-up (seconds of torch's import beside the walk), and wait at the gate before they run
+        # the repository's code (`open_gate`).
+        gate = scratch / "workers" / suite.name / GATE if suite.gated and scope.strategy().read_only else None
+        stopped = set_up(suite, guard, scratch, p.round_timeout(suite), progress, timeline, gate is None)
         launched = not stopped and launch_workers(
-            p, suite, guard, scratch, progress, workers, timeline, kept, keep, spares
+            p, suite, guard, scratch, progress, workers, timeline, kept, keep, spares, gate
         )
+        if gate is not None and not stopped:
+            open_gate(guard, gate, timeline)
         aside(partial(importlib.import_module, _ADAPTIVE))  # once the processes are on their way
         results = new_results(p, suite, machine.get(timeline), options, timeline)
         if launched:
@@ -486,9 +499,11 @@ def set_up(
     timeout: float,
     progress: Progress,
     timeline: Timeline | None = None,
+    seal_shared: bool = True,
 ) -> str | None:
     """Run the suite's set-up in each worktree; a failure stops the suite (every round would fail).
-    A set-up may install into the engine: what its import path holds afterwards is the reference."""
+    A set-up may install into the engine: what its import path holds afterwards is the reference,
+    walked here unless ``seal_shared`` is false (`open_gate` walks it then)."""
     for side, tree in guard.trees.items():
         guard.check_tree(side)
         for command in suite.setup_commands(tree):
@@ -510,8 +525,21 @@ def set_up(
                 guard.seal(side)
                 return f"set-up in {side} failed: {describe_failure(output, timeout)}"
         guard.seal(side)
-    guard.seal_shared()
+    if seal_shared:
+        guard.seal_shared()
     return None
+
+
+def open_gate(guard: Guard, gate: Path, timeline: Timeline) -> None:
+    """Walk the engine's import path after the set-up (the reference of every later walk), then
+    open the gate (create ``gate``) at which the processes just launched wait before they run any
+    of the repository's code (`RoundContext.gate`): they start their interpreter and torch while
+    the import path is walked, and no code of either side runs before that walk."""
+    began = time.monotonic()
+    guard.seal_shared()
+    timeline.add("integrity", began, detail="the import path after the set-up, while the processes started")
+    gate.parent.mkdir(parents=True, exist_ok=True)
+    gate.touch()
 
 
 def warm_up(
@@ -572,15 +600,18 @@ def launch_workers(
     kept: Kept | None = None,
     keep: Path | None = None,
     spares: Spares | None = None,
+    gate: Path | None = None,
 ) -> bool:
     """Both sides' workers started at once, before any round (`wait_for_workers` waits until each
     has warmed up): their start-ups overlap instead of adding up, and no round is timed while a
     worker is still starting. A side whose tree has a worker in ``kept`` gets that one
     (`Kept.lend`: `WorkerLost` where it died or its tree changed). Beside them, into ``spares``, a
-    spare for each of the side's fresh rounds (`fresh_rounds`) and one for its profiled pass where
-    the run profiles. Whether anything was started. Where a round's scope cannot keep one side's
+    spare for each of the side's fresh rounds (`fresh_rounds`) and, where the run profiles, one
+    for its profiled pass where the side's worker will not serve it (`Spares.in_worker`). Whether
+    anything was started. Where a round's scope cannot keep one side's
     processes off the other's tree, no worker lives through the other side's rounds (`take_turn`),
-    and each starts when its side first needs it, as before."""
+    and each starts when its side first needs it, as before. ``gate``: where a gated suite's
+    processes wait before they run the repository's code (`open_gate`)."""
     if not scope.strategy().read_only:
         return False
     if all(
@@ -602,10 +633,28 @@ def launch_workers(
         folder = (
             kept.root if kept is not None and kept.root is not None and guard.trees[side] == keep else None
         )
-        serving(workers, suite, guard, folder or scratch, side, progress)
+        serving(workers, suite, guard, folder or scratch, side, progress, gate)
     if spares is not None:
-        start_spares(p, suite, guard, scratch, progress, spares)
+        spares.in_worker = {
+            side for side in SIDES if profiles_in_worker(suite, guard, scratch, side, workers.get(side), keep)
+        }
+        start_spares(p, suite, guard, scratch, progress, spares, gate)
     return True
+
+
+def profiles_in_worker(
+    suite: Suite, guard: Guard, scratch: Path, side: str, worker: Worker | None, keep: Path | None
+) -> bool:
+    """Whether ``side``'s profiled pass will run in its worker, with no profiler spare started for
+    it: a worker started for this run alone (one kept across runs, or to be kept, is never
+    profiled: it times rounds again) whose suite can profile in it. The warm worker's pass skips
+    what a spare's pays (its first graph capture; two more processes starting beside the others),
+    for the profiler's first session (a tenth of a second, where PyTorch's profiler does not
+    import torch.compile's compiler: `verify_step_workload.compiler_left_unimported`)."""
+    if worker is None or worker.kept or guard.trees[side] == keep:
+        return False
+    context = RoundContext(guard.trees[side], scratch, side, PROFILED_PASS)
+    return suite.worker_profile_request(context) is not None
 
 
 def wait_for_workers(
@@ -677,9 +726,11 @@ def fresh_rounds(p: Plan) -> list[int]:
 @dataclass
 class Spares:
     """Processes started ahead of their one use (`Worker.start` with ``spare``): per side, one for
-    each fresh round, and, where the run profiles (``profiles``), one for the profiled pass."""
+    each fresh round, and, where the run profiles (``profiles``), one for the profiled pass unless
+    the side's worker serves it (``in_worker``: `profiles_in_worker`)."""
 
     profiles: bool = False
+    in_worker: set[str] = field(default_factory=set)
     rounds: dict[str, list[Worker]] = field(default_factory=lambda: {side: [] for side in SIDES})
     profilers: dict[str, Worker] = field(default_factory=dict)
 
@@ -715,13 +766,21 @@ def spare_detail(spare: Worker) -> str:
 
 
 def start_spares(
-    p: Plan, suite: Suite, guard: Guard, scratch: Path, progress: Progress, spares: Spares
+    p: Plan,
+    suite: Suite,
+    guard: Guard,
+    scratch: Path,
+    progress: Progress,
+    spares: Spares,
+    gate: Path | None = None,
 ) -> None:
     """A spare for each fresh round of each side, and one for each side's profiled pass where the
-    run profiles, started at once; none where the suite has none. One that cannot start leaves its
-    round or pass to a process started at its turn."""
+    run profiles and the side's worker does not serve it (`Spares.in_worker`), started at once; none
+    where the suite has none. One that cannot start leaves its round or pass to a process started at
+    its turn. ``gate``: where they wait before running the repository's code (`open_gate`)."""
     for side in SIDES:
-        uses = [False] * len(fresh_rounds(p)) + [True] * spares.profiles
+        profiler = spares.profiles and side not in spares.in_worker
+        uses = [False] * len(fresh_rounds(p)) + [True] * profiler
         for number, profiler in enumerate(uses):
             name = "profiler" if profiler else f"spare-{number + 1}"
             folder = scratch / "workers" / suite.name / f"{side}-{name}"
@@ -729,7 +788,9 @@ def start_spares(
             try:
                 spare = Worker.start(
                     suite,
-                    RoundContext(guard.trees[side], folder, side, WORKER_START, guard.round_fence(side)),
+                    RoundContext(
+                        guard.trees[side], folder, side, WORKER_START, guard.round_fence(side), gate=gate
+                    ),
                     spare=True,
                     profiler=profiler,
                 )
@@ -898,15 +959,18 @@ def serving(
     scratch: Path,
     side: str,
     progress: Progress,
+    gate: Path | None = None,
 ) -> Worker | None:
     """The side's worker, started on first use; None where the suite has none, it could not start
-    (which ``progress`` is told once) or it died."""
+    (which ``progress`` is told once) or it died. ``gate``: where the worker waits before it runs
+    the repository's code (`open_gate`)."""
     if side not in workers:
         folder = scratch / "workers" / suite.name / side
         folder.mkdir(parents=True, exist_ok=True)
+        fence = guard.round_fence(side)
         try:
             workers[side] = Worker.start(
-                suite, RoundContext(guard.trees[side], folder, side, WORKER_START, guard.round_fence(side))
+                suite, RoundContext(guard.trees[side], folder, side, WORKER_START, fence, gate=gate)
             )
         except (OSError, scope.ScopeError) as error:
             workers[side] = None  # as if it had died: the side's rounds run in fresh processes
@@ -936,9 +1000,10 @@ def profile(
 ) -> ProfileReads:
     """One un-timed profiled pass per side, after every timed round: its kernels explain the
     verdict and never enter it. A pass that fails leaves that side without a profile, saying why.
-    It runs in the side's profiler spare where one is alive (its profiler set up while nothing was
-    timed), else in the side's worker where it is alive and can profile (no process start of its
-    own; that worker times nothing afterwards). Each pass's trace is read on a thread of its own
+    It runs in the side's profiler spare where one was started and is alive (its profiler set up
+    while nothing was timed: `profiles_in_worker` says where none is), else in the side's worker
+    where it is alive and can profile (no process start of its own, warm; that worker times nothing
+    afterwards), else in fresh processes. Each pass's trace is read on a thread of its own
     while the next pass runs (and the run's end goes on): `ProfileReads.collect` records them."""
     timeline = timeline if timeline is not None else Timeline()
     reads = ProfileReads(results, progress, timeline)

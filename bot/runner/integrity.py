@@ -70,17 +70,45 @@ def manifest(root: Path, skip_names: Iterable[str] = (), skip_paths: Iterable[st
     The walk is GNU find's where it is there (`_found`: the same entries, read in C, four to five
     times faster over an engine's site-packages, which is walked before every round); where find is
     missing or does not finish cleanly (an entry that vanished, a folder it cannot read), Python's."""
+    return walk(root, skip_names, skip_paths).manifest
+
+
+@dataclass(frozen=True)
+class Walk:
+    """One walk of a folder (`walk`): its manifest and, where GNU find read it, the folder's own
+    entry and find's output as it came (``listing``: every entry's type, mode, size, times, inode
+    and path, so that two equal listings are two equal manifests)."""
+
+    manifest: Manifest
+    listing: tuple[Entry, bytes] | None = None
+
+
+def walk(
+    root: Path, skip_names: Iterable[str] = (), skip_paths: Iterable[str] = (), since: Walk | None = None
+) -> Walk:
+    """`manifest`'s walk of ``root``, with find's listing where find read it. ``since``: an earlier
+    walk of the same folder; where find's listing is the same byte for byte, that walk is returned
+    as it is and nothing is parsed (an engine's site-packages is tens of thousands of entries, and
+    parsing them took most of a walk, on the run's critical path at its start and its end)."""
     names, paths = frozenset(skip_names), frozenset(skip_paths)
     try:
         top = root.lstat()
     except FileNotFoundError:
-        return {}
+        return Walk({})
     found: Manifest = {"": _entry(top)}
     if not stat.S_ISDIR(top.st_mode):
-        return found
-    walked = _found(root, names, paths)
-    found.update(walked if walked is not None else _walked(root, names, paths))
-    return found
+        return Walk(found)
+    listed = _listing(root, names, paths)
+    if listed is not None:
+        listing = (found[""], listed)
+        if since is not None and since.listing == listing:
+            return since
+        parsed = _parsed(listed)
+        if parsed is not None:
+            found.update(parsed)
+            return Walk(found, listing)
+    found.update(_walked(root, names, paths))
+    return Walk(found)
 
 
 def _walked(root: Path, names: frozenset[str], paths: frozenset[str]) -> Manifest:
@@ -129,6 +157,13 @@ _FIND_TIMEOUT = 120
 def _found(root: Path, names: frozenset[str], paths: frozenset[str]) -> Manifest | None:
     """The entries under ``root`` (``root`` itself left out) as `manifest` takes them, read by GNU
     find: None where find is not GNU's, fails, or prints what this cannot read."""
+    listed = _listing(root, names, paths)
+    return _parsed(listed) if listed is not None else None
+
+
+def _listing(root: Path, names: frozenset[str], paths: frozenset[str]) -> bytes | None:
+    """What GNU find prints for the entries under ``root`` (`_parsed` reads it); None where it is
+    not there or did not finish cleanly."""
     prune = [arg for name in sorted(names) for arg in ("-o", "-name", _glob(name))]
     prune += [arg for path in sorted(paths) for arg in ("-o", "-path", _glob(path))]
     test = ["-type", "d", "(", *prune[1:], ")", "-prune", "-o"] if prune else []
@@ -137,11 +172,14 @@ def _found(root: Path, names: frozenset[str], paths: frozenset[str]) -> Manifest
         done = subprocess.run(argv, capture_output=True, timeout=_FIND_TIMEOUT, check=False)
     except (OSError, subprocess.TimeoutExpired):
         return None
-    if done.returncode != 0:
-        return None
+    return done.stdout if done.returncode == 0 else None
+
+
+def _parsed(listed: bytes) -> Manifest | None:
+    """find's listing (`_listing`) as a manifest; None where it holds what this cannot read."""
     found: Manifest = {}
     try:
-        for record in done.stdout.split(b"\0")[:-1]:
+        for record in listed.split(b"\0")[:-1]:
             kind, mode, size, mtime, ctime, inode, path = record.split(b" ", 6)
             found[os.fsdecode(path)] = (
                 _TYPES[kind.decode()] | int(mode, 8),
@@ -225,7 +263,7 @@ class Guard:
     shared: Sequence[Path] = ()
     fences: Sequence[Path] = ()
     sealed: dict[str, Manifest] = field(default_factory=dict)
-    watched: dict[Path, Manifest] = field(default_factory=dict)
+    watched: dict[Path, Walk] = field(default_factory=dict)
     last: str | None = None  # the side whose processes ran last
     # The rounds' scope makes what `round_fence` names read-only (`scope.Strategy.read_only`): no
     # round can write the import path, so it is walked after the set-up and at the end only.
@@ -280,8 +318,13 @@ class Guard:
         """The engine's import path (or those of its folders in ``roots``) changed only as Python
         changes it; then what it holds now, bytecode included, is the reference."""
         for root in self.shared if roots is None else roots:
-            now = self._walk(root)
-            found = changes(self.watched[root], now, python_writes=True) if root in self.watched else []
+            before = self.watched.get(root)
+            now = self._walk(root, before)
+            found = (
+                changes(before.manifest, now.manifest, python_writes=True)
+                if before is not None and now is not before
+                else []
+            )
             if found:
                 after = f" after a round of {self.last}" if self.last else ""
                 raise TreeChanged(
@@ -290,10 +333,11 @@ class Guard:
                 )
             self.watched[root] = now
 
-    def _walk(self, root: Path) -> Manifest:
-        """One watched folder, less the watched folders inside it (walked on their own)."""
+    def _walk(self, root: Path, since: Walk | None = None) -> Walk:
+        """One watched folder, less the watched folders inside it (walked on their own); ``since``
+        itself where find lists the same as it did (`walk`)."""
         inside = [str(other) for other in self.shared if other != root and _within(other, root)]
-        return manifest(root, _OTHER_ENVIRONMENTS, inside)
+        return walk(root, _OTHER_ENVIRONMENTS, inside, since)
 
 
 def import_path(python: str, env: Mapping[str, str], trees: Iterable[Path]) -> list[Path]:

@@ -41,6 +41,7 @@ INSIDE = {
     "run": "graph capture and timing (or profiling)",
     "capture": "graph capture",  # a part of "run"
     "profiler": "profiler set-up",  # a profiled pass's spare, before it said it was ready
+    "gate": "waiting at the gate for the import path's walk",  # `RoundContext.gate`
 }
 MAX_PHASES = 2_000  # far more than any run has: a run of 10,000 rounds keeps its first ones
 
@@ -177,7 +178,7 @@ def markdown(timeline: Timeline) -> str:
     if any(inside.values()):
         said = ", ".join(
             f"{INSIDE[key]} {inside[key]:.1f} s"
-            for key in ("start", "build", "run", "profiler")
+            for key in ("start", "gate", "build", "run", "profiler")
             if inside[key]
         )
         captured = f" (of which graph capture {inside['capture']:.1f} s)" if inside["capture"] else ""

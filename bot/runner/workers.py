@@ -23,7 +23,9 @@ workers before any round (`Suite.spare_command`): set up as a fresh round's proc
 warm-up, it serves that one round and nothing else, so the round is still a process of its own (a
 new context, communicator, allocator and capture), and its interpreter and libraries start while
 no round is timed instead of inside the round's turn. A profiler spare (``profiler``) serves the
-side's profiled pass instead, its profiler set up as it started (seconds on a GPU), and times nothing.
+side's profiled pass instead, its profiler set up as it started, and times nothing: started only for
+a side whose worker must not profile (one kept across runs) or that has none; a side's own worker,
+warm, serves the pass otherwise (`bench.profiles_in_worker`).
 
 `Kept` holds workers beyond one run: a bisection keeps GOOD's for every run against GOOD. A kept
 worker is lent to a run only while GOOD's tree is exactly as it was when the worker last served

@@ -528,8 +528,8 @@ def test_a_spare_that_died_after_starting_is_passed_over(bench_repo, tmp_path, w
     repo, base, head = bench_repo
     original = bench.start_spares
 
-    def then_kill_one(p, suite, guard, scratch, progress, spares):
-        original(p, suite, guard, scratch, progress, spares)
+    def then_kill_one(p, suite, guard, scratch, progress, spares, *gate):
+        original(p, suite, guard, scratch, progress, spares, *gate)
         victim = spares.rounds["head"][0]
         victim.wait_ready(30)
         os.kill(victim.process.pid, signal.SIGKILL)
@@ -567,15 +567,21 @@ def test_a_spare_serves_one_round(bench_repo, tmp_path, with_spares):
     assert not spare.alive
 
 
-def test_the_profiled_pass_runs_in_a_process_started_ahead_and_the_worker_stays_unprofiled(
+def test_the_profiled_pass_runs_in_the_warm_worker_and_no_profiler_spare_starts_beside_it(
     bench_repo, tmp_path, with_spares
 ):
-    data = profiled_run(bench_repo, tmp_path, "in a process started ahead")
+    """A worker started for this run alone serves its side's profiled pass after its timed rounds
+    (warm: no first capture of its own), so no process is started ahead for the pass: two fewer
+    processes start beside the others."""
+    data = profiled_run(bench_repo, tmp_path, "in the worker")
     started = [p["detail"] for p in phases(data, "worker start")]
-    assert started.count("the profiled pass's process, started ahead (its profiler set up, no warm-up)") == 2
+    assert len(started) == 6 and not any("profiled pass" in detail for detail in started)
+    last_round = max(p["start"] + p["seconds"] for p in phases(data, "round"))
+    assert all(p["start"] >= last_round for p in phases(data, "profile"))
     for side in ("base", "head"):
         who = served(with_spares, side)
-        assert len(who) == 4 and len(set(who)) == 4, who  # two round spares, the worker, the profiler
+        # two round spares, one round each; the worker, its round and then the pass
+        assert len(who) == 4 and len(set(who)) == 3 and who[1] == who[3], who
 
 
 def test_a_kept_worker_is_kept_after_a_profiled_run_that_profiled_in_a_spare(
@@ -590,6 +596,13 @@ def test_a_kept_worker_is_kept_after_a_profiled_run_that_profiled_in_a_spare(
         )
         assert first.status == "complete", data["error"]
         assert set(kept.held) == {tree} and not kept.held[tree].worker.profiled
+        # The kept side's pass in a process started for it; the other side's in its worker.
+        assert [(p["side"], p["detail"]) for p in phases(data, "profile")] == [
+            ("base", "in a process started ahead"),
+            ("head", "in the worker"),
+        ]
+        started = [(p["side"], p["detail"]) for p in phases(data, "worker start")]
+        assert [side for side, detail in started if "profiled pass" in detail] == ["base"]
     finally:
         kept.stop_all()
 
@@ -676,7 +689,7 @@ def test_a_suite_that_says_it_profiles_starts_its_processes_without_waiting_for_
     monkeypatch.setattr(bench, "launch_workers", launched)
     data = complete_run(bench_repo, tmp_path, config(profile=True))
     assert seen == {"launched while nvidia-smi answered": True}
-    assert len(phases(data, "worker start")) == 8 and len(phases(data, "profile")) == 2  # 2 workers, 6 spares
+    assert len(phases(data, "worker start")) == 6 and len(phases(data, "profile")) == 2  # 2 workers, 4 spares
 
 
 def test_scipy_is_imported_aside_once_the_processes_are_started(

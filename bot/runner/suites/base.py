@@ -126,6 +126,10 @@ class RoundContext:
     side: str
     round: RoundId
     read_only: tuple[Path, ...] = ()
+    # A worker's or spare's start only, for a suite that is `Suite.gated`: a file that the run
+    # creates once it has walked the engine's import path after the set-up, which the process
+    # waits for before it runs any of the repository's code.
+    gate: Path | None = None
 
 
 @dataclass
@@ -148,6 +152,9 @@ class Suite(ABC):
     python: str | None = None  # the engine's interpreter, which its processes run
     pass_env: tuple[str, ...] = ()  # the config's additions to the allow-listed environment
     needs_torch: bool = False  # its rounds import torch: `perfbot bench run` refuses an interpreter without
+    # Its workers and spares wait at `RoundContext.gate` before they run any of the repository's
+    # code: they may start before the engine's import path is walked after the set-up.
+    gated: bool = False
 
     def __init_subclass__(cls, kind: str | None = None, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)

@@ -33,6 +33,7 @@ FOLLOW_THE_MODE = ("cycle_ms", "tok_s", "decode_ms", "baseline_tok_s", "spec_spe
 
 class VerifyStepBench(BuiltInSuite, kind="verify-step"):
     needs_torch = True
+    gated = True  # its workers and spares wait at ``--gate`` (`RoundContext.gate`)
     config: VerifyStepSuite
 
     def judging(self) -> dict[str, float]:
@@ -89,7 +90,7 @@ class VerifyStepBench(BuiltInSuite, kind="verify-step"):
         built and its graphs captured and run once, untimed: ``--ready``), a round per request."""
         if not self.config.worker:
             return None
-        return self.command(context, "--serve", "--ready", str(context.out_dir / READY_FILE))
+        return self.command(context, "--serve", "--ready", str(context.out_dir / READY_FILE), *_gate(context))
 
     def spare_command(self, context: RoundContext, profiler: bool = False) -> Command | None:
         """With ``worker: true``: the benchmark set up (``--serve``), ready without a warm-up
@@ -97,7 +98,7 @@ class VerifyStepBench(BuiltInSuite, kind="verify-step"):
         With ``profiler``: its profiler set up too (``--warm-profiler``), for the profiled pass."""
         if not self.config.worker:
             return None
-        ready = ("--serve", "--ready", str(context.out_dir / READY_FILE), "--cold")
+        ready = ("--serve", "--ready", str(context.out_dir / READY_FILE), "--cold", *_gate(context))
         return self.command(context, *ready, *(("--warm-profiler",) if profiler else ()))
 
     def worker_request(self, context: RoundContext) -> tuple[dict, Path]:
@@ -166,6 +167,11 @@ class VerifyStepBench(BuiltInSuite, kind="verify-step"):
             if mode and name in values
         }
         return Measurement(values, declarations, _spread(spread, values))
+
+
+def _gate(context: RoundContext) -> tuple[str, ...]:
+    """``--gate FILE`` where the run gives the process a gate to wait at (`RoundContext.gate`)."""
+    return ("--gate", str(context.gate)) if context.gate is not None else ()
 
 
 def _spread(spread: object, values: dict[str, float]) -> dict[str, dict[str, float]]:

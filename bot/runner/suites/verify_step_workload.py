@@ -64,7 +64,11 @@ runner's spare for a fresh round, `bot.runner.workers`); ``--warm-profiler`` als
 profiler session first, so that the profiler's one-time set-up (its Python tracer, CUPTI on a GPU:
 seconds) is paid while nothing is measured (the runner's spare for a profiled pass, which times no round;
 its ready file says how long that took, ``profiler``). The profiler starts without importing
-torch.compile's compiler where nothing else has (`compiler_left_unimported`).
+torch.compile's compiler where nothing else has (`compiler_left_unimported`). With ``--gate
+FILE`` a worker or spare starts (interpreter, torch, process group) before perfbot has walked the
+engine's import path after the set-up, and waits for FILE before it imports anything from the
+repository under test (`wait_at_gate`): no code of either side runs before that walk, which is the
+reference every later walk is compared with.
 
 Each report's ``seconds`` say where the round's time went: ``start`` (interpreter and torch import,
 0 in a worker), ``build`` (the model's weights), ``capture`` (CUDA graph capture, with the eager
@@ -224,6 +228,13 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="with --serve --ready: write FILE once set up, without the warm-up (a fresh round's "
         "process started ahead of its round)",
+    )
+    parser.add_argument(
+        "--gate",
+        metavar="FILE",
+        help="with --serve: wait until FILE exists before importing the repository under test "
+        "(before importing anything where the repository is on the import path already); rank 0 "
+        "leaves if its input ends first",
     )
     parser.add_argument(
         "--warm-profiler",
@@ -431,8 +442,11 @@ def run_rank(args: argparse.Namespace) -> None:
         world_size=world,
         device_id=device if eager_init else None,
     )
+    waited = wait_at_gate(args.gate, rank)
     allreduce = load_allreduce(args.allreduce, args.pythonpath)
     started = {"start": round(imported - _STARTED, 3)}
+    if args.gate:
+        started["gate"] = round(waited, 3)
     if not args.serve:
         one_round(args, rank, world, device, allreduce, Path(args.out), args.seed, started)
         return
@@ -516,6 +530,36 @@ def warm(
     del bench
     if device.type == "cuda":
         torch.cuda.empty_cache()
+
+
+def wait_at_gate(gate: str | None, rank: int) -> float:
+    """Wait until the file ``gate`` exists (at once where there is none); the seconds waited.
+    Rank 0 leaves instead where its input ends or says something first: perfbot asks nothing of a
+    worker before it is ready, so that is perfbot telling it to stop (or perfbot gone)."""
+    if not gate:
+        return 0.0
+    import select
+
+    began = time.monotonic()
+    while not os.path.exists(gate):
+        if rank == 0 and select.select([sys.stdin], [], [], 0)[0]:
+            flush_and_exit(0)
+        time.sleep(0.01)
+    return time.monotonic() - began
+
+
+def repository_importable(paths: list[str]) -> bool:
+    """Whether a folder on the import path already is, or lies inside, one of ``paths`` (the
+    repository's folders: ``--pythonpath``), so that importing torch could import its code."""
+    roots = [Path(p).resolve() for p in paths]
+    for entry in sys.path:
+        try:
+            folder = Path(entry or ".").resolve()
+        except (OSError, RuntimeError):
+            continue
+        if any(folder == root or root in folder.parents for root in roots):
+            return True
+    return False
 
 
 def _bench(args: argparse.Namespace, world: int, device, allreduce: Callable) -> Bench:
@@ -1255,6 +1299,9 @@ def split(total: int, world: int) -> int:
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     args = build_parser().parse_args(argv)
+    if args.gate and repository_importable(args.pythonpath):
+        # Whatever is imported from here on could be the repository's own: the gate first.
+        wait_at_gate(args.gate, int(os.environ.get("RANK", "1")) if args.worker else 0)
     if args.worker:
         run_rank(args)
         flush_and_exit(0)
