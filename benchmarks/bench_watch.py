@@ -5,11 +5,13 @@ the cases it opens, moves, widens and recovers kept as the service keeps them.
 Each stream is a series of one metric (lower is better) measured once per point. A stepped stream
 gets a step of ``+STEP`` at a random point after ``WARM`` quiet points; a quiet stream never
 changes. Noise is Gaussian or heavy-tailed (Student's t with 3 degrees of freedom, scaled to the
-same standard deviation), at a coefficient of variation of 1% or 2%. Two ways of measuring:
+same standard deviation), at a coefficient of variation of 1% or 2%. Three ways of measuring:
 
 - ``daily``: one scheduled run a day, several merges apart: every span holds several commits;
 - ``merges``: every merge measured against its parent, its own run inconclusive (the series alone
-  must find the step: its one-commit span is re-measured by the case).
+  must find the step: its one-commit span is re-measured by the case);
+- ``runs``: every merge measured by a run of its own, `ROUNDS` rounds a side judged by the
+  product's statistics, whose regression is put to the watch's merge rule (`from_merge_run`).
 
 A case is dispatched to its bisect as soon as it opens (an unlimited budget), and the bisect
 reports ``BISECT_DELAY`` points later: confirmed when the case's range holds the step's commit,
@@ -22,6 +24,7 @@ rate has a 95% Wilson interval. Two seeds are run: the tuning set and a held-out
     python benchmarks/bench_watch.py                  # 1,000 streams a cell, both sets
     python benchmarks/bench_watch.py --streams 200    # quicker
     python benchmarks/bench_watch.py --full           # also every merge measured, 30-point streams
+    python benchmarks/bench_watch.py --mode runs      # every merge's own run judged (the merge rule)
     python benchmarks/bench_watch.py --check          # exit 1 if a target is missed (held-out set)
 """
 
