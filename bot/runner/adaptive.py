@@ -36,10 +36,16 @@ class MetricSamples(NamedTuple):
 
 
 def should_continue(
-    samples: Mapping[str, MetricSamples], rounds_done: int, min_rounds: int, max_rounds: int
+    samples: Mapping[str, MetricSamples],
+    rounds_done: int,
+    min_rounds: int,
+    max_rounds: int,
+    *,
+    watch_level: bool = True,
 ) -> bool:
     """Whether to run another pair of rounds; ``rounds_done`` counts rounds per side, failed ones
-    included, so a failing suite cannot run forever."""
+    included, so a failing suite cannot run forever. ``watch_level``: a regression goes on to the
+    watch's level (a bisection's probes stop at the run's)."""
     if rounds_done < min_rounds:
         return True
     if rounds_done >= max_rounds:
@@ -47,7 +53,7 @@ def should_continue(
     looks = results.looks(min_rounds, max_rounds)
     alpha = stats.alpha_per_look(stats.DEFAULT_ALPHA, looks)
     deciding = {n: m for n, m in samples.items() if m.primary} or dict(samples)
-    strong = vocabulary.WATCH_ALPHA / looks
+    strong = vocabulary.WATCH_ALPHA / looks if watch_level else 1.0
     family = len(deciding)
     return any(
         worth_more_rounds(name, metric, alpha, max_rounds - rounds_done, strong=strong / family)

@@ -122,6 +122,9 @@ class Plan:
     timeout: float
     paths: dict[str, Path] = field(default_factory=dict)
     timeout_given: bool = False
+    # An adaptive run's regression stops it only at the level at which one run stands for the
+    # default branch (`adaptive`); a bisection's runs turn this off: a probe only steers the search.
+    watch_level: bool = True
 
     def round_timeout(self, suite: Suite) -> float:
         """``--timeout`` if given, else the suite's own, else the config's default."""
@@ -842,7 +845,7 @@ def measure(
 
     timeline = timeline if timeline is not None else Timeline()
     done, pair = 0, 0
-    while adaptive.should_continue(samples(results), done, p.rounds, p.max_rounds):
+    while adaptive.should_continue(samples(results), done, p.rounds, p.max_rounds, watch_level=p.watch_level):
         planned = max(p.rounds, done + 1)  # per side: the minimum, or one more pair the rule asked for
         fresh = done in fresh_rounds(p)
         for position, side in enumerate(pair_order(pair)):

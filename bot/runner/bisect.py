@@ -258,6 +258,9 @@ class _Runner:
             self.options, base, head, path, self.options.profile if label == "confirm" else False
         )
         planned = bench.plan(options, self.config.bench)  # once: the run below is given it
+        # a probe's regression only steers the search, and the confirmation is a run at the run's
+        # level: none goes on to the level at which one run opens a case on the default branch
+        planned.watch_level = False
         suite = planned.suites[0]
         with Worktrees(self.kept.repo, self.kept.root) as scratch:
             trees = {

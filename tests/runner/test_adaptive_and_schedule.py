@@ -79,6 +79,7 @@ def test_a_regression_too_weak_to_stand_for_the_default_branch_goes_on_while_rou
     weak = MetricSamples([9.3, 9.0, 9.6], [55.0, 38.0, 71.0], "lower")
     assert should_continue({"cycle_ms": weak}, 3, min_rounds=3, max_rounds=6)
     assert not should_continue({"cycle_ms": weak}, 3, min_rounds=3, max_rounds=3)  # fixed length
+    assert not should_continue({"cycle_ms": weak}, 3, min_rounds=3, max_rounds=6, watch_level=False)
 
 
 def test_a_regression_goes_on_only_as_far_as_the_cap_would_bring_it_to_the_watch_s_level():

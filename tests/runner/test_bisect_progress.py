@@ -9,7 +9,7 @@ import sys
 from collections import Counter
 
 from bot.core.config.schema import load as load_config
-from bot.runner import bench
+from bot.runner import adaptive, bench
 from bot.runner.bisect import BisectOptions, bisect
 from bot.runner.options import MeasureOptions
 from bot.runner.progress import Progress
@@ -82,3 +82,18 @@ def test_each_run_of_the_bisection_is_planned_once(git_builder, tmp_path, monkey
     assert report.culprit is not None
     assert any(name.startswith("probe-") for name in runs), runs  # the reference, probes, confirmation
     assert planned == runs + Counter({"unused.json": 1})  # and the settings, once, without a run
+
+
+def test_a_bisection_s_runs_stop_at_the_run_s_level(git_builder, tmp_path, monkeypatch):
+    """A probe's regression only steers the search: its run does not go on to the level at which
+    one run opens a case on the default branch (a GPU bisect's probes would pay the rounds)."""
+    levels = []
+    ask = adaptive.should_continue
+
+    def asked(*args, **kwargs):
+        levels.append(kwargs.get("watch_level", True))
+        return ask(*args, **kwargs)
+
+    monkeypatch.setattr(adaptive, "should_continue", asked)
+    report, _ = run(git_builder, tmp_path)
+    assert report.culprit is not None and levels and not any(levels)
