@@ -824,8 +824,7 @@ def lost_worker(worker: Worker | None, error: str | None) -> None:
     nothing more, instead of going on in other processes than the ones it was kept for."""
     if worker is not None and worker.kept and not worker.alive:
         raise WorkerLost(
-            f"the worker kept across runs died (exit status {worker.process.returncode}): {error}; "
-            f"this run measures nothing"
+            f"the worker kept across runs died ({worker.ending()}): {error}; this run measures nothing"
         )
 
 

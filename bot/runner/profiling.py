@@ -68,10 +68,11 @@ def serve_pass(
         served = worker.profile(context, timeout) if worker is not None else None
         if served is None:
             outputs = run_pass(suite, suite.profile_commands, context, timeout)
-        elif not served.ok:
-            raise RoundFailed(served.error or "the worker's profiled pass failed")
         else:
-            where, outputs = "in the worker", [Output(suite.name, 0, "", "")]
+            where = "in the worker"  # where it ran, whether or not it succeeded
+            if not served.ok:
+                raise RoundFailed(served.error or "the worker's profiled pass failed")
+            outputs = [Output(suite.name, 0, "", "")]
     except RoundFailed as failure:
         return ProfileOutcome(None, str(failure), time.monotonic() - began, where=where)
     except OSError as error:

@@ -160,16 +160,17 @@ def read_text(path: Path) -> str:
 def describe_failure(output: Output, timeout: float) -> str:
     if output.returncode is None:  # timed out
         return f"{output.name}: timed out after {timeout:g}s and was killed"
-    if output.returncode < 0:
-        what = (
-            f"killed by signal {signal.Signals(-output.returncode).name}"
-            if -output.returncode in signal.valid_signals()
-            else f"exit {output.returncode}"
-        )
-    else:
-        what = f"exit status {output.returncode}"
     last = last_line(output.stderr) or last_line(output.stdout)
-    return f"{output.name}: {what}" + (f": {last}" if last else "")
+    return f"{output.name}: {how_it_ended(output.returncode)}" + (f": {last}" if last else "")
+
+
+def how_it_ended(returncode: int) -> str:
+    """A process's end as `subprocess` reports it (negative: the signal that killed it), in words."""
+    if returncode >= 0:
+        return f"exit status {returncode}"
+    if -returncode in signal.valid_signals():
+        return f"killed by signal {signal.Signals(-returncode).name}"
+    return f"exit {returncode}"
 
 
 def last_line(text: str) -> str:

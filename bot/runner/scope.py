@@ -25,8 +25,10 @@ Either way, the end is the same sweep: the command's descendants, the processes 
 perfbot during the command, and every process whose environment carries the command's random token
 (`SCOPE_VARIABLE`), each with all its descendants, are sent SIGTERM, then stopped (SIGSTOP, until no
 new one appears, so that none can fork away) and killed (SIGKILL), and perfbot reaps those that are
-its children. Processes that perfbot itself started for other purposes (probes, git) stay in
-perfbot's session and are never members.
+its children. Scopes live side by side (both sides' workers, the spares): a child of perfbot that
+is the command of another scope still alive, or carries its token, is that scope's, not this
+one's. Processes that perfbot itself started for other purposes (probes, git) stay in perfbot's
+session and are never members.
 """
 
 from __future__ import annotations
@@ -279,6 +281,8 @@ class Scope:
                 start_new_session=True,
                 pass_fds=pass_fds,
             )
+            with _LIVE_LOCK:
+                _LIVE[self.token] = self.process.pid
         except BaseException:
             if self.strategy.name != "session":
                 _subreaper(False)
@@ -318,6 +322,8 @@ class Scope:
         try:
             self._end()
         finally:
+            with _LIVE_LOCK:
+                _LIVE.pop(self.token, None)
             if self.strategy.name != "session":
                 _subreaper(False)
             if self._report is not None:  # the init wrote before it exited; never wait for more
@@ -363,8 +369,12 @@ class Scope:
         if self.process is not None and self.process.pid in table:
             roots.add(self.process.pid)
         own_session = os.getsid(0)
+        with _LIVE_LOCK:
+            others = {token: pid for token, pid in _LIVE.items() if token != self.token}
         for child, started in _children_of(own, table):
-            if (child, started) not in self._before and table[child].session != own_session:
+            if (child, started) in self._before or table[child].session == own_session:
+                continue
+            if child not in others.values() and _token_of(child) not in others:
                 roots.add(child)
         roots |= {pid for pid in table if pid != own and _carries(pid, self.token)}
         return {pid for pid in _with_descendants(roots, table) if table[pid].state != "Z" and pid != own}
@@ -414,11 +424,20 @@ def _with_descendants(roots: Iterable[int], table: dict[int, _Process]) -> set[i
 
 def _carries(pid: int, token: str) -> bool:
     """Whether a process's environment holds the scope's token (unreadable ones: not ours to end)."""
+    return _token_of(pid) == token
+
+
+def _token_of(pid: int) -> str | None:
+    """The scope token in a process's environment; None where it has none or cannot be read."""
     try:
         environ = Path(f"/proc/{pid}/environ").read_bytes()
     except OSError:
-        return False
-    return f"{SCOPE_VARIABLE}={token}".encode() in environ.split(b"\0")
+        return None
+    prefix = f"{SCOPE_VARIABLE}=".encode()
+    for entry in environ.split(b"\0"):
+        if entry.startswith(prefix):
+            return entry[len(prefix) :].decode(errors="replace")
+    return None
 
 
 def _signal_all(pids: Iterable[int], sig: signal.Signals) -> None:
@@ -464,6 +483,9 @@ def _kill_group(process: subprocess.Popen) -> None:
     process.wait()
 
 
+# The command of every scope started and not yet ended, by token: another scope's, not a member.
+_LIVE: dict[str, int] = {}
+_LIVE_LOCK = threading.Lock()
 _SUBREAPING = [0]  # scopes alive now: a long-lived worker's scope outlives the rounds' around it
 _SUBREAPING_LOCK = threading.Lock()
 

@@ -43,7 +43,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .integrity import Manifest, changes, manifest, summary
-from .rounds import RoundResult, child_env, parsed, read_text
+from .rounds import RoundResult, child_env, how_it_ended, parsed, read_text
 from .scope import Scope, strategy
 from .suites.base import Output, RoundContext, Suite
 
@@ -122,7 +122,7 @@ class Worker:
             return None
         while not self.ready_file.exists():
             if not self.alive:
-                return self._why(f"the worker exited with status {self.process.returncode} while starting")
+                return self._why(f"the worker ended while starting ({self.ending()})")
             if time.monotonic() - self.began > timeout:
                 self.stop()
                 return self._why(f"the worker was not ready after {timeout:g}s and was killed")
@@ -168,7 +168,7 @@ class Worker:
             return self._failed("the worker had already exited", began)
         while not done.exists():
             if not self.alive:
-                return self._failed(f"the worker exited with status {self.process.returncode}", began)
+                return self._failed(f"the worker ended ({self.ending()})", began)
             if time.monotonic() - began > timeout:
                 self.stop()
                 return self._failed(f"timed out after {timeout:g}s in the worker, which was killed", began)
@@ -176,6 +176,17 @@ class Worker:
         if not parse:
             return RoundResult(True, None, seconds=time.monotonic() - began)
         return parsed(self.suite, context, [Output(self.suite.name, 0, "", "")], began)
+
+    def ending(self) -> str:
+        """How the worker, which is no longer alive, ended. Under a PID namespace the process perfbot
+        waits for is unshare's, whose status says only that the namespace's init ended well; the
+        worker's own is what the init reported, read once its scope has ended."""
+        self.scope.end()
+        try:
+            code = self.scope.returncode()
+        except (OSError, RuntimeError):  # the init could not start it: what unshare says is all there is
+            code = self.process.returncode
+        return how_it_ended(code)
 
     def _why(self, what: str) -> str:
         try:
@@ -248,8 +259,8 @@ class Kept:
             worker.stop()
             raise WorkerLost(
                 worker._why(
-                    f"the worker kept for {tree.name} across runs died (exit status "
-                    f"{worker.process.returncode}) before this run; this run measures nothing"
+                    f"the worker kept for {tree.name} across runs died ({worker.ending()}) before "
+                    f"this run; this run measures nothing"
                 )
             )
         found = changes(held.sealed, manifest(tree))

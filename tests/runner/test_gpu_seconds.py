@@ -22,7 +22,7 @@ from bot.adapters.git_repo import GitRepo
 from bot.core.config.schema import BenchConfig
 from bot.core.config.suite_kinds.command import CommandSuite
 from bot.core.judge import results
-from bot.runner import bench, fingerprint, profiling, report, timeline
+from bot.runner import bench, fingerprint, profiling, report, scope, timeline
 from bot.runner.integrity import Guard
 from bot.runner.options import MeasureOptions
 from bot.runner.progress import Progress
@@ -67,6 +67,13 @@ for line in sys.stdin:
         f.write(text)
     os.replace(request["out"] + ".part", request["out"])
 """
+
+
+def scope_available(name: str) -> bool:
+    try:
+        return scope._strategy(name).name == name
+    except scope.ScopeError:
+        return False
 
 
 @pytest.fixture(autouse=True)
@@ -359,7 +366,9 @@ def test_a_kept_worker_that_died_between_runs_fails_the_next_run_loudly(
     finally:
         kept.stop_all()
     assert outcome.status == "failed" and outcome.lost is not None
-    assert "the worker kept for good across runs died" in data["error"]
+    assert "the worker kept for good across runs died (killed by signal SIGKILL)" in data["error"], data[
+        "error"
+    ]
     assert "this run measures nothing" in data["error"] and data["rounds"] == []
     assert kept.held == {}
 
@@ -382,7 +391,7 @@ def test_a_kept_worker_that_dies_in_a_run_ends_it_with_every_round_discarded(
     finally:
         kept.stop_all()
     assert outcome.status == "failed" and outcome.lost is not None
-    assert "the worker kept across runs died" in data["error"]
+    assert "the worker kept across runs died (exit status 3)" in data["error"], data["error"]
     assert data["rounds"] and not any(r["ok"] for r in data["rounds"])
     assert all(r["error"].startswith("discarded: ") for r in data["rounds"])
     assert kept.held == {}
@@ -543,6 +552,41 @@ def test_a_spare_that_died_after_starting_is_passed_over(bench_repo, tmp_path, w
         ("head", "fresh, started ahead"),  # the other spare
     ]
     assert [p["detail"] for p in phases(data, "round")][4:] == ["fresh, started ahead", "fresh"]
+    assert all(r["ok"] for r in data["rounds"])
+
+
+def test_a_worker_that_dies_as_it_starts_takes_no_other_process_with_it(
+    bench_repo, tmp_path, with_spares, monkeypatch
+):
+    """Base's worker, the first process started, dies before it is ready, and is stopped: head's
+    worker and every spare, started after it and alive beside it, still serve their rounds."""
+    if not scope_available("pid-namespace"):
+        pytest.skip("no PID namespace here")  # elsewhere the other side's worker stops at each turn
+    monkeypatch.setenv(scope.STRATEGY_VARIABLE, "pid-namespace")
+    repo, base, head = bench_repo
+    serve = CommandBench.worker_command
+
+    def base_dies(self, context):
+        command = serve(self, context)
+        if context.side == "base":
+            return Command(command.name, command.argv, {**command.env, "START_S": "not a number"})
+        return command
+
+    monkeypatch.setattr(CommandBench, "worker_command", base_dies)
+    outcome, data, progress = run(repo, base, head, tmp_path / "results.json", config())
+    assert outcome.status == "complete", data["error"]
+    assert (
+        "the worker of base did not start (quick: the worker ended while starting (exit status 1)" in progress
+    )
+    assert [(p["side"], p["detail"]) for p in phases(data, "round")] == [
+        ("base", "fresh, started ahead"),
+        ("head", "fresh, started ahead"),
+        ("head", "worker"),
+        ("base", "fresh"),
+        ("base", "fresh, started ahead"),
+        ("head", "fresh, started ahead"),
+    ]
+    assert "found dead" not in progress
     assert all(r["ok"] for r in data["rounds"])
 
 

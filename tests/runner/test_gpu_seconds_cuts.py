@@ -151,7 +151,9 @@ def test_a_worker_that_dies_in_its_profiled_pass_leaves_its_side_without_a_profi
     assert loaded.base.profile is None and loaded.head.profile is None
     assert loaded.profile_errors is not None
     assert set(loaded.profile_errors) == {"base", "head"}
-    assert all("the worker exited" in why for why in loaded.profile_errors.values())
+    assert all("the worker ended" in why for why in loaded.profile_errors.values()), loaded.profile_errors
+    profiled = [(p["side"], p["detail"]) for p in data["timeline"]["phases"] if p["phase"] == "profile"]
+    assert profiled == [("base", "in the worker"), ("head", "in the worker")]  # where it failed
     assert all(r["ok"] for r in data["rounds"])
     assert report.judge(outcome.path)[0] == "regression"
 

@@ -235,7 +235,10 @@ def test_a_worker_that_dies_leaves_its_side_to_fresh_processes(git_builder, tmp_
     )
     data = json.loads(outcome.path.read_text())
     for side in ("base", "head"):
-        assert f"the worker of {side} did not start (verify-step: the worker exited with status" in progress
+        assert (
+            f"the worker of {side} did not start (verify-step: the worker ended while starting (exit status 3)"
+            in progress
+        )
     # Neither worker warmed up, so each side's warm-up ran as a round, in a fresh process.
     assert [(w["side"], w["ok"]) for w in data["warmups"]] == [("base", True), ("head", True)]
     assert all(r["ok"] and r["process"] == "fresh" for r in data["rounds"]), [

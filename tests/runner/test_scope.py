@@ -122,3 +122,37 @@ def test_the_namespace_s_init_imports_nothing_from_the_worktree(tmp_path, monkey
     result = round_of(tmp_path, "echo 'PERFBOT_METRIC t=1 better=lower'")
     assert result.ok, result.error
     assert not marker.exists()
+
+
+def test_scopes_alive_at_once_end_one_at_a_time(tmp_path, contained):
+    """Both sides' workers and the spares live side by side: ending the first started (a worker that
+    died, a spare that did not start) ends its own processes, its escapee included, and none of
+    the scope started after it, whose command is perfbot's child in a session of its own too."""
+    first, second = scope.Scope(scope.strategy()), scope.Scope(scope.strategy())
+    env = dict(os.environ)
+    try:
+        first.popen(
+            ["bash", "-c", "(env -i /usr/bin/setsid sleep 306.5 &); exec sleep 306.25"],
+            tmp_path,
+            env,
+            subprocess.DEVNULL,
+            subprocess.DEVNULL,
+        )
+        later = second.popen(
+            ["bash", "-c", "(/usr/bin/setsid sleep 307.5 &); exec sleep 307.25"],
+            tmp_path,
+            env,
+            subprocess.DEVNULL,
+            subprocess.DEVNULL,
+        )
+        deadline = time.monotonic() + 5
+        while not (running_with("306.5") and running_with("307.5")) and time.monotonic() < deadline:
+            time.sleep(0.02)
+        first.end()
+        assert wait_until_gone("306.5") == wait_until_gone("306.25") == []
+        assert later.poll() is None
+        assert running_with("307.25") and running_with("307.5")
+    finally:
+        first.end()
+        second.end()
+    assert wait_until_gone("307.5") == wait_until_gone("307.25") == []

@@ -13,7 +13,7 @@ import pytest
 
 from bot.core.config.schema import BenchConfig, MetricDeclaration
 from bot.core.config.suite_kinds.command import CommandSuite
-from bot.runner import bench, fingerprint, workers
+from bot.runner import bench, fingerprint, scope, workers
 from bot.runner.options import MeasureOptions
 from bot.runner.progress import Progress
 from bot.runner.rounds import run_round
@@ -123,6 +123,51 @@ def test_stopping_a_worker_that_has_died_closes_its_input(tmp_path):
     assert not worker.alive
     worker.stop()
     assert worker.process.stdin is not None and worker.process.stdin.closed
+
+
+def _scope_available(name: str) -> bool:
+    try:
+        return scope._strategy(name).name == name
+    except ScopeError:
+        return False
+
+
+SCOPES = [
+    pytest.param(name, marks=pytest.mark.skipif(not _scope_available(name), reason=f"no {name} here"))
+    for name in ("pid-namespace", "processes")
+]
+
+
+@pytest.mark.parametrize("strategy", SCOPES)
+def test_a_worker_that_dies_in_a_round_is_reported_with_its_own_exit_status(tmp_path, monkeypatch, strategy):
+    # Under a PID namespace the process perfbot waits for is unshare's, whose status says only that
+    # the namespace's init ended well: the worker's own status is what the init reported.
+    monkeypatch.setenv(scope.STRATEGY_VARIABLE, strategy)
+    dies = "import sys\nsys.stdin.readline()\nraise SystemExit(3)\n"
+    worker = started(JsonSuite({"t": 1.0}, serve=dies), tmp_path)
+    try:
+        result = worker.serve(
+            RoundContext(tmp_path, tmp_path / "r1", "head", RoundId("counted", 1)), timeout=30
+        )
+    finally:
+        worker.stop()
+    assert not result.ok
+    assert "the worker ended (exit status 3)" in (result.error or ""), result.error
+
+
+@pytest.mark.parametrize("strategy", SCOPES)
+def test_a_worker_killed_by_a_signal_says_which(tmp_path, monkeypatch, strategy):
+    monkeypatch.setenv(scope.STRATEGY_VARIABLE, strategy)
+    dies = "import os, signal, sys\nsys.stdin.readline()\nos.kill(os.getpid(), signal.SIGKILL)\n"
+    worker = started(JsonSuite({"t": 1.0}, serve=dies), tmp_path)
+    try:
+        result = worker.serve(
+            RoundContext(tmp_path, tmp_path / "r1", "head", RoundId("counted", 1)), timeout=30
+        )
+    finally:
+        worker.stop()
+    assert not result.ok
+    assert "the worker ended (killed by signal SIGKILL)" in (result.error or ""), result.error
 
 
 @pytest.fixture
