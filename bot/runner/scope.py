@@ -374,7 +374,7 @@ class Scope:
         for child, started in _children_of(own, table):
             if (child, started) in self._before or table[child].session == own_session:
                 continue
-            if child not in others.values() and _token_of(child) not in others:
+            if child not in others.values() and not _tokens_of(child) & others.keys():
                 roots.add(child)
         roots |= {pid for pid in table if pid != own and _carries(pid, self.token)}
         return {pid for pid in _with_descendants(roots, table) if table[pid].state != "Z" and pid != own}
@@ -424,20 +424,21 @@ def _with_descendants(roots: Iterable[int], table: dict[int, _Process]) -> set[i
 
 def _carries(pid: int, token: str) -> bool:
     """Whether a process's environment holds the scope's token (unreadable ones: not ours to end)."""
-    return _token_of(pid) == token
+    return token in _tokens_of(pid)
 
 
-def _token_of(pid: int) -> str | None:
-    """The scope token in a process's environment; None where it has none or cannot be read."""
+def _tokens_of(pid: int) -> set[str]:
+    """Every scope token in a process's environment (none where it cannot be read)."""
     try:
         environ = Path(f"/proc/{pid}/environ").read_bytes()
     except OSError:
-        return None
+        return set()
     prefix = f"{SCOPE_VARIABLE}=".encode()
-    for entry in environ.split(b"\0"):
-        if entry.startswith(prefix):
-            return entry[len(prefix) :].decode(errors="replace")
-    return None
+    return {
+        entry[len(prefix) :].decode(errors="replace")
+        for entry in environ.split(b"\0")
+        if entry.startswith(prefix)
+    }
 
 
 def _signal_all(pids: Iterable[int], sig: signal.Signals) -> None:

@@ -127,7 +127,8 @@ def test_the_namespace_s_init_imports_nothing_from_the_worktree(tmp_path, monkey
 def test_scopes_alive_at_once_end_one_at_a_time(tmp_path, contained):
     """Both sides' workers and the spares live side by side: ending the first started (a worker that
     died, a spare that did not start) ends its own processes, its escapee included, and none of
-    the scope started after it, whose command is perfbot's child in a session of its own too."""
+    the scope started after it, whose command is perfbot's child in a session of its own too (here
+    with no environment left to tell it by), and whose escapee is re-parented to perfbot."""
     first, second = scope.Scope(scope.strategy()), scope.Scope(scope.strategy())
     env = dict(os.environ)
     try:
@@ -139,7 +140,7 @@ def test_scopes_alive_at_once_end_one_at_a_time(tmp_path, contained):
             subprocess.DEVNULL,
         )
         later = second.popen(
-            ["bash", "-c", "(/usr/bin/setsid sleep 307.5 &); exec sleep 307.25"],
+            ["bash", "-c", "(/usr/bin/setsid sleep 307.5 &); exec env -i sleep 307.25"],
             tmp_path,
             env,
             subprocess.DEVNULL,
