@@ -14,8 +14,10 @@
 # Each figure is the wall time of the whole commands, start to verdict (`perfbot bench run` then
 # `perfbot bench report`) or dispatch to culprit read back; every progress line is stamped with
 # the seconds since its command started, and each results file's timeline (where it has one) is
-# printed, with the instants that bound its phases. Results land in ${OUT}/<tree>/<part>/ (this
-# checkout's in current/; a part named again in WHAT in <part>-2/, <part>-3/...). WHAT chooses the
+# printed, with the instants that bound its phases; the RESULT lines are also kept in
+# ${OUT}/RESULTS.txt, at the top, where a console cut short does not lose them. Results land in
+# ${OUT}/<tree>/<part>/ (this checkout's in current/; a part named again in WHAT in <part>-2/,
+# <part>-3/...). WHAT chooses the
 # parts: "ab aa cold bisect" (default); BASELINE_WHAT those of the other checkouts (default: WHAT).
 set -uo pipefail
 OUT=${OUT:-benchmarks/results/gpu-seconds}
@@ -74,7 +76,8 @@ verdict() {
   status=$(cd "$tree" && PYTHONPATH="$PWD${BASE_PYTHONPATH:+:$BASE_PYTHONPATH}" "$PY" -m bot bench report "$dir" \
     --markdown "$dir/report.md")
   ended=$(date +%s.%N)
-  echo "RESULT $(label "$tree") $(basename "$dir"): $(seconds "$began" "$ended") s start to verdict, verdict $status"
+  echo "RESULT $(label "$tree") $(basename "$dir"): $(seconds "$began" "$ended") s start to verdict, verdict $status" \
+    | tee -a "$OUT/RESULTS.txt"
 }
 
 # bisect TREE: the action's bisect-mode invocation on the cold repository, then the artifact read back.
@@ -93,7 +96,7 @@ bisect() {
   ended=$(date +%s.%N)
   grep "bisect:" "$dir/bisect.log" | grep -v "provenance\|imports" | cut -c1-160
   echo "RESULT $(label "$tree") bisect of 10 commits: $(seconds "$began" "$ended") s dispatch to culprit read back," \
-    "status $status, culprit expected ${CULPRIT:0:10}"
+    "status $status, culprit expected ${CULPRIT:0:10}" | tee -a "$OUT/RESULTS.txt"
   head -3 "$dir/summary.md"
 }
 
