@@ -4,6 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
+from bot.runner import scope
+
 
 def running(pid: int) -> bool:
     """Alive and not a zombie waiting for the container's init to reap it."""
@@ -28,3 +32,18 @@ def running_with(argument: str) -> list[int]:
         if argument.encode() in argv and running(int(entry.name)):
             found.append(int(entry.name))
     return found
+
+
+def scope_available(name: str) -> bool:
+    """Whether this machine gives a benchmark command the scope ``name`` (`bot.runner.scope`)."""
+    try:
+        return scope._strategy(name).name == name
+    except scope.ScopeError:
+        return False
+
+
+# Each Linux scope as a test parameter, skipped where the machine refuses it.
+SCOPES = [
+    pytest.param(name, marks=pytest.mark.skipif(not scope_available(name), reason=f"no {name} here"))
+    for name in ("pid-namespace", "processes")
+]

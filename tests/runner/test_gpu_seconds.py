@@ -32,6 +32,8 @@ from bot.runner.suites.command import METRICS_FILE, CommandBench
 from bot.runner.workers import Kept, Worker
 from bot.runner.worktrees import Worktrees
 
+from .processes import scope_available
+
 ROOT = Path(__file__).resolve().parents[2]
 # A worker for the fixture's repository: started, it sleeps $START_S (its warm-up), says it is
 # ready, then for each request writes the round's metric from its tree's speed.txt (or, asked for
@@ -67,13 +69,6 @@ for line in sys.stdin:
         f.write(text)
     os.replace(request["out"] + ".part", request["out"])
 """
-
-
-def scope_available(name: str) -> bool:
-    try:
-        return scope._strategy(name).name == name
-    except scope.ScopeError:
-        return False
 
 
 @pytest.fixture(autouse=True)

@@ -12,24 +12,11 @@ import pytest
 from bot.runner import scope
 from bot.runner.scope import STRATEGY_VARIABLE, ScopeError
 
-from .processes import running_with
+from .processes import SCOPES, running_with, scope_available
 from .test_rounds import round_of
 
 
-def _available(name: str) -> bool:
-    try:
-        return scope._strategy(name).name == name
-    except ScopeError:
-        return False
-
-
-STRATEGIES = [
-    pytest.param(name, marks=pytest.mark.skipif(not _available(name), reason=f"no {name} here"))
-    for name in ("pid-namespace", "processes")
-]
-
-
-@pytest.fixture(params=STRATEGIES)
+@pytest.fixture(params=SCOPES)
 def contained(request, monkeypatch):
     monkeypatch.setenv(STRATEGY_VARIABLE, request.param)
     assert scope.strategy().name == request.param
@@ -88,7 +75,7 @@ def test_exit_statuses_are_those_of_the_command(tmp_path, contained):
     assert round_of(tmp_path, "echo 'PERFBOT_METRIC t=2 better=lower'").metrics == {"t": 2}
 
 
-@pytest.mark.skipif(not _available("pid-namespace"), reason="no PID namespace here")
+@pytest.mark.skipif(not scope_available("pid-namespace"), reason="no PID namespace here")
 def test_in_a_pid_namespace_a_round_cannot_see_or_signal_perfbot(tmp_path, monkeypatch):
     monkeypatch.setenv(STRATEGY_VARIABLE, "pid-namespace")
     seen = tmp_path / "seen"
@@ -113,7 +100,7 @@ def test_an_unknown_scope_is_refused(monkeypatch):
 
 
 def test_the_namespace_s_init_imports_nothing_from_the_worktree(tmp_path, monkeypatch):
-    if not _available("pid-namespace"):
+    if not scope_available("pid-namespace"):
         pytest.skip("no PID namespace here")
     monkeypatch.setenv(STRATEGY_VARIABLE, "pid-namespace")
     marker = tmp_path / "planted-ran"

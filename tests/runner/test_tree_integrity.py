@@ -26,10 +26,12 @@ from bot.runner import scope
 from bot.runner.bench import serving, stop_workers, take_turn
 from bot.runner.integrity import Guard
 from bot.runner.progress import Progress
-from bot.runner.scope import STRATEGY_VARIABLE, ScopeError
+from bot.runner.scope import STRATEGY_VARIABLE
 from bot.runner.suites.base import Command, RoundContext
 from bot.runner.suites.command import CommandBench
 from tests.runner.test_action import Runner
+
+from .processes import SCOPES
 
 CONFIG = "bench:\n  warmup: 1\n  suites:\n    quick:\n      kind: command\n      command: bash bench.sh\n"
 BENCH_PY = "import work\nprint(f'PERFBOT_METRIC step_ms={work.SPEED} unit=ms better=lower')\n"
@@ -74,19 +76,6 @@ else:
 
 IN_TREE = {"source": "work.py", "bytecode": "__pycache__/work.", "package": "work"}
 IN_ENGINE = {"pth": "zz-perfbot-attack.pth", "sitecustomize": "sitecustomize.py"}
-
-
-def _available(name: str) -> bool:
-    try:
-        return scope._strategy(name).name == name
-    except ScopeError:
-        return False
-
-
-SCOPES = [
-    pytest.param(name, marks=pytest.mark.skipif(not _available(name), reason=f"no {name} here"))
-    for name in ("pid-namespace", "processes")
-]
 
 
 def engine(tmp_path: Path) -> Path:

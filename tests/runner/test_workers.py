@@ -30,6 +30,8 @@ from bot.runner.suites.base import (
 )
 from bot.runner.suites.command import CommandBench
 
+from .processes import SCOPES
+
 RESULT = "result.json"
 # Writes what $PERFBOT_VALUES says (a JSON object of metrics) to the round's result file.
 FRESH_PY = (
@@ -123,19 +125,6 @@ def test_stopping_a_worker_that_has_died_closes_its_input(tmp_path):
     assert not worker.alive
     worker.stop()
     assert worker.process.stdin is not None and worker.process.stdin.closed
-
-
-def _scope_available(name: str) -> bool:
-    try:
-        return scope._strategy(name).name == name
-    except ScopeError:
-        return False
-
-
-SCOPES = [
-    pytest.param(name, marks=pytest.mark.skipif(not _scope_available(name), reason=f"no {name} here"))
-    for name in ("pid-namespace", "processes")
-]
 
 
 @pytest.mark.parametrize("strategy", SCOPES)
