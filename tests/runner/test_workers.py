@@ -128,12 +128,21 @@ def test_stopping_a_worker_that_has_died_closes_its_input(tmp_path):
 
 
 @pytest.mark.parametrize("strategy", SCOPES)
-def test_a_worker_that_dies_in_a_round_is_reported_with_its_own_exit_status(tmp_path, monkeypatch, strategy):
+@pytest.mark.parametrize(
+    "dies, ended",
+    [
+        ("raise SystemExit(3)", "exit status 3"),
+        ("import os, signal\nos.kill(os.getpid(), signal.SIGKILL)", "killed by signal SIGKILL"),
+    ],
+    ids=["exit", "signal"],
+)
+def test_a_worker_that_dies_in_a_round_is_reported_with_its_own_end(
+    tmp_path, monkeypatch, strategy, dies, ended
+):
     # Under a PID namespace the process perfbot waits for is unshare's, whose status says only that
-    # the namespace's init ended well: the worker's own status is what the init reported.
+    # the namespace's init ended well: the worker's own end is what the init reported.
     monkeypatch.setenv(scope.STRATEGY_VARIABLE, strategy)
-    dies = "import sys\nsys.stdin.readline()\nraise SystemExit(3)\n"
-    worker = started(JsonSuite({"t": 1.0}, serve=dies), tmp_path)
+    worker = started(JsonSuite({"t": 1.0}, serve=f"import sys\nsys.stdin.readline()\n{dies}\n"), tmp_path)
     try:
         result = worker.serve(
             RoundContext(tmp_path, tmp_path / "r1", "head", RoundId("counted", 1)), timeout=30
@@ -141,22 +150,7 @@ def test_a_worker_that_dies_in_a_round_is_reported_with_its_own_exit_status(tmp_
     finally:
         worker.stop()
     assert not result.ok
-    assert "the worker ended (exit status 3)" in (result.error or ""), result.error
-
-
-@pytest.mark.parametrize("strategy", SCOPES)
-def test_a_worker_killed_by_a_signal_says_which(tmp_path, monkeypatch, strategy):
-    monkeypatch.setenv(scope.STRATEGY_VARIABLE, strategy)
-    dies = "import os, signal, sys\nsys.stdin.readline()\nos.kill(os.getpid(), signal.SIGKILL)\n"
-    worker = started(JsonSuite({"t": 1.0}, serve=dies), tmp_path)
-    try:
-        result = worker.serve(
-            RoundContext(tmp_path, tmp_path / "r1", "head", RoundId("counted", 1)), timeout=30
-        )
-    finally:
-        worker.stop()
-    assert not result.ok
-    assert "the worker ended (killed by signal SIGKILL)" in (result.error or ""), result.error
+    assert f"the worker ended ({ended})" in (result.error or ""), result.error
 
 
 @pytest.fixture
